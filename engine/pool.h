@@ -1,0 +1,36 @@
+/* pool.h — the engine's thread pool: OpenMP-like parallel loops over index
+ * ranges with static, dynamic and guided schedules.
+ *
+ * One pool per engine, created once. The calling thread takes part in every
+ * loop as worker 0. A pool_for called from inside a body (any pool) runs
+ * inline on the calling thread, so nesting never deadlocks. Loops from
+ * several outside threads on one pool run one after another. */
+#ifndef QS_POOL_H
+#define QS_POOL_H
+
+#include <stddef.h>
+
+#include "quicksilver.h"
+
+typedef struct pool pool;
+
+/* Creates a pool that runs loops on `threads` threads in all (the caller
+ * plus threads - 1 workers); threads is clamped to [1, QS_MAX_THREADS]. */
+int pool_create(pool **p, int threads);
+void pool_destroy(pool *p);
+int pool_threads(const pool *p);
+
+/* Runs body over [begin, end) in chunks handed out by `sched`:
+ *  SCHED_STATIC, chunk 0: one contiguous, even block per thread;
+ *  SCHED_STATIC, chunk c: chunks of c dealt round robin;
+ *  SCHED_DYNAMIC: chunks of max(c, 1) from a shared counter;
+ *  SCHED_GUIDED: remaining / (2 * threads) per grab, at least max(c, 1).
+ * A body returning nonzero stops the handing out of further chunks; the
+ * first such value is returned once every running body has finished. */
+int pool_for(pool *p, size_t begin, size_t end, schedule sched, size_t chunk,
+             range_fn body, void *ctx);
+
+/* Number of online cores (at least 1). */
+int pool_cores(void);
+
+#endif

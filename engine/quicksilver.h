@@ -1,0 +1,334 @@
+/*
+ * quicksilver.h — the public interface of quicksilver.
+ *
+ * quicksilver runs image-processing methods through an auto-tuning
+ * dispatcher: every method has several implementations (serial, threaded,
+ * OpenCL per device, ...); the engine times them on the caller's real inputs,
+ * keeps every timing in SQLite and picks the fastest for each input.
+ *
+ * Conventions
+ *  - Every call that can fail returns an int status (QS_OK == 0, otherwise a
+ *    positive code from QS_STATUS_TABLE) and leaves a message naming the field
+ *    or file at fault in engine_error(e). The library never prints or exits.
+ *  - Images are float32, (frames, rows, cols), row-major, frames outermost.
+ *  - Ownership is stated per function. Nothing here is a process global.
+ *
+ * Compiles as C11 and as C++ (checked by tests/test_header_cxx.cpp).
+ */
+#ifndef QUICKSILVER_H
+#define QUICKSILVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define QS_API __attribute__((visibility("default")))
+#else
+#define QS_API
+#endif
+
+#define QS_VERSION_MAJOR 0
+#define QS_VERSION_MINOR 1
+#define QS_VERSION_PATCH 0
+#define QS_VERSION "0.1.0"
+
+/* ---------------------------------------------------------------- status */
+
+/* One table gives the enum, the names and the messages. */
+#define QS_STATUS_TABLE(X)                                                   \
+  X(QS_OK, "ok", "success")                                                  \
+  X(QS_EINVAL, "invalid", "invalid argument")                                \
+  X(QS_ENOMEM, "no_memory", "out of memory")                                 \
+  X(QS_EOVERFLOW, "overflow", "size exceeds what can be represented")        \
+  X(QS_ESHAPE, "shape", "image shape does not fit the method")               \
+  X(QS_ENOMETHOD, "no_method", "unknown method")                             \
+  X(QS_EPARAM, "param", "unknown or invalid parameter")                      \
+  X(QS_ENOIMPL, "no_impl", "unknown implementation")                         \
+  X(QS_EUNAVAIL, "unavailable", "implementation not available here")        \
+  X(QS_EFAIL, "failed", "implementation failed")                             \
+  X(QS_EMISMATCH, "mismatch", "output disagrees with the serial reference")  \
+  X(QS_EENV, "environment", "invalid environment variable")                  \
+  X(QS_EDB, "store", "timing store error")                                   \
+  X(QS_ECORRUPT, "corrupt", "timing store file is corrupt")                  \
+  X(QS_EBUSY, "busy", "timing store is busy")                                \
+  X(QS_ESCHEMA, "schema", "data from a different schema version")            \
+  X(QS_ECL, "opencl", "OpenCL error")                                        \
+  X(QS_EBUILD, "build", "OpenCL program build failed")                       \
+  X(QS_EDEVMEM, "device_memory", "not enough device memory")                 \
+  X(QS_EIO, "io", "input/output error")                                      \
+  X(QS_EFORMAT, "format", "malformed or unsupported file")                   \
+  X(QS_ECANCEL, "cancelled", "cancelled")                                    \
+  X(QS_EEXISTS, "exists", "already exists")
+
+typedef enum qs_status {
+#define QS_STATUS_ENUM_(code, name, msg) code,
+  QS_STATUS_TABLE(QS_STATUS_ENUM_)
+#undef QS_STATUS_ENUM_
+  QS_STATUS_COUNT
+} qs_status;
+
+/* Short stable name ("shape") and one-line message; "unknown" for codes
+ * outside the table. The strings are static. */
+QS_API const char *status_name(int status);
+QS_API const char *status_message(int status);
+
+/* ---------------------------------------------------------------- images */
+
+/* A float32 (frames, rows, cols) row-major image. `owner_` is private:
+ * non-NULL when the memory belongs to the image (image_alloc, engine
+ * outputs) and must be released with image_free. */
+typedef struct image {
+  float *data;
+  size_t frames, rows, cols;
+  void *owner_;
+} image;
+
+/* Largest image accepted anywhere: 2^36 pixels (256 GiB of float32). */
+#define QS_MAX_PIXELS ((size_t)1 << 36)
+
+/* Wraps caller memory; the caller keeps ownership (image_free leaves it). */
+QS_API image image_wrap(float *data, size_t frames, size_t rows, size_t cols);
+
+/* Allocates a zeroed, 64-byte aligned image. On failure *img is emptied and
+ * QS_EOVERFLOW (over QS_MAX_PIXELS or size_t overflow), QS_EINVAL (a zero
+ * dimension) or QS_ENOMEM is returned. */
+QS_API int image_alloc(image *img, size_t frames, size_t rows, size_t cols);
+
+/* Releases owned memory (no-op for wrapped images) and empties *img. */
+QS_API void image_free(image *img);
+
+/* *n = frames * rows * cols with overflow checks; QS_EOVERFLOW past
+ * QS_MAX_PIXELS. Zero dimensions give 0 and QS_OK. */
+QS_API int image_pixels(size_t frames, size_t rows, size_t cols, size_t *n);
+
+/* ---------------------------------------------------------------- engine */
+
+typedef struct engine engine;
+
+/* Zero-initialised options mean "defaults" for every field. */
+typedef struct engine_options {
+  const char *db_path;   /* NULL: $QUICKSILVER_DB, else
+                            $XDG_CACHE_HOME/quicksilver/timings.db;
+                            ":memory:" keeps the store in memory */
+  int threads;           /* 0: $QUICKSILVER_THREADS, else online cores;
+                            clamped to [1, QS_MAX_THREADS] */
+  int no_opencl;         /* nonzero: no OpenCL devices (also
+                            $QUICKSILVER_NO_OPENCL=1) */
+  const char *cache_dir; /* NULL: $QUICKSILVER_CACHE_DIR, else
+                            $XDG_CACHE_HOME/quicksilver */
+  int no_calibration;    /* nonzero: cold implementations are ordered by a
+                            static rule instead of calibrated */
+  uint64_t seed;         /* 0: seeded from the clock; else fixed */
+  /* Clock used for every timing; NULL: CLOCK_MONOTONIC. Tests inject one. */
+  int64_t (*clock_ns)(void *ctx);
+  void *clock_ctx;
+} engine_options;
+
+#define QS_MAX_THREADS 256
+
+/* Opens an engine. On failure *e is NULL unless the failure could be
+ * described in an engine (then *e is a usable handle whose engine_error
+ * says why, to be closed with engine_close). */
+QS_API int engine_open(engine **e, const engine_options *options);
+QS_API void engine_close(engine *e);
+
+/* Last error message of this engine ("" if none). Valid until the next call
+ * on the same engine. */
+QS_API const char *engine_error(const engine *e);
+
+/* Threads the engine's pool runs (caller included). */
+QS_API int engine_threads(const engine *e);
+
+/* Path of the timing store in use (":memory:" possible). */
+QS_API const char *engine_db_path(const engine *e);
+
+/* ------------------------------------------------------------ parameters */
+
+/* A parameter value given by a caller. `text`, when non-NULL, is parsed
+ * according to the parameter's declared type ("true", "avg", "1.5");
+ * otherwise `value` is used (enums: the index into the choices). */
+typedef struct param {
+  const char *name;
+  double value;
+  const char *text;
+} param;
+
+typedef enum param_type {
+  PARAM_INT,
+  PARAM_FLOAT,
+  PARAM_BOOL,
+  PARAM_ENUM
+} param_type;
+
+/* Flags of param_def. */
+#define PARAM_MIN_OPEN 1u /* the minimum itself is excluded */
+#define PARAM_MAX_OPEN 2u /* the maximum itself is excluded */
+
+/* One declared parameter of a method. */
+typedef struct param_def {
+  const char *name;    /* lower_snake_case */
+  param_type type;
+  double def;          /* default (enum: index into choices) */
+  double min, max;     /* range for int and float */
+  unsigned flags;      /* PARAM_MIN_OPEN, PARAM_MAX_OPEN */
+  const char *choices; /* PARAM_ENUM: "avg|var|tac2|none" */
+  const char *doc;     /* one line */
+} param_def;
+
+/* ------------------------------------------------------- implementations */
+
+typedef enum impl_kind {
+  IMPL_SERIAL,
+  IMPL_THREADED,
+  IMPL_OPENCL,
+  IMPL_COMPOSITE
+} impl_kind;
+
+/* Pool schedules, as OpenMP's. */
+typedef enum schedule {
+  SCHED_STATIC,  /* chunk 0: one contiguous block per thread;
+                    chunk > 0: chunks dealt round robin */
+  SCHED_DYNAMIC, /* chunks taken from a shared counter */
+  SCHED_GUIDED   /* remaining / (2 * threads), never below chunk */
+} schedule;
+
+typedef struct method_call method_call;
+
+/* A body for method_call.parallel_for: handles [begin, end); `worker` is in
+ * [0, threads). A nonzero return stops further chunks and is returned. */
+typedef int (*range_fn)(void *ctx, size_t begin, size_t end, int worker);
+
+/* What the engine hands an implementation. Outputs are allocated, zeroed and
+ * shaped by the engine before the call. An implementation writes a message
+ * into err on failure and returns a status. */
+struct method_call {
+  const image *in;
+  size_t n_in;
+  image *out;
+  size_t n_out;
+  const double *p;   /* parameter values in table order (bool 0/1, enum
+                        index) */
+  int threads;       /* threads of the engine's pool */
+  schedule sched;    /* the implementation's schedule */
+  size_t chunk;      /* the implementation's chunk (0: schedule default) */
+  /* Runs body over [begin, end) on the pool with this call's schedule. */
+  int (*parallel_for)(const method_call *c, size_t begin, size_t end,
+                      range_fn body, void *ctx);
+  void *device;      /* IMPL_OPENCL: the device (cl/ runtime), else NULL */
+  /* Runs another method through the dispatcher (composite
+   * implementations): impl NULL lets the agent choose. */
+  int (*step)(const method_call *c, const char *method, const char *impl,
+              const image *in, size_t n_in, const param *p, size_t n_p,
+              image *out, size_t n_out);
+  /* Written by OpenCL implementations: seconds spent on the device and in
+   * one-time costs (program build, first launch of a new size). */
+  double *device_seconds;
+  double *once_seconds;
+  char *err;
+  size_t err_len;
+  void *engine_; /* private */
+};
+
+typedef int (*impl_fn)(const method_call *c);
+
+/* One implementation of a method. For IMPL_OPENCL the engine registers one
+ * implementation per OpenCL device, named "<name>:<device slug>". */
+typedef struct impl_def {
+  const char *name;
+  impl_kind kind;
+  impl_fn run;
+  /* Availability on this machine for this call; NULL: always. A nonzero
+   * return makes the implementation unavailable, with `why`. */
+  int (*probe)(const method_call *c, char *why, size_t why_len);
+  int version;   /* bump when the numbers or the speed change */
+  schedule sched;
+  size_t chunk;
+} impl_def;
+
+typedef struct slot_def {
+  const char *name;
+  const char *doc;
+} slot_def;
+
+/* A method: one descriptor, from which validation, CLI flags, help, JSON,
+ * the store key and the benchmark grid all derive. */
+typedef struct method_desc {
+  const char *name;
+  const char *doc;
+  const slot_def *inputs;
+  size_t n_inputs;
+  const slot_def *outputs;
+  size_t n_outputs;
+  const param_def *params;
+  size_t n_params;
+  const impl_def *impls;
+  size_t n_impls;
+  /* Checks the input shapes against the parameter values and sets the
+   * frames/rows/cols of every output (data untouched). On a mismatch it
+   * returns QS_ESHAPE (or QS_EOVERFLOW / QS_EPARAM) with a message naming
+   * the input and both shapes. */
+  int (*shape)(const image *in, const double *p, image *out, char *err,
+               size_t err_len);
+  /* Scalar work size for nearness between keys; NULL: output pixels. */
+  double (*work)(const image *in, const double *p);
+  /* Accepted max |impl - serial| / max |serial| in method_benchmark. */
+  double tolerance;
+} method_desc;
+
+/* Registers a host program's method on this engine. The descriptor and
+ * everything it points to must outlive the engine. QS_EEXISTS if the name is
+ * taken. */
+QS_API int method_register(engine *e, const method_desc *desc);
+
+/* ------------------------------------------------------------------ runs */
+
+typedef struct run_request {
+  const image *inputs;
+  size_t n_inputs;
+  const param *params;
+  size_t n_params;
+  /* NULL: the agent chooses. Otherwise an implementation name
+   * ("threaded_dynamic", "opencl:<slug>") or a kind ("serial", "threaded",
+   * "opencl", "cpu", "composite"). */
+  const char *impl;
+} run_request;
+
+#define QS_NAME_MAX 64
+#define QS_MAX_ESTIMATES 32
+
+typedef struct run_estimate {
+  char impl[QS_NAME_MAX];
+  double seconds;       /* predicted steady-state seconds; < 0: unknown */
+  char source[16];      /* "history", "model", "calibration", "none",
+                           "failed", "unavailable" */
+  int runs;             /* timings behind the estimate */
+} run_estimate;
+
+typedef struct run_report {
+  char impl[QS_NAME_MAX]; /* the implementation that produced the output */
+  char reason[16];        /* "forced", "history", "model", "calibration",
+                             "exploration", "fallback", "static" */
+  double seconds;         /* wall seconds of the run that produced it */
+  double device_seconds;  /* OpenCL: device time; else 0 */
+  double once_seconds;    /* one-time costs inside that run */
+  double calibration_seconds; /* spent calibrating before the run */
+  int fallbacks;          /* implementations that failed before it */
+  size_t n_estimates;
+  run_estimate estimates[QS_MAX_ESTIMATES];
+} run_report;
+
+/* Runs `method` on the request. outputs[0..n_outputs) receive images
+ * allocated by the engine (free with image_free); on failure they are
+ * empty. `report` may be NULL. */
+QS_API int method_run(engine *e, const char *method, const run_request *rq,
+                      image *outputs, size_t n_outputs, run_report *report);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QUICKSILVER_H */

@@ -1,0 +1,94 @@
+/* test_env.c — environment knobs: valid, clamped and invalid values, and
+ * their effect on engine_open. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env.h"
+#include "qs_test.h"
+#include "quicksilver.h"
+
+TestSuite(env, .fini = qs_leak_check);
+
+Test(env, int_valid_clamped_invalid) {
+  char err[256] = "";
+  long v = 42;
+  cr_assert_eq(env_int("X", NULL, 1, 8, &v, err, sizeof err), QS_OK);
+  cr_assert_eq(v, 42); /* unset leaves the default */
+  cr_assert_eq(env_int("X", "", 1, 8, &v, err, sizeof err), QS_OK);
+  cr_assert_eq(v, 42);
+  cr_assert_eq(env_int("X", "4", 1, 8, &v, err, sizeof err), QS_OK);
+  cr_assert_eq(v, 4);
+  cr_assert_eq(env_int("X", "100", 1, 8, &v, err, sizeof err), QS_OK);
+  cr_assert_eq(v, 8);
+  cr_assert_eq(env_int("X", "-3", 1, 8, &v, err, sizeof err), QS_OK);
+  cr_assert_eq(v, 1);
+  cr_assert_eq(env_int("X", "3x", 1, 8, &v, err, sizeof err), QS_EENV);
+  cr_assert_not_null(strstr(err, "X=\"3x\""));
+  cr_assert_eq(v, 1);
+  cr_assert_eq(env_int("X", "abc", 1, 8, &v, err, sizeof err), QS_EENV);
+  cr_assert_eq(env_int("X", "99999999999999999999999", 1, 8, &v, err,
+                       sizeof err),
+               QS_EENV);
+}
+
+Test(env, bool_values) {
+  char err[256];
+  int b = 7;
+  cr_assert_eq(env_bool("B", NULL, &b, err, sizeof err), QS_OK);
+  cr_assert_eq(b, 7);
+  cr_assert_eq(env_bool("B", "TRUE", &b, err, sizeof err), QS_OK);
+  cr_assert_eq(b, 1);
+  cr_assert_eq(env_bool("B", "off", &b, err, sizeof err), QS_OK);
+  cr_assert_eq(b, 0);
+  cr_assert_eq(env_bool("B", "maybe", &b, err, sizeof err), QS_EENV);
+  cr_assert_not_null(strstr(err, "B=\"maybe\""));
+}
+
+Test(env, engine_reads_threads) {
+  engine *e;
+  setenv("QUICKSILVER_THREADS", "3", 1);
+  cr_assert_eq(engine_open(&e, NULL), QS_OK, "%s", engine_error(e));
+  cr_assert_eq(engine_threads(e), 3);
+  engine_close(e);
+  setenv("QUICKSILVER_THREADS", "100000", 1);
+  cr_assert_eq(engine_open(&e, NULL), QS_OK);
+  cr_assert_eq(engine_threads(e), QS_MAX_THREADS);
+  engine_close(e);
+  /* An explicit option wins over the environment. */
+  engine_options o = {.threads = 2};
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_assert_eq(engine_threads(e), 2);
+  engine_close(e);
+}
+
+Test(env, engine_rejects_garbage) {
+  engine *e;
+  setenv("QUICKSILVER_THREADS", "lots", 1);
+  cr_assert_eq(engine_open(&e, NULL), QS_EENV);
+  cr_assert_not_null(e);
+  cr_assert_not_null(strstr(engine_error(e), "QUICKSILVER_THREADS"));
+  engine_close(e);
+  unsetenv("QUICKSILVER_THREADS");
+  setenv("QUICKSILVER_NO_OPENCL", "perhaps", 1);
+  cr_assert_eq(engine_open(&e, NULL), QS_EENV);
+  cr_assert_not_null(strstr(engine_error(e), "QUICKSILVER_NO_OPENCL"));
+  engine_close(e);
+}
+
+Test(env, engine_db_path_sources) {
+  engine *e;
+  setenv("QUICKSILVER_DB", "/tmp/qs-env-test.db", 1);
+  cr_assert_eq(engine_open(&e, NULL), QS_OK);
+  cr_assert_str_eq(engine_db_path(e), "/tmp/qs-env-test.db");
+  engine_close(e);
+  unsetenv("QUICKSILVER_DB");
+  setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
+  cr_assert_eq(engine_open(&e, NULL), QS_OK);
+  cr_assert_str_eq(engine_db_path(e), "/tmp/xdg/quicksilver/timings.db");
+  engine_close(e);
+  engine_options o = {.db_path = ":memory:"};
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_assert_str_eq(engine_db_path(e), ":memory:");
+  engine_close(e);
+}

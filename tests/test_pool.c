@@ -1,0 +1,158 @@
+/* test_pool.c — every index visited exactly once for every schedule, size
+ * and thread count; back-to-back loops; nesting; errors; many pools. */
+#include <criterion/criterion.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "pool.h"
+#include "qs_test.h"
+
+TestSuite(pool, .fini = qs_leak_check);
+
+typedef struct visit {
+  atomic_uchar *seen;
+  size_t begin;
+  int threads;
+  atomic_int bad_worker;
+} visit;
+
+static int mark(void *ctx, size_t b, size_t e, int w) {
+  visit *v = ctx;
+  if (w < 0 || w >= v->threads) atomic_store(&v->bad_worker, 1);
+  for (size_t i = b; i < e; i++) atomic_fetch_add(&v->seen[i - v->begin], 1);
+  return 0;
+}
+
+static void check_once(pool *p, size_t begin, size_t n, schedule s,
+                       size_t chunk) {
+  visit v = {.begin = begin, .threads = pool_threads(p)};
+  v.seen = calloc(n ? n : 1, 1);
+  cr_assert_not_null(v.seen);
+  atomic_init(&v.bad_worker, 0);
+  cr_assert_eq(pool_for(p, begin, begin + n, s, chunk, mark, &v), 0);
+  for (size_t i = 0; i < n; i++)
+    cr_assert_eq(v.seen[i], 1, "index %zu visited %d times (sched %d chunk "
+                 "%zu n %zu threads %d)", begin + i, v.seen[i], s, chunk, n,
+                 v.threads);
+  cr_assert_eq(atomic_load(&v.bad_worker), 0);
+  free(v.seen);
+}
+
+Test(pool, every_index_once) {
+  const size_t sizes[] = {0, 1, 7, 1000003};
+  const int threads[] = {1, 2, 8, 13};
+  const struct { schedule s; size_t chunk; } scheds[] = {
+      {SCHED_STATIC, 0}, {SCHED_STATIC, 1}, {SCHED_STATIC, 100},
+      {SCHED_DYNAMIC, 0}, {SCHED_DYNAMIC, 64}, {SCHED_GUIDED, 0},
+      {SCHED_GUIDED, 16}};
+  for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+    pool *p;
+    cr_assert_eq(pool_create(&p, threads[t]), QS_OK);
+    cr_assert_eq(pool_threads(p), threads[t]);
+    for (size_t n = 0; n < sizeof sizes / sizeof *sizes; n++)
+      for (size_t s = 0; s < sizeof scheds / sizeof *scheds; s++)
+        check_once(p, 5, sizes[n], scheds[s].s, scheds[s].chunk);
+    pool_destroy(p);
+  }
+}
+
+Test(pool, more_threads_than_work) {
+  pool *p;
+  cr_assert_eq(pool_create(&p, 16), QS_OK);
+  for (schedule s = SCHED_STATIC; s <= SCHED_GUIDED; s++)
+    for (size_t n = 1; n < 20; n++) check_once(p, 0, n, s, 0);
+  pool_destroy(p);
+}
+
+static int add_range(void *ctx, size_t b, size_t e, int w) {
+  (void)w;
+  atomic_fetch_add((atomic_size_t *)ctx, e - b);
+  return 0;
+}
+
+Test(pool, back_to_back) {
+  pool *p;
+  cr_assert_eq(pool_create(&p, 4), QS_OK);
+  atomic_size_t total;
+  atomic_init(&total, 0);
+  for (int i = 0; i < 10000; i++)
+    cr_assert_eq(pool_for(p, 0, 10, (schedule)(i % 3), 0, add_range, &total),
+                 0);
+  cr_assert_eq(atomic_load(&total), 100000);
+  pool_destroy(p);
+}
+
+typedef struct nest {
+  pool *p;
+  atomic_size_t inner;
+} nest;
+
+static int outer(void *ctx, size_t b, size_t e, int w) {
+  (void)w;
+  nest *n = ctx;
+  for (size_t i = b; i < e; i++) {
+    int rc = pool_for(n->p, 0, 100, SCHED_DYNAMIC, 3, add_range, &n->inner);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+Test(pool, nested_runs_inline) {
+  nest n;
+  cr_assert_eq(pool_create(&n.p, 3), QS_OK);
+  atomic_init(&n.inner, 0);
+  cr_assert_eq(pool_for(n.p, 0, 50, SCHED_STATIC, 0, outer, &n), 0);
+  cr_assert_eq(atomic_load(&n.inner), 50 * 100);
+  pool_destroy(n.p);
+}
+
+typedef struct errctx {
+  atomic_size_t after;
+} errctx;
+
+static int fail_at_100(void *ctx, size_t b, size_t e, int w) {
+  (void)w;
+  errctx *c = ctx;
+  if (b <= 100 && 100 < e) return QS_EFAIL;
+  if (b > 100) atomic_fetch_add(&c->after, 1);
+  return 0;
+}
+
+Test(pool, error_stops_and_returns) {
+  for (int threads = 1; threads <= 4; threads += 3) {
+    pool *p;
+    cr_assert_eq(pool_create(&p, threads), QS_OK);
+    for (schedule s = SCHED_STATIC; s <= SCHED_GUIDED; s++) {
+      errctx c;
+      atomic_init(&c.after, 0);
+      cr_assert_eq(pool_for(p, 0, 1000000, s, 1, fail_at_100, &c), QS_EFAIL);
+      /* Chunks of 1 and a million of them: far from all may run after the
+       * failure once it stops the hand-out. */
+      cr_assert_lt(atomic_load(&c.after), 999000, "sched %d", s);
+    }
+    pool_destroy(p);
+  }
+}
+
+Test(pool, many_pools) {
+  for (int i = 0; i < 1000; i++) {
+    pool *p;
+    cr_assert_eq(pool_create(&p, 1 + i % 4), QS_OK);
+    atomic_size_t total;
+    atomic_init(&total, 0);
+    cr_assert_eq(pool_for(p, 0, 8, SCHED_DYNAMIC, 1, add_range, &total), 0);
+    cr_assert_eq(atomic_load(&total), 8);
+    pool_destroy(p);
+  }
+}
+
+Test(pool, bad_arguments) {
+  pool *p;
+  cr_assert_eq(pool_create(&p, 0), QS_OK); /* clamped to 1 */
+  cr_assert_eq(pool_threads(p), 1);
+  cr_assert_eq(pool_for(p, 0, 10, SCHED_STATIC, 0, NULL, NULL), QS_EINVAL);
+  cr_assert_eq(pool_for(p, 10, 5, SCHED_STATIC, 0, add_range, NULL), 0);
+  pool_destroy(p);
+  pool_destroy(NULL);
+  cr_assert_gt(pool_cores(), 0);
+}
