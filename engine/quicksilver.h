@@ -109,6 +109,9 @@ QS_API int image_pixels(size_t frames, size_t rows, size_t cols, size_t *n);
 
 typedef struct engine engine;
 
+#define QS_NAME_MAX 64
+#define QS_MAX_ESTIMATES 32
+
 /* Zero-initialised options mean "defaults" for every field. */
 typedef struct engine_options {
   const char *db_path;   /* NULL: $QUICKSILVER_DB, else
@@ -284,6 +287,27 @@ typedef struct method_desc {
  * taken. */
 QS_API int method_register(engine *e, const method_desc *desc);
 
+/* Listing: the registered methods (built-in first, then registered ones).
+ * Pointers stay valid for the life of the engine. */
+QS_API size_t method_count(const engine *e);
+QS_API const method_desc *method_at(const engine *e, size_t i);
+QS_API const method_desc *method_find(const engine *e, const char *name);
+
+/* The implementations of a method as this engine runs them (OpenCL ones
+ * expanded per device) with their availability. */
+typedef struct impl_info {
+  char name[QS_NAME_MAX];
+  impl_kind kind;
+  int version;
+  int available;
+  char why[256];   /* why not available, else "" */
+  char device[QS_NAME_MAX]; /* device fingerprint, "cpu" for CPU */
+} impl_info;
+
+/* Fills up to max entries; *n receives the total. */
+QS_API int method_impls(engine *e, const char *method, impl_info *out,
+                        size_t max, size_t *n);
+
 /* ------------------------------------------------------------------ runs */
 
 typedef struct run_request {
@@ -296,9 +320,6 @@ typedef struct run_request {
    * "opencl", "cpu", "composite"). */
   const char *impl;
 } run_request;
-
-#define QS_NAME_MAX 64
-#define QS_MAX_ESTIMATES 32
 
 typedef struct run_estimate {
   char impl[QS_NAME_MAX];
@@ -326,6 +347,29 @@ typedef struct run_report {
  * empty. `report` may be NULL. */
 QS_API int method_run(engine *e, const char *method, const run_request *rq,
                       image *outputs, size_t n_outputs, run_report *report);
+
+/* Benchmark: every available implementation (or those named in `impls`,
+ * comma-separated names or kinds), `warmup` untimed runs then `repeats`
+ * timed runs each, all recorded in the store; each output is compared with
+ * serial's within the method's tolerance and a mismatching implementation is
+ * recorded with QS_EMISMATCH. Entries come back fastest first. */
+typedef struct bench_entry {
+  char impl[QS_NAME_MAX];
+  int status;            /* QS_OK, QS_EMISMATCH, or the failure */
+  int runs;
+  double min, median, fast_mean; /* seconds */
+  double once_seconds;   /* one-time costs seen in the warm-up */
+  double max_rel_diff;   /* max |out - serial| / max |serial| */
+} bench_entry;
+
+typedef struct bench_result {
+  size_t n;
+  bench_entry entries[QS_MAX_ESTIMATES];
+} bench_result;
+
+QS_API int method_benchmark(engine *e, const char *method,
+                            const run_request *rq, const char *impls,
+                            int warmup, int repeats, bench_result *result);
 
 #ifdef __cplusplus
 }

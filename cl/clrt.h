@@ -1,0 +1,100 @@
+/* clrt.h — the OpenCL runtime: devices and their fingerprints, per-engine
+ * contexts and queues, embedded kernel sources, program builds with an
+ * in-memory and an on-disk binary cache, memory budgets.
+ *
+ * cl/ knows nothing about methods. One clrt per engine; nothing global
+ * beyond pthread_once. Without OpenCL (no ICD, no platform,
+ * QUICKSILVER_NO_OPENCL, -Dopencl=disabled) a clrt opens with zero devices
+ * and clrt_why() says why. Functions return quicksilver.h statuses and write
+ * a message into err (may be NULL) on failure. */
+#ifndef QS_CLRT_H
+#define QS_CLRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qs_config.h"
+#include "quicksilver.h"
+
+#if QS_HAVE_OPENCL
+#include <CL/cl.h>
+#endif
+
+typedef struct clrt clrt;
+typedef struct cldev cldev;
+
+/* Limits and identity of a device, read once at discovery. */
+typedef struct cldev_info {
+  char slug[48];        /* stable, lowercase, no spaces, unique here */
+  char fingerprint[17]; /* 16 hex digits of a hash of the fields below */
+  char platform[128], vendor[128], name[128];
+  char driver[64], version[64];
+  int is_gpu;
+  unsigned compute_units, clock_mhz;
+  uint64_t global_mem, max_alloc, local_mem;
+  size_t max_work_group;
+  int fp64;
+} cldev_info;
+
+/* Discovers devices (no contexts yet). disabled != 0 gives zero devices
+ * with reason "disabled". cache_dir: the binary cache directory (NULL: no
+ * disk cache). Never fails for lack of OpenCL; only for out of memory. */
+int clrt_open(clrt **rt, int disabled, const char *cache_dir, char *err,
+              size_t err_len);
+void clrt_close(clrt *rt); /* releases every context, queue and program */
+
+size_t clrt_count(const clrt *rt);
+cldev *clrt_device(clrt *rt, size_t i);
+/* Why there are no devices ("" when there are some). */
+const char *clrt_why(const clrt *rt);
+
+const cldev_info *cldev_about(const cldev *d);
+
+#if QS_HAVE_OPENCL
+/* The device's context and in-order, profiling-enabled queue, created on
+ * first use and kept until clrt_close. */
+int cldev_queue(cldev *d, cl_context *ctx, cl_command_queue *q, char *err,
+                size_t err_len);
+
+/* The program built from the embedded source `file` (e.g.
+ * "shift_magnify.cl", with the methods/math headers it includes) and
+ * `options`: from memory, else the disk cache, else a build. The build log
+ * goes into err on failure (QS_EBUILD). *seconds (may be NULL) receives the
+ * time spent (0 for a memory hit). The program belongs to the device. */
+int cldev_program(cldev *d, const char *file, const char *options,
+                  cl_program *prog, double *seconds, char *err,
+                  size_t err_len);
+
+/* 1 if `kernel` has not yet been launched on this device with this global
+ * size (PoCL compiles a work-group function then), and records it; 0
+ * otherwise. Lets implementations book that launch as one-time cost. */
+int cldev_first_launch(cldev *d, const char *kernel, const size_t *global,
+                       unsigned dims);
+
+/* Seconds between an event's start and end (profiling), 0 on error. */
+double cl_event_seconds(cl_event ev);
+
+/* Status for an OpenCL error code: allocation failures -> QS_EDEVMEM,
+ * build failures -> QS_EBUILD, everything else -> QS_ECL; the message
+ * names `what` and the code's name. */
+int cl_status(cl_int code, const char *what, char *err, size_t err_len);
+#endif
+
+/* Counters for tests and the benchmark: programs built from source, loaded
+ * from the disk cache, served from memory. */
+typedef struct clrt_counters {
+  unsigned long built, disk_hits, memory_hits, disk_writes;
+} clrt_counters;
+clrt_counters clrt_stats(const clrt *rt);
+
+/* Memory budget: how many frames fit in one batch. per_frame[i] is the
+ * bytes buffer i needs per frame, fixed[i] the bytes it needs regardless of
+ * frames. A batch must fit the device's global memory (less headroom) in
+ * sum, and each buffer must fit max_alloc. *frames = min(wanted, what
+ * fits) >= 1, or QS_EDEVMEM with a message giving what one frame needs and
+ * what the device offers. Pure arithmetic: testable on invented limits. */
+int cl_budget_frames(const cldev_info *dev, const size_t *per_frame,
+                     const size_t *fixed, size_t n_buffers, size_t wanted,
+                     size_t *frames, char *err, size_t err_len);
+
+#endif
