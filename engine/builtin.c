@@ -1,0 +1,15 @@
+/* builtin.c — the registry's static table: every method that ships with
+ * quicksilver. Adding a method is one line here plus its file in methods/
+ * (whose descriptor methods/methods.h declares). Host programs add their own
+ * at run time with method_register(). */
+#include <stddef.h>
+
+#include "builtin.h"
+
+#if __has_include("methods/methods.h")
+#include "methods/methods.h"
+#endif
+
+const method_desc *const builtin_methods[] = {
+    NULL, /* end */
+};
