@@ -1,0 +1,129 @@
+/* catmull_rom.h — the Catmull-Rom (a = 0.5) interpolation of quicksilver,
+ * shared by the C implementations and the OpenCL kernels (common subset of
+ * C99 and OpenCL C 1.2; see common.h for QS_INLINE, QS_GLOBAL, QS_ACC).
+ *
+ * Numerics follow NanoPyx's CPU reference exactly, quirks included, so that
+ * `serial` matches it bit for bit (methods.md §1):
+ *  - coordinates are measured from the image edge: pixel k is centred at
+ *    k + 0.5;
+ *  - a coordinate outside [0, n) samples 0 (no clamping, no extrapolation);
+ *  - the taps are floor((float)(x - 0.5)) - 1 .. + 2, and taps outside the
+ *    image are dropped without renormalising the others;
+ *  - weights and sums are QS_ACC (double on the CPU), columns are the outer
+ *    sum, and the result is rounded to float once at the end.
+ *
+ * Every sampler here goes through cr_taps_at/cr_apply, so the point
+ * sampler, the separable path (taps computed once per output row and
+ * column) and the half-pixel sampler give the same bits by construction. */
+#ifndef QS_MATH_CATMULL_ROM_H
+#define QS_MATH_CATMULL_ROM_H
+
+#include "common.h"
+
+/* The taps of one axis for one coordinate: the first in-image tap index, how
+ * many consecutive taps are in the image (0 when the coordinate is outside
+ * [0, n), which makes the sample 0), and their weights in tap order. */
+typedef struct cr_taps {
+  int first;
+  int n;
+  QS_ACC w[4];
+} cr_taps;
+
+/* The Catmull-Rom cubic with a = 0.5 at distance v (in pixels), evaluated
+ * term by term as the reference does: 1.5t³ − 2.5t² + 1 below 1,
+ * −0.5t³ + 2.5t² − 4t + 2 below 2, else 0 (t = |v|). */
+QS_INLINE QS_ACC cr_cubic(QS_ACC v) {
+  const QS_ACC a = QS_C(0.5);
+  QS_ACC t = v < 0 ? -v : v;
+  if (t < 1) return t * t * (t * (2 - a) + (a - 3)) + 1;
+  if (t < 2) return -a * t * t * t + 5 * a * t * t - 8 * a * t + 4 * a;
+  return 0;
+}
+
+/* Fills *t for coordinate x along an axis of n pixels (n >= 1, x finite).
+ * Returns t->n (0: x outside [0, n), the sample is 0). */
+QS_INLINE int cr_taps_at(float x, int n, cr_taps *t) {
+  t->first = 0;
+  t->n = 0;
+  if (x < 0 || x >= n) return 0;
+  /* The reference rounds x - 0.5 to float before the floor. */
+  int base = (int)floor((float)((QS_ACC)x - QS_C(0.5))) - 1;
+  for (int k = 0; k < 4; k++) {
+    int tap = base + k;
+    if (tap < 0 || tap >= n) continue;
+    if (t->n == 0) t->first = tap;
+    t->w[t->n++] = cr_cubic((QS_ACC)x - ((QS_ACC)tap + QS_C(0.5)));
+  }
+  return t->n;
+}
+
+/* Taps for the coordinate h / 2 (h >= 0) along an axis of n pixels: the
+ * positions where eSRRF reads its ×2M gradients (methods.md §3.3 Q3). Odd h
+ * is a pixel centre, weights (0, 1, 0, 0); even h lies between two pixels,
+ * weights (−1, 9, 9, −1)/16. These are exactly the values cr_cubic gives
+ * there, so the result equals cr_taps_at((float)h / 2, n, t) bit for bit,
+ * without evaluating the cubic. */
+QS_INLINE int cr_taps_half(int h, int n, cr_taps *t) {
+  t->first = 0;
+  t->n = 0;
+  if (h < 0 || h >= 2 * n) return 0;
+  int odd = h & 1;
+  int base = odd ? (h - 1) / 2 - 1 : h / 2 - 2;
+  for (int k = 0; k < 4; k++) {
+    int tap = base + k;
+    if (tap < 0 || tap >= n) continue;
+    if (t->n == 0) t->first = tap;
+    QS_ACC w;
+    if (odd)
+      w = k == 1 ? QS_C(1) : QS_C(0);
+    else
+      w = (k == 0 || k == 3) ? QS_C(-0.0625) : QS_C(0.5625);
+    t->w[t->n++] = w;
+  }
+  return t->n;
+}
+
+/* The sample of one frame (row stride `cols`) for row taps rt and column
+ * taps ct, in the reference's order: for each column tap, the QS_ACC sum
+ * over the row taps of pixel × row weight, times the column weight, added
+ * to the total; the total rounded to float. */
+QS_INLINE float cr_apply(const QS_GLOBAL float *img, int cols,
+                         const cr_taps *rt, const cr_taps *ct) {
+  if (rt->n == 0 || ct->n == 0) return 0.0f;
+  QS_ACC q = 0;
+  for (int j = 0; j < ct->n; j++) {
+    const QS_GLOBAL float *col = img + ct->first + j;
+    QS_ACC p = 0;
+    for (int i = 0; i < rt->n; i++)
+      p = p + (QS_ACC)col[(long)(rt->first + i) * cols] * rt->w[i];
+    q = q + p * ct->w[j];
+  }
+  return (float)q;
+}
+
+/* NanoPyx's point sampler: frame img of rows × cols at (r, c) in edge
+ * coordinates; 0 outside the image. */
+QS_INLINE float cr_sample(const QS_GLOBAL float *img, float r, float c,
+                          int rows, int cols) {
+  cr_taps rt, ct;
+  if (!cr_taps_at(r, rows, &rt) || !cr_taps_at(c, cols, &ct)) return 0.0f;
+  return cr_apply(img, cols, &rt, &ct);
+}
+
+/* The sample at (hr / 2, hc / 2), equal to cr_sample there bit for bit. */
+QS_INLINE float cr_sample_half(const QS_GLOBAL float *img, int hr, int hc,
+                               int rows, int cols) {
+  cr_taps rt, ct;
+  if (!cr_taps_half(hr, rows, &rt) || !cr_taps_half(hc, cols, &ct))
+    return 0.0f;
+  return cr_apply(img, cols, &rt, &ct);
+}
+
+/* Input coordinate of output index i for magnification mag and shift: the
+ * reference computes (float)i / mag - shift in float, with no +0.5 (output
+ * pixel i samples its leading edge). */
+QS_INLINE float cr_source(int i, float mag, float shift) {
+  return (float)i / mag - shift;
+}
+
+#endif
