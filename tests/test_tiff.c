@@ -1,0 +1,399 @@
+/* test_tiff.c — TIFF reading and writing: every sample type in both byte
+ * orders, tiled and compressed pages, the real ImageJ stacks against
+ * hand-decoded bytes, ImageJ layout of what we write, and clean refusals
+ * (not a TIFF, truncated, mixed page sizes, unwritable destination). */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <tiffio.h>
+#include <unistd.h>
+
+#include "qs_test.h"
+#include "tiff.h"
+
+TestSuite(tiff, .fini = qs_leak_check);
+
+static char dir[256];
+
+static void dir_make(void) {
+  snprintf(dir, sizeof dir, "/tmp/qs-tiff-XXXXXX");
+  cr_assert_not_null(mkdtemp(dir));
+}
+
+static void dir_remove(void) {
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
+}
+
+static const char *in_dir(const char *leaf) {
+  static char p[2][320];
+  static int k;
+  k ^= 1;
+  snprintf(p[k], sizeof p[k], "%s/%s", dir, leaf);
+  return p[k];
+}
+
+/* The value written at (page, i) for each sample type: spans the type's
+ * range, negatives for signed types. */
+static double sample_value(uint16_t fmt, uint16_t bits, int page, int i) {
+  double v = page * 40 + i * 2; /* 0 .. 148 */
+  if (fmt == SAMPLEFORMAT_INT) v -= 100;
+  if (fmt == SAMPLEFORMAT_IEEEFP) v = v * 0.25 - 7.5;
+  if (bits == 16) v *= 200; /* beyond 8 bits */
+  if (bits == 32 && fmt != SAMPLEFORMAT_IEEEFP) v *= 70000;
+  return v;
+}
+
+static void put_sample(void *buf, uint16_t fmt, uint16_t bits, int i,
+                       double v) {
+  unsigned char *b = buf;
+#define PUT_(T) { T x = (T)v; memcpy(b + i * sizeof x, &x, sizeof x); }
+  if (fmt == SAMPLEFORMAT_IEEEFP && bits == 32) PUT_(float)
+  else if (fmt == SAMPLEFORMAT_IEEEFP) PUT_(double)
+  else if (fmt == SAMPLEFORMAT_INT && bits == 8) PUT_(int8_t)
+  else if (fmt == SAMPLEFORMAT_INT && bits == 16) PUT_(int16_t)
+  else if (fmt == SAMPLEFORMAT_INT) PUT_(int32_t)
+  else if (bits == 8) PUT_(uint8_t)
+  else if (bits == 16) PUT_(uint16_t)
+  else PUT_(uint32_t)
+#undef PUT_
+}
+
+enum { W = 7, H = 5, PAGES = 3 };
+
+/* Writes a PAGES-page W x H file with libtiff; mode "wb"/"wl" picks the
+ * byte order; tile and comp select layout and compression. */
+static void write_libtiff(const char *path, const char *mode, uint16_t fmt,
+                          uint16_t bits, int tiled, uint16_t comp) {
+  TIFF *t = TIFFOpen(path, mode);
+  cr_assert_not_null(t);
+  int tw = 16, th = 16;
+  unsigned char *buf = calloc((size_t)tw * th, 8);
+  for (int p = 0; p < PAGES; p++) {
+    TIFFSetField(t, TIFFTAG_IMAGEWIDTH, W);
+    TIFFSetField(t, TIFFTAG_IMAGELENGTH, H);
+    TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, bits);
+    TIFFSetField(t, TIFFTAG_SAMPLEFORMAT, fmt);
+    TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 1);
+    TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+    TIFFSetField(t, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+    TIFFSetField(t, TIFFTAG_COMPRESSION, comp);
+    if (tiled) {
+      TIFFSetField(t, TIFFTAG_TILEWIDTH, tw);
+      TIFFSetField(t, TIFFTAG_TILELENGTH, th);
+      memset(buf, 0, (size_t)tw * th * 8);
+      for (int r = 0; r < H; r++)
+        for (int c = 0; c < W; c++)
+          put_sample(buf, fmt, bits, r * tw + c,
+                     sample_value(fmt, bits, p, r * W + c));
+      cr_assert_geq(TIFFWriteTile(t, buf, 0, 0, 0, 0), 0);
+    } else {
+      TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, 2); /* several strips */
+      for (int r = 0; r < H; r++) {
+        for (int c = 0; c < W; c++)
+          put_sample(buf, fmt, bits, c, sample_value(fmt, bits, p, r * W + c));
+        cr_assert_eq(TIFFWriteScanline(t, buf, r, 0), 1);
+      }
+    }
+    cr_assert(TIFFWriteDirectory(t));
+  }
+  TIFFClose(t);
+  free(buf);
+}
+
+static void check_values(const image *img, uint16_t fmt, uint16_t bits) {
+  cr_assert_eq(img->frames, PAGES);
+  cr_assert_eq(img->rows, H);
+  cr_assert_eq(img->cols, W);
+  for (int p = 0; p < PAGES; p++)
+    for (int i = 0; i < W * H; i++)
+      cr_assert_eq(img->data[p * W * H + i],
+                   (float)sample_value(fmt, bits, p, i),
+                   "fmt %u bits %u page %d pixel %d: %g", fmt, bits, p, i,
+                   img->data[p * W * H + i]);
+}
+
+static const struct {
+  uint16_t fmt, bits;
+} types[] = {
+    {SAMPLEFORMAT_UINT, 8},  {SAMPLEFORMAT_INT, 8},
+    {SAMPLEFORMAT_UINT, 16}, {SAMPLEFORMAT_INT, 16},
+    {SAMPLEFORMAT_UINT, 32}, {SAMPLEFORMAT_INT, 32},
+    {SAMPLEFORMAT_IEEEFP, 32}, {SAMPLEFORMAT_IEEEFP, 64},
+};
+
+Test(tiff, every_sample_type_and_byte_order) {
+  dir_make();
+  char err[512];
+  for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
+    for (int big_endian = 0; big_endian < 2; big_endian++) {
+      const char *path = in_dir("t.tif");
+      write_libtiff(path, big_endian ? "wb" : "wl", types[k].fmt,
+                    types[k].bits, 0, COMPRESSION_NONE);
+      image img;
+      int rc = tiff_read(path, &img, err, sizeof err);
+      cr_assert_eq(rc, QS_OK, "%s", err);
+      check_values(&img, types[k].fmt, types[k].bits);
+      image_free(&img);
+    }
+  dir_remove();
+}
+
+Test(tiff, tiled_and_compressed_pages) {
+  dir_make();
+  char err[512];
+  uint16_t comps[] = {COMPRESSION_NONE, COMPRESSION_LZW,
+                      COMPRESSION_ADOBE_DEFLATE, COMPRESSION_PACKBITS};
+  for (size_t c = 0; c < 4; c++)
+    for (int tiled = 0; tiled < 2; tiled++) {
+      const char *path = in_dir("c.tif");
+      write_libtiff(path, "wb", SAMPLEFORMAT_UINT, 16, tiled, comps[c]);
+      image img;
+      cr_assert_eq(tiff_read(path, &img, err, sizeof err), QS_OK, "%s", err);
+      check_values(&img, SAMPLEFORMAT_UINT, 16);
+      image_free(&img);
+    }
+  dir_remove();
+}
+
+/* Hand decoding of a big-endian classic TIFF: the StripOffsets value of
+ * page k, by walking the directory chain byte by byte. */
+static uint32_t be32(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+         p[3];
+}
+static uint16_t be16(const unsigned char *p) {
+  return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static unsigned char *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "%s", path);
+  fseek(f, 0, SEEK_END);
+  *n = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *b = malloc(*n);
+  cr_assert_eq(fread(b, 1, *n, f), *n);
+  fclose(f);
+  return b;
+}
+
+static void check_real(const char *leaf) {
+  char path[512], err[512];
+  snprintf(path, sizeof path, "%s/tests/data/real/%s", QS_SOURCE_ROOT, leaf);
+  size_t n;
+  unsigned char *b = slurp(path, &n);
+  cr_assert_eq(b[0], 'M');
+  cr_assert_eq(b[1], 'M');
+  image img;
+  cr_assert_eq(tiff_read(path, &img, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(img.frames, 100);
+  uint32_t ifd = be32(b + 4), w = 0, h = 0;
+  for (size_t page = 0; ifd; page++) {
+    uint16_t entries = be16(b + ifd);
+    uint32_t strip = 0;
+    for (uint16_t e = 0; e < entries; e++) {
+      const unsigned char *en = b + ifd + 2 + 12 * e;
+      uint16_t tag = be16(en), type = be16(en + 2);
+      uint32_t v = type == 3 ? be16(en + 8) : be32(en + 8);
+      if (tag == 256) w = v;
+      if (tag == 257) h = v;
+      if (tag == 273) strip = v;
+    }
+    cr_assert_eq(img.cols, w);
+    cr_assert_eq(img.rows, h);
+    size_t probes[][2] = {{0, 0}, {h / 2, w / 3}, {h - 1, w - 1}, {3, 7}};
+    for (size_t k = 0; k < 4; k++) {
+      size_t r = probes[k][0], c = probes[k][1];
+      uint16_t raw = be16(b + strip + 2 * (r * w + c));
+      cr_assert_eq(img.data[(page * h + r) * w + c], (float)raw,
+                   "%s page %zu (%zu,%zu)", leaf, page, r, c);
+    }
+    ifd = be32(b + ifd + 2 + 12 * entries);
+    cr_assert_lt(page, 100);
+  }
+  image from_mem;
+  cr_assert_eq(tiff_read_mem(b, n, leaf, &from_mem, err, sizeof err), QS_OK,
+               "%s", err);
+  cr_assert_eq(memcmp(from_mem.data, img.data, n < 1 ? 0 :
+                      img.frames * img.rows * img.cols * sizeof(float)), 0);
+  image_free(&from_mem);
+  image_free(&img);
+  free(b);
+}
+
+Test(tiff, real_big_endian_stacks) {
+  check_real("musical_cardiomyoblast_mito_100f.tif");
+  check_real("mssr_donuts_100f.tif");
+}
+
+static void expect_refused(const char *path, int status, const char *words) {
+  char err[512] = "";
+  image img;
+  int rc = tiff_read(path, &img, err, sizeof err);
+  cr_assert_eq(rc, status, "%s: got %s (%s)", path, status_name(rc), err);
+  cr_assert_null(img.data);
+  cr_assert_not_null(strstr(err, path), "message names the file: %s", err);
+  if (words) cr_assert_not_null(strstr(err, words), "%s", err);
+}
+
+Test(tiff, truncated_and_foreign_files_refused) {
+  dir_make();
+  char src[512];
+  snprintf(src, sizeof src, "%s/tests/data/real/mssr_donuts_100f.tif",
+           QS_SOURCE_ROOT);
+  size_t n;
+  unsigned char *b = slurp(src, &n);
+  size_t cuts[] = {n / 2, n - 100, 300, 9, 4};
+  for (size_t k = 0; k < 5; k++) {
+    const char *path = in_dir("cut.tif");
+    FILE *f = fopen(path, "wb");
+    fwrite(b, 1, cuts[k], f);
+    fclose(f);
+    expect_refused(path, QS_EFORMAT, NULL);
+  }
+  free(b);
+  const char *txt = in_dir("notes.tif");
+  FILE *f = fopen(txt, "w");
+  fputs("these are not pixels\n", f);
+  fclose(f);
+  expect_refused(txt, QS_EFORMAT, "not a TIFF");
+  expect_refused(in_dir("missing.tif"), QS_EIO, "No such file");
+  expect_refused(dir, QS_EIO, "not a regular file");
+  dir_remove();
+}
+
+/* Writes one zero page of w x h with spp samples of 16 bits. */
+static void zero_page(TIFF *t, uint32_t w, uint32_t h, uint16_t spp) {
+  uint16_t row[64] = {0};
+  TIFFSetField(t, TIFFTAG_IMAGEWIDTH, w);
+  TIFFSetField(t, TIFFTAG_IMAGELENGTH, h);
+  TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 16);
+  TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, spp);
+  TIFFSetField(t, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+  TIFFSetField(t, TIFFTAG_PHOTOMETRIC,
+               spp == 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK);
+  for (uint32_t r = 0; r < h; r++) TIFFWriteScanline(t, row, r, 0);
+  TIFFWriteDirectory(t);
+}
+
+Test(tiff, pages_of_different_sizes_refused) {
+  dir_make();
+  const char *path = in_dir("mixed.tif");
+  TIFF *t = TIFFOpen(path, "w");
+  zero_page(t, 4, 3, 1);
+  zero_page(t, 8, 3, 1);
+  TIFFClose(t);
+  expect_refused(path, QS_EFORMAT, "different sizes");
+  dir_remove();
+}
+
+Test(tiff, rgb_refused) {
+  dir_make();
+  const char *path = in_dir("rgb.tif");
+  TIFF *t = TIFFOpen(path, "w");
+  zero_page(t, 4, 2, 3);
+  TIFFClose(t);
+  expect_refused(path, QS_EFORMAT, "samples per pixel");
+  dir_remove();
+}
+
+/* What we write: libtiff reads it back exactly; the first page carries the
+ * ImageJ description; page data is contiguous, as ImageJ requires. */
+static void check_written(unsigned flags) {
+  dir_make();
+  image img;
+  cr_assert_eq(image_alloc(&img, 4, 6, 9), QS_OK);
+  for (size_t i = 0; i < 4 * 6 * 9; i++)
+    img.data[i] = (float)sin((double)i) * 1000.0f;
+  img.data[5] = NAN;
+  const char *path = in_dir("out.tif");
+  char err[512];
+  cr_assert_eq(tiff_write_flags(path, &img, flags, err, sizeof err), QS_OK,
+               "%s", err);
+  image back;
+  cr_assert_eq(tiff_read(path, &back, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(back.frames, 4);
+  cr_assert_eq(back.rows, 6);
+  cr_assert_eq(back.cols, 9);
+  cr_assert(isnan(back.data[5]));
+  back.data[5] = img.data[5] = 0;
+  cr_assert_eq(memcmp(back.data, img.data, 4 * 6 * 9 * sizeof(float)), 0);
+
+  TIFF *t = TIFFOpen(path, "r");
+  cr_assert_not_null(t);
+  cr_assert_eq(TIFFIsBigTIFF(t) != 0, (flags & TIFF_BIG) != 0);
+  const char *desc = NULL;
+  cr_assert(TIFFGetField(t, TIFFTAG_IMAGEDESCRIPTION, &desc));
+  cr_assert_not_null(strstr(desc, "ImageJ="), "%s", desc);
+  cr_assert_not_null(strstr(desc, "\nimages=4\n"), "%s", desc);
+  uint64_t first = TIFFGetStrileOffset(t, 0);
+  for (tdir_t d = 1; d < 4; d++) {
+    cr_assert(TIFFSetDirectory(t, d));
+    cr_assert_eq(TIFFGetStrileOffset(t, 0), first + d * 6 * 9 * 4);
+  }
+  TIFFClose(t);
+  image_free(&back);
+  image_free(&img);
+  dir_remove();
+}
+
+Test(tiff, written_stack_is_imagej_layout) { check_written(0); }
+Test(tiff, written_bigtiff_reads_back) { check_written(TIFF_BIG); }
+
+static size_t entries_in(const char *path) {
+  DIR *d = opendir(path);
+  cr_assert_not_null(d);
+  size_t n = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+  closedir(d);
+  return n;
+}
+
+Test(tiff, unwritable_destination_leaves_nothing) {
+  dir_make();
+  float px[4] = {1, 2, 3, 4};
+  image img = image_wrap(px, 1, 2, 2);
+  char err[512];
+  int rc = tiff_write(in_dir("no/such/dir/out.tif"), &img, err, sizeof err);
+  cr_assert_eq(rc, QS_EIO);
+  cr_assert_not_null(strstr(err, "no/such/dir/out.tif"), "%s", err);
+  /* A directory in the way: the data is written, the rename fails, and
+   * the temporary file must go. */
+  const char *in_way = in_dir("taken.tif");
+  cr_assert_eq(mkdir(in_way, 0755), 0);
+  cr_assert_eq(tiff_write(in_way, &img, err, sizeof err), QS_EIO);
+  cr_assert_not_null(strstr(err, "taken.tif"), "%s", err);
+  cr_assert_eq(entries_in(dir), 1, "only the directory remains");
+  dir_remove();
+}
+
+/* Inputs that once crashed or misled the reader (tests/fuzz/regress/tiff):
+ * each must be refused cleanly or read, never crash. */
+Test(tiff, fuzz_regressions_replayed) {
+  char path[512], err[512];
+  snprintf(path, sizeof path, "%s/tests/fuzz/regress/tiff", QS_SOURCE_ROOT);
+  DIR *d = opendir(path);
+  if (!d) cr_skip_test("no regression inputs in %s", path);
+  size_t seen = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    char file[1024];
+    snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+    image img;
+    int rc = tiff_read(file, &img, err, sizeof err);
+    if (rc) cr_expect_neq(err[0], 0, "%s: a message", e->d_name);
+    else cr_expect_gt(img.frames, 0);
+    image_free(&img);
+    seen++;
+  }
+  closedir(d);
+  cr_assert_gt(seen, 0);
+}
