@@ -11,5 +11,6 @@
 #endif
 
 const method_desc *const builtin_methods[] = {
+    &method_shift_magnify, &method_roberts_cross,
     NULL, /* end */
 };

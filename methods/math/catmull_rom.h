@@ -83,21 +83,49 @@ QS_INLINE int cr_taps_half(int h, int n, cr_taps *t) {
   return t->n;
 }
 
-/* The sample of one frame (row stride `cols`) for row taps rt and column
- * taps ct, in the reference's order: for each column tap, the QS_ACC sum
- * over the row taps of pixel × row weight, times the column weight, added
- * to the total; the total rounded to float. */
+/* The column sum of the reference for one input column: starting from 0,
+ * pixel × row weight added in row-tap order, in QS_ACC. `col` points at
+ * row 0 of that column; `cols` is the row stride. */
+QS_INLINE QS_ACC cr_vsum(const QS_GLOBAL float *col, int cols,
+                         const cr_taps *rt) {
+  QS_ACC p = 0;
+  for (int i = 0; i < rt->n; i++)
+    p = p + (QS_ACC)col[(long)(rt->first + i) * cols] * rt->w[i];
+  return p;
+}
+
+/* The sample for row taps rt and column taps ct, in the reference's order:
+ * for each column tap its cr_vsum times the column weight, added to a total
+ * that starts from 0; the total rounded to float once. */
 QS_INLINE float cr_apply(const QS_GLOBAL float *img, int cols,
                          const cr_taps *rt, const cr_taps *ct) {
   if (rt->n == 0 || ct->n == 0) return 0.0f;
   QS_ACC q = 0;
-  for (int j = 0; j < ct->n; j++) {
-    const QS_GLOBAL float *col = img + ct->first + j;
-    QS_ACC p = 0;
-    for (int i = 0; i < rt->n; i++)
-      p = p + (QS_ACC)col[(long)(rt->first + i) * cols] * rt->w[i];
-    q = q + p * ct->w[j];
+  for (int j = 0; j < ct->n; j++)
+    q = q + cr_vsum(img + ct->first + j, cols, rt) * ct->w[j];
+  return (float)q;
+}
+
+/* Separable path, step 1: p[c] = cr_vsum of input column c for every c in
+ * [c0, c1), computed row tap by row tap so the loop over columns
+ * vectorises; each p[c] still sees its additions in the same order, so the
+ * values are cr_vsum's bits. One call serves a whole output row. */
+QS_INLINE void cr_vsums(const QS_GLOBAL float *img, int cols,
+                        const cr_taps *rt, QS_ACC *p, int c0, int c1) {
+  for (int c = c0; c < c1; c++) p[c] = 0;
+  for (int i = 0; i < rt->n; i++) {
+    const QS_GLOBAL float *row = img + (long)(rt->first + i) * cols;
+    QS_ACC w = rt->w[i];
+    for (int c = c0; c < c1; c++) p[c] = p[c] + (QS_ACC)row[c] * w;
   }
+}
+
+/* Separable path, step 2: the sample of one output pixel from the column
+ * sums p (indexed by input column, filled by cr_vsums over at least the
+ * columns ct names) — cr_apply's bits, given the same row taps. */
+QS_INLINE float cr_hsum(const QS_ACC *p, const cr_taps *ct) {
+  QS_ACC q = 0;
+  for (int j = 0; j < ct->n; j++) q = q + p[ct->first + j] * ct->w[j];
   return (float)q;
 }
 

@@ -1,0 +1,60 @@
+/* methods.h — the descriptors of the methods that ship with quicksilver
+ * (engine/builtin.c lists them) and what their implementation tables
+ * share. Methods include only the engine's contract headers and cl/. */
+#ifndef QS_METHODS_H
+#define QS_METHODS_H
+
+#include <limits.h>
+#include <stdio.h>
+
+#include "qs_config.h"
+#include "quicksilver.h"
+
+extern const method_desc method_shift_magnify, method_roberts_cross;
+
+/* The CPU rows of an implementation table: one run function serves them
+ * all through c->parallel_for, the schedule (and chunk) telling them apart:
+ * threaded splits the work into one even block per thread, threaded_static
+ * deals chunks of `chunk` items round robin, threaded_dynamic hands out
+ * chunks of chunk/4 from a shared counter (work stealing), threaded_guided
+ * shrinking chunks. */
+#define QS_CPU_IMPLS(run, version, chunk)                                    \
+  {"serial", IMPL_SERIAL, run, NULL, version, SCHED_STATIC, 0},              \
+      {"threaded", IMPL_THREADED, run, NULL, version, SCHED_STATIC, 0},      \
+      {"threaded_static", IMPL_THREADED, run, NULL, version, SCHED_STATIC,   \
+       chunk},                                                               \
+      {"threaded_dynamic", IMPL_THREADED, run, NULL, version, SCHED_DYNAMIC, \
+       (chunk) / 4 ? (chunk) / 4 : 1},                                       \
+      {"threaded_guided", IMPL_THREADED, run, NULL, version, SCHED_GUIDED, 1}
+
+/* Checks that `in` is a non-empty image with data whose sides fit an int
+ * (the kernels index with int) and whose size fits QS_MAX_PIXELS; else a
+ * message naming `method` and the shape, and QS_EINVAL / QS_EOVERFLOW. */
+static inline int method_check_input(const char *method, const image *in,
+                                     char *err, size_t err_len) {
+  size_t n;
+  if (!in || !in->data || !in->frames || !in->rows || !in->cols) {
+    snprintf(err, err_len, "%s: input image is empty (%zu x %zu x %zu%s)",
+             method, in ? in->frames : 0, in ? in->rows : 0,
+             in ? in->cols : 0, in && in->data ? "" : ", no data");
+    return QS_EINVAL;
+  }
+  if (in->rows > INT_MAX || in->cols > INT_MAX ||
+      image_pixels(in->frames, in->rows, in->cols, &n)) {
+    snprintf(err, err_len, "%s: input image %zu x %zu x %zu is too large",
+             method, in->frames, in->rows, in->cols);
+    return QS_EOVERFLOW;
+  }
+  return QS_OK;
+}
+
+/* Probe of the OpenCL rows in a build without OpenCL. */
+static inline int method_no_opencl(const method_call *c, char *why,
+                                   size_t why_len) {
+  (void)c;
+  snprintf(why, why_len, "OpenCL is not built in (configure with "
+                         "-Dopencl=enabled and an OpenCL ICD)");
+  return QS_EUNAVAIL;
+}
+
+#endif

@@ -1,0 +1,127 @@
+/* method_harness.h — runs one implementation of a method descriptor
+ * directly, without the dispatcher: the method_call is built here, with a
+ * parallel_for over a pool of the test's own (inline for serial), outputs
+ * shaped by the descriptor and allocated with image_alloc, and for OpenCL a
+ * device from a clrt the harness opens. Lets the method tests pin down
+ * each implementation by itself. Header-only; include once per test. */
+#ifndef QS_METHOD_HARNESS_H
+#define QS_METHOD_HARNESS_H
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/pool.h"
+#include "quicksilver.h"
+
+#define HARNESS_THREADS 2
+
+typedef struct harness {
+  pool *pool; /* NULL for inline (serial) */
+} harness;
+
+static inline int harness_for(const method_call *c, size_t begin, size_t end,
+                       range_fn body, void *ctx) {
+  const harness *h = c->engine_;
+  if (!h->pool) /* serial: inline on the caller */
+    return begin < end ? body(ctx, begin, end, 0) : QS_OK;
+  return pool_for(h->pool, begin, end, c->sched, c->chunk, body, ctx);
+}
+
+static inline const impl_def *harness_impl(const method_desc *d,
+                                           const char *name) {
+  for (size_t i = 0; i < d->n_impls; i++)
+    if (!strcmp(d->impls[i].name, name)) return &d->impls[i];
+  return NULL;
+}
+
+/* Parameter values in table order: defaults, then `given` (n_given pairs
+ * of name and value) over them. Unknown names give QS_EPARAM. */
+static inline int harness_params(const method_desc *d, const param *given,
+                          size_t n_given, double *p) {
+  for (size_t i = 0; i < d->n_params; i++) p[i] = d->params[i].def;
+  for (size_t g = 0; g < n_given; g++) {
+    size_t i = 0;
+    while (i < d->n_params && strcmp(d->params[i].name, given[g].name)) i++;
+    if (i == d->n_params) return QS_EPARAM;
+    p[i] = given[g].value;
+  }
+  return QS_OK;
+}
+
+/* Runs implementation `impl` of d on `in` with parameters `given`; out
+ * receives d->n_outputs images (freed by the caller with image_free, empty
+ * on failure). device: the cldev for IMPL_OPENCL, else NULL. The message of
+ * a failure goes into err. */
+static inline int harness_run(const method_desc *d, const char *impl,
+                       const image *in, const param *given, size_t n_given,
+                       image *out, void *device, char *err, size_t err_len) {
+  double p[64];
+  const impl_def *def = harness_impl(d, impl);
+  for (size_t k = 0; k < d->n_outputs; k++) memset(&out[k], 0, sizeof *out);
+  if (!def) {
+    snprintf(err, err_len, "no implementation %s", impl);
+    return QS_ENOIMPL;
+  }
+  if (harness_params(d, given, n_given, p)) {
+    snprintf(err, err_len, "unknown parameter");
+    return QS_EPARAM;
+  }
+  image shaped[8] = {{0}};
+  int rc = d->shape(in, p, shaped, err, err_len);
+  for (size_t k = 0; !rc && k < d->n_outputs; k++)
+    rc = image_alloc(&out[k], shaped[k].frames, shaped[k].rows,
+                     shaped[k].cols);
+  harness h = {NULL};
+  double dev_s = 0, once_s = 0;
+  method_call c = {.in = in,
+                   .n_in = d->n_inputs,
+                   .out = out,
+                   .n_out = d->n_outputs,
+                   .p = p,
+                   .threads = def->kind == IMPL_THREADED ? HARNESS_THREADS
+                                                         : 1,
+                   .sched = def->sched,
+                   .chunk = def->chunk,
+                   .parallel_for = harness_for,
+                   .device = device,
+                   .device_seconds = &dev_s,
+                   .once_seconds = &once_s,
+                   .err = err,
+                   .err_len = err_len,
+                   .engine_ = &h};
+  if (!rc && def->kind == IMPL_THREADED)
+    rc = pool_create(&h.pool, HARNESS_THREADS);
+  if (!rc && def->probe) rc = def->probe(&c, err, err_len);
+  if (!rc) rc = def->run(&c);
+  if (h.pool) pool_destroy(h.pool);
+  if (rc)
+    for (size_t k = 0; k < d->n_outputs; k++) image_free(&out[k]);
+  return rc;
+}
+
+/* Fills img with a deterministic pseudo-random pattern in [-1, 1) scaled by
+ * `scale`, seeded by `seed`. */
+static inline void harness_fill(image *img, unsigned seed, float scale) {
+  size_t n = img->frames * img->rows * img->cols;
+  unsigned s = seed * 2654435761u + 1u;
+  for (size_t i = 0; i < n; i++) {
+    s = s * 1664525u + 1013904223u;
+    img->data[i] = scale * ((float)(s >> 8) / 8388608.0f - 1.0f);
+  }
+}
+
+/* Max |a - b| and max |b| over all pixels of two same-shaped images. */
+static inline void harness_diff(const image *a, const image *b, double *diff,
+                         double *peak) {
+  size_t n = a->frames * a->rows * a->cols;
+  *diff = 0;
+  *peak = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs((double)a->data[i] - (double)b->data[i]);
+    if (!(d <= *diff)) *diff = d;
+    if (fabs((double)b->data[i]) > *peak) *peak = fabs((double)b->data[i]);
+  }
+}
+
+#endif

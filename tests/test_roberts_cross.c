@@ -1,0 +1,139 @@
+/* test_roberts_cross.c — the roberts_cross method: the borders and a ramp
+ * in closed form (methods.md §2), the row-walking implementation against
+ * the per-pixel stencil bit for bit, every threaded implementation against
+ * serial bit for bit, OpenCL within the descriptor's tolerance, and bad
+ * input. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "method_harness.h"
+#include "methods/math/roberts.h"
+#include "methods/methods.h"
+#include "qs_test.h"
+
+TestSuite(roberts_cross, .fini = qs_leak_check);
+
+static const method_desc *const RC = &method_roberts_cross;
+static const char *const CPU_IMPLS[] = {"threaded", "threaded_static",
+                                        "threaded_dynamic",
+                                        "threaded_guided"};
+
+static float px(const image *m, size_t f, size_t r, size_t c) {
+  return m->data[(f * m->rows + r) * m->cols + c];
+}
+
+static int run(const char *impl, const image *in, image out[2]) {
+  char err[256] = "";
+  int rc = harness_run(RC, impl, in, NULL, 0, out, NULL, err, sizeof err);
+  if (rc) fprintf(stderr, "%s: %s\n", impl, err);
+  return rc;
+}
+
+/* Integer-valued data: the border zeros are exact. */
+Test(roberts_cross, borders) {
+  image m;
+  cr_assert_eq(image_alloc(&m, 2, 5, 6), QS_OK);
+  harness_fill(&m, 1, 1000.0f);
+  for (size_t i = 0; i < 60; i++) m.data[i] = (float)(int)m.data[i];
+  image g[2];
+  cr_assert_eq(run("serial", &m, g), QS_OK);
+  for (size_t f = 0; f < 2; f++) {
+    for (size_t c = 0; c < 6; c++) {
+      float want = c ? 2 * (px(&m, f, 0, c) - px(&m, f, 0, c - 1)) : 0.0f;
+      cr_expect_eq(px(&g[0], f, 0, c), want, "row 0 col %zu", c);
+      cr_expect_eq(px(&g[1], f, 0, c), 0.0f, "row 0 col %zu", c);
+    }
+    for (size_t r = 0; r < 5; r++) {
+      float want = r ? 2 * (px(&m, f, r, 0) - px(&m, f, r - 1, 0)) : 0.0f;
+      cr_expect_eq(px(&g[0], f, r, 0), 0.0f, "col 0 row %zu", r);
+      cr_expect_eq(px(&g[1], f, r, 0), want, "col 0 row %zu", r);
+    }
+  }
+  image_free(&g[0]);
+  image_free(&g[1]);
+  image_free(&m);
+}
+
+Test(roberts_cross, ramp) {
+  image m;
+  cr_assert_eq(image_alloc(&m, 1, 9, 12), QS_OK);
+  for (size_t r = 0; r < 9; r++)
+    for (size_t c = 0; c < 12; c++) m.data[r * 12 + c] = 3.0f * r - 5.0f * c;
+  image g[2];
+  cr_assert_eq(run("serial", &m, g), QS_OK);
+  for (size_t r = 1; r < 9; r++)
+    for (size_t c = 1; c < 12; c++) {
+      cr_expect_eq(px(&g[0], 0, r, c), -10.0f, "(%zu, %zu)", r, c);
+      cr_expect_eq(px(&g[1], 0, r, c), 6.0f, "(%zu, %zu)", r, c);
+    }
+  image_free(&g[0]);
+  image_free(&g[1]);
+  image_free(&m);
+}
+
+Test(roberts_cross, rows_equal_stencil) {
+  image m;
+  cr_assert_eq(image_alloc(&m, 3, 7, 5), QS_OK);
+  harness_fill(&m, 2, 3.7f);
+  image g[2];
+  cr_assert_eq(run("serial", &m, g), QS_OK);
+  for (size_t f = 0; f < 3; f++)
+    for (int r = 0; r < 7; r++)
+      for (int c = 0; c < 5; c++) {
+        float gc, gr;
+        rc_at(m.data + f * 35, 5, r, c, &gc, &gr);
+        float a = px(&g[0], f, (size_t)r, (size_t)c);
+        float b = px(&g[1], f, (size_t)r, (size_t)c);
+        cr_expect_eq(memcmp(&a, &gc, sizeof a), 0, "col (%zu %d %d)", f, r, c);
+        cr_expect_eq(memcmp(&b, &gr, sizeof b), 0, "row (%zu %d %d)", f, r, c);
+      }
+  image_free(&g[0]);
+  image_free(&g[1]);
+  image_free(&m);
+}
+
+Test(roberts_cross, threaded_bit_identical_to_serial) {
+  size_t shapes[][3] = {{1, 1, 1}, {1, 300, 7}, {4, 33, 65}, {9, 2, 128}};
+  for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+    image m, ref[2];
+    cr_assert_eq(image_alloc(&m, shapes[k][0], shapes[k][1], shapes[k][2]),
+                 QS_OK);
+    harness_fill(&m, 10 + (unsigned)k, 50.0f);
+    size_t bytes = shapes[k][0] * shapes[k][1] * shapes[k][2] * sizeof(float);
+    cr_assert_eq(run("serial", &m, ref), QS_OK);
+    for (size_t i = 0; i < sizeof CPU_IMPLS / sizeof CPU_IMPLS[0]; i++) {
+      image g[2];
+      cr_assert_eq(run(CPU_IMPLS[i], &m, g), QS_OK);
+      for (int o = 0; o < 2; o++) {
+        cr_expect_eq(memcmp(g[o].data, ref[o].data, bytes), 0,
+                     "%s output %d differs in case %zu", CPU_IMPLS[i], o, k);
+        image_free(&g[o]);
+      }
+    }
+    image_free(&ref[0]);
+    image_free(&ref[1]);
+    image_free(&m);
+  }
+}
+
+Test(roberts_cross, bad_input) {
+  float px1[4] = {0};
+  image cases[] = {image_wrap(px1, 0, 2, 2), image_wrap(px1, 1, 0, 2),
+                   image_wrap(px1, 1, 2, 0), image_wrap(NULL, 1, 2, 2),
+                   image_wrap(px1, 1, (size_t)1 << 32, 1),
+                   image_wrap(px1, (size_t)1 << 30, 1 << 10, 1 << 10)};
+  int want[] = {QS_EINVAL, QS_EINVAL, QS_EINVAL, QS_EINVAL, QS_EOVERFLOW,
+                QS_EOVERFLOW};
+  for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+    image out[2] = {{(float *)1, 7, 7, 7, NULL}, {(float *)1, 7, 7, 7, NULL}};
+    char err[256] = "";
+    int rc = RC->shape(&cases[k], NULL, out, err, sizeof err);
+    cr_expect_eq(rc, want[k], "case %zu: %s (%s)", k, status_name(rc), err);
+    cr_expect(strstr(err, "roberts_cross: input"), "case %zu: \"%s\"", k,
+              err);
+    cr_expect(out[0].rows == 7 && out[1].rows == 7,
+              "case %zu: output shape written on failure", k);
+  }
+  char err[256] = "";
+  cr_expect_eq(RC->shape(NULL, NULL, NULL, err, sizeof err), QS_EINVAL);
+}
