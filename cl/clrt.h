@@ -28,7 +28,7 @@ typedef struct cldev_info {
   char slug[48];        /* stable, lowercase, no spaces, unique here */
   char fingerprint[17]; /* 16 hex digits of a hash of the fields below */
   char platform[128], vendor[128], name[128];
-  char driver[64], version[64];
+  char driver[64], version[128];
   int is_gpu;
   unsigned compute_units, clock_mhz;
   uint64_t global_mem, max_alloc, local_mem;
@@ -37,8 +37,10 @@ typedef struct cldev_info {
 } cldev_info;
 
 /* Discovers devices (no contexts yet). disabled != 0 gives zero devices
- * with reason "disabled". cache_dir: the binary cache directory (NULL: no
- * disk cache). Never fails for lack of OpenCL; only for out of memory. */
+ * with a reason saying OpenCL was disabled. cache_dir: the binary cache
+ * directory, created when first written (NULL: no disk cache); the string
+ * is copied. Never fails for lack of OpenCL; only for out of memory
+ * (QS_ENOMEM, *rt NULL). */
 int clrt_open(clrt **rt, int disabled, const char *cache_dir, char *err,
               size_t err_len);
 void clrt_close(clrt *rt); /* releases every context, queue and program */
@@ -49,6 +51,23 @@ cldev *clrt_device(clrt *rt, size_t i);
 const char *clrt_why(const clrt *rt);
 
 const cldev_info *cldev_about(const cldev *d);
+
+/* Embedded sources (the cl/kernels files by name, the methods/math
+ * headers as "math/<name>.h"), includes resolved. NULL if unknown. The text is static
+ * and NUL-terminated; *len (may be NULL) receives its length. */
+const char *cl_source(const char *file, size_t *len);
+size_t cl_source_count(void);
+const char *cl_source_name(size_t i); /* NULL past the end */
+
+/* Fault injection for tests: before every buffer creation (cldev_buffer)
+ * and program build (cldev_program*), `fn` is asked; a nonzero return is
+ * taken as the OpenCL error code of that call (e.g. -4,
+ * CL_MEM_OBJECT_ALLOCATION_FAILURE, or -11, CL_BUILD_PROGRAM_FAILURE) and
+ * the call fails as if the device had said so. `what` is the buffer's or
+ * the program's name. fn NULL removes the hook. */
+typedef enum clrt_op { CLRT_BUFFER, CLRT_BUILD } clrt_op;
+typedef int (*clrt_fault_fn)(void *ctx, clrt_op op, const char *what);
+void clrt_fault(clrt *rt, clrt_fault_fn fn, void *ctx);
 
 #if QS_HAVE_OPENCL
 /* The device's context and in-order, profiling-enabled queue, created on
@@ -65,6 +84,21 @@ int cldev_program(cldev *d, const char *file, const char *options,
                   cl_program *prog, double *seconds, char *err,
                   size_t err_len);
 
+/* Like cldev_program for a source given as text (its includes already
+ * resolved, e.g. built from cl_source("math/x.h") and a kernel); `label`
+ * names it in messages. Cached the same way, keyed by the text. */
+int cldev_program_text(cldev *d, const char *label, const char *text,
+                       const char *options, cl_program *prog,
+                       double *seconds, char *err, size_t err_len);
+
+/* A buffer of `bytes` on the device's context (clCreateBuffer with flags
+ * and host, which may be NULL). Allocation failures give QS_EDEVMEM with a
+ * message naming `what` and the size. The caller releases *mem. */
+int cldev_buffer(cldev *d, cl_mem_flags flags, size_t bytes, void *host,
+                 const char *what, cl_mem *mem, char *err, size_t err_len);
+
+cl_device_id cldev_id(const cldev *d);
+
 /* 1 if `kernel` has not yet been launched on this device with this global
  * size (PoCL compiles a work-group function then), and records it; 0
  * otherwise. Lets implementations book that launch as one-time cost. */
@@ -79,6 +113,10 @@ double cl_event_seconds(cl_event ev);
  * names `what` and the code's name. */
 int cl_status(cl_int code, const char *what, char *err, size_t err_len);
 #endif
+
+/* Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"), "CL_SUCCESS" for
+ * 0, "unknown OpenCL error" otherwise. Static string. */
+const char *cl_code_name(int code);
 
 /* Counters for tests and the benchmark: programs built from source, loaded
  * from the disk cache, served from memory. */

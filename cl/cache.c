@@ -1,0 +1,135 @@
+/* cache.c — the on-disk cache of built program binaries, and the FNV-1a
+ * hash that keys it and the device fingerprints.
+ *
+ * An entry is one file "<key>.bin": a 32-byte header (magic, key, payload
+ * length, payload checksum, each 8 bytes, integers little-endian) and the
+ * payload. Anything that does not check out in full is a miss, never
+ * trusted: the caller rebuilds and overwrites it. */
+#include "cl/cache.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "quicksilver.h"
+
+#define MAGIC "QSCLBIN1"
+#define HEAD 32
+/* Larger binaries than this are taken for corruption (PoCL's are < 1 MB). */
+#define MAX_PAYLOAD ((uint64_t)1 << 30)
+
+uint64_t hash_bytes(uint64_t h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+uint64_t hash_str(uint64_t h, const char *s) {
+  return hash_bytes(h, s ? s : "", (s ? strlen(s) : 0) + 1);
+}
+
+static void put_u64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_u64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+int cache_path(const char *dir, uint64_t key, char *path, size_t len) {
+  int n = snprintf(path, len, "%s/%016llx.bin", dir, (unsigned long long)key);
+  return n < 0 || (size_t)n >= len ? QS_EOVERFLOW : QS_OK;
+}
+
+int cache_load(const char *dir, uint64_t key, unsigned char **bin,
+               size_t *len) {
+  char path[4096];
+  *bin = NULL;
+  *len = 0;
+  if (cache_path(dir, key, path, sizeof path)) return QS_EOVERFLOW;
+  FILE *f = fopen(path, "rb");
+  if (!f) return QS_EIO;
+  unsigned char head[HEAD];
+  int rc = QS_EFORMAT;
+  unsigned char *buf = NULL;
+  if (fread(head, 1, HEAD, f) != HEAD || memcmp(head, MAGIC, 8) ||
+      get_u64(head + 8) != key)
+    goto out;
+  uint64_t n = get_u64(head + 16);
+  if (n == 0 || n > MAX_PAYLOAD) goto out;
+  buf = malloc((size_t)n);
+  if (!buf) {
+    rc = QS_ENOMEM;
+    goto out;
+  }
+  /* Exactly n bytes, then end of file: a longer file is not this entry. */
+  if (fread(buf, 1, (size_t)n, f) != n || fgetc(f) != EOF ||
+      hash_bytes(HASH_SEED, buf, (size_t)n) != get_u64(head + 24))
+    goto out;
+  *bin = buf;
+  *len = (size_t)n;
+  buf = NULL;
+  rc = QS_OK;
+out:
+  free(buf);
+  fclose(f);
+  return rc;
+}
+
+/* mkdir -p with mode 0755; QS_OK if dir exists as a directory after. */
+static int make_dirs(const char *dir) {
+  char p[4096];
+  size_t n = strlen(dir);
+  if (n == 0 || n >= sizeof p) return QS_EINVAL;
+  memcpy(p, dir, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (p[i] != '/' && p[i] != '\0') continue;
+    char c = p[i];
+    p[i] = '\0';
+    if (mkdir(p, 0755) && errno != EEXIST) return QS_EIO;
+    p[i] = c;
+  }
+  struct stat st;
+  return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? QS_OK : QS_EIO;
+}
+
+int cache_store(const char *dir, uint64_t key, const unsigned char *bin,
+                size_t len) {
+  char path[4096], tmp[4096 + 16];
+  if (!len || cache_path(dir, key, path, sizeof path)) return QS_EINVAL;
+  if (make_dirs(dir)) return QS_EIO;
+  snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+  int fd = mkstemp(tmp);
+  if (fd < 0) return QS_EIO;
+  FILE *f = fdopen(fd, "wb");
+  if (!f) {
+    close(fd);
+    unlink(tmp);
+    return QS_EIO;
+  }
+  unsigned char head[HEAD];
+  memcpy(head, MAGIC, 8);
+  put_u64(head + 8, key);
+  put_u64(head + 16, len);
+  put_u64(head + 24, hash_bytes(HASH_SEED, bin, len));
+  /* No fsync: a torn entry after a crash fails its checksum and is rebuilt,
+   * which is cheaper than syncing every build. */
+  int bad = fwrite(head, 1, HEAD, f) != HEAD || fwrite(bin, 1, len, f) != len;
+  bad |= fclose(f) != 0;
+  /* mkstemp gives 0600; entries are as shareable as the directory. */
+  if (!bad) bad = chmod(tmp, 0644) != 0;
+  if (!bad) bad = rename(tmp, path) != 0;
+  if (bad) {
+    unlink(tmp);
+    return QS_EIO;
+  }
+  return QS_OK;
+}

@@ -1,0 +1,713 @@
+/* clrt.c — the OpenCL runtime: device discovery with slugs and
+ * fingerprints, lazy per-device contexts and profiling queues, program
+ * builds behind a memory cache and the disk binary cache, buffers, first
+ * launches, and the OpenCL error names.
+ *
+ * All state hangs off one clrt (one per engine); its mutex guards the lazy
+ * contexts, the caches and the counters, so several threads of one engine
+ * may share it. Built without OpenCL, a clrt has zero devices and a reason. */
+#include "cl/clrt.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl/cache.h"
+#include "timer.h"
+
+#define WHY_MAX 512
+#define SLUG_WORDS 32 /* slugs are cut at a dash before this many chars */
+
+typedef struct prog_entry {
+  uint64_t key;
+#if QS_HAVE_OPENCL
+  cl_program prog;
+#endif
+} prog_entry;
+
+struct cldev {
+  clrt *rt;
+  cldev_info info;
+#if QS_HAVE_OPENCL
+  cl_platform_id platform;
+  cl_device_id id;
+  cl_context ctx;
+  cl_command_queue queue;
+#endif
+  prog_entry *progs;
+  size_t n_progs, cap_progs;
+  uint64_t *launches; /* hashes of (kernel, dims, global size) seen */
+  size_t n_launches, cap_launches;
+};
+
+struct clrt {
+  pthread_mutex_t lock;
+  char why[WHY_MAX];
+  char *cache_dir;
+  cldev *devs;
+  size_t n;
+  clrt_counters stats;
+  clrt_fault_fn fault;
+  void *fault_ctx;
+};
+
+static int fail(char *err, size_t len, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(char *err, size_t len, int status, const char *fmt, ...) {
+  if (err && len) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+  }
+  return status;
+}
+
+/* ------------------------------------------------------------ error names */
+
+static const struct {
+  int code;
+  const char *name;
+} code_names[] = {
+    {0, "CL_SUCCESS"},
+    {-1, "CL_DEVICE_NOT_FOUND"},
+    {-2, "CL_DEVICE_NOT_AVAILABLE"},
+    {-3, "CL_COMPILER_NOT_AVAILABLE"},
+    {-4, "CL_MEM_OBJECT_ALLOCATION_FAILURE"},
+    {-5, "CL_OUT_OF_RESOURCES"},
+    {-6, "CL_OUT_OF_HOST_MEMORY"},
+    {-7, "CL_PROFILING_INFO_NOT_AVAILABLE"},
+    {-8, "CL_MEM_COPY_OVERLAP"},
+    {-9, "CL_IMAGE_FORMAT_MISMATCH"},
+    {-10, "CL_IMAGE_FORMAT_NOT_SUPPORTED"},
+    {-11, "CL_BUILD_PROGRAM_FAILURE"},
+    {-12, "CL_MAP_FAILURE"},
+    {-13, "CL_MISALIGNED_SUB_BUFFER_OFFSET"},
+    {-14, "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST"},
+    {-15, "CL_COMPILE_PROGRAM_FAILURE"},
+    {-16, "CL_LINKER_NOT_AVAILABLE"},
+    {-17, "CL_LINK_PROGRAM_FAILURE"},
+    {-18, "CL_DEVICE_PARTITION_FAILED"},
+    {-19, "CL_KERNEL_ARG_INFO_NOT_AVAILABLE"},
+    {-30, "CL_INVALID_VALUE"},
+    {-31, "CL_INVALID_DEVICE_TYPE"},
+    {-32, "CL_INVALID_PLATFORM"},
+    {-33, "CL_INVALID_DEVICE"},
+    {-34, "CL_INVALID_CONTEXT"},
+    {-35, "CL_INVALID_QUEUE_PROPERTIES"},
+    {-36, "CL_INVALID_COMMAND_QUEUE"},
+    {-37, "CL_INVALID_HOST_PTR"},
+    {-38, "CL_INVALID_MEM_OBJECT"},
+    {-39, "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR"},
+    {-40, "CL_INVALID_IMAGE_SIZE"},
+    {-41, "CL_INVALID_SAMPLER"},
+    {-42, "CL_INVALID_BINARY"},
+    {-43, "CL_INVALID_BUILD_OPTIONS"},
+    {-44, "CL_INVALID_PROGRAM"},
+    {-45, "CL_INVALID_PROGRAM_EXECUTABLE"},
+    {-46, "CL_INVALID_KERNEL_NAME"},
+    {-47, "CL_INVALID_KERNEL_DEFINITION"},
+    {-48, "CL_INVALID_KERNEL"},
+    {-49, "CL_INVALID_ARG_INDEX"},
+    {-50, "CL_INVALID_ARG_VALUE"},
+    {-51, "CL_INVALID_ARG_SIZE"},
+    {-52, "CL_INVALID_KERNEL_ARGS"},
+    {-53, "CL_INVALID_WORK_DIMENSION"},
+    {-54, "CL_INVALID_WORK_GROUP_SIZE"},
+    {-55, "CL_INVALID_WORK_ITEM_SIZE"},
+    {-56, "CL_INVALID_GLOBAL_OFFSET"},
+    {-57, "CL_INVALID_EVENT_WAIT_LIST"},
+    {-58, "CL_INVALID_EVENT"},
+    {-59, "CL_INVALID_OPERATION"},
+    {-60, "CL_INVALID_GL_OBJECT"},
+    {-61, "CL_INVALID_BUFFER_SIZE"},
+    {-62, "CL_INVALID_MIP_LEVEL"},
+    {-63, "CL_INVALID_GLOBAL_WORK_SIZE"},
+    {-64, "CL_INVALID_PROPERTY"},
+    {-65, "CL_INVALID_IMAGE_DESCRIPTOR"},
+    {-66, "CL_INVALID_COMPILER_OPTIONS"},
+    {-67, "CL_INVALID_LINKER_OPTIONS"},
+    {-68, "CL_INVALID_DEVICE_PARTITION_COUNT"},
+    {-1001, "CL_PLATFORM_NOT_FOUND_KHR"},
+};
+
+const char *cl_code_name(int code) {
+  for (size_t i = 0; i < sizeof code_names / sizeof code_names[0]; i++)
+    if (code_names[i].code == code) return code_names[i].name;
+  return "unknown OpenCL error";
+}
+
+/* ----------------------------------------------------------- common parts */
+
+size_t clrt_count(const clrt *rt) { return rt ? rt->n : 0; }
+
+cldev *clrt_device(clrt *rt, size_t i) {
+  return rt && i < rt->n ? &rt->devs[i] : NULL;
+}
+
+const char *clrt_why(const clrt *rt) { return rt ? rt->why : "no runtime"; }
+
+const cldev_info *cldev_about(const cldev *d) { return d ? &d->info : NULL; }
+
+void clrt_fault(clrt *rt, clrt_fault_fn fn, void *ctx) {
+  pthread_mutex_lock(&rt->lock);
+  rt->fault = fn;
+  rt->fault_ctx = ctx;
+  pthread_mutex_unlock(&rt->lock);
+}
+
+clrt_counters clrt_stats(const clrt *rt) {
+  clrt_counters c = {0, 0, 0, 0};
+  if (!rt) return c;
+  clrt *m = (clrt *)rt; /* the lock is not part of the value */
+  pthread_mutex_lock(&m->lock);
+  c = rt->stats;
+  pthread_mutex_unlock(&m->lock);
+  return c;
+}
+
+#if QS_HAVE_OPENCL
+
+/* ------------------------------------------------------------- discovery */
+
+/* Grows *arr (of *cap elements of size sz) to hold one more than n. */
+static int grow(void **arr, size_t *cap, size_t n, size_t sz) {
+  if (n < *cap) return QS_OK;
+  size_t c = *cap ? *cap * 2 : 8;
+  void *p = realloc(*arr, c * sz);
+  if (!p) return QS_ENOMEM;
+  *arr = p;
+  *cap = c;
+  return QS_OK;
+}
+
+/* Short stable name from a device name: lowercase, runs of other
+ * characters as one dash, marketing words and a trailing "@ clock" dropped,
+ * cut at a dash near SLUG_WORDS characters. "pthread-haswell-AMD EPYC" ->
+ * "pthread-haswell-amd-epyc". Never empty. */
+static void slug_make(const char *name, char *out, size_t len) {
+  static const char *const drop[] = {"r", "tm", "c", "processor", "cpu",
+                                     "corporation", "inc"};
+  size_t o = 0;
+  const char *p = name;
+  char word[64];
+  while (*p && *p != '@') {
+    size_t w = 0;
+    while (*p && *p != '@' &&
+           !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+             (*p >= '0' && *p <= '9')))
+      p++;
+    while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+           (*p >= '0' && *p <= '9')) {
+      if (w + 1 < sizeof word)
+        word[w++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+      p++;
+    }
+    word[w] = '\0';
+    int skip = w == 0;
+    for (size_t i = 0; !skip && i < sizeof drop / sizeof drop[0]; i++)
+      skip = strcmp(word, drop[i]) == 0;
+    if (skip) continue;
+    size_t need = w + (o ? 1 : 0);
+    if (o + need >= len || (o && o + need > SLUG_WORDS)) break;
+    if (o) out[o++] = '-';
+    memcpy(out + o, word, w);
+    o += w;
+  }
+  if (o == 0) {
+    snprintf(out, len, "device");
+    return;
+  }
+  out[o] = '\0';
+}
+
+/* A string property, truncated into buf; the untruncated text is hashed
+ * into *h so long names still tell devices apart. */
+static void info_str(cl_device_id dev, cl_platform_id plat, cl_uint what,
+                     char *buf, size_t len, uint64_t *h) {
+  size_t n = 0;
+  cl_int rc = dev ? clGetDeviceInfo(dev, what, 0, NULL, &n)
+                  : clGetPlatformInfo(plat, what, 0, NULL, &n);
+  char *s = rc == CL_SUCCESS && n ? malloc(n + 1) : NULL;
+  if (s) {
+    rc = dev ? clGetDeviceInfo(dev, what, n, s, NULL)
+             : clGetPlatformInfo(plat, what, n, s, NULL);
+    s[rc == CL_SUCCESS ? n : 0] = '\0';
+  }
+  const char *v = s ? s : "";
+  size_t k = strlen(v);
+  while (k && (v[k - 1] == ' ' || v[k - 1] == '\0')) k--;
+  *h = hash_bytes(*h, v, k);
+  *h = hash_bytes(*h, "", 1);
+  if (k >= len) k = len - 1;
+  memcpy(buf, v, k);
+  buf[k] = '\0';
+  free(s);
+}
+
+static uint64_t info_num(cl_device_id dev, cl_uint what, size_t size,
+                         uint64_t *h) {
+  unsigned char raw[8] = {0};
+  uint64_t v = 0;
+  if (size <= sizeof raw &&
+      clGetDeviceInfo(dev, what, size, raw, NULL) == CL_SUCCESS) {
+    if (size == sizeof(cl_uint)) {
+      cl_uint u;
+      memcpy(&u, raw, sizeof u);
+      v = u;
+    } else {
+      memcpy(&v, raw, sizeof v);
+    }
+  }
+  if (h) {
+    char text[24];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+    *h = hash_str(*h, text);
+  }
+  return v;
+}
+
+/* Reads the identity and limits of a device; the fingerprint hashes
+ * platform, vendor, name, driver, version, compute units, clock (GPUs
+ * only), global memory, largest allocation, largest work-group and fp64. */
+static void dev_read(cldev *d) {
+  cldev_info *in = &d->info;
+  uint64_t h = HASH_SEED;
+  info_str(NULL, d->platform, CL_PLATFORM_NAME, in->platform,
+           sizeof in->platform, &h);
+  info_str(d->id, NULL, CL_DEVICE_VENDOR, in->vendor, sizeof in->vendor, &h);
+  info_str(d->id, NULL, CL_DEVICE_NAME, in->name, sizeof in->name, &h);
+  info_str(d->id, NULL, CL_DRIVER_VERSION, in->driver, sizeof in->driver, &h);
+  info_str(d->id, NULL, CL_DEVICE_VERSION, in->version, sizeof in->version,
+           &h);
+  cl_device_type type = 0;
+  clGetDeviceInfo(d->id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+  in->is_gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
+  in->compute_units =
+      (unsigned)info_num(d->id, CL_DEVICE_MAX_COMPUTE_UNITS, 4, &h);
+  /* A CPU device's clock is the current frequency read from the host
+   * (PoCL: /proc/cpuinfo), which moves with frequency scaling; hashing it
+   * would change the fingerprint, and orphan the timing history, with no
+   * hardware change. A GPU reports its fixed maximum. */
+  in->clock_mhz = (unsigned)info_num(d->id, CL_DEVICE_MAX_CLOCK_FREQUENCY, 4,
+                                     in->is_gpu ? &h : NULL);
+  in->global_mem = info_num(d->id, CL_DEVICE_GLOBAL_MEM_SIZE, 8, &h);
+  in->max_alloc = info_num(d->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, 8, &h);
+  in->local_mem = info_num(d->id, CL_DEVICE_LOCAL_MEM_SIZE, 8, NULL);
+  in->max_work_group = (size_t)info_num(d->id, CL_DEVICE_MAX_WORK_GROUP_SIZE,
+                                        sizeof(size_t), &h);
+  char ext[4096];
+  uint64_t ignored = 0;
+  info_str(d->id, NULL, CL_DEVICE_EXTENSIONS, ext, sizeof ext, &ignored);
+  in->fp64 = strstr(ext, "cl_khr_fp64") != NULL;
+  h = hash_str(h, in->fp64 ? "fp64" : "no-fp64");
+  snprintf(in->fingerprint, sizeof in->fingerprint, "%016llx",
+           (unsigned long long)h);
+}
+
+/* Gives every device a slug unique within rt: the name's slug, then "-2",
+ * "-3", ... for later devices with the same one. */
+static void slugs_assign(clrt *rt) {
+  for (size_t i = 0; i < rt->n; i++) {
+    char base[sizeof rt->devs[i].info.slug - 4];
+    slug_make(rt->devs[i].info.name, base, sizeof base);
+    snprintf(rt->devs[i].info.slug, sizeof rt->devs[i].info.slug, "%s", base);
+    for (unsigned k = 2;; k++) {
+      int taken = 0;
+      for (size_t j = 0; j < i && !taken; j++)
+        taken = !strcmp(rt->devs[j].info.slug, rt->devs[i].info.slug);
+      if (!taken) break;
+      snprintf(rt->devs[i].info.slug, sizeof rt->devs[i].info.slug, "%s-%u",
+               base, k);
+    }
+  }
+}
+
+/* Fills rt->devs; leaves a reason in rt->why when none is found. Only
+ * allocation failures are errors. */
+static int discover(clrt *rt) {
+  cl_uint np = 0;
+  cl_int rc = clGetPlatformIDs(0, NULL, &np);
+  if (rc == -1001 || (rc == CL_SUCCESS && np == 0)) {
+    snprintf(rt->why, sizeof rt->why,
+             "no OpenCL platform: no ICD is installed, or OCL_ICD_VENDORS "
+             "names none (clGetPlatformIDs: CL_PLATFORM_NOT_FOUND_KHR)");
+    return QS_OK;
+  }
+  if (rc != CL_SUCCESS) {
+    snprintf(rt->why, sizeof rt->why, "clGetPlatformIDs failed: %s (%d)",
+             cl_code_name(rc), (int)rc);
+    return QS_OK;
+  }
+  cl_platform_id *plats = calloc(np, sizeof *plats);
+  if (!plats) return QS_ENOMEM;
+  rc = clGetPlatformIDs(np, plats, NULL);
+  if (rc != CL_SUCCESS) np = 0;
+  char notes[WHY_MAX] = "";
+  int status = QS_OK;
+  for (cl_uint p = 0; p < np && status == QS_OK; p++) {
+    cl_uint nd = 0;
+    rc = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd);
+    if (rc != CL_SUCCESS || nd == 0) {
+      char pname[128];
+      uint64_t ignored = 0;
+      info_str(NULL, plats[p], CL_PLATFORM_NAME, pname, sizeof pname,
+               &ignored);
+      size_t used = strlen(notes);
+      snprintf(notes + used, sizeof notes - used, "%splatform \"%s\": %s",
+               used ? "; " : "", pname,
+               rc == CL_SUCCESS ? "no devices" : cl_code_name(rc));
+      continue;
+    }
+    cl_device_id *ids = calloc(nd, sizeof *ids);
+    cldev *devs = ids ? realloc(rt->devs, (rt->n + nd) * sizeof *devs) : NULL;
+    if (!devs) {
+      free(ids);
+      status = QS_ENOMEM;
+      break;
+    }
+    rt->devs = devs;
+    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, ids, NULL) ==
+        CL_SUCCESS) {
+      for (cl_uint i = 0; i < nd; i++) {
+        cldev *d = &rt->devs[rt->n++];
+        memset(d, 0, sizeof *d);
+        d->rt = rt;
+        d->platform = plats[p];
+        d->id = ids[i];
+        dev_read(d);
+      }
+    }
+    free(ids);
+  }
+  free(plats);
+  if (status == QS_OK && rt->n == 0)
+    snprintf(rt->why, sizeof rt->why,
+             "no OpenCL device (%s); PoCL hides its device when its kernel "
+             "cache (POCL_CACHE_DIR) cannot be created",
+             notes[0] ? notes : "no platform lists one");
+  slugs_assign(rt);
+  return status;
+}
+
+/* ---------------------------------------------------------- queue, build */
+
+static int queue_ensure(cldev *d, char *err, size_t err_len) {
+  if (d->queue) return QS_OK;
+  char what[96];
+  cl_int rc;
+  if (!d->ctx) {
+    cl_context_properties props[] = {
+        CL_CONTEXT_PLATFORM, (cl_context_properties)d->platform, 0};
+    d->ctx = clCreateContext(props, 1, &d->id, NULL, NULL, &rc);
+    if (!d->ctx) {
+      snprintf(what, sizeof what, "clCreateContext on %s", d->info.slug);
+      return cl_status(rc ? rc : CL_INVALID_CONTEXT, what, err, err_len);
+    }
+  }
+  d->queue =
+      clCreateCommandQueue(d->ctx, d->id, CL_QUEUE_PROFILING_ENABLE, &rc);
+  if (!d->queue) {
+    snprintf(what, sizeof what, "clCreateCommandQueue on %s", d->info.slug);
+    return cl_status(rc ? rc : CL_INVALID_COMMAND_QUEUE, what, err, err_len);
+  }
+  return QS_OK;
+}
+
+int cldev_queue(cldev *d, cl_context *ctx, cl_command_queue *q, char *err,
+                size_t err_len) {
+  if (!d) return fail(err, err_len, QS_EINVAL, "cldev_queue: no device");
+  pthread_mutex_lock(&d->rt->lock);
+  int rc = queue_ensure(d, err, err_len);
+  if (ctx) *ctx = rc ? NULL : d->ctx;
+  if (q) *q = rc ? NULL : d->queue;
+  pthread_mutex_unlock(&d->rt->lock);
+  return rc;
+}
+
+cl_device_id cldev_id(const cldev *d) { return d ? d->id : NULL; }
+
+/* Asks the test hook; 0 means go ahead. Lock held. */
+static int fault_ask(clrt *rt, clrt_op op, const char *what) {
+  return rt->fault ? rt->fault(rt->fault_ctx, op, what) : 0;
+}
+
+/* The program from binary bin on d, built; NULL if the device rejects it
+ * (another device's or driver's binary: CL_INVALID_BINARY). */
+static cl_program load_binary(cldev *d, const unsigned char *bin, size_t len,
+                              const char *options) {
+  cl_int rc, bin_rc = CL_SUCCESS;
+  cl_program p =
+      clCreateProgramWithBinary(d->ctx, 1, &d->id, &len, &bin, &bin_rc, &rc);
+  if (!p) return NULL;
+  if (rc != CL_SUCCESS || bin_rc != CL_SUCCESS ||
+      clBuildProgram(p, 1, &d->id, options, NULL, NULL) != CL_SUCCESS) {
+    clReleaseProgram(p);
+    return NULL;
+  }
+  return p;
+}
+
+/* Writes a failed build's message, with as much of the log as fits. */
+static int build_failed(cldev *d, cl_program p, cl_int rc, const char *label,
+                        const char *options, char *err, size_t err_len) {
+  char what[512];
+  snprintf(what, sizeof what, "building %s (options \"%s\") on %s", label,
+           options, d->info.slug);
+  int status = cl_status(rc, what, err, err_len);
+  size_t n = 0;
+  if (!p || !err || !err_len ||
+      clGetProgramBuildInfo(p, d->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) ||
+      n < 2)
+    return status;
+  char *log = malloc(n + 1);
+  if (log &&
+      clGetProgramBuildInfo(p, d->id, CL_PROGRAM_BUILD_LOG, n, log, NULL) ==
+          CL_SUCCESS) {
+    log[n] = '\0';
+    size_t used = strlen(err);
+    snprintf(err + used, err_len - used, ":\n%s", log);
+  }
+  free(log);
+  return status;
+}
+
+/* Saves the binary of a freshly built program into the disk cache. A
+ * failure only costs the cache. Lock held. */
+static void binary_save(cldev *d, cl_program p, uint64_t key) {
+  size_t len = 0;
+  if (!d->rt->cache_dir ||
+      clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL) ||
+      !len)
+    return;
+  unsigned char *bin = malloc(len);
+  if (bin &&
+      clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) ==
+          CL_SUCCESS &&
+      cache_store(d->rt->cache_dir, key, bin, len) == QS_OK)
+    d->rt->stats.disk_writes++;
+  free(bin);
+}
+
+/* Builds from memory, disk or source with the lock held. */
+static int program_get(cldev *d, const char *label, const char *text,
+                       const char *options, cl_program *out, double *seconds,
+                       char *err, size_t err_len) {
+  clrt *rt = d->rt;
+  int status = queue_ensure(d, err, err_len);
+  if (status) return status;
+  uint64_t key = hash_str(HASH_SEED, text);
+  key = hash_str(key, options);
+  key = hash_str(key, d->info.fingerprint);
+  key = hash_str(key, QS_VERSION_STRING);
+  for (size_t i = 0; i < d->n_progs; i++) {
+    if (d->progs[i].key == key) {
+      rt->stats.memory_hits++;
+      *out = d->progs[i].prog;
+      return QS_OK;
+    }
+  }
+  if (grow((void **)&d->progs, &d->cap_progs, d->n_progs, sizeof *d->progs))
+    return fail(err, err_len, QS_ENOMEM, "building %s: out of memory", label);
+  int64_t t0 = timer_ns();
+  int injected = fault_ask(rt, CLRT_BUILD, label);
+  if (injected) {
+    status = build_failed(d, NULL, injected, label, options, err, err_len);
+    size_t used = err ? strlen(err) : 0;
+    if (err && used < err_len)
+      snprintf(err + used, err_len - used, " (injected by the fault hook)");
+    return status;
+  }
+  cl_program p = NULL;
+  unsigned char *bin = NULL;
+  size_t len = 0;
+  if (rt->cache_dir && cache_load(rt->cache_dir, key, &bin, &len) == QS_OK) {
+    p = load_binary(d, bin, len, options);
+    free(bin);
+    if (p) rt->stats.disk_hits++;
+  }
+  if (!p) {
+    cl_int rc;
+    size_t tlen = strlen(text);
+    p = clCreateProgramWithSource(d->ctx, 1, &text, &tlen, &rc);
+    if (!p) return build_failed(d, NULL, rc, label, options, err, err_len);
+    rc = clBuildProgram(p, 1, &d->id, options, NULL, NULL);
+    if (rc != CL_SUCCESS) {
+      status = build_failed(d, p, rc, label, options, err, err_len);
+      clReleaseProgram(p);
+      return status;
+    }
+    rt->stats.built++;
+    binary_save(d, p, key);
+  }
+  d->progs[d->n_progs].key = key;
+  d->progs[d->n_progs++].prog = p;
+  *out = p;
+  if (seconds) *seconds = (double)(timer_ns() - t0) * 1e-9;
+  return QS_OK;
+}
+
+int cldev_program_text(cldev *d, const char *label, const char *text,
+                       const char *options, cl_program *prog,
+                       double *seconds, char *err, size_t err_len) {
+  if (seconds) *seconds = 0;
+  if (prog) *prog = NULL;
+  if (!d || !text || !prog)
+    return fail(err, err_len, QS_EINVAL, "building %s: missing argument",
+                label ? label : "(unnamed)");
+  pthread_mutex_lock(&d->rt->lock);
+  int rc = program_get(d, label ? label : "(unnamed)", text,
+                       options ? options : "", prog, seconds, err, err_len);
+  pthread_mutex_unlock(&d->rt->lock);
+  return rc;
+}
+
+int cldev_program(cldev *d, const char *file, const char *options,
+                  cl_program *prog, double *seconds, char *err,
+                  size_t err_len) {
+  const char *text = cl_source(file, NULL);
+  if (!text) {
+    if (prog) *prog = NULL;
+    if (seconds) *seconds = 0;
+    return fail(err, err_len, QS_EINVAL,
+                "no embedded OpenCL source named \"%s\"", file ? file : "");
+  }
+  return cldev_program_text(d, file, text, options, prog, seconds, err,
+                            err_len);
+}
+
+int cldev_buffer(cldev *d, cl_mem_flags flags, size_t bytes, void *host,
+                 const char *what, cl_mem *mem, char *err, size_t err_len) {
+  if (mem) *mem = NULL;
+  if (!what) what = "buffer";
+  if (!d || !mem || bytes == 0)
+    return fail(err, err_len, QS_EINVAL, "buffer %s: %s", what,
+                bytes ? "missing argument" : "zero bytes");
+  pthread_mutex_lock(&d->rt->lock);
+  int status = queue_ensure(d, err, err_len);
+  cl_int rc = status ? CL_SUCCESS : fault_ask(d->rt, CLRT_BUFFER, what);
+  cl_context ctx = d->ctx;
+  pthread_mutex_unlock(&d->rt->lock);
+  if (status) return status;
+  if (rc == CL_SUCCESS) *mem = clCreateBuffer(ctx, flags, bytes, host, &rc);
+  if (*mem) return QS_OK;
+  char msg[256];
+  snprintf(msg, sizeof msg, "buffer %s of %zu bytes (%.1f MiB) on %s", what,
+           bytes, (double)bytes / (1024.0 * 1024.0), d->info.slug);
+  return cl_status(rc ? rc : CL_MEM_OBJECT_ALLOCATION_FAILURE, msg, err,
+                   err_len);
+}
+
+int cldev_first_launch(cldev *d, const char *kernel, const size_t *global,
+                       unsigned dims) {
+  if (!d || !kernel || !global) return 0;
+  uint64_t h = hash_str(HASH_SEED, kernel);
+  h = hash_bytes(h, &dims, sizeof dims);
+  h = hash_bytes(h, global, dims * sizeof *global);
+  int first = 1;
+  pthread_mutex_lock(&d->rt->lock);
+  for (size_t i = 0; i < d->n_launches && first; i++)
+    first = d->launches[i] != h;
+  /* Without room to remember it, it will count as first again: harmless. */
+  if (first && !grow((void **)&d->launches, &d->cap_launches, d->n_launches,
+                     sizeof *d->launches))
+    d->launches[d->n_launches++] = h;
+  pthread_mutex_unlock(&d->rt->lock);
+  return first;
+}
+
+double cl_event_seconds(cl_event ev) {
+  cl_ulong t0 = 0, t1 = 0;
+  if (!ev ||
+      clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0,
+                              NULL) != CL_SUCCESS ||
+      clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1,
+                              NULL) != CL_SUCCESS ||
+      t1 < t0)
+    return 0;
+  return (double)(t1 - t0) * 1e-9;
+}
+
+int cl_status(cl_int code, const char *what, char *err, size_t err_len) {
+  if (code == CL_SUCCESS) return QS_OK;
+  int status;
+  switch (code) {
+  case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+  case CL_OUT_OF_RESOURCES:
+  case CL_OUT_OF_HOST_MEMORY:
+  case CL_INVALID_BUFFER_SIZE:
+    status = QS_EDEVMEM;
+    break;
+  case CL_BUILD_PROGRAM_FAILURE:
+  case CL_COMPILE_PROGRAM_FAILURE:
+  case CL_LINK_PROGRAM_FAILURE:
+  case CL_INVALID_BUILD_OPTIONS:
+  case CL_INVALID_BINARY:
+    status = QS_EBUILD;
+    break;
+  default:
+    status = QS_ECL;
+  }
+  return fail(err, err_len, status, "%s: %s (%d)", what ? what : "OpenCL",
+              cl_code_name(code), (int)code);
+}
+
+static void dev_release(cldev *d) {
+  for (size_t i = 0; i < d->n_progs; i++) clReleaseProgram(d->progs[i].prog);
+  if (d->queue) clReleaseCommandQueue(d->queue);
+  if (d->ctx) clReleaseContext(d->ctx);
+}
+
+#endif /* QS_HAVE_OPENCL */
+
+/* ------------------------------------------------------------ open, close */
+
+int clrt_open(clrt **out, int disabled, const char *cache_dir, char *err,
+              size_t err_len) {
+  *out = NULL;
+  clrt *rt = calloc(1, sizeof *rt);
+  if (!rt) return fail(err, err_len, QS_ENOMEM, "clrt_open: out of memory");
+  pthread_mutex_init(&rt->lock, NULL);
+  int status = QS_OK;
+  if (cache_dir && *cache_dir) {
+    rt->cache_dir = malloc(strlen(cache_dir) + 1);
+    if (!rt->cache_dir) status = QS_ENOMEM;
+    else strcpy(rt->cache_dir, cache_dir);
+  }
+  if (status == QS_OK && disabled) {
+    snprintf(rt->why, sizeof rt->why,
+             "OpenCL disabled (engine option no_opencl or "
+             "QUICKSILVER_NO_OPENCL=1)");
+  } else if (status == QS_OK) {
+#if QS_HAVE_OPENCL
+    status = discover(rt);
+#else
+    snprintf(rt->why, sizeof rt->why,
+             "built without OpenCL (-Dopencl=disabled, or no OpenCL headers "
+             "and ICD loader at build time)");
+#endif
+  }
+  if (status) {
+    clrt_close(rt);
+    return fail(err, err_len, status, "clrt_open: out of memory");
+  }
+  *out = rt;
+  return QS_OK;
+}
+
+void clrt_close(clrt *rt) {
+  if (!rt) return;
+  for (size_t i = 0; i < rt->n; i++) {
+#if QS_HAVE_OPENCL
+    dev_release(&rt->devs[i]);
+#endif
+    free(rt->devs[i].progs);
+    free(rt->devs[i].launches);
+  }
+  free(rt->devs);
+  free(rt->cache_dir);
+  pthread_mutex_destroy(&rt->lock);
+  free(rt);
+}

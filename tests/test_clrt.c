@@ -1,0 +1,467 @@
+/* test_clrt.c — the OpenCL runtime on the machine's devices (PoCL here):
+ * discovery, fingerprints, embedded sources with their math headers, the
+ * program caches (memory, disk, corrupt and unwritable disk), fault
+ * injection, first launches, error names and graceful absence. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cl/clrt.h"
+#include "methods/math/catmull_rom.h"
+#include "qs_test.h"
+
+TestSuite(clrt, .fini = qs_leak_check);
+
+#if QS_HAVE_OPENCL
+
+/* Opens a runtime with a device, or skips the test. */
+static clrt *open_or_skip(const char *cache_dir) {
+  clrt *rt = NULL;
+  char err[512] = "";
+  cr_assert_eq(clrt_open(&rt, 0, cache_dir, err, sizeof err), QS_OK, "%s",
+               err);
+  if (clrt_count(rt) == 0) {
+    char why[600];
+    snprintf(why, sizeof why, "no OpenCL device: %s", clrt_why(rt));
+    clrt_close(rt);
+    cr_skip_test("%s", why);
+  }
+  return rt;
+}
+
+/* A fresh empty directory under /tmp; the caller removes it. */
+static void temp_dir(char *path, size_t len) {
+  snprintf(path, len, "/tmp/qs-clrt-XXXXXX");
+  cr_assert_not_null(mkdtemp(path));
+}
+
+static void dir_remove(const char *path) {
+  DIR *d = opendir(path);
+  if (!d) return;
+  struct dirent *e;
+  char f[4096];
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    snprintf(f, sizeof f, "%s/%s", path, e->d_name);
+    unlink(f);
+  }
+  closedir(d);
+  rmdir(path);
+}
+
+/* The one cache entry in dir (fails unless there is exactly one). */
+static void cache_entry(const char *dir, char *path, size_t len) {
+  DIR *d = opendir(dir);
+  cr_assert_not_null(d, "cache dir %s missing", dir);
+  struct dirent *e;
+  int n = 0;
+  while ((e = readdir(d))) {
+    size_t k = strlen(e->d_name);
+    if (k > 4 && strcmp(e->d_name + k - 4, ".bin") == 0) {
+      snprintf(path, len, "%s/%s", dir, e->d_name);
+      n++;
+    }
+  }
+  closedir(d);
+  cr_assert_eq(n, 1, "expected one cache entry in %s, found %d", dir, n);
+}
+
+/* A kernel over the Catmull-Rom weight of methods/math/catmull_rom.h, the
+ * header text as the runtime embeds it (includes resolved). Caller frees. */
+static char *cubic_source(void) {
+  const char *head = cl_source("math/catmull_rom.h", NULL);
+  cr_assert_not_null(head);
+  static const char body[] =
+      "\n__kernel void cubic(__global const float *v, __global float *out) {\n"
+      "  size_t i = get_global_id(0);\n"
+      "  out[i] = (float)cr_cubic((QS_ACC)v[i]);\n"
+      "}\n";
+  char *s = malloc(strlen(head) + sizeof body);
+  cr_assert_not_null(s);
+  strcpy(s, head);
+  strcat(s, body);
+  return s;
+}
+
+static int build_cubic(clrt *rt, const char *options, cl_program *p) {
+  char *src = cubic_source();
+  char err[4096] = "";
+  int rc = cldev_program_text(clrt_device(rt, 0), "cubic test", src, options,
+                              p, NULL, err, sizeof err);
+  free(src);
+  if (rc) fprintf(stderr, "build_cubic: %s\n", err);
+  return rc;
+}
+
+/* Builds the cubic kernel in a new runtime over cache_dir and returns
+ * that runtime's counters. */
+static clrt_counters build_fresh(const char *cache_dir) {
+  clrt *rt = open_or_skip(cache_dir);
+  cl_program p;
+  cr_assert_eq(build_cubic(rt, "", &p), QS_OK);
+  clrt_counters c = clrt_stats(rt);
+  clrt_close(rt);
+  return c;
+}
+
+Test(clrt, discovers_devices_with_identity) {
+  clrt *rt = open_or_skip(NULL);
+  cr_expect_str_empty(clrt_why(rt));
+  for (size_t i = 0; i < clrt_count(rt); i++) {
+    const cldev_info *in = cldev_about(clrt_device(rt, i));
+    cr_assert_not_null(in);
+    cr_expect_gt(strlen(in->slug), 0);
+    for (const char *c = in->slug; *c; c++)
+      cr_expect((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+                    *c == '-' || *c == '_',
+                "slug %s has '%c'", in->slug, *c);
+    cr_expect_eq(strlen(in->fingerprint), 16);
+    cr_expect_eq(strspn(in->fingerprint, "0123456789abcdef"), 16);
+    cr_expect_gt(in->compute_units, 0);
+    cr_expect_gt(in->global_mem, 0);
+    cr_expect_gt(in->max_alloc, 0);
+    cr_expect_leq(in->max_alloc, in->global_mem);
+    cr_expect_gt(in->max_work_group, 0);
+    cr_expect_gt(strlen(in->name), 0);
+    for (size_t j = 0; j < i; j++)
+      cr_expect_str_neq(in->slug, cldev_about(clrt_device(rt, j))->slug);
+  }
+  cr_expect_null(clrt_device(rt, clrt_count(rt)));
+  clrt_close(rt);
+}
+
+Test(clrt, fingerprint_and_slug_stable_across_runtimes) {
+  clrt *a = open_or_skip(NULL), *b = open_or_skip(NULL);
+  cr_assert_eq(clrt_count(a), clrt_count(b));
+  for (size_t i = 0; i < clrt_count(a); i++) {
+    const cldev_info *x = cldev_about(clrt_device(a, i));
+    const cldev_info *y = cldev_about(clrt_device(b, i));
+    cr_expect_str_eq(x->fingerprint, y->fingerprint);
+    cr_expect_str_eq(x->slug, y->slug);
+  }
+  clrt_close(a);
+  clrt_close(b);
+}
+
+Test(clrt, embedded_headers_have_includes_resolved) {
+  const char *cr = cl_source("math/catmull_rom.h", NULL);
+  cr_assert_not_null(cr);
+  cr_expect_not_null(strstr(cr, "QS_MATH_COMMON_H"));
+  cr_expect_null(strstr(cr, "#include \"common.h\""));
+  cr_expect_null(cl_source("no_such_kernel.cl", NULL));
+  size_t n = cl_source_count();
+  cr_expect_geq(n, 2);
+  for (size_t i = 0; i < n; i++) {
+    size_t len = 0;
+    const char *t = cl_source(cl_source_name(i), &len);
+    cr_assert_not_null(t);
+    cr_expect_eq(strlen(t), len);
+  }
+  cr_expect_null(cl_source_name(n));
+}
+
+/* Runs the cubic kernel on v[0..n) and compares it with the C function of
+ * the same header within tol (relative to the largest weight, 1). */
+static void check_cubic(const char *options, double tol) {
+  clrt *rt = open_or_skip(NULL);
+  cldev *d = clrt_device(rt, 0);
+  if (strstr(options, "double") && !cldev_about(d)->fp64) {
+    clrt_close(rt);
+    cr_skip_test("device has no fp64");
+  }
+  enum { N = 1024 };
+  static float v[N], got[N];
+  for (int i = 0; i < N; i++) v[i] = -2.5f + 5.0f * (float)i / (N - 1);
+  cl_program p;
+  cr_assert_eq(build_cubic(rt, options, &p), QS_OK);
+  char err[512] = "";
+  cl_context ctx;
+  cl_command_queue q;
+  cr_assert_eq(cldev_queue(d, &ctx, &q, err, sizeof err), QS_OK, "%s", err);
+  cl_mem in, out;
+  cr_assert_eq(cldev_buffer(d, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                            sizeof v, v, "v", &in, err, sizeof err),
+               QS_OK, "%s", err);
+  cr_assert_eq(cldev_buffer(d, CL_MEM_WRITE_ONLY, sizeof got, NULL, "out",
+                            &out, err, sizeof err),
+               QS_OK, "%s", err);
+  cl_int rc;
+  cl_kernel k = clCreateKernel(p, "cubic", &rc);
+  cr_assert_eq(rc, CL_SUCCESS);
+  clSetKernelArg(k, 0, sizeof in, &in);
+  clSetKernelArg(k, 1, sizeof out, &out);
+  size_t global = N;
+  cl_event ev;
+  cr_assert_eq(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL,
+                                      &ev),
+               CL_SUCCESS);
+  cr_assert_eq(clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof got, got, 1,
+                                   &ev, NULL),
+               CL_SUCCESS);
+  cr_expect_geq(cl_event_seconds(ev), 0);
+  double worst = 0;
+  for (int i = 0; i < N; i++) {
+    double want = (float)cr_cubic(v[i]);
+    double diff = got[i] > want ? got[i] - want : want - got[i];
+    if (diff > worst) worst = diff;
+  }
+  cr_expect_leq(worst, tol, "max |opencl - C| = %g with options \"%s\"",
+                worst, options);
+  clReleaseEvent(ev);
+  clReleaseKernel(k);
+  clReleaseMemObject(in);
+  clReleaseMemObject(out);
+  clrt_close(rt);
+}
+
+Test(clrt, math_header_kernel_matches_c_in_float) {
+  /* Single precision on the device against double in C: the cubic's terms
+   * reach 4 and cancel, so a few float ulps of 4 (4.8e-7 each) remain. */
+  check_cubic("", 2e-6);
+}
+
+Test(clrt, math_header_kernel_matches_c_in_double) {
+  /* The same accumulation type on both sides gives the same bits. */
+  check_cubic("-DQS_ACC=double", 0);
+}
+
+Test(clrt, memory_cache_serves_second_request) {
+  clrt *rt = open_or_skip(NULL);
+  cl_program a, b;
+  cr_assert_eq(build_cubic(rt, "", &a), QS_OK);
+  cr_assert_eq(build_cubic(rt, "", &b), QS_OK);
+  cr_expect_eq(a, b);
+  cr_assert_eq(build_cubic(rt, "-DQS_ACC=float", &b), QS_OK);
+  cr_expect_neq(a, b, "options are part of the key");
+  clrt_counters c = clrt_stats(rt);
+  cr_expect_eq(c.memory_hits, 1);
+  cr_expect_eq(c.built, 2);
+  cr_expect_eq(c.disk_writes, 0, "no cache dir, no disk writes");
+  clrt_close(rt);
+}
+
+Test(clrt, disk_cache_loads_in_a_new_runtime) {
+  char dir[64];
+  temp_dir(dir, sizeof dir);
+  clrt_counters c = build_fresh(dir);
+  cr_expect_eq(c.built, 1);
+  cr_expect_eq(c.disk_hits, 0);
+  cr_expect_eq(c.disk_writes, 1);
+
+  clrt *rt = open_or_skip(dir);
+  cl_program p;
+  double s = -1;
+  char *src = cubic_source();
+  char err[1024] = "";
+  cr_assert_eq(cldev_program_text(clrt_device(rt, 0), "cubic test", src, "",
+                                  &p, &s, err, sizeof err),
+               QS_OK, "%s", err);
+  free(src);
+  c = clrt_stats(rt);
+  cr_expect_eq(c.built, 0);
+  cr_expect_eq(c.disk_hits, 1);
+  cr_expect_eq(c.disk_writes, 0);
+  cr_expect_gt(s, 0);
+  /* The loaded program runs. */
+  cl_int rc;
+  cl_kernel k = clCreateKernel(p, "cubic", &rc);
+  cr_expect_eq(rc, CL_SUCCESS);
+  if (k) clReleaseKernel(k);
+  clrt_close(rt);
+  dir_remove(dir);
+}
+
+/* Damages the single cache entry in dir with `how`, then checks a new
+ * runtime ignores it, rebuilds and replaces it with one that loads. */
+static void check_damaged(void (*how)(const char *path)) {
+  char dir[64], path[4200];
+  temp_dir(dir, sizeof dir);
+  build_fresh(dir);
+  cache_entry(dir, path, sizeof path);
+  how(path);
+
+  clrt_counters c = build_fresh(dir);
+  cr_expect_eq(c.disk_hits, 0, "a damaged entry must not be used");
+  cr_expect_eq(c.built, 1);
+  cr_expect_eq(c.disk_writes, 1, "the entry is replaced");
+
+  c = build_fresh(dir);
+  cr_expect_eq(c.disk_hits, 1, "the replaced entry loads");
+  cr_expect_eq(c.built, 0);
+  cache_entry(dir, path, sizeof path);
+  dir_remove(dir);
+}
+
+static void flip_payload_byte(const char *path) {
+  FILE *f = fopen(path, "r+b");
+  cr_assert_not_null(f);
+  fseek(f, 100, SEEK_SET);
+  int c = fgetc(f);
+  fseek(f, 100, SEEK_SET);
+  fputc(c ^ 0x5a, f);
+  fclose(f);
+}
+
+static void truncate_half(const char *path) {
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0);
+  cr_assert_eq(truncate(path, st.st_size / 2), 0);
+}
+
+static void overwrite_foreign(const char *path) {
+  FILE *f = fopen(path, "wb");
+  cr_assert_not_null(f);
+  fputs("not a quicksilver cache entry, but long enough to look like one",
+        f);
+  fclose(f);
+}
+
+Test(clrt, corrupt_cache_entry_is_rebuilt_and_replaced) {
+  check_damaged(flip_payload_byte);
+}
+
+Test(clrt, truncated_cache_entry_is_rebuilt_and_replaced) {
+  check_damaged(truncate_half);
+}
+
+Test(clrt, foreign_cache_entry_is_rebuilt_and_replaced) {
+  check_damaged(overwrite_foreign);
+}
+
+Test(clrt, unwritable_cache_dir_still_builds) {
+  char dir[64], blocked[128];
+  temp_dir(dir, sizeof dir);
+  /* A directory below a regular file cannot be created, even by root. */
+  snprintf(blocked, sizeof blocked, "%s/file", dir);
+  FILE *f = fopen(blocked, "w");
+  cr_assert_not_null(f);
+  fclose(f);
+  strcat(blocked, "/kernels");
+  clrt_counters c = build_fresh(blocked);
+  cr_expect_eq(c.built, 1);
+  cr_expect_eq(c.disk_writes, 0);
+  dir_remove(dir);
+}
+
+Test(clrt, build_failure_reports_the_log) {
+  clrt *rt = open_or_skip(NULL);
+  char err[4096] = "";
+  cl_program p;
+  int rc = cldev_program_text(clrt_device(rt, 0), "broken.cl",
+                              "__kernel void k(__global float *x) {\n"
+                              "  x[0] = undeclared_name;\n}\n",
+                              "", &p, NULL, err, sizeof err);
+  cr_expect_eq(rc, QS_EBUILD);
+  cr_expect_null(p);
+  cr_expect_not_null(strstr(err, "broken.cl"), "%s", err);
+  cr_expect_not_null(strstr(err, "undeclared_name"), "log missing: %s", err);
+  rc = cldev_program(clrt_device(rt, 0), "no_such.cl", "", &p, NULL, err,
+                     sizeof err);
+  cr_expect_eq(rc, QS_EINVAL);
+  cr_expect_not_null(strstr(err, "no_such.cl"));
+  clrt_close(rt);
+}
+
+/* Fails every call of the operation given in ctx with a fixed code. */
+static int fault_every(void *ctx, clrt_op op, const char *what) {
+  (void)what;
+  const int *want = ctx;
+  if (op != (clrt_op)want[0]) return 0;
+  return want[1];
+}
+
+Test(clrt, fault_hook_reaches_devmem_and_build_paths) {
+  clrt *rt = open_or_skip(NULL);
+  cldev *d = clrt_device(rt, 0);
+  char err[1024] = "";
+  int buffer_fault[2] = {CLRT_BUFFER, CL_MEM_OBJECT_ALLOCATION_FAILURE};
+  clrt_fault(rt, fault_every, buffer_fault);
+  cl_mem m;
+  cr_expect_eq(cldev_buffer(d, CL_MEM_READ_WRITE, 4096, NULL, "frames", &m,
+                            err, sizeof err),
+               QS_EDEVMEM);
+  cr_expect_null(m);
+  cr_expect_not_null(strstr(err, "frames"), "%s", err);
+  cr_expect_not_null(strstr(err, "CL_MEM_OBJECT_ALLOCATION_FAILURE"), "%s",
+                     err);
+  cl_program p;
+  cr_expect_eq(build_cubic(rt, "", &p), QS_OK, "builds are not hooked");
+
+  int build_fault[2] = {CLRT_BUILD, CL_BUILD_PROGRAM_FAILURE};
+  clrt_fault(rt, fault_every, build_fault);
+  cr_expect_eq(build_cubic(rt, "-DQS_ACC=float", &p), QS_EBUILD);
+  cr_expect_eq(cldev_buffer(d, CL_MEM_READ_WRITE, 4096, NULL, "frames", &m,
+                            err, sizeof err),
+               QS_OK, "%s", err);
+  clReleaseMemObject(m);
+
+  clrt_fault(rt, NULL, NULL);
+  cr_expect_eq(build_cubic(rt, "-DQS_ACC=float", &p), QS_OK);
+  clrt_close(rt);
+}
+
+Test(clrt, first_launch_per_kernel_and_size) {
+  clrt *rt = open_or_skip(NULL);
+  cldev *d = clrt_device(rt, 0);
+  size_t g1[2] = {512, 512}, g2[2] = {1024, 512};
+  cr_expect_eq(cldev_first_launch(d, "k", g1, 2), 1);
+  cr_expect_eq(cldev_first_launch(d, "k", g1, 2), 0);
+  cr_expect_eq(cldev_first_launch(d, "k", g2, 2), 1);
+  cr_expect_eq(cldev_first_launch(d, "other", g1, 2), 1);
+  cr_expect_eq(cldev_first_launch(d, "k", g1, 1), 1, "dims count");
+  cr_expect_eq(cldev_first_launch(d, "k", g2, 2), 0);
+  clrt_close(rt);
+}
+
+Test(clrt, status_mapping_names_the_code) {
+  char err[256];
+  cr_expect_eq(cl_status(CL_SUCCESS, "x", err, sizeof err), QS_OK);
+  cr_expect_eq(cl_status(CL_MEM_OBJECT_ALLOCATION_FAILURE, "alloc", err,
+                         sizeof err),
+               QS_EDEVMEM);
+  cr_expect_eq(cl_status(CL_OUT_OF_RESOURCES, "run", err, sizeof err),
+               QS_EDEVMEM);
+  cr_expect_not_null(strstr(err, "run: CL_OUT_OF_RESOURCES (-5)"), "%s", err);
+  cr_expect_eq(cl_status(CL_BUILD_PROGRAM_FAILURE, "b", err, sizeof err),
+               QS_EBUILD);
+  cr_expect_eq(cl_status(CL_INVALID_KERNEL_ARGS, "args", err, sizeof err),
+               QS_ECL);
+  cr_expect_not_null(strstr(err, "CL_INVALID_KERNEL_ARGS"));
+  cr_expect_str_eq(cl_code_name(-1001), "CL_PLATFORM_NOT_FOUND_KHR");
+  cr_expect_str_eq(cl_code_name(-12345), "unknown OpenCL error");
+}
+
+Test(clrt, empty_icd_vendor_dir_gives_zero_devices) {
+  char dir[64];
+  temp_dir(dir, sizeof dir);
+  /* Each test runs in its own process, so this reaches only this test. */
+  setenv("OCL_ICD_VENDORS", dir, 1);
+  clrt *rt = NULL;
+  char err[256] = "";
+  cr_assert_eq(clrt_open(&rt, 0, NULL, err, sizeof err), QS_OK, "%s", err);
+  cr_expect_eq(clrt_count(rt), 0);
+  cr_expect_null(clrt_device(rt, 0));
+  cr_expect_not_null(strstr(clrt_why(rt), "no OpenCL platform"), "%s",
+                     clrt_why(rt));
+  clrt_close(rt);
+  dir_remove(dir);
+}
+
+#endif /* QS_HAVE_OPENCL */
+
+Test(clrt, disabled_gives_zero_devices_with_reason) {
+  clrt *rt = NULL;
+  char err[256] = "";
+  cr_assert_eq(clrt_open(&rt, 1, "/nonexistent/dir", err, sizeof err), QS_OK,
+               "%s", err);
+  cr_expect_eq(clrt_count(rt), 0);
+  cr_expect_null(clrt_device(rt, 0));
+  cr_expect_not_null(strstr(clrt_why(rt), "disabled"), "%s", clrt_why(rt));
+  clrt_counters c = clrt_stats(rt);
+  cr_expect_eq(c.built + c.disk_hits + c.memory_hits + c.disk_writes, 0);
+  clrt_close(rt);
+}
