@@ -48,13 +48,29 @@ static inline int method_check_input(const char *method, const image *in,
   return QS_OK;
 }
 
-/* Probe of the OpenCL rows in a build without OpenCL. */
+/* The OpenCL row of an implementation table (the engine expands it per
+ * device): `run` streams the frames through a kernel (cl_frames.h, whose
+ * probe checks that a frame fits the device). In a build without OpenCL
+ * the row stays, unavailable, with the reason. */
+#if QS_HAVE_OPENCL
+#define QS_OPENCL_IMPL(run, version)                                         \
+  {"opencl", IMPL_OPENCL, run, cl_frames_probe, version, SCHED_STATIC, 0}
+#else
+#define QS_OPENCL_IMPL(run, version)                                         \
+  {"opencl", IMPL_OPENCL, method_no_opencl_run, method_no_opencl, version,  \
+   SCHED_STATIC, 0}
+#endif
+
 static inline int method_no_opencl(const method_call *c, char *why,
                                    size_t why_len) {
   (void)c;
   snprintf(why, why_len, "OpenCL is not built in (configure with "
                          "-Dopencl=enabled and an OpenCL ICD)");
   return QS_EUNAVAIL;
+}
+
+static inline int method_no_opencl_run(const method_call *c) {
+  return method_no_opencl(c, c->err, c->err_len);
 }
 
 #endif

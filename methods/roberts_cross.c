@@ -7,6 +7,7 @@
  * frames only, which leaves a single frame on one core). */
 #include <stdio.h>
 
+#include "methods/cl_frames.h"
 #include "methods/math/roberts.h"
 #include "methods/methods.h"
 
@@ -62,8 +63,18 @@ static int rc_run(const method_call *c) {
   return c->parallel_for(c, 0, in->frames * in->rows, rc_rows, &s);
 }
 
+#if QS_HAVE_OPENCL
+static const cl_frames_job rc_cl = {
+    .file = "roberts_cross.cl",
+    .kernel = "roberts_cross",
+};
+
+static int rc_run_cl(const method_call *c) { return cl_frames_run(c, &rc_cl); }
+#endif
+
 static const impl_def rc_impls[] = {
     QS_CPU_IMPLS(rc_run, 1, 64),
+    QS_OPENCL_IMPL(rc_run_cl, 1),
 };
 
 const method_desc method_roberts_cross = {

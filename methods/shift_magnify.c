@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "methods/cl_frames.h"
 #include "methods/math/catmull_rom.h"
 #include "methods/methods.h"
 
@@ -164,8 +165,38 @@ static int sm_run(const method_call *c) {
   return rc;
 }
 
+/* --------------------------------------------------------------- OpenCL */
+
+#if QS_HAVE_OPENCL
+/* After the buffers and the frame count: rows, cols (int), then the four
+ * parameters as float in table order. */
+static int sm_cl_args(cl_kernel k, cl_uint first, const method_call *c) {
+  cl_int dims[2] = {(cl_int)c->in[0].rows, (cl_int)c->in[0].cols};
+  cl_int e = CL_SUCCESS;
+  for (cl_uint i = 0; i < 2 && !e; i++)
+    e = clSetKernelArg(k, first + i, sizeof dims[i], &dims[i]);
+  for (cl_uint i = 0; i < SM_N_PARAMS && !e; i++) {
+    cl_float v = (cl_float)c->p[i];
+    e = clSetKernelArg(k, first + 2 + i, sizeof v, &v);
+  }
+  return cl_status(e, "shift_magnify: setting the kernel arguments", c->err,
+                   c->err_len);
+}
+
+static const cl_frames_job sm_cl = {
+    .file = "shift_magnify.cl",
+    .kernel = "shift_magnify",
+    /* coordinates i / mag must be the C division's, not a 2.5-ulp one */
+    .options = "-cl-fp32-correctly-rounded-divide-sqrt",
+    .args = sm_cl_args,
+};
+
+static int sm_run_cl(const method_call *c) { return cl_frames_run(c, &sm_cl); }
+#endif
+
 static const impl_def sm_impls[] = {
     QS_CPU_IMPLS(sm_run, 1, 16),
+    QS_OPENCL_IMPL(sm_run_cl, 1),
 };
 
 const method_desc method_shift_magnify = {

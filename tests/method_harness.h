@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cl/clrt.h"
 #include "engine/pool.h"
 #include "quicksilver.h"
 
@@ -121,6 +122,22 @@ static inline void harness_diff(const image *a, const image *b, double *diff,
     double d = fabs((double)a->data[i] - (double)b->data[i]);
     if (!(d <= *diff)) *diff = d;
     if (fabs((double)b->data[i]) > *peak) *peak = fabs((double)b->data[i]);
+  }
+}
+
+/* Opens a runtime for OpenCL tests (no disk cache); *rt is NULL and
+ * `why` says why when there is no device (the test then skips). */
+static inline void harness_cl_open(clrt **rt, char *why, size_t why_len) {
+  char err[256] = "";
+  *rt = NULL;
+  if (clrt_open(rt, 0, NULL, err, sizeof err)) {
+    snprintf(why, why_len, "clrt_open failed: %s", err);
+    return;
+  }
+  if (clrt_count(*rt) == 0) {
+    snprintf(why, why_len, "no OpenCL device: %s", clrt_why(*rt));
+    clrt_close(*rt);
+    *rt = NULL;
   }
 }
 

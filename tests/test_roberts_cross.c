@@ -137,3 +137,41 @@ Test(roberts_cross, bad_input) {
   char err[256] = "";
   cr_expect_eq(RC->shape(NULL, NULL, NULL, err, sizeof err), QS_EINVAL);
 }
+
+Test(roberts_cross, opencl_within_tolerance_of_serial) {
+  clrt *rt;
+  char why[512] = "";
+  harness_cl_open(&rt, why, sizeof why);
+  if (!rt) cr_skip_test("%s", why);
+  size_t shapes[][3] = {{1, 1, 1}, {1, 300, 7}, {4, 33, 65}, {9, 2, 128}};
+  for (size_t dv = 0; dv < clrt_count(rt); dv++) {
+    cldev *d = clrt_device(rt, dv);
+    double worst = 0;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+      image m, ref[2], g[2];
+      cr_assert_eq(image_alloc(&m, shapes[k][0], shapes[k][1], shapes[k][2]),
+                   QS_OK);
+      harness_fill(&m, 30 + (unsigned)k, 50.0f);
+      cr_assert_eq(run("serial", &m, ref), QS_OK);
+      char err[512] = "";
+      int rc = harness_run(RC, "opencl", &m, NULL, 0, g, d, err, sizeof err);
+      cr_assert_eq(rc, QS_OK, "%s: %s", cldev_about(d)->slug, err);
+      for (int o = 0; o < 2; o++) {
+        double diff, peak;
+        harness_diff(&g[o], &ref[o], &diff, &peak);
+        double rel = peak > 0 ? diff / peak : diff;
+        if (rel > worst) worst = rel;
+        cr_expect(rel <= RC->tolerance, "%s case %zu output %d: %.3g",
+                  cldev_about(d)->slug, k, o, rel);
+        image_free(&g[o]);
+        image_free(&ref[o]);
+      }
+      image_free(&m);
+    }
+    fprintf(stderr,
+            "roberts_cross opencl:%s worst |opencl - serial| = %.3g of "
+            "max |serial|\n",
+            cldev_about(d)->slug, worst);
+  }
+  clrt_close(rt);
+}

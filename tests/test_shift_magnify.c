@@ -209,14 +209,21 @@ Test(shift_magnify, separable_equals_point_sampler) {
   }
 }
 
+/* Stacks and parameters on which implementations must agree: integer and
+ * non-integer magnifications, shifts, minification, single pixels and
+ * columns, several frames, the 90 x 1.3 / 45 x 1.4 shape rule. */
+static const struct {
+  size_t f, r, c;
+  float sr, sc, mr, mc;
+} cases[] = {{1, 1, 1, 0, 0, 2, 2},
+             {3, 33, 17, 0, 0, 2, 2},
+             {4, 20, 31, 0.4f, -0.6f, 1.3f, 2.7f},
+             {2, 64, 48, -3, 2.5f, 5, 5},
+             {5, 7, 3, 0, 0, 0.5f, 4},
+             {1, 101, 1, 1.5f, 0, 1.7f, 1},
+             {2, 90, 45, 0, 0, 1.3f, 1.4f}};
+
 Test(shift_magnify, threaded_bit_identical_to_serial) {
-  struct {
-    size_t f, r, c;
-    float sr, sc, mr, mc;
-  } cases[] = {{1, 1, 1, 0, 0, 2, 2},         {3, 33, 17, 0, 0, 2, 2},
-               {4, 20, 31, 0.4f, -0.6f, 1.3f, 2.7f},
-               {2, 64, 48, -3, 2.5f, 5, 5},   {5, 7, 3, 0, 0, 0.5f, 4},
-               {1, 101, 1, 1.5f, 0, 1.7f, 1}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     image m = make(cases[k].f, cases[k].r, cases[k].c, 20 + (unsigned)k);
     image ref;
@@ -292,4 +299,45 @@ Test(shift_magnify, bad_input) {
   expect_bad(&big, p, QS_EOVERFLOW, "exceeds");
   image wide = image_wrap(px1, 1, 1, (size_t)1 << 32);
   expect_bad(&wide, good, QS_EOVERFLOW, "too large");
+}
+
+/* Every OpenCL device within the descriptor's tolerance of serial (float
+ * math on the device against double accumulation on the CPU). */
+Test(shift_magnify, opencl_within_tolerance_of_serial) {
+  clrt *rt;
+  char why[512] = "";
+  harness_cl_open(&rt, why, sizeof why);
+  if (!rt) cr_skip_test("%s", why);
+  for (size_t dv = 0; dv < clrt_count(rt); dv++) {
+    cldev *d = clrt_device(rt, dv);
+    double worst = 0;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+      image m = make(cases[k].f, cases[k].r, cases[k].c, 40 + (unsigned)k);
+      image ref, o;
+      cr_assert_eq(run("serial", &m, cases[k].sr, cases[k].sc, cases[k].mr,
+                       cases[k].mc, &ref),
+                   QS_OK);
+      param p[] = {{"shift_row", cases[k].sr, NULL},
+                   {"shift_col", cases[k].sc, NULL},
+                   {"magnification_row", cases[k].mr, NULL},
+                   {"magnification_col", cases[k].mc, NULL}};
+      char err[512] = "";
+      int rc = harness_run(SM, "opencl", &m, p, 4, &o, d, err, sizeof err);
+      cr_assert_eq(rc, QS_OK, "%s: %s", cldev_about(d)->slug, err);
+      double diff, peak;
+      harness_diff(&o, &ref, &diff, &peak);
+      double rel = peak > 0 ? diff / peak : diff;
+      if (rel > worst) worst = rel;
+      cr_expect(rel <= SM->tolerance, "%s case %zu: %.3g of max |serial|",
+                cldev_about(d)->slug, k, rel);
+      image_free(&o);
+      image_free(&ref);
+      image_free(&m);
+    }
+    fprintf(stderr,
+            "shift_magnify opencl:%s worst |opencl - serial| = %.3g of "
+            "max |serial|\n",
+            cldev_about(d)->slug, worst);
+  }
+  clrt_close(rt);
 }

@@ -1,0 +1,152 @@
+/* cl_frames.c — see cl_frames.h. One call: program (cached by the
+ * runtime), kernel, one set of batch buffers, then per batch: upload the
+ * inputs, launch, read the outputs back. */
+#include "methods/cl_frames.h"
+
+#if QS_HAVE_OPENCL
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/timer.h"
+
+/* Most buffers of one job (inputs plus outputs). */
+#define CLF_MAX_BUFFERS 8
+/* A batch holds at most this many bytes in all its buffers (unless one
+ * frame needs more): it bounds the host-side copy a CPU device makes and
+ * lets large stacks stream. */
+#define CLF_BATCH_BYTES ((size_t)256 << 20)
+
+static size_t frame_bytes(const image *m) { return m->rows * m->cols * 4; }
+
+/* Bytes per frame of every buffer, inputs first; returns how many. */
+static size_t frame_sizes(const method_call *c, size_t *per_frame) {
+  size_t n = 0;
+  for (size_t k = 0; k < c->n_in; k++) per_frame[n++] = frame_bytes(&c->in[k]);
+  for (size_t k = 0; k < c->n_out; k++)
+    per_frame[n++] = frame_bytes(&c->out[k]);
+  return n;
+}
+
+/* Frames per batch: what the device holds, at most CLF_BATCH_BYTES. */
+static int batch_frames(const method_call *c, size_t *batch, char *err,
+                        size_t err_len) {
+  size_t per_frame[CLF_MAX_BUFFERS], sum = 0;
+  if (c->n_in + c->n_out > CLF_MAX_BUFFERS) {
+    snprintf(err, err_len, "cl_frames: more than %d buffers",
+             CLF_MAX_BUFFERS);
+    return QS_EINVAL;
+  }
+  size_t n = frame_sizes(c, per_frame);
+  for (size_t k = 0; k < n; k++) sum += per_frame[k];
+  size_t wanted = c->in[0].frames;
+  if (sum && CLF_BATCH_BYTES / sum < wanted)
+    wanted = CLF_BATCH_BYTES / sum ? CLF_BATCH_BYTES / sum : 1;
+  return cl_budget_frames(cldev_about(c->device), per_frame, NULL, n, wanted,
+                          batch, err, err_len);
+}
+
+int cl_frames_probe(const method_call *c, char *why, size_t why_len) {
+  size_t batch;
+  if (!c || !c->device) {
+    snprintf(why, why_len, "no OpenCL device given");
+    return QS_EUNAVAIL;
+  }
+  if (!c->n_in || !c->n_out || !c->out) return QS_OK; /* shapes unknown */
+  return batch_frames(c, &batch, why, why_len) ? QS_EUNAVAIL : QS_OK;
+}
+
+/* Adds the profiled seconds of the events and releases them. */
+static double events_take(cl_event *ev, size_t n) {
+  double s = 0;
+  for (size_t k = 0; k < n; k++)
+    if (ev[k]) {
+      s += cl_event_seconds(ev[k]);
+      clReleaseEvent(ev[k]);
+      ev[k] = NULL;
+    }
+  return s;
+}
+
+int cl_frames_run(const method_call *c, const cl_frames_job *job) {
+  cldev *d = c->device;
+  char *err = c->err;
+  size_t err_len = c->err_len;
+  cl_context ctx;
+  cl_command_queue q;
+  cl_program prog;
+  cl_kernel kern = NULL;
+  cl_mem buf[CLF_MAX_BUFFERS] = {NULL};
+  cl_event ev[CLF_MAX_BUFFERS + 1] = {NULL};
+  size_t per_frame[CLF_MAX_BUFFERS], batch = 0;
+  double build = 0, dev_s = 0, once = 0;
+  cl_int e = CL_SUCCESS;
+  size_t nb = c->n_in + c->n_out;
+
+  int rc = d ? QS_OK : QS_EUNAVAIL;
+  if (rc) snprintf(err, err_len, "%s: no OpenCL device given", job->kernel);
+  if (!rc) rc = cldev_queue(d, &ctx, &q, err, err_len);
+  if (!rc) rc = batch_frames(c, &batch, err, err_len);
+  if (!rc)
+    rc = cldev_program(d, job->file, job->options, &prog, &build, err,
+                       err_len);
+  once += build;
+  if (!rc) {
+    kern = clCreateKernel(prog, job->kernel, &e);
+    rc = cl_status(e, job->kernel, err, err_len);
+  }
+  frame_sizes(c, per_frame);
+  for (size_t k = 0; !rc && k < nb; k++)
+    rc = cldev_buffer(d, k < c->n_in ? CL_MEM_READ_ONLY : CL_MEM_WRITE_ONLY,
+                      batch * per_frame[k],
+                      NULL, k < c->n_in ? "input frames" : "output frames",
+                      &buf[k], err, err_len);
+  for (cl_uint k = 0; !rc && k < nb; k++)
+    rc = cl_status(clSetKernelArg(kern, k, sizeof buf[k], &buf[k]),
+                   "setting a buffer argument", err, err_len);
+  if (!rc && job->args) rc = job->args(kern, (cl_uint)nb + 1, c);
+
+  size_t global[3] = {c->out[0].cols, c->out[0].rows, batch};
+  size_t frames = c->in[0].frames;
+  for (size_t f0 = 0; !rc && f0 < frames; f0 += batch) {
+    cl_int nf = (cl_int)(frames - f0 < batch ? frames - f0 : batch);
+    for (size_t k = 0; !rc && k < c->n_in; k++)
+      rc = cl_status(
+          clEnqueueWriteBuffer(q, buf[k], CL_FALSE, 0,
+                               (size_t)nf * per_frame[k],
+                               c->in[k].data + f0 * per_frame[k] / 4, 0, NULL,
+                               &ev[k]),
+          "uploading input frames", err, err_len);
+    if (!rc)
+      rc = cl_status(clSetKernelArg(kern, (cl_uint)nb, sizeof nf, &nf),
+                     "setting the frame count", err, err_len);
+    int first = !rc && cldev_first_launch(d, job->kernel, global, 3);
+    int64_t t0 = timer_ns();
+    if (!rc)
+      rc = cl_status(clEnqueueNDRangeKernel(q, kern, 3, NULL, global, NULL, 0,
+                                            NULL, &ev[nb]),
+                     job->kernel, err, err_len);
+    if (!rc && first) {
+      /* the device compiles a work-group function for a new size at this
+       * launch: book the launch's wall time beyond its run as one-time */
+      rc = cl_status(clFinish(q), job->kernel, err, err_len);
+      double wall = (double)(timer_ns() - t0) * 1e-9;
+      double run = cl_event_seconds(ev[nb]);
+      if (wall > run) once += wall - run;
+    }
+    for (size_t k = c->n_in; !rc && k < nb; k++)
+      rc = cl_status(clEnqueueReadBuffer(
+                         q, buf[k], CL_TRUE, 0, (size_t)nf * per_frame[k],
+                         c->out[k - c->n_in].data + f0 * per_frame[k] / 4, 0,
+                         NULL, &ev[k]),
+                     "reading output frames", err, err_len);
+    if (rc) clFinish(q);
+    dev_s += events_take(ev, nb + 1);
+  }
+  for (size_t k = 0; k < nb; k++)
+    if (buf[k]) clReleaseMemObject(buf[k]);
+  if (kern) clReleaseKernel(kern);
+  if (c->device_seconds) *c->device_seconds += dev_s;
+  if (c->once_seconds) *c->once_seconds += once;
+  return rc;
+}
+#endif
