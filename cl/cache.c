@@ -6,7 +6,9 @@
  * payload. Anything that does not check out in full is a miss, never
  * trusted: the caller rebuilds and overwrites it. */
 #include "cl/cache.h"
+#include "cl/clrt.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,4 +134,33 @@ int cache_store(const char *dir, uint64_t key, const unsigned char *bin,
     return QS_EIO;
   }
   return QS_OK;
+}
+
+/* An entry's name: 16 hex digits, ".bin", and for a temporary file a
+ * ".XXXXXX" suffix from mkstemp. */
+static int is_entry(const char *name) {
+  size_t hex = strspn(name, "0123456789abcdef");
+  if (hex != 16 || strncmp(name + 16, ".bin", 4)) return 0;
+  return name[20] == '\0' || (name[20] == '.' && strlen(name + 21) == 6);
+}
+
+int cl_cache_clear(const char *dir, size_t *removed) {
+  if (removed) *removed = 0;
+  if (!dir) return QS_EINVAL;
+  DIR *d = opendir(dir);
+  if (!d) return errno == ENOENT ? QS_OK : QS_EIO;
+  int rc = QS_OK;
+  struct dirent *e;
+  char path[4096];
+  while ((e = readdir(d))) {
+    if (!is_entry(e->d_name)) continue;
+    int n = snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (n < 0 || (size_t)n >= sizeof path || unlink(path)) {
+      rc = QS_EIO;
+      continue;
+    }
+    if (removed) (*removed)++;
+  }
+  closedir(d);
+  return rc;
 }

@@ -125,6 +125,12 @@ typedef struct clrt_counters {
 } clrt_counters;
 clrt_counters clrt_stats(const clrt *rt);
 
+/* Removes every binary cache entry (and leftover temporary file) from the
+ * cache directory dir, leaving other files and the directory itself.
+ * *removed (may be NULL) receives the count. QS_EIO if dir cannot be read
+ * or an entry cannot be removed; a missing dir is QS_OK with 0. */
+int cl_cache_clear(const char *dir, size_t *removed);
+
 /* Memory budget: how many frames fit in one batch. per_frame[i] is the
  * bytes buffer i needs per frame, fixed[i] the bytes it needs regardless of
  * frames. A batch must fit the device's global memory (less headroom) in

@@ -39,18 +39,11 @@ static void temp_dir(char *path, size_t len) {
   cr_assert_not_null(mkdtemp(path));
 }
 
+/* Removes a test's cache directory, checking only entries were left. */
 static void dir_remove(const char *path) {
-  DIR *d = opendir(path);
-  if (!d) return;
-  struct dirent *e;
-  char f[4096];
-  while ((e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    snprintf(f, sizeof f, "%s/%s", path, e->d_name);
-    unlink(f);
-  }
-  closedir(d);
-  rmdir(path);
+  size_t n = 0;
+  cr_expect_eq(cl_cache_clear(path, &n), QS_OK);
+  cr_expect_eq(rmdir(path), 0, "%s holds more than cache entries", path);
 }
 
 /* The one cache entry in dir (fails unless there is exactly one). */
@@ -344,6 +337,8 @@ Test(clrt, unwritable_cache_dir_still_builds) {
   clrt_counters c = build_fresh(blocked);
   cr_expect_eq(c.built, 1);
   cr_expect_eq(c.disk_writes, 0);
+  *strrchr(blocked, '/') = '\0';
+  unlink(blocked);
   dir_remove(dir);
 }
 
@@ -464,4 +459,29 @@ Test(clrt, disabled_gives_zero_devices_with_reason) {
   clrt_counters c = clrt_stats(rt);
   cr_expect_eq(c.built + c.disk_hits + c.memory_hits + c.disk_writes, 0);
   clrt_close(rt);
+}
+
+Test(clrt, cache_clear_removes_only_entries) {
+  char dir[] = "/tmp/qs-clrt-clear-XXXXXX", path[128];
+  cr_assert_not_null(mkdtemp(dir));
+  static const char *const names[] = {
+      "0123456789abcdef.bin", "fedcba9876543210.bin.Ab12Cd", "notes.txt",
+      "0123.bin", "0123456789abcdef.bin.x"};
+  for (size_t i = 0; i < 5; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+  }
+  size_t n = 0;
+  cr_expect_eq(cl_cache_clear(dir, &n), QS_OK);
+  cr_expect_eq(n, 2);
+  for (size_t i = 0; i < 5; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    cr_expect_eq(access(path, F_OK) == 0, i >= 2, "%s", names[i]);
+    unlink(path);
+  }
+  cr_expect_eq(rmdir(dir), 0);
+  cr_expect_eq(cl_cache_clear(dir, &n), QS_OK, "a missing dir is empty");
+  cr_expect_eq(n, 0);
 }
