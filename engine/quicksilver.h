@@ -182,6 +182,37 @@ typedef struct param_def {
   const char *doc;     /* one line */
 } param_def;
 
+/* Most parameters a method may declare. */
+#define QS_MAX_PARAMS 64
+
+/* Parses `text` as a value of parameter *d: int (decimal), float, bool
+ * (true/false/1/0/yes/no/on/off), enum (a name from choices, giving its
+ * index); then checks the range as params_check. QS_EPARAM with a message
+ * naming the parameter on failure. */
+QS_API int params_parse(const param_def *d, const char *text, double *value,
+                        char *err, size_t err_len);
+
+/* Checks a value of *d: finite, integral for int/bool/enum, an index into
+ * choices for enum, 0/1 for bool, inside [min, max] for int and float when
+ * min < max (PARAM_MIN_OPEN / PARAM_MAX_OPEN exclude the bounds; min == max
+ * means unbounded). QS_EPARAM with a message naming the parameter. */
+QS_API int params_check(const param_def *d, double value, char *err,
+                        size_t err_len);
+
+/* Resolves a caller's parameters against a table of n definitions:
+ * values[i] starts at defs[i].def, each given parameter (by name, `text`
+ * parsed, else `value`) overrides it once. An unknown name (with the nearest
+ * valid name suggested), a name given twice or a bad value gives QS_EPARAM
+ * naming it; values is then unspecified. */
+QS_API int params_resolve(const param_def *defs, size_t n, const param *given,
+                          size_t n_given, double *values, char *err,
+                          size_t err_len);
+
+/* Canonical text of a value ("3", "1.5", "true", "avg") into buf (always
+ * NUL-terminated); returns the length snprintf would have written. */
+QS_API int params_format(const param_def *d, double value, char *buf,
+                         size_t len);
+
 /* ------------------------------------------------------- implementations */
 
 typedef enum impl_kind {
@@ -273,13 +304,24 @@ typedef struct method_desc {
   /* Checks the input shapes against the parameter values and sets the
    * frames/rows/cols of every output (data untouched). On a mismatch it
    * returns QS_ESHAPE (or QS_EOVERFLOW / QS_EPARAM) with a message naming
-   * the input and both shapes. */
+   * the input and both shapes. The engine has already checked the input
+   * count and that no input is empty. NULL: every output takes the shape of
+   * the first input. */
   int (*shape)(const image *in, const double *p, image *out, char *err,
                size_t err_len);
   /* Scalar work size for nearness between keys; NULL: output pixels. */
   double (*work)(const image *in, const double *p);
   /* Accepted max |impl - serial| / max |serial| in method_benchmark. */
   double tolerance;
+  /* Calibration slice (NULL: the generic one). Fills out[0..n_inputs) with
+   * a small version of the inputs, consistent across inputs, whose first
+   * input is about rows x cols: images allocated with image_alloc (or
+   * wrapping memory of in), which the engine releases with image_free. The
+   * generic slice takes the first frame of every input, cropped top-left to
+   * the same fraction of each input's size. Returns a status; a nonzero one
+   * skips calibration for the call. */
+  int (*slice)(const image *in, const double *p, size_t rows, size_t cols,
+               image *out);
 } method_desc;
 
 /* Registers a host program's method on this engine. The descriptor and

@@ -46,6 +46,26 @@ static void dir_remove(const char *path) {
   cr_expect_eq(rmdir(path), 0, "%s holds more than cache entries", path);
 }
 
+/* A fresh temp dir in dir and, in blocked, the path of a directory that
+ * cannot be created (below a regular file, which even root cannot do). */
+static void blocked_dir(char *dir, size_t dir_len, char *blocked,
+                        size_t len) {
+  temp_dir(dir, dir_len);
+  snprintf(blocked, len, "%s/file", dir);
+  FILE *f = fopen(blocked, "w");
+  cr_assert_not_null(f);
+  fclose(f);
+  strncat(blocked, "/sub", len - strlen(blocked) - 1);
+}
+
+/* Undoes blocked_dir. */
+static void blocked_remove(const char *dir) {
+  char file[128];
+  snprintf(file, sizeof file, "%s/file", dir);
+  unlink(file);
+  dir_remove(dir);
+}
+
 /* The one cache entry in dir (fails unless there is exactly one). */
 static void cache_entry(const char *dir, char *path, size_t len) {
   DIR *d = opendir(dir);
@@ -327,19 +347,11 @@ Test(clrt, foreign_cache_entry_is_rebuilt_and_replaced) {
 
 Test(clrt, unwritable_cache_dir_still_builds) {
   char dir[64], blocked[128];
-  temp_dir(dir, sizeof dir);
-  /* A directory below a regular file cannot be created, even by root. */
-  snprintf(blocked, sizeof blocked, "%s/file", dir);
-  FILE *f = fopen(blocked, "w");
-  cr_assert_not_null(f);
-  fclose(f);
-  strcat(blocked, "/kernels");
+  blocked_dir(dir, sizeof dir, blocked, sizeof blocked);
   clrt_counters c = build_fresh(blocked);
   cr_expect_eq(c.built, 1);
   cr_expect_eq(c.disk_writes, 0);
-  *strrchr(blocked, '/') = '\0';
-  unlink(blocked);
-  dir_remove(dir);
+  blocked_remove(dir);
 }
 
 Test(clrt, build_failure_reports_the_log) {
@@ -444,6 +456,26 @@ Test(clrt, empty_icd_vendor_dir_gives_zero_devices) {
                      clrt_why(rt));
   clrt_close(rt);
   dir_remove(dir);
+}
+
+Test(clrt, platform_without_devices_gives_zero_devices) {
+  /* PoCL hides its device (clGetDeviceIDs: CL_DEVICE_NOT_FOUND) when it
+   * cannot create its kernel cache. */
+  char dir[64], blocked[128];
+  blocked_dir(dir, sizeof dir, blocked, sizeof blocked);
+  setenv("POCL_CACHE_DIR", blocked, 1);
+  clrt *rt = NULL;
+  char err[256] = "";
+  cr_assert_eq(clrt_open(&rt, 0, NULL, err, sizeof err), QS_OK, "%s", err);
+  for (size_t i = 0; i < clrt_count(rt); i++)
+    cr_expect_str_neq(cldev_about(clrt_device(rt, i))->platform,
+                      "Portable Computing Language",
+                      "PoCL listed a device without a kernel cache");
+  if (clrt_count(rt) == 0)
+    cr_expect_not_null(strstr(clrt_why(rt), "CL_DEVICE_NOT_FOUND"), "%s",
+                       clrt_why(rt));
+  clrt_close(rt);
+  blocked_remove(dir);
 }
 
 #endif /* QS_HAVE_OPENCL */

@@ -1,0 +1,87 @@
+/* agent.h — the selection policy: a pure function of the timing history.
+ *
+ * No I/O, no clock, no engine: the dispatcher hands the agent what it knows
+ * per candidate implementation and the agent returns a choice and its
+ * reason. Randomness comes from a caller-owned state (the engine seeds it),
+ * so a fixed seed gives a fixed sequence of choices. */
+#ifndef QS_AGENT_H
+#define QS_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quicksilver.h"
+
+/* Runs of the exact key the estimate reads (newest first). */
+#define AGENT_WINDOW 50
+/* Runs needed before a slow run can count as a delay. */
+#define AGENT_DELAY_MIN 20
+/* Work below this is "small" for the static order (pixels or work units). */
+#define AGENT_SMALL_WORK 65536.0
+
+/* What the dispatcher knows about one candidate implementation. */
+typedef struct agent_cand {
+  impl_kind kind;
+  /* Why it cannot be chosen for this call (NULL: it can): "unavailable",
+   * "failed" (skipped after a failure), "mismatch", "device_memory". */
+  const char *excluded;
+  /* Successful wall seconds for the exact key, oldest first. */
+  const double *walls;
+  size_t n_walls;
+  /* Other keys on this device: work size and fast-half mean seconds. */
+  const double *works, *times;
+  size_t n_points;
+  /* Delay flag of (implementation, key). */
+  int delayed;
+  double factor, p;
+} agent_cand;
+
+enum agent_source { SRC_NONE, SRC_HISTORY, SRC_MODEL };
+
+/* Mean of the fastest half (at least one) of the newest AGENT_WINDOW
+ * values of walls (oldest first). n must be > 0. */
+double agent_fast_mean(const double *walls, size_t n);
+
+/* Robust fit t = a + b * work through the points: Theil-Sen slope (median
+ * of pairwise slopes), intercept the median residual; a and b are clamped
+ * at 0. One point (or all at one work) scales proportionally (a = 0).
+ * Returns 0 on success, -1 for n == 0. */
+int agent_fit(const double *works, const double *times, size_t n, double *a,
+              double *b);
+
+/* The candidate's predicted seconds at `work` and its source (SRC_NONE:
+ * unknown, *seconds = -1). */
+double agent_estimate(const agent_cand *c, double work, int *source);
+
+/* 1 if the candidate has no timing on this device at all (cold). */
+int agent_cold(const agent_cand *c);
+
+/* Chooses among c[0..n): returns the index, or -1 if every candidate is
+ * excluded. `reason` receives "history", "model", "exploration" or
+ * "static". With static_cold, any usable cold candidate makes the choice
+ * the static order by kind and work; otherwise cold candidates are passed
+ * over while some candidate has an estimate. seconds[i] and source[i]
+ * (both may be NULL) receive every candidate's estimate. */
+long agent_choose(const agent_cand *c, size_t n, double work, int static_cold,
+                  uint64_t *rng, const char **reason, double *seconds,
+                  int *source);
+
+/* Index of the first usable candidate in the static order: serial, then
+ * threaded, composite, OpenCL for small work; the reverse preference
+ * (OpenCL, threaded, composite, serial) for large work. -1 if none. */
+long agent_static(const agent_cand *c, size_t n, double work);
+
+/* Delay bookkeeping after a successful run of t seconds; walls are the
+ * previous successful runs of the key, oldest first. With at least
+ * AGENT_DELAY_MIN runs (t included), t > fast_mean + 4 fast_std over the
+ * newest window flags a delay with factor t / fast_mean and p the
+ * Laplace-smoothed frequency of delayed-after-delayed in the window
+ * followed by t; any other run clears the flag. Returns 1 when t is a
+ * delay, 0 otherwise. */
+int agent_inform(const double *walls, size_t n, double t, int *delayed,
+                 double *factor, double *p);
+
+/* Uniform double in [0, 1) from a 64-bit state (never left at 0). */
+double agent_random(uint64_t *state);
+
+#endif

@@ -1,0 +1,166 @@
+/* test_agent.c — the selection policy as a pure function: fastest by the
+ * fast-half mean, the crossover the linear model predicts, the static order,
+ * delays that flag, explore with a fixed seed and clear. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "agent.h"
+#include "qs_test.h"
+
+TestSuite(agent, .fini = qs_leak_check);
+
+Test(agent, picks_fastest_by_fast_half) {
+  /* a: always 2.0; b: fast half 1.0 but slow outliers (mean 3.0) */
+  double a[4] = {2, 2, 2, 2}, b[4] = {1, 5, 1, 5};
+  agent_cand c[2] = {{.kind = IMPL_SERIAL, .walls = a, .n_walls = 4},
+                     {.kind = IMPL_THREADED, .walls = b, .n_walls = 4}};
+  uint64_t rng = 1;
+  const char *why = NULL;
+  double est[2];
+  int src[2];
+  cr_assert_eq(agent_choose(c, 2, 100, 0, &rng, &why, est, src), 1);
+  cr_assert_str_eq(why, "history");
+  cr_assert_eq(est[0], 2);
+  cr_assert_eq(est[1], 1);
+  cr_assert_eq(src[1], SRC_HISTORY);
+  /* excluded ones are passed over */
+  c[1].excluded = "failed";
+  cr_assert_eq(agent_choose(c, 2, 100, 0, &rng, &why, NULL, NULL), 0);
+  c[0].excluded = "mismatch";
+  cr_assert_eq(agent_choose(c, 2, 100, 0, &rng, &why, NULL, NULL), -1);
+}
+
+Test(agent, fast_half_window) {
+  /* odd count: the fastest floor(n/2); one value: itself */
+  double x[5] = {5, 1, 4, 2, 3};
+  cr_assert_float_eq(agent_fast_mean(x, 5), 1.5, 1e-15);
+  cr_assert_float_eq(agent_fast_mean(x, 1), 5, 1e-15);
+  /* only the newest AGENT_WINDOW count: old fast runs are forgotten */
+  double y[AGENT_WINDOW + 10];
+  for (size_t i = 0; i < 10; i++) y[i] = 0.001;
+  for (size_t i = 10; i < AGENT_WINDOW + 10; i++) y[i] = 1 + (double)(i % 2);
+  cr_assert_float_eq(agent_fast_mean(y, AGENT_WINDOW + 10), 1, 1e-15);
+}
+
+Test(agent, model_predicts_crossover) {
+  /* fixed: 10 ms whatever the work; per_px: 1 us per unit of work */
+  double w[3] = {1000, 10000, 100000};
+  double fixed_t[3] = {0.010, 0.010, 0.010};
+  double px_t[3] = {0.001, 0.010, 0.100};
+  agent_cand c[2] = {
+      {.kind = IMPL_OPENCL, .works = w, .times = fixed_t, .n_points = 3},
+      {.kind = IMPL_SERIAL, .works = w, .times = px_t, .n_points = 3}};
+  uint64_t rng = 7;
+  const char *why;
+  double est[2];
+  int src[2];
+  cr_assert_eq(agent_choose(c, 2, 2000, 0, &rng, &why, est, src), 1);
+  cr_assert_str_eq(why, "model");
+  cr_assert_float_eq(est[1], 0.002, 1e-12);
+  cr_assert_float_eq(est[0], 0.010, 1e-12);
+  cr_assert_eq(agent_choose(c, 2, 50000, 0, &rng, &why, est, src), 0);
+  cr_assert_float_eq(est[1], 0.050, 1e-12);
+
+  /* robust: one wild point does not move the fit */
+  double w5[5] = {1, 2, 3, 4, 5}, t5[5] = {2, 3, 4, 100, 6}, a, b;
+  cr_assert_eq(agent_fit(w5, t5, 5, &a, &b), 0);
+  cr_assert_float_eq(b, 1, 1e-12);
+  cr_assert_float_eq(a, 1, 1e-12);
+  /* one point: proportional scaling */
+  cr_assert_eq(agent_fit(w5 + 1, t5 + 1, 1, &a, &b), 0);
+  cr_assert_eq(a, 0);
+  cr_assert_float_eq(b, 1.5, 1e-12);
+  cr_assert_eq(agent_fit(w5, t5, 0, &a, &b), -1);
+  /* exact history wins over the model */
+  double h[2] = {0.5, 0.5};
+  c[0].walls = h;
+  c[0].n_walls = 2;
+  cr_assert_eq(agent_choose(c, 2, 2000, 0, &rng, &why, est, src), 1);
+  cr_assert_eq(src[0], SRC_HISTORY);
+}
+
+Test(agent, static_order_and_cold) {
+  agent_cand c[4] = {{.kind = IMPL_OPENCL},
+                     {.kind = IMPL_THREADED},
+                     {.kind = IMPL_SERIAL},
+                     {.kind = IMPL_COMPOSITE}};
+  uint64_t rng = 3;
+  const char *why;
+  cr_assert(agent_cold(&c[0]));
+  cr_assert_eq(agent_choose(c, 4, 100, 1, &rng, &why, NULL, NULL), 2);
+  cr_assert_str_eq(why, "static");
+  cr_assert_eq(agent_choose(c, 4, 1e7, 1, &rng, &why, NULL, NULL), 0);
+  c[0].excluded = "unavailable";
+  cr_assert_eq(agent_static(c, 4, 1e7), 1);
+  /* one known, the rest cold: static_cold decides */
+  double t[1] = {0.5};
+  c[3].walls = t;
+  c[3].n_walls = 1;
+  cr_assert_eq(agent_choose(c, 4, 1e7, 1, &rng, &why, NULL, NULL), 1);
+  cr_assert_str_eq(why, "static");
+  cr_assert_eq(agent_choose(c, 4, 1e7, 0, &rng, &why, NULL, NULL), 3);
+  cr_assert_str_eq(why, "history");
+}
+
+Test(agent, delay_flags_explores_and_clears) {
+  double w[30];
+  for (int i = 0; i < 30; i++) w[i] = 1.0;
+  int delayed = 0;
+  double factor = 0, p = 0;
+  /* fewer than AGENT_DELAY_MIN runs: never a delay */
+  cr_assert_eq(agent_inform(w, 10, 9.0, &delayed, &factor, &p), 0);
+  cr_assert_eq(delayed, 0);
+  /* 20 steady runs then 3.0: delayed with factor 3; one delay and no
+   * transition from a delay: p = (0 + 1) / (0 + 2) */
+  cr_assert_eq(agent_inform(w, 20, 3.0, &delayed, &factor, &p), 1);
+  cr_assert_eq(delayed, 1);
+  cr_assert_float_eq(factor, 3, 1e-12);
+  cr_assert_float_eq(p, 0.5, 1e-12);
+  /* a second delay right after the first: p = (1 + 1) / (1 + 2) */
+  w[20] = 3.0;
+  cr_assert_eq(agent_inform(w, 21, 3.0, &delayed, &factor, &p), 1);
+  cr_assert_float_eq(p, 2.0 / 3.0, 1e-12);
+
+  /* b: 1.0 delayed (factor 3, p 0.5 -> expected 2.0); a: 1.2 steady. The
+   * winner changes, so the pick is random with weights 1/2^2 : 1/1.2^2 */
+  double ta[3] = {1.2, 1.2, 1.2}, tb[3] = {1, 1, 1};
+  agent_cand c[2] = {
+      {.kind = IMPL_SERIAL, .walls = ta, .n_walls = 3},
+      {.kind = IMPL_THREADED, .walls = tb, .n_walls = 3, .delayed = 1,
+       .factor = 3, .p = 0.5}};
+  uint64_t rng = 12345;
+  int picks[2] = {0, 0};
+  const char *why;
+  for (int i = 0; i < 4000; i++) {
+    long k = agent_choose(c, 2, 10, 0, &rng, &why, NULL, NULL);
+    cr_assert_str_eq(why, "exploration");
+    picks[k]++;
+  }
+  double share_b = 0.25 / (0.25 + 1 / 1.44);
+  cr_assert_float_eq(picks[1] / 4000.0, share_b, 0.03);
+  /* the same seed gives the same sequence */
+  uint64_t r1 = 99, r2 = 99;
+  for (int i = 0; i < 50; i++)
+    cr_assert_eq(agent_choose(c, 2, 10, 0, &r1, &why, NULL, NULL),
+                 agent_choose(c, 2, 10, 0, &r2, &why, NULL, NULL));
+  /* a delay that does not change the winner: no exploration */
+  c[1].p = 0.01;
+  cr_assert_eq(agent_choose(c, 2, 10, 0, &rng, &why, NULL, NULL), 1);
+  cr_assert_str_eq(why, "history");
+
+  /* a normal run clears the flag */
+  cr_assert_eq(agent_inform(w, 21, 1.0, &delayed, &factor, &p), 0);
+  cr_assert_eq(delayed, 0);
+}
+
+Test(agent, random_is_uniform_and_seeded) {
+  uint64_t s = 5;
+  double sum = 0;
+  for (int i = 0; i < 10000; i++) {
+    double r = agent_random(&s);
+    cr_assert(r >= 0 && r < 1);
+    sum += r;
+  }
+  cr_assert_float_eq(sum / 10000, 0.5, 0.02);
+}
