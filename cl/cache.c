@@ -37,12 +37,14 @@ uint64_t hash_str(uint64_t h, const char *s) {
 }
 
 static void put_u64(unsigned char *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+  for (int i = 0; i < 8; i++)
+    p[i] = (unsigned char)(v >> (8 * i));
 }
 
 static uint64_t get_u64(const unsigned char *p) {
   uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+  for (int i = 0; i < 8; i++)
+    v |= (uint64_t)p[i] << (8 * i);
   return v;
 }
 

@@ -188,8 +188,8 @@ static int grow(void **arr, size_t *cap, size_t n, size_t sz) {
  * cut at a dash near SLUG_WORDS characters. "pthread-haswell-AMD EPYC" ->
  * "pthread-haswell-amd-epyc". Never empty. */
 static void slug_make(const char *name, char *out, size_t len) {
-  static const char *const drop[] = {"r", "tm", "c", "processor", "cpu",
-                                     "corporation", "inc"};
+  static const char *const drop[] = {"r",   "tm",          "c",  "processor",
+                                     "cpu", "corporation", "inc"};
   size_t o = 0;
   const char *p = name;
   char word[64];
@@ -238,7 +238,8 @@ static void info_str(cl_device_id dev, cl_platform_id plat, cl_uint what,
   }
   const char *v = s ? s : "";
   size_t k = strlen(v);
-  while (k && (v[k - 1] == ' ' || v[k - 1] == '\0')) k--;
+  while (k && (v[k - 1] == ' ' || v[k - 1] == '\0'))
+    k--;
   *h = hash_bytes(*h, v, k);
   *h = hash_bytes(*h, "", 1);
   if (k >= len) k = len - 1;
@@ -399,8 +400,8 @@ static int queue_ensure(cldev *d, char *err, size_t err_len) {
   char what[96];
   cl_int rc;
   if (!d->ctx) {
-    cl_context_properties props[] = {
-        CL_CONTEXT_PLATFORM, (cl_context_properties)d->platform, 0};
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
+                                     (cl_context_properties)d->platform, 0};
     d->ctx = clCreateContext(props, 1, &d->id, NULL, NULL, &rc);
     if (!d->ctx) {
       snprintf(what, sizeof what, "clCreateContext on %s", d->info.slug);
@@ -463,9 +464,8 @@ static int build_failed(cldev *d, cl_program p, cl_int rc, const char *label,
       n < 2)
     return status;
   char *log = malloc(n + 1);
-  if (log &&
-      clGetProgramBuildInfo(p, d->id, CL_PROGRAM_BUILD_LOG, n, log, NULL) ==
-          CL_SUCCESS) {
+  if (log && clGetProgramBuildInfo(p, d->id, CL_PROGRAM_BUILD_LOG, n, log,
+                                   NULL) == CL_SUCCESS) {
     log[n] = '\0';
     size_t used = strlen(err);
     snprintf(err + used, err_len - used, ":\n%s", log);
@@ -550,8 +550,8 @@ static int program_get(cldev *d, const char *label, const char *text,
 }
 
 int cldev_program_text(cldev *d, const char *label, const char *text,
-                       const char *options, cl_program *prog,
-                       double *seconds, char *err, size_t err_len) {
+                       const char *options, cl_program *prog, double *seconds,
+                       char *err, size_t err_len) {
   if (seconds) *seconds = 0;
   if (prog) *prog = NULL;
   if (!d || !text || !prog)
@@ -655,7 +655,8 @@ int cl_status(cl_int code, const char *what, char *err, size_t err_len) {
 }
 
 static void dev_release(cldev *d) {
-  for (size_t i = 0; i < d->n_progs; i++) clReleaseProgram(d->progs[i].prog);
+  for (size_t i = 0; i < d->n_progs; i++)
+    clReleaseProgram(d->progs[i].prog);
   if (d->queue) clReleaseCommandQueue(d->queue);
   if (d->ctx) clReleaseContext(d->ctx);
 }
@@ -673,8 +674,10 @@ int clrt_open(clrt **out, int disabled, const char *cache_dir, char *err,
   int status = QS_OK;
   if (cache_dir && *cache_dir) {
     rt->cache_dir = malloc(strlen(cache_dir) + 1);
-    if (!rt->cache_dir) status = QS_ENOMEM;
-    else strcpy(rt->cache_dir, cache_dir);
+    if (!rt->cache_dir)
+      status = QS_ENOMEM;
+    else
+      strcpy(rt->cache_dir, cache_dir);
   }
   if (status == QS_OK && disabled) {
     snprintf(rt->why, sizeof rt->why,

@@ -53,8 +53,8 @@ const char *clrt_why(const clrt *rt);
 const cldev_info *cldev_about(const cldev *d);
 
 /* Embedded sources (the cl/kernels files by name, the methods/math
- * headers as "math/<name>.h"), includes resolved. NULL if unknown. The text is static
- * and NUL-terminated; *len (may be NULL) receives its length. */
+ * headers as "math/<name>.h"), includes resolved. NULL if unknown. The text is
+ * static and NUL-terminated; *len (may be NULL) receives its length. */
 const char *cl_source(const char *file, size_t *len);
 size_t cl_source_count(void);
 const char *cl_source_name(size_t i); /* NULL past the end */
@@ -88,8 +88,8 @@ int cldev_program(cldev *d, const char *file, const char *options,
  * resolved, e.g. built from cl_source("math/x.h") and a kernel); `label`
  * names it in messages. Cached the same way, keyed by the text. */
 int cldev_program_text(cldev *d, const char *label, const char *text,
-                       const char *options, cl_program *prog,
-                       double *seconds, char *err, size_t err_len);
+                       const char *options, cl_program *prog, double *seconds,
+                       char *err, size_t err_len);
 
 /* A buffer of `bytes` on the device's context (clCreateBuffer with flags
  * and host, which may be NULL). Allocation failures give QS_EDEVMEM with a

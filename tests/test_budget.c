@@ -33,7 +33,8 @@ Test(budget, global_memory_limits_the_batch) {
   cr_expect_eq(frames, 128, "max_alloc / 2 MiB");
   /* Nine buffers of 1 MiB: 256 per buffer, 900 / 9 = 100 by the sum. */
   size_t nine[9];
-  for (int i = 0; i < 9; i++) nine[i] = MIB;
+  for (int i = 0; i < 9; i++)
+    nine[i] = MIB;
   cr_expect_eq(cl_budget_frames(&d, nine, NULL, 9, 1000, &frames, NULL, 0),
                QS_OK);
   cr_expect_eq(frames, 100, "global memory less 10%% headroom");
@@ -61,8 +62,7 @@ Test(budget, wanted_caps_the_batch) {
   cldev_info d = device();
   size_t per[1] = {MIB};
   size_t frames = 0;
-  cr_expect_eq(cl_budget_frames(&d, per, NULL, 1, 7, &frames, NULL, 0),
-               QS_OK);
+  cr_expect_eq(cl_budget_frames(&d, per, NULL, 1, 7, &frames, NULL, 0), QS_OK);
   cr_expect_eq(frames, 7);
   /* Buffers that do not grow with frames never limit the count. */
   size_t none[1] = {0}, fixed[1] = {100 * MIB};
@@ -78,9 +78,9 @@ Test(budget, nothing_fits_in_one_buffer) {
   size_t per[2] = {MIB, 300 * MIB};
   size_t frames = 99;
   char err[512] = "";
-  cr_expect_eq(cl_budget_frames(&d, per, NULL, 2, 10, &frames, err,
-                                sizeof err),
-               QS_EDEVMEM);
+  cr_expect_eq(
+      cl_budget_frames(&d, per, NULL, 2, 10, &frames, err, sizeof err),
+      QS_EDEVMEM);
   cr_expect_eq(frames, 0);
   cr_expect_not_null(strstr(err, "one frame needs 301.0 MiB"), "%s", err);
   cr_expect_not_null(strstr(err, "buffer 1, 300.0 MiB"), "%s", err);
@@ -95,8 +95,7 @@ Test(budget, nothing_fits_in_global_memory) {
   size_t per[4] = {250 * MIB, 250 * MIB, 250 * MIB, 250 * MIB};
   size_t frames = 99;
   char err[512] = "";
-  cr_expect_eq(cl_budget_frames(&d, per, NULL, 4, 1, &frames, err,
-                                sizeof err),
+  cr_expect_eq(cl_budget_frames(&d, per, NULL, 4, 1, &frames, err, sizeof err),
                QS_EDEVMEM);
   cr_expect_eq(frames, 0);
   cr_expect_not_null(strstr(err, "one frame needs 1000.0 MiB in 4 buffers"),
@@ -121,8 +120,7 @@ Test(budget, bad_arguments) {
   cldev_info d = device();
   size_t per[1] = {MIB}, frames = 3;
   char err[128] = "";
-  cr_expect_eq(cl_budget_frames(&d, per, NULL, 1, 0, &frames, err,
-                                sizeof err),
+  cr_expect_eq(cl_budget_frames(&d, per, NULL, 1, 0, &frames, err, sizeof err),
                QS_EINVAL);
   cr_expect_not_null(strstr(err, "wanted"));
   cr_expect_eq(cl_budget_frames(NULL, per, NULL, 1, 1, &frames, NULL, 0),

@@ -48,8 +48,7 @@ static void dir_remove(const char *path) {
 
 /* A fresh temp dir in dir and, in blocked, the path of a directory that
  * cannot be created (below a regular file, which even root cannot do). */
-static void blocked_dir(char *dir, size_t dir_len, char *blocked,
-                        size_t len) {
+static void blocked_dir(char *dir, size_t dir_len, char *blocked, size_t len) {
   temp_dir(dir, dir_len);
   snprintf(blocked, len, "%s/file", dir);
   FILE *f = fopen(blocked, "w");
@@ -188,7 +187,8 @@ static void check_cubic(const char *options, double tol) {
   }
   enum { N = 1024 };
   static float v[N], got[N];
-  for (int i = 0; i < N; i++) v[i] = -2.5f + 5.0f * (float)i / (N - 1);
+  for (int i = 0; i < N; i++)
+    v[i] = -2.5f + 5.0f * (float)i / (N - 1);
   cl_program p;
   cr_assert_eq(build_cubic(rt, options, &p), QS_OK);
   char err[512] = "";
@@ -209,12 +209,12 @@ static void check_cubic(const char *options, double tol) {
   clSetKernelArg(k, 1, sizeof out, &out);
   size_t global = N;
   cl_event ev;
-  cr_assert_eq(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL,
-                                      &ev),
-               CL_SUCCESS);
-  cr_assert_eq(clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof got, got, 1,
-                                   &ev, NULL),
-               CL_SUCCESS);
+  cr_assert_eq(
+      clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, &ev),
+      CL_SUCCESS);
+  cr_assert_eq(
+      clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof got, got, 1, &ev, NULL),
+      CL_SUCCESS);
   cr_expect_geq(cl_event_seconds(ev), 0);
   double worst = 0;
   for (int i = 0; i < N; i++) {
@@ -222,8 +222,8 @@ static void check_cubic(const char *options, double tol) {
     double diff = got[i] > want ? got[i] - want : want - got[i];
     if (diff > worst) worst = diff;
   }
-  cr_expect_leq(worst, tol, "max |opencl - C| = %g with options \"%s\"",
-                worst, options);
+  cr_expect_leq(worst, tol, "max |opencl - C| = %g with options \"%s\"", worst,
+                options);
   clReleaseEvent(ev);
   clReleaseKernel(k);
   clReleaseMemObject(in);
@@ -328,8 +328,7 @@ static void truncate_half(const char *path) {
 static void overwrite_foreign(const char *path) {
   FILE *f = fopen(path, "wb");
   cr_assert_not_null(f);
-  fputs("not a quicksilver cache entry, but long enough to look like one",
-        f);
+  fputs("not a quicksilver cache entry, but long enough to look like one", f);
   fclose(f);
 }
 
@@ -427,9 +426,9 @@ Test(clrt, first_launch_per_kernel_and_size) {
 Test(clrt, status_mapping_names_the_code) {
   char err[256];
   cr_expect_eq(cl_status(CL_SUCCESS, "x", err, sizeof err), QS_OK);
-  cr_expect_eq(cl_status(CL_MEM_OBJECT_ALLOCATION_FAILURE, "alloc", err,
-                         sizeof err),
-               QS_EDEVMEM);
+  cr_expect_eq(
+      cl_status(CL_MEM_OBJECT_ALLOCATION_FAILURE, "alloc", err, sizeof err),
+      QS_EDEVMEM);
   cr_expect_eq(cl_status(CL_OUT_OF_RESOURCES, "run", err, sizeof err),
                QS_EDEVMEM);
   cr_expect_not_null(strstr(err, "run: CL_OUT_OF_RESOURCES (-5)"), "%s", err);

@@ -7,10 +7,11 @@
  *
  *   QS_INLINE QS_ACC qs_foo(QS_ACC x, QS_GLOBAL const float *img, int w)
  *
- * using only what both languages share: float, int, unsigned, and the math functions whose names agree in C's <math.h>
- * and OpenCL C's built-ins: fabs, sqrt, exp, log, pow, floor, ceil, fmin,
- * fmax, sin, cos, atan2. In OpenCL these built-ins are overloaded on the
- * argument type; in C they compute in double, which is what QS_ACC is there.
+ * using only what both languages share: float, int, unsigned, and the math
+ * functions whose names agree in C's <math.h> and OpenCL C's built-ins: fabs,
+ * sqrt, exp, log, pow, floor, ceil, fmin, fmax, sin, cos, atan2. In OpenCL
+ * these built-ins are overloaded on the argument type; in C they compute in
+ * double, which is what QS_ACC is there.
  *
  * QS_ACC is the accumulation type: double in C; float in OpenCL (the
  * reference's GPU math is single precision). A build option
