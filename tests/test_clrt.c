@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cl/cache.h"
 #include "cl/clrt.h"
 #include "methods/math/catmull_rom.h"
 #include "qs_test.h"
@@ -330,6 +331,32 @@ static void overwrite_foreign(const char *path) {
   cr_assert_not_null(f);
   fputs("not a quicksilver cache entry, but long enough to look like one", f);
   fclose(f);
+}
+
+/* Keeps the header's magic and key but replaces the payload with bytes
+ * that are no program binary, under a matching length and checksum: the
+ * entry checks out and the device itself must reject it. */
+static void reforge_payload(const char *path) {
+  FILE *f = fopen(path, "r+b");
+  cr_assert_not_null(f);
+  unsigned char head[32];
+  cr_assert_eq(fread(head, 1, 16, f), 16);
+  static const unsigned char junk[] = "this is not a binary for any device";
+  uint64_t n = sizeof junk, sum = hash_bytes(HASH_SEED, junk, sizeof junk);
+  for (int i = 0; i < 8; i++) {
+    head[16 + i] = (unsigned char)(n >> (8 * i));
+    head[24 + i] = (unsigned char)(sum >> (8 * i));
+  }
+  fclose(f);
+  f = fopen(path, "wb");
+  cr_assert_not_null(f);
+  fwrite(head, 1, sizeof head, f);
+  fwrite(junk, 1, sizeof junk, f);
+  fclose(f);
+}
+
+Test(clrt, rejected_binary_is_rebuilt_and_replaced) {
+  check_damaged(reforge_payload);
 }
 
 Test(clrt, corrupt_cache_entry_is_rebuilt_and_replaced) {
