@@ -15,49 +15,74 @@
 
 typedef struct store store;
 
-/* Newest runs kept per (method, impl, device, key). */
+/* Newest runs kept per (method, impl, device, key): "newest" is the order
+ * of insertion (the row id), which is also the order of query results. */
 #define STORE_KEEP 200
 /* PRAGMA user_version of the current schema. */
 #define STORE_SCHEMA 1
+/* How long a writer waits for another one before QS_EBUSY. */
+#define STORE_BUSY_MS 10000
 
 typedef struct run_row {
-  int64_t id;            /* assigned by the store */
-  double stamp;          /* unix seconds (UTC) */
+  int64_t id;   /* assigned by the store; ignored on input */
+  double stamp; /* unix seconds (UTC) */
   const char *method;
   const char *impl;
   int impl_version;
-  const char *device;    /* device fingerprint; "cpu" for CPU impls */
-  const char *key;       /* canonical key text */
-  double work;           /* scalar work size */
-  const char *params;    /* parameters as JSON text */
-  double wall;           /* wall seconds (steady state) */
-  double device_s;       /* device seconds (OpenCL) or 0 */
-  double once_s;         /* one-time seconds (build, first launch) */
-  int status;            /* QS_OK or the failure's status */
-  const char *error;     /* error text or "" */
+  const char *device; /* device fingerprint; "cpu" for CPU impls */
+  const char *key;    /* canonical key text */
+  double work;        /* scalar work size */
+  const char *params; /* parameters as JSON text */
+  double wall;        /* wall seconds (steady state) */
+  double device_s;    /* device seconds (OpenCL) or 0 */
+  double once_s;      /* one-time seconds (build, first launch) */
+  int status;         /* QS_OK or the failure's status */
+  const char *error;  /* error text or "" */
 } run_row;
 
 /* Opens (creating directories and the file as needed) and migrates the
- * store: WAL, busy timeout, synchronous=NORMAL. ":memory:" is allowed.
- * A file that is not a database or is damaged gives QS_ECORRUPT and a
- * message that names the path; nothing is changed on disk. A file from a
- * newer schema gives QS_ESCHEMA. */
+ * store: WAL, busy timeout STORE_BUSY_MS, synchronous=NORMAL. ":memory:" is
+ * allowed (a private store that lives as long as the handle). A file that
+ * is not a database or is damaged gives QS_ECORRUPT and a message that
+ * names the path; nothing is changed on disk. A file from a newer schema
+ * gives QS_ESCHEMA, another program's SQLite database (tables but no
+ * user_version) QS_EFORMAT, both left untouched. Directories that cannot be
+ * made: QS_EIO. On failure *s is NULL. Close with store_close. */
 int store_open(store **s, const char *path, char *err, size_t err_len);
 void store_close(store *s);
 const char *store_path(const store *s);
 
-/* Appends a row (its id and stamp are set if stamp <= 0) and trims the
- * history of its (method, impl, device, key) to STORE_KEEP rows. */
+/* Appends a row and trims the history of its (method, impl, device, key)
+ * to the newest STORE_KEEP rows, in one transaction: on any failure nothing
+ * is written. The store assigns the id; a stamp <= 0 means now. method,
+ * impl, device and key must be non-empty; params NULL is stored as "{}",
+ * error NULL as ""; every real must be finite (else QS_EINVAL naming the
+ * field). Another writer holding the file past STORE_BUSY_MS: QS_EBUSY. */
 int store_record(store *s, const run_row *r, char *err, size_t err_len);
 
 /* Records or refreshes a device: fingerprint, a display name and a JSON
- * object of its limits. */
+ * object of its limits (NULL: "{}"); first seen is kept, last seen is now. */
 int store_device(store *s, const char *fingerprint, const char *name,
                  const char *info_json, char *err, size_t err_len);
 
+/* A known device; first_seen and last_seen in unix seconds. */
+typedef struct device_row {
+  const char *fingerprint;
+  const char *name;
+  const char *info; /* JSON text */
+  double first_seen, last_seen;
+} device_row;
+
+/* Calls fn for every device, by fingerprint. fn returns nonzero to stop
+ * (that value is returned); strings are valid only during the callback. */
+typedef int (*store_device_fn)(void *ctx, const device_row *d);
+int store_devices(store *s, store_device_fn fn, void *ctx, char *err,
+                  size_t err_len);
+
 /* Rows matching every non-NULL field, newest first, at most `limit` (0: no
  * limit). fn returns nonzero to stop early (that value is returned). The
- * row's strings are valid only during the callback. */
+ * row's strings are valid only during the callback, and fn must not call
+ * into the same handle. */
 typedef struct store_filter {
   const char *method, *impl, *device, *key;
   size_t limit;
@@ -68,25 +93,51 @@ int store_query(store *s, const store_filter *f, store_row_fn fn, void *ctx,
 
 /* Keeps the newest `keep` rows per (method, impl, device, key) (0: no
  * limit) and drops rows older than `older_than_days` (<= 0: no limit). */
-int store_prune(store *s, size_t keep, double older_than_days,
-                size_t *removed, char *err, size_t err_len);
+int store_prune(store *s, size_t keep, double older_than_days, size_t *removed,
+                char *err, size_t err_len);
 
 /* Deletes the rows matching every non-NULL field of f (limit ignored). */
 int store_forget(store *s, const store_filter *f, size_t *removed, char *err,
                  size_t err_len);
 
-/* Writes every row and device as one JSON document (with the schema
- * version) to path, atomically (temporary file and rename). */
+/* Writes every row and device as one JSON document to path, atomically
+ * (a temporary file beside it, synced, then renamed): either the old file
+ * or the complete new one is there. The document is
+ *   {"schema": STORE_SCHEMA, "devices": [{fingerprint, name, info,
+ *    first_seen, last_seen}...], "runs": [{stamp, method, ... error}...]}
+ * with runs oldest first; params and info stay JSON text (strings), so an
+ * import gives back the same bytes. It is streamed: memory does not grow
+ * with the store. File errors: QS_EIO naming the path. */
 int store_export(store *s, const char *path, char *err, size_t err_len);
 
 /* Reads a document written by store_export and adds its rows in one
- * transaction: rows already present are skipped, malformed rows are
- * rejected; any error (unreadable file, bad JSON, another schema version)
- * changes nothing. */
+ * transaction. A row already present (same stamp, method, impl, device, key
+ * and wall) is skipped; devices are merged (known ones keep their name and
+ * limits). A malformed row (a member missing, of the wrong type, not
+ * finite) is rejected: the import is then refused as a whole with
+ * QS_EFORMAT, *rejected counting every malformed row and err naming the
+ * first one, because a file with damaged rows is not one store_export wrote
+ * and its other rows cannot be trusted either. Any error (unreadable file:
+ * QS_EIO; invalid JSON or no "runs" array: QS_EFORMAT; "schema" missing:
+ * QS_EFORMAT, another version: QS_ESCHEMA; a store error) changes nothing
+ * and leaves *added and *skipped 0. Groups over STORE_KEEP afterwards are
+ * trimmed to their newest rows. The counters may be NULL. */
 int store_import(store *s, const char *path, size_t *added, size_t *skipped,
                  size_t *rejected, char *err, size_t err_len);
 
 /* SQLite's integrity check; QS_ECORRUPT with the first problems in err. */
 int store_check(store *s, char *err, size_t err_len);
+
+/* Moves a store file that store_open refused (and its -wal and -shm files)
+ * aside to "<path>.corrupt-<unix seconds>", never overwriting anything, so
+ * the next store_open starts a new store. The new name goes to moved (may
+ * be NULL). The file must not be open. QS_EIO naming the path on failure. */
+int store_move_aside(const char *path, char *moved, size_t moved_len,
+                     char *err, size_t err_len);
+
+/* Fault injection for tests: the nth sqlite3_step from now (1: the next)
+ * returns `code` (an SQLite result code such as SQLITE_BUSY or
+ * SQLITE_IOERR) without running; n <= 0 turns injection off. */
+void store_fault(store *s, long nth, int code);
 
 #endif
