@@ -20,11 +20,16 @@
 #define WHY_MAX 512
 #define SLUG_WORDS 32 /* slugs are cut at a dash before this many chars */
 
+/* A built program, or a build that failed: the same source and options
+ * fail the same way, so the failure is kept (status and message) and
+ * returned again without another compile. */
 typedef struct prog_entry {
   uint64_t key;
 #if QS_HAVE_OPENCL
-  cl_program prog;
+  cl_program prog; /* NULL for a failure */
 #endif
+  int status;
+  char *failure;
 } prog_entry;
 
 struct cldev {
@@ -159,7 +164,7 @@ void clrt_fault(clrt *rt, clrt_fault_fn fn, void *ctx) {
 }
 
 clrt_counters clrt_stats(const clrt *rt) {
-  clrt_counters c = {0, 0, 0, 0};
+  clrt_counters c = {0, 0, 0, 0, 0};
   if (!rt) return c;
   clrt *m = (clrt *)rt; /* the lock is not part of the value */
   pthread_mutex_lock(&m->lock);
@@ -503,11 +508,15 @@ static int program_get(cldev *d, const char *label, const char *text,
   key = hash_str(key, d->info.fingerprint);
   key = hash_str(key, QS_VERSION_STRING);
   for (size_t i = 0; i < d->n_progs; i++) {
-    if (d->progs[i].key == key) {
-      rt->stats.memory_hits++;
-      *out = d->progs[i].prog;
-      return QS_OK;
+    if (d->progs[i].key != key) continue;
+    if (d->progs[i].failure) {
+      rt->stats.failures++;
+      return fail(err, err_len, d->progs[i].status, "%s (remembered)",
+                  d->progs[i].failure);
     }
+    rt->stats.memory_hits++;
+    *out = d->progs[i].prog;
+    return QS_OK;
   }
   if (grow((void **)&d->progs, &d->cap_progs, d->n_progs, sizeof *d->progs))
     return fail(err, err_len, QS_ENOMEM, "building %s: out of memory", label);
@@ -535,15 +544,29 @@ static int program_get(cldev *d, const char *label, const char *text,
     if (!p) return build_failed(d, NULL, rc, label, options, err, err_len);
     rc = clBuildProgram(p, 1, &d->id, options, NULL, NULL);
     if (rc != CL_SUCCESS) {
-      status = build_failed(d, p, rc, label, options, err, err_len);
+      char msg[8192];
+      status = build_failed(d, p, rc, label, options, msg, sizeof msg);
       clReleaseProgram(p);
-      return status;
+      rt->stats.failures++;
+      /* Only a compile error is certain to repeat; out of resources may
+       * not. Without memory to remember it, it is simply tried again. */
+      char *keep = status == QS_EBUILD ? malloc(strlen(msg) + 1) : NULL;
+      if (keep) {
+        strcpy(keep, msg);
+        d->progs[d->n_progs].key = key;
+        d->progs[d->n_progs].prog = NULL;
+        d->progs[d->n_progs].status = status;
+        d->progs[d->n_progs++].failure = keep;
+      }
+      return fail(err, err_len, status, "%s", msg);
     }
     rt->stats.built++;
     binary_save(d, p, key);
   }
   d->progs[d->n_progs].key = key;
-  d->progs[d->n_progs++].prog = p;
+  d->progs[d->n_progs].prog = p;
+  d->progs[d->n_progs].status = QS_OK;
+  d->progs[d->n_progs++].failure = NULL;
   *out = p;
   if (seconds) *seconds = (double)(timer_ns() - t0) * 1e-9;
   return QS_OK;
@@ -656,7 +679,7 @@ int cl_status(cl_int code, const char *what, char *err, size_t err_len) {
 
 static void dev_release(cldev *d) {
   for (size_t i = 0; i < d->n_progs; i++)
-    clReleaseProgram(d->progs[i].prog);
+    if (d->progs[i].prog) clReleaseProgram(d->progs[i].prog);
   if (d->queue) clReleaseCommandQueue(d->queue);
   if (d->ctx) clReleaseContext(d->ctx);
 }
@@ -706,6 +729,8 @@ void clrt_close(clrt *rt) {
 #if QS_HAVE_OPENCL
     dev_release(&rt->devs[i]);
 #endif
+    for (size_t j = 0; j < rt->devs[i].n_progs; j++)
+      free(rt->devs[i].progs[j].failure);
     free(rt->devs[i].progs);
     free(rt->devs[i].launches);
   }

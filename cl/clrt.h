@@ -118,10 +118,12 @@ int cl_status(cl_int code, const char *what, char *err, size_t err_len);
  * 0, "unknown OpenCL error" otherwise. Static string. */
 const char *cl_code_name(int code);
 
-/* Counters for tests and the benchmark: programs built from source, loaded
- * from the disk cache, served from memory. */
+/* Counters for tests and the benchmark: programs built from source,
+ * loaded from the disk cache, served from memory, written to the disk
+ * cache, and builds that failed (a failed build is remembered per device
+ * and answered again, with its log, without another compile). */
 typedef struct clrt_counters {
-  unsigned long built, disk_hits, memory_hits, disk_writes;
+  unsigned long built, disk_hits, memory_hits, disk_writes, failures;
 } clrt_counters;
 clrt_counters clrt_stats(const clrt *rt);
 

@@ -381,17 +381,26 @@ Test(clrt, unwritable_cache_dir_still_builds) {
 }
 
 Test(clrt, build_failure_reports_the_log) {
+  static const char broken[] = "__kernel void k(__global float *x) {\n"
+                               "  x[0] = undeclared_name;\n}\n";
   clrt *rt = open_or_skip(NULL);
   char err[4096] = "";
   cl_program p;
-  int rc = cldev_program_text(clrt_device(rt, 0), "broken.cl",
-                              "__kernel void k(__global float *x) {\n"
-                              "  x[0] = undeclared_name;\n}\n",
-                              "", &p, NULL, err, sizeof err);
+  int rc = cldev_program_text(clrt_device(rt, 0), "broken.cl", broken, "", &p,
+                              NULL, err, sizeof err);
   cr_expect_eq(rc, QS_EBUILD);
   cr_expect_null(p);
   cr_expect_not_null(strstr(err, "broken.cl"), "%s", err);
   cr_expect_not_null(strstr(err, "undeclared_name"), "log missing: %s", err);
+  /* The same source fails again, from memory, with the same log. */
+  err[0] = '\0';
+  rc = cldev_program_text(clrt_device(rt, 0), "broken.cl", broken, "", &p,
+                          NULL, err, sizeof err);
+  cr_expect_eq(rc, QS_EBUILD);
+  cr_expect_not_null(strstr(err, "undeclared_name"), "%s", err);
+  clrt_counters c = clrt_stats(rt);
+  cr_expect_eq(c.failures, 2);
+  cr_expect_eq(c.built, 0);
   rc = cldev_program(clrt_device(rt, 0), "no_such.cl", "", &p, NULL, err,
                      sizeof err);
   cr_expect_eq(rc, QS_EINVAL);
@@ -515,7 +524,8 @@ Test(clrt, disabled_gives_zero_devices_with_reason) {
   cr_expect_null(clrt_device(rt, 0));
   cr_expect_not_null(strstr(clrt_why(rt), "disabled"), "%s", clrt_why(rt));
   clrt_counters c = clrt_stats(rt);
-  cr_expect_eq(c.built + c.disk_hits + c.memory_hits + c.disk_writes, 0);
+  cr_expect_eq(
+      c.built + c.disk_hits + c.memory_hits + c.disk_writes + c.failures, 0);
   clrt_close(rt);
 }
 
