@@ -67,6 +67,39 @@ static double events_take(cl_event *ev, size_t n) {
   return s;
 }
 
+/* Host memory of buffer k (inputs first) at frame f0. */
+static float *frames_at(const method_call *c, size_t k, size_t f0) {
+  const image *m = k < c->n_in ? &c->in[k] : &c->out[k - c->n_in];
+  return m->data + f0 * m->rows * m->cols;
+}
+
+/* The buffers of one batch, bound to the kernel. A device that computes in
+ * host memory (a CPU device) gets buffers over the caller's frames
+ * themselves (CL_MEM_USE_HOST_PTR: no copies, no fresh device pages per
+ * call); any other gets device buffers of `batch` frames once, which the
+ * caller fills and empties per batch. */
+static int batch_bind(const method_call *c, cl_kernel kern, int zero_copy,
+                      size_t f0, size_t n, const size_t *per_frame,
+                      cl_mem *buf) {
+  size_t nb = c->n_in + c->n_out;
+  int rc = QS_OK;
+  for (size_t k = 0; !rc && k < nb; k++) {
+    if (buf[k] && !zero_copy) continue;
+    if (buf[k]) clReleaseMemObject(buf[k]);
+    buf[k] = NULL;
+    cl_mem_flags fl = k < c->n_in ? CL_MEM_READ_ONLY : CL_MEM_WRITE_ONLY;
+    if (zero_copy) fl |= CL_MEM_USE_HOST_PTR;
+    rc = cldev_buffer(c->device, fl, n * per_frame[k],
+                      zero_copy ? frames_at(c, k, f0) : NULL,
+                      k < c->n_in ? "input frames" : "output frames", &buf[k],
+                      c->err, c->err_len);
+    if (!rc)
+      rc = cl_status(clSetKernelArg(kern, (cl_uint)k, sizeof buf[k], &buf[k]),
+                     "setting a buffer argument", c->err, c->err_len);
+  }
+  return rc;
+}
+
 int cl_frames_run(const method_call *c, const cl_frames_job *job) {
   cldev *d = c->device;
   char *err = c->err;
@@ -94,28 +127,21 @@ int cl_frames_run(const method_call *c, const cl_frames_job *job) {
     kern = clCreateKernel(prog, job->kernel, &e);
     rc = cl_status(e, job->kernel, err, err_len);
   }
-  frame_sizes(c, per_frame);
-  for (size_t k = 0; !rc && k < nb; k++)
-    rc = cldev_buffer(d, k < c->n_in ? CL_MEM_READ_ONLY : CL_MEM_WRITE_ONLY,
-                      batch * per_frame[k],
-                      NULL, k < c->n_in ? "input frames" : "output frames",
-                      &buf[k], err, err_len);
-  for (cl_uint k = 0; !rc && k < nb; k++)
-    rc = cl_status(clSetKernelArg(kern, k, sizeof buf[k], &buf[k]),
-                   "setting a buffer argument", err, err_len);
   if (!rc && job->args) rc = job->args(kern, (cl_uint)nb + 1, c);
+  int zero_copy = !rc && !cldev_about(d)->is_gpu;
+  frame_sizes(c, per_frame);
 
   size_t global[3] = {c->out[0].cols, c->out[0].rows, batch};
   size_t frames = c->in[0].frames;
   for (size_t f0 = 0; !rc && f0 < frames; f0 += batch) {
     cl_int nf = (cl_int)(frames - f0 < batch ? frames - f0 : batch);
-    for (size_t k = 0; !rc && k < c->n_in; k++)
-      rc = cl_status(
-          clEnqueueWriteBuffer(q, buf[k], CL_FALSE, 0,
-                               (size_t)nf * per_frame[k],
-                               c->in[k].data + f0 * per_frame[k] / 4, 0, NULL,
-                               &ev[k]),
-          "uploading input frames", err, err_len);
+    rc = batch_bind(c, kern, zero_copy, f0, (size_t)nf, per_frame, buf);
+    for (size_t k = 0; !rc && !zero_copy && k < c->n_in; k++)
+      rc = cl_status(clEnqueueWriteBuffer(q, buf[k], CL_FALSE, 0,
+                                          (size_t)nf * per_frame[k],
+                                          frames_at(c, k, f0), 0, NULL,
+                                          &ev[k]),
+                     "uploading input frames", err, err_len);
     if (!rc)
       rc = cl_status(clSetKernelArg(kern, (cl_uint)nb, sizeof nf, &nf),
                      "setting the frame count", err, err_len);
@@ -133,12 +159,26 @@ int cl_frames_run(const method_call *c, const cl_frames_job *job) {
       double run = cl_event_seconds(ev[nb]);
       if (wall > run) once += wall - run;
     }
-    for (size_t k = c->n_in; !rc && k < nb; k++)
-      rc = cl_status(clEnqueueReadBuffer(
-                         q, buf[k], CL_TRUE, 0, (size_t)nf * per_frame[k],
-                         c->out[k - c->n_in].data + f0 * per_frame[k] / 4, 0,
-                         NULL, &ev[k]),
-                     "reading output frames", err, err_len);
+    for (size_t k = c->n_in; !rc && k < nb; k++) {
+      size_t bytes = (size_t)nf * per_frame[k];
+      if (!zero_copy) {
+        rc = cl_status(clEnqueueReadBuffer(q, buf[k], CL_TRUE, 0, bytes,
+                                           frames_at(c, k, 0 + f0), 0, NULL,
+                                           &ev[k]),
+                       "reading output frames", err, err_len);
+        continue;
+      }
+      /* mapping a host-pointer buffer makes the device's writes visible
+       * in the caller's memory */
+      void *at = clEnqueueMapBuffer(q, buf[k], CL_TRUE, CL_MAP_READ, 0, bytes,
+                                    0, NULL, NULL, &e);
+      rc = cl_status(e, "mapping output frames", err, err_len);
+      if (!rc)
+        rc = cl_status(clEnqueueUnmapMemObject(q, buf[k], at, 0, NULL, NULL),
+                       "unmapping output frames", err, err_len);
+    }
+    if (!rc && zero_copy)
+      rc = cl_status(clFinish(q), job->kernel, err, err_len);
     if (rc) clFinish(q);
     dev_s += events_take(ev, nb + 1);
   }

@@ -107,14 +107,25 @@ QS_INLINE float cr_apply(const QS_GLOBAL float *img, int cols,
 }
 
 /* Separable path, step 1: p[c] = cr_vsum of input column c for every c in
- * [c0, c1), computed row tap by row tap so the loop over columns
- * vectorises; each p[c] still sees its additions in the same order, so the
- * values are cr_vsum's bits. One call serves a whole output row. */
+ * [c0, c1), with the loop over columns innermost so it vectorises; each
+ * p[c] still sees the same additions in the same order (from 0, row taps
+ * ascending), so the values are cr_vsum's bits. One call serves a whole
+ * output row. */
 QS_INLINE void cr_vsums(const QS_GLOBAL float *img, int cols,
                         const cr_taps *rt, QS_ACC *p, int c0, int c1) {
+  const QS_GLOBAL float *r0 = img + (long)rt->first * cols;
+  if (rt->n == 4) { /* away from the borders: all taps, one pass */
+    const QS_GLOBAL float *r1 = r0 + cols, *r2 = r1 + cols, *r3 = r2 + cols;
+    QS_ACC w0 = rt->w[0], w1 = rt->w[1], w2 = rt->w[2], w3 = rt->w[3];
+    for (int c = c0; c < c1; c++)
+      p[c] = (((QS_C(0) + (QS_ACC)r0[c] * w0) + (QS_ACC)r1[c] * w1) +
+              (QS_ACC)r2[c] * w2) +
+             (QS_ACC)r3[c] * w3;
+    return;
+  }
   for (int c = c0; c < c1; c++) p[c] = 0;
   for (int i = 0; i < rt->n; i++) {
-    const QS_GLOBAL float *row = img + (long)(rt->first + i) * cols;
+    const QS_GLOBAL float *row = r0 + (long)i * cols;
     QS_ACC w = rt->w[i];
     for (int c = c0; c < c1; c++) p[c] = p[c] + (QS_ACC)row[c] * w;
   }
@@ -124,8 +135,13 @@ QS_INLINE void cr_vsums(const QS_GLOBAL float *img, int cols,
  * sums p (indexed by input column, filled by cr_vsums over at least the
  * columns ct names) — cr_apply's bits, given the same row taps. */
 QS_INLINE float cr_hsum(const QS_ACC *p, const cr_taps *ct) {
+  const QS_ACC *a = p + ct->first;
+  if (ct->n == 4) /* away from the borders: the loop below, unrolled */
+    return (float)((((QS_C(0) + a[0] * ct->w[0]) + a[1] * ct->w[1]) +
+                    a[2] * ct->w[2]) +
+                   a[3] * ct->w[3]);
   QS_ACC q = 0;
-  for (int j = 0; j < ct->n; j++) q = q + p[ct->first + j] * ct->w[j];
+  for (int j = 0; j < ct->n; j++) q = q + a[j] * ct->w[j];
   return (float)q;
 }
 
