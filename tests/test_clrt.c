@@ -4,6 +4,7 @@
  * injection, first launches, error names and graceful absence. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -456,6 +457,44 @@ Test(clrt, first_launch_per_kernel_and_size) {
   cr_expect_eq(cldev_first_launch(d, "other", g1, 2), 1);
   cr_expect_eq(cldev_first_launch(d, "k", g1, 1), 1, "dims count");
   cr_expect_eq(cldev_first_launch(d, "k", g2, 2), 0);
+  clrt_close(rt);
+}
+
+typedef struct race {
+  clrt *rt;
+  cl_program prog[10];
+  int firsts, failed;
+} race;
+
+/* Criterion's assertions belong to the test's thread: the workers only
+ * record, the test asserts after joining. */
+
+static void *race_run(void *arg) {
+  race *r = arg;
+  for (int i = 0; i < 10; i++)
+    r->failed |= build_cubic(r->rt, "", &r->prog[i]) != QS_OK;
+  for (size_t g = 1; g <= 50; g++)
+    r->firsts += cldev_first_launch(clrt_device(r->rt, 0), "k", &g, 1);
+  return NULL;
+}
+
+Test(clrt, two_threads_share_one_runtime) {
+  clrt *rt = open_or_skip(NULL);
+  race a = {.rt = rt}, b = {.rt = rt};
+  pthread_t ta, tb;
+  cr_assert_eq(pthread_create(&ta, NULL, race_run, &a), 0);
+  cr_assert_eq(pthread_create(&tb, NULL, race_run, &b), 0);
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  cr_assert(!a.failed && !b.failed);
+  for (int i = 0; i < 10; i++) {
+    cr_expect_eq(a.prog[i], a.prog[0]);
+    cr_expect_eq(b.prog[i], a.prog[0]);
+  }
+  clrt_counters c = clrt_stats(rt);
+  cr_expect_eq(c.built, 1, "one build for both threads");
+  cr_expect_eq(c.memory_hits, 19);
+  cr_expect_eq(a.firsts + b.firsts, 50, "each size is first exactly once");
   clrt_close(rt);
 }
 
