@@ -468,7 +468,6 @@ typedef struct race {
 
 /* Criterion's assertions belong to the test's thread: the workers only
  * record, the test asserts after joining. */
-
 static void *race_run(void *arg) {
   race *r = arg;
   for (int i = 0; i < 10; i++)
