@@ -12,5 +12,6 @@
 
 const method_desc *const builtin_methods[] = {
     &method_shift_magnify, &method_roberts_cross,
+    &method_rgc, &method_esrrf,
     NULL, /* end */
 };

@@ -11,6 +11,7 @@
 #include "quicksilver.h"
 
 extern const method_desc method_shift_magnify, method_roberts_cross;
+extern const method_desc method_rgc, method_esrrf;
 
 /* The CPU rows of an implementation table: one run function serves them
  * all through c->parallel_for, the schedule (and chunk) telling them apart:

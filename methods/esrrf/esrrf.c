@@ -1,0 +1,315 @@
+/* esrrf.c — the eSRRF method (methods.md §4): per frame, Catmull-Rom ×M of
+ * the image, Roberts-cross gradients, Catmull-Rom ×2M of both, radial
+ * gradient convergence; then a temporal statistic per timepoint and the
+ * macro-pixel correction. Its descriptor, shape rules, the driver that all
+ * implementations share (timepoints, frame-by-frame statistics in double,
+ * correction), and the reference chain (serial and threaded).
+ *
+ * Memory does not grow with the number of frames on any path: frames go
+ * through the chain one at a time (or one batch at a time), and the
+ * statistics keep a few doubles per output pixel. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "methods/esrrf/esrrf.h"
+#include "methods/methods.h"
+
+/* ------------------------------------------------------------- geometry */
+
+/* Frames per timepoint as NanoPyx resolves it: 0 or more than F means F. */
+static size_t esrrf_fpt(const double *p, size_t frames) {
+  size_t fpt = (size_t)p[P_FPT];
+  return fpt == 0 || fpt > frames ? frames : fpt;
+}
+
+void esrrf_geom_of(const method_call *c, esrrf_geom *g) {
+  const image *in = &c->in[0];
+  memset(g, 0, sizeof *g);
+  g->frames = in->frames;
+  g->rows = (int)in->rows;
+  g->cols = (int)in->cols;
+  g->k = rgc_consts_of(c->p);
+  g->mag = g->k.mag;
+  g->rows_m = g->rows * g->mag;
+  g->cols_m = g->cols * g->mag;
+  g->margin = rgc_margin(g->k.fwhm, g->mag);
+  g->plane = (size_t)g->rows_m * (size_t)g->cols_m;
+  g->weight = c->p[P_IW] != 0;
+  g->kind = (temporal_kind)(int)c->p[P_TEMPORAL];
+  g->fpt = esrrf_fpt(c->p, g->frames);
+  g->mpc = c->p[P_MPC] != 0;
+}
+
+static int esrrf_shape(const image *in, const double *p, image *out,
+                       char *err, size_t err_len) {
+  int rc = method_check_input("esrrf", in, err, err_len);
+  if (rc) return rc;
+  double kind = p[P_TEMPORAL];
+  if (!(kind >= 0 && kind <= TEMPORAL_NONE) || kind != floor(kind)) {
+    snprintf(err, err_len, "temporal: %g is not one of " TEMPORAL_CHOICES,
+             kind);
+    return QS_EPARAM;
+  }
+  if (!(p[P_FPT] >= 0 && p[P_FPT] <= INT_MAX) || p[P_FPT] != floor(p[P_FPT])) {
+    snprintf(err, err_len,
+             "frames_per_timepoint: %g is not an integer >= 0 (0: all "
+             "frames)",
+             p[P_FPT]);
+    return QS_EPARAM;
+  }
+  size_t fpt = esrrf_fpt(p, in->frames);
+  size_t t = (in->frames + fpt - 1) / fpt;
+  size_t last = in->frames - (t - 1) * fpt;
+  if (kind == TEMPORAL_TAC2 && last < 2) {
+    snprintf(err, err_len,
+             "frames_per_timepoint: tac2 needs at least 2 frames in every "
+             "timepoint; %zu frames by %zu leave %zu in the last one",
+             in->frames, fpt, last);
+    return QS_EPARAM;
+  }
+  if (kind == TEMPORAL_NONE) t = in->frames;
+  rc = rgc_check(p, t, in->rows, in->cols, (size_t)p[P_MAG], err, err_len);
+  if (rc) return rc;
+  out[0].frames = t;
+  out[0].rows = in->rows * (size_t)p[P_MAG];
+  out[0].cols = in->cols * (size_t)p[P_MAG];
+  return QS_OK;
+}
+
+/* Work: output pixels of every frame times the search window. */
+static double esrrf_work(const image *in, const double *p) {
+  double w = 2 * floor(2 * p[P_RADIUS]) + 1;
+  return (double)in->frames * (double)in->rows * (double)in->cols * p[P_MAG] *
+         p[P_MAG] * w * w;
+}
+
+/* Calibration: the first four frames at most, cropped top-left, one fewer
+ * when tac2 would otherwise be left a 1-frame timepoint. */
+static int esrrf_slice(const image *in, const double *p, size_t rows,
+                       size_t cols, image *out) {
+  size_t frames = in->frames < 4 ? in->frames : 4;
+  size_t fpt = esrrf_fpt(p, frames);
+  if (p[P_TEMPORAL] == TEMPORAL_TAC2 && frames % fpt == 1) frames--;
+  rows = rows < in->rows ? rows : in->rows;
+  cols = cols < in->cols ? cols : in->cols;
+  int rc = image_alloc(out, frames, rows, cols);
+  if (rc) return rc;
+  for (size_t f = 0; f < frames; f++)
+    for (size_t r = 0; r < rows; r++)
+      memcpy(out->data + (f * rows + r) * cols,
+             in->data + (f * in->rows + r) * in->cols, cols * sizeof(float));
+  return QS_OK;
+}
+
+/* --------------------------------------------------------------- driver */
+
+typedef struct drive_job {
+  const esrrf_geom *g;
+  temporal *t;
+  const float *maps; /* n maps */
+  size_t first, n;   /* frame number in the timepoint of maps[0]; count */
+  float *out;        /* the timepoint's output map (results) */
+  size_t frames;     /* frames of the timepoint (results) */
+} drive_job;
+
+/* Rows [b, e) of the maps: accumulate the batch. */
+static int drive_add(void *ctx, size_t b, size_t e, int worker) {
+  const drive_job *j = ctx;
+  (void)worker;
+  size_t cm = (size_t)j->g->cols_m;
+  for (size_t k = 0; k < j->n; k++)
+    temporal_add(j->t, j->maps + k * j->g->plane, j->first + k, b * cm,
+                 e * cm);
+  return QS_OK;
+}
+
+static int drive_result(void *ctx, size_t b, size_t e, int worker) {
+  const drive_job *j = ctx;
+  (void)worker;
+  size_t cm = (size_t)j->g->cols_m;
+  temporal_result(j->t, j->frames, j->out, b * cm, e * cm);
+  return QS_OK;
+}
+
+int esrrf_drive(const method_call *c, const esrrf_geom *g, size_t batch,
+                esrrf_maps_fn maps, void *state) {
+  float *out = c->out[0].data;
+  if (batch == 0) batch = 1;
+  if (g->kind == TEMPORAL_NONE) {
+    for (size_t f = 0; f < g->frames; f += batch) {
+      size_t n = g->frames - f < batch ? g->frames - f : batch;
+      int rc = maps(state, f, n, out + f * g->plane);
+      if (rc) return rc;
+    }
+    return QS_OK;
+  }
+  temporal t;
+  size_t keep = batch < g->fpt ? batch : g->fpt;
+  float *buf = NULL;
+  int rc = temporal_init(&t, g->kind, g->plane);
+  if (!rc && keep > SIZE_MAX / sizeof(float) / g->plane) rc = QS_ENOMEM;
+  if (!rc) buf = calloc(keep * g->plane, sizeof(float));
+  if (!rc && !buf) rc = QS_ENOMEM;
+  if (rc) {
+    temporal_free(&t);
+    snprintf(c->err, c->err_len,
+             "esrrf: no memory for the temporal accumulators of %d x %d "
+             "pixels",
+             g->rows_m, g->cols_m);
+    return rc;
+  }
+  drive_job j = {.g = g, .t = &t, .maps = buf};
+  for (size_t t0 = 0, tp = 0; !rc && t0 < g->frames; t0 += g->fpt, tp++) {
+    size_t t1 = t0 + g->fpt < g->frames ? t0 + g->fpt : g->frames;
+    for (size_t f = t0; !rc && f < t1; f += keep) {
+      j.first = f - t0;
+      j.n = t1 - f < keep ? t1 - f : keep;
+      rc = maps(state, f, j.n, buf);
+      if (!rc)
+        rc = c->parallel_for(c, 0, (size_t)g->rows_m, drive_add, &j);
+    }
+    if (rc) break;
+    j.out = out + tp * g->plane;
+    j.frames = t1 - t0;
+    rc = c->parallel_for(c, 0, (size_t)g->rows_m, drive_result, &j);
+    if (!rc && g->mpc)
+      temporal_mpc(j.out, (size_t)g->rows_m, (size_t)g->cols_m, g->mag);
+  }
+  temporal_free(&t);
+  free(buf);
+  return rc;
+}
+
+/* ----------------------------------------------------- reference chain */
+
+int esrrf_sub(const method_call *c, const method_desc *d, const image *in,
+              image *out, const double *p) {
+  method_call s = *c;
+  s.in = in;
+  s.n_in = d->n_inputs;
+  s.out = out;
+  s.n_out = d->n_outputs;
+  s.p = p;
+  return d->impls[0].run(&s);
+}
+
+/* Per-frame buffers of the chain: everything of one frame, nothing more. */
+typedef struct chain {
+  const method_call *c;
+  esrrf_geom g;
+  float *mag, *grad, *grad2; /* RM·CM; 2·R·C; 2·(2RM·2CM) */
+  rgc_frame f;
+} chain;
+
+static int chain_rows(void *ctx, size_t b, size_t e, int worker) {
+  (void)worker;
+  rgc_frame_rows(ctx, b, e);
+  return QS_OK;
+}
+
+/* One frame at a time through the reference steps; maps of n frames. */
+static int chain_maps(void *state, size_t f0, size_t n, float *dst) {
+  chain *s = state;
+  const esrrf_geom *g = &s->g;
+  size_t rc_px = (size_t)g->rows * (size_t)g->cols;
+  size_t g2_px = 4 * g->plane;
+  double sm1[4] = {0, 0, g->mag, g->mag}, sm2[4] = {0, 0, 2 * g->mag,
+                                                     2 * g->mag};
+  for (size_t k = 0; k < n; k++) {
+    image frame = image_wrap(s->c->in[0].data + (f0 + k) * rc_px, 1,
+                             (size_t)g->rows, (size_t)g->cols);
+    image mag = image_wrap(s->mag, 1, (size_t)g->rows_m, (size_t)g->cols_m);
+    image grad[2] = {
+        image_wrap(s->grad, 1, (size_t)g->rows, (size_t)g->cols),
+        image_wrap(s->grad + rc_px, 1, (size_t)g->rows, (size_t)g->cols)};
+    int rc = QS_OK;
+    if (g->weight) rc = esrrf_sub(s->c, &method_shift_magnify, &frame, &mag,
+                                  sm1);
+    if (!rc) rc = esrrf_sub(s->c, &method_roberts_cross, &frame, grad, NULL);
+    for (int i = 0; !rc && i < 2; i++) {
+      image g2 = image_wrap(s->grad2 + i * g2_px, 1, 2 * (size_t)g->rows_m,
+                            2 * (size_t)g->cols_m);
+      rc = esrrf_sub(s->c, &method_shift_magnify, &grad[i], &g2, sm2);
+    }
+    if (rc) return rc;
+    s->f.out = dst + k * g->plane;
+    rc = s->c->parallel_for(s->c, 0, (size_t)g->rows_m, chain_rows, &s->f);
+    if (rc) return rc;
+  }
+  return QS_OK;
+}
+
+static int esrrf_run_chain(const method_call *c) {
+  chain s = {.c = c};
+  esrrf_geom_of(c, &s.g);
+  const esrrf_geom *g = &s.g;
+  size_t rc_px = (size_t)g->rows * (size_t)g->cols;
+  s.mag = malloc(g->plane * sizeof(float));
+  s.grad = malloc(2 * rc_px * sizeof(float));
+  s.grad2 = malloc(8 * g->plane * sizeof(float));
+  int rc = QS_OK;
+  if (!s.mag || !s.grad || !s.grad2) {
+    snprintf(c->err, c->err_len,
+             "esrrf: no memory for one frame's intermediates (%zu bytes)",
+             (9 * g->plane + 2 * rc_px) * sizeof(float));
+    rc = QS_ENOMEM;
+  } else {
+    s.f = (rgc_frame){.gx = s.grad2,
+                      .gy = s.grad2 + 4 * g->plane,
+                      .grid = rgc_grid_full(g->rows_m, g->cols_m, g->mag),
+                      .img = g->weight ? s.mag : NULL,
+                      .rows_m = g->rows_m,
+                      .cols_m = g->cols_m,
+                      .margin = g->margin,
+                      .k = g->k};
+    rc = esrrf_drive(c, g, 1, chain_maps, &s);
+  }
+  free(s.mag);
+  free(s.grad);
+  free(s.grad2);
+  return rc;
+}
+
+/* ----------------------------------------------------------- descriptor */
+
+static const slot_def esrrf_inputs[] = {
+    {"image", "raw stack (F, R, C)"},
+};
+static const slot_def esrrf_outputs[] = {
+    {"output", "(T, R·M, C·M), T = ceil(F / frames_per_timepoint); "
+               "temporal=none: the per-frame maps (F, R·M, C·M)"},
+};
+static const param_def esrrf_params[] = {
+    RGC_PARAM_ROWS,
+    {"frames_per_timepoint", PARAM_INT, 0, 0, INT_MAX, 0, NULL,
+     "frames per output timepoint (0: all frames; the last may be short)"},
+    {"temporal", PARAM_ENUM, TEMPORAL_AVG, 0, 0, 0, TEMPORAL_CHOICES,
+     "statistic over each timepoint's frames (none: the per-frame maps)"},
+    {"macro_pixel_correction", PARAM_BOOL, 1, 0, 1, 0, NULL,
+     "divide each sub-pixel phase by its mean (not with temporal=none)"},
+};
+
+static const impl_def esrrf_impls[] = {
+    QS_CPU_IMPLS(esrrf_run_chain, 1, 8),
+    {"fused", IMPL_THREADED, esrrf_run_fused, NULL, 1, SCHED_DYNAMIC, 4},
+};
+
+const method_desc method_esrrf = {
+    .name = "esrrf",
+    .doc = "enhanced super-resolution radial fluctuations: RGC of every "
+           "frame and a temporal statistic per timepoint",
+    .inputs = esrrf_inputs,
+    .n_inputs = 1,
+    .outputs = esrrf_outputs,
+    .n_outputs = 1,
+    .params = esrrf_params,
+    .n_params = sizeof esrrf_params / sizeof esrrf_params[0],
+    .impls = esrrf_impls,
+    .n_impls = sizeof esrrf_impls / sizeof esrrf_impls[0],
+    .shape = esrrf_shape,
+    .work = esrrf_work,
+    .tolerance = 1e-4,
+    .slice = esrrf_slice,
+};

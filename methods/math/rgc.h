@@ -1,0 +1,163 @@
+/* rgc.h — radial gradient convergence (RGC) of one output pixel, shared by
+ * the C implementations and the OpenCL kernels (common subset of C99 and
+ * OpenCL C 1.2; see common.h for QS_INLINE, QS_GLOBAL, QS_ACC).
+ *
+ * Follows NanoPyx's CPU reference (methods.md §3.3) operation for operation,
+ * so that `serial` gives its bits: centres rounded to float at their own
+ * magnitude, a search window with an exclusive end (asymmetric), the bound
+ * 0 < v <= rowsM - 1 that mixes original and magnified units (it never
+ * binds above; the index clamp does), distances and sums in float, the
+ * distance weight and the convergence term through QS_ACC (double on the
+ * CPU), the Wsum > 0 guard, and the sensitivity power only when it is > 1.
+ *
+ * Gradients are read on the half-pixel grid v = n / 2 (original pixels).
+ * The reference reads them from images magnified ×2M at index n·M, clamped
+ * to the last row/column; rgc_grid describes that storage, or a compact one
+ * holding only the half-pixel samples (what fused paths build), so both
+ * read the same values through the same loop. */
+#ifndef QS_MATH_RGC_H
+#define QS_MATH_RGC_H
+
+#include "common.h"
+
+/* The reference's fixed gradient magnification relative to the output. */
+#define RGC_GM 2.0f
+
+/* Where the gradient sample for half-pixel index n lives: row/column index
+ * pos = n·step (computed in float as the reference does, v·M·2), replaced
+ * by `clamp` when pos >= `limit`. The ×2M images: step M, limit 2·RM,
+ * clamp 2·RM − 1, width 2·CM. The compact half-pixel grid: step 1,
+ * limit 2·R, clamp 2·R, width 2·C + 1 (its last row/column holds the
+ * samples at the clamped index). */
+typedef struct rgc_grid {
+  int step;
+  float limit_r, limit_c;
+  float clamp_r, clamp_c;
+  long width;
+} rgc_grid;
+
+/* Constants of one call, rounded to float as the reference rounds them:
+ * fwhm = radius, sigma = radius / 2.355 (computed in double), tSS = 2σσ,
+ * tSO = 2σ + 1 (the disk radius), window [-S, E) with S = (int)(2·fwhm),
+ * E = (int)(2·fwhm + 1). */
+typedef struct rgc_consts {
+  float fwhm, tss, tso, sens;
+  int start, end, mag;
+} rgc_consts;
+
+QS_INLINE rgc_consts rgc_consts_make(QS_ACC radius, int mag,
+                                     QS_ACC sensitivity) {
+  rgc_consts k;
+  float sigma = (float)(radius / QS_C(2.355));
+  k.fwhm = (float)radius;
+  k.tss = 2 * sigma * sigma;
+  k.tso = 2 * sigma + 1;
+  k.sens = (float)sensitivity;
+  k.start = -(int)(RGC_GM * k.fwhm);
+  k.end = (int)(RGC_GM * k.fwhm + 1);
+  k.mag = mag;
+  return k;
+}
+
+/* Zero margin of the output, int(float32(radius) · M) in double. */
+QS_INLINE int rgc_margin(float fwhm, int mag) {
+  return (int)((QS_ACC)fwhm * (QS_ACC)mag);
+}
+
+/* Centre of output pixel i in original pixels, edge convention:
+ * (i + 0.5) / M in QS_ACC, rounded to float. */
+QS_INLINE float rgc_center(int i, int mag) {
+  return (float)(((QS_ACC)i + QS_C(0.5)) / (QS_ACC)mag);
+}
+
+/* Distance weight (d · exp(−d²/tSS))⁴, in QS_ACC, rounded to float. It is 0
+ * at d = 0 and peaks at d = σ. */
+QS_INLINE float rgc_weight(float d, float tss) {
+  QS_ACC x = (QS_ACC)d;
+  return (float)pow(x * exp((-x * x) / (QS_ACC)tss), QS_C(4));
+}
+
+/* Convergence of one inward-pointing gradient (gx, gy) seen from offset
+ * (dx, dy) at distance d > 0: 1 − sin of the angle between G and −R. The
+ * products are float, the rest QS_ACC, stored as float as the reference
+ * does. A NaN (G = 0, unreachable when G·R < 0) counts as d. */
+QS_INLINE float rgc_dk(float gx, float gy, float dx, float dy, float d) {
+  float cross = gy * dx - gx * dy;
+  float norm2 = gx * gx + gy * gy;
+  float dk = (float)(fabs((QS_ACC)cross) / sqrt((QS_ACC)norm2));
+  if (isnan(dk)) dk = d;
+  return 1 - dk / d;
+}
+
+/* The ratio, the Wsum > 0 guard, then the sensitivity: a power only when
+ * sens > 1 (the reference ignores sensitivity <= 1), negatives to 0. */
+QS_INLINE float rgc_finish(float rgc, float wsum, float sens) {
+  rgc = wsum > 0 ? rgc / wsum : 0.0f;
+  if (rgc >= 0 && sens > 1)
+    rgc = (float)pow((QS_ACC)rgc, (QS_ACC)sens);
+  else if (rgc < 0)
+    rgc = 0;
+  return rgc;
+}
+
+/* RGC of output pixel (yM, xM) of a rowsM × colsM output, before intensity
+ * weighting; gx, gy are one frame's gradients stored as `g` describes. */
+QS_INLINE float rgc_pixel(int xM, int yM, const QS_GLOBAL float *gx,
+                          const QS_GLOBAL float *gy, rgc_grid g, int colsM,
+                          int rowsM, rgc_consts k) {
+  float xc = rgc_center(xM, k.mag);
+  float yc = rgc_center(yM, k.mag);
+  int by = (int)(RGC_GM * yc), bx = (int)(RGC_GM * xc);
+  float rgc = 0, wsum = 0;
+  for (int j = k.start; j < k.end; j++) {
+    float vy = (float)(by + j) / RGC_GM;
+    if (!(0 < vy && vy <= rowsM - 1)) continue;
+    float py = vy * (float)g.step * RGC_GM;
+    if (py >= g.limit_r) py = g.clamp_r;
+    long row = (long)(int)py * g.width;
+    for (int i = k.start; i < k.end; i++) {
+      float vx = (float)(bx + i) / RGC_GM;
+      if (!(0 < vx && vx <= colsM - 1)) continue;
+      float dx = vx - xc, dy = vy - yc;
+      float d = (float)sqrt((QS_ACC)(dx * dx + dy * dy));
+      if (d == 0 || d > k.tso) continue;
+      float px = vx * (float)g.step * RGC_GM;
+      if (px >= g.limit_c) px = g.clamp_c;
+      long at = row + (int)px;
+      float sx = gx[at], sy = gy[at];
+      float w = rgc_weight(d, k.tss);
+      wsum += w;
+      if (sx * dx + sy * dy < 0) rgc += rgc_dk(sx, sy, dx, dy, d) * w;
+    }
+  }
+  return rgc_finish(rgc, wsum, k.sens);
+}
+
+/* The grid of the reference's ×2M gradient images for a rowsM × colsM
+ * output magnified by mag. */
+QS_INLINE rgc_grid rgc_grid_full(int rowsM, int colsM, int mag) {
+  rgc_grid g;
+  g.step = mag;
+  g.limit_r = (float)rowsM * RGC_GM;
+  g.limit_c = (float)colsM * RGC_GM;
+  g.clamp_r = g.limit_r - 1;
+  g.clamp_c = g.limit_c - 1;
+  g.width = (long)(int)((float)colsM * RGC_GM);
+  return g;
+}
+
+/* The compact grid of half-pixel samples for a rows × cols input:
+ * (2·rows + 1) × (2·cols + 1), index n for v = n / 2, the last row/column
+ * holding the samples at the reference's clamped index. */
+QS_INLINE rgc_grid rgc_grid_half(int rows, int cols) {
+  rgc_grid g;
+  g.step = 1;
+  g.limit_r = (float)(2 * rows);
+  g.limit_c = (float)(2 * cols);
+  g.clamp_r = g.limit_r;
+  g.clamp_c = g.limit_c;
+  g.width = 2L * cols + 1;
+  return g;
+}
+
+#endif

@@ -1,0 +1,298 @@
+/* test_rgc.c — the radial gradient convergence method: closed forms of
+ * methods.md §3 (zero gradients, a field converging exactly on one pixel
+ * centre or diverging from it, zero margins, sensitivity, intensity
+ * weighting), NanoPyx's outputs bit for bit on the reference fixtures,
+ * every threaded implementation against serial bit for bit, OpenCL within
+ * 1e-4 of the peak, and bad input. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "method_harness.h"
+#include "methods/esrrf/esrrf.h"
+#include "methods/methods.h"
+#include "qs_test.h"
+
+TestSuite(rgc, .fini = qs_leak_check);
+
+static const method_desc *const RGC = &method_rgc;
+static const char *const CPU_IMPLS[] = {"serial", "threaded",
+                                        "threaded_static",
+                                        "threaded_dynamic",
+                                        "threaded_guided"};
+
+/* Inputs for an R × C original at magnification m: gradients (f, 2Rm,
+ * 2Cm), image (f, Rm, Cm). */
+static void make(image in[3], size_t f, size_t r, size_t c, int m) {
+  size_t rm = r * (size_t)m, cm = c * (size_t)m;
+  cr_assert_eq(image_alloc(&in[0], f, 2 * rm, 2 * cm), QS_OK);
+  cr_assert_eq(image_alloc(&in[1], f, 2 * rm, 2 * cm), QS_OK);
+  cr_assert_eq(image_alloc(&in[2], f, rm, cm), QS_OK);
+}
+
+static void drop(image *in, size_t n) {
+  for (size_t i = 0; i < n; i++) image_free(&in[i]);
+}
+
+static int run(const char *impl, const image *in, int mag, double radius,
+               double sens, int iw, image *out) {
+  param p[] = {{"magnification", mag, NULL},
+               {"radius", radius, NULL},
+               {"sensitivity", sens, NULL},
+               {"intensity_weighting", iw, NULL}};
+  char err[512] = "";
+  int rc = harness_run(RGC, impl, in, p, 4, out, NULL, err, sizeof err);
+  if (rc) fprintf(stderr, "rgc %s: %s\n", impl, err);
+  return rc;
+}
+
+static float at(const image *m, size_t f, size_t r, size_t c) {
+  return m->data[(f * m->rows + r) * m->cols + c];
+}
+
+Test(rgc, constants_as_the_reference_rounds_them) {
+  rgc_consts k = rgc_consts_make(1.5, 5, 1);
+  cr_expect_eq(k.tss, 0x1.9f6ec4p-1f); /* 0.81139195 */
+  cr_expect_eq(k.tso, 0x1.230eacp+1f); /* 2.27388525 */
+  cr_expect_eq(k.start, -3);
+  cr_expect_eq(k.end, 4);
+  cr_expect_eq(rgc_margin(k.fwhm, 5), 7);
+  cr_expect_eq(rgc_margin(2.5f, 2), 5);
+  /* float32(0.3)·10 is 3.0000001 in double: margin 3 */
+  cr_expect_eq(rgc_margin(0.3f, 10), 3);
+  cr_expect_eq(rgc_center(0, 5), 0.1f);
+  cr_expect_eq(rgc_weight(0, k.tss), 0.0f);
+}
+
+Test(rgc, zero_gradients_give_zero) {
+  image in[3], out[1];
+  make(in, 2, 9, 8, 3);
+  harness_fill(&in[2], 3, 50.0f);
+  cr_assert_eq(run("serial", in, 3, 1.5, 1, 1, out), QS_OK);
+  size_t n = out[0].frames * out[0].rows * out[0].cols;
+  for (size_t i = 0; i < n; i++) cr_assert_eq(out[0].data[i], 0.0f);
+  image_free(out);
+  drop(in, 3);
+}
+
+/* Every gradient sample points at (sign -1) or away from (sign +1) the
+ * centre of output pixel (ty, tx): G = sign·(v − centre), in the float
+ * arithmetic RGC uses for its offsets, so G × R is exactly 0. */
+static void converge(image in[3], int mag, int ty, int tx, float sign) {
+  float yc = rgc_center(ty, mag), xc = rgc_center(tx, mag);
+  for (size_t f = 0; f < in[0].frames; f++)
+    for (size_t p = 0; p < in[0].rows; p++)
+      for (size_t q = 0; q < in[0].cols; q++) {
+        float vy = (float)p / (float)(2 * mag);
+        float vx = (float)q / (float)(2 * mag);
+        size_t i = (f * in[0].rows + p) * in[0].cols + q;
+        in[0].data[i] = sign * (vx - xc);
+        in[1].data[i] = sign * (vy - yc);
+      }
+}
+
+Test(rgc, converging_field_gives_one_diverging_zero) {
+  int mag = 4, ty = 21, tx = 17;
+  image in[3], out[1];
+  make(in, 1, 12, 11, mag);
+  harness_fill(&in[2], 4, 10.0f);
+  converge(in, mag, ty, tx, -1);
+  for (int s = 0; s < 3; s++) {
+    double sens[] = {1, 2, 3.5};
+    cr_assert_eq(run("serial", in, mag, 1.5, sens[s], 0, out), QS_OK);
+    cr_expect_eq(at(out, 0, (size_t)ty, (size_t)tx), 1.0f,
+                 "sensitivity %g: RGC %.9g at the convergence point", sens[s],
+                 (double)at(out, 0, (size_t)ty, (size_t)tx));
+    image_free(out);
+  }
+  /* with intensity weighting: the image value itself */
+  cr_assert_eq(run("serial", in, mag, 1.5, 1, 1, out), QS_OK);
+  cr_expect_eq(at(out, 0, (size_t)ty, (size_t)tx),
+               at(&in[2], 0, (size_t)ty, (size_t)tx));
+  image_free(out);
+  converge(in, mag, ty, tx, +1);
+  cr_assert_eq(run("serial", in, mag, 1.5, 1, 0, out), QS_OK);
+  cr_expect_eq(at(out, 0, (size_t)ty, (size_t)tx), 0.0f);
+  image_free(out);
+  drop(in, 3);
+}
+
+Test(rgc, margins_stay_zero) {
+  int mag = 3;
+  image in[3], out[1];
+  make(in, 2, 10, 9, mag);
+  for (int i = 0; i < 3; i++) harness_fill(&in[i], 10u + (unsigned)i, 5.0f);
+  double radius = 2.0;
+  int m = rgc_margin((float)radius, mag); /* 6 */
+  cr_assert_eq(m, 6);
+  cr_assert_eq(run("serial", in, mag, radius, 1, 1, out), QS_OK);
+  size_t inner = 0;
+  for (size_t f = 0; f < 2; f++)
+    for (size_t r = 0; r < out[0].rows; r++)
+      for (size_t c = 0; c < out[0].cols; c++) {
+        int edge = (int)r < m || (int)r >= (int)out[0].rows - m ||
+                   (int)c < m || (int)c >= (int)out[0].cols - m;
+        if (edge)
+          cr_assert_eq(at(out, f, r, c), 0.0f, "margin (%zu, %zu)", r, c);
+        else
+          inner += at(out, f, r, c) != 0.0f;
+      }
+  cr_expect_gt(inner, 100, "only %zu interior pixels are non-zero", inner);
+  image_free(out);
+  drop(in, 3);
+}
+
+Test(rgc, sensitivity_below_one_is_ignored_two_squares) {
+  image in[3], a[1], b[1], sq[1];
+  make(in, 1, 11, 10, 2);
+  for (int i = 0; i < 3; i++) harness_fill(&in[i], 20u + (unsigned)i, 3.0f);
+  cr_assert_eq(run("serial", in, 2, 1.5, 1, 0, a), QS_OK);
+  cr_assert_eq(run("serial", in, 2, 1.5, 0.5, 0, b), QS_OK);
+  cr_assert_eq(run("serial", in, 2, 1.5, 2, 0, sq), QS_OK);
+  size_t n = a[0].rows * a[0].cols, nonzero = 0;
+  cr_assert_eq(memcmp(a[0].data, b[0].data, n * sizeof(float)), 0);
+  for (size_t i = 0; i < n; i++) {
+    float v = a[0].data[i];
+    cr_assert_eq(sq[0].data[i], (float)pow(v, 2), "pixel %zu: %.9g vs %.9g",
+                 i, (double)sq[0].data[i], (double)v);
+    nonzero += v != 0;
+  }
+  cr_expect_gt(nonzero, 10);
+  image_free(a);
+  image_free(b);
+  image_free(sq);
+  drop(in, 3);
+}
+
+Test(rgc, intensity_weighting_multiplies_by_the_image) {
+  image in[3], plain[1], iw[1];
+  make(in, 2, 8, 9, 3);
+  for (int i = 0; i < 3; i++) harness_fill(&in[i], 30u + (unsigned)i, 7.0f);
+  cr_assert_eq(run("serial", in, 3, 1.0, 1.5, 0, plain), QS_OK);
+  cr_assert_eq(run("serial", in, 3, 1.0, 1.5, 1, iw), QS_OK);
+  size_t n = 2 * plain[0].rows * plain[0].cols;
+  for (size_t i = 0; i < n; i++)
+    cr_assert_eq(iw[0].data[i], plain[0].data[i] * in[2].data[i]);
+  image_free(plain);
+  image_free(iw);
+  drop(in, 3);
+}
+
+Test(rgc, threaded_bit_identical_to_serial) {
+  image in[3], ref[1], out[1];
+  make(in, 3, 13, 11, 4);
+  for (int i = 0; i < 3; i++) harness_fill(&in[i], 40u + (unsigned)i, 9.0f);
+  cr_assert_eq(run("serial", in, 4, 1.5, 2, 1, ref), QS_OK);
+  size_t n = 3 * ref[0].rows * ref[0].cols;
+  for (size_t k = 1; k < 5; k++) {
+    cr_assert_eq(run(CPU_IMPLS[k], in, 4, 1.5, 2, 1, out), QS_OK);
+    cr_expect_eq(memcmp(out[0].data, ref[0].data, n * sizeof(float)), 0,
+                 "%s differs from serial", CPU_IMPLS[k]);
+    image_free(out);
+  }
+  image_free(ref);
+  drop(in, 3);
+}
+
+/* ----------------------------------------------- NanoPyx, bit for bit */
+
+static float *load(const char *file, size_t n) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/tests/data/reference/%s", QS_SOURCE_ROOT,
+           file);
+  FILE *fp = fopen(path, "rb");
+  cr_assert(fp, "cannot open %s", path);
+  float *b = malloc(n * sizeof *b);
+  cr_assert(b);
+  cr_assert_eq(fread(b, sizeof *b, n, fp), n, "%s is short", path);
+  fclose(fp);
+  return b;
+}
+
+/* The rgc fixtures: input prefix, frames, RM, CM, case, M, r, s, iw. */
+static const struct {
+  const char *inputs;
+  size_t f, rm, cm;
+  const char *name;
+  int mag;
+  double radius, sens;
+  int iw;
+} FIXTURES[] = {
+    {"rgc_real_m2", 2, 24, 24, "rgc_real_m2_r1_s1_iw", 2, 1, 1, 1},
+    {"rgc_real_m5", 2, 60, 60, "rgc_real_m5_r15_s2_iw", 5, 1.5, 2, 1},
+    {"rgc_real_m5", 2, 60, 60, "rgc_real_m5_r25_s05_noiw", 5, 2.5, 0.5, 0},
+    {"rgc_sim_m2", 2, 24, 24, "rgc_sim_m2_r25_s05_iw", 2, 2.5, 0.5, 1},
+    {"rgc_sim_m2", 2, 24, 24, "rgc_sim_m2_r15_s2_noiw", 2, 1.5, 2, 0},
+    {"rgc_sim_m5", 2, 60, 60, "rgc_sim_m5_r1_s1_noiw", 5, 1, 1, 0},
+    {"rgc_sim_m5", 2, 60, 60, "rgc_sim_m5_r15_s1_iw", 5, 1.5, 1, 1},
+};
+
+Test(rgc, serial_matches_nanopyx_bit_for_bit) {
+  for (size_t k = 0; k < sizeof FIXTURES / sizeof FIXTURES[0]; k++) {
+    size_t f = FIXTURES[k].f, rm = FIXTURES[k].rm, cm = FIXTURES[k].cm;
+    char name[256];
+    image in[3], out[1];
+    const char *slot[3] = {"gc2", "gr2", "mag"};
+    for (int i = 0; i < 3; i++) {
+      size_t s = i < 2 ? 2 : 1;
+      snprintf(name, sizeof name, "%s_%s.f32", FIXTURES[k].inputs, slot[i]);
+      in[i] = image_wrap(load(name, f * s * rm * s * cm), f, s * rm, s * cm);
+    }
+    snprintf(name, sizeof name, "%s_out.f32", FIXTURES[k].name);
+    float *ref = load(name, f * rm * cm);
+    cr_assert_eq(run("serial", in, FIXTURES[k].mag, FIXTURES[k].radius,
+                     FIXTURES[k].sens, FIXTURES[k].iw, out),
+                 QS_OK);
+    size_t differ = 0;
+    for (size_t i = 0; i < f * rm * cm; i++)
+      differ += memcmp(&out[0].data[i], &ref[i], sizeof(float)) != 0;
+    cr_expect_eq(differ, 0, "%s: %zu of %zu pixels differ", FIXTURES[k].name,
+                 differ, f * rm * cm);
+    image_free(out);
+    free(ref);
+    for (int i = 0; i < 3; i++) free(in[i].data);
+  }
+}
+
+/* -------------------------------------------------------- bad input */
+
+static int bad(const image *in, int mag, double radius, char *err,
+               size_t len) {
+  param p[] = {{"magnification", mag, NULL}, {"radius", radius, NULL}};
+  image out[1];
+  int rc = harness_run(RGC, "serial", in, p, 2, out, NULL, err, len);
+  cr_expect_null(out[0].data, "nothing is written on failure");
+  return rc;
+}
+
+Test(rgc, bad_input) {
+  image in[3];
+  char err[512];
+  make(in, 1, 6, 5, 2);
+  /* gradients not twice the image */
+  image wrong[3] = {in[0], in[1], in[2]};
+  wrong[1].cols -= 1;
+  cr_expect_eq(bad(wrong, 2, 1.5, err, sizeof err), QS_ESHAPE);
+  cr_expect(strstr(err, "gradient_row") && strstr(err, "(1, 24, 19)") &&
+                strstr(err, "(1, 12, 10)"),
+            "message names the slot and both shapes: %s", err);
+  wrong[1] = in[1];
+  wrong[0].frames = 2;
+  cr_expect_eq(bad(wrong, 2, 1.5, err, sizeof err), QS_ESHAPE);
+  cr_expect(strstr(err, "gradient_col") != NULL, "%s", err);
+  cr_expect_eq(bad(in, 0, 1.5, err, sizeof err), QS_EPARAM);
+  cr_expect(strstr(err, "magnification") != NULL, "%s", err);
+  cr_expect_eq(bad(in, 2, 0, err, sizeof err), QS_EPARAM);
+  cr_expect(strstr(err, "radius") != NULL, "%s", err);
+  cr_expect_eq(bad(in, 2, -1, err, sizeof err), QS_EPARAM);
+  cr_expect_eq(bad(in, 2, NAN, err, sizeof err), QS_EPARAM);
+  cr_expect(strstr(err, "radius") != NULL, "%s", err);
+  /* sides beyond what the index arithmetic keeps exact */
+  image huge[3] = {
+      image_wrap(in[0].data, 1, 2, (size_t)1 << 24),
+      image_wrap(in[1].data, 1, 2, (size_t)1 << 24),
+      image_wrap(in[2].data, 1, 1, (size_t)1 << 23)};
+  cr_expect_eq(bad(huge, 2, 1.5, err, sizeof err), QS_EOVERFLOW);
+  drop(in, 3);
+}
