@@ -356,35 +356,63 @@ int store_insert(store *s, const run_row *r, char *err, size_t err_len) {
                            : store_fail(s, rc, "adding a run", err, err_len);
 }
 
-int store_record(store *s, const run_row *in, char *err, size_t err_len) {
-  if (!s || !in)
-    return store_msg(err, err_len, QS_EINVAL, "store_record: no store or row");
-  run_row r = *in;
-  if (r.stamp <= 0) r.stamp = store_now();
-  if (!r.params) r.params = "{}";
+/* The row as stored: defaults filled, then checked (QS_EINVAL naming the
+ * row and field). */
+static int row_ready(store *s, const run_row *in, size_t i, double now,
+                     run_row *r, char *err, size_t err_len) {
+  *r = *in;
+  if (r->stamp <= 0) r->stamp = now;
+  if (!r->params) r->params = "{}";
   char why[128];
-  if (fields_check(run_fields, n_run_fields, &r, why, sizeof why) != 0)
-    return store_msg(err, err_len, QS_EINVAL,
-                     "timing store %s: run of %s/%s not recorded: %s", s->path,
-                     r.method ? r.method : "?", r.impl ? r.impl : "?", why);
+  if (fields_check(run_fields, n_run_fields, r, why, sizeof why) == 0)
+    return QS_OK;
+  return store_msg(err, err_len, QS_EINVAL,
+                   "timing store %s: run %zu (%s/%s) not recorded: %s",
+                   s->path, i, r->method ? r->method : "?",
+                   r->impl ? r->impl : "?", why);
+}
 
-  int status = store_begin(s, "recording a run", err, err_len);
+/* Inside an open transaction: adds r and trims its group. */
+static int row_append(store *s, const run_row *r, char *err, size_t err_len) {
+  int status = store_insert(s, r, err, err_len);
   if (status != QS_OK) return status;
-  status = store_insert(s, &r, err, err_len);
-  if (status == QS_OK) {
-    sqlite3_stmt *st = s->st[ST_TRIM];
-    const char *group[] = {r.method, r.impl, r.device, r.key};
-    int rc = SQLITE_OK;
-    for (int i = 0; i < 4 && rc == SQLITE_OK; i++)
-      rc = sqlite3_bind_text(st, i + 1, group[i], -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK) rc = sqlite3_bind_int(st, 5, STORE_KEEP);
-    rc = rc == SQLITE_OK ? write_step(s, st) : rc;
-    if (rc != SQLITE_DONE)
-      status = store_fail(s, rc, "trimming the history", err, err_len);
+  sqlite3_stmt *st = s->st[ST_TRIM];
+  const char *group[] = {r->method, r->impl, r->device, r->key};
+  int rc = SQLITE_OK;
+  for (int i = 0; i < 4 && rc == SQLITE_OK; i++)
+    rc = sqlite3_bind_text(st, i + 1, group[i], -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int(st, 5, STORE_KEEP);
+  rc = rc == SQLITE_OK ? write_step(s, st) : rc;
+  if (rc != SQLITE_DONE)
+    return store_fail(s, rc, "trimming the history", err, err_len);
+  return QS_OK;
+}
+
+int store_record_batch(store *s, const run_row *rows, size_t n, char *err,
+                       size_t err_len) {
+  if (!s || (!rows && n))
+    return store_msg(err, err_len, QS_EINVAL, "store_record: no store or row");
+  double now = store_now();
+  run_row r;
+  for (size_t i = 0; i < n; i++) {
+    int status = row_ready(s, &rows[i], i, now, &r, err, err_len);
+    if (status != QS_OK) return status;
   }
-  if (status == QS_OK) return store_commit(s, "recording a run", err, err_len);
+  if (n == 0) return QS_OK;
+  int status = store_begin(s, "recording runs", err, err_len);
+  for (size_t i = 0; status == QS_OK && i < n; i++) {
+    row_ready(s, &rows[i], i, now, &r, err, err_len);
+    status = row_append(s, &r, err, err_len);
+  }
+  if (status == QS_OK) return store_commit(s, "recording runs", err, err_len);
   store_rollback(s);
   return status;
+}
+
+int store_record(store *s, const run_row *r, char *err, size_t err_len) {
+  if (!r)
+    return store_msg(err, err_len, QS_EINVAL, "store_record: no store or row");
+  return store_record_batch(s, r, 1, err, err_len);
 }
 
 int store_device(store *s, const char *fingerprint, const char *name,

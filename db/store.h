@@ -60,6 +60,13 @@ const char *store_path(const store *s);
  * field). Another writer holding the file past STORE_BUSY_MS: QS_EBUSY. */
 int store_record(store *s, const run_row *r, char *err, size_t err_len);
 
+/* store_record for n rows in one transaction (all or none): the per-row
+ * cost falls several-fold because the commit is paid once (see
+ * bench/store.c). Rows are checked before anything is written; a bad one
+ * gives QS_EINVAL naming its index. */
+int store_record_batch(store *s, const run_row *rows, size_t n, char *err,
+                       size_t err_len);
+
 /* Records or refreshes a device: fingerprint, a display name and a JSON
  * object of its limits (NULL: "{}"); first seen is kept, last seen is now. */
 int store_device(store *s, const char *fingerprint, const char *name,

@@ -360,6 +360,34 @@ Test(store, history_is_bounded_to_the_newest) {
   db_remove(path);
 }
 
+Test(store, batch_is_all_or_nothing) {
+  char path[64];
+  db_temp(path);
+  store *s = db_open(path);
+  run_row b[250];
+  for (int i = 0; i < 250; i++)
+    b[i] = row_make("m", "serial", "cpu", "k", i);
+  b[2].device = NULL;
+  cr_expect_eq(store_record_batch(s, b, 250, err, sizeof err), QS_EINVAL);
+  cr_expect(strstr(err, "run 2") && strstr(err, "device"), "%s", err);
+  cr_expect_eq(count(s, NULL), 0);
+  b[2].device = "cpu";
+  store_fault(s, 300, SQLITE_IOERR); /* mid-batch: an insert or a trim */
+  cr_expect_eq(store_record_batch(s, b, 250, err, sizeof err), QS_EDB);
+  cr_expect_eq(count(s, NULL), 0);
+  cr_assert_eq(store_record_batch(s, b, 250, err, sizeof err), QS_OK, "%s",
+               err);
+  rows rs = query(s, NULL);
+  cr_assert_eq(rs.n, STORE_KEEP);
+  cr_expect_eq(rs.v[0].wall, 249.0);
+  cr_expect_eq(rs.v[STORE_KEEP - 1].wall, 50.0);
+  cr_expect_eq(rs.v[0].stamp, rs.v[1].stamp); /* one "now" per batch */
+  rows_free(&rs);
+  cr_expect_eq(store_record_batch(s, NULL, 0, err, sizeof err), QS_OK);
+  store_close(s);
+  db_remove(path);
+}
+
 Test(store, prune_keep_and_older_than) {
   store *s = db_open(":memory:");
   const char *keys[] = {"a", "b", "c"};
