@@ -10,6 +10,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,8 @@ int cache_load(const char *dir, uint64_t key, unsigned char **bin,
   *len = (size_t)n;
   buf = NULL;
   rc = QS_OK;
+  /* A hit makes the entry recent, so pruning drops the unused ones. */
+  utimensat(AT_FDCWD, path, NULL, 0);
 out:
   free(buf);
   fclose(f);
@@ -135,6 +138,7 @@ int cache_store(const char *dir, uint64_t key, const unsigned char *bin,
     unlink(tmp);
     return QS_EIO;
   }
+  cache_prune(dir, CACHE_MAX_ENTRIES);
   return QS_OK;
 }
 
@@ -165,4 +169,47 @@ int cl_cache_clear(const char *dir, size_t *removed) {
   }
   closedir(d);
   return rc;
+}
+
+typedef struct aged {
+  char name[32];
+  struct timespec mtime;
+} aged;
+
+static int aged_cmp(const void *a, const void *b) {
+  const struct timespec *x = &((const aged *)a)->mtime;
+  const struct timespec *y = &((const aged *)b)->mtime;
+  if (x->tv_sec != y->tv_sec) return x->tv_sec < y->tv_sec ? -1 : 1;
+  return (x->tv_nsec > y->tv_nsec) - (x->tv_nsec < y->tv_nsec);
+}
+
+void cache_prune(const char *dir, size_t keep) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  aged *all = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *e;
+  char path[4096];
+  while ((e = readdir(d))) {
+    struct stat st;
+    if (!is_entry(e->d_name) || strlen(e->d_name) != 20) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (stat(path, &st)) continue;
+    if (n == cap) {
+      aged *more = realloc(all, (cap = cap ? 2 * cap : 64) * sizeof *all);
+      if (!more) break;
+      all = more;
+    }
+    snprintf(all[n].name, sizeof all[n].name, "%s", e->d_name);
+    all[n++].mtime = st.st_mtim;
+  }
+  closedir(d);
+  if (n > keep) {
+    qsort(all, n, sizeof *all, aged_cmp);
+    for (size_t i = 0; i < n - keep; i++) {
+      snprintf(path, sizeof path, "%s/%s", dir, all[i].name);
+      unlink(path);
+    }
+  }
+  free(all);
 }

@@ -30,4 +30,13 @@ int cache_load(const char *dir, uint64_t key, unsigned char **bin,
 int cache_store(const char *dir, uint64_t key, const unsigned char *bin,
                 size_t len);
 
+/* Entries the cache keeps; cache_store prunes beyond this. */
+#define CACHE_MAX_ENTRIES 256
+
+/* Removes the least recently used entries of dir (by modification time,
+ * which cache_load refreshes on every hit) until at most keep remain.
+ * Temporary files are left to cl_cache_clear. Errors are ignored: pruning
+ * only bounds the directory's size. */
+void cache_prune(const char *dir, size_t keep);
+
 #endif

@@ -4,6 +4,7 @@
  * injection, first launches, error names and graceful absence. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,6 +267,11 @@ Test(clrt, disk_cache_loads_in_a_new_runtime) {
   cr_expect_eq(c.built, 1);
   cr_expect_eq(c.disk_hits, 0);
   cr_expect_eq(c.disk_writes, 1);
+  /* Age the entry: a hit must make it recent again (pruning is LRU). */
+  char path[4200];
+  cache_entry(dir, path, sizeof path);
+  struct timespec old[2] = {{1000, 0}, {1000, 0}};
+  cr_assert_eq(utimensat(AT_FDCWD, path, old, 0), 0);
 
   clrt *rt = open_or_skip(dir);
   cl_program p;
@@ -281,6 +287,9 @@ Test(clrt, disk_cache_loads_in_a_new_runtime) {
   cr_expect_eq(c.disk_hits, 1);
   cr_expect_eq(c.disk_writes, 0);
   cr_expect_gt(s, 0);
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0);
+  cr_expect_gt(st.st_mtim.tv_sec, 1000);
   /* The loaded program runs. */
   cl_int rc;
   cl_kernel k = clCreateKernel(p, "cubic", &rc);
@@ -590,4 +599,34 @@ Test(clrt, cache_clear_removes_only_entries) {
   cr_expect_eq(rmdir(dir), 0);
   cr_expect_eq(cl_cache_clear(dir, &n), QS_OK, "a missing dir is empty");
   cr_expect_eq(n, 0);
+}
+
+Test(clrt, prune_keeps_the_most_recent_entries) {
+  char dir[] = "/tmp/qs-clrt-prune-XXXXXX", path[128];
+  cr_assert_not_null(mkdtemp(dir));
+  /* Entry i was last used at time 1000 * (i + 1); index 1 is the newest. */
+  static const int order[5] = {2, 4, 0, 1, 3};
+  for (int i = 0; i < 5; i++) {
+    snprintf(path, sizeof path, "%s/%016x.bin", dir, i);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    struct timespec t[2] = {{1000 * (order[i] + 1), 0},
+                            {1000 * (order[i] + 1), 0}};
+    cr_assert_eq(utimensat(AT_FDCWD, path, t, 0), 0);
+  }
+  snprintf(path, sizeof path, "%s/%016x.bin.Ab12Cd", dir, 9);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fclose(f);
+  cache_prune(dir, 3);
+  for (int i = 0; i < 5; i++) {
+    snprintf(path, sizeof path, "%s/%016x.bin", dir, i);
+    cr_expect_eq(access(path, F_OK) == 0, order[i] >= 2,
+                 "entry %d used at rank %d", i, order[i]);
+  }
+  size_t n = 0;
+  cr_expect_eq(cl_cache_clear(dir, &n), QS_OK);
+  cr_expect_eq(n, 4, "three entries and the temporary file were left");
+  cr_expect_eq(rmdir(dir), 0);
 }
