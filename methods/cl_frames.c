@@ -28,8 +28,8 @@ static size_t frame_sizes(const method_call *c, size_t *per_frame) {
 }
 
 /* Frames per batch: what the device holds, at most CLF_BATCH_BYTES. */
-static int batch_frames(const method_call *c, size_t *batch, char *err,
-                        size_t err_len) {
+static int batch_frames(const method_call *c, size_t max_frames,
+                        size_t *batch, char *err, size_t err_len) {
   size_t per_frame[CLF_MAX_BUFFERS], sum = 0;
   if (c->n_in + c->n_out > CLF_MAX_BUFFERS) {
     snprintf(err, err_len, "cl_frames: more than %d buffers",
@@ -39,6 +39,7 @@ static int batch_frames(const method_call *c, size_t *batch, char *err,
   size_t n = frame_sizes(c, per_frame);
   for (size_t k = 0; k < n; k++) sum += per_frame[k];
   size_t wanted = c->in[0].frames;
+  if (max_frames && max_frames < wanted) wanted = max_frames;
   if (sum && CLF_BATCH_BYTES / sum < wanted)
     wanted = CLF_BATCH_BYTES / sum ? CLF_BATCH_BYTES / sum : 1;
   return cl_budget_frames(cldev_about(c->device), per_frame, NULL, n, wanted,
@@ -52,7 +53,7 @@ int cl_frames_probe(const method_call *c, char *why, size_t why_len) {
     return QS_EUNAVAIL;
   }
   if (!c->n_in || !c->n_out || !c->out) return QS_OK; /* shapes unknown */
-  return batch_frames(c, &batch, why, why_len) ? QS_EUNAVAIL : QS_OK;
+  return batch_frames(c, 0, &batch, why, why_len) ? QS_EUNAVAIL : QS_OK;
 }
 
 /* Adds the profiled seconds of the events and releases them. */
@@ -100,7 +101,8 @@ static int batch_bind(const method_call *c, cl_kernel kern, int zero_copy,
   return rc;
 }
 
-int cl_frames_run(const method_call *c, const cl_frames_job *job) {
+int cl_frames_stream(const method_call *c, const cl_frames_job *job,
+                     size_t max_frames) {
   cldev *d = c->device;
   char *err = c->err;
   size_t err_len = c->err_len;
@@ -118,7 +120,7 @@ int cl_frames_run(const method_call *c, const cl_frames_job *job) {
   int rc = d ? QS_OK : QS_EUNAVAIL;
   if (rc) snprintf(err, err_len, "%s: no OpenCL device given", job->kernel);
   if (!rc) rc = cldev_queue(d, &ctx, &q, err, err_len);
-  if (!rc) rc = batch_frames(c, &batch, err, err_len);
+  if (!rc) rc = batch_frames(c, max_frames, &batch, err, err_len);
   if (!rc)
     rc = cldev_program(d, job->file, job->options, &prog, &build, err,
                        err_len);
@@ -188,5 +190,8 @@ int cl_frames_run(const method_call *c, const cl_frames_job *job) {
   if (c->device_seconds) *c->device_seconds += dev_s;
   if (c->once_seconds) *c->once_seconds += once;
   return rc;
+}
+int cl_frames_run(const method_call *c, const cl_frames_job *job) {
+  return cl_frames_stream(c, job, 0);
 }
 #endif

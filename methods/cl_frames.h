@@ -37,6 +37,12 @@ typedef struct cl_frames_job {
  * cl_status: QS_EDEVMEM, QS_EBUILD, QS_ECL. */
 int cl_frames_run(const method_call *c, const cl_frames_job *job);
 
+/* cl_frames_run with batches of at most max_frames frames (0: as many
+ * as the device's memory and the batch cap allow). Lets tests stream a
+ * small stack in several batches. */
+int cl_frames_stream(const method_call *c, const cl_frames_job *job,
+                     size_t max_frames);
+
 /* Probe: QS_EUNAVAIL with a reason when there is no device or when one
  * frame of every buffer cannot fit it. */
 int cl_frames_probe(const method_call *c, char *why, size_t why_len);

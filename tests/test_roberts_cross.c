@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "method_harness.h"
+#include "methods/cl_frames.h"
 #include "methods/math/roberts.h"
 #include "methods/methods.h"
 #include "qs_test.h"
@@ -174,4 +175,47 @@ Test(roberts_cross, opencl_within_tolerance_of_serial) {
             cldev_about(d)->slug, worst);
   }
   clrt_close(rt);
+}
+
+#if QS_HAVE_OPENCL
+/* The OpenCL implementation with batches of two frames. */
+static int run_in_pairs(const method_call *c) {
+  static const cl_frames_job job = {.file = "roberts_cross.cl",
+                                    .kernel = "roberts_cross"};
+  return cl_frames_stream(c, &job, 2);
+}
+#endif
+
+/* A stack streamed through the device in several batches, the last one
+ * short, gives what one batch gives. */
+Test(roberts_cross, opencl_streams_batches) {
+#if QS_HAVE_OPENCL
+  clrt *rt;
+  char why[512] = "";
+  harness_cl_open(&rt, why, sizeof why);
+  if (!rt) cr_skip_test("%s", why);
+  impl_def pairs = {"opencl", IMPL_OPENCL, run_in_pairs, cl_frames_probe,
+                    1, SCHED_STATIC, 0};
+  method_desc d = *RC;
+  d.impls = &pairs;
+  d.n_impls = 1;
+  image m, ref[2], g[2];
+  cr_assert_eq(image_alloc(&m, 5, 19, 23), QS_OK);
+  harness_fill(&m, 99, 10.0f);
+  cr_assert_eq(run("serial", &m, ref), QS_OK);
+  char err[512] = "";
+  int rc = harness_run(&d, "opencl", &m, NULL, 0, g, clrt_device(rt, 0), err,
+                       sizeof err);
+  cr_assert_eq(rc, QS_OK, "%s", err);
+  for (int o = 0; o < 2; o++) {
+    cr_expect_eq(memcmp(g[o].data, ref[o].data, 5 * 19 * 23 * sizeof(float)),
+                 0, "output %d differs from serial", o);
+    image_free(&g[o]);
+    image_free(&ref[o]);
+  }
+  image_free(&m);
+  clrt_close(rt);
+#else
+  cr_skip_test("no OpenCL device: OpenCL is not built in");
+#endif
 }
