@@ -12,9 +12,11 @@
  *  - weights and sums are QS_ACC (double on the CPU), columns are the outer
  *    sum, and the result is rounded to float once at the end.
  *
- * Every sampler here goes through cr_taps_at/cr_apply, so the point
- * sampler, the separable path (taps computed once per output row and
- * column) and the half-pixel sampler give the same bits by construction. */
+ * The point sampler and the half-pixel sampler share cr_taps_at-style taps
+ * and cr_apply, so they agree by construction. The separable path (taps
+ * computed once per output row and column, cr_vsums then cr_hsum) performs
+ * the same additions in the same order, so it gives the same bits too
+ * (tests/test_shift_magnify.c checks every pixel of several cases). */
 #ifndef QS_MATH_CATMULL_ROM_H
 #define QS_MATH_CATMULL_ROM_H
 
