@@ -9,11 +9,14 @@
 
 #include "timer.h"
 
-double agent_fast_mean(const double *walls, size_t n) {
+int agent_window(const double *walls, size_t n, stats *s) {
   size_t k = n > AGENT_WINDOW ? AGENT_WINDOW : n;
+  return stats_of(walls + (n - k), k, s);
+}
+
+double agent_fast_mean(const double *walls, size_t n) {
   stats s;
-  if (stats_of(walls + (n - k), k, &s)) return -1;
-  return s.fast_mean;
+  return agent_window(walls, n, &s) ? -1 : s.fast_mean;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -68,7 +71,7 @@ int agent_cold(const agent_cand *c) {
 double agent_estimate(const agent_cand *c, double work, int *source) {
   if (c->n_walls) {
     *source = SRC_HISTORY;
-    return agent_fast_mean(c->walls, c->n_walls);
+    return c->fast > 0 ? c->fast : agent_fast_mean(c->walls, c->n_walls);
   }
   double a, b;
   if (!agent_fit(c->works, c->times, c->n_points, &a, &b)) {
@@ -165,14 +168,23 @@ long agent_choose(const agent_cand *c, size_t n, double work, int static_cold,
 
 int agent_inform(const double *walls, size_t n, double t, int *delayed,
                  double *factor, double *p) {
+  stats s;
+  if (n == 0 || agent_window(walls, n, &s)) {
+    *delayed = 0;
+    return 0;
+  }
+  return agent_inform_with(walls, n, &s, t, delayed, factor, p);
+}
+
+int agent_inform_with(const double *walls, size_t n, const stats *st,
+                      double t, int *delayed, double *factor, double *p) {
   size_t k = n > AGENT_WINDOW ? AGENT_WINDOW : n;
   if (k + 1 < AGENT_DELAY_MIN) {
     *delayed = 0;
     return 0;
   }
   const double *x = walls + (n - k);
-  stats s;
-  if (stats_of(x, k, &s)) return 0;
+  const stats s = *st;
   double limit = s.fast_mean + 4 * s.fast_std;
   if (!(t > limit) || !(s.fast_mean > 0)) {
     *delayed = 0;

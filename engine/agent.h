@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "quicksilver.h"
+#include "timer.h"
 
 /* Runs of the exact key the estimate reads (newest first). */
 #define AGENT_WINDOW 50
@@ -25,9 +26,11 @@ typedef struct agent_cand {
   /* Why it cannot be chosen for this call (NULL: it can): "unavailable",
    * "failed" (skipped after a failure), "mismatch", "device_memory". */
   const char *excluded;
-  /* Successful wall seconds for the exact key, oldest first. */
+  /* Successful wall seconds for the exact key, oldest first, and their
+   * agent_fast_mean when the caller keeps it (0: computed here). */
   const double *walls;
   size_t n_walls;
+  double fast;
   /* Other keys on this device: work size and fast-half mean seconds. */
   const double *works, *times;
   size_t n_points;
@@ -80,6 +83,13 @@ long agent_static(const agent_cand *c, size_t n, double work);
  * delay, 0 otherwise. */
 int agent_inform(const double *walls, size_t n, double t, int *delayed,
                  double *factor, double *p);
+
+/* The statistics agent_inform compares a run against: those of the newest
+ * AGENT_WINDOW of walls (oldest first); n must be > 0. Callers that keep
+ * them per key avoid re-sorting the window on every run. */
+int agent_window(const double *walls, size_t n, stats *s);
+int agent_inform_with(const double *walls, size_t n, const stats *s,
+                      double t, int *delayed, double *factor, double *p);
 
 /* Uniform double in [0, 1) from a 64-bit state (never left at 0). */
 double agent_random(uint64_t *state);

@@ -1,9 +1,13 @@
 /* engine.c — engine lifecycle: options and environment knobs, the pool,
- * the last-error message. */
+ * the OpenCL runtime, the timing store with this machine's device rows,
+ * the registry, the last-error message. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "cl/clrt.h"
+#include "db/store.h"
 #include "env.h"
 #include "internal.h"
 #include "timer.h"
@@ -82,6 +86,85 @@ static int resolve(engine *e, const engine_options *o) {
   return QS_OK;
 }
 
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* The CPU as a device: its model, the online cores and the pool's threads
+ * hashed into a fingerprint, so that CPU timings from other hardware or
+ * another thread count are not mistaken for this machine's. */
+static void cpu_identify(engine *e) {
+  snprintf(e->cpu_name, sizeof e->cpu_name, "unknown CPU");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[256];
+  while (f && fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10)) continue;
+    const char *v = strchr(line, ':');
+    if (!v) continue;
+    v += 1 + (v[1] == ' ');
+    snprintf(e->cpu_name, sizeof e->cpu_name, "%.*s",
+             (int)strcspn(v, "\n"), v);
+    break;
+  }
+  if (f) fclose(f);
+  char id[256];
+  snprintf(id, sizeof id, "%s|%d|%d", e->cpu_name, pool_cores(), e->threads);
+  snprintf(e->cpu_fp, sizeof e->cpu_fp, "cpu-%016llx",
+           (unsigned long long)fnv1a(id));
+}
+
+/* Device rows for the CPU and every OpenCL device; a failure here is the
+ * store's and does not stop the engine. */
+static void devices_record(engine *e) {
+  char info[512], msg[256];
+  snprintf(info, sizeof info,
+           "{\"kind\":\"cpu\",\"cores\":%d,\"threads\":%d}",
+           pool_cores(), e->threads);
+  store_device(e->store, e->cpu_fp, e->cpu_name, info, msg, sizeof msg);
+  for (size_t i = 0; e->cl && i < clrt_count(e->cl); i++) {
+    const cldev_info *d = cldev_about(clrt_device(e->cl, i));
+    snprintf(info, sizeof info,
+             "{\"kind\":\"opencl\",\"slug\":\"%s\",\"gpu\":%d,"
+             "\"compute_units\":%u,\"clock_mhz\":%u,\"global_mem\":%llu,"
+             "\"max_alloc\":%llu,\"local_mem\":%llu,\"fp64\":%d}",
+             d->slug, d->is_gpu, d->compute_units, d->clock_mhz,
+             (unsigned long long)d->global_mem,
+             (unsigned long long)d->max_alloc,
+             (unsigned long long)d->local_mem, d->fp64);
+    char name[300];
+    snprintf(name, sizeof name, "%s (%s)", d->name, d->platform);
+    store_device(e->store, d->fingerprint, name, info, msg, sizeof msg);
+  }
+}
+
+static int open_parts(engine *e) {
+  char msg[1024] = "";
+  if (pool_create(&e->pool, e->threads))
+    return engine_fail(e, QS_ENOMEM, "cannot start %d pool threads",
+                       e->threads);
+  cpu_identify(e);
+  e->rng = e->seed ? e->seed : (uint64_t)timer_ns() ^ (uint64_t)(uintptr_t)e;
+  char *kernels = NULL;
+  if (e->cache_dir) {
+    size_t n = strlen(e->cache_dir) + 16;
+    if ((kernels = malloc(n))) snprintf(kernels, n, "%s/kernels", e->cache_dir);
+  }
+  int rc = clrt_open(&e->cl, e->no_opencl, kernels, msg, sizeof msg);
+  free(kernels);
+  if (rc) return engine_fail(e, rc, "OpenCL runtime: %s", msg);
+  rc = registry_builtins(e);
+  if (rc) return rc;
+  rc = store_open(&e->store, e->db_path, msg, sizeof msg);
+  if (rc) {
+    e->store = NULL;
+    return engine_fail(e, rc, "%s", msg);
+  }
+  devices_record(e);
+  return QS_OK;
+}
+
 int engine_open(engine **out, const engine_options *options) {
   static const engine_options defaults;
   if (!out) return QS_EINVAL;
@@ -90,15 +173,89 @@ int engine_open(engine **out, const engine_options *options) {
   if (!e) return QS_ENOMEM;
   const engine_options *o = options ? options : &defaults;
   int rc = resolve(e, o);
-  if (!rc && pool_create(&e->pool, e->threads))
-    rc = engine_fail(e, QS_ENOMEM, "cannot start %d pool threads",
-                     e->threads);
+  if (!rc) rc = open_parts(e);
   *out = e;
   return rc;
 }
 
+/* Rows are written to the store in batches, one transaction each: a commit
+ * per row (with the history trim) costs several times the rest of a warm
+ * call (about 50 us median, 200 us mean with WAL checkpoints, against 5 us
+ * for the call). Runs wait in memory until FLUSH_ROWS are pending or the
+ * oldest is FLUSH_NS old (checked at each record), and are written at
+ * engine_close and before the store is read. A crash loses at most that
+ * batch; the selection never waits for the store because the engine's own
+ * history cache is updated at once. */
+#define FLUSH_ROWS 64
+#define FLUSH_NS 250000000
+
+struct pending {
+  run_row rows[FLUSH_ROWS];
+  char *text[FLUSH_ROWS]; /* one block per row holding its strings */
+  size_t n;
+  int64_t first_ns;
+};
+
+static double unix_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Copies s to *at and advances it. */
+static const char *put_str(char **at, const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = *at;
+  memcpy(d, s, n);
+  *at += n;
+  return d;
+}
+
+int engine_flush(engine *e) {
+  pending *q = e->queue;
+  if (!q || !q->n) return QS_OK;
+  char msg[512] = "";
+  int rc = e->store ? store_record_batch(e->store, q->rows, q->n, msg,
+                                         sizeof msg)
+                    : QS_OK;
+  for (size_t i = 0; i < q->n; i++) free(q->text[i]);
+  q->n = 0;
+  if (rc) return engine_fail(e, rc, "recording runs: %s", msg);
+  return QS_OK;
+}
+
+void engine_record(engine *e, const mstate *m, const rimpl *r,
+                   const run_rec *rec) {
+  if (!e->store) return;
+  if (!e->queue && !(e->queue = calloc(1, sizeof *e->queue))) return;
+  pending *q = e->queue;
+  const char *err = rec->error ? rec->error : "";
+  const char *str[] = {m->desc->name, r->name, r->devfp, rec->key,
+                       rec->params, err};
+  size_t len = 0;
+  for (size_t i = 0; i < 6; i++) len += strlen(str[i]) + 1;
+  char *block = malloc(len), *at = block;
+  if (!block) return;
+  q->text[q->n] = block;
+  q->rows[q->n] = (run_row){
+      .stamp = unix_now(), .method = put_str(&at, str[0]),
+      .impl = put_str(&at, str[1]), .impl_version = r->def->version,
+      .device = put_str(&at, str[2]), .key = put_str(&at, str[3]),
+      .work = rec->work, .params = put_str(&at, str[4]), .wall = rec->wall,
+      .device_s = rec->device_s, .once_s = rec->once_s,
+      .status = rec->status, .error = put_str(&at, str[5])};
+  int64_t now = timer_ns();
+  if (q->n++ == 0) q->first_ns = now;
+  if (q->n == FLUSH_ROWS || now - q->first_ns >= FLUSH_NS) engine_flush(e);
+}
+
 void engine_close(engine *e) {
   if (!e) return;
+  engine_flush(e);
+  free(e->queue);
+  registry_free(e);
+  store_close(e->store);
+  clrt_close(e->cl);
   pool_destroy(e->pool);
   free(e->db_path);
   free(e->cache_dir);

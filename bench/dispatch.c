@@ -1,0 +1,115 @@
+/* dispatch.c — the dispatcher's own cost: method_run() of a registered
+ * method whose implementations do nothing, on a warm key, with a
+ * file-backed store. What is measured is validation, key, selection from
+ * the in-memory history, the call, and recording the row.
+ *
+ * Usage: dispatch [runs (default 20000)] [store path (default: a temporary
+ * file, removed afterwards)]
+ * Prints min, median and 99th percentile microseconds per call. Goal:
+ * median <= 20 us. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "quicksilver.h"
+#include "timer.h"
+
+static int nop(const method_call *c) {
+  (void)c;
+  return QS_OK;
+}
+
+static const param_def nop_params[] = {
+    {"radius", PARAM_FLOAT, 1.5, 0, 10, PARAM_MIN_OPEN, NULL, "unused"},
+    {"magnification", PARAM_INT, 5, 1, 64, 0, NULL, "unused"},
+};
+static const impl_def nop_impls[] = {
+    {"serial", IMPL_SERIAL, nop, NULL, 1, SCHED_STATIC, 0},
+    {"threaded", IMPL_THREADED, nop, NULL, 1, SCHED_STATIC, 0},
+    {"threaded_dynamic", IMPL_THREADED, nop, NULL, 1, SCHED_DYNAMIC, 0},
+};
+static const slot_def nop_in[] = {{"image", "input"}};
+static const slot_def nop_out[] = {{"out", "output"}};
+static const method_desc nop_desc = {
+    .name = "nop",
+    .doc = "does nothing, to time the dispatcher",
+    .inputs = nop_in,
+    .n_inputs = 1,
+    .outputs = nop_out,
+    .n_outputs = 1,
+    .params = nop_params,
+    .n_params = 2,
+    .impls = nop_impls,
+    .n_impls = 3,
+};
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+  long runs = argc > 1 ? atol(argv[1]) : 20000;
+  if (runs < 10) runs = 10;
+  char tmp[] = "/tmp/qs_bench_dispatch_XXXXXX";
+  const char *path = argc > 2 ? argv[2] : NULL;
+  if (!path) {
+    int fd = mkstemp(tmp);
+    if (fd < 0) return perror("mkstemp"), 1;
+    close(fd);
+    unlink(tmp);
+    path = tmp;
+  }
+  engine_options o = {.db_path = path, .no_opencl = 1};
+  engine *e;
+  if (engine_open(&e, &o) || method_register(e, &nop_desc)) {
+    fprintf(stderr, "dispatch: %s\n", engine_error(e));
+    engine_close(e);
+    return 1;
+  }
+  static float px[16 * 16];
+  image in = image_wrap(px, 1, 16, 16);
+  param p[] = {{"radius", 2.0, NULL}};
+  run_request rq = {.inputs = &in, .n_inputs = 1, .params = p, .n_params = 1};
+  double *t = malloc((size_t)runs * sizeof *t);
+  if (!t) return 1;
+  run_report rep;
+  image out[1];
+  /* warm-up: calibration, history, caches */
+  for (int i = 0; i < 200; i++) {
+    if (method_run(e, "nop", &rq, out, 1, &rep)) {
+      fprintf(stderr, "dispatch: %s\n", engine_error(e));
+      return 1;
+    }
+    image_free(&out[0]);
+  }
+  int64_t all0 = timer_ns();
+  for (long i = 0; i < runs; i++) {
+    int64_t t0 = timer_ns();
+    int rc = method_run(e, "nop", &rq, out, 1, &rep);
+    t[i] = (double)(timer_ns() - t0) * 1e-3;
+    if (rc) return fprintf(stderr, "dispatch: %s\n", engine_error(e)), 1;
+    image_free(&out[0]);
+  }
+  double total = (double)(timer_ns() - all0) * 1e-3;
+  int64_t c0 = timer_ns();
+  engine_close(e);
+  double close_us = (double)(timer_ns() - c0) * 1e-3;
+  qsort(t, (size_t)runs, sizeof *t, cmp);
+  printf("dispatch: %ld warm method_run calls, file store %s\n", runs, path);
+  printf("  min %.2f us  median %.2f us  p99 %.2f us  mean %.2f us  "
+         "(engine_close %.0f us)\n",
+         t[0], t[runs / 2], t[runs * 99 / 100], total / (double)runs,
+         close_us);
+  free(t);
+  if (path == tmp) {
+    char side[sizeof tmp + 8];
+    unlink(tmp);
+    snprintf(side, sizeof side, "%s-wal", tmp);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", tmp);
+    unlink(side);
+  }
+  return 0;
+}

@@ -1,0 +1,582 @@
+/* test_dispatch.c — method_run's flow with a fake method registered through
+ * method_register, whose run time the test sets through the injected clock:
+ * validation errors with nothing recorded, forced implementations and kinds,
+ * calibration once per cold implementation, fallback and retry, the key,
+ * history across engine_close/engine_open, method_benchmark. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "db/store.h"
+#include "internal.h"
+#include "qs_test.h"
+
+TestSuite(dispatch, .fini = qs_leak_check);
+
+/* ------------------------------------------------------------ fake method */
+
+enum { F_SERIAL, F_THREADED, F_DYNAMIC, F_FLAKY, F_OPENCL, F_LOCKED, F_N };
+
+/* Per implementation: fixed and per-pixel nanoseconds, failure and wrong
+ * output switches, calls seen. */
+static struct {
+  int64_t fixed, per_px;
+  int fail, wrong;
+  int calls, small_calls;
+} fake[F_N];
+static int64_t fake_now;
+
+static int64_t fake_clock(void *ctx) {
+  (void)ctx;
+  return fake_now;
+}
+
+static int fake_body(const method_call *c, int which) {
+  const image *in = &c->in[0];
+  size_t px = in->frames * in->rows * in->cols;
+  fake[which].calls++;
+  if (in->frames == 1 && in->rows <= 64) fake[which].small_calls++;
+  fake_now += fake[which].fixed + fake[which].per_px * (int64_t)px;
+  if (fake[which].fail) {
+    snprintf(c->err, c->err_len, "fake %d failed on purpose", which);
+    return fake[which].fail;
+  }
+  double scale = c->p[0] + c->p[1] + (c->p[2] - 1) + c->p[3];
+  for (size_t i = 0; i < px; i++)
+    c->out[0].data[i] = (float)(in->data[i] * scale) + (float)fake[which].wrong;
+  return QS_OK;
+}
+
+#define FAKE_RUN(name, which)                                                 \
+  static int name(const method_call *c) { return fake_body(c, which); }
+FAKE_RUN(run_serial, F_SERIAL)
+FAKE_RUN(run_threaded, F_THREADED)
+FAKE_RUN(run_dynamic, F_DYNAMIC)
+FAKE_RUN(run_flaky, F_FLAKY)
+FAKE_RUN(run_opencl, F_OPENCL)
+FAKE_RUN(run_locked, F_LOCKED)
+
+static int probe_locked(const method_call *c, char *why, size_t len) {
+  (void)c;
+  snprintf(why, len, "locked by the test");
+  return 1;
+}
+
+static int fake_shape(const image *in, const double *p, image *out,
+                      char *err, size_t len) {
+  (void)p;
+  if (in[0].rows < 4) {
+    snprintf(err, len, "input stack has %zu rows, needs at least 4",
+             in[0].rows);
+    return QS_ESHAPE;
+  }
+  out[0].frames = in[0].frames;
+  out[0].rows = in[0].rows;
+  out[0].cols = in[0].cols;
+  return QS_OK;
+}
+
+static const param_def fake_params[] = {
+    {"scale", PARAM_FLOAT, 2, 0, 100, PARAM_MIN_OPEN, NULL, "factor"},
+    {"mode", PARAM_ENUM, 0, 0, 0, 0, "copy|add", "mode"},
+    {"iters", PARAM_INT, 1, 1, 10, 0, NULL, "iterations"},
+    {"flag", PARAM_BOOL, 0, 0, 0, 0, NULL, "a switch"},
+};
+static const impl_def fake_impls[] = {
+    {"serial", IMPL_SERIAL, run_serial, NULL, 1, SCHED_STATIC, 0},
+    {"threaded", IMPL_THREADED, run_threaded, NULL, 1, SCHED_STATIC, 0},
+    {"threaded_dynamic", IMPL_THREADED, run_dynamic, NULL, 1, SCHED_DYNAMIC,
+     4},
+    {"flaky", IMPL_COMPOSITE, run_flaky, NULL, 1, SCHED_STATIC, 0},
+    {"opencl", IMPL_OPENCL, run_opencl, NULL, 1, SCHED_STATIC, 0},
+    {"locked", IMPL_SERIAL, run_locked, probe_locked, 1, SCHED_STATIC, 0},
+};
+static const slot_def fake_in[] = {{"stack", "input"}};
+static const slot_def fake_out[] = {{"out", "output"}};
+static const method_desc fake_desc = {
+    .name = "fake",
+    .doc = "scales its input",
+    .inputs = fake_in,
+    .n_inputs = 1,
+    .outputs = fake_out,
+    .n_outputs = 1,
+    .params = fake_params,
+    .n_params = 4,
+    .impls = fake_impls,
+    .n_impls = 6,
+    .shape = fake_shape,
+    .tolerance = 1e-6,
+};
+
+static void fake_reset(void) {
+  memset(fake, 0, sizeof fake);
+  fake_now = 1000000000;
+  /* serial: 1 ms + 10 ns/px; threaded: 2 ms + 3 ns/px; dynamic: 3 ms +
+   * 4 ns/px; flaky: 0.5 ms + 1 ns/px (the fastest) */
+  int64_t fixed[F_N] = {1000000, 2000000, 3000000, 500000, 1, 1};
+  int64_t per_px[F_N] = {10, 3, 4, 1, 1, 1};
+  for (int i = 0; i < F_N; i++) fake[i].fixed = fixed[i], fake[i].per_px = per_px[i];
+}
+
+static engine *open_fake(const char *db, int no_calibration) {
+  engine_options o = {.db_path = db ? db : ":memory:", .threads = 2,
+                      .no_opencl = 1, .no_calibration = no_calibration,
+                      .seed = 42, .clock_ns = fake_clock};
+  engine *e = NULL;
+  int rc = engine_open(&e, &o);
+  cr_assert_eq(rc, QS_OK, "engine_open: %s", engine_error(e));
+  cr_assert_eq(method_register(e, &fake_desc), QS_OK, "%s", engine_error(e));
+  return e;
+}
+
+static int count_row(void *ctx, const run_row *r) {
+  (void)r;
+  (*(size_t *)ctx)++;
+  return 0;
+}
+
+static size_t rows_of(engine *e, const char *impl) {
+  cr_assert_eq(engine_flush(e), QS_OK, "%s", engine_error(e));
+  size_t n = 0;
+  store_filter f = {.method = "fake", .impl = impl};
+  cr_assert_eq(store_query(e->store, &f, count_row, &n, NULL, 0), QS_OK);
+  return n;
+}
+
+typedef struct status_count {
+  size_t n;
+  int status;
+  char error[256];
+} status_count;
+
+static int count_status(void *ctx, const run_row *r) {
+  status_count *s = ctx;
+  if (r->status == s->status) {
+    s->n++;
+    snprintf(s->error, sizeof s->error, "%s", r->error);
+  }
+  return 0;
+}
+
+static size_t rows_with(engine *e, const char *impl, int status,
+                        char *error) {
+  cr_assert_eq(engine_flush(e), QS_OK, "%s", engine_error(e));
+  status_count s = {.status = status};
+  store_filter f = {.method = "fake", .impl = impl};
+  cr_assert_eq(store_query(e->store, &f, count_status, &s, NULL, 0), QS_OK);
+  if (error) strcpy(error, s.error);
+  return s.n;
+}
+
+typedef struct input {
+  float *px;
+  image im;
+} input;
+
+static input make_input(size_t frames, size_t rows, size_t cols) {
+  input x;
+  size_t n = frames * rows * cols;
+  x.px = malloc(n * sizeof *x.px);
+  cr_assert_not_null(x.px);
+  for (size_t i = 0; i < n; i++) x.px[i] = (float)(i % 97) * 0.5f;
+  x.im = image_wrap(x.px, frames, rows, cols);
+  return x;
+}
+
+static int run(engine *e, const input *x, const param *p, size_t n_p,
+               const char *impl, run_report *rep) {
+  run_request rq = {.inputs = &x->im, .n_inputs = 1, .params = p,
+                    .n_params = n_p, .impl = impl};
+  image out[1];
+  int rc = method_run(e, "fake", &rq, out, 1, rep);
+  if (rc == QS_OK) {
+    cr_assert_not_null(out[0].data);
+    cr_assert_eq(out[0].rows, x->im.rows);
+    cr_assert_float_eq(out[0].data[1], x->px[1] * 2, 1e-6);
+  } else {
+    cr_assert_null(out[0].data);
+  }
+  image_free(&out[0]);
+  return rc;
+}
+
+/* ------------------------------------------------------------ validation */
+
+Test(dispatch, validation_errors_record_nothing) {
+  fake_reset();
+  engine *e = open_fake(NULL, 0);
+  input x = make_input(2, 16, 16);
+  run_report rep;
+  run_request rq = {.inputs = &x.im, .n_inputs = 1};
+  image out[1];
+
+  cr_assert_eq(method_run(e, "fkae", &rq, out, 1, &rep), QS_ENOMETHOD);
+  cr_assert_not_null(strstr(engine_error(e), "fkae"));
+  cr_assert_not_null(strstr(engine_error(e), "did you mean fake"));
+
+  param unknown[] = {{"scael", 3, NULL}};
+  cr_assert_eq(run(e, &x, unknown, 1, NULL, &rep), QS_EPARAM);
+  cr_assert_not_null(strstr(engine_error(e), "scael"));
+  cr_assert_not_null(strstr(engine_error(e), "did you mean scale"));
+
+  param bad_type[] = {{"iters", 0, "three"}};
+  cr_assert_eq(run(e, &x, bad_type, 1, NULL, &rep), QS_EPARAM);
+  cr_assert_not_null(strstr(engine_error(e), "iters"));
+
+  param zero[] = {{"scale", 0, NULL}};
+  cr_assert_eq(run(e, &x, zero, 1, NULL, &rep), QS_EPARAM);
+  cr_assert_not_null(strstr(engine_error(e), "scale"));
+  param nan_p[] = {{"scale", NAN, NULL}};
+  cr_assert_eq(run(e, &x, nan_p, 1, NULL, &rep), QS_EPARAM);
+  param big[] = {{"iters", 11, NULL}};
+  cr_assert_eq(run(e, &x, big, 1, NULL, &rep), QS_EPARAM);
+  param bad_enum[] = {{"mode", 0, "mul"}};
+  cr_assert_eq(run(e, &x, bad_enum, 1, NULL, &rep), QS_EPARAM);
+  cr_assert_not_null(strstr(engine_error(e), "copy|add"));
+
+  rq.n_inputs = 2;
+  cr_assert_eq(method_run(e, "fake", &rq, out, 1, &rep), QS_ESHAPE);
+  cr_assert_not_null(strstr(engine_error(e), "stack"));
+  rq.n_inputs = 1;
+  cr_assert_eq(method_run(e, "fake", &rq, out, 2, &rep), QS_EINVAL);
+
+  input thin = make_input(1, 3, 16);
+  cr_assert_eq(run(e, &thin, NULL, 0, NULL, &rep), QS_ESHAPE);
+  cr_assert_not_null(strstr(engine_error(e), "3 rows"));
+
+  cr_assert_eq(run(e, &x, NULL, 0, "nope", &rep), QS_ENOIMPL);
+  cr_assert_not_null(strstr(engine_error(e), "nope"));
+
+  for (int i = 0; i < F_N; i++) cr_assert_eq(fake[i].calls, 0);
+  cr_assert_eq(rows_of(e, NULL), 0);
+  free(thin.px);
+  free(x.px);
+  engine_close(e);
+}
+
+/* ----------------------------------------------------------------- forced */
+
+Test(dispatch, forced_name_and_kind) {
+  fake_reset();
+  engine *e = open_fake(NULL, 0);
+  input x = make_input(1, 32, 32);
+  run_report rep;
+  cr_assert_eq(run(e, &x, NULL, 0, "threaded_dynamic", &rep), QS_OK);
+  cr_assert_str_eq(rep.impl, "threaded_dynamic");
+  cr_assert_str_eq(rep.reason, "forced");
+  cr_assert_float_eq(rep.seconds, 3e-3 + 4e-9 * 1024, 1e-12);
+  cr_assert_eq(rep.calibration_seconds, 0);
+
+  /* "threaded" names an implementation as well as a kind: the name wins */
+  cr_assert_eq(run(e, &x, NULL, 0, "threaded", &rep), QS_OK);
+  cr_assert_str_eq(rep.impl, "threaded");
+  cr_assert_str_eq(rep.reason, "forced");
+  cr_assert_eq(run(e, &x, NULL, 0, "serial", &rep), QS_OK);
+  cr_assert_str_eq(rep.impl, "serial");
+  cr_assert_eq(run(e, &x, NULL, 0, "cpu", &rep), QS_OK);
+  cr_assert_str_neq(rep.impl, "opencl");
+
+  /* unavailable: by name (probe refuses), by kind (no device) */
+  cr_assert_eq(run(e, &x, NULL, 0, "locked", &rep), QS_EUNAVAIL);
+  cr_assert_not_null(strstr(engine_error(e), "locked by the test"));
+  cr_assert_eq(run(e, &x, NULL, 0, "opencl", &rep), QS_EUNAVAIL);
+  cr_assert_not_null(strstr(engine_error(e), "OpenCL"));
+  cr_assert_eq(fake[F_LOCKED].calls + fake[F_OPENCL].calls, 0);
+  free(x.px);
+  engine_close(e);
+}
+
+/* ------------------------------------------------------------ calibration */
+
+Test(dispatch, calibration_once_per_cold_impl) {
+  fake_reset();
+  engine *e = open_fake(NULL, 0);
+  input x = make_input(4, 512, 512);
+  run_report rep;
+  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK, "%s", engine_error(e));
+  cr_assert_str_eq(rep.reason, "calibration");
+  cr_assert_gt(rep.calibration_seconds, 0);
+  /* the four usable CPU implementations ran twice on both slices */
+  for (int i = 0; i <= F_FLAKY; i++)
+    cr_assert_eq(fake[i].small_calls, 4, "impl %d: %d", i,
+                 fake[i].small_calls);
+  /* flaky is fastest at every size: chosen on the full input */
+  cr_assert_str_eq(rep.impl, "flaky");
+  cr_assert_eq(fake[F_FLAKY].calls, 5);
+  /* calibration: each of the four twice on 16x16 and 32x32 (fixed costs
+   * four times, per-pixel costs on 2 x 1280 pixels) */
+  cr_assert_float_eq(rep.calibration_seconds, 26e-3 + 18e-9 * 2560, 1e-12);
+
+  /* warm: no calibration again, for this size or another */
+  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.reason, "history");
+  cr_assert_eq(rep.calibration_seconds, 0);
+  input y = make_input(2, 256, 300);
+  cr_assert_eq(run(e, &y, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.reason, "model");
+  for (int i = 0; i <= F_FLAKY; i++) cr_assert_eq(fake[i].small_calls, 4);
+  cr_assert_eq(rep.n_estimates, F_N);
+  cr_assert_str_eq(rep.estimates[F_OPENCL].source, "unavailable");
+  cr_assert_str_eq(rep.estimates[F_SERIAL].source, "model");
+  free(x.px);
+  free(y.px);
+  engine_close(e);
+}
+
+Test(dispatch, no_calibration_uses_static_order) {
+  fake_reset();
+  engine *e = open_fake(NULL, 1);
+  input small = make_input(1, 16, 16), large = make_input(2, 512, 512);
+  run_report rep;
+  cr_assert_eq(run(e, &small, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.reason, "static");
+  cr_assert_str_eq(rep.impl, "serial");
+  cr_assert_eq(run(e, &large, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.reason, "static");
+  cr_assert_str_eq(rep.impl, "threaded");
+  cr_assert_eq(rep.calibration_seconds, 0);
+  for (int i = 0; i < F_N; i++) cr_assert_eq(fake[i].small_calls, i == 0);
+  free(small.px);
+  free(large.px);
+  engine_close(e);
+}
+
+/* --------------------------------------------------------------- failures */
+
+Test(dispatch, failing_impl_falls_back_and_is_retried) {
+  fake_reset();
+  engine *e = open_fake(NULL, 0);
+  input x = make_input(1, 128, 128);
+  run_report rep;
+  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.impl, "flaky");
+  fake[F_FLAKY].fail = QS_EFAIL;
+  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.reason, "fallback");
+  cr_assert_eq(rep.fallbacks, 1);
+  cr_assert_str_eq(rep.impl, "serial"); /* next best at 16384 px */
+  char error[256];
+  cr_assert_eq(rows_with(e, "flaky", QS_EFAIL, error), 1);
+  cr_assert_not_null(strstr(error, "failed on purpose"));
+
+  /* skipped for the next 20 runs of the method, then tried once more */
+  int calls = fake[F_FLAKY].calls;
+  for (int i = 0; i < 20; i++) {
+    cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+    cr_assert_str_eq(rep.impl, "serial");
+    cr_assert_str_eq(rep.estimates[F_FLAKY].source, "failed");
+  }
+  cr_assert_eq(fake[F_FLAKY].calls, calls);
+  fake[F_FLAKY].fail = 0;
+  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.impl, "flaky");
+  cr_assert_eq(fake[F_FLAKY].calls, calls + 1);
+
+  /* a forced implementation that fails is an error, recorded */
+  fake[F_SERIAL].fail = QS_EFAIL;
+  cr_assert_eq(run(e, &x, NULL, 0, "serial", &rep), QS_EFAIL);
+  cr_assert_not_null(strstr(engine_error(e), "failed on purpose"));
+  cr_assert_eq(rows_with(e, "serial", QS_EFAIL, NULL), 1);
+
+  /* every implementation failing: the call fails, each recorded */
+  for (int i = 0; i < F_N; i++) fake[i].fail = QS_EFAIL;
+  input y = make_input(1, 64, 64);
+  cr_assert_eq(run(e, &y, NULL, 0, NULL, &rep), QS_EFAIL);
+  free(x.px);
+  free(y.px);
+  engine_close(e);
+}
+
+Test(dispatch, device_memory_skips_larger_work) {
+  fake_reset();
+  engine *e = open_fake(NULL, 0);
+  input x = make_input(1, 128, 128), big = make_input(1, 256, 256),
+        small = make_input(1, 64, 64);
+  run_report rep;
+  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.impl, "flaky");
+  fake[F_FLAKY].fail = QS_EDEVMEM;
+  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.reason, "fallback");
+  fake[F_FLAKY].fail = 0;
+  cr_assert_eq(run(e, &big, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_neq(rep.impl, "flaky");
+  cr_assert_str_eq(rep.estimates[F_FLAKY].source, "device_memory");
+  cr_assert_eq(run(e, &small, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.impl, "flaky");
+  free(x.px);
+  free(big.px);
+  free(small.px);
+  engine_close(e);
+}
+
+/* -------------------------------------------------------------------- key */
+
+Test(dispatch, key_changes_with_every_parameter) {
+  double base[4] = {2, 0, 1, 0};
+  image im = image_wrap(NULL, 2, 16, 16);
+  char k0[QS_KEY_MAX], k1[QS_KEY_MAX];
+  cr_assert_eq(key_text(&fake_desc, &im, base, k0, sizeof k0), QS_OK);
+  cr_assert_str_eq(k0, "fake(2x16x16;scale=2;mode=copy;iters=1;flag=false)");
+  const double other[4] = {2.5, 1, 2, 1};
+  for (int i = 0; i < 4; i++) {
+    double p[4];
+    memcpy(p, base, sizeof p);
+    p[i] = other[i];
+    cr_assert_eq(key_text(&fake_desc, &im, p, k1, sizeof k1), QS_OK);
+    cr_assert_str_neq(k0, k1, "parameter %s", fake_params[i].name);
+  }
+  image im2 = image_wrap(NULL, 2, 16, 17);
+  cr_assert_eq(key_text(&fake_desc, &im2, base, k1, sizeof k1), QS_OK);
+  cr_assert_str_neq(k0, k1);
+  cr_assert_eq(key_text(&fake_desc, &im, base, k1, 10), QS_EOVERFLOW);
+
+  char *json = key_json(&fake_desc, base);
+  cr_assert_str_eq(json, "{\"scale\":2,\"mode\":\"copy\",\"iters\":1,"
+                         "\"flag\":false}");
+  free(json);
+}
+
+/* ---------------------------------------------------------------- persist */
+
+Test(dispatch, history_persists_across_close_open) {
+  fake_reset();
+  char path[] = "/tmp/qs_dispatch_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  unlink(path);
+  input x = make_input(1, 128, 128);
+  run_report rep;
+  engine *e = open_fake(path, 0);
+  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.reason, "calibration");
+  cr_assert_str_eq(rep.impl, "flaky");
+  engine_close(e);
+
+  memset(fake, 0, sizeof fake);
+  fake_reset();
+  e = open_fake(path, 0);
+  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.reason, "history");
+  cr_assert_str_eq(rep.impl, "flaky");
+  for (int i = 0; i < F_N; i++) cr_assert_eq(fake[i].small_calls, 0);
+  cr_assert_eq(rep.estimates[F_FLAKY].runs, 1);
+  engine_close(e);
+
+  char side[sizeof path + 8];
+  unlink(path);
+  snprintf(side, sizeof side, "%s-wal", path);
+  unlink(side);
+  snprintf(side, sizeof side, "%s-shm", path);
+  unlink(side);
+  free(x.px);
+}
+
+/* -------------------------------------------------------------- benchmark */
+
+Test(dispatch, benchmark_ranks_and_records_mismatch) {
+  fake_reset();
+  engine *e = open_fake(NULL, 0);
+  fake[F_DYNAMIC].wrong = 1;
+  input x = make_input(1, 64, 64);
+  run_request rq = {.inputs = &x.im, .n_inputs = 1};
+  bench_result br;
+  cr_assert_eq(method_benchmark(e, "fake", &rq, NULL, 1, 5, &br), QS_OK,
+               "%s", engine_error(e));
+  cr_assert_eq(br.n, 4); /* locked and opencl are not available */
+  cr_assert_str_eq(br.entries[0].impl, "flaky");
+  cr_assert_str_eq(br.entries[1].impl, "serial");
+  cr_assert_str_eq(br.entries[2].impl, "threaded");
+  cr_assert_str_eq(br.entries[3].impl, "threaded_dynamic");
+  cr_assert_eq(br.entries[3].status, QS_EMISMATCH);
+  cr_assert_gt(br.entries[3].max_rel_diff, 1e-3);
+  for (int i = 0; i < 3; i++) {
+    cr_assert_eq(br.entries[i].status, QS_OK);
+    cr_assert_eq(br.entries[i].runs, 5);
+    cr_assert_leq(br.entries[i].max_rel_diff, 1e-6);
+  }
+  cr_assert_float_eq(br.entries[1].median, 1e-3 + 10e-9 * 4096, 1e-12);
+  cr_assert_eq(rows_with(e, "threaded_dynamic", QS_EMISMATCH, NULL), 5);
+  cr_assert_eq(rows_with(e, "serial", QS_OK, NULL), 5);
+
+  /* never chosen for that key, even when made fastest */
+  fake[F_DYNAMIC].fixed = 0;
+  fake[F_DYNAMIC].per_px = 0;
+  run_report rep;
+  fake[F_DYNAMIC].wrong = 0;
+  cr_assert_eq(run(e, &x, NULL, 0, "cpu", &rep), QS_OK);
+  cr_assert_str_eq(rep.impl, "flaky"); /* the agent, among the CPU ones */
+  cr_assert_str_eq(rep.reason, "history");
+  cr_assert_str_eq(rep.estimates[F_DYNAMIC].source, "mismatch");
+
+  /* selection by names */
+  cr_assert_eq(method_benchmark(e, "fake", &rq, "serial,flaky", 0, 2, &br),
+               QS_OK);
+  cr_assert_eq(br.n, 2);
+  cr_assert_eq(method_benchmark(e, "fake", &rq, "bogus", 0, 2, &br),
+               QS_ENOIMPL);
+  free(x.px);
+  engine_close(e);
+}
+
+Test(dispatch, listing) {
+  fake_reset();
+  engine *e = open_fake(NULL, 0);
+  cr_assert_geq(method_count(e), 1);
+  cr_assert_eq(method_find(e, "fake"), &fake_desc);
+  cr_assert_eq(method_at(e, method_count(e) - 1), &fake_desc);
+  cr_assert_null(method_find(e, "nope"));
+  cr_assert_eq(method_register(e, &fake_desc), QS_EEXISTS);
+  impl_info info[QS_MAX_ESTIMATES];
+  size_t n = 0;
+  cr_assert_eq(method_impls(e, "fake", info, QS_MAX_ESTIMATES, &n), QS_OK);
+  cr_assert_eq(n, F_N);
+  cr_assert_str_eq(info[F_LOCKED].why, "locked by the test");
+  cr_assert_eq(info[F_LOCKED].available, 0);
+  cr_assert_eq(info[F_OPENCL].available, 0);
+  cr_assert_eq(info[F_SERIAL].available, 1);
+  cr_assert_eq(strncmp(info[F_SERIAL].device, "cpu-", 4), 0);
+  cr_assert_eq(method_impls(e, "nope", info, 1, &n), QS_ENOMETHOD);
+  engine_close(e);
+}
+
+/* ------------------------------------------------------------------ delay */
+
+Test(dispatch, threaded_delay_flags_every_schedule) {
+  fake_reset();
+  engine *e = open_fake(NULL, 0);
+  input x = make_input(1, 64, 64);
+  run_report rep;
+  for (int i = 0; i < 25; i++)
+    cr_assert_eq(run(e, &x, NULL, 0, "threaded", &rep), QS_OK);
+  mstate *m = registry_find(e, "fake");
+  char key[QS_KEY_MAX];
+  const double defaults[4] = {2, 0, 1, 0};
+  cr_assert_eq(key_text(&fake_desc, &x.im, defaults, key, sizeof key), QS_OK);
+  hist *th = hist_get(m, F_THREADED, key, 0, 0);
+  cr_assert_not_null(th);
+  cr_assert_eq(th->delayed, 0);
+
+  fake[F_THREADED].fixed *= 3; /* 6 ms against a steady 2.012 ms */
+  cr_assert_eq(run(e, &x, NULL, 0, "threaded", &rep), QS_OK);
+  cr_assert_eq(th->delayed, 1);
+  cr_assert_float_eq(th->factor, (6e-3 + 3e-9 * 4096) / (2e-3 + 3e-9 * 4096),
+                     1e-9);
+  hist *dyn = hist_get(m, F_DYNAMIC, key, 0, 0);
+  cr_assert_not_null(dyn);
+  cr_assert_eq(dyn->delayed, 1, "a threaded delay flags every schedule");
+  cr_assert_eq(dyn->factor, th->factor);
+  hist *ser = hist_get(m, F_SERIAL, key, 0, 0);
+  cr_assert(!ser || !ser->delayed);
+
+  fake[F_THREADED].fixed /= 3;
+  cr_assert_eq(run(e, &x, NULL, 0, "threaded", &rep), QS_OK);
+  cr_assert_eq(th->delayed, 0);
+  cr_assert_eq(dyn->delayed, 0);
+  free(x.px);
+  engine_close(e);
+}
