@@ -1,0 +1,312 @@
+/* test_reference.c — quicksilver against NanoPyx's own outputs.
+ *
+ * tests/data/reference/ holds cases made by bench/nanopyx/make_fixtures.py
+ * with NanoPyx's deterministic `unthreaded` run type: inputs, outputs, the
+ * parameters under quicksilver's names and the accepted error relative to
+ * max |reference|. For every case `serial` must match within that
+ * tolerance; every other available implementation must match within it
+ * plus the method's own cross-implementation tolerance (what it may differ
+ * from serial by). The worst pixel of every case goes to stderr, so the
+ * measured agreement is visible in the log, not only pass/fail.
+ *
+ * A method that is not registered skips its tests with a message naming
+ * the fixtures left unchecked: a visible skip, never a silent pass. */
+#include <cJSON.h>
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qs_test.h"
+#include "quicksilver.h"
+
+TestSuite(reference, .fini = qs_leak_check);
+
+#define REF_DIR QS_SOURCE_ROOT "/tests/data/reference/"
+#define MAX_SLOTS 4
+#define MAX_PARAMS 16
+
+/* One case, loaded: images owned here, params point into the JSON. */
+typedef struct ref_case {
+  char name[QS_NAME_MAX];
+  const char *method;
+  double tol;
+  size_t n_in, n_out, n_p;
+  image in[MAX_SLOTS], out[MAX_SLOTS];
+  char out_slot[MAX_SLOTS][QS_NAME_MAX];
+  param p[MAX_PARAMS];
+  cJSON *json;
+} ref_case;
+
+static char *file_read(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "cannot open %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  cr_assert_geq(n, 0, "cannot size %s", path);
+  char *buf = malloc((size_t)n + 1);
+  cr_assert_not_null(buf);
+  cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n, "short read %s", path);
+  fclose(f);
+  buf[n] = '\0';
+  if (len) *len = (size_t)n;
+  return buf;
+}
+
+static cJSON *json_load(const char *path) {
+  char *text = file_read(path, NULL);
+  cJSON *j = cJSON_Parse(text);
+  free(text);
+  cr_assert_not_null(j, "%s is not valid JSON", path);
+  return j;
+}
+
+/* Loads one array entry {file, shape} into a new image. The files are
+ * little-endian float32; this machine is little-endian too (checked). */
+static void array_load(const cJSON *entry, image *img) {
+  const cJSON *file = cJSON_GetObjectItem(entry, "file");
+  const cJSON *shape = cJSON_GetObjectItem(entry, "shape");
+  cr_assert(cJSON_IsString(file) && cJSON_GetArraySize(shape) == 3,
+            "fixture entry without file or 3-D shape");
+  size_t dim[3];
+  for (int k = 0; k < 3; k++)
+    dim[k] = (size_t)cJSON_GetArrayItem(shape, k)->valuedouble;
+  cr_assert_eq(image_alloc(img, dim[0], dim[1], dim[2]), QS_OK);
+  char path[1024];
+  snprintf(path, sizeof path, REF_DIR "%s", file->valuestring);
+  size_t len;
+  char *bytes = file_read(path, &len);
+  size_t n = dim[0] * dim[1] * dim[2];
+  cr_assert_eq(len, n * sizeof(float), "%s: %zu bytes for shape %zux%zux%zu",
+               path, len, dim[0], dim[1], dim[2]);
+  const uint16_t probe = 1;
+  cr_assert_eq(*(const uint8_t *)&probe, 1, "fixtures are little-endian");
+  memcpy(img->data, bytes, len);
+  free(bytes);
+}
+
+static void case_load(const char *name, ref_case *c) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->name, sizeof c->name, "%s", name);
+  char path[1024];
+  snprintf(path, sizeof path, REF_DIR "%s.json", name);
+  c->json = json_load(path);
+  c->method = cJSON_GetObjectItem(c->json, "method")->valuestring;
+  c->tol = cJSON_GetObjectItem(c->json, "tolerance")->valuedouble;
+  const cJSON *it;
+  cJSON_ArrayForEach(it, cJSON_GetObjectItem(c->json, "inputs")) {
+    cr_assert_lt(c->n_in, MAX_SLOTS);
+    array_load(it, &c->in[c->n_in++]);
+  }
+  cJSON_ArrayForEach(it, cJSON_GetObjectItem(c->json, "outputs")) {
+    cr_assert_lt(c->n_out, MAX_SLOTS);
+    snprintf(c->out_slot[c->n_out], QS_NAME_MAX, "%s",
+             cJSON_GetObjectItem(it, "slot")->valuestring);
+    array_load(it, &c->out[c->n_out++]);
+  }
+  /* Numbers by value, booleans as 0/1, enums by name. */
+  cJSON_ArrayForEach(it, cJSON_GetObjectItem(c->json, "params")) {
+    cr_assert_lt(c->n_p, MAX_PARAMS);
+    param *p = &c->p[c->n_p++];
+    p->name = it->string;
+    if (cJSON_IsString(it))
+      p->text = it->valuestring;
+    else if (cJSON_IsBool(it))
+      p->value = cJSON_IsTrue(it) ? 1 : 0;
+    else
+      p->value = it->valuedouble;
+  }
+}
+
+static void case_free(ref_case *c) {
+  for (size_t k = 0; k < c->n_in; k++)
+    image_free(&c->in[k]);
+  for (size_t k = 0; k < c->n_out; k++)
+    image_free(&c->out[k]);
+  cJSON_Delete(c->json);
+}
+
+/* The worst pixel of got against ref: error relative to max |ref|. */
+typedef struct worst {
+  double rel, abs;
+  size_t at;
+  float got, ref;
+} worst;
+
+static worst compare(const image *got, const image *ref) {
+  size_t n = ref->frames * ref->rows * ref->cols;
+  double peak = 0;
+  for (size_t i = 0; i < n; i++)
+    if (fabs(ref->data[i]) > peak) peak = fabs(ref->data[i]);
+  worst w = {0, 0, 0, got->data[0], ref->data[0]};
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs((double)got->data[i] - (double)ref->data[i]);
+    /* NaN (TAC2 of a one-frame timepoint) must be NaN in both */
+    if (!isnan(got->data[i]) != !isnan(ref->data[i]))
+      d = INFINITY;
+    else if (isnan(ref->data[i]))
+      d = 0;
+    if (d > w.abs) {
+      w.abs = d;
+      w.at = i;
+      w.got = got->data[i];
+      w.ref = ref->data[i];
+    }
+  }
+  w.rel = peak > 0 ? w.abs / peak : w.abs;
+  return w;
+}
+
+/* Runs the case with `impl` and checks every output within tol; prints the
+ * worst pixel. Returns the worst relative error over the outputs. */
+static double case_check(engine *e, const ref_case *c, const char *impl,
+                         double tol) {
+  run_request rq = {.inputs = c->in,
+                    .n_inputs = c->n_in,
+                    .params = c->p,
+                    .n_params = c->n_p,
+                    .impl = impl};
+  image got[MAX_SLOTS];
+  memset(got, 0, sizeof got);
+  run_report rep;
+  int rc = method_run(e, c->method, &rq, got, c->n_out, &rep);
+  cr_assert_eq(rc, QS_OK, "%s with %s: %s: %s", c->name, impl, status_name(rc),
+               engine_error(e));
+  double worst_rel = 0;
+  for (size_t k = 0; k < c->n_out; k++) {
+    const image *r = &c->out[k];
+    cr_expect(got[k].frames == r->frames && got[k].rows == r->rows &&
+                  got[k].cols == r->cols,
+              "%s %s with %s: shape %zux%zux%zu, NanoPyx %zux%zux%zu", c->name,
+              c->out_slot[k], rep.impl, got[k].frames, got[k].rows,
+              got[k].cols, r->frames, r->rows, r->cols);
+    if (got[k].frames != r->frames || got[k].rows != r->rows ||
+        got[k].cols != r->cols)
+      continue;
+    worst w = compare(&got[k], r);
+    size_t plane = r->rows * r->cols;
+    fprintf(stderr,
+            "reference %-26s %-14s %-24s worst %.3g rel (abs %.3g at "
+            "[%zu,%zu,%zu]: %.9g vs NanoPyx %.9g), tolerance %.3g\n",
+            c->name, c->out_slot[k], rep.impl, w.rel, w.abs, w.at / plane,
+            w.at % plane / r->cols, w.at % r->cols, (double)w.got,
+            (double)w.ref, tol);
+    cr_expect_leq(w.rel, tol,
+                  "%s %s with %s: worst %.3g relative to max|NanoPyx| at "
+                  "pixel %zu (%.9g vs %.9g) exceeds %.3g",
+                  c->name, c->out_slot[k], rep.impl, w.rel, w.at,
+                  (double)w.got, (double)w.ref, tol);
+    if (w.rel > worst_rel) worst_rel = w.rel;
+  }
+  for (size_t k = 0; k < c->n_out; k++)
+    image_free(&got[k]);
+  return worst_rel;
+}
+
+static engine *engine_for_tests(void) {
+  engine_options o = {.db_path = ":memory:", .no_calibration = 1, .seed = 1};
+  engine *e = NULL;
+  int rc = engine_open(&e, &o);
+  cr_assert_eq(rc, QS_OK, "engine_open: %s",
+               e ? engine_error(e) : status_message(rc));
+  return e;
+}
+
+/* The names of the cases of `method`, from index.json; *n receives the
+ * count. The caller frees the returned array with cJSON_Delete(*index). */
+static const char **cases_of(const char *method, size_t *n, cJSON **index) {
+  *index = json_load(REF_DIR "index.json");
+  const cJSON *list = cJSON_GetObjectItem(*index, "cases");
+  size_t total = (size_t)cJSON_GetArraySize(list);
+  const char **names = calloc(total + 1, sizeof *names);
+  cr_assert_not_null(names);
+  *n = 0;
+  const cJSON *it;
+  cJSON_ArrayForEach(it, list) {
+    char path[1024];
+    snprintf(path, sizeof path, REF_DIR "%s.json", it->valuestring);
+    cJSON *j = json_load(path);
+    const cJSON *m = cJSON_GetObjectItem(j, "method");
+    cr_assert(cJSON_IsString(m), "%s has no method", path);
+    if (!strcmp(m->valuestring, method)) names[(*n)++] = it->valuestring;
+    cJSON_Delete(j);
+  }
+  return names;
+}
+
+/* Checks every case of `method` with serial (all_impls 0) or with every
+ * other available implementation (all_impls 1). */
+static void method_check(const char *method, int all_impls) {
+  cJSON *index;
+  size_t n;
+  const char **names = cases_of(method, &n, &index);
+  cr_assert_gt(n, 0, "no reference fixtures for %s", method);
+  engine *e = engine_for_tests();
+  const method_desc *d = method_find(e, method);
+  if (!d) {
+    engine_close(e);
+    free(names);
+    cJSON_Delete(index);
+    cr_skip_test("method %s is not registered: %zu NanoPyx fixtures "
+                 "unchecked",
+                 method, n);
+  }
+  impl_info impls[QS_MAX_ESTIMATES];
+  size_t n_impls = 0;
+  cr_assert_eq(method_impls(e, method, impls, QS_MAX_ESTIMATES, &n_impls),
+               QS_OK, "%s", engine_error(e));
+  if (n_impls > QS_MAX_ESTIMATES) n_impls = QS_MAX_ESTIMATES;
+  size_t checked = 0;
+  for (size_t i = 0; i < n; i++) {
+    ref_case c;
+    case_load(names[i], &c);
+    if (!all_impls) {
+      case_check(e, &c, "serial", c.tol);
+      checked++;
+    } else {
+      for (size_t k = 0; k < n_impls; k++) {
+        if (!strcmp(impls[k].name, "serial")) continue;
+        if (!impls[k].available) {
+          if (i == 0)
+            fprintf(stderr, "reference %s: %s unavailable here: %s\n", method,
+                    impls[k].name, impls[k].why);
+          continue;
+        }
+        case_check(e, &c, impls[k].name, c.tol + d->tolerance);
+        checked++;
+      }
+    }
+    case_free(&c);
+  }
+  engine_close(e);
+  free(names);
+  cJSON_Delete(index);
+  if (all_impls && checked == 0)
+    cr_skip_test("%s has no implementation other than serial available "
+                 "here",
+                 method);
+}
+
+Test(reference, index_covers_every_method) {
+  static const char *const methods[] = {"shift_magnify", "roberts_cross",
+                                        "rgc", "esrrf"};
+  for (size_t m = 0; m < sizeof methods / sizeof *methods; m++) {
+    cJSON *index;
+    size_t n;
+    const char **names = cases_of(methods[m], &n, &index);
+    cr_expect_geq(n, 2, "only %zu reference fixtures for %s", n, methods[m]);
+    free(names);
+    cJSON_Delete(index);
+  }
+}
+
+Test(reference, shift_magnify_serial) { method_check("shift_magnify", 0); }
+Test(reference, shift_magnify_all) { method_check("shift_magnify", 1); }
+Test(reference, roberts_cross_serial) { method_check("roberts_cross", 0); }
+Test(reference, roberts_cross_all) { method_check("roberts_cross", 1); }
+Test(reference, rgc_serial) { method_check("rgc", 0); }
+Test(reference, rgc_all) { method_check("rgc", 1); }
+Test(reference, esrrf_serial) { method_check("esrrf", 0); }
+Test(reference, esrrf_all) { method_check("esrrf", 1); }
