@@ -135,7 +135,12 @@ typedef struct engine_options {
 
 /* Opens an engine. On failure *e is NULL unless the failure could be
  * described in an engine (then *e is a usable handle whose engine_error
- * says why, to be closed with engine_close). */
+ * says why, to be closed with engine_close). A damaged store file gives
+ * QS_ECORRUPT and a handle that runs methods without recording them; the
+ * file is left untouched.
+ * An engine is used by one thread at a time; open one per thread (they may
+ * share the store file). Runs are written to the store in batches (at most
+ * 64 runs or 250 ms late, and at engine_close). */
 QS_API int engine_open(engine **e, const engine_options *options);
 QS_API void engine_close(engine *e);
 
@@ -254,7 +259,9 @@ struct method_call {
                       range_fn body, void *ctx);
   void *device;      /* IMPL_OPENCL: the device (cl/ runtime), else NULL */
   /* Runs another method through the dispatcher (composite
-   * implementations): impl NULL lets the agent choose. */
+   * implementations): impl NULL lets the agent choose. out[0..n_out)
+   * receive engine-allocated images the composite releases (image_free);
+   * on failure the message is in err. */
   int (*step)(const method_call *c, const char *method, const char *impl,
               const image *in, size_t n_in, const param *p, size_t n_p,
               image *out, size_t n_out);
@@ -270,13 +277,16 @@ struct method_call {
 typedef int (*impl_fn)(const method_call *c);
 
 /* One implementation of a method. For IMPL_OPENCL the engine registers one
- * implementation per OpenCL device, named "<name>:<device slug>". */
+ * implementation per OpenCL device, named "<name>:<device slug>" (without
+ * devices: one unavailable implementation "<name>"). Names are short
+ * (under 32 characters) and unique within the method. */
 typedef struct impl_def {
   const char *name;
   impl_kind kind;
   impl_fn run;
   /* Availability on this machine for this call; NULL: always. A nonzero
-   * return makes the implementation unavailable, with `why`. */
+   * return makes the implementation unavailable, with `why`. Listing calls
+   * it with no inputs (n_in == 0) and the default parameters. */
   int (*probe)(const method_call *c, char *why, size_t why_len);
   int version;   /* bump when the numbers or the speed change */
   schedule sched;
@@ -343,7 +353,8 @@ typedef struct impl_info {
   int version;
   int available;
   char why[256];   /* why not available, else "" */
-  char device[QS_NAME_MAX]; /* device fingerprint, "cpu" for CPU */
+  char device[QS_NAME_MAX]; /* device fingerprint: "cpu-<16 hex>" (CPU
+                               model, cores, pool threads) for CPU ones */
 } impl_info;
 
 /* Fills up to max entries; *n receives the total. */
@@ -358,16 +369,20 @@ typedef struct run_request {
   const param *params;
   size_t n_params;
   /* NULL: the agent chooses. Otherwise an implementation name
-   * ("threaded_dynamic", "opencl:<slug>") or a kind ("serial", "threaded",
-   * "opencl", "cpu", "composite"). */
+   * ("threaded_dynamic", "opencl:<slug>"): forced, an error if it is not
+   * available or fails; or a kind ("serial", "threaded", "opencl", "cpu",
+   * "composite", several comma-separated): the agent chooses among those,
+   * with fallback. A word that names an implementation and a kind
+   * ("threaded") means the implementation. */
   const char *impl;
 } run_request;
 
 typedef struct run_estimate {
   char impl[QS_NAME_MAX];
   double seconds;       /* predicted steady-state seconds; < 0: unknown */
-  char source[16];      /* "history", "model", "calibration", "none",
-                           "failed", "unavailable" */
+  char source[16];      /* "history", "model", "none"; or why it was not
+                           a candidate: "unavailable", "failed",
+                           "mismatch", "device_memory" */
   int runs;             /* timings behind the estimate */
 } run_estimate;
 
@@ -386,7 +401,13 @@ typedef struct run_report {
 
 /* Runs `method` on the request. outputs[0..n_outputs) receive images
  * allocated by the engine (free with image_free); on failure they are
- * empty. `report` may be NULL. */
+ * empty. `report` may be NULL.
+ * Choice: the exact key's history (mean of the fastest half of the newest
+ * 50 runs); else a fit time = a + b * work over the implementation's other
+ * keys; implementations with no timing on this device are first calibrated
+ * on two small slices of the input (unless no_calibration: a static order
+ * by kind and size). An implementation that fails is recorded, skipped for
+ * that key for the next 20 runs of the method, and the next best runs. */
 QS_API int method_run(engine *e, const char *method, const run_request *rq,
                       image *outputs, size_t n_outputs, run_report *report);
 

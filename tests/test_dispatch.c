@@ -241,7 +241,9 @@ Test(dispatch, validation_errors_record_nothing) {
   cr_assert_eq(method_run(e, "fake", &rq, out, 1, &rep), QS_ESHAPE);
   cr_assert_not_null(strstr(engine_error(e), "stack"));
   rq.n_inputs = 1;
-  cr_assert_eq(method_run(e, "fake", &rq, out, 2, &rep), QS_EINVAL);
+  image two[2];
+  cr_assert_eq(method_run(e, "fake", &rq, two, 2, &rep), QS_EINVAL);
+  cr_assert_not_null(strstr(engine_error(e), "1 output"));
 
   input thin = make_input(1, 3, 16);
   cr_assert_eq(run(e, &thin, NULL, 0, NULL, &rep), QS_ESHAPE);
@@ -579,4 +581,36 @@ Test(dispatch, threaded_delay_flags_every_schedule) {
   cr_assert_eq(dyn->delayed, 0);
   free(x.px);
   engine_close(e);
+}
+
+/* ---------------------------------------------------------- corrupt store */
+
+Test(dispatch, corrupt_store_gives_usable_handle) {
+  fake_reset();
+  char path[] = "/tmp/qs_corrupt_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  char junk[4096];
+  memset(junk, 'x', sizeof junk);
+  cr_assert_eq(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
+  close(fd);
+  engine_options o = {.db_path = path, .no_opencl = 1, .clock_ns = fake_clock};
+  engine *e = NULL;
+  cr_assert_eq(engine_open(&e, &o), QS_ECORRUPT);
+  cr_assert_not_null(e);
+  cr_assert_not_null(strstr(engine_error(e), path), "%s", engine_error(e));
+  /* still usable: runs are served, just not recorded */
+  cr_assert_eq(method_register(e, &fake_desc), QS_OK);
+  input x = make_input(1, 32, 32);
+  run_report rep;
+  cr_assert_eq(run(e, &x, NULL, 0, "serial", &rep), QS_OK);
+  engine_close(e);
+  /* the file is left as it was, for the caller to move aside */
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f);
+  cr_assert_eq(fread(junk, 1, sizeof junk, f), sizeof junk);
+  fclose(f);
+  cr_assert_eq(junk[0], 'x');
+  unlink(path);
+  free(x.px);
 }
