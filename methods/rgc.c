@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "methods/cl_frames.h"
 #include "methods/esrrf/esrrf.h"
 #include "methods/methods.h"
 
@@ -145,6 +146,7 @@ static const param_def rgc_params[] = {RGC_PARAM_ROWS};
 
 static const impl_def rgc_impls[] = {
     QS_CPU_IMPLS(rgc_run, 1, 8),
+    QS_OPENCL_IMPL(rgc_run_opencl, 1),
 };
 
 static double rgc_work(const image *in, const double *p) {

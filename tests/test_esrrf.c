@@ -34,7 +34,9 @@ typedef struct opts {
 
 static const opts DEFAULTS = {5, 1.5, 1, 1, 0, AVG, 1};
 
-static int run(const char *impl, const image *in, opts o, image *out) {
+/* Runs impl (on device, for OpenCL) with the options o. */
+static int run_on(const char *impl, void *device, const image *in, opts o,
+                  image *out) {
   param p[] = {{"magnification", o.mag, NULL},
                {"radius", o.radius, NULL},
                {"sensitivity", o.sens, NULL},
@@ -43,9 +45,29 @@ static int run(const char *impl, const image *in, opts o, image *out) {
                {"temporal", o.temporal, NULL},
                {"macro_pixel_correction", o.mpc, NULL}};
   char err[512] = "";
-  int rc = harness_run(ES, impl, in, p, 7, out, NULL, err, sizeof err);
+  int rc = harness_run(ES, impl, in, p, 7, out, device, err, sizeof err);
   if (rc) fprintf(stderr, "esrrf %s: %s\n", impl, err);
   return rc;
+}
+
+static int run(const char *impl, const image *in, opts o, image *out) {
+  return run_on(impl, NULL, in, o, out);
+}
+
+/* Three cases that differ in every parameter the kernels see: defaults;
+ * temporal none, M 3, radius 2.5, sensitivity 2; tac2 over timepoints of
+ * 3, M 2, radius 1, no intensity weighting. */
+static void agreement_cases(opts cases[3]) {
+  cases[0] = cases[1] = cases[2] = DEFAULTS;
+  cases[1].temporal = NONE;
+  cases[1].mag = 3;
+  cases[1].radius = 2.5;
+  cases[1].sens = 2;
+  cases[2].temporal = TAC2;
+  cases[2].iw = 0;
+  cases[2].fpt = 3;
+  cases[2].mag = 2;
+  cases[2].radius = 1;
 }
 
 /* A blinking-emitter stack: Gaussian spots (sigma in pixels) at the given
@@ -301,16 +323,8 @@ Test(esrrf, macro_pixel_correction_gives_phase_means_of_one) {
 
 Test(esrrf, implementations_agree_with_serial) {
   image st = random_stack(5, 17, 15, 5);
-  opts cases[3] = {DEFAULTS, DEFAULTS, DEFAULTS};
-  cases[1].temporal = NONE;
-  cases[1].mag = 3;
-  cases[1].radius = 2.5;
-  cases[1].sens = 2;
-  cases[2].temporal = TAC2;
-  cases[2].iw = 0;
-  cases[2].fpt = 3;
-  cases[2].mag = 2;
-  cases[2].radius = 1;
+  opts cases[3];
+  agreement_cases(cases);
   for (int k = 0; k < 3; k++) {
     image ref[1], out[1];
     cr_assert_eq(run("serial", &st, cases[k], ref), QS_OK);
@@ -334,6 +348,34 @@ Test(esrrf, implementations_agree_with_serial) {
     image_free(ref);
   }
   image_free(&st);
+}
+
+Test(esrrf, opencl_within_1e4_of_serial) {
+  char why[512];
+  clrt *rt;
+  harness_cl_open(&rt, why, sizeof why);
+  if (!rt) cr_skip_test("%s", why);
+  image st = random_stack(8, 17, 15, 8);
+  opts cases[3];
+  agreement_cases(cases);
+  for (size_t dv = 0; dv < clrt_count(rt); dv++)
+    for (int k = 0; k < 3; k++) {
+      image ref[1], out[1];
+      cr_assert_eq(run("serial", &st, cases[k], ref), QS_OK);
+      cr_assert_eq(run_on("opencl", clrt_device(rt, dv), &st, cases[k], out),
+                   QS_OK);
+      cr_assert_eq(out[0].frames, ref[0].frames);
+      double diff, pk;
+      harness_diff(out, ref, &diff, &pk);
+      fprintf(stderr, "esrrf opencl on %s, case %d: worst %.3g of peak %.3g "
+                      "(%.3g relative)\n",
+              cldev_about(clrt_device(rt, dv))->slug, k, diff, pk, diff / pk);
+      cr_expect_leq(diff, 1e-4 * pk, "case %d", k);
+      image_free(out);
+      image_free(ref);
+    }
+  image_free(&st);
+  clrt_close(rt);
 }
 
 /* ----------------------------------------------- NanoPyx's outputs */

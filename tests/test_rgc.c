@@ -195,6 +195,47 @@ Test(rgc, threaded_bit_identical_to_serial) {
   drop(in, 3);
 }
 
+Test(rgc, opencl_within_1e4_of_serial_margins_zero) {
+  char why[512];
+  clrt *rt;
+  harness_cl_open(&rt, why, sizeof why);
+  if (!rt) cr_skip_test("%s", why);
+  image in[3], ref[1], out[1];
+  make(in, 3, 13, 11, 4);
+  for (int i = 0; i < 3; i++) harness_fill(&in[i], 50u + (unsigned)i, 9.0f);
+  double sens[] = {1, 2}, radius[] = {1.5, 1.0};
+  for (size_t dv = 0; dv < clrt_count(rt); dv++)
+    for (int k = 0; k < 2; k++) {
+      param p[] = {{"magnification", 4, NULL},
+                   {"radius", radius[k], NULL},
+                   {"sensitivity", sens[k], NULL},
+                   {"intensity_weighting", k, NULL}};
+      char err[512] = "";
+      cr_assert_eq(run("serial", in, 4, radius[k], sens[k], k, ref), QS_OK);
+      int rc = harness_run(RGC, "opencl", in, p, 4, out, clrt_device(rt, dv),
+                           err, sizeof err);
+      cr_assert_eq(rc, QS_OK, "%s", err);
+      double diff, pk;
+      harness_diff(out, ref, &diff, &pk);
+      fprintf(stderr, "rgc opencl on %s, radius %g: worst %.3g of peak %.3g "
+                      "(%.3g relative)\n",
+              cldev_about(clrt_device(rt, dv))->slug, radius[k], diff, pk,
+              diff / pk);
+      cr_expect_leq(diff, 1e-4 * pk);
+      int m = rgc_margin((float)radius[k], 4);
+      for (size_t f = 0; f < 3; f++)
+        for (size_t r = 0; r < out[0].rows; r++)
+          for (size_t c = 0; c < out[0].cols; c++)
+            if ((int)r < m || (int)r >= (int)out[0].rows - m || (int)c < m ||
+                (int)c >= (int)out[0].cols - m)
+              cr_assert_eq(at(out, f, r, c), 0.0f);
+      image_free(out);
+      image_free(ref);
+    }
+  drop(in, 3);
+  clrt_close(rt);
+}
+
 /* ----------------------------------------------- NanoPyx, bit for bit */
 
 static float *load(const char *file, size_t n) {

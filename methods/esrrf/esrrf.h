@@ -95,6 +95,7 @@ int esrrf_run_fused(const method_call *c);
 int esrrf_run_composed(const method_call *c);
 #if QS_HAVE_OPENCL
 int esrrf_run_opencl(const method_call *c);
+int esrrf_cl_probe(const method_call *c, char *why, size_t why_len);
 int rgc_run_opencl(const method_call *c);
 #endif
 

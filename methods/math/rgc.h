@@ -45,18 +45,25 @@ typedef struct rgc_consts {
   int start, end, mag;
 } rgc_consts;
 
-QS_INLINE rgc_consts rgc_consts_make(QS_ACC radius, int mag,
-                                     QS_ACC sensitivity) {
+/* The constants from their float values (how kernels receive them). */
+QS_INLINE rgc_consts rgc_consts_set(float fwhm, float tss, float tso,
+                                    float sens, int mag) {
   rgc_consts k;
-  float sigma = (float)(radius / QS_C(2.355));
-  k.fwhm = (float)radius;
-  k.tss = 2 * sigma * sigma;
-  k.tso = 2 * sigma + 1;
-  k.sens = (float)sensitivity;
-  k.start = -(int)(RGC_GM * k.fwhm);
-  k.end = (int)(RGC_GM * k.fwhm + 1);
+  k.fwhm = fwhm;
+  k.tss = tss;
+  k.tso = tso;
+  k.sens = sens;
+  k.start = -(int)(RGC_GM * fwhm);
+  k.end = (int)(RGC_GM * fwhm + 1);
   k.mag = mag;
   return k;
+}
+
+QS_INLINE rgc_consts rgc_consts_make(QS_ACC radius, int mag,
+                                     QS_ACC sensitivity) {
+  float sigma = (float)(radius / QS_C(2.355));
+  return rgc_consts_set((float)radius, 2 * sigma * sigma, 2 * sigma + 1,
+                        (float)sensitivity, mag);
 }
 
 /* Zero margin of the output, int(float32(radius) · M) in double. */

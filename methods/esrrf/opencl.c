@@ -1,0 +1,269 @@
+/* opencl.c — the OpenCL implementations of rgc and eSRRF.
+ *
+ * rgc streams its three inputs through rgc.cl with cl_frames.
+ *
+ * eSRRF's chained path keeps everything of a batch on the device: one
+ * upload of the raw frames, the half-pixel gradient grids (esrrf.cl, no
+ * ×2M images and no Roberts buffer), the ×M intensity (shift_magnify.cl),
+ * RGC (rgc.cl), one download of the maps, which the host folds into the
+ * timepoint's statistic as they arrive (esrrf_drive), so device memory
+ * holds one batch and host memory the accumulators. A frame needs
+ * 4·R·C·(1 + 2·(2 + 1/R)(2 + 1/C) + 2·M²) ≈ 4·R·C·(9 + 2·M²) bytes
+ * (NanoPyx: 4·R·C·(3 + 10·M²)); batches are sized once from the device's
+ * memory and largest allocation (cl_budget_frames), never by retrying. */
+#include "qs_config.h"
+
+#if QS_HAVE_OPENCL
+#include <stdio.h>
+#include <string.h>
+
+#include "cl/clrt.h"
+#include "engine/timer.h"
+#include "methods/cl_frames.h"
+#include "methods/esrrf/esrrf.h"
+#include "methods/methods.h"
+
+/* A batch holds at most this many bytes on the device (unless one frame
+ * needs more): large stacks stream, and a device that computes in host
+ * memory does not take a large share of it. */
+#define ESRRF_CL_BATCH_BYTES ((size_t)256 << 20)
+
+/* Sets rgc.cl's arguments from `first` on: the constants, the margin,
+ * weighting, and the gradient layout with its floats per frame. */
+static int rgc_cl_args_set(cl_kernel k, cl_uint first, const rgc_consts *rc,
+                           int margin, int weight, const rgc_grid *g,
+                           cl_long g_plane, char *err, size_t err_len) {
+  cl_int mag = rc->mag, mg = margin, w = weight, step = g->step;
+  cl_long width = g->width;
+  cl_int e = CL_SUCCESS;
+  e |= clSetKernelArg(k, first + 0, sizeof mag, &mag);
+  e |= clSetKernelArg(k, first + 1, sizeof(float), &rc->fwhm);
+  e |= clSetKernelArg(k, first + 2, sizeof(float), &rc->tss);
+  e |= clSetKernelArg(k, first + 3, sizeof(float), &rc->tso);
+  e |= clSetKernelArg(k, first + 4, sizeof(float), &rc->sens);
+  e |= clSetKernelArg(k, first + 5, sizeof mg, &mg);
+  e |= clSetKernelArg(k, first + 6, sizeof w, &w);
+  e |= clSetKernelArg(k, first + 7, sizeof step, &step);
+  e |= clSetKernelArg(k, first + 8, sizeof(float), &g->limit_r);
+  e |= clSetKernelArg(k, first + 9, sizeof(float), &g->limit_c);
+  e |= clSetKernelArg(k, first + 10, sizeof(float), &g->clamp_r);
+  e |= clSetKernelArg(k, first + 11, sizeof(float), &g->clamp_c);
+  e |= clSetKernelArg(k, first + 12, sizeof width, &width);
+  e |= clSetKernelArg(k, first + 13, sizeof g_plane, &g_plane);
+  return cl_status(e, "setting the rgc kernel's arguments", err, err_len);
+}
+
+/* ------------------------------------------------------------------ rgc */
+
+static int rgc_cl_args(cl_kernel k, cl_uint first, const method_call *c) {
+  rgc_consts rc = rgc_consts_of(c->p);
+  int rows_m = (int)c->in[2].rows, cols_m = (int)c->in[2].cols;
+  rgc_grid g = rgc_grid_full(rows_m, cols_m, rc.mag);
+  return rgc_cl_args_set(k, first, &rc, rgc_margin(rc.fwhm, rc.mag),
+                         c->p[P_IW] != 0, &g, (cl_long)4 * rows_m * cols_m,
+                         c->err, c->err_len);
+}
+
+int rgc_run_opencl(const method_call *c) {
+  static const cl_frames_job job = {"rgc.cl", "rgc", NULL, rgc_cl_args};
+  return cl_frames_run(c, &job);
+}
+
+/* ---------------------------------------------------------------- eSRRF */
+
+enum { B_IN, B_GX, B_GY, B_MAG, B_OUT, B_COUNT };
+enum { K_GRID, K_MAG, K_RGC, K_COUNT };
+
+static const char *const KERNEL_FILES[K_COUNT] = {"esrrf.cl",
+                                                  "shift_magnify.cl",
+                                                  "rgc.cl"};
+static const char *const KERNEL_NAMES[K_COUNT] = {"esrrf_grid",
+                                                  "shift_magnify", "rgc"};
+
+/* Bytes per frame of each device buffer (B_MAG only with weighting). */
+static void cl_frame_bytes(const esrrf_geom *g, size_t *per_frame) {
+  size_t grid = (2 * (size_t)g->rows + 1) * (2 * (size_t)g->cols + 1);
+  per_frame[B_IN] = 4 * (size_t)g->rows * (size_t)g->cols;
+  per_frame[B_GX] = per_frame[B_GY] = 4 * grid;
+  per_frame[B_MAG] = g->weight ? 4 * g->plane : 0;
+  per_frame[B_OUT] = 4 * g->plane;
+}
+
+/* Frames per batch: what the device holds, at most ESRRF_CL_BATCH_BYTES
+ * and at most a timepoint (esrrf_drive never asks for more). */
+static int cl_batch(const method_call *c, const esrrf_geom *g, size_t *batch,
+                    char *err, size_t err_len) {
+  size_t per_frame[B_COUNT], sum = 0;
+  cl_frame_bytes(g, per_frame);
+  for (int k = 0; k < B_COUNT; k++) sum += per_frame[k];
+  size_t wanted = g->kind == TEMPORAL_NONE ? g->frames : g->fpt;
+  if (ESRRF_CL_BATCH_BYTES / sum < wanted)
+    wanted = ESRRF_CL_BATCH_BYTES / sum ? ESRRF_CL_BATCH_BYTES / sum : 1;
+  return cl_budget_frames(cldev_about(c->device), per_frame, NULL, B_COUNT,
+                          wanted, batch, err, err_len);
+}
+
+int esrrf_cl_probe(const method_call *c, char *why, size_t why_len) {
+  if (!c || !c->device) {
+    snprintf(why, why_len, "no OpenCL device given");
+    return QS_EUNAVAIL;
+  }
+  if (!c->n_in || !c->in || !c->in[0].frames) return QS_OK;
+  esrrf_geom g;
+  size_t batch;
+  esrrf_geom_of(c, &g);
+  return cl_batch(c, &g, &batch, why, why_len) ? QS_EUNAVAIL : QS_OK;
+}
+
+typedef struct chained {
+  const method_call *c;
+  esrrf_geom g;
+  cl_command_queue q;
+  cl_kernel k[K_COUNT];
+  cl_mem buf[B_COUNT];
+  size_t batch, per_frame[B_COUNT];
+  size_t global[K_COUNT][3];
+  double dev_s, once;
+} chained;
+
+/* Enqueues kernel i over its global size, booking a new size's first
+ * launch (the device compiles for it) as one-time cost. */
+static int cl_launch(chained *s, int i, cl_event *ev) {
+  const method_call *c = s->c;
+  int first = cldev_first_launch(c->device, KERNEL_NAMES[i], s->global[i], 3);
+  int64_t t0 = timer_ns();
+  int rc = cl_status(clEnqueueNDRangeKernel(s->q, s->k[i], 3, NULL,
+                                            s->global[i], NULL, 0, NULL, ev),
+                     KERNEL_NAMES[i], c->err, c->err_len);
+  if (!rc && first) {
+    rc = cl_status(clFinish(s->q), KERNEL_NAMES[i], c->err, c->err_len);
+    double wall = (double)(timer_ns() - t0) * 1e-9;
+    double run = cl_event_seconds(*ev);
+    if (wall > run) s->once += wall - run;
+  }
+  return rc;
+}
+
+/* The maps of frames [f0, f0 + n): one upload, the chain, one download. */
+static int cl_maps(void *state, size_t f0, size_t n, float *dst) {
+  chained *s = state;
+  const method_call *c = s->c;
+  cl_event ev[K_COUNT + 2] = {NULL};
+  cl_int nf = (cl_int)n;
+  const float *src = c->in[0].data + f0 * s->per_frame[B_IN] / 4;
+  int rc = cl_status(clEnqueueWriteBuffer(s->q, s->buf[B_IN], CL_FALSE, 0,
+                                          n * s->per_frame[B_IN], src, 0,
+                                          NULL, &ev[K_COUNT]),
+                     "uploading frames", c->err, c->err_len);
+  for (int i = 0; !rc && i < K_COUNT; i++) {
+    if (i == K_MAG && !s->g.weight) continue;
+    rc = cl_status(clSetKernelArg(s->k[i], i == K_GRID ? 3 : i == K_MAG ? 2
+                                                                         : 4,
+                                  sizeof nf, &nf),
+                   "setting the frame count", c->err, c->err_len);
+    if (!rc) rc = cl_launch(s, i, &ev[i]);
+  }
+  if (!rc)
+    rc = cl_status(clEnqueueReadBuffer(s->q, s->buf[B_OUT], CL_TRUE, 0,
+                                       n * s->per_frame[B_OUT], dst, 0, NULL,
+                                       &ev[K_COUNT + 1]),
+                   "reading the maps", c->err, c->err_len);
+  if (rc) clFinish(s->q);
+  for (int i = 0; i < K_COUNT + 2; i++)
+    if (ev[i]) {
+      s->dev_s += cl_event_seconds(ev[i]);
+      clReleaseEvent(ev[i]);
+    }
+  return rc;
+}
+
+/* Programs, kernels, buffers and every argument but the frame counts. */
+static int cl_setup(chained *s) {
+  const method_call *c = s->c;
+  const esrrf_geom *g = &s->g;
+  char *err = c->err;
+  size_t len = c->err_len;
+  cl_context ctx;
+  int rc = cldev_queue(c->device, &ctx, &s->q, err, len);
+  if (!rc) rc = cl_batch(c, g, &s->batch, err, len);
+  for (int i = 0; !rc && i < K_COUNT; i++) {
+    cl_program prog;
+    double build = 0;
+    cl_int e = CL_SUCCESS;
+    rc = cldev_program(c->device, KERNEL_FILES[i], NULL, &prog, &build, err,
+                       len);
+    s->once += build;
+    if (!rc) s->k[i] = clCreateKernel(prog, KERNEL_NAMES[i], &e);
+    if (!rc) rc = cl_status(e, KERNEL_NAMES[i], err, len);
+  }
+  cl_frame_bytes(g, s->per_frame);
+  static const char *const what[B_COUNT] = {
+      "input frames", "column gradient grid", "row gradient grid",
+      "magnified frames", "RGC maps"};
+  for (int b = 0; !rc && b < B_COUNT; b++)
+    if (s->per_frame[b])
+      rc = cldev_buffer(c->device, CL_MEM_READ_WRITE,
+                        s->batch * s->per_frame[b], NULL, what[b], &s->buf[b],
+                        err, len);
+  if (rc) return rc;
+  cl_int rows = g->rows, cols = g->cols, mag = g->mag;
+  float fm = (float)g->mag, zero = 0;
+  cl_mem in = s->buf[B_IN], gx = s->buf[B_GX], gy = s->buf[B_GY];
+  cl_mem mg = g->weight ? s->buf[B_MAG] : s->buf[B_OUT];
+  cl_mem out = s->buf[B_OUT];
+  cl_kernel kg = s->k[K_GRID], km = s->k[K_MAG];
+  cl_int e = CL_SUCCESS;
+  e |= clSetKernelArg(kg, 0, sizeof in, &in);
+  e |= clSetKernelArg(kg, 1, sizeof gx, &gx);
+  e |= clSetKernelArg(kg, 2, sizeof gy, &gy);
+  e |= clSetKernelArg(kg, 4, sizeof rows, &rows);
+  e |= clSetKernelArg(kg, 5, sizeof cols, &cols);
+  e |= clSetKernelArg(kg, 6, sizeof mag, &mag);
+  e |= clSetKernelArg(km, 0, sizeof in, &in);
+  e |= clSetKernelArg(km, 1, sizeof mg, &mg);
+  e |= clSetKernelArg(km, 3, sizeof rows, &rows);
+  e |= clSetKernelArg(km, 4, sizeof cols, &cols);
+  e |= clSetKernelArg(km, 5, sizeof zero, &zero);
+  e |= clSetKernelArg(km, 6, sizeof zero, &zero);
+  e |= clSetKernelArg(km, 7, sizeof fm, &fm);
+  e |= clSetKernelArg(km, 8, sizeof fm, &fm);
+  cl_kernel kr = s->k[K_RGC];
+  e |= clSetKernelArg(kr, 0, sizeof gx, &gx);
+  e |= clSetKernelArg(kr, 1, sizeof gy, &gy);
+  e |= clSetKernelArg(kr, 2, sizeof mg, &mg);
+  e |= clSetKernelArg(kr, 3, sizeof out, &out);
+  rc = cl_status(e, "setting the chain's arguments", err, len);
+  rgc_grid grid = rgc_grid_half(g->rows, g->cols);
+  if (!rc)
+    rc = rgc_cl_args_set(kr, 5, &g->k, g->margin, g->weight, &grid,
+                         (cl_long)(s->per_frame[B_GX] / 4), err, len);
+  size_t gsz[K_COUNT][2] = {
+      {2 * (size_t)g->cols + 1, 2 * (size_t)g->rows + 1},
+      {(size_t)g->cols_m, (size_t)g->rows_m},
+      {(size_t)g->cols_m, (size_t)g->rows_m}};
+  for (int i = 0; i < K_COUNT; i++) {
+    s->global[i][0] = gsz[i][0];
+    s->global[i][1] = gsz[i][1];
+    s->global[i][2] = s->batch;
+  }
+  return rc;
+}
+
+int esrrf_run_opencl(const method_call *c) {
+  chained s;
+  memset(&s, 0, sizeof s);
+  s.c = c;
+  esrrf_geom_of(c, &s.g);
+  int rc = c->device ? QS_OK : QS_EUNAVAIL;
+  if (rc) snprintf(c->err, c->err_len, "esrrf: no OpenCL device given");
+  if (!rc) rc = cl_setup(&s);
+  if (!rc) rc = esrrf_drive(c, &s.g, s.batch, cl_maps, &s);
+  for (int b = 0; b < B_COUNT; b++)
+    if (s.buf[b]) clReleaseMemObject(s.buf[b]);
+  for (int i = 0; i < K_COUNT; i++)
+    if (s.k[i]) clReleaseKernel(s.k[i]);
+  if (c->device_seconds) *c->device_seconds += s.dev_s;
+  if (c->once_seconds) *c->once_seconds += s.once;
+  return rc;
+}
+#endif
