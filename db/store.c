@@ -45,6 +45,13 @@ static const char *const migrations[] = {
     " status INTEGER NOT NULL,"
     " error TEXT NOT NULL);"
     "CREATE INDEX runs_group ON runs (method, impl, device, key, id);",
+    /* 1 -> 2: seq numbers the rows of each group 1, 2, 3... in insertion
+     * order, without gaps, so that trimming a full group is one index range
+     * "seq <= newest - STORE_KEEP" instead of a walk over STORE_KEEP index
+     * entries (about 15 us per record). */
+    "ALTER TABLE runs ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;" SQL_RENUMBER
+    ";DROP INDEX runs_group;"
+    "CREATE INDEX runs_seq ON runs (method, impl, device, key, seq);",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA,
                "one migration per schema version");
@@ -479,9 +486,13 @@ int store_query(store *s, const store_filter *f, store_row_fn fn, void *ctx,
   if (!s || !fn)
     return store_msg(err, err_len, QS_EINVAL, "store_query: no store or fn");
   unsigned set = filter_set(f);
+  /* Within one group seq follows id and comes in index order: no sort. */
+  const char *order = set == STORE_FILTER_SETS - 1
+                          ? " ORDER BY seq DESC LIMIT ?5"
+                          : " ORDER BY id DESC LIMIT ?5";
   int status =
-      filter_stmt(s, s->query, set, "SELECT " RUN_COLS ", id FROM runs",
-                  " ORDER BY id DESC LIMIT ?5", err, err_len);
+      filter_stmt(s, s->query, set, "SELECT " RUN_COLS ", id FROM runs", order,
+                  err, err_len);
   if (status != QS_OK) return status;
   sqlite3_stmt *st = s->query[set];
   int rc = filter_bind(st, f);
@@ -577,6 +588,13 @@ int store_prune(store *s, size_t keep, double older_than_days, size_t *removed,
     else
       n += (size_t)sqlite3_changes64(s->db);
   }
+  if (status == QS_OK) {
+    /* Rows older than a date need not be a group's oldest (imported rows,
+     * clock steps): close the gaps that trimming relies on. */
+    int rc = store_exec(s, ST_RENUMBER);
+    if (rc != SQLITE_DONE)
+      status = store_fail(s, rc, "renumbering runs", err, err_len);
+  }
   if (status != QS_OK) {
     store_rollback(s);
     return status;
@@ -610,6 +628,24 @@ int store_check(store *s, char *err, size_t err_len) {
   else if (used)
     status = corrupt_msg(s->path, found, err, err_len);
   sqlite3_finalize(st);
+  return status;
+}
+
+int store_unlink(const char *path, char *err, size_t err_len) {
+  if (!path || !*path || strcmp(path, ":memory:") == 0)
+    return store_msg(err, err_len, QS_EINVAL, "store_unlink: no file");
+  static const char *const side[] = {"", "-wal", "-shm"};
+  size_t n = strlen(path) + 8;
+  char *name = malloc(n);
+  if (!name) return store_msg(err, err_len, QS_ENOMEM, "out of memory");
+  int status = QS_OK;
+  for (int i = 0; i < 3 && status == QS_OK; i++) {
+    snprintf(name, n, "%s%s", path, side[i]);
+    if (unlink(name) != 0 && errno != ENOENT)
+      status = store_msg(err, err_len, QS_EIO, "cannot remove %s: %s", name,
+                         strerror(errno));
+  }
+  free(name);
   return status;
 }
 

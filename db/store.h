@@ -18,8 +18,11 @@ typedef struct store store;
 /* Newest runs kept per (method, impl, device, key): "newest" is the order
  * of insertion (the row id), which is also the order of query results. */
 #define STORE_KEEP 200
-/* PRAGMA user_version of the current schema. */
-#define STORE_SCHEMA 1
+/* PRAGMA user_version of the current database schema. */
+#define STORE_SCHEMA 2
+/* Version of the export document ("schema" member); independent of the
+ * database schema, so exports move between stores of other versions. */
+#define STORE_DOC_SCHEMA 1
 /* How long a writer waits for another one before QS_EBUSY. */
 #define STORE_BUSY_MS 10000
 
@@ -110,7 +113,7 @@ int store_forget(store *s, const store_filter *f, size_t *removed, char *err,
 /* Writes every row and device as one JSON document to path, atomically
  * (a temporary file beside it, synced, then renamed): either the old file
  * or the complete new one is there. The document is
- *   {"schema": STORE_SCHEMA, "devices": [{fingerprint, name, info,
+ *   {"schema": STORE_DOC_SCHEMA, "devices": [{fingerprint, name, info,
  *    first_seen, last_seen}...], "runs": [{stamp, method, ... error}...]}
  * with runs oldest first; params and info stay JSON text (strings), so an
  * import gives back the same bytes. It is streamed: memory does not grow
@@ -141,6 +144,11 @@ int store_check(store *s, char *err, size_t err_len);
  * be NULL). The file must not be open. QS_EIO naming the path on failure. */
 int store_move_aside(const char *path, char *moved, size_t moved_len,
                      char *err, size_t err_len);
+
+/* Deletes a store file that no handle has open, with its -wal and -shm
+ * companions; files already absent are not an error. QS_EIO naming the
+ * file otherwise. */
+int store_unlink(const char *path, char *err, size_t err_len);
 
 /* Fault injection for tests: the nth sqlite3_step from now (1: the next)
  * returns `code` (an SQLite result code such as SQLITE_BUSY or

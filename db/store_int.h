@@ -20,18 +20,29 @@
   "device_s, once_s, status, error"
 #define DEVICE_COLS "fingerprint, name, info, first_seen, last_seen"
 
+/* Numbers the rows of every group 1..n by id again: after deletions that
+ * can leave gaps (rows older than a date, imports). */
+#define SQL_RENUMBER                                                          \
+  "UPDATE runs SET seq = r.n FROM (SELECT id, row_number() OVER (PARTITION "  \
+  "BY method, impl, device, key ORDER BY id) AS n FROM runs) AS r WHERE "     \
+  "runs.id = r.id AND runs.seq != r.n"
+
 #define STORE_STMT_TABLE(X)                                                   \
   X(ST_BEGIN, "BEGIN IMMEDIATE")                                              \
   X(ST_BEGIN_READ, "BEGIN")                                                   \
   X(ST_COMMIT, "COMMIT")                                                      \
-  X(ST_INSERT, "INSERT INTO runs (" RUN_COLS ") VALUES "                      \
-               "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")    \
-  /* Keeps the newest STORE_KEEP ids of one group; walks the group's index    \
-   * from its newest end, so the cost is bounded by STORE_KEEP. */            \
+  /* A new row takes the next seq of its group (an index seek). */            \
+  X(ST_INSERT, "INSERT INTO runs (" RUN_COLS ", seq) VALUES "                 \
+               "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "    \
+               "coalesce((SELECT max(seq) FROM runs WHERE method = ?2 AND "   \
+               "impl = ?3 AND device = ?5 AND key = ?6), 0) + 1)")            \
+  /* Deletes the rows of one group more than ?5 behind its newest: a range    \
+   * of the group's index that holds only the rows deleted. */                \
   X(ST_TRIM, "DELETE FROM runs WHERE method = ?1 AND impl = ?2 AND "          \
-             "device = ?3 AND key = ?4 AND id <= (SELECT id FROM runs "       \
-             "WHERE method = ?1 AND impl = ?2 AND device = ?3 AND key = ?4 "  \
-             "ORDER BY id DESC LIMIT 1 OFFSET ?5)")                           \
+             "device = ?3 AND key = ?4 AND seq <= (SELECT max(seq) FROM "     \
+             "runs WHERE method = ?1 AND impl = ?2 AND device = ?3 AND "      \
+             "key = ?4) - ?5")                                                \
+  X(ST_RENUMBER, SQL_RENUMBER)                                                \
   X(ST_TRIM_ALL, "DELETE FROM runs WHERE id IN (SELECT id FROM (SELECT id, "  \
                  "row_number() OVER (PARTITION BY method, impl, device, key " \
                  "ORDER BY id DESC) AS n FROM runs) WHERE n > ?1)")           \

@@ -70,7 +70,7 @@ int store_export(store *s, const char *path, char *err, size_t err_len) {
   run_row r;
   device_row d;
   if (status == QS_OK &&
-      fprintf(out, "{\n\"schema\": %d,\n\"devices\": [", STORE_SCHEMA) < 0)
+      fprintf(out, "{\n\"schema\": %d,\n\"devices\": [", STORE_DOC_SCHEMA) < 0)
     status = QS_EIO;
   if (status == QS_OK)
     status = dump(s, out, ST_DEVICES, device_fields, n_device_fields, &d, err,
@@ -143,11 +143,12 @@ static int doc_check(const char *path, const cJSON *doc, const cJSON **devs,
                      "import from %s: no \"schema\" number: not a quicksilver "
                      "store export; nothing imported",
                      path);
-  if (v->valuedouble != STORE_SCHEMA)
-    return store_msg(err, err_len, QS_ESCHEMA,
-                     "import from %s: schema %g, this store has schema %d; "
-                     "nothing imported",
-                     path, v->valuedouble, STORE_SCHEMA);
+  if (v->valuedouble != STORE_DOC_SCHEMA)
+    return store_msg(
+        err, err_len, QS_ESCHEMA,
+        "import from %s: schema %g, this quicksilver reads schema %d; "
+        "nothing imported",
+        path, v->valuedouble, STORE_DOC_SCHEMA);
   *runs = cJSON_GetObjectItemCaseSensitive(doc, "runs");
   *devs = cJSON_GetObjectItemCaseSensitive(doc, "devices");
   if (!cJSON_IsArray(*runs) || (*devs && !cJSON_IsArray(*devs)))

@@ -32,12 +32,7 @@ static void db_temp(char path[64]) {
 
 /* Removes the database and its WAL companions. */
 static void db_remove(const char *path) {
-  char side[128];
-  unlink(path);
-  if (snprintf(side, sizeof side, "%s-wal", path) < (int)sizeof side)
-    unlink(side);
-  if (snprintf(side, sizeof side, "%s-shm", path) < (int)sizeof side)
-    unlink(side);
+  cr_expect_eq(store_unlink(path, err, sizeof err), QS_OK, "%s", err);
 }
 
 static store *db_open(const char *path) {
@@ -423,6 +418,91 @@ Test(store, prune_keep_and_older_than) {
   store_close(s);
 }
 
+/* Rows removed from the middle of a group (older than a date) must not make
+ * the bound keep fewer than STORE_KEEP rows afterwards. */
+Test(store, bound_stays_exact_after_pruning_the_middle) {
+  store *s = db_open(":memory:");
+  double now = (double)time(NULL);
+  for (int i = 0; i < STORE_KEEP; i++) {
+    run_row r = row_make("m", "serial", "cpu", "k", i);
+    r.stamp = i >= 100 && i < 105 ? now - 30 * 86400.0 : now;
+    record(s, &r);
+  }
+  size_t removed;
+  cr_assert_eq(store_prune(s, 0, 7, &removed, err, sizeof err), QS_OK);
+  cr_expect_eq(removed, 5);
+  for (int i = 0; i < 5; i++) {
+    run_row r = row_make("m", "serial", "cpu", "k", 1000 + i);
+    record(s, &r);
+  }
+  cr_expect_eq(count(s, NULL), STORE_KEEP, "the bound trimmed too early");
+  run_row r = row_make("m", "serial", "cpu", "k", 2000);
+  record(s, &r);
+  rows rs = query(s, NULL);
+  cr_assert_eq(rs.n, STORE_KEEP);
+  cr_expect_eq(rs.v[0].wall, 2000.0);
+  cr_expect_eq(rs.v[STORE_KEEP - 1].wall, 1.0); /* row 0 went */
+  rows_free(&rs);
+  store_close(s);
+}
+
+/* A store written by schema 1 (no seq column) is migrated in place: its
+ * rows stay, and the bound applies to them at the next record. */
+Test(store, migrates_schema_1) {
+  char path[64];
+  db_temp(path);
+  sqlite3 *db;
+  cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+  const char *v1 =
+      "PRAGMA journal_mode = WAL;"
+      "CREATE TABLE devices (fingerprint TEXT PRIMARY KEY NOT NULL,"
+      " name TEXT NOT NULL, info TEXT NOT NULL, first_seen REAL NOT NULL,"
+      " last_seen REAL NOT NULL);"
+      "CREATE TABLE runs (id INTEGER PRIMARY KEY, stamp REAL NOT NULL,"
+      " method TEXT NOT NULL, impl TEXT NOT NULL,"
+      " impl_version INTEGER NOT NULL, device TEXT NOT NULL,"
+      " key TEXT NOT NULL, work REAL NOT NULL, params TEXT NOT NULL,"
+      " wall REAL NOT NULL, device_s REAL NOT NULL, once_s REAL NOT NULL,"
+      " status INTEGER NOT NULL, error TEXT NOT NULL);"
+      "CREATE INDEX runs_group ON runs (method, impl, device, key, id);"
+      "WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i"
+      " WHERE n < 209) INSERT INTO runs (stamp, method, impl, impl_version,"
+      " device, key, work, params, wall, device_s, once_s, status, error)"
+      " SELECT 1.7e9 + n, 'm', 'serial', 1, 'cpu', 'k', 1, '{}', n, 0, 0,"
+      " 0, '' FROM i;"
+      "INSERT INTO runs (stamp, method, impl, impl_version, device, key,"
+      " work, params, wall, device_s, once_s, status, error) VALUES"
+      " (1.7e9, 'm', 'threaded', 1, 'cpu', 'k', 1, '{}', 0.5, 0, 0, 0, '');"
+      "PRAGMA user_version = 1;";
+  cr_assert_eq(sqlite3_exec(db, v1, 0, 0, 0), SQLITE_OK, "%s",
+               sqlite3_errmsg(db));
+  sqlite3_close(db);
+
+  store *s = db_open(path);
+  cr_expect_eq(count(s, NULL), 211);
+  run_row r = row_make("m", "serial", "cpu", "k", 5000);
+  record(s, &r);
+  store_filter f = {.impl = "serial"};
+  rows rs = query(s, &f);
+  cr_assert_eq(rs.n, STORE_KEEP);
+  cr_expect_eq(rs.v[0].wall, 5000.0);
+  cr_expect_eq(rs.v[1].wall, 209.0);
+  cr_expect_eq(rs.v[STORE_KEEP - 1].wall, 11.0);
+  rows_free(&rs);
+  f.impl = "threaded";
+  cr_expect_eq(count(s, &f), 1);
+  store_close(s);
+
+  cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+  sqlite3_stmt *st;
+  sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL);
+  cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+  cr_expect_eq(sqlite3_column_int(st, 0), STORE_SCHEMA);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  db_remove(path);
+}
+
 Test(store, forget_matching_rows) {
   store *s = db_open(":memory:");
   fill(s, 24);
@@ -620,6 +700,21 @@ Test(store, truncated_database_is_corrupt_and_untouched) {
   db_remove(path);
 }
 
+Test(store, unlink_removes_companions) {
+  char path[64], side[80];
+  db_temp(path);
+  store *s = db_open(path);
+  fill(s, 3);
+  snprintf(side, sizeof side, "%s-wal", path);
+  cr_expect(exists(side), "WAL mode leaves a -wal while open");
+  cr_expect_eq(store_unlink(":memory:", err, sizeof err), QS_EINVAL);
+  store_close(s);
+  file_write(side, "x", 1);
+  cr_assert_eq(store_unlink(path, err, sizeof err), QS_OK, "%s", err);
+  cr_expect(!exists(path) && !exists(side));
+  cr_expect_eq(store_unlink(path, err, sizeof err), QS_OK, "absent is ok");
+}
+
 Test(store, move_aside_then_start_anew) {
   char path[64], moved[128];
   db_temp(path);
@@ -754,7 +849,10 @@ Test(store, malformed_imports_change_nothing) {
   import_refused(s, bad, QS_EFORMAT, 0, "schema");
   file_write(bad, "{\"runs\": []}", 12);
   import_refused(s, bad, QS_EFORMAT, 0, "schema");
-  file_write(bad, "{\"schema\": 2, \"runs\": []}", 25);
+  char doc2[64];
+  snprintf(doc2, sizeof doc2, "{\"schema\": %d, \"runs\": []}",
+           STORE_DOC_SCHEMA + 1);
+  file_write(bad, doc2, strlen(doc2));
   import_refused(s, bad, QS_ESCHEMA, 0, "schema 2");
   file_write(bad, "{\"schema\": 1, \"runs\": {}}", 25);
   import_refused(s, bad, QS_EFORMAT, 0, "runs");
