@@ -16,6 +16,10 @@
 #include "qs_test.h"
 #include "tiff.h"
 
+#define FUZZ_NO_MAIN
+#include "fuzz/fuzz_tiff.c"
+#include "fuzz/replay.h"
+
 TestSuite(tiff, .fini = qs_leak_check);
 
 static char dir[256];
@@ -397,3 +401,5 @@ Test(tiff, fuzz_regressions_replayed) {
   closedir(d);
   cr_assert_gt(seen, 0);
 }
+
+Test(tiff, fuzz_inputs_replayed) { cr_assert_gt(replay_kind("tiff", tiff_one), 0); }

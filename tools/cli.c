@@ -1,0 +1,176 @@
+/* cli.c — the helpers the commands share (see cli.h). */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const opt_def cli_globals[] = {
+    {"db", 0, "PATH", "timing store (default: $QUICKSILVER_DB, else the "
+                      "user's cache directory)"},
+    {"threads", 0, "N", "threads of the pool (default: all cores)"},
+    {"no-opencl", 0, NULL, "no OpenCL devices"},
+    {"quiet", 'q', NULL, "no report on stderr"},
+    {"verbose", 'v', NULL, "more detail on stderr"},
+    {"json", 0, NULL, "results as JSON on stdout"},
+    {"help", 'h', NULL, "this help"},
+    {NULL, 0, NULL, NULL},
+};
+
+static void vmessage(const char *fmt, va_list ap) {
+  fputs("quicksilver: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
+int cli_fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(fmt, ap);
+  va_end(ap);
+  return CLI_FAIL;
+}
+
+int cli_usage(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(fmt, ap);
+  va_end(ap);
+  return CLI_USAGE;
+}
+
+int cli_status_exit(int status) {
+  return status == QS_EPARAM || status == QS_ENOMETHOD ||
+                 status == QS_ENOIMPL || status == QS_ESHAPE
+             ? CLI_USAGE
+             : status ? CLI_FAIL : CLI_OK;
+}
+
+void cli_note(const cli *c, const char *fmt, ...) {
+  if (c->quiet) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+}
+
+int cli_json_out(cJSON *j) {
+  char *text = j ? cJSON_Print(j) : NULL;
+  cJSON_Delete(j);
+  if (!text) return cli_fail("out of memory while writing JSON");
+  puts(text);
+  cJSON_free(text);
+  return fflush(stdout) ? cli_fail("cannot write to stdout") : CLI_OK;
+}
+
+void cli_params_help(FILE *f, const param_def *defs, size_t n_defs) {
+  static const char *const types[] = {"INT", "NUMBER", "true|false", "NAME"};
+  if (n_defs) fprintf(f, "parameters:\n");
+  for (size_t i = 0; i < n_defs; i++) {
+    const param_def *d = &defs[i];
+    char flag[QS_NAME_MAX], left[128], def[64], range[96] = "";
+    args_flag_of(d->name, flag, sizeof flag);
+    snprintf(left, sizeof left, "--%s %s", flag,
+             d->type == PARAM_ENUM ? d->choices : types[d->type]);
+    params_format(d, d->def, def, sizeof def);
+    if ((d->type == PARAM_INT || d->type == PARAM_FLOAT) && d->min < d->max)
+      snprintf(range, sizeof range, ", range %s%.10g, %.10g%s",
+               d->flags & PARAM_MIN_OPEN ? "(" : "[", d->min, d->max,
+               d->flags & PARAM_MAX_OPEN ? ")" : "]");
+    fprintf(f, "  %-30s %s (default %s%s)\n", left, d->doc, def, range);
+  }
+}
+
+void cli_help(FILE *f, const char *synopsis, const opt_def *opts,
+              const param_def *defs, size_t n_defs) {
+  fprintf(f, "usage: quicksilver %s\n", synopsis);
+  const opt_def *tables[] = {opts, cli_globals};
+  for (int t = 0; t < 2; t++) {
+    if (!tables[t] || !tables[t]->name) continue;
+    fprintf(f, t ? "global options:\n" : "options:\n");
+    for (const opt_def *o = tables[t]; o->name; o++) {
+      char left[96], shrt[8] = "    ";
+      if (o->short_name) snprintf(shrt, sizeof shrt, "-%c, ", o->short_name);
+      snprintf(left, sizeof left, "%s--%s%s%s", shrt, o->name,
+               o->meta ? " " : "", o->meta ? o->meta : "");
+      fprintf(f, "  %-30s %s\n", left, o->doc);
+    }
+  }
+  cli_params_help(f, defs, n_defs);
+}
+
+int cli_args(cli *c, int argc, char **argv, const char *synopsis,
+             const opt_def *opts, const param_def *defs, size_t n_defs,
+             args *a) {
+  static const opt_def none[] = {{NULL, 0, NULL, NULL}};
+  const opt_def *tables[] = {opts ? opts : none, cli_globals};
+  char err[512];
+  if (args_parse(argc - 1, argv + 1, tables, 2, defs, n_defs, a, err,
+                 sizeof err))
+    return cli_usage("%s: %s (see quicksilver %s --help)", argv[0], err,
+                     argv[0]);
+  int rc = cli_apply(c, a);
+  if (rc == CLI_DONE) cli_help(stdout, synopsis, opts, defs, n_defs);
+  return rc;
+}
+
+int cli_apply(cli *c, const args *a) {
+  for (size_t i = 0; i < a->n_opts; i++) {
+    const opt_def *o = a->opts[i].def;
+    const char *v = a->opts[i].value;
+    if (o < cli_globals ||
+        o >= cli_globals + sizeof cli_globals / sizeof cli_globals[0])
+      continue;
+    if (!strcmp(o->name, "help")) return CLI_DONE;
+    if (!strcmp(o->name, "db")) c->db = v;
+    if (!strcmp(o->name, "no-opencl")) c->no_opencl = 1;
+    if (!strcmp(o->name, "quiet")) c->quiet = 1;
+    if (!strcmp(o->name, "verbose")) c->verbose = 1;
+    if (!strcmp(o->name, "json")) c->json = 1;
+    if (!strcmp(o->name, "threads")) {
+      size_t n;
+      if (args_size(v, 1, QS_MAX_THREADS, &n))
+        return cli_usage("--threads: \"%s\" is not a thread count in "
+                         "[1, %d]",
+                         v, QS_MAX_THREADS);
+      c->threads = (int)n;
+    }
+  }
+  return CLI_OK;
+}
+
+void cli_prescan(cli *c, int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--db") || !strcmp(argv[i], "--threads")) {
+      if (i + 1 >= argc) break;
+    }
+    const char *s = argv[i];
+    if (!strcmp(s, "--")) break;
+    if (!strcmp(s, "--no-opencl")) c->no_opencl = 1;
+    else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) c->quiet = 1;
+    else if (!strcmp(s, "-v") || !strcmp(s, "--verbose")) c->verbose = 1;
+    else if (!strncmp(s, "--db=", 5)) c->db = s + 5;
+    else if (!strcmp(s, "--db") && i + 1 < argc) c->db = argv[++i];
+    else if (!strcmp(s, "--threads") && i + 1 < argc) {
+      size_t n;
+      if (!args_size(argv[++i], 1, QS_MAX_THREADS, &n)) c->threads = (int)n;
+    }
+  }
+}
+
+int cli_engine(cli *c, engine **e) {
+  if (!c->e) {
+    engine_options o = {.db_path = c->db, .threads = c->threads,
+                        .no_opencl = c->no_opencl};
+    int rc = engine_open(&c->e, &o);
+    if (rc) {
+      cli_fail("%s", c->e ? engine_error(c->e) : status_message(rc));
+      engine_close(c->e);
+      c->e = NULL;
+      return CLI_FAIL;
+    }
+  }
+  *e = c->e;
+  return CLI_OK;
+}

@@ -1,0 +1,92 @@
+/* cli.h — what the quicksilver commands share: the global options, the
+ * engine (opened on first need), and how messages and results are printed.
+ * Results go to stdout (JSON with --json), messages to stderr; a command
+ * returns its exit status: 0 success, 1 failure, 2 usage error. */
+#ifndef QS_CLI_H
+#define QS_CLI_H
+
+#include <cJSON.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "args.h"
+#include "quicksilver.h"
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_DONE = -1 };
+
+typedef struct cli {
+  const char *db;   /* --db PATH */
+  int threads;      /* --threads N (0: default) */
+  int no_opencl;    /* --no-opencl */
+  int quiet;        /* -q: no report on stderr */
+  int verbose;      /* -v: more detail on stderr */
+  int json;         /* --json: results as JSON on stdout */
+  int tty;          /* stderr is a terminal */
+  engine *e;        /* opened by cli_engine, closed by main */
+} cli;
+
+/* Options every command accepts (after the command too). */
+extern const opt_def cli_globals[];
+
+/* Parses a command's arguments (argv[0] is the command) against its option
+ * table, the globals, and a parameter table (may be NULL); applies the
+ * globals to c. Prints the error and returns CLI_USAGE on a bad argument;
+ * with --help prints the command's usage (synopsis, options, parameters)
+ * and returns CLI_DONE, which the command turns into exit status 0. */
+int cli_args(cli *c, int argc, char **argv, const char *synopsis,
+             const opt_def *opts, const param_def *defs, size_t n_defs,
+             args *a);
+
+/* Applies the globals found in a to c; CLI_DONE when --help is among
+ * them, CLI_USAGE (printed) for a bad value. */
+int cli_apply(cli *c, const args *a);
+
+/* Returns from the calling command when cli_args did not return CLI_OK. */
+#define CLI_ARGS_OR_RETURN(call)                                             \
+  do {                                                                       \
+    int rc_ = (call);                                                        \
+    if (rc_) return rc_ == CLI_DONE ? CLI_OK : rc_;                          \
+  } while (0)
+
+/* Picks the engine-shaping globals (--db, --threads, --no-opencl, -q, -v)
+ * out of argv[1..argc) before the engine is needed to know the rest of the
+ * flags (a method's parameters); cli_args checks them properly later. */
+void cli_prescan(cli *c, int argc, char **argv);
+
+/* The engine, opened with the global options on first use. On failure the
+ * reason is printed and CLI_FAIL returned. */
+int cli_engine(cli *c, engine **e);
+
+/* "quicksilver: <message>" on stderr; return CLI_FAIL / CLI_USAGE. */
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Exit status for a library status: usage errors (bad parameter, unknown
+ * method or implementation) give CLI_USAGE, the rest CLI_FAIL. */
+int cli_status_exit(int status);
+
+/* A report line on stderr unless -q. */
+void cli_note(const cli *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prints j on stdout and frees it; CLI_FAIL if it could not be printed. */
+int cli_json_out(cJSON *j);
+
+/* Prints the usage of one command (its options and, when given, the
+ * parameter flags) to f. */
+void cli_params_help(FILE *f, const param_def *defs, size_t n_defs);
+void cli_help(FILE *f, const char *synopsis, const opt_def *opts,
+              const param_def *defs, size_t n_defs);
+
+/* The commands, each given argv from the command word on. */
+int cmd_version(cli *c, int argc, char **argv);
+int cmd_devices(cli *c, int argc, char **argv);
+int cmd_diff(cli *c, int argc, char **argv);
+int cmd_simulate(cli *c, int argc, char **argv);
+int cmd_db(cli *c, int argc, char **argv);
+int cmd_methods(cli *c, int argc, char **argv);
+int cmd_run(cli *c, int argc, char **argv);
+int cmd_esrrf(cli *c, int argc, char **argv);
+int cmd_bench(cli *c, int argc, char **argv);
+
+#endif

@@ -1,0 +1,260 @@
+/* cmd_misc.c — the small commands: devices, diff, simulate. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl/clrt.h"
+#include "cli.h"
+#include "env.h"
+#include "pool.h"
+#include "simulate.h"
+#include "tiff.h"
+
+/* ------------------------------------------------------------- devices */
+
+/* The CPU's model name from /proc/cpuinfo into buf. */
+static void cpu_name(char *buf, size_t len) {
+  snprintf(buf, len, "unknown CPU");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[256];
+  while (f && fgets(line, sizeof line, f)) {
+    const char *v = strchr(line, ':');
+    if (strncmp(line, "model name", 10) || !v) continue;
+    v += 1 + (v[1] == ' ');
+    snprintf(buf, len, "%.*s", (int)strcspn(v, "\n"), v);
+    break;
+  }
+  if (f) fclose(f);
+}
+
+static cJSON *device_json(const cldev_info *d) {
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "slug", d->slug);
+  cJSON_AddStringToObject(j, "fingerprint", d->fingerprint);
+  cJSON_AddStringToObject(j, "name", d->name);
+  cJSON_AddStringToObject(j, "platform", d->platform);
+  cJSON_AddStringToObject(j, "vendor", d->vendor);
+  cJSON_AddStringToObject(j, "driver", d->driver);
+  cJSON_AddStringToObject(j, "version", d->version);
+  cJSON_AddBoolToObject(j, "gpu", d->is_gpu);
+  cJSON_AddNumberToObject(j, "compute_units", d->compute_units);
+  cJSON_AddNumberToObject(j, "clock_mhz", d->clock_mhz);
+  cJSON_AddNumberToObject(j, "global_mem", (double)d->global_mem);
+  cJSON_AddNumberToObject(j, "max_alloc", (double)d->max_alloc);
+  cJSON_AddNumberToObject(j, "local_mem", (double)d->local_mem);
+  cJSON_AddNumberToObject(j, "max_work_group", (double)d->max_work_group);
+  cJSON_AddBoolToObject(j, "fp64", d->fp64);
+  return j;
+}
+
+int cmd_devices(cli *c, int argc, char **argv) {
+  args a;
+  CLI_ARGS_OR_RETURN(cli_args(c, argc, argv, "devices [--json]", NULL, NULL,
+                              0, &a));
+  if (a.n_pos) return cli_usage("devices: unexpected argument '%s'", a.pos[0]);
+  char name[128], err[512];
+  cpu_name(name, sizeof name);
+  clrt *rt = NULL;
+  int off = c->no_opencl;
+  if (env_bool("QUICKSILVER_NO_OPENCL", getenv("QUICKSILVER_NO_OPENCL"),
+               &off, err, sizeof err))
+    return cli_usage("%s", err);
+  off |= c->no_opencl;
+  if (clrt_open(&rt, off, NULL, err, sizeof err))
+    return cli_fail("OpenCL runtime: %s", err);
+  size_t n = clrt_count(rt);
+  if (c->json) {
+    cJSON *j = cJSON_CreateObject(), *cpu = cJSON_AddObjectToObject(j, "cpu");
+    cJSON_AddStringToObject(cpu, "name", name);
+    cJSON_AddNumberToObject(cpu, "cores", pool_cores());
+    cJSON *cl = cJSON_AddArrayToObject(j, "opencl");
+    for (size_t i = 0; i < n; i++)
+      cJSON_AddItemToArray(cl, device_json(cldev_about(clrt_device(rt, i))));
+    if (!n) cJSON_AddStringToObject(j, "opencl_why", clrt_why(rt));
+    clrt_close(rt);
+    return cli_json_out(j);
+  }
+  printf("cpu: %s, %d cores\n", name, pool_cores());
+  if (!n) printf("opencl: no devices (%s)\n", clrt_why(rt));
+  for (size_t i = 0; i < n; i++) {
+    const cldev_info *d = cldev_about(clrt_device(rt, i));
+    printf("opencl:%s\n  fingerprint  %s\n  device       %s (%s, %s)\n"
+           "  platform     %s\n  kind         %s, %u compute units at %u "
+           "MHz\n  memory       %.2f GiB global, %.2f GiB max allocation, "
+           "%llu KiB local\n  work group   %zu max, fp64 %s\n",
+           d->slug, d->fingerprint, d->name, d->vendor, d->version,
+           d->platform, d->is_gpu ? "GPU" : "CPU", d->compute_units,
+           d->clock_mhz, (double)d->global_mem / (1u << 30),
+           (double)d->max_alloc / (1u << 30),
+           (unsigned long long)(d->local_mem >> 10), d->max_work_group,
+           d->fp64 ? "yes" : "no");
+  }
+  clrt_close(rt);
+  return CLI_OK;
+}
+
+/* ---------------------------------------------------------------- diff */
+
+typedef struct diff_stats {
+  size_t n, nan_mismatch;
+  double max_abs, max_ref, rmse, pearson;
+} diff_stats;
+
+/* Differences of b against a (the reference) over pixels finite in both;
+ * a pixel NaN in one and not the other counts as a mismatch. */
+static void diff_of(const image *a, const image *b, diff_stats *d) {
+  size_t n = a->frames * a->rows * a->cols;
+  double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0, sq = 0;
+  memset(d, 0, sizeof *d);
+  for (size_t i = 0; i < n; i++) {
+    double x = a->data[i], y = b->data[i];
+    if (isnan(x) != isnan(y)) d->nan_mismatch++;
+    if (!isfinite(x) || !isfinite(y)) continue;
+    double e = fabs(x - y);
+    if (e > d->max_abs) d->max_abs = e;
+    if (fabs(x) > d->max_ref) d->max_ref = fabs(x);
+    sq += e * e;
+    sa += x, sb += y, saa += x * x, sbb += y * y, sab += x * y;
+    d->n++;
+  }
+  double m = d->n ? (double)d->n : 1;
+  d->rmse = sqrt(sq / m);
+  double va = saa - sa * sa / m, vb = sbb - sb * sb / m,
+         cov = sab - sa * sb / m;
+  d->pearson = va > 0 && vb > 0 ? cov / sqrt(va * vb) : NAN;
+  if (va <= 0 && vb <= 0 && d->max_abs == 0) d->pearson = 1;
+}
+
+static cJSON *shape_json(const image *img) {
+  cJSON *s = cJSON_CreateArray();
+  cJSON_AddItemToArray(s, cJSON_CreateNumber((double)img->frames));
+  cJSON_AddItemToArray(s, cJSON_CreateNumber((double)img->rows));
+  cJSON_AddItemToArray(s, cJSON_CreateNumber((double)img->cols));
+  return s;
+}
+
+static void json_number(cJSON *j, const char *k, double v) {
+  if (isfinite(v)) cJSON_AddNumberToObject(j, k, v);
+  else cJSON_AddNullToObject(j, k);
+}
+
+int cmd_diff(cli *c, int argc, char **argv) {
+  static const opt_def opts[] = {
+      {"tolerance", 0, "REL", "exit 1 when the relative difference "
+                              "(max |a-b| / max |a|) exceeds REL"},
+      {NULL, 0, NULL, NULL}};
+  args a;
+  CLI_ARGS_OR_RETURN(cli_args(c, argc, argv, "diff A.tif B.tif [options]",
+                              opts, NULL, 0, &a));
+  if (a.n_pos != 2)
+    return cli_usage("diff: needs two TIFF files (got %zu)", a.n_pos);
+  const char *tol_text = args_value(&a, "tolerance");
+  double tol = -1;
+  if (tol_text) {
+    char *end;
+    tol = strtod(tol_text, &end);
+    if (*end || !(tol >= 0))
+      return cli_usage("diff: --tolerance: \"%s\" is not a number >= 0",
+                       tol_text);
+  }
+  image img[2] = {{0}, {0}};
+  char err[1024];
+  for (int k = 0; k < 2; k++)
+    if (tiff_read(a.pos[k], &img[k], err, sizeof err)) {
+      image_free(&img[0]);
+      return cli_fail("%s", err);
+    }
+  int same = img[0].frames == img[1].frames && img[0].rows == img[1].rows &&
+             img[0].cols == img[1].cols;
+  diff_stats d = {0};
+  if (same) diff_of(&img[0], &img[1], &d);
+  double rel = d.max_ref > 0 ? d.max_abs / d.max_ref : d.max_abs > 0 ? INFINITY
+                                                                     : 0;
+  int rc = !same || (tol >= 0 && !(rel <= tol)) || d.nan_mismatch
+               ? CLI_FAIL
+               : CLI_OK;
+  if (c->json) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddItemToObject(j, "shape_a", shape_json(&img[0]));
+    cJSON_AddItemToObject(j, "shape_b", shape_json(&img[1]));
+    cJSON_AddBoolToObject(j, "same_shape", same);
+    if (same) {
+      cJSON_AddNumberToObject(j, "pixels", (double)d.n);
+      json_number(j, "max_abs", d.max_abs);
+      json_number(j, "max_rel", rel);
+      json_number(j, "rmse", d.rmse);
+      json_number(j, "pearson", d.pearson);
+      cJSON_AddNumberToObject(j, "nan_mismatch", (double)d.nan_mismatch);
+    }
+    if (cli_json_out(j)) rc = CLI_FAIL;
+  } else {
+    printf("shape   %zux%zux%zu vs %zux%zux%zu (frames x rows x cols)\n",
+           img[0].frames, img[0].rows, img[0].cols, img[1].frames,
+           img[1].rows, img[1].cols);
+    if (same)
+      printf("max abs %.9g\nmax rel %.9g (max |a-b| / max |a|)\nrmse    "
+             "%.9g\npearson %.9f\nnan     %zu pixels NaN in one only\n",
+             d.max_abs, rel, d.rmse, d.pearson, d.nan_mismatch);
+    else
+      fprintf(stderr, "quicksilver: diff: shapes differ\n");
+  }
+  image_free(&img[0]);
+  image_free(&img[1]);
+  return rc;
+}
+
+/* ------------------------------------------------------------ simulate */
+
+int cmd_simulate(cli *c, int argc, char **argv) {
+  static const opt_def opts[] = {
+      {"output", 'o', "FILE", "the stack to write (TIFF, float32)"},
+      {"truth", 0, "FILE", "ground truth as CSV (one row per emitter and "
+                           "frame it is on)"},
+      {"size", 0, "RxC", "rows x columns (sets --rows and --cols)"},
+      {NULL, 0, NULL, NULL}};
+  args a;
+  CLI_ARGS_OR_RETURN(cli_args(c, argc, argv, "simulate -o FILE [options]",
+                              opts, sim_params, SIM_N, &a));
+  const char *out = args_value(&a, "output");
+  if (!out) return cli_usage("simulate: -o FILE is required");
+  if (a.n_pos) return cli_usage("simulate: unexpected argument '%s'", a.pos[0]);
+  const char *size = args_value(&a, "size");
+  char rows[32], cols[32];
+  if (size) {
+    unsigned long r, cl;
+    char tail;
+    if (sscanf(size, "%lux%lu%c", &r, &cl, &tail) != 2)
+      return cli_usage("simulate: --size: \"%s\" is not ROWSxCOLS", size);
+    snprintf(rows, sizeof rows, "%lu", r);
+    snprintf(cols, sizeof cols, "%lu", cl);
+    for (size_t i = 0; i < a.n_params; i++)
+      if (a.params[i].name == sim_params[SIM_ROWS].name ||
+          a.params[i].name == sim_params[SIM_COLS].name)
+        return cli_usage("simulate: --size and --rows/--cols together");
+    if (a.n_params + 2 > QS_MAX_PARAMS) return cli_usage("too many options");
+    a.params[a.n_params++] = (param){sim_params[SIM_ROWS].name, 0, rows};
+    a.params[a.n_params++] = (param){sim_params[SIM_COLS].name, 0, cols};
+  }
+  double v[SIM_N];
+  char err[1024];
+  if (params_resolve(sim_params, SIM_N, a.params, a.n_params, v, err,
+                     sizeof err))
+    return cli_usage("simulate: %s", err);
+  const char *truth_path = args_value(&a, "truth");
+  image img;
+  sim_truth truth;
+  if (simulate(v, &img, truth_path ? &truth : NULL, err, sizeof err))
+    return cli_fail("%s", err);
+  int rc = tiff_write(out, &img, err, sizeof err);
+  if (!rc && truth_path)
+    rc = sim_truth_write(&truth, v[SIM_PIXEL_SIZE], truth_path, err,
+                         sizeof err);
+  if (truth_path) sim_truth_free(&truth);
+  image_free(&img);
+  if (rc) return cli_fail("%s", err);
+  cli_note(c, "simulate: %zux%zux%zu written to %s%s%s\n", (size_t)v[0],
+           (size_t)v[SIM_ROWS], (size_t)v[SIM_COLS], out,
+           truth_path ? ", truth to " : "", truth_path ? truth_path : "");
+  return CLI_OK;
+}
