@@ -308,7 +308,7 @@ static int db_best(db_ctx *d) {
     for (size_t k = 0; k < nc; k++)
       if ((long)k != pick && secs[k] >= 0 && secs[k] < runner)
         runner = secs[k];
-    printf("  -> %s: %.6f s, fast-half mean of its newest %zu runs (%s)",
+    printf("  -> %s: %.4g s, fast-half mean of its newest %zu runs (%s)",
            first[pick]->impl, secs[pick],
            cand[pick].n_walls < AGENT_WINDOW ? cand[pick].n_walls
                                              : (size_t)AGENT_WINDOW,
