@@ -21,6 +21,7 @@
 
 #define MAGIC "QSCLBIN1"
 #define HEAD 32
+#define PAD 256
 /* Larger binaries than this are taken for corruption (PoCL's are < 1 MB). */
 #define MAX_PAYLOAD ((uint64_t)1 << 30)
 
@@ -70,7 +71,10 @@ int cache_load(const char *dir, uint64_t key, unsigned char **bin,
     goto out;
   uint64_t n = get_u64(head + 16);
   if (n == 0 || n > MAX_PAYLOAD) goto out;
-  buf = malloc((size_t)n);
+  /* Zeroed slack after the payload: a driver parsing a short binary's
+   * header may read past its end (PoCL 3.1 reads a fixed-size header in
+   * 16-byte loads), so that read stays inside this block. */
+  buf = calloc(1, (size_t)n + PAD);
   if (!buf) {
     rc = QS_ENOMEM;
     goto out;

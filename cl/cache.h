@@ -17,7 +17,8 @@ uint64_t hash_str(uint64_t h, const char *s);
 int cache_path(const char *dir, uint64_t key, char *path, size_t len);
 
 /* Reads the entry for key from dir. QS_OK with *bin (malloc'd, the caller
- * frees) and *len; otherwise a nonzero status and nothing allocated: the
+ * frees; zero bytes follow the payload as slack for careless parsers) and
+ * *len; otherwise a nonzero status and nothing allocated: the
  * file is missing, unreadable, truncated, from another key or corrupt
  * (magic, length and checksum are all checked). */
 int cache_load(const char *dir, uint64_t key, unsigned char **bin,

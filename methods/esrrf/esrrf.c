@@ -294,6 +294,7 @@ static const param_def esrrf_params[] = {
 static const impl_def esrrf_impls[] = {
     QS_CPU_IMPLS(esrrf_run_chain, 1, 8),
     {"fused", IMPL_THREADED, esrrf_run_fused, NULL, 1, SCHED_DYNAMIC, 4},
+    {"composed", IMPL_COMPOSITE, esrrf_run_composed, NULL, 1, SCHED_STATIC, 0},
 #if QS_HAVE_OPENCL
     {"opencl", IMPL_OPENCL, esrrf_run_opencl, esrrf_cl_probe, 1, SCHED_STATIC,
      0},
