@@ -2,11 +2,11 @@
  * contexts and queues, embedded kernel sources, program builds with an
  * in-memory and an on-disk binary cache, memory budgets.
  *
- * cl/ knows nothing about methods. One clrt per engine; nothing global
- * beyond pthread_once. Without OpenCL (no ICD, no platform,
- * QUICKSILVER_NO_OPENCL, -Dopencl=disabled) a clrt opens with zero devices
- * and clrt_why() says why. Functions return quicksilver.h statuses and write
- * a message into err (may be NULL) on failure. */
+ * cl/ knows nothing about methods. One clrt per engine, nothing global;
+ * its functions may be called from several threads. Without OpenCL (no ICD, no
+ * platform, QUICKSILVER_NO_OPENCL, -Dopencl=disabled) a clrt opens with zero
+ * devices and clrt_why() says why. Functions return quicksilver.h statuses and
+ * write a message into err (may be NULL) on failure. */
 #ifndef QS_CLRT_H
 #define QS_CLRT_H
 
@@ -23,10 +23,16 @@
 typedef struct clrt clrt;
 typedef struct cldev cldev;
 
-/* Limits and identity of a device, read once at discovery. */
+/* Limits and identity of a device, read once at discovery. The slug comes
+ * from the device name ("pthread-haswell-amd-epyc"), [a-z0-9-], at most
+ * about 32 characters, "-2", "-3", ... for later devices of the same name.
+ * The fingerprint hashes (FNV-1a 64) platform, vendor, name, driver,
+ * version, compute units, global memory, largest allocation, largest
+ * work-group, fp64 and, for GPUs only, the clock: a CPU device reports the
+ * host's current frequency, which moves without any hardware change. */
 typedef struct cldev_info {
   char slug[48];        /* stable, lowercase, no spaces, unique here */
-  char fingerprint[17]; /* 16 hex digits of a hash of the fields below */
+  char fingerprint[17]; /* 16 hex digits */
   char platform[128], vendor[128], name[128];
   char driver[64], version[128];
   int is_gpu;
