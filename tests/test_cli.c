@@ -277,6 +277,38 @@ Test(cli, run_writes_output_and_reports) {
   cr_assert_not_null(strstr(r->err, "missing.tif"), "%s", r->err);
 }
 
+/* `esrrf` is `run esrrf`: the same parameters give the same output, and
+ * its flags come from the method's table. */
+Test(cli, esrrf_command_is_run_esrrf) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+  const char *in = small_input(), *a = path_in("a.tif"), *b = path_in("b.tif");
+  result *r = qs("esrrf", in, "-o", a, "--magnification", "2", "--radius",
+                 "1.5", "--temporal", "var", "--impl", "serial", "--json",
+                 NULL);
+  expect_status(r, 0, "esrrf");
+  cJSON *j = json_of(r);
+  cr_assert_str_eq(cJSON_GetObjectItem(j, "method")->valuestring, "esrrf");
+  cJSON *shape = cJSON_GetObjectItem(
+      cJSON_GetArrayItem(cJSON_GetObjectItem(j, "outputs"), 0), "shape");
+  cr_assert_eq(cJSON_GetArrayItem(shape, 1)->valuedouble, 32);
+  cr_assert_eq(cJSON_GetArrayItem(shape, 2)->valuedouble, 24);
+  cJSON_Delete(j);
+  expect_status(qs("run", "esrrf", in, "-o", b, "--magnification", "2",
+                   "--temporal", "var", "--impl", "serial", "-q", NULL),
+                0, "run esrrf");
+  r = qs("diff", a, b, "--json", NULL);
+  expect_status(r, 0, "diff");
+  j = json_of(r);
+  cr_assert_eq(cJSON_GetObjectItem(j, "max_abs")->valuedouble, 0);
+  cJSON_Delete(j);
+  r = qs("esrrf", in, "-o", a, "--temporal", "avgg", NULL);
+  expect_status(r, 2, "bad enum");
+  cr_assert_not_null(strstr(r->err, "avg|var|tac2|none"), "%s", r->err);
+  r = qs("esrrf", in, "-o", a, "--intensity-weighting", "maybe", NULL);
+  expect_status(r, 2, "bad boolean");
+}
+
 Test(cli, failed_output_leaves_no_file) {
   const char *in = small_input();
   const char *bad = path_in("no/such/dir/out.tif");
