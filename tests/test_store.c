@@ -715,6 +715,49 @@ Test(store, unlink_removes_companions) {
   cr_expect_eq(store_unlink(path, err, sizeof err), QS_OK, "absent is ok");
 }
 
+/* Damage past the schema: the store opens (the probes read only the header
+ * and the schema), the integrity check finds it, reads report it, and the
+ * file is never written. */
+Test(store, damaged_page_is_found_by_check) {
+  char path[64];
+  db_temp(path);
+  store *s = db_open(path);
+  fill(s, 600);
+  store_close(s);
+  size_t n, n1;
+  unsigned char *b = file_read(path, &n);
+  cr_assert_gt(n, 8 * 4096);
+  for (size_t i = 4 * 4096; i < 6 * 4096; i++)
+    b[i] = (unsigned char)(i * 7);
+  file_write(path, b, n);
+  int rc = store_open(&s, path, err, sizeof err);
+  if (rc == QS_OK) {
+    cr_expect_eq(store_check(s, err, sizeof err), QS_ECORRUPT);
+    cr_expect(strstr(err, path) && strstr(err, "move it aside"), "%s", err);
+    rows rs = {0};
+    rc = store_query(s, NULL, rows_add, &rs, err, sizeof err);
+    rows_free(&rs);
+    cr_expect_eq(rc, QS_ECORRUPT, "%s: %s", status_name(rc), err);
+    store_close(s);
+  } else {
+    cr_expect_eq(rc, QS_ECORRUPT, "%s: %s", status_name(rc), err);
+  }
+  unsigned char *b1 = file_read(path, &n1);
+  cr_expect(n == n1 && memcmp(b, b1, n) == 0, "file was modified");
+  free(b);
+  free(b1);
+  db_remove(path);
+}
+
+Test(store, export_to_a_missing_directory_fails_cleanly) {
+  store *s = db_open(":memory:");
+  fill(s, 3);
+  cr_expect_eq(store_export(s, "/nonexistent-qs/dir/x.json", err, sizeof err),
+               QS_EIO);
+  cr_expect(strstr(err, "/nonexistent-qs/dir/x.json"), "%s", err);
+  store_close(s);
+}
+
 Test(store, move_aside_then_start_anew) {
   char path[64], moved[128];
   db_temp(path);
