@@ -34,16 +34,23 @@ typedef struct opts {
 
 static const opts DEFAULTS = {5, 1.5, 1, 1, 0, AVG, 1};
 
+/* The parameters of o, by name. */
+static void params_of(opts o, param p[7]) {
+  const param all[7] = {{"magnification", o.mag, NULL},
+                        {"radius", o.radius, NULL},
+                        {"sensitivity", o.sens, NULL},
+                        {"intensity_weighting", o.iw, NULL},
+                        {"frames_per_timepoint", o.fpt, NULL},
+                        {"temporal", o.temporal, NULL},
+                        {"macro_pixel_correction", o.mpc, NULL}};
+  memcpy(p, all, sizeof all);
+}
+
 /* Runs impl (on device, for OpenCL) with the options o. */
 static int run_on(const char *impl, void *device, const image *in, opts o,
                   image *out) {
-  param p[] = {{"magnification", o.mag, NULL},
-               {"radius", o.radius, NULL},
-               {"sensitivity", o.sens, NULL},
-               {"intensity_weighting", o.iw, NULL},
-               {"frames_per_timepoint", o.fpt, NULL},
-               {"temporal", o.temporal, NULL},
-               {"macro_pixel_correction", o.mpc, NULL}};
+  param p[7];
+  params_of(o, p);
   char err[512] = "";
   int rc = harness_run(ES, impl, in, p, 7, out, device, err, sizeof err);
   if (rc) fprintf(stderr, "esrrf %s: %s\n", impl, err);
@@ -382,13 +389,8 @@ Test(esrrf, opencl_within_1e4_of_serial) {
  * be the one asked for. */
 static void engine_run(engine *e, const char *impl, const image *st, opts o,
                        image *out) {
-  param p[] = {{"magnification", o.mag, NULL},
-               {"radius", o.radius, NULL},
-               {"sensitivity", o.sens, NULL},
-               {"intensity_weighting", o.iw, NULL},
-               {"frames_per_timepoint", o.fpt, NULL},
-               {"temporal", o.temporal, NULL},
-               {"macro_pixel_correction", o.mpc, NULL}};
+  param p[7];
+  params_of(o, p);
   run_request rq = {.inputs = st, .n_inputs = 1, .params = p, .n_params = 7,
                     .impl = impl};
   run_report rep;
