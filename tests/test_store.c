@@ -183,9 +183,42 @@ static void file_write(const char *path, const void *b, size_t n) {
   fclose(f);
 }
 
+/* Expects path to hold exactly before[0..n), then frees before. */
+static void file_expect_same(const char *path, unsigned char *before,
+                             size_t n) {
+  size_t n1;
+  unsigned char *now = file_read(path, &n1);
+  cr_expect(n == n1 && memcmp(before, now, n) == 0, "%s was modified", path);
+  free(before);
+  free(now);
+}
+
 static int exists(const char *path) {
   struct stat sb;
   return stat(path, &sb) == 0;
+}
+
+/* store_open must refuse the file with `status` and a message naming it
+ * and holding `needle`, and leave its bytes as they were (creating no WAL
+ * beside it). */
+static void expect_refused_untouched(const char *path, int status,
+                                     const char *needle) {
+  size_t n0;
+  unsigned char *b0 = file_read(path, &n0);
+  store *s = NULL;
+  int rc = store_open(&s, path, err, sizeof err);
+  cr_expect_eq(rc, status, "%s: %s", status_name(rc), err);
+  cr_expect_null(s);
+  cr_expect(strstr(err, path), "message does not name the file: %s", err);
+  cr_expect(strstr(err, needle), "message lacks \"%s\": %s", needle, err);
+  file_expect_same(path, b0, n0);
+  char wal[128];
+  cr_assert_lt(snprintf(wal, sizeof wal, "%s-wal", path), (int)sizeof wal);
+  cr_expect(!exists(wal), "a WAL was created beside a refused file");
+}
+
+static void expect_corrupt_untouched(const char *path) {
+  expect_refused_untouched(path, QS_ECORRUPT, "move it aside");
 }
 
 /* A store with 3 devices' worth of rows of two methods. */
@@ -596,17 +629,7 @@ Test(store, newer_schema_is_refused) {
   cr_assert_eq(sqlite3_exec(db, "PRAGMA user_version = 99", 0, 0, 0),
                SQLITE_OK);
   sqlite3_close(db);
-  size_t n0;
-  unsigned char *b0 = file_read(path, &n0);
-  store *s = NULL;
-  cr_expect_eq(store_open(&s, path, err, sizeof err), QS_ESCHEMA);
-  cr_expect_null(s);
-  cr_expect(strstr(err, path) && strstr(err, "99"), "%s", err);
-  size_t n1;
-  unsigned char *b1 = file_read(path, &n1);
-  cr_expect(n0 == n1 && memcmp(b0, b1, n0) == 0, "file was modified");
-  free(b0);
-  free(b1);
+  expect_refused_untouched(path, QS_ESCHEMA, "99");
   db_remove(path);
 }
 
@@ -621,40 +644,11 @@ Test(store, foreign_database_is_refused_and_untouched) {
                             0, 0, 0),
                SQLITE_OK);
   sqlite3_close(db);
-  size_t n0, n1;
-  unsigned char *b0 = file_read(path, &n0);
-  store *s = NULL;
-  cr_expect_eq(store_open(&s, path, err, sizeof err), QS_EFORMAT);
-  cr_expect_null(s);
-  cr_expect(strstr(err, path), "%s", err);
-  unsigned char *b1 = file_read(path, &n1);
-  cr_expect(n0 == n1 && memcmp(b0, b1, n0) == 0, "file was modified");
-  free(b0);
-  free(b1);
+  expect_refused_untouched(path, QS_EFORMAT, "QUICKSILVER_DB");
   db_remove(path);
 }
 
 /* --------------------------------------------------------- damaged files */
-
-/* store_open must refuse the file with QS_ECORRUPT, name it, and leave its
- * bytes as they were (and create no WAL beside it). */
-static void expect_corrupt_untouched(const char *path) {
-  size_t n0, n1;
-  unsigned char *b0 = file_read(path, &n0);
-  store *s = NULL;
-  int rc = store_open(&s, path, err, sizeof err);
-  cr_expect_eq(rc, QS_ECORRUPT, "%s: %s", status_name(rc), err);
-  cr_expect_null(s);
-  cr_expect(strstr(err, path), "message does not name the file: %s", err);
-  cr_expect(strstr(err, "move it aside"), "%s", err);
-  unsigned char *b1 = file_read(path, &n1);
-  cr_expect(n0 == n1 && memcmp(b0, b1, n0) == 0, "file was modified");
-  char wal[128];
-  cr_assert_lt(snprintf(wal, sizeof wal, "%s-wal", path), (int)sizeof wal);
-  cr_expect(!exists(wal), "a WAL was created beside a damaged file");
-  free(b0);
-  free(b1);
-}
 
 Test(store, garbage_file_is_corrupt_and_untouched) {
   char path[64];
@@ -724,7 +718,7 @@ Test(store, damaged_page_is_found_by_check) {
   store *s = db_open(path);
   fill(s, 600);
   store_close(s);
-  size_t n, n1;
+  size_t n;
   unsigned char *b = file_read(path, &n);
   cr_assert_gt(n, 8 * 4096);
   for (size_t i = 4 * 4096; i < 6 * 4096; i++)
@@ -742,10 +736,7 @@ Test(store, damaged_page_is_found_by_check) {
   } else {
     cr_expect_eq(rc, QS_ECORRUPT, "%s: %s", status_name(rc), err);
   }
-  unsigned char *b1 = file_read(path, &n1);
-  cr_expect(n == n1 && memcmp(b, b1, n) == 0, "file was modified");
-  free(b);
-  free(b1);
+  file_expect_same(path, b, n);
   db_remove(path);
 }
 
