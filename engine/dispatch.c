@@ -395,7 +395,13 @@ static double calibrate(engine *e, prep *pr, const unsigned char *cold) {
     }
     double work = key_work(d, sl, pr->p, shape);
     for (size_t i = 0; i < m->n_impls; i++) {
-      for (int k = 0; cold[i] && k < SLICE_RUNS; k++) {
+      method_call probe;
+      char why[128];
+      call_init(e, &m->impls[i], &probe, sl, d->n_inputs, NULL, 0, pr->p,
+                NULL, 0);
+      int usable = cold[i] && registry_usable(&m->impls[i], &probe, why,
+                                              sizeof why);
+      for (int k = 0; usable && k < SLICE_RUNS; k++) {
         run_result res;
         run_once(e, m, i, sl, d->n_inputs, out, d->n_outputs, pr->p, &res);
         spent += res.wall;

@@ -86,12 +86,6 @@ static int resolve(engine *e, const engine_options *o) {
   return QS_OK;
 }
 
-static uint64_t fnv1a(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
 /* The CPU as a device: its model, the online cores and the pool's threads
  * hashed into a fingerprint, so that CPU timings from other hardware or
  * another thread count are not mistaken for this machine's. */
@@ -112,7 +106,7 @@ static void cpu_identify(engine *e) {
   char id[256];
   snprintf(id, sizeof id, "%s|%d|%d", e->cpu_name, pool_cores(), e->threads);
   snprintf(e->cpu_fp, sizeof e->cpu_fp, "cpu-%016llx",
-           (unsigned long long)fnv1a(id));
+           (unsigned long long)fnv1a(FNV_SEED, id));
 }
 
 /* Device rows for the CPU and every OpenCL device; a failure here is the

@@ -12,10 +12,7 @@
 #include "internal.h"
 
 static uint64_t hash_of(size_t impl, const char *key) {
-  uint64_t h = 1469598103934665603ull ^ (uint64_t)impl;
-  for (const unsigned char *s = (const unsigned char *)key; *s; s++)
-    h = (h ^ *s) * 1099511628211ull;
-  return h;
+  return fnv1a(FNV_SEED ^ (uint64_t)impl, key);
 }
 
 static int grow(mstate *m) {

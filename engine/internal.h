@@ -84,6 +84,14 @@ struct engine {
   pending *queue;
 };
 
+/* FNV-1a of a string continuing from h (start from FNV_SEED): hash tables
+ * and fingerprints, not security. */
+#define FNV_SEED 1469598103934665603ull
+static inline uint64_t fnv1a(uint64_t h, const char *s) {
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
 /* Sets the engine's error message (printf-style) and returns status. */
 int engine_fail(engine *e, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
