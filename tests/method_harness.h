@@ -125,6 +125,69 @@ static inline void harness_diff(const image *a, const image *b, double *diff,
   }
 }
 
+/* Through the dispatcher: runs every implementation the engine lists for
+ * method d on this machine, forced by name, on `in` with parameters p, and
+ * compares each output with the harness's serial one: bit for bit for CPU
+ * implementations, within d->tolerance of max |serial| for OpenCL ones.
+ * Returns how many implementations ran; failures go into msg (first one)
+ * and make the return negative. Unavailable ones are reported on stderr. */
+static inline int harness_engine_agree(const method_desc *d, const image *in,
+                                       const param *p, size_t n_p, char *msg,
+                                       size_t msg_len) {
+  engine *e;
+  engine_options opt = {.db_path = ":memory:", .threads = HARNESS_THREADS};
+  image ref[8], out[8];
+  impl_info info[QS_MAX_ESTIMATES];
+  size_t n = 0;
+  int ran = 0, bad = 0;
+  if (engine_open(&e, &opt)) {
+    snprintf(msg, msg_len, "engine_open: %.256s", e ? engine_error(e) : "");
+    engine_close(e);
+    return -1;
+  }
+  int rc = harness_run(d, "serial", in, p, n_p, ref, NULL, msg, msg_len);
+  if (!rc) rc = method_impls(e, d->name, info, QS_MAX_ESTIMATES, &n);
+  for (size_t i = 0; !rc && i < n && i < QS_MAX_ESTIMATES; i++) {
+    if (!info[i].available) {
+      fprintf(stderr, "%s %s unavailable: %s\n", d->name, info[i].name,
+              info[i].why);
+      continue;
+    }
+    run_request rq = {.inputs = in, .n_inputs = d->n_inputs, .params = p,
+                      .n_params = n_p, .impl = info[i].name};
+    run_report rep;
+    if (method_run(e, d->name, &rq, out, d->n_outputs, &rep)) {
+      if (!bad++)
+        snprintf(msg, msg_len, "%.64s: %.256s", info[i].name,
+                 engine_error(e));
+      continue;
+    }
+    ran++;
+    for (size_t k = 0; k < d->n_outputs; k++) {
+      double diff, peak;
+      size_t bytes = ref[k].frames * ref[k].rows * ref[k].cols * 4;
+      int same_shape = out[k].frames == ref[k].frames &&
+                       out[k].rows == ref[k].rows && out[k].cols == ref[k].cols;
+      if (same_shape) harness_diff(&out[k], &ref[k], &diff, &peak);
+      int ok = same_shape && strcmp(rep.impl, info[i].name) == 0 &&
+               (info[i].kind == IMPL_OPENCL
+                    ? diff <= d->tolerance * peak
+                    : memcmp(out[k].data, ref[k].data, bytes) == 0);
+      if (!ok && !bad++)
+        snprintf(msg, msg_len,
+                 "%.64s (report: %.64s) output %.64s disagrees with serial",
+                 info[i].name, rep.impl, d->outputs[k].name);
+      image_free(&out[k]);
+    }
+  }
+  if (!rc)
+    for (size_t k = 0; k < d->n_outputs; k++) image_free(&ref[k]);
+  engine_close(e);
+  fprintf(stderr, "%s: %d implementations agree through the engine\n",
+          d->name, ran);
+  return rc || bad ? -1 : ran;
+}
+
 /* Opens a runtime for OpenCL tests (no disk cache); *rt is NULL and
  * `why` says why when there is no device (the test then skips). */
 static inline void harness_cl_open(clrt **rt, char *why, size_t why_len) {

@@ -219,3 +219,13 @@ Test(roberts_cross, opencl_streams_batches) {
   cr_skip_test("no OpenCL device: OpenCL is not built in");
 #endif
 }
+
+Test(roberts_cross, engine_runs_every_implementation) {
+  image m;
+  cr_assert_eq(image_alloc(&m, 3, 41, 37), QS_OK);
+  harness_fill(&m, 5, 20.0f);
+  char msg[512] = "";
+  int ran = harness_engine_agree(RC, &m, NULL, 0, msg, sizeof msg);
+  cr_expect_geq(ran, 5, "%d implementations ran: %s", ran, msg);
+  image_free(&m);
+}

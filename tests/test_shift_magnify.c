@@ -341,3 +341,43 @@ Test(shift_magnify, opencl_within_tolerance_of_serial) {
   }
   clrt_close(rt);
 }
+
+/* The dispatcher runs each implementation by name with serial's numbers,
+ * and bad input through it gives a status, a message and no output. */
+Test(shift_magnify, engine_runs_every_implementation) {
+  image m = make(3, 40, 29, 77);
+  param p[] = {{"shift_row", 0.3, NULL},
+               {"shift_col", -1.2, NULL},
+               {"magnification_row", 2.5, NULL},
+               {"magnification_col", 1.5, NULL}};
+  char msg[512] = "";
+  int ran = harness_engine_agree(SM, &m, p, 4, msg, sizeof msg);
+  cr_expect_geq(ran, 5, "%d implementations ran: %s", ran, msg);
+
+  engine *e;
+  engine_options opt = {.db_path = ":memory:", .threads = 2};
+  cr_assert_eq(engine_open(&e, &opt), QS_OK);
+  const param bad[][1] = {{{"magnification_row", NAN, NULL}},
+                          {{"magnification_col", 0, NULL}},
+                          {{"shift_col", INFINITY, NULL}},
+                          {{"magnification_row", 0.01, NULL}}};
+  const int want[] = {QS_EPARAM, QS_EPARAM, QS_EPARAM, QS_ESHAPE};
+  for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+    run_request rq = {.inputs = &m, .n_inputs = 1, .params = bad[k],
+                      .n_params = 1};
+    image o = {(float *)1, 1, 1, 1, NULL};
+    int rc = method_run(e, "shift_magnify", &rq, &o, 1, NULL);
+    cr_expect_eq(rc, want[k], "case %zu: %s (%s)", k, status_name(rc),
+                 engine_error(e));
+    cr_expect(strstr(engine_error(e), bad[k][0].name), "case %zu: \"%s\"",
+              k, engine_error(e));
+    cr_expect_null(o.data, "case %zu: output written", k);
+  }
+  image empty = image_wrap(m.data, 1, 0, 5);
+  run_request rq = {.inputs = &empty, .n_inputs = 1};
+  image o = {(float *)1, 1, 1, 1, NULL};
+  cr_expect_neq(method_run(e, "shift_magnify", &rq, &o, 1, NULL), QS_OK);
+  cr_expect_null(o.data);
+  engine_close(e);
+  image_free(&m);
+}
