@@ -173,6 +173,46 @@ clrt_counters clrt_stats(const clrt *rt) {
   return c;
 }
 
+static int is_word(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9');
+}
+
+/* "pthread-haswell-AMD EPYC" -> "pthread-haswell-amd-epyc". Words are cut
+ * whole, so two devices differing past the limit share a base and are told
+ * apart by the uniqueness suffix. */
+void cl_slug(const char *name, char *out, size_t len) {
+  static const char *const drop[] = {"r",   "tm",          "c",   "processor",
+                                     "cpu", "corporation", "inc", "with"};
+  size_t o = 0;
+  const char *p = name ? name : "";
+  char word[64];
+  while (*p && *p != '@') {
+    size_t w = 0;
+    while (*p && *p != '@' && !is_word(*p))
+      p++;
+    for (; is_word(*p); p++)
+      if (w + 1 < sizeof word)
+        word[w++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+    word[w] = '\0';
+    int skip = w == 0;
+    for (size_t i = 0; !skip && i < sizeof drop / sizeof drop[0]; i++)
+      skip = strcmp(word, drop[i]) == 0;
+    if (skip) continue;
+    if (o == 0 && w >= len) w = len - 1; /* a first word alone too long */
+    size_t need = w + (o ? 1 : 0);
+    if (o + need >= len || (o && o + need > SLUG_WORDS)) break;
+    if (o) out[o++] = '-';
+    memcpy(out + o, word, w);
+    o += w;
+  }
+  if (o == 0) {
+    snprintf(out, len, "device");
+    return;
+  }
+  out[o] = '\0';
+}
+
 #if QS_HAVE_OPENCL
 
 /* ------------------------------------------------------------- discovery */
@@ -186,46 +226,6 @@ static int grow(void **arr, size_t *cap, size_t n, size_t sz) {
   *arr = p;
   *cap = c;
   return QS_OK;
-}
-
-/* Short stable name from a device name: lowercase, runs of other
- * characters as one dash, marketing words and a trailing "@ clock" dropped,
- * cut at a dash near SLUG_WORDS characters. "pthread-haswell-AMD EPYC" ->
- * "pthread-haswell-amd-epyc". Never empty. */
-static void slug_make(const char *name, char *out, size_t len) {
-  static const char *const drop[] = {"r",   "tm",          "c",  "processor",
-                                     "cpu", "corporation", "inc"};
-  size_t o = 0;
-  const char *p = name;
-  char word[64];
-  while (*p && *p != '@') {
-    size_t w = 0;
-    while (*p && *p != '@' &&
-           !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-             (*p >= '0' && *p <= '9')))
-      p++;
-    while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-           (*p >= '0' && *p <= '9')) {
-      if (w + 1 < sizeof word)
-        word[w++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
-      p++;
-    }
-    word[w] = '\0';
-    int skip = w == 0;
-    for (size_t i = 0; !skip && i < sizeof drop / sizeof drop[0]; i++)
-      skip = strcmp(word, drop[i]) == 0;
-    if (skip) continue;
-    size_t need = w + (o ? 1 : 0);
-    if (o + need >= len || (o && o + need > SLUG_WORDS)) break;
-    if (o) out[o++] = '-';
-    memcpy(out + o, word, w);
-    o += w;
-  }
-  if (o == 0) {
-    snprintf(out, len, "device");
-    return;
-  }
-  out[o] = '\0';
 }
 
 /* A string property, truncated into buf; the untruncated text is hashed
@@ -318,7 +318,7 @@ static void dev_read(cldev *d) {
 static void slugs_assign(clrt *rt) {
   for (size_t i = 0; i < rt->n; i++) {
     char base[sizeof rt->devs[i].info.slug - 4];
-    slug_make(rt->devs[i].info.name, base, sizeof base);
+    cl_slug(rt->devs[i].info.name, base, sizeof base);
     snprintf(rt->devs[i].info.slug, sizeof rt->devs[i].info.slug, "%s", base);
     for (unsigned k = 2;; k++) {
       int taken = 0;

@@ -58,6 +58,12 @@ const char *clrt_why(const clrt *rt);
 
 const cldev_info *cldev_about(const cldev *d);
 
+/* The slug of a device name into out (len >= 2): lowercase words of
+ * [a-z0-9] joined by '-', "(R)", "(TM)", "CPU", "Processor", "with" and
+ * anything from '@' on dropped, cut at a word boundary near 32 characters;
+ * "device" when nothing is left. */
+void cl_slug(const char *name, char *out, size_t len);
+
 /* Embedded sources (the cl/kernels files by name, the methods/math
  * headers as "math/<name>.h"), includes resolved. NULL if unknown. The text is
  * static and NUL-terminated; *len (may be NULL) receives its length. */

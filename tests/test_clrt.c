@@ -630,3 +630,24 @@ Test(clrt, prune_keeps_the_most_recent_entries) {
   cr_expect_eq(n, 4, "three entries and the temporary file were left");
   cr_expect_eq(rmdir(dir), 0);
 }
+
+Test(clrt, slugs_are_short_lowercase_words) {
+  static const char *const cases[][2] = {
+      {"pthread-haswell-AMD EPYC", "pthread-haswell-amd-epyc"},
+      {"pthread-skylake-avx512-AMD EPYC", "pthread-skylake-avx512-amd-epyc"},
+      {"Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz", "intel-core-i7-8700"},
+      {"NVIDIA GeForce RTX 3080", "nvidia-geforce-rtx-3080"},
+      {"  gfx1030  ", "gfx1030"},
+      {"AMD Ryzen 9 7950X 16-Core Processor with Radeon Graphics",
+       "amd-ryzen-9-7950x-16-core-radeon"},
+      {"(R)(TM)", "device"},
+      {"", "device"},
+  };
+  char out[48];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cl_slug(cases[i][0], out, sizeof out);
+    cr_expect_str_eq(out, cases[i][1], "slug of \"%s\"", cases[i][0]);
+  }
+  cl_slug("averyveryverylongsingleword", out, 8);
+  cr_expect_str_eq(out, "averyve");
+}
