@@ -212,9 +212,10 @@ static int read_int(store *s, const char *sql, int *out) {
   return rc;
 }
 
-/* Applies the missing migrations, one transaction each. The version is
- * read again inside the transaction: another process may have migrated
- * meanwhile. */
+/* Applies the missing migrations, one transaction each. Called only when
+ * the probe saw an old version (a current store takes no write lock to
+ * open); the version is read again inside each transaction, as another
+ * process may have migrated meanwhile. */
 static int migrate(store *s, char *err, size_t err_len) {
   for (;;) {
     int v = 0, rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
@@ -239,6 +240,18 @@ static int migrate(store *s, char *err, size_t err_len) {
       store_rollback(s);
       return status;
     }
+  }
+}
+
+/* Turns WAL on. Changing the journal mode of a new store can report
+ * SQLITE_BUSY at once, without calling the busy handler, while another
+ * connection is creating the same store: retry for up to STORE_BUSY_MS. */
+static int wal_enable(store *s) {
+  int rc;
+  for (int waited = 0;; waited++) {
+    rc = sqlite3_exec(s->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
+    if ((rc & 0xff) != SQLITE_BUSY || waited >= STORE_BUSY_MS) return rc;
+    sqlite3_sleep(1);
   }
 }
 
@@ -310,8 +323,7 @@ int store_open(store **out, const char *path, char *err, size_t err_len) {
                        "else (it has tables but no store schema version); it "
                        "was left unchanged: use another path (QUICKSILVER_DB)",
                        path);
-  } else if (!memory && (rc = sqlite3_exec(s->db, "PRAGMA journal_mode = WAL",
-                                           NULL, NULL, NULL)) != SQLITE_OK) {
+  } else if (!memory && (rc = wal_enable(s)) != SQLITE_OK) {
     status = store_fail(s, rc, "setting WAL mode", err, err_len);
   } else if ((rc = sqlite3_exec(s->db,
                                 "PRAGMA synchronous = NORMAL;"
@@ -319,7 +331,7 @@ int store_open(store **out, const char *path, char *err, size_t err_len) {
                                 NULL, NULL, NULL)) != SQLITE_OK) {
     status = store_fail(s, rc, "setting pragmas", err, err_len);
   } else {
-    status = migrate(s, err, err_len);
+    status = version < STORE_SCHEMA ? migrate(s, err, err_len) : QS_OK;
   }
   for (int i = 0; status == QS_OK && i < ST_COUNT; i++)
     status = prepare(s, stmt_sql[i], &s->st[i], err, err_len);

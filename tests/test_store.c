@@ -1043,30 +1043,41 @@ Test(store, threads_and_processes_lose_no_row, .timeout = 240) {
   db_remove(path);
 }
 
-Test(store, concurrent_first_open_migrates_once) {
-  char path[64];
-  db_temp(path);
-  pid_t kids[4];
-  for (int p = 0; p < 4; p++) {
+/* Several processes creating the same new store (directories included) at
+ * once: each opens, one migrates, all record. */
+Test(store, concurrent_first_open_creates_once) {
+  enum { OPENERS = 8 };
+  char dir[64] = "/tmp/qs-store-dir-XXXXXX", path[96], sub[80];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/a/b/timings.db", dir);
+  pid_t kids[OPENERS];
+  for (int p = 0; p < OPENERS; p++) {
     kids[p] = fork();
     cr_assert(kids[p] >= 0);
     if (kids[p] == 0) {
       store *s = NULL;
-      int rc = store_open(&s, path, NULL, 0);
+      char msg[512] = "";
+      int rc = store_open(&s, path, msg, sizeof msg);
       run_row r = row_make("m", "serial", "cpu", "k", p);
-      if (rc == QS_OK) rc = store_record(s, &r, NULL, 0);
+      if (rc == QS_OK) rc = store_record(s, &r, msg, sizeof msg);
+      if (rc) fprintf(stderr, "opener %d: %s\n", p, msg);
       store_close(s);
       _exit(rc);
     }
   }
-  for (int p = 0; p < 4; p++) {
+  for (int p = 0; p < OPENERS; p++) {
     int ws;
     waitpid(kids[p], &ws, 0);
     cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "opener %d: %s", p,
               status_name(WEXITSTATUS(ws)));
   }
   store *s = db_open(path);
-  cr_expect_eq(count(s, NULL), 4);
+  cr_expect_eq(count(s, NULL), OPENERS);
   store_close(s);
   db_remove(path);
+  snprintf(sub, sizeof sub, "%s/a/b", dir);
+  rmdir(sub);
+  snprintf(sub, sizeof sub, "%s/a", dir);
+  rmdir(sub);
+  rmdir(dir);
 }
