@@ -62,17 +62,19 @@ def sm_params(m):
 
 
 def sweep(quick, methods):
-    """The cases: (method, shape, params), in the order they run."""
+    """The cases: (method, shape, params), smaller sizes of every method
+    before larger ones, so that an interrupted run has covered each method."""
     interp = QUICK_INTERP if quick else SIZES_INTERP
+    esrrf = QUICK_ESRRF if quick else SIZES_ESRRF
     cases = []
-    if "roberts_cross" in methods:
-        cases += [("roberts_cross", s, {}) for s in interp]
-    if "shift_magnify" in methods:
-        cases += [("shift_magnify", s, sm_params(m)) for s in interp
-                  for m in (2.0, 5.0)]
-    if "esrrf" in methods:
-        cases += [("esrrf", s, dict(ESRRF_PARAMS))
-                  for s in (QUICK_ESRRF if quick else SIZES_ESRRF)]
+    for i in range(max(len(interp), len(esrrf))):
+        if "roberts_cross" in methods and i < len(interp):
+            cases.append(("roberts_cross", interp[i], {}))
+        if "shift_magnify" in methods and i < len(interp):
+            cases += [("shift_magnify", interp[i], sm_params(m))
+                      for m in (2.0, 5.0)]
+        if "esrrf" in methods and i < len(esrrf):
+            cases.append(("esrrf", esrrf[i], dict(ESRRF_PARAMS)))
     return cases
 
 

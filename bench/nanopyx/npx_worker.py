@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import re
 import resource
 import sys
@@ -59,10 +60,8 @@ class Method:
             raise SystemExit(f"npx_worker: unknown method {name}")
 
     def call(self, x, rt):
-        """NanoPyx prints progress to stdout, which carries this worker's
-        answers: it goes to a buffer that eSRRF's report is read from."""
         log = io.StringIO()
-        with contextlib.redirect_stdout(log):
+        with contextlib.redirect_stdout(log):  # eSRRF's report is read here
             return self._call(x, None if rt == "auto" else rt, log)
 
     def _call(self, x, rt, log):
@@ -102,6 +101,11 @@ def load(path, shape):
 
 
 def main():
+    # NanoPyx prints notices to stdout (from Python and from C): only this
+    # worker's answers may reach the harness there, the rest goes to stderr.
+    say = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["once", "serve"])
     ap.add_argument("--method", required=True)
@@ -114,7 +118,6 @@ def main():
     shape = tuple(int(v) for v in a.shape.split(","))
     x = load(a.input, shape)
     m = Method(a.method, json.loads(a.params))
-    say = sys.stdout
     if a.mode == "once":
         before = rss_kb()
         t0 = time.perf_counter()
