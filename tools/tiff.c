@@ -307,7 +307,9 @@ static int read_all(TIFF *t, reader *r, image *img, char *err,
                      status_message(rc));
   size_t plane = (size_t)first.w * first.h;
   for (tdir_t d = 0; d < n && !rc; d++) {
-    if (!TIFFSetDirectory(t, d) || page_probe(t, r, d, &p, err, err_len)) {
+    /* sequential reads: TIFFSetDirectory(d) would walk the chain anew */
+    int at = d ? TIFFReadDirectory(t) : TIFFSetDirectory(t, 0);
+    if (!at || page_probe(t, r, d, &p, err, err_len)) {
       rc = read_fail(r, QS_EFORMAT, err, err_len, "cannot read page %u",
                      (unsigned)d);
       break;
