@@ -364,7 +364,8 @@ static int slice_generic(const method_desc *d, const image *in, size_t rows,
  * points per implementation. Returns the seconds spent. A slice the method
  * rejects skips calibration (the cold ones then wait for the static order
  * or the benchmark). */
-static double calibrate(engine *e, prep *pr, const unsigned char *cold) {
+static double calibrate(engine *e, prep *pr, const unsigned char *cold,
+                        double *once) {
   mstate *m = pr->m;
   const method_desc *d = m->desc;
   static const size_t divs[2] = {32, 16};
@@ -405,6 +406,7 @@ static double calibrate(engine *e, prep *pr, const unsigned char *cold) {
         run_result res;
         run_once(e, m, i, sl, d->n_inputs, out, d->n_outputs, pr->p, &res);
         spent += res.wall;
+        *once += res.once_s;
         run_account(e, pr, i, key, work, &res, res.status);
         if (res.status) {
           /* failing on the slice: skip it for the caller's key too */
@@ -474,14 +476,14 @@ int method_run(engine *e, const char *method, const run_request *rq,
   rc = outputs_alloc(e, pr.shape, d->n_outputs, outputs);
   if (rc) goto done;
 
-  double calib = 0;
+  double calib = 0, calib_once = 0;
   if (!exact && !e->no_calibration) {
     unsigned char cold[QS_MAX_ESTIMATES] = {0};
     int any = 0;
     for (size_t i = 0; i < m->n_impls; i++)
       any |= cold[i] = !cand[i].excluded && agent_cold(&cand[i]);
     if (any) {
-      calib = calibrate(e, &pr, cold);
+      calib = calibrate(e, &pr, cold, &calib_once);
       for (size_t i = 0; i < m->n_impls; i++)
         if (cold[i]) {
           call_init(e, &m->impls[i], &probe, pr.in, pr.n_in, NULL, 0, pr.p,
@@ -534,6 +536,7 @@ int method_run(engine *e, const char *method, const run_request *rq,
     report->device_seconds = res.device_s;
     report->once_seconds = res.once_s;
     report->calibration_seconds = calib;
+    report->calibration_once_seconds = calib_once;
     report->fallbacks = fallbacks;
     report->n_estimates = m->n_impls;
     for (size_t i = 0; i < m->n_impls; i++) {

@@ -397,6 +397,8 @@ typedef struct run_report {
   int fallbacks;          /* implementations that failed before it */
   size_t n_estimates;
   run_estimate estimates[QS_MAX_ESTIMATES];
+  double calibration_once_seconds; /* one-time costs (program builds, first
+                                      launches) inside calibration_seconds */
 } run_report;
 
 /* Runs `method` on the request. outputs[0..n_outputs) receive images

@@ -136,6 +136,8 @@ int registry_usable(const rimpl *r, const method_call *c, char *why,
 
 int method_register(engine *e, const method_desc *desc) {
   if (!e) return QS_EINVAL;
+  if (!e->pool) /* engine_open failed before the engine could run */
+    return engine_fail(e, QS_EINVAL, "method_register: engine not open");
   return registry_add(e, desc);
 }
 

@@ -614,3 +614,62 @@ Test(dispatch, corrupt_store_gives_usable_handle) {
   unlink(path);
   free(x.px);
 }
+
+/* ------------------------------------------------------------- the rows */
+
+typedef struct row_copy {
+  size_t n;
+  char impl[64], device[64], key[256], params[256], error[256];
+  int version, status;
+  double work, wall, stamp;
+} row_copy;
+
+static int copy_row(void *ctx, const run_row *r) {
+  row_copy *c = ctx;
+  if (c->n++) return 0;
+  snprintf(c->impl, sizeof c->impl, "%s", r->impl);
+  snprintf(c->device, sizeof c->device, "%s", r->device);
+  snprintf(c->key, sizeof c->key, "%s", r->key);
+  snprintf(c->params, sizeof c->params, "%s", r->params);
+  snprintf(c->error, sizeof c->error, "%s", r->error);
+  c->version = r->impl_version;
+  c->status = r->status;
+  c->work = r->work;
+  c->wall = r->wall;
+  c->stamp = r->stamp;
+  return 0;
+}
+
+Test(dispatch, run_rows_carry_the_call) {
+  fake_reset();
+  engine *e = open_fake(NULL, 0);
+  input x = make_input(2, 16, 32);
+  param p[] = {{"mode", 0, "add"}, {"flag", 1, NULL}};
+  run_report rep;
+  run_request rq = {.inputs = &x.im, .n_inputs = 1, .params = p,
+                    .n_params = 2, .impl = "threaded"};
+  image out[1];
+  cr_assert_eq(method_run(e, "fake", &rq, out, 1, &rep), QS_OK);
+  /* scale 2 + add 1 + flag 1 */
+  cr_assert_float_eq(out[0].data[3], x.px[3] * 4, 1e-6);
+  image_free(&out[0]);
+  cr_assert_eq(engine_flush(e), QS_OK, "%s", engine_error(e));
+  row_copy c = {0};
+  store_filter f = {.method = "fake"};
+  cr_assert_eq(store_query(e->store, &f, copy_row, &c, NULL, 0), QS_OK);
+  cr_assert_eq(c.n, 1);
+  cr_assert_str_eq(c.impl, "threaded");
+  cr_assert_eq(strncmp(c.device, "cpu-", 4), 0);
+  cr_assert_eq(strlen(c.device), 20);
+  cr_assert_str_eq(c.key, "fake(2x16x32;scale=2;mode=add;iters=1;flag=true)");
+  cr_assert_str_eq(c.params,
+                   "{\"scale\":2,\"mode\":\"add\",\"iters\":1,\"flag\":true}");
+  cr_assert_eq(c.version, 1);
+  cr_assert_eq(c.status, QS_OK);
+  cr_assert_str_eq(c.error, "");
+  cr_assert_eq(c.work, 1024); /* output pixels */
+  cr_assert_float_eq(c.wall, 2e-3 + 3e-9 * 1024, 1e-12);
+  cr_assert_gt(c.stamp, 1.6e9); /* unix seconds */
+  free(x.px);
+  engine_close(e);
+}
