@@ -49,8 +49,11 @@ static const char *const migrations[] = {
      * order, without gaps, so that trimming a full group is one index range
      * "seq <= newest - STORE_KEEP" instead of a walk over STORE_KEEP index
      * entries (about 15 us per record). */
-    "ALTER TABLE runs ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;" SQL_RENUMBER
-    ";DROP INDEX runs_group;"
+    "ALTER TABLE runs ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE runs SET seq = r.n FROM (SELECT id, row_number() OVER (PARTITION"
+    " BY method, impl, device, key ORDER BY id) AS n FROM runs) AS r"
+    " WHERE runs.id = r.id;"
+    "DROP INDEX runs_group;"
     "CREATE INDEX runs_seq ON runs (method, impl, device, key, seq);",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA,
