@@ -12,11 +12,19 @@
  * Per output row and column, the window offsets that pass the reference's
  * bounds are tabulated once per call with their float offsets (the same
  * float values the reference computes, centres rounded at their own
- * magnitude) and grid indices, so the pixel loop has no bounds tests. The
- * distance weight (d·e^{−d²/tSS})⁴, the costly part of the reference
- * (exp and pow per sample), comes from a table over d with a second-order
- * expansion at the nearest node; its error (below 1e-8 relative) is why
- * fused is not bit-identical to serial. */
+ * magnitude) and grid indices, so the pixel loop has no bounds tests.
+ *
+ * The distance weight (d·e^{−d²/tSS})⁴ is the costly part of the reference
+ * (exp and pow per sample). Away from the borders, the samples of an output
+ * pixel depend only on its phase (row mod M, column mod M) up to the
+ * float rounding of its centre; so per phase pair the samples that can
+ * fall inside the disk are listed once per call with their distance d0 and
+ * weight (the reference's float) and slope there, and a pixel takes
+ * w(d0) + w'(d0)·(d − d0) at its own d (|d − d0| is a few float ulps of the
+ * centre). Border pixels take a table over d with a second-order expansion
+ * at the nearest node. These weights (below 1e-7 relative from the
+ * reference's) are why fused is not bit-identical to serial. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +43,17 @@ typedef struct fz_tap {
   int idx;
 } fz_tap;
 
+/* One sample of an interior pixel of a phase pair: window offsets j, i,
+ * and the weight w0 at distance d0 with its slope w1. */
+typedef struct fz_cand {
+  unsigned short j, i;
+  float d0, w0, w1;
+} fz_cand;
+
+/* Candidate lists are built when all phase pairs hold at most this many
+ * entries; beyond (huge M and radius) every pixel takes the general loop. */
+#define FZ_MAX_CANDS ((size_t)1 << 20)
+
 /* One half-pixel gradient sample and its inverse norm. */
 typedef struct fz_cell {
   float gx, gy, inv, pad;
@@ -48,6 +67,8 @@ typedef struct fused {
   int *ny, *nx;           /* valid taps per output row / column */
   float wt[FZ_NODES + 1][4]; /* node d, weight, slope, half curvature */
   float inv_h;
+  fz_cand *cand;          /* per phase pair, NULL: general loop only */
+  int *cand_at;           /* M² + 1 offsets into cand */
   cr_taps *hr, *hc;       /* grid row / column taps: 2R + 1, 2C + 1 */
   QS_ACC *sums;           /* 2·C column sums per worker */
   float *grad, *mag;      /* 2·R·C; R·M·C·M (intensity weighting only) */
@@ -71,21 +92,27 @@ static int fz_axis(int i, int n, int n_m, const rgc_consts *k, fz_tap *t) {
   return valid;
 }
 
-/* w, w' and w''/2 of w(d) = d⁴·exp(−4d²/tSS) at the nodes (float
- * positions, so that d − node is exact), in double. */
+/* w, w' and w'' of w(d) = d⁴·exp(−4d²/tSS) at d > 0, in double (0 at 0). */
+static void fz_derivs(double d, double tss, double *w, double *w1,
+                      double *w2) {
+  *w = *w1 = *w2 = 0;
+  if (!(d > 0)) return;
+  double e = exp(-d * d / tss), x = d * e;
+  double l1 = 4 / d - 8 * d / tss, l2 = -4 / (d * d) - 8 / tss;
+  *w = x * x * x * x;
+  *w1 = *w * l1;
+  *w2 = *w1 * l1 + *w * l2;
+}
+
+/* w, w' and w''/2 at the nodes of the table (float positions, so that
+ * d − node is exact). */
 static void fz_weights(fused *s) {
   double tss = s->g.k.tss, h = (double)s->g.k.tso / FZ_NODES;
   s->inv_h = (float)(1 / h);
   for (int n = 0; n <= FZ_NODES; n++) {
     float node = (float)(n * h);
-    double d = node, w = 0, w1 = 0, w2 = 0;
-    if (n > 0) {
-      double e = exp(-d * d / tss), x = d * e;
-      double l1 = 4 / d - 8 * d / tss, l2 = -4 / (d * d) - 8 / tss;
-      w = x * x * x * x;
-      w1 = w * l1;
-      w2 = w1 * l1 + w * l2;
-    }
+    double w, w1, w2;
+    fz_derivs(node, tss, &w, &w1, &w2);
     s->wt[n][0] = node;
     s->wt[n][1] = (float)w;
     s->wt[n][2] = (float)w1;
@@ -123,44 +150,129 @@ static int fz_grid_rows(void *ctx, size_t b, size_t e, int worker) {
   return QS_OK;
 }
 
+/* Accumulates one sample at offset (dx, dy) from grid cell cl with
+ * weight w (already known to be inside the disk). */
+static inline void fz_sample(const fz_cell *cl, float dx, float dy, float d,
+                             float w, float *rgc, float *wsum) {
+  *wsum += w;
+  if (cl->gx * dx + cl->gy * dy < 0) {
+    float dk = fabsf(cl->gy * dx - cl->gx * dy) * cl->inv;
+    if (isnan(dk)) dk = d;
+    *rgc += (1 - dk / d) * w;
+  }
+}
+
+/* RGC of a pixel whose window taps are all in bounds, from its phase
+ * pair's candidates. */
+static float fz_interior(const fused *s, const fz_tap *ty, const fz_tap *tx,
+                         const fz_cand *cand, const fz_cand *end) {
+  size_t gw = 2 * (size_t)s->g.cols + 1;
+  float tso = s->g.k.tso, rgc = 0, wsum = 0;
+  for (const fz_cand *e = cand; e < end; e++) {
+    float dy = ty[e->j].delta, dx = tx[e->i].delta;
+    float d = sqrtf(dx * dx + dy * dy);
+    if (d == 0 || d > tso) continue;
+    const fz_cell *cl = s->grid + (size_t)ty[e->j].idx * gw + tx[e->i].idx;
+    fz_sample(cl, dx, dy, d, e->w0 + e->w1 * (d - e->d0), &rgc, &wsum);
+  }
+  return rgc_finish(rgc, wsum, s->g.k.sens);
+}
+
+/* RGC of any pixel: its valid taps, weights from the table. */
+static float fz_general(const fused *s, const fz_tap *ty, int nty,
+                        const fz_tap *tx, int ntx) {
+  size_t gw = 2 * (size_t)s->g.cols + 1;
+  float tso = s->g.k.tso, rgc = 0, wsum = 0;
+  for (int j = 0; j < nty; j++) {
+    float dy = ty[j].delta;
+    const fz_cell *grow = s->grid + (size_t)ty[j].idx * gw;
+    for (int i = 0; i < ntx; i++) {
+      float dx = tx[i].delta;
+      float d = sqrtf(dx * dx + dy * dy);
+      if (d == 0 || d > tso) continue;
+      fz_sample(&grow[tx[i].idx], dx, dy, d, fz_weight(s, d), &rgc, &wsum);
+    }
+  }
+  return rgc_finish(rgc, wsum, s->g.k.sens);
+}
+
 /* Output rows [b, e) of the frame's map. */
 static int fz_rgc_rows(void *ctx, size_t b, size_t e, int worker) {
   (void)worker;
   const fused *s = ctx;
   const esrrf_geom *g = &s->g;
-  size_t gw = 2 * (size_t)g->cols + 1;
-  float tso = g->k.tso;
+  int win = s->win, mag = g->mag;
   for (size_t y = b; y < e; y++) {
     if ((int)y < g->margin || (int)y >= g->rows_m - g->margin) continue;
-    const fz_tap *ty = s->ty + y * (size_t)s->win;
+    const fz_tap *ty = s->ty + y * (size_t)win;
     int nty = s->ny[y];
     float *o = s->dst + y * (size_t)g->cols_m;
     const float *im = s->mag ? s->mag + y * (size_t)g->cols_m : NULL;
+    const int *at = s->cand ? s->cand_at + (y % (size_t)mag) * mag : NULL;
     for (int x = g->margin; x < g->cols_m - g->margin; x++) {
-      const fz_tap *tx = s->tx + (size_t)x * (size_t)s->win;
+      const fz_tap *tx = s->tx + (size_t)x * (size_t)win;
       int ntx = s->nx[x];
-      float rgc = 0, wsum = 0;
-      for (int j = 0; j < nty; j++) {
-        float dy = ty[j].delta;
-        const fz_cell *grow = s->grid + (size_t)ty[j].idx * gw;
-        for (int i = 0; i < ntx; i++) {
-          float dx = tx[i].delta;
-          float d = sqrtf(dx * dx + dy * dy);
-          if (d == 0 || d > tso) continue;
-          float w = fz_weight(s, d);
-          wsum += w;
-          const fz_cell *cl = &grow[tx[i].idx];
-          if (cl->gx * dx + cl->gy * dy < 0) {
-            float dk = fabsf(cl->gy * dx - cl->gx * dy) * cl->inv;
-            if (isnan(dk)) dk = d;
-            rgc += (1 - dk / d) * w;
-          }
-        }
+      float v;
+      if (at && nty == win && ntx == win) {
+        int ph = x % mag;
+        v = fz_interior(s, ty, tx, s->cand + at[ph], s->cand + at[ph + 1]);
+      } else {
+        v = fz_general(s, ty, nty, tx, ntx);
       }
-      float v = rgc_finish(rgc, wsum, g->k.sens);
       o[x] = im ? v * im[x] : v;
     }
   }
+  return QS_OK;
+}
+
+/* The candidate lists: for each phase pair, from a row and a column of
+ * that phase whose taps are all in bounds, the samples whose distance is
+ * within tSO plus the largest centre rounding (any pixel of the pair can
+ * only move its distances that much), with their weights. Returns QS_OK
+ * without lists when some phase has no such row or column, or when they
+ * would be too large. */
+static int fz_candidates(fused *s) {
+  const esrrf_geom *g = &s->g;
+  size_t m = (size_t)g->mag, win = (size_t)s->win;
+  if (m * m * win * win > FZ_MAX_CANDS) return QS_OK;
+  int rep_y[TEMPORAL_MAX_MAG], rep_x[TEMPORAL_MAX_MAG];
+  for (size_t p = 0; p < m; p++) {
+    rep_y[p] = rep_x[p] = -1;
+    for (size_t y = p; y < (size_t)g->rows_m && rep_y[p] < 0; y += m)
+      if (s->ny[y] == s->win) rep_y[p] = (int)y;
+    for (size_t x = p; x < (size_t)g->cols_m && rep_x[p] < 0; x += m)
+      if (s->nx[x] == s->win) rep_x[p] = (int)x;
+    if (rep_y[p] < 0 || rep_x[p] < 0) return QS_OK;
+  }
+  s->cand = malloc(m * m * win * win * sizeof *s->cand);
+  s->cand_at = malloc((m * m + 1) * sizeof *s->cand_at);
+  if (!s->cand || !s->cand_at) return QS_ENOMEM;
+  /* a centre near coordinate n is off by at most half an ulp of n */
+  double side = g->rows > g->cols ? g->rows : g->cols;
+  float slack = (float)(4 * side * FLT_EPSILON + 1e-6);
+  double tss = g->k.tss;
+  int n = 0;
+  for (size_t py = 0; py < m; py++)
+    for (size_t px = 0; px < m; px++) {
+      const fz_tap *ty = s->ty + (size_t)rep_y[py] * win;
+      const fz_tap *tx = s->tx + (size_t)rep_x[px] * win;
+      s->cand_at[py * m + px] = n;
+      for (size_t j = 0; j < win; j++)
+        for (size_t i = 0; i < win; i++) {
+          float dy = ty[j].delta, dx = tx[i].delta;
+          float d = sqrtf(dx * dx + dy * dy);
+          if (d > g->k.tso + slack) continue;
+          double w, w1, w2;
+          fz_derivs(d, tss, &w, &w1, &w2);
+          s->cand[n].j = (unsigned short)j;
+          s->cand[n].i = (unsigned short)i;
+          s->cand[n].d0 = d;
+          s->cand[n].w0 = rgc_weight(d, g->k.tss);
+          s->cand[n].w1 = (float)w1;
+          n++;
+        }
+    }
+  s->cand_at[m * m] = n;
   return QS_OK;
 }
 
@@ -233,7 +345,7 @@ static int fz_plan(fused *s) {
     else
       cr_taps_at(cr_source(2 * g->cols_m - 1, m2, 0.0f), g->cols, &s->hc[b]);
   fz_weights(s);
-  return QS_OK;
+  return fz_candidates(s);
 }
 
 int esrrf_run_fused(const method_call *c) {
@@ -256,6 +368,8 @@ int esrrf_run_fused(const method_call *c) {
   free(s->grad);
   free(s->grid);
   free(s->mag);
+  free(s->cand);
+  free(s->cand_at);
   free(s);
   return rc;
 }
