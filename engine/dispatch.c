@@ -325,15 +325,16 @@ static void cand_fill(mstate *m, size_t i, const prep *pr,
 
 /* ------------------------------------------------------------ calibration */
 
-/* Side of the calibration slices: 1/32 and 1/16 of the first input's rows
- * and columns (1/1024 and 1/256 of one frame), never below 16 pixels. Each
+/* Side of the smaller calibration slice: 1/32 of the first input's rows or
+ * columns, never below 16 pixels; the larger slice doubles it (so 1/1024
+ * and 1/256 of one frame, where the frame is large enough). Each
  * cold implementation runs twice on each (the minimum counts, the first run
  * also warms caches), so calibrating costs about 1 % of the sum of every
  * implementation's time on one frame: under 10 % of the chosen run even
  * when the slowest implementation is several times slower than the best. */
 #define SLICE_RUNS 2
-static size_t slice_side(size_t full, size_t div) {
-  size_t s = (full + div - 1) / div;
+static size_t slice_side(size_t full) {
+  size_t s = (full + 31) / 32;
   if (s < 16) s = 16;
   return s < full ? s : full;
 }
@@ -368,12 +369,15 @@ static double calibrate(engine *e, prep *pr, const unsigned char *cold,
                         double *once) {
   mstate *m = pr->m;
   const method_desc *d = m->desc;
-  static const size_t divs[2] = {32, 16};
   double spent = 0;
   for (int s = 0; s < 2; s++) {
     image sl[QS_MAX_OUTPUTS], out[QS_MAX_OUTPUTS], shape[QS_MAX_OUTPUTS];
-    size_t rows = slice_side(pr->in[0].rows, divs[s]);
-    size_t cols = slice_side(pr->in[0].cols, divs[s]);
+    /* the larger slice at least doubles the smaller one where the input
+     * allows, so that the fit sees two sizes */
+    size_t rows = slice_side(pr->in[0].rows) << s;
+    size_t cols = slice_side(pr->in[0].cols) << s;
+    rows = rows < pr->in[0].rows ? rows : pr->in[0].rows;
+    cols = cols < pr->in[0].cols ? cols : pr->in[0].cols;
     if (d->n_inputs > QS_MAX_OUTPUTS) return spent;
     memset(sl, 0, sizeof sl);
     int rc = d->slice ? d->slice(pr->in, pr->p, rows, cols, sl)
@@ -499,7 +503,7 @@ int method_run(engine *e, const char *method, const run_request *rq,
   run_result res = {0};
   const char *reason = "forced";
   int fallbacks = 0;
-  long pick = -1;
+  long pick = -1, last = -1;
   for (;;) {
     const char *why_pick = "forced";
     if (exact) {
@@ -513,6 +517,7 @@ int method_run(engine *e, const char *method, const run_request *rq,
       if (calib > 0 && src[pick] == SRC_MODEL) why_pick = "calibration";
     }
     if (fallbacks == 0) reason = why_pick;
+    last = pick;
     run_once(e, m, (size_t)pick, pr.in, pr.n_in, outputs, d->n_outputs, pr.p,
              &res);
     run_account(e, &pr, (size_t)pick, pr.key, pr.work, &res, res.status);
@@ -526,8 +531,9 @@ int method_run(engine *e, const char *method, const run_request *rq,
     outputs_free(outputs, d->n_outputs);
     rc = res.status ? res.status : QS_EFAIL;
     rc = engine_fail(e, rc, "method %s: %s failed: %s%s", d->name,
-                     pick >= 0 ? m->impls[pick].name : "every implementation",
-                     res.err, fallbacks > 1 ? " (after other failures)" : "");
+                     last >= 0 ? m->impls[last].name : "every implementation",
+                     res.err,
+                     fallbacks > 1 ? " (the last of every candidate)" : "");
   }
   if (report && pick >= 0) {
     snprintf(report->impl, sizeof report->impl, "%s", m->impls[pick].name);

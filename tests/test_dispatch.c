@@ -673,3 +673,37 @@ Test(dispatch, run_rows_carry_the_call) {
   free(x.px);
   engine_close(e);
 }
+
+Test(dispatch, delay_explores_then_clears) {
+  fake_reset();
+  engine *e = open_fake(NULL, 0);
+  input x = make_input(1, 64, 64);
+  run_report rep;
+  /* serial 1.041 ms against threaded 2.012 ms: serial wins */
+  for (int i = 0; i < 25; i++) {
+    cr_assert_eq(run(e, &x, NULL, 0, "serial,threaded", &rep), QS_OK);
+    cr_assert_str_eq(rep.impl, "serial");
+  }
+  cr_assert_str_eq(rep.reason, "history");
+  /* one 4 ms run of serial: a delay of factor 3.84 with p = 1/2, so serial
+   * is expected at 2.52 ms, above threaded: the engine explores */
+  int64_t fixed = fake[F_SERIAL].fixed;
+  fake[F_SERIAL].fixed = 4000000 - 10 * 4096;
+  cr_assert_eq(run(e, &x, NULL, 0, "serial,threaded", &rep), QS_OK);
+  fake[F_SERIAL].fixed = fixed;
+  int explored = 0, serial_again = 0;
+  for (int i = 0; i < 50 && !serial_again; i++) {
+    cr_assert_eq(run(e, &x, NULL, 0, "serial,threaded", &rep), QS_OK);
+    cr_assert_str_eq(rep.reason, "exploration");
+    explored++;
+    serial_again = !strcmp(rep.impl, "serial");
+  }
+  cr_assert(serial_again, "serial never explored again in 50 calls");
+  /* that normal serial run cleared the flag: back to plain history */
+  cr_assert_eq(run(e, &x, NULL, 0, "serial,threaded", &rep), QS_OK);
+  cr_assert_str_eq(rep.reason, "history");
+  cr_assert_str_eq(rep.impl, "serial");
+  cr_assert_geq(explored, 1);
+  free(x.px);
+  engine_close(e);
+}
