@@ -60,9 +60,8 @@ int sweep_sizes(const char *text, sweep_size *out, size_t max, size_t *n,
 /* Variants of a "name=v1,v2;name2=v3" grid, as the cartesian product, for
  * the parameters the method declares (others are ignored: a grid may span
  * several methods). Each variant is "name=v;name2=v" text. */
-static int product_of(const method_desc *d, const char *grid,
-                       char out[][128], size_t *n, char *err,
-                       size_t err_len) {
+static int product_of(const method_desc *d, const char *grid, char out[][128],
+                      size_t *n, char *err, size_t err_len) {
   *n = 1;
   out[0][0] = 0;
   const char *s = grid ? grid : "";
@@ -95,8 +94,7 @@ static int product_of(const method_desc *d, const char *grid,
             return QS_EINVAL;
           }
           int w = snprintf(out[(*n)++], 128, "%s%s%.*s=%.*s", prev[k],
-                           prev[k][0] ? ";" : "", (int)nlen, s, (int)vlen,
-                           v);
+                           prev[k][0] ? ";" : "", (int)nlen, s, (int)vlen, v);
           if (w >= 128) {
             snprintf(err, err_len, "parameter variant too long");
             return QS_EINVAL;
@@ -117,9 +115,8 @@ static int product_of(const method_desc *d, const char *grid,
 
 /* Grids separated by '|' give their variants one after the other
  * ("a=2;b=2|a=5;b=5" pairs values where a product would not). */
-static int variants_of(const method_desc *d, const char *grid,
-                       char out[][128], size_t *n, char *err,
-                       size_t err_len) {
+static int variants_of(const method_desc *d, const char *grid, char out[][128],
+                       size_t *n, char *err, size_t err_len) {
   *n = 0;
   const char *s = grid ? grid : "";
   do {
@@ -130,7 +127,8 @@ static int variants_of(const method_desc *d, const char *grid,
     if (rc) return rc;
     for (size_t i = 0; i < k; i++) {
       int dup = 0;
-      for (size_t j = 0; j < *n; j++) dup |= !strcmp(out[j], part[i]);
+      for (size_t j = 0; j < *n; j++)
+        dup |= !strcmp(out[j], part[i]);
       if (dup) continue;
       if (*n == SWEEP_MAX_VARIANTS) {
         snprintf(err, err_len, "more than %d parameter variants",
@@ -173,11 +171,12 @@ static int step_work(const method_desc *d, sweep_step *st, char *err,
   if (rc) return rc;
   /* shape() reads dimensions only; the pointer just marks "not empty" */
   static float no_pixels;
-  image in = image_wrap(&no_pixels, st->size.frames, st->size.rows,
-                        st->size.cols);
+  image in =
+      image_wrap(&no_pixels, st->size.frames, st->size.rows, st->size.cols);
   image out[16];
   if (d->n_outputs > 16) return QS_EINVAL;
-  for (size_t k = 0; k < d->n_outputs; k++) out[k] = in;
+  for (size_t k = 0; k < d->n_outputs; k++)
+    out[k] = in;
   if (d->shape && (rc = d->shape(&in, v, out, err, err_len))) return rc;
   st->work = d->work ? d->work(&in, v)
                      : (double)out[0].frames * out[0].rows * out[0].cols;
@@ -205,8 +204,10 @@ static int steps_build(engine *e, const sweep_options *o, sweep_step **out,
         return QS_ENOMETHOD;
       }
       if (d->n_inputs != 1) {
-        snprintf(err, err_len, "%s takes %zu inputs; the sweep simulates "
-                 "one input stack per size", name, d->n_inputs);
+        snprintf(err, err_len,
+                 "%s takes %zu inputs; the sweep simulates "
+                 "one input stack per size",
+                 name, d->n_inputs);
         return QS_EINVAL;
       }
       if (nm < SWEEP_MAX_METHODS) ms[nm++] = d;
@@ -267,7 +268,8 @@ static int input_for(input_cache *c, sweep_size s, const image **out,
     }
   if (c->n == sizeof c->img / sizeof c->img[0]) return QS_ENOMEM;
   double v[SIM_N];
-  for (int i = 0; i < SIM_N; i++) v[i] = sim_params[i].def;
+  for (int i = 0; i < SIM_N; i++)
+    v[i] = sim_params[i].def;
   v[SIM_FRAMES] = (double)s.frames;
   v[SIM_ROWS] = (double)s.rows;
   v[SIM_COLS] = (double)s.cols;
@@ -317,7 +319,8 @@ int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
   for (size_t i = 0; i < n && !rc; i++) {
     double elapsed = (double)(timer_ns() - t0) * 1e-9, predicted = 0;
     size_t m = 0;
-    while (m < n_rated && rated[m] != steps[i].method) m++;
+    while (m < n_rated && rated[m] != steps[i].method)
+      m++;
     if (m < n_rated) predicted = rate[m] * steps[i].work;
     if (o->budget > 0 && elapsed + predicted >= o->budget) {
       r->stopped = 1;
@@ -331,7 +334,9 @@ int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
     char buf[128];
     param p[QS_MAX_PARAMS];
     snprintf(buf, sizeof buf, "%s", steps[i].params);
-    run_request rq = {.inputs = in, .n_inputs = 1, .params = p,
+    run_request rq = {.inputs = in,
+                      .n_inputs = 1,
+                      .params = p,
                       .n_params = variant_params(buf, p, QS_MAX_PARAMS)};
     bench_result br;
     memset(&br, 0, sizeof br);
@@ -350,13 +355,15 @@ int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
       if (br.entries[k].runs > 0)
         steady += (o->warmup + o->repeats) * br.entries[k].median;
     if (st || steady <= 0) steady = (double)(timer_ns() - s0) * 1e-9;
-    if (m == n_rated && n_rated < SWEEP_MAX_METHODS) rated[n_rated++] = steps[i].method;
+    if (m == n_rated && n_rated < SWEEP_MAX_METHODS)
+      rated[n_rated++] = steps[i].method;
     if (m < n_rated && steps[i].work > 0) rate[m] = steady / steps[i].work;
     r->steps_done = i + 1;
   }
   r->seconds = (double)(timer_ns() - t0) * 1e-9;
   if (o->progress) o->progress(o->ctx, NULL, r->steps_done, n, r->seconds);
-  for (size_t i = 0; i < cache->n; i++) image_free(&cache->img[i]);
+  for (size_t i = 0; i < cache->n; i++)
+    image_free(&cache->img[i]);
   free(cache);
   free(steps);
   if (rc == QS_ENOMEM && !err[0]) snprintf(err, err_len, "out of memory");
@@ -378,8 +385,9 @@ int sweep_csv(const sweep_result *r, const char *path, char *err,
   for (size_t i = 0; i < r->n; i++) {
     const sweep_row *w = &r->rows[i];
     const bench_entry *b = &w->entry;
-    fprintf(o.f, "%s,%zu,%zu,%zu,\"%s\",%.17g,%s,%s,%d,%.9g,%.9g,%.9g,%.9g,"
-                 "%.3g\n",
+    fprintf(o.f,
+            "%s,%zu,%zu,%zu,\"%s\",%.17g,%s,%s,%d,%.9g,%.9g,%.9g,%.9g,"
+            "%.3g\n",
             w->step.method->name, w->step.size.frames, w->step.size.rows,
             w->step.size.cols, w->step.params, w->step.work, b->impl,
             status_name(b->status), b->runs, b->min, b->median, b->fast_mean,
@@ -389,8 +397,10 @@ int sweep_csv(const sweep_result *r, const char *path, char *err,
 }
 
 static void add_num(cJSON *j, const char *k, double v) {
-  if (isfinite(v)) cJSON_AddNumberToObject(j, k, v);
-  else cJSON_AddNullToObject(j, k);
+  if (isfinite(v))
+    cJSON_AddNumberToObject(j, k, v);
+  else
+    cJSON_AddNullToObject(j, k);
 }
 
 int sweep_json(const sweep_result *r, const char *path, char *err,

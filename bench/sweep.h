@@ -40,7 +40,7 @@ typedef struct sweep_options {
   const char *params;  /* "name=v1,v2;name2=v" grid; NULL: defaults */
   const char *impls;   /* as method_benchmark; NULL: all */
   int warmup, repeats;
-  double budget;       /* seconds; <= 0: none */
+  double budget; /* seconds; <= 0: none */
   sweep_progress_fn progress;
   void *ctx;
 } sweep_options;

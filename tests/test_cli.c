@@ -100,8 +100,10 @@ static result *qs(const char *first, ...) {
 }
 
 static void expect_status(const result *r, int status, const char *what) {
-  cr_assert_eq(r->status, status, "%s: exit %d, want %d\nstdout: %s\nstderr: "
-               "%s", what, r->status, status, r->out, r->err);
+  cr_assert_eq(r->status, status,
+               "%s: exit %d, want %d\nstdout: %s\nstderr: "
+               "%s",
+               what, r->status, status, r->out, r->err);
 }
 
 static cJSON *json_of(const result *r) {
@@ -120,11 +122,10 @@ Test(cli, version_and_help) {
   expect_status(r, 0, "--version");
   cr_assert_str_eq(r->out, "quicksilver " QS_VERSION "\n");
   cJSON *j = json_of(qs("version", "--json", NULL));
-  cr_assert_str_eq(cJSON_GetObjectItem(j, "version")->valuestring,
-                   QS_VERSION);
+  cr_assert_str_eq(cJSON_GetObjectItem(j, "version")->valuestring, QS_VERSION);
   cJSON_Delete(j);
-  const char *cmds[] = {"run", "esrrf", "methods", "bench", "db",
-                        "devices", "diff", "simulate", "version"};
+  const char *cmds[] = {"run",     "esrrf", "methods",  "bench",  "db",
+                        "devices", "diff",  "simulate", "version"};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     r = qs(cmds[i], "--help", NULL);
     expect_status(r, 0, cmds[i]);
@@ -232,17 +233,16 @@ Test(cli, simulate_is_deterministic) {
 /* A small simulated input for the run tests. */
 static const char *small_input(void) {
   const char *in = path_in("in.tif");
-  expect_status(qs("simulate", "-o", in, "--frames", "3", "--size", "16x12",
-                   "-q", NULL),
-                0, "simulate input");
+  expect_status(
+      qs("simulate", "-o", in, "--frames", "3", "--size", "16x12", "-q", NULL),
+      0, "simulate input");
   return in;
 }
 
 Test(cli, run_writes_output_and_reports) {
   const char *in = small_input(), *out = path_in("out.tif");
-  result *r = qs("run", "shift_magnify", in, "-o", out,
-                 "--magnification-row", "2", "--magnification-col", "3",
-                 "--explain", NULL);
+  result *r = qs("run", "shift_magnify", in, "-o", out, "--magnification-row",
+                 "2", "--magnification-col", "3", "--explain", NULL);
   expect_status(r, 0, "run");
   cr_assert_not_null(strstr(r->err, "shift_magnify: "), "%s", r->err);
   cr_assert_not_null(strstr(r->err, "estimate"), "--explain: %s", r->err);
@@ -254,8 +254,8 @@ Test(cli, run_writes_output_and_reports) {
   cr_assert_eq(img.cols, 36);
   image_free(&img);
 
-  r = qs("run", "shift_magnify", in, "-o", out, "--impl", "serial",
-         "--json", NULL);
+  r = qs("run", "shift_magnify", in, "-o", out, "--impl", "serial", "--json",
+         NULL);
   expect_status(r, 0, "run --json");
   cJSON *j = json_of(r);
   cr_assert_str_eq(cJSON_GetObjectItem(j, "impl")->valuestring, "serial");
@@ -283,9 +283,9 @@ Test(cli, esrrf_command_is_run_esrrf) {
   if (qs("methods", "esrrf", NULL)->status != 0)
     cr_skip_test("no esrrf method in this build");
   const char *in = small_input(), *a = path_in("a.tif"), *b = path_in("b.tif");
-  result *r = qs("esrrf", in, "-o", a, "--magnification", "2", "--radius",
-                 "1.5", "--temporal", "var", "--impl", "serial", "--json",
-                 NULL);
+  result *r =
+      qs("esrrf", in, "-o", a, "--magnification", "2", "--radius", "1.5",
+         "--temporal", "var", "--impl", "serial", "--json", NULL);
   expect_status(r, 0, "esrrf");
   cJSON *j = json_of(r);
   cr_assert_str_eq(cJSON_GetObjectItem(j, "method")->valuestring, "esrrf");
@@ -329,10 +329,12 @@ Test(cli, failed_output_leaves_no_file) {
 
 Test(cli, diff_reports_and_fails_on_mismatch) {
   const char *a = path_in("a.tif"), *b = path_in("b.tif");
-  expect_status(qs("simulate", "-o", a, "--frames", "2", "--size", "8x8",
-                   "-q", NULL), 0, "a");
-  expect_status(qs("simulate", "-o", b, "--frames", "2", "--size", "8x9",
-                   "-q", NULL), 0, "b");
+  expect_status(
+      qs("simulate", "-o", a, "--frames", "2", "--size", "8x8", "-q", NULL), 0,
+      "a");
+  expect_status(
+      qs("simulate", "-o", b, "--frames", "2", "--size", "8x9", "-q", NULL), 0,
+      "b");
   result *r = qs("diff", a, a, "--json", NULL);
   expect_status(r, 0, "diff same");
   cJSON *j = json_of(r);
@@ -367,8 +369,8 @@ Test(cli, db_export_import_round_trip) {
   expect_status(qs("db", "best", NULL), 0, "db best");
   j = json_of(qs("db", "best", "--json", NULL));
   cr_assert_gt(cJSON_GetArraySize(j), 0);
-  cr_assert(cJSON_IsString(cJSON_GetObjectItem(cJSON_GetArrayItem(j, 0),
-                                               "impl")));
+  cr_assert(
+      cJSON_IsString(cJSON_GetObjectItem(cJSON_GetArrayItem(j, 0), "impl")));
   cJSON_Delete(j);
   const char *dump = path_in("dump.json");
   expect_status(qs("db", "export", dump, NULL), 0, "db export");
@@ -379,8 +381,7 @@ Test(cli, db_export_import_round_trip) {
   expect_status(r, 0, "db stats of the import");
   cr_assert_str_eq(r->out, before);
   /* importing again adds nothing */
-  imp = qs("--db", path_in("fresh.db"), "db", "import", dump, "--json",
-           NULL);
+  imp = qs("--db", path_in("fresh.db"), "db", "import", dump, "--json", NULL);
   j = json_of(imp);
   cr_assert_eq(cJSON_GetObjectItem(j, "added")->valuedouble, 0);
   cJSON_Delete(j);
@@ -404,7 +405,8 @@ Test(cli, db_export_import_round_trip) {
 Test(cli, damaged_store_is_explained_and_moved_aside) {
   const char *db = path_in("bad.db");
   FILE *f = fopen(db, "w");
-  for (int i = 0; i < 512; i++) fputs("this is not an SQLite file. ", f);
+  for (int i = 0; i < 512; i++)
+    fputs("this is not an SQLite file. ", f);
   fclose(f);
   result *r = qs("--db", db, "db", "check", NULL);
   expect_status(r, 1, "check damaged");
@@ -419,9 +421,9 @@ Test(cli, bench_stops_at_budget_and_records) {
   const char *csv = path_in("b.csv"), *js = path_in("b.json"),
              *svg = path_in("b.svg");
   result *r = qs("bench", "--method", "roberts_cross", "--sizes",
-                 "1x32x32,4x64x64,10x1024x1024,200x1024x1024", "--budget",
-                 "2", "--repeats", "2", "--warmup", "1", "--csv", csv,
-                 "--json", js, "--svg", svg, NULL);
+                 "1x32x32,4x64x64,10x1024x1024,200x1024x1024", "--budget", "2",
+                 "--repeats", "2", "--warmup", "1", "--csv", csv, "--json", js,
+                 "--svg", svg, NULL);
   expect_status(r, 0, "bench");
   char text[65536];
   slurp_into(js, text, sizeof text);

@@ -14,7 +14,8 @@
 TestSuite(simulate, .fini = qs_leak_check);
 
 static void defaults(double *v) {
-  for (int i = 0; i < SIM_N; i++) v[i] = sim_params[i].def;
+  for (int i = 0; i < SIM_N; i++)
+    v[i] = sim_params[i].def;
 }
 
 /* Mean and population variance of frame f. */
@@ -23,7 +24,8 @@ static void frame_moments(const image *img, size_t f, double *mean,
   size_t n = img->rows * img->cols;
   const float *p = img->data + f * n;
   double s = 0, s2 = 0;
-  for (size_t i = 0; i < n; i++) s += p[i], s2 += (double)p[i] * p[i];
+  for (size_t i = 0; i < n; i++)
+    s += p[i], s2 += (double)p[i] * p[i];
   *mean = s / (double)n;
   *var = s2 / (double)n - *mean * *mean;
 }
@@ -160,8 +162,7 @@ Test(simulate, blinking_duty_cycle) {
   for (size_t f = 0; f + 1 < 500; f++)
     for (size_t e = 0; e < 200; e++)
       if (on[f * 200 + e]) was++, stays += on[(f + 1) * 200 + e];
-  cr_assert_lt(fabs(1 - stays / was - 0.2), 0.02, "p_off %g",
-               1 - stays / was);
+  cr_assert_lt(fabs(1 - stays / was - 0.2), 0.02, "p_off %g", 1 - stays / was);
   free(on);
   image_free(&img);
   sim_truth_free(&t);
@@ -196,9 +197,9 @@ Test(simulate, truth_csv) {
   fclose(f);
   cr_assert_eq(lines, t.n);
   unlink(path);
-  cr_assert_eq(sim_truth_write(&t, 100, "/nonexistent-dir/t.csv", err,
-                               sizeof err),
-               QS_EIO);
+  cr_assert_eq(
+      sim_truth_write(&t, 100, "/nonexistent-dir/t.csv", err, sizeof err),
+      QS_EIO);
   image_free(&img);
   sim_truth_free(&t);
 }

@@ -57,15 +57,27 @@ static double sample_value(uint16_t fmt, uint16_t bits, int page, int i) {
 static void put_sample(void *buf, uint16_t fmt, uint16_t bits, int i,
                        double v) {
   unsigned char *b = buf;
-#define PUT_(T) { T x = (T)v; memcpy(b + i * sizeof x, &x, sizeof x); }
-  if (fmt == SAMPLEFORMAT_IEEEFP && bits == 32) PUT_(float)
-  else if (fmt == SAMPLEFORMAT_IEEEFP) PUT_(double)
-  else if (fmt == SAMPLEFORMAT_INT && bits == 8) PUT_(int8_t)
-  else if (fmt == SAMPLEFORMAT_INT && bits == 16) PUT_(int16_t)
-  else if (fmt == SAMPLEFORMAT_INT) PUT_(int32_t)
-  else if (bits == 8) PUT_(uint8_t)
-  else if (bits == 16) PUT_(uint16_t)
-  else PUT_(uint32_t)
+#define PUT_(T)                                                               \
+  {                                                                           \
+    T x = (T)v;                                                               \
+    memcpy(b + i * sizeof x, &x, sizeof x);                                   \
+  }
+  if (fmt == SAMPLEFORMAT_IEEEFP && bits == 32)
+    PUT_(float)
+  else if (fmt == SAMPLEFORMAT_IEEEFP)
+    PUT_(double)
+  else if (fmt == SAMPLEFORMAT_INT && bits == 8)
+    PUT_(int8_t)
+  else if (fmt == SAMPLEFORMAT_INT && bits == 16)
+    PUT_(int16_t)
+  else if (fmt == SAMPLEFORMAT_INT)
+    PUT_(int32_t)
+  else if (bits == 8)
+    PUT_(uint8_t)
+  else if (bits == 16)
+    PUT_(uint16_t)
+  else
+    PUT_(uint32_t)
 #undef PUT_
 }
 
@@ -126,9 +138,9 @@ static void check_values(const image *img, uint16_t fmt, uint16_t bits) {
 static const struct {
   uint16_t fmt, bits;
 } types[] = {
-    {SAMPLEFORMAT_UINT, 8},  {SAMPLEFORMAT_INT, 8},
-    {SAMPLEFORMAT_UINT, 16}, {SAMPLEFORMAT_INT, 16},
-    {SAMPLEFORMAT_UINT, 32}, {SAMPLEFORMAT_INT, 32},
+    {SAMPLEFORMAT_UINT, 8},    {SAMPLEFORMAT_INT, 8},
+    {SAMPLEFORMAT_UINT, 16},   {SAMPLEFORMAT_INT, 16},
+    {SAMPLEFORMAT_UINT, 32},   {SAMPLEFORMAT_INT, 32},
     {SAMPLEFORMAT_IEEEFP, 32}, {SAMPLEFORMAT_IEEEFP, 64},
 };
 
@@ -225,8 +237,10 @@ static void check_real(const char *leaf) {
   image from_mem;
   cr_assert_eq(tiff_read_mem(b, n, leaf, &from_mem, err, sizeof err), QS_OK,
                "%s", err);
-  cr_assert_eq(memcmp(from_mem.data, img.data, n < 1 ? 0 :
-                      img.frames * img.rows * img.cols * sizeof(float)), 0);
+  cr_assert_eq(
+      memcmp(from_mem.data, img.data,
+             n < 1 ? 0 : img.frames * img.rows * img.cols * sizeof(float)),
+      0);
   image_free(&from_mem);
   image_free(&img);
   free(b);
@@ -283,7 +297,8 @@ static void zero_page(TIFF *t, uint32_t w, uint32_t h, uint16_t spp) {
   TIFFSetField(t, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
   TIFFSetField(t, TIFFTAG_PHOTOMETRIC,
                spp == 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK);
-  for (uint32_t r = 0; r < h; r++) TIFFWriteScanline(t, row, r, 0);
+  for (uint32_t r = 0; r < h; r++)
+    TIFFWriteScanline(t, row, r, 0);
   TIFFWriteDirectory(t);
 }
 
@@ -393,8 +408,10 @@ Test(tiff, fuzz_regressions_replayed) {
     snprintf(file, sizeof file, "%s/%s", path, e->d_name);
     image img;
     int rc = tiff_read(file, &img, err, sizeof err);
-    if (rc) cr_expect_neq(err[0], 0, "%s: a message", e->d_name);
-    else cr_expect_gt(img.frames, 0);
+    if (rc)
+      cr_expect_neq(err[0], 0, "%s: a message", e->d_name);
+    else
+      cr_expect_gt(img.frames, 0);
     image_free(&img);
     seen++;
   }
@@ -402,4 +419,6 @@ Test(tiff, fuzz_regressions_replayed) {
   cr_assert_gt(seen, 0);
 }
 
-Test(tiff, fuzz_inputs_replayed) { cr_assert_gt(replay_kind("tiff", tiff_one), 0); }
+Test(tiff, fuzz_inputs_replayed) {
+  cr_assert_gt(replay_kind("tiff", tiff_one), 0);
+}

@@ -28,7 +28,8 @@ typedef struct flag_set {
 
 static size_t table_len(const opt_def *t) {
   size_t n = 0;
-  while (t[n].name) n++;
+  while (t[n].name)
+    n++;
   return n;
 }
 
@@ -44,7 +45,8 @@ static const char *flag_at(const void *ctx, size_t i) {
 
 static size_t flag_count(const flag_set *f) {
   size_t n = f->n_defs;
-  for (size_t t = 0; t < f->n_tables; t++) n += table_len(f->tables[t]);
+  for (size_t t = 0; t < f->n_tables; t++)
+    n += table_len(f->tables[t]);
   return n;
 }
 
@@ -55,8 +57,8 @@ static int unknown(const flag_set *f, const char *dashes, const char *what,
   snprintf(word, sizeof word, "%.*s", (int)(len < 63 ? len : 63), what);
   const char *near = name_nearest(word, flag_at, f, flag_count(f));
   if (near)
-    snprintf(err, err_len, "unknown option %s%s (did you mean --%s?)",
-             dashes, word, near);
+    snprintf(err, err_len, "unknown option %s%s (did you mean --%s?)", dashes,
+             word, near);
   else
     snprintf(err, err_len, "unknown option %s%s", dashes, word);
   return QS_EINVAL;
@@ -86,8 +88,8 @@ static long find_param(const flag_set *f, const char *name, size_t len) {
 }
 
 int args_parse(int argc, char **argv, const opt_def *const *tables,
-               size_t n_tables, const param_def *defs, size_t n_defs,
-               args *a, char *err, size_t err_len) {
+               size_t n_tables, const param_def *defs, size_t n_defs, args *a,
+               char *err, size_t err_len) {
   flag_set f = {tables, n_tables, defs, defs ? n_defs : 0, {{0}}};
   if (f.n_defs > QS_MAX_PARAMS) f.n_defs = QS_MAX_PARAMS;
   for (size_t i = 0; i < f.n_defs; i++)
@@ -131,8 +133,8 @@ int args_parse(int argc, char **argv, const opt_def *const *tables,
     if (!o && p < 0) return unknown(&f, dashes, name, len, err, err_len);
     int wants = p >= 0 || o->meta;
     if (!wants && value) {
-      snprintf(err, err_len, "option %s%.*s takes no value", dashes,
-               (int)len, name);
+      snprintf(err, err_len, "option %s%.*s takes no value", dashes, (int)len,
+               name);
       return QS_EINVAL;
     }
     if (wants && !value) {

@@ -48,8 +48,8 @@ typedef struct args {
  * missing value, a parameter given twice or too many arguments, with a
  * message naming the flag (and the nearest valid one). */
 int args_parse(int argc, char **argv, const opt_def *const *tables,
-               size_t n_tables, const param_def *defs, size_t n_defs,
-               args *a, char *err, size_t err_len);
+               size_t n_tables, const param_def *defs, size_t n_defs, args *a,
+               char *err, size_t err_len);
 
 /* The last value of option `name` (NULL if absent); for switches, a
  * non-NULL pointer to "" when given. */

@@ -7,8 +7,9 @@
 #include <string.h>
 
 const opt_def cli_globals[] = {
-    {"db", 0, "PATH", "timing store (default: $QUICKSILVER_DB, else the "
-                      "user's cache directory)"},
+    {"db", 0, "PATH",
+     "timing store (default: $QUICKSILVER_DB, else the "
+     "user's cache directory)"},
     {"threads", 0, "N", "threads of the pool (default: all cores)"},
     {"no-opencl", 0, NULL, "no OpenCL devices"},
     {"quiet", 'q', NULL, "no report on stderr"},
@@ -44,7 +45,8 @@ int cli_status_exit(int status) {
   return status == QS_EPARAM || status == QS_ENOMETHOD ||
                  status == QS_ENOIMPL || status == QS_ESHAPE
              ? CLI_USAGE
-             : status ? CLI_FAIL : CLI_OK;
+         : status ? CLI_FAIL
+                  : CLI_OK;
 }
 
 void cli_note(const cli *c, const char *fmt, ...) {
@@ -147,11 +149,16 @@ void cli_prescan(cli *c, int argc, char **argv) {
     }
     const char *s = argv[i];
     if (!strcmp(s, "--")) break;
-    if (!strcmp(s, "--no-opencl")) c->no_opencl = 1;
-    else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) c->quiet = 1;
-    else if (!strcmp(s, "-v") || !strcmp(s, "--verbose")) c->verbose = 1;
-    else if (!strncmp(s, "--db=", 5)) c->db = s + 5;
-    else if (!strcmp(s, "--db") && i + 1 < argc) c->db = argv[++i];
+    if (!strcmp(s, "--no-opencl"))
+      c->no_opencl = 1;
+    else if (!strcmp(s, "-q") || !strcmp(s, "--quiet"))
+      c->quiet = 1;
+    else if (!strcmp(s, "-v") || !strcmp(s, "--verbose"))
+      c->verbose = 1;
+    else if (!strncmp(s, "--db=", 5))
+      c->db = s + 5;
+    else if (!strcmp(s, "--db") && i + 1 < argc)
+      c->db = argv[++i];
     else if (!strcmp(s, "--threads") && i + 1 < argc) {
       size_t n;
       if (!args_size(argv[++i], 1, QS_MAX_THREADS, &n)) c->threads = (int)n;
@@ -161,8 +168,8 @@ void cli_prescan(cli *c, int argc, char **argv) {
 
 int cli_engine(cli *c, engine **e) {
   if (!c->e) {
-    engine_options o = {.db_path = c->db, .threads = c->threads,
-                        .no_opencl = c->no_opencl};
+    engine_options o = {
+        .db_path = c->db, .threads = c->threads, .no_opencl = c->no_opencl};
     int rc = engine_open(&c->e, &o);
     if (rc) {
       cli_fail("%s", c->e ? engine_error(c->e) : status_message(rc));

@@ -15,14 +15,14 @@
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_DONE = -1 };
 
 typedef struct cli {
-  const char *db;   /* --db PATH */
-  int threads;      /* --threads N (0: default) */
-  int no_opencl;    /* --no-opencl */
-  int quiet;        /* -q: no report on stderr */
-  int verbose;      /* -v: more detail on stderr */
-  int json;         /* --json: results as JSON on stdout */
-  int tty;          /* stderr is a terminal */
-  engine *e;        /* opened by cli_engine, closed by main */
+  const char *db; /* --db PATH */
+  int threads;    /* --threads N (0: default) */
+  int no_opencl;  /* --no-opencl */
+  int quiet;      /* -q: no report on stderr */
+  int verbose;    /* -v: more detail on stderr */
+  int json;       /* --json: results as JSON on stdout */
+  int tty;        /* stderr is a terminal */
+  engine *e;      /* opened by cli_engine, closed by main */
 } cli;
 
 /* Options every command accepts (after the command too). */
@@ -42,10 +42,10 @@ int cli_args(cli *c, int argc, char **argv, const char *synopsis,
 int cli_apply(cli *c, const args *a);
 
 /* Returns from the calling command when cli_args did not return CLI_OK. */
-#define CLI_ARGS_OR_RETURN(call)                                             \
-  do {                                                                       \
-    int rc_ = (call);                                                        \
-    if (rc_) return rc_ == CLI_DONE ? CLI_OK : rc_;                          \
+#define CLI_ARGS_OR_RETURN(call)                                              \
+  do {                                                                        \
+    int rc_ = (call);                                                         \
+    if (rc_) return rc_ == CLI_DONE ? CLI_OK : rc_;                           \
   } while (0)
 
 /* Picks the engine-shaping globals (--db, --threads, --no-opencl, -q, -v)

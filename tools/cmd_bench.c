@@ -25,14 +25,15 @@ static void progress(void *ctx, const sweep_step *st, size_t done,
            st->size.frames, st->size.rows, st->size.cols,
            st->params[0] ? " " : "", st->params);
   if (!c->tty) {
-    fprintf(stderr, "bench: step %zu/%zu %s (%.1f s)\n", done + 1, total,
-            what, elapsed);
+    fprintf(stderr, "bench: step %zu/%zu %s (%.1f s)\n", done + 1, total, what,
+            elapsed);
     return;
   }
   enum { BAR = 24 };
   char bar[BAR + 1];
   size_t fill = total ? done * BAR / total : 0;
-  for (size_t i = 0; i < BAR; i++) bar[i] = i < fill ? '#' : '.';
+  for (size_t i = 0; i < BAR; i++)
+    bar[i] = i < fill ? '#' : '.';
   bar[BAR] = 0;
   fprintf(stderr, "\r\033[K[%s] %zu/%zu %.50s %6.1f s", bar, done + 1, total,
           what, elapsed);
@@ -45,7 +46,7 @@ static int write_svg(const sweep_result *r, const char *path, char *err,
   size_t n = r->n ? r->n : 1;
   svg_series *s = calloc(n, sizeof *s);
   double *xs = malloc(n * sizeof *xs), *ys = malloc(n * sizeof *ys);
-  char (*names)[2 * QS_NAME_MAX + 2] = calloc(n, sizeof *names);
+  char(*names)[2 * QS_NAME_MAX + 2] = calloc(n, sizeof *names);
   size_t ns = 0, used = 0;
   int rc = !s || !xs || !ys || !names ? QS_ENOMEM : QS_OK;
   for (size_t i = 0; !rc && i < r->n; i++) {
@@ -53,7 +54,8 @@ static int write_svg(const sweep_result *r, const char *path, char *err,
     snprintf(name, sizeof name, "%s/%s", r->rows[i].step.method->name,
              r->rows[i].entry.impl);
     size_t k = 0;
-    while (k < ns && strcmp(names[k], name)) k++;
+    while (k < ns && strcmp(names[k], name))
+      k++;
     if (k < ns) continue;
     /* a new series: gather its points (rows are in step order, which is
      * work order) */
@@ -82,11 +84,13 @@ static int write_svg(const sweep_result *r, const char *path, char *err,
 
 int cmd_bench(cli *c, int argc, char **argv) {
   static const opt_def opts[] = {
-      {"method", 0, "M,...", "methods to sweep (default: every one-input "
-                             "method)"},
+      {"method", 0, "M,...",
+       "methods to sweep (default: every one-input "
+       "method)"},
       {"sizes", 0, "FxRxC,...", "input sizes (default: each method's grid)"},
-      {"params", 0, "GRID", "parameter grid: a=1,2;b=3 is a product, "
-                            "'|' joins grids (default: each method's)"},
+      {"params", 0, "GRID",
+       "parameter grid: a=1,2;b=3 is a product, "
+       "'|' joins grids (default: each method's)"},
       {"impl", 0, "NAME|KIND,...", "implementations (default: all)"},
       {"repeats", 0, "N", "timed runs per implementation (default 5)"},
       {"warmup", 0, "N", "untimed runs first (default 1)"},
@@ -96,14 +100,16 @@ int cmd_bench(cli *c, int argc, char **argv) {
       {"svg", 0, "FILE", "log-log plot of time against work"},
       {NULL, 0, NULL, NULL}};
   args a;
-  CLI_ARGS_OR_RETURN(cli_args(c, argc, argv, "bench [options]", opts, NULL,
-                              0, &a));
+  CLI_ARGS_OR_RETURN(
+      cli_args(c, argc, argv, "bench [options]", opts, NULL, 0, &a));
   if (a.n_pos) return cli_usage("bench: unexpected argument '%s'", a.pos[0]);
   sweep_options o = {.methods = args_value(&a, "method"),
                      .sizes = args_value(&a, "sizes"),
                      .params = args_value(&a, "params"),
                      .impls = args_value(&a, "impl"),
-                     .warmup = 1, .repeats = 5, .progress = progress,
+                     .warmup = 1,
+                     .repeats = 5,
+                     .progress = progress,
                      .ctx = c};
   size_t n;
   const char *t;
@@ -154,8 +160,9 @@ int cmd_bench(cli *c, int argc, char **argv) {
            status_name(w->entry.status));
   }
   if (r.stopped)
-    cli_note(c, "bench: stopped at the %.1f s budget after %zu of %zu "
-                "steps\n",
+    cli_note(c,
+             "bench: stopped at the %.1f s budget after %zu of %zu "
+             "steps\n",
              o.budget, r.steps_done, r.steps_total);
   sweep_free(&r);
   return rc;

@@ -45,9 +45,10 @@ static int rows_add(void *ctx, const run_row *r) {
     rs->cap = cap;
   }
   row *d = &rs->r[rs->n];
-  *d = (row){r->id, r->stamp, r->work, r->wall, r->device_s, r->once_s,
-             r->status, r->impl_version, dup(r->method), dup(r->impl),
-             dup(r->device), dup(r->key), dup(r->params), dup(r->error)};
+  *d = (row){r->id,          r->stamp,     r->work,        r->wall,
+             r->device_s,    r->once_s,    r->status,      r->impl_version,
+             dup(r->method), dup(r->impl), dup(r->device), dup(r->key),
+             dup(r->params), dup(r->error)};
   rs->n++;
   if (!d->method || !d->impl || !d->device || !d->key || !d->params ||
       !d->error)
@@ -101,8 +102,10 @@ static cJSON *row_json(const row *r) {
   cJSON_AddStringToObject(j, "key", r->key);
   cJSON_AddNumberToObject(j, "work", r->work);
   cJSON *p = cJSON_Parse(r->params);
-  if (p) cJSON_AddItemToObject(j, "params", p);
-  else cJSON_AddStringToObject(j, "params", r->params);
+  if (p)
+    cJSON_AddItemToObject(j, "params", p);
+  else
+    cJSON_AddStringToObject(j, "params", r->params);
   cJSON_AddNumberToObject(j, "wall", r->wall);
   cJSON_AddNumberToObject(j, "device_seconds", r->device_s);
   cJSON_AddNumberToObject(j, "once_seconds", r->once_s);
@@ -181,8 +184,10 @@ typedef struct group_stats {
 static group_stats group_of(const row *r, size_t n, double *scratch) {
   group_stats g = {0};
   for (size_t i = 0; i < n; i++) {
-    if (r[i].status == QS_OK) scratch[g.ok++] = r[i].wall;
-    else g.failed++;
+    if (r[i].status == QS_OK)
+      scratch[g.ok++] = r[i].wall;
+    else
+      g.failed++;
   }
   if (g.ok) stats_of(scratch, g.ok, &g.st);
   return g;
@@ -195,7 +200,8 @@ static int db_stats(db_ctx *d) {
   double *scratch = malloc((rs.n ? rs.n : 1) * sizeof *scratch);
   cJSON *arr = d->c->json ? cJSON_CreateArray() : NULL;
   for (size_t i = 0, j; scratch && i < rs.n; i = j) {
-    for (j = i + 1; j < rs.n && same_group(&rs.r[i], &rs.r[j], 1); j++) {}
+    for (j = i + 1; j < rs.n && same_group(&rs.r[i], &rs.r[j], 1); j++) {
+    }
     group_stats g = group_of(rs.r + i, j - i, scratch);
     const row *r = &rs.r[i];
     if (arr) {
@@ -249,11 +255,13 @@ static int db_best(db_ctx *d) {
   cJSON *arr = d->c->json ? cJSON_CreateArray() : NULL;
   for (size_t i = 0, j; walls && cand && first && secs && src && i < rs.n;
        i = j) {
-    for (j = i + 1; j < rs.n && same_group(&rs.r[i], &rs.r[j], 0); j++) {}
+    for (j = i + 1; j < rs.n && same_group(&rs.r[i], &rs.r[j], 0); j++) {
+    }
     /* candidates: one per (impl, device), walls oldest first */
     size_t nc = 0, used = 0;
     for (size_t k = i, m; k < j; k = m) {
-      for (m = k + 1; m < j && same_group(&rs.r[k], &rs.r[m], 1); m++) {}
+      for (m = k + 1; m < j && same_group(&rs.r[k], &rs.r[m], 1); m++) {
+      }
       size_t start = used;
       int mismatch = 0;
       for (size_t q = m; q-- > k;) {
@@ -261,7 +269,7 @@ static int db_best(db_ctx *d) {
         if (rs.r[q].status == QS_OK) walls[used++] = rs.r[q].wall;
       }
       cand[nc] = (agent_cand){.kind = IMPL_SERIAL,
-                              .excluded = mismatch           ? "mismatch"
+                              .excluded = mismatch        ? "mismatch"
                                           : used == start ? "failed"
                                                           : NULL,
                               .walls = walls + start,
@@ -270,8 +278,8 @@ static int db_best(db_ctx *d) {
     }
     uint64_t rng = 1;
     const char *reason = "none";
-    long pick = agent_choose(cand, nc, rs.r[i].work, 0, &rng, &reason, secs,
-                             src);
+    long pick =
+        agent_choose(cand, nc, rs.r[i].work, 0, &rng, &reason, secs, src);
     const row *r = &rs.r[i];
     if (arr) {
       cJSON *o = cJSON_CreateObject(), *est;
@@ -289,8 +297,10 @@ static int db_best(db_ctx *d) {
       for (size_t k = 0; k < nc; k++) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "impl", first[k]->impl);
-        if (secs[k] >= 0) cJSON_AddNumberToObject(e, "seconds", secs[k]);
-        else cJSON_AddNullToObject(e, "seconds");
+        if (secs[k] >= 0)
+          cJSON_AddNumberToObject(e, "seconds", secs[k]);
+        else
+          cJSON_AddNullToObject(e, "seconds");
         cJSON_AddNumberToObject(e, "runs", (double)cand[k].n_walls);
         if (cand[k].excluded)
           cJSON_AddStringToObject(e, "excluded", cand[k].excluded);
@@ -342,8 +352,8 @@ static int db_file_op(db_ctx *d, const char *verb) {
     return CLI_OK;
   }
   size_t added = 0, skipped = 0, rejected = 0;
-  int rc = store_import(d->s, file, &added, &skipped, &rejected, err,
-                        sizeof err);
+  int rc =
+      store_import(d->s, file, &added, &skipped, &rejected, err, sizeof err);
   if (d->c->json) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "added", (double)added);
@@ -353,8 +363,7 @@ static int db_file_op(db_ctx *d, const char *verb) {
     if (rc) cJSON_AddStringToObject(j, "error", err);
     cli_json_out(j);
   } else {
-    printf("added %zu, skipped %zu, rejected %zu\n", added, skipped,
-           rejected);
+    printf("added %zu, skipped %zu, rejected %zu\n", added, skipped, rejected);
   }
   if (rc) return cli_fail("%s (nothing was imported)", err);
   return CLI_OK;
@@ -431,10 +440,9 @@ int cmd_db(cli *c, int argc, char **argv) {
       {"all", 0, NULL, "forget: every run"},
       {"move-aside", 0, NULL, "check: move a damaged store aside"},
       {NULL, 0, NULL, NULL}};
-  static const char *const subs[] = {"path",   "list",   "show",
-                                     "stats",  "best",   "export",
-                                     "import", "prune",  "forget",
-                                     "check"};
+  static const char *const subs[] = {"path",   "list",   "show",   "stats",
+                                     "best",   "export", "import", "prune",
+                                     "forget", "check"};
   const size_t n_subs = sizeof subs / sizeof subs[0];
   args a;
   CLI_ARGS_OR_RETURN(cli_args(
@@ -443,17 +451,19 @@ int cmd_db(cli *c, int argc, char **argv) {
       "[--keep N] [--older-than DAYS]|forget [--method M] [--impl I] "
       "[--device D]|check [--move-aside]",
       opts, NULL, 0, &a));
-  if (!a.n_pos) return cli_usage("db: which subcommand? (path, list, show, "
-                                 "stats, best, export, import, prune, "
-                                 "forget, check)");
+  if (!a.n_pos)
+    return cli_usage("db: which subcommand? (path, list, show, "
+                     "stats, best, export, import, prune, "
+                     "forget, check)");
   const char *sub = a.pos[0];
   size_t k = 0;
-  while (k < n_subs && strcmp(subs[k], sub)) k++;
+  while (k < n_subs && strcmp(subs[k], sub))
+    k++;
   if (k == n_subs) {
     const char *near = name_nearest(sub, sub_at, subs, n_subs);
     if (near)
-      return cli_usage("db: unknown subcommand '%s' (did you mean '%s'?)",
-                       sub, near);
+      return cli_usage("db: unknown subcommand '%s' (did you mean '%s'?)", sub,
+                       near);
     return cli_usage("db: unknown subcommand '%s'", sub);
   }
   /* The path as the engine resolves it (--db, $QUICKSILVER_DB, cache). */
@@ -469,10 +479,10 @@ int cmd_db(cli *c, int argc, char **argv) {
     printf("%s\n", path);
     return CLI_OK;
   }
-  size_t want_pos = !strcmp(sub, "show") || !strcmp(sub, "export") ||
-                            !strcmp(sub, "import")
-                        ? 2
-                        : 1;
+  size_t want_pos =
+      !strcmp(sub, "show") || !strcmp(sub, "export") || !strcmp(sub, "import")
+          ? 2
+          : 1;
   if (a.n_pos != want_pos)
     return cli_usage("db %s: %s", sub,
                      a.n_pos < want_pos ? "missing argument"
@@ -486,18 +496,23 @@ int cmd_db(cli *c, int argc, char **argv) {
       return cli_fail("%s\n  run 'quicksilver db check' for what to do", err);
     return cli_fail("%s", err);
   }
-  if (!strcmp(sub, "list")) rc = db_list(&d);
+  if (!strcmp(sub, "list"))
+    rc = db_list(&d);
   else if (!strcmp(sub, "show")) {
     a.opts[a.n_opts < ARGS_MAX ? a.n_opts : ARGS_MAX - 1] =
         (opt_hit){&opts[3], a.pos[1]};
     if (a.n_opts < ARGS_MAX) a.n_opts++;
     rc = db_list(&d);
-  } else if (!strcmp(sub, "stats")) rc = db_stats(&d);
-  else if (!strcmp(sub, "best")) rc = db_best(&d);
+  } else if (!strcmp(sub, "stats"))
+    rc = db_stats(&d);
+  else if (!strcmp(sub, "best"))
+    rc = db_best(&d);
   else if (!strcmp(sub, "export") || !strcmp(sub, "import"))
     rc = db_file_op(&d, sub);
-  else if (!strcmp(sub, "prune")) rc = db_prune(&d);
-  else if (!strcmp(sub, "forget")) rc = db_forget(&d);
+  else if (!strcmp(sub, "prune"))
+    rc = db_prune(&d);
+  else if (!strcmp(sub, "forget"))
+    rc = db_forget(&d);
   else if (store_check(d.s, err, sizeof err)) {
     store_close(d.s);
     d.s = NULL;

@@ -50,15 +50,15 @@ static cJSON *device_json(const cldev_info *d) {
 
 int cmd_devices(cli *c, int argc, char **argv) {
   args a;
-  CLI_ARGS_OR_RETURN(cli_args(c, argc, argv, "devices [--json]", NULL, NULL,
-                              0, &a));
+  CLI_ARGS_OR_RETURN(
+      cli_args(c, argc, argv, "devices [--json]", NULL, NULL, 0, &a));
   if (a.n_pos) return cli_usage("devices: unexpected argument '%s'", a.pos[0]);
   char name[128], err[512];
   cpu_name(name, sizeof name);
   clrt *rt = NULL;
   int off = c->no_opencl;
-  if (env_bool("QUICKSILVER_NO_OPENCL", getenv("QUICKSILVER_NO_OPENCL"),
-               &off, err, sizeof err))
+  if (env_bool("QUICKSILVER_NO_OPENCL", getenv("QUICKSILVER_NO_OPENCL"), &off,
+               err, sizeof err))
     return cli_usage("%s", err);
   off |= c->no_opencl;
   if (clrt_open(&rt, off, NULL, err, sizeof err))
@@ -135,15 +135,17 @@ static cJSON *shape_json(const image *img) {
 }
 
 static void json_number(cJSON *j, const char *k, double v) {
-  if (isfinite(v)) cJSON_AddNumberToObject(j, k, v);
-  else cJSON_AddNullToObject(j, k);
+  if (isfinite(v))
+    cJSON_AddNumberToObject(j, k, v);
+  else
+    cJSON_AddNullToObject(j, k);
 }
 
 int cmd_diff(cli *c, int argc, char **argv) {
-  static const opt_def opts[] = {
-      {"tolerance", 0, "REL", "exit 1 when the relative difference "
-                              "(max |a-b| / max |a|) exceeds REL"},
-      {NULL, 0, NULL, NULL}};
+  static const opt_def opts[] = {{"tolerance", 0, "REL",
+                                  "exit 1 when the relative difference "
+                                  "(max |a-b| / max |a|) exceeds REL"},
+                                 {NULL, 0, NULL, NULL}};
   args a;
   CLI_ARGS_OR_RETURN(cli_args(c, argc, argv, "diff A.tif B.tif [options]",
                               opts, NULL, 0, &a));
@@ -169,11 +171,11 @@ int cmd_diff(cli *c, int argc, char **argv) {
              img[0].cols == img[1].cols;
   diff_stats d = {0};
   if (same) diff_of(&img[0], &img[1], &d);
-  double rel = d.max_ref > 0 ? d.max_abs / d.max_ref : d.max_abs > 0 ? INFINITY
-                                                                     : 0;
-  int rc = !same || (tol >= 0 && !(rel <= tol)) || d.nan_mismatch
-               ? CLI_FAIL
-               : CLI_OK;
+  double rel = d.max_ref > 0   ? d.max_abs / d.max_ref
+               : d.max_abs > 0 ? INFINITY
+                               : 0;
+  int rc = !same || (tol >= 0 && !(rel <= tol)) || d.nan_mismatch ? CLI_FAIL
+                                                                  : CLI_OK;
   if (c->json) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddItemToObject(j, "shape_a", shape_json(&img[0]));
@@ -190,8 +192,8 @@ int cmd_diff(cli *c, int argc, char **argv) {
     if (cli_json_out(j)) rc = CLI_FAIL;
   } else {
     printf("shape   %zux%zux%zu vs %zux%zux%zu (frames x rows x cols)\n",
-           img[0].frames, img[0].rows, img[0].cols, img[1].frames,
-           img[1].rows, img[1].cols);
+           img[0].frames, img[0].rows, img[0].cols, img[1].frames, img[1].rows,
+           img[1].cols);
     if (same)
       printf("max abs %.9g\nmax rel %.9g (max |a-b| / max |a|)\nrmse    "
              "%.9g\npearson %.9f\nnan     %zu pixels NaN in one only\n",
@@ -209,8 +211,9 @@ int cmd_diff(cli *c, int argc, char **argv) {
 int cmd_simulate(cli *c, int argc, char **argv) {
   static const opt_def opts[] = {
       {"output", 'o', "FILE", "the stack to write (TIFF, float32)"},
-      {"truth", 0, "FILE", "ground truth as CSV (one row per emitter and "
-                           "frame it is on)"},
+      {"truth", 0, "FILE",
+       "ground truth as CSV (one row per emitter and "
+       "frame it is on)"},
       {"size", 0, "RxC", "rows x columns (sets --rows and --cols)"},
       {NULL, 0, NULL, NULL}};
   args a;
@@ -218,7 +221,8 @@ int cmd_simulate(cli *c, int argc, char **argv) {
                               opts, sim_params, SIM_N, &a));
   const char *out = args_value(&a, "output");
   if (!out) return cli_usage("simulate: -o FILE is required");
-  if (a.n_pos) return cli_usage("simulate: unexpected argument '%s'", a.pos[0]);
+  if (a.n_pos)
+    return cli_usage("simulate: unexpected argument '%s'", a.pos[0]);
   const char *size = args_value(&a, "size");
   char rows[32], cols[32];
   if (size) {

@@ -19,8 +19,7 @@ static const char *method_name_at(const void *ctx, size_t i) {
 }
 
 /* The method called `name`, or a usage error suggesting the nearest. */
-static int method_lookup(engine *e, const char *name,
-                         const method_desc **d) {
+static int method_lookup(engine *e, const char *name, const method_desc **d) {
   *d = method_find(e, name);
   if (*d) return CLI_OK;
   const char *near = name_nearest(name, method_name_at, e, method_count(e));
@@ -105,8 +104,8 @@ static int method_show(cli *c, engine *e, const method_desc *d, cJSON *arr) {
 
 int cmd_methods(cli *c, int argc, char **argv) {
   args a;
-  CLI_ARGS_OR_RETURN(cli_args(c, argc, argv, "methods [NAME] [--json]",
-                              NULL, NULL, 0, &a));
+  CLI_ARGS_OR_RETURN(
+      cli_args(c, argc, argv, "methods [NAME] [--json]", NULL, NULL, 0, &a));
   if (a.n_pos > 1) return cli_usage("methods: at most one NAME");
   engine *e;
   if (cli_engine(c, &e)) return CLI_FAIL;
@@ -125,8 +124,10 @@ int cmd_methods(cli *c, int argc, char **argv) {
     printf("\n'quicksilver methods NAME' shows parameters and "
            "implementations.\n");
   }
-  if (arr && rc) cJSON_Delete(arr);
-  else if (arr) rc = cli_json_out(arr);
+  if (arr && rc)
+    cJSON_Delete(arr);
+  else if (arr)
+    rc = cli_json_out(arr);
   return rc;
 }
 
@@ -134,8 +135,9 @@ int cmd_methods(cli *c, int argc, char **argv) {
 
 static const opt_def run_opts[] = {
     {"output", 'o', "FILE", "output TIFF (once per output of the method)"},
-    {"impl", 0, "NAME|KIND", "force an implementation (name, or serial, "
-                             "threaded, opencl, cpu, composite)"},
+    {"impl", 0, "NAME|KIND",
+     "force an implementation (name, or serial, "
+     "threaded, opencl, cpu, composite)"},
     {"explain", 0, NULL, "show the agent's estimate per implementation"},
     {NULL, 0, NULL, NULL}};
 
@@ -165,8 +167,10 @@ static cJSON *report_json(const char *method, const run_report *r) {
     const run_estimate *e = &r->estimates[i];
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "impl", e->impl);
-    if (e->seconds >= 0) cJSON_AddNumberToObject(o, "seconds", e->seconds);
-    else cJSON_AddNullToObject(o, "seconds");
+    if (e->seconds >= 0)
+      cJSON_AddNumberToObject(o, "seconds", e->seconds);
+    else
+      cJSON_AddNullToObject(o, "seconds");
     cJSON_AddStringToObject(o, "source", e->source);
     cJSON_AddNumberToObject(o, "runs", e->runs);
     cJSON_AddItemToArray(est, o);
@@ -176,8 +180,7 @@ static cJSON *report_json(const char *method, const run_report *r) {
 
 static void report_text(const cli *c, const char *method, const run_report *r,
                         int explain) {
-  cli_note(c, "%s: %s in %.4f s (%s)", method, r->impl, r->seconds,
-           r->reason);
+  cli_note(c, "%s: %s in %.4f s (%s)", method, r->impl, r->seconds, r->reason);
   if (r->calibration_seconds > 0)
     cli_note(c, ", %.4f s calibrating", r->calibration_seconds);
   if (r->fallbacks)
@@ -191,8 +194,8 @@ static void report_text(const cli *c, const char *method, const run_report *r,
     const run_estimate *e = &r->estimates[i];
     char est[32] = "unknown";
     if (e->seconds >= 0) snprintf(est, sizeof est, "%.6f s", e->seconds);
-    cli_note(c, "  %-28s %12s  %-12s %d%s\n", e->impl, est, e->source,
-             e->runs, strcmp(e->impl, r->impl) ? "" : "  <- ran");
+    cli_note(c, "  %-28s %12s  %-12s %d%s\n", e->impl, est, e->source, e->runs,
+             strcmp(e->impl, r->impl) ? "" : "  <- ran");
   }
 }
 
@@ -221,8 +224,8 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
       cli_args(c, argc, argv, synopsis, run_opts, d->params, d->n_params, &a));
   double values[QS_MAX_PARAMS];
   char err[2048];
-  if (params_resolve(d->params, d->n_params, a.params, a.n_params, values,
-                     err, sizeof err))
+  if (params_resolve(d->params, d->n_params, a.params, a.n_params, values, err,
+                     sizeof err))
     return cli_usage("%s: %s", label, err);
   if (a.n_pos != d->n_inputs)
     return cli_usage("%s: %s takes %zu input file%s (%s%s), got %zu", label,
@@ -249,8 +252,10 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
       rc = cli_fail("%s", err);
       goto done;
     }
-  run_request rq = {.inputs = in, .n_inputs = d->n_inputs,
-                    .params = a.params, .n_params = a.n_params,
+  run_request rq = {.inputs = in,
+                    .n_inputs = d->n_inputs,
+                    .params = a.params,
+                    .n_params = a.n_params,
                     .impl = args_value(&a, "impl")};
   run_report rep;
   memset(&rep, 0, sizeof rep);
@@ -266,7 +271,8 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
       goto done;
     }
   if (c->json) {
-    cJSON *j = report_json(d->name, &rep), *o = cJSON_AddArrayToObject(j, "outputs");
+    cJSON *j = report_json(d->name, &rep),
+          *o = cJSON_AddArrayToObject(j, "outputs");
     for (size_t k = 0; k < n_out; k++) {
       cJSON *f = cJSON_CreateObject(), *s = cJSON_AddArrayToObject(f, "shape");
       cJSON_AddStringToObject(f, "path", outs[k]);
@@ -283,17 +289,19 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
                out[k].frames, out[k].rows, out[k].cols, outs[k]);
   }
 done:
-  for (size_t k = 0; k < 16; k++) image_free(&in[k]), image_free(&out[k]);
+  for (size_t k = 0; k < 16; k++)
+    image_free(&in[k]), image_free(&out[k]);
   return rc;
 }
 
 int cmd_run(cli *c, int argc, char **argv) {
   if (argc < 2 || argv[1][0] == '-') {
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-      cli_help(stdout, "run METHOD IN.tif [IN2.tif ...] -o OUT.tif [-o "
-                       "OUT2.tif] [--PARAM VALUE ...] [--impl NAME|KIND] "
-                       "[--explain]\n(quicksilver run METHOD --help lists "
-                       "METHOD's parameters)",
+      cli_help(stdout,
+               "run METHOD IN.tif [IN2.tif ...] -o OUT.tif [-o "
+               "OUT2.tif] [--PARAM VALUE ...] [--impl NAME|KIND] "
+               "[--explain]\n(quicksilver run METHOD --help lists "
+               "METHOD's parameters)",
                run_opts, NULL, 0);
       return CLI_OK;
     }

@@ -59,7 +59,8 @@ static uint64_t splitmix64(uint64_t *x) {
 }
 
 static void rng_seed(rng *r, uint64_t seed) {
-  for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+  for (int i = 0; i < 4; i++)
+    r->s[i] = splitmix64(&seed);
   r->has_spare = 0;
 }
 
@@ -114,7 +115,8 @@ static double rng_poisson(rng *r, double lam) {
   }
   double slam = sqrt(lam), loglam = log(lam);
   double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
-  double inv_alpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
+  double inv_alpha = 1.1239 + 1.1328 / (b - 3.4),
+         vr = 0.9277 - 3.6224 / (b - 2);
   for (;;) {
     double u = rng_unit(r) - 0.5, v = rng_unit(r), us = 0.5 - fabs(u);
     double k = floor((2 * a / us + b) * u + lam + 0.43);
@@ -174,8 +176,8 @@ int simulate(const double *v, image *out, sim_truth *truth, char *err,
   if (truth) truth->events = NULL, truth->n = truth->cap = 0;
   int rc = image_alloc(out, frames, rows, cols);
   if (rc) {
-    snprintf(err, err_len, "simulate: %zu frames of %zux%zu: %s", frames,
-             rows, cols, status_message(rc));
+    snprintf(err, err_len, "simulate: %zu frames of %zux%zu: %s", frames, rows,
+             cols, status_message(rc));
     return rc;
   }
   point *ctrl = malloc(4 * n_fil * sizeof *ctrl);
@@ -208,7 +210,8 @@ int simulate(const double *v, image *out, sim_truth *truth, char *err,
   size_t plane = rows * cols;
   for (size_t fr = 0; fr < frames && !rc; fr++) {
     float *img = out->data + fr * plane;
-    for (size_t i = 0; i < plane; i++) img[i] = (float)v[SIM_BACKGROUND];
+    for (size_t i = 0; i < plane; i++)
+      img[i] = (float)v[SIM_BACKGROUND];
     for (size_t e = 0; e < n_em && !rc; e++) {
       if (fr > 0) on[e] = on[e] ? rng_unit(&r) >= p_off : rng_unit(&r) < p_on;
       if (!on[e]) continue;

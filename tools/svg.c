@@ -16,11 +16,16 @@ static const char *const palette[] = {
 
 static void text_escaped(FILE *f, const char *s) {
   for (; *s; s++) {
-    if (*s == '<') fputs("&lt;", f);
-    else if (*s == '>') fputs("&gt;", f);
-    else if (*s == '&') fputs("&amp;", f);
-    else if (*s == '"') fputs("&quot;", f);
-    else fputc(*s, f);
+    if (*s == '<')
+      fputs("&lt;", f);
+    else if (*s == '>')
+      fputs("&gt;", f);
+    else if (*s == '&')
+      fputs("&amp;", f);
+    else if (*s == '"')
+      fputs("&quot;", f);
+    else
+      fputc(*s, f);
   }
 }
 
@@ -55,43 +60,51 @@ int svg_loglog(const char *path, const char *title, const char *xlabel,
   int rc = outfile_open(&o, path, err, err_len);
   if (rc) return rc;
   FILE *f = o.f;
-  fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-             "height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n"
-             "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+  fprintf(f,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+          "height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n"
+          "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
           W, H);
   fprintf(f, "<text x=\"%d\" y=\"28\" font-size=\"16\">", LEFT);
   text_escaped(f, title);
   fprintf(f, "</text>\n");
   for (double d = xa; d <= xb; d++) { /* vertical grid and labels */
     double x = LEFT + (d - xa) / (xb - xa) * pw;
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" "
-               "stroke=\"#ddd\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
-               "text-anchor=\"middle\">1e%g</text>\n",
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\" "
+            "stroke=\"#ddd\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
+            "text-anchor=\"middle\">1e%g</text>\n",
             x, TOP, x, TOP + ph, x, TOP + ph + 18, d);
   }
   for (double d = ya; d <= yb; d++) {
     double y = TOP + ph - (d - ya) / (yb - ya) * ph;
-    fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-               "stroke=\"#ddd\"/>\n<text x=\"%d\" y=\"%.1f\" "
-               "text-anchor=\"end\">1e%g s</text>\n",
+    fprintf(f,
+            "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+            "stroke=\"#ddd\"/>\n<text x=\"%d\" y=\"%.1f\" "
+            "text-anchor=\"end\">1e%g s</text>\n",
             LEFT, y, LEFT + pw, y, LEFT - 6, y + 4, d);
   }
-  fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%.1f\" "
-             "fill=\"none\" stroke=\"#333\"/>\n",
+  fprintf(f,
+          "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%.1f\" "
+          "fill=\"none\" stroke=\"#333\"/>\n",
           LEFT, TOP, pw, ph);
-  fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", LEFT + pw / 2,
-          H - 15);
+  fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
+          LEFT + pw / 2, H - 15);
   text_escaped(f, xlabel);
-  fprintf(f, "</text>\n<text transform=\"translate(18,%.1f) rotate(-90)\" "
-             "text-anchor=\"middle\">",
+  fprintf(f,
+          "</text>\n<text transform=\"translate(18,%.1f) rotate(-90)\" "
+          "text-anchor=\"middle\">",
           TOP + ph / 2);
   text_escaped(f, ylabel);
   fprintf(f, "</text>\n");
   for (size_t i = 0; i < n; i++) {
     const char *col = palette[i % (sizeof palette / sizeof palette[0])];
-    const char *dash = i >= sizeof palette / sizeof palette[0] ? " stroke-dasharray=\"5,3\"" : "";
-    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s "
-               "points=\"",
+    const char *dash = i >= sizeof palette / sizeof palette[0]
+                           ? " stroke-dasharray=\"5,3\""
+                           : "";
+    fprintf(f,
+            "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s "
+            "points=\"",
             col, dash);
     for (size_t k = 0; k < s[i].n; k++)
       if (s[i].x[k] > 0 && s[i].y[k] > 0 && isfinite(s[i].y[k]))
@@ -102,9 +115,10 @@ int svg_loglog(const char *path, const char *title, const char *xlabel,
         fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
                 PX(s[i].x[k]), PY(s[i].y[k]), col);
     double ly = TOP + 10 + 18.0 * (double)i;
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-               "stroke=\"%s\" stroke-width=\"2\"%s/>\n<text x=\"%.1f\" "
-               "y=\"%.1f\">",
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+            "stroke=\"%s\" stroke-width=\"2\"%s/>\n<text x=\"%.1f\" "
+            "y=\"%.1f\">",
             LEFT + pw + 14, ly, LEFT + pw + 40, ly, col, dash, LEFT + pw + 46,
             ly + 4);
     text_escaped(f, s[i].name);

@@ -39,8 +39,8 @@ static int on_error(TIFF *t, void *user, const char *module, const char *fmt,
   return 1; /* handled: libtiff prints nothing */
 }
 
-static int on_warning(TIFF *t, void *user, const char *module,
-                      const char *fmt, va_list ap) {
+static int on_warning(TIFF *t, void *user, const char *module, const char *fmt,
+                      va_list ap) {
   (void)t, (void)user, (void)module, (void)fmt, (void)ap;
   return 1;
 }
@@ -62,8 +62,9 @@ static tmsize_t mem_write(thandle_t h, void *buf, tmsize_t n) {
 /* Offsets are unsigned; SEEK_CUR/SEEK_END deltas wrap as libtiff intends. */
 static toff_t mem_seek(thandle_t h, toff_t off, int whence) {
   reader *r = h;
-  uint64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? r->pos
-                                                              : r->size;
+  uint64_t base = whence == SEEK_SET   ? 0
+                  : whence == SEEK_CUR ? r->pos
+                                       : r->size;
   r->pos = base + off;
   return r->pos;
 }
@@ -86,13 +87,13 @@ static void mem_unmap(thandle_t h, void *base, toff_t size) {
 
 typedef void (*conv_fn)(const unsigned char *src, float *dst, size_t n);
 
-#define CONV_(fname, T)                                                      \
-  static void fname(const unsigned char *s, float *d, size_t n) {           \
-    for (size_t i = 0; i < n; i++) {                                         \
-      T v;                                                                   \
-      memcpy(&v, s + i * sizeof v, sizeof v);                                \
-      d[i] = (float)v;                                                       \
-    }                                                                        \
+#define CONV_(fname, T)                                                       \
+  static void fname(const unsigned char *s, float *d, size_t n) {             \
+    for (size_t i = 0; i < n; i++) {                                          \
+      T v;                                                                    \
+      memcpy(&v, s + i * sizeof v, sizeof v);                                 \
+      d[i] = (float)v;                                                        \
+    }                                                                         \
   }
 CONV_(conv_u8, uint8_t)
 CONV_(conv_i8, int8_t)
@@ -132,7 +133,8 @@ typedef struct page {
 
 /* Writes "<file>: <what>[ (libtiff: <msg>)]" into err; returns status. */
 static int read_fail(const reader *r, int status, char *err, size_t err_len,
-                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+                     const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 static int read_fail(const reader *r, int status, char *err, size_t err_len,
                      const char *fmt, ...) {
   char what[512];
@@ -157,8 +159,8 @@ static int page_probe(TIFF *t, reader *r, unsigned k, page *p, char *err,
   uint16_t spp = 1, bits = 1, fmt = SAMPLEFORMAT_UINT, comp = 1;
   if (!TIFFGetField(t, TIFFTAG_IMAGEWIDTH, &w) ||
       !TIFFGetField(t, TIFFTAG_IMAGELENGTH, &h) || w == 0 || h == 0)
-    return read_fail(r, QS_EFORMAT, err, err_len,
-                     "page %u has no image size", k);
+    return read_fail(r, QS_EFORMAT, err, err_len, "page %u has no image size",
+                     k);
   TIFFGetFieldDefaulted(t, TIFFTAG_SAMPLESPERPIXEL, &spp);
   TIFFGetFieldDefaulted(t, TIFFTAG_BITSPERSAMPLE, &bits);
   TIFFGetFieldDefaulted(t, TIFFTAG_SAMPLEFORMAT, &fmt);
@@ -208,8 +210,8 @@ static int page_probe(TIFF *t, reader *r, unsigned k, page *p, char *err,
 }
 
 /* Decodes the current directory into dst (h * w floats). */
-static int page_read(TIFF *t, reader *r, unsigned k, const page *p,
-                     float *dst, char *err, size_t err_len) {
+static int page_read(TIFF *t, reader *r, unsigned k, const page *p, float *dst,
+                     char *err, size_t err_len) {
   int tiled = TIFFIsTiled(t);
   uint32_t tw = p->w, th = 1;
   if (tiled) {
@@ -301,9 +303,8 @@ static int read_all(TIFF *t, reader *r, image *img, char *err,
   }
   int rc = image_alloc(img, n, first.h, first.w);
   if (rc)
-    return read_fail(r, rc, err, err_len,
-                     "%u pages of %ux%u pixels: %s", (unsigned)n,
-                     (unsigned)first.h, (unsigned)first.w,
+    return read_fail(r, rc, err, err_len, "%u pages of %ux%u pixels: %s",
+                     (unsigned)n, (unsigned)first.h, (unsigned)first.w,
                      status_message(rc));
   size_t plane = (size_t)first.w * first.h;
   for (tdir_t d = 0; d < n && !rc; d++) {
@@ -314,8 +315,7 @@ static int read_all(TIFF *t, reader *r, image *img, char *err,
                      (unsigned)d);
       break;
     }
-    rc = page_read(t, r, (unsigned)d, &p, img->data + d * plane, err,
-                   err_len);
+    rc = page_read(t, r, (unsigned)d, &p, img->data + d * plane, err, err_len);
   }
   if (!rc && r->msg[0])
     rc = read_fail(r, QS_EFORMAT, err, err_len, "malformed TIFF");
@@ -326,7 +326,8 @@ static int read_all(TIFF *t, reader *r, image *img, char *err,
 static int is_tiff_magic(const unsigned char *b) {
   return (b[0] == 'I' && b[1] == 'I' && (b[2] == 42 || b[2] == 43) &&
           b[3] == 0) ||
-         (b[0] == 'M' && b[1] == 'M' && b[2] == 0 && (b[3] == 42 || b[3] == 43));
+         (b[0] == 'M' && b[1] == 'M' && b[2] == 0 &&
+          (b[3] == 42 || b[3] == 43));
 }
 
 static TIFFOpenOptions *open_options(reader *r) {
@@ -339,8 +340,8 @@ static TIFFOpenOptions *open_options(reader *r) {
   return o;
 }
 
-int tiff_read_mem(const void *data, size_t size, const char *name,
-                  image *img, char *err, size_t err_len) {
+int tiff_read_mem(const void *data, size_t size, const char *name, image *img,
+                  char *err, size_t err_len) {
   image empty = {0};
   *img = empty;
   reader r = {.name = name, .size = size, .mem = data};
@@ -400,9 +401,11 @@ enum { T_ASCII = 2, T_SHORT = 3, T_LONG = 4, T_LONG8 = 16 };
 static unsigned char *ifd_entry(unsigned char *p, int big, uint16_t tag,
                                 uint16_t type, uint64_t count,
                                 uint64_t value) {
-  size_t vsize = type == T_SHORT ? 2 : type == T_LONG ? 4 : type == T_LONG8 ? 8
-                                   : big             ? 8
-                                                     : 4;
+  size_t vsize = type == T_SHORT   ? 2
+                 : type == T_LONG  ? 4
+                 : type == T_LONG8 ? 8
+                 : big             ? 8
+                                   : 4;
   size_t head = big ? 12 : 8, field = big ? 8 : 4;
   memcpy(p, &tag, 2);
   memcpy(p + 2, &type, 2);
@@ -415,16 +418,18 @@ static unsigned char *ifd_entry(unsigned char *p, int big, uint16_t tag,
   memset(p + head, 0, field);
   uint16_t v16 = (uint16_t)value;
   uint32_t v32 = (uint32_t)value;
-  memcpy(p + head, vsize == 2 ? (void *)&v16 : vsize == 4 ? (void *)&v32
-                                                          : (void *)&value,
+  memcpy(p + head,
+         vsize == 2   ? (void *)&v16
+         : vsize == 4 ? (void *)&v32
+                      : (void *)&value,
          vsize);
   return p + head + field;
 }
 
 /* The directory of one page; returns its size in bytes. */
 static size_t ifd_build(unsigned char *buf, int big, const image *img,
-                        uint64_t data_off, uint64_t desc_off,
-                        size_t desc_len, uint64_t next) {
+                        uint64_t data_off, uint64_t desc_off, size_t desc_len,
+                        uint64_t next) {
   uint64_t page_bytes = (uint64_t)img->rows * img->cols * 4;
   uint16_t off_type = big ? T_LONG8 : T_LONG;
   uint64_t n = desc_len ? 12 : 11;
@@ -440,15 +445,15 @@ static size_t ifd_build(unsigned char *buf, int big, const image *img,
   p = ifd_entry(p, big, 254, T_LONG, 1, 0); /* NewSubfileType */
   p = ifd_entry(p, big, 256, T_LONG, 1, img->cols);
   p = ifd_entry(p, big, 257, T_LONG, 1, img->rows);
-  p = ifd_entry(p, big, 258, T_SHORT, 1, 32);  /* BitsPerSample */
-  p = ifd_entry(p, big, 259, T_SHORT, 1, 1);   /* no compression */
-  p = ifd_entry(p, big, 262, T_SHORT, 1, 1);   /* black is zero */
+  p = ifd_entry(p, big, 258, T_SHORT, 1, 32); /* BitsPerSample */
+  p = ifd_entry(p, big, 259, T_SHORT, 1, 1);  /* no compression */
+  p = ifd_entry(p, big, 262, T_SHORT, 1, 1);  /* black is zero */
   if (desc_len) p = ifd_entry(p, big, 270, T_ASCII, desc_len, desc_off);
   p = ifd_entry(p, big, 273, off_type, 1, data_off);
-  p = ifd_entry(p, big, 277, T_SHORT, 1, 1);   /* SamplesPerPixel */
+  p = ifd_entry(p, big, 277, T_SHORT, 1, 1); /* SamplesPerPixel */
   p = ifd_entry(p, big, 278, T_LONG, 1, img->rows);
   p = ifd_entry(p, big, 279, off_type, 1, page_bytes);
-  p = ifd_entry(p, big, 339, T_SHORT, 1, 3);   /* IEEE float */
+  p = ifd_entry(p, big, 339, T_SHORT, 1, 3); /* IEEE float */
   if (big) {
     memcpy(p, &next, 8);
     p += 8;
@@ -460,16 +465,15 @@ static size_t ifd_build(unsigned char *buf, int big, const image *img,
   return (size_t)(p - buf);
 }
 
-int tiff_write(const char *path, const image *img, char *err,
-               size_t err_len) {
+int tiff_write(const char *path, const image *img, char *err, size_t err_len) {
   return tiff_write_flags(path, img, 0, err, err_len);
 }
 
 int tiff_write_flags(const char *path, const image *img, unsigned flags,
                      char *err, size_t err_len) {
   size_t n;
-  if (!img || !img->data || image_pixels(img->frames, img->rows, img->cols,
-                                         &n) || n == 0 ||
+  if (!img || !img->data ||
+      image_pixels(img->frames, img->rows, img->cols, &n) || n == 0 ||
       img->rows > UINT32_MAX || img->cols > UINT32_MAX) {
     snprintf(err, err_len, "%s: nothing to write (empty or oversized image)",
              path);
@@ -494,8 +498,8 @@ int tiff_write_flags(const char *path, const image *img, unsigned flags,
   size_t desc_len = strlen(desc) + 1;
 
   uint64_t data_bytes = (uint64_t)n * 4;
-  uint64_t classic_end = 8 + desc_len + 8 + data_bytes + 150 +
-                         (uint64_t)(img->frames - 1) * 138;
+  uint64_t classic_end =
+      8 + desc_len + 8 + data_bytes + 150 + (uint64_t)(img->frames - 1) * 138;
   int big = (flags & TIFF_BIG) || classic_end > UINT32_MAX;
   uint64_t head = big ? 16 : 8;
   uint64_t data_off = (head + desc_len + 7) & ~(uint64_t)7;

@@ -26,8 +26,8 @@
 int tiff_read(const char *path, image *img, char *err, size_t err_len);
 
 /* The same from memory; `name` is used in messages. */
-int tiff_read_mem(const void *data, size_t size, const char *name,
-                  image *img, char *err, size_t err_len);
+int tiff_read_mem(const void *data, size_t size, const char *name, image *img,
+                  char *err, size_t err_len);
 
 /* Flags of tiff_write_flags. */
 #define TIFF_BIG 1u /* BigTIFF even when a classic TIFF would do */
@@ -35,8 +35,7 @@ int tiff_read_mem(const void *data, size_t size, const char *name,
 /* Writes img (frames >= 1) as a float32 multi-page TIFF at path. QS_EIO
  * with a message naming path on failure, and then no file is left behind
  * (an existing file at path is untouched). */
-int tiff_write(const char *path, const image *img, char *err,
-               size_t err_len);
+int tiff_write(const char *path, const image *img, char *err, size_t err_len);
 int tiff_write_flags(const char *path, const image *img, unsigned flags,
                      char *err, size_t err_len);
 

@@ -9,12 +9,11 @@
 #include "args.h"
 #include "simulate.h"
 
-static const opt_def opts[] = {
-    {"output", 'o', "FILE", "output"},
-    {"impl", 0, "NAME", "implementation"},
-    {"explain", 0, NULL, "explain"},
-    {"quiet", 'q', NULL, "quiet"},
-    {NULL, 0, NULL, NULL}};
+static const opt_def opts[] = {{"output", 'o', "FILE", "output"},
+                               {"impl", 0, "NAME", "implementation"},
+                               {"explain", 0, NULL, "explain"},
+                               {"quiet", 'q', NULL, "quiet"},
+                               {NULL, 0, NULL, NULL}};
 
 static int args_one(const uint8_t *data, size_t size) {
   char *buf = malloc(size + 1);
@@ -39,7 +38,8 @@ static int args_one(const uint8_t *data, size_t size) {
     params_resolve(sim_params, SIM_N, a.params, a.n_params, v, err,
                    sizeof err);
     size_t n;
-    for (size_t i = 0; i < a.n_pos; i++) args_size(a.pos[i], 0, 100, &n);
+    for (size_t i = 0; i < a.n_pos; i++)
+      args_size(a.pos[i], 0, 100, &n);
     args_value(&a, "output");
     args_count(&a, "output");
   } else if (!err[0]) {

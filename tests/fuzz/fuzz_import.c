@@ -10,8 +10,8 @@
 
 static int import_one(const uint8_t *data, size_t size) {
   static char path[64];
-  if (!path[0]) snprintf(path, sizeof path, "/tmp/qs-fuzz-import-%d.json",
-                         (int)getpid());
+  if (!path[0])
+    snprintf(path, sizeof path, "/tmp/qs-fuzz-import-%d.json", (int)getpid());
   FILE *f = fopen(path, "wb");
   if (!f) return 0;
   fwrite(data, 1, size, f);

@@ -17,8 +17,8 @@ static inline size_t replay_kind(const char *kind,
   size_t seen = 0;
   for (int p = 0; p < 2; p++) {
     char dir[512];
-    snprintf(dir, sizeof dir, "%s/tests/fuzz/%s/%s", QS_SOURCE_ROOT,
-             parts[p], kind);
+    snprintf(dir, sizeof dir, "%s/tests/fuzz/%s/%s", QS_SOURCE_ROOT, parts[p],
+             kind);
     DIR *d = opendir(dir);
     for (struct dirent *e; d && (e = readdir(d));) {
       if (e->d_name[0] == '.') continue;
