@@ -2,6 +2,7 @@
  * orders, tiled and compressed pages, the real ImageJ stacks against
  * hand-decoded bytes, ImageJ layout of what we write, and clean refusals
  * (not a TIFF, truncated, mixed page sizes, unwritable destination). */
+#define _GNU_SOURCE /* memmem */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <math.h>
@@ -421,4 +422,48 @@ Test(tiff, fuzz_regressions_replayed) {
 
 Test(tiff, fuzz_inputs_replayed) {
   cr_assert_gt(replay_kind("tiff", tiff_one), 0);
+}
+
+/* ImageJ's stacks past 4 GiB have one directory announcing N images whose
+ * pixels follow each other: made here from our own file (whose pages are
+ * laid out that way) by keeping only the first directory. */
+static void rewrite(const char *path, const unsigned char *b, size_t n) {
+  FILE *f = fopen(path, "wb");
+  cr_assert_not_null(f);
+  cr_assert_eq(fwrite(b, 1, n, f), n);
+  fclose(f);
+}
+
+Test(tiff, imagej_single_directory_stack) {
+  dir_make();
+  image img;
+  cr_assert_eq(image_alloc(&img, 5, 3, 4), QS_OK);
+  for (size_t i = 0; i < 5 * 3 * 4; i++)
+    img.data[i] = (float)i - 7.5f;
+  const char *path = in_dir("big.tif");
+  char err[512];
+  cr_assert_eq(tiff_write(path, &img, err, sizeof err), QS_OK, "%s", err);
+  size_t n;
+  unsigned char *b = slurp(path, &n);
+  uint32_t ifd; /* written in host order */
+  uint16_t entries;
+  memcpy(&ifd, b + 4, 4);
+  memcpy(&entries, b + ifd, 2);
+  size_t end = ifd + 2 + 12 * (size_t)entries;
+  memset(b + end, 0, 4); /* no next directory, and none kept */
+  rewrite(path, b, end + 4);
+  image back;
+  cr_assert_eq(tiff_read(path, &back, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(back.frames, 5);
+  cr_assert_eq(memcmp(back.data, img.data, 5 * 3 * 4 * sizeof(float)), 0);
+  image_free(&back);
+  /* announcing more images than the file can hold: refused */
+  char *images = memmem(b, n, "images=5", 8);
+  cr_assert_not_null(images);
+  images[7] = '9';
+  rewrite(path, b, end + 4);
+  expect_refused(path, QS_EFORMAT, "announces 9 images");
+  free(b);
+  image_free(&img);
+  dir_remove();
 }

@@ -273,6 +273,76 @@ static unsigned long imagej_images(TIFF *t) {
   return s ? strtoul(s + 8, NULL, 10) : 0;
 }
 
+/* bytes [off, off + n) of the source into buf; 0 on success */
+static int raw_read(TIFF *t, const reader *r, uint64_t off, void *buf,
+                    size_t n) {
+  if (off > r->size || n > r->size - off) return -1;
+  if (r->mem) {
+    memcpy(buf, r->mem + off, n);
+    return 0;
+  }
+  for (size_t done = 0; done < n;) {
+    ssize_t k = pread(TIFFFileno(t), (char *)buf + done, n - done,
+                      (off_t)(off + done));
+    if (k <= 0) return -1;
+    done += (size_t)k;
+  }
+  return 0;
+}
+
+/* ImageJ writes stacks past 4 GiB with a single directory: the other
+ * pages' pixels follow the first page's back to back, uncompressed. Reads
+ * `pages` of them when the first page is laid out that way and the file
+ * holds them all. */
+static int read_imagej_big(TIFF *t, reader *r, const page *first,
+                           unsigned long pages, image *img, char *err,
+                           size_t err_len) {
+  uint16_t comp = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(t, TIFFTAG_COMPRESSION, &comp);
+  uint64_t page_bytes = (uint64_t)first->w * first->h * first->bytes;
+  uint64_t off = TIFFGetStrileOffset(t, 0), next = off;
+  int contiguous = comp == COMPRESSION_NONE && !TIFFIsTiled(t);
+  for (uint32_t i = 0; contiguous && i < TIFFNumberOfStrips(t); i++) {
+    contiguous = TIFFGetStrileOffset(t, i) == next;
+    next += TIFFGetStrileByteCount(t, i);
+  }
+  if (!contiguous)
+    return read_fail(r, QS_EFORMAT, err, err_len,
+                     "ImageJ announces %lu images in one directory, but its "
+                     "pixel data is not one contiguous uncompressed block",
+                     pages);
+  uint64_t held = off <= r->size ? (r->size - off) / page_bytes : 0;
+  if (held < pages)
+    return read_fail(r, QS_EFORMAT, err, err_len,
+                     "truncated: ImageJ announces %lu images, the file "
+                     "holds %llu",
+                     pages, (unsigned long long)held);
+  int rc = image_alloc(img, pages, first->h, first->w);
+  if (rc)
+    return read_fail(r, rc, err, err_len, "%lu pages of %ux%u pixels: %s",
+                     pages, (unsigned)first->h, (unsigned)first->w,
+                     status_message(rc));
+  unsigned char *buf = malloc((size_t)page_bytes);
+  size_t plane = (size_t)first->w * first->h;
+  if (!buf) rc = read_fail(r, QS_ENOMEM, err, err_len, "out of memory");
+  for (unsigned long k = 0; !rc && k < pages; k++) {
+    if (raw_read(t, r, off + k * page_bytes, buf, (size_t)page_bytes)) {
+      rc = read_fail(r, QS_EIO, err, err_len, "cannot read page %lu", k);
+      break;
+    }
+    if (TIFFIsByteSwapped(t) && first->bytes == 2)
+      TIFFSwabArrayOfShort((uint16_t *)(void *)buf, (tmsize_t)plane);
+    if (TIFFIsByteSwapped(t) && first->bytes == 4)
+      TIFFSwabArrayOfLong((uint32_t *)(void *)buf, (tmsize_t)plane);
+    if (TIFFIsByteSwapped(t) && first->bytes == 8)
+      TIFFSwabArrayOfLong8((uint64_t *)(void *)buf, (tmsize_t)plane);
+    first->conv(buf, img->data + k * plane, plane);
+  }
+  free(buf);
+  if (rc) image_free(img);
+  return rc;
+}
+
 static int read_all(TIFF *t, reader *r, image *img, char *err,
                     size_t err_len) {
   tdir_t n = TIFFNumberOfDirectories(t);
@@ -288,6 +358,8 @@ static int read_all(TIFF *t, reader *r, image *img, char *err,
     if (rc) return rc;
     if (d == 0) {
       unsigned long announced = imagej_images(t);
+      if (announced > n && n == 1)
+        return read_imagej_big(t, r, &first, announced, img, err, err_len);
       if (announced > n)
         return read_fail(r, QS_EFORMAT, err, err_len,
                          "truncated: ImageJ announces %lu images, the file "
