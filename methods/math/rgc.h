@@ -78,10 +78,18 @@ QS_INLINE float rgc_center(int i, int mag) {
 }
 
 /* Distance weight (d · exp(−d²/tSS))⁴, in QS_ACC, rounded to float. It is 0
- * at d = 0 and peaks at d = σ. */
+ * at d = 0 and peaks at d = σ. The CPU takes the reference's pow (its
+ * bits); OpenCL squares twice, since pow with a float exponent is a slow
+ * general routine on some devices (ten times slower on PoCL). */
 QS_INLINE float rgc_weight(float d, float tss) {
   QS_ACC x = (QS_ACC)d;
-  return (float)pow(x * exp((-x * x) / (QS_ACC)tss), QS_C(4));
+  QS_ACC b = x * exp((-x * x) / (QS_ACC)tss);
+#if QS_OPENCL
+  QS_ACC b2 = b * b;
+  return (float)(b2 * b2);
+#else
+  return (float)pow(b, QS_C(4));
+#endif
 }
 
 /* Convergence of one inward-pointing gradient (gx, gy) seen from offset
