@@ -506,7 +506,14 @@ Test(esrrf, serial_and_fused_match_nanopyx) {
 Test(esrrf, real_stacks_give_finite_output_everywhere) {
   const char *files[] = {"mssr_donuts_100f.tif",
                          "musical_cardiomyoblast_mito_100f.tif"};
-  const char *impls[] = {"serial", "threaded_dynamic", "fused"};
+  engine_options eo = {.db_path = ":memory:", .no_calibration = 1, .seed = 1};
+  engine *e = NULL;
+  cr_assert_eq(engine_open(&e, &eo), QS_OK);
+  impl_info impls[QS_MAX_ESTIMATES];
+  size_t n_impls = 0;
+  cr_assert_eq(method_impls(e, "esrrf", impls, QS_MAX_ESTIMATES, &n_impls),
+               QS_OK);
+  cr_assert_geq(n_impls, 7, "esrrf lists %zu implementations", n_impls);
   for (int k = 0; k < 2; k++) {
     char path[1024], err[512];
     snprintf(path, sizeof path, "%s/tests/data/real/%s", QS_SOURCE_ROOT,
@@ -517,23 +524,29 @@ Test(esrrf, real_stacks_give_finite_output_everywhere) {
     image st = image_wrap(full.data, 10, full.rows, full.cols);
     opts o = DEFAULTS;
     o.fpt = 5;
-    for (int i = 0; i < 3; i++) {
+    for (size_t i = 0; i < n_impls && i < QS_MAX_ESTIMATES; i++) {
+      if (!impls[i].available) {
+        fprintf(stderr, "esrrf %s unavailable here: %s\n", impls[i].name,
+                impls[i].why);
+        continue;
+      }
       image out[1];
-      cr_assert_eq(run(impls[i], &st, o, out), QS_OK);
+      engine_run(e, impls[i].name, &st, o, out);
       cr_expect_eq(out[0].frames, 2);
       cr_expect_eq(out[0].rows, 5 * full.rows);
       cr_expect_eq(out[0].cols, 5 * full.cols);
       size_t n = 2 * out[0].rows * out[0].cols, nonzero = 0;
       for (size_t p = 0; p < n; p++) {
         cr_assert(isfinite(out[0].data[p]), "%s %s: pixel %zu is %g",
-                  files[k], impls[i], p, (double)out[0].data[p]);
+                  files[k], impls[i].name, p, (double)out[0].data[p]);
         nonzero += out[0].data[p] != 0;
       }
-      cr_expect_gt(nonzero, n / 2, "%s %s", files[k], impls[i]);
+      cr_expect_gt(nonzero, n / 2, "%s %s", files[k], impls[i].name);
       image_free(out);
     }
     image_free(&full);
   }
+  engine_close(e);
 }
 
 /* -------------------------------------------------------- resolution */
