@@ -28,10 +28,13 @@
  * memory does not take a large share of it. */
 #define ESRRF_CL_BATCH_BYTES ((size_t)256 << 20)
 
-/* Build options of rgc.cl and esrrf.cl: the reference's chained path
- * builds with relaxed math too; measured here it keeps the maps within
- * 1e-6 of serial's peak and takes a fifth off the RGC kernel. */
-#define RGC_CL_OPTIONS "-cl-fast-relaxed-math"
+/* Build options of rgc.cl and esrrf.cl. Pixel centres (i + 0.5) / M must
+ * be the correctly rounded quotient: where it is exactly k + 1/2 (M odd,
+ * i = k·M + (M − 1)/2), a quotient one ulp low moves the whole search
+ * window by half a pixel. So no relaxed math (the reference's chained path
+ * uses it, and inherits that flaw); contractions to mad are harmless. */
+#define RGC_CL_OPTIONS \
+  "-cl-fp32-correctly-rounded-divide-sqrt -cl-mad-enable"
 
 /* Sets rgc.cl's arguments from `first` on: the constants, the margin,
  * weighting, and the gradient layout with its floats per frame. */
