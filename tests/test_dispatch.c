@@ -301,16 +301,18 @@ Test(dispatch, calibration_once_per_cold_impl) {
   cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK, "%s", engine_error(e));
   cr_assert_str_eq(rep.reason, "calibration");
   cr_assert_gt(rep.calibration_seconds, 0);
-  /* the four usable CPU implementations ran twice on both slices */
+  /* the four usable CPU implementations ran on both slices (the larger
+   * one fits the budget for all: the best run is predicted at 2 s) */
   for (int i = 0; i <= F_FLAKY; i++)
-    cr_assert_eq(fake[i].small_calls, 4, "impl %d: %d", i,
+    cr_assert_eq(fake[i].small_calls, 2, "impl %d: %d", i,
                  fake[i].small_calls);
   /* flaky is fastest at every size: chosen on the full input */
   cr_assert_str_eq(rep.impl, "flaky");
-  cr_assert_eq(fake[F_FLAKY].calls, 5);
-  /* calibration: each of the four twice on 16x16 and 32x32 (fixed costs
-   * four times, per-pixel costs on 2 x 1280 pixels) */
-  cr_assert_float_eq(rep.calibration_seconds, 26e-3 + 18e-9 * 2560, 1e-12);
+  cr_assert_eq(fake[F_FLAKY].calls, 3);
+  /* calibration: each of the four on 16x16 and 32x32 (fixed costs twice,
+   * per-pixel costs on 1280 pixels) */
+  cr_assert_float_eq(rep.calibration_seconds, 13e-3 + 18e-9 * 1280, 1e-12);
+  cr_assert_eq(rep.calibration_once_seconds, 0);
 
   /* warm: no calibration again, for this size or another */
   cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
@@ -319,7 +321,7 @@ Test(dispatch, calibration_once_per_cold_impl) {
   input y = make_input(2, 256, 300);
   cr_assert_eq(run(e, &y, NULL, 0, NULL, &rep), QS_OK);
   cr_assert_str_eq(rep.reason, "model");
-  for (int i = 0; i <= F_FLAKY; i++) cr_assert_eq(fake[i].small_calls, 4);
+  for (int i = 0; i <= F_FLAKY; i++) cr_assert_eq(fake[i].small_calls, 2);
   cr_assert_eq(rep.n_estimates, F_N);
   cr_assert_str_eq(rep.estimates[F_OPENCL].source, "unavailable");
   cr_assert_str_eq(rep.estimates[F_SERIAL].source, "model");
@@ -704,6 +706,27 @@ Test(dispatch, delay_explores_then_clears) {
   cr_assert_str_eq(rep.reason, "history");
   cr_assert_str_eq(rep.impl, "serial");
   cr_assert_geq(explored, 1);
+  free(x.px);
+  engine_close(e);
+}
+
+Test(dispatch, calibration_budget_leaves_out_slow_impls) {
+  fake_reset();
+  fake[F_SERIAL].per_px = 100000; /* 25.6 ms on the 16x16 slice */
+  engine *e = open_fake(NULL, 0);
+  input x = make_input(1, 128, 128);
+  run_report rep;
+  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.impl, "flaky");
+  /* the best full run is predicted at 32 ms: the larger slice may cost
+   * 20 ms (the floor), which serial's 102 ms would exceed */
+  cr_assert_eq(fake[F_SERIAL].small_calls, 1);
+  for (int i = F_THREADED; i <= F_FLAKY; i++)
+    cr_assert_eq(fake[i].small_calls, 2, "impl %d", i);
+  /* serial, known at one size, is scaled proportionally */
+  cr_assert_str_eq(rep.estimates[F_SERIAL].source, "model");
+  cr_assert_float_eq(rep.estimates[F_SERIAL].seconds,
+                     (1e-3 + 1e-4 * 256) * 64, 1e-9);
   free(x.px);
   engine_close(e);
 }
