@@ -11,7 +11,7 @@
 
 #include "methods/esrrf/esrrf.h"
 
-#define COMPOSED_BATCH_BYTES ((size_t)256 << 20)
+#define COMPOSED_BATCH_BYTES ((size_t)64 << 20)
 
 typedef struct composed {
   const method_call *c;

@@ -24,9 +24,11 @@
 #include "methods/methods.h"
 
 /* A batch holds at most this many bytes on the device (unless one frame
- * needs more): large stacks stream, and a device that computes in host
- * memory does not take a large share of it. */
-#define ESRRF_CL_BATCH_BYTES ((size_t)256 << 20)
+ * needs more): long stacks stream in batches of one size, so memory does
+ * not grow with the frames, and a device that computes in host memory
+ * does not take a large share of it; it still gives each launch millions
+ * of work-items at 64 × 64. */
+#define ESRRF_CL_BATCH_BYTES ((size_t)64 << 20)
 
 /* Build options of rgc.cl and esrrf.cl. Pixel centres (i + 0.5) / M must
  * be the correctly rounded quotient: where it is exactly k + 1/2 (M odd,
