@@ -322,7 +322,8 @@ int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
     while (m < n_rated && rated[m] != steps[i].method)
       m++;
     if (m < n_rated) predicted = rate[m] * steps[i].work;
-    if (o->budget > 0 && elapsed + predicted >= o->budget) {
+    if ((o->budget > 0 && elapsed + predicted >= o->budget) ||
+        (o->stop && *o->stop)) {
       r->stopped = 1;
       break;
     }

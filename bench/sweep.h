@@ -43,6 +43,9 @@ typedef struct sweep_options {
   double budget; /* seconds; <= 0: none */
   sweep_progress_fn progress;
   void *ctx;
+  /* Nonzero (e.g. set by a signal handler) stops the sweep before its next
+   * step, as the budget does; may be NULL. */
+  const volatile int *stop;
 } sweep_options;
 
 /* One implementation measured at one step. */
@@ -55,7 +58,7 @@ typedef struct sweep_result {
   sweep_row *rows;
   size_t n, cap;
   size_t steps_done, steps_total;
-  int stopped;    /* 1 when the budget stopped the sweep early */
+  int stopped;    /* 1 when the budget (or *stop) ended the sweep early */
   double seconds; /* wall time of the sweep */
 } sweep_result;
 

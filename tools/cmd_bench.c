@@ -2,6 +2,7 @@
  * with progress on stderr, a summary on stdout, and CSV, JSON and SVG
  * files on request. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,15 @@
 #include "bench/sweep.h"
 #include "cli.h"
 #include "svg.h"
+
+/* Ctrl-C ends the sweep after the current step, keeping what was
+ * measured; a second one ends the process as usual. */
+static volatile int interrupted;
+
+static void on_interrupt(int sig) {
+  interrupted = 1;
+  signal(sig, SIG_DFL);
+}
 
 static void progress(void *ctx, const sweep_step *st, size_t done,
                      size_t total, double elapsed) {
@@ -110,7 +120,8 @@ int cmd_bench(cli *c, int argc, char **argv) {
                      .warmup = 1,
                      .repeats = 5,
                      .progress = progress,
-                     .ctx = c};
+                     .ctx = c,
+                     .stop = &interrupted};
   size_t n;
   const char *t;
   if ((t = args_value(&a, "repeats"))) {
@@ -133,7 +144,9 @@ int cmd_bench(cli *c, int argc, char **argv) {
   if (cli_engine(c, &e)) return CLI_FAIL;
   sweep_result r;
   char err[2048] = "";
+  void (*previous)(int) = signal(SIGINT, on_interrupt);
   int st = sweep_run(e, &o, &r, err, sizeof err);
+  signal(SIGINT, previous);
   if (st) {
     sweep_free(&r);
     return st == QS_ENOMEM || st == QS_EIO ? cli_fail("bench: %s", err)
@@ -159,7 +172,10 @@ int cmd_bench(cli *c, int argc, char **argv) {
            w->entry.runs, w->entry.min, w->entry.median,
            status_name(w->entry.status));
   }
-  if (r.stopped)
+  if (r.stopped && interrupted)
+    cli_note(c, "bench: interrupted after %zu of %zu steps\n", r.steps_done,
+             r.steps_total);
+  else if (r.stopped)
     cli_note(c,
              "bench: stopped at the %.1f s budget after %zu of %zu "
              "steps\n",
