@@ -365,7 +365,17 @@ Test(cli, db_export_import_round_trip) {
   memcpy(before, r->out, sizeof before);
   j = json_of(qs("db", "list", "--json", NULL));
   cr_assert_geq(cJSON_GetArraySize(j), 3);
+  char key[1024];
+  snprintf(key, sizeof key, "%s",
+           cJSON_GetObjectItem(cJSON_GetArrayItem(j, 0), "key")->valuestring);
   cJSON_Delete(j);
+  j = json_of(qs("db", "show", key, "--json", NULL));
+  cr_assert_gt(cJSON_GetArraySize(j), 0);
+  cJSON *row;
+  cJSON_ArrayForEach(row, j)
+      cr_assert_str_eq(cJSON_GetObjectItem(row, "key")->valuestring, key);
+  cJSON_Delete(j);
+  expect_status(qs("db", "show", NULL), 2, "db show without KEY");
   expect_status(qs("db", "best", NULL), 0, "db best");
   j = json_of(qs("db", "best", "--json", NULL));
   cr_assert_gt(cJSON_GetArraySize(j), 0);
