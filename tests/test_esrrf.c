@@ -1,9 +1,9 @@
 /* test_esrrf.c — the eSRRF method: temporal=none against the chain of its
  * steps run one by one, AVG/VAR/TAC2 against a direct double computation,
  * short last timepoints, the macro-pixel correction, agreement of every
- * implementation with serial, NanoPyx's outputs on the reference fixtures,
- * finite output on the real stacks, two-emitter resolution, and bad
- * input. */
+ * implementation with serial (test_reference checks them all against
+ * NanoPyx's outputs), finite output on the real stacks, two-emitter
+ * resolution, and bad input. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -474,73 +474,6 @@ Test(esrrf, odd_geometries_agree) {
     image_free(&st);
   }
   if (rt) clrt_close(rt);
-}
-
-/* ----------------------------------------------- NanoPyx's outputs */
-
-static float *load(const char *file, size_t n) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/tests/data/reference/%s", QS_SOURCE_ROOT,
-           file);
-  FILE *fp = fopen(path, "rb");
-  cr_assert(fp, "cannot open %s", path);
-  float *b = malloc(n * sizeof *b);
-  cr_assert(b);
-  cr_assert_eq(fread(b, sizeof *b, n, fp), n, "%s is short", path);
-  fclose(fp);
-  return b;
-}
-
-static const struct {
-  const char *name, *input;
-  size_t f, r, c, t;
-  opts o;
-} FIXTURES[] = {
-    {"es_real_avg_m5", "real_f20.f32", 20, 16, 16, 1,
-     {5, 1.5, 1, 1, 0, AVG, 1}},
-    {"es_real_none_m2", "real_f4.f32", 4, 16, 16, 4,
-     {2, 1.5, 1, 1, 0, NONE, 0}},
-    {"es_real_var_all", "real_f20.f32", 20, 16, 16, 1,
-     {3, 2.5, 0.5, 1, 0, VAR, 1}},
-    {"es_real_var_fpt8", "real_f20.f32", 20, 16, 16, 3,
-     {2, 1.5, 1, 1, 8, VAR, 1}},
-    {"es_sim_avg_nompc", "sim_f10_12x12.f32", 10, 12, 12, 1,
-     {3, 1.0, 1, 0, 0, AVG, 0}},
-    {"es_sim_tac2_fpt7", "sim_f20_12x12.f32", 20, 12, 12, 3,
-     {5, 2.0, 2, 1, 7, TAC2, 1}},
-};
-
-Test(esrrf, serial_and_fused_match_nanopyx) {
-  for (size_t k = 0; k < sizeof FIXTURES / sizeof FIXTURES[0]; k++) {
-    size_t f = FIXTURES[k].f, r = FIXTURES[k].r, c = FIXTURES[k].c;
-    opts o = FIXTURES[k].o;
-    size_t n_out = FIXTURES[k].t * r * c * (size_t)(o.mag * o.mag);
-    image st = image_wrap(load(FIXTURES[k].input, f * r * c), f, r, c);
-    char name[256];
-    snprintf(name, sizeof name, "%s_out.f32", FIXTURES[k].name);
-    image ref = image_wrap(load(name, n_out), FIXTURES[k].t,
-                           r * (size_t)o.mag, c * (size_t)o.mag);
-    /* fused's per-frame maps agree with serial's within 1e-6 of the peak,
-     * but dividing a TAC2 map by phase means near zero (macro-pixel
-     * correction) can amplify any difference without bound: that case is
-     * checked on serial only */
-    const char *impls[] = {"serial", "fused"};
-    int n_impls = o.temporal == TAC2 && o.mpc ? 1 : 2;
-    for (int i = 0; i < n_impls; i++) {
-      image out[1];
-      double diff, pk;
-      cr_assert_eq(run(impls[i], &st, o, out), QS_OK);
-      cr_assert_eq(out[0].frames * out[0].rows * out[0].cols, n_out);
-      harness_diff(out, &ref, &diff, &pk);
-      fprintf(stderr, "%s %s: worst %.3g of peak %.3g\n", FIXTURES[k].name,
-              impls[i], diff, pk);
-      cr_expect_leq(diff, 1e-5 * pk, "%s %s: worst %.3g of peak %.3g",
-                    FIXTURES[k].name, impls[i], diff, pk);
-      image_free(out);
-    }
-    free(ref.data);
-    free(st.data);
-  }
 }
 
 /* -------------------------------------------------------- real data */
