@@ -73,8 +73,8 @@ double agent_estimate(const agent_cand *c, double work, int *source) {
     *source = SRC_HISTORY;
     return c->fast > 0 ? c->fast : agent_fast_mean(c->walls, c->n_walls);
   }
-  double a, b;
-  if (!agent_fit(c->works, c->times, c->n_points, &a, &b)) {
+  double a = c->fit_a, b = c->fit_b;
+  if (c->fitted || !agent_fit(c->works, c->times, c->n_points, &a, &b)) {
     *source = SRC_MODEL;
     return a + b * work;
   }

@@ -31,9 +31,13 @@ typedef struct agent_cand {
   const double *walls;
   size_t n_walls;
   double fast;
-  /* Other keys on this device: work size and fast-half mean seconds. */
+  /* Other keys on this device: work size and fast-half mean seconds; or,
+   * with fitted, only their count and the caller's agent_fit of them (so a
+   * warm call does not refit them). */
   const double *works, *times;
   size_t n_points;
+  int fitted;
+  double fit_a, fit_b;
   /* Delay flag of (implementation, key). */
   int delayed;
   double factor, p;

@@ -256,12 +256,14 @@ void run_account(engine *e, prep *pr, size_t impl, const char *key,
     if (st)
       agent_inform_with(prev, n, st, steady, &h->delayed, &h->factor, &h->p);
     hist_add(h, steady);
+    r->gen++;
     h->failed = 0;
     if (was != h->delayed) delay_spread(m, impl, key, work, h);
     return;
   }
   if (status == QS_EMISMATCH) {
     h->mismatch = 1;
+    r->gen++;
     return;
   }
   h->failed = 1;
@@ -271,19 +273,39 @@ void run_account(engine *e, prep *pr, size_t impl, const char *key,
 
 /* ------------------------------------------------------------- candidates */
 
-/* Everything the agent reads for one candidate, with the storage behind
- * its pointers. */
+/* The storage behind a candidate's pointers. */
 typedef struct cand_buf {
   double walls[AGENT_WINDOW];
-  double *works, *times; /* heap, n_points */
 } cand_buf;
+
+/* Refits implementation i over its keys when its timings changed since the
+ * last fit (fast-half mean per key, mismatching keys left out). */
+static void impl_fit(mstate *m, size_t i) {
+  rimpl *r = &m->impls[i];
+  if (r->fit_gen == r->gen) return;
+  size_t n = 0;
+  for (hist *k = m->all; k; k = k->sibling)
+    n += k->impl == i && k->n && !k->mismatch;
+  double *works = n ? malloc(2 * n * sizeof *works) : NULL;
+  if (n && !works) return; /* no model this time */
+  double *times = works + n;
+  /* m->all is newest key first; the fit keeps the newest when it must cut */
+  size_t j = n;
+  for (hist *k = m->all; k; k = k->sibling) {
+    if (k->impl != i || !k->n || k->mismatch) continue;
+    j--;
+    works[j] = k->work;
+    times[j] = hist_stats(k)->fast_mean;
+  }
+  r->fit_n = n && !agent_fit(works, times, n, &r->fit_a, &r->fit_b) ? n : 0;
+  r->fit_gen = r->gen;
+  free(works);
+}
 
 static void cand_fill(mstate *m, size_t i, const prep *pr,
                       const method_call *c, int forced, agent_cand *a,
                       cand_buf *b, char *why, size_t why_len) {
-  const rimpl *r = &m->impls[i];
-  free(b->works);
-  b->works = b->times = NULL;
+  rimpl *r = &m->impls[i];
   *a = (agent_cand){.kind = r->def->kind};
   if (!registry_usable(r, c, why, why_len)) a->excluded = "unavailable";
   hist *h = hist_get(m, i, pr->key, pr->work, 0);
@@ -303,24 +325,11 @@ static void cand_fill(mstate *m, size_t i, const prep *pr,
   if (!a->excluded && !forced && pr->work >= r->oom_work)
     a->excluded = "device_memory";
   if (a->n_walls) return; /* the exact key decides; no model needed */
-  size_t n = 0;
-  for (hist *k = m->all; k; k = k->sibling)
-    n += k->impl == i && k->n && !k->mismatch;
-  if (!n) return;
-  b->works = malloc(2 * n * sizeof *b->works);
-  if (!b->works) return;
-  b->times = b->works + n;
-  /* m->all is newest key first; the fit wants oldest first */
-  size_t j = n;
-  for (hist *k = m->all; k; k = k->sibling) {
-    if (k->impl != i || !k->n || k->mismatch) continue;
-    j--;
-    b->works[j] = k->work;
-    b->times[j] = hist_stats(k)->fast_mean;
-  }
-  a->works = b->works;
-  a->times = b->times;
-  a->n_points = n;
+  impl_fit(m, i);
+  a->n_points = r->fit_n;
+  a->fitted = r->fit_n > 0;
+  a->fit_a = r->fit_a;
+  a->fit_b = r->fit_b;
 }
 
 /* ------------------------------------------------------------ calibration */
@@ -514,7 +523,6 @@ int method_run(engine *e, const char *method, const run_request *rq,
   agent_cand cand[QS_MAX_ESTIMATES];
   cand_buf buf[QS_MAX_ESTIMATES];
   char why[QS_MAX_ESTIMATES][128];
-  memset(buf, 0, m->n_impls * sizeof *buf);
   method_call probe;
   long usable = -1;
   for (size_t i = 0; i < m->n_impls; i++) {
@@ -615,7 +623,6 @@ int method_run(engine *e, const char *method, const run_request *rq,
     }
   }
 done:
-  for (size_t i = 0; i < m->n_impls; i++) free(buf[i].works);
   prep_done(&pr);
   return rc;
 }

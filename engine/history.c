@@ -146,6 +146,7 @@ int hist_load(engine *e, mstate *m) {
   if (l.oom) rc = QS_ENOMEM;
   /* newest first: replay from the end, keeping the newest window */
   for (size_t i = l.n; i-- > 0;) hist_add(l.rows[i].h, l.rows[i].wall);
+  for (size_t i = 0; i < m->n_impls; i++) m->impls[i].gen++;
   free(l.rows);
   if (rc)
     return engine_fail(e, rc, "reading the history of %s: %s",

@@ -26,6 +26,11 @@ typedef struct rimpl {
   char why[128];      /* non-empty: unavailable on this machine */
   double oom_work;    /* ran out of device memory at this work (INFINITY:
                          never); larger work is skipped */
+  /* The time-vs-work fit over this implementation's keys, valid while
+   * fit_gen == gen; gen changes with every new timing of it. */
+  unsigned long gen, fit_gen;
+  size_t fit_n;
+  double fit_a, fit_b;
 } rimpl;
 
 /* What the engine knows about one (method, implementation, device, key):

@@ -78,13 +78,15 @@ int registry_add(engine *e, const method_desc *d) {
   for (size_t i = 0; i < d->n_impls; i++) {
     const impl_def *x = &d->impls[i];
     if (x->kind != IMPL_OPENCL) {
-      r[k] = (rimpl){.def = x, .devfp = e->cpu_fp, .oom_work = INFINITY};
+      r[k] = (rimpl){.def = x, .devfp = e->cpu_fp, .oom_work = INFINITY,
+                     .gen = 1};
       snprintf(r[k].name, sizeof r[k].name, "%s", x->name);
       k++;
       continue;
     }
     if (!devices) {
-      r[k] = (rimpl){.def = x, .devfp = "none", .oom_work = INFINITY};
+      r[k] = (rimpl){.def = x, .devfp = "none", .oom_work = INFINITY,
+                     .gen = 1};
       snprintf(r[k].name, sizeof r[k].name, "%s", x->name);
       snprintf(r[k].why, sizeof r[k].why, "no OpenCL device: %s",
                e->cl ? clrt_why(e->cl) : "OpenCL runtime not started");
@@ -95,7 +97,7 @@ int registry_add(engine *e, const method_desc *d) {
       cldev *dev = clrt_device(e->cl, j);
       const cldev_info *info = cldev_about(dev);
       r[k] = (rimpl){.def = x, .device = dev, .devfp = info->fingerprint,
-                     .oom_work = INFINITY};
+                     .oom_work = INFINITY, .gen = 1};
       snprintf(r[k].name, sizeof r[k].name, "%s:%s", x->name, info->slug);
     }
   }
