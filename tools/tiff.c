@@ -196,13 +196,15 @@ static int page_probe(TIFF *t, reader *r, unsigned k, page *p, char *err,
                        k, (unsigned long long)r->size);
     stored += cnt;
   }
+  if (stored > r->size) stored = r->size; /* overlapping strips */
   uint64_t raw = (uint64_t)w * h * p->bytes;
   if (comp == COMPRESSION_NONE && stored < raw)
     return read_fail(r, QS_EFORMAT, err, err_len,
                      "truncated: page %u stores %llu of its %llu bytes", k,
                      (unsigned long long)stored, (unsigned long long)raw);
-  /* No codec libtiff ships expands data by more than about 4096 times. */
-  if (comp != COMPRESSION_NONE && raw / 4096 > stored + (1u << 20))
+  /* No codec libtiff ships expands data by more than about 4096 times;
+   * past that (with 1 MiB of slack for tiny pages) the header lies. */
+  if (comp != COMPRESSION_NONE && raw > 4096 * stored + (1u << 20))
     return read_fail(r, QS_EFORMAT, err, err_len,
                      "page %u claims %ux%u pixels from %llu stored bytes", k,
                      (unsigned)w, (unsigned)h, (unsigned long long)stored);
