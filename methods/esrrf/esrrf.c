@@ -133,13 +133,21 @@ static int drive_result(void *ctx, size_t b, size_t e, int worker) {
   return QS_OK;
 }
 
+size_t esrrf_batch_at(const esrrf_geom *g, size_t batch, size_t f) {
+  if (f >= g->frames) return 0;
+  if (batch == 0) batch = 1;
+  size_t end = g->frames;
+  if (g->kind != TEMPORAL_NONE && (f / g->fpt + 1) * g->fpt < end)
+    end = (f / g->fpt + 1) * g->fpt; /* the end of f's timepoint */
+  return end - f < batch ? end - f : batch;
+}
+
 int esrrf_drive(const method_call *c, const esrrf_geom *g, size_t batch,
                 esrrf_maps_fn maps, void *state) {
   float *out = c->out[0].data;
   if (batch == 0) batch = 1;
   if (g->kind == TEMPORAL_NONE) {
-    for (size_t f = 0; f < g->frames; f += batch) {
-      size_t n = g->frames - f < batch ? g->frames - f : batch;
+    for (size_t f = 0, n; (n = esrrf_batch_at(g, batch, f)) > 0; f += n) {
       int rc = maps(state, f, n, out + f * g->plane);
       if (rc) return rc;
     }
@@ -163,9 +171,9 @@ int esrrf_drive(const method_call *c, const esrrf_geom *g, size_t batch,
   drive_job j = {.g = g, .t = &t, .maps = buf};
   for (size_t t0 = 0, tp = 0; !rc && t0 < g->frames; t0 += g->fpt, tp++) {
     size_t t1 = t0 + g->fpt < g->frames ? t0 + g->fpt : g->frames;
-    for (size_t f = t0; !rc && f < t1; f += keep) {
+    for (size_t f = t0; !rc && f < t1; f += j.n) {
       j.first = f - t0;
-      j.n = t1 - f < keep ? t1 - f : keep;
+      j.n = esrrf_batch_at(g, keep, f);
       rc = maps(state, f, j.n, buf);
       if (!rc)
         rc = c->parallel_for(c, 0, (size_t)g->rows_m, drive_add, &j);

@@ -84,6 +84,10 @@ typedef int (*esrrf_maps_fn)(void *state, size_t f0, size_t n, float *dst);
 int esrrf_drive(const method_call *c, const esrrf_geom *g, size_t batch,
                 esrrf_maps_fn maps, void *state);
 
+/* Frames of the batch esrrf_drive asks for at frame f (0 past the end), so
+ * that an implementation can prepare the next batch ahead. */
+size_t esrrf_batch_at(const esrrf_geom *g, size_t batch, size_t f);
+
 /* Runs the CPU implementation of method d (every CPU row of a table shares
  * one run function) on in → out with parameter values p, on c's pool and
  * schedule: the reference steps without the dispatcher. */

@@ -7,10 +7,12 @@
  * ×2M images and no Roberts buffer), the ×M intensity (shift_magnify.cl),
  * RGC (rgc.cl), one download of the maps, which the host folds into the
  * timepoint's statistic as they arrive (esrrf_drive), so device memory
- * holds one batch and host memory the accumulators. A frame needs
- * 4·R·C·(1 + 2·(2 + 1/R)(2 + 1/C) + 2·M²) ≈ 4·R·C·(9 + 2·M²) bytes
- * (NanoPyx: 4·R·C·(3 + 10·M²)); batches are sized once from the device's
- * memory and largest allocation (cl_budget_frames), never by retrying. */
+ * holds one batch and host memory the accumulators. The next batch's
+ * frames upload on a second queue while this one computes. A frame needs
+ * 4·R·C·(2 + 2·(2 + 1/R)(2 + 1/C) + 2·M²) ≈ 4·R·C·(10 + 2·M²) bytes, its
+ * input twice for the overlap (NanoPyx: 4·R·C·(3 + 10·M²)); batches are
+ * sized once from the device's memory and largest allocation
+ * (cl_budget_frames), never by retrying. */
 #include "qs_config.h"
 
 #if QS_HAVE_OPENCL
@@ -108,14 +110,15 @@ static void cl_frame_bytes(const esrrf_geom *g, size_t *per_frame) {
  * and at most a timepoint (esrrf_drive never asks for more). */
 static int cl_batch(const method_call *c, const esrrf_geom *g, size_t *batch,
                     char *err, size_t err_len) {
-  size_t per_frame[B_COUNT], sum = 0;
+  size_t per_frame[B_COUNT + 1], sum = 0;
   cl_frame_bytes(g, per_frame);
-  for (int k = 0; k < B_COUNT; k++) sum += per_frame[k];
+  per_frame[B_COUNT] = per_frame[B_IN]; /* the second input slot */
+  for (int k = 0; k <= B_COUNT; k++) sum += per_frame[k];
   size_t wanted = g->kind == TEMPORAL_NONE ? g->frames : g->fpt;
   if (ESRRF_CL_BATCH_BYTES / sum < wanted)
     wanted = ESRRF_CL_BATCH_BYTES / sum ? ESRRF_CL_BATCH_BYTES / sum : 1;
-  return cl_budget_frames(cldev_about(c->device), per_frame, NULL, B_COUNT,
-                          wanted, batch, err, err_len);
+  return cl_budget_frames(cldev_about(c->device), per_frame, NULL,
+                          B_COUNT + 1, wanted, batch, err, err_len);
 }
 
 int esrrf_cl_probe(const method_call *c, char *why, size_t why_len) {
@@ -130,25 +133,46 @@ int esrrf_cl_probe(const method_call *c, char *why, size_t why_len) {
   return cl_batch(c, &g, &batch, why, why_len) ? QS_EUNAVAIL : QS_OK;
 }
 
+/* Input frames live in two device buffers: while the chain runs on one
+ * batch (compute queue), the next batch uploads into the other (upload
+ * queue), where the device can overlap them. */
+typedef struct slot {
+  cl_mem mem;
+  size_t f0, n;   /* frames it holds or is receiving (n 0: none) */
+  cl_event up;    /* their upload, until a batch consumes it */
+  cl_event freed; /* the last kernel that read it */
+} slot;
+
 typedef struct chained {
   const method_call *c;
   esrrf_geom g;
-  cl_command_queue q;
+  cl_command_queue q, qu; /* compute, upload */
   cl_kernel k[K_COUNT];
-  cl_mem buf[B_COUNT];
+  cl_mem buf[B_COUNT];    /* B_IN unused: the slots hold the input */
+  slot in[2];
+  int next;               /* slot for an upload nobody prepared */
   size_t batch, per_frame[B_COUNT];
   size_t global[K_COUNT][3];
   double dev_s, once;
 } chained;
 
-/* Enqueues kernel i over its global size, booking a new size's first
- * launch (the device compiles for it) as one-time cost. */
-static int cl_launch(chained *s, int i, cl_event *ev) {
+static void event_drop(chained *s, cl_event *ev) {
+  if (!*ev) return;
+  s->dev_s += cl_event_seconds(*ev);
+  clReleaseEvent(*ev);
+  *ev = NULL;
+}
+
+/* Enqueues kernel i over its global size after `wait` (may be NULL),
+ * booking a new size's first launch (the device compiles for it) as
+ * one-time cost. */
+static int cl_launch(chained *s, int i, cl_event wait, cl_event *ev) {
   const method_call *c = s->c;
   int first = cldev_first_launch(c->device, KERNEL_NAMES[i], s->global[i], 3);
   int64_t t0 = timer_ns();
   int rc = cl_status(clEnqueueNDRangeKernel(s->q, s->k[i], 3, NULL,
-                                            s->global[i], NULL, 0, NULL, ev),
+                                            s->global[i], NULL, wait ? 1 : 0,
+                                            wait ? &wait : NULL, ev),
                      KERNEL_NAMES[i], c->err, c->err_len);
   if (!rc && first) {
     rc = cl_status(clFinish(s->q), KERNEL_NAMES[i], c->err, c->err_len);
@@ -159,36 +183,81 @@ static int cl_launch(chained *s, int i, cl_event *ev) {
   return rc;
 }
 
-/* The maps of frames [f0, f0 + n): one upload, the chain, one download. */
+/* Starts the upload of frames [f0, f0 + n) into slot i once the kernels
+ * that read its previous frames are done. */
+static int cl_upload(chained *s, int i, size_t f0, size_t n) {
+  const method_call *c = s->c;
+  slot *sl = &s->in[i];
+  const float *src = c->in[0].data + f0 * s->per_frame[B_IN] / 4;
+  event_drop(s, &sl->up);
+  cl_event wait = sl->freed;
+  int rc = cl_status(clEnqueueWriteBuffer(s->qu, sl->mem, CL_FALSE, 0,
+                                          n * s->per_frame[B_IN], src,
+                                          wait ? 1 : 0, wait ? &wait : NULL,
+                                          &sl->up),
+                     "uploading frames", c->err, c->err_len);
+  if (wait) {
+    clReleaseEvent(wait);
+    sl->freed = NULL;
+  }
+  if (!rc) rc = cl_status(clFlush(s->qu), "uploading frames", c->err,
+                          c->err_len);
+  sl->f0 = f0;
+  sl->n = rc ? 0 : n;
+  return rc;
+}
+
+/* The maps of frames [f0, f0 + n): the frames' upload (started by the
+ * previous batch, if it guessed right), the chain, the next batch's
+ * upload, one download. */
 static int cl_maps(void *state, size_t f0, size_t n, float *dst) {
   chained *s = state;
   const method_call *c = s->c;
-  cl_event ev[K_COUNT + 2] = {NULL};
+  cl_event ev[K_COUNT + 1] = {NULL};
   cl_int nf = (cl_int)n;
-  const float *src = c->in[0].data + f0 * s->per_frame[B_IN] / 4;
-  int rc = cl_status(clEnqueueWriteBuffer(s->q, s->buf[B_IN], CL_FALSE, 0,
-                                          n * s->per_frame[B_IN], src, 0,
-                                          NULL, &ev[K_COUNT]),
-                     "uploading frames", c->err, c->err_len);
-  for (int i = 0; !rc && i < K_COUNT; i++) {
-    if (i == K_MAG && !s->g.weight) continue;
-    rc = cl_status(clSetKernelArg(s->k[i], i == K_GRID ? 3 : i == K_MAG ? 2
+  int i = s->in[0].n == n && s->in[0].f0 == f0   ? 0
+          : s->in[1].n == n && s->in[1].f0 == f0 ? 1
+                                                 : -1;
+  int rc = QS_OK;
+  if (i < 0) {
+    i = s->next;
+    rc = cl_upload(s, i, f0, n);
+  }
+  slot *sl = &s->in[i];
+  cl_mem in = sl->mem;
+  rc = rc ? rc
+          : cl_status(clSetKernelArg(s->k[K_GRID], 0, sizeof in, &in) |
+                          clSetKernelArg(s->k[K_MAG], 0, sizeof in, &in),
+                      "setting the input frames", c->err, c->err_len);
+  for (int k = 0; !rc && k < K_COUNT; k++) {
+    if (k == K_MAG && !s->g.weight) continue;
+    rc = cl_status(clSetKernelArg(s->k[k], k == K_GRID ? 3 : k == K_MAG ? 2
                                                                          : 4,
                                   sizeof nf, &nf),
                    "setting the frame count", c->err, c->err_len);
-    if (!rc) rc = cl_launch(s, i, &ev[i]);
+    if (!rc) rc = cl_launch(s, k, k == K_GRID ? sl->up : NULL, &ev[k]);
+  }
+  /* the chain is queued: this slot is free after it, and its frames are
+   * consumed */
+  if (!rc) {
+    clRetainEvent(ev[K_RGC]);
+    sl->freed = ev[K_RGC];
+    sl->n = 0;
+    s->next = 1 - i;
+    size_t f1 = f0 + n, n1 = esrrf_batch_at(&s->g, s->batch, f1);
+    if (n1) rc = cl_upload(s, 1 - i, f1, n1);
   }
   if (!rc)
     rc = cl_status(clEnqueueReadBuffer(s->q, s->buf[B_OUT], CL_TRUE, 0,
                                        n * s->per_frame[B_OUT], dst, 0, NULL,
-                                       &ev[K_COUNT + 1]),
+                                       &ev[K_COUNT]),
                    "reading the maps", c->err, c->err_len);
-  if (rc) clFinish(s->q);
-  for (int i = 0; i < K_COUNT + 2; i++)
-    if (ev[i]) {
-      s->dev_s += cl_event_seconds(ev[i]);
-      clReleaseEvent(ev[i]);
-    }
+  if (rc) {
+    clFinish(s->q);
+    clFinish(s->qu);
+  }
+  event_drop(s, &sl->up);
+  for (int k = 0; k < K_COUNT + 1; k++) event_drop(s, &ev[k]);
   return rc;
 }
 
@@ -215,15 +284,24 @@ static int cl_setup(chained *s) {
   static const char *const what[B_COUNT] = {
       "input frames", "column gradient grid", "row gradient grid",
       "magnified frames", "RGC maps"};
-  for (int b = 0; !rc && b < B_COUNT; b++)
+  for (int b = B_IN + 1; !rc && b < B_COUNT; b++)
     if (s->per_frame[b])
       rc = cldev_buffer(c->device, CL_MEM_READ_WRITE,
                         s->batch * s->per_frame[b], NULL, what[b], &s->buf[b],
                         err, len);
+  for (int i = 0; !rc && i < 2; i++)
+    rc = cldev_buffer(c->device, CL_MEM_READ_ONLY, s->batch * s->per_frame[B_IN],
+                      NULL, what[B_IN], &s->in[i].mem, err, len);
+  if (!rc) {
+    cl_int e = CL_SUCCESS;
+    s->qu = clCreateCommandQueue(ctx, cldev_id(c->device),
+                                 CL_QUEUE_PROFILING_ENABLE, &e);
+    rc = cl_status(e, "creating the upload queue", err, len);
+  }
   if (rc) return rc;
   cl_int rows = g->rows, cols = g->cols, mag = g->mag;
   float fm = (float)g->mag, zero = 0;
-  cl_mem in = s->buf[B_IN], gx = s->buf[B_GX], gy = s->buf[B_GY];
+  cl_mem in = s->in[0].mem, gx = s->buf[B_GX], gy = s->buf[B_GY];
   cl_mem mg = g->weight ? s->buf[B_MAG] : s->buf[B_OUT];
   cl_mem out = s->buf[B_OUT];
   cl_kernel kg = s->k[K_GRID], km = s->k[K_MAG];
@@ -273,6 +351,15 @@ int esrrf_run_opencl(const method_call *c) {
   if (rc) snprintf(c->err, c->err_len, "esrrf: no OpenCL device given");
   if (!rc) rc = cl_setup(&s);
   if (!rc) rc = esrrf_drive(c, &s.g, s.batch, cl_maps, &s);
+  if (s.qu) {
+    clFinish(s.qu);
+    clReleaseCommandQueue(s.qu);
+  }
+  for (int i = 0; i < 2; i++) {
+    event_drop(&s, &s.in[i].up);
+    if (s.in[i].freed) clReleaseEvent(s.in[i].freed); /* counted already */
+    if (s.in[i].mem) clReleaseMemObject(s.in[i].mem);
+  }
   for (int b = 0; b < B_COUNT; b++)
     if (s.buf[b]) clReleaseMemObject(s.buf[b]);
   for (int i = 0; i < K_COUNT; i++)
