@@ -146,7 +146,8 @@ static void rows_expect_eq(const rows *a, const rows *b) {
     row_expect_eq(&a->v[i], &b->v[i]);
 }
 
-/* A whole file's bytes; *n its size. */
+/* A whole file's bytes, followed by a NUL so text files can be searched as
+ * strings; *n its size. */
 static unsigned char *file_read(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
   cr_assert_not_null(f, "%s: %s", path, strerror(errno));
@@ -158,6 +159,7 @@ static unsigned char *file_read(const char *path, size_t *n) {
   *n = fread(b, 1, (size_t)len, f);
   fclose(f);
   cr_assert_eq(*n, (size_t)len);
+  b[*n] = '\0';
   return b;
 }
 
