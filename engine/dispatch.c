@@ -344,8 +344,8 @@ static void cand_fill(mstate *m, size_t i, const prep *pr,
  * overestimates it, and those left out are the slow ones on the slice. The
  * smaller slice is 1/32 of the rows and columns (1/1024 of a frame), never
  * below 16 pixels. */
-#define CALIB_SHARE 0.06
-#define CALIB_FLOOR 0.02
+#define CALIB_SHARE 0.05
+#define CALIB_FLOOR 0.005
 static size_t slice_side(size_t full) {
   size_t s = (full + 31) / 32;
   if (s < 16) s = 16;
