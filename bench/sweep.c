@@ -304,6 +304,7 @@ int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
   int rc = steps_build(e, o, &steps, &n, err, err_len);
   if (rc) return rc;
   r->steps_total = n;
+  r->threads = engine_threads(e);
   input_cache *cache = calloc(1, sizeof *cache);
   if (!cache) {
     free(steps);
@@ -407,6 +408,8 @@ static void add_num(cJSON *j, const char *k, double v) {
 int sweep_json(const sweep_result *r, const char *path, char *err,
                size_t err_len) {
   cJSON *doc = cJSON_CreateObject();
+  cJSON_AddStringToObject(doc, "version", QS_VERSION);
+  cJSON_AddNumberToObject(doc, "threads", r->threads);
   cJSON_AddNumberToObject(doc, "steps_done", (double)r->steps_done);
   cJSON_AddNumberToObject(doc, "steps_total", (double)r->steps_total);
   cJSON_AddBoolToObject(doc, "stopped_by_budget", r->stopped);

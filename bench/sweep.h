@@ -60,6 +60,7 @@ typedef struct sweep_result {
   size_t steps_done, steps_total;
   int stopped;    /* 1 when the budget (or *stop) ended the sweep early */
   double seconds; /* wall time of the sweep */
+  int threads;    /* the engine's pool threads */
 } sweep_result;
 
 /* Runs the sweep. QS_EINVAL / QS_ENOMETHOD / QS_EPARAM for a bad option
