@@ -171,6 +171,19 @@ int cli_engine(cli *c, engine **e) {
     engine_options o = {
         .db_path = c->db, .threads = c->threads, .no_opencl = c->no_opencl};
     int rc = engine_open(&c->e, &o);
+    /* A store that cannot be used (damaged, newer schema, unwritable
+     * place) leaves an engine that runs methods without recording them:
+     * say so, and go on. */
+    int store_only = rc == QS_ECORRUPT || rc == QS_ESCHEMA || rc == QS_EIO ||
+                     rc == QS_EDB || rc == QS_EBUSY;
+    if (rc && store_only && c->e && method_count(c->e) > 0) {
+      if (!c->quiet)
+        fprintf(stderr,
+                "quicksilver: warning: %s\nquicksilver: warning: running "
+                "without recording timings\n",
+                engine_error(c->e));
+      rc = QS_OK;
+    }
     if (rc) {
       cli_fail("%s", c->e ? engine_error(c->e) : status_message(rc));
       engine_close(c->e);
