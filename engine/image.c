@@ -20,7 +20,7 @@ image image_wrap(float *data, size_t frames, size_t rows, size_t cols) {
   return img;
 }
 
-int image_alloc(image *img, size_t frames, size_t rows, size_t cols) {
+int image_alloc_raw(image *img, size_t frames, size_t rows, size_t cols) {
   image empty = {0};
   *img = empty;
   size_t n;
@@ -32,13 +32,18 @@ int image_alloc(image *img, size_t frames, size_t rows, size_t cols) {
   size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
   float *p = aligned_alloc(64, bytes);
   if (!p) return QS_ENOMEM;
-  memset(p, 0, bytes);
   img->data = p;
   img->frames = frames;
   img->rows = rows;
   img->cols = cols;
   img->owner_ = p;
   return QS_OK;
+}
+
+int image_alloc(image *img, size_t frames, size_t rows, size_t cols) {
+  int rc = image_alloc_raw(img, frames, rows, cols);
+  if (!rc) memset(img->data, 0, frames * rows * cols * sizeof(float));
+  return rc;
 }
 
 void image_free(image *img) {

@@ -97,6 +97,10 @@ static inline uint64_t fnv1a(uint64_t h, const char *s) {
   return h;
 }
 
+/* image_alloc without the zeroing, for outputs the dispatcher zeroes
+ * itself (in parallel, right before each run). */
+int image_alloc_raw(image *img, size_t frames, size_t rows, size_t cols);
+
 /* Sets the engine's error message (printf-style) and returns status. */
 int engine_fail(engine *e, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
