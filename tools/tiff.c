@@ -127,9 +127,16 @@ static const struct {
 /* What one page holds, as far as reading it needs. */
 typedef struct page {
   uint32_t w, h;
-  size_t bytes; /* per sample */
+  size_t bytes;   /* per sample */
+  uint64_t stored; /* bytes of all its strips or tiles in the file */
   conv_fn conv;
 } page;
+
+/* No codec libtiff ships expands data by more than about 4096 times; past
+ * that (with 1 MiB of slack for tiny pages) a header lies about its sizes. */
+static int plausible(uint64_t decoded, uint64_t stored) {
+  return decoded <= 4096 * stored + ((uint64_t)1 << 20);
+}
 
 /* Writes "<file>: <what>[ (libtiff: <msg>)]" into err; returns status. */
 static int read_fail(const reader *r, int status, char *err, size_t err_len,
@@ -197,14 +204,13 @@ static int page_probe(TIFF *t, reader *r, unsigned k, page *p, char *err,
     stored += cnt;
   }
   if (stored > r->size) stored = r->size; /* overlapping strips */
+  p->stored = stored;
   uint64_t raw = (uint64_t)w * h * p->bytes;
   if (comp == COMPRESSION_NONE && stored < raw)
     return read_fail(r, QS_EFORMAT, err, err_len,
                      "truncated: page %u stores %llu of its %llu bytes", k,
                      (unsigned long long)stored, (unsigned long long)raw);
-  /* No codec libtiff ships expands data by more than about 4096 times;
-   * past that (with 1 MiB of slack for tiny pages) the header lies. */
-  if (comp != COMPRESSION_NONE && raw > 4096 * stored + (1u << 20))
+  if (comp != COMPRESSION_NONE && !plausible(raw, stored))
     return read_fail(r, QS_EFORMAT, err, err_len,
                      "page %u claims %ux%u pixels from %llu stored bytes", k,
                      (unsigned)w, (unsigned)h, (unsigned long long)stored);
@@ -231,6 +237,13 @@ static int page_read(TIFF *t, reader *r, unsigned k, const page *p, float *dst,
   if (cap <= 0 || (uint64_t)cap < need)
     return read_fail(r, QS_EFORMAT, err, err_len,
                      "page %u has an inconsistent strip or tile layout", k);
+  /* Tiles may overhang the image, so their size is not bounded by the
+   * page's; bound it by what the stored bytes can decode to. */
+  if (!plausible((uint64_t)cap, p->stored))
+    return read_fail(r, QS_EFORMAT, err, err_len,
+                     "page %u claims %ux%u tiles from %llu stored bytes", k,
+                     (unsigned)tw, (unsigned)th,
+                     (unsigned long long)p->stored);
   unsigned char *buf = malloc((size_t)cap);
   if (!buf)
     return read_fail(r, QS_ENOMEM, err, err_len, "out of memory on page %u",
