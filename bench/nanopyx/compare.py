@@ -16,7 +16,8 @@ C driver bench/qs_run.c), on the same simulated input, and records:
 - accuracy against NanoPyx `unthreaded`: max |diff|, max |diff| / max |ref|,
   Pearson r;
 - peak memory: one fresh process per contender running the call once
-  (ru_maxrss), with the resident set before the call;
+  (VmHWM of that program; ru_maxrss would inherit this script's peak
+  across exec), with the peak before the call;
 - NanoPyx's per-call overhead: wall time minus the time its engine measured
   for the implementation, and for its automatic mode the median minus that
   of the run type it chose.

@@ -6,7 +6,7 @@ interpreter and npxenv.child_env()). Two modes:
 
   once  --run-type RT --out FILE: one call in a fresh process; prints one
         JSON line with the wall seconds, the run type NanoPyx used, the peak
-        resident set before and after the call (ru_maxrss, KiB) and the
+        resident set before and after the call (VmHWM, KiB) and the
         output shape; writes the output (tuple outputs concatenated) to FILE
         as float32.
   serve: loads the input once, then answers stdin lines "run RT" (RT one
@@ -35,6 +35,15 @@ RUN_TYPES = ["unthreaded", "threaded", "threaded_static", "threaded_dynamic",
 
 
 def rss_kb():
+    """Peak resident set in KiB of this program alone: VmHWM belongs to the
+    address space exec made, while ru_maxrss keeps the parent's peak."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
