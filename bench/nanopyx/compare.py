@@ -328,7 +328,7 @@ class Harness:
                      self.qs_env, self.log)
         plan = {}
         for c, row in rows.items():
-            if "error" in row:
+            if "error" in row or self.a.memory_only:
                 continue
             t = row["once_seconds"]
             if t > self.a.budget:
@@ -615,6 +615,9 @@ def main():
     ap.add_argument("--results", default="",
                     help="also put the table into this file below its "
                          "marker line (bench/RESULTS.md)")
+    ap.add_argument("--memory-only", action="store_true",
+                    help="only the fresh-process pass: peak memory, "
+                         "accuracy and one cold time per contender")
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--budget", type=float, default=60.0,
