@@ -734,3 +734,62 @@ Test(dispatch, calibration_budget_leaves_out_slow_impls) {
   free(x.px);
   engine_close(e);
 }
+
+/* -------------------------------------------- serial runs on one thread */
+
+static int workers_seen;
+
+static int note_worker(void *ctx, size_t b, size_t e, int w) {
+  (void)ctx;
+  (void)b;
+  (void)e;
+  __atomic_or_fetch(&workers_seen, 1 << w, __ATOMIC_RELAXED);
+  return 0;
+}
+
+static int run_workers(const method_call *c) {
+  c->out[0].data[0] = (float)c->threads;
+  return c->parallel_for(c, 0, 1000, note_worker, NULL);
+}
+
+static const impl_def workers_impls[] = {
+    {"serial", IMPL_SERIAL, run_workers, NULL, 1, SCHED_STATIC, 0},
+    {"threaded", IMPL_THREADED, run_workers, NULL, 1, SCHED_STATIC, 0},
+};
+static const method_desc workers_desc = {
+    .name = "workers",
+    .doc = "notes which pool workers its loop ran on",
+    .inputs = fake_in,
+    .n_inputs = 1,
+    .outputs = fake_out,
+    .n_outputs = 1,
+    .impls = workers_impls,
+    .n_impls = 2,
+    .shape = fake_shape,
+    .tolerance = 1e-6,
+};
+
+Test(dispatch, serial_loops_stay_on_the_calling_thread) {
+  engine_options o = {.db_path = ":memory:", .threads = 2, .no_opencl = 1,
+                      .seed = 1};
+  engine *e = NULL;
+  cr_assert_eq(engine_open(&e, &o), QS_OK, "%s", engine_error(e));
+  cr_assert_eq(method_register(e, &workers_desc), QS_OK, "%s",
+               engine_error(e));
+  float px[4 * 4] = {0};
+  image in = image_wrap(px, 1, 4, 4), out;
+  const char *impls[] = {"serial", "threaded"};
+  const int want_threads[] = {1, 2}, want_seen[] = {1, 3};
+  for (int i = 0; i < 2; i++) {
+    run_request rq = {.inputs = &in, .n_inputs = 1, .impl = impls[i]};
+    workers_seen = 0;
+    cr_assert_eq(method_run(e, "workers", &rq, &out, 1, NULL), QS_OK, "%s",
+                 engine_error(e));
+    cr_assert_eq((int)out.data[0], want_threads[i], "%s sees %g threads",
+                 impls[i], out.data[0]);
+    cr_assert_eq(workers_seen, want_seen[i], "%s ran on workers %#x",
+                 impls[i], workers_seen);
+    image_free(&out);
+  }
+  engine_close(e);
+}
