@@ -405,12 +405,13 @@ def summarise(case):
         return r["median"] is not None and "error" not in r
     npx = [r for r in case["rows"] if r["system"] == "nanopyx" and ok(r)]
     qs = [r for r in case["rows"] if r["system"] == "quicksilver" and ok(r)]
+    def fastest(rows):
+        best = min(rows, key=lambda r: r["median"])
+        return best["contender"], best["median"], best.get("peak_rss_kb")
     s = {}
     fixed = [r for r in npx if r["contender"] != "auto"]
     if fixed:
-        best = min(fixed, key=lambda r: r["median"])
-        s["npx_best"] = (best["contender"], best["median"],
-                         best.get("peak_rss_kb"))
+        s["npx_best"] = fastest(fixed)
     auto = [r for r in npx if r["contender"] == "auto"]
     if auto:
         a = auto[0]
@@ -422,9 +423,7 @@ def summarise(case):
                          over)
     qfixed = [r for r in qs if r["contender"] != "auto"]
     if qfixed:
-        best = min(qfixed, key=lambda r: r["median"])
-        s["qs_best"] = (best["contender"], best["median"],
-                        best.get("peak_rss_kb"))
+        s["qs_best"] = fastest(qfixed)
     qauto = [r for r in qs if r["contender"] == "auto"]
     if qauto:
         a = qauto[0]
