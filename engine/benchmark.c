@@ -43,12 +43,12 @@ static void bench_one(engine *e, prep *pr, size_t impl, int warmup,
   size_t n_out = m->desc->n_outputs;
   snprintf(b->impl, sizeof b->impl, "%s", m->impls[impl].name);
   for (int w = 0; w < warmup; w++) {
-    if (run_once(e, m, impl, pr->in, pr->n_in, out, n_out, pr->p, res))
+    if (run_once(e, m, impl, pr->in, pr->n_in, out, n_out, pr->p, 1, res))
       break;
     b->once_seconds += res->once_s;
   }
   for (int r = 0; !res->status && r < repeats; r++) {
-    run_once(e, m, impl, pr->in, pr->n_in, out, n_out, pr->p, res);
+    run_once(e, m, impl, pr->in, pr->n_in, out, n_out, pr->p, 1, res);
     if (res->status) break;
     double steady = res->wall - res->once_s;
     walls[b->runs++] = steady < 0 ? 0 : steady;

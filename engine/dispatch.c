@@ -191,8 +191,8 @@ int impl_select(engine *e, const mstate *m, const char *text,
 
 int outputs_alloc(engine *e, const image *shape, size_t n, image *out) {
   for (size_t i = 0; i < n; i++) {
-    int rc = image_alloc_raw(&out[i], shape[i].frames, shape[i].rows,
-                             shape[i].cols);
+    int rc = image_alloc(&out[i], shape[i].frames, shape[i].rows,
+                         shape[i].cols);
     if (rc) {
       outputs_free(out, i);
       return engine_fail(e, rc, "cannot allocate output %zu (%zux%zux%zu)",
@@ -219,8 +219,9 @@ static int zero_blocks(void *ctx, size_t b, size_t e, int w) {
   return 0;
 }
 
-/* Every output starts as zeros before each run (outputs are reused across
- * fallbacks, calibration and benchmark repeats), outside the timed region. */
+/* Every output starts as zeros: outputs_alloc gives zeros, and a run that
+ * reuses outputs (fallbacks, calibration, benchmark repeats) zeroes them
+ * again first, outside the timed region. */
 static void outputs_zero(engine *e, image *out, size_t n_out) {
   for (size_t i = 0; i < n_out; i++) {
     size_t n = out[i].frames * out[i].rows * out[i].cols;
@@ -231,9 +232,9 @@ static void outputs_zero(engine *e, image *out, size_t n_out) {
 
 int run_once(engine *e, const mstate *m, size_t impl, const image *in,
              size_t n_in, image *out, size_t n_out, const double *p,
-             run_result *res) {
+             int reused, run_result *res) {
   const rimpl *r = &m->impls[impl];
-  outputs_zero(e, out, n_out);
+  if (reused) outputs_zero(e, out, n_out);
   memset(res, 0, sizeof *res);
   method_call c;
   call_init(e, r, &c, in, n_in, out, n_out, p, res->err, sizeof res->err);
@@ -463,7 +464,7 @@ static double slice_run(engine *e, prep *pr, size_t i, slice *sl,
   run_result res;
   double best = -1;
   for (int k = 0; k < 2; k++) {
-    run_once(e, m, i, sl->in, d->n_inputs, sl->out, d->n_outputs, pr->p,
+    run_once(e, m, i, sl->in, d->n_inputs, sl->out, d->n_outputs, pr->p, 1,
              &res);
     *spent += res.wall;
     *once += res.once_s;
@@ -619,6 +620,7 @@ int method_run(engine *e, const char *method, const run_request *rq,
     if (fallbacks == 0) reason = why_pick;
     last = pick;
     run_once(e, m, (size_t)pick, pr.in, pr.n_in, outputs, d->n_outputs, pr.p,
+             fallbacks > 0,
              &res);
     run_account(e, &pr, (size_t)pick, pr.key, pr.work, &res, res.status);
     if (res.status == QS_OK || exact) break;

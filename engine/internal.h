@@ -97,10 +97,6 @@ static inline uint64_t fnv1a(uint64_t h, const char *s) {
   return h;
 }
 
-/* image_alloc without the zeroing, for outputs the dispatcher zeroes
- * itself (in parallel, right before each run). */
-int image_alloc_raw(image *img, size_t frames, size_t rows, size_t cols);
-
 /* Sets the engine's error message (printf-style) and returns status. */
 int engine_fail(engine *e, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -160,7 +156,8 @@ void prep_done(prep *pr);
 int impl_select(engine *e, const mstate *m, const char *text,
                 unsigned char *mask, int *exact);
 
-/* One execution: outputs re-zeroed, timed with the engine's clock. */
+/* One execution timed with the engine's clock; `reused` outputs (written by
+ * an earlier run) are zeroed first, outside the timing. */
 typedef struct run_result {
   int status;
   double wall, device_s, once_s; /* seconds; wall includes once_s */
@@ -168,7 +165,7 @@ typedef struct run_result {
 } run_result;
 int run_once(engine *e, const mstate *m, size_t impl, const image *in,
              size_t n_in, image *out, size_t n_out, const double *p,
-             run_result *res);
+             int reused, run_result *res);
 
 /* Records a run under (key, work) with `status` (res->status, or
  * QS_EMISMATCH from the benchmark) and updates the history cache: walls and

@@ -30,6 +30,21 @@ Test(image, alloc_zeroed_and_aligned) {
   cr_assert_null(img.data);
 }
 
+Test(image, large_alloc_zeroed_aligned_and_freed) {
+  /* 10 x 1024 x 1024 floats (40 MiB): the mapped path. */
+  for (int round = 0; round < 3; round++) {
+    image img;
+    cr_assert_eq(image_alloc(&img, 10, 1024, 1024), QS_OK);
+    cr_assert_eq((uintptr_t)img.data % 64, 0);
+    size_t n = (size_t)10 * 1024 * 1024;
+    for (size_t i = 0; i < n; i += 4093) cr_assert_eq(img.data[i], 0.0f);
+    cr_assert_eq(img.data[n - 1], 0.0f);
+    for (size_t i = 0; i < n; i++) img.data[i] = 1.0f; /* all writable */
+    image_free(&img);
+    cr_assert_null(img.data);
+  }
+}
+
 Test(image, pixels_overflow_checked) {
   size_t n = 1;
   cr_assert_eq(image_pixels(2, 3, 4, &n), QS_OK);
