@@ -63,9 +63,6 @@ void call_init(engine *e, const rimpl *r, method_call *c, const image *in,
 
 /* ------------------------------------------------------------- validation */
 
-static const char *const kind_names[] = {"serial", "threaded", "opencl",
-                                         "composite"};
-
 static int shape_ok(engine *e, const method_desc *d, const char *what,
                     const char *slot, const image *im) {
   size_t n;
@@ -101,7 +98,7 @@ static int shapes_of(engine *e, const method_desc *d, const image *in,
 }
 
 int prep_call(engine *e, const char *method, const run_request *rq,
-              size_t n_outputs, prep *pr) {
+              size_t n_outputs, int shapes_only, prep *pr) {
   pr->m = NULL;
   pr->json = NULL;
   pr->key[0] = '\0';
@@ -116,7 +113,7 @@ int prep_call(engine *e, const char *method, const run_request *rq,
                        rq->inputs ? rq->n_inputs : 0);
   for (size_t i = 0; i < d->n_inputs; i++) {
     int rc = shape_ok(e, d, "input", d->inputs[i].name, &rq->inputs[i]);
-    if (!rc && !rq->inputs[i].data)
+    if (!rc && !rq->inputs[i].data && !shapes_only)
       rc = engine_fail(e, QS_EINVAL, "method %s: input %s has no data",
                        d->name, d->inputs[i].name);
     if (rc) return rc;
@@ -165,7 +162,7 @@ int impl_select(engine *e, const mstate *m, const char *text,
     int hit = 0;
     for (size_t i = 0; i < m->n_impls; i++) {
       impl_kind k = m->impls[i].def->kind;
-      if (!strcmp(w, m->impls[i].name) || !strcmp(w, kind_names[k]) ||
+      if (!strcmp(w, m->impls[i].name) || !strcmp(w, impl_kind_name(k)) ||
           (!strcmp(w, "cpu") && k != IMPL_OPENCL)) {
         mask[i] = 1;
         hit = 1;
@@ -532,6 +529,161 @@ static double calibrate(engine *e, prep *pr, const unsigned char *cold,
 
 static const char *const source_names[] = {"none", "history", "model"};
 
+/* The candidates of a call: what the agent knows of every implementation,
+ * the caller's selection (rq->impl) and the first usable one. */
+typedef struct cands {
+  agent_cand c[QS_MAX_ESTIMATES];
+  cand_buf buf[QS_MAX_ESTIMATES];
+  char why[QS_MAX_ESTIMATES][128];
+  int exact;   /* rq->impl names one implementation: forced */
+  long usable; /* first candidate not excluded, -1 if none */
+} cands;
+
+/* Refreshes candidate i from the history (after calibration added some). */
+static void cand_refresh(engine *e, prep *pr, cands *cs, size_t i) {
+  method_call probe;
+  call_init(e, &pr->m->impls[i], &probe, pr->in, pr->n_in, NULL, 0, pr->p,
+            NULL, 0);
+  cand_fill(pr->m, i, pr, &probe, cs->exact, &cs->c[i], &cs->buf[i],
+            cs->why[i], sizeof cs->why[i]);
+}
+
+/* Selection, history and availability of every implementation for the
+ * call; QS_EUNAVAIL (message set) when none can run. */
+static int cands_build(engine *e, prep *pr, const run_request *rq,
+                       cands *cs) {
+  mstate *m = pr->m;
+  unsigned char mask[QS_MAX_ESTIMATES];
+  cs->exact = 0;
+  if (rq->impl && *rq->impl) {
+    int rc = impl_select(e, m, rq->impl, mask, &cs->exact);
+    if (rc) return rc;
+  } else {
+    memset(mask, 1, m->n_impls);
+  }
+  hist_load(e, m); /* without history the agent still chooses */
+  cs->usable = -1;
+  for (size_t i = 0; i < m->n_impls; i++) {
+    cand_refresh(e, pr, cs, i);
+    if (!mask[i] && !cs->c[i].excluded) cs->c[i].excluded = "not_selected";
+    if (!cs->c[i].excluded && cs->usable < 0) cs->usable = (long)i;
+  }
+  if (cs->usable >= 0) return QS_OK;
+  size_t i = 0;
+  while (i < m->n_impls && !mask[i]) i++;
+  return engine_fail(e, QS_EUNAVAIL, "method %s: %s%s is not available here: "
+                     "%s", m->desc->name, rq->impl ? "implementation " : "",
+                     rq->impl ? rq->impl : "no implementation",
+                     i < m->n_impls && cs->why[i][0] ? cs->why[i]
+                                                     : "every candidate "
+                                                       "was excluded");
+}
+
+/* Candidates that calibration would run (cold[i]); returns how many. */
+static size_t cands_cold(const engine *e, const mstate *m, const cands *cs,
+                         unsigned char *cold) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->n_impls; i++) {
+    cold[i] = !cs->exact && !e->no_calibration && !cs->c[i].excluded &&
+              agent_cold(&cs->c[i]);
+    n += cold[i];
+  }
+  return n;
+}
+
+/* The estimates part of a report. */
+static void report_estimates(run_report *report, const mstate *m,
+                             const cands *cs, const double *est,
+                             const int *src) {
+  report->n_estimates = m->n_impls;
+  for (size_t i = 0; i < m->n_impls; i++) {
+    run_estimate *x = &report->estimates[i];
+    const agent_cand *c = &cs->c[i];
+    snprintf(x->impl, sizeof x->impl, "%s", m->impls[i].name);
+    x->seconds = est[i];
+    x->runs = (int)(c->n_walls ? c->n_walls : c->n_points);
+    const char *s = source_names[src[i]];
+    if (c->excluded && strcmp(c->excluded, "not_selected")) s = c->excluded;
+    snprintf(x->source, sizeof x->source, "%s", s);
+  }
+}
+
+/* The agent's pick among the candidates (forced: the usable one); *reason
+ * says why. est/src receive every candidate's estimate. */
+static long cands_choose(engine *e, const prep *pr, cands *cs,
+                         uint64_t *rng, const char **reason, double *est,
+                         int *src) {
+  mstate *m = pr->m;
+  if (cs->exact) {
+    const char *unused;
+    agent_choose(cs->c, m->n_impls, pr->work, 0, rng, &unused, est, src);
+    *reason = "forced";
+    return cs->usable;
+  }
+  return agent_choose(cs->c, m->n_impls, pr->work, e->no_calibration, rng,
+                      reason, est, src);
+}
+
+int choose_for_key(engine *e, mstate *m, const char *key, double work,
+                   const double *p, run_report *report) {
+  prep *pr = calloc(1, sizeof *pr);
+  cands *cs = calloc(1, sizeof *cs);
+  if (!pr || !cs) {
+    free(pr), free(cs);
+    return engine_fail(e, QS_ENOMEM, "out of memory");
+  }
+  pr->m = m;
+  memcpy(pr->p, p, m->desc->n_params * sizeof *p);
+  snprintf(pr->key, sizeof pr->key, "%s", key);
+  pr->work = work;
+  memset(report, 0, sizeof *report);
+  for (size_t i = 0; i < m->n_impls; i++) cand_refresh(e, pr, cs, i);
+  double est[QS_MAX_ESTIMATES];
+  int src[QS_MAX_ESTIMATES];
+  const char *reason = "none";
+  uint64_t rng = e->rng;
+  long pick = agent_choose(cs->c, m->n_impls, work, 0, &rng, &reason, est,
+                           src);
+  if (pick >= 0)
+    snprintf(report->impl, sizeof report->impl, "%s", m->impls[pick].name);
+  snprintf(report->reason, sizeof report->reason, "%s", reason);
+  report_estimates(report, m, cs, est, src);
+  free(pr), free(cs);
+  return QS_OK;
+}
+
+int method_estimate(engine *e, const char *method, const run_request *rq,
+                    run_report *report) {
+  if (!e) return QS_EINVAL;
+  if (!report) return engine_fail(e, QS_EINVAL, "method_estimate: no report");
+  memset(report, 0, sizeof *report);
+  const method_desc *d = method_find(e, method);
+  prep pr;
+  int rc = prep_call(e, method, rq, d ? d->n_outputs : 0, 1, &pr);
+  if (rc) return rc;
+  cands cs;
+  pr.m->runs++; /* as method_run counts the call before choosing */
+  rc = cands_build(e, &pr, rq, &cs);
+  pr.m->runs--;
+  if (rc) goto done;
+  unsigned char cold[QS_MAX_ESTIMATES];
+  size_t n_cold = cands_cold(e, pr.m, &cs, cold);
+  double est[QS_MAX_ESTIMATES];
+  int src[QS_MAX_ESTIMATES];
+  const char *reason = "static";
+  uint64_t rng = e->rng; /* the draw the next method_run would make */
+  long pick = cands_choose(e, &pr, &cs, &rng, &reason, est, src);
+  if (n_cold) reason = "calibration";
+  if (pick >= 0)
+    snprintf(report->impl, sizeof report->impl, "%s",
+             pr.m->impls[pick].name);
+  snprintf(report->reason, sizeof report->reason, "%s", reason);
+  report_estimates(report, pr.m, &cs, est, src);
+done:
+  prep_done(&pr);
+  return rc;
+}
+
 int method_run(engine *e, const char *method, const run_request *rq,
                image *outputs, size_t n_outputs, run_report *report) {
   if (!e) return QS_EINVAL;
@@ -539,64 +691,23 @@ int method_run(engine *e, const char *method, const run_request *rq,
   if (!outputs && n_outputs) return engine_fail(e, QS_EINVAL, "no outputs");
   for (size_t i = 0; i < n_outputs; i++) outputs[i] = (image){0};
   prep pr;
-  int rc = prep_call(e, method, rq, n_outputs, &pr);
+  int rc = prep_call(e, method, rq, n_outputs, 0, &pr);
   if (rc) return rc;
   mstate *m = pr.m;
   const method_desc *d = m->desc;
-
-  unsigned char mask[QS_MAX_ESTIMATES];
-  int exact = 0;
-  if (rq->impl && *rq->impl) {
-    rc = impl_select(e, m, rq->impl, mask, &exact);
-    if (rc) return rc;
-  } else {
-    memset(mask, 1, m->n_impls);
-  }
-  hist_load(e, m); /* without history the agent still chooses */
-  m->runs++;
-
-  agent_cand cand[QS_MAX_ESTIMATES];
-  cand_buf buf[QS_MAX_ESTIMATES];
-  char why[QS_MAX_ESTIMATES][128];
-  method_call probe;
-  long usable = -1;
-  for (size_t i = 0; i < m->n_impls; i++) {
-    call_init(e, &m->impls[i], &probe, pr.in, pr.n_in, NULL, 0, pr.p, NULL,
-              0);
-    cand_fill(m, i, &pr, &probe, exact, &cand[i], &buf[i], why[i],
-              sizeof why[i]);
-    if (!mask[i] && !cand[i].excluded) cand[i].excluded = "not_selected";
-    if (!cand[i].excluded && usable < 0) usable = (long)i;
-  }
-  if (usable < 0) {
-    size_t i = 0;
-    while (i < m->n_impls && !mask[i]) i++;
-    rc = engine_fail(e, QS_EUNAVAIL, "method %s: %s%s is not available here: "
-                     "%s", d->name, rq->impl ? "implementation " : "",
-                     rq->impl ? rq->impl : "no implementation",
-                     i < m->n_impls && why[i][0] ? why[i] : "every candidate "
-                     "was excluded");
-    goto done;
-  }
+  cands cs;
+  m->runs++; /* before the retry rule reads it */
+  rc = cands_build(e, &pr, rq, &cs);
+  if (rc) goto done;
   rc = outputs_alloc(e, pr.shape, d->n_outputs, outputs);
   if (rc) goto done;
 
   double calib = 0, calib_once = 0;
-  if (!exact && !e->no_calibration) {
-    unsigned char cold[QS_MAX_ESTIMATES] = {0};
-    int any = 0;
+  unsigned char cold[QS_MAX_ESTIMATES];
+  if (cands_cold(e, m, &cs, cold)) {
+    calib = calibrate(e, &pr, cold, &calib_once);
     for (size_t i = 0; i < m->n_impls; i++)
-      any |= cold[i] = !cand[i].excluded && agent_cold(&cand[i]);
-    if (any) {
-      calib = calibrate(e, &pr, cold, &calib_once);
-      for (size_t i = 0; i < m->n_impls; i++)
-        if (cold[i]) {
-          call_init(e, &m->impls[i], &probe, pr.in, pr.n_in, NULL, 0, pr.p,
-                    NULL, 0);
-          cand_fill(m, i, &pr, &probe, exact, &cand[i], &buf[i], why[i],
-                    sizeof why[i]);
-        }
-    }
+      if (cold[i]) cand_refresh(e, &pr, &cs, i);
   }
 
   double est[QS_MAX_ESTIMATES];
@@ -607,25 +718,18 @@ int method_run(engine *e, const char *method, const run_request *rq,
   long pick = -1, last = -1;
   for (;;) {
     const char *why_pick = "forced";
-    if (exact) {
-      const char *unused;
-      pick = usable;
-      agent_choose(cand, m->n_impls, pr.work, 0, &e->rng, &unused, est, src);
-    } else {
-      pick = agent_choose(cand, m->n_impls, pr.work, e->no_calibration,
-                          &e->rng, &why_pick, est, src);
-      if (pick < 0) break;
-      if (calib > 0 && src[pick] == SRC_MODEL) why_pick = "calibration";
-    }
+    pick = cands_choose(e, &pr, &cs, &e->rng, &why_pick, est, src);
+    if (pick < 0) break;
+    if (!cs.exact && calib > 0 && src[pick] == SRC_MODEL)
+      why_pick = "calibration";
     if (fallbacks == 0) reason = why_pick;
     last = pick;
     run_once(e, m, (size_t)pick, pr.in, pr.n_in, outputs, d->n_outputs, pr.p,
-             fallbacks > 0,
-             &res);
+             fallbacks > 0, &res);
     run_account(e, &pr, (size_t)pick, pr.key, pr.work, &res, res.status);
-    if (res.status == QS_OK || exact) break;
-    cand[pick].excluded = "failed";
-    snprintf(why[pick], sizeof why[pick], "%.120s", res.err);
+    if (res.status == QS_OK || cs.exact) break;
+    cs.c[pick].excluded = "failed";
+    snprintf(cs.why[pick], sizeof cs.why[pick], "%.120s", res.err);
     fallbacks++;
     reason = "fallback";
   }
@@ -646,17 +750,7 @@ int method_run(engine *e, const char *method, const run_request *rq,
     report->calibration_seconds = calib;
     report->calibration_once_seconds = calib_once;
     report->fallbacks = fallbacks;
-    report->n_estimates = m->n_impls;
-    for (size_t i = 0; i < m->n_impls; i++) {
-      run_estimate *x = &report->estimates[i];
-      snprintf(x->impl, sizeof x->impl, "%s", m->impls[i].name);
-      x->seconds = est[i];
-      x->runs = (int)(cand[i].n_walls ? cand[i].n_walls : cand[i].n_points);
-      const char *s = source_names[src[i]];
-      if (cand[i].excluded && strcmp(cand[i].excluded, "not_selected"))
-        s = cand[i].excluded;
-      snprintf(x->source, sizeof x->source, "%s", s);
-    }
+    report_estimates(report, m, &cs, est, src);
   }
 done:
   prep_done(&pr);

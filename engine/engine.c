@@ -153,9 +153,62 @@ static int open_parts(engine *e) {
   rc = store_open(&e->store, e->db_path, msg, sizeof msg);
   if (rc) {
     e->store = NULL;
+    e->store_status = rc;
+    snprintf(e->store_err, sizeof e->store_err, "%s", msg);
     return engine_fail(e, rc, "%s", msg);
   }
   devices_record(e);
+  return QS_OK;
+}
+
+const char *engine_opencl_why(const engine *e) {
+  if (!e) return "no engine";
+  if (!e->cl) return "OpenCL runtime not started";
+  return clrt_why(e->cl);
+}
+
+static void device_cpu(const engine *e, device_info *o) {
+  snprintf(o->name, sizeof o->name, "cpu");
+  snprintf(o->fingerprint, sizeof o->fingerprint, "%s", e->cpu_fp);
+  snprintf(o->model, sizeof o->model, "%s", e->cpu_name);
+  o->shares_host_cores = 1;
+  o->cores = pool_cores();
+  o->threads = e->threads;
+  o->compute_units = (unsigned)o->cores;
+}
+
+static void device_cl(const cldev_info *d, device_info *o) {
+  snprintf(o->name, sizeof o->name, "%s", d->slug);
+  snprintf(o->fingerprint, sizeof o->fingerprint, "%s", d->fingerprint);
+  snprintf(o->model, sizeof o->model, "%s", d->name);
+  snprintf(o->platform, sizeof o->platform, "%s", d->platform);
+  snprintf(o->vendor, sizeof o->vendor, "%s", d->vendor);
+  snprintf(o->driver, sizeof o->driver, "%s", d->driver);
+  snprintf(o->version, sizeof o->version, "%s", d->version);
+  o->opencl = 1;
+  o->gpu = d->is_gpu;
+  o->shares_host_cores = d->shares_host_cores;
+  o->compute_units = d->compute_units;
+  o->clock_mhz = d->clock_mhz;
+  o->global_mem = d->global_mem;
+  o->max_alloc = d->max_alloc;
+  o->local_mem = d->local_mem;
+  o->max_work_group = d->max_work_group;
+  o->fp64 = d->fp64;
+}
+
+int engine_devices(engine *e, device_info *out, size_t max, size_t *n) {
+  if (!e || (max && !out)) return QS_EINVAL;
+  if (!e->pool) return engine_fail(e, QS_EINVAL, "engine not open");
+  size_t cl = e->cl ? clrt_count(e->cl) : 0;
+  for (size_t i = 0; i < max && i < cl + 1; i++) {
+    memset(&out[i], 0, sizeof out[i]);
+    if (i == 0)
+      device_cpu(e, &out[i]);
+    else
+      device_cl(cldev_about(clrt_device(e->cl, i - 1)), &out[i]);
+  }
+  if (n) *n = cl + 1;
   return QS_OK;
 }
 

@@ -80,7 +80,9 @@ struct engine {
   int64_t (*clock_ns)(void *ctx);
   void *clock_ctx;
   pool *pool;
-  store *store;    /* NULL when it could not be opened */
+  store *store;    /* NULL when it could not be opened ... */
+  int store_status; /* ... with this status and message */
+  char store_err[512];
   clrt *cl;
   char cpu_fp[24]; /* "cpu-" and 16 hex digits */
   char cpu_name[128];
@@ -104,13 +106,9 @@ int engine_fail(engine *e, int status, const char *fmt, ...)
 /* Nanoseconds from the engine's clock (injected or monotonic). */
 int64_t engine_now(const engine *e);
 
-/* Levenshtein distance of two names (SIZE_MAX past 63 characters) and the
- * nearest of n names (at(ctx, i)) within a third of the name's length (at
- * least 2), or NULL. */
+/* Levenshtein distance of two names (SIZE_MAX past 63 characters); the
+ * public name_nearest uses it. */
 size_t name_distance(const char *a, const char *b);
-const char *name_nearest(const char *name,
-                         const char *(*at)(const void *, size_t),
-                         const void *ctx, size_t n);
 
 /* registry.c: expands and adds a descriptor (built-ins at open, host
  * methods through method_register); releases every method's state. */
@@ -146,7 +144,7 @@ typedef struct prep {
 /* Steps 1-3 of a call (registry, parameters and shapes, key). On failure
  * the engine's message names the field; nothing is allocated. */
 int prep_call(engine *e, const char *method, const run_request *rq,
-              size_t n_outputs, prep *pr);
+              size_t n_outputs, int shapes_only, prep *pr);
 void prep_done(prep *pr);
 
 /* Marks in mask[] (m->n_impls entries) the implementations named by text:
@@ -177,6 +175,12 @@ void run_account(engine *e, prep *pr, size_t impl, const char *key,
  * freed and emptied. */
 int outputs_alloc(engine *e, const image *shape, size_t n, image *out);
 void outputs_free(image *out, size_t n);
+
+/* dispatch.c: the choice method_run makes for a recorded key (work and
+ * parameter values p), from history and model, without calibrating or
+ * running: report->impl ("" if none), reason and estimates. */
+int choose_for_key(engine *e, mstate *m, const char *key, double work,
+                   const double *p, run_report *report);
 
 /* dispatch.c: the call context handed to an implementation (err may be
  * NULL for probes at listing time). */

@@ -158,6 +158,11 @@ static const char *method_name_at(const void *ctx, size_t i) {
   return ((const mstate *)ctx)[i].desc->name;
 }
 
+const char *method_nearest_name(const engine *e, const char *name) {
+  if (!e || !name) return NULL;
+  return name_nearest(name, method_name_at, e->methods, e->n_methods);
+}
+
 int registry_unknown(engine *e, const char *name) {
   const char *near =
       name_nearest(name ? name : "", method_name_at, e->methods, e->n_methods);
