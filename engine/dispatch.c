@@ -408,7 +408,7 @@ static int slice_generic(const method_desc *d, const image *in, size_t rows,
 /* A slice of the call's input at `rows` x `cols` with its output shapes,
  * allocated outputs, key and work. slice_done releases it. */
 typedef struct slice {
-  image in[QS_MAX_OUTPUTS], out[QS_MAX_OUTPUTS];
+  image in[QS_MAX_INPUTS], out[QS_MAX_OUTPUTS];
   char key[QS_KEY_MAX];
   double work;
 } slice;
@@ -424,7 +424,7 @@ static int slice_make(engine *e, const prep *pr, size_t rows, size_t cols,
   image shape[QS_MAX_OUTPUTS];
   char msg[512];
   memset(sl, 0, offsetof(slice, key));
-  if (d->n_inputs > QS_MAX_OUTPUTS) return QS_EINVAL;
+  if (d->n_inputs > QS_MAX_INPUTS) return QS_EINVAL;
   int rc = d->slice ? d->slice(pr->in, pr->p, rows, cols, sl->in)
                     : slice_generic(d, pr->in, rows, cols, sl->in);
   if (rc) return rc;

@@ -124,8 +124,7 @@ int registry_builtins(engine *e);
 int registry_usable(const rimpl *r, const method_call *c, char *why,
                     size_t why_len);
 
-/* Most outputs of a method; longest key text. */
-#define QS_MAX_OUTPUTS 16
+/* Longest key text. */
 #define QS_KEY_MAX 4096
 
 /* A validated call: the method, resolved parameters, output shapes, key

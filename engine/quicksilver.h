@@ -61,7 +61,6 @@ extern "C" {
   X(QS_EDEVMEM, "device_memory", "not enough device memory")                 \
   X(QS_EIO, "io", "input/output error")                                      \
   X(QS_EFORMAT, "format", "malformed or unsupported file")                   \
-  X(QS_ECANCEL, "cancelled", "cancelled")                                    \
   X(QS_EEXISTS, "exists", "already exists")
 
 typedef enum qs_status {
@@ -225,8 +224,14 @@ typedef struct param_def {
   const char *doc;     /* one line */
 } param_def;
 
-/* Most parameters a method may declare. */
+/* Limits of a method descriptor, checked by method_register (QS_EINVAL
+ * naming the method and the limit): parameters, input and output slots,
+ * and implementations as the engine runs them (an OpenCL implementation
+ * counts once per device). */
 #define QS_MAX_PARAMS 64
+#define QS_MAX_INPUTS 16
+#define QS_MAX_OUTPUTS 16
+#define QS_MAX_IMPLS QS_MAX_ESTIMATES
 
 /* Parses `text` as a value of parameter *d: int (decimal), float, bool
  * (true/false/1/0/yes/no/on/off), enum (a name from choices, giving its

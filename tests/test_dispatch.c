@@ -1029,3 +1029,44 @@ Test(dispatch, store_calls_through_the_engine) {
   rmdir(dir);
   free(x.px);
 }
+
+/* The descriptor limits are enforced when a method registers, not at its
+ * first run. */
+Test(dispatch, limits_checked_at_registration) {
+  engine *e = open_fake(NULL, 0);
+  static slot_def many[QS_MAX_OUTPUTS + 1];
+  for (size_t i = 0; i <= QS_MAX_OUTPUTS; i++) many[i] = (slot_def){"o", "o"};
+  method_desc d = fake_desc;
+  d.name = "too_many_outputs";
+  d.outputs = many;
+  d.n_outputs = QS_MAX_OUTPUTS + 1;
+  cr_assert_eq(method_register(e, &d), QS_EINVAL);
+  cr_assert_not_null(strstr(engine_error(e), "at most"), "%s",
+                     engine_error(e));
+  d = fake_desc;
+  d.name = "too_many_inputs";
+  d.inputs = many;
+  d.n_inputs = QS_MAX_INPUTS + 1;
+  cr_assert_eq(method_register(e, &d), QS_EINVAL);
+  d = fake_desc;
+  d.name = "too_many_params";
+  d.n_params = QS_MAX_PARAMS + 1;
+  cr_assert_eq(method_register(e, &d), QS_EINVAL);
+  static impl_def impls[QS_MAX_IMPLS + 1];
+  static char names[QS_MAX_IMPLS + 1][8];
+  for (size_t i = 0; i <= QS_MAX_IMPLS; i++) {
+    snprintf(names[i], sizeof names[i], "i%zu", i);
+    impls[i] = (impl_def){names[i], IMPL_SERIAL, run_serial, NULL, 1,
+                          SCHED_STATIC, 0};
+  }
+  d = fake_desc;
+  d.name = "too_many_impls";
+  d.impls = impls;
+  d.n_impls = QS_MAX_IMPLS + 1;
+  cr_assert_eq(method_register(e, &d), QS_EINVAL);
+  d.n_impls = QS_MAX_IMPLS; /* at the limit: accepted */
+  cr_assert_eq(method_register(e, &d), QS_OK, "%s", engine_error(e));
+  cr_assert_not_null(method_find(e, "too_many_impls"));
+  cr_assert_null(method_find(e, "too_many_outputs"));
+  engine_close(e);
+}
