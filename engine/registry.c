@@ -1,7 +1,7 @@
 /* registry.c — the engine's methods: the built-in table plus the ones host
  * programs register, each with its implementations expanded as this engine
  * runs them (one OpenCL implementation per device) and their availability.
- * Listing calls for the CLI and bindings live here too. */
+ * The method listing calls of the public API live here too. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
