@@ -40,6 +40,7 @@ typedef struct rimpl {
   const impl_def *def;
   void *device;       /* cldev * for IMPL_OPENCL, else NULL */
   const char *devfp;  /* device fingerprint (the engine's CPU one for CPU) */
+  int version;        /* recorded and matched in the store (registry.c) */
   char why[128];      /* non-empty: unavailable on this machine */
   double oom_work;    /* ran out of device memory at this work (INFINITY:
                          never); larger work is skipped */
@@ -133,9 +134,10 @@ int64_t engine_now(const engine *e);
  * public name_nearest uses it. */
 size_t name_distance(const char *a, const char *b);
 
-/* ---- registry.c: expands and adds a descriptor (built-ins at open, host
- * methods through method_register); releases every method's state. */
-int registry_add(engine *e, const method_desc *d);
+/* ---- registry.c: expands and adds a descriptor (built-ins at open, with
+ * builtin set: their versions include the code hash; host methods through
+ * method_register); releases every method's state. */
+int registry_add(engine *e, const method_desc *d, int builtin);
 void registry_free(engine *e);
 mstate *registry_find(engine *e, const char *name);
 /* Status QS_ENOMETHOD with a message suggesting the nearest name. */

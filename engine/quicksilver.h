@@ -342,7 +342,9 @@ typedef struct impl_def {
    * return makes the implementation unavailable, with `why`. Listing calls
    * it with no inputs (n_in == 0) and the default parameters. */
   int (*probe)(const method_call *c, char *why, size_t why_len);
-  int version;   /* bump when the numbers or the speed change */
+  int version;   /* bump when the numbers or the speed change (built-in
+                    methods also record a hash of their code, so a
+                    forgotten bump cannot revive stale timings) */
   schedule sched;
   size_t chunk;
 } impl_def;
@@ -404,7 +406,9 @@ QS_API const method_desc *method_find(const engine *e, const char *name);
 typedef struct impl_info {
   char name[QS_NAME_MAX];
   impl_kind kind;
-  int version;
+  int version;     /* as recorded in the store: for built-in methods the
+                      declared version mixed with the build-time hash of
+                      the method's code and the library version */
   int available;
   char why[256];   /* why not available, else "" */
   char device[QS_NAME_MAX]; /* device fingerprint: "cpu-<16 hex>" (CPU

@@ -1070,3 +1070,30 @@ Test(dispatch, limits_checked_at_registration) {
   cr_assert_null(method_find(e, "too_many_outputs"));
   engine_close(e);
 }
+
+/* Built-in implementations record their declared version mixed with the
+ * build-time hash of their method's code, every built-in has such a hash,
+ * and a host program's method records its declared version. */
+Test(dispatch, versions_follow_the_code) {
+  engine *e = open_fake(NULL, 0);
+  impl_info info[QS_MAX_IMPLS];
+  size_t n;
+  size_t builtins = 0;
+  for (size_t i = 0; i < method_count(e); i++) {
+    const method_desc *d = method_at(e, i);
+    if (!strcmp(d->name, "fake")) continue;
+    builtins++;
+    cr_assert_eq(method_impls(e, d->name, info, QS_MAX_IMPLS, &n), QS_OK);
+    for (size_t k = 0; k < n; k++) {
+      cr_assert_geq(info[k].version, 0);
+      for (size_t j = 0; j < d->n_impls; j++)
+        cr_assert_neq(info[k].version, d->impls[j].version,
+                      "%s/%s records a bare declared version", d->name,
+                      info[k].name);
+    }
+  }
+  cr_assert_geq(builtins, 4);
+  cr_assert_eq(method_impls(e, "fake", info, QS_MAX_IMPLS, &n), QS_OK);
+  for (size_t k = 0; k < n; k++) cr_assert_eq(info[k].version, 1);
+  engine_close(e);
+}
