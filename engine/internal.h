@@ -91,6 +91,7 @@ struct engine {
   int threads;
   int no_opencl;
   int no_calibration;
+  double calib_budget, calib_share; /* engine_options' */
   uint64_t seed;
   uint64_t rng;    /* the agent's random state */
   char *db_path;   /* resolved: option, env, default, or ":memory:" */
@@ -240,10 +241,16 @@ int choose_for_key(engine *e, mstate *m, const char *key, double work,
                    const double *p, run_report *report);
 
 /* ---- calibrate.c: runs the cold candidates (cold[i]) on slices of the
- * call's input and records their timings; returns the seconds spent, *once
- * the one-time part of them. */
+ * call's input within the calibration budget and records their timings;
+ * `known` is the best prediction of the full call from the candidates
+ * already known (< 0: none). Returns the seconds spent, *once the
+ * one-time part of them. */
 double calibrate(engine *e, prep *pr, const unsigned char *cold,
-                 double *once);
+                 double known, double *once);
+/* choice.c: the best prediction among the usable candidates not marked
+ * cold, -1 if none. */
+double cands_known(const prep *pr, const cands *cs,
+                   const unsigned char *cold);
 
 /* ---- dispatch.c: a composite's step through method_run. */
 int dispatch_step(const method_call *c, const char *method, const char *impl,
