@@ -108,6 +108,8 @@ struct engine {
   mstate *methods;
   size_t n_methods, cap_methods;
   pending *queue;
+  int watch_runs;       /* CPU runs still to watch for disturbance */
+  long disturbed_runs;  /* runs whose timing was dropped as disturbed */
   /* Composite steps: dispatch_step, set at open (see call.c). */
   int (*step)(const method_call *c, const char *method, const char *impl,
               const image *in, size_t n_in, const param *p, size_t n_p,
@@ -184,6 +186,8 @@ int impl_select(engine *e, const mstate *m, const char *text,
 typedef struct run_result {
   int status;
   double wall, device_s, once_s; /* seconds; wall includes once_s */
+  int disturbed; /* other threads of the process ran meanwhile: the output
+                    stands, the time is not recorded (exec.c) */
   char err[512];
 } run_result;
 int run_once(engine *e, const mstate *m, size_t impl, const image *in,

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "db/store.h"
@@ -1141,5 +1143,75 @@ Test(dispatch, versions_follow_the_code) {
   cr_assert_geq(builtins, 4);
   cr_assert_eq(method_impls(e, "fake", info, QS_MAX_IMPLS, &n), QS_OK);
   for (size_t k = 0; k < n; k++) cr_assert_eq(info[k].version, 1);
+  engine_close(e);
+}
+
+/* A run during which another thread of the process burns CPU (as an OpenCL
+ * CPU device's threads may) is disturbed: its output stands, its time is
+ * not recorded. Watching starts after an OpenCL run on the host's cores;
+ * here the test starts it. */
+static int spin_other;
+
+static void *spin_thread(void *arg) {
+  (void)arg;
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) <
+         20000000L);
+  return NULL;
+}
+
+static int run_spin(const method_call *c) {
+  if (spin_other) {
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, spin_thread, NULL), 0);
+    pthread_join(th, NULL); /* the caller sleeps meanwhile */
+  }
+  c->out[0].data[0] = 1;
+  return QS_OK;
+}
+
+Test(dispatch, disturbed_runs_are_not_recorded) {
+  static const impl_def impls[] = {
+      {"serial", IMPL_SERIAL, run_spin, NULL, 1, SCHED_STATIC, 0}};
+  method_desc d = fake_desc;
+  d.name = "spin";
+  d.impls = impls;
+  d.n_impls = 1;
+  d.n_params = 0;
+  engine_options o = {.db_path = ":memory:", .threads = 2, .no_opencl = 1};
+  engine *e;
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_assert_eq(method_register(e, &d), QS_OK, "%s", engine_error(e));
+  input x = make_input(1, 8, 8);
+  run_request rq = {.inputs = &x.im, .n_inputs = 1, .impl = "serial"};
+  image out[1];
+  run_report rep;
+  /* quiet, watched: recorded */
+  e->watch_runs = 8;
+  spin_other = 0;
+  cr_assert_eq(method_run(e, "spin", &rq, out, 1, &rep), QS_OK);
+  image_free(&out[0]);
+  cr_assert_eq(e->disturbed_runs, 0);
+  cr_assert_eq(e->watch_runs, 7);
+  /* disturbed: the output is there, the time is not */
+  spin_other = 1;
+  cr_assert_eq(method_run(e, "spin", &rq, out, 1, &rep), QS_OK);
+  cr_assert_float_eq(out[0].data[0], 1, 0);
+  image_free(&out[0]);
+  cr_assert_eq(e->disturbed_runs, 1);
+  cr_assert_eq(e->watch_runs, 8);
+  cr_assert_eq(engine_flush(e), QS_OK);
+  size_t n = 0;
+  store_filter f = {.method = "spin"};
+  cr_assert_eq(store_query(e->store, &f, count_row, &n, NULL, 0), QS_OK);
+  cr_assert_eq(n, 1, "only the quiet run is recorded");
+  /* unwatched (no OpenCL on the host's cores ran): not checked */
+  e->watch_runs = 0;
+  cr_assert_eq(method_run(e, "spin", &rq, out, 1, &rep), QS_OK);
+  image_free(&out[0]);
+  cr_assert_eq(e->disturbed_runs, 1);
+  free(x.px);
   engine_close(e);
 }
