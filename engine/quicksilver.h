@@ -615,6 +615,72 @@ typedef struct stats {
  * and QS_ENOMEM if the scratch copy cannot be made. */
 QS_API int stats_of(const double *x, size_t n, stats *s);
 
+/* ------------------------------------------------------------ live eSRRF */
+
+/* eSRRF's temporal statistic of one timepoint as a partial that can be
+ * built from any run of consecutive RGC maps, merged exactly with the
+ * partial of the run that follows it, and finished into the timepoint's
+ * image. The batch call (method_run "esrrf" with a temporal statistic), the
+ * live stream and a distributed run all fold through these functions, so a
+ * timepoint's frames added one after another and finished give the very
+ * bits method_run gives for those maps.
+ *
+ * temporal is eSRRF's choice index: 0 avg, 1 var, 2 tac2 (none has no
+ * statistic). Every pixel keeps esrrf_partial_slots(temporal) doubles in
+ * `data`, pixel-major (slot s of pixel i at data[i * slots + s]), so that a
+ * partial can be sent as n and its data; with y_t = x_t − x_0 (x_0 the
+ * partial's first map):
+ *   avg   [Σ x_t]
+ *   var   [mean, M2] — Welford's recurrence frame by frame (M2 the sum of
+ *         squared deviations from the mean), Chan's formula to merge;
+ *   tac2  [x_0, Σ y_t, Σ_{t<n−1} y_t·y_{t+1}, y_{n−1}] — the first map
+ *         and the last shifted value are the boundary state a merge needs
+ *         for the product across the boundary and the change of shift.
+ * All in double: the error of a fold over 10^4 frames stays near double
+ * rounding, far below the float output's ulp. A merge is exact up to
+ * double rounding (not bit-identical to adding the same maps one by one:
+ * a different order of the same sums). */
+typedef struct esrrf_partial {
+  int temporal;       /* 0 avg, 1 var, 2 tac2 */
+  size_t rows, cols;  /* the maps: R·M × C·M */
+  uint64_t n;         /* maps folded in (0: empty) */
+  double *data;       /* rows · cols · slots doubles, owned */
+} esrrf_partial;
+
+/* Doubles per pixel of a statistic (1, 2, 4); 0 for anything else. */
+QS_API size_t esrrf_partial_slots(int temporal);
+
+/* An empty partial for maps of rows × cols. QS_EINVAL for a temporal
+ * index that has no statistic or a zero side, QS_EOVERFLOW / QS_ENOMEM.
+ * On failure *p is emptied (data NULL). */
+QS_API int esrrf_partial_init(esrrf_partial *p, int temporal, size_t rows,
+                              size_t cols);
+
+/* Releases data and empties *p (safe on an emptied partial). */
+QS_API void esrrf_partial_free(esrrf_partial *p);
+
+/* Empties the partial for a new timepoint, keeping its memory. */
+QS_API void esrrf_partial_reset(esrrf_partial *p);
+
+/* Folds `count` consecutive maps (count planes of rows × cols floats, in
+ * time order) into the partial after the maps it holds. */
+QS_API int esrrf_partial_add(esrrf_partial *p, const float *maps,
+                             size_t count);
+
+/* Merges `next`, the partial of the maps that immediately follow those of
+ * `into` in time, into `into` (either may be empty). Both must have the
+ * same statistic and size (QS_EINVAL otherwise, into untouched). */
+QS_API int esrrf_partial_merge(esrrf_partial *into,
+                               const esrrf_partial *next);
+
+/* The timepoint's image into out (rows × cols floats): the statistic over
+ * the n maps (avg: mean; var: population variance; tac2: lag-1
+ * autocovariance about the mean over n − 1), then, if mpc, the macro-pixel
+ * correction for magnification mag (rows and cols multiples of it, 1 <=
+ * mag <= 64). QS_EINVAL when n is 0, n < 2 for tac2, or mag does not fit. */
+QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
+                                float *out);
+
 #ifdef __cplusplus
 }
 #endif
