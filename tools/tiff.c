@@ -449,7 +449,9 @@ int tiff_read(const char *path, image *img, char *err, size_t err_len) {
   image empty = {0};
   *img = empty;
   reader r = {.name = path};
-  int fd = open(path, O_RDONLY);
+  /* Without blocking: opening a FIFO for reading would wait for a writer
+   * forever; it is refused below as not a regular file. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     int rc = read_fail(&r, QS_EIO, err, err_len, "cannot read: %s",
@@ -458,6 +460,7 @@ int tiff_read(const char *path, image *img, char *err, size_t err_len) {
     return rc;
   }
   r.size = (uint64_t)st.st_size;
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   unsigned char magic[4];
   if (pread(fd, magic, 4, 0) != 4 || r.size < 8 || !is_tiff_magic(magic)) {
     close(fd);
