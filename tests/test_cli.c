@@ -672,3 +672,20 @@ Test(cli, stale_temporaries_are_swept) {
                 "run after SIGKILL");
   cr_assert_neq(system(left), 0, "the killed run's temporary was kept");
 }
+
+/* The read budget reaches the CLI through its environment knob. */
+Test(cli, read_budget_refuses_an_oversized_input) {
+  const char *in = path_in("big.tif");
+  expect_status(qs("simulate", "-o", in, "--frames", "3", "--size", "512x512",
+                   "-q", NULL),
+                0, "simulate");
+  setenv("QUICKSILVER_READ_BUDGET_MB", "2", 1);
+  result *r = qs("run", "shift_magnify", in, "-o", path_in("o.tif"), NULL);
+  unsetenv("QUICKSILVER_READ_BUDGET_MB");
+  expect_status(r, 1, "over the read budget");
+  cr_assert_not_null(strstr(r->err, "page 2 claims 512x512 pixels"), "%s",
+                     r->err);
+  cr_assert_not_null(strstr(r->err, "QUICKSILVER_READ_BUDGET_MB"), "%s",
+                     r->err);
+  cr_assert(!file_exists(path_in("o.tif")));
+}
