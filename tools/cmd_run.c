@@ -1,6 +1,5 @@
 /* cmd_run.c — `methods`, `run` and `esrrf`: the method tables drive the
  * flags, the help and the listing; method_run does the work. */
-#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "outfile.h"
 #include "tiff.h"
 
 /* The method called `name`, or a usage error suggesting the nearest. */
@@ -135,17 +135,6 @@ static const opt_def run_opts[] = {
      "show what would run and every estimate; run nothing, write nothing"},
     {NULL, 0, NULL, NULL}};
 
-/* The directory of path must be writable, so a long run never ends in a
- * failed write. */
-static int output_check(const char *path) {
-  char buf[4096];
-  snprintf(buf, sizeof buf, "%s", path);
-  const char *dir = dirname(buf);
-  if (access(dir, W_OK) != 0)
-    return cli_fail("%s: cannot write into directory %s", path, dir);
-  return CLI_OK;
-}
-
 static cJSON *report_json(const char *method, const run_report *r) {
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "method", method);
@@ -232,8 +221,13 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
   for (size_t i = 0, k = 0; i < a.n_opts; i++)
     if (!strcmp(a.opts[i].def->name, "output") && k < QS_MAX_ESTIMATES)
       outs[k++] = a.opts[i].value;
-  for (size_t k = 0; k < n_out; k++)
-    if (output_check(outs[k])) return CLI_FAIL;
+  /* Before any work: no output may be an input, be named twice, or be
+   * anything but a regular file or a new name; inputs must be regular
+   * files (a FIFO would block the read forever). */
+  rc = outfile_check(outs, n_out, (const char *const *)a.pos, a.n_pos, err,
+                     sizeof err);
+  if (rc == QS_EINVAL) return cli_usage("%s: %s", label, err);
+  if (rc) return cli_fail("%s: %s", label, err);
 
   image in[16] = {{0}}, out[16] = {{0}};
   if (d->n_inputs > 16 || d->n_outputs > 16)
