@@ -56,6 +56,10 @@ static int resolve(engine *e, const engine_options *o) {
     return engine_fail(e, QS_EENV, "%s", msg);
   e->no_opencl = o->no_opencl || no_cl;
   e->no_calibration = o->no_calibration;
+  e->calib_budget = o->calibration_budget > 0 ? o->calibration_budget : 0;
+  e->calib_share = o->calibration_share > 0 && o->calibration_share <= 1
+                       ? o->calibration_share
+                       : 0;
   e->seed = o->seed;
   e->clock_ns = o->clock_ns;
   e->clock_ctx = o->clock_ctx;

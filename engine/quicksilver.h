@@ -128,6 +128,11 @@ typedef struct engine_options {
   /* Clock used for every timing; NULL: CLOCK_MONOTONIC. Tests inject one. */
   int64_t (*clock_ns)(void *ctx);
   void *clock_ctx;
+  /* Calibration of implementations without timings (see method_run): the
+   * budget per call is this share of the predicted call (0: 0.10), at
+   * least 2 ms, capped at calibration_budget seconds when that is > 0. */
+  double calibration_share;
+  double calibration_budget;
 } engine_options;
 
 #define QS_MAX_THREADS 256
@@ -342,7 +347,9 @@ typedef struct impl_def {
    * return makes the implementation unavailable, with `why`. Listing calls
    * it with no inputs (n_in == 0) and the default parameters. */
   int (*probe)(const method_call *c, char *why, size_t why_len);
-  int version;   /* bump when the numbers or the speed change */
+  int version;   /* bump when the numbers or the speed change (built-in
+                    methods also record a hash of their code, so a
+                    forgotten bump cannot revive stale timings) */
   schedule sched;
   size_t chunk;
 } impl_def;
@@ -404,7 +411,9 @@ QS_API const method_desc *method_find(const engine *e, const char *name);
 typedef struct impl_info {
   char name[QS_NAME_MAX];
   impl_kind kind;
-  int version;
+  int version;     /* as recorded in the store: for built-in methods the
+                      declared version mixed with the build-time hash of
+                      the method's code and the library version */
   int available;
   char why[256];   /* why not available, else "" */
   char device[QS_NAME_MAX]; /* device fingerprint: "cpu-<16 hex>" (CPU
@@ -461,9 +470,11 @@ typedef struct run_report {
  * Choice: the exact key's history (mean of the fastest half of the newest
  * 50 runs); else a fit time = a + b * work over the implementation's other
  * keys; implementations with no timing on this device are first calibrated
- * on two small slices of the input (unless no_calibration: a static order
- * by kind and size). An implementation that fails is recorded, skipped for
- * that key for the next 20 runs of the method, and the next best runs. */
+ * on slices of the input within the calibration budget (engine_options;
+ * those the budget leaves out are passed over and calibrated by later
+ * calls), unless no_calibration: a static order by kind and size. An
+ * implementation that fails is recorded, skipped for that key for the next
+ * 20 runs of the method, and the next best runs. */
 QS_API int method_run(engine *e, const char *method, const run_request *rq,
                       image *outputs, size_t n_outputs, run_report *report);
 

@@ -70,7 +70,7 @@ void engine_record(engine *e, const mstate *m, const rimpl *r,
   q->text[q->n] = block;
   q->rows[q->n] = (run_row){
       .stamp = unix_now(), .method = put_str(&at, str[0]),
-      .impl = put_str(&at, str[1]), .impl_version = r->def->version,
+      .impl = put_str(&at, str[1]), .impl_version = r->version,
       .device = put_str(&at, str[2]), .key = put_str(&at, str[3]),
       .work = rec->work, .params = put_str(&at, str[4]), .wall = rec->wall,
       .device_s = rec->device_s, .once_s = rec->once_s,
