@@ -659,6 +659,7 @@ int method_run(engine *e, const char *method, const run_request *rq,
     }
   }
 done:
+  if (report) report->record_status = e->rec_status;
   prep_done(&pr);
   return rc;
 }

@@ -112,12 +112,14 @@ static void cpu_identify(engine *e) {
 /* Device rows for the CPU and every OpenCL device; a failure here is the
  * store's and does not stop the engine. */
 static void devices_record(engine *e) {
-  char info[512], msg[256];
+  char info[512], msg[1024];
   snprintf(info, sizeof info,
            "{\"kind\":\"cpu\",\"cores\":%d,\"threads\":%d}",
            pool_cores(), e->threads);
-  store_device(e->store, e->cpu_fp, e->cpu_name, info, msg, sizeof msg);
-  for (size_t i = 0; e->cl && i < clrt_count(e->cl); i++) {
+  int rc = store_device(e->store, e->cpu_fp, e->cpu_name, info, msg,
+                        sizeof msg);
+  if (rc) engine_record_fail(e, rc, msg);
+  for (size_t i = 0; !rc && e->cl && i < clrt_count(e->cl); i++) {
     const cldev_info *d = cldev_about(clrt_device(e->cl, i));
     snprintf(info, sizeof info,
              "{\"kind\":\"opencl\",\"slug\":\"%s\",\"gpu\":%d,"
@@ -129,7 +131,8 @@ static void devices_record(engine *e) {
              (unsigned long long)d->local_mem, d->fp64);
     char name[300];
     snprintf(name, sizeof name, "%s (%s)", d->name, d->platform);
-    store_device(e->store, d->fingerprint, name, info, msg, sizeof msg);
+    rc = store_device(e->store, d->fingerprint, name, info, msg, sizeof msg);
+    if (rc) engine_record_fail(e, rc, msg);
   }
 }
 
@@ -153,6 +156,7 @@ static int open_parts(engine *e) {
   rc = store_open(&e->store, e->db_path, msg, sizeof msg);
   if (rc) {
     e->store = NULL;
+    engine_record_fail(e, rc, msg);
     return engine_fail(e, rc, "%s", msg);
   }
   devices_record(e);
@@ -205,22 +209,40 @@ static const char *put_str(char **at, const char *s) {
   return d;
 }
 
+/* ---------------------------------------------- recording of timings */
+
+void engine_record_fail(engine *e, int status, const char *msg) {
+  if (e->rec_status || !status) return;
+  e->rec_status = status;
+  snprintf(e->rec_msg, sizeof e->rec_msg, "%s", msg);
+}
+
+int engine_record_status(const engine *e, char *msg, size_t len) {
+  if (msg && len) snprintf(msg, len, "%s", e ? e->rec_msg : "no engine");
+  return e ? e->rec_status : QS_EINVAL;
+}
+
 int engine_flush(engine *e) {
   pending *q = e->queue;
   if (!q || !q->n) return QS_OK;
-  char msg[512] = "";
-  int rc = e->store ? store_record_batch(e->store, q->rows, q->n, msg,
-                                         sizeof msg)
-                    : QS_OK;
+  char msg[1024] = "";
+  /* After a failure nothing more is tried: one lock wait per process. */
+  int rc = e->store && !e->rec_status
+               ? store_record_batch(e->store, q->rows, q->n, msg, sizeof msg)
+               : QS_OK;
   for (size_t i = 0; i < q->n; i++) free(q->text[i]);
   q->n = 0;
-  if (rc) return engine_fail(e, rc, "recording runs: %s", msg);
+  e->rec_written = 1;
+  if (rc) {
+    engine_record_fail(e, rc, msg);
+    return engine_fail(e, rc, "recording runs: %s", msg);
+  }
   return QS_OK;
 }
 
 void engine_record(engine *e, const mstate *m, const rimpl *r,
                    const run_rec *rec) {
-  if (!e->store) return;
+  if (!e->store || e->rec_status) return;
   if (!e->queue && !(e->queue = calloc(1, sizeof *e->queue))) return;
   pending *q = e->queue;
   const char *err = rec->error ? rec->error : "";
@@ -240,7 +262,10 @@ void engine_record(engine *e, const mstate *m, const rimpl *r,
       .status = rec->status, .error = put_str(&at, str[5])};
   int64_t now = timer_ns();
   if (q->n++ == 0) q->first_ns = now;
-  if (q->n == FLUSH_ROWS || now - q->first_ns >= FLUSH_NS) engine_flush(e);
+  /* The first row goes at once: a store that cannot take it is known in
+   * that run's report. */
+  if (q->n == FLUSH_ROWS || now - q->first_ns >= FLUSH_NS || !e->rec_written)
+    engine_flush(e);
 }
 
 void engine_close(engine *e) {

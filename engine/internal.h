@@ -87,6 +87,9 @@ struct engine {
   mstate *methods;
   size_t n_methods, cap_methods;
   pending *queue;
+  int rec_status;     /* engine_record_status; QS_OK: recording works */
+  int rec_written;    /* a row has been written (the first goes at once) */
+  char rec_msg[1024];
 };
 
 /* FNV-1a of a string continuing from h (start from FNV_SEED): hash tables
@@ -210,6 +213,9 @@ void engine_record(engine *e, const mstate *m, const rimpl *r,
                    const run_rec *rec);
 /* Writes the queued rows now. */
 int engine_flush(engine *e);
+/* Notes the first failure to record (store.c status and message): the
+ * engine then stops writing to its store. */
+void engine_record_fail(engine *e, int status, const char *msg);
 
 /* key.c: canonical key text, work and parameter JSON of a call. */
 int key_text(const method_desc *d, const image *in, const double *p,

@@ -147,6 +147,7 @@ int cmd_bench(cli *c, int argc, char **argv) {
   void (*previous)(int) = signal(SIGINT, on_interrupt);
   int st = sweep_run(e, &o, &r, err, sizeof err);
   signal(SIGINT, previous);
+  cli_record_warn(c);
   if (st) {
     sweep_free(&r);
     return st == QS_ENOMEM || st == QS_EIO ? cli_fail("bench: %s", err)

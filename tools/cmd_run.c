@@ -254,6 +254,7 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
   run_report rep;
   memset(&rep, 0, sizeof rep);
   int st = method_run(e, d->name, &rq, out, d->n_outputs, &rep);
+  if (rep.record_status) cli_record_warn(c);
   if (st) {
     rc = cli_status_exit(st);
     cli_fail("%s: %s", label, engine_error(e));
