@@ -115,6 +115,14 @@ const char *name_nearest(const char *name,
                          const char *(*at)(const void *, size_t),
                          const void *ctx, size_t n);
 
+/* A number for people to read: integers (up to 2^53) as integers, other
+ * values in the shortest form that reads back as the same double ("0.1",
+ * not "0.10000000000000001"; "2147483647", not "2.14748e+09"). */
+int num_format(char *buf, size_t len, double v);
+/* params_format for help and messages: floats through num_format. (The
+ * key text keeps params_format's %.17g, so stored keys stay the same.) */
+int params_show(const param_def *d, double v, char *buf, size_t len);
+
 /* registry.c: expands and adds a descriptor (built-ins at open, host
  * methods through method_register); releases every method's state. */
 int registry_add(engine *e, const method_desc *d);

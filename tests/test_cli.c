@@ -816,3 +816,75 @@ Test(cli, threads_zero_means_all_cores) {
   cr_assert_not_null(strstr(text, want), "want %s in %s", want, text);
   expect_status(qs("devices", "--threads", "0", NULL), 0, "devices");
 }
+
+/* ------------------------------------------------- hardening: small items */
+
+/* Defaults and ranges in help and messages: integers as integers, floats
+ * in their shortest round-trip form. */
+Test(cli, numbers_are_printed_as_people_write_them) {
+  result *r = qs("simulate", "--help", NULL);
+  expect_status(r, 0, "simulate --help");
+  cr_assert_not_null(strstr(r->out, "(default 1.4, range [0.05, 1.7])"), "%s",
+                     r->out);
+  cr_assert_not_null(strstr(r->out, "(default 0.1, range [0, 1])"), "%s",
+                     r->out);
+  cr_assert_not_null(strstr(r->out, "9007199254740992]"), "%s", r->out);
+  cr_assert_null(strstr(r->out, "0000000000"), "%s", r->out);
+  cr_assert_null(strstr(r->out, "e+"), "%s", r->out);
+  if (qs("methods", "esrrf", NULL)->status != 0) return;
+  const char *in = small_input();
+  r = qs("esrrf", in, "-o", path_in("x.tif"), "--frames-per-timepoint",
+         "3000000000", NULL);
+  expect_status(r, 2, "out of range");
+  cr_assert_not_null(strstr(r->err, "3000000000 is outside [0, 2147483647]"),
+                     "%s", r->err);
+}
+
+/* Enum choices in any case (NanoPyx writes AVG, VAR, TAC2); tac2 with a
+ * one-frame last timepoint is refused with a way out that works. */
+Test(cli, temporal_choices_any_case_and_tac2_way_out) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+  const char *in = path_in("f5.tif"), *out = path_in("t.tif");
+  expect_status(qs("simulate", "-o", in, "--frames", "5", "--size", "12x12",
+                   "-q", NULL),
+                0, "simulate");
+  const char *spell[] = {"AVG", "Var", "TAC2", "avg"};
+  for (size_t i = 0; i < 4; i++)
+    expect_status(qs("esrrf", in, "-o", out, "--temporal", spell[i],
+                     "--magnification", "2", "-q", NULL),
+                  0, spell[i]);
+  result *r = qs("esrrf", in, "-o", out, "--temporal", "TAC2",
+                 "--frames-per-timepoint", "2", "--magnification", "2", NULL);
+  expect_status(r, 2, "tac2 with a 1-frame timepoint");
+  cr_assert_not_null(strstr(r->err, "--frames 0:4"), "%s", r->err);
+  r = qs("esrrf", in, "-o", out, "--temporal", "TAC2",
+         "--frames-per-timepoint", "2", "--magnification", "2", "--frames",
+         "0:4", "--json", NULL);
+  expect_status(r, 0, "the way out");
+  cJSON *j = json_of(r);
+  cJSON *shape = cJSON_GetObjectItem(
+      cJSON_GetArrayItem(cJSON_GetObjectItem(j, "outputs"), 0), "shape");
+  cr_assert_eq(cJSON_GetArrayItem(shape, 0)->valuedouble, 2, "2 timepoints");
+  cJSON_Delete(j);
+  /* --frames reads that range of the stack: the same as the full read's */
+  image all, part;
+  char err[512];
+  expect_status(qs("run", "shift_magnify", in, "-o", path_in("a.tif"),
+                   "--frames", "1:3", "-q", NULL),
+                0, "--frames 1:3");
+  expect_status(qs("run", "shift_magnify", in, "-o", path_in("b.tif"), "-q",
+                   "--impl", "serial", NULL),
+                0, "all frames");
+  cr_assert_eq(tiff_read(path_in("a.tif"), &part, err, sizeof err), QS_OK);
+  cr_assert_eq(tiff_read(path_in("b.tif"), &all, err, sizeof err), QS_OK);
+  cr_assert_eq(part.frames, 2);
+  size_t plane = all.rows * all.cols;
+  for (size_t i = 0; i < 2 * plane; i++)
+    cr_assert_float_eq(part.data[i], all.data[plane + i], 1e-4);
+  image_free(&all);
+  image_free(&part);
+  expect_status(qs("run", "shift_magnify", in, "-o", out, "--frames", "4:9",
+                   NULL),
+                2, "range past the end");
+}

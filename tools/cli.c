@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "internal.h" /* num_format, params_show */
+
 const opt_def cli_globals[] = {
     {"db", 0, "PATH",
      "timing store (default: $QUICKSILVER_DB, else the "
@@ -78,11 +80,15 @@ void cli_params_help(FILE *f, const param_def *defs, size_t n_defs) {
     args_flag_of(d->name, flag, sizeof flag);
     snprintf(left, sizeof left, "--%s %s", flag,
              d->type == PARAM_ENUM ? d->choices : types[d->type]);
-    params_format(d, d->def, def, sizeof def);
-    if ((d->type == PARAM_INT || d->type == PARAM_FLOAT) && d->min < d->max)
-      snprintf(range, sizeof range, ", range %s%.10g, %.10g%s",
-               d->flags & PARAM_MIN_OPEN ? "(" : "[", d->min, d->max,
+    params_show(d, d->def, def, sizeof def);
+    if ((d->type == PARAM_INT || d->type == PARAM_FLOAT) && d->min < d->max) {
+      char lo[40], hi[40];
+      num_format(lo, sizeof lo, d->min);
+      num_format(hi, sizeof hi, d->max);
+      snprintf(range, sizeof range, ", range %s%s, %s%s",
+               d->flags & PARAM_MIN_OPEN ? "(" : "[", lo, hi,
                d->flags & PARAM_MAX_OPEN ? ")" : "]");
+    }
     fprintf(f, "  %-30s %s (default %s%s)\n", left, d->doc, def, range);
   }
 }
