@@ -1323,3 +1323,37 @@ Test(store, engine_reports_timings_it_cannot_record) {
   file_expect_same(path, b, n);
   db_remove(path);
 }
+
+/* Export never lands on the store itself (or its companions) or on
+ * something that is not a file; import does not block on a FIFO. */
+Test(store, export_and_import_refuse_what_is_not_a_file, .timeout = 30) {
+  char path[64], link_name[80], fifo[80];
+  db_temp(path);
+  store *s = db_open(path);
+  fill(s, 4);
+  snprintf(link_name, sizeof link_name, "%s.link", path);
+  cr_assert_eq(link(path, link_name), 0);
+  size_t n;
+  unsigned char *b = file_read(path, &n);
+  cr_assert_eq(store_export(s, path, err, sizeof err), QS_EINVAL);
+  cr_assert(strstr(err, "timing store"), "%s", err);
+  cr_assert_eq(store_export(s, link_name, err, sizeof err), QS_EINVAL);
+  file_expect_same(path, b, n);
+  snprintf(fifo, sizeof fifo, "%s.fifo", path);
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  cr_assert_eq(store_export(s, fifo, err, sizeof err), QS_EINVAL);
+  cr_assert(strstr(err, "not a regular file"), "%s", err);
+  cr_assert_eq(store_export(s, "/dev/null", err, sizeof err), QS_EINVAL);
+  struct stat st;
+  cr_assert_eq(stat("/dev/null", &st), 0);
+  cr_assert(S_ISCHR(st.st_mode));
+  size_t added = 5;
+  cr_assert_eq(store_import(s, fifo, &added, NULL, NULL, err, sizeof err),
+               QS_EIO);
+  cr_assert(strstr(err, "not a regular file"), "%s", err);
+  cr_assert_eq(added, 0);
+  store_close(s);
+  unlink(fifo);
+  unlink(link_name);
+  db_remove(path);
+}
