@@ -558,6 +558,15 @@ Test(cli, output_that_is_an_input_is_refused) {
   cr_assert_eq(link(a, path_in("c.tif")), 0);
   r = qs("run", "roberts_cross", in, "-o", a, "-o", path_in("c.tif"), NULL);
   expect_status(r, 2, "hard link of an existing output");
+  /* every command that writes two files */
+  r = qs("simulate", "-o", path_in("s.tif"), "--truth", path_in("./s.tif"),
+         "--frames", "2", NULL);
+  expect_status(r, 2, "simulate -o X --truth X");
+  cr_assert(!file_exists(path_in("s.tif")));
+  r = qs("bench", "--method", "roberts_cross", "--sizes", "1x8x8", "--csv",
+         path_in("b.out"), "--json", path_in("b.out"), NULL);
+  expect_status(r, 2, "bench --csv X --json X");
+  cr_assert_not_null(strstr(r->err, "same file"), "%s", r->err);
 }
 
 Test(cli, output_that_is_not_a_regular_file_is_refused) {
