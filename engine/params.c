@@ -35,6 +35,21 @@ static size_t choice_count(const char *choices) {
   return n;
 }
 
+/* A number for people to read: integers (up to 2^53) as integers, other
+ * values in the shortest form that reads back as the same double ("0.1",
+ * not "0.10000000000000001"; "2147483647", not "2.14748e+09"). Canonical:
+ * one text per double. */
+static int num_format(char *buf, size_t len, double v) {
+  if (isfinite(v) && v == floor(v) && fabs(v) <= 9007199254740992.0)
+    return snprintf(buf, len, "%.0f", v);
+  char t[40];
+  for (int digits = 1; digits <= 17; digits++) {
+    snprintf(t, sizeof t, "%.*g", digits, v);
+    if (strtod(t, NULL) == v) break;
+  }
+  return snprintf(buf, len, "%s", t);
+}
+
 int params_format(const param_def *d, double v, char *buf, size_t len) {
   char name[QS_NAME_MAX];
   switch (d->type) {
@@ -48,24 +63,8 @@ int params_format(const param_def *d, double v, char *buf, size_t len) {
     return snprintf(buf, len, "%.0f", v);
   case PARAM_FLOAT:
   default:
-    return snprintf(buf, len, "%.17g", v);
+    return num_format(buf, len, v);
   }
-}
-
-int num_format(char *buf, size_t len, double v) {
-  if (isfinite(v) && v == floor(v) && fabs(v) <= 9007199254740992.0)
-    return snprintf(buf, len, "%.0f", v);
-  char t[40];
-  for (int digits = 1; digits <= 17; digits++) {
-    snprintf(t, sizeof t, "%.*g", digits, v);
-    if (strtod(t, NULL) == v) break;
-  }
-  return snprintf(buf, len, "%s", t);
-}
-
-int params_show(const param_def *d, double v, char *buf, size_t len) {
-  return d->type == PARAM_FLOAT ? num_format(buf, len, v)
-                                : params_format(d, v, buf, len);
 }
 
 int params_check(const param_def *d, double v, char *err, size_t err_len) {

@@ -485,6 +485,33 @@ Test(cli, fuzz_inputs_replayed) {
   cr_assert_gt(replay_kind("import", import_one), 0);
 }
 
+/* --dry-run: the choice and the estimates, nothing run, recorded or
+ * written; after real runs the dry run names what the next run picks. */
+Test(cli, dry_run_runs_nothing) {
+  const char *in = small_input(), *out = path_in("dry.tif");
+  result *r = qs("run", "roberts_cross", in, "--dry-run", "--json", NULL);
+  expect_status(r, 0, "dry run without -o");
+  cJSON *j = json_of(r);
+  cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "dry_run")));
+  cr_assert_str_eq(cJSON_GetObjectItem(j, "reason")->valuestring,
+                   "calibration");
+  cr_assert_eq(cJSON_GetObjectItem(j, "seconds")->valuedouble, 0);
+  cr_assert_gt(cJSON_GetArraySize(cJSON_GetObjectItem(j, "estimates")), 1);
+  cJSON_Delete(j);
+  cr_assert_eq(access(out, F_OK), -1);
+  j = json_of(qs("db", "list", "--json", NULL));
+  cr_assert_eq(cJSON_GetArraySize(j), 0, "a dry run records nothing");
+  cJSON_Delete(j);
+  r = qs("run", "roberts_cross", in, "--dry-run", "--impl", "serial", NULL);
+  expect_status(r, 0, "forced dry run");
+  cr_assert_not_null(strstr(r->err, "would run serial (forced)"), "%s",
+                     r->err);
+  cr_assert_eq(access(out, F_OK), -1);
+  expect_status(qs("run", "roberts_cross", in, "--dry-run", "--impl", "nope",
+                   NULL),
+                2, "dry run of an unknown implementation");
+}
+
 /* ------------------------------------------------ hardening: outputs */
 
 /* Starts the binary without waiting; stderr goes to path_in("stderr"). */

@@ -7,8 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h" /* num_format, params_show */
-
 const opt_def cli_globals[] = {
     {"db", 0, "PATH",
      "timing store (default: $QUICKSILVER_DB, else the "
@@ -80,11 +78,11 @@ void cli_params_help(FILE *f, const param_def *defs, size_t n_defs) {
     args_flag_of(d->name, flag, sizeof flag);
     snprintf(left, sizeof left, "--%s %s", flag,
              d->type == PARAM_ENUM ? d->choices : types[d->type]);
-    params_show(d, d->def, def, sizeof def);
+    params_format(d, d->def, def, sizeof def);
     if ((d->type == PARAM_INT || d->type == PARAM_FLOAT) && d->min < d->max) {
       char lo[40], hi[40];
-      num_format(lo, sizeof lo, d->min);
-      num_format(hi, sizeof hi, d->max);
+      params_format(d, d->min, lo, sizeof lo);
+      params_format(d, d->max, hi, sizeof hi);
       snprintf(range, sizeof range, ", range %s%s, %s%s",
                d->flags & PARAM_MIN_OPEN ? "(" : "[", lo, hi,
                d->flags & PARAM_MAX_OPEN ? ")" : "]");
@@ -227,4 +225,21 @@ int cli_engine(cli *c, engine **e) {
   }
   *e = c->e;
   return CLI_OK;
+}
+
+cJSON *cli_estimates_json(const run_report *r) {
+  cJSON *arr = cJSON_CreateArray();
+  for (size_t i = 0; i < r->n_estimates && i < QS_MAX_ESTIMATES; i++) {
+    const run_estimate *x = &r->estimates[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "impl", x->impl);
+    if (x->seconds >= 0)
+      cJSON_AddNumberToObject(o, "seconds", x->seconds);
+    else
+      cJSON_AddNullToObject(o, "seconds");
+    cJSON_AddStringToObject(o, "source", x->source);
+    cJSON_AddNumberToObject(o, "runs", x->runs);
+    cJSON_AddItemToArray(arr, o);
+  }
+  return arr;
 }
