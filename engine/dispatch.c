@@ -123,6 +123,7 @@ int method_run(engine *e, const char *method, const run_request *rq,
     report_estimates(report, m, &cs, est, src);
   }
 done:
+  if (report) report->record_status = e->rec_status;
   prep_done(&pr);
   return rc;
 }

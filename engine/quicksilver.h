@@ -196,6 +196,24 @@ QS_API const char *name_nearest(const char *name,
  * methods), or NULL. */
 QS_API const char *method_nearest_name(const engine *e, const char *name);
 
+/* ------------------------------------------------- recording of timings */
+
+/* Whether the engine's timings reach its store: QS_OK while every timing
+ * so far was written (or is queued for a store that has taken writes);
+ * else the status of the first failure, with a message naming the store
+ * and the reason in msg (may be NULL): the store could not be opened
+ * (damaged, another program's database, newer schema), it can only be
+ * read, it was found damaged (the file is then never written again by
+ * this engine), another process held its lock past the wait
+ * (QUICKSILVER_DB_WAIT_MS, default 10 s), the disk is full, or any other
+ * failed write. After the first failure the engine stops writing to the
+ * store, so a process waits at most once for a lock; runs go on and still
+ * choose from the history already read. The engine writes the first run it
+ * records at once, so that run's run_report.record_status is exact; later
+ * runs are written in batches and a failure there shows in the next
+ * report and here. */
+QS_API int engine_record_status(const engine *e, char *msg, size_t len);
+
 /* ------------------------------------------------------------ parameters */
 
 /* A parameter value given by a caller. `text`, when non-NULL, is parsed
@@ -262,7 +280,9 @@ QS_API int params_resolve(const param_def *defs, size_t n, const param *given,
                           size_t err_len);
 
 /* Canonical text of a value ("3", "1.5", "true", "avg") into buf (always
- * NUL-terminated); returns the length snprintf would have written. */
+ * NUL-terminated); returns the length snprintf would have written. Floats
+ * in the shortest form that reads back as the same double ("0.1"), whole
+ * numbers as integers. */
 QS_API int params_format(const param_def *d, double value, char *buf,
                          size_t len);
 
@@ -462,6 +482,8 @@ typedef struct run_report {
   run_estimate estimates[QS_MAX_ESTIMATES];
   double calibration_once_seconds; /* one-time costs (program builds, first
                                       launches) inside calibration_seconds */
+  int record_status; /* engine_record_status when the call returned: QS_OK
+                        or why timings are not being recorded */
 } run_report;
 
 /* Runs `method` on the request. outputs[0..n_outputs) receive images

@@ -63,10 +63,14 @@ static int esrrf_shape(const image *in, const double *p, image *out,
   size_t t = (in->frames + fpt - 1) / fpt;
   size_t last = in->frames - (t - 1) * fpt;
   if (kind == TEMPORAL_TAC2 && last < 2) {
+    /* Refused rather than NanoPyx's NaN timepoint: a NaN image is easily
+     * taken for a result. The message says how to drop the frame. */
     snprintf(err, err_len,
              "frames_per_timepoint: tac2 needs at least 2 frames in every "
-             "timepoint; %zu frames by %zu leave %zu in the last one",
-             in->frames, fpt, last);
+             "timepoint; %zu frames by %zu leave %zu in the last one: leave "
+             "that frame out (the first %zu frames; quicksilver's --frames "
+             "0:%zu) or choose another frames_per_timepoint",
+             in->frames, fpt, last, in->frames - last, in->frames - last);
     return QS_EPARAM;
   }
   if (kind == TEMPORAL_NONE) t = in->frames;
