@@ -9,6 +9,7 @@
 
 #include <cJSON.h>
 
+#include "cl/clrt.h"
 #include "internal.h"
 
 /* Failed implementations are skipped for their key for this many runs of
@@ -240,9 +241,14 @@ int run_once(engine *e, const mstate *m, size_t impl, const image *in,
   call_init(e, r, &c, in, n_in, out, n_out, p, res->err, sizeof res->err);
   c.device_seconds = &res->device_s;
   c.once_seconds = &res->once_s;
+  uint64_t up0, down0, up1, down1;
+  cldev_transfers(c.device, &up0, &down0);
   int64_t t0 = engine_now(e);
   int rc = r->def->run(&c);
   int64_t t1 = engine_now(e);
+  cldev_transfers(c.device, &up1, &down1);
+  res->bytes_up = up1 - up0;
+  res->bytes_down = down1 - down0;
   res->wall = (double)(t1 - t0) * 1e-9;
   if (res->wall < 0) res->wall = 0;
   if (rc && !res->err[0]) snprintf(res->err, sizeof res->err, "%s",
@@ -643,6 +649,8 @@ int method_run(engine *e, const char *method, const run_request *rq,
     report->seconds = res.wall;
     report->device_seconds = res.device_s;
     report->once_seconds = res.once_s;
+    report->bytes_up = res.bytes_up;
+    report->bytes_down = res.bytes_down;
     report->calibration_seconds = calib;
     report->calibration_once_seconds = calib_once;
     report->fallbacks = fallbacks;

@@ -161,6 +161,7 @@ int impl_select(engine *e, const mstate *m, const char *text,
 typedef struct run_result {
   int status;
   double wall, device_s, once_s; /* seconds; wall includes once_s */
+  uint64_t bytes_up, bytes_down;  /* OpenCL transfers of the run */
   char err[512];
 } run_result;
 int run_once(engine *e, const mstate *m, size_t impl, const image *in,

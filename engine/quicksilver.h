@@ -399,6 +399,9 @@ typedef struct run_report {
   run_estimate estimates[QS_MAX_ESTIMATES];
   double calibration_once_seconds; /* one-time costs (program builds, first
                                       launches) inside calibration_seconds */
+  uint64_t bytes_up, bytes_down; /* OpenCL: bytes the run moved host→device
+                                    and device→host (cl/clrt.h's transfer
+                                    accounting); else 0 */
 } run_report;
 
 /* Runs `method` on the request. outputs[0..n_outputs) receive images

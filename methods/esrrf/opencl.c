@@ -2,16 +2,20 @@
  *
  * rgc streams its three inputs through rgc.cl with cl_frames.
  *
- * eSRRF's chained path keeps everything of a batch on the device: one
- * upload of the raw frames, the half-pixel gradient grids (esrrf.cl, no
- * ×2M images and no Roberts buffer), the ×M intensity (shift_magnify.cl),
- * RGC (rgc.cl), one download of the maps, which the host folds into the
- * timepoint's statistic as they arrive (esrrf_drive), so device memory
- * holds one batch and host memory the accumulators. The next batch's
- * frames upload on a second queue while this one computes. A frame needs
+ * eSRRF's chained path keeps everything on the device: one upload of the
+ * raw frames, the half-pixel gradient grids (esrrf.cl, no ×2M images and
+ * no Roberts buffer), the ×M intensity (shift_magnify.cl), RGC (rgc.cl)
+ * into a batch of maps, and with a temporal statistic the fold of those
+ * maps into device accumulators (cl_stat.c, esrrf_stat.cl): the only
+ * download is each timepoint's image, 4·R·M·C·M bytes, and the host
+ * applies the macro-pixel correction to it. With temporal=none the maps
+ * come down batch by batch (esrrf_drive). Device memory holds one batch
+ * and the accumulators. The next batch's frames upload on a second queue
+ * while this one computes. A frame needs
  * 4·R·C·(2 + 2·(2 + 1/R)(2 + 1/C) + 2·M²) ≈ 4·R·C·(10 + 2·M²) bytes, its
- * input twice for the overlap (NanoPyx: 4·R·C·(3 + 10·M²)); batches are
- * sized once from the device's memory and largest allocation
+ * input twice for the overlap (NanoPyx: 4·R·C·(3 + 10·M²)), the statistic
+ * 4·R·M·C·M·(slots + 1) bytes once; batches are sized once from the
+ * device's memory and largest allocation
  * (cl_budget_frames), never by retrying. */
 #include "qs_config.h"
 
@@ -22,6 +26,7 @@
 #include "cl/clrt.h"
 #include "engine/timer.h"
 #include "methods/cl_frames.h"
+#include "methods/esrrf/cl_stat.h"
 #include "methods/esrrf/esrrf.h"
 #include "methods/methods.h"
 
@@ -110,15 +115,21 @@ static void cl_frame_bytes(const esrrf_geom *g, size_t *per_frame) {
  * and at most a timepoint (esrrf_drive never asks for more). */
 static int cl_batch(const method_call *c, const esrrf_geom *g, size_t *batch,
                     char *err, size_t err_len) {
-  size_t per_frame[B_COUNT + 1], sum = 0;
+  /* the buffers, the second input slot, the statistic's accumulators and
+   * timepoint image (fixed) */
+  size_t per_frame[B_COUNT + 3] = {0}, fixed[B_COUNT + 3] = {0}, sum = 0;
   cl_frame_bytes(g, per_frame);
-  per_frame[B_COUNT] = per_frame[B_IN]; /* the second input slot */
+  per_frame[B_COUNT] = per_frame[B_IN];
+  if (g->kind != TEMPORAL_NONE) {
+    fixed[B_COUNT + 1] = cl_stat_slots(g->kind) * g->plane * sizeof(float);
+    fixed[B_COUNT + 2] = g->plane * sizeof(float);
+  }
   for (int k = 0; k <= B_COUNT; k++) sum += per_frame[k];
   size_t wanted = g->kind == TEMPORAL_NONE ? g->frames : g->fpt;
   if (ESRRF_CL_BATCH_BYTES / sum < wanted)
     wanted = ESRRF_CL_BATCH_BYTES / sum ? ESRRF_CL_BATCH_BYTES / sum : 1;
-  return cl_budget_frames(cldev_about(c->device), per_frame, NULL,
-                          B_COUNT + 1, wanted, batch, err, err_len);
+  return cl_budget_frames(cldev_about(c->device), per_frame, fixed,
+                          B_COUNT + 3, wanted, batch, err, err_len);
 }
 
 int esrrf_cl_probe(const method_call *c, char *why, size_t why_len) {
@@ -153,6 +164,9 @@ typedef struct chained {
   int next;               /* slot for an upload nobody prepared */
   size_t batch, per_frame[B_COUNT];
   size_t global[K_COUNT][3];
+  cl_stat st;             /* the statistic (not with temporal=none) */
+  cl_event ev[K_COUNT];   /* the last chain's kernels (cl_chain_done) */
+  int ran;                /* the slot the last chain read, -1: none */
   double dev_s, once;
 } chained;
 
@@ -200,6 +214,7 @@ static int cl_upload(chained *s, int i, size_t f0, size_t n) {
     clReleaseEvent(wait);
     sl->freed = NULL;
   }
+  if (!rc) cldev_transfer(c->device, n * s->per_frame[B_IN], 0);
   if (!rc) rc = cl_status(clFlush(s->qu), "uploading frames", c->err,
                           c->err_len);
   sl->f0 = f0;
@@ -207,18 +222,28 @@ static int cl_upload(chained *s, int i, size_t f0, size_t n) {
   return rc;
 }
 
-/* The maps of frames [f0, f0 + n): the frames' upload (started by the
- * previous batch, if it guessed right), the chain, the next batch's
- * upload, one download. */
-static int cl_maps(void *state, size_t f0, size_t n, float *dst) {
-  chained *s = state;
+/* After the chain's maps were consumed (or a failure waited for): books
+ * the device time of the chain's commands and releases them. */
+static void cl_chain_done(chained *s) {
+  if (s->ran >= 0) event_drop(s, &s->in[s->ran].up);
+  for (int k = 0; k < K_COUNT; k++) event_drop(s, &s->ev[k]);
+  s->ran = -1;
+}
+
+/* Enqueues the chain for frames [f0, f0 + n) into the maps buffer: the
+ * frames' upload (started by the previous batch, if it guessed right), the
+ * kernels, the next batch's upload. *done receives the RGC kernel's event
+ * (valid until cl_chain_done). */
+static int cl_chain(chained *s, size_t f0, size_t n, cl_event *done) {
+  cl_chain_done(s);
   const method_call *c = s->c;
-  cl_event ev[K_COUNT + 1] = {NULL};
+  cl_event ev[K_COUNT] = {NULL};
   cl_int nf = (cl_int)n;
   int i = s->in[0].n == n && s->in[0].f0 == f0   ? 0
           : s->in[1].n == n && s->in[1].f0 == f0 ? 1
                                                  : -1;
   int rc = QS_OK;
+  *done = NULL;
   if (i < 0) {
     i = s->next;
     rc = cl_upload(s, i, f0, n);
@@ -247,17 +272,69 @@ static int cl_maps(void *state, size_t f0, size_t n, float *dst) {
     size_t f1 = f0 + n, n1 = esrrf_batch_at(&s->g, s->batch, f1);
     if (n1) rc = cl_upload(s, 1 - i, f1, n1);
   }
+  if (!rc) *done = ev[K_RGC];
+  /* their profiling times are read once the caller has waited
+   * (cl_chain_done) */
+  s->ran = i;
+  memcpy(s->ev, ev, sizeof ev);
+  return rc;
+}
+
+
+/* Waits for both queues after a failure, so that nothing still runs on
+ * memory the caller is about to release. */
+static void cl_quiesce(chained *s) {
+  clFinish(s->q);
+  clFinish(s->qu);
+}
+
+/* The maps of frames [f0, f0 + n): the chain, one download. */
+static int cl_maps(void *state, size_t f0, size_t n, float *dst) {
+  chained *s = state;
+  const method_call *c = s->c;
+  cl_event done = NULL, rd = NULL;
+  int rc = cl_chain(s, f0, n, &done);
+  size_t bytes = n * s->per_frame[B_OUT];
   if (!rc)
-    rc = cl_status(clEnqueueReadBuffer(s->q, s->buf[B_OUT], CL_TRUE, 0,
-                                       n * s->per_frame[B_OUT], dst, 0, NULL,
-                                       &ev[K_COUNT]),
+    rc = cl_status(clEnqueueReadBuffer(s->q, s->buf[B_OUT], CL_TRUE, 0, bytes,
+                                       dst, 0, NULL, &rd),
                    "reading the maps", c->err, c->err_len);
-  if (rc) {
-    clFinish(s->q);
-    clFinish(s->qu);
+  if (!rc) cldev_transfer(c->device, 0, bytes);
+  if (rc) cl_quiesce(s);
+  cl_chain_done(s);
+  event_drop(s, &rd);
+  return rc;
+}
+
+/* A call with a temporal statistic, all on the device: per timepoint, the
+ * chain's maps of each batch fold into the device accumulators; the
+ * timepoint's image is the only download (4 · R·M · C·M bytes); the
+ * macro-pixel correction runs on the host on that image (one pass over a
+ * map that is already in host memory: cheaper there than a device
+ * reduction and its launches). */
+static int cl_drive_device(chained *s) {
+  const method_call *c = s->c;
+  const esrrf_geom *g = &s->g;
+  float *out = c->out[0].data;
+  int rc = QS_OK;
+  for (size_t t0 = 0, tp = 0; !rc && t0 < g->frames; t0 += g->fpt, tp++) {
+    size_t t1 = t0 + g->fpt < g->frames ? t0 + g->fpt : g->frames;
+    for (size_t f = t0, n; !rc && f < t1; f += n) {
+      cl_event done = NULL;
+      n = esrrf_batch_at(g, s->batch, f);
+      rc = cl_chain(s, f, n, &done);
+      if (!rc)
+        rc = cl_stat_fold(&s->st, s->q, s->buf[B_OUT], n, done, c->err,
+                          c->err_len);
+      if (rc) cl_quiesce(s);
+      cl_chain_done(s);
+    }
+    float *img = out + tp * g->plane;
+    if (!rc) rc = cl_stat_finish(&s->st, s->q, img, c->err, c->err_len);
+    if (!rc && g->mpc)
+      temporal_mpc(img, (size_t)g->rows_m, (size_t)g->cols_m, g->mag);
   }
-  event_drop(s, &sl->up);
-  for (int k = 0; k < K_COUNT + 1; k++) event_drop(s, &ev[k]);
+  if (rc) cl_quiesce(s);
   return rc;
 }
 
@@ -346,11 +423,23 @@ int esrrf_run_opencl(const method_call *c) {
   chained s;
   memset(&s, 0, sizeof s);
   s.c = c;
+  s.ran = -1;
   esrrf_geom_of(c, &s.g);
   int rc = c->device ? QS_OK : QS_EUNAVAIL;
   if (rc) snprintf(c->err, c->err_len, "esrrf: no OpenCL device given");
   if (!rc) rc = cl_setup(&s);
-  if (!rc) rc = esrrf_drive(c, &s.g, s.batch, cl_maps, &s);
+  if (!rc && s.g.kind != TEMPORAL_NONE)
+    rc = cl_stat_open(&s.st, c->device, s.g.kind, s.g.plane, c->err,
+                      c->err_len);
+  if (!rc)
+    rc = s.g.kind == TEMPORAL_NONE
+             ? esrrf_drive(c, &s.g, s.batch, cl_maps, &s)
+             : cl_drive_device(&s);
+  cl_stat_close(&s.st);
+  s.dev_s += s.st.dev_s;
+  s.once += s.st.once_s;
+  if (s.q) clFinish(s.q);
+  cl_chain_done(&s);
   if (s.qu) {
     clFinish(s.qu);
     clReleaseCommandQueue(s.qu);
