@@ -20,7 +20,10 @@
 #include "qs_config.h"
 
 #if QS_HAVE_OPENCL
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cl/clrt.h"
@@ -89,14 +92,14 @@ int rgc_run_opencl(const method_call *c) {
 
 /* ---------------------------------------------------------------- eSRRF */
 
-enum { B_IN, B_GX, B_GY, B_MAG, B_OUT, B_COUNT };
+enum { B_IN, B_GRID, B_MAG, B_OUT, B_COUNT };
 enum { K_GRID, K_MAG, K_RGC, K_COUNT };
 
 static const char *const KERNEL_FILES[K_COUNT] = {"esrrf.cl",
                                                   "shift_magnify.cl",
-                                                  "rgc.cl"};
+                                                  "esrrf.cl"};
 static const char *const KERNEL_NAMES[K_COUNT] = {"esrrf_grid",
-                                                  "shift_magnify", "rgc"};
+                                                  "shift_magnify", "esrrf_rgc"};
 /* shift_magnify.cl with the shift_magnify method's options, so that both
  * share one cached program (and its exact coordinate division). */
 static const char *const KERNEL_OPTIONS[K_COUNT] = {
@@ -106,7 +109,7 @@ static const char *const KERNEL_OPTIONS[K_COUNT] = {
 static void cl_frame_bytes(const esrrf_geom *g, size_t *per_frame) {
   size_t grid = (2 * (size_t)g->rows + 1) * (2 * (size_t)g->cols + 1);
   per_frame[B_IN] = 4 * (size_t)g->rows * (size_t)g->cols;
-  per_frame[B_GX] = per_frame[B_GY] = 4 * grid;
+  per_frame[B_GRID] = 16 * grid; /* (gx, gy, 1/|G|, 0) a cell */
   per_frame[B_MAG] = g->weight ? 4 * g->plane : 0;
   per_frame[B_OUT] = 4 * g->plane;
 }
@@ -163,7 +166,9 @@ typedef struct chained {
   slot in[2];
   int next;               /* slot for an upload nobody prepared */
   size_t batch, per_frame[B_COUNT];
-  size_t global[K_COUNT][3];
+  size_t global[K_COUNT][3], local[3]; /* local: esrrf_rgc's */
+  cl_mem cand, cand_at;   /* the phase pairs' candidate samples */
+  size_t cand_bytes;      /* both tables */
   cl_stat st;             /* the statistic (not with temporal=none) */
   cl_event ev[K_COUNT];   /* the last chain's kernels (cl_chain_done) */
   int ran;                /* the slot the last chain read, -1: none */
@@ -185,7 +190,11 @@ static int cl_launch(chained *s, int i, cl_event wait, cl_event *ev) {
   int first = cldev_first_launch(c->device, KERNEL_NAMES[i], s->global[i], 3);
   int64_t t0 = timer_ns();
   int rc = cl_status(clEnqueueNDRangeKernel(s->q, s->k[i], 3, NULL,
-                                            s->global[i], NULL, wait ? 1 : 0,
+                                            s->global[i],
+                                            i == K_RGC && s->local[0]
+                                                ? s->local
+                                                : NULL,
+                                            wait ? 1 : 0,
                                             wait ? &wait : NULL, ev),
                      KERNEL_NAMES[i], c->err, c->err_len);
   if (!rc && first) {
@@ -256,9 +265,8 @@ static int cl_chain(chained *s, size_t f0, size_t n, cl_event *done) {
                       "setting the input frames", c->err, c->err_len);
   for (int k = 0; !rc && k < K_COUNT; k++) {
     if (k == K_MAG && !s->g.weight) continue;
-    rc = cl_status(clSetKernelArg(s->k[k], k == K_GRID ? 3 : k == K_MAG ? 2
-                                                                         : 4,
-                                  sizeof nf, &nf),
+    rc = cl_status(clSetKernelArg(s->k[k], k == K_RGC ? 5 : 2, sizeof nf,
+                                  &nf),
                    "setting the frame count", c->err, c->err_len);
     if (!rc) rc = cl_launch(s, k, k == K_GRID ? sl->up : NULL, &ev[k]);
   }
@@ -338,6 +346,68 @@ static int cl_drive_device(chained *s) {
   return rc;
 }
 
+/* One candidate sample of a phase pair, as esrrf.cl's esrrf_cand. */
+typedef struct cl_cand {
+  cl_int ji;
+  cl_float d0, w0, w1;
+} cl_cand;
+
+/* The candidate lists of every phase pair (py, px), in the reference's
+ * window order: from a representative pixel of the pair (the middle
+ * macro-pixel), every window offset whose distance is within tSO plus the
+ * largest centre rounding of any pixel of that phase, with the weight
+ * there (the reference's float) and its slope, w' = w·(4/d − 8d/tSS). The
+ * kernel checks each pixel's own bounds and disk. Uploaded once per call
+ * (counted: a fixed amount of bytes up, s->cand_bytes). */
+static int cl_candidates(chained *s) {
+  const esrrf_geom *g = &s->g;
+  const method_call *c = s->c;
+  size_t m = (size_t)g->mag, win = (size_t)(g->k.end - g->k.start);
+  cl_cand *cand = malloc(m * m * win * win * sizeof *cand);
+  cl_int *at = malloc((m * m + 1) * sizeof *at);
+  int rc = cand && at ? QS_OK : QS_ENOMEM;
+  if (rc) snprintf(c->err, c->err_len, "esrrf: no memory for the candidate "
+                                        "lists");
+  double side = g->rows > g->cols ? g->rows : g->cols;
+  float slack = (float)(4 * side * FLT_EPSILON + 1e-6);
+  cl_int n = 0;
+  for (size_t py = 0; !rc && py < m; py++)
+    for (size_t px = 0; px < m; px++) {
+      float yc = rgc_center((int)((size_t)g->rows / 2 * m + py), g->mag);
+      float xc = rgc_center((int)((size_t)g->cols / 2 * m + px), g->mag);
+      int by = (int)(RGC_GM * yc), bx = (int)(RGC_GM * xc);
+      at[py * m + px] = n;
+      for (int j = g->k.start; j < g->k.end; j++)
+        for (int i = g->k.start; i < g->k.end; i++) {
+          float dy = (float)(by + j) / RGC_GM - yc;
+          float dx = (float)(bx + i) / RGC_GM - xc;
+          float d = sqrtf(dx * dx + dy * dy);
+          if (d > g->k.tso + slack) continue;
+          float w0 = rgc_weight(d, g->k.tss);
+          double w1 = d > 0 ? w0 * (4.0 / d - 8.0 * d / g->k.tss) : 0;
+          cand[n++] = (cl_cand){((j - g->k.start) << 8) | (i - g->k.start),
+                                d, w0, (float)w1};
+        }
+    }
+  if (!rc) at[m * m] = n;
+  size_t cb = (size_t)(n ? n : 1) * sizeof *cand, ab = (m * m + 1) * sizeof *at;
+  if (!rc)
+    rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, cb,
+                      cand, "candidate samples", &s->cand, c->err,
+                      c->err_len);
+  if (!rc)
+    rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, ab,
+                      at, "candidate offsets", &s->cand_at, c->err,
+                      c->err_len);
+  if (!rc) {
+    s->cand_bytes = cb + ab;
+    cldev_transfer(c->device, s->cand_bytes, 0);
+  }
+  free(cand);
+  free(at);
+  return rc;
+}
+
 /* Programs, kernels, buffers and every argument but the frame counts. */
 static int cl_setup(chained *s) {
   const method_call *c = s->c;
@@ -359,8 +429,7 @@ static int cl_setup(chained *s) {
   }
   cl_frame_bytes(g, s->per_frame);
   static const char *const what[B_COUNT] = {
-      "input frames", "column gradient grid", "row gradient grid",
-      "magnified frames", "RGC maps"};
+      "input frames", "gradient grid", "magnified frames", "RGC maps"};
   for (int b = B_IN + 1; !rc && b < B_COUNT; b++)
     if (s->per_frame[b])
       rc = cldev_buffer(c->device, CL_MEM_READ_WRITE,
@@ -378,17 +447,18 @@ static int cl_setup(chained *s) {
   if (rc) return rc;
   cl_int rows = g->rows, cols = g->cols, mag = g->mag;
   float fm = (float)g->mag, zero = 0;
-  cl_mem in = s->in[0].mem, gx = s->buf[B_GX], gy = s->buf[B_GY];
+  rc = cl_candidates(s);
+  if (rc) return rc;
+  cl_mem in = s->in[0].mem, grid = s->buf[B_GRID];
   cl_mem mg = g->weight ? s->buf[B_MAG] : s->buf[B_OUT];
   cl_mem out = s->buf[B_OUT];
   cl_kernel kg = s->k[K_GRID], km = s->k[K_MAG];
   cl_int e = CL_SUCCESS;
   e |= clSetKernelArg(kg, 0, sizeof in, &in);
-  e |= clSetKernelArg(kg, 1, sizeof gx, &gx);
-  e |= clSetKernelArg(kg, 2, sizeof gy, &gy);
-  e |= clSetKernelArg(kg, 4, sizeof rows, &rows);
-  e |= clSetKernelArg(kg, 5, sizeof cols, &cols);
-  e |= clSetKernelArg(kg, 6, sizeof mag, &mag);
+  e |= clSetKernelArg(kg, 1, sizeof grid, &grid);
+  e |= clSetKernelArg(kg, 3, sizeof rows, &rows);
+  e |= clSetKernelArg(kg, 4, sizeof cols, &cols);
+  e |= clSetKernelArg(kg, 5, sizeof mag, &mag);
   e |= clSetKernelArg(km, 0, sizeof in, &in);
   e |= clSetKernelArg(km, 1, sizeof mg, &mg);
   e |= clSetKernelArg(km, 3, sizeof rows, &rows);
@@ -398,15 +468,28 @@ static int cl_setup(chained *s) {
   e |= clSetKernelArg(km, 7, sizeof fm, &fm);
   e |= clSetKernelArg(km, 8, sizeof fm, &fm);
   cl_kernel kr = s->k[K_RGC];
-  e |= clSetKernelArg(kr, 0, sizeof gx, &gx);
-  e |= clSetKernelArg(kr, 1, sizeof gy, &gy);
-  e |= clSetKernelArg(kr, 2, sizeof mg, &mg);
-  e |= clSetKernelArg(kr, 3, sizeof out, &out);
+  cl_int start = g->k.start, margin = g->margin, weight = g->weight;
+  e |= clSetKernelArg(kr, 0, sizeof grid, &grid);
+  e |= clSetKernelArg(kr, 1, sizeof mg, &mg);
+  e |= clSetKernelArg(kr, 2, sizeof out, &out);
+  e |= clSetKernelArg(kr, 3, sizeof s->cand, &s->cand);
+  e |= clSetKernelArg(kr, 4, sizeof s->cand_at, &s->cand_at);
+  e |= clSetKernelArg(kr, 6, sizeof rows, &rows);
+  e |= clSetKernelArg(kr, 7, sizeof cols, &cols);
+  e |= clSetKernelArg(kr, 8, sizeof mag, &mag);
+  e |= clSetKernelArg(kr, 9, sizeof start, &start);
+  e |= clSetKernelArg(kr, 10, sizeof(float), &g->k.tso);
+  e |= clSetKernelArg(kr, 11, sizeof(float), &g->k.sens);
+  e |= clSetKernelArg(kr, 12, sizeof margin, &margin);
+  e |= clSetKernelArg(kr, 13, sizeof weight, &weight);
   rc = cl_status(e, "setting the chain's arguments", err, len);
-  rgc_grid grid = rgc_grid_half(g->rows, g->cols);
-  if (!rc)
-    rc = rgc_cl_args_set(kr, 5, &g->k, g->margin, g->weight, &grid,
-                         (cl_long)(s->per_frame[B_GX] / 4), err, len);
+  /* work-groups of one phase pair: a run of work-items along a row that
+   * divides the C work-items of a column phase */
+  size_t lx = 0;
+  for (size_t d = 64; d >= 8 && !lx; d--)
+    if ((size_t)g->cols % d == 0) lx = d;
+  s->local[0] = lx;
+  s->local[1] = s->local[2] = 1;
   size_t gsz[K_COUNT][2] = {
       {2 * (size_t)g->cols + 1, 2 * (size_t)g->rows + 1},
       {(size_t)g->cols_m, (size_t)g->rows_m},
@@ -451,6 +534,8 @@ int esrrf_run_opencl(const method_call *c) {
   }
   for (int b = 0; b < B_COUNT; b++)
     if (s.buf[b]) clReleaseMemObject(s.buf[b]);
+  if (s.cand) clReleaseMemObject(s.cand);
+  if (s.cand_at) clReleaseMemObject(s.cand_at);
   for (int i = 0; i < K_COUNT; i++)
     if (s.k[i]) clReleaseKernel(s.k[i]);
   if (c->device_seconds) *c->device_seconds += s.dev_s;
