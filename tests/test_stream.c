@@ -410,3 +410,251 @@ Test(device, esrrf_downloads_only_the_timepoints) {
   engine_close(e);
 }
 #endif
+
+/* ------------------------------------------------------- live stream */
+
+TestSuite(stream, .fini = qs_leak_check);
+
+static engine *stream_engine(void) {
+  engine *e;
+  engine_options o = {.db_path = ":memory:", .threads = 2, .seed = 1};
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  return e;
+}
+
+/* method_run of esrrf on frames [f0, f0 + n) of st with impl forced. */
+static image batch_run(engine *e, const image *st, size_t f0, size_t n,
+                       const char *impl, int temporal, int fpt) {
+  param p[7];
+  es_params(p, temporal, 1);
+  p[4].value = fpt;
+  size_t px = st->rows * st->cols;
+  image in = image_wrap(st->data + f0 * px, n, st->rows, st->cols);
+  run_request rq = {.inputs = &in, .n_inputs = 1, .params = p,
+                    .n_params = 7, .impl = impl};
+  image out[1];
+  cr_assert_eq(method_run(e, "esrrf", &rq, out, 1, NULL), QS_OK, "%s",
+               engine_error(e));
+  return out[0];
+}
+
+static esrrf_stream *stream_open(engine *e, int temporal, int sliding,
+                                 size_t window, size_t every,
+                                 const char *impl, size_t rows, size_t cols) {
+  param p[7];
+  es_params(p, temporal, 1);
+  esrrf_stream_options o = {.rows = rows, .cols = cols, .params = p,
+                            .n_params = 7, .sliding = sliding,
+                            .window = window, .every = every, .impl = impl,
+                            .max_pending = 8};
+  esrrf_stream *s;
+  char err[512] = "";
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_OK, "%s",
+               err);
+  return s;
+}
+
+/* Pushes st's frames in groups of the sizes in `groups` (cycled; {1} is
+ * one at a time), popping after every push, then ends the stream; returns
+ * the results in order (at most max) and their infos. */
+static size_t stream_all(esrrf_stream *s, const image *st,
+                         const size_t *groups, size_t n_groups, image *res,
+                         esrrf_stream_result *info, size_t max) {
+  size_t px = st->rows * st->cols, got_n = 0;
+  for (size_t f = 0, g = 0; f <= st->frames; g++) {
+    if (f < st->frames) {
+      size_t n = groups[g % n_groups];
+      if (n > st->frames - f) n = st->frames - f;
+      image in = image_wrap(st->data + f * px, n, st->rows, st->cols);
+      cr_assert_eq(esrrf_stream_push(s, &in), QS_OK, "%s",
+                   esrrf_stream_error(s));
+      f += n;
+    } else {
+      cr_assert_eq(esrrf_stream_end(s), QS_OK, "%s", esrrf_stream_error(s));
+      f++;
+    }
+    int got = 1;
+    while (got) {
+      image out;
+      esrrf_stream_result in;
+      cr_assert_eq(esrrf_stream_pop(s, &out, &in, &got), QS_OK);
+      if (!got) break;
+      cr_assert_lt(got_n, max);
+      cr_assert_eq(in.index, got_n);
+      res[got_n] = out;
+      info[got_n++] = in;
+    }
+  }
+  cr_assert_eq(esrrf_stream_frames(s), st->frames);
+  return got_n;
+}
+
+/* Timepoints of 4 over 11 frames (the last one short, given at the end):
+ * every statistic, frames pushed one at a time and in uneven groups, gives
+ * method_run's bits with the same implementation (threaded and fused,
+ * forced; and whatever the engine chooses by itself). */
+Test(stream, timepoints_equal_method_run_bits) {
+  engine *e = stream_engine();
+  image st = noisy(11, 9, 8, 21);
+  static const size_t one[] = {1}, uneven[] = {3, 1, 5, 2};
+  const char *impls[] = {"threaded", "fused", NULL};
+  for (int k = 0; k < 3; k++)
+    for (int t = AVG; t <= TAC2; t++)
+      for (int how = 0; how < 2; how++) {
+        esrrf_stream *s = stream_open(e, t, 0, 4, 0, impls[k], 9, 8);
+        image res[4];
+        esrrf_stream_result info[4];
+        size_t n = stream_all(s, &st, how ? uneven : one, how ? 4 : 1, res,
+                              info, 4);
+        const char *impl = k < 2 ? impls[k] : esrrf_stream_impl(s);
+        cr_assert(impl[0], "no implementation recorded");
+        image ref = batch_run(e, &st, 0, 11, impl, t, 4);
+        cr_assert_eq(n, 3, "%zu results", n);
+        cr_assert_eq(ref.frames, 3);
+        size_t px = ref.rows * ref.cols;
+        for (size_t i = 0; i < n; i++) {
+          cr_assert_eq(info[i].first, 4 * i);
+          cr_assert_eq(info[i].frames, i < 2 ? 4 : 3);
+          cr_assert_geq(info[i].latency, 0);
+          cr_assert_eq(memcmp(res[i].data, ref.data + i * px, px * 4), 0,
+                       "%s temporal %d %s: timepoint %zu differs", impl, t,
+                       how ? "uneven" : "one by one", i);
+          image_free(&res[i]);
+        }
+        image_free(&ref);
+        esrrf_stream_close(s);
+      }
+  image_free(&st);
+  engine_close(e);
+}
+
+/* A sliding window of 6 frames updated every 2 over 13 frames: results
+ * after frames 6, 8, 10 and 12, each equal to a batch call on exactly the
+ * window's frames (to 1e-6 of the peak: the window is merged from blocks);
+ * a window of one block (every = window) gives the batch call's bits. */
+Test(stream, sliding_window_equals_batch_of_the_window) {
+  engine *e = stream_engine();
+  image st = noisy(13, 9, 8, 22);
+  static const size_t groups[] = {1, 4, 2, 3};
+  for (int t = AVG; t <= TAC2; t++) {
+    esrrf_stream *s = stream_open(e, t, 1, 6, 2, "fused", 9, 8);
+    image res[8];
+    esrrf_stream_result info[8];
+    size_t n = stream_all(s, &st, groups, 4, res, info, 8);
+    cr_assert_eq(n, 4, "%zu results", n);
+    for (size_t i = 0; i < n; i++) {
+      cr_assert_eq(info[i].first, 2 * i);
+      cr_assert_eq(info[i].frames, 6);
+      image ref = batch_run(e, &st, 2 * i, 6, "fused", t, 0);
+      double diff, pk;
+      harness_diff(&res[i], &ref, &diff, &pk);
+      cr_assert_gt(pk, 0);
+      cr_expect_leq(diff, 1e-6 * pk, "temporal %d window %zu: %.3g of %.3g",
+                    t, i, diff, pk);
+      image_free(&ref);
+      image_free(&res[i]);
+    }
+    esrrf_stream_close(s);
+    s = stream_open(e, t, 1, 4, 4, "fused", 9, 8);
+    n = stream_all(s, &st, groups, 4, res, info, 8);
+    cr_assert_eq(n, 3);
+    image ref = batch_run(e, &st, 0, 12, "fused", t, 4);
+    size_t px = ref.rows * ref.cols;
+    for (size_t i = 0; i < n; i++) {
+      cr_expect_eq(memcmp(res[i].data, ref.data + i * px, px * 4), 0,
+                   "temporal %d block %zu", t, i);
+      image_free(&res[i]);
+    }
+    image_free(&ref);
+    esrrf_stream_close(s);
+  }
+  image_free(&st);
+  engine_close(e);
+}
+
+/* Bad input: options refused with a message; a frame of another size, a
+ * NaN frame, too many waiting results: refused with nothing consumed, and
+ * the stream goes on to give the same results as if they never came; a
+ * push after the end is refused; a stream closed with results waiting
+ * frees them (the leak check would say otherwise). */
+Test(stream, bad_input_is_refused_and_the_stream_goes_on) {
+  engine *e = stream_engine();
+  param p[7];
+  char err[512] = "";
+  esrrf_stream *s;
+  es_params(p, NONE, 1);
+  esrrf_stream_options o = {.rows = 9, .cols = 8, .params = p,
+                            .n_params = 7, .window = 4};
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EPARAM);
+  cr_assert_null(s);
+  cr_assert(strstr(err, "none"), "%s", err);
+  es_params(p, TAC2, 1);
+  o.window = 1;
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EINVAL);
+  o.window = 6;
+  o.sliding = 1;
+  o.every = 4;
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EINVAL);
+  cr_assert(strstr(err, "multiple"), "%s", err);
+  o.rows = 0;
+  o.sliding = 0;
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_ESHAPE);
+  param bad[1] = {{"magnifcation", 2, NULL}};
+  o.rows = 9;
+  o.params = bad;
+  o.n_params = 1;
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EPARAM);
+
+  image st = noisy(8, 9, 8, 23), ref[2];
+  esrrf_stream_result info[2];
+  size_t px = 9 * 8;
+  s = stream_open(e, VAR, 0, 4, 0, "fused", 9, 8);
+  image wrong;
+  cr_assert_eq(image_alloc(&wrong, 1, 8, 9), QS_OK);
+  cr_assert_eq(esrrf_stream_push(s, &wrong), QS_ESHAPE);
+  cr_assert(strstr(esrrf_stream_error(s), "8 x 9"), "%s",
+            esrrf_stream_error(s));
+  image_free(&wrong);
+  image nan;
+  cr_assert_eq(image_alloc(&nan, 2, 9, 8), QS_OK);
+  nan.data[px + 5] = NAN;
+  cr_assert_eq(esrrf_stream_push(s, &nan), QS_EINVAL);
+  cr_assert(strstr(esrrf_stream_error(s), "frame 1"), "%s",
+            esrrf_stream_error(s));
+  cr_assert_eq(esrrf_stream_frames(s), 0, "nothing consumed");
+  image_free(&nan);
+  static const size_t all[] = {8};
+  cr_assert_eq(stream_all(s, &st, all, 1, ref, info, 2), 2);
+  image want = batch_run(e, &st, 0, 8, "fused", VAR, 4);
+  for (int i = 0; i < 2; i++) {
+    size_t mp = want.rows * want.cols;
+    cr_expect_eq(memcmp(ref[i].data, want.data + i * mp, mp * 4), 0,
+                 "timepoint %d", i);
+    image_free(&ref[i]);
+  }
+  image_free(&want);
+  cr_assert_eq(esrrf_stream_push(s, &st), QS_EINVAL, "after the end");
+  esrrf_stream_close(s);
+
+  /* max_pending 1: a push completing two timepoints is refused */
+  es_params(p, AVG, 1);
+  o = (esrrf_stream_options){.rows = 9, .cols = 8, .params = p,
+                             .n_params = 7, .window = 2, .max_pending = 1,
+                             .impl = "fused"};
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_OK, "%s",
+               err);
+  image four = image_wrap(st.data, 4, 9, 8), two = image_wrap(st.data, 2,
+                                                               9, 8);
+  cr_assert_eq(esrrf_stream_push(s, &four), QS_EOVERFLOW);
+  cr_assert_eq(esrrf_stream_frames(s), 0);
+  cr_assert_eq(esrrf_stream_push(s, &two), QS_OK);
+  cr_assert_eq(esrrf_stream_push(s, &two), QS_EOVERFLOW, "one is waiting");
+  image one = image_wrap(st.data, 1, 9, 8);
+  cr_assert_eq(esrrf_stream_push(s, &one), QS_OK, "completes nothing");
+  cr_assert_eq(esrrf_stream_end(s), QS_OK);
+  cr_assert_eq(esrrf_stream_end(s), QS_OK, "twice is harmless");
+  esrrf_stream_close(s); /* two results never taken */
+  esrrf_stream_close(NULL);
+  image_free(&st);
+  engine_close(e);
+}
