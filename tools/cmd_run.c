@@ -315,5 +315,7 @@ int cmd_run(cli *c, int argc, char **argv) {
 }
 
 int cmd_esrrf(cli *c, int argc, char **argv) {
+  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+    if (!strcmp(argv[i], "--stream")) return cmd_stream(c, argc, argv);
   return run_method(c, "esrrf", "esrrf", argc, argv);
 }
