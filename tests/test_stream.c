@@ -658,3 +658,109 @@ Test(stream, bad_input_is_refused_and_the_stream_goes_on) {
   image_free(&st);
   engine_close(e);
 }
+
+/* ------------------------------------------------------------ the CLI */
+
+#ifdef QS_CLI
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tiff.h"
+
+TestSuite(stream_cli, .fini = qs_leak_check);
+
+static void temp_dir(char *dir, size_t len) {
+  snprintf(dir, len, "/tmp/qs_stream_XXXXXX");
+  cr_assert_not_null(mkdtemp(dir));
+}
+
+static void dir_remove(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd)) fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+/* fused's batch call on st with timepoints of 4 (the harness: the bits of
+ * the CLI's engine, whose CPU implementations do not depend on threads). */
+static image fused_batch(const image *st, int temporal) {
+  param p[7];
+  image out[1];
+  char err[512] = "";
+  es_params(p, temporal, 1);
+  p[4].value = 4;
+  cr_assert_eq(harness_run(&method_esrrf, "fused", st, p, 7, out, NULL, err,
+                           sizeof err),
+               QS_OK, "%s", err);
+  return out[0];
+}
+
+static void same_bits(const char *path, const image *want) {
+  image got;
+  char err[512];
+  cr_assert_eq(tiff_read(path, &got, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(got.frames, want->frames);
+  cr_assert_eq(got.rows, want->rows);
+  size_t n = got.frames * got.rows * got.cols;
+  cr_expect_eq(memcmp(got.data, want->data, n * 4), 0, "%s differs", path);
+  image_free(&got);
+}
+
+/* A TIFF that grows while the stream polls it (rewritten whole, 5 then
+ * 11 pages): the results file equals the batch call on all 11 frames. */
+Test(stream_cli, tiff_still_being_written) {
+  char dir[64], in[128], out[128], cmd[1024], err[512];
+  temp_dir(dir, sizeof dir);
+  snprintf(in, sizeof in, "%s/in.tif", dir);
+  snprintf(out, sizeof out, "%s/out.tif", dir);
+  image st = noisy(11, 9, 8, 31), first = image_wrap(st.data, 5, 9, 8);
+  cr_assert_eq(tiff_write(in, &first, err, sizeof err), QS_OK, "%s", err);
+  snprintf(cmd, sizeof cmd,
+           "%s --db :memory: stream %s -o %s --window 4 --temporal var "
+           "--magnification 3 --idle 2 --poll-ms 50 --impl fused -q",
+           QS_CLI, in, out);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  struct timespec half = {0, 500000000};
+  nanosleep(&half, NULL);
+  cr_assert_eq(tiff_write(in, &st, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(pclose(p), 0, "%s", cmd);
+  image want = fused_batch(&st, VAR);
+  same_bits(out, &want);
+  image_free(&want);
+  image_free(&st);
+  dir_remove(dir);
+}
+
+/* Raw float32 frames on stdin, with 3 stray bytes at the end (ignored with
+ * a note); numbered files per result as well. A missing output is a usage
+ * error. */
+Test(stream_cli, raw_frames_on_stdin) {
+  char dir[64], out[128], one[128], cmd[1024];
+  temp_dir(dir, sizeof dir);
+  snprintf(out, sizeof out, "%s/out.tif", dir);
+  snprintf(one, sizeof one, "%s/esrrf_000002.tif", dir);
+  image st = noisy(10, 9, 8, 32);
+  snprintf(cmd, sizeof cmd,
+           "%s --db :memory: esrrf --stream - --size 9x8 -o %s --out-dir %s "
+           "--window 4 --temporal tac2 --magnification 3 --impl fused -q",
+           QS_CLI, out, dir);
+  FILE *p = popen(cmd, "w");
+  cr_assert_not_null(p);
+  cr_assert_eq(fwrite(st.data, 4, 10 * 9 * 8, p), 10 * 9 * 8);
+  cr_assert_eq(fwrite("abc", 1, 3, p), 3);
+  cr_assert_eq(pclose(p), 0, "%s", cmd);
+  image want = fused_batch(&st, TAC2);
+  same_bits(out, &want);
+  image last = image_wrap(want.data + 2 * want.rows * want.cols, 1,
+                          want.rows, want.cols);
+  same_bits(one, &last);
+  snprintf(cmd, sizeof cmd, "%s --db :memory: stream - --size 9x8 -q "
+                            "</dev/null", QS_CLI);
+  int rc = system(cmd);
+  cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "no output: usage");
+  image_free(&want);
+  image_free(&st);
+  dir_remove(dir);
+}
+#endif
