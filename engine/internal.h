@@ -191,6 +191,7 @@ typedef struct run_result {
   double wall, device_s, once_s; /* seconds; wall includes once_s */
   int disturbed; /* other threads of the process ran meanwhile: the output
                     stands, the time is not recorded (exec.c) */
+  uint64_t bytes_up, bytes_down;  /* OpenCL transfers of the run */
   char err[512];
 } run_result;
 int run_once(engine *e, const mstate *m, size_t impl, const image *in,

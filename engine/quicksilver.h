@@ -484,6 +484,9 @@ typedef struct run_report {
                                       launches) inside calibration_seconds */
   int record_status; /* engine_record_status when the call returned: QS_OK
                         or why timings are not being recorded */
+  uint64_t bytes_up, bytes_down; /* OpenCL: bytes the run moved host→device
+                                    and device→host (cl/clrt.h's transfer
+                                    accounting); else 0 */
 } run_report;
 
 /* Runs `method` on the request. outputs[0..n_outputs) receive images
@@ -713,6 +716,107 @@ QS_API int esrrf_partial_merge(esrrf_partial *into,
  * mag <= 64). QS_EINVAL when n is 0, n < 2 for tac2, or mag does not fit. */
 QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
                                 float *out);
+
+
+/* The live stream: eSRRF over frames pushed as they are acquired, results
+ * as they complete.
+ *
+ * Modes (window N, every K):
+ *   timepoints  every N frames give one image: the batch call's
+ *               timepoints (frames_per_timepoint N), the same numbers as
+ *               method_run on the same frames with the same
+ *               implementation; esrrf_stream_end gives the short last
+ *               timepoint as the batch call does.
+ *   sliding     once N frames have arrived, and then every K frames, the
+ *               statistic of the last N frames (N a multiple of K); equal
+ *               to a batch call on exactly those frames up to double
+ *               rounding (the window is merged from partials of K frames).
+ * How: each push runs method_run "esrrf" with temporal=none on the pushed
+ * frames (at most ESRRF_STREAM_CHUNK at a time and ESRRF_STREAM_MAP_BYTES
+ * of maps, at least one frame); the maps fold into
+ * esrrf_partial statistics. The first push lets the engine choose the
+ * implementation (history, model or calibration as usual, or the
+ * options' impl); later pushes force that one, so a stream's numbers come
+ * from one implementation. Every push is recorded in the store like any
+ * call. An OpenCL implementation computes the maps on the device and
+ * brings them back for the fold (the batch call keeps its statistic on
+ * the device: same maps, a different fold, within 1e-5 of the peak).
+ * Memory, with P = R·M·C·M pixels and s = esrrf_partial_slots: timepoints
+ * 8·s·P bytes; sliding 8·s·P·(N/K + 1) (one partial per K frames of the
+ * window, and one to merge them); plus the maps of one chunk (at most
+ * max(ESRRF_STREAM_MAP_BYTES, 4·P)) and 4·P per result waiting to be
+ * taken (at most max_pending, one more after esrrf_stream_end). */
+#define ESRRF_STREAM_CHUNK 16
+#define ESRRF_STREAM_MAP_BYTES ((size_t)256 << 20)
+
+typedef struct esrrf_stream esrrf_stream;
+
+typedef struct esrrf_stream_options {
+  size_t rows, cols;        /* frame size R × C */
+  const param *params;      /* eSRRF's parameters by name, as method_run
+                               takes them (frames_per_timepoint is
+                               ignored: window says it; temporal must
+                               have a statistic) */
+  size_t n_params;
+  int sliding;              /* 0: timepoints, 1: sliding window */
+  size_t window;            /* N >= 1 (>= 2 for tac2) */
+  size_t every;             /* K (sliding; 0 means 1); N % K == 0 */
+  const char *impl;         /* as run_request.impl; NULL: the engine's
+                               choice */
+  size_t max_pending;       /* results held before a push is refused
+                               (0: 4) */
+} esrrf_stream_options;
+
+/* One result: the image is R·M × C·M floats, owned by the caller
+ * (image_free). */
+typedef struct esrrf_stream_result {
+  uint64_t index;            /* 0, 1, ... in order of completion */
+  uint64_t first, frames;    /* the frames it covers: [first, first +
+                                frames) of the pushed sequence */
+  double latency;            /* seconds from the push of its last frame to
+                                its completion */
+} esrrf_stream_result;
+
+/* Opens a stream on e (which must outlive it and is used by the stream's
+ * calls: one thread at a time, as always). QS_EPARAM / QS_EINVAL /
+ * QS_ESHAPE / QS_ENOMEM with a message in err (may be NULL). *s is NULL
+ * on failure. */
+QS_API int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
+                             esrrf_stream **s, char *err, size_t err_len);
+
+/* Pushes frames->frames frames of frames->rows × frames->cols. The whole
+ * push is checked first and refused with nothing consumed: QS_ESHAPE for
+ * another frame size, QS_EINVAL for a NaN or infinite pixel (the message
+ * names the frame and pixel) or after esrrf_stream_end, QS_EOVERFLOW when
+ * the results it would complete exceed max_pending (take them with
+ * esrrf_stream_pop first). A failure of the computation itself
+ * (QS_ENOMEM, an implementation error) keeps the frames before the
+ * failing chunk of ESRRF_STREAM_CHUNK. The stream stays usable after any
+ * of these. */
+QS_API int esrrf_stream_push(esrrf_stream *s, const image *frames);
+
+/* The next completed result, oldest first: *got 1 and out/info filled, or
+ * *got 0 when none is waiting. info may be NULL. */
+QS_API int esrrf_stream_pop(esrrf_stream *s, image *out,
+                            esrrf_stream_result *info, int *got);
+
+/* End of input. Timepoints: the frames of an unfinished timepoint become
+ * its result, as the batch call's short last timepoint (none with 0
+ * frames; discarded, with QS_EINVAL and a message, when tac2 has 1).
+ * Sliding: frames since the last update are discarded (no window ends
+ * there). Later pushes give QS_EINVAL. */
+QS_API int esrrf_stream_end(esrrf_stream *s);
+
+/* Frames pushed so far, and the implementation chosen ("" before the
+ * first push). The string lives as long as the stream. */
+QS_API uint64_t esrrf_stream_frames(const esrrf_stream *s);
+QS_API const char *esrrf_stream_impl(const esrrf_stream *s);
+
+/* Message of the last failure on this stream ("" if none). */
+QS_API const char *esrrf_stream_error(const esrrf_stream *s);
+
+/* Frees the stream, including results not taken (discarded). */
+QS_API void esrrf_stream_close(esrrf_stream *s);
 
 #ifdef __cplusplus
 }

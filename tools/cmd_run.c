@@ -170,6 +170,8 @@ static cJSON *report_json(const char *method, const run_report *r) {
   cJSON_AddNumberToObject(j, "seconds", r->seconds);
   cJSON_AddNumberToObject(j, "device_seconds", r->device_seconds);
   cJSON_AddNumberToObject(j, "once_seconds", r->once_seconds);
+  cJSON_AddNumberToObject(j, "bytes_up", (double)r->bytes_up);
+  cJSON_AddNumberToObject(j, "bytes_down", (double)r->bytes_down);
   cJSON_AddNumberToObject(j, "calibration_seconds", r->calibration_seconds);
   cJSON_AddNumberToObject(j, "fallbacks", r->fallbacks);
   cJSON_AddItemToObject(j, "estimates", cli_estimates_json(r));
@@ -189,6 +191,10 @@ static void report_text(const cli *c, const char *method, const run_report *r,
              r->reason);
   if (r->calibration_seconds > 0)
     cli_note(c, ", %.4f s calibrating", r->calibration_seconds);
+  if (r->bytes_up || r->bytes_down)
+    cli_note(c, ", %.4f s on the device, %.1f MB up, %.1f MB down",
+             r->device_seconds, (double)r->bytes_up * 1e-6,
+             (double)r->bytes_down * 1e-6);
   if (r->fallbacks)
     cli_note(c, ", after %d failed implementation%s", r->fallbacks,
              r->fallbacks > 1 ? "s" : "");
@@ -342,5 +348,7 @@ int cmd_run(cli *c, int argc, char **argv) {
 }
 
 int cmd_esrrf(cli *c, int argc, char **argv) {
+  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+    if (!strcmp(argv[i], "--stream")) return cmd_stream(c, argc, argv);
   return run_method(c, "esrrf", "esrrf", argc, argv);
 }

@@ -318,7 +318,7 @@ static const impl_def esrrf_impls[] = {
     {"fused", IMPL_THREADED, esrrf_run_fused, NULL, 1, SCHED_DYNAMIC, 4},
     {"composed", IMPL_COMPOSITE, esrrf_run_composed, NULL, 1, SCHED_STATIC, 0},
 #if QS_HAVE_OPENCL
-    {"opencl", IMPL_OPENCL, esrrf_run_opencl, esrrf_cl_probe, 1, SCHED_STATIC,
+    {"opencl", IMPL_OPENCL, esrrf_run_opencl, esrrf_cl_probe, 2, SCHED_STATIC,
      0},
 #else
     QS_OPENCL_IMPL(NULL, 1),
