@@ -256,10 +256,7 @@ static int fz_maps(void *state, size_t f0, size_t n, float *dst) {
       rc = s->c->parallel_for(s->c, 0, 2 * (size_t)g->rows + 1, fz_grid_rows,
                               s);
     s->dst = dst + k * g->plane;
-    if (!rc && s->var)
-      rc = s->var->frame(s);
-    else if (!rc)
-      rc = s->c->parallel_for(s->c, 0, (size_t)g->rows_m, fz_rgc_rows, s);
+    if (!rc) rc = s->var->frame(s);
     if (rc) return rc;
   }
   return QS_OK;
@@ -309,14 +306,29 @@ static int fz_plan(fused *s) {
   return fz_candidates(s);
 }
 
+static int fz_pass_plan(fused *s) {
+  (void)s;
+  return QS_OK;
+}
+
+static int fz_pass_frame(fused *s) {
+  return s->c->parallel_for(s->c, 0, (size_t)s->g.rows_m, fz_rgc_rows, s);
+}
+
+static void fz_pass_done(fused *s) { (void)s; }
+
+const fused_variant fused_scalar_pass = {fz_pass_plan, fz_pass_frame,
+                                         fz_pass_done};
+
 int fused_run(const method_call *c, const fused_variant *var) {
   fused *s = calloc(1, sizeof *s);
   if (!s) return QS_ENOMEM;
+  if (!var) var = &fused_scalar_pass;
   s->c = c;
   s->var = var;
   esrrf_geom_of(c, &s->g);
   int rc = fz_plan(s);
-  if (!rc && var) rc = var->plan(s);
+  if (!rc) rc = var->plan(s);
   if (rc)
     snprintf(c->err, c->err_len,
              "esrrf: no memory for the fused tables and one frame's grids "
@@ -324,7 +336,7 @@ int fused_run(const method_call *c, const fused_variant *var) {
              s->g.rows, s->g.cols, s->g.mag);
   else
     rc = esrrf_drive(c, &s->g, 1, fz_maps, s);
-  if (var) var->done(s);
+  var->done(s);
   free(s->ty);
   free(s->ny);
   free(s->hr);

@@ -77,8 +77,15 @@ float fused_pixel(const fused *s, int y, int x);
 /* Runs eSRRF with the fused plan; var NULL: the scalar pass. */
 int fused_run(const method_call *c, const fused_variant *var);
 
-/* The vectorised variants (fused_vec.h): portable, and AVX2 + FMA with the
- * probe that lists it only where the CPU has both. */
+/* The passes: scalar (fused.c), vectorised portable (fused_vec.c) and
+ * AVX2 + FMA (fused_avx2.c; NULL where it is not built, and never to be
+ * run before esrrf_avx2_probe succeeds). bench/roofline times them alone. */
+extern const fused_variant fused_scalar_pass;
+const fused_variant *fused_vec_pass(void);
+const fused_variant *fused_avx2_pass(void);
+
+/* The implementations of the vectorised variants, and the probe that lists
+ * fused_avx2 only where the CPU has AVX2 and FMA. */
 int esrrf_run_fused_vec(const method_call *c);
 int esrrf_run_fused_avx2(const method_call *c);
 int esrrf_avx2_probe(const method_call *c, char *why, size_t why_len);

@@ -28,6 +28,8 @@
 #define FV_SQRT(v) ((fv_f)_mm256_sqrt_ps(v))
 #include "methods/esrrf/fused_vec.h"
 
+const fused_variant *fused_avx2_pass(void) { return &fv_variant; }
+
 int esrrf_run_fused_avx2(const method_call *c) {
   return fused_run(c, &fv_variant);
 }
@@ -37,6 +39,8 @@ int esrrf_run_fused_avx2(const method_call *c) {
 #endif
 
 #else
+
+const fused_variant *fused_avx2_pass(void) { return NULL; }
 
 int esrrf_run_fused_avx2(const method_call *c) {
   return esrrf_avx2_probe(c, c->err, c->err_len);
