@@ -109,7 +109,9 @@ static inline fv_f fv_load(const float *p) {
   return v;
 }
 
-static inline fv_f fv_splat(float x) { return (fv_f){0} + x; }
+/* x in every lane (x − 0 is x for every x, −0 included, so this folds to a
+ * broadcast; x + 0 would not). */
+static inline fv_f fv_splat(float x) { return x - (fv_f){0}; }
 
 /* The lanes of m where mask is set, 0 elsewhere. */
 static inline fv_f fv_keep(fv_i mask, fv_f v) {
@@ -159,7 +161,7 @@ static inline void fv_term(const fv_row *r, const fv_cand *cd, size_t off,
                            fv_f *w, fv_f *u) {
   const float *p = r->g + off;
   fv_f nx = fv_load(p), ny = fv_load(p + gy_off);
-  *dx = cd->dx0 + ex;
+  *dx = fv_splat(cd->dx0) + ex;
   *dy = fv_splat(r->dy);
   fv_f dot = FV_FMA(nx, *dx, ny * *dy);
   fv_f cr = FV_FMA(ny, *dx, -(nx * *dy));
