@@ -41,6 +41,7 @@ Errors
 from __future__ import annotations
 
 import atexit
+import difflib
 import os
 import threading
 from dataclasses import dataclass
@@ -270,6 +271,23 @@ def _param_items(params: dict[str, Any]) -> list[tuple[str, Any]]:
     return items
 
 
+def _check_keywords(method: str, desc: Optional[dict[str, Any]],
+                    params: dict[str, Any], keywords: Sequence[str]) -> None:
+    """A keyword that is no parameter of the method but is close to one of
+    the call's own keywords (``imp=`` for ``impl=``) is reported as such;
+    the engine suggests among the parameters for every other unknown name."""
+    if desc is None:
+        return
+    names = {p["name"] for p in desc["params"]}
+    for k in params:
+        if k in names:
+            continue
+        near = difflib.get_close_matches(k, keywords, n=1, cutoff=0.7)
+        if near and not difflib.get_close_matches(k, names, n=1, cutoff=0.7):
+            raise ParameterError(f'method {method}: unknown parameter "{k}" '
+                                 f'(did you mean {near[0]}?)', name="param")
+
+
 # ------------------------------------------------------------- engine
 
 class Engine:
@@ -374,6 +392,7 @@ class Engine:
         """
         inputs = self._inputs(method, arrays, copy)
         d = self._desc(method)
+        _check_keywords(method, d, params, ("impl", "copy"))
         outs, rep = self._core.run(method, inputs, _param_items(params), impl)
         names = [n for n, _ in d["outputs"]] if d else [
             str(k) for k in range(len(outs))]
@@ -387,6 +406,8 @@ class Engine:
         each, all recorded in the store, each output checked against serial.
         Fastest first."""
         inputs = self._inputs(method, arrays, True)
+        _check_keywords(method, self._desc(method), params,
+                        ("impls", "warmup", "repeats"))
         rows = self._core.benchmark(method, inputs, _param_items(params),
                                     impls, int(warmup), int(repeats))
         return [BenchEntry(**r) for r in rows]
