@@ -75,16 +75,6 @@ static PyObject *statuses(PyObject *self, PyObject *noargs) {
   return list;
 }
 
-static const char *kind_name(impl_kind k) {
-  switch (k) {
-  case IMPL_SERIAL: return "serial";
-  case IMPL_THREADED: return "threaded";
-  case IMPL_OPENCL: return "opencl";
-  case IMPL_COMPOSITE: return "composite";
-  }
-  return "unknown";
-}
-
 static const char *type_name(param_type t) {
   switch (t) {
   case PARAM_INT: return "int";
@@ -574,7 +564,7 @@ static PyObject *Engine_impls(EngineObject *self, PyObject *args) {
   for (size_t k = 0; l && k < n; k++) {
     PyObject *x = Py_BuildValue(
         "{s:s,s:s,s:i,s:O,s:s,s:s}", "name", info[k].name, "kind",
-        kind_name(info[k].kind), "version", info[k].version, "available",
+        impl_kind_name(info[k].kind), "version", info[k].version, "available",
         info[k].available ? Py_True : Py_False, "why", info[k].why, "device",
         info[k].device);
     if (!x || PyList_Append(l, x) < 0) Py_CLEAR(l);
