@@ -62,8 +62,39 @@ def test_methods_describe_params_and_impls(engine):
 
 def test_devices(engine):
     devs = engine.devices()
-    assert [d.kind for d in devs] == ["cpu"]  # this engine has no OpenCL
-    assert devs[0].available and "esrrf/serial" in devs[0].impls
+    assert [d.name for d in devs] == ["cpu"]  # this engine has no OpenCL
+    cpu = devs[0]
+    assert not cpu.opencl and cpu.shares_host_cores
+    assert cpu.threads == engine.threads and cpu.cores >= 1
+    # the fingerprint is the one the implementations and the store use
+    assert {i.device for i in engine.impls("esrrf")
+            if i.kind != "opencl"} == {cpu.fingerprint}
+    assert engine.opencl_why
+
+
+def test_devices_with_opencl():
+    with qs.Engine(db=":memory:", calibration=False) as e:
+        devs = e.devices()
+        cl = [d for d in devs if d.opencl]
+        assert devs[0].name == "cpu"
+        assert bool(cl) == (e.opencl_why == "")
+        names = {i.name for i in e.impls("esrrf") if i.kind == "opencl"}
+        for d in cl:
+            assert f"opencl:{d.name}" in names and d.compute_units >= 1
+
+
+def test_estimate_runs_nothing(stack):
+    with qs.Engine(db=":memory:", opencl=False) as e:
+        cold = e.estimate("esrrf", stack, magnification=2)
+        assert cold.reason == "calibration" and cold.seconds == 0
+        assert e.db_rows() == []
+        forced = e.estimate("esrrf", stack, impl="serial", magnification=2)
+        assert (forced.impl, forced.reason) == ("serial", "forced")
+        e.run("esrrf", stack, impl="serial", magnification=2)
+        warm = e.estimate("esrrf", stack, impl="serial,threaded_static",
+                          magnification=2)
+        est = {x.impl: x for x in warm.estimates}
+        assert est["serial"].source == "history" and est["serial"].runs == 1
 
 
 def test_engine_properties_and_context(stack):
@@ -136,6 +167,9 @@ CTRL_C = textwrap.dedent("""
     except KeyboardInterrupt:
         # raised after the run completed, not before
         print("interrupted", time.perf_counter() - t0 > 0.1)
+    # the interrupted run was recorded whole
+    rows = e.db_rows(method="esrrf")
+    print("recorded", [(r.impl, r.status, r.wall > 0.05) for r in rows])
     r = e.run("roberts_cross", x)  # the engine is still usable
     print("after", r[0].shape)
     e.close()
@@ -146,5 +180,6 @@ def test_ctrl_c_raises_keyboard_interrupt_after_the_run():
     out = subprocess.run([sys.executable, "-c", CTRL_C], capture_output=True,
                          text=True, timeout=300, env=dict(os.environ))
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[:2] == ["interrupted True",
-                                          "after (6, 48, 48)"]
+    assert out.stdout.split("\n")[:3] == [
+        "interrupted True", "recorded [('serial', 'ok', True)]",
+        "after (6, 48, 48)"]

@@ -61,7 +61,8 @@ __version__: str = _core.VERSION
 
 __all__ = [
     "Engine", "Result", "Report", "Estimate", "BenchEntry", "Method",
-    "Parameter", "Implementation", "Device", "default_engine", "esrrf",
+    "Parameter", "Implementation", "Device", "Run", "Stat", "Best",
+    "default_engine", "esrrf",
     "shift_magnify", "roberts_cross", "rgc", "Error", "ParameterError",
     "ShapeError", "DTypeError", "CopyError", "UnknownMethodError",
     "UnknownImplementationError", "UnavailableError", "ImplementationError",
@@ -221,13 +222,77 @@ class Method:
 
 @dataclass(frozen=True)
 class Device:
-    """A device the engine runs implementations on: ``kind`` is ``"cpu"`` or
-    ``"opencl"``; ``id`` is the engine's fingerprint; ``impls`` are the
-    implementation names (``method/impl``) placed on it."""
-    id: str
-    kind: str
-    available: bool
-    impls: tuple[str, ...]
+    """A device the engine runs on: the host CPU (``name == "cpu"``, its
+    pool's ``threads`` of ``cores``) or an OpenCL device (``name`` is the
+    slug ending its implementations' names, ``"opencl:<name>"``).
+    ``fingerprint`` is how the timing store names it; ``shares_host_cores``
+    says its work competes with the CPU pool's. Memory sizes in bytes."""
+    name: str
+    fingerprint: str
+    model: str
+    platform: str
+    vendor: str
+    driver: str
+    version: str
+    opencl: bool
+    gpu: bool
+    shares_host_cores: bool
+    cores: int
+    threads: int
+    compute_units: int
+    clock_mhz: int
+    global_mem: int
+    max_alloc: int
+    local_mem: int
+    max_work_group: int
+    fp64: bool
+
+
+@dataclass(frozen=True)
+class Run:
+    """One recorded run (or failure) in the timing store: ``wall`` is its
+    steady wall seconds, ``status`` ``"ok"`` or the failure's status name,
+    ``params`` the parameters as JSON text, ``stamp`` unix seconds."""
+    id: int
+    stamp: float
+    method: str
+    impl: str
+    impl_version: int
+    device: str
+    key: str
+    work: float
+    params: str
+    wall: float
+    device_seconds: float
+    once_seconds: float
+    status: str
+    error: str
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Summary of one (method, key, impl, device) group of the store:
+    ``count`` successful runs (seconds: min, median, mean of the fastest
+    half) and ``failed`` failures (``status``: the newest one's)."""
+    method: str
+    key: str
+    impl: str
+    device: str
+    count: int
+    failed: int
+    min: float
+    median: float
+    fast_mean: float
+    status: str
+
+
+@dataclass(frozen=True)
+class Best:
+    """The engine's choice for one (method, key) of the store, by the rule
+    :meth:`Engine.run` applies (history, then model)."""
+    method: str
+    key: str
+    choice: Report
 
 
 # ------------------------------------------------------------- inputs
@@ -443,22 +508,82 @@ class Engine:
         return [Implementation(**i) for i in self._core.impls(method)]
 
     def devices(self) -> list[Device]:
-        """The devices this engine places implementations on (the CPU pool
-        and each OpenCL device), from the implementations' device
-        fingerprints."""
-        found: dict[str, dict[str, Any]] = {}
-        for d in self._core.methods():
-            for i in self._core.impls(d["name"]):
-                if i["device"] in ("", "none"):  # no device of that kind
-                    continue
-                kind = "opencl" if i["kind"] == "opencl" else "cpu"
-                dev = found.setdefault(i["device"], {
-                    "id": i["device"], "kind": kind, "available": False,
-                    "impls": []})
-                dev["available"] = dev["available"] or i["available"]
-                dev["impls"].append(f"{d['name']}/{i['name']}")
-        return [Device(id=v["id"], kind=v["kind"], available=v["available"],
-                       impls=tuple(v["impls"])) for v in found.values()]
+        """The devices this engine runs on: the host CPU first, then each
+        OpenCL device (none with ``opencl=False``; :attr:`opencl_why`
+        says why there is none)."""
+        return [Device(**d) for d in self._core.devices()]
+
+    @property
+    def opencl_why(self) -> str:
+        """Why the engine has no OpenCL device (``""`` when it has one)."""
+        return self._core.opencl_why
+
+    def estimate(self, method: str, *arrays: ArrayLike,
+                 impl: Optional[str] = None, **params: ParamValue) -> Report:
+        """What :meth:`run` would do for these inputs, without running or
+        recording anything: ``impl`` and ``reason`` of the choice and every
+        implementation's estimate (the report's seconds stay 0)."""
+        inputs = self._inputs(method, arrays, True)
+        _check_keywords(method, self._desc(method), params, ("impl",))
+        return Report._from(self._core.estimate(
+            method, inputs, _param_items(params), impl))
+
+    # ---------------------------------------------------- timing store
+
+    def db_rows(self, method: Optional[str] = None, impl: Optional[str] = None,
+                device: Optional[str] = None, key: Optional[str] = None,
+                limit: int = 0) -> list[Run]:
+        """Recorded runs matching every given field, newest first (at most
+        `limit`; 0: all). Timings still pending in the engine are written
+        first."""
+        return [Run(**r) for r in self._core.db_rows(
+            method=method, impl=impl, device=device, key=key, limit=limit)]
+
+    def db_stats(self, method: Optional[str] = None,
+                 impl: Optional[str] = None, device: Optional[str] = None,
+                 key: Optional[str] = None) -> list[Stat]:
+        """Per (method, key, impl, device): counts and seconds of the runs."""
+        return [Stat(**r) for r in self._core.db_stats(
+            method=method, impl=impl, device=device, key=key)]
+
+    def db_best(self, method: Optional[str] = None,
+                key: Optional[str] = None) -> list[Best]:
+        """For every (method, key) recorded on this machine, the choice the
+        engine makes for it now."""
+        return [Best(method=r["method"], key=r["key"],
+                     choice=Report._from(r["choice"]))
+                for r in self._core.db_best(method=method, key=key)]
+
+    def db_export(self, path: PathLike) -> None:
+        """Writes every run and device to `path` as one JSON document
+        (atomically)."""
+        self._core.db_export(os.fspath(path))
+
+    def db_import(self, path: PathLike) -> tuple[int, int, int]:
+        """Adds the runs of a document :meth:`db_export` wrote; returns
+        ``(added, skipped, rejected)``; a malformed document changes
+        nothing."""
+        return self._core.db_import(os.fspath(path))
+
+    def db_prune(self, keep: int = 0, older_than_days: float = 0) -> int:
+        """Keeps the newest `keep` runs per (method, impl, device, key)
+        (0: all) and drops runs older than `older_than_days` (0: none);
+        returns how many were removed."""
+        return self._core.db_prune(keep=int(keep),
+                                   older_than_days=float(older_than_days))
+
+    def db_forget(self, method: Optional[str] = None,
+                  impl: Optional[str] = None, device: Optional[str] = None,
+                  key: Optional[str] = None) -> int:
+        """Deletes the runs matching every given field (none given: all);
+        returns how many were removed."""
+        return self._core.db_forget(method=method, impl=impl, device=device,
+                                    key=key)
+
+    def db_check(self) -> None:
+        """SQLite's integrity check of the store; raises :class:`StoreError`
+        when it fails."""
+        self._core.db_check()
 
     def __repr__(self) -> str:
         if self.closed:

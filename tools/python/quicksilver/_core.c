@@ -151,6 +151,31 @@ static void engine_unlock(EngineObject *self) {
   PyThread_release_lock(self->lock);
 }
 
+/* Releases the engine's lock after a call that returned rc; on failure
+ * raises with the engine's message (read before anyone else can use the
+ * engine). Returns rc. */
+static int unlock_status(EngineObject *self, int rc) {
+  char msg[1024] = "";
+  if (rc != QS_OK)
+    snprintf(msg, sizeof msg, "%s",
+             self->e ? engine_error(self->e) : "the engine is closed");
+  engine_unlock(self);
+  if (rc != QS_OK) raise_status(rc, msg);
+  return rc;
+}
+
+/* A list of n items made by item(base, k); NULL with the error set. */
+static PyObject *list_of(size_t n, PyObject *(*item)(const void *, size_t),
+                         const void *base) {
+  PyObject *l = PyList_New(0);
+  for (size_t k = 0; l && k < n; k++) {
+    PyObject *x = item(base, k);
+    if (!x || PyList_Append(l, x) < 0) Py_CLEAR(l);
+    Py_XDECREF(x);
+  }
+  return l;
+}
+
 static int engine_ready(EngineObject *self) {
   if (self->e) return 1;
   raise_status(QS_EINVAL, "the engine is closed");
@@ -320,6 +345,42 @@ static int params_build(PyObject *seq, param *p, size_t max, size_t *n) {
   return 0;
 }
 
+/* The inputs and parameters of one run, benchmark or estimate: the
+ * sequences are held (they own the names, texts and buffers the images and
+ * params point into) until call_end. */
+typedef struct call_args {
+  PyObject *in_seq, *p_seq;
+  image in[MAX_SLOTS];
+  param p[QS_MAX_PARAMS];
+  size_t n_in, n_p;
+} call_args;
+
+/* Converts inputs and parameters and takes the engine's lock. -1 with a
+ * Python error set (lock not held) on failure; then call_end still. */
+static int call_begin(EngineObject *self, PyObject *in_obj, PyObject *p_obj,
+                      call_args *a) {
+  a->n_in = a->n_p = 0;
+  a->in_seq = PySequence_Fast(in_obj, "inputs must be a sequence");
+  a->p_seq = a->in_seq ? PySequence_Fast(p_obj, "params must be a sequence")
+                       : NULL;
+  if (!a->p_seq || inputs_wrap(a->in_seq, a->in, &a->n_in) < 0 ||
+      params_build(a->p_seq, a->p, QS_MAX_PARAMS, &a->n_p) < 0 ||
+      !engine_ready(self))
+    return -1;
+  engine_lock(self);
+  if (!self->e) { /* closed by another thread while we waited */
+    engine_unlock(self);
+    engine_ready(self);
+    return -1;
+  }
+  return 0;
+}
+
+static void call_end(call_args *a) {
+  Py_XDECREF(a->in_seq);
+  Py_XDECREF(a->p_seq);
+}
+
 /* A float that is None when negative (unknown). */
 static PyObject *seconds_or_none(double s) {
   if (s < 0) Py_RETURN_NONE;
@@ -354,54 +415,34 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
   PyObject *in_obj, *p_obj;
   if (!PyArg_ParseTuple(args, "sOO|z", &method, &in_obj, &p_obj, &impl))
     return NULL;
-  PyObject *in_seq = PySequence_Fast(in_obj, "inputs must be a sequence");
-  PyObject *p_seq = in_seq ? PySequence_Fast(p_obj, "params must be a "
-                                                    "sequence")
-                           : NULL;
   PyObject *result = NULL;
-  image in[MAX_SLOTS], out[MAX_SLOTS];
-  param p[QS_MAX_PARAMS];
-  size_t n_in = 0, n_p = 0, n_out = 0;
+  call_args ca;
+  image out[MAX_SLOTS];
   memset(out, 0, sizeof out);
-  if (!p_seq || inputs_wrap(in_seq, in, &n_in) < 0 ||
-      params_build(p_seq, p, QS_MAX_PARAMS, &n_p) < 0 || !engine_ready(self))
-    goto done;
-
-  engine_lock(self);
-  if (!self->e) { /* closed by another thread while we waited */
-    engine_unlock(self);
-    engine_ready(self);
-    goto done;
-  }
+  if (call_begin(self, in_obj, p_obj, &ca) < 0) goto done;
   const method_desc *d = method_find(self->e, method);
-  n_out = d ? d->n_outputs : 0;
+  size_t n_out = d ? d->n_outputs : 0;
   if (n_out > MAX_SLOTS) n_out = MAX_SLOTS;
-  run_request rq = {.inputs = in,
-                    .n_inputs = n_in,
-                    .params = p,
-                    .n_params = n_p,
+  run_request rq = {.inputs = ca.in,
+                    .n_inputs = ca.n_in,
+                    .params = ca.p,
+                    .n_params = ca.n_p,
                     .impl = impl};
   run_report rep;
   memset(&rep, 0, sizeof rep);
   int rc;
-  char msg[1024] = "";
   Py_BEGIN_ALLOW_THREADS rc =
       method_run(self->e, method, &rq, out, n_out, &rep);
-  if (rc != QS_OK) snprintf(msg, sizeof msg, "%s", engine_error(self->e));
   Py_END_ALLOW_THREADS
-  engine_unlock(self);
-  if (rc != QS_OK) {
-    raise_status(rc, msg);
-    goto done;
-  }
+  if (unlock_status(self, rc) != QS_OK) goto done;
   /* Ctrl-C during the run: the run has completed and was recorded whole;
    * its outputs are dropped and KeyboardInterrupt raised. */
   if (PyErr_CheckSignals() < 0) goto done;
   PyObject *outs = PyTuple_New((Py_ssize_t)n_out);
   for (size_t k = 0; outs && k < n_out; k++) {
-    PyObject *a = image_to_array(&out[k]);
-    if (!a) Py_CLEAR(outs);
-    else PyTuple_SET_ITEM(outs, (Py_ssize_t)k, a);
+    PyObject *o = image_to_array(&out[k]);
+    if (!o) Py_CLEAR(outs);
+    else PyTuple_SET_ITEM(outs, (Py_ssize_t)k, o);
   }
   PyObject *rd = outs ? report_dict(&rep) : NULL;
   if (rd) result = Py_BuildValue("(NN)", outs, rd);
@@ -409,9 +450,17 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
 done:
   for (size_t k = 0; k < MAX_SLOTS; k++) /* those not handed to numpy */
     image_free(&out[k]);
-  Py_XDECREF(in_seq);
-  Py_XDECREF(p_seq);
+  call_end(&ca);
   return result;
+}
+
+static PyObject *bench_item(const void *base, size_t k) {
+  const bench_entry *b = (const bench_entry *)base + k;
+  return Py_BuildValue("{s:s,s:s,s:i,s:d,s:d,s:d,s:d,s:d}", "impl", b->impl,
+                       "status", status_name(b->status), "runs", b->runs,
+                       "min", b->min, "median", b->median, "fast_mean",
+                       b->fast_mean, "once_seconds", b->once_seconds,
+                       "max_rel_diff", b->max_rel_diff);
 }
 
 /* benchmark(method, inputs, params, impls, warmup, repeats) -> [dict] */
@@ -422,53 +471,25 @@ static PyObject *Engine_benchmark(EngineObject *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "sOO|zii", &method, &in_obj, &p_obj, &impls,
                         &warmup, &repeats))
     return NULL;
-  PyObject *in_seq = PySequence_Fast(in_obj, "inputs must be a sequence");
-  PyObject *p_seq = in_seq ? PySequence_Fast(p_obj, "params must be a "
-                                                    "sequence")
-                           : NULL;
   PyObject *list = NULL;
-  image in[MAX_SLOTS];
-  param p[QS_MAX_PARAMS];
-  size_t n_in = 0, n_p = 0;
-  if (!p_seq || inputs_wrap(in_seq, in, &n_in) < 0 ||
-      params_build(p_seq, p, QS_MAX_PARAMS, &n_p) < 0 || !engine_ready(self))
-    goto done;
-  engine_lock(self);
-  if (!self->e) {
-    engine_unlock(self);
-    engine_ready(self);
-    goto done;
-  }
-  run_request rq = {
-      .inputs = in, .n_inputs = n_in, .params = p, .n_params = n_p};
+  call_args ca;
+  if (call_begin(self, in_obj, p_obj, &ca) < 0) goto done;
+  run_request rq = {.inputs = ca.in,
+                    .n_inputs = ca.n_in,
+                    .params = ca.p,
+                    .n_params = ca.n_p};
   bench_result br;
   memset(&br, 0, sizeof br);
   int rc;
-  char msg[1024] = "";
   Py_BEGIN_ALLOW_THREADS rc =
       method_benchmark(self->e, method, &rq, impls, warmup, repeats, &br);
-  if (rc != QS_OK) snprintf(msg, sizeof msg, "%s", engine_error(self->e));
   Py_END_ALLOW_THREADS
-  engine_unlock(self);
-  if (rc != QS_OK) {
-    raise_status(rc, msg);
+  if (unlock_status(self, rc) != QS_OK || PyErr_CheckSignals() < 0)
     goto done;
-  }
-  if (PyErr_CheckSignals() < 0) goto done;
-  list = PyList_New(0);
-  for (size_t k = 0; list && k < br.n && k < QS_MAX_ESTIMATES; k++) {
-    const bench_entry *b = &br.entries[k];
-    PyObject *d = Py_BuildValue(
-        "{s:s,s:s,s:i,s:d,s:d,s:d,s:d,s:d}", "impl", b->impl, "status",
-        status_name(b->status), "runs", b->runs, "min", b->min, "median",
-        b->median, "fast_mean", b->fast_mean, "once_seconds", b->once_seconds,
-        "max_rel_diff", b->max_rel_diff);
-    if (!d || PyList_Append(list, d) < 0) Py_CLEAR(list);
-    Py_XDECREF(d);
-  }
+  list = list_of(br.n < QS_MAX_ESTIMATES ? br.n : QS_MAX_ESTIMATES,
+                 bench_item, br.entries);
 done:
-  Py_XDECREF(in_seq);
-  Py_XDECREF(p_seq);
+  call_end(&ca);
   return list;
 }
 
@@ -544,33 +565,265 @@ static PyObject *Engine_methods(EngineObject *self, PyObject *noargs) {
   return l;
 }
 
+static PyObject *impl_item(const void *base, size_t k) {
+  const impl_info *i = (const impl_info *)base + k;
+  return Py_BuildValue("{s:s,s:s,s:i,s:O,s:s,s:s}", "name", i->name, "kind",
+                       impl_kind_name(i->kind), "version", i->version,
+                       "available", i->available ? Py_True : Py_False, "why",
+                       i->why, "device", i->device);
+}
+
 /* impls(method) -> [dict]: name, kind, version, available, why, device. */
 static PyObject *Engine_impls(EngineObject *self, PyObject *args) {
   const char *method;
   if (!PyArg_ParseTuple(args, "s", &method) || !engine_ready(self))
     return NULL;
-  impl_info info[QS_MAX_ESTIMATES];
+  impl_info info[QS_MAX_IMPLS];
   size_t n = 0;
   engine_lock(self);
-  int rc = self->e ? method_impls(self->e, method, info, QS_MAX_ESTIMATES, &n)
+  int rc = self->e ? method_impls(self->e, method, info, QS_MAX_IMPLS, &n)
                    : QS_EINVAL;
-  char msg[1024];
-  snprintf(msg, sizeof msg, "%s",
-           self->e ? engine_error(self->e) : "the engine is closed");
-  engine_unlock(self);
-  if (rc != QS_OK) return raise_status(rc, msg);
-  if (n > QS_MAX_ESTIMATES) n = QS_MAX_ESTIMATES;
-  PyObject *l = PyList_New(0);
-  for (size_t k = 0; l && k < n; k++) {
-    PyObject *x = Py_BuildValue(
-        "{s:s,s:s,s:i,s:O,s:s,s:s}", "name", info[k].name, "kind",
-        impl_kind_name(info[k].kind), "version", info[k].version, "available",
-        info[k].available ? Py_True : Py_False, "why", info[k].why, "device",
-        info[k].device);
-    if (!x || PyList_Append(l, x) < 0) Py_CLEAR(l);
-    Py_XDECREF(x);
+  if (unlock_status(self, rc) != QS_OK) return NULL;
+  return list_of(n < QS_MAX_IMPLS ? n : QS_MAX_IMPLS, impl_item, info);
+}
+
+/* --------------------------------------------------------- devices */
+
+static PyObject *device_item(const void *base, size_t k) {
+  const device_info *d = (const device_info *)base + k;
+  return Py_BuildValue(
+      "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:O,s:O,s:O,s:i,s:i,s:I,s:I,s:K,s:K,"
+      "s:K,s:n,s:O}",
+      "name", d->name, "fingerprint", d->fingerprint, "model", d->model,
+      "platform", d->platform, "vendor", d->vendor, "driver", d->driver,
+      "version", d->version, "opencl", d->opencl ? Py_True : Py_False, "gpu",
+      d->gpu ? Py_True : Py_False, "shares_host_cores",
+      d->shares_host_cores ? Py_True : Py_False, "cores", d->cores, "threads",
+      d->threads, "compute_units", d->compute_units, "clock_mhz", d->clock_mhz,
+      "global_mem", (unsigned long long)d->global_mem, "max_alloc",
+      (unsigned long long)d->max_alloc, "local_mem",
+      (unsigned long long)d->local_mem, "max_work_group",
+      (Py_ssize_t)d->max_work_group, "fp64", d->fp64 ? Py_True : Py_False);
+}
+
+/* devices() -> [dict] from engine_devices: the host CPU first, then each
+ * OpenCL device. */
+static PyObject *Engine_devices(EngineObject *self, PyObject *noargs) {
+  (void)noargs;
+  if (!engine_ready(self)) return NULL;
+  device_info dev[QS_MAX_IMPLS];
+  size_t n = 0;
+  engine_lock(self);
+  int rc = self->e ? engine_devices(self->e, dev, QS_MAX_IMPLS, &n)
+                   : QS_EINVAL;
+  if (unlock_status(self, rc) != QS_OK) return NULL;
+  return list_of(n < QS_MAX_IMPLS ? n : QS_MAX_IMPLS, device_item, dev);
+}
+
+static PyObject *Engine_get_opencl_why(EngineObject *self, void *c) {
+  (void)c;
+  if (!engine_ready(self)) return NULL;
+  return PyUnicode_FromString(engine_opencl_why(self->e));
+}
+
+/* estimate(method, inputs, params, impl) -> report dict: the choice
+ * method_run would make for these inputs, without running or recording. */
+static PyObject *Engine_estimate(EngineObject *self, PyObject *args) {
+  const char *method, *impl = NULL;
+  PyObject *in_obj, *p_obj;
+  if (!PyArg_ParseTuple(args, "sOO|z", &method, &in_obj, &p_obj, &impl))
+    return NULL;
+  PyObject *result = NULL;
+  call_args ca;
+  if (call_begin(self, in_obj, p_obj, &ca) == 0) {
+    run_request rq = {.inputs = ca.in,
+                      .n_inputs = ca.n_in,
+                      .params = ca.p,
+                      .n_params = ca.n_p,
+                      .impl = impl};
+    run_report rep;
+    memset(&rep, 0, sizeof rep);
+    int rc = method_estimate(self->e, method, &rq, &rep);
+    if (unlock_status(self, rc) == QS_OK) result = report_dict(&rep);
   }
-  return l;
+  call_end(&ca);
+  return result;
+}
+
+/* ------------------------------------------------------ timing store */
+
+/* Keyword filter of the db_* calls: method, impl, device, key, limit. The
+ * strings point into the argument objects, alive for the call. */
+static int filter_parse(PyObject *args, PyObject *kw, db_filter *f) {
+  static char *kwlist[] = {"method", "impl", "device", "key", "limit", NULL};
+  memset(f, 0, sizeof *f);
+  Py_ssize_t limit = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|zzzzn", kwlist, &f->method,
+                                   &f->impl, &f->device, &f->key, &limit))
+    return -1;
+  if (limit < 0) {
+    raise_status(QS_EINVAL, "limit must be >= 0");
+    return -1;
+  }
+  f->limit = (size_t)limit;
+  return 0;
+}
+
+/* Appends d to the list ctx; a nonzero return stops the walk (the Python
+ * error is set). */
+static int list_append_steal(PyObject *list, PyObject *d) {
+  int bad = !d || PyList_Append(list, d) < 0;
+  Py_XDECREF(d);
+  return bad;
+}
+
+static int row_cb(void *ctx, const db_row *r) {
+  return list_append_steal(
+      ctx,
+      Py_BuildValue("{s:L,s:d,s:s,s:s,s:i,s:s,s:s,s:d,s:s,s:d,s:d,s:d,s:s,"
+                    "s:s}",
+                    "id", (long long)r->id, "stamp", r->stamp, "method",
+                    r->method, "impl", r->impl, "impl_version",
+                    r->impl_version, "device", r->device, "key", r->key,
+                    "work", r->work, "params", r->params, "wall", r->wall,
+                    "device_seconds", r->device_seconds, "once_seconds",
+                    r->once_seconds, "status", status_name(r->status),
+                    "error", r->error ? r->error : ""));
+}
+
+static int stat_cb(void *ctx, const db_stat *s) {
+  return list_append_steal(
+      ctx, Py_BuildValue("{s:s,s:s,s:s,s:s,s:n,s:n,s:d,s:d,s:d,s:s}",
+                         "method", s->method, "key", s->key, "impl", s->impl,
+                         "device", s->device, "count", (Py_ssize_t)s->count,
+                         "failed", (Py_ssize_t)s->failed, "min", s->min,
+                         "median", s->median, "fast_mean", s->fast_mean,
+                         "status", status_name(s->status)));
+}
+
+static int best_cb(void *ctx, const char *method, const char *key,
+                   const run_report *choice) {
+  PyObject *rd = report_dict(choice);
+  return list_append_steal(
+      ctx, rd ? Py_BuildValue("{s:s,s:s,s:N}", "method", method, "key", key,
+                              "choice", rd)
+              : NULL);
+}
+
+/* Runs one of the db walks with a list as context; the GIL stays held (the
+ * callbacks build Python objects). */
+static PyObject *db_walk(EngineObject *self, PyObject *args, PyObject *kw,
+                         int which) {
+  db_filter f;
+  if (filter_parse(args, kw, &f) < 0 || !engine_ready(self)) return NULL;
+  PyObject *list = PyList_New(0);
+  if (!list) return NULL;
+  engine_lock(self);
+  int rc = QS_EINVAL;
+  if (self->e) {
+    if (which == 0) rc = engine_db_query(self->e, &f, row_cb, list);
+    else if (which == 1) rc = engine_db_stats(self->e, &f, stat_cb, list);
+    else rc = engine_db_best(self->e, &f, best_cb, list);
+  }
+  if (PyErr_Occurred()) { /* a callback failed: its error stands */
+    engine_unlock(self);
+    Py_DECREF(list);
+    return NULL;
+  }
+  if (unlock_status(self, rc) != QS_OK) Py_CLEAR(list);
+  return list;
+}
+
+static PyObject *Engine_db_rows(EngineObject *self, PyObject *a, PyObject *k) {
+  return db_walk(self, a, k, 0);
+}
+static PyObject *Engine_db_stats(EngineObject *self, PyObject *a,
+                                 PyObject *k) {
+  return db_walk(self, a, k, 1);
+}
+static PyObject *Engine_db_best(EngineObject *self, PyObject *a, PyObject *k) {
+  return db_walk(self, a, k, 2);
+}
+
+/* The store calls without callbacks run without the GIL. op: 0 export,
+ * 1 import, 2 prune, 3 forget, 4 check. */
+typedef struct db_op {
+  int op;
+  const char *path;
+  db_filter f;
+  size_t keep;
+  double days;
+  size_t n[3];
+} db_op;
+
+static PyObject *db_do(EngineObject *self, db_op *o) {
+  if (!engine_ready(self)) return NULL;
+  engine_lock(self);
+  int rc = QS_EINVAL;
+  engine *e = self->e;
+  Py_BEGIN_ALLOW_THREADS
+  if (e) {
+    switch (o->op) {
+    case 0: rc = engine_db_export(e, o->path); break;
+    case 1: rc = engine_db_import(e, o->path, &o->n[0], &o->n[1], &o->n[2]);
+      break;
+    case 2: rc = engine_db_prune(e, o->keep, o->days, &o->n[0]); break;
+    case 3: rc = engine_db_forget(e, &o->f, &o->n[0]); break;
+    default: rc = engine_db_check(e); break;
+    }
+  }
+  Py_END_ALLOW_THREADS
+  if (unlock_status(self, rc) != QS_OK) return NULL;
+  if (o->op == 1)
+    return Py_BuildValue("(nnn)", (Py_ssize_t)o->n[0], (Py_ssize_t)o->n[1],
+                         (Py_ssize_t)o->n[2]);
+  if (o->op == 2 || o->op == 3) return PyLong_FromSize_t(o->n[0]);
+  Py_RETURN_NONE;
+}
+
+static PyObject *db_path_op(EngineObject *self, PyObject *args, int op) {
+  PyObject *path = NULL;
+  if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &path))
+    return NULL;
+  db_op o = {.op = op, .path = PyBytes_AS_STRING(path)};
+  PyObject *r = db_do(self, &o);
+  Py_DECREF(path);
+  return r;
+}
+
+static PyObject *Engine_db_export(EngineObject *self, PyObject *args) {
+  return db_path_op(self, args, 0);
+}
+static PyObject *Engine_db_import(EngineObject *self, PyObject *args) {
+  return db_path_op(self, args, 1);
+}
+
+static PyObject *Engine_db_prune(EngineObject *self, PyObject *args,
+                                 PyObject *kw) {
+  static char *kwlist[] = {"keep", "older_than_days", NULL};
+  Py_ssize_t keep = 0;
+  double days = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|nd", kwlist, &keep, &days))
+    return NULL;
+  if (keep < 0 || days != days) {
+    return raise_status(QS_EINVAL,
+                        "keep must be >= 0 and older_than_days a number");
+  }
+  db_op o = {.op = 2, .keep = (size_t)keep, .days = days};
+  return db_do(self, &o);
+}
+
+static PyObject *Engine_db_forget(EngineObject *self, PyObject *args,
+                                  PyObject *kw) {
+  db_op o = {.op = 3};
+  if (filter_parse(args, kw, &o.f) < 0) return NULL;
+  return db_do(self, &o);
+}
+
+static PyObject *Engine_db_check(EngineObject *self, PyObject *noargs) {
+  (void)noargs;
+  db_op o = {.op = 4};
+  return db_do(self, &o);
 }
 
 static PyObject *Engine_get_threads(EngineObject *self, void *c) {
@@ -601,6 +854,25 @@ static PyMethodDef Engine_methods_table[] = {
      "methods() -> list of method descriptions"},
     {"impls", (PyCFunction)Engine_impls, METH_VARARGS,
      "impls(method) -> list of implementations"},
+    {"devices", (PyCFunction)Engine_devices, METH_NOARGS,
+     "devices() -> list of device descriptions"},
+    {"estimate", (PyCFunction)Engine_estimate, METH_VARARGS,
+     "estimate(method, inputs, params, impl) -> report dict"},
+    {"db_rows", (PyCFunction)(void (*)(void))Engine_db_rows,
+     METH_VARARGS | METH_KEYWORDS, "db_rows(method, impl, device, key, limit)"},
+    {"db_stats", (PyCFunction)(void (*)(void))Engine_db_stats,
+     METH_VARARGS | METH_KEYWORDS, "db_stats(method, impl, device, key)"},
+    {"db_best", (PyCFunction)(void (*)(void))Engine_db_best,
+     METH_VARARGS | METH_KEYWORDS, "db_best(method, impl, device, key)"},
+    {"db_export", (PyCFunction)Engine_db_export, METH_VARARGS,
+     "db_export(path)"},
+    {"db_import", (PyCFunction)Engine_db_import, METH_VARARGS,
+     "db_import(path) -> (added, skipped, rejected)"},
+    {"db_prune", (PyCFunction)(void (*)(void))Engine_db_prune,
+     METH_VARARGS | METH_KEYWORDS, "db_prune(keep, older_than_days) -> n"},
+    {"db_forget", (PyCFunction)(void (*)(void))Engine_db_forget,
+     METH_VARARGS | METH_KEYWORDS, "db_forget(method, impl, device, key) -> n"},
+    {"db_check", (PyCFunction)Engine_db_check, METH_NOARGS, "db_check()"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -608,6 +880,8 @@ static PyGetSetDef Engine_getset[] = {
     {"threads", (getter)Engine_get_threads, NULL, "pool threads", NULL},
     {"db_path", (getter)Engine_get_db_path, NULL, "timing store path", NULL},
     {"closed", (getter)Engine_get_closed, NULL, "True once closed", NULL},
+    {"opencl_why", (getter)Engine_get_opencl_why, NULL,
+     "why there is no OpenCL device (\"\" when there is one)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
