@@ -291,13 +291,6 @@ static int run_chunk(ctx *c, uint64_t u0, uint64_t u1, char *err, size_t len) {
     c->me.bytes_read += bytes;
   }
   c->me.read_seconds += MPI_Wtime() - t;
-  if (!rc && c->fail_rank == c->rank) {
-    set_err(err, len,
-            "fault injected by QUICKSILVER_MPI_FAIL=%ld on units %llu-%llu",
-            c->fail_rank, (unsigned long long)u0,
-            (unsigned long long)(u1 - 1));
-    rc = QS_EFAIL;
-  }
   if (!rc) {
     run_request rq = {.inputs = in,
                       .n_inputs = c->n_in,
@@ -351,6 +344,13 @@ static int work(ctx *c, char *err, size_t len) {
   }
   double busy = 0; /* seconds in chunks, calibration excluded */
   int rc = QS_OK;
+  if (c->fail_rank == c->rank) { /* as a device that fails to start */
+    set_err(err, len, "fault injected by QUICKSILVER_MPI_FAIL=%ld",
+            c->fail_rank);
+    win_fail(c);
+    free(rates);
+    return QS_EFAIL;
+  }
   for (;;) {
     int64_t head[2];
     win_peek(c, head, rates);

@@ -51,7 +51,7 @@
  * failure in the closing collectives: qsm_run returns the same nonzero
  * status on every rank, with "rank R (host): message" of the lowest
  * failing rank in err. Fault injection for tests: $QUICKSILVER_MPI_FAIL=R
- * makes rank R fail on its first chunk (QS_EFAIL).
+ * makes rank R fail as it starts its work (QS_EFAIL).
  *
  * Assumes a homogeneous cluster (reports travel as bytes). The passive
  * target counter needs no action from the root on shared memory and on
