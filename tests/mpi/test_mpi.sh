@@ -106,6 +106,18 @@ for p in 2 3; do
      -o m-sm.tif --impl serial --threads 1 -q && cmp im2.tif m-sm.tif"
 done
 
+# --chunk-bytes caps a chunk's input: 1 byte means one unit a chunk.
+if mpi 2 esrrf in11.tif -o cap.tif --magnification 2 --frames-per-timepoint 2 \
+  --impl serial --chunk-bytes 1 --json >rep-cap.json 2>err.txt; then
+  check "--chunk-bytes 1: one timepoint a chunk, still bit-identical" bash -c \
+    "python3 -c \"import json,sys; r=json.load(open('rep-cap.json')); \
+sys.exit(r['chunks'] != 6 or r['units'] != 6)\" && \
+     '$QS' esrrf in11.tif -o cap-ref.tif --magnification 2 \
+       --frames-per-timepoint 2 --impl serial -q && cmp cap-ref.tif cap.tif"
+else
+  not_ok "--chunk-bytes 1 runs" "$(cat err.txt)"
+fi
+
 # Without a forced implementation each rank's engine chooses; the output
 # then agrees within the method's tolerance.
 if mpi 3 esrrf in11.tif -o auto.tif --magnification 2 --frames-per-timepoint 3 \

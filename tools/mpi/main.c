@@ -4,8 +4,8 @@
  *   mpirun -n P quicksilver-mpi run METHOD IN.tif [IN2.tif ...] -o OUT.tif
  *       [-o OUT2.tif ...] [--PARAM VALUE ...]
  * Options: --impl NAME|KIND, --threads N (per rank; default: the host's
- * cores shared among the ranks on that host), --db PATH, --no-opencl,
- * --json (report on stdout), -q (no report), --help.
+ * cores shared among the ranks on that host), --db PATH, --chunk-bytes N,
+ * --no-opencl, --json (report on stdout), -q (no report), --help.
  *
  * A separate binary keeps MPI out of the quicksilver CLI and its library.
  * Rank 0 prints the report (which rank ran which units, with which
@@ -28,6 +28,8 @@ static const opt_def opts[] = {
     {"impl", 0, "NAME|KIND", "force an implementation or kinds on every rank"},
     {"threads", 0, "N", "threads per rank (default: cores / ranks on host)"},
     {"db", 0, "PATH", "timing store (default: one per host)"},
+    {"chunk-bytes", 0, "N",
+     "input bytes a chunk may read (default 256 MiB; one unit at least)"},
     {"no-opencl", 0, NULL, "no OpenCL devices"},
     {"json", 0, NULL, "report as JSON on stdout"},
     {"quiet", 'q', NULL, "no report"},
@@ -216,6 +218,12 @@ static int cli(int argc, char **argv) {
     say("--threads %s: expected 1 to %d", tv, QS_MAX_THREADS);
     status = 2;
   }
+  size_t chunk_bytes = 0;
+  const char *cb = args_value(&a, "chunk-bytes");
+  if (!status && cb && args_size(cb, 1, SIZE_MAX, &chunk_bytes)) {
+    say("--chunk-bytes %s: expected a positive number of bytes", cb);
+    status = 2;
+  }
   if (status || args_value(&a, "help")) {
     engine_close(probe);
     return status;
@@ -240,7 +248,8 @@ static int cli(int argc, char **argv) {
     engine_close(probe);
     return 1;
   }
-  qsm_options o = {.impl = args_value(&a, "impl")};
+  qsm_options o = {.impl = args_value(&a, "impl"),
+                   .max_chunk_bytes = chunk_bytes};
   o.engine.threads = threads ? (int)threads : default_threads();
   o.engine.db_path = args_value(&a, "db");
   o.engine.no_opencl = args_value(&a, "no-opencl") != NULL;

@@ -49,6 +49,7 @@ typedef struct ctx {
   param params[QS_MAX_PARAMS + 1];
   size_t n_params;
   const char *impl;
+  uint64_t max_units;    /* per chunk, from max_chunk_bytes */
   long fail_rank;        /* fault injection, -1: none */
   MPI_Win win;
   int64_t *wbuf;
@@ -145,7 +146,7 @@ static int open_engine(ctx *c, const qsm_options *o, char *err, size_t len) {
 }
 
 static int plan(ctx *c, const char *method, const param *params,
-                size_t n_params, char *err, size_t len) {
+                size_t n_params, size_t max_bytes, char *err, size_t len) {
   c->d = method_find(c->e, method);
   if (!c->d) {
     set_err(err, len, "unknown method '%s'", method);
@@ -166,10 +167,12 @@ static int plan(ctx *c, const char *method, const param *params,
     set_err(err, len, "too many parameters (%zu)", n_params);
     return QS_EPARAM;
   }
+  double frame_bytes = 0; /* one page of every input, as float */
   for (size_t k = 0; k < c->n_in; k++) {
     size_t pages, rows, cols;
     int rc = pages_count(c->inputs[k], &pages, &rows, &cols, err, len);
     if (rc) return rc;
+    frame_bytes += (double)rows * (double)cols * sizeof(float);
     if (k == 0) c->frames = pages;
     if (pages != c->frames) {
       set_err(err, len, "%s has %zu pages, %s has %zu: inputs split by frame "
@@ -207,6 +210,9 @@ static int plan(ctx *c, const char *method, const param *params,
                                        .value = (double)c->fpt};
   }
   c->units = c->frames == 0 ? 0 : (c->frames + c->fpt - 1) / c->fpt;
+  double unit_bytes = (double)c->fpt * frame_bytes;
+  double cap = (double)max_bytes / (unit_bytes > 0 ? unit_bytes : 1);
+  c->max_units = cap < 1 ? 1 : cap > 1e18 ? (uint64_t)1e18 : (uint64_t)cap;
   return QS_OK;
 }
 
@@ -363,6 +369,7 @@ static int work(ctx *c, char *err, size_t len) {
     if (n_known) total += (c->size - n_known) * (known / n_known);
     uint64_t n = qsm_chunk_units(c->units - (uint64_t)head[0], rates[c->rank],
                                  total, rates[c->rank] > 0);
+    if (n > c->max_units) n = c->max_units;
     uint64_t u0 = win_take(c, n);
     if (u0 >= c->units) break;
     uint64_t u1 = u0 + n < c->units ? u0 + n : c->units;
@@ -609,7 +616,9 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
     }
   }
   if (!rc) rc = open_engine(c, o, why, sizeof why);
-  if (!rc) rc = plan(c, method, params, n_params, why, sizeof why);
+  size_t max_bytes = o && o->max_chunk_bytes ? o->max_chunk_bytes
+                                             : (size_t)256 << 20;
+  if (!rc) rc = plan(c, method, params, n_params, max_bytes, why, sizeof why);
   int worst = rc;
   MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, comm);
 
