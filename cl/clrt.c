@@ -291,6 +291,7 @@ static void dev_read(cldev *d) {
   cl_device_type type = 0;
   clGetDeviceInfo(d->id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
   in->is_gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
+  in->shares_host_cores = (type & CL_DEVICE_TYPE_CPU) != 0;
   in->compute_units =
       (unsigned)info_num(d->id, CL_DEVICE_MAX_COMPUTE_UNITS, 4, &h);
   /* A CPU device's clock is the current frequency read from the host

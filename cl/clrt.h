@@ -40,6 +40,10 @@ typedef struct cldev_info {
   uint64_t global_mem, max_alloc, local_mem;
   size_t max_work_group;
   int fp64;
+  /* A CPU device (CL_DEVICE_TYPE_CPU): its work runs on the host's cores,
+   * beside the engine's pool, so its threads compete with the CPU
+   * implementations (see clrt.c on PoCL's threads). */
+  int shares_host_cores;
 } cldev_info;
 
 /* Discovers devices (no contexts yet). disabled != 0 gives zero devices

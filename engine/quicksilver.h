@@ -61,7 +61,6 @@ extern "C" {
   X(QS_EDEVMEM, "device_memory", "not enough device memory")                 \
   X(QS_EIO, "io", "input/output error")                                      \
   X(QS_EFORMAT, "format", "malformed or unsupported file")                   \
-  X(QS_ECANCEL, "cancelled", "cancelled")                                    \
   X(QS_EEXISTS, "exists", "already exists")
 
 typedef enum qs_status {
@@ -154,6 +153,44 @@ QS_API int engine_threads(const engine *e);
 /* Path of the timing store in use (":memory:" possible). */
 QS_API const char *engine_db_path(const engine *e);
 
+/* The devices this engine runs on: entry 0 is the host CPU (the pool), then
+ * one entry per OpenCL device in the order of their implementations. */
+typedef struct device_info {
+  char name[QS_NAME_MAX];   /* "cpu", or the OpenCL slug that ends the
+                               names of its implementations ("opencl:<name>") */
+  char fingerprint[QS_NAME_MAX]; /* as recorded in the store's rows */
+  char model[128];          /* CPU model or OpenCL device name */
+  char platform[128], vendor[128], driver[64], version[128]; /* OpenCL */
+  int opencl;               /* 1 for an OpenCL device, 0 for the host CPU */
+  int gpu;                  /* an OpenCL GPU or accelerator */
+  int shares_host_cores;    /* runs on the host's cores: the CPU itself, or
+                               an OpenCL CPU device (its work competes with
+                               the pool's threads) */
+  int cores;                /* host CPU: online cores */
+  int threads;              /* host CPU: the engine's pool threads */
+  unsigned compute_units, clock_mhz;
+  uint64_t global_mem, max_alloc, local_mem;
+  size_t max_work_group;
+  int fp64;
+} device_info;
+
+/* Fills up to max entries; *n receives the total. */
+QS_API int engine_devices(engine *e, device_info *out, size_t max, size_t *n);
+
+/* Why the engine has no OpenCL device ("" when it has some). */
+QS_API const char *engine_opencl_why(const engine *e);
+
+/* The nearest of n names (at(ctx, i)) to `name` by edit distance, within a
+ * third of the name's length (at least 2), or NULL: "did you mean" help for
+ * any list of names (commands, flags, methods). */
+QS_API const char *name_nearest(const char *name,
+                                const char *(*at)(const void *ctx, size_t i),
+                                const void *ctx, size_t n);
+
+/* The registered method nearest to `name` (name_nearest over the
+ * methods), or NULL. */
+QS_API const char *method_nearest_name(const engine *e, const char *name);
+
 /* ------------------------------------------------------------ parameters */
 
 /* A parameter value given by a caller. `text`, when non-NULL, is parsed
@@ -187,8 +224,14 @@ typedef struct param_def {
   const char *doc;     /* one line */
 } param_def;
 
-/* Most parameters a method may declare. */
+/* Limits of a method descriptor, checked by method_register (QS_EINVAL
+ * naming the method and the limit): parameters, input and output slots,
+ * and implementations as the engine runs them (an OpenCL implementation
+ * counts once per device). */
 #define QS_MAX_PARAMS 64
+#define QS_MAX_INPUTS 16
+#define QS_MAX_OUTPUTS 16
+#define QS_MAX_IMPLS QS_MAX_ESTIMATES
 
 /* Parses `text` as a value of parameter *d: int (decimal), float, bool
  * (true/false/1/0/yes/no/on/off), enum (a name from choices, giving its
@@ -220,12 +263,23 @@ QS_API int params_format(const param_def *d, double value, char *buf,
 
 /* ------------------------------------------------------- implementations */
 
+/* One table gives the kinds and their names. */
+#define QS_IMPL_KIND_TABLE(X)                                                \
+  X(IMPL_SERIAL, "serial")                                                   \
+  X(IMPL_THREADED, "threaded")                                               \
+  X(IMPL_OPENCL, "opencl")                                                   \
+  X(IMPL_COMPOSITE, "composite")
+
 typedef enum impl_kind {
-  IMPL_SERIAL,
-  IMPL_THREADED,
-  IMPL_OPENCL,
-  IMPL_COMPOSITE
+#define QS_IMPL_KIND_ENUM_(code, name) code,
+  QS_IMPL_KIND_TABLE(QS_IMPL_KIND_ENUM_)
+#undef QS_IMPL_KIND_ENUM_
+  IMPL_KIND_COUNT
 } impl_kind;
+
+/* "serial", "threaded", "opencl", "composite"; "unknown" outside the
+ * table. The string is static. */
+QS_API const char *impl_kind_name(impl_kind k);
 
 /* Pool schedules, as OpenMP's. */
 typedef enum schedule {
@@ -413,6 +467,18 @@ typedef struct run_report {
 QS_API int method_run(engine *e, const char *method, const run_request *rq,
                       image *outputs, size_t n_outputs, run_report *report);
 
+/* What method_run would do for this request, without running anything or
+ * touching the store: report->impl is the implementation it would run and
+ * report->reason why ("forced", "history", "model", "static"); the
+ * estimates give every implementation's prediction and its source. When
+ * method_run would first calibrate cold implementations (no timing on their
+ * device and calibration enabled), reason is "calibration" and impl the
+ * choice among what is known now (the static order when nothing is); the
+ * cold ones have source "none". seconds and the other timings stay 0.
+ * Inputs need shapes only: `data` may be NULL here. */
+QS_API int method_estimate(engine *e, const char *method,
+                           const run_request *rq, run_report *report);
+
 /* Benchmark: every available implementation (or those named in `impls`,
  * comma-separated names or kinds), `warmup` untimed runs then `repeats`
  * timed runs each, all recorded in the store; each output is compared with
@@ -435,6 +501,185 @@ typedef struct bench_result {
 QS_API int method_benchmark(engine *e, const char *method,
                             const run_request *rq, const char *impls,
                             int warmup, int repeats, bench_result *result);
+
+/* ------------------------------------------------------------ the store */
+
+/* The engine's timing store, as `quicksilver db` and the bindings see it.
+ * Calls return a status with the message in engine_error(e). Writes
+ * pending in the engine are flushed first; calls that remove or add rows
+ * make the engine re-read its history on the next run. */
+
+/* Rows matching every non-NULL field; at most `limit` (0: no limit). */
+typedef struct db_filter {
+  const char *method, *impl, *device, *key;
+  size_t limit;
+} db_filter;
+
+/* One recorded run (or failure). Strings are valid during the callback. */
+typedef struct db_row {
+  int64_t id;
+  double stamp;        /* unix seconds (UTC) */
+  const char *method, *impl;
+  int impl_version;
+  const char *device;  /* device fingerprint */
+  const char *key;     /* canonical key text */
+  double work;         /* scalar work size */
+  const char *params;  /* parameters as JSON text */
+  double wall;         /* steady wall seconds */
+  double device_seconds, once_seconds;
+  int status;          /* QS_OK or the failure's status */
+  const char *error;   /* "" on success */
+} db_row;
+
+/* Callbacks return nonzero to stop (that value is returned). */
+typedef int (*db_row_fn)(void *ctx, const db_row *r);
+
+/* Rows newest first. */
+QS_API int engine_db_query(engine *e, const db_filter *f, db_row_fn fn,
+                           void *ctx);
+
+/* Summary of one (method, key, impl, device) group: `count` successful
+ * runs (min, median, fast-half mean of their walls when count > 0) and
+ * `failed` failures; `status` is the newest failure's status (or QS_OK). */
+typedef struct db_stat {
+  const char *method, *key, *impl, *device;
+  size_t count, failed;
+  double min, median, fast_mean;
+  int status;
+} db_stat;
+typedef int (*db_stat_fn)(void *ctx, const db_stat *s);
+
+/* Groups ordered by method, key, impl, device (filter limit ignored). */
+QS_API int engine_db_stats(engine *e, const db_filter *f, db_stat_fn fn,
+                           void *ctx);
+
+/* For every (method, key) with runs of this engine's implementations on
+ * this machine's devices (filtered by method and key), the choice
+ * method_run makes for that key by the engine's own rule (history, then
+ * model, never calibrating): choice->impl, reason and the estimates.
+ * Keys of other machines or older implementation versions do not count,
+ * as in method_run. */
+typedef int (*db_best_fn)(void *ctx, const char *method, const char *key,
+                          const run_report *choice);
+QS_API int engine_db_best(engine *e, const db_filter *f, db_best_fn fn,
+                          void *ctx);
+
+/* Writes every row and device as one JSON document at path (atomically). */
+QS_API int engine_db_export(engine *e, const char *path);
+
+/* Adds the rows of a document engine_db_export wrote; rows already present
+ * are skipped; a malformed document changes nothing. Counters may be
+ * NULL. */
+QS_API int engine_db_import(engine *e, const char *path, size_t *added,
+                            size_t *skipped, size_t *rejected);
+
+/* Keeps the newest `keep` runs per (method, impl, device, key) (0: no
+ * limit) and drops runs older than `older_than_days` (<= 0: no limit). */
+QS_API int engine_db_prune(engine *e, size_t keep, double older_than_days,
+                           size_t *removed);
+
+/* Deletes the runs matching every non-NULL field of f (limit ignored). */
+QS_API int engine_db_forget(engine *e, const db_filter *f, size_t *removed);
+
+/* SQLite's integrity check. A store engine_open could not open gives the
+ * status it gave then (QS_ECORRUPT, QS_ESCHEMA, QS_EFORMAT...). */
+QS_API int engine_db_check(engine *e);
+
+/* Moves a store file no engine has open (and its -wal and -shm files)
+ * aside to "<path>.corrupt-<unix seconds>", never overwriting anything;
+ * the new name goes to moved (may be NULL). QS_EIO with err on failure. */
+QS_API int engine_db_move_aside(const char *path, char *moved,
+                                size_t moved_len, char *err, size_t err_len);
+
+/* Deletes a store file no engine has open, with its -wal and -shm files
+ * (absent files are not an error): a fresh store for benchmarks. */
+QS_API int engine_db_remove(const char *path, char *err, size_t err_len);
+
+/* ------------------------------------------------------------- timing */
+
+/* Monotonic nanoseconds (CLOCK_MONOTONIC). */
+QS_API int64_t timer_ns(void);
+
+/* Summary of a sample. The "fast half" is the smallest max(1, n / 2) values
+ * (the rule NanoPyx's agent uses, defined for n == 1 too); the "slow half"
+ * is the rest (or the one value when n == 1). Standard deviations are
+ * population ones. */
+typedef struct stats {
+  size_t n;
+  double min, max, median, mean;
+  double fast_mean, fast_std;
+  double slow_mean, slow_std;
+} stats;
+
+/* Fills *s from x[0..n); x is not modified. Returns QS_EINVAL for n == 0
+ * and QS_ENOMEM if the scratch copy cannot be made. */
+QS_API int stats_of(const double *x, size_t n, stats *s);
+
+/* ------------------------------------------------------------ live eSRRF */
+
+/* eSRRF's temporal statistic of one timepoint as a partial that can be
+ * built from any run of consecutive RGC maps, merged exactly with the
+ * partial of the run that follows it, and finished into the timepoint's
+ * image. The batch call (method_run "esrrf" with a temporal statistic), the
+ * live stream and a distributed run all fold through these functions, so a
+ * timepoint's frames added one after another and finished give the very
+ * bits method_run gives for those maps.
+ *
+ * temporal is eSRRF's choice index: 0 avg, 1 var, 2 tac2 (none has no
+ * statistic). Every pixel keeps esrrf_partial_slots(temporal) doubles in
+ * `data`, pixel-major (slot s of pixel i at data[i * slots + s]), so that a
+ * partial can be sent as n and its data; with y_t = x_t − x_0 (x_0 the
+ * partial's first map):
+ *   avg   [Σ x_t]
+ *   var   [mean, M2] — Welford's recurrence frame by frame (M2 the sum of
+ *         squared deviations from the mean), Chan's formula to merge;
+ *   tac2  [x_0, Σ y_t, Σ_{t<n−1} y_t·y_{t+1}, y_{n−1}] — the first map
+ *         and the last shifted value are the boundary state a merge needs
+ *         for the product across the boundary and the change of shift.
+ * All in double: the error of a fold over 10^4 frames stays near double
+ * rounding, far below the float output's ulp. A merge is exact up to
+ * double rounding (not bit-identical to adding the same maps one by one:
+ * a different order of the same sums). */
+typedef struct esrrf_partial {
+  int temporal;       /* 0 avg, 1 var, 2 tac2 */
+  size_t rows, cols;  /* the maps: R·M × C·M */
+  uint64_t n;         /* maps folded in (0: empty) */
+  double *data;       /* rows · cols · slots doubles, owned */
+} esrrf_partial;
+
+/* Doubles per pixel of a statistic (1, 2, 4); 0 for anything else. */
+QS_API size_t esrrf_partial_slots(int temporal);
+
+/* An empty partial for maps of rows × cols. QS_EINVAL for a temporal
+ * index that has no statistic or a zero side, QS_EOVERFLOW / QS_ENOMEM.
+ * On failure *p is emptied (data NULL). */
+QS_API int esrrf_partial_init(esrrf_partial *p, int temporal, size_t rows,
+                              size_t cols);
+
+/* Releases data and empties *p (safe on an emptied partial). */
+QS_API void esrrf_partial_free(esrrf_partial *p);
+
+/* Empties the partial for a new timepoint, keeping its memory. */
+QS_API void esrrf_partial_reset(esrrf_partial *p);
+
+/* Folds `count` consecutive maps (count planes of rows × cols floats, in
+ * time order) into the partial after the maps it holds. */
+QS_API int esrrf_partial_add(esrrf_partial *p, const float *maps,
+                             size_t count);
+
+/* Merges `next`, the partial of the maps that immediately follow those of
+ * `into` in time, into `into` (either may be empty). Both must have the
+ * same statistic and size (QS_EINVAL otherwise, into untouched). */
+QS_API int esrrf_partial_merge(esrrf_partial *into,
+                               const esrrf_partial *next);
+
+/* The timepoint's image into out (rows × cols floats): the statistic over
+ * the n maps (avg: mean; var: population variance; tac2: lag-1
+ * autocovariance about the mean over n − 1), then, if mpc, the macro-pixel
+ * correction for magnification mag (rows and cols multiples of it, 1 <=
+ * mag <= 64). QS_EINVAL when n is 0, n < 2 for tac2, or mag does not fit. */
+QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
+                                float *out);
 
 #ifdef __cplusplus
 }

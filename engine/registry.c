@@ -1,7 +1,7 @@
 /* registry.c — the engine's methods: the built-in table plus the ones host
  * programs register, each with its implementations expanded as this engine
  * runs them (one OpenCL implementation per device) and their availability.
- * Listing calls for the CLI and bindings live here too. */
+ * The method listing calls of the public API live here too. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,14 +19,22 @@ static int desc_check(engine *e, const method_desc *d) {
     return engine_fail(e, QS_EINVAL, "method descriptor: missing or too long "
                                      "name");
   if (d->n_params > QS_MAX_PARAMS || (d->n_params && !d->params))
-    return engine_fail(e, QS_EINVAL, "method %s: bad parameter table",
-                       d->name);
+    return engine_fail(e, QS_EINVAL,
+                       "method %s: bad parameter table (%zu parameters, at "
+                       "most %d)",
+                       d->name, d->n_params, QS_MAX_PARAMS);
   if (d->n_impls == 0 || !d->impls)
     return engine_fail(e, QS_EINVAL, "method %s: no implementations",
                        d->name);
   if (d->n_inputs == 0 || !d->inputs || (d->n_outputs && !d->outputs))
     return engine_fail(e, QS_EINVAL, "method %s: bad input/output slots",
                        d->name);
+  if (d->n_inputs > QS_MAX_INPUTS || d->n_outputs > QS_MAX_OUTPUTS)
+    return engine_fail(e, QS_EINVAL,
+                       "method %s: %zu inputs and %zu outputs (at most %d "
+                       "and %d)",
+                       d->name, d->n_inputs, d->n_outputs, QS_MAX_INPUTS,
+                       QS_MAX_OUTPUTS);
   for (size_t i = 0; i < d->n_params; i++) {
     if (!d->params[i].name)
       return engine_fail(e, QS_EINVAL, "method %s: parameter %zu has no name",
@@ -61,10 +69,10 @@ int registry_add(engine *e, const method_desc *d) {
   size_t devices = e->cl ? clrt_count(e->cl) : 0, n = 0;
   for (size_t i = 0; i < d->n_impls; i++)
     n += d->impls[i].kind == IMPL_OPENCL && devices ? devices : 1;
-  if (n > QS_MAX_ESTIMATES)
+  if (n > QS_MAX_IMPLS)
     return engine_fail(e, QS_EINVAL,
                        "method %s: %zu implementations here (at most %d)",
-                       d->name, n, QS_MAX_ESTIMATES);
+                       d->name, n, QS_MAX_IMPLS);
   if (e->n_methods == e->cap_methods) {
     size_t cap = e->cap_methods ? e->cap_methods * 2 : 16;
     mstate *p = realloc(e->methods, cap * sizeof *p);
@@ -156,6 +164,11 @@ const method_desc *method_find(const engine *e, const char *name) {
 
 static const char *method_name_at(const void *ctx, size_t i) {
   return ((const mstate *)ctx)[i].desc->name;
+}
+
+const char *method_nearest_name(const engine *e, const char *name) {
+  if (!e || !name) return NULL;
+  return name_nearest(name, method_name_at, e->methods, e->n_methods);
 }
 
 int registry_unknown(engine *e, const char *name) {

@@ -793,3 +793,280 @@ Test(dispatch, serial_loops_stay_on_the_calling_thread) {
   }
   engine_close(e);
 }
+
+/* ------------------------------------------------------- public API calls */
+
+Test(dispatch, kind_names_and_nearest_names) {
+  cr_assert_str_eq(impl_kind_name(IMPL_SERIAL), "serial");
+  cr_assert_str_eq(impl_kind_name(IMPL_THREADED), "threaded");
+  cr_assert_str_eq(impl_kind_name(IMPL_OPENCL), "opencl");
+  cr_assert_str_eq(impl_kind_name(IMPL_COMPOSITE), "composite");
+  cr_assert_str_eq(impl_kind_name(IMPL_KIND_COUNT), "unknown");
+  cr_assert_str_eq(impl_kind_name((impl_kind)-1), "unknown");
+  engine *e = open_fake(NULL, 0);
+  cr_assert_str_eq(method_nearest_name(e, "fkae"), "fake");
+  cr_assert_str_eq(method_nearest_name(e, "roberts_cros"), "roberts_cross");
+  cr_assert_null(method_nearest_name(e, "zzzzzzzzzzzz"));
+  cr_assert_null(method_nearest_name(NULL, "fake"));
+  engine_close(e);
+}
+
+Test(dispatch, estimate_predicts_the_next_run_and_runs_nothing) {
+  fake_reset();
+  engine *e = open_fake(NULL, 0);
+  input x = make_input(2, 64, 64);
+  run_request rq = {.inputs = &x.im, .n_inputs = 1};
+  run_report est, rep;
+  /* cold: method_run would calibrate first */
+  cr_assert_eq(method_estimate(e, "fake", &rq, &est), QS_OK, "%s",
+               engine_error(e));
+  cr_assert_str_eq(est.reason, "calibration");
+  cr_assert_eq(est.n_estimates, 6);
+  for (size_t i = 0; i < est.n_estimates; i++)
+    if (strcmp(est.estimates[i].impl, "locked") &&
+        strcmp(est.estimates[i].impl, "opencl"))
+      cr_assert_str_eq(est.estimates[i].source, "none", "%s",
+                       est.estimates[i].impl);
+  for (int i = 0; i < F_N; i++) cr_assert_eq(fake[i].calls, 0);
+  cr_assert_eq(rows_of(e, NULL), 0);
+  /* warm: the estimate names what method_run then runs, for the same
+   * reason, with the same numbers */
+  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+  for (int k = 0; k < 3; k++) {
+    cr_assert_eq(method_estimate(e, "fake", &rq, &est), QS_OK);
+    cr_assert_eq(est.seconds, 0);
+    cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+    cr_assert_str_eq(est.impl, rep.impl);
+    cr_assert_str_eq(est.reason, rep.reason);
+    for (size_t i = 0; i < est.n_estimates; i++)
+      cr_assert_str_eq(est.estimates[i].source, rep.estimates[i].source);
+  }
+  /* forced, and shapes without data */
+  image shape_only = {NULL, 2, 64, 64, NULL};
+  run_request rs = {.inputs = &shape_only, .n_inputs = 1, .impl = "serial"};
+  cr_assert_eq(method_estimate(e, "fake", &rs, &est), QS_OK, "%s",
+               engine_error(e));
+  cr_assert_str_eq(est.impl, "serial");
+  cr_assert_str_eq(est.reason, "forced");
+  /* the same checks as method_run */
+  cr_assert_eq(method_estimate(e, "fkae", &rq, &est), QS_ENOMETHOD);
+  image thin = {NULL, 1, 2, 64, NULL};
+  rs.inputs = &thin;
+  cr_assert_eq(method_estimate(e, "fake", &rs, &est), QS_ESHAPE);
+  rs.inputs = &shape_only;
+  rs.impl = "locked";
+  cr_assert_eq(method_estimate(e, "fake", &rs, &est), QS_EUNAVAIL);
+  cr_assert_eq(method_estimate(e, "fake", &rq, NULL), QS_EINVAL);
+  free(x.px);
+  engine_close(e);
+}
+
+Test(dispatch, devices_list_the_cpu_first) {
+  engine *e = open_fake(NULL, 0);
+  device_info d[4];
+  size_t n = 0;
+  cr_assert_eq(engine_devices(e, d, 4, &n), QS_OK);
+  cr_assert_eq(n, 1); /* no_opencl */
+  cr_assert_str_eq(d[0].name, "cpu");
+  cr_assert_eq(d[0].opencl, 0);
+  cr_assert_eq(d[0].shares_host_cores, 1);
+  cr_assert_eq(d[0].threads, 2);
+  cr_assert_geq(d[0].cores, 1);
+  /* the fingerprint is the one CPU implementations record */
+  impl_info info[8];
+  size_t ni;
+  cr_assert_eq(method_impls(e, "fake", info, 8, &ni), QS_OK);
+  cr_assert_str_eq(info[0].device, d[0].fingerprint);
+  cr_assert_neq(engine_opencl_why(e)[0], '\0');
+  cr_assert_eq(engine_devices(e, NULL, 0, &n), QS_OK);
+  cr_assert_eq(n, 1);
+  engine_close(e);
+}
+
+typedef struct api_rows {
+  size_t n, ok;
+  char impl[QS_NAME_MAX];
+  int stop_after;
+} api_rows;
+
+static int api_row(void *ctx, const db_row *r) {
+  api_rows *a = ctx;
+  a->n++;
+  a->ok += r->status == QS_OK;
+  snprintf(a->impl, sizeof a->impl, "%s", r->impl);
+  cr_assert_str_eq(r->method, "fake");
+  cr_assert(r->wall >= 0);
+  return a->stop_after && (int)a->n >= a->stop_after ? 7 : 0;
+}
+
+static int api_stat(void *ctx, const db_stat *s) {
+  api_rows *a = ctx;
+  a->n++;
+  a->ok += s->count;
+  if (s->count) cr_assert(s->min <= s->median && s->min <= s->fast_mean);
+  return 0;
+}
+
+typedef struct api_best {
+  size_t n;
+  char key[QS_KEY_MAX];
+  run_report rep;
+} api_best;
+
+static int api_best_fn(void *ctx, const char *method, const char *key,
+                       const run_report *r) {
+  api_best *b = ctx;
+  cr_assert_str_eq(method, "fake");
+  if (!strstr(key, "(2x64x64")) return 0; /* not a calibration slice */
+  b->n++;
+  snprintf(b->key, sizeof b->key, "%s", key);
+  b->rep = *r;
+  return 0;
+}
+
+Test(dispatch, store_calls_through_the_engine) {
+  fake_reset();
+  char dir[] = "/tmp/qs_api_XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  char db[256], dump[256], db2[256];
+  snprintf(db, sizeof db, "%s/t.db", dir);
+  snprintf(dump, sizeof dump, "%s/dump.json", dir);
+  snprintf(db2, sizeof db2, "%s/u.db", dir);
+  engine *e = open_fake(db, 0);
+  input x = make_input(2, 64, 64);
+  run_report rep;
+  for (int i = 0; i < 4; i++) cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), 0);
+  cr_assert_eq(run(e, &x, NULL, 0, "serial", &rep), 0);
+
+  api_rows a = {0};
+  db_filter f = {.method = "fake"};
+  cr_assert_eq(engine_db_query(e, &f, api_row, &a), QS_OK, "%s",
+               engine_error(e));
+  size_t all = a.n;
+  cr_assert_eq(all, rows_of(e, NULL));
+  a = (api_rows){.stop_after = 2};
+  cr_assert_eq(engine_db_query(e, &f, api_row, &a), 7);
+  cr_assert_eq(a.n, 2);
+  a = (api_rows){0};
+  f.impl = "serial";
+  f.limit = 1;
+  cr_assert_eq(engine_db_query(e, &f, api_row, &a), QS_OK);
+  cr_assert_eq(a.n, 1);
+  cr_assert_str_eq(a.impl, "serial");
+
+  a = (api_rows){0};
+  cr_assert_eq(engine_db_stats(e, NULL, api_stat, &a), QS_OK);
+  cr_assert_gt(a.n, 1);
+  cr_assert_eq(a.ok, rows_with(e, NULL, QS_OK, NULL));
+
+  /* best: the choice method_run makes for the full key */
+  api_best b = {0};
+  db_filter fb = {.method = "fake"};
+  cr_assert_eq(engine_db_best(e, &fb, api_best_fn, &b), QS_OK, "%s",
+               engine_error(e));
+  cr_assert_eq(b.n, 1);
+  run_report next;
+  run_request rq = {.inputs = &x.im, .n_inputs = 1};
+  cr_assert_eq(method_estimate(e, "fake", &rq, &next), QS_OK);
+  cr_assert_str_eq(b.rep.impl, next.impl);
+  cr_assert_str_eq(b.rep.reason, "history");
+  db_filter bad = {.method = "fkae"};
+  cr_assert_eq(engine_db_best(e, &bad, api_best_fn, &b), QS_ENOMETHOD);
+
+  /* export, import into another store */
+  cr_assert_eq(engine_db_export(e, dump), QS_OK, "%s", engine_error(e));
+  engine *e2 = open_fake(db2, 0);
+  size_t added = 0, skipped = 0, rejected = 0;
+  cr_assert_eq(engine_db_import(e2, dump, &added, &skipped, &rejected), QS_OK,
+               "%s", engine_error(e2));
+  cr_assert_eq(added, all);
+  cr_assert_eq(skipped + rejected, 0);
+  /* the imported history is used: the same key is warm in e2 */
+  cr_assert_eq(method_estimate(e2, "fake", &rq, &next), QS_OK);
+  cr_assert_str_eq(next.reason, "history");
+  cr_assert_eq(engine_db_import(e2, dump, &added, &skipped, NULL), QS_OK);
+  cr_assert_eq(added, 0);
+  cr_assert_eq(skipped, all);
+  cr_assert_eq(engine_db_import(e2, "/nonexistent/x.json", NULL, NULL, NULL),
+               QS_EIO);
+
+  /* forget: the engine re-reads its history, the key turns cold */
+  size_t removed = 0;
+  db_filter every = {.method = "fake"};
+  cr_assert_eq(engine_db_forget(e2, &every, &removed), QS_OK);
+  cr_assert_eq(removed, all);
+  cr_assert_eq(method_estimate(e2, "fake", &rq, &next), QS_OK);
+  cr_assert_str_eq(next.reason, "calibration");
+  engine_close(e2);
+
+  cr_assert_eq(engine_db_prune(e, 1, 0, &removed), QS_OK);
+  cr_assert_gt(removed, 0);
+  cr_assert_eq(engine_db_check(e), QS_OK, "%s", engine_error(e));
+  engine_close(e);
+
+  /* a damaged file: the engine opens without it; check says so; it can be
+   * moved aside and removed */
+  FILE *fp = fopen(db, "w");
+  cr_assert_not_null(fp);
+  for (int i = 0; i < 512; i++) fputs("not an SQLite file at all. ", fp);
+  fclose(fp);
+  engine_options o = {.db_path = db, .no_opencl = 1, .threads = 1};
+  cr_assert_eq(engine_open(&e, &o), QS_ECORRUPT);
+  cr_assert_eq(engine_db_check(e), QS_ECORRUPT);
+  cr_assert_eq(engine_db_query(e, NULL, api_row, &a), QS_ECORRUPT);
+  engine_close(e);
+  char moved[512], err[512];
+  cr_assert_eq(engine_db_move_aside(db, moved, sizeof moved, err, sizeof err),
+               QS_OK, "%s", err);
+  cr_assert_not_null(strstr(moved, ".corrupt-"));
+  cr_assert_neq(access(moved, F_OK), -1);
+  cr_assert_eq(access(db, F_OK), -1);
+  cr_assert_eq(engine_db_remove(moved, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(access(moved, F_OK), -1);
+  cr_assert_eq(engine_db_remove(db2, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(access(db2, F_OK), -1);
+  unlink(dump);
+  rmdir(dir);
+  free(x.px);
+}
+
+/* The descriptor limits are enforced when a method registers, not at its
+ * first run. */
+Test(dispatch, limits_checked_at_registration) {
+  engine *e = open_fake(NULL, 0);
+  static slot_def many[QS_MAX_OUTPUTS + 1];
+  for (size_t i = 0; i <= QS_MAX_OUTPUTS; i++) many[i] = (slot_def){"o", "o"};
+  method_desc d = fake_desc;
+  d.name = "too_many_outputs";
+  d.outputs = many;
+  d.n_outputs = QS_MAX_OUTPUTS + 1;
+  cr_assert_eq(method_register(e, &d), QS_EINVAL);
+  cr_assert_not_null(strstr(engine_error(e), "at most"), "%s",
+                     engine_error(e));
+  d = fake_desc;
+  d.name = "too_many_inputs";
+  d.inputs = many;
+  d.n_inputs = QS_MAX_INPUTS + 1;
+  cr_assert_eq(method_register(e, &d), QS_EINVAL);
+  d = fake_desc;
+  d.name = "too_many_params";
+  d.n_params = QS_MAX_PARAMS + 1;
+  cr_assert_eq(method_register(e, &d), QS_EINVAL);
+  static impl_def impls[QS_MAX_IMPLS + 1];
+  static char names[QS_MAX_IMPLS + 1][8];
+  for (size_t i = 0; i <= QS_MAX_IMPLS; i++) {
+    snprintf(names[i], sizeof names[i], "i%zu", i);
+    impls[i] = (impl_def){names[i], IMPL_SERIAL, run_serial, NULL, 1,
+                          SCHED_STATIC, 0};
+  }
+  d = fake_desc;
+  d.name = "too_many_impls";
+  d.impls = impls;
+  d.n_impls = QS_MAX_IMPLS + 1;
+  cr_assert_eq(method_register(e, &d), QS_EINVAL);
+  d.n_impls = QS_MAX_IMPLS; /* at the limit: accepted */
+  cr_assert_eq(method_register(e, &d), QS_OK, "%s", engine_error(e));
+  cr_assert_not_null(method_find(e, "too_many_impls"));
+  cr_assert_null(method_find(e, "too_many_outputs"));
+  engine_close(e);
+}

@@ -194,3 +194,20 @@ int cli_engine(cli *c, engine **e) {
   *e = c->e;
   return CLI_OK;
 }
+
+cJSON *cli_estimates_json(const run_report *r) {
+  cJSON *arr = cJSON_CreateArray();
+  for (size_t i = 0; i < r->n_estimates && i < QS_MAX_ESTIMATES; i++) {
+    const run_estimate *x = &r->estimates[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "impl", x->impl);
+    if (x->seconds >= 0)
+      cJSON_AddNumberToObject(o, "seconds", x->seconds);
+    else
+      cJSON_AddNullToObject(o, "seconds");
+    cJSON_AddStringToObject(o, "source", x->source);
+    cJSON_AddNumberToObject(o, "runs", x->runs);
+    cJSON_AddItemToArray(arr, o);
+  }
+  return arr;
+}

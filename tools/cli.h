@@ -69,6 +69,10 @@ int cli_status_exit(int status);
 void cli_note(const cli *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* A report's estimates as a JSON array of {impl, seconds (null when
+ * unknown), source, runs}. */
+cJSON *cli_estimates_json(const run_report *r);
+
 /* Prints j on stdout and frees it; CLI_FAIL if it could not be printed. */
 int cli_json_out(cJSON *j);
 

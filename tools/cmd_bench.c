@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/sweep.h"
+#include "sweep.h"
 #include "cli.h"
 #include "svg.h"
 

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "internal.h" /* name_nearest */
 
 typedef struct command {
   const char *name;
