@@ -117,12 +117,15 @@ int method_run(engine *e, const char *method, const run_request *rq,
     report->seconds = res.wall;
     report->device_seconds = res.device_s;
     report->once_seconds = res.once_s;
+    report->bytes_up = res.bytes_up;
+    report->bytes_down = res.bytes_down;
     report->calibration_seconds = calib;
     report->calibration_once_seconds = calib_once;
     report->fallbacks = fallbacks;
     report_estimates(report, m, &cs, est, src);
   }
 done:
+  if (report) report->record_status = e->rec_status;
   prep_done(&pr);
   return rc;
 }

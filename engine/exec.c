@@ -82,9 +82,14 @@ int run_once(engine *e, const mstate *m, size_t impl, const image *in,
     proc0 = pool_process_cpu_ns();
     real0 = timer_ns();
   }
+  uint64_t up0, down0, up1, down1;
+  cldev_transfers(c.device, &up0, &down0);
   int64_t t0 = engine_now(e);
   int rc = r->def->run(&c);
   int64_t t1 = engine_now(e);
+  cldev_transfers(c.device, &up1, &down1);
+  res->bytes_up = up1 - up0;
+  res->bytes_down = down1 - down0;
   if (watch) {
     int64_t real = timer_ns() - real0;
     int64_t proc = pool_process_cpu_ns() - proc0;

@@ -110,6 +110,9 @@ struct engine {
   pending *queue;
   int watch_runs;       /* CPU runs still to watch for disturbance */
   long disturbed_runs;  /* runs whose timing was dropped as disturbed */
+  int rec_status;     /* engine_record_status; QS_OK: recording works */
+  int rec_written;    /* a row has been written (the first goes at once) */
+  char rec_msg[1024];
   /* Composite steps: dispatch_step, set at open (see call.c). */
   int (*step)(const method_call *c, const char *method, const char *impl,
               const image *in, size_t n_in, const param *p, size_t n_p,
@@ -188,6 +191,7 @@ typedef struct run_result {
   double wall, device_s, once_s; /* seconds; wall includes once_s */
   int disturbed; /* other threads of the process ran meanwhile: the output
                     stands, the time is not recorded (exec.c) */
+  uint64_t bytes_up, bytes_down;  /* OpenCL transfers of the run */
   char err[512];
 } run_result;
 int run_once(engine *e, const mstate *m, size_t impl, const image *in,
@@ -295,6 +299,9 @@ void engine_record(engine *e, const mstate *m, const rimpl *r,
                    const run_rec *rec);
 /* Writes the queued rows now. */
 int engine_flush(engine *e);
+/* Notes the first failure to record (store.c status and message): the
+ * engine then stops writing to its store. */
+void engine_record_fail(engine *e, int status, const char *msg);
 /* Flushes and releases the queue (engine_close). */
 void recorder_close(engine *e);
 

@@ -196,6 +196,24 @@ QS_API const char *name_nearest(const char *name,
  * methods), or NULL. */
 QS_API const char *method_nearest_name(const engine *e, const char *name);
 
+/* ------------------------------------------------- recording of timings */
+
+/* Whether the engine's timings reach its store: QS_OK while every timing
+ * so far was written (or is queued for a store that has taken writes);
+ * else the status of the first failure, with a message naming the store
+ * and the reason in msg (may be NULL): the store could not be opened
+ * (damaged, another program's database, newer schema), it can only be
+ * read, it was found damaged (the file is then never written again by
+ * this engine), another process held its lock past the wait
+ * (QUICKSILVER_DB_WAIT_MS, default 10 s), the disk is full, or any other
+ * failed write. After the first failure the engine stops writing to the
+ * store, so a process waits at most once for a lock; runs go on and still
+ * choose from the history already read. The engine writes the first run it
+ * records at once, so that run's run_report.record_status is exact; later
+ * runs are written in batches and a failure there shows in the next
+ * report and here. */
+QS_API int engine_record_status(const engine *e, char *msg, size_t len);
+
 /* ------------------------------------------------------------ parameters */
 
 /* A parameter value given by a caller. `text`, when non-NULL, is parsed
@@ -262,7 +280,9 @@ QS_API int params_resolve(const param_def *defs, size_t n, const param *given,
                           size_t err_len);
 
 /* Canonical text of a value ("3", "1.5", "true", "avg") into buf (always
- * NUL-terminated); returns the length snprintf would have written. */
+ * NUL-terminated); returns the length snprintf would have written. Floats
+ * in the shortest form that reads back as the same double ("0.1"), whole
+ * numbers as integers. */
 QS_API int params_format(const param_def *d, double value, char *buf,
                          size_t len);
 
@@ -471,6 +491,11 @@ typedef struct run_report {
   run_estimate estimates[QS_MAX_ESTIMATES];
   double calibration_once_seconds; /* one-time costs (program builds, first
                                       launches) inside calibration_seconds */
+  int record_status; /* engine_record_status when the call returned: QS_OK
+                        or why timings are not being recorded */
+  uint64_t bytes_up, bytes_down; /* OpenCL: bytes the run moved host→device
+                                    and device→host (cl/clrt.h's transfer
+                                    accounting); else 0 */
 } run_report;
 
 /* Runs `method` on the request. outputs[0..n_outputs) receive images
@@ -634,6 +659,173 @@ typedef struct stats {
 /* Fills *s from x[0..n); x is not modified. Returns QS_EINVAL for n == 0
  * and QS_ENOMEM if the scratch copy cannot be made. */
 QS_API int stats_of(const double *x, size_t n, stats *s);
+
+/* ------------------------------------------------------------ live eSRRF */
+
+/* eSRRF's temporal statistic of one timepoint as a partial that can be
+ * built from any run of consecutive RGC maps, merged exactly with the
+ * partial of the run that follows it, and finished into the timepoint's
+ * image. The batch call (method_run "esrrf" with a temporal statistic), the
+ * live stream and a distributed run all fold through these functions, so a
+ * timepoint's frames added one after another and finished give the very
+ * bits method_run gives for those maps.
+ *
+ * temporal is eSRRF's choice index: 0 avg, 1 var, 2 tac2 (none has no
+ * statistic). Every pixel keeps esrrf_partial_slots(temporal) doubles in
+ * `data`, pixel-major (slot s of pixel i at data[i * slots + s]), so that a
+ * partial can be sent as n and its data; with y_t = x_t − x_0 (x_0 the
+ * partial's first map):
+ *   avg   [Σ x_t]
+ *   var   [mean, M2] — Welford's recurrence frame by frame (M2 the sum of
+ *         squared deviations from the mean), Chan's formula to merge;
+ *   tac2  [x_0, Σ y_t, Σ_{t<n−1} y_t·y_{t+1}, y_{n−1}] — the first map
+ *         and the last shifted value are the boundary state a merge needs
+ *         for the product across the boundary and the change of shift.
+ * All in double: the error of a fold over 10^4 frames stays near double
+ * rounding, far below the float output's ulp. A merge is exact up to
+ * double rounding (not bit-identical to adding the same maps one by one:
+ * a different order of the same sums). */
+typedef struct esrrf_partial {
+  int temporal;       /* 0 avg, 1 var, 2 tac2 */
+  size_t rows, cols;  /* the maps: R·M × C·M */
+  uint64_t n;         /* maps folded in (0: empty) */
+  double *data;       /* rows · cols · slots doubles, owned */
+} esrrf_partial;
+
+/* Doubles per pixel of a statistic (1, 2, 4); 0 for anything else. */
+QS_API size_t esrrf_partial_slots(int temporal);
+
+/* An empty partial for maps of rows × cols. QS_EINVAL for a temporal
+ * index that has no statistic or a zero side, QS_EOVERFLOW / QS_ENOMEM.
+ * On failure *p is emptied (data NULL). */
+QS_API int esrrf_partial_init(esrrf_partial *p, int temporal, size_t rows,
+                              size_t cols);
+
+/* Releases data and empties *p (safe on an emptied partial). */
+QS_API void esrrf_partial_free(esrrf_partial *p);
+
+/* Empties the partial for a new timepoint, keeping its memory. */
+QS_API void esrrf_partial_reset(esrrf_partial *p);
+
+/* Folds `count` consecutive maps (count planes of rows × cols floats, in
+ * time order) into the partial after the maps it holds. */
+QS_API int esrrf_partial_add(esrrf_partial *p, const float *maps,
+                             size_t count);
+
+/* Merges `next`, the partial of the maps that immediately follow those of
+ * `into` in time, into `into` (either may be empty). Both must have the
+ * same statistic and size (QS_EINVAL otherwise, into untouched). */
+QS_API int esrrf_partial_merge(esrrf_partial *into,
+                               const esrrf_partial *next);
+
+/* The timepoint's image into out (rows × cols floats): the statistic over
+ * the n maps (avg: mean; var: population variance; tac2: lag-1
+ * autocovariance about the mean over n − 1), then, if mpc, the macro-pixel
+ * correction for magnification mag (rows and cols multiples of it, 1 <=
+ * mag <= 64). QS_EINVAL when n is 0, n < 2 for tac2, or mag does not fit. */
+QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
+                                float *out);
+
+
+/* The live stream: eSRRF over frames pushed as they are acquired, results
+ * as they complete.
+ *
+ * Modes (window N, every K):
+ *   timepoints  every N frames give one image: the batch call's
+ *               timepoints (frames_per_timepoint N), the same numbers as
+ *               method_run on the same frames with the same
+ *               implementation; esrrf_stream_end gives the short last
+ *               timepoint as the batch call does.
+ *   sliding     once N frames have arrived, and then every K frames, the
+ *               statistic of the last N frames (N a multiple of K); equal
+ *               to a batch call on exactly those frames up to double
+ *               rounding (the window is merged from partials of K frames).
+ * How: each push runs method_run "esrrf" with temporal=none on the pushed
+ * frames (at most ESRRF_STREAM_CHUNK at a time and ESRRF_STREAM_MAP_BYTES
+ * of maps, at least one frame); the maps fold into
+ * esrrf_partial statistics. The first push lets the engine choose the
+ * implementation (history, model or calibration as usual, or the
+ * options' impl); later pushes force that one, so a stream's numbers come
+ * from one implementation. Every push is recorded in the store like any
+ * call. An OpenCL implementation computes the maps on the device and
+ * brings them back for the fold (the batch call keeps its statistic on
+ * the device: same maps, a different fold, within 1e-5 of the peak).
+ * Memory, with P = R·M·C·M pixels and s = esrrf_partial_slots: timepoints
+ * 8·s·P bytes; sliding 8·s·P·(N/K + 1) (one partial per K frames of the
+ * window, and one to merge them); plus the maps of one chunk (at most
+ * max(ESRRF_STREAM_MAP_BYTES, 4·P)) and 4·P per result waiting to be
+ * taken (at most max_pending, one more after esrrf_stream_end). */
+#define ESRRF_STREAM_CHUNK 16
+#define ESRRF_STREAM_MAP_BYTES ((size_t)256 << 20)
+
+typedef struct esrrf_stream esrrf_stream;
+
+typedef struct esrrf_stream_options {
+  size_t rows, cols;        /* frame size R × C */
+  const param *params;      /* eSRRF's parameters by name, as method_run
+                               takes them (frames_per_timepoint is
+                               ignored: window says it; temporal must
+                               have a statistic) */
+  size_t n_params;
+  int sliding;              /* 0: timepoints, 1: sliding window */
+  size_t window;            /* N >= 1 (>= 2 for tac2) */
+  size_t every;             /* K (sliding; 0 means 1); N % K == 0 */
+  const char *impl;         /* as run_request.impl; NULL: the engine's
+                               choice */
+  size_t max_pending;       /* results held before a push is refused
+                               (0: 4) */
+} esrrf_stream_options;
+
+/* One result: the image is R·M × C·M floats, owned by the caller
+ * (image_free). */
+typedef struct esrrf_stream_result {
+  uint64_t index;            /* 0, 1, ... in order of completion */
+  uint64_t first, frames;    /* the frames it covers: [first, first +
+                                frames) of the pushed sequence */
+  double latency;            /* seconds from the push of its last frame to
+                                its completion */
+} esrrf_stream_result;
+
+/* Opens a stream on e (which must outlive it and is used by the stream's
+ * calls: one thread at a time, as always). QS_EPARAM / QS_EINVAL /
+ * QS_ESHAPE / QS_ENOMEM with a message in err (may be NULL). *s is NULL
+ * on failure. */
+QS_API int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
+                             esrrf_stream **s, char *err, size_t err_len);
+
+/* Pushes frames->frames frames of frames->rows × frames->cols. The whole
+ * push is checked first and refused with nothing consumed: QS_ESHAPE for
+ * another frame size, QS_EINVAL for a NaN or infinite pixel (the message
+ * names the frame and pixel) or after esrrf_stream_end, QS_EOVERFLOW when
+ * the results it would complete exceed max_pending (take them with
+ * esrrf_stream_pop first). A failure of the computation itself
+ * (QS_ENOMEM, an implementation error) keeps the frames before the
+ * failing chunk of ESRRF_STREAM_CHUNK. The stream stays usable after any
+ * of these. */
+QS_API int esrrf_stream_push(esrrf_stream *s, const image *frames);
+
+/* The next completed result, oldest first: *got 1 and out/info filled, or
+ * *got 0 when none is waiting. info may be NULL. */
+QS_API int esrrf_stream_pop(esrrf_stream *s, image *out,
+                            esrrf_stream_result *info, int *got);
+
+/* End of input. Timepoints: the frames of an unfinished timepoint become
+ * its result, as the batch call's short last timepoint (none with 0
+ * frames; discarded, with QS_EINVAL and a message, when tac2 has 1).
+ * Sliding: frames since the last update are discarded (no window ends
+ * there). Later pushes give QS_EINVAL. */
+QS_API int esrrf_stream_end(esrrf_stream *s);
+
+/* Frames pushed so far, and the implementation chosen ("" before the
+ * first push). The string lives as long as the stream. */
+QS_API uint64_t esrrf_stream_frames(const esrrf_stream *s);
+QS_API const char *esrrf_stream_impl(const esrrf_stream *s);
+
+/* Message of the last failure on this stream ("" if none). */
+QS_API const char *esrrf_stream_error(const esrrf_stream *s);
+
+/* Frees the stream, including results not taken (discarded). */
+QS_API void esrrf_stream_close(esrrf_stream *s);
 
 #ifdef __cplusplus
 }
