@@ -71,4 +71,8 @@ def test_unsupported_nanopyx_options_raise(stack):
 def test_frames_per_timepoint_past_the_stack_is_all_frames(stack):
     a = eSRRF(stack, magnification=2, frames_per_timepoint=100)
     b = eSRRF(stack, magnification=2)
-    assert a.shape == (48, 40) and np.array_equal(a, b)
+    # two keys, two automatic choices: the implementations may differ, and
+    # agree within the method's tolerance, not bit for bit
+    tol = qs.default_engine().method("esrrf").tolerance
+    assert a.shape == (48, 40)
+    assert np.abs(a - b).max() <= tol * np.abs(b).max()
