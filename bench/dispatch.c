@@ -17,9 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "db/store.h"
 #include "quicksilver.h"
-#include "timer.h"
 
 static int nop(const method_call *c) {
   (void)c;
@@ -151,6 +149,6 @@ int main(int argc, char **argv) {
   param sm[] = {{"magnification_row", 4, NULL}, {"magnification_col", 4, NULL}};
   calibration_cost("shift_magnify", 16, 512, 512, sm, 2);
   calibration_cost("esrrf", 100, 128, 128, NULL, 0);
-  if (path == tmp) store_unlink(tmp, NULL, 0);
+  if (path == tmp) engine_db_remove(tmp, NULL, 0);
   return 0;
 }

@@ -40,6 +40,10 @@ typedef struct cldev_info {
   uint64_t global_mem, max_alloc, local_mem;
   size_t max_work_group;
   int fp64;
+  /* A CPU device (CL_DEVICE_TYPE_CPU): its work runs on the host's cores,
+   * beside the engine's pool, so its threads compete with the CPU
+   * implementations (see clrt.c on PoCL's threads). */
+  int shares_host_cores;
 } cldev_info;
 
 /* Discovers devices (no contexts yet). disabled != 0 gives zero devices
@@ -125,6 +129,15 @@ double cl_event_seconds(cl_event ev);
  * names `what` and the code's name. */
 int cl_status(cl_int code, const char *what, char *err, size_t err_len);
 #endif
+
+/* Transfer accounting: bytes moved between host and device, per device,
+ * cumulative since clrt_open. Every implementation reports the host→device
+ * writes (up) and device→host reads and read-maps (down) it enqueues; the
+ * engine takes the difference around a call for run_report. A buffer the
+ * device shares with the host (CL_MEM_USE_HOST_PTR on a CPU device) moves
+ * nothing until it is read or mapped back. Safe from several threads. */
+void cldev_transfer(cldev *d, uint64_t up, uint64_t down);
+void cldev_transfers(cldev *d, uint64_t *up, uint64_t *down);
 
 /* Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"), "CL_SUCCESS" for
  * 0, "unknown OpenCL error" otherwise. Static string. */

@@ -77,7 +77,7 @@ int method_benchmark(engine *e, const char *method, const run_request *rq,
   size_t n_out = 0;
   const method_desc *md = method_find(e, method);
   if (md) n_out = md->n_outputs;
-  int rc = prep_call(e, method, rq, n_out, &pr);
+  int rc = prep_call(e, method, rq, n_out, 0, &pr);
   if (rc) return rc;
   mstate *m = pr.m;
   unsigned char mask[QS_MAX_ESTIMATES];

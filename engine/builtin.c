@@ -6,9 +6,7 @@
 
 #include "builtin.h"
 
-#if __has_include("methods/methods.h")
 #include "methods/methods.h"
-#endif
 
 const method_desc *const builtin_methods[] = {
     &method_shift_magnify, &method_roberts_cross,

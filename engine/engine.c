@@ -1,6 +1,6 @@
-/* engine.c — engine lifecycle: options and environment knobs, the pool,
- * the OpenCL runtime, the timing store with this machine's device rows,
- * the registry, the last-error message. */
+/* engine.c — engine lifecycle, the top of the engine: options and
+ * environment knobs, the pool, the OpenCL runtime, the timing store with
+ * this machine's device rows, the registry, and the device listing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,19 +11,6 @@
 #include "env.h"
 #include "internal.h"
 #include "timer.h"
-
-int engine_fail(engine *e, int status, const char *fmt, ...) {
-  if (!e) return status;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(e->err, sizeof e->err, fmt, ap);
-  va_end(ap);
-  return status;
-}
-
-int64_t engine_now(const engine *e) {
-  return e->clock_ns ? e->clock_ns(e->clock_ctx) : timer_ns();
-}
 
 const char *engine_error(const engine *e) { return e ? e->err : ""; }
 int engine_threads(const engine *e) { return e ? e->threads : 0; }
@@ -69,6 +56,10 @@ static int resolve(engine *e, const engine_options *o) {
     return engine_fail(e, QS_EENV, "%s", msg);
   e->no_opencl = o->no_opencl || no_cl;
   e->no_calibration = o->no_calibration;
+  e->calib_budget = o->calibration_budget > 0 ? o->calibration_budget : 0;
+  e->calib_share = o->calibration_share > 0 && o->calibration_share <= 1
+                       ? o->calibration_share
+                       : 0;
   e->seed = o->seed;
   e->clock_ns = o->clock_ns;
   e->clock_ctx = o->clock_ctx;
@@ -112,12 +103,14 @@ static void cpu_identify(engine *e) {
 /* Device rows for the CPU and every OpenCL device; a failure here is the
  * store's and does not stop the engine. */
 static void devices_record(engine *e) {
-  char info[512], msg[256];
+  char info[512], msg[1024];
   snprintf(info, sizeof info,
            "{\"kind\":\"cpu\",\"cores\":%d,\"threads\":%d}",
            pool_cores(), e->threads);
-  store_device(e->store, e->cpu_fp, e->cpu_name, info, msg, sizeof msg);
-  for (size_t i = 0; e->cl && i < clrt_count(e->cl); i++) {
+  int rc = store_device(e->store, e->cpu_fp, e->cpu_name, info, msg,
+                        sizeof msg);
+  if (rc) engine_record_fail(e, rc, msg);
+  for (size_t i = 0; !rc && e->cl && i < clrt_count(e->cl); i++) {
     const cldev_info *d = cldev_about(clrt_device(e->cl, i));
     snprintf(info, sizeof info,
              "{\"kind\":\"opencl\",\"slug\":\"%s\",\"gpu\":%d,"
@@ -129,7 +122,8 @@ static void devices_record(engine *e) {
              (unsigned long long)d->local_mem, d->fp64);
     char name[300];
     snprintf(name, sizeof name, "%s (%s)", d->name, d->platform);
-    store_device(e->store, d->fingerprint, name, info, msg, sizeof msg);
+    rc = store_device(e->store, d->fingerprint, name, info, msg, sizeof msg);
+    if (rc) engine_record_fail(e, rc, msg);
   }
 }
 
@@ -148,14 +142,69 @@ static int open_parts(engine *e) {
   int rc = clrt_open(&e->cl, e->no_opencl, kernels, msg, sizeof msg);
   free(kernels);
   if (rc) return engine_fail(e, rc, "OpenCL runtime: %s", msg);
+  e->step = dispatch_step;
   rc = registry_builtins(e);
   if (rc) return rc;
   rc = store_open(&e->store, e->db_path, msg, sizeof msg);
   if (rc) {
     e->store = NULL;
+    e->store_status = rc;
+    snprintf(e->store_err, sizeof e->store_err, "%s", msg);
+    engine_record_fail(e, rc, msg);
     return engine_fail(e, rc, "%s", msg);
   }
   devices_record(e);
+  return QS_OK;
+}
+
+const char *engine_opencl_why(const engine *e) {
+  if (!e) return "no engine";
+  if (!e->cl) return "OpenCL runtime not started";
+  return clrt_why(e->cl);
+}
+
+static void device_cpu(const engine *e, device_info *o) {
+  snprintf(o->name, sizeof o->name, "cpu");
+  snprintf(o->fingerprint, sizeof o->fingerprint, "%s", e->cpu_fp);
+  snprintf(o->model, sizeof o->model, "%s", e->cpu_name);
+  o->shares_host_cores = 1;
+  o->cores = pool_cores();
+  o->threads = e->threads;
+  o->compute_units = (unsigned)o->cores;
+}
+
+static void device_cl(const cldev_info *d, device_info *o) {
+  snprintf(o->name, sizeof o->name, "%s", d->slug);
+  snprintf(o->fingerprint, sizeof o->fingerprint, "%s", d->fingerprint);
+  snprintf(o->model, sizeof o->model, "%s", d->name);
+  snprintf(o->platform, sizeof o->platform, "%s", d->platform);
+  snprintf(o->vendor, sizeof o->vendor, "%s", d->vendor);
+  snprintf(o->driver, sizeof o->driver, "%s", d->driver);
+  snprintf(o->version, sizeof o->version, "%s", d->version);
+  o->opencl = 1;
+  o->gpu = d->is_gpu;
+  o->shares_host_cores = d->shares_host_cores;
+  o->compute_units = d->compute_units;
+  o->clock_mhz = d->clock_mhz;
+  o->global_mem = d->global_mem;
+  o->max_alloc = d->max_alloc;
+  o->local_mem = d->local_mem;
+  o->max_work_group = d->max_work_group;
+  o->fp64 = d->fp64;
+}
+
+int engine_devices(engine *e, device_info *out, size_t max, size_t *n) {
+  if (!e || (max && !out)) return QS_EINVAL;
+  if (!e->pool) return engine_fail(e, QS_EINVAL, "engine not open");
+  size_t cl = e->cl ? clrt_count(e->cl) : 0;
+  for (size_t i = 0; i < max && i < cl + 1; i++) {
+    memset(&out[i], 0, sizeof out[i]);
+    if (i == 0)
+      device_cpu(e, &out[i]);
+    else
+      device_cl(cldev_about(clrt_device(e->cl, i - 1)), &out[i]);
+  }
+  if (n) *n = cl + 1;
   return QS_OK;
 }
 
@@ -172,81 +221,9 @@ int engine_open(engine **out, const engine_options *options) {
   return rc;
 }
 
-/* Rows are written to the store in batches, one transaction each: a commit
- * per row (with the history trim) costs several times the rest of a warm
- * call (about 50 us median, 200 us mean with WAL checkpoints, against 5 us
- * for the call). Runs wait in memory until FLUSH_ROWS are pending or the
- * oldest is FLUSH_NS old (checked at each record), and are written at
- * engine_close and before the store is read. A crash loses at most that
- * batch; the selection never waits for the store because the engine's own
- * history cache is updated at once. */
-#define FLUSH_ROWS 64
-#define FLUSH_NS 250000000
-
-struct pending {
-  run_row rows[FLUSH_ROWS];
-  char *text[FLUSH_ROWS]; /* one block per row holding its strings */
-  size_t n;
-  int64_t first_ns;
-};
-
-static double unix_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Copies s to *at and advances it. */
-static const char *put_str(char **at, const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = *at;
-  memcpy(d, s, n);
-  *at += n;
-  return d;
-}
-
-int engine_flush(engine *e) {
-  pending *q = e->queue;
-  if (!q || !q->n) return QS_OK;
-  char msg[512] = "";
-  int rc = e->store ? store_record_batch(e->store, q->rows, q->n, msg,
-                                         sizeof msg)
-                    : QS_OK;
-  for (size_t i = 0; i < q->n; i++) free(q->text[i]);
-  q->n = 0;
-  if (rc) return engine_fail(e, rc, "recording runs: %s", msg);
-  return QS_OK;
-}
-
-void engine_record(engine *e, const mstate *m, const rimpl *r,
-                   const run_rec *rec) {
-  if (!e->store) return;
-  if (!e->queue && !(e->queue = calloc(1, sizeof *e->queue))) return;
-  pending *q = e->queue;
-  const char *err = rec->error ? rec->error : "";
-  const char *str[] = {m->desc->name, r->name, r->devfp, rec->key,
-                       rec->params, err};
-  size_t len = 0;
-  for (size_t i = 0; i < 6; i++) len += strlen(str[i]) + 1;
-  char *block = malloc(len), *at = block;
-  if (!block) return;
-  q->text[q->n] = block;
-  q->rows[q->n] = (run_row){
-      .stamp = unix_now(), .method = put_str(&at, str[0]),
-      .impl = put_str(&at, str[1]), .impl_version = r->def->version,
-      .device = put_str(&at, str[2]), .key = put_str(&at, str[3]),
-      .work = rec->work, .params = put_str(&at, str[4]), .wall = rec->wall,
-      .device_s = rec->device_s, .once_s = rec->once_s,
-      .status = rec->status, .error = put_str(&at, str[5])};
-  int64_t now = timer_ns();
-  if (q->n++ == 0) q->first_ns = now;
-  if (q->n == FLUSH_ROWS || now - q->first_ns >= FLUSH_NS) engine_flush(e);
-}
-
 void engine_close(engine *e) {
   if (!e) return;
-  engine_flush(e);
-  free(e->queue);
+  recorder_close(e);
   registry_free(e);
   store_close(e->store);
   clrt_close(e->cl);

@@ -115,7 +115,7 @@ static int load_row(void *ctx, const run_row *r) {
   size_t i = 0;
   while (i < m->n_impls && (strcmp(m->impls[i].name, r->impl) ||
                             strcmp(m->impls[i].devfp, r->device) ||
-                            m->impls[i].def->version != r->impl_version))
+                            m->impls[i].version != r->impl_version))
     i++;
   if (i == m->n_impls) return 0; /* other hardware or an older version */
   hist *h = hist_get(m, i, r->key, r->work, 1);
@@ -137,12 +137,13 @@ int hist_load(engine *e, mstate *m) {
   if (m->loaded) return QS_OK;
   m->loaded = 1;
   if (!e->store) return QS_OK;
-  int rc = engine_flush(e);
-  if (rc) return rc;
+  /* No flush first: every run of this method was accounted after this
+   * load, so the rows still waiting in the recorder are in the cache
+   * already (reading them back would count them twice). */
   load_ctx l = {.m = m};
   store_filter f = {.method = m->desc->name};
   char msg[512] = "";
-  rc = store_query(e->store, &f, load_row, &l, msg, sizeof msg);
+  int rc = store_query(e->store, &f, load_row, &l, msg, sizeof msg);
   if (l.oom) rc = QS_ENOMEM;
   /* newest first: replay from the end, keeping the newest window */
   for (size_t i = l.n; i-- > 0;) hist_add(l.rows[i].h, l.rows[i].wall);

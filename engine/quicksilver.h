@@ -61,7 +61,6 @@ extern "C" {
   X(QS_EDEVMEM, "device_memory", "not enough device memory")                 \
   X(QS_EIO, "io", "input/output error")                                      \
   X(QS_EFORMAT, "format", "malformed or unsupported file")                   \
-  X(QS_ECANCEL, "cancelled", "cancelled")                                    \
   X(QS_EEXISTS, "exists", "already exists")
 
 typedef enum qs_status {
@@ -129,6 +128,11 @@ typedef struct engine_options {
   /* Clock used for every timing; NULL: CLOCK_MONOTONIC. Tests inject one. */
   int64_t (*clock_ns)(void *ctx);
   void *clock_ctx;
+  /* Calibration of implementations without timings (see method_run): the
+   * budget per call is this share of the predicted call (0: 0.10), at
+   * least 2 ms, capped at calibration_budget seconds when that is > 0. */
+  double calibration_share;
+  double calibration_budget;
 } engine_options;
 
 #define QS_MAX_THREADS 256
@@ -153,6 +157,62 @@ QS_API int engine_threads(const engine *e);
 
 /* Path of the timing store in use (":memory:" possible). */
 QS_API const char *engine_db_path(const engine *e);
+
+/* The devices this engine runs on: entry 0 is the host CPU (the pool), then
+ * one entry per OpenCL device in the order of their implementations. */
+typedef struct device_info {
+  char name[QS_NAME_MAX];   /* "cpu", or the OpenCL slug that ends the
+                               names of its implementations ("opencl:<name>") */
+  char fingerprint[QS_NAME_MAX]; /* as recorded in the store's rows */
+  char model[128];          /* CPU model or OpenCL device name */
+  char platform[128], vendor[128], driver[64], version[128]; /* OpenCL */
+  int opencl;               /* 1 for an OpenCL device, 0 for the host CPU */
+  int gpu;                  /* an OpenCL GPU or accelerator */
+  int shares_host_cores;    /* runs on the host's cores: the CPU itself, or
+                               an OpenCL CPU device (its work competes with
+                               the pool's threads) */
+  int cores;                /* host CPU: online cores */
+  int threads;              /* host CPU: the engine's pool threads */
+  unsigned compute_units, clock_mhz;
+  uint64_t global_mem, max_alloc, local_mem;
+  size_t max_work_group;
+  int fp64;
+} device_info;
+
+/* Fills up to max entries; *n receives the total. */
+QS_API int engine_devices(engine *e, device_info *out, size_t max, size_t *n);
+
+/* Why the engine has no OpenCL device ("" when it has some). */
+QS_API const char *engine_opencl_why(const engine *e);
+
+/* The nearest of n names (at(ctx, i)) to `name` by edit distance, within a
+ * third of the name's length (at least 2), or NULL: "did you mean" help for
+ * any list of names (commands, flags, methods). */
+QS_API const char *name_nearest(const char *name,
+                                const char *(*at)(const void *ctx, size_t i),
+                                const void *ctx, size_t n);
+
+/* The registered method nearest to `name` (name_nearest over the
+ * methods), or NULL. */
+QS_API const char *method_nearest_name(const engine *e, const char *name);
+
+/* ------------------------------------------------- recording of timings */
+
+/* Whether the engine's timings reach its store: QS_OK while every timing
+ * so far was written (or is queued for a store that has taken writes);
+ * else the status of the first failure, with a message naming the store
+ * and the reason in msg (may be NULL): the store could not be opened
+ * (damaged, another program's database, newer schema), it can only be
+ * read, it was found damaged (the file is then never written again by
+ * this engine), another process held its lock past the wait
+ * (QUICKSILVER_DB_WAIT_MS, default 10 s), the disk is full, or any other
+ * failed write. After the first failure the engine stops writing to the
+ * store, so a process waits at most once for a lock; runs go on and still
+ * choose from the history already read. The engine writes the first run it
+ * records at once, so that run's run_report.record_status is exact; later
+ * runs are written in batches and a failure there shows in the next
+ * report and here. */
+QS_API int engine_record_status(const engine *e, char *msg, size_t len);
 
 /* ------------------------------------------------------------ parameters */
 
@@ -187,8 +247,14 @@ typedef struct param_def {
   const char *doc;     /* one line */
 } param_def;
 
-/* Most parameters a method may declare. */
+/* Limits of a method descriptor, checked by method_register (QS_EINVAL
+ * naming the method and the limit): parameters, input and output slots,
+ * and implementations as the engine runs them (an OpenCL implementation
+ * counts once per device). */
 #define QS_MAX_PARAMS 64
+#define QS_MAX_INPUTS 16
+#define QS_MAX_OUTPUTS 16
+#define QS_MAX_IMPLS QS_MAX_ESTIMATES
 
 /* Parses `text` as a value of parameter *d: int (decimal), float, bool
  * (true/false/1/0/yes/no/on/off), enum (a name from choices, giving its
@@ -214,18 +280,31 @@ QS_API int params_resolve(const param_def *defs, size_t n, const param *given,
                           size_t err_len);
 
 /* Canonical text of a value ("3", "1.5", "true", "avg") into buf (always
- * NUL-terminated); returns the length snprintf would have written. */
+ * NUL-terminated); returns the length snprintf would have written. Floats
+ * in the shortest form that reads back as the same double ("0.1"), whole
+ * numbers as integers. */
 QS_API int params_format(const param_def *d, double value, char *buf,
                          size_t len);
 
 /* ------------------------------------------------------- implementations */
 
+/* One table gives the kinds and their names. */
+#define QS_IMPL_KIND_TABLE(X)                                                \
+  X(IMPL_SERIAL, "serial")                                                   \
+  X(IMPL_THREADED, "threaded")                                               \
+  X(IMPL_OPENCL, "opencl")                                                   \
+  X(IMPL_COMPOSITE, "composite")
+
 typedef enum impl_kind {
-  IMPL_SERIAL,
-  IMPL_THREADED,
-  IMPL_OPENCL,
-  IMPL_COMPOSITE
+#define QS_IMPL_KIND_ENUM_(code, name) code,
+  QS_IMPL_KIND_TABLE(QS_IMPL_KIND_ENUM_)
+#undef QS_IMPL_KIND_ENUM_
+  IMPL_KIND_COUNT
 } impl_kind;
+
+/* "serial", "threaded", "opencl", "composite"; "unknown" outside the
+ * table. The string is static. */
+QS_API const char *impl_kind_name(impl_kind k);
 
 /* Pool schedules, as OpenMP's. */
 typedef enum schedule {
@@ -288,7 +367,9 @@ typedef struct impl_def {
    * return makes the implementation unavailable, with `why`. Listing calls
    * it with no inputs (n_in == 0) and the default parameters. */
   int (*probe)(const method_call *c, char *why, size_t why_len);
-  int version;   /* bump when the numbers or the speed change */
+  int version;   /* bump when the numbers or the speed change (built-in
+                    methods also record a hash of their code, so a
+                    forgotten bump cannot revive stale timings) */
   schedule sched;
   size_t chunk;
 } impl_def;
@@ -350,7 +431,9 @@ QS_API const method_desc *method_find(const engine *e, const char *name);
 typedef struct impl_info {
   char name[QS_NAME_MAX];
   impl_kind kind;
-  int version;
+  int version;     /* as recorded in the store: for built-in methods the
+                      declared version mixed with the build-time hash of
+                      the method's code and the library version */
   int available;
   char why[256];   /* why not available, else "" */
   char device[QS_NAME_MAX]; /* device fingerprint: "cpu-<16 hex>" (CPU
@@ -399,6 +482,11 @@ typedef struct run_report {
   run_estimate estimates[QS_MAX_ESTIMATES];
   double calibration_once_seconds; /* one-time costs (program builds, first
                                       launches) inside calibration_seconds */
+  int record_status; /* engine_record_status when the call returned: QS_OK
+                        or why timings are not being recorded */
+  uint64_t bytes_up, bytes_down; /* OpenCL: bytes the run moved host→device
+                                    and device→host (cl/clrt.h's transfer
+                                    accounting); else 0 */
 } run_report;
 
 /* Runs `method` on the request. outputs[0..n_outputs) receive images
@@ -407,11 +495,25 @@ typedef struct run_report {
  * Choice: the exact key's history (mean of the fastest half of the newest
  * 50 runs); else a fit time = a + b * work over the implementation's other
  * keys; implementations with no timing on this device are first calibrated
- * on two small slices of the input (unless no_calibration: a static order
- * by kind and size). An implementation that fails is recorded, skipped for
- * that key for the next 20 runs of the method, and the next best runs. */
+ * on slices of the input within the calibration budget (engine_options;
+ * those the budget leaves out are passed over and calibrated by later
+ * calls), unless no_calibration: a static order by kind and size. An
+ * implementation that fails is recorded, skipped for that key for the next
+ * 20 runs of the method, and the next best runs. */
 QS_API int method_run(engine *e, const char *method, const run_request *rq,
                       image *outputs, size_t n_outputs, run_report *report);
+
+/* What method_run would do for this request, without running anything or
+ * touching the store: report->impl is the implementation it would run and
+ * report->reason why ("forced", "history", "model", "static"); the
+ * estimates give every implementation's prediction and its source. When
+ * method_run would first calibrate cold implementations (no timing on their
+ * device and calibration enabled), reason is "calibration" and impl the
+ * choice among what is known now (the static order when nothing is); the
+ * cold ones have source "none". seconds and the other timings stay 0.
+ * Inputs need shapes only: `data` may be NULL here. */
+QS_API int method_estimate(engine *e, const char *method,
+                           const run_request *rq, run_report *report);
 
 /* Benchmark: every available implementation (or those named in `impls`,
  * comma-separated names or kinds), `warmup` untimed runs then `repeats`
@@ -435,6 +537,286 @@ typedef struct bench_result {
 QS_API int method_benchmark(engine *e, const char *method,
                             const run_request *rq, const char *impls,
                             int warmup, int repeats, bench_result *result);
+
+/* ------------------------------------------------------------ the store */
+
+/* The engine's timing store, as `quicksilver db` and the bindings see it.
+ * Calls return a status with the message in engine_error(e). Writes
+ * pending in the engine are flushed first; calls that remove or add rows
+ * make the engine re-read its history on the next run. */
+
+/* Rows matching every non-NULL field; at most `limit` (0: no limit). */
+typedef struct db_filter {
+  const char *method, *impl, *device, *key;
+  size_t limit;
+} db_filter;
+
+/* One recorded run (or failure). Strings are valid during the callback. */
+typedef struct db_row {
+  int64_t id;
+  double stamp;        /* unix seconds (UTC) */
+  const char *method, *impl;
+  int impl_version;
+  const char *device;  /* device fingerprint */
+  const char *key;     /* canonical key text */
+  double work;         /* scalar work size */
+  const char *params;  /* parameters as JSON text */
+  double wall;         /* steady wall seconds */
+  double device_seconds, once_seconds;
+  int status;          /* QS_OK or the failure's status */
+  const char *error;   /* "" on success */
+} db_row;
+
+/* Callbacks return nonzero to stop (that value is returned). */
+typedef int (*db_row_fn)(void *ctx, const db_row *r);
+
+/* Rows newest first. */
+QS_API int engine_db_query(engine *e, const db_filter *f, db_row_fn fn,
+                           void *ctx);
+
+/* Summary of one (method, key, impl, device) group: `count` successful
+ * runs (min, median, fast-half mean of their walls when count > 0) and
+ * `failed` failures; `status` is the newest failure's status (or QS_OK). */
+typedef struct db_stat {
+  const char *method, *key, *impl, *device;
+  size_t count, failed;
+  double min, median, fast_mean;
+  int status;
+} db_stat;
+typedef int (*db_stat_fn)(void *ctx, const db_stat *s);
+
+/* Groups ordered by method, key, impl, device (filter limit ignored). */
+QS_API int engine_db_stats(engine *e, const db_filter *f, db_stat_fn fn,
+                           void *ctx);
+
+/* For every (method, key) with runs of this engine's implementations on
+ * this machine's devices (filtered by method and key), the choice
+ * method_run makes for that key by the engine's own rule (history, then
+ * model, never calibrating): choice->impl, reason and the estimates.
+ * Keys of other machines or older implementation versions do not count,
+ * as in method_run. */
+typedef int (*db_best_fn)(void *ctx, const char *method, const char *key,
+                          const run_report *choice);
+QS_API int engine_db_best(engine *e, const db_filter *f, db_best_fn fn,
+                          void *ctx);
+
+/* Writes every row and device as one JSON document at path (atomically). */
+QS_API int engine_db_export(engine *e, const char *path);
+
+/* Adds the rows of a document engine_db_export wrote; rows already present
+ * are skipped; a malformed document changes nothing. Counters may be
+ * NULL. */
+QS_API int engine_db_import(engine *e, const char *path, size_t *added,
+                            size_t *skipped, size_t *rejected);
+
+/* Keeps the newest `keep` runs per (method, impl, device, key) (0: no
+ * limit) and drops runs older than `older_than_days` (<= 0: no limit). */
+QS_API int engine_db_prune(engine *e, size_t keep, double older_than_days,
+                           size_t *removed);
+
+/* Deletes the runs matching every non-NULL field of f (limit ignored). */
+QS_API int engine_db_forget(engine *e, const db_filter *f, size_t *removed);
+
+/* SQLite's integrity check. A store engine_open could not open gives the
+ * status it gave then (QS_ECORRUPT, QS_ESCHEMA, QS_EFORMAT...). */
+QS_API int engine_db_check(engine *e);
+
+/* Moves a store file no engine has open (and its -wal and -shm files)
+ * aside to "<path>.corrupt-<unix seconds>", never overwriting anything;
+ * the new name goes to moved (may be NULL). QS_EIO with err on failure. */
+QS_API int engine_db_move_aside(const char *path, char *moved,
+                                size_t moved_len, char *err, size_t err_len);
+
+/* Deletes a store file no engine has open, with its -wal and -shm files
+ * (absent files are not an error): a fresh store for benchmarks. */
+QS_API int engine_db_remove(const char *path, char *err, size_t err_len);
+
+/* ------------------------------------------------------------- timing */
+
+/* Monotonic nanoseconds (CLOCK_MONOTONIC). */
+QS_API int64_t timer_ns(void);
+
+/* Summary of a sample. The "fast half" is the smallest max(1, n / 2) values
+ * (the rule NanoPyx's agent uses, defined for n == 1 too); the "slow half"
+ * is the rest (or the one value when n == 1). Standard deviations are
+ * population ones. */
+typedef struct stats {
+  size_t n;
+  double min, max, median, mean;
+  double fast_mean, fast_std;
+  double slow_mean, slow_std;
+} stats;
+
+/* Fills *s from x[0..n); x is not modified. Returns QS_EINVAL for n == 0
+ * and QS_ENOMEM if the scratch copy cannot be made. */
+QS_API int stats_of(const double *x, size_t n, stats *s);
+
+/* ------------------------------------------------------------ live eSRRF */
+
+/* eSRRF's temporal statistic of one timepoint as a partial that can be
+ * built from any run of consecutive RGC maps, merged exactly with the
+ * partial of the run that follows it, and finished into the timepoint's
+ * image. The batch call (method_run "esrrf" with a temporal statistic), the
+ * live stream and a distributed run all fold through these functions, so a
+ * timepoint's frames added one after another and finished give the very
+ * bits method_run gives for those maps.
+ *
+ * temporal is eSRRF's choice index: 0 avg, 1 var, 2 tac2 (none has no
+ * statistic). Every pixel keeps esrrf_partial_slots(temporal) doubles in
+ * `data`, pixel-major (slot s of pixel i at data[i * slots + s]), so that a
+ * partial can be sent as n and its data; with y_t = x_t − x_0 (x_0 the
+ * partial's first map):
+ *   avg   [Σ x_t]
+ *   var   [mean, M2] — Welford's recurrence frame by frame (M2 the sum of
+ *         squared deviations from the mean), Chan's formula to merge;
+ *   tac2  [x_0, Σ y_t, Σ_{t<n−1} y_t·y_{t+1}, y_{n−1}] — the first map
+ *         and the last shifted value are the boundary state a merge needs
+ *         for the product across the boundary and the change of shift.
+ * All in double: the error of a fold over 10^4 frames stays near double
+ * rounding, far below the float output's ulp. A merge is exact up to
+ * double rounding (not bit-identical to adding the same maps one by one:
+ * a different order of the same sums). */
+typedef struct esrrf_partial {
+  int temporal;       /* 0 avg, 1 var, 2 tac2 */
+  size_t rows, cols;  /* the maps: R·M × C·M */
+  uint64_t n;         /* maps folded in (0: empty) */
+  double *data;       /* rows · cols · slots doubles, owned */
+} esrrf_partial;
+
+/* Doubles per pixel of a statistic (1, 2, 4); 0 for anything else. */
+QS_API size_t esrrf_partial_slots(int temporal);
+
+/* An empty partial for maps of rows × cols. QS_EINVAL for a temporal
+ * index that has no statistic or a zero side, QS_EOVERFLOW / QS_ENOMEM.
+ * On failure *p is emptied (data NULL). */
+QS_API int esrrf_partial_init(esrrf_partial *p, int temporal, size_t rows,
+                              size_t cols);
+
+/* Releases data and empties *p (safe on an emptied partial). */
+QS_API void esrrf_partial_free(esrrf_partial *p);
+
+/* Empties the partial for a new timepoint, keeping its memory. */
+QS_API void esrrf_partial_reset(esrrf_partial *p);
+
+/* Folds `count` consecutive maps (count planes of rows × cols floats, in
+ * time order) into the partial after the maps it holds. */
+QS_API int esrrf_partial_add(esrrf_partial *p, const float *maps,
+                             size_t count);
+
+/* Merges `next`, the partial of the maps that immediately follow those of
+ * `into` in time, into `into` (either may be empty). Both must have the
+ * same statistic and size (QS_EINVAL otherwise, into untouched). */
+QS_API int esrrf_partial_merge(esrrf_partial *into,
+                               const esrrf_partial *next);
+
+/* The timepoint's image into out (rows × cols floats): the statistic over
+ * the n maps (avg: mean; var: population variance; tac2: lag-1
+ * autocovariance about the mean over n − 1), then, if mpc, the macro-pixel
+ * correction for magnification mag (rows and cols multiples of it, 1 <=
+ * mag <= 64). QS_EINVAL when n is 0, n < 2 for tac2, or mag does not fit. */
+QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
+                                float *out);
+
+
+/* The live stream: eSRRF over frames pushed as they are acquired, results
+ * as they complete.
+ *
+ * Modes (window N, every K):
+ *   timepoints  every N frames give one image: the batch call's
+ *               timepoints (frames_per_timepoint N), the same numbers as
+ *               method_run on the same frames with the same
+ *               implementation; esrrf_stream_end gives the short last
+ *               timepoint as the batch call does.
+ *   sliding     once N frames have arrived, and then every K frames, the
+ *               statistic of the last N frames (N a multiple of K); equal
+ *               to a batch call on exactly those frames up to double
+ *               rounding (the window is merged from partials of K frames).
+ * How: each push runs method_run "esrrf" with temporal=none on the pushed
+ * frames (at most ESRRF_STREAM_CHUNK at a time and ESRRF_STREAM_MAP_BYTES
+ * of maps, at least one frame); the maps fold into
+ * esrrf_partial statistics. The first push lets the engine choose the
+ * implementation (history, model or calibration as usual, or the
+ * options' impl); later pushes force that one, so a stream's numbers come
+ * from one implementation. Every push is recorded in the store like any
+ * call. An OpenCL implementation computes the maps on the device and
+ * brings them back for the fold (the batch call keeps its statistic on
+ * the device: same maps, a different fold, within 1e-5 of the peak).
+ * Memory, with P = R·M·C·M pixels and s = esrrf_partial_slots: timepoints
+ * 8·s·P bytes; sliding 8·s·P·(N/K + 1) (one partial per K frames of the
+ * window, and one to merge them); plus the maps of one chunk (at most
+ * max(ESRRF_STREAM_MAP_BYTES, 4·P)) and 4·P per result waiting to be
+ * taken (at most max_pending, one more after esrrf_stream_end). */
+#define ESRRF_STREAM_CHUNK 16
+#define ESRRF_STREAM_MAP_BYTES ((size_t)256 << 20)
+
+typedef struct esrrf_stream esrrf_stream;
+
+typedef struct esrrf_stream_options {
+  size_t rows, cols;        /* frame size R × C */
+  const param *params;      /* eSRRF's parameters by name, as method_run
+                               takes them (frames_per_timepoint is
+                               ignored: window says it; temporal must
+                               have a statistic) */
+  size_t n_params;
+  int sliding;              /* 0: timepoints, 1: sliding window */
+  size_t window;            /* N >= 1 (>= 2 for tac2) */
+  size_t every;             /* K (sliding; 0 means 1); N % K == 0 */
+  const char *impl;         /* as run_request.impl; NULL: the engine's
+                               choice */
+  size_t max_pending;       /* results held before a push is refused
+                               (0: 4) */
+} esrrf_stream_options;
+
+/* One result: the image is R·M × C·M floats, owned by the caller
+ * (image_free). */
+typedef struct esrrf_stream_result {
+  uint64_t index;            /* 0, 1, ... in order of completion */
+  uint64_t first, frames;    /* the frames it covers: [first, first +
+                                frames) of the pushed sequence */
+  double latency;            /* seconds from the push of its last frame to
+                                its completion */
+} esrrf_stream_result;
+
+/* Opens a stream on e (which must outlive it and is used by the stream's
+ * calls: one thread at a time, as always). QS_EPARAM / QS_EINVAL /
+ * QS_ESHAPE / QS_ENOMEM with a message in err (may be NULL). *s is NULL
+ * on failure. */
+QS_API int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
+                             esrrf_stream **s, char *err, size_t err_len);
+
+/* Pushes frames->frames frames of frames->rows × frames->cols. The whole
+ * push is checked first and refused with nothing consumed: QS_ESHAPE for
+ * another frame size, QS_EINVAL for a NaN or infinite pixel (the message
+ * names the frame and pixel) or after esrrf_stream_end, QS_EOVERFLOW when
+ * the results it would complete exceed max_pending (take them with
+ * esrrf_stream_pop first). A failure of the computation itself
+ * (QS_ENOMEM, an implementation error) keeps the frames before the
+ * failing chunk of ESRRF_STREAM_CHUNK. The stream stays usable after any
+ * of these. */
+QS_API int esrrf_stream_push(esrrf_stream *s, const image *frames);
+
+/* The next completed result, oldest first: *got 1 and out/info filled, or
+ * *got 0 when none is waiting. info may be NULL. */
+QS_API int esrrf_stream_pop(esrrf_stream *s, image *out,
+                            esrrf_stream_result *info, int *got);
+
+/* End of input. Timepoints: the frames of an unfinished timepoint become
+ * its result, as the batch call's short last timepoint (none with 0
+ * frames; discarded, with QS_EINVAL and a message, when tac2 has 1).
+ * Sliding: frames since the last update are discarded (no window ends
+ * there). Later pushes give QS_EINVAL. */
+QS_API int esrrf_stream_end(esrrf_stream *s);
+
+/* Frames pushed so far, and the implementation chosen ("" before the
+ * first push). The string lives as long as the stream. */
+QS_API uint64_t esrrf_stream_frames(const esrrf_stream *s);
+QS_API const char *esrrf_stream_impl(const esrrf_stream *s);
+
+/* Message of the last failure on this stream ("" if none). */
+QS_API const char *esrrf_stream_error(const esrrf_stream *s);
+
+/* Frees the stream, including results not taken (discarded). */
+QS_API void esrrf_stream_close(esrrf_stream *s);
 
 #ifdef __cplusplus
 }

@@ -1,13 +1,14 @@
 /* registry.c — the engine's methods: the built-in table plus the ones host
  * programs register, each with its implementations expanded as this engine
  * runs them (one OpenCL implementation per device) and their availability.
- * Listing calls for the CLI and bindings live here too. */
+ * The method listing calls of the public API live here too. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "builtin.h"
+#include "codehash.h"
 #include "cl/clrt.h"
 #include "internal.h"
 
@@ -19,14 +20,22 @@ static int desc_check(engine *e, const method_desc *d) {
     return engine_fail(e, QS_EINVAL, "method descriptor: missing or too long "
                                      "name");
   if (d->n_params > QS_MAX_PARAMS || (d->n_params && !d->params))
-    return engine_fail(e, QS_EINVAL, "method %s: bad parameter table",
-                       d->name);
+    return engine_fail(e, QS_EINVAL,
+                       "method %s: bad parameter table (%zu parameters, at "
+                       "most %d)",
+                       d->name, d->n_params, QS_MAX_PARAMS);
   if (d->n_impls == 0 || !d->impls)
     return engine_fail(e, QS_EINVAL, "method %s: no implementations",
                        d->name);
   if (d->n_inputs == 0 || !d->inputs || (d->n_outputs && !d->outputs))
     return engine_fail(e, QS_EINVAL, "method %s: bad input/output slots",
                        d->name);
+  if (d->n_inputs > QS_MAX_INPUTS || d->n_outputs > QS_MAX_OUTPUTS)
+    return engine_fail(e, QS_EINVAL,
+                       "method %s: %zu inputs and %zu outputs (at most %d "
+                       "and %d)",
+                       d->name, d->n_inputs, d->n_outputs, QS_MAX_INPUTS,
+                       QS_MAX_OUTPUTS);
   for (size_t i = 0; i < d->n_params; i++) {
     if (!d->params[i].name)
       return engine_fail(e, QS_EINVAL, "method %s: parameter %zu has no name",
@@ -52,7 +61,21 @@ static int desc_check(engine *e, const method_desc *d) {
   return QS_OK;
 }
 
-int registry_add(engine *e, const method_desc *d) {
+/* The version rows of an implementation are recorded and matched under:
+ * for a built-in method, its declared version mixed with the build-time
+ * hash of the method's code (codehash.py), so that changed code never
+ * meets its old timings even when nobody bumps the number; for a host
+ * program's method, the declared version. Always >= 0. */
+static int version_of(const impl_def *x, int builtin, const char *method) {
+  if (!builtin) return x->version;
+  uint32_t h = 0;
+  for (size_t i = 0; code_hashes[i].method; i++)
+    if (!strcmp(code_hashes[i].method, method)) h = code_hashes[i].hash;
+  if (!h) return x->version;
+  return (int)(((uint32_t)x->version * 2654435761u ^ h) & 0x7fffffffu);
+}
+
+int registry_add(engine *e, const method_desc *d, int builtin) {
   int rc = desc_check(e, d);
   if (rc) return rc;
   if (registry_find(e, d->name))
@@ -61,10 +84,10 @@ int registry_add(engine *e, const method_desc *d) {
   size_t devices = e->cl ? clrt_count(e->cl) : 0, n = 0;
   for (size_t i = 0; i < d->n_impls; i++)
     n += d->impls[i].kind == IMPL_OPENCL && devices ? devices : 1;
-  if (n > QS_MAX_ESTIMATES)
+  if (n > QS_MAX_IMPLS)
     return engine_fail(e, QS_EINVAL,
                        "method %s: %zu implementations here (at most %d)",
-                       d->name, n, QS_MAX_ESTIMATES);
+                       d->name, n, QS_MAX_IMPLS);
   if (e->n_methods == e->cap_methods) {
     size_t cap = e->cap_methods ? e->cap_methods * 2 : 16;
     mstate *p = realloc(e->methods, cap * sizeof *p);
@@ -79,14 +102,14 @@ int registry_add(engine *e, const method_desc *d) {
     const impl_def *x = &d->impls[i];
     if (x->kind != IMPL_OPENCL) {
       r[k] = (rimpl){.def = x, .devfp = e->cpu_fp, .oom_work = INFINITY,
-                     .gen = 1};
+                     .gen = 1, .version = version_of(x, builtin, d->name)};
       snprintf(r[k].name, sizeof r[k].name, "%s", x->name);
       k++;
       continue;
     }
     if (!devices) {
       r[k] = (rimpl){.def = x, .devfp = "none", .oom_work = INFINITY,
-                     .gen = 1};
+                     .gen = 1, .version = version_of(x, builtin, d->name)};
       snprintf(r[k].name, sizeof r[k].name, "%s", x->name);
       snprintf(r[k].why, sizeof r[k].why, "no OpenCL device: %s",
                e->cl ? clrt_why(e->cl) : "OpenCL runtime not started");
@@ -97,7 +120,8 @@ int registry_add(engine *e, const method_desc *d) {
       cldev *dev = clrt_device(e->cl, j);
       const cldev_info *info = cldev_about(dev);
       r[k] = (rimpl){.def = x, .device = dev, .devfp = info->fingerprint,
-                     .oom_work = INFINITY, .gen = 1};
+                     .oom_work = INFINITY, .gen = 1,
+                     .version = version_of(x, builtin, d->name)};
       snprintf(r[k].name, sizeof r[k].name, "%s:%s", x->name, info->slug);
     }
   }
@@ -140,7 +164,7 @@ int method_register(engine *e, const method_desc *desc) {
   if (!e) return QS_EINVAL;
   if (!e->pool) /* engine_open failed before the engine could run */
     return engine_fail(e, QS_EINVAL, "method_register: engine not open");
-  return registry_add(e, desc);
+  return registry_add(e, desc, 0);
 }
 
 size_t method_count(const engine *e) { return e ? e->n_methods : 0; }
@@ -156,6 +180,11 @@ const method_desc *method_find(const engine *e, const char *name) {
 
 static const char *method_name_at(const void *ctx, size_t i) {
   return ((const mstate *)ctx)[i].desc->name;
+}
+
+const char *method_nearest_name(const engine *e, const char *name) {
+  if (!e || !name) return NULL;
+  return name_nearest(name, method_name_at, e->methods, e->n_methods);
 }
 
 int registry_unknown(engine *e, const char *name) {
@@ -182,7 +211,7 @@ int method_impls(engine *e, const char *method, impl_info *out, size_t max,
     memset(o, 0, sizeof *o);
     snprintf(o->name, sizeof o->name, "%s", r->name);
     o->kind = r->def->kind;
-    o->version = r->def->version;
+    o->version = r->version;
     o->available = registry_usable(r, &c, o->why, sizeof o->why);
     snprintf(o->device, sizeof o->device, "%s", r->devfp);
   }
@@ -192,7 +221,7 @@ int method_impls(engine *e, const char *method, impl_info *out, size_t max,
 
 int registry_builtins(engine *e) {
   for (size_t i = 0; builtin_methods[i]; i++) {
-    int rc = registry_add(e, builtin_methods[i]);
+    int rc = registry_add(e, builtin_methods[i], 1);
     if (rc) return rc;
   }
   return QS_OK;

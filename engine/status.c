@@ -1,4 +1,5 @@
-/* status.c — names and messages of the status table in quicksilver.h. */
+/* status.c — names and messages of the status table and the names of the
+ * implementation kinds in quicksilver.h. */
 #include "quicksilver.h"
 
 static const char *const names[] = {
@@ -21,4 +22,15 @@ const char *status_name(int status) {
 const char *status_message(int status) {
   if (status < 0 || status >= QS_STATUS_COUNT) return "unknown status";
   return messages[status];
+}
+
+static const char *const kind_names[] = {
+#define QS_IMPL_KIND_NAME_(code, name) name,
+    QS_IMPL_KIND_TABLE(QS_IMPL_KIND_NAME_)
+#undef QS_IMPL_KIND_NAME_
+};
+
+const char *impl_kind_name(impl_kind k) {
+  if ((unsigned)k >= IMPL_KIND_COUNT) return "unknown";
+  return kind_names[k];
 }

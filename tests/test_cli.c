@@ -3,17 +3,24 @@
  * that appear whole or not at all, the simulator's determinism, the store's
  * export and import, and a benchmark that stops at its budget. Every test
  * uses its own store and directory. */
+/* mknod and makedev (a private device node in one test) */
+#define _DEFAULT_SOURCE
 #include <cJSON.h>
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <sqlite3.h>
 
 #include "qs_test.h"
 #include "tiff.h"
@@ -65,21 +72,16 @@ static void slurp_into(const char *path, char *buf, size_t len) {
   if (f) fclose(f);
 }
 
-/* Runs the binary with the NULL-terminated arguments. */
-static result *qs(const char *first, ...) {
-  static result r;
+/* Starts the binary with the NULL-terminated arguments (va_list), stdout
+ * and stderr into the given files. */
+static pid_t spawn_va(const char *out, const char *err, const char *first,
+                      va_list ap) {
   char *argv[64];
   int n = 0;
   argv[n++] = QS_CLI;
-  va_list ap;
-  va_start(ap, first);
   for (const char *a = first; a && n < 63; a = va_arg(ap, const char *))
     argv[n++] = (char *)a;
-  va_end(ap);
   argv[n] = NULL;
-  char out[400], err[400];
-  snprintf(out, sizeof out, "%s/stdout", dir);
-  snprintf(err, sizeof err, "%s/stderr", dir);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC,
@@ -89,10 +91,22 @@ static result *qs(const char *first, ...) {
   pid_t pid;
   cr_assert_eq(posix_spawn(&pid, QS_CLI, &fa, NULL, argv, environ), 0);
   posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+/* Runs the binary with the NULL-terminated arguments. */
+static result *qs(const char *first, ...) {
+  static result r;
+  char out[400], err[400];
+  snprintf(out, sizeof out, "%s/stdout", dir);
+  snprintf(err, sizeof err, "%s/stderr", dir);
+  va_list ap;
+  va_start(ap, first);
+  pid_t pid = spawn_va(out, err, first, ap);
+  va_end(ap);
   int st;
   cr_assert_eq(waitpid(pid, &st, 0), pid);
-  cr_assert(WIFEXITED(st), "%s %s did not exit normally", argv[1],
-            n > 2 ? argv[2] : "");
+  cr_assert(WIFEXITED(st), "%s did not exit normally", first ? first : "");
   r.status = WEXITSTATUS(st);
   slurp_into(out, r.out, sizeof r.out);
   slurp_into(err, r.err, sizeof r.err);
@@ -315,12 +329,11 @@ Test(cli, failed_output_leaves_no_file) {
   result *r = qs("run", "shift_magnify", in, "-o", bad, NULL);
   expect_status(r, 1, "unwritable directory");
   cr_assert_not_null(strstr(r->err, "no/such/dir"), "%s", r->err);
-  /* the destination is a directory: the rename fails after the data is
-   * written, and the temporary file must be gone */
+  /* the destination is a directory: refused before anything is written */
   const char *taken = path_in("taken.tif");
   cr_assert_eq(mkdir(taken, 0755), 0);
   r = qs("run", "shift_magnify", in, "-o", taken, NULL);
-  expect_status(r, 1, "destination is a directory");
+  expect_status(r, 2, "destination is a directory");
   char cmd[512];
   snprintf(cmd, sizeof cmd, "ls '%s' | grep -q tmp-", dir);
   cr_assert_neq(system(cmd), 0, "a temporary file was left in %s", dir);
@@ -470,4 +483,444 @@ Test(cli, bench_stops_at_budget_and_records) {
 Test(cli, fuzz_inputs_replayed) {
   cr_assert_gt(replay_kind("args", args_one), 0);
   cr_assert_gt(replay_kind("import", import_one), 0);
+}
+
+/* --dry-run: the choice and the estimates, nothing run, recorded or
+ * written; after real runs the dry run names what the next run picks. */
+Test(cli, dry_run_runs_nothing) {
+  const char *in = small_input(), *out = path_in("dry.tif");
+  result *r = qs("run", "roberts_cross", in, "--dry-run", "--json", NULL);
+  expect_status(r, 0, "dry run without -o");
+  cJSON *j = json_of(r);
+  cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "dry_run")));
+  cr_assert_str_eq(cJSON_GetObjectItem(j, "reason")->valuestring,
+                   "calibration");
+  cr_assert_eq(cJSON_GetObjectItem(j, "seconds")->valuedouble, 0);
+  cr_assert_gt(cJSON_GetArraySize(cJSON_GetObjectItem(j, "estimates")), 1);
+  cJSON_Delete(j);
+  cr_assert_eq(access(out, F_OK), -1);
+  j = json_of(qs("db", "list", "--json", NULL));
+  cr_assert_eq(cJSON_GetArraySize(j), 0, "a dry run records nothing");
+  cJSON_Delete(j);
+  r = qs("run", "roberts_cross", in, "--dry-run", "--impl", "serial", NULL);
+  expect_status(r, 0, "forced dry run");
+  cr_assert_not_null(strstr(r->err, "would run serial (forced)"), "%s",
+                     r->err);
+  cr_assert_eq(access(out, F_OK), -1);
+  expect_status(qs("run", "roberts_cross", in, "--dry-run", "--impl", "nope",
+                   NULL),
+                2, "dry run of an unknown implementation");
+}
+
+/* ------------------------------------------------ hardening: outputs */
+
+/* Starts the binary without waiting; stderr goes to path_in("stderr"). */
+static pid_t qs_start(const char *first, ...) {
+  va_list ap;
+  va_start(ap, first);
+  pid_t pid = spawn_va("/dev/null", path_in("stderr"), first, ap);
+  va_end(ap);
+  return pid;
+}
+
+/* Waits up to `seconds` for pid; kills it and fails the test if it does
+ * not end (a blocked read must not hang the suite). */
+static int wait_bounded(pid_t pid, double seconds, const char *what) {
+  int st;
+  for (int i = 0; i < (int)(seconds * 100); i++) {
+    pid_t got = waitpid(pid, &st, WNOHANG);
+    if (got == pid) return st;
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  cr_assert_fail("%s: still running after %.0f s", what, seconds);
+  return -1;
+}
+
+static int has_tmp(void) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -c 'tmp-' >/dev/null", dir);
+  return system(cmd) == 0;
+}
+
+static size_t file_bytes(const char *p, unsigned char *buf, size_t len) {
+  FILE *f = fopen(p, "rb");
+  cr_assert_not_null(f, "%s", p);
+  size_t n = fread(buf, 1, len, f);
+  fclose(f);
+  return n;
+}
+
+Test(cli, output_that_is_an_input_is_refused) {
+  const char *in = small_input();
+  static unsigned char before[1 << 16], after[1 << 16];
+  size_t n = file_bytes(in, before, sizeof before);
+  const char *sym = path_in("sym.tif"), *hard = path_in("hard.tif");
+  cr_assert_eq(symlink(in, sym), 0);
+  cr_assert_eq(link(in, hard), 0);
+  char dotted[512];
+  snprintf(dotted, sizeof dotted, "%s/./in.tif", dir);
+  const char *same[] = {in, dotted, sym, hard};
+  for (size_t i = 0; i < 4; i++) {
+    result *r = qs("run", "shift_magnify", in, "-o", same[i], NULL);
+    expect_status(r, 2, same[i]);
+    cr_assert_not_null(strstr(r->err, "is the input"), "%s", r->err);
+    cr_assert_eq(file_bytes(in, after, sizeof after), n);
+    cr_assert_eq(memcmp(before, after, n), 0, "the input was modified");
+  }
+  /* the same output twice, literally or spelt otherwise */
+  const char *a = path_in("a.tif");
+  char a2[512];
+  snprintf(a2, sizeof a2, "%s/../%s/a.tif", dir, strrchr(dir, '/') + 1);
+  result *r = qs("run", "roberts_cross", in, "-o", a, "-o", a, NULL);
+  expect_status(r, 2, "-o a -o a");
+  cr_assert_not_null(strstr(r->err, "same file"), "%s", r->err);
+  r = qs("run", "roberts_cross", in, "-o", a, "-o", a2, NULL);
+  expect_status(r, 2, "two spellings of a new name");
+  cr_assert(!file_exists(a));
+  expect_status(qs("run", "roberts_cross", in, "-o", a, "-o",
+                   path_in("b.tif"), "-q", NULL),
+                0, "two outputs");
+  cr_assert_eq(link(a, path_in("c.tif")), 0);
+  r = qs("run", "roberts_cross", in, "-o", a, "-o", path_in("c.tif"), NULL);
+  expect_status(r, 2, "hard link of an existing output");
+  /* every command that writes two files */
+  r = qs("simulate", "-o", path_in("s.tif"), "--truth", path_in("./s.tif"),
+         "--frames", "2", NULL);
+  expect_status(r, 2, "simulate -o X --truth X");
+  cr_assert(!file_exists(path_in("s.tif")));
+  r = qs("bench", "--method", "roberts_cross", "--sizes", "1x8x8", "--csv",
+         path_in("b.out"), "--json", path_in("b.out"), NULL);
+  expect_status(r, 2, "bench --csv X --json X");
+  cr_assert_not_null(strstr(r->err, "same file"), "%s", r->err);
+}
+
+Test(cli, output_that_is_not_a_regular_file_is_refused) {
+  const char *in = small_input();
+  const char *fifo = path_in("fifo"), *dev = path_in("null"),
+             *sub = path_in("sub");
+  cr_assert_eq(mkfifo(fifo, 0644), 0);
+  cr_assert_eq(mkdir(sub, 0755), 0);
+  /* A private character device like /dev/null, so a failure of this test
+   * cannot replace the system's. */
+  int have_dev = mknod(dev, S_IFCHR | 0666, makedev(1, 3)) == 0;
+  const char *targets[] = {fifo, sub, have_dev ? dev : NULL, "-"};
+  const char *kinds[] = {"a FIFO", "a directory", "a character device",
+                         "standard output"};
+  for (size_t i = 0; i < 4; i++) {
+    if (!targets[i]) continue;
+    result *r = qs("run", "shift_magnify", in, "-o", targets[i], NULL);
+    expect_status(r, 2, targets[i]);
+    cr_assert_not_null(strstr(r->err, kinds[i]), "%s", r->err);
+    r = qs("simulate", "-o", targets[i], "--frames", "1", NULL);
+    cr_assert_neq(r->status, 0, "simulate -o %s", targets[i]);
+    cr_assert_not_null(strstr(r->err, kinds[i]), "%s", r->err);
+  }
+  struct stat st;
+  cr_assert_eq(stat(fifo, &st), 0);
+  cr_assert(S_ISFIFO(st.st_mode), "the FIFO was replaced");
+  if (have_dev) {
+    cr_assert_eq(stat(dev, &st), 0);
+    cr_assert(S_ISCHR(st.st_mode), "the device node was replaced");
+  }
+  cr_assert(!has_tmp(), "a temporary file was left in %s", dir);
+}
+
+Test(cli, input_that_is_not_a_regular_file_does_not_block) {
+  const char *fifo = path_in("in.fifo"), *out = path_in("o.tif");
+  cr_assert_eq(mkfifo(fifo, 0644), 0);
+  int st = wait_bounded(qs_start("run", "shift_magnify", fifo, "-o", out,
+                                 NULL),
+                        60, "run with a FIFO input");
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d", st);
+  char err[1024];
+  slurp_into(path_in("stderr"), err, sizeof err);
+  cr_assert_not_null(strstr(err, "FIFO"), "%s", err);
+  const char *in = small_input();
+  st = wait_bounded(qs_start("diff", in, fifo, NULL), 60,
+                    "diff with a FIFO");
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0, "status %d", st);
+  cr_assert(!file_exists(out));
+}
+
+/* A signal in the middle of a write removes the temporary file, and the
+ * process ends by that signal. The write is held still by the outfile test
+ * seam (the process stops itself once the temporary file exists). */
+Test(cli, signal_during_write_removes_the_temporary) {
+  const char *in = small_input();
+  const int sigs[] = {SIGTERM, SIGINT};
+  setenv("QUICKSILVER_TEST_OUTFILE_STOP", "1", 1);
+  for (size_t i = 0; i < 2; i++) {
+    const char *out = path_in(i ? "int.tif" : "term.tif");
+    pid_t pid = qs_start("run", "shift_magnify", in, "-o", out, NULL);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+    cr_assert(WIFSTOPPED(st), "the write did not reach the seam");
+    cr_assert(has_tmp(), "no temporary file while writing");
+    kill(pid, sigs[i]);
+    kill(pid, SIGCONT);
+    st = wait_bounded(pid, 60, "signalled write");
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == sigs[i], "status %d", st);
+    cr_assert(!has_tmp(), "the temporary file was left behind");
+    cr_assert(!file_exists(out));
+  }
+  unsetenv("QUICKSILVER_TEST_OUTFILE_STOP");
+}
+
+/* Temporaries of a process that died (SIGKILL) carry its pid and are
+ * removed by the next write to the same output; a live process's are
+ * kept. */
+Test(cli, stale_temporaries_are_swept) {
+  const char *in = small_input(), *out = path_in("o.tif");
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  cr_assert_gt(dead, 0);
+  waitpid(dead, NULL, 0);
+  char stale[512], live[512], other[512];
+  snprintf(stale, sizeof stale, "%s.qs-tmp-%ld-Ab12Cd", out, (long)dead);
+  snprintf(live, sizeof live, "%s.qs-tmp-%ld-Ef34Gh", out, (long)getpid());
+  snprintf(other, sizeof other, "%s.qs-tmp-%ld-Ij56Kl", path_in("p.tif"),
+           (long)dead);
+  const char *files[] = {stale, live, other};
+  for (size_t i = 0; i < 3; i++) {
+    FILE *f = fopen(files[i], "w");
+    cr_assert_not_null(f);
+    fclose(f);
+  }
+  expect_status(qs("run", "shift_magnify", in, "-o", out, "-q", NULL), 0,
+                "run");
+  cr_assert(!file_exists(stale), "the dead process's temporary is still there");
+  cr_assert(file_exists(live), "a live process's temporary was removed");
+  cr_assert(file_exists(other), "another output's temporary was removed");
+  /* SIGKILL in the middle of a write leaves a temporary with the pid... */
+  setenv("QUICKSILVER_TEST_OUTFILE_STOP", "1", 1);
+  pid_t pid = qs_start("run", "shift_magnify", in, "-o", out, NULL);
+  int st;
+  cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  unsetenv("QUICKSILVER_TEST_OUTFILE_STOP");
+  char left[512];
+  snprintf(left, sizeof left, "ls '%s' | grep -q 'o.tif.qs-tmp-%ld-'", dir,
+           (long)pid);
+  cr_assert_eq(system(left), 0, "no recognisable temporary after SIGKILL");
+  /* ...which the next write removes */
+  expect_status(qs("run", "shift_magnify", in, "-o", out, "-q", NULL), 0,
+                "run after SIGKILL");
+  cr_assert_neq(system(left), 0, "the killed run's temporary was kept");
+}
+
+/* The read budget reaches the CLI through its environment knob. */
+Test(cli, read_budget_refuses_an_oversized_input) {
+  const char *in = path_in("big.tif");
+  expect_status(qs("simulate", "-o", in, "--frames", "3", "--size", "512x512",
+                   "-q", NULL),
+                0, "simulate");
+  setenv("QUICKSILVER_READ_BUDGET_MB", "2", 1);
+  result *r = qs("run", "shift_magnify", in, "-o", path_in("o.tif"), NULL);
+  unsetenv("QUICKSILVER_READ_BUDGET_MB");
+  expect_status(r, 1, "over the read budget");
+  cr_assert_not_null(strstr(r->err, "page 2 claims 512x512 pixels"), "%s",
+                     r->err);
+  cr_assert_not_null(strstr(r->err, "QUICKSILVER_READ_BUDGET_MB"), "%s",
+                     r->err);
+  cr_assert(!file_exists(path_in("o.tif")));
+}
+
+/* ------------------------------------------------- hardening: the store */
+
+/* Occurrences of needle in hay. */
+static int count_of(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+/* A store with some runs in it, closed. */
+static const char *store_with_runs(const char *in) {
+  const char *db = path_in("runs.db");
+  for (int i = 1; i <= 3; i++) {
+    char m[8];
+    snprintf(m, sizeof m, "%d", i);
+    expect_status(qs("--db", db, "run", "shift_magnify", in, "-o",
+                     path_in("w.tif"), "--magnification-row", m, "-q", NULL),
+                  0, "filling the store");
+  }
+  return db;
+}
+
+/* Runs the method against db and expects success, one warning naming
+ * needle and saying the run is not recorded, and db unchanged. */
+static void expect_unrecorded(const char *db, const char *in,
+                              const char *needle) {
+  static unsigned char before[1 << 20], after[1 << 20];
+  size_t n = file_bytes(db, before, sizeof before);
+  result *r = qs("--db", db, "run", "shift_magnify", in, "-o",
+                 path_in("u.tif"), NULL);
+  expect_status(r, 0, needle);
+  cr_assert_not_null(strstr(r->err, needle), "%s", r->err);
+  cr_assert_eq(count_of(r->err, "without recording timings"), 1, "%s",
+               r->err);
+  cr_assert(file_exists(path_in("u.tif")));
+  cr_assert_eq(file_bytes(db, after, sizeof after), n, "%s grew", db);
+  cr_assert_eq(memcmp(before, after, n), 0, "%s was written", db);
+}
+
+Test(cli, foreign_sqlite_file_is_left_alone) {
+  const char *in = small_input(), *db = path_in("other.db");
+  sqlite3 *o;
+  cr_assert_eq(sqlite3_open(db, &o), SQLITE_OK);
+  sqlite3_exec(o, "CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES "
+               "('not yours')", NULL, NULL, NULL);
+  sqlite3_close(o);
+  expect_unrecorded(db, in, "of something else");
+}
+
+Test(cli, damage_inside_the_store_is_never_written) {
+  const char *in = small_input(), *db = store_with_runs(in);
+  static unsigned char b[1 << 20];
+  size_t n = file_bytes(db, b, sizeof b);
+  cr_assert_gt(n, 4096 * 3);
+  /* cut the end of the last page: the open-time probes pass */
+  FILE *f = fopen(db, "wb");
+  cr_assert_eq(fwrite(b, 1, n - 100, f), n - 100);
+  fclose(f);
+  expect_unrecorded(db, in, "damaged");
+}
+
+Test(cli, lock_held_past_the_wait_is_reported) {
+  const char *in = small_input(), *db = store_with_runs(in);
+  sqlite3 *o;
+  cr_assert_eq(sqlite3_open(db, &o), SQLITE_OK);
+  cr_assert_eq(sqlite3_exec(o, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+               SQLITE_OK);
+  setenv("QUICKSILVER_DB_WAIT_MS", "200", 1);
+  result *r = qs("--db", db, "run", "shift_magnify", in, "-o",
+                 path_in("u.tif"), NULL);
+  unsetenv("QUICKSILVER_DB_WAIT_MS");
+  sqlite3_exec(o, "ROLLBACK", NULL, NULL, NULL);
+  sqlite3_close(o);
+  expect_status(r, 0, "lock held");
+  cr_assert_not_null(strstr(r->err, "more than 200 ms"), "%s", r->err);
+  cr_assert_eq(count_of(r->err, "without recording timings"), 1, "%s",
+               r->err);
+}
+
+/* Root ignores file permissions: the test becomes `nobody` (the whole
+ * test directory is handed over first) or is skipped. */
+Test(cli, read_only_store_is_reported) {
+  const char *in = small_input(), *db = store_with_runs(in);
+  if (geteuid() == 0) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "chown -R 65534:65534 '%s'", dir);
+    if (system(cmd) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+      cr_skip_test("cannot become the unprivileged user nobody");
+  }
+  cr_assert_eq(chmod(db, 0444), 0);
+  expect_unrecorded(db, in, "can only be read");
+}
+
+Test(cli, in_memory_store_for_want_of_home_is_warned) {
+  const char *in = small_input();
+  unsetenv("QUICKSILVER_DB");
+  unsetenv("HOME");
+  unsetenv("XDG_CACHE_HOME");
+  result *r = qs("run", "shift_magnify", in, "-o", path_in("m.tif"), NULL);
+  expect_status(r, 0, "no HOME");
+  cr_assert_not_null(strstr(r->err, "neither HOME nor XDG_CACHE_HOME"), "%s",
+                     r->err);
+  r = qs("--db", ":memory:", "run", "shift_magnify", in, "-o",
+         path_in("m.tif"), NULL);
+  cr_assert_null(strstr(r->err, "HOME"), "asked for: %s", r->err);
+}
+
+/* --threads 0 is every core, as QUICKSILVER_THREADS=0 is: the CPU device
+ * the store records says how many threads the pool had. */
+Test(cli, threads_zero_means_all_cores) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  const char *in = small_input();
+  setenv("QUICKSILVER_THREADS", "1", 1);
+  expect_status(qs("run", "shift_magnify", in, "-o", path_in("t.tif"),
+                   "--threads", "0", "-q", NULL),
+                0, "--threads 0");
+  unsetenv("QUICKSILVER_THREADS");
+  expect_status(qs("db", "export", path_in("t.json"), NULL), 0, "export");
+  char text[65536], want[64];
+  slurp_into(path_in("t.json"), text, sizeof text);
+  snprintf(want, sizeof want, "\\\"threads\\\":%ld}", cores);
+  cr_assert_not_null(strstr(text, want), "want %s in %s", want, text);
+  expect_status(qs("devices", "--threads", "0", NULL), 0, "devices");
+}
+
+/* ------------------------------------------------- hardening: small items */
+
+/* Defaults and ranges in help and messages: integers as integers, floats
+ * in their shortest round-trip form. */
+Test(cli, numbers_are_printed_as_people_write_them) {
+  result *r = qs("simulate", "--help", NULL);
+  expect_status(r, 0, "simulate --help");
+  cr_assert_not_null(strstr(r->out, "(default 1.4, range [0.05, 1.7])"), "%s",
+                     r->out);
+  cr_assert_not_null(strstr(r->out, "(default 0.1, range [0, 1])"), "%s",
+                     r->out);
+  cr_assert_not_null(strstr(r->out, "9007199254740992]"), "%s", r->out);
+  cr_assert_null(strstr(r->out, "0000000000"), "%s", r->out);
+  cr_assert_null(strstr(r->out, "e+"), "%s", r->out);
+  if (qs("methods", "esrrf", NULL)->status != 0) return;
+  const char *in = small_input();
+  r = qs("esrrf", in, "-o", path_in("x.tif"), "--frames-per-timepoint",
+         "3000000000", NULL);
+  expect_status(r, 2, "out of range");
+  cr_assert_not_null(strstr(r->err, "3000000000 is outside [0, 2147483647]"),
+                     "%s", r->err);
+}
+
+/* Enum choices in any case (NanoPyx writes AVG, VAR, TAC2); tac2 with a
+ * one-frame last timepoint is refused with a way out that works. */
+Test(cli, temporal_choices_any_case_and_tac2_way_out) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+  const char *in = path_in("f5.tif"), *out = path_in("t.tif");
+  expect_status(qs("simulate", "-o", in, "--frames", "5", "--size", "12x12",
+                   "-q", NULL),
+                0, "simulate");
+  const char *spell[] = {"AVG", "Var", "TAC2", "avg"};
+  for (size_t i = 0; i < 4; i++)
+    expect_status(qs("esrrf", in, "-o", out, "--temporal", spell[i],
+                     "--magnification", "2", "-q", NULL),
+                  0, spell[i]);
+  result *r = qs("esrrf", in, "-o", out, "--temporal", "TAC2",
+                 "--frames-per-timepoint", "2", "--magnification", "2", NULL);
+  expect_status(r, 2, "tac2 with a 1-frame timepoint");
+  cr_assert_not_null(strstr(r->err, "--frames 0:4"), "%s", r->err);
+  r = qs("esrrf", in, "-o", out, "--temporal", "TAC2",
+         "--frames-per-timepoint", "2", "--magnification", "2", "--frames",
+         "0:4", "--json", NULL);
+  expect_status(r, 0, "the way out");
+  cJSON *j = json_of(r);
+  cJSON *shape = cJSON_GetObjectItem(
+      cJSON_GetArrayItem(cJSON_GetObjectItem(j, "outputs"), 0), "shape");
+  cr_assert_eq(cJSON_GetArrayItem(shape, 0)->valuedouble, 2, "2 timepoints");
+  cJSON_Delete(j);
+  /* --frames reads that range of the stack: the same as the full read's */
+  image all, part;
+  char err[512];
+  expect_status(qs("run", "shift_magnify", in, "-o", path_in("a.tif"),
+                   "--frames", "1:3", "-q", NULL),
+                0, "--frames 1:3");
+  expect_status(qs("run", "shift_magnify", in, "-o", path_in("b.tif"), "-q",
+                   "--impl", "serial", NULL),
+                0, "all frames");
+  cr_assert_eq(tiff_read(path_in("a.tif"), &part, err, sizeof err), QS_OK);
+  cr_assert_eq(tiff_read(path_in("b.tif"), &all, err, sizeof err), QS_OK);
+  cr_assert_eq(part.frames, 2);
+  size_t plane = all.rows * all.cols;
+  for (size_t i = 0; i < 2 * plane; i++)
+    cr_assert_float_eq(part.data[i], all.data[plane + i], 1e-4);
+  image_free(&all);
+  image_free(&part);
+  expect_status(qs("run", "shift_magnify", in, "-o", out, "--frames", "4:9",
+                   NULL),
+                2, "range past the end");
 }

@@ -385,12 +385,11 @@ Test(tiff, unwritable_destination_leaves_nothing) {
   int rc = tiff_write(in_dir("no/such/dir/out.tif"), &img, err, sizeof err);
   cr_assert_eq(rc, QS_EIO);
   cr_assert_not_null(strstr(err, "no/such/dir/out.tif"), "%s", err);
-  /* A directory in the way: the data is written, the rename fails, and
-   * the temporary file must go. */
+  /* A directory in the way: refused before anything is written. */
   const char *in_way = in_dir("taken.tif");
   cr_assert_eq(mkdir(in_way, 0755), 0);
-  cr_assert_eq(tiff_write(in_way, &img, err, sizeof err), QS_EIO);
-  cr_assert_not_null(strstr(err, "taken.tif"), "%s", err);
+  cr_assert_eq(tiff_write(in_way, &img, err, sizeof err), QS_EINVAL);
+  cr_assert_not_null(strstr(err, "taken.tif is a directory"), "%s", err);
   cr_assert_eq(entries_in(dir), 1, "only the directory remains");
   dir_remove();
 }
@@ -457,6 +456,16 @@ Test(tiff, imagej_single_directory_stack) {
   cr_assert_eq(back.frames, 5);
   cr_assert_eq(memcmp(back.data, img.data, 5 * 3 * 4 * sizeof(float)), 0);
   image_free(&back);
+  /* a range of such a stack, and its page count */
+  tiff_info info;
+  cr_assert_eq(tiff_info_of(path, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(info.pages, 5);
+  cr_assert_eq(tiff_read_pages(path, 3, 2, &back, err, sizeof err), QS_OK,
+               "%s", err);
+  cr_assert_eq(back.frames, 2);
+  cr_assert_eq(memcmp(back.data, img.data + 3 * 12, 2 * 12 * sizeof(float)),
+               0);
+  image_free(&back);
   /* announcing more images than the file can hold: refused */
   char *images = memmem(b, n, "images=5", 8);
   cr_assert_not_null(images);
@@ -465,5 +474,144 @@ Test(tiff, imagej_single_directory_stack) {
   expect_refused(path, QS_EFORMAT, "announces 9 images");
   free(b);
   image_free(&img);
+  dir_remove();
+}
+
+/* ------------------------------------------------- ranges and budgets */
+
+/* The page count and a range of pages, without decoding the others: the
+ * first page's compressed data is destroyed, which a full read reports and
+ * a read of the later pages never sees. */
+Test(tiff, page_count_and_range_read) {
+  dir_make();
+  const char *path = in_dir("r.tif");
+  char err[512];
+  write_libtiff(path, "wl", SAMPLEFORMAT_UINT, 16, 0,
+                COMPRESSION_ADOBE_DEFLATE);
+  tiff_info info;
+  cr_assert_eq(tiff_info_of(path, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(info.pages, PAGES);
+  cr_assert_eq(info.rows, H);
+  cr_assert_eq(info.cols, W);
+  image all, part;
+  cr_assert_eq(tiff_read(path, &all, err, sizeof err), QS_OK, "%s", err);
+  for (size_t first = 0; first < PAGES; first++)
+    for (size_t count = 1; first + count <= PAGES; count++) {
+      cr_assert_eq(tiff_read_pages(path, first, count, &part, err, sizeof err),
+                   QS_OK, "%s", err);
+      cr_assert_eq(part.frames, count);
+      cr_assert_eq(memcmp(part.data, all.data + first * W * H,
+                          count * W * H * sizeof(float)),
+                   0, "pages [%zu, %zu)", first, first + count);
+      image_free(&part);
+    }
+  cr_assert_eq(tiff_read_pages(path, 1, SIZE_MAX, &part, err, sizeof err),
+               QS_OK, "%s", err);
+  cr_assert_eq(part.frames, PAGES - 1);
+  image_free(&part);
+  cr_assert_eq(tiff_read_pages(path, PAGES, 1, &part, err, sizeof err),
+               QS_EINVAL);
+  cr_assert_not_null(strstr(err, "a stack of 3"), "%s", err);
+  cr_assert_eq(tiff_read_pages(path, 2, 2, &part, err, sizeof err), QS_EINVAL);
+  cr_assert_eq(tiff_read_pages(path, 0, 0, &part, err, sizeof err), QS_EINVAL);
+  cr_assert_null(part.data);
+
+  /* destroy page 0's deflate stream */
+  TIFF *t = TIFFOpen(path, "r");
+  cr_assert_not_null(t);
+  uint64_t off = TIFFGetStrileOffset(t, 0), cnt = TIFFGetStrileByteCount(t, 0);
+  TIFFClose(t);
+  size_t n;
+  unsigned char *b = slurp(path, &n);
+  memset(b + off, 0xff, (size_t)cnt);
+  FILE *f = fopen(path, "wb");
+  cr_assert_eq(fwrite(b, 1, n, f), n);
+  fclose(f);
+  free(b);
+  cr_assert_neq(tiff_read(path, &part, err, sizeof err), QS_OK,
+                "a destroyed page 0 went unnoticed by a full read");
+  cr_assert_eq(tiff_read_pages(path, 1, 2, &part, err, sizeof err), QS_OK,
+               "%s", err);
+  cr_assert_eq(memcmp(part.data, all.data + W * H, 2 * W * H * sizeof(float)),
+               0);
+  image_free(&part);
+  image_free(&all);
+  dir_remove();
+}
+
+/* A few KB of deflated zeros that claim tens of MB of pixels: refused by
+ * the read budget before anything is allocated, naming the page at which
+ * the total passes the budget and what that page claims. */
+static void write_zeros(const char *path, uint32_t side, int pages) {
+  TIFF *t = TIFFOpen(path, "w");
+  cr_assert_not_null(t);
+  unsigned char *row = calloc(side, 1);
+  for (int p = 0; p < pages; p++) {
+    TIFFSetField(t, TIFFTAG_IMAGEWIDTH, side);
+    TIFFSetField(t, TIFFTAG_IMAGELENGTH, side);
+    TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 8);
+    TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 1);
+    TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+    TIFFSetField(t, TIFFTAG_COMPRESSION, COMPRESSION_ADOBE_DEFLATE);
+    TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, side);
+    for (uint32_t r = 0; r < side; r++)
+      cr_assert_eq(TIFFWriteScanline(t, row, r, 0), 1);
+    cr_assert(TIFFWriteDirectory(t));
+  }
+  TIFFClose(t);
+  free(row);
+}
+
+Test(tiff, decompression_bomb_refused_by_budget) {
+  dir_make();
+  const char *path = in_dir("bomb.tif");
+  char err[512];
+  write_zeros(path, 2048, 3); /* 3 pages of 16 MiB as floats */
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0);
+  cr_assert_lt(st.st_size, 1 << 20, "the bomb is small on disk");
+  image img;
+  tiff_set_read_budget((uint64_t)40 << 20);
+  cr_assert_eq(tiff_read(path, &img, err, sizeof err), QS_ENOMEM);
+  cr_assert_null(img.data);
+  cr_assert_not_null(strstr(err, "page 2 claims 2048x2048 pixels (16.0 MiB"),
+                     "%s", err);
+  cr_assert_not_null(strstr(err, "read budget of 40.0 MiB"), "%s", err);
+  /* pages one at a time fit the same budget */
+  cr_assert_eq(tiff_read_pages(path, 2, 1, &img, err, sizeof err), QS_OK,
+               "%s", err);
+  cr_assert_eq(img.frames, 1);
+  cr_assert_eq(img.data[2048 * 2048 - 1], 0.0f);
+  image_free(&img);
+  /* the environment knob, when no budget is set by the program */
+  tiff_set_read_budget(0);
+  setenv("QUICKSILVER_READ_BUDGET_MB", "20", 1);
+  cr_assert_eq(tiff_read(path, &img, err, sizeof err), QS_ENOMEM);
+  cr_assert_not_null(strstr(err, "page 1 claims"), "%s", err);
+  setenv("QUICKSILVER_READ_BUDGET_MB", "lots", 1);
+  cr_assert_eq(tiff_read(path, &img, err, sizeof err), QS_EENV);
+  cr_assert_not_null(strstr(err, "QUICKSILVER_READ_BUDGET_MB"), "%s", err);
+  setenv("QUICKSILVER_READ_BUDGET_MB", "64", 1);
+  cr_assert_eq(tiff_read(path, &img, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(img.frames, 3);
+  image_free(&img);
+  unsetenv("QUICKSILVER_READ_BUDGET_MB");
+  uint64_t budget;
+  cr_assert_eq(tiff_read_budget(&budget, err, sizeof err), QS_OK);
+  cr_assert_geq(budget, (uint64_t)64 << 20, "the default is at least 64 MiB");
+  dir_remove();
+}
+
+/* A FIFO is refused at once, not waited on. */
+Test(tiff, fifo_refused_without_blocking, .timeout = 20) {
+  dir_make();
+  const char *path = in_dir("f.tif");
+  cr_assert_eq(mkfifo(path, 0644), 0);
+  image img;
+  char err[512];
+  cr_assert_eq(tiff_read(path, &img, err, sizeof err), QS_EIO);
+  cr_assert_not_null(strstr(err, "not a regular file"), "%s", err);
+  tiff_info info;
+  cr_assert_eq(tiff_info_of(path, &info, err, sizeof err), QS_EIO);
   dir_remove();
 }

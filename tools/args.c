@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h" /* name_nearest */
 
 void args_flag_of(const char *param_name, char *buf, size_t len) {
   size_t i = 0;

@@ -23,6 +23,7 @@ typedef struct cli {
   int json;       /* --json: results as JSON on stdout */
   int tty;        /* stderr is a terminal */
   engine *e;      /* opened by cli_engine, closed by main */
+  int store_warned; /* "timings not recorded" was said (once a process) */
 } cli;
 
 /* Options every command accepts (after the command too). */
@@ -57,6 +58,10 @@ void cli_prescan(cli *c, int argc, char **argv);
  * reason is printed and CLI_FAIL returned. */
 int cli_engine(cli *c, engine **e);
 
+/* Warns once per process (unless -q) when the engine's timings are not
+ * being recorded (engine_record_status); the command still succeeds. */
+void cli_record_warn(cli *c);
+
 /* "quicksilver: <message>" on stderr; return CLI_FAIL / CLI_USAGE. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -68,6 +73,10 @@ int cli_status_exit(int status);
 /* A report line on stderr unless -q. */
 void cli_note(const cli *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* A report's estimates as a JSON array of {impl, seconds (null when
+ * unknown), source, runs}. */
+cJSON *cli_estimates_json(const run_report *r);
 
 /* Prints j on stdout and frees it; CLI_FAIL if it could not be printed. */
 int cli_json_out(cJSON *j);
@@ -87,6 +96,7 @@ int cmd_db(cli *c, int argc, char **argv);
 int cmd_methods(cli *c, int argc, char **argv);
 int cmd_run(cli *c, int argc, char **argv);
 int cmd_esrrf(cli *c, int argc, char **argv);
+int cmd_stream(cli *c, int argc, char **argv); /* cmd_stream.c */
 int cmd_bench(cli *c, int argc, char **argv);
 
 #endif

@@ -1,86 +1,14 @@
-/* cmd_db.c — `quicksilver db`: inspect and maintain the timing store. The
- * store is opened directly (not through an engine) so that a damaged file
- * can still be checked and moved aside. */
+/* cmd_db.c — `quicksilver db`: inspect and maintain the timing store
+ * through the engine's public store calls (engine_db_*). A damaged store
+ * still opens an engine (which then records nothing), so it can be checked
+ * and moved aside. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "agent.h"
 #include "cli.h"
-#include "db/store.h"
-#include "internal.h" /* name_nearest */
-#include "timer.h"
-
-/* --------------------------------------------------- rows held in memory */
-
-typedef struct row {
-  int64_t id;
-  double stamp, work, wall, device_s, once_s;
-  int status, impl_version;
-  char *method, *impl, *device, *key, *params, *error;
-} row;
-
-typedef struct rows {
-  row *r;
-  size_t n, cap;
-  int oom;
-} rows;
-
-static char *dup(const char *s) {
-  size_t n = strlen(s ? s : "") + 1;
-  char *d = malloc(n);
-  if (d) memcpy(d, s ? s : "", n);
-  return d;
-}
-
-static int rows_add(void *ctx, const run_row *r) {
-  rows *rs = ctx;
-  if (rs->n == rs->cap) {
-    size_t cap = rs->cap ? 2 * rs->cap : 256;
-    row *p = realloc(rs->r, cap * sizeof *p);
-    if (!p) return rs->oom = 1;
-    rs->r = p;
-    rs->cap = cap;
-  }
-  row *d = &rs->r[rs->n];
-  *d = (row){r->id,          r->stamp,     r->work,        r->wall,
-             r->device_s,    r->once_s,    r->status,      r->impl_version,
-             dup(r->method), dup(r->impl), dup(r->device), dup(r->key),
-             dup(r->params), dup(r->error)};
-  rs->n++;
-  if (!d->method || !d->impl || !d->device || !d->key || !d->params ||
-      !d->error)
-    return rs->oom = 1;
-  return 0;
-}
-
-static void rows_free(rows *rs) {
-  for (size_t i = 0; i < rs->n; i++) {
-    row *r = &rs->r[i];
-    free(r->method), free(r->impl), free(r->device), free(r->key);
-    free(r->params), free(r->error);
-  }
-  free(rs->r);
-}
-
-/* Orders by method, key, impl, device, then newest first. */
-static int row_cmp(const void *pa, const void *pb) {
-  const row *a = pa, *b = pb;
-  int c = strcmp(a->method, b->method);
-  if (!c) c = strcmp(a->key, b->key);
-  if (!c) c = strcmp(a->impl, b->impl);
-  if (!c) c = strcmp(a->device, b->device);
-  if (!c) c = (a->id < b->id) - (a->id > b->id);
-  return c;
-}
-
-static int same_group(const row *a, const row *b, int with_impl) {
-  return !strcmp(a->method, b->method) && !strcmp(a->key, b->key) &&
-         (!with_impl ||
-          (!strcmp(a->impl, b->impl) && !strcmp(a->device, b->device)));
-}
 
 static void stamp_text(double stamp, char *buf, size_t len) {
   time_t t = (time_t)stamp;
@@ -89,7 +17,7 @@ static void stamp_text(double stamp, char *buf, size_t len) {
   strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static cJSON *row_json(const row *r) {
+static cJSON *row_json(const db_row *r) {
   cJSON *j = cJSON_CreateObject();
   char when[32];
   stamp_text(r->stamp, when, sizeof when);
@@ -107,8 +35,8 @@ static cJSON *row_json(const row *r) {
   else
     cJSON_AddStringToObject(j, "params", r->params);
   cJSON_AddNumberToObject(j, "wall", r->wall);
-  cJSON_AddNumberToObject(j, "device_seconds", r->device_s);
-  cJSON_AddNumberToObject(j, "once_seconds", r->once_s);
+  cJSON_AddNumberToObject(j, "device_seconds", r->device_seconds);
+  cJSON_AddNumberToObject(j, "once_seconds", r->once_seconds);
   cJSON_AddStringToObject(j, "status", status_name(r->status));
   cJSON_AddStringToObject(j, "error", r->error);
   return j;
@@ -120,240 +48,167 @@ typedef struct db_ctx {
   cli *c;
   args *a;
   const char *path;
-  store *s;
+  engine *e;
+  cJSON *arr;   /* --json: the array being filled */
+  size_t count; /* entries printed */
+  const char *last_method, *last_key;
+  char prev[2][4096]; /* method and key of the previous stats group */
 } db_ctx;
 
-static int db_filter(const args *a, store_filter *f) {
-  *f = (store_filter){args_value(a, "method"), args_value(a, "impl"),
-                      args_value(a, "device"), args_value(a, "key"), 0};
+static int db_filter_of(const args *a, db_filter *f) {
+  *f = (db_filter){args_value(a, "method"), args_value(a, "impl"),
+                   args_value(a, "device"), args_value(a, "key"), 0};
   const char *lim = args_value(a, "limit");
   if (lim && args_size(lim, 1, (size_t)1 << 40, &f->limit))
     return cli_usage("db: --limit: \"%s\" is not a positive count", lim);
   return CLI_OK;
 }
 
-/* The rows the command's filter options select, newest first, or (sorted)
- * grouped by method, key, impl and device. */
-static int db_load(db_ctx *d, rows *rs, int sorted) {
-  char err[1024];
-  store_filter f;
-  *rs = (rows){0};
-  int rc = db_filter(d->a, &f);
-  if (rc) return rc;
-  rc = store_query(d->s, &f, rows_add, rs, err, sizeof err);
-  if (rs->oom || rc) {
-    rows_free(rs);
-    return rc ? cli_fail("%s", err)
-              : cli_fail("db: out of memory reading the store");
+static int list_row(void *ctx, const db_row *r) {
+  db_ctx *d = ctx;
+  d->count++;
+  if (d->arr) {
+    cJSON_AddItemToArray(d->arr, row_json(r));
+    return 0;
   }
-  if (sorted) qsort(rs->r, rs->n, sizeof *rs->r, row_cmp);
+  char when[32];
+  stamp_text(r->stamp, when, sizeof when);
+  printf("%-6lld %s  %-14s %-26s %12.6f s  %-8s %s\n", (long long)r->id, when,
+         r->method, r->impl, r->wall, status_name(r->status), r->key);
+  if (d->c->verbose && r->error[0]) printf("       error: %s\n", r->error);
+  return 0;
+}
+
+/* Runs one engine_db_* listing into stdout (text or the JSON array). */
+static int db_listing(db_ctx *d, int rc) {
+  if (rc) {
+    cJSON_Delete(d->arr);
+    return cli_fail("db: %s", engine_error(d->e));
+  }
+  if (d->arr) return cli_json_out(d->arr);
+  if (!d->count) fprintf(stderr, "quicksilver: db: no runs recorded\n");
   return CLI_OK;
 }
 
 static int db_list(db_ctx *d) {
-  rows rs;
-  int rc = db_load(d, &rs, 0);
+  db_filter f;
+  int rc = db_filter_of(d->a, &f);
   if (rc) return rc;
-  if (d->c->json) {
-    cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; i < rs.n; i++)
-      cJSON_AddItemToArray(arr, row_json(&rs.r[i]));
-    rows_free(&rs);
-    return cli_json_out(arr);
-  }
-  for (size_t i = 0; i < rs.n; i++) {
-    const row *r = &rs.r[i];
-    char when[32];
-    stamp_text(r->stamp, when, sizeof when);
-    printf("%-6lld %s  %-14s %-26s %12.6f s  %-8s %s\n", (long long)r->id,
-           when, r->method, r->impl, r->wall, status_name(r->status), r->key);
-    if (d->c->verbose && r->error[0]) printf("       error: %s\n", r->error);
-  }
-  if (!rs.n) fprintf(stderr, "quicksilver: db: no runs recorded\n");
-  rows_free(&rs);
-  return CLI_OK;
+  d->arr = d->c->json ? cJSON_CreateArray() : NULL;
+  return db_listing(d, engine_db_query(d->e, &f, list_row, d));
 }
 
-/* Summary of one (method, key, impl, device) group: walls of successful
- * runs only. */
-typedef struct group_stats {
-  size_t ok, failed;
-  stats st;
-} group_stats;
-
-static group_stats group_of(const row *r, size_t n, double *scratch) {
-  group_stats g = {0};
-  for (size_t i = 0; i < n; i++) {
-    if (r[i].status == QS_OK)
-      scratch[g.ok++] = r[i].wall;
-    else
-      g.failed++;
+static int stat_group(void *ctx, const db_stat *g) {
+  db_ctx *d = ctx;
+  d->count++;
+  if (d->arr) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "method", g->method);
+    cJSON_AddStringToObject(o, "key", g->key);
+    cJSON_AddStringToObject(o, "impl", g->impl);
+    cJSON_AddStringToObject(o, "device", g->device);
+    cJSON_AddNumberToObject(o, "count", (double)g->count);
+    cJSON_AddNumberToObject(o, "failed", (double)g->failed);
+    if (g->count) {
+      cJSON_AddNumberToObject(o, "min", g->min);
+      cJSON_AddNumberToObject(o, "median", g->median);
+      cJSON_AddNumberToObject(o, "fast_mean", g->fast_mean);
+    }
+    cJSON_AddItemToArray(d->arr, o);
+    return 0;
   }
-  if (g.ok) stats_of(scratch, g.ok, &g.st);
-  return g;
+  if (strcmp(d->prev[0], g->method) || strcmp(d->prev[1], g->key)) {
+    printf("%s  %s\n", g->method, g->key);
+    snprintf(d->prev[0], sizeof d->prev[0], "%s", g->method);
+    snprintf(d->prev[1], sizeof d->prev[1], "%s", g->key);
+  }
+  if (g->count)
+    printf("  %-28s n=%-4zu min %.6f  median %.6f  fast-half mean "
+           "%.6f s%s\n",
+           g->impl, g->count, g->min, g->median, g->fast_mean,
+           g->failed ? "  (+failures)" : "");
+  else
+    printf("  %-28s n=0    %zu failed (%s)\n", g->impl, g->failed,
+           status_name(g->status));
+  return 0;
 }
 
 static int db_stats(db_ctx *d) {
-  rows rs;
-  int rc = db_load(d, &rs, 1);
+  db_filter f;
+  int rc = db_filter_of(d->a, &f);
   if (rc) return rc;
-  double *scratch = malloc((rs.n ? rs.n : 1) * sizeof *scratch);
-  cJSON *arr = d->c->json ? cJSON_CreateArray() : NULL;
-  for (size_t i = 0, j; scratch && i < rs.n; i = j) {
-    for (j = i + 1; j < rs.n && same_group(&rs.r[i], &rs.r[j], 1); j++) {
-    }
-    group_stats g = group_of(rs.r + i, j - i, scratch);
-    const row *r = &rs.r[i];
-    if (arr) {
-      cJSON *o = cJSON_CreateObject();
-      cJSON_AddStringToObject(o, "method", r->method);
-      cJSON_AddStringToObject(o, "key", r->key);
-      cJSON_AddStringToObject(o, "impl", r->impl);
-      cJSON_AddStringToObject(o, "device", r->device);
-      cJSON_AddNumberToObject(o, "count", (double)g.ok);
-      cJSON_AddNumberToObject(o, "failed", (double)g.failed);
-      if (g.ok) {
-        cJSON_AddNumberToObject(o, "min", g.st.min);
-        cJSON_AddNumberToObject(o, "median", g.st.median);
-        cJSON_AddNumberToObject(o, "fast_mean", g.st.fast_mean);
-      }
-      cJSON_AddItemToArray(arr, o);
-      continue;
-    }
-    if (i == 0 || !same_group(&rs.r[i - 1], r, 0))
-      printf("%s  %s\n", r->method, r->key);
-    if (g.ok)
-      printf("  %-28s n=%-4zu min %.6f  median %.6f  fast-half mean "
-             "%.6f s%s\n",
-             r->impl, g.ok, g.st.min, g.st.median, g.st.fast_mean,
-             g.failed ? "  (+failures)" : "");
-    else
-      printf("  %-28s n=0    %zu failed (%s)\n", r->impl, g.failed,
-             status_name(r->status));
-  }
-  rows_free(&rs);
-  if (!scratch) {
-    cJSON_Delete(arr);
-    return cli_fail("db: out of memory");
-  }
-  free(scratch);
-  return arr ? cli_json_out(arr) : CLI_OK;
+  d->arr = d->c->json ? cJSON_CreateArray() : NULL;
+  return db_listing(d, engine_db_stats(d->e, &f, stat_group, d));
 }
 
-/* Per (method, key): the implementation the agent would choose from the
- * recorded history of that exact key, and its estimate for every one. */
+/* Per (method, key): the implementation method_run would choose for that
+ * key here (the engine's own rule), and every estimate. */
+static int best_key(void *ctx, const char *method, const char *key,
+                    const run_report *r) {
+  db_ctx *d = ctx;
+  d->count++;
+  long pick = -1;
+  for (size_t k = 0; k < r->n_estimates; k++)
+    if (!strcmp(r->estimates[k].impl, r->impl)) pick = (long)k;
+  if (d->arr) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "method", method);
+    cJSON_AddStringToObject(o, "key", key);
+    if (pick >= 0) {
+      cJSON_AddStringToObject(o, "impl", r->impl);
+      cJSON_AddNumberToObject(o, "seconds", r->estimates[pick].seconds);
+    } else {
+      cJSON_AddNullToObject(o, "impl");
+    }
+    cJSON_AddStringToObject(o, "reason", r->reason);
+    cJSON_AddItemToObject(o, "estimates", cli_estimates_json(r));
+    cJSON_AddItemToArray(d->arr, o);
+    return 0;
+  }
+  printf("%s  %s\n", method, key);
+  if (pick < 0) {
+    printf("  no usable implementation recorded here\n");
+    return 0;
+  }
+  const run_estimate *b = &r->estimates[pick];
+  double runner = INFINITY;
+  for (size_t k = 0; k < r->n_estimates; k++)
+    if ((long)k != pick && r->estimates[k].seconds >= 0 &&
+        r->estimates[k].seconds < runner)
+      runner = r->estimates[k].seconds;
+  printf("  -> %s: %.4g s (%s, %d run%s)", r->impl, b->seconds, r->reason,
+         b->runs, b->runs == 1 ? "" : "s");
+  if (isfinite(runner) && b->seconds > 0)
+    printf("; next best is %.2fx slower", runner / b->seconds);
+  printf("\n");
+  if (d->c->verbose)
+    for (size_t k = 0; k < r->n_estimates; k++)
+      printf("     %-28s %-12s %d\n", r->estimates[k].impl,
+             r->estimates[k].source, r->estimates[k].runs);
+  return 0;
+}
+
 static int db_best(db_ctx *d) {
-  rows rs;
-  int rc = db_load(d, &rs, 1);
+  db_filter f;
+  int rc = db_filter_of(d->a, &f);
   if (rc) return rc;
-  size_t n = rs.n ? rs.n : 1;
-  double *walls = malloc(n * sizeof *walls);
-  agent_cand *cand = malloc(n * sizeof *cand);
-  const row **first = malloc(n * sizeof *first);
-  double *secs = malloc(n * sizeof *secs);
-  int *src = malloc(n * sizeof *src);
-  cJSON *arr = d->c->json ? cJSON_CreateArray() : NULL;
-  for (size_t i = 0, j; walls && cand && first && secs && src && i < rs.n;
-       i = j) {
-    for (j = i + 1; j < rs.n && same_group(&rs.r[i], &rs.r[j], 0); j++) {
-    }
-    /* candidates: one per (impl, device), walls oldest first */
-    size_t nc = 0, used = 0;
-    for (size_t k = i, m; k < j; k = m) {
-      for (m = k + 1; m < j && same_group(&rs.r[k], &rs.r[m], 1); m++) {
-      }
-      size_t start = used;
-      int mismatch = 0;
-      for (size_t q = m; q-- > k;) {
-        if (rs.r[q].status == QS_EMISMATCH) mismatch = 1;
-        if (rs.r[q].status == QS_OK) walls[used++] = rs.r[q].wall;
-      }
-      cand[nc] = (agent_cand){.kind = IMPL_SERIAL,
-                              .excluded = mismatch        ? "mismatch"
-                                          : used == start ? "failed"
-                                                          : NULL,
-                              .walls = walls + start,
-                              .n_walls = used - start};
-      first[nc++] = &rs.r[k];
-    }
-    uint64_t rng = 1;
-    const char *reason = "none";
-    long pick =
-        agent_choose(cand, nc, rs.r[i].work, 0, &rng, &reason, secs, src);
-    const row *r = &rs.r[i];
-    if (arr) {
-      cJSON *o = cJSON_CreateObject(), *est;
-      cJSON_AddStringToObject(o, "method", r->method);
-      cJSON_AddStringToObject(o, "key", r->key);
-      if (pick >= 0) {
-        cJSON_AddStringToObject(o, "impl", first[pick]->impl);
-        cJSON_AddStringToObject(o, "device", first[pick]->device);
-        cJSON_AddNumberToObject(o, "seconds", secs[pick]);
-      } else {
-        cJSON_AddNullToObject(o, "impl");
-      }
-      cJSON_AddStringToObject(o, "reason", reason);
-      est = cJSON_AddArrayToObject(o, "estimates");
-      for (size_t k = 0; k < nc; k++) {
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "impl", first[k]->impl);
-        if (secs[k] >= 0)
-          cJSON_AddNumberToObject(e, "seconds", secs[k]);
-        else
-          cJSON_AddNullToObject(e, "seconds");
-        cJSON_AddNumberToObject(e, "runs", (double)cand[k].n_walls);
-        if (cand[k].excluded)
-          cJSON_AddStringToObject(e, "excluded", cand[k].excluded);
-        cJSON_AddItemToArray(est, e);
-      }
-      cJSON_AddItemToArray(arr, o);
-      continue;
-    }
-    printf("%s  %s\n", r->method, r->key);
-    if (pick < 0) {
-      printf("  no usable implementation recorded\n");
-      continue;
-    }
-    double runner = INFINITY;
-    for (size_t k = 0; k < nc; k++)
-      if ((long)k != pick && secs[k] >= 0 && secs[k] < runner)
-        runner = secs[k];
-    printf("  -> %s: %.4g s, fast-half mean of its newest %zu runs (%s)",
-           first[pick]->impl, secs[pick],
-           cand[pick].n_walls < AGENT_WINDOW ? cand[pick].n_walls
-                                             : (size_t)AGENT_WINDOW,
-           reason);
-    if (isfinite(runner) && secs[pick] > 0)
-      printf("; next best is %.2fx slower", runner / secs[pick]);
-    printf("\n");
-    if (d->c->verbose)
-      for (size_t k = 0; k < nc; k++)
-        printf("     %-28s %s\n", first[k]->impl,
-               cand[k].excluded ? cand[k].excluded : "");
-  }
-  int oom = !walls || !cand || !first || !secs || !src;
-  free(walls), free(cand), free(first), free(secs), free(src);
-  rows_free(&rs);
-  if (oom) {
-    cJSON_Delete(arr);
-    return cli_fail("db: out of memory");
-  }
-  return arr ? cli_json_out(arr) : CLI_OK;
+  d->arr = d->c->json ? cJSON_CreateArray() : NULL;
+  return db_listing(d, engine_db_best(d->e, &f, best_key, d));
 }
 
 static int db_file_op(db_ctx *d, const char *verb) {
-  char err[1024];
   if (d->a->n_pos != 2)
     return cli_usage("db %s: needs one FILE argument", verb);
   const char *file = d->a->pos[1];
   if (!strcmp(verb, "export")) {
-    if (store_export(d->s, file, err, sizeof err)) return cli_fail("%s", err);
+    if (engine_db_export(d->e, file))
+      return cli_fail("%s", engine_error(d->e));
     cli_note(d->c, "db: exported %s to %s\n", d->path, file);
     return CLI_OK;
   }
   size_t added = 0, skipped = 0, rejected = 0;
-  int rc =
-      store_import(d->s, file, &added, &skipped, &rejected, err, sizeof err);
+  int rc = engine_db_import(d->e, file, &added, &skipped, &rejected);
+  const char *err = engine_error(d->e);
   if (d->c->json) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "added", (double)added);
@@ -388,25 +243,23 @@ static int db_prune(db_ctx *d) {
   if (!keep_t && !days_t)
     return cli_usage("db prune: give --keep N and/or --older-than DAYS");
   size_t removed = 0;
-  char err[1024];
-  if (store_prune(d->s, keep, days, &removed, err, sizeof err))
-    return cli_fail("%s", err);
+  if (engine_db_prune(d->e, keep, days, &removed))
+    return cli_fail("%s", engine_error(d->e));
   printf("removed %zu runs\n", removed);
   return CLI_OK;
 }
 
 static int db_forget(db_ctx *d) {
-  store_filter f;
-  int rc = db_filter(d->a, &f);
+  db_filter f;
+  int rc = db_filter_of(d->a, &f);
   if (rc) return rc;
   int all = args_value(d->a, "all") != NULL;
   if (!f.method && !f.impl && !f.device && !f.key && !all)
     return cli_usage("db forget: give --method, --impl, --device or --key "
                      "(or --all to forget every run)");
   size_t removed = 0;
-  char err[1024];
-  if (store_forget(d->s, &f, &removed, err, sizeof err))
-    return cli_fail("%s", err);
+  if (engine_db_forget(d->e, &f, &removed))
+    return cli_fail("%s", engine_error(d->e));
   printf("removed %zu runs\n", removed);
   return CLI_OK;
 }
@@ -418,7 +271,7 @@ static int db_check_moved(db_ctx *d, const char *why) {
                     "starts on the next run) with:\n    quicksilver --db "
                     "'%s' db check --move-aside",
                     why, d->path);
-  if (store_move_aside(d->path, moved, sizeof moved, err, sizeof err))
+  if (engine_db_move_aside(d->path, moved, sizeof moved, err, sizeof err))
     return cli_fail("%s", err);
   printf("moved the damaged store %s to %s\n", d->path, moved);
   return CLI_OK;
@@ -466,60 +319,62 @@ int cmd_db(cli *c, int argc, char **argv) {
                        near);
     return cli_usage("db: unknown subcommand '%s'", sub);
   }
-  /* The path as the engine resolves it (--db, $QUICKSILVER_DB, cache). */
-  engine_options eo = {.db_path = c->db, .no_opencl = 1, .threads = 1};
+  /* The engine resolves the path (--db, $QUICKSILVER_DB, cache). `best`
+   * needs the OpenCL devices and the pool's thread count: both are part of
+   * the fingerprints its rows are matched against. */
+  int best = !strcmp(sub, "best");
+  engine_options eo = {.db_path = c->db, .no_opencl = !best || c->no_opencl,
+                       .threads = best ? c->threads : 1};
   engine *e = NULL;
-  engine_open(&e, &eo);
+  int open_rc = engine_open(&e, &eo);
   if (!e) return cli_fail("out of memory");
   char path[4096];
   snprintf(path, sizeof path, "%s", engine_db_path(e));
-  engine_close(e);
-  db_ctx d = {c, &a, path, NULL};
-  if (!strcmp(sub, "path")) {
-    printf("%s\n", path);
-    return CLI_OK;
-  }
+  db_ctx d = {.c = c, .a = &a, .path = path, .e = e};
+  int rc = CLI_OK;
   size_t want_pos =
       !strcmp(sub, "show") || !strcmp(sub, "export") || !strcmp(sub, "import")
           ? 2
           : 1;
-  if (a.n_pos != want_pos)
-    return cli_usage("db %s: %s", sub,
-                     a.n_pos < want_pos ? "missing argument"
-                                        : "unexpected argument");
-  char err[1024];
-  int rc = store_open(&d.s, path, err, sizeof err);
-  if (rc == QS_ECORRUPT && !strcmp(sub, "check"))
-    return db_check_moved(&d, err);
-  if (rc) {
-    if (rc == QS_ECORRUPT)
-      return cli_fail("%s\n  run 'quicksilver db check' for what to do", err);
-    return cli_fail("%s", err);
-  }
-  if (!strcmp(sub, "list"))
+  if (!strcmp(sub, "path")) {
+    printf("%s\n", path);
+  } else if (a.n_pos != want_pos) {
+    rc = cli_usage("db %s: %s", sub,
+                   a.n_pos < want_pos ? "missing argument"
+                                      : "unexpected argument");
+  } else if (!strcmp(sub, "check") && open_rc && open_rc != QS_ECORRUPT) {
+    rc = cli_fail("%s", engine_error(e));
+  } else if (!strcmp(sub, "check")) {
+    if (engine_db_check(e)) {
+      char why[2048];
+      snprintf(why, sizeof why, "%s", engine_error(e));
+      engine_close(e); /* the store must be closed to be moved */
+      return db_check_moved(&d, why);
+    }
+    printf("ok: %s passes SQLite's integrity check\n", path);
+  } else if (open_rc == QS_ECORRUPT) {
+    rc = cli_fail("%s\n  run 'quicksilver db check' for what to do",
+                  engine_error(e));
+  } else if (open_rc) {
+    rc = cli_fail("%s", engine_error(e));
+  } else if (!strcmp(sub, "list")) {
     rc = db_list(&d);
-  else if (!strcmp(sub, "show")) {
+  } else if (!strcmp(sub, "show")) {
     a.opts[a.n_opts < ARGS_MAX ? a.n_opts : ARGS_MAX - 1] =
         (opt_hit){&opts[3], a.pos[1]};
     if (a.n_opts < ARGS_MAX) a.n_opts++;
     rc = db_list(&d);
-  } else if (!strcmp(sub, "stats"))
+  } else if (!strcmp(sub, "stats")) {
     rc = db_stats(&d);
-  else if (!strcmp(sub, "best"))
+  } else if (best) {
     rc = db_best(&d);
-  else if (!strcmp(sub, "export") || !strcmp(sub, "import"))
+  } else if (!strcmp(sub, "export") || !strcmp(sub, "import")) {
     rc = db_file_op(&d, sub);
-  else if (!strcmp(sub, "prune"))
+  } else if (!strcmp(sub, "prune")) {
     rc = db_prune(&d);
-  else if (!strcmp(sub, "forget"))
-    rc = db_forget(&d);
-  else if (store_check(d.s, err, sizeof err)) {
-    store_close(d.s);
-    d.s = NULL;
-    return db_check_moved(&d, err);
   } else {
-    printf("ok: %s passes SQLite's integrity check\n", path);
+    rc = db_forget(&d);
   }
-  store_close(d.s);
+  engine_close(e);
   return rc;
 }

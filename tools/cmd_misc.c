@@ -4,40 +4,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cl/clrt.h"
 #include "cli.h"
-#include "env.h"
-#include "pool.h"
+#include "outfile.h"
 #include "simulate.h"
 #include "tiff.h"
 
 /* ------------------------------------------------------------- devices */
 
-/* The CPU's model name from /proc/cpuinfo into buf. */
-static void cpu_name(char *buf, size_t len) {
-  snprintf(buf, len, "unknown CPU");
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  char line[256];
-  while (f && fgets(line, sizeof line, f)) {
-    const char *v = strchr(line, ':');
-    if (strncmp(line, "model name", 10) || !v) continue;
-    v += 1 + (v[1] == ' ');
-    snprintf(buf, len, "%.*s", (int)strcspn(v, "\n"), v);
-    break;
-  }
-  if (f) fclose(f);
-}
-
-static cJSON *device_json(const cldev_info *d) {
+static cJSON *device_json(const device_info *d) {
   cJSON *j = cJSON_CreateObject();
-  cJSON_AddStringToObject(j, "slug", d->slug);
+  cJSON_AddStringToObject(j, "slug", d->name);
   cJSON_AddStringToObject(j, "fingerprint", d->fingerprint);
-  cJSON_AddStringToObject(j, "name", d->name);
+  cJSON_AddStringToObject(j, "name", d->model);
   cJSON_AddStringToObject(j, "platform", d->platform);
   cJSON_AddStringToObject(j, "vendor", d->vendor);
   cJSON_AddStringToObject(j, "driver", d->driver);
   cJSON_AddStringToObject(j, "version", d->version);
-  cJSON_AddBoolToObject(j, "gpu", d->is_gpu);
+  cJSON_AddBoolToObject(j, "gpu", d->gpu);
+  cJSON_AddBoolToObject(j, "shares_host_cores", d->shares_host_cores);
   cJSON_AddNumberToObject(j, "compute_units", d->compute_units);
   cJSON_AddNumberToObject(j, "clock_mhz", d->clock_mhz);
   cJSON_AddNumberToObject(j, "global_mem", (double)d->global_mem);
@@ -48,49 +32,60 @@ static cJSON *device_json(const cldev_info *d) {
   return j;
 }
 
+enum { MAX_DEVICES = 16 };
+
 int cmd_devices(cli *c, int argc, char **argv) {
   args a;
   CLI_ARGS_OR_RETURN(
       cli_args(c, argc, argv, "devices [--json]", NULL, NULL, 0, &a));
   if (a.n_pos) return cli_usage("devices: unexpected argument '%s'", a.pos[0]);
-  char name[128], err[512];
-  cpu_name(name, sizeof name);
-  clrt *rt = NULL;
-  int off = c->no_opencl;
-  if (env_bool("QUICKSILVER_NO_OPENCL", getenv("QUICKSILVER_NO_OPENCL"), &off,
-               err, sizeof err))
-    return cli_usage("%s", err);
-  off |= c->no_opencl;
-  if (clrt_open(&rt, off, NULL, err, sizeof err))
-    return cli_fail("OpenCL runtime: %s", err);
-  size_t n = clrt_count(rt);
+  /* Devices need no store: a private one in memory. */
+  engine_options eo = {.db_path = ":memory:", .no_opencl = c->no_opencl,
+                       .threads = c->threads};
+  engine *e = NULL;
+  int rc = engine_open(&e, &eo);
+  device_info dev[MAX_DEVICES];
+  size_t n = 0;
+  if (!rc) rc = engine_devices(e, dev, MAX_DEVICES, &n);
+  if (rc) {
+    rc = rc == QS_EENV ? cli_usage("%s", engine_error(e))
+                       : cli_fail("%s", e ? engine_error(e) : "out of memory");
+    engine_close(e);
+    return rc;
+  }
+  if (n > MAX_DEVICES) n = MAX_DEVICES;
+  const device_info *cpu = &dev[0];
   if (c->json) {
-    cJSON *j = cJSON_CreateObject(), *cpu = cJSON_AddObjectToObject(j, "cpu");
-    cJSON_AddStringToObject(cpu, "name", name);
-    cJSON_AddNumberToObject(cpu, "cores", pool_cores());
+    cJSON *j = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(j, "cpu");
+    cJSON_AddStringToObject(o, "name", cpu->model);
+    cJSON_AddNumberToObject(o, "cores", cpu->cores);
+    cJSON_AddStringToObject(o, "fingerprint", cpu->fingerprint);
+    cJSON_AddNumberToObject(o, "threads", cpu->threads);
     cJSON *cl = cJSON_AddArrayToObject(j, "opencl");
-    for (size_t i = 0; i < n; i++)
-      cJSON_AddItemToArray(cl, device_json(cldev_about(clrt_device(rt, i))));
-    if (!n) cJSON_AddStringToObject(j, "opencl_why", clrt_why(rt));
-    clrt_close(rt);
+    for (size_t i = 1; i < n; i++)
+      cJSON_AddItemToArray(cl, device_json(&dev[i]));
+    if (n < 2) cJSON_AddStringToObject(j, "opencl_why", engine_opencl_why(e));
+    engine_close(e);
     return cli_json_out(j);
   }
-  printf("cpu: %s, %d cores\n", name, pool_cores());
-  if (!n) printf("opencl: no devices (%s)\n", clrt_why(rt));
-  for (size_t i = 0; i < n; i++) {
-    const cldev_info *d = cldev_about(clrt_device(rt, i));
+  printf("cpu: %s, %d cores\n", cpu->model, cpu->cores);
+  if (n < 2) printf("opencl: no devices (%s)\n", engine_opencl_why(e));
+  for (size_t i = 1; i < n; i++) {
+    const device_info *d = &dev[i];
     printf("opencl:%s\n  fingerprint  %s\n  device       %s (%s, %s)\n"
            "  platform     %s\n  kind         %s, %u compute units at %u "
-           "MHz\n  memory       %.2f GiB global, %.2f GiB max allocation, "
+           "MHz%s\n  memory       %.2f GiB global, %.2f GiB max allocation, "
            "%llu KiB local\n  work group   %zu max, fp64 %s\n",
-           d->slug, d->fingerprint, d->name, d->vendor, d->version,
-           d->platform, d->is_gpu ? "GPU" : "CPU", d->compute_units,
-           d->clock_mhz, (double)d->global_mem / (1u << 30),
+           d->name, d->fingerprint, d->model, d->vendor, d->version,
+           d->platform, d->gpu ? "GPU" : "CPU", d->compute_units,
+           d->clock_mhz,
+           d->shares_host_cores ? ", on the host's cores" : "",
+           (double)d->global_mem / (1u << 30),
            (double)d->max_alloc / (1u << 30),
            (unsigned long long)(d->local_mem >> 10), d->max_work_group,
            d->fp64 ? "yes" : "no");
   }
-  clrt_close(rt);
+  engine_close(e);
   return CLI_OK;
 }
 
@@ -246,6 +241,11 @@ int cmd_simulate(cli *c, int argc, char **argv) {
                      sizeof err))
     return cli_usage("simulate: %s", err);
   const char *truth_path = args_value(&a, "truth");
+  /* Before the work: both outputs writable files, and not the same one. */
+  const char *outs[] = {out, truth_path};
+  int bad = outfile_check(outs, truth_path ? 2 : 1, NULL, 0, err, sizeof err);
+  if (bad) return bad == QS_EINVAL ? cli_usage("simulate: %s", err)
+                                   : cli_fail("simulate: %s", err);
   image img;
   sim_truth truth;
   if (simulate(v, &img, truth_path ? &truth : NULL, err, sizeof err))

@@ -1,28 +1,21 @@
 /* cmd_run.c — `methods`, `run` and `esrrf`: the method tables drive the
  * flags, the help and the listing; method_run does the work. */
-#include <libgen.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "internal.h" /* name_nearest */
+#include "outfile.h"
 #include "tiff.h"
-
-static const char *const kinds[] = {"serial", "threaded", "opencl",
-                                    "composite"};
-
-static const char *method_name_at(const void *ctx, size_t i) {
-  return method_at((const engine *)ctx, i)->name;
-}
 
 /* The method called `name`, or a usage error suggesting the nearest. */
 static int method_lookup(engine *e, const char *name, const method_desc **d) {
   *d = method_find(e, name);
   if (*d) return CLI_OK;
-  const char *near = name_nearest(name, method_name_at, e, method_count(e));
+  const char *near = method_nearest_name(e, name);
   if (near)
     return cli_usage("unknown method '%s' (did you mean '%s'?)", name, near);
   return cli_usage("unknown method '%s' (see quicksilver methods)", name);
@@ -74,7 +67,7 @@ static int method_show(cli *c, engine *e, const method_desc *d, cJSON *arr) {
     for (size_t i = 0; i < n; i++) {
       cJSON *o = cJSON_CreateObject();
       cJSON_AddStringToObject(o, "name", info[i].name);
-      cJSON_AddStringToObject(o, "kind", kinds[info[i].kind & 3]);
+      cJSON_AddStringToObject(o, "kind", impl_kind_name(info[i].kind));
       cJSON_AddNumberToObject(o, "version", info[i].version);
       cJSON_AddBoolToObject(o, "available", info[i].available);
       if (!info[i].available) cJSON_AddStringToObject(o, "why", info[i].why);
@@ -95,7 +88,7 @@ static int method_show(cli *c, engine *e, const method_desc *d, cJSON *arr) {
   cli_params_help(stdout, d->params, d->n_params);
   printf("implementations:\n");
   for (size_t i = 0; i < n; i++)
-    printf("  %-28s %-10s %s%s\n", info[i].name, kinds[info[i].kind & 3],
+    printf("  %-28s %-10s %s%s\n", info[i].name, impl_kind_name(info[i].kind),
            info[i].available ? "available" : "unavailable: ",
            info[i].available ? "" : info[i].why);
   (void)c;
@@ -139,50 +132,69 @@ static const opt_def run_opts[] = {
      "force an implementation (name, or serial, "
      "threaded, opencl, cpu, composite)"},
     {"explain", 0, NULL, "show the agent's estimate per implementation"},
+    {"frames", 0, "FIRST:END",
+     "read only frames [FIRST, END) of each input (END omitted: to the "
+     "last); the other pages are not decoded"},
+    {"dry-run", 0, NULL,
+     "show what would run and every estimate; run nothing, write nothing"},
     {NULL, 0, NULL, NULL}};
 
-/* The directory of path must be writable, so a long run never ends in a
- * failed write. */
-static int output_check(const char *path) {
-  char buf[4096];
-  snprintf(buf, sizeof buf, "%s", path);
-  const char *dir = dirname(buf);
-  if (access(dir, W_OK) != 0)
-    return cli_fail("%s: cannot write into directory %s", path, dir);
+/* --frames FIRST:END into a page range (count SIZE_MAX: to the last). */
+static int frames_parse(const char *t, size_t *first, size_t *count) {
+  *first = 0;
+  *count = SIZE_MAX;
+  if (!t) return CLI_OK;
+  const char *colon = strchr(t, ':');
+  char head[32];
+  size_t end = 0;
+  if (!colon || (size_t)(colon - t) >= sizeof head) goto bad;
+  memcpy(head, t, (size_t)(colon - t));
+  head[colon - t] = '\0';
+  if (args_size(head, 0, SIZE_MAX - 1, first)) goto bad;
+  if (colon[1] && (args_size(colon + 1, 1, SIZE_MAX - 1, &end) ||
+                   end <= *first))
+    goto bad;
+  if (colon[1]) *count = end - *first;
   return CLI_OK;
+bad:
+  return cli_usage("--frames: \"%s\" is not FIRST:END with FIRST < END "
+                   "(frames counted from 0; END may be left out)",
+                   t);
 }
 
 static cJSON *report_json(const char *method, const run_report *r) {
-  cJSON *j = cJSON_CreateObject(), *est;
+  cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "method", method);
   cJSON_AddStringToObject(j, "impl", r->impl);
   cJSON_AddStringToObject(j, "reason", r->reason);
   cJSON_AddNumberToObject(j, "seconds", r->seconds);
   cJSON_AddNumberToObject(j, "device_seconds", r->device_seconds);
   cJSON_AddNumberToObject(j, "once_seconds", r->once_seconds);
+  cJSON_AddNumberToObject(j, "bytes_up", (double)r->bytes_up);
+  cJSON_AddNumberToObject(j, "bytes_down", (double)r->bytes_down);
   cJSON_AddNumberToObject(j, "calibration_seconds", r->calibration_seconds);
   cJSON_AddNumberToObject(j, "fallbacks", r->fallbacks);
-  est = cJSON_AddArrayToObject(j, "estimates");
-  for (size_t i = 0; i < r->n_estimates && i < QS_MAX_ESTIMATES; i++) {
-    const run_estimate *e = &r->estimates[i];
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "impl", e->impl);
-    if (e->seconds >= 0)
-      cJSON_AddNumberToObject(o, "seconds", e->seconds);
-    else
-      cJSON_AddNullToObject(o, "seconds");
-    cJSON_AddStringToObject(o, "source", e->source);
-    cJSON_AddNumberToObject(o, "runs", e->runs);
-    cJSON_AddItemToArray(est, o);
-  }
+  cJSON_AddItemToObject(j, "estimates", cli_estimates_json(r));
   return j;
 }
 
 static void report_text(const cli *c, const char *method, const run_report *r,
-                        int explain) {
-  cli_note(c, "%s: %s in %.4f s (%s)", method, r->impl, r->seconds, r->reason);
+                        int explain, int dry) {
+  if (dry)
+    cli_note(c, "%s: would run %s (%s)%s", method, r->impl[0] ? r->impl : "-",
+             r->reason,
+             strcmp(r->reason, "calibration")
+                 ? ""
+                 : " after calibrating the implementations without timings");
+  else
+    cli_note(c, "%s: %s in %.4f s (%s)", method, r->impl, r->seconds,
+             r->reason);
   if (r->calibration_seconds > 0)
     cli_note(c, ", %.4f s calibrating", r->calibration_seconds);
+  if (r->bytes_up || r->bytes_down)
+    cli_note(c, ", %.4f s on the device, %.1f MB up, %.1f MB down",
+             r->device_seconds, (double)r->bytes_up * 1e-6,
+             (double)r->bytes_down * 1e-6);
   if (r->fallbacks)
     cli_note(c, ", after %d failed implementation%s", r->fallbacks,
              r->fallbacks > 1 ? "s" : "");
@@ -195,7 +207,7 @@ static void report_text(const cli *c, const char *method, const run_report *r,
     char est[32] = "unknown";
     if (e->seconds >= 0) snprintf(est, sizeof est, "%.6f s", e->seconds);
     cli_note(c, "  %-28s %12s  %-12s %d%s\n", e->impl, est, e->source, e->runs,
-             strcmp(e->impl, r->impl) ? "" : "  <- ran");
+             strcmp(e->impl, r->impl) ? "" : dry ? "  <- would run" : "  <- ran");
   }
 }
 
@@ -217,7 +229,7 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
   char synopsis[256];
   snprintf(synopsis, sizeof synopsis,
            "%s IN.tif%s -o OUT.tif [--PARAM VALUE ...] [--impl NAME|KIND] "
-           "[--explain]",
+           "[--explain] [--dry-run] [--frames FIRST:END]",
            label, d->n_inputs > 1 ? " [IN2.tif ...]" : "");
   args a;
   CLI_ARGS_OR_RETURN(
@@ -233,7 +245,8 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
                      d->n_inputs ? d->inputs[0].name : "",
                      d->n_inputs > 1 ? ", ..." : "", a.n_pos);
   size_t n_out = args_count(&a, "output");
-  if (n_out == 0 || n_out > d->n_outputs)
+  int dry = args_value(&a, "dry-run") != NULL;
+  if ((n_out == 0 && !dry) || n_out > d->n_outputs)
     return cli_usage("%s: give -o FILE %s%zu time%s", label,
                      d->n_outputs > 1 ? "1 to " : "", d->n_outputs,
                      d->n_outputs > 1 ? "s" : "");
@@ -241,15 +254,25 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
   for (size_t i = 0, k = 0; i < a.n_opts; i++)
     if (!strcmp(a.opts[i].def->name, "output") && k < QS_MAX_ESTIMATES)
       outs[k++] = a.opts[i].value;
-  for (size_t k = 0; k < n_out; k++)
-    if (output_check(outs[k])) return CLI_FAIL;
+  /* Before any work: no output may be an input, be named twice, or be
+   * anything but a regular file or a new name; inputs must be regular
+   * files (a FIFO would block the read forever). */
+  rc = outfile_check(outs, n_out, (const char *const *)a.pos, a.n_pos, err,
+                     sizeof err);
+  if (rc == QS_EINVAL) return cli_usage("%s: %s", label, err);
+  if (rc) return cli_fail("%s: %s", label, err);
+
+  size_t first, count;
+  if ((rc = frames_parse(args_value(&a, "frames"), &first, &count)))
+    return rc;
 
   image in[16] = {{0}}, out[16] = {{0}};
   if (d->n_inputs > 16 || d->n_outputs > 16)
     return cli_fail("%s: too many inputs or outputs", d->name);
   for (size_t k = 0; k < d->n_inputs; k++)
-    if (tiff_read(a.pos[k], &in[k], err, sizeof err)) {
-      rc = cli_fail("%s", err);
+    if ((rc = tiff_read_pages(a.pos[k], first, count, &in[k], err,
+                              sizeof err))) {
+      rc = rc == QS_EINVAL ? cli_usage("%s", err) : cli_fail("%s", err);
       goto done;
     }
   run_request rq = {.inputs = in,
@@ -259,10 +282,22 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
                     .impl = args_value(&a, "impl")};
   run_report rep;
   memset(&rep, 0, sizeof rep);
-  int st = method_run(e, d->name, &rq, out, d->n_outputs, &rep);
+  int st = dry ? method_estimate(e, d->name, &rq, &rep)
+               : method_run(e, d->name, &rq, out, d->n_outputs, &rep);
+  if (rep.record_status) cli_record_warn(c);
   if (st) {
     rc = cli_status_exit(st);
     cli_fail("%s: %s", label, engine_error(e));
+    goto done;
+  }
+  if (dry) {
+    if (c->json) {
+      cJSON *j = report_json(d->name, &rep);
+      cJSON_AddBoolToObject(j, "dry_run", 1);
+      rc = cli_json_out(j);
+    } else {
+      report_text(c, d->name, &rep, 1, 1);
+    }
     goto done;
   }
   for (size_t k = 0; k < n_out; k++)
@@ -283,7 +318,7 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
     }
     rc = cli_json_out(j);
   } else {
-    report_text(c, d->name, &rep, args_value(&a, "explain") != NULL);
+    report_text(c, d->name, &rep, args_value(&a, "explain") != NULL, 0);
     for (size_t k = 0; k < n_out; k++)
       cli_note(c, "  %s: %zux%zux%zu -> %s\n", d->outputs[k].name,
                out[k].frames, out[k].rows, out[k].cols, outs[k]);
@@ -300,7 +335,7 @@ int cmd_run(cli *c, int argc, char **argv) {
       cli_help(stdout,
                "run METHOD IN.tif [IN2.tif ...] -o OUT.tif [-o "
                "OUT2.tif] [--PARAM VALUE ...] [--impl NAME|KIND] "
-               "[--explain]\n(quicksilver run METHOD --help lists "
+               "[--explain] [--dry-run]\n(quicksilver run METHOD --help lists "
                "METHOD's parameters)",
                run_opts, NULL, 0);
       return CLI_OK;
@@ -313,5 +348,7 @@ int cmd_run(cli *c, int argc, char **argv) {
 }
 
 int cmd_esrrf(cli *c, int argc, char **argv) {
+  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+    if (!strcmp(argv[i], "--stream")) return cmd_stream(c, argc, argv);
   return run_method(c, "esrrf", "esrrf", argc, argv);
 }

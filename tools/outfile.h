@@ -1,7 +1,14 @@
 /* outfile.h — files that appear whole or not at all: everything the CLI
  * writes (TIFF stacks, CSV, JSON, SVG) goes to a temporary name in the
  * destination's directory and is renamed over the destination only once it
- * is complete, so a failed or interrupted run never leaves a half file. */
+ * is complete, so a failed or interrupted run never leaves a half file.
+ *
+ * Temporary names are "<destination>.qs-tmp-<pid>-XXXXXX". While one is
+ * open, SIGINT, SIGTERM and SIGHUP (when their disposition is the default)
+ * remove it before the process dies of the signal; one left by a SIGKILL or
+ * a crash is removed by the next outfile_open of the same destination once
+ * its process is gone. Writing to standard output ("-") is not offered:
+ * outputs are files that other runs read back. */
 #ifndef QS_OUTFILE_H
 #define QS_OUTFILE_H
 
@@ -12,10 +19,14 @@ typedef struct outfile {
   FILE *f;
   char *path; /* destination */
   char *tmp;  /* temporary name beside it */
+  int slot;   /* signal-cleanup slot + 1; 0: none */
 } outfile;
 
-/* Creates the temporary file (mode 0666 less the umask, as fopen would).
- * QS_EIO with a message naming path when the directory is not writable. */
+/* Creates the temporary file (mode 0666 less the umask, as fopen would),
+ * after removing stale temporaries of the same destination. Refused before
+ * anything is created: a destination that exists and is not a regular file
+ * (directory, device, FIFO, socket; symlinks are followed) and "-", with
+ * QS_EINVAL; an unwritable directory with QS_EIO. err names path. */
 int outfile_open(outfile *o, const char *path, char *err, size_t err_len);
 
 /* Flushes, closes and renames over the destination. On any failure the
@@ -26,5 +37,29 @@ int outfile_commit(outfile *o, char *err, size_t err_len);
 /* Closes and removes the temporary file; *o is emptied. Safe on an emptied
  * or zeroed outfile. */
 void outfile_abort(outfile *o);
+
+/* Checks a command's outputs against each other and against its inputs
+ * before any work is done, comparing files by device and inode (so "./a",
+ * "a", a symlink or a hard link to a are all a) and names that do not exist
+ * yet by their directory's device and inode plus the last component:
+ *  - an output that is one of the inputs,
+ *  - the same output named twice,
+ *  - an output that exists and is not a regular file,
+ *  - an input that is not a regular file (a FIFO, a device, a directory),
+ *    checked without opening it,
+ *  - an output whose directory is missing or not writable.
+ * QS_EINVAL (or QS_EIO for a missing input or directory) with a message
+ * naming the path(s) at fault. Either array may be empty. */
+int outfile_check(const char *const *outs, size_t n_out,
+                  const char *const *ins, size_t n_in, char *err,
+                  size_t err_len);
+
+/* Removes "<path>.qs-tmp-<pid>-*" files whose process no longer exists;
+ * returns how many were removed. Called by outfile_open.
+ *
+ * Test seam: with QUICKSILVER_TEST_OUTFILE_STOP=1 in the environment,
+ * outfile_open stops the process (SIGSTOP) once the temporary file exists,
+ * so a test can deliver a signal in the middle of a write. */
+size_t outfile_sweep(const char *path);
 
 #endif

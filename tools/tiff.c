@@ -28,6 +28,8 @@ typedef struct reader {
   uint64_t size;            /* bytes in the file */
   const unsigned char *mem; /* memory source, else NULL */
   uint64_t pos;
+  size_t first, count; /* pages wanted: [first, first + count) */
+  tiff_info *info;     /* info only (no pixel data), else NULL */
 } reader;
 
 static int on_error(TIFF *t, void *user, const char *module, const char *fmt,
@@ -305,6 +307,92 @@ static int raw_read(TIFF *t, const reader *r, uint64_t off, void *buf,
   return 0;
 }
 
+/* ------------------------------------------------------------ budget */
+
+static uint64_t budget_set; /* tiff_set_read_budget; 0: default */
+
+void tiff_set_read_budget(uint64_t bytes) { budget_set = bytes; }
+
+/* MemAvailable of /proc/meminfo in bytes, 0 if unknown. */
+static uint64_t mem_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  char line[128];
+  unsigned long long kb = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+  if (f) fclose(f);
+  return (uint64_t)kb * 1024;
+}
+
+int tiff_read_budget(uint64_t *bytes, char *err, size_t err_len) {
+  if (budget_set) return *bytes = budget_set, QS_OK;
+  const char *v = getenv("QUICKSILVER_READ_BUDGET_MB");
+  if (v && *v) {
+    char *end;
+    errno = 0;
+    unsigned long long mb = strtoull(v, &end, 10);
+    if (end == v || *end || errno || mb == 0 || mb > ((uint64_t)1 << 40)) {
+      snprintf(err, err_len,
+               "QUICKSILVER_READ_BUDGET_MB: \"%s\" is not a number of MiB "
+               "in [1, 2^40]",
+               v);
+      return QS_EENV;
+    }
+    return *bytes = (uint64_t)mb << 20, QS_OK;
+  }
+  /* What the machine can hold now, less a quarter for the outputs and
+   * the method's scratch; never under 64 MiB. */
+  uint64_t avail = mem_available() / 4 * 3;
+  if (avail == 0) {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    avail = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size / 2 : 0;
+  }
+  *bytes = avail > ((uint64_t)64 << 20) ? avail : (uint64_t)64 << 20;
+  return QS_OK;
+}
+
+/* "12.3 MiB" style sizes for messages. */
+static const char *human(uint64_t b, char *buf, size_t len) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)b;
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, u++;
+  snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+  return buf;
+}
+
+/* The decoded pages [r->first, r->first + count) of w x h pixels must fit
+ * the read budget: refused otherwise, naming the page at which the total
+ * passes it and what that page claims. */
+static int budget_check(reader *r, uint32_t w, uint32_t h, size_t count,
+                        char *err, size_t err_len) {
+  uint64_t budget;
+  int rc = tiff_read_budget(&budget, err, err_len);
+  if (rc) return rc;
+  uint64_t per = (uint64_t)w * h * sizeof(float);
+  if (per == 0 || (uint64_t)count <= budget / per) return QS_OK;
+  size_t k = (size_t)(budget / per); /* pages that fit */
+  char a[32], b[32], c[32];
+  return read_fail(r, QS_ENOMEM, err, err_len,
+                   "page %zu claims %ux%u pixels (%s decoded), which takes "
+                   "the %zu pages read to %s, over the read budget of %s "
+                   "(QUICKSILVER_READ_BUDGET_MB raises it)",
+                   r->first + k, (unsigned)h, (unsigned)w,
+                   human(per, a, sizeof a), count,
+                   human(per * count, b, sizeof b),
+                   human(budget, c, sizeof c));
+}
+
+/* Pages [first, first + count) of n must exist. */
+static int range_check(reader *r, size_t n, char *err, size_t err_len) {
+  if (r->count == SIZE_MAX) r->count = r->first < n ? n - r->first : 0;
+  if (r->count == 0 || r->first >= n || r->count > n - r->first)
+    return read_fail(r, QS_EINVAL, err, err_len,
+                     "pages [%zu, %zu) asked of a stack of %zu", r->first,
+                     r->first + r->count, n);
+  return QS_OK;
+}
+
 /* ImageJ writes stacks past 4 GiB with a single directory: the other
  * pages' pixels follow the first page's back to back, uncompressed. Reads
  * `pages` of them when the first page is laid out that way and the file
@@ -332,17 +420,25 @@ static int read_imagej_big(TIFF *t, reader *r, const page *first,
                      "truncated: ImageJ announces %lu images, the file "
                      "holds %llu",
                      pages, (unsigned long long)held);
-  int rc = image_alloc(img, pages, first->h, first->w);
+  if (r->info) {
+    *r->info = (tiff_info){pages, first->h, first->w};
+    return QS_OK;
+  }
+  int rc = range_check(r, pages, err, err_len);
+  if (!rc) rc = budget_check(r, first->w, first->h, r->count, err, err_len);
+  if (rc) return rc;
+  rc = image_alloc(img, r->count, first->h, first->w);
   if (rc)
-    return read_fail(r, rc, err, err_len, "%lu pages of %ux%u pixels: %s",
-                     pages, (unsigned)first->h, (unsigned)first->w,
+    return read_fail(r, rc, err, err_len, "%zu pages of %ux%u pixels: %s",
+                     r->count, (unsigned)first->h, (unsigned)first->w,
                      status_message(rc));
   unsigned char *buf = malloc((size_t)page_bytes);
   size_t plane = (size_t)first->w * first->h;
   if (!buf) rc = read_fail(r, QS_ENOMEM, err, err_len, "out of memory");
-  for (unsigned long k = 0; !rc && k < pages; k++) {
+  for (size_t j = 0; !rc && j < r->count; j++) {
+    size_t k = r->first + j;
     if (raw_read(t, r, off + k * page_bytes, buf, (size_t)page_bytes)) {
-      rc = read_fail(r, QS_EIO, err, err_len, "cannot read page %lu", k);
+      rc = read_fail(r, QS_EIO, err, err_len, "cannot read page %zu", k);
       break;
     }
     if (TIFFIsByteSwapped(t) && first->bytes == 2)
@@ -351,7 +447,7 @@ static int read_imagej_big(TIFF *t, reader *r, const page *first,
       TIFFSwabArrayOfLong((uint32_t *)(void *)buf, (tmsize_t)plane);
     if (TIFFIsByteSwapped(t) && first->bytes == 8)
       TIFFSwabArrayOfLong8((uint64_t *)(void *)buf, (tmsize_t)plane);
-    first->conv(buf, img->data + k * plane, plane);
+    first->conv(buf, img->data + j * plane, plane);
   }
   free(buf);
   if (rc) image_free(img);
@@ -388,21 +484,34 @@ static int read_all(TIFF *t, reader *r, image *img, char *err,
                        (unsigned)p.h, (unsigned)p.w);
     }
   }
-  int rc = image_alloc(img, n, first.h, first.w);
+  if (r->info) {
+    if (r->msg[0])
+      return read_fail(r, QS_EFORMAT, err, err_len, "malformed TIFF");
+    *r->info = (tiff_info){n, first.h, first.w};
+    return QS_OK;
+  }
+  int rc = range_check(r, n, err, err_len);
+  if (!rc) rc = budget_check(r, first.w, first.h, r->count, err, err_len);
+  if (rc) return rc;
+  rc = image_alloc(img, r->count, first.h, first.w);
   if (rc)
-    return read_fail(r, rc, err, err_len, "%u pages of %ux%u pixels: %s",
-                     (unsigned)n, (unsigned)first.h, (unsigned)first.w,
+    return read_fail(r, rc, err, err_len, "%zu pages of %ux%u pixels: %s",
+                     r->count, (unsigned)first.h, (unsigned)first.w,
                      status_message(rc));
   size_t plane = (size_t)first.w * first.h;
-  for (tdir_t d = 0; d < n && !rc; d++) {
-    /* sequential reads: TIFFSetDirectory(d) would walk the chain anew */
+  size_t end = r->first + r->count;
+  for (tdir_t d = 0; d < end && !rc; d++) {
+    /* sequential reads: TIFFSetDirectory(d) would walk the chain anew;
+     * the directories before the range are read, their pixels are not */
     int at = d ? TIFFReadDirectory(t) : TIFFSetDirectory(t, 0);
     if (!at || page_probe(t, r, d, &p, err, err_len)) {
       rc = read_fail(r, QS_EFORMAT, err, err_len, "cannot read page %u",
                      (unsigned)d);
       break;
     }
-    rc = page_read(t, r, (unsigned)d, &p, img->data + d * plane, err, err_len);
+    if (d >= r->first)
+      rc = page_read(t, r, (unsigned)d, &p, img->data + (d - r->first) * plane,
+                     err, err_len);
   }
   if (!rc && r->msg[0])
     rc = read_fail(r, QS_EFORMAT, err, err_len, "malformed TIFF");
@@ -431,7 +540,7 @@ int tiff_read_mem(const void *data, size_t size, const char *name, image *img,
                   char *err, size_t err_len) {
   image empty = {0};
   *img = empty;
-  reader r = {.name = name, .size = size, .mem = data};
+  reader r = {.name = name, .size = size, .mem = data, .count = SIZE_MAX};
   if (size < 8 || !is_tiff_magic(data))
     return read_fail(&r, QS_EFORMAT, err, err_len, "not a TIFF file");
   TIFFOpenOptions *o = open_options(&r);
@@ -445,38 +554,63 @@ int tiff_read_mem(const void *data, size_t size, const char *name, image *img,
   return rc;
 }
 
-int tiff_read(const char *path, image *img, char *err, size_t err_len) {
-  image empty = {0};
-  *img = empty;
-  reader r = {.name = path};
-  int fd = open(path, O_RDONLY);
+/* Reads pages [r->first, r->first + r->count) of the file, or only its
+ * shape when r->info is set. */
+static int read_file(reader *r, image *img, char *err, size_t err_len) {
+  /* Without blocking: opening a FIFO for reading would wait for a writer
+   * forever; it is refused below as not a regular file. */
+  int fd = open(r->name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    int rc = read_fail(&r, QS_EIO, err, err_len, "cannot read: %s",
+    int rc = read_fail(r, QS_EIO, err, err_len, "cannot read: %s",
                        fd < 0 ? strerror(errno) : "not a regular file");
     if (fd >= 0) close(fd);
     return rc;
   }
-  r.size = (uint64_t)st.st_size;
+  r->size = (uint64_t)st.st_size;
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   unsigned char magic[4];
-  if (pread(fd, magic, 4, 0) != 4 || r.size < 8 || !is_tiff_magic(magic)) {
+  if (pread(fd, magic, 4, 0) != 4 || r->size < 8 || !is_tiff_magic(magic)) {
     close(fd);
-    return read_fail(&r, QS_EFORMAT, err, err_len, "not a TIFF file");
+    return read_fail(r, QS_EFORMAT, err, err_len, "not a TIFF file");
   }
-  TIFFOpenOptions *o = open_options(&r);
+  TIFFOpenOptions *o = open_options(r);
   if (!o) {
     close(fd);
-    return read_fail(&r, QS_ENOMEM, err, err_len, "out of memory");
+    return read_fail(r, QS_ENOMEM, err, err_len, "out of memory");
   }
-  TIFF *t = TIFFFdOpenExt(fd, path, "r", o);
+  TIFF *t = TIFFFdOpenExt(fd, r->name, "r", o);
   TIFFOpenOptionsFree(o);
   if (!t) {
     close(fd);
-    return read_fail(&r, QS_EFORMAT, err, err_len, "cannot open TIFF");
+    return read_fail(r, QS_EFORMAT, err, err_len, "cannot open TIFF");
   }
-  int rc = read_all(t, &r, img, err, err_len);
+  int rc = read_all(t, r, img, err, err_len);
   TIFFClose(t); /* closes fd */
   return rc;
+}
+
+int tiff_read(const char *path, image *img, char *err, size_t err_len) {
+  return tiff_read_pages(path, 0, SIZE_MAX, img, err, err_len);
+}
+
+int tiff_read_pages(const char *path, size_t first, size_t count, image *img,
+                    char *err, size_t err_len) {
+  image empty = {0};
+  *img = empty;
+  reader r = {.name = path, .first = first, .count = count};
+  if (count == 0)
+    return read_fail(&r, QS_EINVAL, err, err_len, "no pages asked for");
+  return read_file(&r, img, err, err_len);
+}
+
+int tiff_info_of(const char *path, tiff_info *info, char *err,
+                 size_t err_len) {
+  tiff_info none = {0, 0, 0};
+  *info = none;
+  reader r = {.name = path, .count = SIZE_MAX, .info = info};
+  image unused = {0};
+  return read_file(&r, &unused, err, err_len);
 }
 
 /* ------------------------------------------------------------- writing */

@@ -64,10 +64,14 @@ static int esrrf_shape(const image *in, const double *p, image *out,
   size_t t = (in->frames + fpt - 1) / fpt;
   size_t last = in->frames - (t - 1) * fpt;
   if (kind == TEMPORAL_TAC2 && last < 2) {
+    /* Refused rather than NanoPyx's NaN timepoint: a NaN image is easily
+     * taken for a result. The message says how to drop the frame. */
     snprintf(err, err_len,
              "frames_per_timepoint: tac2 needs at least 2 frames in every "
-             "timepoint; %zu frames by %zu leave %zu in the last one",
-             in->frames, fpt, last);
+             "timepoint; %zu frames by %zu leave %zu in the last one: leave "
+             "that frame out (the first %zu frames; quicksilver's --frames "
+             "0:%zu) or choose another frames_per_timepoint",
+             in->frames, fpt, last, in->frames - last, in->frames - last);
     return QS_EPARAM;
   }
   if (kind == TEMPORAL_NONE) t = in->frames;
@@ -108,20 +112,19 @@ static int esrrf_slice(const image *in, const double *p, size_t rows,
 
 typedef struct drive_job {
   const esrrf_geom *g;
-  temporal *t;
+  esrrf_partial *t;  /* the timepoint's partial statistic */
   const float *maps; /* n maps */
-  size_t first, n;   /* frame number in the timepoint of maps[0]; count */
+  size_t n;
   float *out;        /* the timepoint's output map (results) */
-  size_t frames;     /* frames of the timepoint (results) */
 } drive_job;
 
-/* Rows [b, e) of the maps: accumulate the batch. */
+/* Rows [b, e) of the maps: fold the batch after the partial's frames. */
 static int drive_add(void *ctx, size_t b, size_t e, int worker) {
   const drive_job *j = ctx;
   (void)worker;
   size_t cm = (size_t)j->g->cols_m;
   for (size_t k = 0; k < j->n; k++)
-    temporal_add(j->t, j->maps + k * j->g->plane, j->first + k, b * cm,
+    temporal_add(j->t, j->maps + k * j->g->plane, j->t->n + k, b * cm,
                  e * cm);
   return QS_OK;
 }
@@ -130,7 +133,7 @@ static int drive_result(void *ctx, size_t b, size_t e, int worker) {
   const drive_job *j = ctx;
   (void)worker;
   size_t cm = (size_t)j->g->cols_m;
-  temporal_result(j->t, j->frames, j->out, b * cm, e * cm);
+  temporal_result(j->t, j->out, b * cm, e * cm);
   return QS_OK;
 }
 
@@ -141,6 +144,23 @@ size_t esrrf_batch_at(const esrrf_geom *g, size_t batch, size_t f) {
   if (g->kind != TEMPORAL_NONE && (f / g->fpt + 1) * g->fpt < end)
     end = (f / g->fpt + 1) * g->fpt; /* the end of f's timepoint */
   return end - f < batch ? end - f : batch;
+}
+
+int esrrf_fold(const method_call *c, const esrrf_geom *g, esrrf_partial *t,
+               const float *maps, size_t n) {
+  drive_job j = {.g = g, .t = t, .maps = maps, .n = n};
+  int rc = c->parallel_for(c, 0, (size_t)g->rows_m, drive_add, &j);
+  if (!rc) t->n += n;
+  return rc;
+}
+
+int esrrf_finish(const method_call *c, const esrrf_geom *g,
+                 const esrrf_partial *t, float *out) {
+  drive_job j = {.g = g, .t = (esrrf_partial *)t, .out = out};
+  int rc = c->parallel_for(c, 0, (size_t)g->rows_m, drive_result, &j);
+  if (!rc && g->mpc)
+    temporal_mpc(out, (size_t)g->rows_m, (size_t)g->cols_m, g->mag);
+  return rc;
 }
 
 int esrrf_drive(const method_call *c, const esrrf_geom *g, size_t batch,
@@ -154,39 +174,33 @@ int esrrf_drive(const method_call *c, const esrrf_geom *g, size_t batch,
     }
     return QS_OK;
   }
-  temporal t;
+  esrrf_partial t;
   size_t keep = batch < g->fpt ? batch : g->fpt;
   float *buf = NULL;
-  int rc = temporal_init(&t, g->kind, g->plane);
+  int rc = esrrf_partial_init(&t, g->kind, (size_t)g->rows_m,
+                              (size_t)g->cols_m);
   if (!rc && keep > SIZE_MAX / sizeof(float) / g->plane) rc = QS_ENOMEM;
   if (!rc) buf = calloc(keep * g->plane, sizeof(float));
   if (!rc && !buf) rc = QS_ENOMEM;
   if (rc) {
-    temporal_free(&t);
+    esrrf_partial_free(&t);
     snprintf(c->err, c->err_len,
              "esrrf: no memory for the temporal accumulators of %d x %d "
              "pixels",
              g->rows_m, g->cols_m);
     return rc;
   }
-  drive_job j = {.g = g, .t = &t, .maps = buf};
   for (size_t t0 = 0, tp = 0; !rc && t0 < g->frames; t0 += g->fpt, tp++) {
     size_t t1 = t0 + g->fpt < g->frames ? t0 + g->fpt : g->frames;
-    for (size_t f = t0; !rc && f < t1; f += j.n) {
-      j.first = f - t0;
-      j.n = esrrf_batch_at(g, keep, f);
-      rc = maps(state, f, j.n, buf);
-      if (!rc)
-        rc = c->parallel_for(c, 0, (size_t)g->rows_m, drive_add, &j);
+    esrrf_partial_reset(&t);
+    for (size_t f = t0, n; !rc && f < t1; f += n) {
+      n = esrrf_batch_at(g, keep, f);
+      rc = maps(state, f, n, buf);
+      if (!rc) rc = esrrf_fold(c, g, &t, buf, n);
     }
-    if (rc) break;
-    j.out = out + tp * g->plane;
-    j.frames = t1 - t0;
-    rc = c->parallel_for(c, 0, (size_t)g->rows_m, drive_result, &j);
-    if (!rc && g->mpc)
-      temporal_mpc(j.out, (size_t)g->rows_m, (size_t)g->cols_m, g->mag);
+    if (!rc) rc = esrrf_finish(c, g, &t, out + tp * g->plane);
   }
-  temporal_free(&t);
+  esrrf_partial_free(&t);
   free(buf);
   return rc;
 }
@@ -309,7 +323,7 @@ static const impl_def esrrf_impls[] = {
      SCHED_DYNAMIC, 4},
     {"composed", IMPL_COMPOSITE, esrrf_run_composed, NULL, 1, SCHED_STATIC, 0},
 #if QS_HAVE_OPENCL
-    {"opencl", IMPL_OPENCL, esrrf_run_opencl, esrrf_cl_probe, 1, SCHED_STATIC,
+    {"opencl", IMPL_OPENCL, esrrf_run_opencl, esrrf_cl_probe, 2, SCHED_STATIC,
      0},
 #else
     QS_OPENCL_IMPL(NULL, 1),

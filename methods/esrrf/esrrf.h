@@ -84,6 +84,17 @@ typedef int (*esrrf_maps_fn)(void *state, size_t f0, size_t n, float *dst);
 int esrrf_drive(const method_call *c, const esrrf_geom *g, size_t batch,
                 esrrf_maps_fn maps, void *state);
 
+/* Folds n maps (planes of the call's map size) into the partial t after
+ * its frames, rows split over c's pool; advances t->n. */
+int esrrf_fold(const method_call *c, const esrrf_geom *g, esrrf_partial *t,
+               const float *maps, size_t n);
+
+/* The timepoint's image from t: the statistic (on c's pool), then the
+ * macro-pixel correction if the call asks for it. The same numbers as
+ * esrrf_partial_finish. */
+int esrrf_finish(const method_call *c, const esrrf_geom *g,
+                 const esrrf_partial *t, float *out);
+
 /* Frames of the batch esrrf_drive asks for at frame f (0 past the end), so
  * that an implementation can prepare the next batch ahead. */
 size_t esrrf_batch_at(const esrrf_geom *g, size_t batch, size_t f);

@@ -1,35 +1,23 @@
-/* temporal.c — frame-by-frame temporal statistics in double and the
- * macro-pixel correction (see temporal.h for the definitions). */
+/* temporal.c — frame-by-frame temporal statistics in double, their exact
+ * merge, the macro-pixel correction (see temporal.h for the definitions),
+ * and the public esrrf_partial calls built on them. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "quicksilver.h"
 #include "temporal.h"
 
-size_t temporal_slots(temporal_kind kind) {
-  static const size_t slots[] = {1, 2, 4, 0};
-  return slots[kind];
+size_t esrrf_partial_slots(int temporal) {
+  static const size_t slots[] = {1, 2, 4};
+  return temporal >= TEMPORAL_AVG && temporal < TEMPORAL_NONE
+             ? slots[temporal]
+             : 0;
 }
 
-int temporal_init(temporal *t, temporal_kind kind, size_t pixels) {
-  t->kind = kind;
-  t->pixels = pixels;
-  t->acc = NULL;
-  size_t k = temporal_slots(kind);
-  if (k == 0 || pixels == 0) return QS_OK;
-  if (pixels > (size_t)-1 / (k * sizeof(double))) return QS_ENOMEM;
-  t->acc = malloc(pixels * k * sizeof(double));
-  return t->acc ? QS_OK : QS_ENOMEM;
-}
-
-void temporal_free(temporal *t) {
-  free(t->acc);
-  t->acc = NULL;
-}
-
-void temporal_add(temporal *t, const float *x, size_t n, size_t begin,
+void temporal_add(esrrf_partial *p, const float *x, uint64_t n, size_t begin,
                   size_t end) {
-  double *a = t->acc;
-  switch (t->kind) {
+  double *a = p->data;
+  switch ((temporal_kind)p->temporal) {
   case TEMPORAL_AVG: /* a: sum */
     for (size_t i = begin; i < end; i++) a[i] = (n ? a[i] : 0) + x[i];
     break;
@@ -65,11 +53,49 @@ void temporal_add(temporal *t, const float *x, size_t n, size_t begin,
   }
 }
 
-void temporal_result(const temporal *t, size_t n, float *out, size_t begin,
+void temporal_merge(esrrf_partial *into, const esrrf_partial *next,
+                    size_t begin, size_t end) {
+  double *a = into->data;
+  const double *b = next->data;
+  double na = (double)into->n, nb = (double)next->n, n = na + nb;
+  switch ((temporal_kind)into->temporal) {
+  case TEMPORAL_AVG:
+    for (size_t i = begin; i < end; i++) a[i] += b[i];
+    break;
+  case TEMPORAL_VAR: /* Chan et al.: pairwise update of mean and M2 */
+    for (size_t i = begin; i < end; i++) {
+      double *m = a + 2 * i;
+      const double *q = b + 2 * i;
+      double delta = q[0] - m[0];
+      m[0] += delta * (nb / n);
+      m[1] += q[1] + delta * delta * (na * nb / n);
+    }
+    break;
+  case TEMPORAL_TAC2:
+    /* next's values shifted by d = x0_b − x0_a: y'_t = y_t + d, so
+     *   Σ y' = Σ y + nb·d,
+     *   Σ y'_t·y'_{t+1} = Σ y_t·y_{t+1} + d·(2·Σy − y_last) + (nb − 1)·d²
+     * (y_0 = 0 in next), plus the product across the boundary,
+     * y_last_a·y'_0 = y_last_a·d. */
+    for (size_t i = begin; i < end; i++) {
+      double *m = a + 4 * i;
+      const double *q = b + 4 * i;
+      double d = q[0] - m[0];
+      m[2] += m[3] * d + q[2] + d * (2 * q[1] - q[3]) + (nb - 1) * d * d;
+      m[1] += q[1] + nb * d;
+      m[3] = q[3] + d;
+    }
+    break;
+  case TEMPORAL_NONE:
+    break;
+  }
+}
+
+void temporal_result(const esrrf_partial *p, float *out, size_t begin,
                      size_t end) {
-  const double *a = t->acc;
-  double dn = (double)n;
-  switch (t->kind) {
+  const double *a = p->data;
+  double dn = (double)p->n;
+  switch ((temporal_kind)p->temporal) {
   case TEMPORAL_AVG:
     for (size_t i = begin; i < end; i++) out[i] = (float)(a[i] / dn);
     break;
@@ -105,4 +131,70 @@ void temporal_mpc(float *map, size_t rows_m, size_t cols_m, int mag) {
       float c = corr[(y % m) * m + x % m];
       if (c != 0) map[y * cols_m + x] /= c;
     }
+}
+
+/* ------------------------------------------------------- public partial */
+
+int esrrf_partial_init(esrrf_partial *p, int temporal, size_t rows,
+                       size_t cols) {
+  if (!p) return QS_EINVAL;
+  memset(p, 0, sizeof *p);
+  size_t k = esrrf_partial_slots(temporal), px;
+  if (k == 0 || rows == 0 || cols == 0) return QS_EINVAL;
+  if (image_pixels(1, rows, cols, &px) ||
+      px > (size_t)-1 / (k * sizeof(double)))
+    return QS_EOVERFLOW;
+  p->data = malloc(px * k * sizeof(double));
+  if (!p->data) return QS_ENOMEM;
+  p->temporal = temporal;
+  p->rows = rows;
+  p->cols = cols;
+  return QS_OK;
+}
+
+void esrrf_partial_free(esrrf_partial *p) {
+  if (!p) return;
+  free(p->data);
+  memset(p, 0, sizeof *p);
+}
+
+void esrrf_partial_reset(esrrf_partial *p) {
+  if (p) p->n = 0;
+}
+
+int esrrf_partial_add(esrrf_partial *p, const float *maps, size_t count) {
+  if (!p || !p->data || (!maps && count)) return QS_EINVAL;
+  size_t px = p->rows * p->cols;
+  for (size_t k = 0; k < count; k++, p->n++)
+    temporal_add(p, maps + k * px, p->n, 0, px);
+  return QS_OK;
+}
+
+int esrrf_partial_merge(esrrf_partial *into, const esrrf_partial *next) {
+  if (!into || !next || !into->data || !next->data ||
+      into->temporal != next->temporal || into->rows != next->rows ||
+      into->cols != next->cols)
+    return QS_EINVAL;
+  size_t px = into->rows * into->cols;
+  if (next->n == 0) return QS_OK;
+  if (into->n == 0)
+    memcpy(into->data, next->data,
+           px * esrrf_partial_slots(into->temporal) * sizeof(double));
+  else
+    temporal_merge(into, next, 0, px);
+  into->n += next->n;
+  return QS_OK;
+}
+
+int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
+                         float *out) {
+  if (!p || !p->data || !out || p->n == 0 ||
+      (p->temporal == TEMPORAL_TAC2 && p->n < 2))
+    return QS_EINVAL;
+  if (mpc && (mag < 1 || mag > TEMPORAL_MAX_MAG || p->rows % (size_t)mag ||
+              p->cols % (size_t)mag))
+    return QS_EINVAL;
+  temporal_result(p, out, 0, p->rows * p->cols);
+  if (mpc) temporal_mpc(out, p->rows, p->cols, mag);
+  return QS_OK;
 }

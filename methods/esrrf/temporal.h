@@ -1,21 +1,30 @@
 /* temporal.h — eSRRF's temporal statistics over the frames of a timepoint,
  * accumulated frame by frame in double so that memory does not grow with
  * the number of frames (NanoPyx holds the whole RGC stack of a timepoint),
- * and the macro-pixel correction applied to each resulting map.
+ * merged exactly across adjacent runs of frames, and the macro-pixel
+ * correction applied to each resulting map.
+ *
+ * The state is the public esrrf_partial (quicksilver.h, "live eSRRF"),
+ * whose comment gives the slots. These are its range forms: every function
+ * works on a pixel range [begin, end) so that threads can share one
+ * partial on disjoint ranges; the public esrrf_partial_* calls are these
+ * over the whole map. One formula, one place: the batch driver
+ * (esrrf_drive), the live stream and the public calls all fold here.
  *
  * Statistics (x_t the frames of one timepoint, n of them):
  *   AVG  the mean;
- *   VAR  the population variance (ddof 0), by Welford's recurrence;
+ *   VAR  the population variance (ddof 0), by Welford's recurrence, merged
+ *        by Chan's formula;
  *   TAC2 the lag-1 autocovariance about the mean,
  *        Σ_{t<n-1} (x_t − μ)(x_{t+1} − μ) / (n − 1), from running sums of
  *        y_t = x_t − x_0 (shift invariance keeps the sums small) and of
- *        y_t·y_{t+1}; it needs n >= 2.
- * Every function works on a pixel range [begin, end) so that threads can
- * share one accumulator on disjoint ranges. */
+ *        y_t·y_{t+1}; it needs n >= 2. */
 #ifndef QS_TEMPORAL_H
 #define QS_TEMPORAL_H
 
 #include <stddef.h>
+
+#include "quicksilver.h"
 
 /* In the order of eSRRF's `temporal` choices. */
 typedef enum temporal_kind {
@@ -31,29 +40,22 @@ typedef enum temporal_kind {
  * stack). */
 #define TEMPORAL_MAX_MAG 64
 
-/* Accumulators for one map of `pixels` pixels. */
-typedef struct temporal {
-  temporal_kind kind;
-  size_t pixels;
-  double *acc; /* per pixel: temporal_slots(kind) doubles */
-} temporal;
+/* Adds map x (indexed from 0 over the partial's pixels) as frame number
+ * `n` (0-based) of the partial, for pixels [begin, end); n == 0 starts the
+ * partial over. The caller advances p->n once every range is done. */
+void temporal_add(esrrf_partial *p, const float *x, uint64_t n,
+                  size_t begin, size_t end);
 
-/* Doubles per pixel the statistic keeps (0 for TEMPORAL_NONE). */
-size_t temporal_slots(temporal_kind kind);
+/* Merges the statistics of `next` (the frames right after into's) into
+ * `into` for pixels [begin, end); into->n and next->n are the counts
+ * before the merge, and the caller sets into->n after every range. Both
+ * non-empty. */
+void temporal_merge(esrrf_partial *into, const esrrf_partial *next,
+                    size_t begin, size_t end);
 
-/* Allocates the accumulators; QS_ENOMEM on failure. */
-int temporal_init(temporal *t, temporal_kind kind, size_t pixels);
-void temporal_free(temporal *t);
-
-/* Adds frame x (the map's pixels, indexed from 0) as frame number n
- * (0-based) of the current timepoint, for pixels [begin, end); n == 0
- * starts a new timepoint. */
-void temporal_add(temporal *t, const float *x, size_t n, size_t begin,
-                  size_t end);
-
-/* Writes the statistic of the n frames added (n >= 1, n >= 2 for TAC2)
- * into out for pixels [begin, end). */
-void temporal_result(const temporal *t, size_t n, float *out, size_t begin,
+/* Writes the statistic of the p->n frames added (>= 1, >= 2 for TAC2) into
+ * out for pixels [begin, end). */
+void temporal_result(const esrrf_partial *p, float *out, size_t begin,
                      size_t end);
 
 /* NanoPyx's macro-pixel correction of one rows_m × cols_m map magnified by

@@ -10,7 +10,6 @@
 
 #include "outfile.h"
 #include "simulate.h"
-#include "timer.h"
 
 /* The grids of the methods issues; other methods get DEFAULT_SIZES and
  * their parameters' defaults. Data, not code: a method added here needs

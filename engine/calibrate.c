@@ -1,0 +1,249 @@
+/* calibrate.c — timings for implementations that have none on this
+ * device yet, taken on slices of the caller's own input before the choice. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cl/clrt.h"
+#include "internal.h"
+
+/* Calibration. The cold candidates run, in the order below, on a small
+ * slice of the caller's input (twice when the first run had one-time
+ * costs, so a steady time is recorded), while the budget lasts; then the
+ * candidates within CALIB_CLOSE of the best on the small slice run on a
+ * second, larger slice, fastest first, while the budget lasts. Two sizes
+ * give the fit a fixed cost and a slope; an implementation left at one
+ * size is scaled proportionally (which only overestimates it). Cold
+ * candidates the budget leaves out stay cold: they are passed over for
+ * this call and calibrated by later ones, each within its own budget.
+ *
+ * Budget: share (engine_options.calibration_share, default CALIB_SHARE) of
+ * the predicted full call, at least CALIB_FLOOR, at most
+ * engine_options.calibration_budget when set. The prediction comes from
+ * the candidates already known, else from the first small-slice run. So a
+ * call predicted under 0.1 s spends at most 10 ms, one over 1 s at most
+ * 10 %; only the first run on the small slice (needed for any number) and
+ * a run already started can overshoot.
+ *
+ * Order: the static preference by kind and work (small work: serial,
+ * threaded, composite; large: threaded, composite, serial) with OpenCL on
+ * a GPU first for large work, and OpenCL devices that share the host's
+ * cores last of all, so that no CPU implementation is timed right after
+ * them in calibration (their runtime's threads run on the same cores). A
+ * cold OpenCL implementation (program builds and first launches ahead)
+ * starts only when CALIB_CL_ONCE seconds of budget are left: kernel builds
+ * stay off the path of calls predicted under 2.5 s, which meet OpenCL once
+ * a larger call (or `quicksilver bench`) has timed it and the model
+ * extrapolates.
+ *
+ * Slices: the small one is 1/32 of the rows and columns, at least
+ * CALIB_MIN_SIDE pixels per side (a slice of 16 x 16 pixels measures the
+ * call overhead, not the per-pixel cost); the second is as large as the
+ * budget left allows for the close candidates, from 2x to 8x per side. */
+#define CALIB_SHARE 0.10
+#define CALIB_FLOOR 0.002
+#define CALIB_CLOSE 2.0
+#define CALIB_CL_ONCE 0.25
+#define CALIB_MIN_SIDE 32
+static size_t slice_side(size_t full) {
+  size_t s = (full + 31) / 32;
+  if (s < CALIB_MIN_SIDE) s = CALIB_MIN_SIDE;
+  return s < full ? s : full;
+}
+
+/* The generic slice: first frame of every input, top-left crop of the same
+ * fraction of each input's size. */
+static int slice_generic(const method_desc *d, const image *in, size_t rows,
+                         size_t cols, image *out) {
+  for (size_t k = 0; k < d->n_inputs; k++) {
+    size_t r = in[k].rows * rows / in[0].rows;
+    size_t c = in[k].cols * cols / in[0].cols;
+    r = r ? r : 1;
+    c = c ? c : 1;
+    int rc = image_alloc(&out[k], 1, r, c);
+    if (rc) {
+      outputs_free(out, k);
+      return rc;
+    }
+    for (size_t y = 0; y < r; y++)
+      memcpy(out[k].data + y * c, in[k].data + y * in[k].cols,
+             c * sizeof(float));
+  }
+  return QS_OK;
+}
+
+/* A slice of the call's input at `rows` x `cols` with its output shapes,
+ * allocated outputs, key and work. slice_done releases it. */
+typedef struct slice {
+  image in[QS_MAX_INPUTS], out[QS_MAX_OUTPUTS];
+  char key[QS_KEY_MAX];
+  double work;
+} slice;
+
+static void slice_done(const method_desc *d, slice *sl) {
+  outputs_free(sl->out, d->n_outputs);
+  outputs_free(sl->in, d->n_inputs);
+}
+
+static int slice_make(engine *e, const prep *pr, size_t rows, size_t cols,
+                      slice *sl) {
+  const method_desc *d = pr->m->desc;
+  image shape[QS_MAX_OUTPUTS];
+  char msg[512];
+  memset(sl, 0, offsetof(slice, key));
+  if (d->n_inputs > QS_MAX_INPUTS) return QS_EINVAL;
+  int rc = d->slice ? d->slice(pr->in, pr->p, rows, cols, sl->in)
+                    : slice_generic(d, pr->in, rows, cols, sl->in);
+  if (rc) return rc;
+  for (size_t k = 0; !rc && k < d->n_inputs; k++)
+    rc = !sl->in[k].data || !sl->in[k].frames || !sl->in[k].rows ||
+         !sl->in[k].cols;
+  if (!rc && d->shape) rc = d->shape(sl->in, pr->p, shape, msg, sizeof msg);
+  if (!rc && !d->shape)
+    for (size_t i = 0; i < d->n_outputs; i++)
+      shape[i] = (image){NULL, sl->in[0].frames, sl->in[0].rows,
+                         sl->in[0].cols, NULL};
+  if (!rc) rc = key_text(d, sl->in, pr->p, sl->key, sizeof sl->key);
+  if (!rc) rc = outputs_alloc(e, shape, d->n_outputs, sl->out);
+  if (rc) {
+    outputs_free(sl->in, d->n_inputs);
+    return rc ? rc : QS_ESHAPE;
+  }
+  sl->work = key_work(d, sl->in, pr->p, shape);
+  return QS_OK;
+}
+
+/* Runs implementation i on the slice, recorded under the slice's key;
+ * returns the steady seconds, or -1 if it failed (then it is also skipped
+ * for the caller's key) or its probe refuses the slice. */
+static double slice_run(engine *e, prep *pr, size_t i, slice *sl,
+                        double *spent, double *once) {
+  mstate *m = pr->m;
+  const method_desc *d = m->desc;
+  method_call probe;
+  char why[128];
+  call_init(e, &m->impls[i], &probe, sl->in, d->n_inputs, NULL, 0, pr->p,
+            NULL, 0);
+  if (!registry_usable(&m->impls[i], &probe, why, sizeof why)) return -1;
+  run_result res;
+  double best = -1;
+  for (int k = 0; k < 2; k++) {
+    run_once(e, m, i, sl->in, d->n_inputs, sl->out, d->n_outputs, pr->p, 1,
+             &res);
+    *spent += res.wall;
+    *once += res.once_s;
+    run_account(e, pr, i, sl->key, sl->work, &res, res.status);
+    if (res.status) {
+      hist *h = hist_get(m, i, pr->key, pr->work, 1);
+      if (h) h->failed = 1, h->failed_at = m->runs;
+      return -1;
+    }
+    double t = res.wall - res.once_s;
+    if (best < 0 || t < best) best = t;
+    if (res.once_s <= 0) break; /* steady already */
+  }
+  return best;
+}
+
+static double budget_for(const engine *e, double predicted) {
+  double share = e->calib_share > 0 ? e->calib_share : CALIB_SHARE;
+  double b = predicted > 0 ? share * predicted : 0;
+  if (b < CALIB_FLOOR) b = CALIB_FLOOR;
+  if (e->calib_budget > 0 && b > e->calib_budget) b = e->calib_budget;
+  return b;
+}
+
+/* Rank in the calibration order (lower first). */
+static int calib_rank(const rimpl *r, double work) {
+  int large = work >= AGENT_SMALL_WORK;
+  switch (r->def->kind) {
+    case IMPL_SERIAL: return large ? 3 : 0;
+    case IMPL_THREADED: return large ? 1 : 1;
+    case IMPL_COMPOSITE: return 2;
+    case IMPL_OPENCL:
+      if (r->device && cldev_about(r->device)->shares_host_cores) return 6;
+      return large ? 0 : 5;
+    default: return 7;
+  }
+}
+
+/* Whether implementation i may start now with `left` seconds of budget: a
+ * cold OpenCL one has its program builds and first launches ahead. */
+static int may_start(const mstate *m, size_t i, double left) {
+  if (left <= 0) return 0;
+  return m->impls[i].def->kind != IMPL_OPENCL || left >= CALIB_CL_ONCE;
+}
+
+double calibrate(engine *e, prep *pr, const unsigned char *cold,
+                 double known, double *once) {
+  mstate *m = pr->m;
+  const method_desc *d = m->desc;
+  int64_t t0 = engine_now(e);
+  double spent = 0, small[QS_MAX_ESTIMATES];
+  size_t order[QS_MAX_ESTIMATES], n = 0;
+  for (size_t i = 0; i < m->n_impls; i++) {
+    small[i] = -1;
+    if (!cold[i]) continue;
+    size_t k = n++; /* insertion by rank, stable */
+    while (k > 0 && calib_rank(&m->impls[order[k - 1]], pr->work) >
+                        calib_rank(&m->impls[i], pr->work)) {
+      order[k] = order[k - 1];
+      k--;
+    }
+    order[k] = i;
+  }
+  double budget = budget_for(e, known);
+  /* nothing can start: no slice is made */
+  size_t startable = 0;
+  for (size_t k = 0; k < n; k++)
+    startable += known < 0 || may_start(m, order[k], budget);
+  if (!startable) return 0;
+  size_t rows = slice_side(pr->in[0].rows), cols = slice_side(pr->in[0].cols);
+  slice sl;
+  if (slice_make(e, pr, rows, cols, &sl)) return 0;
+  double w_small = sl.work, best = -1;
+  long first = -1;
+  for (size_t k = 0; k < n; k++) {
+    size_t i = order[k];
+    double used = (double)(engine_now(e) - t0) * 1e-9;
+    /* the first run sets the prediction when nothing else did */
+    if (first >= 0 || known >= 0) {
+      if (!may_start(m, i, budget - used)) continue;
+    }
+    small[i] = slice_run(e, pr, i, &sl, &spent, once);
+    if (small[i] < 0) continue;
+    if (best < 0 || small[i] < best) best = small[i], first = (long)i;
+    if (known < 0 && w_small > 0) budget = budget_for(e, best * pr->work / w_small);
+  }
+  slice_done(d, &sl);
+  double used = (double)(engine_now(e) - t0) * 1e-9;
+  if (first < 0 || !(w_small > 0) || used >= budget) return used;
+  /* the second size: as large as the budget left allows for the close
+   * candidates (their small-slice times summed), 2x to 8x per side */
+  double close_sum = 0;
+  for (size_t i = 0; i < m->n_impls; i++)
+    if (small[i] >= 0 && small[i] <= CALIB_CLOSE * best) close_sum += small[i];
+  double grow_max = close_sum > 0 ? (budget - used) / close_sum : 0;
+  size_t f = 2;
+  while (f < 8 && (double)(4 * f * f) <= grow_max) f *= 2;
+  size_t rows2 = rows * f < pr->in[0].rows ? rows * f : pr->in[0].rows;
+  size_t cols2 = cols * f < pr->in[0].cols ? cols * f : pr->in[0].cols;
+  if ((rows2 == rows && cols2 == cols) || slice_make(e, pr, rows2, cols2, &sl))
+    return (double)(engine_now(e) - t0) * 1e-9;
+  double grow = sl.work / w_small;
+  for (;;) { /* fastest on the small slice first */
+    long next = -1;
+    for (size_t i = 0; i < m->n_impls; i++)
+      if (small[i] >= 0 && small[i] <= CALIB_CLOSE * best &&
+          (next < 0 || small[i] < small[next]))
+        next = (long)i;
+    if (next < 0) break;
+    double t = small[next];
+    small[next] = -1;
+    used = (double)(engine_now(e) - t0) * 1e-9;
+    if (used + t * grow > budget) continue;
+    slice_run(e, pr, (size_t)next, &sl, &spent, once);
+  }
+  slice_done(d, &sl);
+  return (double)(engine_now(e) - t0) * 1e-9;
+}

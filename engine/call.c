@@ -1,0 +1,40 @@
+/* call.c — the context the engine hands an implementation (method_call):
+ * the pool's parallel_for with the implementation's schedule (serial ones
+ * on the calling thread alone), the device, the composite step (the
+ * dispatcher's entry, set by engine_open). */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int call_parallel_for(const method_call *c, size_t begin, size_t end,
+                             range_fn body, void *ctx) {
+  const engine *e = c->engine_;
+  return pool_for(e->pool, begin, end, c->sched, c->chunk, body, ctx);
+}
+
+/* A serial implementation's loops run on the calling thread alone: serial
+ * is the one-thread reference the threaded schedules are measured against. */
+static int call_serial_for(const method_call *c, size_t begin, size_t end,
+                           range_fn body, void *ctx) {
+  (void)c;
+  return end > begin ? body(ctx, begin, end, 0) : QS_OK;
+}
+
+/* Composite steps re-enter the dispatcher; their outputs belong to the
+ * composite (image_free). */
+void call_init(engine *e, const rimpl *r, method_call *c, const image *in,
+               size_t n_in, image *out, size_t n_out, const double *p,
+               char *err, size_t err_len) {
+  *c = (method_call){.in = in, .n_in = n_in, .out = out, .n_out = n_out,
+                     .p = p,
+                     .threads = r->def->kind == IMPL_SERIAL ? 1 : e->threads,
+                     .sched = r->def->sched,
+                     .chunk = r->def->chunk,
+                     .parallel_for = r->def->kind == IMPL_SERIAL
+                                         ? call_serial_for
+                                         : call_parallel_for,
+                     .device = r->device,
+                     .step = e->step, .err = err, .err_len = err_len,
+                     .engine_ = e};
+}

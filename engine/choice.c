@@ -1,0 +1,197 @@
+/* choice.c — what the agent is told about every implementation of a call
+ * (exact-key history, the fitted model over its other keys, availability,
+ * recent failures) and its choice, with the estimates a report shows. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Failed implementations are skipped for their key for this many runs of
+ * the method, then tried once more. */
+#define RETRY_AFTER 20
+
+
+/* Refits implementation i over its keys when its timings changed since the
+ * last fit (fast-half mean per key, mismatching keys left out). */
+static void impl_fit(mstate *m, size_t i) {
+  rimpl *r = &m->impls[i];
+  if (r->fit_gen == r->gen) return;
+  size_t n = 0;
+  for (hist *k = m->all; k; k = k->sibling)
+    n += k->impl == i && k->n && !k->mismatch;
+  double *works = n ? malloc(2 * n * sizeof *works) : NULL;
+  if (n && !works) return; /* no model this time */
+  double *times = works + n;
+  /* m->all is newest key first; the fit keeps the newest when it must cut */
+  size_t j = n;
+  for (hist *k = m->all; k; k = k->sibling) {
+    if (k->impl != i || !k->n || k->mismatch) continue;
+    j--;
+    works[j] = k->work;
+    times[j] = hist_stats(k)->fast_mean;
+  }
+  r->fit_n = n && !agent_fit(works, times, n, &r->fit_a, &r->fit_b) ? n : 0;
+  r->fit_gen = r->gen;
+  free(works);
+}
+
+static void cand_fill(mstate *m, size_t i, const prep *pr,
+                      const method_call *c, int forced, agent_cand *a,
+                      cand_buf *b, char *why, size_t why_len) {
+  rimpl *r = &m->impls[i];
+  *a = (agent_cand){.kind = r->def->kind};
+  if (!registry_usable(r, c, why, why_len)) a->excluded = "unavailable";
+  hist *h = hist_get(m, i, pr->key, pr->work, 0);
+  if (h) {
+    a->n_walls = hist_walls(h, b->walls);
+    a->walls = b->walls;
+    const stats *st = hist_stats(h);
+    a->fast = st ? st->fast_mean : 0;
+    a->delayed = h->delayed;
+    a->factor = h->factor;
+    a->p = h->p;
+    if (!a->excluded && !forced && h->mismatch) a->excluded = "mismatch";
+    if (!a->excluded && !forced && h->failed &&
+        m->runs - h->failed_at <= RETRY_AFTER)
+      a->excluded = "failed";
+  }
+  if (!a->excluded && !forced && pr->work >= r->oom_work)
+    a->excluded = "device_memory";
+  if (a->n_walls) return; /* the exact key decides; no model needed */
+  impl_fit(m, i);
+  a->n_points = r->fit_n;
+  a->fitted = r->fit_n > 0;
+  a->fit_a = r->fit_a;
+  a->fit_b = r->fit_b;
+}
+
+static const char *const source_names[] = {"none", "history", "model"};
+
+
+/* Refreshes candidate i from the history (after calibration added some). */
+void cand_refresh(engine *e, prep *pr, cands *cs, size_t i) {
+  method_call probe;
+  call_init(e, &pr->m->impls[i], &probe, pr->in, pr->n_in, NULL, 0, pr->p,
+            NULL, 0);
+  cand_fill(pr->m, i, pr, &probe, cs->exact, &cs->c[i], &cs->buf[i],
+            cs->why[i], sizeof cs->why[i]);
+}
+
+/* Selection, history and availability of every implementation for the
+ * call; QS_EUNAVAIL (message set) when none can run. */
+int cands_build(engine *e, prep *pr, const run_request *rq,
+                       cands *cs) {
+  mstate *m = pr->m;
+  unsigned char mask[QS_MAX_ESTIMATES];
+  cs->exact = 0;
+  if (rq->impl && *rq->impl) {
+    int rc = impl_select(e, m, rq->impl, mask, &cs->exact);
+    if (rc) return rc;
+  } else {
+    memset(mask, 1, m->n_impls);
+  }
+  hist_load(e, m); /* without history the agent still chooses */
+  cs->usable = -1;
+  for (size_t i = 0; i < m->n_impls; i++) {
+    cand_refresh(e, pr, cs, i);
+    if (!mask[i] && !cs->c[i].excluded) cs->c[i].excluded = "not_selected";
+    if (!cs->c[i].excluded && cs->usable < 0) cs->usable = (long)i;
+  }
+  if (cs->usable >= 0) return QS_OK;
+  size_t i = 0;
+  while (i < m->n_impls && !mask[i]) i++;
+  return engine_fail(e, QS_EUNAVAIL, "method %s: %s%s is not available here: "
+                     "%s", m->desc->name, rq->impl ? "implementation " : "",
+                     rq->impl ? rq->impl : "no implementation",
+                     i < m->n_impls && cs->why[i][0] ? cs->why[i]
+                                                     : "every candidate "
+                                                       "was excluded");
+}
+
+/* Candidates that calibration would run (cold[i]); returns how many. */
+size_t cands_cold(const engine *e, const mstate *m, const cands *cs,
+                         unsigned char *cold) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->n_impls; i++) {
+    cold[i] = !cs->exact && !e->no_calibration && !cs->c[i].excluded &&
+              agent_cold(&cs->c[i]);
+    n += cold[i];
+  }
+  return n;
+}
+
+/* The estimates part of a report. */
+void report_estimates(run_report *report, const mstate *m,
+                             const cands *cs, const double *est,
+                             const int *src) {
+  report->n_estimates = m->n_impls;
+  for (size_t i = 0; i < m->n_impls; i++) {
+    run_estimate *x = &report->estimates[i];
+    const agent_cand *c = &cs->c[i];
+    snprintf(x->impl, sizeof x->impl, "%s", m->impls[i].name);
+    x->seconds = est[i];
+    x->runs = (int)(c->n_walls ? c->n_walls : c->n_points);
+    const char *s = source_names[src[i]];
+    if (c->excluded && strcmp(c->excluded, "not_selected")) s = c->excluded;
+    snprintf(x->source, sizeof x->source, "%s", s);
+  }
+}
+
+/* The agent's pick among the candidates (forced: the usable one); *reason
+ * says why. est/src receive every candidate's estimate. */
+long cands_choose(engine *e, const prep *pr, cands *cs,
+                         uint64_t *rng, const char **reason, double *est,
+                         int *src) {
+  mstate *m = pr->m;
+  if (cs->exact) {
+    const char *unused;
+    agent_choose(cs->c, m->n_impls, pr->work, 0, rng, &unused, est, src);
+    *reason = "forced";
+    return cs->usable;
+  }
+  return agent_choose(cs->c, m->n_impls, pr->work, e->no_calibration, rng,
+                      reason, est, src);
+}
+
+int choose_for_key(engine *e, mstate *m, const char *key, double work,
+                   const double *p, run_report *report) {
+  prep *pr = calloc(1, sizeof *pr);
+  cands *cs = calloc(1, sizeof *cs);
+  if (!pr || !cs) {
+    free(pr), free(cs);
+    return engine_fail(e, QS_ENOMEM, "out of memory");
+  }
+  pr->m = m;
+  memcpy(pr->p, p, m->desc->n_params * sizeof *p);
+  snprintf(pr->key, sizeof pr->key, "%s", key);
+  pr->work = work;
+  memset(report, 0, sizeof *report);
+  for (size_t i = 0; i < m->n_impls; i++) cand_refresh(e, pr, cs, i);
+  double est[QS_MAX_ESTIMATES];
+  int src[QS_MAX_ESTIMATES];
+  const char *reason = "none";
+  uint64_t rng = e->rng;
+  long pick = agent_choose(cs->c, m->n_impls, work, 0, &rng, &reason, est,
+                           src);
+  if (pick >= 0)
+    snprintf(report->impl, sizeof report->impl, "%s", m->impls[pick].name);
+  snprintf(report->reason, sizeof report->reason, "%s", reason);
+  report_estimates(report, m, cs, est, src);
+  free(pr), free(cs);
+  return QS_OK;
+}
+
+
+double cands_known(const prep *pr, const cands *cs,
+                   const unsigned char *cold) {
+  double best = -1;
+  for (size_t i = 0; i < pr->m->n_impls; i++) {
+    if (cold[i] || cs->c[i].excluded) continue;
+    int src;
+    double t = agent_estimate(&cs->c[i], pr->work, &src);
+    if (src != SRC_NONE && t >= 0 && (best < 0 || t < best)) best = t;
+  }
+  return best;
+}

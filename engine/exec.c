@@ -1,0 +1,170 @@
+/* exec.c — one execution of one implementation, timed with the engine's
+ * clock (outputs allocated, zeroed outside the timing), and its accounting:
+ * the row for the store (through the write-behind recorder) and the
+ * in-memory history (walls, delays, failures, out-of-memory limits). */
+#include <stdio.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "cl/clrt.h"
+#include "internal.h"
+
+int outputs_alloc(engine *e, const image *shape, size_t n, image *out) {
+  for (size_t i = 0; i < n; i++) {
+    int rc = image_alloc(&out[i], shape[i].frames, shape[i].rows,
+                         shape[i].cols);
+    if (rc) {
+      outputs_free(out, i);
+      return engine_fail(e, rc, "cannot allocate output %zu (%zux%zux%zu)",
+                         i, shape[i].frames, shape[i].rows, shape[i].cols);
+    }
+  }
+  return QS_OK;
+}
+
+void outputs_free(image *out, size_t n) {
+  for (size_t i = 0; i < n; i++) image_free(&out[i]);
+}
+
+/* Zeroes 1 MiB blocks of one output on the pool: the pages of a fresh output
+ * are first touched by every thread at once instead of by the caller. */
+enum { ZERO_BLOCK = (1 << 20) / sizeof(float) };
+
+static int zero_blocks(void *ctx, size_t b, size_t e, int w) {
+  (void)w;
+  const image *o = ctx;
+  size_t n = o->frames * o->rows * o->cols;
+  size_t lo = b * ZERO_BLOCK, hi = e * ZERO_BLOCK < n ? e * ZERO_BLOCK : n;
+  memset(o->data + lo, 0, (hi - lo) * sizeof(float));
+  return 0;
+}
+
+/* Every output starts as zeros: outputs_alloc gives zeros, and a run that
+ * reuses outputs (fallbacks, calibration, benchmark repeats) zeroes them
+ * again first, outside the timed region. */
+static void outputs_zero(engine *e, image *out, size_t n_out) {
+  for (size_t i = 0; i < n_out; i++) {
+    size_t n = out[i].frames * out[i].rows * out[i].cols;
+    pool_for(e->pool, 0, (n + ZERO_BLOCK - 1) / ZERO_BLOCK, SCHED_STATIC, 0,
+             zero_blocks, &out[i]);
+  }
+}
+
+/* A watched run is disturbed when other threads of the process took more
+ * than DISTURB_SHARE of its wall time in CPU, and over DISTURB_MIN_NS (the
+ * clocks' reading noise on runs of microseconds); WATCH_RUNS quiet runs
+ * end the watch. */
+#define DISTURB_SHARE 0.05
+#define DISTURB_MIN_NS 100000
+#define WATCH_RUNS 8
+
+int run_once(engine *e, const mstate *m, size_t impl, const image *in,
+             size_t n_in, image *out, size_t n_out, const double *p,
+             int reused, run_result *res) {
+  const rimpl *r = &m->impls[impl];
+  if (reused) outputs_zero(e, out, n_out);
+  memset(res, 0, sizeof *res);
+  method_call c;
+  call_init(e, r, &c, in, n_in, out, n_out, p, res->err, sizeof res->err);
+  c.device_seconds = &res->device_s;
+  c.once_seconds = &res->once_s;
+  /* After an OpenCL device on the host's cores ran, the next CPU runs are
+   * watched: CPU time the process spent outside the pool's threads during
+   * the run (the OpenCL runtime's threads) marks it disturbed. */
+  int watch = e->watch_runs > 0 && (r->def->kind == IMPL_SERIAL ||
+                                    r->def->kind == IMPL_THREADED);
+  int64_t proc0 = 0, pool0 = 0, real0 = 0;
+  if (watch) {
+    /* the process interval inside the pool's: the caller's own reads
+     * never count as another thread's time */
+    pool0 = pool_cpu_ns(e->pool);
+    proc0 = pool_process_cpu_ns();
+    real0 = timer_ns();
+  }
+  uint64_t up0, down0, up1, down1;
+  cldev_transfers(c.device, &up0, &down0);
+  int64_t t0 = engine_now(e);
+  int rc = r->def->run(&c);
+  int64_t t1 = engine_now(e);
+  cldev_transfers(c.device, &up1, &down1);
+  res->bytes_up = up1 - up0;
+  res->bytes_down = down1 - down0;
+  if (watch) {
+    int64_t real = timer_ns() - real0;
+    int64_t proc = pool_process_cpu_ns() - proc0;
+    int64_t other = proc - (pool_cpu_ns(e->pool) - pool0);
+    res->disturbed = other > DISTURB_MIN_NS &&
+                     (double)other > DISTURB_SHARE * (double)real;
+    e->watch_runs = res->disturbed ? WATCH_RUNS : e->watch_runs - 1;
+  }
+  if (r->def->kind == IMPL_OPENCL && r->device &&
+      cldev_about(r->device)->shares_host_cores)
+    e->watch_runs = WATCH_RUNS;
+  res->wall = (double)(t1 - t0) * 1e-9;
+  if (res->wall < 0) res->wall = 0;
+  if (rc && !res->err[0]) snprintf(res->err, sizeof res->err, "%s",
+                                   status_message(rc));
+  if (!rc) res->err[0] = '\0';
+  res->status = rc;
+  return rc;
+}
+
+/* A threaded schedule's delay is every threaded schedule's: they share the
+ * cores. */
+static void delay_spread(mstate *m, size_t impl, const char *key,
+                         double work, const hist *src) {
+  if (m->impls[impl].def->kind != IMPL_THREADED) return;
+  for (size_t i = 0; i < m->n_impls; i++) {
+    if (i == impl || m->impls[i].def->kind != IMPL_THREADED) continue;
+    hist *h = hist_get(m, i, key, work, src->delayed);
+    if (!h) continue;
+    h->delayed = src->delayed;
+    h->factor = src->factor;
+    h->p = src->p;
+  }
+}
+
+void run_account(engine *e, prep *pr, size_t impl, const char *key,
+                 double work, const run_result *res, int status) {
+  mstate *m = pr->m;
+  rimpl *r = &m->impls[impl];
+  if (status == QS_OK && res->disturbed) { /* its time is not the impl's */
+    e->disturbed_runs++;
+    return;
+  }
+  double steady = res->wall - res->once_s;
+  if (steady < 0) steady = 0;
+  if (!pr->json) pr->json = key_json(m->desc, pr->p);
+  run_rec rec = {.key = key, .params = pr->json ? pr->json : "{}",
+                 .work = work, .wall = steady, .device_s = res->device_s,
+                 .once_s = res->once_s, .status = status,
+                 .error = status == QS_EMISMATCH && !res->err[0]
+                              ? status_message(status)
+                              : res->err};
+  engine_record(e, m, r, &rec);
+  hist *h = hist_get(m, impl, key, work, 1);
+  if (!h) return;
+  if (status == QS_OK) {
+    double prev[AGENT_WINDOW];
+    size_t n = hist_walls(h, prev);
+    int was = h->delayed;
+    const stats *st = hist_stats(h);
+    if (st)
+      agent_inform_with(prev, n, st, steady, &h->delayed, &h->factor, &h->p);
+    hist_add(h, steady);
+    r->gen++;
+    h->failed = 0;
+    if (was != h->delayed) delay_spread(m, impl, key, work, h);
+    return;
+  }
+  if (status == QS_EMISMATCH) {
+    h->mismatch = 1;
+    r->gen++;
+    return;
+  }
+  h->failed = 1;
+  h->failed_at = m->runs;
+  if (status == QS_EDEVMEM && work < r->oom_work) r->oom_work = work;
+}
+

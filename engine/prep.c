@@ -1,0 +1,131 @@
+/* prep.c — validation of a call: the method, the inputs' shapes, the
+ * parameters, the outputs' shapes, the key and the work; and the caller's
+ * selection of implementations (names and kinds). */
+#include <stdio.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "internal.h"
+
+static int shape_ok(engine *e, const method_desc *d, const char *what,
+                    const char *slot, const image *im) {
+  size_t n;
+  if (!im->frames || !im->rows || !im->cols)
+    return engine_fail(e, QS_ESHAPE, "method %s: %s %s is empty (%zux%zux%zu)",
+                       d->name, what, slot, im->frames, im->rows, im->cols);
+  if (image_pixels(im->frames, im->rows, im->cols, &n))
+    return engine_fail(e, QS_EOVERFLOW, "method %s: %s %s is too large "
+                       "(%zux%zux%zu)", d->name, what, slot, im->frames,
+                       im->rows, im->cols);
+  return QS_OK;
+}
+
+/* Output shapes of the method for these inputs and parameters. */
+static int shapes_of(engine *e, const method_desc *d, const image *in,
+                     const double *p, image *shape) {
+  char msg[512] = "";
+  memset(shape, 0, d->n_outputs * sizeof *shape);
+  if (d->shape) {
+    int rc = d->shape(in, p, shape, msg, sizeof msg);
+    if (rc)
+      return engine_fail(e, rc, "method %s: %s", d->name,
+                         msg[0] ? msg : status_message(rc));
+  } else {
+    for (size_t i = 0; i < d->n_outputs; i++)
+      shape[i] = (image){NULL, in[0].frames, in[0].rows, in[0].cols, NULL};
+  }
+  for (size_t i = 0; i < d->n_outputs; i++) {
+    int rc = shape_ok(e, d, "output", d->outputs[i].name, &shape[i]);
+    if (rc) return rc;
+  }
+  return QS_OK;
+}
+
+int prep_call(engine *e, const char *method, const run_request *rq,
+              size_t n_outputs, int shapes_only, prep *pr) {
+  pr->m = NULL;
+  pr->json = NULL;
+  pr->key[0] = '\0';
+  mstate *m = registry_find(e, method);
+  if (!m) return registry_unknown(e, method);
+  const method_desc *d = m->desc;
+  if (!rq) return engine_fail(e, QS_EINVAL, "method %s: no request", d->name);
+  if (rq->n_inputs != d->n_inputs || (rq->n_inputs && !rq->inputs))
+    return engine_fail(e, QS_ESHAPE,
+                       "method %s takes %zu input(s) (first: %s), %zu given",
+                       d->name, d->n_inputs, d->inputs[0].name,
+                       rq->inputs ? rq->n_inputs : 0);
+  for (size_t i = 0; i < d->n_inputs; i++) {
+    int rc = shape_ok(e, d, "input", d->inputs[i].name, &rq->inputs[i]);
+    if (!rc && !rq->inputs[i].data && !shapes_only)
+      rc = engine_fail(e, QS_EINVAL, "method %s: input %s has no data",
+                       d->name, d->inputs[i].name);
+    if (rc) return rc;
+  }
+  if (n_outputs != d->n_outputs || d->n_outputs > QS_MAX_OUTPUTS)
+    return engine_fail(e, QS_EINVAL,
+                       "method %s gives %zu output(s), room for %zu given",
+                       d->name, d->n_outputs, n_outputs);
+  char msg[512] = "";
+  int rc = params_resolve(d->params, d->n_params, rq->params,
+                          rq->params ? rq->n_params : 0, pr->p, msg,
+                          sizeof msg);
+  if (rc) return engine_fail(e, rc, "method %s: %s", d->name, msg);
+  rc = shapes_of(e, d, rq->inputs, pr->p, pr->shape);
+  if (rc) return rc;
+  if (key_text(d, rq->inputs, pr->p, pr->key, sizeof pr->key))
+    return engine_fail(e, QS_EOVERFLOW, "method %s: key longer than %d bytes",
+                       d->name, QS_KEY_MAX);
+  pr->m = m;
+  pr->in = rq->inputs;
+  pr->n_in = rq->n_inputs;
+  pr->work = key_work(d, rq->inputs, pr->p, pr->shape);
+  return QS_OK;
+}
+
+void prep_done(prep *pr) {
+  cJSON_free(pr->json);
+  pr->json = NULL;
+}
+
+static const char *rimpl_name_at(const void *ctx, size_t i) {
+  return ((const rimpl *)ctx)[i].name;
+}
+
+int impl_select(engine *e, const mstate *m, const char *text,
+                unsigned char *mask, int *exact) {
+  memset(mask, 0, m->n_impls);
+  *exact = 0;
+  const char *s = text;
+  size_t words = 0;
+  while (*s) {
+    size_t len = strcspn(s, ",");
+    char w[QS_NAME_MAX];
+    snprintf(w, sizeof w, "%.*s", (int)(len < sizeof w ? len : sizeof w - 1),
+             s);
+    int hit = 0;
+    for (size_t i = 0; i < m->n_impls; i++) {
+      impl_kind k = m->impls[i].def->kind;
+      if (!strcmp(w, m->impls[i].name) || !strcmp(w, impl_kind_name(k)) ||
+          (!strcmp(w, "cpu") && k != IMPL_OPENCL)) {
+        mask[i] = 1;
+        hit = 1;
+        if (!strcmp(w, m->impls[i].name)) *exact = 1;
+      }
+    }
+    if (!hit) {
+      const char *near = name_nearest(w, rimpl_name_at, m->impls, m->n_impls);
+      return engine_fail(e, QS_ENOIMPL,
+                         "method %s has no implementation or kind \"%s\"%s%s%s",
+                         m->desc->name, w, near ? " (did you mean " : "",
+                         near ? near : "", near ? "?)" : "");
+    }
+    words++;
+    s += len;
+    if (*s == ',') s++;
+  }
+  if (words != 1) *exact = 0;
+  return QS_OK;
+}
+
