@@ -3,17 +3,20 @@
  * rgc streams its three inputs through rgc.cl with cl_frames.
  *
  * eSRRF's chained path keeps everything on the device: one upload of the
- * raw frames, the half-pixel gradient grids (esrrf.cl, no ×2M images and
- * no Roberts buffer), the ×M intensity (shift_magnify.cl), RGC (rgc.cl)
- * into a batch of maps, and with a temporal statistic the fold of those
+ * raw frames, the half-pixel gradient grids with 1/|G| (esrrf.cl, no ×2M
+ * images and no Roberts buffer), the ×M intensity (shift_magnify.cl), RGC
+ * (esrrf.cl: the fused structure, per-phase candidate lists uploaded once
+ * per call, eight pixels of a phase pair per work-item) into a batch of
+ * maps, and with a temporal statistic the fold of those
  * maps into device accumulators (cl_stat.c, esrrf_stat.cl): the only
  * download is each timepoint's image, 4·R·M·C·M bytes, and the host
  * applies the macro-pixel correction to it. With temporal=none the maps
  * come down batch by batch (esrrf_drive). Device memory holds one batch
  * and the accumulators. The next batch's frames upload on a second queue
  * while this one computes. A frame needs
- * 4·R·C·(2 + 2·(2 + 1/R)(2 + 1/C) + 2·M²) ≈ 4·R·C·(10 + 2·M²) bytes, its
- * input twice for the overlap (NanoPyx: 4·R·C·(3 + 10·M²)), the statistic
+ * 4·R·C·2 + 12·(2R + 1)(2C + 2) + 4·R·C·2·M² ≈ 4·R·C·(14 + 2·M²) bytes,
+ * its input twice for the overlap (NanoPyx: 4·R·C·(3 + 10·M²)), the
+ * statistic
  * 4·R·M·C·M·(slots + 1) bytes once; batches are sized once from the
  * device's memory and largest allocation
  * (cl_budget_frames), never by retrying. */
@@ -39,6 +42,10 @@
  * does not take a large share of it; it still gives each launch millions
  * of work-items at 64 × 64. */
 #define ESRRF_CL_BATCH_BYTES ((size_t)64 << 20)
+
+/* Pixels of one phase pair a work-item of esrrf_rgc computes (esrrf.cl's
+ * ESRRF_LANES). */
+#define ESRRF_CL_LANES 8
 
 /* Build options of rgc.cl and esrrf.cl. Pixel centres (i + 0.5) / M must
  * be the correctly rounded quotient: where it is exactly k + 1/2 (M odd,
@@ -107,9 +114,9 @@ static const char *const KERNEL_OPTIONS[K_COUNT] = {
 
 /* Bytes per frame of each device buffer (B_MAG only with weighting). */
 static void cl_frame_bytes(const esrrf_geom *g, size_t *per_frame) {
-  size_t grid = (2 * (size_t)g->rows + 1) * (2 * (size_t)g->cols + 1);
   per_frame[B_IN] = 4 * (size_t)g->rows * (size_t)g->cols;
-  per_frame[B_GRID] = 16 * grid; /* (gx, gy, 1/|G|, 0) a cell */
+  /* planes gx, gy, 1/|G|; rows of 2·(C + 1) (esrrf.cl's grid_at) */
+  per_frame[B_GRID] = 12 * (2 * (size_t)g->rows + 1) * (2 * (size_t)g->cols + 2);
   per_frame[B_MAG] = g->weight ? 4 * g->plane : 0;
   per_frame[B_OUT] = 4 * g->plane;
 }
@@ -166,7 +173,7 @@ typedef struct chained {
   slot in[2];
   int next;               /* slot for an upload nobody prepared */
   size_t batch, per_frame[B_COUNT];
-  size_t global[K_COUNT][3], local[3]; /* local: esrrf_rgc's */
+  size_t global[K_COUNT][3];
   cl_mem cand, cand_at;   /* the phase pairs' candidate samples */
   size_t cand_bytes;      /* both tables */
   cl_stat st;             /* the statistic (not with temporal=none) */
@@ -190,11 +197,7 @@ static int cl_launch(chained *s, int i, cl_event wait, cl_event *ev) {
   int first = cldev_first_launch(c->device, KERNEL_NAMES[i], s->global[i], 3);
   int64_t t0 = timer_ns();
   int rc = cl_status(clEnqueueNDRangeKernel(s->q, s->k[i], 3, NULL,
-                                            s->global[i],
-                                            i == K_RGC && s->local[0]
-                                                ? s->local
-                                                : NULL,
-                                            wait ? 1 : 0,
+                                            s->global[i], NULL, wait ? 1 : 0,
                                             wait ? &wait : NULL, ev),
                      KERNEL_NAMES[i], c->err, c->err_len);
   if (!rc && first) {
@@ -483,17 +486,13 @@ static int cl_setup(chained *s) {
   e |= clSetKernelArg(kr, 12, sizeof margin, &margin);
   e |= clSetKernelArg(kr, 13, sizeof weight, &weight);
   rc = cl_status(e, "setting the chain's arguments", err, len);
-  /* work-groups of one phase pair: a run of work-items along a row that
-   * divides the C work-items of a column phase */
-  size_t lx = 0;
-  for (size_t d = 64; d >= 8 && !lx; d--)
-    if ((size_t)g->cols % d == 0) lx = d;
-  s->local[0] = lx;
-  s->local[1] = s->local[2] = 1;
+
   size_t gsz[K_COUNT][2] = {
       {2 * (size_t)g->cols + 1, 2 * (size_t)g->rows + 1},
       {(size_t)g->cols_m, (size_t)g->rows_m},
-      {(size_t)g->cols_m, (size_t)g->rows_m}};
+      {((size_t)g->cols + ESRRF_CL_LANES - 1) / ESRRF_CL_LANES *
+           (size_t)g->mag,
+       (size_t)g->rows_m}};
   for (int i = 0; i < K_COUNT; i++) {
     s->global[i][0] = gsz[i][0];
     s->global[i][1] = gsz[i][1];
