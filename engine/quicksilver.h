@@ -128,6 +128,11 @@ typedef struct engine_options {
   /* Clock used for every timing; NULL: CLOCK_MONOTONIC. Tests inject one. */
   int64_t (*clock_ns)(void *ctx);
   void *clock_ctx;
+  /* Calibration of implementations without timings (see method_run): the
+   * budget per call is this share of the predicted call (0: 0.10), at
+   * least 2 ms, capped at calibration_budget seconds when that is > 0. */
+  double calibration_share;
+  double calibration_budget;
 } engine_options;
 
 #define QS_MAX_THREADS 256
@@ -190,6 +195,24 @@ QS_API const char *name_nearest(const char *name,
 /* The registered method nearest to `name` (name_nearest over the
  * methods), or NULL. */
 QS_API const char *method_nearest_name(const engine *e, const char *name);
+
+/* ------------------------------------------------- recording of timings */
+
+/* Whether the engine's timings reach its store: QS_OK while every timing
+ * so far was written (or is queued for a store that has taken writes);
+ * else the status of the first failure, with a message naming the store
+ * and the reason in msg (may be NULL): the store could not be opened
+ * (damaged, another program's database, newer schema), it can only be
+ * read, it was found damaged (the file is then never written again by
+ * this engine), another process held its lock past the wait
+ * (QUICKSILVER_DB_WAIT_MS, default 10 s), the disk is full, or any other
+ * failed write. After the first failure the engine stops writing to the
+ * store, so a process waits at most once for a lock; runs go on and still
+ * choose from the history already read. The engine writes the first run it
+ * records at once, so that run's run_report.record_status is exact; later
+ * runs are written in batches and a failure there shows in the next
+ * report and here. */
+QS_API int engine_record_status(const engine *e, char *msg, size_t len);
 
 /* ------------------------------------------------------------ parameters */
 
@@ -257,7 +280,9 @@ QS_API int params_resolve(const param_def *defs, size_t n, const param *given,
                           size_t err_len);
 
 /* Canonical text of a value ("3", "1.5", "true", "avg") into buf (always
- * NUL-terminated); returns the length snprintf would have written. */
+ * NUL-terminated); returns the length snprintf would have written. Floats
+ * in the shortest form that reads back as the same double ("0.1"), whole
+ * numbers as integers. */
 QS_API int params_format(const param_def *d, double value, char *buf,
                          size_t len);
 
@@ -342,7 +367,9 @@ typedef struct impl_def {
    * return makes the implementation unavailable, with `why`. Listing calls
    * it with no inputs (n_in == 0) and the default parameters. */
   int (*probe)(const method_call *c, char *why, size_t why_len);
-  int version;   /* bump when the numbers or the speed change */
+  int version;   /* bump when the numbers or the speed change (built-in
+                    methods also record a hash of their code, so a
+                    forgotten bump cannot revive stale timings) */
   schedule sched;
   size_t chunk;
 } impl_def;
@@ -404,7 +431,9 @@ QS_API const method_desc *method_find(const engine *e, const char *name);
 typedef struct impl_info {
   char name[QS_NAME_MAX];
   impl_kind kind;
-  int version;
+  int version;     /* as recorded in the store: for built-in methods the
+                      declared version mixed with the build-time hash of
+                      the method's code and the library version */
   int available;
   char why[256];   /* why not available, else "" */
   char device[QS_NAME_MAX]; /* device fingerprint: "cpu-<16 hex>" (CPU
@@ -453,6 +482,8 @@ typedef struct run_report {
   run_estimate estimates[QS_MAX_ESTIMATES];
   double calibration_once_seconds; /* one-time costs (program builds, first
                                       launches) inside calibration_seconds */
+  int record_status; /* engine_record_status when the call returned: QS_OK
+                        or why timings are not being recorded */
   uint64_t bytes_up, bytes_down; /* OpenCL: bytes the run moved host→device
                                     and device→host (cl/clrt.h's transfer
                                     accounting); else 0 */
@@ -464,9 +495,11 @@ typedef struct run_report {
  * Choice: the exact key's history (mean of the fastest half of the newest
  * 50 runs); else a fit time = a + b * work over the implementation's other
  * keys; implementations with no timing on this device are first calibrated
- * on two small slices of the input (unless no_calibration: a static order
- * by kind and size). An implementation that fails is recorded, skipped for
- * that key for the next 20 runs of the method, and the next best runs. */
+ * on slices of the input within the calibration budget (engine_options;
+ * those the budget leaves out are passed over and calibrated by later
+ * calls), unless no_calibration: a static order by kind and size. An
+ * implementation that fails is recorded, skipped for that key for the next
+ * 20 runs of the method, and the next best runs. */
 QS_API int method_run(engine *e, const char *method, const run_request *rq,
                       image *outputs, size_t n_outputs, run_report *report);
 
