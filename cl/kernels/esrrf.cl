@@ -223,3 +223,34 @@ __kernel void esrrf_rgc(__global const float *grid,
     orow[x] = weight ? v * irow[x] : v;
   }
 }
+
+/* Catmull-Rom taps of one output row or column of the ×M intensity
+ * (host: cr_taps_at at the reference's source coordinate, weights rounded
+ * to float). */
+typedef struct esrrf_taps {
+  int first, n;
+  float w[4];
+} esrrf_taps;
+
+/* The ×M Catmull-Rom intensity of pixel (x, y) of frame f from the tap
+ * tables (rows_m rows, then cols_m columns; no cubic, no division per
+ * pixel), summed in cr_apply's order. global (C·M, R·M, frames). */
+__kernel void esrrf_mag(__global const float *in, __global float *out,
+                        int n_frames, int rows, int cols,
+                        __global const esrrf_taps *taps) {
+  int x = (int)get_global_id(0), y = (int)get_global_id(1);
+  int f = (int)get_global_id(2);
+  if (f >= n_frames) return;
+  int cols_m = (int)get_global_size(0), rows_m = (int)get_global_size(1);
+  esrrf_taps rt = taps[y], ct = taps[rows_m + x];
+  const __global float *img = in + (long)f * rows * cols;
+  float q = 0;
+  if (rt.n && ct.n)
+    for (int j = 0; j < ct.n; j++) {
+      float p = 0;
+      for (int i = 0; i < rt.n; i++)
+        p = p + img[(long)(rt.first + i) * cols + ct.first + j] * rt.w[i];
+      q = q + p * ct.w[j];
+    }
+  out[((long)f * rows_m + y) * cols_m + x] = q;
+}

@@ -33,6 +33,7 @@
 #include "engine/timer.h"
 #include "methods/cl_frames.h"
 #include "methods/esrrf/cl_stat.h"
+#include "methods/math/catmull_rom.h"
 #include "methods/esrrf/esrrf.h"
 #include "methods/methods.h"
 
@@ -102,15 +103,12 @@ int rgc_run_opencl(const method_call *c) {
 enum { B_IN, B_GRID, B_MAG, B_OUT, B_COUNT };
 enum { K_GRID, K_MAG, K_RGC, K_COUNT };
 
-static const char *const KERNEL_FILES[K_COUNT] = {"esrrf.cl",
-                                                  "shift_magnify.cl",
+static const char *const KERNEL_FILES[K_COUNT] = {"esrrf.cl", "esrrf.cl",
                                                   "esrrf.cl"};
-static const char *const KERNEL_NAMES[K_COUNT] = {"esrrf_grid",
-                                                  "shift_magnify", "esrrf_rgc"};
-/* shift_magnify.cl with the shift_magnify method's options, so that both
- * share one cached program (and its exact coordinate division). */
+static const char *const KERNEL_NAMES[K_COUNT] = {"esrrf_grid", "esrrf_mag",
+                                                  "esrrf_rgc"};
 static const char *const KERNEL_OPTIONS[K_COUNT] = {
-    RGC_CL_OPTIONS, "-cl-fp32-correctly-rounded-divide-sqrt", RGC_CL_OPTIONS};
+    RGC_CL_OPTIONS, RGC_CL_OPTIONS, RGC_CL_OPTIONS};
 
 /* Bytes per frame of each device buffer (B_MAG only with weighting). */
 static void cl_frame_bytes(const esrrf_geom *g, size_t *per_frame) {
@@ -175,6 +173,7 @@ typedef struct chained {
   size_t batch, per_frame[B_COUNT];
   size_t global[K_COUNT][3];
   cl_mem cand, cand_at;   /* the phase pairs' candidate samples */
+  cl_mem taps;            /* the intensity's row then column taps */
   size_t cand_bytes;      /* both tables */
   cl_stat st;             /* the statistic (not with temporal=none) */
   cl_event ev[K_COUNT];   /* the last chain's kernels (cl_chain_done) */
@@ -411,6 +410,47 @@ static int cl_candidates(chained *s) {
   return rc;
 }
 
+/* One row's or column's taps of the ×M intensity, as esrrf.cl's
+ * esrrf_taps. */
+typedef struct cl_taps {
+  cl_int first, n;
+  cl_float w[4];
+} cl_taps;
+
+/* The ×M intensity's taps of every output row, then every output column:
+ * cr_taps_at at the coordinate the shift_magnify method samples (its
+ * weights in double, rounded to float), uploaded once per call (counted
+ * with the candidate tables). */
+static int cl_intensity_taps(chained *s) {
+  const esrrf_geom *g = &s->g;
+  const method_call *c = s->c;
+  size_t n = (size_t)g->rows_m + (size_t)g->cols_m;
+  cl_taps *t = calloc(n, sizeof *t);
+  if (!t) {
+    snprintf(c->err, c->err_len, "esrrf: no memory for the tap tables");
+    return QS_ENOMEM;
+  }
+  float m = (float)g->mag;
+  for (size_t i = 0; i < n; i++) {
+    int rowwise = i < (size_t)g->rows_m;
+    int at = rowwise ? (int)i : (int)(i - (size_t)g->rows_m);
+    cr_taps ct;
+    cr_taps_at(cr_source(at, m, 0.0f), rowwise ? g->rows : g->cols, &ct);
+    t[i].first = ct.first;
+    t[i].n = ct.n;
+    for (int k = 0; k < 4; k++) t[i].w[k] = k < ct.n ? (float)ct.w[k] : 0;
+  }
+  int rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                        n * sizeof *t, t, "intensity taps", &s->taps, c->err,
+                        c->err_len);
+  if (!rc) {
+    s->cand_bytes += n * sizeof *t;
+    cldev_transfer(c->device, n * sizeof *t, 0);
+  }
+  free(t);
+  return rc;
+}
+
 /* Programs, kernels, buffers and every argument but the frame counts. */
 static int cl_setup(chained *s) {
   const method_call *c = s->c;
@@ -449,8 +489,8 @@ static int cl_setup(chained *s) {
   }
   if (rc) return rc;
   cl_int rows = g->rows, cols = g->cols, mag = g->mag;
-  float fm = (float)g->mag, zero = 0;
   rc = cl_candidates(s);
+  if (!rc && g->weight) rc = cl_intensity_taps(s);
   if (rc) return rc;
   cl_mem in = s->in[0].mem, grid = s->buf[B_GRID];
   cl_mem mg = g->weight ? s->buf[B_MAG] : s->buf[B_OUT];
@@ -462,14 +502,13 @@ static int cl_setup(chained *s) {
   e |= clSetKernelArg(kg, 3, sizeof rows, &rows);
   e |= clSetKernelArg(kg, 4, sizeof cols, &cols);
   e |= clSetKernelArg(kg, 5, sizeof mag, &mag);
-  e |= clSetKernelArg(km, 0, sizeof in, &in);
-  e |= clSetKernelArg(km, 1, sizeof mg, &mg);
-  e |= clSetKernelArg(km, 3, sizeof rows, &rows);
-  e |= clSetKernelArg(km, 4, sizeof cols, &cols);
-  e |= clSetKernelArg(km, 5, sizeof zero, &zero);
-  e |= clSetKernelArg(km, 6, sizeof zero, &zero);
-  e |= clSetKernelArg(km, 7, sizeof fm, &fm);
-  e |= clSetKernelArg(km, 8, sizeof fm, &fm);
+  if (g->weight) {
+    e |= clSetKernelArg(km, 0, sizeof in, &in);
+    e |= clSetKernelArg(km, 1, sizeof mg, &mg);
+    e |= clSetKernelArg(km, 3, sizeof rows, &rows);
+    e |= clSetKernelArg(km, 4, sizeof cols, &cols);
+    e |= clSetKernelArg(km, 5, sizeof s->taps, &s->taps);
+  }
   cl_kernel kr = s->k[K_RGC];
   cl_int start = g->k.start, margin = g->margin, weight = g->weight;
   e |= clSetKernelArg(kr, 0, sizeof grid, &grid);
@@ -534,6 +573,7 @@ int esrrf_run_opencl(const method_call *c) {
   for (int b = 0; b < B_COUNT; b++)
     if (s.buf[b]) clReleaseMemObject(s.buf[b]);
   if (s.cand) clReleaseMemObject(s.cand);
+  if (s.taps) clReleaseMemObject(s.taps);
   if (s.cand_at) clReleaseMemObject(s.cand_at);
   for (int i = 0; i < K_COUNT; i++)
     if (s.k[i]) clReleaseKernel(s.k[i]);
