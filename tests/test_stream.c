@@ -386,7 +386,7 @@ Test(device, opencl_vector_lanes_match_serial) {
 
 /* Through the engine: an all-on-device call with T timepoints downloads
  * exactly the T images, 4·T·(R·M)·(C·M) bytes (no fixed extra), and
- * uploads each frame once plus the candidate tables (the same for every
+ * uploads each frame once plus the candidate and tap tables (the same for every
  * temporal mode, under 64 KiB); temporal=none downloads every map, so on 100
  * frames at M = 5 the statistic moves 100x fewer bytes down. */
 Test(device, esrrf_downloads_only_the_timepoints) {
@@ -430,7 +430,7 @@ Test(device, esrrf_downloads_only_the_timepoints) {
             (unsigned long long)rep.bytes_down, rep.device_seconds);
     cr_expect_eq(rep.bytes_down, cases[k].down, "case %d: %llu bytes down",
                  k, (unsigned long long)rep.bytes_down);
-    /* up: the frames once, plus the candidate tables (fixed per call) */
+    /* up: the frames once, plus the tables (fixed per call) */
     cr_expect_geq(rep.bytes_up, up, "case %d", k);
     cr_expect_lt(rep.bytes_up - up, 64 << 10, "case %d: %llu bytes up", k,
                  (unsigned long long)rep.bytes_up);
