@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# test_mpi.sh QS_MPI QS TIFFCMP MPIRUN CHECK_REPORT — quicksilver-mpi over 1, 2
+# and 3 ranks on loopback against one quicksilver process (TAP on stdout).
+#
+# Split by timepoints or by frames with one implementation forced, the
+# output must be bit-identical (cmp of the files: the writer is
+# deterministic) to the single process's; each rank must have read exactly
+# the pages of its own units (the report's per-rank page counts, checked by
+# check_report.py); a rank forced to fail must give a clear message from
+# rank 0, a non-zero exit and no file.
+set -uo pipefail
+QSM=$1 QS=$2 CMP=$3 MPIRUN=$4 CHECK=$5
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+export QUICKSILVER_DB=:memory: QUICKSILVER_NO_OPENCL=1
+unset QUICKSILVER_MPI_FAIL
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+
+n=0
+failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() {
+  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
+  [[ -n "${2:-}" ]] && sed 's/^/# /' <<<"$2"
+}
+check() { # description, command...
+  local d=$1; shift
+  local out
+  if out=$("$@" 2>&1); then ok "$d"; else not_ok "$d" "$out"; fi
+}
+mpi() { # ranks, quicksilver-mpi arguments...
+  local p=$1; shift
+  "$MPIRUN" --oversubscribe -n "$p" "$QSM" "$@" --threads 1
+}
+
+"$QS" simulate -o in11.tif --frames 11 --rows 20 --cols 18 -q --seed 3 &&
+  "$QS" simulate -o in2.tif --frames 2 --rows 16 --cols 16 -q --seed 4 || {
+  echo "Bail out! cannot simulate inputs"
+  exit 1
+}
+
+# esrrf, split by timepoints (temporal avg/var/tac2) or frames (none).
+# name | input frames | frames_per_timepoint | quicksilver flags
+cases=(
+  "avg-fpt3|11|3|--temporal avg --frames-per-timepoint 3"
+  "var-fpt4|11|4|--temporal var --frames-per-timepoint 4"
+  "tac2-last2|11|3|--temporal tac2 --frames-per-timepoint 3"
+  "avg-one-timepoint|11|11|--temporal avg"
+  "none|11|1|--temporal none"
+  "none-2-frames|2|1|--temporal none --input2"
+  "tac2-2-frames|2|2|--temporal tac2 --input2"
+)
+for c in "${cases[@]}"; do
+  IFS='|' read -r name frames fpt flags <<<"$c"
+  input=in11.tif
+  if [[ $flags == *--input2* ]]; then input=in2.tif; flags=${flags/--input2/}; fi
+  # shellcheck disable=SC2086
+  "$QS" esrrf $input -o ref-$name.tif --magnification 2 $flags --impl serial \
+    --threads 1 -q || { not_ok "reference $name"; continue; }
+  for p in 1 2 3; do
+    # shellcheck disable=SC2086
+    if out=$(mpi $p esrrf $input -o out-$name-$p.tif --magnification 2 $flags \
+      --impl serial --json 2>&1 >rep-$name-$p.json); then
+      check "esrrf $name over $p ranks is bit-identical to one process" \
+        cmp ref-$name.tif out-$name-$p.tif
+      check "esrrf $name over $p ranks: each rank read only its own pages" \
+        python3 "$CHECK" rep-$name-$p.json "$frames" "$fpt" 1 $p
+    else
+      not_ok "esrrf $name over $p ranks runs" "$out"
+    fi
+  done
+done
+
+# The other methods split by frames: two outputs (roberts_cross), three
+# inputs of different sizes (rgc), a resampling (shift_magnify).
+"$QS" run roberts_cross in11.tif -o gc.tif -o gr.tif --impl serial -q
+"$QS" run shift_magnify gc.tif -o gc4.tif --magnification-row 4 \
+  --magnification-col 4 --impl serial -q
+"$QS" run shift_magnify gr.tif -o gr4.tif --magnification-row 4 \
+  --magnification-col 4 --impl serial -q
+"$QS" run shift_magnify in11.tif -o im2.tif --impl serial -q
+"$QS" run rgc gc4.tif gr4.tif im2.tif -o rgc.tif --magnification 2 \
+  --impl serial -q
+for p in 2 3; do
+  if mpi $p run roberts_cross in11.tif -o m-gc.tif -o m-gr.tif --impl serial \
+    --json >rep-rc.json 2>err.txt; then
+    check "roberts_cross over $p ranks: both outputs bit-identical" \
+      bash -c "cmp gc.tif m-gc.tif && cmp gr.tif m-gr.tif"
+    check "roberts_cross over $p ranks: each rank read only its own pages" \
+      python3 "$CHECK" rep-rc.json 11 1 1 $p
+  else
+    not_ok "roberts_cross over $p ranks runs" "$(cat err.txt)"
+  fi
+  if mpi $p run rgc gc4.tif gr4.tif im2.tif -o m-rgc.tif --magnification 2 \
+    --impl serial --json >rep-rgc.json 2>err.txt; then
+    check "rgc (3 inputs) over $p ranks is bit-identical" cmp rgc.tif m-rgc.tif
+    check "rgc over $p ranks: each rank read only its own pages of each input" \
+      python3 "$CHECK" rep-rgc.json 11 1 3 $p
+  else
+    not_ok "rgc over $p ranks runs" "$(cat err.txt)"
+  fi
+  check "shift_magnify over $p ranks is bit-identical" bash -c \
+    "'$MPIRUN' --oversubscribe -n $p '$QSM' run shift_magnify in11.tif \
+     -o m-sm.tif --impl serial --threads 1 -q && cmp im2.tif m-sm.tif"
+done
+
+# --chunk-bytes caps a chunk's input: 1 byte means one unit a chunk.
+if mpi 2 esrrf in11.tif -o cap.tif --magnification 2 --frames-per-timepoint 2 \
+  --impl serial --chunk-bytes 1 --json >rep-cap.json 2>err.txt; then
+  check "--chunk-bytes 1: one timepoint a chunk, still bit-identical" bash -c \
+    "python3 -c \"import json,sys; r=json.load(open('rep-cap.json')); \
+sys.exit(r['chunks'] != 6 or r['units'] != 6)\" && \
+     '$QS' esrrf in11.tif -o cap-ref.tif --magnification 2 \
+       --frames-per-timepoint 2 --impl serial -q && cmp cap-ref.tif cap.tif"
+else
+  not_ok "--chunk-bytes 1 runs" "$(cat err.txt)"
+fi
+
+# Without a forced implementation each rank's engine chooses; the output
+# then agrees within the method's tolerance.
+if mpi 3 esrrf in11.tif -o auto.tif --magnification 2 --frames-per-timepoint 3 \
+  -q 2>err.txt; then
+  check "esrrf over 3 ranks, each choosing its implementation, within 1e-4" \
+    "$CMP" ref-avg-fpt3.tif auto.tif 1e-4
+else
+  not_ok "esrrf over 3 ranks with the engine choosing runs" "$(cat err.txt)"
+fi
+
+# A rank forced to fail: non-zero exit, rank 0 names the rank and the
+# cause, no output file and no temporary file beside it.
+mkdir fail
+for r in 0 2; do
+  QUICKSILVER_MPI_FAIL=$r mpi 3 esrrf in11.tif -o fail/out.tif \
+    --magnification 2 --frames-per-timepoint 3 -q >fail.out 2>fail.err
+  rc=$?
+  if ((rc != 0)) && grep -q "esrrf failed: rank $r (.*): fault injected" \
+    fail.err && [[ -z "$(ls -A fail)" ]]; then
+    ok "rank $r forced to fail: exit $rc, message from rank 0, no file"
+  else
+    not_ok "rank $r forced to fail" "exit $rc; $(cat fail.err); $(ls -A fail)"
+  fi
+done
+# A failure inside the method (tac2 with a 1-frame last timepoint) is the
+# engine's message, on every rank count alike.
+mpi 2 esrrf in11.tif -o fail/out.tif --temporal tac2 \
+  --frames-per-timepoint 5 -q 2>fail.err
+rc=$?
+if ((rc != 0)) && grep -q "tac2 needs at least 2 frames" fail.err &&
+  [[ -z "$(ls -A fail)" ]]; then
+  ok "a method failing on one rank: exit $rc, its message, no file"
+else
+  not_ok "a method failing on one rank" "exit $rc; $(cat fail.err)"
+fi
+mpi 2 esrrf in11.tif -o fail/out.tif --no-such-flag 2>fail.err
+rc=$?
+if ((rc == 2)) && grep -q "no-such-flag" fail.err; then
+  ok "a usage error exits 2 naming the flag"
+else
+  not_ok "usage error" "exit $rc; $(cat fail.err)"
+fi
+mpi 2 esrrf missing.tif -o fail/out.tif 2>fail.err
+rc=$?
+if ((rc == 1)) && grep -q "missing.tif" fail.err && [[ -z "$(ls -A fail)" ]]
+then
+  ok "a missing input: exit 1 naming the file"
+else
+  not_ok "missing input" "exit $rc; $(cat fail.err)"
+fi
+
+# Timing stores: one file per host by default, --db when given.
+host=$(hostname -s 2>/dev/null || hostname)
+host=${host%%.*}
+# store_db REPORT PATH: every rank's store is PATH
+store_db() {
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1])); \
+sys.exit(not all(x['db'] == sys.argv[2] for x in r['per_rank']))" "$1" "$2"
+}
+if (unset QUICKSILVER_DB; export XDG_CACHE_HOME=$dir/cache
+    mpi 2 esrrf in11.tif -o s.tif --magnification 2 --impl serial -q --json \
+      >rep-store.json 2>err.txt); then
+  check "the default store is the host's own file" \
+    store_db rep-store.json "$dir/cache/quicksilver/timings-$host.db"
+  check "the host's store file exists" \
+    test -s "$dir/cache/quicksilver/timings-$host.db"
+else
+  not_ok "a run with the default store" "$(cat err.txt)"
+fi
+if (unset QUICKSILVER_DB
+    mpi 2 esrrf in11.tif -o s.tif --magnification 2 --impl serial -q \
+      --db "$dir/given.db" --json >rep-db.json 2>err.txt); then
+  check "--db names the store of every rank" store_db rep-db.json "$dir/given.db"
+else
+  not_ok "a run with --db" "$(cat err.txt)"
+fi
+
+echo "1..$n"
+exit $((failed > 0))

@@ -1,0 +1,285 @@
+/* main.c — quicksilver-mpi: a method over MPI ranks from the command line.
+ *
+ *   mpirun -n P quicksilver-mpi esrrf IN.tif -o OUT.tif [--PARAM VALUE ...]
+ *   mpirun -n P quicksilver-mpi run METHOD IN.tif [IN2.tif ...] -o OUT.tif
+ *       [-o OUT2.tif ...] [--PARAM VALUE ...]
+ * Options: --impl NAME|KIND, --threads N (per rank; default: the host's
+ * cores shared among the ranks on that host), --db PATH, --chunk-bytes N,
+ * --no-opencl, --json (report on stdout), -q (no report), --help.
+ *
+ * A separate binary keeps MPI out of the quicksilver CLI and its library.
+ * Rank 0 prints the report (which rank ran which units, with which
+ * implementation, how long, the load imbalance, the bytes communicated) and
+ * the one error message; every rank exits with the same status: 0 success,
+ * 1 failure (no output file is left), 2 usage. */
+#include <cJSON.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "quicksilver_mpi.h"
+
+static const opt_def opts[] = {
+    {"output", 'o', "FILE", "output TIFF (repeat for further outputs)"},
+    {"impl", 0, "NAME|KIND", "force an implementation or kinds on every rank"},
+    {"threads", 0, "N", "threads per rank (default: cores / ranks on host)"},
+    {"db", 0, "PATH", "timing store (default: one per host)"},
+    {"chunk-bytes", 0, "N",
+     "input bytes a chunk may read (default 256 MiB; one unit at least)"},
+    {"no-opencl", 0, NULL, "no OpenCL devices"},
+    {"json", 0, NULL, "report as JSON on stdout"},
+    {"quiet", 'q', NULL, "no report"},
+    {"help", 'h', NULL, "this help"},
+    {NULL, 0, NULL, NULL},
+};
+
+static int rank0;
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...) {
+  if (!rank0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("quicksilver-mpi: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+static void usage(const method_desc *d) {
+  if (!rank0) return;
+  printf("usage: mpirun -n P quicksilver-mpi esrrf IN.tif -o OUT.tif "
+         "[--PARAM VALUE ...] [options]\n"
+         "       mpirun -n P quicksilver-mpi run METHOD IN.tif [IN2.tif ...] "
+         "-o OUT.tif [-o ...] [--PARAM VALUE ...] [options]\n\noptions:\n");
+  for (const opt_def *o = opts; o->name; o++) {
+    char left[48];
+    snprintf(left, sizeof left, "%s%c%s--%s%s%s", o->short_name ? "-" : "",
+             o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ",
+             o->name, o->meta ? " " : "", o->meta ? o->meta : "");
+    printf("  %-28s %s\n", o->short_name ? left : left + 2, o->doc);
+  }
+  if (!d) return;
+  printf("\nparameters of %s:\n", d->name);
+  for (size_t i = 0; i < d->n_params; i++) {
+    char flag[QS_NAME_MAX], def[64];
+    args_flag_of(d->params[i].name, flag, sizeof flag);
+    params_format(&d->params[i], d->params[i].def, def, sizeof def);
+    printf("  --%-26s %s (default %s)\n", flag, d->params[i].doc, def);
+  }
+}
+
+/* Threads per rank unless given: the host's cores over its ranks. */
+static int default_threads(void) {
+  const char *env = getenv("QUICKSILVER_THREADS");
+  if (env && *env) return 0; /* the engine reads it */
+  MPI_Comm local;
+  int n = 1;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                      &local);
+  MPI_Comm_size(local, &n);
+  MPI_Comm_free(&local);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  long t = cores > 0 ? cores / n : 1;
+  return t < 1 ? 1 : (int)t;
+}
+
+static void report_text(const qsm_report *r, const char *method) {
+  fprintf(stderr,
+          "quicksilver-mpi: %s over %d rank%s, split by %s: %llu units in "
+          "%llu chunks, %.3f s, load imbalance %.1f %%, %llu bytes "
+          "communicated\n",
+          method, r->ranks, r->ranks == 1 ? "" : "s", r->split,
+          (unsigned long long)r->units, (unsigned long long)r->chunks,
+          r->seconds, 100 * r->imbalance,
+          (unsigned long long)r->bytes_communicated);
+  fprintf(stderr, "  %4s %-12s %3s %-20s %6s %6s %8s %8s %8s %9s %10s %10s  %s\n",
+          "rank", "host", "thr", "impl", "units", "chunks", "read_s", "run_s",
+          "busy_s", "pages", "sent_B", "recv_B", "units run");
+  for (int i = 0; r->rank && i < r->ranks; i++) {
+    const qsm_rank *q = &r->rank[i];
+    fprintf(stderr,
+            "  %4d %-12.12s %3d %-20.20s %6llu %6llu %8.3f %8.3f %8.3f %9llu "
+            "%10llu %10llu  %s\n",
+            q->rank, q->host, q->threads, q->impl[0] ? q->impl : "-",
+            (unsigned long long)q->units, (unsigned long long)q->chunks,
+            q->read_seconds, q->run_seconds, q->busy_seconds,
+            (unsigned long long)q->pages_read,
+            (unsigned long long)q->bytes_sent,
+            (unsigned long long)q->bytes_received,
+            q->ranges[0] ? q->ranges : "-");
+  }
+}
+
+static void report_json(const qsm_report *r, const char *method, int status,
+                        const char *msg) {
+  cJSON *j = cJSON_CreateObject(), *a;
+  cJSON_AddStringToObject(j, "method", method);
+  cJSON_AddStringToObject(j, "status", status_name(status));
+  if (status) cJSON_AddStringToObject(j, "error", msg);
+  cJSON_AddNumberToObject(j, "ranks", r->ranks);
+  cJSON_AddStringToObject(j, "split", r->split);
+  cJSON_AddNumberToObject(j, "units", (double)r->units);
+  cJSON_AddNumberToObject(j, "chunks", (double)r->chunks);
+  cJSON_AddNumberToObject(j, "seconds", r->seconds);
+  cJSON_AddNumberToObject(j, "imbalance", r->imbalance);
+  cJSON_AddNumberToObject(j, "bytes_communicated",
+                          (double)r->bytes_communicated);
+  a = cJSON_AddArrayToObject(j, "per_rank");
+  for (int i = 0; r->rank && i < r->ranks; i++) {
+    const qsm_rank *q = &r->rank[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "rank", q->rank);
+    cJSON_AddStringToObject(o, "status", status_name(q->status));
+    if (q->status) cJSON_AddStringToObject(o, "error", q->error);
+    cJSON_AddStringToObject(o, "host", q->host);
+    cJSON_AddStringToObject(o, "db", q->db);
+    cJSON_AddNumberToObject(o, "threads", q->threads);
+    cJSON_AddStringToObject(o, "impl", q->impl);
+    cJSON_AddStringToObject(o, "ranges", q->ranges);
+    cJSON_AddNumberToObject(o, "units", (double)q->units);
+    cJSON_AddNumberToObject(o, "chunks", (double)q->chunks);
+    cJSON_AddNumberToObject(o, "pages_read", (double)q->pages_read);
+    cJSON_AddNumberToObject(o, "bytes_read", (double)q->bytes_read);
+    cJSON_AddNumberToObject(o, "bytes_sent", (double)q->bytes_sent);
+    cJSON_AddNumberToObject(o, "bytes_received", (double)q->bytes_received);
+    cJSON_AddNumberToObject(o, "read_seconds", q->read_seconds);
+    cJSON_AddNumberToObject(o, "run_seconds", q->run_seconds);
+    cJSON_AddNumberToObject(o, "calibration_seconds",
+                            q->calibration_seconds);
+    cJSON_AddNumberToObject(o, "busy_seconds", q->busy_seconds);
+    cJSON_AddItemToArray(a, o);
+  }
+  char *s = cJSON_Print(j);
+  if (s) puts(s);
+  free(s);
+  cJSON_Delete(j);
+}
+
+/* Parses and runs; returns the exit status (the same on every rank, since
+ * every rank parses the same arguments and qsm_run agrees on its status). */
+static int cli(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    usage(NULL);
+    return argc < 2 ? 2 : 0;
+  }
+  const char *method;
+  int skip;
+  if (!strcmp(argv[1], "esrrf")) {
+    method = "esrrf", skip = 2;
+  } else if (!strcmp(argv[1], "run") && argc >= 3 && argv[2][0] != '-') {
+    method = argv[2], skip = 3;
+  } else {
+    say("the command is 'esrrf' or 'run METHOD' (see --help)");
+    return 2;
+  }
+  /* The method's parameter table, from an engine that touches nothing. */
+  engine *probe = NULL;
+  engine_options po = {.db_path = ":memory:", .no_opencl = 1};
+  int rc = engine_open(&probe, &po);
+  if (rc) {
+    say("cannot open an engine: %s", probe ? engine_error(probe)
+                                           : status_message(rc));
+    engine_close(probe);
+    return 1;
+  }
+  const method_desc *d = method_find(probe, method);
+  if (!d) {
+    say("unknown method '%s'", method);
+    engine_close(probe);
+    return 2;
+  }
+  const opt_def *tables[] = {opts};
+  args a;
+  char err[2048];
+  int status = 0;
+  if (args_parse(argc - skip, argv + skip, tables, 1, d->params, d->n_params,
+                 &a, err, sizeof err)) {
+    say("%s", err);
+    status = 2;
+  } else if (args_value(&a, "help")) {
+    usage(d);
+  } else if (a.n_pos != d->n_inputs) {
+    say("%s takes %zu input file%s, got %zu", d->name, d->n_inputs,
+        d->n_inputs == 1 ? "" : "s", a.n_pos);
+    status = 2;
+  } else if (args_count(&a, "output") < 1 ||
+             args_count(&a, "output") > d->n_outputs) {
+    say("give -o FILE 1 to %zu times", d->n_outputs);
+    status = 2;
+  }
+  size_t threads = 0;
+  const char *tv = args_value(&a, "threads");
+  if (!status && tv && args_size(tv, 1, QS_MAX_THREADS, &threads)) {
+    say("--threads %s: expected 1 to %d", tv, QS_MAX_THREADS);
+    status = 2;
+  }
+  size_t chunk_bytes = 0;
+  const char *cb = args_value(&a, "chunk-bytes");
+  if (!status && cb && args_size(cb, 1, SIZE_MAX, &chunk_bytes)) {
+    say("--chunk-bytes %s: expected a positive number of bytes", cb);
+    status = 2;
+  }
+  if (status || args_value(&a, "help")) {
+    engine_close(probe);
+    return status;
+  }
+  const char *outs[16];
+  size_t n_out = 0;
+  for (size_t i = 0; i < a.n_opts && n_out < 16; i++)
+    if (!strcmp(a.opts[i].def->name, "output")) outs[n_out++] = a.opts[i].value;
+  /* Refuse an unwritable output before any work (rank 0 decides). */
+  int bad = 0;
+  if (rank0)
+    for (size_t k = 0; k < n_out && !bad; k++) {
+      char copy[4096];
+      snprintf(copy, sizeof copy, "%s", outs[k]);
+      if (access(dirname(copy), W_OK) != 0) {
+        say("%s: cannot write into its directory", outs[k]);
+        bad = 1;
+      }
+    }
+  MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (bad) {
+    engine_close(probe);
+    return 1;
+  }
+  qsm_options o = {.impl = args_value(&a, "impl"),
+                   .max_chunk_bytes = chunk_bytes};
+  o.engine.threads = threads ? (int)threads : default_threads();
+  o.engine.db_path = args_value(&a, "db");
+  o.engine.no_opencl = args_value(&a, "no-opencl") != NULL;
+  qsm_report rep;
+  rc = qsm_run_files(MPI_COMM_WORLD, d->name, a.pos, a.n_pos, a.params,
+                     a.n_params, &o, outs, n_out, &rep, err, sizeof err);
+  if (rank0) {
+    if (args_value(&a, "json"))
+      report_json(&rep, d->name, rc, err);
+    else if (!args_value(&a, "quiet"))
+      report_text(&rep, d->name);
+    if (rc) say("%s failed: %s", d->name, err);
+  }
+  qsm_report_free(&rep);
+  engine_close(probe);
+  return rc ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+  int provided, rank;
+  /* Only the calling thread enters MPI; the engines' pools never do. */
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) !=
+      MPI_SUCCESS) {
+    fprintf(stderr, "quicksilver-mpi: MPI_Init failed\n");
+    return 1;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  rank0 = rank == 0;
+  int status = cli(argc, argv);
+  fflush(stdout);
+  MPI_Finalize();
+  return status;
+}

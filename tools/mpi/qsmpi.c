@@ -1,0 +1,696 @@
+/* qsmpi.c — a quicksilver method over the ranks of an MPI communicator
+ * (see quicksilver_mpi.h for the contract, the split and the chunk rule).
+ *
+ * Phases, in the same order on every rank so that a failure never leaves a
+ * rank waiting in a collective the others skipped:
+ *   1. open the engine, plan (page counts, parameters, units): local, then
+ *      agreed by an Allreduce of the status;
+ *   2. the work loop: chunks from the counter in the root's window;
+ *   3. agree on the status and the output shapes, gather the outputs;
+ *   4. gather the per-rank reports, root composes totals and the message,
+ *      broadcast them. */
+#include "quicksilver_mpi.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pages.h"
+#include "tiff.h"
+
+#define QSM_MAX_IO 16
+/* Largest MPI message in floats (counts are int). */
+#define QSM_MSG_FLOATS ((size_t)1 << 28)
+
+/* Window layout on the root, in bytes: next unit (int64), failure flag
+ * (int64), then one rate (double, units per busy second) per rank. */
+enum { W_NEXT = 0, W_FAILED = 8, W_RATES = 16 };
+
+typedef struct chunk {
+  uint64_t u0, u1;
+  image out[QSM_MAX_IO];
+  struct chunk *next;
+} chunk;
+
+typedef struct ctx {
+  MPI_Comm comm;
+  int rank, size, root;
+  engine *e;
+  const method_desc *d;
+  const char *const *inputs;
+  size_t n_in, n_out;
+  size_t frames;         /* pages of every input */
+  size_t fpt;            /* frames per unit */
+  uint64_t units;
+  int by_timepoints;
+  param params[QS_MAX_PARAMS + 1];
+  size_t n_params;
+  const char *impl;
+  uint64_t max_units;    /* per chunk, from max_chunk_bytes */
+  long fail_rank;        /* fault injection, -1: none */
+  MPI_Win win;
+  int64_t *wbuf;
+  chunk *chunks, *last;
+  qsm_rank me;
+  double t0;
+} ctx;
+
+static void set_err(char *err, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, len, fmt, ap);
+  va_end(ap);
+}
+
+/* ------------------------------------------------------------- helpers */
+
+uint64_t qsm_chunk_units(uint64_t remaining, double my_rate, double total_rate,
+                         int have_rate) {
+  if (remaining == 0) return 0;
+  if (!have_rate || !(my_rate > 0) || !(total_rate >= my_rate)) return 1;
+  double share = (double)remaining * (my_rate / total_rate) / 2;
+  uint64_t n = share >= (double)remaining ? remaining : (uint64_t)share;
+  return n < 1 ? 1 : n;
+}
+
+void qsm_default_db(char *buf, size_t len) {
+  char host[64] = "host";
+  if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "host");
+  host[sizeof host - 1] = 0;
+  for (char *p = host; *p; p++) {
+    if (*p == '.') {
+      *p = 0; /* the short name: the domain adds nothing within a site */
+      break;
+    }
+    if (*p == '/' || *p == '\\') *p = '_';
+  }
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (xdg && *xdg)
+    snprintf(buf, len, "%s/quicksilver/timings-%s.db", xdg, host);
+  else if (home && *home)
+    snprintf(buf, len, "%s/.cache/quicksilver/timings-%s.db", home, host);
+  else if (len)
+    buf[0] = 0;
+}
+
+void qsm_report_free(qsm_report *r) {
+  if (!r) return;
+  free(r->rank);
+  r->rank = NULL;
+}
+
+/* Appends ",text" (or "text") to a fixed buffer, ending in "..." when it
+ * does not fit. */
+static void append(char *buf, size_t len, const char *text) {
+  size_t n = strlen(buf);
+  if (n >= len - 1 || (n >= 3 && !strcmp(buf + n - 3, "..."))) return;
+  int k = snprintf(buf + n, len - n, "%s%s", n ? "," : "", text);
+  if (k < 0 || (size_t)k >= len - n) snprintf(buf + len - 4, 4, "...");
+}
+
+/* Index of the parameter called name in d's table, or -1. */
+static int param_index(const method_desc *d, const char *name) {
+  for (size_t i = 0; i < d->n_params; i++)
+    if (!strcmp(d->params[i].name, name)) return (int)i;
+  return -1;
+}
+
+/* -------------------------------------------------------------- phase 1 */
+
+static int open_engine(ctx *c, const qsm_options *o, char *err, size_t len) {
+  engine_options eo = o ? o->engine : (engine_options){0};
+  const char *env = getenv("QUICKSILVER_DB");
+  char dflt[sizeof c->me.db];
+  if (!eo.db_path && !(env && *env)) {
+    qsm_default_db(dflt, sizeof dflt);
+    if (dflt[0]) eo.db_path = dflt;
+  }
+  int rc = engine_open(&c->e, &eo);
+  if (rc && !c->e) {
+    set_err(err, len, "cannot open an engine: %s", status_message(rc));
+    return rc;
+  }
+  /* A damaged store leaves an engine that runs without recording. */
+  if (rc && rc != QS_ECORRUPT) {
+    set_err(err, len, "%s", engine_error(c->e));
+    return rc;
+  }
+  snprintf(c->me.db, sizeof c->me.db, "%s", engine_db_path(c->e));
+  c->me.threads = engine_threads(c->e);
+  return QS_OK;
+}
+
+static int plan(ctx *c, const char *method, const param *params,
+                size_t n_params, size_t max_bytes, char *err, size_t len) {
+  c->d = method_find(c->e, method);
+  if (!c->d) {
+    set_err(err, len, "unknown method '%s'", method);
+    return QS_ENOMETHOD;
+  }
+  const method_desc *d = c->d;
+  if (c->n_in != d->n_inputs || c->n_in > QSM_MAX_IO) {
+    set_err(err, len, "%s takes %zu input%s, got %zu", d->name, d->n_inputs,
+            d->n_inputs == 1 ? "" : "s", c->n_in);
+    return QS_EINVAL;
+  }
+  if (c->n_out > d->n_outputs || d->n_outputs > QSM_MAX_IO) {
+    set_err(err, len, "%s has %zu output%s, %zu asked for", d->name,
+            d->n_outputs, d->n_outputs == 1 ? "" : "s", c->n_out);
+    return QS_EINVAL;
+  }
+  if (n_params > QS_MAX_PARAMS) {
+    set_err(err, len, "too many parameters (%zu)", n_params);
+    return QS_EPARAM;
+  }
+  double frame_bytes = 0; /* one page of every input, as float */
+  for (size_t k = 0; k < c->n_in; k++) {
+    size_t pages, rows, cols;
+    int rc = pages_count(c->inputs[k], &pages, &rows, &cols, err, len);
+    if (rc) return rc;
+    frame_bytes += (double)rows * (double)cols * sizeof(float);
+    if (k == 0) c->frames = pages;
+    if (pages != c->frames) {
+      set_err(err, len, "%s has %zu pages, %s has %zu: inputs split by frame "
+              "need the same number",
+              c->inputs[0], c->frames, c->inputs[k], pages);
+      return QS_ESHAPE;
+    }
+  }
+  double values[QS_MAX_PARAMS];
+  int rc = params_resolve(d->params, d->n_params, params, n_params, values, err,
+                          len);
+  if (rc) return rc;
+
+  /* A method with a temporal statistic over frames_per_timepoint frames
+   * (esrrf) splits by whole timepoints unless the statistic is "none". */
+  int i_fpt = param_index(d, "frames_per_timepoint"),
+      i_tmp = param_index(d, "temporal");
+  double none = -1;
+  char perr[64];
+  if (i_tmp >= 0 &&
+      params_parse(&d->params[i_tmp], "none", &none, perr, sizeof perr))
+    none = -1;
+  c->by_timepoints = i_fpt >= 0 && i_tmp >= 0 && values[i_tmp] != none;
+  c->fpt = 1;
+  c->n_params = 0;
+  for (size_t i = 0; i < n_params; i++)
+    if (!c->by_timepoints || strcmp(params[i].name, "frames_per_timepoint"))
+      c->params[c->n_params++] = params[i];
+  if (c->by_timepoints) {
+    size_t fpt = (size_t)values[i_fpt];
+    c->fpt = fpt == 0 || fpt > c->frames ? c->frames : fpt;
+    /* Every chunk is whole timepoints: its frames_per_timepoint is the
+     * resolved one, never "all frames of the chunk". */
+    c->params[c->n_params++] = (param){.name = "frames_per_timepoint",
+                                       .value = (double)c->fpt};
+  }
+  c->units = c->frames == 0 ? 0 : (c->frames + c->fpt - 1) / c->fpt;
+  double unit_bytes = (double)c->fpt * frame_bytes;
+  double cap = (double)max_bytes / (unit_bytes > 0 ? unit_bytes : 1);
+  c->max_units = cap < 1 ? 1 : cap > 1e18 ? (uint64_t)1e18 : (uint64_t)cap;
+  return QS_OK;
+}
+
+/* -------------------------------------------------------------- phase 2 */
+
+static void win_count(ctx *c, size_t sent, size_t received) {
+  c->me.bytes_sent += sent;
+  c->me.bytes_received += received;
+}
+
+/* Reads the counter, the failure flag and every rank's rate. */
+static void win_peek(ctx *c, int64_t head[2], double *rates) {
+  MPI_Get_accumulate(NULL, 0, MPI_INT64_T, head, 2, MPI_INT64_T, c->root,
+                     W_NEXT, 2, MPI_INT64_T, MPI_NO_OP, c->win);
+  MPI_Get_accumulate(NULL, 0, MPI_DOUBLE, rates, c->size, MPI_DOUBLE, c->root,
+                     W_RATES, c->size, MPI_DOUBLE, MPI_NO_OP, c->win);
+  MPI_Win_flush(c->root, c->win);
+  win_count(c, 0, 16 + 8 * (size_t)c->size);
+}
+
+static void win_put_rate(ctx *c, double rate) {
+  MPI_Accumulate(&rate, 1, MPI_DOUBLE, c->root,
+                 W_RATES + 8 * (MPI_Aint)c->rank, 1, MPI_DOUBLE, MPI_REPLACE,
+                 c->win);
+  MPI_Win_flush(c->root, c->win);
+  win_count(c, 8, 0);
+}
+
+static void win_fail(ctx *c) {
+  int64_t one = 1;
+  MPI_Accumulate(&one, 1, MPI_INT64_T, c->root, W_FAILED, 1, MPI_INT64_T,
+                 MPI_REPLACE, c->win);
+  MPI_Win_flush(c->root, c->win);
+  win_count(c, 8, 0);
+}
+
+/* Takes up to n units; returns the first one (>= units when none left). */
+static uint64_t win_take(ctx *c, uint64_t n) {
+  int64_t add = (int64_t)n, old = 0;
+  MPI_Fetch_and_op(&add, &old, MPI_INT64_T, c->root, W_NEXT, MPI_SUM, c->win);
+  MPI_Win_flush(c->root, c->win);
+  win_count(c, 8, 8);
+  return (uint64_t)old;
+}
+
+static void note_impl(ctx *c, const char *impl) {
+  char list[sizeof c->me.impl + 2];
+  snprintf(list, sizeof list, ",%s,", c->me.impl);
+  char key[QS_NAME_MAX + 2];
+  snprintf(key, sizeof key, ",%s,", impl);
+  if (!strstr(list, key)) append(c->me.impl, sizeof c->me.impl, impl);
+}
+
+static void note_range(ctx *c, uint64_t u0, uint64_t u1) {
+  char r[48];
+  if (u1 - u0 == 1)
+    snprintf(r, sizeof r, "%llu", (unsigned long long)u0);
+  else
+    snprintf(r, sizeof r, "%llu-%llu", (unsigned long long)u0,
+             (unsigned long long)(u1 - 1));
+  append(c->me.ranges, sizeof c->me.ranges, r);
+}
+
+/* Units [u0, u1): read their pages, run the method, keep the outputs. */
+static int run_chunk(ctx *c, uint64_t u0, uint64_t u1, char *err, size_t len) {
+  size_t f0 = (size_t)u0 * c->fpt, f1 = (size_t)u1 * c->fpt;
+  if (f1 > c->frames) f1 = c->frames;
+  image in[QSM_MAX_IO] = {{0}};
+  chunk *k = calloc(1, sizeof *k);
+  if (!k) {
+    set_err(err, len, "out of memory");
+    return QS_ENOMEM;
+  }
+  k->u0 = u0;
+  k->u1 = u1;
+  int rc = QS_OK;
+  double t = MPI_Wtime();
+  for (size_t i = 0; !rc && i < c->n_in; i++) {
+    uint64_t bytes = 0;
+    rc = pages_read(c->inputs[i], f0, f1 - f0, &in[i], &bytes, err, len);
+    c->me.pages_read += rc ? 0 : f1 - f0;
+    c->me.bytes_read += bytes;
+  }
+  c->me.read_seconds += MPI_Wtime() - t;
+  if (!rc) {
+    run_request rq = {.inputs = in,
+                      .n_inputs = c->n_in,
+                      .params = c->params,
+                      .n_params = c->n_params,
+                      .impl = c->impl};
+    run_report rep;
+    memset(&rep, 0, sizeof rep);
+    rc = method_run(c->e, c->d->name, &rq, k->out, c->d->n_outputs, &rep);
+    if (rc) {
+      set_err(err, len, "%s", engine_error(c->e));
+    } else {
+      c->me.run_seconds += rep.seconds;
+      c->me.calibration_seconds += rep.calibration_seconds;
+      note_impl(c, rep.impl);
+    }
+  }
+  for (size_t i = 0; !rc && i < c->d->n_outputs; i++)
+    if (k->out[i].frames != u1 - u0) {
+      set_err(err, len,
+              "%s gives %zu frames of output %s for %llu units: its outputs "
+              "are not one frame per %s",
+              c->d->name, k->out[i].frames, c->d->outputs[i].name,
+              (unsigned long long)(u1 - u0),
+              c->by_timepoints ? "timepoint" : "input frame");
+      rc = QS_ESHAPE;
+    }
+  for (size_t i = 0; i < c->n_in; i++) image_free(&in[i]);
+  if (rc) {
+    for (size_t i = 0; i < QSM_MAX_IO; i++) image_free(&k->out[i]);
+    free(k);
+    return rc;
+  }
+  if (c->last)
+    c->last->next = k;
+  else
+    c->chunks = k;
+  c->last = k;
+  c->me.chunks++;
+  c->me.units += u1 - u0;
+  note_range(c, u0, u1);
+  return QS_OK;
+}
+
+static int work(ctx *c, char *err, size_t len) {
+  double *rates = calloc((size_t)c->size, sizeof *rates);
+  if (!rates) {
+    set_err(err, len, "out of memory");
+    win_fail(c);
+    return QS_ENOMEM;
+  }
+  double busy = 0; /* seconds in chunks, calibration excluded */
+  int rc = QS_OK;
+  if (c->fail_rank == c->rank) { /* as a device that fails to start */
+    set_err(err, len, "fault injected by QUICKSILVER_MPI_FAIL=%ld",
+            c->fail_rank);
+    win_fail(c);
+    free(rates);
+    return QS_EFAIL;
+  }
+  for (;;) {
+    int64_t head[2];
+    win_peek(c, head, rates);
+    if (head[1] || (uint64_t)head[0] >= c->units) break;
+    double total = 0, known = 0;
+    int n_known = 0;
+    for (int r = 0; r < c->size; r++)
+      if (rates[r] > 0) total += rates[r], n_known++;
+    known = total;
+    if (n_known) total += (c->size - n_known) * (known / n_known);
+    uint64_t n = qsm_chunk_units(c->units - (uint64_t)head[0], rates[c->rank],
+                                 total, rates[c->rank] > 0);
+    if (n > c->max_units) n = c->max_units;
+    uint64_t u0 = win_take(c, n);
+    if (u0 >= c->units) break;
+    uint64_t u1 = u0 + n < c->units ? u0 + n : c->units;
+    double t = MPI_Wtime(), cal0 = c->me.calibration_seconds;
+    rc = run_chunk(c, u0, u1, err, len);
+    if (rc) {
+      win_fail(c);
+      break;
+    }
+    busy += MPI_Wtime() - t - (c->me.calibration_seconds - cal0);
+    c->me.busy_seconds = MPI_Wtime() - c->t0;
+    if (busy > 0) win_put_rate(c, (double)c->me.units / busy);
+  }
+  free(rates);
+  return rc;
+}
+
+/* -------------------------------------------------------------- phase 3 */
+
+static void chunks_free(ctx *c) {
+  while (c->chunks) {
+    chunk *k = c->chunks;
+    c->chunks = k->next;
+    for (size_t i = 0; i < QSM_MAX_IO; i++) image_free(&k->out[i]);
+    free(k);
+  }
+  c->last = NULL;
+}
+
+/* Frames [0, n) of float data between a rank and the root, in messages
+ * of at most QSM_MSG_FLOATS. */
+static void send_floats(ctx *c, const float *p, size_t n) {
+  for (size_t at = 0; at < n; at += QSM_MSG_FLOATS) {
+    size_t k = n - at < QSM_MSG_FLOATS ? n - at : QSM_MSG_FLOATS;
+    MPI_Send(p + at, (int)k, MPI_FLOAT, c->root, 2, c->comm);
+    c->me.bytes_sent += k * sizeof(float);
+  }
+}
+
+static void recv_floats(ctx *c, float *p, size_t n, int from) {
+  for (size_t at = 0; at < n; at += QSM_MSG_FLOATS) {
+    size_t k = n - at < QSM_MSG_FLOATS ? n - at : QSM_MSG_FLOATS;
+    MPI_Recv(p + at, (int)k, MPI_FLOAT, from, 2, c->comm, MPI_STATUS_IGNORE);
+    c->me.bytes_received += k * sizeof(float);
+  }
+}
+
+/* Agrees on the output shapes (every chunk's outputs have the same rows and
+ * cols), then gathers every chunk into outputs on the root. Collective;
+ * returns the same status everywhere. */
+static int gather(ctx *c, image *outputs, char *err, size_t len) {
+  size_t n = c->d->n_outputs;
+  int64_t ext[4 * QSM_MAX_IO], all[4 * QSM_MAX_IO];
+  for (size_t i = 0; i < n; i++) {
+    const image *o = c->chunks ? &c->chunks->out[i] : NULL;
+    ext[4 * i] = o ? (int64_t)o->rows : 0;        /* max */
+    ext[4 * i + 1] = o ? (int64_t)o->cols : 0;
+    ext[4 * i + 2] = o ? -(int64_t)o->rows : -INT64_MAX; /* -min */
+    ext[4 * i + 3] = o ? -(int64_t)o->cols : -INT64_MAX;
+  }
+  for (chunk *k = c->chunks; k; k = k->next)
+    for (size_t i = 0; i < n; i++)
+      if ((int64_t)k->out[i].rows != ext[4 * i] ||
+          (int64_t)k->out[i].cols != ext[4 * i + 1])
+        ext[4 * i] = INT64_MAX; /* differs within the rank */
+  MPI_Allreduce(ext, all, (int)(4 * n), MPI_INT64_T, MPI_MAX, c->comm);
+  int rc = QS_OK;
+  for (size_t i = 0; i < n && !rc; i++)
+    if (all[4 * i] != -all[4 * i + 2] || all[4 * i + 1] != -all[4 * i + 3] ||
+        all[4 * i] <= 0) {
+      set_err(err, len, "%s: chunks disagree on the shape of output %s",
+              c->d->name, c->d->outputs[i].name);
+      rc = QS_ESHAPE;
+    }
+  if (rc) return rc;
+  /* The root allocates and tells everyone whether to send. */
+  int ok = 1;
+  if (c->rank == c->root)
+    for (size_t i = 0; i < n && ok; i++)
+      if (image_alloc(&outputs[i], (size_t)c->units, (size_t)all[4 * i],
+                      (size_t)all[4 * i + 1]))
+        ok = 0;
+  MPI_Bcast(&ok, 1, MPI_INT, c->root, c->comm);
+  if (!ok) {
+    if (c->rank == c->root)
+      for (size_t i = 0; i < n; i++) image_free(&outputs[i]);
+    set_err(err, len, "rank %d: no memory for the whole output (%llu frames)",
+            c->root, (unsigned long long)c->units);
+    return QS_ENOMEM;
+  }
+  uint64_t mine = c->me.chunks;
+  uint64_t *counts = NULL;
+  if (c->rank == c->root) {
+    counts = calloc((size_t)c->size, sizeof *counts);
+    if (!counts) MPI_Abort(c->comm, 1); /* 8 bytes a rank */
+  }
+  MPI_Gather(&mine, 1, MPI_UINT64_T, counts, 1, MPI_UINT64_T, c->root,
+             c->comm);
+  if (c->rank != c->root) c->me.bytes_sent += 8;
+  if (c->rank == c->root) {
+    for (chunk *k = c->chunks; k; k = k->next)
+      for (size_t i = 0; i < n; i++) {
+        size_t plane = outputs[i].rows * outputs[i].cols;
+        memcpy(outputs[i].data + k->u0 * plane, k->out[i].data,
+               (size_t)(k->u1 - k->u0) * plane * sizeof(float));
+      }
+    for (int r = 0; r < c->size; r++) {
+      if (r == c->root) continue;
+      c->me.bytes_received += 8;
+      for (uint64_t j = 0; j < counts[r]; j++) {
+        uint64_t span[2];
+        MPI_Recv(span, 2, MPI_UINT64_T, r, 1, c->comm, MPI_STATUS_IGNORE);
+        c->me.bytes_received += sizeof span;
+        for (size_t i = 0; i < n; i++) {
+          size_t plane = outputs[i].rows * outputs[i].cols;
+          recv_floats(c, outputs[i].data + span[0] * plane,
+                      (size_t)(span[1] - span[0]) * plane, r);
+        }
+      }
+    }
+  } else {
+    for (chunk *k = c->chunks; k; k = k->next) {
+      uint64_t span[2] = {k->u0, k->u1};
+      MPI_Send(span, 2, MPI_UINT64_T, c->root, 1, c->comm);
+      c->me.bytes_sent += sizeof span;
+      for (size_t i = 0; i < n; i++)
+        send_floats(c, k->out[i].data,
+                    (size_t)(k->u1 - k->u0) * k->out[i].rows *
+                        k->out[i].cols);
+    }
+  }
+  free(counts);
+  chunks_free(c);
+  return QS_OK;
+}
+
+/* -------------------------------------------------------------- phase 4 */
+
+/* What the root tells every rank at the end. */
+typedef struct totals {
+  int status;
+  char split[16];
+  uint64_t units, chunks, bytes;
+  double seconds, imbalance;
+  char msg[1024];
+} totals;
+
+static void finish(ctx *c, int status, const char *why, qsm_report *report,
+                   totals *tot) {
+  c->me.status = status;
+  snprintf(c->me.error, sizeof c->me.error, "%s", status ? why : "");
+  qsm_rank *all = NULL;
+  if (c->rank == c->root) all = calloc((size_t)c->size, sizeof *all);
+  MPI_Gather(&c->me, (int)sizeof c->me, MPI_BYTE, all, (int)sizeof c->me,
+             MPI_BYTE, c->root, c->comm);
+  memset(tot, 0, sizeof *tot);
+  if (c->rank == c->root) {
+    if (!all) {
+      tot->status = QS_ENOMEM;
+      snprintf(tot->msg, sizeof tot->msg, "rank %d: out of memory", c->root);
+    }
+    double max = 0, sum = 0;
+    for (int r = 0; all && r < c->size; r++) {
+      const qsm_rank *q = &all[r];
+      if (q->status && !tot->status) {
+        tot->status = q->status;
+        snprintf(tot->msg, sizeof tot->msg, "rank %d (%s): %s", r, q->host,
+                 q->error);
+      }
+      tot->chunks += q->chunks;
+      tot->bytes += q->bytes_sent;
+      max = q->busy_seconds > max ? q->busy_seconds : max;
+      sum += q->busy_seconds;
+    }
+    if (!tot->status && status) { /* a collective failure, same everywhere */
+      tot->status = status;
+      snprintf(tot->msg, sizeof tot->msg, "%s", why);
+    }
+    tot->units = c->units;
+    tot->seconds = MPI_Wtime() - c->t0;
+    tot->imbalance = sum > 0 ? max / (sum / c->size) - 1 : 0;
+    snprintf(tot->split, sizeof tot->split, "%s",
+             c->by_timepoints ? "timepoints" : "frames");
+  }
+  MPI_Bcast(tot, (int)sizeof *tot, MPI_BYTE, c->root, c->comm);
+  if (report) {
+    memset(report, 0, sizeof *report);
+    report->ranks = c->size;
+    memcpy(report->split, tot->split, sizeof report->split);
+    report->units = tot->units;
+    report->chunks = tot->chunks;
+    report->seconds = tot->seconds;
+    report->imbalance = tot->imbalance;
+    report->bytes_communicated = tot->bytes;
+    report->rank = all;
+    all = NULL;
+  }
+  free(all);
+}
+
+/* ---------------------------------------------------------------- entry */
+
+static int run(MPI_Comm comm, const char *method, const char *const *inputs,
+               size_t n_inputs, const param *params, size_t n_params,
+               const qsm_options *o, image *outputs, size_t n_outputs,
+               const char *const *paths, qsm_report *report, char *err,
+               size_t err_len) {
+  ctx *c = calloc(1, sizeof *c);
+  image outs[QSM_MAX_IO] = {{0}};
+  char why[1024] = "";
+  if (!c) {
+    set_err(err, err_len, "out of memory");
+    MPI_Abort(comm, 1); /* cannot take part in the collectives */
+    return QS_ENOMEM;
+  }
+  c->comm = comm;
+  MPI_Comm_rank(comm, &c->rank);
+  MPI_Comm_size(comm, &c->size);
+  c->root = o ? o->root : 0;
+  if (c->root < 0 || c->root >= c->size) c->root = 0;
+  c->inputs = inputs;
+  c->n_in = n_inputs;
+  c->n_out = n_outputs;
+  c->impl = o ? o->impl : NULL;
+  c->fail_rank = -1;
+  c->me.rank = c->rank;
+  int hl = 0;
+  char host[MPI_MAX_PROCESSOR_NAME];
+  MPI_Get_processor_name(host, &hl);
+  snprintf(c->me.host, sizeof c->me.host, "%.63s", host);
+  MPI_Barrier(comm);
+  c->t0 = MPI_Wtime();
+
+  /* 1: engine and plan, agreed. */
+  int rc = QS_OK;
+  const char *fail = getenv("QUICKSILVER_MPI_FAIL");
+  if (fail && *fail) {
+    char *end;
+    c->fail_rank = strtol(fail, &end, 10);
+    if (*end || c->fail_rank < 0) {
+      set_err(why, sizeof why,
+              "QUICKSILVER_MPI_FAIL=%s: expected a rank number", fail);
+      rc = QS_EENV;
+    }
+  }
+  if (!rc) rc = open_engine(c, o, why, sizeof why);
+  size_t max_bytes = o && o->max_chunk_bytes ? o->max_chunk_bytes
+                                             : (size_t)256 << 20;
+  if (!rc) rc = plan(c, method, params, n_params, max_bytes, why, sizeof why);
+  int worst = rc;
+  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, comm);
+
+  /* 2: work. The window exists on every rank in every case. */
+  MPI_Aint wsize = c->rank == c->root ? W_RATES + 8 * (MPI_Aint)c->size : 0;
+  MPI_Win_allocate(wsize, 1, MPI_INFO_NULL, comm, &c->wbuf, &c->win);
+  if (c->rank == c->root) {
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, c->root, 0, c->win);
+    memset(c->wbuf, 0, (size_t)wsize);
+    MPI_Win_unlock(c->root, c->win);
+  }
+  MPI_Barrier(comm);
+  MPI_Win_lock_all(0, c->win);
+  if (!worst) rc = work(c, why, sizeof why);
+  MPI_Win_unlock_all(c->win);
+  MPI_Win_free(&c->win);
+
+  /* 3: outputs. */
+  if (!worst) MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, comm);
+  char gerr[512] = "";
+  int grc = QS_OK;
+  if (!worst) grc = gather(c, outs, gerr, sizeof gerr);
+  chunks_free(c);
+  if (!worst && !grc && paths && c->rank == c->root)
+    for (size_t k = 0; k < n_outputs && !grc; k++)
+      grc = tiff_write(paths[k], &outs[k], gerr, sizeof gerr);
+  if (!worst && paths) {
+    /* Only the root knows why its write failed; the others learn it in
+     * the report's message. */
+    int wrc = grc;
+    MPI_Bcast(&wrc, 1, MPI_INT, c->root, comm);
+    if (c->rank != c->root && wrc && !grc) worst = wrc;
+  }
+  if (c->e) engine_close(c->e);
+  c->e = NULL;
+
+  /* 4: report and the one message. */
+  totals tot;
+  finish(c, rc ? rc : grc, rc ? why : gerr, report, &tot);
+  if (!tot.status && worst) { /* a failure no rank could describe */
+    tot.status = worst;
+    snprintf(tot.msg, sizeof tot.msg, "a rank failed: %s",
+             status_message(worst));
+  }
+  set_err(err, err_len, "%s", tot.status ? tot.msg : "");
+  for (size_t k = 0; k < QSM_MAX_IO; k++) {
+    if (!tot.status && outputs && k < n_outputs && c->rank == c->root) {
+      outputs[k] = outs[k];
+      continue;
+    }
+    image_free(&outs[k]);
+  }
+  free(c);
+  return tot.status;
+}
+
+int qsm_run(MPI_Comm comm, const char *method, const char *const *inputs,
+            size_t n_inputs, const param *params, size_t n_params,
+            const qsm_options *options, image *outputs, size_t n_outputs,
+            qsm_report *report, char *err, size_t err_len) {
+  for (size_t k = 0; outputs && k < n_outputs; k++)
+    outputs[k] = (image){0};
+  return run(comm, method, inputs, n_inputs, params, n_params, options,
+             outputs, n_outputs, NULL, report, err, err_len);
+}
+
+int qsm_run_files(MPI_Comm comm, const char *method,
+                  const char *const *inputs, size_t n_inputs,
+                  const param *params, size_t n_params,
+                  const qsm_options *options, const char *const *out_paths,
+                  size_t n_paths, qsm_report *report, char *err,
+                  size_t err_len) {
+  return run(comm, method, inputs, n_inputs, params, n_params, options, NULL,
+             n_paths, out_paths, report, err, err_len);
+}

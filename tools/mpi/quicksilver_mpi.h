@@ -1,0 +1,154 @@
+/*
+ * quicksilver_mpi.h — running a quicksilver method over the ranks of an MPI
+ * communicator. Built on the public quicksilver.h only: the core library
+ * never links MPI.
+ *
+ * Every rank of the communicator calls qsm_run with the same arguments
+ * (collective). Each rank opens its own engine (so each rank's dispatcher
+ * chooses its own implementation from its own timings), reads only its own
+ * pages of the input files (every rank sees the paths, as on a cluster's
+ * shared filesystem; no rank reads the whole stack), and runs the method on
+ * them. Outputs are gathered on the root rank, in memory (qsm_run) or
+ * written to files by the root once every rank has succeeded (qsm_run_files:
+ * nothing appears at the output paths if any rank fails).
+ *
+ * Splitting (a "unit" is what one output frame is made from):
+ *  - esrrf with temporal avg/var/tac2: whole timepoints (frames_per_timepoint
+ *    frames each, the last one possibly shorter). With one implementation
+ *    forced (impl) the output is bit-identical to one process running that
+ *    implementation, since every timepoint is computed by exactly the same
+ *    code on exactly the same frames.
+ *  - esrrf with temporal=none, and every other method (shift_magnify,
+ *    roberts_cross, rgc, methods whose outputs have a frame per input
+ *    frame): single frames.
+ *  - Within a timepoint (fewer timepoints than ranks) is not split yet: the
+ *    timepoints are dealt whole and ranks beyond T stay idle (the report
+ *    says so). Splitting within a timepoint waits for the library's public
+ *    eSRRF accumulator (partial statistics merged exactly).
+ *
+ * Balance: units are handed out in chunks from a shared counter held in an
+ * MPI window on the root (MPI_Fetch_and_op, passive target), so a fast rank
+ * simply comes back for more. Chunk rule (qsm_chunk_units): a rank's first
+ * chunk is one unit, which measures its speed; afterwards it takes half of
+ * its speed-weighted share of what is left,
+ *     n = floor(remaining * my_rate / sum_of_rates / 2), at least 1,
+ * where rates (units per busy second, calibration excluded) are published
+ * by every rank in the same window, and never more units than
+ * max_chunk_bytes of input (a rank holds one chunk's input and its
+ * outputs until the gather). Halving (guided self-scheduling
+ * weighted by measured speed) keeps the number of dispenser round trips to
+ * O(P log(U / P)) while the last chunks are small, so ranks finish within
+ * about one small chunk of each other even when a rate was wrong or a node
+ * slows down midway; weighting by rate gives a fast node (a GPU, an idle
+ * machine) proportionally larger chunks.
+ *
+ * Timing stores: unless options.engine.db_path or $QUICKSILVER_DB names one,
+ * each host uses its own store file, <cache>/quicksilver/timings-<host>.db
+ * (SQLite's locking is unreliable on network filesystems, where cluster
+ * home directories usually are; ranks on one host share their host's file
+ * as processes do).
+ *
+ * Failure: a rank whose read, engine or run fails raises a flag in the
+ * window (the others stop taking chunks), and every rank then learns the
+ * failure in the closing collectives: qsm_run returns the same nonzero
+ * status on every rank, with "rank R (host): message" of the lowest
+ * failing rank in err. Fault injection for tests: $QUICKSILVER_MPI_FAIL=R
+ * makes rank R fail as it starts its work (QS_EFAIL).
+ *
+ * Assumes a homogeneous cluster (reports travel as bytes). The passive
+ * target counter needs no action from the root on shared memory and on
+ * networks with hardware atomics; elsewhere the MPI library may progress it
+ * only when the root enters MPI, which delays other ranks' next chunk by up
+ * to one of the root's chunks.
+ */
+#ifndef QUICKSILVER_MPI_H
+#define QUICKSILVER_MPI_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quicksilver.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct qsm_options {
+  engine_options engine; /* each rank's engine; db_path NULL: as above */
+  const char *impl;      /* as run_request.impl (NULL: each rank's agent) */
+  int root;              /* gathers outputs and the report */
+  size_t max_chunk_bytes; /* input bytes a chunk may read (never less than
+                             one unit); 0: 256 MiB */
+} qsm_options;
+
+/* What one rank did. */
+typedef struct qsm_rank {
+  int rank;
+  int status;            /* QS_OK or its failure */
+  char host[64];
+  char impl[96];         /* implementations it ran, comma-separated */
+  char ranges[160];      /* units it ran: "0-3,9,12-13" ("..." if long) */
+  int threads;
+  uint64_t chunks, units;
+  uint64_t pages_read;   /* input pages (frames) read, all inputs */
+  uint64_t bytes_read;   /* stored bytes of those pages */
+  uint64_t bytes_sent, bytes_received; /* MPI payload, window ops included */
+  double read_seconds;   /* reading its pages */
+  double run_seconds;    /* method runs (report.seconds) */
+  double calibration_seconds;
+  double busy_seconds;   /* wall time from start to its last chunk done */
+  char db[160];          /* its timing store */
+  char error[256];
+} qsm_rank;
+
+typedef struct qsm_report {
+  int ranks;
+  char split[16];        /* "timepoints" or "frames" */
+  uint64_t units;        /* total units (output frames) */
+  uint64_t chunks;
+  double seconds;        /* wall time of the call on the root */
+  double imbalance;      /* max busy / mean busy - 1, over all ranks */
+  uint64_t bytes_communicated; /* sum over ranks of bytes sent */
+  qsm_rank *rank;        /* [ranks], on the root only (qsm_report_free) */
+} qsm_report;
+
+/* Runs `method` on the stacks at inputs[0..n_inputs) (TIFF files, one page
+ * per frame) with the given parameters over comm. On the root,
+ * outputs[0..n_outputs) receive the whole outputs (free with image_free);
+ * elsewhere they stay empty (may be NULL). report (may be NULL) is filled on
+ * every rank with the totals, and on the root with every rank's entry.
+ * Returns the same status on every rank. */
+int qsm_run(MPI_Comm comm, const char *method, const char *const *inputs,
+            size_t n_inputs, const param *params, size_t n_params,
+            const qsm_options *options, image *outputs, size_t n_outputs,
+            qsm_report *report, char *err, size_t err_len);
+
+/* The same, with the root writing output k to out_paths[k] (float32 TIFF,
+ * whole or not at all) for k < n_paths <= the method's outputs; nothing is
+ * written unless every rank succeeded. */
+int qsm_run_files(MPI_Comm comm, const char *method,
+                  const char *const *inputs, size_t n_inputs,
+                  const param *params, size_t n_params,
+                  const qsm_options *options, const char *const *out_paths,
+                  size_t n_paths, qsm_report *report, char *err,
+                  size_t err_len);
+
+void qsm_report_free(qsm_report *report);
+
+/* The chunk rule above: units to take next given the units still
+ * undealt, this rank's rate, the sum of all ranks' rates (ranks without
+ * a rate yet counted at the mean of the others), and whether this rank has
+ * a rate at all (no: 1, a probe). Never more than remaining. */
+uint64_t qsm_chunk_units(uint64_t remaining, double my_rate,
+                         double total_rate, int have_rate);
+
+/* The default store path of this host (see above) into buf; "" when no
+ * cache directory is known. */
+void qsm_default_db(char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
