@@ -163,7 +163,10 @@ def test_corrupt_store_warns_and_runs_unrecorded(tmp_path, stack):
     with pytest.warns(RuntimeWarning):
         e = qs.Engine(db=db, opencl=False)
     with e:
-        assert e.run("roberts_cross", stack)[0].shape == stack.shape
+        res = e.run("roberts_cross", stack)
+        assert res[0].shape == stack.shape
+        assert e.record_status[0] == "corrupt" and e.record_status[1]
+        assert res.report.record_status == "corrupt"
     assert db.read_bytes() == b"this is not an SQLite file" * 100
     with pytest.raises(OverflowError):
         qs.Engine(db=":memory:", threads=2**40)

@@ -140,6 +140,7 @@ static PyObject *image_to_array(image *img) {
 typedef struct {
   PyObject_HEAD engine *e;
   PyThread_type_lock lock;
+  Py_ssize_t streams; /* open live streams: the engine must outlive them */
 } EngineObject;
 
 /* Takes the engine's lock, waiting without the GIL if another thread
@@ -262,6 +263,14 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kw) {
 
 static PyObject *Engine_close(EngineObject *self, PyObject *noargs) {
   (void)noargs;
+  if (self->streams > 0) {
+    char msg[128];
+    snprintf(msg, sizeof msg,
+             "%zd eSRRF stream(s) still open on this engine: close them "
+             "first",
+             self->streams);
+    return raise_status(QS_EINVAL, msg);
+  }
   engine_lock(self);
   engine *e = self->e;
   self->e = NULL;
@@ -405,13 +414,16 @@ static PyObject *report_dict(const run_report *r) {
     Py_XDECREF(d);
   }
   if (!est) return NULL;
-  return Py_BuildValue("{s:s,s:s,s:d,s:d,s:d,s:d,s:d,s:i,s:N}", "impl",
-                       r->impl, "reason", r->reason, "seconds", r->seconds,
-                       "device_seconds", r->device_seconds, "once_seconds",
-                       r->once_seconds, "calibration_seconds",
+  return Py_BuildValue("{s:s,s:s,s:d,s:d,s:d,s:d,s:d,s:i,s:N,s:s,s:K,s:K}",
+                       "impl", r->impl, "reason", r->reason, "seconds",
+                       r->seconds, "device_seconds", r->device_seconds,
+                       "once_seconds", r->once_seconds, "calibration_seconds",
                        r->calibration_seconds, "calibration_once_seconds",
                        r->calibration_once_seconds, "fallbacks", r->fallbacks,
-                       "estimates", est);
+                       "estimates", est, "record_status",
+                       status_name(r->record_status), "bytes_up",
+                       (unsigned long long)r->bytes_up, "bytes_down",
+                       (unsigned long long)r->bytes_down);
 }
 
 /* run(method, inputs, params, impl) -> (outputs tuple, report dict) */
@@ -855,9 +867,207 @@ static PyObject *Engine_get_db_path(EngineObject *self, void *c) {
   return PyUnicode_DecodeFSDefault(engine_db_path(self->e));
 }
 
+/* (status name, message) of the recording of timings: ("ok", "") while
+ * they are written, else why not (the store failed, is read-only...). */
+static PyObject *Engine_get_record_status(EngineObject *self, void *c) {
+  (void)c;
+  if (!engine_ready(self)) return NULL;
+  char msg[512] = "";
+  int rc = engine_record_status(self->e, msg, sizeof msg);
+  return Py_BuildValue("(ss)", status_name(rc), msg);
+}
+
 static PyObject *Engine_get_closed(EngineObject *self, void *c) {
   (void)c;
   return PyBool_FromLong(self->e == NULL);
+}
+
+/* ------------------------------------------------------- live stream */
+
+typedef struct {
+  PyObject_HEAD EngineObject *eng; /* strong: the engine outlives us */
+  esrrf_stream *s;
+} StreamObject;
+
+/* Raises with the stream's own message for a failed stream call. */
+static PyObject *stream_raise(StreamObject *self, int rc) {
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", esrrf_stream_error(self->s));
+  return raise_status(rc, msg);
+}
+
+static int stream_ready(StreamObject *self) {
+  if (self->s) return 1;
+  raise_status(QS_EINVAL, "the stream is closed");
+  return 0;
+}
+
+static void stream_close(StreamObject *self) {
+  if (!self->s) return;
+  engine_lock(self->eng);
+  esrrf_stream_close(self->s);
+  engine_unlock(self->eng);
+  self->s = NULL;
+  self->eng->streams--;
+}
+
+static PyObject *Stream_close(StreamObject *self, PyObject *noargs) {
+  (void)noargs;
+  stream_close(self);
+  Py_RETURN_NONE;
+}
+
+static void Stream_dealloc(StreamObject *self) {
+  stream_close(self);
+  Py_XDECREF(self->eng);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* push(frames): a C-contiguous float32 (F, R, C) array, wrapped as it is;
+ * the GIL is released while the frames' maps are computed. */
+static PyObject *Stream_push(StreamObject *self, PyObject *arr) {
+  PyObject *one = PyTuple_Pack(1, arr);
+  image in[MAX_SLOTS];
+  size_t n = 0;
+  int bad = !one || inputs_wrap(one, in, &n) < 0;
+  if (bad || !stream_ready(self)) {
+    Py_XDECREF(one);
+    return NULL;
+  }
+  engine_lock(self->eng);
+  PyThreadState *ts = PyEval_SaveThread();
+  int rc = esrrf_stream_push(self->s, &in[0]);
+  PyEval_RestoreThread(ts);
+  engine_unlock(self->eng);
+  Py_DECREF(one);
+  if (rc != QS_OK) return stream_raise(self, rc);
+  if (PyErr_CheckSignals() < 0) return NULL;
+  Py_RETURN_NONE;
+}
+
+/* pop() -> None, or (image, index, first, frames, latency). */
+static PyObject *Stream_pop(StreamObject *self, PyObject *noargs) {
+  (void)noargs;
+  if (!stream_ready(self)) return NULL;
+  image out = {0};
+  esrrf_stream_result info;
+  int got = 0;
+  engine_lock(self->eng);
+  int rc = esrrf_stream_pop(self->s, &out, &info, &got);
+  engine_unlock(self->eng);
+  if (rc != QS_OK) {
+    image_free(&out);
+    return stream_raise(self, rc);
+  }
+  if (!got) Py_RETURN_NONE;
+  PyObject *a = image_to_array(&out);
+  if (!a) return NULL;
+  return Py_BuildValue("(NKKKd)", a, (unsigned long long)info.index,
+                       (unsigned long long)info.first,
+                       (unsigned long long)info.frames, info.latency);
+}
+
+static PyObject *Stream_end(StreamObject *self, PyObject *noargs) {
+  (void)noargs;
+  if (!stream_ready(self)) return NULL;
+  engine_lock(self->eng);
+  PyThreadState *ts = PyEval_SaveThread();
+  int rc = esrrf_stream_end(self->s);
+  PyEval_RestoreThread(ts);
+  engine_unlock(self->eng);
+  if (rc != QS_OK) return stream_raise(self, rc);
+  Py_RETURN_NONE;
+}
+
+static PyObject *Stream_get_frames(StreamObject *self, void *c) {
+  (void)c;
+  if (!stream_ready(self)) return NULL;
+  return PyLong_FromUnsignedLongLong(esrrf_stream_frames(self->s));
+}
+
+static PyObject *Stream_get_impl(StreamObject *self, void *c) {
+  (void)c;
+  if (!stream_ready(self)) return NULL;
+  return PyUnicode_FromString(esrrf_stream_impl(self->s));
+}
+
+static PyObject *Stream_get_closed(StreamObject *self, void *c) {
+  (void)c;
+  return PyBool_FromLong(self->s == NULL);
+}
+
+static PyMethodDef Stream_methods_table[] = {
+    {"push", (PyCFunction)Stream_push, METH_O, "push(frames)"},
+    {"pop", (PyCFunction)Stream_pop, METH_NOARGS,
+     "pop() -> None or (image, index, first, frames, latency)"},
+    {"end", (PyCFunction)Stream_end, METH_NOARGS, "end() -- end of input"},
+    {"close", (PyCFunction)Stream_close, METH_NOARGS, "close()"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Stream_getset[] = {
+    {"frames", (getter)Stream_get_frames, NULL, "frames pushed", NULL},
+    {"impl", (getter)Stream_get_impl, NULL, "implementation in use", NULL},
+    {"closed", (getter)Stream_get_closed, NULL, "True once closed", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject StreamType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "quicksilver._core.Stream",
+    .tp_basicsize = sizeof(StreamObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Low-level live eSRRF stream (use Engine.esrrf_stream).",
+    .tp_dealloc = (destructor)Stream_dealloc,
+    .tp_methods = Stream_methods_table,
+    .tp_getset = Stream_getset,
+};
+
+/* esrrf_stream(rows, cols, params, sliding, window, every, impl,
+ *              max_pending) -> Stream */
+static PyObject *Engine_esrrf_stream(EngineObject *self, PyObject *args) {
+  Py_ssize_t rows, cols, window, every, max_pending;
+  PyObject *p_obj;
+  int sliding;
+  const char *impl = NULL;
+  if (!PyArg_ParseTuple(args, "nnOpnnzn", &rows, &cols, &p_obj, &sliding,
+                        &window, &every, &impl, &max_pending))
+    return NULL;
+  if (rows < 0 || cols < 0 || window < 0 || every < 0 || max_pending < 0)
+    return raise_status(QS_EINVAL, "stream sizes must be >= 0");
+  PyObject *p_seq = PySequence_Fast(p_obj, "params must be a sequence");
+  param p[QS_MAX_PARAMS];
+  size_t n_p = 0;
+  if (!p_seq || params_build(p_seq, p, QS_MAX_PARAMS, &n_p) < 0 ||
+      !engine_ready(self)) {
+    Py_XDECREF(p_seq);
+    return NULL;
+  }
+  esrrf_stream_options o = {.rows = (size_t)rows,
+                            .cols = (size_t)cols,
+                            .params = p,
+                            .n_params = n_p,
+                            .sliding = sliding,
+                            .window = (size_t)window,
+                            .every = (size_t)every,
+                            .impl = impl,
+                            .max_pending = (size_t)max_pending};
+  esrrf_stream *st = NULL;
+  char msg[1024] = "";
+  engine_lock(self);
+  int rc = esrrf_stream_open(self->e, &o, &st, msg, sizeof msg);
+  engine_unlock(self);
+  Py_DECREF(p_seq);
+  if (rc != QS_OK) return raise_status(rc, msg);
+  StreamObject *so = PyObject_New(StreamObject, &StreamType);
+  if (!so) {
+    esrrf_stream_close(st);
+    return NULL;
+  }
+  Py_INCREF(self);
+  so->eng = self;
+  so->s = st;
+  self->streams++;
+  return (PyObject *)so;
 }
 
 static PyMethodDef Engine_methods_table[] = {
@@ -892,6 +1102,9 @@ static PyMethodDef Engine_methods_table[] = {
      METH_VARARGS | METH_KEYWORDS,
      "db_forget(method, impl, device, key) -> n"},
     {"db_check", (PyCFunction)Engine_db_check, METH_NOARGS, "db_check()"},
+    {"esrrf_stream", (PyCFunction)Engine_esrrf_stream, METH_VARARGS,
+     "esrrf_stream(rows, cols, params, sliding, window, every, impl, "
+     "max_pending) -> Stream"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -899,6 +1112,8 @@ static PyGetSetDef Engine_getset[] = {
     {"threads", (getter)Engine_get_threads, NULL, "pool threads", NULL},
     {"db_path", (getter)Engine_get_db_path, NULL, "timing store path", NULL},
     {"closed", (getter)Engine_get_closed, NULL, "True once closed", NULL},
+    {"record_status", (getter)Engine_get_record_status, NULL,
+     "(status name, message) of the recording of timings", NULL},
     {"opencl_why", (getter)Engine_get_opencl_why, NULL,
      "why there is no OpenCL device (\"\" when there is one)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -938,7 +1153,8 @@ static struct PyModuleDef core_module = {
 
 PyMODINIT_FUNC PyInit__core(void) {
   import_array();
-  if (PyType_Ready(&EngineType) < 0) return NULL;
+  if (PyType_Ready(&EngineType) < 0 || PyType_Ready(&StreamType) < 0)
+    return NULL;
   PyObject *m = PyModule_Create(&core_module);
   if (!m) return NULL;
   if (PyModule_AddObjectRef(m, "Engine", (PyObject *)&EngineType) < 0 ||
