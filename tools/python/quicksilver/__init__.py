@@ -44,7 +44,7 @@ import atexit
 import difflib
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Sequence, Union, overload
 
 import numpy as np
@@ -646,7 +646,7 @@ class StreamResult:
     image (engine memory, no copy), its ``index`` in order of completion,
     the frames ``[first, first + frames)`` of the pushed sequence it covers,
     and the seconds from the push of its last frame to its completion."""
-    image: np.ndarray
+    image: np.ndarray = field(repr=False)
     index: int
     first: int
     frames: int
