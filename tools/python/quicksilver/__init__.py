@@ -146,7 +146,8 @@ class Result(Sequence[np.ndarray]):
     @overload
     def __getitem__(self, key: slice) -> tuple[np.ndarray, ...]: ...
 
-    def __getitem__(self, key):  # type: ignore[override]
+    def __getitem__(self, key: Union[int, str, slice]
+                    ) -> Union[np.ndarray, tuple[np.ndarray, ...]]:
         if isinstance(key, str):
             try:
                 return self.outputs[self.names.index(key)]

@@ -1,13 +1,13 @@
 """Type stubs of the compiled core (quicksilver._core); use the quicksilver
 package's Engine rather than this module directly."""
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
 VERSION: str
 
 def statuses() -> list[tuple[int, str, str]]: ...
-def _set_errors(mapping: dict[int, type[BaseException]]) -> None: ...
+def _set_errors(mapping: Mapping[int, type[BaseException]]) -> None: ...
 
 class Stream:
     def push(self, frames: np.ndarray) -> None: ...
