@@ -23,7 +23,8 @@ Threads
     a second thread calling the same engine waits its turn.
 
 Ctrl-C
-    The engine has no cancellation point inside a run: a run in progress
+    The engine has no cancellation point inside a run: a run (or a stream
+    push) in progress
     finishes (and its timing is recorded whole), then its outputs are
     dropped and ``KeyboardInterrupt`` is raised as soon as the call returns.
 
@@ -50,7 +51,7 @@ from typing import Any, Iterator, Optional, Sequence, Union, overload
 import numpy as np
 
 from . import _core
-from ._errors import (STATUS, CancelledError, ConfigurationError, CopyError,
+from ._errors import (STATUS, ConfigurationError, CopyError,
                       DTypeError, Error, ExistsError, FileFormatError,
                       ImplementationError, OpenCLError, OutOfMemoryError,
                       ParameterError, ShapeError, SizeError, StoreError,
@@ -68,7 +69,7 @@ __all__ = [
     "UnknownImplementationError", "UnavailableError", "ImplementationError",
     "OpenCLError", "StoreError", "FileFormatError", "OutOfMemoryError",
     "SizeError", "Stream", "StreamResult",
-    "CancelledError", "ConfigurationError", "ExistsError", "STATUS",
+    "ConfigurationError", "ExistsError", "STATUS",
 ]
 
 ArrayLike = Union[np.ndarray, Sequence[Any]]

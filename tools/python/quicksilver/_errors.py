@@ -17,7 +17,7 @@ __all__ = [
     "Error", "ParameterError", "ShapeError", "DTypeError", "CopyError",
     "UnknownMethodError", "UnknownImplementationError", "UnavailableError",
     "ImplementationError", "OpenCLError", "StoreError", "FileFormatError",
-    "OutOfMemoryError", "SizeError", "CancelledError", "ConfigurationError", "ExistsError",
+    "OutOfMemoryError", "SizeError", "ConfigurationError", "ExistsError",
     "STATUS",
 ]
 
@@ -100,10 +100,6 @@ class SizeError(Error, OverflowError):
     stream holds (take them first)."""
 
 
-class CancelledError(Error):
-    """The operation was cancelled."""
-
-
 class ConfigurationError(Error):
     """An invalid QUICKSILVER_* environment variable."""
 
@@ -133,7 +129,6 @@ _BY_NAME: dict[str, type[Error]] = {
     "device_memory": OpenCLError,
     "io": FileFormatError,
     "format": FileFormatError,
-    "cancelled": CancelledError,
     "exists": ExistsError,
 }
 
