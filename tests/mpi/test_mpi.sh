@@ -141,6 +141,20 @@ for p in 2 3; do
      -o m-sm.tif --impl serial --threads 1 -q && cmp im2.tif m-sm.tif"
 done
 
+# Balance: a rank made slower (QUICKSILVER_MPI_SLOW, 0.1 s a unit) comes
+# back to the counter less often and runs fewer of the 200 frames.
+if QUICKSILVER_MPI_SLOW=1:0.1 mpi 2 esrrf in200.tif -o slow.tif \
+  --magnification 2 --temporal none --impl serial --json >rep-slow.json \
+  2>err.txt; then
+  check "a slow rank runs fewer units than a fast one, same output" bash -c \
+    "python3 -c \"import json,sys; r=json.load(open('rep-slow.json'))['per_rank']; \
+sys.exit(not r[0]['units'] > 2 * r[1]['units'])\" && \
+     '$QS' esrrf in200.tif -o slow-ref.tif --magnification 2 --temporal none \
+       --impl serial -q && cmp slow-ref.tif slow.tif"
+else
+  not_ok "a run with a slow rank" "$(cat err.txt)"
+fi
+
 # --chunk-bytes caps a chunk's input: 1 byte means one unit a chunk.
 if mpi 2 esrrf in11.tif -o cap.tif --magnification 2 --frames-per-timepoint 2 \
   --impl serial --chunk-bytes 1 --json >rep-cap.json 2>err.txt; then
@@ -177,6 +191,16 @@ for r in 0 2; do
     not_ok "rank $r forced to fail" "exit $rc; $(cat fail.err); $(ls -A fail)"
   fi
 done
+# The same within timepoints (one timepoint, partials merged).
+QUICKSILVER_MPI_FAIL=1 mpi 3 esrrf in11.tif -o fail/out.tif \
+  --magnification 2 --temporal tac2 -q >fail.out 2>fail.err
+rc=$?
+if ((rc != 0)) && grep -q "esrrf failed: rank 1 (.*): fault injected" \
+  fail.err && [[ -z "$(ls -A fail)" ]]; then
+  ok "within timepoints, rank 1 forced to fail: exit $rc, message, no file"
+else
+  not_ok "within timepoints, rank 1 forced to fail" "exit $rc; $(cat fail.err)"
+fi
 # A failure inside the method (tac2 with a 1-frame last timepoint) is the
 # engine's message, on every rank count alike.
 mpi 2 esrrf in11.tif -o fail/out.tif --temporal tac2 \

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tiff.h"
@@ -56,6 +57,8 @@ typedef struct ctx {
   const char *impl;
   uint64_t max_units;    /* per chunk, from max_chunk_bytes */
   long fail_rank;        /* fault injection, -1: none */
+  long slow_rank;        /* QUICKSILVER_MPI_SLOW: this rank sleeps */
+  double slow_seconds;   /* per unit it runs, -1: none */
   MPI_Win win;
   int64_t *wbuf;
   chunk *chunks, *last;
@@ -426,6 +429,11 @@ static int run_chunk(ctx *c, uint64_t u0, uint64_t u1, char *err, size_t len) {
       rc = QS_ESHAPE;
     }
   for (size_t i = 0; i < c->n_in; i++) image_free(&in[i]);
+  if (!rc && c->slow_rank == c->rank) { /* a slower node, for tests */
+    double d = c->slow_seconds * (double)(u1 - u0);
+    struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+    nanosleep(&ts, NULL);
+  }
   if (rc) {
     for (size_t i = 0; i < QSM_MAX_IO; i++) image_free(&k->out[i]);
     free(k);
@@ -930,6 +938,18 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
     if (*end || c->fail_rank < 0) {
       set_err(why, sizeof why,
               "QUICKSILVER_MPI_FAIL=%s: expected a rank number", fail);
+      rc = QS_EENV;
+    }
+  }
+  c->slow_rank = -1;
+  const char *slow = getenv("QUICKSILVER_MPI_SLOW");
+  if (!rc && slow && *slow) {
+    char *end;
+    c->slow_rank = strtol(slow, &end, 10);
+    c->slow_seconds = *end == ':' ? strtod(end + 1, &end) : -1;
+    if (*end || c->slow_rank < 0 || !(c->slow_seconds >= 0)) {
+      set_err(why, sizeof why,
+              "QUICKSILVER_MPI_SLOW=%s: expected RANK:SECONDS_PER_UNIT", slow);
       rc = QS_EENV;
     }
   }

@@ -54,7 +54,7 @@
  * max_chunk_bytes of input (a rank holds one chunk's input and its
  * outputs until the gather). Halving (guided self-scheduling
  * weighted by measured speed) keeps the number of dispenser round trips to
- * O(P log(U / P)) while the last chunks are small, so ranks finish within
+ * about 2P ln(U / P) while the last chunks are small, so ranks finish within
  * about one small chunk of each other even when a rate was wrong or a node
  * slows down midway; weighting by rate gives a fast node (a GPU, an idle
  * machine) proportionally larger chunks.
@@ -70,7 +70,9 @@
  * failure in the closing collectives: qsm_run returns the same nonzero
  * status on every rank, with "rank R (host): message" of the lowest
  * failing rank in err. Fault injection for tests: $QUICKSILVER_MPI_FAIL=R
- * makes rank R fail as it starts its work (QS_EFAIL).
+ * makes rank R fail as it starts its work (QS_EFAIL); and
+ * $QUICKSILVER_MPI_SLOW=R:S makes rank R sleep S seconds per unit it runs
+ * (between timepoints or frames), as a slower or loaded node would.
  *
  * Assumes a homogeneous cluster (reports travel as bytes). The passive
  * target counter needs no action from the root on shared memory and on
