@@ -1,16 +1,25 @@
 /* esrrf.c — eSRRF speed and memory, one configuration per process so that
  * peak resident memory belongs to that configuration alone.
  *
- *   bench_esrrf IMPL FRAMES ROWS COLS [REPEATS [MAG [RADIUS [TEMPORAL]]]]
+ *   bench_esrrf IMPL FRAMES ROWS COLS [REPEATS [MAG [RADIUS [TEMPORAL
+ *               [INPUT]]]]]
  *
- * Runs esrrf with IMPL forced ("serial", "threaded", "fused", "opencl", a
- * full name such as "opencl:<device>", or "auto" for the engine's choice)
- * on a deterministic stack of blinking Gaussian spots: one warm-up run
- * (program builds and first launches happen there), then REPEATS timed
- * runs (default 5). Prints one line: implementation, shape, min and median
- * seconds, the last run's device seconds (OpenCL), and memory in MiB: the peak resident set, what the process held
- * before the first run (input included), and the peak beyond that and the
- * output (the working memory the runs needed). Measured, never asserted. */
+ * Runs esrrf with IMPL forced ("serial", "threaded", "fused", "fused_avx2",
+ * "opencl", a full name such as "opencl:<device>", or "auto" for the
+ * engine's choice) on INPUT (bench/input.h: `sim`, the default, is
+ * quicksilver simulate's camera background with shot and read noise;
+ * `spots` the former noiseless spots; or a TIFF path such as
+ * tests/data/real/mssr_donuts_100f.tif, ROWS COLS 0 for its size): one
+ * warm-up run (program builds and first launches happen there), then
+ * REPEATS timed runs (default 5). IMPL may be a comma list: the runs are
+ * then interleaved across them (a, b, a, b, ...) so that drift of a shared
+ * machine hits all alike, for ratios in one run; the memory columns are
+ * then the process's, not one implementation's. Prints one line per
+ * implementation: implementation, shape, min and median seconds, the last
+ * run's device seconds (OpenCL), and memory in MiB: the peak resident set,
+ * what the process held before the first run (input included), and the
+ * peak beyond that and the output (the working memory the runs needed).
+ * Measured, never asserted. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +27,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench/input.h"
 #include "quicksilver.h"
 
 static double now(void) {
@@ -47,42 +57,30 @@ static int cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Spots of sigma 1.3 px on a 12-px lattice, each on in a frame with
- * probability 1/2 (a fixed LCG), on a background of 100. */
-static void fill(image *m) {
-  unsigned s = 12345u;
-  for (size_t f = 0; f < m->frames; f++) {
-    float *p = m->data + f * m->rows * m->cols;
-    for (size_t i = 0; i < m->rows * m->cols; i++) p[i] = 100.0f;
-    for (size_t y0 = 6; y0 < m->rows; y0 += 12)
-      for (size_t x0 = 6; x0 < m->cols; x0 += 12) {
-        s = s * 1664525u + 1013904223u;
-        if (s >> 31) continue;
-        for (size_t y = y0 - 4; y < y0 + 5 && y < m->rows; y++)
-          for (size_t x = x0 - 4; x < x0 + 5 && x < m->cols; x++) {
-            double dy = (double)y - (double)y0, dx = (double)x - (double)x0;
-            p[y * m->cols + x] +=
-                (float)(500 * exp(-(dx * dx + dy * dy) / (2 * 1.69)));
-          }
-      }
-  }
-}
+#define MAX_IMPLS 16
 
 int main(int argc, char **argv) {
   if (argc < 5) {
-    fprintf(stderr, "usage: %s IMPL FRAMES ROWS COLS [REPEATS [MAG [RADIUS "
-                    "[TEMPORAL]]]]\n",
+    fprintf(stderr, "usage: %s IMPL[,IMPL...] FRAMES ROWS COLS [REPEATS [MAG "
+                    "[RADIUS [TEMPORAL [INPUT]]]]]\n",
             argv[0]);
     return 2;
   }
-  const char *impl = argv[1];
   size_t frames = strtoul(argv[2], NULL, 10), rows = strtoul(argv[3], NULL, 10);
   size_t cols = strtoul(argv[4], NULL, 10);
   int repeats = argc > 5 ? atoi(argv[5]) : 5;
   double mag = argc > 6 ? atof(argv[6]) : 5, radius = argc > 7 ? atof(argv[7])
                                                              : 1.5;
   const char *temporal = argc > 8 ? argv[8] : "avg";
+  const char *kind = argc > 9 ? argv[9] : "sim";
   if (repeats < 1 || repeats > 1000) repeats = 5;
+  char impls[MAX_IMPLS][64];
+  int n = 0;
+  for (const char *s = argv[1]; *s && n < MAX_IMPLS;) {
+    size_t l = strcspn(s, ",");
+    snprintf(impls[n++], sizeof impls[0], "%.*s", (int)(l < 63 ? l : 63), s);
+    s += l + (s[l] == ',');
+  }
 
   engine_options o = {.db_path = ":memory:", .seed = 1};
   engine *e = NULL;
@@ -94,42 +92,48 @@ int main(int argc, char **argv) {
     return 1;
   }
   image st;
-  if ((rc = image_alloc(&st, frames, rows, cols))) {
-    fprintf(stderr, "input: %s\n", status_message(rc));
+  char err[512];
+  if ((rc = bench_input(kind, frames, rows, cols, &st, err, sizeof err))) {
+    fprintf(stderr, "input %s: %s\n", kind, err);
     engine_close(e);
     return 1;
   }
-  fill(&st);
   param p[] = {{"magnification", mag, NULL},
                {"radius", radius, NULL},
                {"temporal", 0, temporal}};
-  run_request rq = {.inputs = &st, .n_inputs = 1, .params = p, .n_params = 3,
-                    .impl = strcmp(impl, "auto") ? impl : NULL};
-  double base = rss_now(), out_mib = 0, *t = calloc((size_t)repeats,
-                                                     sizeof *t);
-  run_report rep;
-  memset(&rep, 0, sizeof rep);
-  for (int k = -1; !rc && k < repeats; k++) {
-    image out;
-    double t0 = now();
-    rc = method_run(e, "esrrf", &rq, &out, 1, &rep);
-    if (rc) break;
-    if (k >= 0) t[k] = now() - t0;
-    out_mib = (double)(out.frames * out.rows * out.cols * 4) / (1 << 20);
-    image_free(&out);
-  }
-  if (rc) {
-    fprintf(stderr, "esrrf %s: %s\n", impl, engine_error(e));
-  } else {
-    qsort(t, (size_t)repeats, sizeof *t, cmp);
-    double med = repeats % 2 ? t[repeats / 2]
-                             : (t[repeats / 2 - 1] + t[repeats / 2]) / 2;
-    double peak = rss_peak();
-    printf("esrrf %-34s %5zu x %4zu x %4zu  M %g r %g %-4s  min %8.4f s  "
-           "median %8.4f s  device %8.4f s  peak %7.1f MiB  before %7.1f "
+  double base = rss_now(), out_mib = 0;
+  double *t = calloc((size_t)repeats * MAX_IMPLS, sizeof *t);
+  run_report rep[MAX_IMPLS];
+  memset(rep, 0, sizeof rep);
+  for (int k = -1; !rc && t && k < repeats; k++)
+    for (int i = 0; !rc && i < n; i++) {
+      run_request rq = {.inputs = &st, .n_inputs = 1, .params = p,
+                        .n_params = 3,
+                        .impl = strcmp(impls[i], "auto") ? impls[i] : NULL};
+      image out;
+      double t0 = now();
+      rc = method_run(e, "esrrf", &rq, &out, 1, &rep[i]);
+      if (rc) {
+        fprintf(stderr, "esrrf %s: %s\n", impls[i], engine_error(e));
+        break;
+      }
+      if (k >= 0) t[i * repeats + k] = now() - t0;
+      out_mib = (double)(out.frames * out.rows * out.cols * 4) / (1 << 20);
+      image_free(&out);
+    }
+  double peak = rss_peak();
+  const char *label = strrchr(kind, '/') ? strrchr(kind, '/') + 1 : kind;
+  for (int i = 0; !rc && t && i < n; i++) {
+    double *ti = t + i * repeats;
+    qsort(ti, (size_t)repeats, sizeof *ti, cmp);
+    double med = repeats % 2 ? ti[repeats / 2]
+                             : (ti[repeats / 2 - 1] + ti[repeats / 2]) / 2;
+    printf("esrrf %-34s %5zu x %4zu x %4zu  M %g r %g %-4s %-12.12s min %8.4f "
+           "s  median %8.4f s  device %8.4f s  peak %7.1f MiB  before %7.1f "
            "MiB  working %7.1f MiB\n",
-           rep.impl, frames, rows, cols, mag, radius, temporal, t[0], med,
-           rep.device_seconds, peak, base, peak - base - out_mib);
+           rep[i].impl, st.frames, st.rows, st.cols, mag, radius, temporal,
+           label, ti[0], med, rep[i].device_seconds, peak, base,
+           peak - base - out_mib);
   }
   free(t);
   image_free(&st);

@@ -9,6 +9,7 @@
 #include "cl/clrt.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,7 @@ struct cldev {
   size_t n_progs, cap_progs;
   uint64_t *launches; /* hashes of (kernel, dims, global size) seen */
   size_t n_launches, cap_launches;
+  _Atomic uint64_t bytes_up, bytes_down; /* cldev_transfer */
 };
 
 struct clrt {
@@ -686,6 +688,17 @@ static void dev_release(cldev *d) {
 }
 
 #endif /* QS_HAVE_OPENCL */
+
+void cldev_transfer(cldev *d, uint64_t up, uint64_t down) {
+  if (!d) return;
+  atomic_fetch_add_explicit(&d->bytes_up, up, memory_order_relaxed);
+  atomic_fetch_add_explicit(&d->bytes_down, down, memory_order_relaxed);
+}
+
+void cldev_transfers(cldev *d, uint64_t *up, uint64_t *down) {
+  *up = d ? atomic_load_explicit(&d->bytes_up, memory_order_relaxed) : 0;
+  *down = d ? atomic_load_explicit(&d->bytes_down, memory_order_relaxed) : 0;
+}
 
 /* ------------------------------------------------------------ open, close */
 

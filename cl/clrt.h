@@ -130,6 +130,15 @@ double cl_event_seconds(cl_event ev);
 int cl_status(cl_int code, const char *what, char *err, size_t err_len);
 #endif
 
+/* Transfer accounting: bytes moved between host and device, per device,
+ * cumulative since clrt_open. Every implementation reports the host→device
+ * writes (up) and device→host reads and read-maps (down) it enqueues; the
+ * engine takes the difference around a call for run_report. A buffer the
+ * device shares with the host (CL_MEM_USE_HOST_PTR on a CPU device) moves
+ * nothing until it is read or mapped back. Safe from several threads. */
+void cldev_transfer(cldev *d, uint64_t up, uint64_t down);
+void cldev_transfers(cldev *d, uint64_t *up, uint64_t *down);
+
 /* Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"), "CL_SUCCESS" for
  * 0, "unknown OpenCL error" otherwise. Static string. */
 const char *cl_code_name(int code);

@@ -105,24 +105,54 @@ static int corrupt_msg(const char *path, const char *why, char *err,
                    path, why);
 }
 
+/* From now on the handle refuses to write: the file is damaged. */
+static void store_broken(store *s, const char *why) {
+  if (s->broken) return;
+  s->broken = QS_ECORRUPT;
+  corrupt_msg(s->path, why, s->broken_msg, sizeof s->broken_msg);
+}
+
+static int is_corrupt(int rc) {
+  return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB;
+}
+
+int store_writable(const store *s, char *err, size_t err_len) {
+  if (!s) return store_msg(err, err_len, QS_EINVAL, "no store");
+  if (s->broken)
+    return store_msg(err, err_len, s->broken, "%s; nothing more is written "
+                     "to it by this process", s->broken_msg);
+  if (s->readonly)
+    return store_msg(err, err_len, QS_EIO,
+                     "timing store %s can only be read (file permissions or "
+                     "a read-only file system): nothing is written to it",
+                     s->path);
+  return QS_OK;
+}
+
 int store_fail(store *s, int rc, const char *what, char *err, size_t err_len) {
   int status = status_of(rc);
   /* An injected code leaves SQLite's own message stale: use the code's. */
   const char *why = sqlite3_errcode(s->db) == rc ? sqlite3_errmsg(s->db)
                                                  : sqlite3_errstr(rc);
-  if (status == QS_ECORRUPT) return corrupt_msg(s->path, why, err, err_len);
+  if (status == QS_ECORRUPT) {
+    store_broken(s, why);
+    return corrupt_msg(s->path, why, err, err_len);
+  }
   if (status == QS_EBUSY)
     return store_msg(err, err_len, status,
                      "timing store %s: %s: %s (another writer held it for "
                      "more than %d ms)",
-                     s->path, what, why, STORE_BUSY_MS);
+                     s->path, what, why, s->busy_ms);
   return store_msg(err, err_len, status, "timing store %s: %s: %s", s->path,
                    what, why);
 }
 
 int store_step(store *s, sqlite3_stmt *st) {
-  if (s->fault_nth > 0 && --s->fault_nth == 0) return s->fault_code;
-  return sqlite3_step(st);
+  int rc = s->fault_nth > 0 && --s->fault_nth == 0 ? s->fault_code
+                                                   : sqlite3_step(st);
+  /* Damage seen by any statement, read or write, stops the writes. */
+  if (is_corrupt(rc)) store_broken(s, sqlite3_errstr(rc));
+  return rc;
 }
 
 void store_fault(store *s, long nth, int code) {
@@ -140,7 +170,72 @@ int store_exec(store *s, int stmt) {
   return rc;
 }
 
+/* Runs sql and reads the first column of its first row into *out (out
+ * NULL: a statement without rows, SQLITE_DONE on success). */
+static int read_int(store *s, const char *sql, int *out) {
+  sqlite3_stmt *st;
+  int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+  if (rc != SQLITE_OK) return rc;
+  rc = store_step(s, st);
+  if (rc == SQLITE_ROW && out) {
+    *out = sqlite3_column_int(st, 0);
+    rc = SQLITE_OK;
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* Before the first write of a handle: the open-time probes read only the
+ * header and the schema, and damage elsewhere must not be written around.
+ * A file whose size is not a whole number of pages was cut short (WAL
+ * checkpoints write whole pages); then SQLite's integrity_check on files
+ * up to STORE_DEEP_CHECK_BYTES (it also reads the cells: about 6 ms per
+ * MiB) or its quick_check up to STORE_CHECK_MAX_BYTES (about 1.5 ms per
+ * MiB). Larger files rely on SQLITE_CORRUPT from the statements. */
+static void precheck(store *s) {
+  if (s->checked) return;
+  s->checked = 1;
+  struct stat sb;
+  if (!strcmp(s->path, ":memory:") || stat(s->path, &sb) != 0 ||
+      (long long)sb.st_size > STORE_CHECK_MAX_BYTES)
+    return;
+  int page = 0;
+  if (read_int(s, "PRAGMA page_size", &page) == SQLITE_OK && page > 0 &&
+      sb.st_size % page != 0) {
+    char why[128];
+    snprintf(why, sizeof why, "%lld bytes is not a whole number of %d-byte "
+             "pages: the file was cut short", (long long)sb.st_size, page);
+    store_broken(s, why);
+    return;
+  }
+  sqlite3_stmt *st;
+  const char *sql = (long long)sb.st_size <= STORE_DEEP_CHECK_BYTES
+                        ? "PRAGMA integrity_check(4)"
+                        : "PRAGMA quick_check(4)";
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+    if (is_corrupt(sqlite3_errcode(s->db)))
+      store_broken(s, sqlite3_errmsg(s->db));
+    return;
+  }
+  char found[400] = "";
+  size_t used = 0;
+  int rc;
+  while ((rc = store_step(s, st)) == SQLITE_ROW) {
+    const char *line = (const char *)sqlite3_column_text(st, 0);
+    if (!line || !strcmp(line, "ok") || used >= sizeof found - 1) continue;
+    int w = snprintf(found + used, sizeof found - used, "%s%s",
+                     used ? "; " : "", line);
+    if (w > 0) used += (size_t)w < sizeof found - used ? (size_t)w
+                                                       : sizeof found - 1 - used;
+  }
+  sqlite3_finalize(st);
+  if (used) store_broken(s, found);
+}
+
 int store_begin(store *s, const char *what, char *err, size_t err_len) {
+  precheck(s);
+  int status = store_writable(s, err, err_len);
+  if (status != QS_OK) return status;
   int rc = store_exec(s, ST_BEGIN);
   if (rc == SQLITE_DONE) return QS_OK;
   store_rollback(s);
@@ -200,21 +295,6 @@ static int make_parents(const char *path, char *err, size_t err_len) {
   return status;
 }
 
-/* Runs sql and reads the first column of its first row into *out (out
- * NULL: a statement without rows, SQLITE_DONE on success). */
-static int read_int(store *s, const char *sql, int *out) {
-  sqlite3_stmt *st;
-  int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-  if (rc != SQLITE_OK) return rc;
-  rc = store_step(s, st);
-  if (rc == SQLITE_ROW && out) {
-    *out = sqlite3_column_int(st, 0);
-    rc = SQLITE_OK;
-  }
-  sqlite3_finalize(st);
-  return rc;
-}
-
 /* Applies the missing migrations, one transaction each. Called only when
  * the probe saw an old version (a current store takes no write lock to
  * open); the version is read again inside each transaction, as another
@@ -253,7 +333,7 @@ static int wal_enable(store *s) {
   int rc;
   for (int waited = 0;; waited++) {
     rc = sqlite3_exec(s->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
-    if ((rc & 0xff) != SQLITE_BUSY || waited >= STORE_BUSY_MS) return rc;
+    if ((rc & 0xff) != SQLITE_BUSY || waited >= s->busy_ms) return rc;
     sqlite3_sleep(1);
   }
 }
@@ -297,7 +377,23 @@ int store_open(store **out, const char *path, char *err, size_t err_len) {
     store_close(s);
     return status;
   }
-  sqlite3_busy_timeout(s->db, STORE_BUSY_MS);
+  s->busy_ms = STORE_BUSY_MS;
+  const char *wait = getenv("QUICKSILVER_DB_WAIT_MS");
+  if (wait && *wait) {
+    char *end;
+    errno = 0;
+    long ms = strtol(wait, &end, 10);
+    if (end == wait || *end || errno || ms < 0 || ms > 600000) {
+      store_close(s);
+      return store_msg(err, err_len, QS_EENV,
+                       "QUICKSILVER_DB_WAIT_MS: \"%s\" is not a number of "
+                       "milliseconds in [0, 600000]",
+                       wait);
+    }
+    s->busy_ms = (int)ms;
+  }
+  sqlite3_busy_timeout(s->db, s->busy_ms);
+  s->readonly = !memory && sqlite3_db_readonly(s->db, "main") == 1;
 
   /* Read-only probes first: a file that is not a database or is damaged
    * fails here, before the journal mode (a header write) or a migration
@@ -326,6 +422,14 @@ int store_open(store **out, const char *path, char *err, size_t err_len) {
                        "else (it has tables but no store schema version); it "
                        "was left unchanged: use another path (QUICKSILVER_DB)",
                        path);
+  } else if (s->readonly && version < STORE_SCHEMA) {
+    status = store_msg(err, err_len, QS_EIO,
+                       "timing store %s can only be read and has schema "
+                       "version %d, older than this quicksilver's %d: it "
+                       "cannot be brought up to date",
+                       path, version, STORE_SCHEMA);
+  } else if (s->readonly) {
+    status = QS_OK; /* read as it is: no journal mode or pragma to set */
   } else if (!memory && (rc = wal_enable(s)) != SQLITE_OK) {
     status = store_fail(s, rc, "setting WAL mode", err, err_len);
   } else if ((rc = sqlite3_exec(s->db,

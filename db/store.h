@@ -23,8 +23,15 @@ typedef struct store store;
 /* Version of the export document ("schema" member); independent of the
  * database schema, so exports move between stores of other versions. */
 #define STORE_DOC_SCHEMA 1
-/* How long a writer waits for another one before QS_EBUSY. */
+/* How long a writer waits for another one before QS_EBUSY; the
+ * environment variable QUICKSILVER_DB_WAIT_MS (0 to 600000) replaces it. */
 #define STORE_BUSY_MS 10000
+/* Before its first write a handle checks its file: that it holds whole
+ * pages, then SQLite's integrity_check up to STORE_DEEP_CHECK_BYTES (about
+ * 6 ms per MiB) or quick_check up to STORE_CHECK_MAX_BYTES (about 1.5 ms
+ * per MiB); larger files rely on SQLITE_CORRUPT from the statements. */
+#define STORE_CHECK_MAX_BYTES ((long long)32 << 20)
+#define STORE_DEEP_CHECK_BYTES ((long long)4 << 20)
 
 typedef struct run_row {
   int64_t id;   /* assigned by the store; ignored on input */
@@ -50,7 +57,16 @@ typedef struct run_row {
  * names the path; nothing is changed on disk. A file from a newer schema
  * gives QS_ESCHEMA, another program's SQLite database (tables but no
  * user_version) QS_EFORMAT, both left untouched. Directories that cannot be
- * made: QS_EIO. On failure *s is NULL. Close with store_close. */
+ * made: QS_EIO. A malformed QUICKSILVER_DB_WAIT_MS: QS_EENV. On failure *s
+ * is NULL. Close with store_close.
+ *
+ * A file this process may only read (permissions, read-only mount) opens
+ * for reading: queries work, every write is refused with QS_EIO.
+ * Damage the open-time probes cannot see (a page in the middle, the end
+ * cut off) is looked for before the handle's first write
+ * (STORE_CHECK_MAX_BYTES); damage found then, or SQLITE_CORRUPT from any
+ * statement later, makes the handle refuse every further write with
+ * QS_ECORRUPT, so a damaged file is never written into. */
 int store_open(store **s, const char *path, char *err, size_t err_len);
 void store_close(store *s);
 const char *store_path(const store *s);
@@ -137,6 +153,10 @@ int store_import(store *s, const char *path, size_t *added, size_t *skipped,
 
 /* SQLite's integrity check; QS_ECORRUPT with the first problems in err. */
 int store_check(store *s, char *err, size_t err_len);
+
+/* QS_OK while the handle may write; else the status every write now gets
+ * (QS_EIO read-only, QS_ECORRUPT damaged) with the reason in err. */
+int store_writable(const store *s, char *err, size_t err_len);
 
 /* Moves a store file that store_open refused (and its -wal and -shm files)
  * aside to "<path>.corrupt-<unix seconds>", never overwriting anything, so

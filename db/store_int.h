@@ -85,6 +85,14 @@ struct store {
   sqlite3_stmt *forget[STORE_FILTER_SETS];
   long fault_nth; /* steps left before the injected failure; 0: none */
   int fault_code;
+  int busy_ms;    /* lock wait of this handle (STORE_BUSY_MS or the knob) */
+  int readonly;   /* the file could only be opened for reading */
+  int checked;    /* the pre-write integrity check has run */
+  /* Nonzero once the file was seen damaged (SQLITE_CORRUPT from any
+   * statement, or the pre-write check): every later write is refused with
+   * this status and broken_msg, for the life of the handle. */
+  int broken;
+  char broken_msg[512];
 };
 
 /* sqlite3_step through the fault-injection seam. Every step of the store
@@ -104,7 +112,9 @@ int store_msg(char *err, size_t err_len, int status, const char *fmt, ...)
 int store_exec(store *s, int stmt);
 
 /* Starts a write transaction (BEGIN IMMEDIATE: waits up to the busy timeout
- * for other writers); on failure nothing is open. */
+ * for other writers); on failure nothing is open. Refuses at once on a
+ * handle that is read-only or was found damaged, and runs the pre-write
+ * integrity check before the handle's first write (store.h). */
 int store_begin(store *s, const char *what, char *err, size_t err_len);
 /* Commits; on failure rolls back so that nothing is half-written. */
 int store_commit(store *s, const char *what, char *err, size_t err_len);

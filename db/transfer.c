@@ -5,6 +5,7 @@
  * validates the whole document before it touches the store, then adds the
  * rows in one transaction: it is all or nothing. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,14 +40,46 @@ static int dump(store *s, FILE *out, int stmt, const field *f, size_t n,
   return status;
 }
 
+/* The destination of an export must be a regular file or a new name, and
+ * not the store itself or one of its companions (it would be replaced). */
+static int export_target(const store *s, const char *path, char *err,
+                         size_t err_len) {
+  struct stat dst, sb;
+  if (stat(path, &dst) != 0) return QS_OK; /* a new name */
+  if (!S_ISREG(dst.st_mode))
+    return store_msg(err, err_len, QS_EINVAL,
+                     "export to %s: it is not a regular file (a directory, "
+                     "device, FIFO or socket); name a file",
+                     path);
+  static const char *const side[] = {"", "-wal", "-shm"};
+  size_t n = strlen(s->path) + 8;
+  char *name = malloc(n);
+  if (!name) return store_msg(err, err_len, QS_ENOMEM, "out of memory");
+  int status = QS_OK;
+  for (int i = 0; i < 3 && status == QS_OK; i++) {
+    snprintf(name, n, "%s%s", s->path, side[i]);
+    if (stat(name, &sb) == 0 && sb.st_dev == dst.st_dev &&
+        sb.st_ino == dst.st_ino)
+      status = store_msg(err, err_len, QS_EINVAL,
+                         "export to %s: that is the timing store %s itself",
+                         path, name);
+  }
+  free(name);
+  return status;
+}
+
 int store_export(store *s, const char *path, char *err, size_t err_len) {
   if (!s || !path || !*path)
     return store_msg(err, err_len, QS_EINVAL,
                      "store_export: no store or path");
-  size_t n = strlen(path) + 16;
+  int checked = export_target(s, path, err, err_len);
+  if (checked != QS_OK) return checked;
+  size_t n = strlen(path) + 48;
   char *tmp = malloc(n);
   if (!tmp) return store_msg(err, err_len, QS_ENOMEM, "export: out of memory");
-  snprintf(tmp, n, "%s.tmp-XXXXXX", path);
+  /* The CLI's temporary naming (tools/outfile.h): recognisable, with the
+   * pid, so a run killed mid-export leaves a name its sweep knows. */
+  snprintf(tmp, n, "%s.qs-tmp-%ld-XXXXXX", path, (long)getpid());
   int fd = mkstemp(tmp);
   FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
   if (!out) {
@@ -99,10 +132,24 @@ int store_export(store *s, const char *path, char *err, size_t err_len) {
 static int slurp(const char *path, char **text, size_t *len, char *err,
                  size_t err_len) {
   *text = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return store_msg(err, err_len, QS_EIO, "import from %s: cannot open: %s",
-                     path, strerror(errno));
+  /* Without blocking, and only a regular file: a FIFO would wait for a
+   * writer forever. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat sb;
+  if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
+    close(fd);
+    return store_msg(err, err_len, QS_EIO,
+                     "import from %s: not a regular file", path);
+  }
+  if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+  if (!f) {
+    int status = store_msg(err, err_len, QS_EIO,
+                           "import from %s: cannot open: %s", path,
+                           strerror(errno));
+    if (fd >= 0) close(fd);
+    return status;
+  }
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap);
   int status = QS_OK;

@@ -4,23 +4,50 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cl/clrt.h"
 #include "internal.h"
 
-/* Calibration: every cold implementation runs on a small slice of the
- * caller's input (a second time when the first run had one-time costs, so
- * a steady time is recorded); then, fastest on the small slice first, on a
- * slice twice as large per side, while the predicted cost of those runs
- * fits CALIB_SHARE of the best predicted full run (or CALIB_FLOOR seconds),
- * the fastest always. Two sizes give the fit a fixed cost and a slope; an
- * implementation left at one size is scaled proportionally, which only
- * overestimates it, and those left out are the slow ones on the slice. The
- * smaller slice is 1/32 of the rows and columns (1/1024 of a frame), never
- * below 16 pixels. */
-#define CALIB_SHARE 0.05
-#define CALIB_FLOOR 0.005
+/* Calibration. The cold candidates run, in the order below, on a small
+ * slice of the caller's input (twice when the first run had one-time
+ * costs, so a steady time is recorded), while the budget lasts; then the
+ * candidates within CALIB_CLOSE of the best on the small slice run on a
+ * second, larger slice, fastest first, while the budget lasts. Two sizes
+ * give the fit a fixed cost and a slope; an implementation left at one
+ * size is scaled proportionally (which only overestimates it). Cold
+ * candidates the budget leaves out stay cold: they are passed over for
+ * this call and calibrated by later ones, each within its own budget.
+ *
+ * Budget: share (engine_options.calibration_share, default CALIB_SHARE) of
+ * the predicted full call, at least CALIB_FLOOR, at most
+ * engine_options.calibration_budget when set. The prediction comes from
+ * the candidates already known, else from the first small-slice run. So a
+ * call predicted under 0.1 s spends at most 10 ms, one over 1 s at most
+ * 10 %; only the first run on the small slice (needed for any number) and
+ * a run already started can overshoot.
+ *
+ * Order: the static preference by kind and work (small work: serial,
+ * threaded, composite; large: threaded, composite, serial) with OpenCL on
+ * a GPU first for large work, and OpenCL devices that share the host's
+ * cores last of all, so that no CPU implementation is timed right after
+ * them in calibration (their runtime's threads run on the same cores). A
+ * cold OpenCL implementation (program builds and first launches ahead)
+ * starts only when CALIB_CL_ONCE seconds of budget are left: kernel builds
+ * stay off the path of calls predicted under 2.5 s, which meet OpenCL once
+ * a larger call (or `quicksilver bench`) has timed it and the model
+ * extrapolates.
+ *
+ * Slices: the small one is 1/32 of the rows and columns, at least
+ * CALIB_MIN_SIDE pixels per side (a slice of 16 x 16 pixels measures the
+ * call overhead, not the per-pixel cost); the second is as large as the
+ * budget left allows for the close candidates, from 2x to 8x per side. */
+#define CALIB_SHARE 0.10
+#define CALIB_FLOOR 0.002
+#define CALIB_CLOSE 2.0
+#define CALIB_CL_ONCE 0.25
+#define CALIB_MIN_SIDE 32
 static size_t slice_side(size_t full) {
   size_t s = (full + 31) / 32;
-  if (s < 16) s = 16;
+  if (s < CALIB_MIN_SIDE) s = CALIB_MIN_SIDE;
   return s < full ? s : full;
 }
 
@@ -118,50 +145,105 @@ static double slice_run(engine *e, prep *pr, size_t i, slice *sl,
   return best;
 }
 
-/* Calibrates the cold candidates (cold[i] != 0) as described above;
- * returns the seconds spent, *once the one-time part of them. A slice the
- * method rejects ends calibration (the cold ones then wait for the static
- * order or the benchmark). */
+static double budget_for(const engine *e, double predicted) {
+  double share = e->calib_share > 0 ? e->calib_share : CALIB_SHARE;
+  double b = predicted > 0 ? share * predicted : 0;
+  if (b < CALIB_FLOOR) b = CALIB_FLOOR;
+  if (e->calib_budget > 0 && b > e->calib_budget) b = e->calib_budget;
+  return b;
+}
+
+/* Rank in the calibration order (lower first). */
+static int calib_rank(const rimpl *r, double work) {
+  int large = work >= AGENT_SMALL_WORK;
+  switch (r->def->kind) {
+    case IMPL_SERIAL: return large ? 3 : 0;
+    case IMPL_THREADED: return large ? 1 : 1;
+    case IMPL_COMPOSITE: return 2;
+    case IMPL_OPENCL:
+      if (r->device && cldev_about(r->device)->shares_host_cores) return 6;
+      return large ? 0 : 5;
+    default: return 7;
+  }
+}
+
+/* Whether implementation i may start now with `left` seconds of budget: a
+ * cold OpenCL one has its program builds and first launches ahead. */
+static int may_start(const mstate *m, size_t i, double left) {
+  if (left <= 0) return 0;
+  return m->impls[i].def->kind != IMPL_OPENCL || left >= CALIB_CL_ONCE;
+}
+
 double calibrate(engine *e, prep *pr, const unsigned char *cold,
-                        double *once) {
+                 double known, double *once) {
   mstate *m = pr->m;
   const method_desc *d = m->desc;
+  int64_t t0 = engine_now(e);
   double spent = 0, small[QS_MAX_ESTIMATES];
+  size_t order[QS_MAX_ESTIMATES], n = 0;
+  for (size_t i = 0; i < m->n_impls; i++) {
+    small[i] = -1;
+    if (!cold[i]) continue;
+    size_t k = n++; /* insertion by rank, stable */
+    while (k > 0 && calib_rank(&m->impls[order[k - 1]], pr->work) >
+                        calib_rank(&m->impls[i], pr->work)) {
+      order[k] = order[k - 1];
+      k--;
+    }
+    order[k] = i;
+  }
+  double budget = budget_for(e, known);
+  /* nothing can start: no slice is made */
+  size_t startable = 0;
+  for (size_t k = 0; k < n; k++)
+    startable += known < 0 || may_start(m, order[k], budget);
+  if (!startable) return 0;
   size_t rows = slice_side(pr->in[0].rows), cols = slice_side(pr->in[0].cols);
   slice sl;
-  if (slice_make(e, pr, rows, cols, &sl)) return spent;
-  double best = -1;
+  if (slice_make(e, pr, rows, cols, &sl)) return 0;
+  double w_small = sl.work, best = -1;
   long first = -1;
-  for (size_t i = 0; i < m->n_impls; i++) {
-    small[i] = cold[i] ? slice_run(e, pr, i, &sl, &spent, once) : -1;
-    if (small[i] >= 0 && (best < 0 || small[i] < best))
-      best = small[i], first = (long)i;
+  for (size_t k = 0; k < n; k++) {
+    size_t i = order[k];
+    double used = (double)(engine_now(e) - t0) * 1e-9;
+    /* the first run sets the prediction when nothing else did */
+    if (first >= 0 || known >= 0) {
+      if (!may_start(m, i, budget - used)) continue;
+    }
+    small[i] = slice_run(e, pr, i, &sl, &spent, once);
+    if (small[i] < 0) continue;
+    if (best < 0 || small[i] < best) best = small[i], first = (long)i;
+    if (known < 0 && w_small > 0) budget = budget_for(e, best * pr->work / w_small);
   }
-  double w_small = sl.work;
   slice_done(d, &sl);
-  size_t rows2 = rows * 2 < pr->in[0].rows ? rows * 2 : pr->in[0].rows;
-  size_t cols2 = cols * 2 < pr->in[0].cols ? cols * 2 : pr->in[0].cols;
-  if (first < 0 || (rows2 == rows && cols2 == cols) || !(w_small > 0) ||
-      slice_make(e, pr, rows2, cols2, &sl))
-    return spent;
+  double used = (double)(engine_now(e) - t0) * 1e-9;
+  if (first < 0 || !(w_small > 0) || used >= budget) return used;
+  /* the second size: as large as the budget left allows for the close
+   * candidates (their small-slice times summed), 2x to 8x per side */
+  double close_sum = 0;
+  for (size_t i = 0; i < m->n_impls; i++)
+    if (small[i] >= 0 && small[i] <= CALIB_CLOSE * best) close_sum += small[i];
+  double grow_max = close_sum > 0 ? (budget - used) / close_sum : 0;
+  size_t f = 2;
+  while (f < 8 && (double)(4 * f * f) <= grow_max) f *= 2;
+  size_t rows2 = rows * f < pr->in[0].rows ? rows * f : pr->in[0].rows;
+  size_t cols2 = cols * f < pr->in[0].cols ? cols * f : pr->in[0].cols;
+  if ((rows2 == rows && cols2 == cols) || slice_make(e, pr, rows2, cols2, &sl))
+    return (double)(engine_now(e) - t0) * 1e-9;
   double grow = sl.work / w_small;
-  double budget = CALIB_SHARE * best * pr->work / w_small;
-  if (budget < CALIB_FLOOR) budget = CALIB_FLOOR;
-  double used = 0;
   for (;;) { /* fastest on the small slice first */
     long next = -1;
     for (size_t i = 0; i < m->n_impls; i++)
-      if (small[i] >= 0 && (next < 0 || small[i] < small[next]))
+      if (small[i] >= 0 && small[i] <= CALIB_CLOSE * best &&
+          (next < 0 || small[i] < small[next]))
         next = (long)i;
     if (next < 0) break;
     double t = small[next];
     small[next] = -1;
-    if (next != first && used + t * grow > budget) continue;
-    double before = spent;
+    used = (double)(engine_now(e) - t0) * 1e-9;
+    if (used + t * grow > budget) continue;
     slice_run(e, pr, (size_t)next, &sl, &spent, once);
-    used += spent - before;
   }
   slice_done(d, &sl);
-  return spent;
+  return (double)(engine_now(e) - t0) * 1e-9;
 }
-

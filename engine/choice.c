@@ -183,3 +183,15 @@ int choose_for_key(engine *e, mstate *m, const char *key, double work,
   return QS_OK;
 }
 
+
+double cands_known(const prep *pr, const cands *cs,
+                   const unsigned char *cold) {
+  double best = -1;
+  for (size_t i = 0; i < pr->m->n_impls; i++) {
+    if (cold[i] || cs->c[i].excluded) continue;
+    int src;
+    double t = agent_estimate(&cs->c[i], pr->work, &src);
+    if (src != SRC_NONE && t >= 0 && (best < 0 || t < best)) best = t;
+  }
+  return best;
+}

@@ -75,7 +75,7 @@ int method_run(engine *e, const char *method, const run_request *rq,
   double calib = 0, calib_once = 0;
   unsigned char cold[QS_MAX_ESTIMATES];
   if (cands_cold(e, m, &cs, cold)) {
-    calib = calibrate(e, &pr, cold, &calib_once);
+    calib = calibrate(e, &pr, cold, cands_known(&pr, &cs, cold), &calib_once);
     for (size_t i = 0; i < m->n_impls; i++)
       if (cold[i]) cand_refresh(e, &pr, &cs, i);
   }
@@ -117,12 +117,15 @@ int method_run(engine *e, const char *method, const run_request *rq,
     report->seconds = res.wall;
     report->device_seconds = res.device_s;
     report->once_seconds = res.once_s;
+    report->bytes_up = res.bytes_up;
+    report->bytes_down = res.bytes_down;
     report->calibration_seconds = calib;
     report->calibration_once_seconds = calib_once;
     report->fallbacks = fallbacks;
     report_estimates(report, m, &cs, est, src);
   }
 done:
+  if (report) report->record_status = e->rec_status;
   prep_done(&pr);
   return rc;
 }

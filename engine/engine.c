@@ -56,6 +56,10 @@ static int resolve(engine *e, const engine_options *o) {
     return engine_fail(e, QS_EENV, "%s", msg);
   e->no_opencl = o->no_opencl || no_cl;
   e->no_calibration = o->no_calibration;
+  e->calib_budget = o->calibration_budget > 0 ? o->calibration_budget : 0;
+  e->calib_share = o->calibration_share > 0 && o->calibration_share <= 1
+                       ? o->calibration_share
+                       : 0;
   e->seed = o->seed;
   e->clock_ns = o->clock_ns;
   e->clock_ctx = o->clock_ctx;
@@ -99,12 +103,14 @@ static void cpu_identify(engine *e) {
 /* Device rows for the CPU and every OpenCL device; a failure here is the
  * store's and does not stop the engine. */
 static void devices_record(engine *e) {
-  char info[512], msg[256];
+  char info[512], msg[1024];
   snprintf(info, sizeof info,
            "{\"kind\":\"cpu\",\"cores\":%d,\"threads\":%d}",
            pool_cores(), e->threads);
-  store_device(e->store, e->cpu_fp, e->cpu_name, info, msg, sizeof msg);
-  for (size_t i = 0; e->cl && i < clrt_count(e->cl); i++) {
+  int rc = store_device(e->store, e->cpu_fp, e->cpu_name, info, msg,
+                        sizeof msg);
+  if (rc) engine_record_fail(e, rc, msg);
+  for (size_t i = 0; !rc && e->cl && i < clrt_count(e->cl); i++) {
     const cldev_info *d = cldev_about(clrt_device(e->cl, i));
     snprintf(info, sizeof info,
              "{\"kind\":\"opencl\",\"slug\":\"%s\",\"gpu\":%d,"
@@ -116,7 +122,8 @@ static void devices_record(engine *e) {
              (unsigned long long)d->local_mem, d->fp64);
     char name[300];
     snprintf(name, sizeof name, "%s (%s)", d->name, d->platform);
-    store_device(e->store, d->fingerprint, name, info, msg, sizeof msg);
+    rc = store_device(e->store, d->fingerprint, name, info, msg, sizeof msg);
+    if (rc) engine_record_fail(e, rc, msg);
   }
 }
 
@@ -143,6 +150,7 @@ static int open_parts(engine *e) {
     e->store = NULL;
     e->store_status = rc;
     snprintf(e->store_err, sizeof e->store_err, "%s", msg);
+    engine_record_fail(e, rc, msg);
     return engine_fail(e, rc, "%s", msg);
   }
   devices_record(e);

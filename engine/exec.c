@@ -7,6 +7,7 @@
 
 #include <cJSON.h>
 
+#include "cl/clrt.h"
 #include "internal.h"
 
 int outputs_alloc(engine *e, const image *shape, size_t n, image *out) {
@@ -50,6 +51,14 @@ static void outputs_zero(engine *e, image *out, size_t n_out) {
   }
 }
 
+/* A watched run is disturbed when other threads of the process took more
+ * than DISTURB_SHARE of its wall time in CPU, and over DISTURB_MIN_NS (the
+ * clocks' reading noise on runs of microseconds); WATCH_RUNS quiet runs
+ * end the watch. */
+#define DISTURB_SHARE 0.05
+#define DISTURB_MIN_NS 100000
+#define WATCH_RUNS 8
+
 int run_once(engine *e, const mstate *m, size_t impl, const image *in,
              size_t n_in, image *out, size_t n_out, const double *p,
              int reused, run_result *res) {
@@ -60,9 +69,38 @@ int run_once(engine *e, const mstate *m, size_t impl, const image *in,
   call_init(e, r, &c, in, n_in, out, n_out, p, res->err, sizeof res->err);
   c.device_seconds = &res->device_s;
   c.once_seconds = &res->once_s;
+  /* After an OpenCL device on the host's cores ran, the next CPU runs are
+   * watched: CPU time the process spent outside the pool's threads during
+   * the run (the OpenCL runtime's threads) marks it disturbed. */
+  int watch = e->watch_runs > 0 && (r->def->kind == IMPL_SERIAL ||
+                                    r->def->kind == IMPL_THREADED);
+  int64_t proc0 = 0, pool0 = 0, real0 = 0;
+  if (watch) {
+    /* the process interval inside the pool's: the caller's own reads
+     * never count as another thread's time */
+    pool0 = pool_cpu_ns(e->pool);
+    proc0 = pool_process_cpu_ns();
+    real0 = timer_ns();
+  }
+  uint64_t up0, down0, up1, down1;
+  cldev_transfers(c.device, &up0, &down0);
   int64_t t0 = engine_now(e);
   int rc = r->def->run(&c);
   int64_t t1 = engine_now(e);
+  cldev_transfers(c.device, &up1, &down1);
+  res->bytes_up = up1 - up0;
+  res->bytes_down = down1 - down0;
+  if (watch) {
+    int64_t real = timer_ns() - real0;
+    int64_t proc = pool_process_cpu_ns() - proc0;
+    int64_t other = proc - (pool_cpu_ns(e->pool) - pool0);
+    res->disturbed = other > DISTURB_MIN_NS &&
+                     (double)other > DISTURB_SHARE * (double)real;
+    e->watch_runs = res->disturbed ? WATCH_RUNS : e->watch_runs - 1;
+  }
+  if (r->def->kind == IMPL_OPENCL && r->device &&
+      cldev_about(r->device)->shares_host_cores)
+    e->watch_runs = WATCH_RUNS;
   res->wall = (double)(t1 - t0) * 1e-9;
   if (res->wall < 0) res->wall = 0;
   if (rc && !res->err[0]) snprintf(res->err, sizeof res->err, "%s",
@@ -91,6 +129,10 @@ void run_account(engine *e, prep *pr, size_t impl, const char *key,
                  double work, const run_result *res, int status) {
   mstate *m = pr->m;
   rimpl *r = &m->impls[impl];
+  if (status == QS_OK && res->disturbed) { /* its time is not the impl's */
+    e->disturbed_runs++;
+    return;
+  }
   double steady = res->wall - res->once_s;
   if (steady < 0) steady = 0;
   if (!pr->json) pr->json = key_json(m->desc, pr->p);

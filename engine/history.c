@@ -115,7 +115,7 @@ static int load_row(void *ctx, const run_row *r) {
   size_t i = 0;
   while (i < m->n_impls && (strcmp(m->impls[i].name, r->impl) ||
                             strcmp(m->impls[i].devfp, r->device) ||
-                            m->impls[i].def->version != r->impl_version))
+                            m->impls[i].version != r->impl_version))
     i++;
   if (i == m->n_impls) return 0; /* other hardware or an older version */
   hist *h = hist_get(m, i, r->key, r->work, 1);

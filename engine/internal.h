@@ -40,6 +40,7 @@ typedef struct rimpl {
   const impl_def *def;
   void *device;       /* cldev * for IMPL_OPENCL, else NULL */
   const char *devfp;  /* device fingerprint (the engine's CPU one for CPU) */
+  int version;        /* recorded and matched in the store (registry.c) */
   char why[128];      /* non-empty: unavailable on this machine */
   double oom_work;    /* ran out of device memory at this work (INFINITY:
                          never); larger work is skipped */
@@ -90,6 +91,7 @@ struct engine {
   int threads;
   int no_opencl;
   int no_calibration;
+  double calib_budget, calib_share; /* engine_options' */
   uint64_t seed;
   uint64_t rng;    /* the agent's random state */
   char *db_path;   /* resolved: option, env, default, or ":memory:" */
@@ -106,6 +108,11 @@ struct engine {
   mstate *methods;
   size_t n_methods, cap_methods;
   pending *queue;
+  int watch_runs;       /* CPU runs still to watch for disturbance */
+  long disturbed_runs;  /* runs whose timing was dropped as disturbed */
+  int rec_status;     /* engine_record_status; QS_OK: recording works */
+  int rec_written;    /* a row has been written (the first goes at once) */
+  char rec_msg[1024];
   /* Composite steps: dispatch_step, set at open (see call.c). */
   int (*step)(const method_call *c, const char *method, const char *impl,
               const image *in, size_t n_in, const param *p, size_t n_p,
@@ -133,9 +140,10 @@ int64_t engine_now(const engine *e);
  * public name_nearest uses it. */
 size_t name_distance(const char *a, const char *b);
 
-/* ---- registry.c: expands and adds a descriptor (built-ins at open, host
- * methods through method_register); releases every method's state. */
-int registry_add(engine *e, const method_desc *d);
+/* ---- registry.c: expands and adds a descriptor (built-ins at open, with
+ * builtin set: their versions include the code hash; host methods through
+ * method_register); releases every method's state. */
+int registry_add(engine *e, const method_desc *d, int builtin);
 void registry_free(engine *e);
 mstate *registry_find(engine *e, const char *name);
 /* Status QS_ENOMETHOD with a message suggesting the nearest name. */
@@ -181,6 +189,9 @@ int impl_select(engine *e, const mstate *m, const char *text,
 typedef struct run_result {
   int status;
   double wall, device_s, once_s; /* seconds; wall includes once_s */
+  int disturbed; /* other threads of the process ran meanwhile: the output
+                    stands, the time is not recorded (exec.c) */
+  uint64_t bytes_up, bytes_down;  /* OpenCL transfers of the run */
   char err[512];
 } run_result;
 int run_once(engine *e, const mstate *m, size_t impl, const image *in,
@@ -238,10 +249,16 @@ int choose_for_key(engine *e, mstate *m, const char *key, double work,
                    const double *p, run_report *report);
 
 /* ---- calibrate.c: runs the cold candidates (cold[i]) on slices of the
- * call's input and records their timings; returns the seconds spent, *once
- * the one-time part of them. */
+ * call's input within the calibration budget and records their timings;
+ * `known` is the best prediction of the full call from the candidates
+ * already known (< 0: none). Returns the seconds spent, *once the
+ * one-time part of them. */
 double calibrate(engine *e, prep *pr, const unsigned char *cold,
-                 double *once);
+                 double known, double *once);
+/* choice.c: the best prediction among the usable candidates not marked
+ * cold, -1 if none. */
+double cands_known(const prep *pr, const cands *cs,
+                   const unsigned char *cold);
 
 /* ---- dispatch.c: a composite's step through method_run. */
 int dispatch_step(const method_call *c, const char *method, const char *impl,
@@ -282,6 +299,9 @@ void engine_record(engine *e, const mstate *m, const rimpl *r,
                    const run_rec *rec);
 /* Writes the queued rows now. */
 int engine_flush(engine *e);
+/* Notes the first failure to record (store.c status and message): the
+ * engine then stops writing to its store. */
+void engine_record_fail(engine *e, int status, const char *msg);
 /* Flushes and releases the queue (engine_close). */
 void recorder_close(engine *e);
 

@@ -35,6 +35,21 @@ static size_t choice_count(const char *choices) {
   return n;
 }
 
+/* A number for people to read: integers (up to 2^53) as integers, other
+ * values in the shortest form that reads back as the same double ("0.1",
+ * not "0.10000000000000001"; "2147483647", not "2.14748e+09"). Canonical:
+ * one text per double. */
+static int num_format(char *buf, size_t len, double v) {
+  if (isfinite(v) && v == floor(v) && fabs(v) <= 9007199254740992.0)
+    return snprintf(buf, len, "%.0f", v);
+  char t[40];
+  for (int digits = 1; digits <= 17; digits++) {
+    snprintf(t, sizeof t, "%.*g", digits, v);
+    if (strtod(t, NULL) == v) break;
+  }
+  return snprintf(buf, len, "%s", t);
+}
+
 int params_format(const param_def *d, double v, char *buf, size_t len) {
   char name[QS_NAME_MAX];
   switch (d->type) {
@@ -48,30 +63,32 @@ int params_format(const param_def *d, double v, char *buf, size_t len) {
     return snprintf(buf, len, "%.0f", v);
   case PARAM_FLOAT:
   default:
-    return snprintf(buf, len, "%.17g", v);
+    return num_format(buf, len, v);
   }
 }
 
 int params_check(const param_def *d, double v, char *err, size_t err_len) {
+  char a[40], lo[40], hi[40];
+  num_format(a, sizeof a, v);
   if (!isfinite(v)) {
-    snprintf(err, err_len, "parameter %s: %g is not a finite number", d->name,
-             v);
+    snprintf(err, err_len, "parameter %s: %s is not a finite number", d->name,
+             a);
     return QS_EPARAM;
   }
   if (d->type != PARAM_FLOAT && v != floor(v)) {
-    snprintf(err, err_len, "parameter %s: %g is not an integer", d->name, v);
+    snprintf(err, err_len, "parameter %s: %s is not an integer", d->name, a);
     return QS_EPARAM;
   }
   if (d->type == PARAM_BOOL && v != 0 && v != 1) {
-    snprintf(err, err_len, "parameter %s: %g is not a boolean (0 or 1)",
-             d->name, v);
+    snprintf(err, err_len, "parameter %s: %s is not a boolean (0 or 1)",
+             d->name, a);
     return QS_EPARAM;
   }
   if (d->type == PARAM_ENUM) {
     size_t n = choice_count(d->choices);
     if (v < 0 || v >= (double)n) {
-      snprintf(err, err_len, "parameter %s: index %g is not one of %s",
-               d->name, v, d->choices ? d->choices : "(no choices)");
+      snprintf(err, err_len, "parameter %s: index %s is not one of %s",
+               d->name, a, d->choices ? d->choices : "(no choices)");
       return QS_EPARAM;
     }
   }
@@ -79,9 +96,11 @@ int params_check(const param_def *d, double v, char *err, size_t err_len) {
     int lo_bad = (d->flags & PARAM_MIN_OPEN) ? v <= d->min : v < d->min;
     int hi_bad = (d->flags & PARAM_MAX_OPEN) ? v >= d->max : v > d->max;
     if (lo_bad || hi_bad) {
-      snprintf(err, err_len, "parameter %s: %g is outside %c%g, %g%c",
-               d->name, v, (d->flags & PARAM_MIN_OPEN) ? '(' : '[', d->min,
-               d->max, (d->flags & PARAM_MAX_OPEN) ? ')' : ']');
+      num_format(lo, sizeof lo, d->min);
+      num_format(hi, sizeof hi, d->max);
+      snprintf(err, err_len, "parameter %s: %s is outside %c%s, %s%c",
+               d->name, a, (d->flags & PARAM_MIN_OPEN) ? '(' : '[', lo, hi,
+               (d->flags & PARAM_MAX_OPEN) ? ')' : ']');
       return QS_EPARAM;
     }
   }
@@ -116,8 +135,9 @@ int params_parse(const param_def *d, const char *text, double *value,
     break;
   case PARAM_ENUM: {
     char name[QS_NAME_MAX];
+    /* Any case: NanoPyx spells the temporal statistics AVG, VAR, TAC2. */
     for (size_t i = 0; choice_at(d->choices, i, name, sizeof name); i++)
-      if (!strcmp(name, t)) v = (double)i;
+      if (!strcasecmp(name, t)) v = (double)i;
     if (isnan(v)) {
       snprintf(err, err_len, "parameter %s: \"%s\" is not one of %s",
                d->name, t, d->choices ? d->choices : "(no choices)");

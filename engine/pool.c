@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct job {
@@ -200,3 +201,20 @@ int pool_for(pool *p, size_t begin, size_t end, schedule sched, size_t chunk,
   pthread_mutex_unlock(&p->serial);
   return atomic_load(&j.error);
 }
+
+static int64_t cpu_ns(clockid_t id) {
+  struct timespec ts;
+  if (clock_gettime(id, &ts)) return 0;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t pool_cpu_ns(const pool *p) {
+  int64_t t = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+  for (int i = 0; p && i < p->n_workers; i++) {
+    clockid_t id;
+    if (!pthread_getcpuclockid(p->workers[i], &id)) t += cpu_ns(id);
+  }
+  return t;
+}
+
+int64_t pool_process_cpu_ns(void) { return cpu_ns(CLOCK_PROCESS_CPUTIME_ID); }

@@ -9,6 +9,7 @@
 #define QS_POOL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "quicksilver.h"
 
@@ -32,5 +33,11 @@ int pool_for(pool *p, size_t begin, size_t end, schedule sched, size_t chunk,
 
 /* Number of online cores (at least 1). */
 int pool_cores(void);
+
+/* CPU nanoseconds used so far by the calling thread and the pool's
+ * workers, and by the whole process: their difference over a run is what
+ * other threads of the process (an OpenCL runtime's) took meanwhile. */
+int64_t pool_cpu_ns(const pool *p);
+int64_t pool_process_cpu_ns(void);
 
 #endif

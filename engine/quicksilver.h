@@ -128,6 +128,11 @@ typedef struct engine_options {
   /* Clock used for every timing; NULL: CLOCK_MONOTONIC. Tests inject one. */
   int64_t (*clock_ns)(void *ctx);
   void *clock_ctx;
+  /* Calibration of implementations without timings (see method_run): the
+   * budget per call is this share of the predicted call (0: 0.10), at
+   * least 2 ms, capped at calibration_budget seconds when that is > 0. */
+  double calibration_share;
+  double calibration_budget;
 } engine_options;
 
 #define QS_MAX_THREADS 256
@@ -190,6 +195,24 @@ QS_API const char *name_nearest(const char *name,
 /* The registered method nearest to `name` (name_nearest over the
  * methods), or NULL. */
 QS_API const char *method_nearest_name(const engine *e, const char *name);
+
+/* ------------------------------------------------- recording of timings */
+
+/* Whether the engine's timings reach its store: QS_OK while every timing
+ * so far was written (or is queued for a store that has taken writes);
+ * else the status of the first failure, with a message naming the store
+ * and the reason in msg (may be NULL): the store could not be opened
+ * (damaged, another program's database, newer schema), it can only be
+ * read, it was found damaged (the file is then never written again by
+ * this engine), another process held its lock past the wait
+ * (QUICKSILVER_DB_WAIT_MS, default 10 s), the disk is full, or any other
+ * failed write. After the first failure the engine stops writing to the
+ * store, so a process waits at most once for a lock; runs go on and still
+ * choose from the history already read. The engine writes the first run it
+ * records at once, so that run's run_report.record_status is exact; later
+ * runs are written in batches and a failure there shows in the next
+ * report and here. */
+QS_API int engine_record_status(const engine *e, char *msg, size_t len);
 
 /* ------------------------------------------------------------ parameters */
 
@@ -257,7 +280,9 @@ QS_API int params_resolve(const param_def *defs, size_t n, const param *given,
                           size_t err_len);
 
 /* Canonical text of a value ("3", "1.5", "true", "avg") into buf (always
- * NUL-terminated); returns the length snprintf would have written. */
+ * NUL-terminated); returns the length snprintf would have written. Floats
+ * in the shortest form that reads back as the same double ("0.1"), whole
+ * numbers as integers. */
 QS_API int params_format(const param_def *d, double value, char *buf,
                          size_t len);
 
@@ -342,7 +367,9 @@ typedef struct impl_def {
    * return makes the implementation unavailable, with `why`. Listing calls
    * it with no inputs (n_in == 0) and the default parameters. */
   int (*probe)(const method_call *c, char *why, size_t why_len);
-  int version;   /* bump when the numbers or the speed change */
+  int version;   /* bump when the numbers or the speed change (built-in
+                    methods also record a hash of their code, so a
+                    forgotten bump cannot revive stale timings) */
   schedule sched;
   size_t chunk;
 } impl_def;
@@ -404,7 +431,9 @@ QS_API const method_desc *method_find(const engine *e, const char *name);
 typedef struct impl_info {
   char name[QS_NAME_MAX];
   impl_kind kind;
-  int version;
+  int version;     /* as recorded in the store: for built-in methods the
+                      declared version mixed with the build-time hash of
+                      the method's code and the library version */
   int available;
   char why[256];   /* why not available, else "" */
   char device[QS_NAME_MAX]; /* device fingerprint: "cpu-<16 hex>" (CPU
@@ -453,6 +482,11 @@ typedef struct run_report {
   run_estimate estimates[QS_MAX_ESTIMATES];
   double calibration_once_seconds; /* one-time costs (program builds, first
                                       launches) inside calibration_seconds */
+  int record_status; /* engine_record_status when the call returned: QS_OK
+                        or why timings are not being recorded */
+  uint64_t bytes_up, bytes_down; /* OpenCL: bytes the run moved host→device
+                                    and device→host (cl/clrt.h's transfer
+                                    accounting); else 0 */
 } run_report;
 
 /* Runs `method` on the request. outputs[0..n_outputs) receive images
@@ -461,9 +495,11 @@ typedef struct run_report {
  * Choice: the exact key's history (mean of the fastest half of the newest
  * 50 runs); else a fit time = a + b * work over the implementation's other
  * keys; implementations with no timing on this device are first calibrated
- * on two small slices of the input (unless no_calibration: a static order
- * by kind and size). An implementation that fails is recorded, skipped for
- * that key for the next 20 runs of the method, and the next best runs. */
+ * on slices of the input within the calibration budget (engine_options;
+ * those the budget leaves out are passed over and calibrated by later
+ * calls), unless no_calibration: a static order by kind and size. An
+ * implementation that fails is recorded, skipped for that key for the next
+ * 20 runs of the method, and the next best runs. */
 QS_API int method_run(engine *e, const char *method, const run_request *rq,
                       image *outputs, size_t n_outputs, run_report *report);
 
@@ -680,6 +716,107 @@ QS_API int esrrf_partial_merge(esrrf_partial *into,
  * mag <= 64). QS_EINVAL when n is 0, n < 2 for tac2, or mag does not fit. */
 QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
                                 float *out);
+
+
+/* The live stream: eSRRF over frames pushed as they are acquired, results
+ * as they complete.
+ *
+ * Modes (window N, every K):
+ *   timepoints  every N frames give one image: the batch call's
+ *               timepoints (frames_per_timepoint N), the same numbers as
+ *               method_run on the same frames with the same
+ *               implementation; esrrf_stream_end gives the short last
+ *               timepoint as the batch call does.
+ *   sliding     once N frames have arrived, and then every K frames, the
+ *               statistic of the last N frames (N a multiple of K); equal
+ *               to a batch call on exactly those frames up to double
+ *               rounding (the window is merged from partials of K frames).
+ * How: each push runs method_run "esrrf" with temporal=none on the pushed
+ * frames (at most ESRRF_STREAM_CHUNK at a time and ESRRF_STREAM_MAP_BYTES
+ * of maps, at least one frame); the maps fold into
+ * esrrf_partial statistics. The first push lets the engine choose the
+ * implementation (history, model or calibration as usual, or the
+ * options' impl); later pushes force that one, so a stream's numbers come
+ * from one implementation. Every push is recorded in the store like any
+ * call. An OpenCL implementation computes the maps on the device and
+ * brings them back for the fold (the batch call keeps its statistic on
+ * the device: same maps, a different fold, within 1e-5 of the peak).
+ * Memory, with P = R·M·C·M pixels and s = esrrf_partial_slots: timepoints
+ * 8·s·P bytes; sliding 8·s·P·(N/K + 1) (one partial per K frames of the
+ * window, and one to merge them); plus the maps of one chunk (at most
+ * max(ESRRF_STREAM_MAP_BYTES, 4·P)) and 4·P per result waiting to be
+ * taken (at most max_pending, one more after esrrf_stream_end). */
+#define ESRRF_STREAM_CHUNK 16
+#define ESRRF_STREAM_MAP_BYTES ((size_t)256 << 20)
+
+typedef struct esrrf_stream esrrf_stream;
+
+typedef struct esrrf_stream_options {
+  size_t rows, cols;        /* frame size R × C */
+  const param *params;      /* eSRRF's parameters by name, as method_run
+                               takes them (frames_per_timepoint is
+                               ignored: window says it; temporal must
+                               have a statistic) */
+  size_t n_params;
+  int sliding;              /* 0: timepoints, 1: sliding window */
+  size_t window;            /* N >= 1 (>= 2 for tac2) */
+  size_t every;             /* K (sliding; 0 means 1); N % K == 0 */
+  const char *impl;         /* as run_request.impl; NULL: the engine's
+                               choice */
+  size_t max_pending;       /* results held before a push is refused
+                               (0: 4) */
+} esrrf_stream_options;
+
+/* One result: the image is R·M × C·M floats, owned by the caller
+ * (image_free). */
+typedef struct esrrf_stream_result {
+  uint64_t index;            /* 0, 1, ... in order of completion */
+  uint64_t first, frames;    /* the frames it covers: [first, first +
+                                frames) of the pushed sequence */
+  double latency;            /* seconds from the push of its last frame to
+                                its completion */
+} esrrf_stream_result;
+
+/* Opens a stream on e (which must outlive it and is used by the stream's
+ * calls: one thread at a time, as always). QS_EPARAM / QS_EINVAL /
+ * QS_ESHAPE / QS_ENOMEM with a message in err (may be NULL). *s is NULL
+ * on failure. */
+QS_API int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
+                             esrrf_stream **s, char *err, size_t err_len);
+
+/* Pushes frames->frames frames of frames->rows × frames->cols. The whole
+ * push is checked first and refused with nothing consumed: QS_ESHAPE for
+ * another frame size, QS_EINVAL for a NaN or infinite pixel (the message
+ * names the frame and pixel) or after esrrf_stream_end, QS_EOVERFLOW when
+ * the results it would complete exceed max_pending (take them with
+ * esrrf_stream_pop first). A failure of the computation itself
+ * (QS_ENOMEM, an implementation error) keeps the frames before the
+ * failing chunk of ESRRF_STREAM_CHUNK. The stream stays usable after any
+ * of these. */
+QS_API int esrrf_stream_push(esrrf_stream *s, const image *frames);
+
+/* The next completed result, oldest first: *got 1 and out/info filled, or
+ * *got 0 when none is waiting. info may be NULL. */
+QS_API int esrrf_stream_pop(esrrf_stream *s, image *out,
+                            esrrf_stream_result *info, int *got);
+
+/* End of input. Timepoints: the frames of an unfinished timepoint become
+ * its result, as the batch call's short last timepoint (none with 0
+ * frames; discarded, with QS_EINVAL and a message, when tac2 has 1).
+ * Sliding: frames since the last update are discarded (no window ends
+ * there). Later pushes give QS_EINVAL. */
+QS_API int esrrf_stream_end(esrrf_stream *s);
+
+/* Frames pushed so far, and the implementation chosen ("" before the
+ * first push). The string lives as long as the stream. */
+QS_API uint64_t esrrf_stream_frames(const esrrf_stream *s);
+QS_API const char *esrrf_stream_impl(const esrrf_stream *s);
+
+/* Message of the last failure on this stream ("" if none). */
+QS_API const char *esrrf_stream_error(const esrrf_stream *s);
+
+/* Frees the stream, including results not taken (discarded). */
+QS_API void esrrf_stream_close(esrrf_stream *s);
 
 #ifdef __cplusplus
 }

@@ -42,22 +42,40 @@ static const char *put_str(char **at, const char *s) {
   return d;
 }
 
+/* ---------------------------------------------- recording of timings */
+
+void engine_record_fail(engine *e, int status, const char *msg) {
+  if (e->rec_status || !status) return;
+  e->rec_status = status;
+  snprintf(e->rec_msg, sizeof e->rec_msg, "%s", msg);
+}
+
+int engine_record_status(const engine *e, char *msg, size_t len) {
+  if (msg && len) snprintf(msg, len, "%s", e ? e->rec_msg : "no engine");
+  return e ? e->rec_status : QS_EINVAL;
+}
+
 int engine_flush(engine *e) {
   pending *q = e->queue;
   if (!q || !q->n) return QS_OK;
-  char msg[512] = "";
-  int rc = e->store ? store_record_batch(e->store, q->rows, q->n, msg,
-                                         sizeof msg)
-                    : QS_OK;
+  char msg[1024] = "";
+  /* After a failure nothing more is tried: one lock wait per process. */
+  int rc = e->store && !e->rec_status
+               ? store_record_batch(e->store, q->rows, q->n, msg, sizeof msg)
+               : QS_OK;
   for (size_t i = 0; i < q->n; i++) free(q->text[i]);
   q->n = 0;
-  if (rc) return engine_fail(e, rc, "recording runs: %s", msg);
+  e->rec_written = 1;
+  if (rc) {
+    engine_record_fail(e, rc, msg);
+    return engine_fail(e, rc, "recording runs: %s", msg);
+  }
   return QS_OK;
 }
 
 void engine_record(engine *e, const mstate *m, const rimpl *r,
                    const run_rec *rec) {
-  if (!e->store) return;
+  if (!e->store || e->rec_status) return;
   if (!e->queue && !(e->queue = calloc(1, sizeof *e->queue))) return;
   pending *q = e->queue;
   const char *err = rec->error ? rec->error : "";
@@ -70,14 +88,17 @@ void engine_record(engine *e, const mstate *m, const rimpl *r,
   q->text[q->n] = block;
   q->rows[q->n] = (run_row){
       .stamp = unix_now(), .method = put_str(&at, str[0]),
-      .impl = put_str(&at, str[1]), .impl_version = r->def->version,
+      .impl = put_str(&at, str[1]), .impl_version = r->version,
       .device = put_str(&at, str[2]), .key = put_str(&at, str[3]),
       .work = rec->work, .params = put_str(&at, str[4]), .wall = rec->wall,
       .device_s = rec->device_s, .once_s = rec->once_s,
       .status = rec->status, .error = put_str(&at, str[5])};
   int64_t now = timer_ns();
   if (q->n++ == 0) q->first_ns = now;
-  if (q->n == FLUSH_ROWS || now - q->first_ns >= FLUSH_NS) engine_flush(e);
+  /* The first row goes at once: a store that cannot take it is known in
+   * that run's report. */
+  if (q->n == FLUSH_ROWS || now - q->first_ns >= FLUSH_NS || !e->rec_written)
+    engine_flush(e);
 }
 
 void recorder_close(engine *e) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "builtin.h"
+#include "codehash.h"
 #include "cl/clrt.h"
 #include "internal.h"
 
@@ -60,7 +61,21 @@ static int desc_check(engine *e, const method_desc *d) {
   return QS_OK;
 }
 
-int registry_add(engine *e, const method_desc *d) {
+/* The version rows of an implementation are recorded and matched under:
+ * for a built-in method, its declared version mixed with the build-time
+ * hash of the method's code (codehash.py), so that changed code never
+ * meets its old timings even when nobody bumps the number; for a host
+ * program's method, the declared version. Always >= 0. */
+static int version_of(const impl_def *x, int builtin, const char *method) {
+  if (!builtin) return x->version;
+  uint32_t h = 0;
+  for (size_t i = 0; code_hashes[i].method; i++)
+    if (!strcmp(code_hashes[i].method, method)) h = code_hashes[i].hash;
+  if (!h) return x->version;
+  return (int)(((uint32_t)x->version * 2654435761u ^ h) & 0x7fffffffu);
+}
+
+int registry_add(engine *e, const method_desc *d, int builtin) {
   int rc = desc_check(e, d);
   if (rc) return rc;
   if (registry_find(e, d->name))
@@ -87,14 +102,14 @@ int registry_add(engine *e, const method_desc *d) {
     const impl_def *x = &d->impls[i];
     if (x->kind != IMPL_OPENCL) {
       r[k] = (rimpl){.def = x, .devfp = e->cpu_fp, .oom_work = INFINITY,
-                     .gen = 1};
+                     .gen = 1, .version = version_of(x, builtin, d->name)};
       snprintf(r[k].name, sizeof r[k].name, "%s", x->name);
       k++;
       continue;
     }
     if (!devices) {
       r[k] = (rimpl){.def = x, .devfp = "none", .oom_work = INFINITY,
-                     .gen = 1};
+                     .gen = 1, .version = version_of(x, builtin, d->name)};
       snprintf(r[k].name, sizeof r[k].name, "%s", x->name);
       snprintf(r[k].why, sizeof r[k].why, "no OpenCL device: %s",
                e->cl ? clrt_why(e->cl) : "OpenCL runtime not started");
@@ -105,7 +120,8 @@ int registry_add(engine *e, const method_desc *d) {
       cldev *dev = clrt_device(e->cl, j);
       const cldev_info *info = cldev_about(dev);
       r[k] = (rimpl){.def = x, .device = dev, .devfp = info->fingerprint,
-                     .oom_work = INFINITY, .gen = 1};
+                     .oom_work = INFINITY, .gen = 1,
+                     .version = version_of(x, builtin, d->name)};
       snprintf(r[k].name, sizeof r[k].name, "%s:%s", x->name, info->slug);
     }
   }
@@ -148,7 +164,7 @@ int method_register(engine *e, const method_desc *desc) {
   if (!e) return QS_EINVAL;
   if (!e->pool) /* engine_open failed before the engine could run */
     return engine_fail(e, QS_EINVAL, "method_register: engine not open");
-  return registry_add(e, desc);
+  return registry_add(e, desc, 0);
 }
 
 size_t method_count(const engine *e) { return e ? e->n_methods : 0; }
@@ -195,7 +211,7 @@ int method_impls(engine *e, const char *method, impl_info *out, size_t max,
     memset(o, 0, sizeof *o);
     snprintf(o->name, sizeof o->name, "%s", r->name);
     o->kind = r->def->kind;
-    o->version = r->def->version;
+    o->version = r->version;
     o->available = registry_usable(r, &c, o->why, sizeof o->why);
     snprintf(o->device, sizeof o->device, "%s", r->devfp);
   }
@@ -205,7 +221,7 @@ int method_impls(engine *e, const char *method, impl_info *out, size_t max,
 
 int registry_builtins(engine *e) {
   for (size_t i = 0; builtin_methods[i]; i++) {
-    int rc = registry_add(e, builtin_methods[i]);
+    int rc = registry_add(e, builtin_methods[i], 1);
     if (rc) return rc;
   }
   return QS_OK;

@@ -138,12 +138,14 @@ int cl_frames_stream(const method_call *c, const cl_frames_job *job,
   for (size_t f0 = 0; !rc && f0 < frames; f0 += batch) {
     cl_int nf = (cl_int)(frames - f0 < batch ? frames - f0 : batch);
     rc = batch_bind(c, kern, zero_copy, f0, (size_t)nf, per_frame, buf);
-    for (size_t k = 0; !rc && !zero_copy && k < c->n_in; k++)
+    for (size_t k = 0; !rc && !zero_copy && k < c->n_in; k++) {
       rc = cl_status(clEnqueueWriteBuffer(q, buf[k], CL_FALSE, 0,
                                           (size_t)nf * per_frame[k],
                                           frames_at(c, k, f0), 0, NULL,
                                           &ev[k]),
                      "uploading input frames", err, err_len);
+      if (!rc) cldev_transfer(d, (size_t)nf * per_frame[k], 0);
+    }
     if (!rc)
       rc = cl_status(clSetKernelArg(kern, (cl_uint)nb, sizeof nf, &nf),
                      "setting the frame count", err, err_len);
@@ -163,6 +165,7 @@ int cl_frames_stream(const method_call *c, const cl_frames_job *job,
     }
     for (size_t k = c->n_in; !rc && k < nb; k++) {
       size_t bytes = (size_t)nf * per_frame[k];
+      cldev_transfer(d, 0, bytes);
       if (!zero_copy) {
         rc = cl_status(clEnqueueReadBuffer(q, buf[k], CL_TRUE, 0, bytes,
                                            frames_at(c, k, 0 + f0), 0, NULL,

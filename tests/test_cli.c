@@ -20,6 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "qs_test.h"
 #include "tiff.h"
 
@@ -583,6 +585,15 @@ Test(cli, output_that_is_an_input_is_refused) {
   cr_assert_eq(link(a, path_in("c.tif")), 0);
   r = qs("run", "roberts_cross", in, "-o", a, "-o", path_in("c.tif"), NULL);
   expect_status(r, 2, "hard link of an existing output");
+  /* every command that writes two files */
+  r = qs("simulate", "-o", path_in("s.tif"), "--truth", path_in("./s.tif"),
+         "--frames", "2", NULL);
+  expect_status(r, 2, "simulate -o X --truth X");
+  cr_assert(!file_exists(path_in("s.tif")));
+  r = qs("bench", "--method", "roberts_cross", "--sizes", "1x8x8", "--csv",
+         path_in("b.out"), "--json", path_in("b.out"), NULL);
+  expect_status(r, 2, "bench --csv X --json X");
+  cr_assert_not_null(strstr(r->err, "same file"), "%s", r->err);
 }
 
 Test(cli, output_that_is_not_a_regular_file_is_refused) {
@@ -715,4 +726,201 @@ Test(cli, read_budget_refuses_an_oversized_input) {
   cr_assert_not_null(strstr(r->err, "QUICKSILVER_READ_BUDGET_MB"), "%s",
                      r->err);
   cr_assert(!file_exists(path_in("o.tif")));
+}
+
+/* ------------------------------------------------- hardening: the store */
+
+/* Occurrences of needle in hay. */
+static int count_of(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+/* A store with some runs in it, closed. */
+static const char *store_with_runs(const char *in) {
+  const char *db = path_in("runs.db");
+  for (int i = 1; i <= 3; i++) {
+    char m[8];
+    snprintf(m, sizeof m, "%d", i);
+    expect_status(qs("--db", db, "run", "shift_magnify", in, "-o",
+                     path_in("w.tif"), "--magnification-row", m, "-q", NULL),
+                  0, "filling the store");
+  }
+  return db;
+}
+
+/* Runs the method against db and expects success, one warning naming
+ * needle and saying the run is not recorded, and db unchanged. */
+static void expect_unrecorded(const char *db, const char *in,
+                              const char *needle) {
+  static unsigned char before[1 << 20], after[1 << 20];
+  size_t n = file_bytes(db, before, sizeof before);
+  result *r = qs("--db", db, "run", "shift_magnify", in, "-o",
+                 path_in("u.tif"), NULL);
+  expect_status(r, 0, needle);
+  cr_assert_not_null(strstr(r->err, needle), "%s", r->err);
+  cr_assert_eq(count_of(r->err, "without recording timings"), 1, "%s",
+               r->err);
+  cr_assert(file_exists(path_in("u.tif")));
+  cr_assert_eq(file_bytes(db, after, sizeof after), n, "%s grew", db);
+  cr_assert_eq(memcmp(before, after, n), 0, "%s was written", db);
+}
+
+Test(cli, foreign_sqlite_file_is_left_alone) {
+  const char *in = small_input(), *db = path_in("other.db");
+  sqlite3 *o;
+  cr_assert_eq(sqlite3_open(db, &o), SQLITE_OK);
+  sqlite3_exec(o, "CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES "
+               "('not yours')", NULL, NULL, NULL);
+  sqlite3_close(o);
+  expect_unrecorded(db, in, "of something else");
+}
+
+Test(cli, damage_inside_the_store_is_never_written) {
+  const char *in = small_input(), *db = store_with_runs(in);
+  static unsigned char b[1 << 20];
+  size_t n = file_bytes(db, b, sizeof b);
+  cr_assert_gt(n, 4096 * 3);
+  /* cut the end of the last page: the open-time probes pass */
+  FILE *f = fopen(db, "wb");
+  cr_assert_eq(fwrite(b, 1, n - 100, f), n - 100);
+  fclose(f);
+  expect_unrecorded(db, in, "damaged");
+}
+
+Test(cli, lock_held_past_the_wait_is_reported) {
+  const char *in = small_input(), *db = store_with_runs(in);
+  sqlite3 *o;
+  cr_assert_eq(sqlite3_open(db, &o), SQLITE_OK);
+  cr_assert_eq(sqlite3_exec(o, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+               SQLITE_OK);
+  setenv("QUICKSILVER_DB_WAIT_MS", "200", 1);
+  result *r = qs("--db", db, "run", "shift_magnify", in, "-o",
+                 path_in("u.tif"), NULL);
+  unsetenv("QUICKSILVER_DB_WAIT_MS");
+  sqlite3_exec(o, "ROLLBACK", NULL, NULL, NULL);
+  sqlite3_close(o);
+  expect_status(r, 0, "lock held");
+  cr_assert_not_null(strstr(r->err, "more than 200 ms"), "%s", r->err);
+  cr_assert_eq(count_of(r->err, "without recording timings"), 1, "%s",
+               r->err);
+}
+
+/* Root ignores file permissions: the test becomes `nobody` (the whole
+ * test directory is handed over first) or is skipped. */
+Test(cli, read_only_store_is_reported) {
+  const char *in = small_input(), *db = store_with_runs(in);
+  if (geteuid() == 0) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "chown -R 65534:65534 '%s'", dir);
+    if (system(cmd) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+      cr_skip_test("cannot become the unprivileged user nobody");
+  }
+  cr_assert_eq(chmod(db, 0444), 0);
+  expect_unrecorded(db, in, "can only be read");
+}
+
+Test(cli, in_memory_store_for_want_of_home_is_warned) {
+  const char *in = small_input();
+  unsetenv("QUICKSILVER_DB");
+  unsetenv("HOME");
+  unsetenv("XDG_CACHE_HOME");
+  result *r = qs("run", "shift_magnify", in, "-o", path_in("m.tif"), NULL);
+  expect_status(r, 0, "no HOME");
+  cr_assert_not_null(strstr(r->err, "neither HOME nor XDG_CACHE_HOME"), "%s",
+                     r->err);
+  r = qs("--db", ":memory:", "run", "shift_magnify", in, "-o",
+         path_in("m.tif"), NULL);
+  cr_assert_null(strstr(r->err, "HOME"), "asked for: %s", r->err);
+}
+
+/* --threads 0 is every core, as QUICKSILVER_THREADS=0 is: the CPU device
+ * the store records says how many threads the pool had. */
+Test(cli, threads_zero_means_all_cores) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  const char *in = small_input();
+  setenv("QUICKSILVER_THREADS", "1", 1);
+  expect_status(qs("run", "shift_magnify", in, "-o", path_in("t.tif"),
+                   "--threads", "0", "-q", NULL),
+                0, "--threads 0");
+  unsetenv("QUICKSILVER_THREADS");
+  expect_status(qs("db", "export", path_in("t.json"), NULL), 0, "export");
+  char text[65536], want[64];
+  slurp_into(path_in("t.json"), text, sizeof text);
+  snprintf(want, sizeof want, "\\\"threads\\\":%ld}", cores);
+  cr_assert_not_null(strstr(text, want), "want %s in %s", want, text);
+  expect_status(qs("devices", "--threads", "0", NULL), 0, "devices");
+}
+
+/* ------------------------------------------------- hardening: small items */
+
+/* Defaults and ranges in help and messages: integers as integers, floats
+ * in their shortest round-trip form. */
+Test(cli, numbers_are_printed_as_people_write_them) {
+  result *r = qs("simulate", "--help", NULL);
+  expect_status(r, 0, "simulate --help");
+  cr_assert_not_null(strstr(r->out, "(default 1.4, range [0.05, 1.7])"), "%s",
+                     r->out);
+  cr_assert_not_null(strstr(r->out, "(default 0.1, range [0, 1])"), "%s",
+                     r->out);
+  cr_assert_not_null(strstr(r->out, "9007199254740992]"), "%s", r->out);
+  cr_assert_null(strstr(r->out, "0000000000"), "%s", r->out);
+  cr_assert_null(strstr(r->out, "e+"), "%s", r->out);
+  if (qs("methods", "esrrf", NULL)->status != 0) return;
+  const char *in = small_input();
+  r = qs("esrrf", in, "-o", path_in("x.tif"), "--frames-per-timepoint",
+         "3000000000", NULL);
+  expect_status(r, 2, "out of range");
+  cr_assert_not_null(strstr(r->err, "3000000000 is outside [0, 2147483647]"),
+                     "%s", r->err);
+}
+
+/* Enum choices in any case (NanoPyx writes AVG, VAR, TAC2); tac2 with a
+ * one-frame last timepoint is refused with a way out that works. */
+Test(cli, temporal_choices_any_case_and_tac2_way_out) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+  const char *in = path_in("f5.tif"), *out = path_in("t.tif");
+  expect_status(qs("simulate", "-o", in, "--frames", "5", "--size", "12x12",
+                   "-q", NULL),
+                0, "simulate");
+  const char *spell[] = {"AVG", "Var", "TAC2", "avg"};
+  for (size_t i = 0; i < 4; i++)
+    expect_status(qs("esrrf", in, "-o", out, "--temporal", spell[i],
+                     "--magnification", "2", "-q", NULL),
+                  0, spell[i]);
+  result *r = qs("esrrf", in, "-o", out, "--temporal", "TAC2",
+                 "--frames-per-timepoint", "2", "--magnification", "2", NULL);
+  expect_status(r, 2, "tac2 with a 1-frame timepoint");
+  cr_assert_not_null(strstr(r->err, "--frames 0:4"), "%s", r->err);
+  r = qs("esrrf", in, "-o", out, "--temporal", "TAC2",
+         "--frames-per-timepoint", "2", "--magnification", "2", "--frames",
+         "0:4", "--json", NULL);
+  expect_status(r, 0, "the way out");
+  cJSON *j = json_of(r);
+  cJSON *shape = cJSON_GetObjectItem(
+      cJSON_GetArrayItem(cJSON_GetObjectItem(j, "outputs"), 0), "shape");
+  cr_assert_eq(cJSON_GetArrayItem(shape, 0)->valuedouble, 2, "2 timepoints");
+  cJSON_Delete(j);
+  /* --frames reads that range of the stack: the same as the full read's */
+  image all, part;
+  char err[512];
+  expect_status(qs("run", "shift_magnify", in, "-o", path_in("a.tif"),
+                   "--frames", "1:3", "-q", NULL),
+                0, "--frames 1:3");
+  expect_status(qs("run", "shift_magnify", in, "-o", path_in("b.tif"), "-q",
+                   "--impl", "serial", NULL),
+                0, "all frames");
+  cr_assert_eq(tiff_read(path_in("a.tif"), &part, err, sizeof err), QS_OK);
+  cr_assert_eq(tiff_read(path_in("b.tif"), &all, err, sizeof err), QS_OK);
+  cr_assert_eq(part.frames, 2);
+  size_t plane = all.rows * all.cols;
+  for (size_t i = 0; i < 2 * plane; i++)
+    cr_assert_float_eq(part.data[i], all.data[plane + i], 1e-4);
+  image_free(&all);
+  image_free(&part);
+  expect_status(qs("run", "shift_magnify", in, "-o", out, "--frames", "4:9",
+                   NULL),
+                2, "range past the end");
 }

@@ -560,6 +560,26 @@ Test(clrt, platform_without_devices_gives_zero_devices) {
   blocked_remove(dir);
 }
 
+/* Transfer accounting: per device, cumulative, both directions apart; a
+ * NULL device counts nothing and reads as zero. */
+Test(clrt, transfer_counters_add_per_device) {
+  clrt *rt = open_or_skip(NULL);
+  cldev *d = clrt_device(rt, 0);
+  uint64_t up, down;
+  cldev_transfers(d, &up, &down);
+  cr_assert_eq(up, 0);
+  cr_assert_eq(down, 0);
+  cldev_transfer(d, 100, 7);
+  cldev_transfer(d, (uint64_t)1 << 33, 0);
+  cldev_transfers(d, &up, &down);
+  cr_assert_eq(up, 100 + ((uint64_t)1 << 33));
+  cr_assert_eq(down, 7);
+  cldev_transfer(NULL, 5, 5);
+  cldev_transfers(NULL, &up, &down);
+  cr_assert_eq(up + down, 0);
+  clrt_close(rt);
+}
+
 #endif /* QS_HAVE_OPENCL */
 
 Test(clrt, disabled_gives_zero_devices_with_reason) {

@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "db/store.h"
+#include "quicksilver.h"
 #include "qs_test.h"
 
 TestSuite(store, .fini = qs_leak_check);
@@ -928,9 +930,9 @@ Test(store, injected_faults_leave_nothing_half_written) {
     int code, status;
   } faults[] = {{SQLITE_BUSY, QS_EBUSY},
                 {SQLITE_IOERR, QS_EDB},
-                {SQLITE_FULL, QS_EDB},
-                {SQLITE_CORRUPT, QS_ECORRUPT}};
-  for (size_t f = 0; f < 4; f++)
+                {SQLITE_FULL, QS_EDB}};
+  /* (SQLITE_CORRUPT stops every later write: its own test below.) */
+  for (size_t f = 0; f < 3; f++)
     for (long nth = 1; nth <= 4; nth++) {
       store_fault(s, nth, faults[f].code);
       r.wall = 100 + nth;
@@ -1082,4 +1084,276 @@ Test(store, concurrent_first_open_creates_once) {
   snprintf(sub, sizeof sub, "%s/a", dir);
   rmdir(sub);
   rmdir(dir);
+}
+
+/* ------------------------------------------------ damage, locks, rights */
+
+/* SQLITE_CORRUPT from any statement, a read as well as a write, makes the
+ * handle refuse every later write: a damaged file is never written. */
+Test(store, corruption_seen_anywhere_stops_writes) {
+  for (int on_write = 0; on_write < 2; on_write++) {
+    char path[64];
+    db_temp(path);
+    store *s = db_open(path);
+    run_row r = row_make("m", "serial", "cpu", "k", 1);
+    record(s, &r);
+    cr_assert_eq(store_writable(s, err, sizeof err), QS_OK);
+    if (on_write) {
+      store_fault(s, 2, SQLITE_CORRUPT); /* the INSERT */
+      cr_assert_eq(store_record(s, &r, err, sizeof err), QS_ECORRUPT);
+    } else {
+      store_fault(s, 1, SQLITE_CORRUPT);
+      rows rs = {0};
+      cr_assert_eq(store_query(s, NULL, rows_add, &rs, err, sizeof err),
+                   QS_ECORRUPT);
+      rows_free(&rs);
+    }
+    store_fault(s, 0, 0);
+    for (int i = 0; i < 3; i++) {
+      r.wall = 10 + i;
+      cr_assert_eq(store_record(s, &r, err, sizeof err), QS_ECORRUPT,
+                   "write %d after damage was seen", i);
+      cr_assert(strstr(err, path) && strstr(err, "nothing more is written"),
+                "%s", err);
+    }
+    cr_assert_eq(store_device(s, "cpu-x", "x", NULL, err, sizeof err),
+                 QS_ECORRUPT);
+    size_t removed;
+    cr_assert_eq(store_prune(s, 1, 0, &removed, err, sizeof err),
+                 QS_ECORRUPT);
+    cr_assert_eq(store_writable(s, err, sizeof err), QS_ECORRUPT);
+    cr_assert_eq(count(s, NULL), 1, "reads still work; nothing was added");
+    store_close(s);
+    db_remove(path);
+  }
+}
+
+/* Damage the open-time probes do not see — a page in the middle, the end
+ * of the last page cut off — is found before the first write, which is
+ * refused, and the file is left as it was. */
+Test(store, hidden_damage_is_found_before_the_first_write) {
+  for (int kind = 0; kind < 2; kind++) {
+    char path[64];
+    db_temp(path);
+    store *s = db_open(path);
+    fill(s, 600);
+    store_close(s);
+    size_t n;
+    unsigned char *b = file_read(path, &n);
+    cr_assert_gt(n, 8 * 4096);
+    if (kind == 0)
+      for (size_t i = 4 * 4096; i < 5 * 4096; i++)
+        b[i] = (unsigned char)(i * 7 + 3);
+    else
+      n -= 100;
+    file_write(path, b, n);
+    int rc = store_open(&s, path, err, sizeof err);
+    cr_assert_eq(rc, QS_OK, "kind %d: the probes see only header and schema: %s", kind, err);
+    run_row r = row_make("m", "serial", "cpu", "k", 1);
+    rc = store_record(s, &r, err, sizeof err);
+    cr_assert_eq(rc, QS_ECORRUPT, "%s damage: %s: %s",
+                 kind ? "truncation" : "page", status_name(rc), err);
+    cr_assert(strstr(err, path) && strstr(err, "move it aside"), "%s", err);
+    cr_assert_eq(store_device(s, "cpu-x", "x", NULL, err, sizeof err),
+                 QS_ECORRUPT);
+    store_close(s);
+    file_expect_same(path, b, n);
+    db_remove(path);
+  }
+}
+
+/* Another process holding the write lock: the wait is bounded by
+ * QUICKSILVER_DB_WAIT_MS, the failure names it, and it is not sticky (the
+ * next write, once the lock is free, succeeds). */
+Test(store, lock_wait_is_bounded_by_the_knob) {
+  char path[64];
+  db_temp(path);
+  setenv("QUICKSILVER_DB_WAIT_MS", "150", 1);
+  store *s = db_open(path);
+  sqlite3 *other;
+  cr_assert_eq(sqlite3_open(path, &other), SQLITE_OK);
+  cr_assert_eq(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+               SQLITE_OK);
+  run_row r = row_make("m", "serial", "cpu", "k", 1);
+  struct timeval t0, t1;
+  gettimeofday(&t0, NULL);
+  cr_assert_eq(store_record(s, &r, err, sizeof err), QS_EBUSY, "%s", err);
+  gettimeofday(&t1, NULL);
+  cr_assert(strstr(err, "more than 150 ms"), "%s", err);
+  /* termination, not speed: the default would wait 10 s */
+  cr_assert_lt((double)(t1.tv_sec - t0.tv_sec), 8.0);
+  sqlite3_exec(other, "COMMIT", NULL, NULL, NULL);
+  sqlite3_close(other);
+  record(s, &r);
+  cr_assert_eq(count(s, NULL), 1);
+  store_close(s);
+  setenv("QUICKSILVER_DB_WAIT_MS", "soon", 1);
+  cr_assert_eq(store_open(&s, path, err, sizeof err), QS_EENV);
+  cr_assert(strstr(err, "QUICKSILVER_DB_WAIT_MS"), "%s", err);
+  unsetenv("QUICKSILVER_DB_WAIT_MS");
+  db_remove(path);
+}
+
+/* Becomes an unprivileged user for the rest of this test's process (root
+ * bypasses file permissions); `path` is handed over first. 0 if that is
+ * not possible. */
+static int drop_root(const char *path) {
+  if (geteuid() != 0) return 1;
+  if (chown(path, 65534, 65534) != 0) return 0;
+  return setgid(65534) == 0 &&
+         setuid(65534) == 0;
+}
+
+/* A file this process may only read: it opens, its history is read, and
+ * every write is refused with QS_EIO saying why; the file is unchanged. */
+Test(store, read_only_file_is_read_not_written) {
+  char path[64];
+  db_temp(path);
+  store *s = db_open(path);
+  fill(s, 5);
+  store_close(s);
+  if (!drop_root(path)) cr_skip_test("cannot become an unprivileged user");
+  cr_assert_eq(chmod(path, 0444), 0);
+  size_t n;
+  unsigned char *b = file_read(path, &n);
+  s = db_open(path);
+  cr_assert_eq(count(s, NULL), 5);
+  run_row r = row_make("m", "serial", "cpu", "k", 1);
+  cr_assert_eq(store_record(s, &r, err, sizeof err), QS_EIO);
+  cr_assert(strstr(err, path) && strstr(err, "can only be read"), "%s", err);
+  cr_assert_eq(store_writable(s, err, sizeof err), QS_EIO);
+  store_close(s);
+  file_expect_same(path, b, n);
+  db_remove(path);
+}
+
+/* ------------------------------------------------ the engine's recorder */
+
+static engine *engine_on(const char *path, int *rc) {
+  engine_options o = {.db_path = path, .threads = 1, .no_opencl = 1,
+                      .seed = 7};
+  engine *e = NULL;
+  *rc = engine_open(&e, &o);
+  cr_assert_not_null(e, "%s", status_name(*rc));
+  return e;
+}
+
+/* One shift_magnify call; returns its report's record_status. */
+static int run_small(engine *e) {
+  float px[2 * 8 * 8];
+  for (size_t i = 0; i < sizeof px / sizeof *px; i++) px[i] = (float)i;
+  image in = image_wrap(px, 2, 8, 8), out = {0};
+  run_request rq = {.inputs = &in, .n_inputs = 1};
+  run_report rep;
+  int rc = method_run(e, "shift_magnify", &rq, &out, 1, &rep);
+  cr_assert_eq(rc, QS_OK, "%s", engine_error(e));
+  image_free(&out);
+  return rep.record_status;
+}
+
+static size_t rows_in(const char *path) {
+  store *s = db_open(path);
+  size_t n = count(s, NULL);
+  store_close(s);
+  return n;
+}
+
+Test(store, engine_reports_timings_it_cannot_record) {
+  char msg[512];
+  /* a good store: recorded, and the first run is written at once */
+  char path[64];
+  db_temp(path);
+  int rc;
+  engine *e = engine_on(path, &rc);
+  cr_assert_eq(rc, QS_OK);
+  cr_assert_eq(run_small(e), QS_OK);
+  cr_assert_eq(engine_record_status(e, msg, sizeof msg), QS_OK);
+  cr_assert_geq(rows_in(path), 1, "the first run waits in memory");
+  engine_close(e);
+
+  /* the lock held past the wait: reported, and no second wait */
+  setenv("QUICKSILVER_DB_WAIT_MS", "100", 1);
+  sqlite3 *other;
+  cr_assert_eq(sqlite3_open(path, &other), SQLITE_OK);
+  cr_assert_eq(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+               SQLITE_OK);
+  size_t before = rows_in(path);
+  e = engine_on(path, &rc);
+  cr_assert_eq(rc, QS_OK);
+  cr_assert_eq(run_small(e), QS_EBUSY);
+  cr_assert_eq(engine_record_status(e, msg, sizeof msg), QS_EBUSY);
+  cr_assert(strstr(msg, path) && strstr(msg, "100 ms"), "%s", msg);
+  sqlite3_exec(other, "COMMIT", NULL, NULL, NULL);
+  sqlite3_close(other);
+  cr_assert_eq(run_small(e), QS_EBUSY, "the engine stops writing");
+  engine_close(e);
+  cr_assert_eq(rows_in(path), before, "nothing written after the failure");
+  unsetenv("QUICKSILVER_DB_WAIT_MS");
+
+  /* hidden damage: found before the engine's first write, never written */
+  store *s = db_open(path);
+  fill(s, 600);
+  store_close(s);
+  size_t n;
+  unsigned char *b = file_read(path, &n);
+  for (size_t i = 4 * 4096; i < 5 * 4096; i++) b[i] = (unsigned char)(i * 5);
+  file_write(path, b, n);
+  e = engine_on(path, &rc);
+  cr_assert_eq(rc, QS_OK, "%s", engine_error(e));
+  cr_assert_eq(run_small(e), QS_ECORRUPT);
+  cr_assert_eq(engine_record_status(e, msg, sizeof msg), QS_ECORRUPT);
+  cr_assert(strstr(msg, path), "%s", msg);
+  engine_close(e);
+  file_expect_same(path, b, n);
+  db_remove(path);
+
+  /* another program's database: untouched, runs go on unrecorded */
+  db_temp(path);
+  sqlite3 *foreign;
+  cr_assert_eq(sqlite3_open(path, &foreign), SQLITE_OK);
+  sqlite3_exec(foreign, "CREATE TABLE notes (t TEXT); INSERT INTO notes "
+               "VALUES ('mine')", NULL, NULL, NULL);
+  sqlite3_close(foreign);
+  b = file_read(path, &n);
+  e = engine_on(path, &rc);
+  cr_assert_eq(rc, QS_EFORMAT);
+  cr_assert_eq(run_small(e), QS_EFORMAT);
+  cr_assert_eq(engine_record_status(e, msg, sizeof msg), QS_EFORMAT);
+  engine_close(e);
+  file_expect_same(path, b, n);
+  db_remove(path);
+}
+
+/* Export never lands on the store itself (or its companions) or on
+ * something that is not a file; import does not block on a FIFO. */
+Test(store, export_and_import_refuse_what_is_not_a_file, .timeout = 30) {
+  char path[64], link_name[80], fifo[80];
+  db_temp(path);
+  store *s = db_open(path);
+  fill(s, 4);
+  snprintf(link_name, sizeof link_name, "%s.link", path);
+  cr_assert_eq(link(path, link_name), 0);
+  size_t n;
+  unsigned char *b = file_read(path, &n);
+  cr_assert_eq(store_export(s, path, err, sizeof err), QS_EINVAL);
+  cr_assert(strstr(err, "timing store"), "%s", err);
+  cr_assert_eq(store_export(s, link_name, err, sizeof err), QS_EINVAL);
+  file_expect_same(path, b, n);
+  snprintf(fifo, sizeof fifo, "%s.fifo", path);
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  cr_assert_eq(store_export(s, fifo, err, sizeof err), QS_EINVAL);
+  cr_assert(strstr(err, "not a regular file"), "%s", err);
+  cr_assert_eq(store_export(s, "/dev/null", err, sizeof err), QS_EINVAL);
+  struct stat st;
+  cr_assert_eq(stat("/dev/null", &st), 0);
+  cr_assert(S_ISCHR(st.st_mode));
+  size_t added = 5;
+  cr_assert_eq(store_import(s, fifo, &added, NULL, NULL, err, sizeof err),
+               QS_EIO);
+  cr_assert(strstr(err, "not a regular file"), "%s", err);
+  cr_assert_eq(added, 0);
+  store_close(s);
+  unlink(fifo);
+  unlink(link_name);
+  db_remove(path);
 }

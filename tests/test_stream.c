@@ -1,7 +1,9 @@
 /* test_stream.c — the public eSRRF partial statistic (quicksilver.h, "live
  * eSRRF"): adding a timepoint's maps one by one and finishing gives
  * method_run's bits; exact merges of adjacent runs at every split; closed
- * forms far from zero; bad input. */
+ * forms far from zero; bad input. The statistics on the device: within
+ * 1e-5 of the double host fold on long stacks, and the transfer counts of
+ * an all-on-device eSRRF call. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -12,6 +14,11 @@
 #include "methods/esrrf/esrrf.h"
 #include "methods/methods.h"
 #include "qs_test.h"
+#include "simulate.h"
+
+#if QS_HAVE_OPENCL
+#include "methods/esrrf/cl_stat.h"
+#endif
 
 TestSuite(partial, .fini = qs_leak_check);
 
@@ -186,3 +193,574 @@ Test(partial, bad_input_is_refused) {
   esrrf_partial_free(&p); /* emptied: safe */
   cr_assert_eq(esrrf_partial_add(&p, x, 1), QS_EINVAL);
 }
+
+/* ------------------------------------------------ device statistics */
+
+/* A simulated camera stack (quicksilver simulate's defaults: background,
+ * shot and read noise) of f frames of r × c. */
+static image sim_stack(size_t f, size_t r, size_t c, uint64_t seed) {
+  double v[SIM_N];
+  char err[256];
+  for (int i = 0; i < SIM_N; i++) v[i] = sim_params[i].def;
+  v[SIM_FRAMES] = (double)f;
+  v[SIM_ROWS] = (double)r;
+  v[SIM_COLS] = (double)c;
+  v[SIM_SEED] = (double)seed;
+  image m;
+  cr_assert_eq(simulate(v, &m, NULL, err, sizeof err), QS_OK, "%s", err);
+  return m;
+}
+
+TestSuite(device, .fini = qs_leak_check);
+
+#if QS_HAVE_OPENCL
+static clrt *cl_or_skip(void) {
+  char why[512];
+  clrt *rt;
+  harness_cl_open(&rt, why, sizeof why);
+  if (!rt) cr_skip_test("%s", why);
+  return rt;
+}
+
+static image es_run_on(void *dev, const image *in, int temporal, int mpc,
+                       int fpt) {
+  param p[7];
+  image out[1];
+  char err[512] = "";
+  es_params(p, temporal, mpc);
+  p[4].value = fpt;
+  int rc = harness_run(&method_esrrf, "opencl", in, p, 7, out, dev, err,
+                       sizeof err);
+  cr_assert_eq(rc, QS_OK, "esrrf opencl: %s", err);
+  return out[0];
+}
+
+/* The OpenCL call with a statistic folds on the device; the same device's
+ * per-frame maps folded on the host in double give the reference. Over
+ * 300 frames of a simulated camera stack, in two timepoints (one of 200
+ * frames, more than a batch of maps), every statistic is within 1e-5 of
+ * the host fold's peak, with and without the correction. */
+Test(device, statistics_match_the_double_host_fold) {
+  clrt *rt = cl_or_skip();
+  cldev *dev = clrt_device(rt, 0);
+  image st = sim_stack(300, 12, 10, 5);
+  image maps = es_run_on(dev, &st, NONE, 0, 0);
+  size_t px = maps.rows * maps.cols;
+  float *ref = malloc(px * sizeof *ref);
+  for (int t = AVG; t <= TAC2; t++)
+    for (int mpc = 0; mpc <= 1; mpc++) {
+      image got = es_run_on(dev, &st, t, mpc, 200);
+      cr_assert_eq(got.frames, 2);
+      for (size_t tp = 0; tp < 2; tp++) {
+        esrrf_partial p;
+        cr_assert_eq(esrrf_partial_init(&p, t, maps.rows, maps.cols), QS_OK);
+        size_t f0 = tp * 200, n = tp ? 100 : 200;
+        cr_assert_eq(esrrf_partial_add(&p, maps.data + f0 * px, n), QS_OK);
+        cr_assert_eq(esrrf_partial_finish(&p, 3, mpc, ref), QS_OK);
+        double worst = 0, pk = 0;
+        for (size_t i = 0; i < px; i++) {
+          double d = fabs((double)got.data[tp * px + i] - ref[i]);
+          if (!(d <= worst)) worst = d;
+          if (fabs(ref[i]) > pk) pk = fabs(ref[i]);
+        }
+        fprintf(stderr,
+                "device statistic %d mpc %d timepoint %zu: worst %.3g of "
+                "peak %.3g (%.3g relative)\n",
+                t, mpc, tp, worst, pk, worst / pk);
+        cr_assert_gt(pk, 0);
+        cr_expect_leq(worst, 1e-5 * pk, "statistic %d mpc %d tp %zu", t, mpc,
+                      tp);
+        esrrf_partial_free(&p);
+      }
+      image_free(&got);
+    }
+  free(ref);
+  image_free(&maps);
+  image_free(&st);
+  clrt_close(rt);
+}
+
+/* Ten thousand maps of camera-like values (offset 1000, noise 30, a
+ * bright blink now and then) folded by the device's compensated float sums
+ * against the double host fold: the error of VAR (and of the others) is
+ * printed and held within 1e-5 of the peak. Maps go up 500 at a time. */
+Test(device, ten_thousand_frames_against_the_double_fold) {
+  clrt *rt = cl_or_skip();
+  cldev *dev = clrt_device(rt, 0);
+  enum { PX = 32 * 32, F = 10000, B = 500 };
+  char err[512] = "";
+  cl_context ctx;
+  cl_command_queue q;
+  cr_assert_eq(cldev_queue(dev, &ctx, &q, err, sizeof err), QS_OK, "%s", err);
+  float *maps = malloc((size_t)B * PX * sizeof *maps);
+  float *got = malloc(PX * sizeof *got), *ref = malloc(PX * sizeof *ref);
+  cl_mem buf;
+  cr_assert_eq(cldev_buffer(dev, CL_MEM_READ_ONLY, (size_t)B * PX * 4, NULL,
+                            "maps", &buf, err, sizeof err),
+               QS_OK, "%s", err);
+  uint64_t s = 77;
+  for (int t = AVG; t <= TAC2; t++) {
+    cl_stat st;
+    esrrf_partial p;
+    cr_assert_eq(cl_stat_open(&st, dev, t, PX, err, sizeof err), QS_OK,
+                 "%s", err);
+    cr_assert_eq(esrrf_partial_init(&p, t, 32, 32), QS_OK);
+    for (int f0 = 0; f0 < F; f0 += B) {
+      for (size_t i = 0; i < (size_t)B * PX; i++) {
+        double g = 0;
+        for (int u = 0; u < 4; u++) {
+          s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+          g += (double)(s >> 11) / 9007199254740992.0;
+        }
+        maps[i] = (float)(1000 + 30 * 1.7320508 * (g - 2) +
+                          ((s & 1023) == 0 ? 5000 : 0));
+      }
+      cr_assert_eq(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0,
+                                        (size_t)B * PX * 4, maps, 0, NULL,
+                                        NULL),
+                   CL_SUCCESS);
+      cr_assert_eq(cl_stat_fold(&st, q, buf, B, NULL, err, sizeof err), QS_OK,
+                   "%s", err);
+      cr_assert_eq(esrrf_partial_add(&p, maps, B), QS_OK);
+    }
+    cr_assert_eq(cl_stat_finish(&st, q, got, err, sizeof err), QS_OK, "%s",
+                 err);
+    cr_assert_eq(esrrf_partial_finish(&p, 1, 0, ref), QS_OK);
+    double worst = 0, rel = 0, pk = 0;
+    for (int i = 0; i < PX; i++) {
+      double d = fabs((double)got[i] - ref[i]);
+      if (d > worst) worst = d;
+      if (d / fabs(ref[i]) > rel) rel = d / fabs(ref[i]);
+      if (fabs(ref[i]) > pk) pk = fabs(ref[i]);
+    }
+    fprintf(stderr,
+            "%d maps, statistic %d on the device vs the double fold: worst "
+            "%.3g of peak %.6g (%.3g of the peak, %.3g of the pixel at "
+            "worst)\n",
+            F, t, worst, pk, worst / pk, rel);
+    cr_expect_leq(worst, 1e-5 * pk, "statistic %d", t);
+    cl_stat_close(&st);
+    esrrf_partial_free(&p);
+  }
+  clReleaseMemObject(buf);
+  free(maps);
+  free(got);
+  free(ref);
+  clrt_close(rt);
+}
+
+/* Through the engine: an all-on-device call with T timepoints downloads
+ * exactly the T images, 4·T·(R·M)·(C·M) bytes (no fixed extra), and
+ * uploads each frame once plus the candidate tables (the same for every
+ * temporal mode, under 64 KiB); temporal=none downloads every map, so on 100
+ * frames at M = 5 the statistic moves 100x fewer bytes down. */
+Test(device, esrrf_downloads_only_the_timepoints) {
+  engine *e;
+  engine_options o = {.db_path = ":memory:", .threads = 2};
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  impl_info info[QS_MAX_ESTIMATES];
+  size_t n = 0;
+  cr_assert_eq(method_impls(e, "esrrf", info, QS_MAX_ESTIMATES, &n), QS_OK);
+  const char *cl = NULL;
+  for (size_t i = 0; i < n && i < QS_MAX_ESTIMATES; i++)
+    if (info[i].kind == IMPL_OPENCL && info[i].available) cl = info[i].name;
+  if (!cl) {
+    engine_close(e);
+    cr_skip_test("no available OpenCL implementation of esrrf");
+  }
+  image st = sim_stack(100, 16, 12, 9);
+  const uint64_t plane = 16 * 5 * 12 * 5, up = 100 * 16 * 12 * 4;
+  struct {
+    int temporal, fpt;
+    uint64_t down;
+  } cases[] = {{AVG, 0, 4 * plane},       {VAR, 30, 4 * 4 * plane},
+               {TAC2, 50, 4 * 2 * plane}, {NONE, 0, 4 * 100 * plane}};
+  uint64_t down[4], up0 = 0;
+  for (int k = 0; k < 4; k++) {
+    param p[7];
+    es_params(p, cases[k].temporal, 1);
+    p[0].value = 5;
+    p[4].value = cases[k].fpt;
+    run_request rq = {.inputs = &st, .n_inputs = 1, .params = p,
+                      .n_params = 7, .impl = cl};
+    image out[1];
+    run_report rep;
+    cr_assert_eq(method_run(e, "esrrf", &rq, out, 1, &rep), QS_OK, "%s",
+                 engine_error(e));
+    fprintf(stderr,
+            "esrrf %s temporal %d fpt %d: %llu bytes up, %llu down, %.3g "
+            "device seconds\n",
+            rep.impl, cases[k].temporal, cases[k].fpt,
+            (unsigned long long)rep.bytes_up,
+            (unsigned long long)rep.bytes_down, rep.device_seconds);
+    cr_expect_eq(rep.bytes_down, cases[k].down, "case %d: %llu bytes down",
+                 k, (unsigned long long)rep.bytes_down);
+    /* up: the frames once, plus the candidate tables (fixed per call) */
+    cr_expect_geq(rep.bytes_up, up, "case %d", k);
+    cr_expect_lt(rep.bytes_up - up, 64 << 10, "case %d: %llu bytes up", k,
+                 (unsigned long long)rep.bytes_up);
+    if (k) cr_expect_eq(rep.bytes_up, up0, "case %d: tables differ", k);
+    up0 = rep.bytes_up;
+    cr_expect_gt(rep.device_seconds, 0);
+    down[k] = rep.bytes_down;
+    image_free(out);
+  }
+  cr_expect_geq(down[3], 50 * down[0]);
+  image_free(&st);
+  engine_close(e);
+}
+#endif
+
+/* ------------------------------------------------------- live stream */
+
+TestSuite(stream, .fini = qs_leak_check);
+
+static engine *stream_engine(void) {
+  engine *e;
+  engine_options o = {.db_path = ":memory:", .threads = 2, .seed = 1};
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  return e;
+}
+
+/* method_run of esrrf on frames [f0, f0 + n) of st with impl forced. */
+static image batch_run(engine *e, const image *st, size_t f0, size_t n,
+                       const char *impl, int temporal, int fpt) {
+  param p[7];
+  es_params(p, temporal, 1);
+  p[4].value = fpt;
+  size_t px = st->rows * st->cols;
+  image in = image_wrap(st->data + f0 * px, n, st->rows, st->cols);
+  run_request rq = {.inputs = &in, .n_inputs = 1, .params = p,
+                    .n_params = 7, .impl = impl};
+  image out[1];
+  cr_assert_eq(method_run(e, "esrrf", &rq, out, 1, NULL), QS_OK, "%s",
+               engine_error(e));
+  return out[0];
+}
+
+static esrrf_stream *stream_open(engine *e, int temporal, int sliding,
+                                 size_t window, size_t every,
+                                 const char *impl, size_t rows, size_t cols) {
+  param p[7];
+  es_params(p, temporal, 1);
+  esrrf_stream_options o = {.rows = rows, .cols = cols, .params = p,
+                            .n_params = 7, .sliding = sliding,
+                            .window = window, .every = every, .impl = impl,
+                            .max_pending = 8};
+  esrrf_stream *s;
+  char err[512] = "";
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_OK, "%s",
+               err);
+  return s;
+}
+
+/* Pushes st's frames in groups of the sizes in `groups` (cycled; {1} is
+ * one at a time), popping after every push, then ends the stream; returns
+ * the results in order (at most max) and their infos. */
+static size_t stream_all(esrrf_stream *s, const image *st,
+                         const size_t *groups, size_t n_groups, image *res,
+                         esrrf_stream_result *info, size_t max) {
+  size_t px = st->rows * st->cols, got_n = 0;
+  for (size_t f = 0, g = 0; f <= st->frames; g++) {
+    if (f < st->frames) {
+      size_t n = groups[g % n_groups];
+      if (n > st->frames - f) n = st->frames - f;
+      image in = image_wrap(st->data + f * px, n, st->rows, st->cols);
+      cr_assert_eq(esrrf_stream_push(s, &in), QS_OK, "%s",
+                   esrrf_stream_error(s));
+      f += n;
+    } else {
+      cr_assert_eq(esrrf_stream_end(s), QS_OK, "%s", esrrf_stream_error(s));
+      f++;
+    }
+    int got = 1;
+    while (got) {
+      image out;
+      esrrf_stream_result in;
+      cr_assert_eq(esrrf_stream_pop(s, &out, &in, &got), QS_OK);
+      if (!got) break;
+      cr_assert_lt(got_n, max);
+      cr_assert_eq(in.index, got_n);
+      res[got_n] = out;
+      info[got_n++] = in;
+    }
+  }
+  cr_assert_eq(esrrf_stream_frames(s), st->frames);
+  return got_n;
+}
+
+/* Timepoints of 4 over 11 frames (the last one short, given at the end):
+ * every statistic, frames pushed one at a time and in uneven groups, gives
+ * method_run's bits with the same implementation (threaded and fused,
+ * forced; and whatever the engine chooses by itself). */
+Test(stream, timepoints_equal_method_run_bits) {
+  engine *e = stream_engine();
+  image st = noisy(11, 9, 8, 21);
+  static const size_t one[] = {1}, uneven[] = {3, 1, 5, 2};
+  const char *impls[] = {"threaded", "fused", NULL};
+  for (int k = 0; k < 3; k++)
+    for (int t = AVG; t <= TAC2; t++)
+      for (int how = 0; how < 2; how++) {
+        esrrf_stream *s = stream_open(e, t, 0, 4, 0, impls[k], 9, 8);
+        image res[4];
+        esrrf_stream_result info[4];
+        size_t n = stream_all(s, &st, how ? uneven : one, how ? 4 : 1, res,
+                              info, 4);
+        const char *impl = k < 2 ? impls[k] : esrrf_stream_impl(s);
+        cr_assert(impl[0], "no implementation recorded");
+        image ref = batch_run(e, &st, 0, 11, impl, t, 4);
+        cr_assert_eq(n, 3, "%zu results", n);
+        cr_assert_eq(ref.frames, 3);
+        size_t px = ref.rows * ref.cols;
+        for (size_t i = 0; i < n; i++) {
+          cr_assert_eq(info[i].first, 4 * i);
+          cr_assert_eq(info[i].frames, i < 2 ? 4 : 3);
+          cr_assert_geq(info[i].latency, 0);
+          cr_assert_eq(memcmp(res[i].data, ref.data + i * px, px * 4), 0,
+                       "%s temporal %d %s: timepoint %zu differs", impl, t,
+                       how ? "uneven" : "one by one", i);
+          image_free(&res[i]);
+        }
+        image_free(&ref);
+        esrrf_stream_close(s);
+      }
+  image_free(&st);
+  engine_close(e);
+}
+
+/* A sliding window of 6 frames updated every 2 over 13 frames: results
+ * after frames 6, 8, 10 and 12, each equal to a batch call on exactly the
+ * window's frames (to 1e-6 of the peak: the window is merged from blocks);
+ * a window of one block (every = window) gives the batch call's bits. */
+Test(stream, sliding_window_equals_batch_of_the_window) {
+  engine *e = stream_engine();
+  image st = noisy(13, 9, 8, 22);
+  static const size_t groups[] = {1, 4, 2, 3};
+  for (int t = AVG; t <= TAC2; t++) {
+    esrrf_stream *s = stream_open(e, t, 1, 6, 2, "fused", 9, 8);
+    image res[8];
+    esrrf_stream_result info[8];
+    size_t n = stream_all(s, &st, groups, 4, res, info, 8);
+    cr_assert_eq(n, 4, "%zu results", n);
+    for (size_t i = 0; i < n; i++) {
+      cr_assert_eq(info[i].first, 2 * i);
+      cr_assert_eq(info[i].frames, 6);
+      image ref = batch_run(e, &st, 2 * i, 6, "fused", t, 0);
+      double diff, pk;
+      harness_diff(&res[i], &ref, &diff, &pk);
+      cr_assert_gt(pk, 0);
+      cr_expect_leq(diff, 1e-6 * pk, "temporal %d window %zu: %.3g of %.3g",
+                    t, i, diff, pk);
+      image_free(&ref);
+      image_free(&res[i]);
+    }
+    esrrf_stream_close(s);
+    s = stream_open(e, t, 1, 4, 4, "fused", 9, 8);
+    n = stream_all(s, &st, groups, 4, res, info, 8);
+    cr_assert_eq(n, 3);
+    image ref = batch_run(e, &st, 0, 12, "fused", t, 4);
+    size_t px = ref.rows * ref.cols;
+    for (size_t i = 0; i < n; i++) {
+      cr_expect_eq(memcmp(res[i].data, ref.data + i * px, px * 4), 0,
+                   "temporal %d block %zu", t, i);
+      image_free(&res[i]);
+    }
+    image_free(&ref);
+    esrrf_stream_close(s);
+  }
+  image_free(&st);
+  engine_close(e);
+}
+
+/* Bad input: options refused with a message; a frame of another size, a
+ * NaN frame, too many waiting results: refused with nothing consumed, and
+ * the stream goes on to give the same results as if they never came; a
+ * push after the end is refused; a stream closed with results waiting
+ * frees them (the leak check would say otherwise). */
+Test(stream, bad_input_is_refused_and_the_stream_goes_on) {
+  engine *e = stream_engine();
+  param p[7];
+  char err[512] = "";
+  esrrf_stream *s;
+  es_params(p, NONE, 1);
+  esrrf_stream_options o = {.rows = 9, .cols = 8, .params = p,
+                            .n_params = 7, .window = 4};
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EPARAM);
+  cr_assert_null(s);
+  cr_assert(strstr(err, "none"), "%s", err);
+  es_params(p, TAC2, 1);
+  o.window = 1;
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EINVAL);
+  o.window = 6;
+  o.sliding = 1;
+  o.every = 4;
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EINVAL);
+  cr_assert(strstr(err, "multiple"), "%s", err);
+  o.rows = 0;
+  o.sliding = 0;
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_ESHAPE);
+  param bad[1] = {{"magnifcation", 2, NULL}};
+  o.rows = 9;
+  o.params = bad;
+  o.n_params = 1;
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EPARAM);
+
+  image st = noisy(8, 9, 8, 23), ref[2];
+  esrrf_stream_result info[2];
+  size_t px = 9 * 8;
+  s = stream_open(e, VAR, 0, 4, 0, "fused", 9, 8);
+  image wrong;
+  cr_assert_eq(image_alloc(&wrong, 1, 8, 9), QS_OK);
+  cr_assert_eq(esrrf_stream_push(s, &wrong), QS_ESHAPE);
+  cr_assert(strstr(esrrf_stream_error(s), "8 x 9"), "%s",
+            esrrf_stream_error(s));
+  image_free(&wrong);
+  image nan;
+  cr_assert_eq(image_alloc(&nan, 2, 9, 8), QS_OK);
+  nan.data[px + 5] = NAN;
+  cr_assert_eq(esrrf_stream_push(s, &nan), QS_EINVAL);
+  cr_assert(strstr(esrrf_stream_error(s), "frame 1"), "%s",
+            esrrf_stream_error(s));
+  cr_assert_eq(esrrf_stream_frames(s), 0, "nothing consumed");
+  image_free(&nan);
+  static const size_t all[] = {8};
+  cr_assert_eq(stream_all(s, &st, all, 1, ref, info, 2), 2);
+  image want = batch_run(e, &st, 0, 8, "fused", VAR, 4);
+  for (int i = 0; i < 2; i++) {
+    size_t mp = want.rows * want.cols;
+    cr_expect_eq(memcmp(ref[i].data, want.data + i * mp, mp * 4), 0,
+                 "timepoint %d", i);
+    image_free(&ref[i]);
+  }
+  image_free(&want);
+  cr_assert_eq(esrrf_stream_push(s, &st), QS_EINVAL, "after the end");
+  esrrf_stream_close(s);
+
+  /* max_pending 1: a push completing two timepoints is refused */
+  es_params(p, AVG, 1);
+  o = (esrrf_stream_options){.rows = 9, .cols = 8, .params = p,
+                             .n_params = 7, .window = 2, .max_pending = 1,
+                             .impl = "fused"};
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_OK, "%s",
+               err);
+  image four = image_wrap(st.data, 4, 9, 8), two = image_wrap(st.data, 2,
+                                                               9, 8);
+  cr_assert_eq(esrrf_stream_push(s, &four), QS_EOVERFLOW);
+  cr_assert_eq(esrrf_stream_frames(s), 0);
+  cr_assert_eq(esrrf_stream_push(s, &two), QS_OK);
+  cr_assert_eq(esrrf_stream_push(s, &two), QS_EOVERFLOW, "one is waiting");
+  image one = image_wrap(st.data, 1, 9, 8);
+  cr_assert_eq(esrrf_stream_push(s, &one), QS_OK, "completes nothing");
+  cr_assert_eq(esrrf_stream_end(s), QS_OK);
+  cr_assert_eq(esrrf_stream_end(s), QS_OK, "twice is harmless");
+  esrrf_stream_close(s); /* two results never taken */
+  esrrf_stream_close(NULL);
+  image_free(&st);
+  engine_close(e);
+}
+
+/* ------------------------------------------------------------ the CLI */
+
+#ifdef QS_CLI
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tiff.h"
+
+TestSuite(stream_cli, .fini = qs_leak_check);
+
+static void temp_dir(char *dir, size_t len) {
+  snprintf(dir, len, "/tmp/qs_stream_XXXXXX");
+  cr_assert_not_null(mkdtemp(dir));
+}
+
+static void dir_remove(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd)) fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+/* fused's batch call on st with timepoints of 4 (the harness: the bits of
+ * the CLI's engine, whose CPU implementations do not depend on threads). */
+static image fused_batch(const image *st, int temporal) {
+  param p[7];
+  image out[1];
+  char err[512] = "";
+  es_params(p, temporal, 1);
+  p[4].value = 4;
+  cr_assert_eq(harness_run(&method_esrrf, "fused", st, p, 7, out, NULL, err,
+                           sizeof err),
+               QS_OK, "%s", err);
+  return out[0];
+}
+
+static void same_bits(const char *path, const image *want) {
+  image got;
+  char err[512];
+  cr_assert_eq(tiff_read(path, &got, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(got.frames, want->frames);
+  cr_assert_eq(got.rows, want->rows);
+  size_t n = got.frames * got.rows * got.cols;
+  cr_expect_eq(memcmp(got.data, want->data, n * 4), 0, "%s differs", path);
+  image_free(&got);
+}
+
+/* A TIFF that grows while the stream polls it (rewritten whole, 5 then
+ * 11 pages): the results file equals the batch call on all 11 frames. */
+Test(stream_cli, tiff_still_being_written) {
+  char dir[64], in[128], out[128], cmd[1024], err[512];
+  temp_dir(dir, sizeof dir);
+  snprintf(in, sizeof in, "%s/in.tif", dir);
+  snprintf(out, sizeof out, "%s/out.tif", dir);
+  image st = noisy(11, 9, 8, 31), first = image_wrap(st.data, 5, 9, 8);
+  cr_assert_eq(tiff_write(in, &first, err, sizeof err), QS_OK, "%s", err);
+  snprintf(cmd, sizeof cmd,
+           "%s --db :memory: stream %s -o %s --window 4 --temporal var "
+           "--magnification 3 --idle 2 --poll-ms 50 --impl fused -q",
+           QS_CLI, in, out);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  struct timespec half = {0, 500000000};
+  nanosleep(&half, NULL);
+  cr_assert_eq(tiff_write(in, &st, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(pclose(p), 0, "%s", cmd);
+  image want = fused_batch(&st, VAR);
+  same_bits(out, &want);
+  image_free(&want);
+  image_free(&st);
+  dir_remove(dir);
+}
+
+/* Raw float32 frames on stdin, with 3 stray bytes at the end (ignored with
+ * a note); numbered files per result as well. A missing output is a usage
+ * error. */
+Test(stream_cli, raw_frames_on_stdin) {
+  char dir[64], out[128], one[128], cmd[1024];
+  temp_dir(dir, sizeof dir);
+  snprintf(out, sizeof out, "%s/out.tif", dir);
+  snprintf(one, sizeof one, "%s/esrrf_000002.tif", dir);
+  image st = noisy(10, 9, 8, 32);
+  snprintf(cmd, sizeof cmd,
+           "%s --db :memory: esrrf --stream - --size 9x8 -o %s --out-dir %s "
+           "--window 4 --temporal tac2 --magnification 3 --impl fused -q",
+           QS_CLI, out, dir);
+  FILE *p = popen(cmd, "w");
+  cr_assert_not_null(p);
+  cr_assert_eq(fwrite(st.data, 4, 10 * 9 * 8, p), 10 * 9 * 8);
+  cr_assert_eq(fwrite("abc", 1, 3, p), 3);
+  cr_assert_eq(pclose(p), 0, "%s", cmd);
+  image want = fused_batch(&st, TAC2);
+  same_bits(out, &want);
+  image last = image_wrap(want.data + 2 * want.rows * want.cols, 1,
+                          want.rows, want.cols);
+  same_bits(one, &last);
+  snprintf(cmd, sizeof cmd, "%s --db :memory: stream - --size 9x8 -q "
+                            "</dev/null", QS_CLI);
+  int rc = system(cmd);
+  cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "no output: usage");
+  image_free(&want);
+  image_free(&st);
+  dir_remove(dir);
+}
+#endif

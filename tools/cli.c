@@ -5,12 +5,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const opt_def cli_globals[] = {
     {"db", 0, "PATH",
      "timing store (default: $QUICKSILVER_DB, else the "
      "user's cache directory)"},
-    {"threads", 0, "N", "threads of the pool (default: all cores)"},
+    {"threads", 0, "N",
+     "threads of the pool (default: $QUICKSILVER_THREADS, else all cores; "
+     "0: all cores)"},
     {"no-opencl", 0, NULL, "no OpenCL devices"},
     {"quiet", 'q', NULL, "no report on stderr"},
     {"verbose", 'v', NULL, "more detail on stderr"},
@@ -76,10 +79,14 @@ void cli_params_help(FILE *f, const param_def *defs, size_t n_defs) {
     snprintf(left, sizeof left, "--%s %s", flag,
              d->type == PARAM_ENUM ? d->choices : types[d->type]);
     params_format(d, d->def, def, sizeof def);
-    if ((d->type == PARAM_INT || d->type == PARAM_FLOAT) && d->min < d->max)
-      snprintf(range, sizeof range, ", range %s%.10g, %.10g%s",
-               d->flags & PARAM_MIN_OPEN ? "(" : "[", d->min, d->max,
+    if ((d->type == PARAM_INT || d->type == PARAM_FLOAT) && d->min < d->max) {
+      char lo[40], hi[40];
+      params_format(d, d->min, lo, sizeof lo);
+      params_format(d, d->max, hi, sizeof hi);
+      snprintf(range, sizeof range, ", range %s%s, %s%s",
+               d->flags & PARAM_MIN_OPEN ? "(" : "[", lo, hi,
                d->flags & PARAM_MAX_OPEN ? ")" : "]");
+    }
     fprintf(f, "  %-30s %s (default %s%s)\n", left, d->doc, def, range);
   }
 }
@@ -117,6 +124,14 @@ int cli_args(cli *c, int argc, char **argv, const char *synopsis,
   return rc;
 }
 
+/* --threads N; 0 means every online core, as QUICKSILVER_THREADS=0 does
+ * (the engine's own 0 would defer to that variable instead). */
+static int threads_of(size_t n) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n) return (int)n;
+  return cores < 1 ? 1 : cores > QS_MAX_THREADS ? QS_MAX_THREADS : (int)cores;
+}
+
 int cli_apply(cli *c, const args *a) {
   for (size_t i = 0; i < a->n_opts; i++) {
     const opt_def *o = a->opts[i].def;
@@ -132,11 +147,11 @@ int cli_apply(cli *c, const args *a) {
     if (!strcmp(o->name, "json")) c->json = 1;
     if (!strcmp(o->name, "threads")) {
       size_t n;
-      if (args_size(v, 1, QS_MAX_THREADS, &n))
+      if (args_size(v, 0, QS_MAX_THREADS, &n))
         return cli_usage("--threads: \"%s\" is not a thread count in "
-                         "[1, %d]",
+                         "[0, %d] (0: all cores)",
                          v, QS_MAX_THREADS);
-      c->threads = (int)n;
+      c->threads = threads_of(n);
     }
   }
   return CLI_OK;
@@ -161,9 +176,22 @@ void cli_prescan(cli *c, int argc, char **argv) {
       c->db = argv[++i];
     else if (!strcmp(s, "--threads") && i + 1 < argc) {
       size_t n;
-      if (!args_size(argv[++i], 1, QS_MAX_THREADS, &n)) c->threads = (int)n;
+      if (!args_size(argv[++i], 0, QS_MAX_THREADS, &n))
+        c->threads = threads_of(n);
     }
   }
+}
+
+void cli_record_warn(cli *c) {
+  char msg[1024];
+  if (c->store_warned || !c->e || !engine_record_status(c->e, msg, sizeof msg))
+    return;
+  c->store_warned = 1;
+  if (!c->quiet)
+    fprintf(stderr,
+            "quicksilver: warning: %s\nquicksilver: warning: running "
+            "without recording timings\n",
+            msg);
 }
 
 int cli_engine(cli *c, engine **e) {
@@ -175,15 +203,19 @@ int cli_engine(cli *c, engine **e) {
      * place) leaves an engine that runs methods without recording them:
      * say so, and go on. */
     int store_only = rc == QS_ECORRUPT || rc == QS_ESCHEMA || rc == QS_EIO ||
-                     rc == QS_EDB || rc == QS_EBUSY;
-    if (rc && store_only && c->e && method_count(c->e) > 0) {
-      if (!c->quiet)
-        fprintf(stderr,
-                "quicksilver: warning: %s\nquicksilver: warning: running "
-                "without recording timings\n",
-                engine_error(c->e));
-      rc = QS_OK;
-    }
+                     rc == QS_EDB || rc == QS_EBUSY || rc == QS_EFORMAT;
+    if (rc && store_only && c->e && method_count(c->e) > 0) rc = QS_OK;
+    if (!rc) cli_record_warn(c);
+    /* Without HOME or XDG_CACHE_HOME there is no default place: the store
+     * lives in memory, and that must not pass unnoticed. */
+    const char *env_db = getenv("QUICKSILVER_DB");
+    if (!rc && !c->quiet && !strcmp(engine_db_path(c->e), ":memory:") &&
+        !(c->db && !strcmp(c->db, ":memory:")) &&
+        !(env_db && !strcmp(env_db, ":memory:")))
+      fprintf(stderr,
+              "quicksilver: warning: neither HOME nor XDG_CACHE_HOME is set "
+              "and no store was named (--db, QUICKSILVER_DB): timings are "
+              "kept in memory and lost at exit\n");
     if (rc) {
       cli_fail("%s", c->e ? engine_error(c->e) : status_message(rc));
       engine_close(c->e);

@@ -9,6 +9,7 @@
 
 #include "sweep.h"
 #include "cli.h"
+#include "outfile.h"
 #include "svg.h"
 
 /* Ctrl-C ends the sweep after the current step, keeping what was
@@ -140,6 +141,16 @@ int cmd_bench(cli *c, int argc, char **argv) {
     if (*end || !(o.budget > 0))
       return cli_usage("bench: --budget: \"%s\" is not seconds > 0", t);
   }
+  /* The report files before the sweep: files, and three different ones. */
+  const char *files[3];
+  size_t n_files = 0;
+  static const char *const kinds[] = {"csv", "json", "svg"};
+  for (size_t k = 0; k < 3; k++)
+    if ((t = args_value(&a, kinds[k]))) files[n_files++] = t;
+  char bad[1024];
+  int st0 = outfile_check(files, n_files, NULL, 0, bad, sizeof bad);
+  if (st0) return st0 == QS_EINVAL ? cli_usage("bench: %s", bad)
+                                   : cli_fail("bench: %s", bad);
   engine *e;
   if (cli_engine(c, &e)) return CLI_FAIL;
   sweep_result r;
@@ -147,6 +158,7 @@ int cmd_bench(cli *c, int argc, char **argv) {
   void (*previous)(int) = signal(SIGINT, on_interrupt);
   int st = sweep_run(e, &o, &r, err, sizeof err);
   signal(SIGINT, previous);
+  cli_record_warn(c);
   if (st) {
     sweep_free(&r);
     return st == QS_ENOMEM || st == QS_EIO ? cli_fail("bench: %s", err)

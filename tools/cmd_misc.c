@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "outfile.h"
 #include "simulate.h"
 #include "tiff.h"
 
@@ -240,6 +241,11 @@ int cmd_simulate(cli *c, int argc, char **argv) {
                      sizeof err))
     return cli_usage("simulate: %s", err);
   const char *truth_path = args_value(&a, "truth");
+  /* Before the work: both outputs writable files, and not the same one. */
+  const char *outs[] = {out, truth_path};
+  int bad = outfile_check(outs, truth_path ? 2 : 1, NULL, 0, err, sizeof err);
+  if (bad) return bad == QS_EINVAL ? cli_usage("simulate: %s", err)
+                                   : cli_fail("simulate: %s", err);
   image img;
   sim_truth truth;
   if (simulate(v, &img, truth_path ? &truth : NULL, err, sizeof err))

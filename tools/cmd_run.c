@@ -1,6 +1,7 @@
 /* cmd_run.c — `methods`, `run` and `esrrf`: the method tables drive the
  * flags, the help and the listing; method_run does the work. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,9 +132,35 @@ static const opt_def run_opts[] = {
      "force an implementation (name, or serial, "
      "threaded, opencl, cpu, composite)"},
     {"explain", 0, NULL, "show the agent's estimate per implementation"},
+    {"frames", 0, "FIRST:END",
+     "read only frames [FIRST, END) of each input (END omitted: to the "
+     "last); the other pages are not decoded"},
     {"dry-run", 0, NULL,
      "show what would run and every estimate; run nothing, write nothing"},
     {NULL, 0, NULL, NULL}};
+
+/* --frames FIRST:END into a page range (count SIZE_MAX: to the last). */
+static int frames_parse(const char *t, size_t *first, size_t *count) {
+  *first = 0;
+  *count = SIZE_MAX;
+  if (!t) return CLI_OK;
+  const char *colon = strchr(t, ':');
+  char head[32];
+  size_t end = 0;
+  if (!colon || (size_t)(colon - t) >= sizeof head) goto bad;
+  memcpy(head, t, (size_t)(colon - t));
+  head[colon - t] = '\0';
+  if (args_size(head, 0, SIZE_MAX - 1, first)) goto bad;
+  if (colon[1] && (args_size(colon + 1, 1, SIZE_MAX - 1, &end) ||
+                   end <= *first))
+    goto bad;
+  if (colon[1]) *count = end - *first;
+  return CLI_OK;
+bad:
+  return cli_usage("--frames: \"%s\" is not FIRST:END with FIRST < END "
+                   "(frames counted from 0; END may be left out)",
+                   t);
+}
 
 static cJSON *report_json(const char *method, const run_report *r) {
   cJSON *j = cJSON_CreateObject();
@@ -143,6 +170,8 @@ static cJSON *report_json(const char *method, const run_report *r) {
   cJSON_AddNumberToObject(j, "seconds", r->seconds);
   cJSON_AddNumberToObject(j, "device_seconds", r->device_seconds);
   cJSON_AddNumberToObject(j, "once_seconds", r->once_seconds);
+  cJSON_AddNumberToObject(j, "bytes_up", (double)r->bytes_up);
+  cJSON_AddNumberToObject(j, "bytes_down", (double)r->bytes_down);
   cJSON_AddNumberToObject(j, "calibration_seconds", r->calibration_seconds);
   cJSON_AddNumberToObject(j, "fallbacks", r->fallbacks);
   cJSON_AddItemToObject(j, "estimates", cli_estimates_json(r));
@@ -162,6 +191,10 @@ static void report_text(const cli *c, const char *method, const run_report *r,
              r->reason);
   if (r->calibration_seconds > 0)
     cli_note(c, ", %.4f s calibrating", r->calibration_seconds);
+  if (r->bytes_up || r->bytes_down)
+    cli_note(c, ", %.4f s on the device, %.1f MB up, %.1f MB down",
+             r->device_seconds, (double)r->bytes_up * 1e-6,
+             (double)r->bytes_down * 1e-6);
   if (r->fallbacks)
     cli_note(c, ", after %d failed implementation%s", r->fallbacks,
              r->fallbacks > 1 ? "s" : "");
@@ -196,7 +229,7 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
   char synopsis[256];
   snprintf(synopsis, sizeof synopsis,
            "%s IN.tif%s -o OUT.tif [--PARAM VALUE ...] [--impl NAME|KIND] "
-           "[--explain] [--dry-run]",
+           "[--explain] [--dry-run] [--frames FIRST:END]",
            label, d->n_inputs > 1 ? " [IN2.tif ...]" : "");
   args a;
   CLI_ARGS_OR_RETURN(
@@ -229,12 +262,17 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
   if (rc == QS_EINVAL) return cli_usage("%s: %s", label, err);
   if (rc) return cli_fail("%s: %s", label, err);
 
+  size_t first, count;
+  if ((rc = frames_parse(args_value(&a, "frames"), &first, &count)))
+    return rc;
+
   image in[16] = {{0}}, out[16] = {{0}};
   if (d->n_inputs > 16 || d->n_outputs > 16)
     return cli_fail("%s: too many inputs or outputs", d->name);
   for (size_t k = 0; k < d->n_inputs; k++)
-    if (tiff_read(a.pos[k], &in[k], err, sizeof err)) {
-      rc = cli_fail("%s", err);
+    if ((rc = tiff_read_pages(a.pos[k], first, count, &in[k], err,
+                              sizeof err))) {
+      rc = rc == QS_EINVAL ? cli_usage("%s", err) : cli_fail("%s", err);
       goto done;
     }
   run_request rq = {.inputs = in,
@@ -246,6 +284,7 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
   memset(&rep, 0, sizeof rep);
   int st = dry ? method_estimate(e, d->name, &rq, &rep)
                : method_run(e, d->name, &rq, out, d->n_outputs, &rep);
+  if (rep.record_status) cli_record_warn(c);
   if (st) {
     rc = cli_status_exit(st);
     cli_fail("%s: %s", label, engine_error(e));
@@ -309,5 +348,7 @@ int cmd_run(cli *c, int argc, char **argv) {
 }
 
 int cmd_esrrf(cli *c, int argc, char **argv) {
+  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+    if (!strcmp(argv[i], "--stream")) return cmd_stream(c, argc, argv);
   return run_method(c, "esrrf", "esrrf", argc, argv);
 }

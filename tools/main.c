@@ -16,6 +16,7 @@ typedef struct command {
 static const command commands[] = {
     {"run", cmd_run, "run a method on TIFF stacks"},
     {"esrrf", cmd_esrrf, "eSRRF super-resolution (= run esrrf)"},
+    {"stream", cmd_stream, "live eSRRF on frames as they arrive"},
     {"methods", cmd_methods, "methods, parameters and implementations"},
     {"bench", cmd_bench, "benchmark sweeps over sizes and implementations"},
     {"db", cmd_db, "inspect and maintain the timing store"},

@@ -7,7 +7,10 @@ For each method and size of the benchmark sweep it runs every NanoPyx run
 type (unthreaded, threaded, threaded_static, threaded_dynamic,
 threaded_guided, opencl) and NanoPyx's automatic choice, and every available
 quicksilver implementation and quicksilver's automatic choice (through the
-C driver bench/qs_run.c), on the same simulated input, and records:
+C driver bench/qs_run.c), and quicksilver's automatic choice through its
+Python binding (the same kind of call as NanoPyx's: a Python function on a
+numpy array; contender "quicksilver-py auto", when the binding is built), on
+the same simulated input, and records:
 
 - time: a warm-up, then repeats, interleaved across contenders and the two
   systems (NanoPyx, quicksilver, NanoPyx, ...) so that drift of a shared
@@ -199,6 +202,71 @@ class Server:
         return last
 
 
+def _vm_kb(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return None
+
+
+def py_worker(argv):
+    """The Python-binding contender, run as `compare.py --py-worker MODE
+    ...` with PYTHONPATH at the build's binding: the input loaded once into
+    a numpy array, then each call timed around quicksilver.Engine.run (the
+    user-facing call, output arrays included). MODE once: one call, the
+    outputs concatenated into --out, one JSON line (seconds, used, peak and
+    pre-call VmHWM). MODE serve: "run IMPL" lines (auto: the agent chooses)
+    answered with JSON lines, "quit" with the peak."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["once", "serve"])
+    ap.add_argument("--method")
+    ap.add_argument("--input")
+    ap.add_argument("--shape")
+    ap.add_argument("--params")
+    ap.add_argument("--out")
+    a = ap.parse_args(argv)
+    import numpy as np
+    import quicksilver as qs
+    shape = tuple(int(v) for v in a.shape.split(","))
+    x = np.fromfile(a.input, dtype=np.float32).reshape(shape)
+    params = json.loads(a.params)
+    eng = qs.Engine()  # QUICKSILVER_DB from the harness's environment
+    before = _vm_kb("VmHWM")
+
+    def call(impl):
+        t0 = time.perf_counter()
+        res = eng.run(a.method, x, impl=None if impl == "auto" else impl,
+                      **params)
+        return res, time.perf_counter() - t0
+
+    if a.mode == "once":
+        res, t = call("auto")
+        with open(a.out, "wb") as f:
+            for o in res:
+                o.tofile(f)
+        print(json.dumps({"seconds": t, "used": res.report.impl,
+                          "peak_rss_kb": _vm_kb("VmHWM"),
+                          "rss_before_kb": before,
+                          "shapes": [list(o.shape) for o in res]}))
+        eng.close()
+        return
+    for line in sys.stdin:
+        words = line.split()
+        if words[:1] == ["run"]:
+            try:
+                res, t = call(words[1] if len(words) > 1 else "auto")
+                print(json.dumps({"seconds": t, "used": res.report.impl}),
+                      flush=True)
+                del res
+            except qs.Error as err:
+                print(json.dumps({"error": str(err)}), flush=True)
+        elif words[:1] == ["quit"]:
+            print(json.dumps({"peak_rss_kb": _vm_kb("VmHWM")}), flush=True)
+            break
+    eng.close()
+
+
 class Harness:
     def __init__(self, args):
         self.a = args
@@ -215,6 +283,16 @@ class Harness:
             if os.path.exists(db + suffix):
                 os.remove(db + suffix)
         self.qs_env = dict(self.env, QUICKSILVER_DB=db)
+        # The binding built in the same build directory, when it is there;
+        # it shares the timing store with the C driver, as two host
+        # programs of one user would.
+        self.py_path = os.path.join(args.build, "tools", "python")
+        self.has_py = os.path.exists(os.path.join(self.py_path, "quicksilver",
+                                                  "__init__.py"))
+        self.py_env = dict(self.qs_env, PYTHONPATH=self.py_path)
+        if not self.has_py:
+            print("compare: no Python binding in the build; the "
+                  "quicksilver-py contender is left out", file=sys.stderr)
         # NanoPyx's engine starts from its packaged defaults, as
         # quicksilver starts from an empty store.
         shutil.rmtree(os.path.join(self.env["HOME"], ".liquid_engine"),
@@ -243,6 +321,11 @@ class Harness:
             argv += ["-p", f"{k}={v}"]
         return argv
 
+    def py_argv(self, mode, method, inp, shape, params):
+        return [sys.executable, os.path.abspath(__file__), "--py-worker",
+                mode, "--method", method, "--input", inp, "--shape",
+                ",".join(map(str, shape)), "--params", json.dumps(params)]
+
     def qs_impls(self, method):
         p = subprocess.run([self.qs_run, "-m", method, "--list"],
                            env=self.qs_env, capture_output=True, text=True)
@@ -259,6 +342,10 @@ class Harness:
             argv = self.npx_argv("once", method, inp, shape, params) + [
                 "--run-type", name, "--out", outfile]
             env = self.env
+        elif sysname == "quicksilver-py":
+            argv = self.py_argv("once", method, inp, shape, params) + [
+                "--out", outfile]
+            env = self.py_env
         else:
             argv = self.qs_argv(method, inp, shape, params) + [
                 "-I", name, "-w", "0", "-r", "1", "-o", outfile]
@@ -295,6 +382,8 @@ class Harness:
         contenders = [("nanopyx", rt) for rt in NPX_RUN_TYPES + ["auto"]]
         qs = self.qs_impls(method)
         contenders += [("quicksilver", i) for i in qs + ["auto"]]
+        if self.has_py:
+            contenders.append(("quicksilver-py", "auto"))
         rows = {c: {"system": c[0], "contender": c[1], "times": [],
                     "used": [], "engine_seconds": []} for c in contenders}
         ref = os.path.join(self.tmp, "ref.f32")
@@ -326,6 +415,8 @@ class Harness:
                      self.env, self.log)
         qsv = Server(self.qs_argv(method, inp, shape, params) + ["--serve"],
                      self.qs_env, self.log)
+        pyv = Server(self.py_argv("serve", method, inp, shape, params),
+                     self.py_env, self.log)
         plan = {}
         for c, row in rows.items():
             if "error" in row or self.a.memory_only:
@@ -345,14 +436,15 @@ class Harness:
             warm = self.a.warmup if t < 2.0 else 0
             plan[c] = (warm, reps)
         order = interleave([c for c in contenders if c[0] == "nanopyx"],
-                           [c for c in contenders if c[0] == "quicksilver"])
+                           [c for c in contenders if c[0] != "nanopyx"])
         rounds = max((w + r for w, r in plan.values()), default=0)
         for k in range(rounds):
             for c in order:
                 if c not in plan or k >= sum(plan[c]) or \
                         "error" in rows[c]:
                     continue
-                srv = npx if c[0] == "nanopyx" else qsv
+                srv = {"nanopyx": npx, "quicksilver": qsv,
+                       "quicksilver-py": pyv}[c[0]]
                 tmo = max(self.a.timeout, 20 * rows[c]["once_seconds"])
                 r = srv.ask(f"run {c[1]}", tmo)
                 if "error" in r:
@@ -368,6 +460,7 @@ class Harness:
                             r["engine_seconds"])
         npx.stop()
         qsv.stop()
+        pyv.stop()
         for f in (inp, ref):
             if os.path.exists(f):
                 os.remove(f)
@@ -429,6 +522,11 @@ def summarise(case):
         a = qauto[0]
         s["qs_auto"] = (",".join(sorted(set(a["used"]))), a["median"],
                         a.get("peak_rss_kb"))
+    qpy = [r for r in case["rows"] if r["system"] == "quicksilver-py" and
+           ok(r)]
+    if qpy:
+        s["qs_py_auto"] = (",".join(sorted(set(qpy[0]["used"]))),
+                           qpy[0]["median"], qpy[0].get("peak_rss_kb"))
     serial = [r for r in qs if r["contender"] == "serial"]
     if serial and "accuracy" in serial[0]:
         s["serial_accuracy"] = serial[0]["accuracy"]
@@ -469,16 +567,18 @@ def markdown(res):
              "## Summary", "",
              "| case | NanoPyx fastest | NanoPyx auto (chose; overhead) | "
              "quicksilver auto (chose) | quicksilver fastest | "
+             "quicksilver auto via Python (chose) | "
              "NanoPyx fastest / qs auto | NanoPyx auto / qs auto | "
              "peak MiB NanoPyx fastest → qs auto | serial vs NanoPyx: "
              "max rel, r |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for c in res["cases"]:
         s = c["summary"]
         nb = s.get("npx_best")
         na = s.get("npx_auto")
         qa = s.get("qs_auto")
         qb = s.get("qs_best")
+        qp = s.get("qs_py_auto")
         acc = s.get("serial_accuracy") or {}
         cells = [
             c["id"],
@@ -486,6 +586,7 @@ def markdown(res):
             f"{fmt_t(na[1])} ({na[0]}; {fmt_t(na[3])})" if na else "–",
             f"{fmt_t(qa[1])} ({qa[0]})" if qa else "–",
             f"{qb[0]} {fmt_t(qb[1])}" if qb else "–",
+            f"{fmt_t(qp[1])} ({qp[0]})" if qp else "–",
             f"{s['speedup_vs_npx_best']:.2f}×"
             if "speedup_vs_npx_best" in s else "–",
             f"{s['speedup_vs_npx_auto']:.2f}×"
@@ -582,15 +683,22 @@ def versions():
 
 
 def build(dirname):
-    """Release build of quicksilver for the driver, unless present."""
+    """Release build of quicksilver for the driver and the Python binding,
+    unless present. The binding is built for this interpreter (NanoPyx's
+    environment, which has numpy): meson finds it first on PATH."""
     exe = os.path.join(dirname, "bench", "qs_run")
-    if os.path.exists(exe) and not os.environ.get("QS_COMPARE_REBUILD"):
+    binding = os.path.join(dirname, "tools", "python", "quicksilver")
+    if os.path.exists(exe) and os.path.exists(binding) and \
+            not os.environ.get("QS_COMPARE_REBUILD"):
         return
     env = npxenv.child_env()
-    if not os.path.exists(os.path.join(dirname, "build.ninja")):
-        subprocess.run(["meson", "setup", dirname, "--buildtype=release"],
-                       cwd=npxenv.ROOT, check=True, stdout=sys.stderr,
-                       env=env)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + \
+        env.get("PATH", "")
+    setup = ["meson", "setup", dirname, "--buildtype=release"]
+    if os.path.exists(os.path.join(dirname, "build.ninja")):
+        setup.append("--reconfigure")  # picks up this interpreter
+    subprocess.run(setup, cwd=npxenv.ROOT, check=True, stdout=sys.stderr,
+                   env=env)
     subprocess.run(["meson", "compile", "-C", dirname], cwd=npxenv.ROOT,
                    check=True, stdout=sys.stderr, env=env)
     if not os.path.exists(exe):
@@ -598,6 +706,8 @@ def build(dirname):
 
 
 def main():
+    if sys.argv[1:2] == ["--py-worker"]:
+        return py_worker(sys.argv[2:])
     ap = argparse.ArgumentParser(
         description="quicksilver and NanoPyx side by side")
     ap.add_argument("--quick", action="store_true",

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "methods/esrrf/esrrf.h"
+#include "methods/esrrf/fused.h"
 #include "methods/methods.h"
 
 /* ------------------------------------------------------------- geometry */
@@ -63,10 +64,14 @@ static int esrrf_shape(const image *in, const double *p, image *out,
   size_t t = (in->frames + fpt - 1) / fpt;
   size_t last = in->frames - (t - 1) * fpt;
   if (kind == TEMPORAL_TAC2 && last < 2) {
+    /* Refused rather than NanoPyx's NaN timepoint: a NaN image is easily
+     * taken for a result. The message says how to drop the frame. */
     snprintf(err, err_len,
              "frames_per_timepoint: tac2 needs at least 2 frames in every "
-             "timepoint; %zu frames by %zu leave %zu in the last one",
-             in->frames, fpt, last);
+             "timepoint; %zu frames by %zu leave %zu in the last one: leave "
+             "that frame out (the first %zu frames; quicksilver's --frames "
+             "0:%zu) or choose another frames_per_timepoint",
+             in->frames, fpt, last, in->frames - last, in->frames - last);
     return QS_EPARAM;
   }
   if (kind == TEMPORAL_NONE) t = in->frames;
@@ -312,9 +317,13 @@ static const param_def esrrf_params[] = {
 static const impl_def esrrf_impls[] = {
     QS_CPU_IMPLS(esrrf_run_chain, 1, 8),
     {"fused", IMPL_THREADED, esrrf_run_fused, NULL, 1, SCHED_DYNAMIC, 4},
+    {"fused_vec", IMPL_THREADED, esrrf_run_fused_vec, NULL, 1, SCHED_DYNAMIC,
+     4},
+    {"fused_avx2", IMPL_THREADED, esrrf_run_fused_avx2, esrrf_avx2_probe, 1,
+     SCHED_DYNAMIC, 4},
     {"composed", IMPL_COMPOSITE, esrrf_run_composed, NULL, 1, SCHED_STATIC, 0},
 #if QS_HAVE_OPENCL
-    {"opencl", IMPL_OPENCL, esrrf_run_opencl, esrrf_cl_probe, 1, SCHED_STATIC,
+    {"opencl", IMPL_OPENCL, esrrf_run_opencl, esrrf_cl_probe, 2, SCHED_STATIC,
      0},
 #else
     QS_OPENCL_IMPL(NULL, 1),

@@ -29,52 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "methods/esrrf/esrrf.h"
-#include "methods/math/catmull_rom.h"
+#include "methods/esrrf/fused.h"
 #include "methods/methods.h"
-
-/* Nodes of the weight table over [0, tSO]. */
-#define FZ_NODES 1024
-
-/* One sample position along an axis: offset from the pixel centre (float,
- * as the reference computes it) and index into the compact grid. */
-typedef struct fz_tap {
-  float delta;
-  int idx;
-} fz_tap;
-
-/* One sample of an interior pixel of a phase pair: window offsets j, i,
- * and the weight w0 at distance d0 with its slope w1. */
-typedef struct fz_cand {
-  unsigned short j, i;
-  float d0, w0, w1;
-} fz_cand;
 
 /* Candidate lists are built when all phase pairs hold at most this many
  * entries; beyond (huge M and radius) every pixel takes the general loop. */
 #define FZ_MAX_CANDS ((size_t)1 << 20)
-
-/* One half-pixel gradient sample and its inverse norm. */
-typedef struct fz_cell {
-  float gx, gy, inv, pad;
-} fz_cell;
-
-typedef struct fused {
-  const method_call *c;
-  esrrf_geom g;
-  int win;                /* window length end - start */
-  fz_tap *ty, *tx;        /* per output row / column: win taps */
-  int *ny, *nx;           /* valid taps per output row / column */
-  float wt[FZ_NODES + 1][4]; /* node d, weight, slope, half curvature */
-  float inv_h;
-  fz_cand *cand;          /* per phase pair, NULL: general loop only */
-  int *cand_at;           /* M² + 1 offsets into cand */
-  cr_taps *hr, *hc;       /* grid row / column taps: 2R + 1, 2C + 1 */
-  QS_ACC *sums;           /* 2·C column sums per worker */
-  float *grad, *mag;      /* 2·R·C; R·M·C·M (intensity weighting only) */
-  fz_cell *grid;          /* (2R + 1)(2C + 1) */
-  float *dst;
-} fused;
 
 /* The window taps of output index i along an axis of n_m magnified pixels
  * (n original), in the reference's order; returns how many are valid. */
@@ -196,29 +156,28 @@ static float fz_general(const fused *s, const fz_tap *ty, int nty,
   return rgc_finish(rgc, wsum, s->g.k.sens);
 }
 
+float fused_pixel(const fused *s, int y, int x) {
+  const fz_tap *ty = s->ty + (size_t)y * (size_t)s->win;
+  const fz_tap *tx = s->tx + (size_t)x * (size_t)s->win;
+  int nty = s->ny[y], ntx = s->nx[x], mag = s->g.mag;
+  if (s->cand && nty == s->win && ntx == s->win) {
+    const int *at = s->cand_at + (y % mag) * mag + x % mag;
+    return fz_interior(s, ty, tx, s->cand + at[0], s->cand + at[1]);
+  }
+  return fz_general(s, ty, nty, tx, ntx);
+}
+
 /* Output rows [b, e) of the frame's map. */
 static int fz_rgc_rows(void *ctx, size_t b, size_t e, int worker) {
   (void)worker;
   const fused *s = ctx;
   const esrrf_geom *g = &s->g;
-  int win = s->win, mag = g->mag;
   for (size_t y = b; y < e; y++) {
     if ((int)y < g->margin || (int)y >= g->rows_m - g->margin) continue;
-    const fz_tap *ty = s->ty + y * (size_t)win;
-    int nty = s->ny[y];
     float *o = s->dst + y * (size_t)g->cols_m;
     const float *im = s->mag ? s->mag + y * (size_t)g->cols_m : NULL;
-    const int *at = s->cand ? s->cand_at + (y % (size_t)mag) * mag : NULL;
     for (int x = g->margin; x < g->cols_m - g->margin; x++) {
-      const fz_tap *tx = s->tx + (size_t)x * (size_t)win;
-      int ntx = s->nx[x];
-      float v;
-      if (at && nty == win && ntx == win) {
-        int ph = x % mag;
-        v = fz_interior(s, ty, tx, s->cand + at[ph], s->cand + at[ph + 1]);
-      } else {
-        v = fz_general(s, ty, nty, tx, ntx);
-      }
+      float v = fused_pixel(s, (int)y, x);
       o[x] = im ? v * im[x] : v;
     }
   }
@@ -235,7 +194,7 @@ static int fz_candidates(fused *s) {
   const esrrf_geom *g = &s->g;
   size_t m = (size_t)g->mag, win = (size_t)s->win;
   if (m * m * win * win > FZ_MAX_CANDS) return QS_OK;
-  int rep_y[TEMPORAL_MAX_MAG], rep_x[TEMPORAL_MAX_MAG];
+  int *rep_y = s->rep_y, *rep_x = s->rep_x;
   for (size_t p = 0; p < m; p++) {
     rep_y[p] = rep_x[p] = -1;
     for (size_t y = p; y < (size_t)g->rows_m && rep_y[p] < 0; y += m)
@@ -249,7 +208,7 @@ static int fz_candidates(fused *s) {
   if (!s->cand || !s->cand_at) return QS_ENOMEM;
   /* a centre near coordinate n is off by at most half an ulp of n */
   double side = g->rows > g->cols ? g->rows : g->cols;
-  float slack = (float)(4 * side * FLT_EPSILON + 1e-6);
+  float slack = s->slack = (float)(4 * side * FLT_EPSILON + 1e-6);
   double tss = g->k.tss;
   int n = 0;
   for (size_t py = 0; py < m; py++)
@@ -297,8 +256,7 @@ static int fz_maps(void *state, size_t f0, size_t n, float *dst) {
       rc = s->c->parallel_for(s->c, 0, 2 * (size_t)g->rows + 1, fz_grid_rows,
                               s);
     s->dst = dst + k * g->plane;
-    if (!rc)
-      rc = s->c->parallel_for(s->c, 0, (size_t)g->rows_m, fz_rgc_rows, s);
+    if (!rc) rc = s->var->frame(s);
     if (rc) return rc;
   }
   return QS_OK;
@@ -348,12 +306,29 @@ static int fz_plan(fused *s) {
   return fz_candidates(s);
 }
 
-int esrrf_run_fused(const method_call *c) {
+static int fz_pass_plan(fused *s) {
+  (void)s;
+  return QS_OK;
+}
+
+static int fz_pass_frame(fused *s) {
+  return s->c->parallel_for(s->c, 0, (size_t)s->g.rows_m, fz_rgc_rows, s);
+}
+
+static void fz_pass_done(fused *s) { (void)s; }
+
+const fused_variant fused_scalar_pass = {fz_pass_plan, fz_pass_frame,
+                                         fz_pass_done};
+
+int fused_run(const method_call *c, const fused_variant *var) {
   fused *s = calloc(1, sizeof *s);
   if (!s) return QS_ENOMEM;
+  if (!var) var = &fused_scalar_pass;
   s->c = c;
+  s->var = var;
   esrrf_geom_of(c, &s->g);
   int rc = fz_plan(s);
+  if (!rc) rc = var->plan(s);
   if (rc)
     snprintf(c->err, c->err_len,
              "esrrf: no memory for the fused tables and one frame's grids "
@@ -361,6 +336,7 @@ int esrrf_run_fused(const method_call *c) {
              s->g.rows, s->g.cols, s->g.mag);
   else
     rc = esrrf_drive(c, &s->g, 1, fz_maps, s);
+  var->done(s);
   free(s->ty);
   free(s->ny);
   free(s->hr);
@@ -373,3 +349,5 @@ int esrrf_run_fused(const method_call *c) {
   free(s);
   return rc;
 }
+
+int esrrf_run_fused(const method_call *c) { return fused_run(c, NULL); }

@@ -2,26 +2,34 @@
  *
  * rgc streams its three inputs through rgc.cl with cl_frames.
  *
- * eSRRF's chained path keeps everything of a batch on the device: one
- * upload of the raw frames, the half-pixel gradient grids (esrrf.cl, no
- * ×2M images and no Roberts buffer), the ×M intensity (shift_magnify.cl),
- * RGC (rgc.cl), one download of the maps, which the host folds into the
- * timepoint's statistic as they arrive (esrrf_drive), so device memory
- * holds one batch and host memory the accumulators. The next batch's
- * frames upload on a second queue while this one computes. A frame needs
+ * eSRRF's chained path keeps everything on the device: one upload of the
+ * raw frames, the half-pixel gradient grids (esrrf.cl, no ×2M images and
+ * no Roberts buffer), the ×M intensity (shift_magnify.cl), RGC (rgc.cl)
+ * into a batch of maps, and with a temporal statistic the fold of those
+ * maps into device accumulators (cl_stat.c, esrrf_stat.cl): the only
+ * download is each timepoint's image, 4·R·M·C·M bytes, and the host
+ * applies the macro-pixel correction to it. With temporal=none the maps
+ * come down batch by batch (esrrf_drive). Device memory holds one batch
+ * and the accumulators. The next batch's frames upload on a second queue
+ * while this one computes. A frame needs
  * 4·R·C·(2 + 2·(2 + 1/R)(2 + 1/C) + 2·M²) ≈ 4·R·C·(10 + 2·M²) bytes, its
- * input twice for the overlap (NanoPyx: 4·R·C·(3 + 10·M²)); batches are
- * sized once from the device's memory and largest allocation
+ * input twice for the overlap (NanoPyx: 4·R·C·(3 + 10·M²)), the statistic
+ * 4·R·M·C·M·(slots + 1) bytes once; batches are sized once from the
+ * device's memory and largest allocation
  * (cl_budget_frames), never by retrying. */
 #include "qs_config.h"
 
 #if QS_HAVE_OPENCL
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cl/clrt.h"
 #include "engine/timer.h"
 #include "methods/cl_frames.h"
+#include "methods/esrrf/cl_stat.h"
 #include "methods/esrrf/esrrf.h"
 #include "methods/methods.h"
 
@@ -84,14 +92,14 @@ int rgc_run_opencl(const method_call *c) {
 
 /* ---------------------------------------------------------------- eSRRF */
 
-enum { B_IN, B_GX, B_GY, B_MAG, B_OUT, B_COUNT };
+enum { B_IN, B_GRID, B_MAG, B_OUT, B_COUNT };
 enum { K_GRID, K_MAG, K_RGC, K_COUNT };
 
 static const char *const KERNEL_FILES[K_COUNT] = {"esrrf.cl",
                                                   "shift_magnify.cl",
-                                                  "rgc.cl"};
+                                                  "esrrf.cl"};
 static const char *const KERNEL_NAMES[K_COUNT] = {"esrrf_grid",
-                                                  "shift_magnify", "rgc"};
+                                                  "shift_magnify", "esrrf_rgc"};
 /* shift_magnify.cl with the shift_magnify method's options, so that both
  * share one cached program (and its exact coordinate division). */
 static const char *const KERNEL_OPTIONS[K_COUNT] = {
@@ -101,7 +109,7 @@ static const char *const KERNEL_OPTIONS[K_COUNT] = {
 static void cl_frame_bytes(const esrrf_geom *g, size_t *per_frame) {
   size_t grid = (2 * (size_t)g->rows + 1) * (2 * (size_t)g->cols + 1);
   per_frame[B_IN] = 4 * (size_t)g->rows * (size_t)g->cols;
-  per_frame[B_GX] = per_frame[B_GY] = 4 * grid;
+  per_frame[B_GRID] = 16 * grid; /* (gx, gy, 1/|G|, 0) a cell */
   per_frame[B_MAG] = g->weight ? 4 * g->plane : 0;
   per_frame[B_OUT] = 4 * g->plane;
 }
@@ -110,15 +118,21 @@ static void cl_frame_bytes(const esrrf_geom *g, size_t *per_frame) {
  * and at most a timepoint (esrrf_drive never asks for more). */
 static int cl_batch(const method_call *c, const esrrf_geom *g, size_t *batch,
                     char *err, size_t err_len) {
-  size_t per_frame[B_COUNT + 1], sum = 0;
+  /* the buffers, the second input slot, the statistic's accumulators and
+   * timepoint image (fixed) */
+  size_t per_frame[B_COUNT + 3] = {0}, fixed[B_COUNT + 3] = {0}, sum = 0;
   cl_frame_bytes(g, per_frame);
-  per_frame[B_COUNT] = per_frame[B_IN]; /* the second input slot */
+  per_frame[B_COUNT] = per_frame[B_IN];
+  if (g->kind != TEMPORAL_NONE) {
+    fixed[B_COUNT + 1] = cl_stat_slots(g->kind) * g->plane * sizeof(float);
+    fixed[B_COUNT + 2] = g->plane * sizeof(float);
+  }
   for (int k = 0; k <= B_COUNT; k++) sum += per_frame[k];
   size_t wanted = g->kind == TEMPORAL_NONE ? g->frames : g->fpt;
   if (ESRRF_CL_BATCH_BYTES / sum < wanted)
     wanted = ESRRF_CL_BATCH_BYTES / sum ? ESRRF_CL_BATCH_BYTES / sum : 1;
-  return cl_budget_frames(cldev_about(c->device), per_frame, NULL,
-                          B_COUNT + 1, wanted, batch, err, err_len);
+  return cl_budget_frames(cldev_about(c->device), per_frame, fixed,
+                          B_COUNT + 3, wanted, batch, err, err_len);
 }
 
 int esrrf_cl_probe(const method_call *c, char *why, size_t why_len) {
@@ -152,7 +166,12 @@ typedef struct chained {
   slot in[2];
   int next;               /* slot for an upload nobody prepared */
   size_t batch, per_frame[B_COUNT];
-  size_t global[K_COUNT][3];
+  size_t global[K_COUNT][3], local[3]; /* local: esrrf_rgc's */
+  cl_mem cand, cand_at;   /* the phase pairs' candidate samples */
+  size_t cand_bytes;      /* both tables */
+  cl_stat st;             /* the statistic (not with temporal=none) */
+  cl_event ev[K_COUNT];   /* the last chain's kernels (cl_chain_done) */
+  int ran;                /* the slot the last chain read, -1: none */
   double dev_s, once;
 } chained;
 
@@ -171,7 +190,11 @@ static int cl_launch(chained *s, int i, cl_event wait, cl_event *ev) {
   int first = cldev_first_launch(c->device, KERNEL_NAMES[i], s->global[i], 3);
   int64_t t0 = timer_ns();
   int rc = cl_status(clEnqueueNDRangeKernel(s->q, s->k[i], 3, NULL,
-                                            s->global[i], NULL, wait ? 1 : 0,
+                                            s->global[i],
+                                            i == K_RGC && s->local[0]
+                                                ? s->local
+                                                : NULL,
+                                            wait ? 1 : 0,
                                             wait ? &wait : NULL, ev),
                      KERNEL_NAMES[i], c->err, c->err_len);
   if (!rc && first) {
@@ -200,6 +223,7 @@ static int cl_upload(chained *s, int i, size_t f0, size_t n) {
     clReleaseEvent(wait);
     sl->freed = NULL;
   }
+  if (!rc) cldev_transfer(c->device, n * s->per_frame[B_IN], 0);
   if (!rc) rc = cl_status(clFlush(s->qu), "uploading frames", c->err,
                           c->err_len);
   sl->f0 = f0;
@@ -207,18 +231,28 @@ static int cl_upload(chained *s, int i, size_t f0, size_t n) {
   return rc;
 }
 
-/* The maps of frames [f0, f0 + n): the frames' upload (started by the
- * previous batch, if it guessed right), the chain, the next batch's
- * upload, one download. */
-static int cl_maps(void *state, size_t f0, size_t n, float *dst) {
-  chained *s = state;
+/* After the chain's maps were consumed (or a failure waited for): books
+ * the device time of the chain's commands and releases them. */
+static void cl_chain_done(chained *s) {
+  if (s->ran >= 0) event_drop(s, &s->in[s->ran].up);
+  for (int k = 0; k < K_COUNT; k++) event_drop(s, &s->ev[k]);
+  s->ran = -1;
+}
+
+/* Enqueues the chain for frames [f0, f0 + n) into the maps buffer: the
+ * frames' upload (started by the previous batch, if it guessed right), the
+ * kernels, the next batch's upload. *done receives the RGC kernel's event
+ * (valid until cl_chain_done). */
+static int cl_chain(chained *s, size_t f0, size_t n, cl_event *done) {
+  cl_chain_done(s);
   const method_call *c = s->c;
-  cl_event ev[K_COUNT + 1] = {NULL};
+  cl_event ev[K_COUNT] = {NULL};
   cl_int nf = (cl_int)n;
   int i = s->in[0].n == n && s->in[0].f0 == f0   ? 0
           : s->in[1].n == n && s->in[1].f0 == f0 ? 1
                                                  : -1;
   int rc = QS_OK;
+  *done = NULL;
   if (i < 0) {
     i = s->next;
     rc = cl_upload(s, i, f0, n);
@@ -231,9 +265,8 @@ static int cl_maps(void *state, size_t f0, size_t n, float *dst) {
                       "setting the input frames", c->err, c->err_len);
   for (int k = 0; !rc && k < K_COUNT; k++) {
     if (k == K_MAG && !s->g.weight) continue;
-    rc = cl_status(clSetKernelArg(s->k[k], k == K_GRID ? 3 : k == K_MAG ? 2
-                                                                         : 4,
-                                  sizeof nf, &nf),
+    rc = cl_status(clSetKernelArg(s->k[k], k == K_RGC ? 5 : 2, sizeof nf,
+                                  &nf),
                    "setting the frame count", c->err, c->err_len);
     if (!rc) rc = cl_launch(s, k, k == K_GRID ? sl->up : NULL, &ev[k]);
   }
@@ -247,17 +280,131 @@ static int cl_maps(void *state, size_t f0, size_t n, float *dst) {
     size_t f1 = f0 + n, n1 = esrrf_batch_at(&s->g, s->batch, f1);
     if (n1) rc = cl_upload(s, 1 - i, f1, n1);
   }
+  if (!rc) *done = ev[K_RGC];
+  /* their profiling times are read once the caller has waited
+   * (cl_chain_done) */
+  s->ran = i;
+  memcpy(s->ev, ev, sizeof ev);
+  return rc;
+}
+
+
+/* Waits for both queues after a failure, so that nothing still runs on
+ * memory the caller is about to release. */
+static void cl_quiesce(chained *s) {
+  clFinish(s->q);
+  clFinish(s->qu);
+}
+
+/* The maps of frames [f0, f0 + n): the chain, one download. */
+static int cl_maps(void *state, size_t f0, size_t n, float *dst) {
+  chained *s = state;
+  const method_call *c = s->c;
+  cl_event done = NULL, rd = NULL;
+  int rc = cl_chain(s, f0, n, &done);
+  size_t bytes = n * s->per_frame[B_OUT];
   if (!rc)
-    rc = cl_status(clEnqueueReadBuffer(s->q, s->buf[B_OUT], CL_TRUE, 0,
-                                       n * s->per_frame[B_OUT], dst, 0, NULL,
-                                       &ev[K_COUNT]),
+    rc = cl_status(clEnqueueReadBuffer(s->q, s->buf[B_OUT], CL_TRUE, 0, bytes,
+                                       dst, 0, NULL, &rd),
                    "reading the maps", c->err, c->err_len);
-  if (rc) {
-    clFinish(s->q);
-    clFinish(s->qu);
+  if (!rc) cldev_transfer(c->device, 0, bytes);
+  if (rc) cl_quiesce(s);
+  cl_chain_done(s);
+  event_drop(s, &rd);
+  return rc;
+}
+
+/* A call with a temporal statistic, all on the device: per timepoint, the
+ * chain's maps of each batch fold into the device accumulators; the
+ * timepoint's image is the only download (4 · R·M · C·M bytes); the
+ * macro-pixel correction runs on the host on that image (one pass over a
+ * map that is already in host memory: cheaper there than a device
+ * reduction and its launches). */
+static int cl_drive_device(chained *s) {
+  const method_call *c = s->c;
+  const esrrf_geom *g = &s->g;
+  float *out = c->out[0].data;
+  int rc = QS_OK;
+  for (size_t t0 = 0, tp = 0; !rc && t0 < g->frames; t0 += g->fpt, tp++) {
+    size_t t1 = t0 + g->fpt < g->frames ? t0 + g->fpt : g->frames;
+    for (size_t f = t0, n; !rc && f < t1; f += n) {
+      cl_event done = NULL;
+      n = esrrf_batch_at(g, s->batch, f);
+      rc = cl_chain(s, f, n, &done);
+      if (!rc)
+        rc = cl_stat_fold(&s->st, s->q, s->buf[B_OUT], n, done, c->err,
+                          c->err_len);
+      if (rc) cl_quiesce(s);
+      cl_chain_done(s);
+    }
+    float *img = out + tp * g->plane;
+    if (!rc) rc = cl_stat_finish(&s->st, s->q, img, c->err, c->err_len);
+    if (!rc && g->mpc)
+      temporal_mpc(img, (size_t)g->rows_m, (size_t)g->cols_m, g->mag);
   }
-  event_drop(s, &sl->up);
-  for (int k = 0; k < K_COUNT + 1; k++) event_drop(s, &ev[k]);
+  if (rc) cl_quiesce(s);
+  return rc;
+}
+
+/* One candidate sample of a phase pair, as esrrf.cl's esrrf_cand. */
+typedef struct cl_cand {
+  cl_int ji;
+  cl_float d0, w0, w1;
+} cl_cand;
+
+/* The candidate lists of every phase pair (py, px), in the reference's
+ * window order: from a representative pixel of the pair (the middle
+ * macro-pixel), every window offset whose distance is within tSO plus the
+ * largest centre rounding of any pixel of that phase, with the weight
+ * there (the reference's float) and its slope, w' = w·(4/d − 8d/tSS). The
+ * kernel checks each pixel's own bounds and disk. Uploaded once per call
+ * (counted: a fixed amount of bytes up, s->cand_bytes). */
+static int cl_candidates(chained *s) {
+  const esrrf_geom *g = &s->g;
+  const method_call *c = s->c;
+  size_t m = (size_t)g->mag, win = (size_t)(g->k.end - g->k.start);
+  cl_cand *cand = malloc(m * m * win * win * sizeof *cand);
+  cl_int *at = malloc((m * m + 1) * sizeof *at);
+  int rc = cand && at ? QS_OK : QS_ENOMEM;
+  if (rc) snprintf(c->err, c->err_len, "esrrf: no memory for the candidate "
+                                        "lists");
+  double side = g->rows > g->cols ? g->rows : g->cols;
+  float slack = (float)(4 * side * FLT_EPSILON + 1e-6);
+  cl_int n = 0;
+  for (size_t py = 0; !rc && py < m; py++)
+    for (size_t px = 0; px < m; px++) {
+      float yc = rgc_center((int)((size_t)g->rows / 2 * m + py), g->mag);
+      float xc = rgc_center((int)((size_t)g->cols / 2 * m + px), g->mag);
+      int by = (int)(RGC_GM * yc), bx = (int)(RGC_GM * xc);
+      at[py * m + px] = n;
+      for (int j = g->k.start; j < g->k.end; j++)
+        for (int i = g->k.start; i < g->k.end; i++) {
+          float dy = (float)(by + j) / RGC_GM - yc;
+          float dx = (float)(bx + i) / RGC_GM - xc;
+          float d = sqrtf(dx * dx + dy * dy);
+          if (d > g->k.tso + slack) continue;
+          float w0 = rgc_weight(d, g->k.tss);
+          double w1 = d > 0 ? w0 * (4.0 / d - 8.0 * d / g->k.tss) : 0;
+          cand[n++] = (cl_cand){((j - g->k.start) << 8) | (i - g->k.start),
+                                d, w0, (float)w1};
+        }
+    }
+  if (!rc) at[m * m] = n;
+  size_t cb = (size_t)(n ? n : 1) * sizeof *cand, ab = (m * m + 1) * sizeof *at;
+  if (!rc)
+    rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, cb,
+                      cand, "candidate samples", &s->cand, c->err,
+                      c->err_len);
+  if (!rc)
+    rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, ab,
+                      at, "candidate offsets", &s->cand_at, c->err,
+                      c->err_len);
+  if (!rc) {
+    s->cand_bytes = cb + ab;
+    cldev_transfer(c->device, s->cand_bytes, 0);
+  }
+  free(cand);
+  free(at);
   return rc;
 }
 
@@ -282,8 +429,7 @@ static int cl_setup(chained *s) {
   }
   cl_frame_bytes(g, s->per_frame);
   static const char *const what[B_COUNT] = {
-      "input frames", "column gradient grid", "row gradient grid",
-      "magnified frames", "RGC maps"};
+      "input frames", "gradient grid", "magnified frames", "RGC maps"};
   for (int b = B_IN + 1; !rc && b < B_COUNT; b++)
     if (s->per_frame[b])
       rc = cldev_buffer(c->device, CL_MEM_READ_WRITE,
@@ -301,17 +447,18 @@ static int cl_setup(chained *s) {
   if (rc) return rc;
   cl_int rows = g->rows, cols = g->cols, mag = g->mag;
   float fm = (float)g->mag, zero = 0;
-  cl_mem in = s->in[0].mem, gx = s->buf[B_GX], gy = s->buf[B_GY];
+  rc = cl_candidates(s);
+  if (rc) return rc;
+  cl_mem in = s->in[0].mem, grid = s->buf[B_GRID];
   cl_mem mg = g->weight ? s->buf[B_MAG] : s->buf[B_OUT];
   cl_mem out = s->buf[B_OUT];
   cl_kernel kg = s->k[K_GRID], km = s->k[K_MAG];
   cl_int e = CL_SUCCESS;
   e |= clSetKernelArg(kg, 0, sizeof in, &in);
-  e |= clSetKernelArg(kg, 1, sizeof gx, &gx);
-  e |= clSetKernelArg(kg, 2, sizeof gy, &gy);
-  e |= clSetKernelArg(kg, 4, sizeof rows, &rows);
-  e |= clSetKernelArg(kg, 5, sizeof cols, &cols);
-  e |= clSetKernelArg(kg, 6, sizeof mag, &mag);
+  e |= clSetKernelArg(kg, 1, sizeof grid, &grid);
+  e |= clSetKernelArg(kg, 3, sizeof rows, &rows);
+  e |= clSetKernelArg(kg, 4, sizeof cols, &cols);
+  e |= clSetKernelArg(kg, 5, sizeof mag, &mag);
   e |= clSetKernelArg(km, 0, sizeof in, &in);
   e |= clSetKernelArg(km, 1, sizeof mg, &mg);
   e |= clSetKernelArg(km, 3, sizeof rows, &rows);
@@ -321,15 +468,28 @@ static int cl_setup(chained *s) {
   e |= clSetKernelArg(km, 7, sizeof fm, &fm);
   e |= clSetKernelArg(km, 8, sizeof fm, &fm);
   cl_kernel kr = s->k[K_RGC];
-  e |= clSetKernelArg(kr, 0, sizeof gx, &gx);
-  e |= clSetKernelArg(kr, 1, sizeof gy, &gy);
-  e |= clSetKernelArg(kr, 2, sizeof mg, &mg);
-  e |= clSetKernelArg(kr, 3, sizeof out, &out);
+  cl_int start = g->k.start, margin = g->margin, weight = g->weight;
+  e |= clSetKernelArg(kr, 0, sizeof grid, &grid);
+  e |= clSetKernelArg(kr, 1, sizeof mg, &mg);
+  e |= clSetKernelArg(kr, 2, sizeof out, &out);
+  e |= clSetKernelArg(kr, 3, sizeof s->cand, &s->cand);
+  e |= clSetKernelArg(kr, 4, sizeof s->cand_at, &s->cand_at);
+  e |= clSetKernelArg(kr, 6, sizeof rows, &rows);
+  e |= clSetKernelArg(kr, 7, sizeof cols, &cols);
+  e |= clSetKernelArg(kr, 8, sizeof mag, &mag);
+  e |= clSetKernelArg(kr, 9, sizeof start, &start);
+  e |= clSetKernelArg(kr, 10, sizeof(float), &g->k.tso);
+  e |= clSetKernelArg(kr, 11, sizeof(float), &g->k.sens);
+  e |= clSetKernelArg(kr, 12, sizeof margin, &margin);
+  e |= clSetKernelArg(kr, 13, sizeof weight, &weight);
   rc = cl_status(e, "setting the chain's arguments", err, len);
-  rgc_grid grid = rgc_grid_half(g->rows, g->cols);
-  if (!rc)
-    rc = rgc_cl_args_set(kr, 5, &g->k, g->margin, g->weight, &grid,
-                         (cl_long)(s->per_frame[B_GX] / 4), err, len);
+  /* work-groups of one phase pair: a run of work-items along a row that
+   * divides the C work-items of a column phase */
+  size_t lx = 0;
+  for (size_t d = 64; d >= 8 && !lx; d--)
+    if ((size_t)g->cols % d == 0) lx = d;
+  s->local[0] = lx;
+  s->local[1] = s->local[2] = 1;
   size_t gsz[K_COUNT][2] = {
       {2 * (size_t)g->cols + 1, 2 * (size_t)g->rows + 1},
       {(size_t)g->cols_m, (size_t)g->rows_m},
@@ -346,11 +506,23 @@ int esrrf_run_opencl(const method_call *c) {
   chained s;
   memset(&s, 0, sizeof s);
   s.c = c;
+  s.ran = -1;
   esrrf_geom_of(c, &s.g);
   int rc = c->device ? QS_OK : QS_EUNAVAIL;
   if (rc) snprintf(c->err, c->err_len, "esrrf: no OpenCL device given");
   if (!rc) rc = cl_setup(&s);
-  if (!rc) rc = esrrf_drive(c, &s.g, s.batch, cl_maps, &s);
+  if (!rc && s.g.kind != TEMPORAL_NONE)
+    rc = cl_stat_open(&s.st, c->device, s.g.kind, s.g.plane, c->err,
+                      c->err_len);
+  if (!rc)
+    rc = s.g.kind == TEMPORAL_NONE
+             ? esrrf_drive(c, &s.g, s.batch, cl_maps, &s)
+             : cl_drive_device(&s);
+  cl_stat_close(&s.st);
+  s.dev_s += s.st.dev_s;
+  s.once += s.st.once_s;
+  if (s.q) clFinish(s.q);
+  cl_chain_done(&s);
   if (s.qu) {
     clFinish(s.qu);
     clReleaseCommandQueue(s.qu);
@@ -362,6 +534,8 @@ int esrrf_run_opencl(const method_call *c) {
   }
   for (int b = 0; b < B_COUNT; b++)
     if (s.buf[b]) clReleaseMemObject(s.buf[b]);
+  if (s.cand) clReleaseMemObject(s.cand);
+  if (s.cand_at) clReleaseMemObject(s.cand_at);
   for (int i = 0; i < K_COUNT; i++)
     if (s.k[i]) clReleaseKernel(s.k[i]);
   if (c->device_seconds) *c->device_seconds += s.dev_s;

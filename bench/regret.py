@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""regret.py — the engine's regret, measured as a user meets it: one
+`quicksilver run` process per call.
+
+For every case (method, input size, parameters) of a sweep that crosses
+the CPU/OpenCL and serial/threaded crossovers on this machine:
+  1. cold: a fresh timing store, one automatic call (calibration included);
+  2. warm: WARM more automatic calls in that store (what the engine learned
+     from its own calls);
+  3. forced: every available implementation, REPEATS calls each, in that
+     store; the oracle is the fastest median.
+Per case it reports the oracle, the cold and the warm choice, regret =
+chosen's forced median / oracle - 1 (the decision's cost), the cold call's
+regret including calibration ((run + calibration) / oracle - 1), the
+calibration's share of the cold call, and the cold run's own time over the
+same implementation's forced median (interference, cold caches). A summary
+gives medians and worst cases. Measured, never asserted: numbers depend on
+the machine and its load (printed with the table).
+
+Usage: regret.py [--qs PATH] [--work DIR] [--quick] [--repeats N]
+                 [--warm N] [--json FILE] [--markdown FILE]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# (method, frames x rows x cols, parameters): chosen to cross the
+# crossovers (serial below about 64k pixels, threaded above, OpenCL's fixed
+# costs on a CPU device) for the three cheap-to-heavy methods.
+CASES = [
+    ('roberts_cross', (1, 64, 64), []),
+    ('roberts_cross', (10, 256, 256), []),
+    ('roberts_cross', (50, 512, 512), []),
+    ('roberts_cross', (20, 1024, 1024), []),
+    ('shift_magnify', (1, 64, 64), ['--magnification-row', '2',
+                                    '--magnification-col', '2']),
+    ('shift_magnify', (10, 256, 256), ['--magnification-row', '2',
+                                       '--magnification-col', '2']),
+    ('shift_magnify', (16, 512, 512), ['--magnification-row', '2',
+                                       '--magnification-col', '2']),
+    ('esrrf', (20, 64, 64), ['--magnification', '5']),
+    ('esrrf', (100, 64, 64), ['--magnification', '5']),
+    ('esrrf', (10, 256, 256), ['--magnification', '5']),
+]
+QUICK = [0, 1, 2, 4, 5, 7, 9]
+
+
+def run(cmd, env=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}: {p.stderr.strip()}")
+    return p.stdout
+
+
+def qs_run(qs, db, method, inp, out, params, impl=None):
+    cmd = [qs, '--db', db, 'run', method, inp, '-o', out, '--json', '-q']
+    cmd += params
+    if impl:
+        cmd += ['--impl', impl]
+    t0 = time.monotonic()
+    j = json.loads(run(cmd))
+    j['process_seconds'] = time.monotonic() - t0
+    return j
+
+
+def impls_of(qs, method):
+    j = json.loads(run([qs, '--db', ':memory:', 'methods', method,
+                        '--json']))
+    return [i['name'] for i in j[0]['impls'] if i['available']]
+
+
+def fresh(db):
+    for suffix in ('', '-wal', '-shm'):
+        try:
+            os.unlink(db + suffix)
+        except FileNotFoundError:
+            pass
+
+
+def case(qs, work, method, size, params, repeats, warm):
+    f, r, c = size
+    inp = os.path.join(work, f'in_{f}x{r}x{c}.tif')
+    if not os.path.exists(inp):
+        run([qs, 'simulate', '-o', inp, '--frames', str(f), '--rows',
+             str(r), '--cols', str(c), '-q'])
+    out = os.path.join(work, 'out.tif')
+    db = os.path.join(work, 'regret.db')
+    fresh(db)
+    cold = qs_run(qs, db, method, inp, out, params)
+    warms = [qs_run(qs, db, method, inp, out, params) for _ in range(warm)]
+    forced = {}
+    for impl in impls_of(qs, method):
+        forced[impl] = statistics.median(
+            qs_run(qs, db, method, inp, out, params, impl)['seconds']
+            for _ in range(repeats))
+    oracle_impl = min(forced, key=forced.get)
+    oracle = forced[oracle_impl]
+    w = warms[-1] if warms else cold
+    row = {
+        'method': method, 'size': f'{f}x{r}x{c}', 'oracle': oracle_impl,
+        'oracle_s': oracle,
+        'cold': cold['impl'], 'cold_reason': cold['reason'],
+        'cold_run_s': cold['seconds'],
+        'cold_calib_s': cold['calibration_seconds'],
+        'cold_process_s': cold['process_seconds'],
+        'warm': w['impl'],
+        'cold_regret': forced[cold['impl']] / oracle - 1,
+        'cold_regret_total': (cold['seconds'] + cold['calibration_seconds'])
+        / oracle - 1,
+        'warm_regret': forced[w['impl']] / oracle - 1,
+        'calib_share': cold['calibration_seconds'] /
+        (cold['seconds'] + cold['calibration_seconds']),
+        'cold_vs_warm': cold['seconds'] / forced[cold['impl']],
+        'forced': forced,
+    }
+    fresh(db)
+    return row
+
+
+def pct(x):
+    return f'{100 * x:.0f} %'
+
+
+def table(rows, load):
+    out = [f'load average at start {load[0]:.2f}, at end {load[1]:.2f} '
+           f'({os.cpu_count()} cores)', '',
+           '| method | size | oracle | oracle s | cold choice | cold regret '
+           '| cold incl. calib | calib s | calib share | cold run / warm '
+           '| warm choice | warm regret |',
+           '|---|---|---|---|---|---|---|---|---|---|---|---|']
+    for r in rows:
+        out.append(
+            f"| {r['method']} | {r['size']} | {r['oracle']} | "
+            f"{r['oracle_s']:.4g} | {r['cold']} ({r['cold_reason']}) | "
+            f"{pct(r['cold_regret'])} | {pct(r['cold_regret_total'])} | "
+            f"{r['cold_calib_s']:.3g} | {pct(r['calib_share'])} | "
+            f"{r['cold_vs_warm']:.2f}x | {r['warm']} | "
+            f"{pct(r['warm_regret'])} |")
+    if rows:
+        def summary(key):
+            v = [r[key] for r in rows]
+            return (f'median {pct(statistics.median(v))}, worst '
+                    f'{pct(max(v))}')
+        out += ['', f"cold decision regret: {summary('cold_regret')}",
+                f"cold regret incl. calibration: "
+                f"{summary('cold_regret_total')}",
+                f"warm decision regret: {summary('warm_regret')}",
+                f"cold run / warm run of the same implementation: median "
+                f"{statistics.median(r['cold_vs_warm'] for r in rows):.2f}x,"
+                f" worst {max(r['cold_vs_warm'] for r in rows):.2f}x"]
+    return '\n'.join(out) + '\n'
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--qs', default=os.path.join(
+        HERE, '..', 'build', 'tools', 'quicksilver'))
+    ap.add_argument('--work', default='/tmp/qs_regret')
+    ap.add_argument('--quick', action='store_true')
+    ap.add_argument('--repeats', type=int, default=3)
+    ap.add_argument('--warm', type=int, default=3)
+    ap.add_argument('--json')
+    ap.add_argument('--markdown')
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    cases = [CASES[i] for i in QUICK] if a.quick else CASES
+    load0 = os.getloadavg()[0]
+    rows = []
+    for method, size, params in cases:
+        print(f'regret: {method} {size}', file=sys.stderr, flush=True)
+        rows.append(case(a.qs, a.work, method, size, params, a.repeats,
+                         a.warm))
+    text = table(rows, (load0, os.getloadavg()[0]))
+    sys.stdout.write(text)
+    if a.markdown:
+        with open(a.markdown, 'w') as f:
+            f.write(text)
+    if a.json:
+        with open(a.json, 'w') as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,468 @@
+/* roofline.c — eSRRF against this machine's own limits. Measured, never
+ * asserted.
+ *
+ *   roofline [FRAMES ROWS COLS [MAG [RADIUS [REPEATS [INPUT [IMPLS]]]]]]
+ *
+ * defaults 20 256 256 5 1.5 5 sim; INPUT is `sim` (quicksilver simulate's
+ * defaults: blinking emitters, camera offset 100, background, shot and read
+ * noise), `spots` (noiseless, bench/esrrf's old input) or a TIFF stack
+ * (its first FRAMES frames; ROWS COLS 0 take its size). IMPLS is a comma
+ * list of esrrf implementations (default: every available CPU one, opencl
+ * ones and auto).
+ *
+ * 1. The machine: core clock from a chain of dependent integer adds (one
+ *    cycle each), single-precision FMA throughput (AVX2 8-wide with twelve
+ *    independent accumulators where the CPU has it, else SSE multiply+add)
+ *    on one core and on all cores, and a stream triad a = b + s·c over
+ *    arrays far beyond the caches (bytes: 12 per element, write-allocate
+ *    not counted).
+ * 2. The work, counted exactly: every output pixel inside the margins of
+ *    every frame visits the window taps in bounds with 0 < d <= tSO; that
+ *    count is the samples. Model (fused_vec.h): 16 flops per sample
+ *    (a multiply-add counted as two); per output pixel n_c samples, 4 bytes
+ *    written and (×M intensity) 4 read, the grid and tables from L1/L2;
+ *    the rest of a call (Roberts cross, Catmull-Rom grid and ×M image,
+ *    temporal fold) is O(R·C) + O(R·M·C·M) streaming work.
+ * 3. Per implementation, whole calls through the engine (one warm-up, then
+ *    REPEATS interleaved across implementations, min taken): output pixels
+ *    per second, samples per second, cycles per sample per core, GFLOP/s by
+ *    the model and percent of the all-core peak.
+ * 4. The RGC pass alone (the part the vector work targets) for the scalar
+ *    fused and the vector passes, on one thread and on all cores, against
+ *    the peak of as many cores.
+ *
+ * Run it on a quiet machine; it prints the load average it started with. */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/input.h"
+#include "engine/pool.h"
+#include "methods/esrrf/fused.h"
+#include "methods/methods.h"
+#include "quicksilver.h"
+
+#define MODEL_FLOPS 16.0
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------ machine */
+
+/* Core clock in GHz: 8 dependent adds per iteration, one cycle each. */
+static double clock_ghz(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  double best = 0;
+  for (int rep = 0; rep < 5; rep++) {
+    uint64_t n = 50000000, x = 0;
+    double t0 = now();
+    __asm__ volatile("1:\n\t"
+                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+                     "dec %1\n\tjnz 1b"
+                     : "+r"(x), "+r"(n));
+    double g = 8.0 * 50000000 / (now() - t0) / 1e9;
+    if (g > best) best = g;
+  }
+  return best;
+#else
+  return 0;
+#endif
+}
+
+typedef struct peak_job {
+  long iters;
+  int avx2;
+  double flops;
+  float sink;
+  pthread_barrier_t *bar;
+} peak_job;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* 12 independent 8-wide FMA chains: 192 flops per iteration. */
+__attribute__((target("avx2,fma"))) static float fma_loop(long iters) {
+  __m256 a[12], m = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (int k = 0; k < 12; k++) a[k] = _mm256_set1_ps((float)k);
+  for (long i = 0; i < iters; i++)
+    for (int k = 0; k < 12; k++) a[k] = _mm256_fmadd_ps(a[k], m, b);
+  __m256 s = a[0];
+  for (int k = 1; k < 12; k++) s = _mm256_add_ps(s, a[k]);
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  return out[0];
+}
+#endif
+
+/* 12 independent 4-wide multiply and add chains: 96 flops per iteration
+ * (the baseline's best, no FMA). */
+typedef float v4 __attribute__((vector_size(16)));
+static float muladd_loop(long iters) {
+  v4 a[12], m = {0}, b = {0};
+  m += 0.999999f;
+  b += 1e-7f;
+  for (int k = 0; k < 12; k++) a[k] = (v4){0} + (float)k;
+  for (long i = 0; i < iters; i++)
+    for (int k = 0; k < 12; k++) a[k] = a[k] * m + b;
+  v4 s = a[0];
+  for (int k = 1; k < 12; k++) s += a[k];
+  return s[0];
+}
+
+static void *peak_thread(void *arg) {
+  peak_job *j = arg;
+  pthread_barrier_wait(j->bar);
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (j->avx2) {
+    j->sink = fma_loop(j->iters);
+    j->flops = 192.0 * (double)j->iters;
+    return NULL;
+  }
+#endif
+  j->sink = muladd_loop(j->iters);
+  j->flops = 96.0 * (double)j->iters;
+  return NULL;
+}
+
+/* GFLOP/s of `threads` threads each running the throughput loop. */
+static double peak_gflops(int threads, int avx2) {
+  double best = 0;
+  for (int rep = 0; rep < 3; rep++) {
+    pthread_t th[256];
+    peak_job jobs[256];
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, (unsigned)threads + 1);
+    for (int t = 0; t < threads; t++) {
+      jobs[t] = (peak_job){.iters = 20000000, .avx2 = avx2, .bar = &bar};
+      pthread_create(&th[t], NULL, peak_thread, &jobs[t]);
+    }
+    pthread_barrier_wait(&bar);
+    double t0 = now(), flops = 0;
+    for (int t = 0; t < threads; t++) {
+      pthread_join(th[t], NULL);
+      flops += jobs[t].flops + (jobs[t].sink == 12345.f);
+    }
+    double g = flops / (now() - t0) / 1e9;
+    pthread_barrier_destroy(&bar);
+    if (g > best) best = g;
+  }
+  return best;
+}
+
+typedef struct triad_job {
+  float *a, *b, *c;
+  size_t n;
+  pthread_barrier_t *bar;
+} triad_job;
+
+static void *triad_thread(void *arg) {
+  triad_job *j = arg;
+  pthread_barrier_wait(j->bar);
+  for (size_t i = 0; i < j->n; i++) j->a[i] = j->b[i] + 3.0f * j->c[i];
+  return NULL;
+}
+
+/* Triad GB/s over 3 arrays of n floats split among `threads` threads. */
+static double triad_gbs(int threads, size_t n) {
+  float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b),
+        *c = malloc(n * sizeof *c);
+  if (!a || !b || !c) {
+    free(a);
+    free(b);
+    free(c);
+    return 0;
+  }
+  for (size_t i = 0; i < n; i++) a[i] = b[i] = c[i] = (float)(i & 7);
+  double best = 0;
+  for (int rep = 0; rep < 5; rep++) {
+    pthread_t th[256];
+    triad_job jobs[256];
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, (unsigned)threads + 1);
+    size_t per = n / (size_t)threads;
+    for (int t = 0; t < threads; t++) {
+      size_t o = (size_t)t * per;
+      jobs[t] = (triad_job){a + o, b + o, c + o,
+                            t == threads - 1 ? n - o : per, &bar};
+      pthread_create(&th[t], NULL, triad_thread, &jobs[t]);
+    }
+    pthread_barrier_wait(&bar);
+    double t0 = now();
+    for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
+    double g = 12.0 * (double)n / (now() - t0) / 1e9;
+    pthread_barrier_destroy(&bar);
+    if (g > best) best = g;
+  }
+  free(a);
+  free(b);
+  free(c);
+  return best;
+}
+
+/* ---------------------------------------------------------------- work */
+
+/* Samples of one frame: window taps in bounds with 0 < d <= tSO, over the
+ * output pixels inside the margins (the reference's loop, counted). */
+static double samples_per_frame(int rows, int cols, int mag, double radius) {
+  rgc_consts k = rgc_consts_make(radius, mag, 1);
+  int rm = rows * mag, cm = cols * mag, margin = rgc_margin(k.fwhm, mag);
+  int win = k.end - k.start;
+  float *dx = malloc((size_t)cm * (size_t)win * sizeof *dx);
+  if (!dx) return 0;
+  for (int x = 0; x < cm; x++) {
+    float c = rgc_center(x, mag);
+    int b = (int)(RGC_GM * c);
+    for (int i = 0; i < win; i++) {
+      float v = (float)(b + k.start + i) / RGC_GM;
+      dx[(size_t)x * (size_t)win + (size_t)i] =
+          0 < v && v <= cm - 1 ? v - c : NAN;
+    }
+  }
+  double n = 0;
+  for (int y = margin; y < rm - margin; y++) {
+    float c = rgc_center(y, mag);
+    int b = (int)(RGC_GM * c);
+    for (int j = 0; j < win; j++) {
+      float v = (float)(b + k.start + j) / RGC_GM;
+      if (!(0 < v && v <= rm - 1)) continue;
+      float dy = v - c;
+      for (int x = margin; x < cm - margin; x++)
+        for (int i = 0; i < win; i++) {
+          float ddx = dx[(size_t)x * (size_t)win + (size_t)i];
+          if (isnan(ddx)) continue;
+          float d = sqrtf(ddx * ddx + dy * dy);
+          n += d != 0 && d <= k.tso;
+        }
+    }
+  }
+  free(dx);
+  return n;
+}
+
+/* ------------------------------------------------------- the RGC pass */
+
+typedef struct timed {
+  const fused_variant *real;
+  fused_variant wrap;
+  double seconds;
+} timed;
+
+static timed *g_timed; /* the one being measured (single-threaded bench) */
+
+static int timed_plan(fused *s) { return g_timed->real->plan(s); }
+static void timed_done(fused *s) { g_timed->real->done(s); }
+static int timed_frame(fused *s) {
+  double t0 = now();
+  int rc = g_timed->real->frame(s);
+  g_timed->seconds += now() - t0;
+  return rc;
+}
+
+typedef struct bench_ctx {
+  pool *pool;
+} bench_ctx;
+
+static int bench_for(const method_call *c, size_t b, size_t e, range_fn body,
+                     void *ctx) {
+  const bench_ctx *h = c->engine_;
+  if (!h->pool) return b < e ? body(ctx, b, e, 0) : QS_OK;
+  return pool_for(h->pool, b, e, c->sched, c->chunk, body, ctx);
+}
+
+/* Seconds of the RGC pass of `pass` over the whole stack (min of
+ * repeats), on `threads` threads (1: inline). */
+static double rgc_pass_seconds(const fused_variant *pass, const image *in,
+                               const double *p, int threads, int repeats) {
+  image out;
+  image shaped = {0};
+  char err[256];
+  if (method_esrrf.shape(in, p, &shaped, err, sizeof err) ||
+      image_alloc(&out, shaped.frames, shaped.rows, shaped.cols))
+    return 0;
+  bench_ctx h = {NULL};
+  if (threads > 1 && pool_create(&h.pool, threads)) h.pool = NULL;
+  method_call c = {.in = in, .n_in = 1, .out = &out, .n_out = 1, .p = p,
+                   .threads = h.pool ? threads : 1,
+                   .sched = SCHED_DYNAMIC, .chunk = 4,
+                   .parallel_for = bench_for, .err = err,
+                   .err_len = sizeof err, .engine_ = &h};
+  timed t = {.real = pass,
+             .wrap = {timed_plan, timed_frame, timed_done}};
+  g_timed = &t;
+  double best = 0;
+  for (int r = -1; r < repeats; r++) {
+    t.seconds = 0;
+    if (fused_run(&c, &t.wrap)) break;
+    if (r >= 0 && (best == 0 || t.seconds < best)) best = t.seconds;
+  }
+  if (h.pool) pool_destroy(h.pool);
+  image_free(&out);
+  return best;
+}
+
+/* -------------------------------------------------------------- report */
+
+typedef struct machine {
+  double ghz, peak1, peakn, bw1, bwn;
+  int cores;
+} machine;
+
+static void row(const char *name, double sec, int threads, double px,
+                double samples, const machine *m) {
+  double peak = threads > 1 ? m->peakn : m->peak1;
+  double gflops = samples * MODEL_FLOPS / sec / 1e9;
+  printf("  %-34s %3d  %9.4f s  %8.2f Mpx/s  %8.1f Msmp/s  %6.2f cyc/smp  "
+         "%7.2f GFLOP/s  %5.1f %% peak\n",
+         name, threads, sec, px / sec / 1e6, samples / sec / 1e6,
+         m->ghz > 0 ? sec * m->ghz * 1e9 * threads / samples : 0, gflops,
+         100 * gflops / peak);
+}
+
+int main(int argc, char **argv) {
+  size_t frames = argc > 1 ? strtoul(argv[1], NULL, 10) : 20;
+  size_t rows = argc > 2 ? strtoul(argv[2], NULL, 10) : 256;
+  size_t cols = argc > 3 ? strtoul(argv[3], NULL, 10) : 256;
+  double mag = argc > 4 ? atof(argv[4]) : 5, radius = argc > 5 ? atof(argv[5])
+                                                            : 1.5;
+  int repeats = argc > 6 ? atoi(argv[6]) : 5;
+  const char *kind = argc > 7 ? argv[7] : "sim";
+  const char *impls = argc > 8 ? argv[8] : NULL;
+  if (repeats < 1 || repeats > 100) repeats = 5;
+  double load[3] = {0};
+  FILE *la = fopen("/proc/loadavg", "r");
+  if (la) {
+    if (fscanf(la, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
+      load[0] = -1;
+    fclose(la);
+  }
+
+  machine m = {.cores = pool_cores()};
+  int avx2 = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  m.ghz = clock_ghz();
+  m.peak1 = peak_gflops(1, avx2);
+  m.peakn = peak_gflops(m.cores, avx2);
+  m.bw1 = triad_gbs(1, (size_t)1 << 24);
+  m.bwn = triad_gbs(m.cores, (size_t)1 << 24);
+  printf("machine: load %.2f %.2f %.2f, %d cores, clock %.2f GHz\n", load[0],
+         load[1], load[2], m.cores, m.ghz);
+  printf("  peak SP (%s): %.1f GFLOP/s 1 core (%.1f flop/cycle), %.1f "
+         "GFLOP/s %d cores\n",
+         avx2 ? "AVX2 FMA 8-wide" : "SSE mul+add 4-wide", m.peak1,
+         m.ghz > 0 ? m.peak1 / m.ghz : 0, m.peakn, m.cores);
+  printf("  triad: %.1f GB/s 1 core, %.1f GB/s %d cores\n", m.bw1, m.bwn,
+         m.cores);
+
+  image in;
+  char err[512];
+  if (bench_input(kind, frames, rows, cols, &in, err, sizeof err)) {
+    fprintf(stderr, "input %s: %s\n", kind, err);
+    return 1;
+  }
+  double px = (double)in.frames * (double)in.rows * (double)in.cols * mag *
+              mag;
+  double samples =
+      (double)in.frames *
+      samples_per_frame((int)in.rows, (int)in.cols, (int)mag, radius);
+  printf("work: %s %zu x %zu x %zu, M %g, r %g: %.0f output px, %.0f "
+         "samples (%.2f per px), %.3g flops by the model (%g per sample)\n",
+         kind, in.frames, in.rows, in.cols, mag, radius, px, samples,
+         samples / px, samples * MODEL_FLOPS, MODEL_FLOPS);
+
+  engine_options o = {.db_path = ":memory:", .seed = 1};
+  engine *e = NULL;
+  if (engine_open(&e, &o)) {
+    fprintf(stderr, "engine_open: %s\n", e ? engine_error(e) : "");
+    engine_close(e);
+    image_free(&in);
+    return 1;
+  }
+  /* the implementations: the list given, or every available one */
+  char names[32][64];
+  int n = 0;
+  if (impls) {
+    const char *s = impls;
+    while (*s && n < 32) {
+      size_t l = strcspn(s, ",");
+      snprintf(names[n++], sizeof names[0], "%.*s", (int)l, s);
+      s += l + (s[l] == ',');
+    }
+  } else {
+    impl_info info[QS_MAX_ESTIMATES];
+    size_t ni = 0;
+    method_impls(e, "esrrf", info, QS_MAX_ESTIMATES, &ni);
+    for (size_t i = 0; i < ni && i < QS_MAX_ESTIMATES && n < 31; i++)
+      if (info[i].available && strcmp(info[i].name, "composed") &&
+          strncmp(info[i].name, "threaded_", 9))
+        snprintf(names[n++], sizeof names[0], "%.63s", info[i].name);
+    snprintf(names[n++], sizeof names[0], "auto");
+  }
+  param pp[] = {{"magnification", mag, NULL}, {"radius", radius, NULL}};
+  double best[32] = {0};
+  char chosen[32][64] = {{0}};
+  for (int r = -1; r < repeats; r++)
+    for (int i = 0; i < n; i++) {
+      run_request rq = {.inputs = &in, .n_inputs = 1, .params = pp,
+                        .n_params = 2,
+                        .impl = strcmp(names[i], "auto") ? names[i] : NULL};
+      run_report rep;
+      image out;
+      double t0 = now();
+      if (method_run(e, "esrrf", &rq, &out, 1, &rep)) {
+        fprintf(stderr, "esrrf %s: %s\n", names[i], engine_error(e));
+        continue;
+      }
+      double t = now() - t0;
+      image_free(&out);
+      snprintf(chosen[i], sizeof chosen[0], "%.63s", rep.impl);
+      if (r >= 0 && (best[i] == 0 || t < best[i])) best[i] = t;
+    }
+  printf("whole calls (min of %d, interleaved; model flops over the call's "
+         "time):\n  %-34s %3s\n",
+         repeats, "implementation", "thr");
+  for (int i = 0; i < n; i++) {
+    if (best[i] == 0) continue;
+    char label[160];
+    snprintf(label, sizeof label, "%.63s%s%.63s", names[i],
+             strcmp(names[i], "auto") ? "" : " -> ",
+             strcmp(names[i], "auto") ? "" : chosen[i]);
+    int thr = strcmp(names[i], "serial") ? m.cores : 1;
+    row(label, best[i], thr, px, samples, &m);
+  }
+
+  /* The RGC pass alone. */
+  double p[16];
+  for (size_t k = 0; k < method_esrrf.n_params; k++)
+    p[k] = method_esrrf.params[k].def;
+  p[P_MAG] = mag;
+  p[P_RADIUS] = radius;
+  struct {
+    const char *name;
+    const fused_variant *pass;
+  } passes[] = {{"fused (scalar)", &fused_scalar_pass},
+                {"fused_vec", fused_vec_pass()},
+                {"fused_avx2", avx2 ? fused_avx2_pass() : NULL}};
+  printf("RGC pass alone (min of %d; %% of the peak of as many cores):\n",
+         repeats);
+  for (size_t k = 0; k < 3; k++) {
+    if (!passes[k].pass) continue;
+    int thr[2] = {1, m.cores};
+    for (int t = 0; t < 2; t++) {
+      double s = rgc_pass_seconds(passes[k].pass, &in, p, thr[t], repeats);
+      if (s > 0) row(passes[k].name, s, thr[t], px, samples, &m);
+    }
+  }
+  engine_close(e);
+  image_free(&in);
+  return 0;
+}

@@ -1,0 +1,93 @@
+/* fused.h — the plan of eSRRF's `fused` implementation (fused.c), shared
+ * with its vectorised variants (fused_vec*.c) so that the window taps, the
+ * per-phase candidate lists, their weights and the half-pixel gradient grid
+ * are built in one place. A variant replaces only the per-frame RGC pass
+ * over the output rows; the pixels it does not take (borders, phases
+ * without a candidate list) go through fused_pixel, the scalar code.
+ * Internal to methods/esrrf. */
+#ifndef QS_ESRRF_FUSED_H
+#define QS_ESRRF_FUSED_H
+
+#include <stddef.h>
+
+#include "methods/esrrf/esrrf.h"
+#include "methods/math/catmull_rom.h"
+
+/* Nodes of the weight table over [0, tSO]. */
+#define FZ_NODES 1024
+
+/* One sample position along an axis: offset from the pixel centre (float,
+ * as the reference computes it) and index into the compact grid. */
+typedef struct fz_tap {
+  float delta;
+  int idx;
+} fz_tap;
+
+/* One sample of an interior pixel of a phase pair: window offsets j, i,
+ * and the weight w0 at distance d0 with its slope w1. */
+typedef struct fz_cand {
+  unsigned short j, i;
+  float d0, w0, w1;
+} fz_cand;
+
+/* One half-pixel gradient sample and its inverse norm. */
+typedef struct fz_cell {
+  float gx, gy, inv, pad;
+} fz_cell;
+
+typedef struct fused fused;
+
+/* A variant of the RGC pass. plan: once per call after the shared tables
+ * (s->cand may be NULL: no candidate lists); frame: once per frame after
+ * the grid, writes the RGC map (times the intensity) into s->dst inside
+ * the margins; done: frees what plan made (also after a failed plan). */
+typedef struct fused_variant {
+  int (*plan)(fused *s);
+  int (*frame)(fused *s);
+  void (*done)(fused *s);
+} fused_variant;
+
+struct fused {
+  const method_call *c;
+  esrrf_geom g;
+  int win;                /* window length end - start */
+  fz_tap *ty, *tx;        /* per output row / column: win taps */
+  int *ny, *nx;           /* valid taps per output row / column */
+  float wt[FZ_NODES + 1][4]; /* node d, weight, slope, half curvature */
+  float inv_h;
+  fz_cand *cand;          /* per phase pair, NULL: general loop only */
+  int *cand_at;           /* M² + 1 offsets into cand */
+  int rep_y[TEMPORAL_MAX_MAG], rep_x[TEMPORAL_MAX_MAG]; /* the row / column
+                           * of each phase the candidates were made from */
+  float slack;            /* largest centre rounding a distance can see */
+  cr_taps *hr, *hc;       /* grid row / column taps: 2R + 1, 2C + 1 */
+  QS_ACC *sums;           /* 2·C column sums per worker */
+  float *grad, *mag;      /* 2·R·C; R·M·C·M (intensity weighting only) */
+  fz_cell *grid;          /* (2R + 1)(2C + 1) */
+  float *dst;
+  const fused_variant *var;
+  void *vs;               /* the variant's state */
+};
+
+/* RGC of output pixel (y, x) inside the margins, before the intensity:
+ * from its phase pair's candidates when it has them and all its taps are
+ * in bounds, else from the general loop over its valid taps. */
+float fused_pixel(const fused *s, int y, int x);
+
+/* Runs eSRRF with the fused plan; var NULL: the scalar pass. */
+int fused_run(const method_call *c, const fused_variant *var);
+
+/* The passes: scalar (fused.c), vectorised portable (fused_vec.c) and
+ * AVX2 + FMA (fused_avx2.c; NULL where it is not built, and never to be
+ * run before esrrf_avx2_probe succeeds). bench/roofline times them alone. */
+extern const fused_variant fused_scalar_pass;
+const fused_variant *fused_vec_pass(void);
+const fused_variant *fused_avx2_pass(void);
+
+/* The implementations of the vectorised variants, and the probe that lists
+ * fused_avx2 only where the CPU has AVX2 and FMA. */
+int esrrf_run_fused_vec(const method_call *c);
+int esrrf_run_fused_avx2(const method_call *c);
+int esrrf_avx2_probe(const method_call *c, char *why, size_t why_len);
+
+#endif

@@ -1,0 +1,49 @@
+/* fused_avx2.c — `fused_avx2`: the vectorised RGC pass of fused_vec.h
+ * compiled for AVX2 + FMA, eight lanes, explicit fused multiply-adds.
+ *
+ * The instruction set is selected for this file alone by the target
+ * pragma below (GCC; Clang takes the same as a function attribute), so
+ * the rest of the library keeps the baseline flags and runs on any x86-64.
+ * Nothing here may run before esrrf_avx2_probe (fused_vec.c, baseline
+ * code) has found both features on the CPU; the engine lists the
+ * implementation only then. On other targets the file is a stub. */
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define FV_AVX2 1
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), \
+                             apply_to = function)
+#else
+#pragma GCC target("avx2,fma")
+#endif
+#endif
+
+#include "methods/esrrf/esrrf.h"
+#include "methods/esrrf/fused.h"
+
+#if FV_AVX2
+#include <immintrin.h>
+
+#define FV_LANES 8
+#define FV_FMA(a, b, c) ((fv_f)_mm256_fmadd_ps((a), (b), (c)))
+#define FV_SQRT(v) ((fv_f)_mm256_sqrt_ps(v))
+#include "methods/esrrf/fused_vec.h"
+
+const fused_variant *fused_avx2_pass(void) { return &fv_variant; }
+
+int esrrf_run_fused_avx2(const method_call *c) {
+  return fused_run(c, &fv_variant);
+}
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
+
+#else
+
+const fused_variant *fused_avx2_pass(void) { return NULL; }
+
+int esrrf_run_fused_avx2(const method_call *c) {
+  return esrrf_avx2_probe(c, c->err, c->err_len);
+}
+
+#endif

@@ -1,0 +1,30 @@
+/* fused_vec.c — `fused_vec`: the vectorised RGC pass of fused_vec.h
+ * compiled with the build's baseline flags (SSE2 on x86-64, whatever the
+ * target offers elsewhere), four lanes, no fused multiply-add: the variant
+ * every CPU can run. Also the probe of `fused_avx2`, which must itself be
+ * baseline code since it runs on CPUs without AVX2. */
+#include <stdio.h>
+
+#define FV_LANES 4
+#include "methods/esrrf/fused_vec.h"
+
+const fused_variant *fused_vec_pass(void) { return &fv_variant; }
+
+int esrrf_run_fused_vec(const method_call *c) {
+  return fused_run(c, &fv_variant);
+}
+
+int esrrf_avx2_probe(const method_call *c, char *why, size_t why_len) {
+  (void)c;
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return QS_OK;
+  snprintf(why, why_len, "this CPU does not report AVX2 and FMA "
+                         "(fused_vec is the portable variant)");
+#else
+  snprintf(why, why_len, "AVX2 + FMA code is built for x86 targets only "
+                         "(fused_vec is the portable variant)");
+#endif
+  return QS_EUNAVAIL;
+}

@@ -1,0 +1,387 @@
+/* fused_vec.h — the vectorised RGC pass of eSRRF's fused plan (fused.h),
+ * written once with GCC/Clang vector extensions and included by the files
+ * that compile it for one instruction set each: fused_vec.c (baseline
+ * flags, portable) and fused_avx2.c (AVX2 + FMA). The including file
+ * defines FV_FMA(a, b, c) = a·b + c (fused or not) and FV_SQRT(v), then
+ * uses fv_variant with fused_run.
+ *
+ * Layout. The lanes are FV_LANES output pixels of one row and one phase:
+ * x, x + M, x + 2M, ... Their window taps sit at the same offsets from
+ * grid columns two apart, so the half-pixel grid is stored split by column
+ * parity (even and odd columns in separate planes), which makes the lanes'
+ * samples one contiguous load; the grid holds the unit gradient
+ * (gx, gy)/|G| in structure-of-arrays planes, padded on the right with
+ * copies of the clamped last column so lanes past the image read valid
+ * memory. The loop runs over the phase pair's candidate list (fused.c)
+ * with the lanes' accumulators in registers.
+ *
+ * No square root or division per sample. A pixel's offsets differ from its
+ * phase's representative (the one the candidates were made from) by the
+ * float rounding of its centre, e_x along x (one value per lane) and e_y
+ * along y (one per row), a few ulps of the centre. Then, with
+ * d0, (dx0, dy0) the candidate's, to first order
+ *   d − d0 = (dx0·e_x + dy0·e_y) / d0,
+ *   w(d)  = w0 + w'(d0)·(d − d0),      1/d = 1/d0 − (d − d0)/d0²,
+ * whose second-order terms are below 1e-9 relative. The offsets themselves
+ * are exact (dx0 + e_x is the reference's float offset), so the
+ * orientation test G·R < 0 and the cross product use the reference's
+ * values; with unit G the convergence term is 1 − |Ĝ × R|·(1/d).
+ * Candidates within the centre-rounding slack of the disk edge take the
+ * exact distance (one square root) and the reference's test d <= tSO.
+ *
+ * Model per sample (one lane): 16 flops counting a multiply-add as two
+ * (dx 1, G·R 3, G×R 3, w 2, 1/d 2, |G×R|/d 1, w·(1 − ·) 2, two sums 2),
+ * 8 bytes of grid (two floats, from L1: a row's grid taps stay there) and
+ * a share of the candidate constants (broadcast, L1). Per output pixel:
+ * n_c samples (n_c ≈ 40 at radius 1.5; bench/roofline counts them
+ * exactly) and 4 bytes written, so the pass is compute bound.
+ *
+ * Results depend on the lane layout only through the pixel, never on the
+ * worker or the split of rows: threaded runs equal single-thread runs bit
+ * for bit. Internal to methods/esrrf. */
+#ifndef QS_ESRRF_FUSED_VEC_H
+#define QS_ESRRF_FUSED_VEC_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "methods/esrrf/fused.h"
+
+#ifndef FV_LANES
+#define FV_LANES 8
+#endif
+
+typedef float fv_f __attribute__((vector_size(4 * FV_LANES)));
+typedef int32_t fv_i __attribute__((vector_size(4 * FV_LANES)));
+
+/* One candidate of a phase pair in vector form (per call). */
+typedef struct fv_cand {
+  float dx0, dy0;  /* the representative's offsets */
+  float w0, id0;   /* weight and 1/d at d0 */
+  float wa, wb;    /* w'(d0)·dx0/d0, w'(d0)·dy0/d0 */
+  float qa, qb;    /* −dx0/d0³, −dy0/d0³: slopes of 1/d */
+  int j, col;      /* window row; raw grid column of lane 0 of the phase */
+} fv_cand;
+
+/* One candidate for one output row (per row, per worker). */
+typedef struct fv_row {
+  const float *g;  /* unit gx of lane 0 of the first group (gy: + 2·w2) */
+  float dy, w0, id0, pad;
+} fv_row;
+
+/* One phase pair's list: sure candidates (inside the disk for every pixel
+ * of the pair) first, then those near its edge. */
+typedef struct fv_list {
+  int at, n_sure, n;
+} fv_list;
+
+typedef struct fv_state {
+  fv_cand *cand;
+  fv_list *list;     /* M² */
+  int *x0, *nk;      /* per column phase: first covered column, count */
+  fv_f *ex;          /* per column phase: groups of lane offsets e_x */
+  int *ex_at;        /* M + 1 offsets into ex */
+  unsigned char *cov;/* per output column: taken by the vector pass */
+  float *soa;        /* (2R + 1) rows of 4 planes of w2 floats */
+  size_t w2;         /* floats per plane row */
+  fv_row *rows;      /* per worker: the longest list */
+  int longest;
+} fv_state;
+
+#ifndef FV_FMA
+#define FV_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+#ifndef FV_SQRT
+#define FV_SQRT(v) fv_sqrt_lanes(v)
+#endif
+
+/* Lane by lane correctly rounded square roots. */
+static inline fv_f fv_sqrt_lanes(fv_f v) {
+  for (int k = 0; k < FV_LANES; k++) v[k] = sqrtf(v[k]);
+  return v;
+}
+
+static inline fv_f fv_load(const float *p) {
+  fv_f v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/* x in every lane (x − 0 is x for every x, −0 included, so this folds to a
+ * broadcast; x + 0 would not). */
+static inline fv_f fv_splat(float x) { return x - (fv_f){0}; }
+
+/* The lanes of m where mask is set, 0 elsewhere. */
+static inline fv_f fv_keep(fv_i mask, fv_f v) {
+  return (fv_f)(mask & (fv_i)v);
+}
+
+static inline fv_f fv_abs(fv_f v) {
+  return (fv_f)((fv_i)v & ((fv_i){0} + 0x7fffffff));
+}
+
+/* e = c_rep + m − c_x with x = rep + m·M: how far the float centre of x
+ * sits from its representative's shifted by m whole pixels (exact: both
+ * subtractions are of nearby floats). */
+static inline float fv_shift(int rep, int x, int mag) {
+  int m = (x - rep) / mag;
+  return rgc_center(rep, mag) - (rgc_center(x, mag) - (float)m);
+}
+
+/* Columns [b, e) of the unit-gradient grid, split by parity, padded. */
+static int fv_soa_rows(void *ctx, size_t b, size_t e, int worker) {
+  (void)worker;
+  const fused *s = ctx;
+  const fv_state *v = s->vs;
+  int gw = 2 * s->g.cols + 1;
+  for (size_t a = b; a < e; a++) {
+    const fz_cell *row = s->grid + a * (size_t)gw;
+    float *o = v->soa + a * 4 * v->w2;
+    for (size_t c = 0; c < 2 * v->w2; c++) {
+      const fz_cell *cl = &row[c < (size_t)gw ? c : (size_t)gw - 1];
+      float nx = 0, ny = 0;
+      if (cl->gx != 0 || cl->gy != 0) {
+        nx = cl->gx * cl->inv;
+        ny = cl->gy * cl->inv;
+      }
+      o[(c & 1) * v->w2 + (c >> 1)] = nx;
+      o[(2 + (c & 1)) * v->w2 + (c >> 1)] = ny;
+    }
+  }
+  return QS_OK;
+}
+
+/* One candidate for the lanes: the offsets dx, dy, the weight w, and the
+ * convergence term u of the lanes whose gradient points inward (0 in the
+ * others). */
+static inline void fv_term(const fv_row *r, const fv_cand *cd, size_t off,
+                           size_t gy_off, fv_f ex, fv_f *dx, fv_f *dy,
+                           fv_f *w, fv_f *u) {
+  const float *p = r->g + off;
+  fv_f nx = fv_load(p), ny = fv_load(p + gy_off);
+  *dx = fv_splat(cd->dx0) + ex;
+  *dy = fv_splat(r->dy);
+  fv_f dot = FV_FMA(nx, *dx, ny * *dy);
+  fv_f cr = FV_FMA(ny, *dx, -(nx * *dy));
+  *w = FV_FMA(fv_splat(cd->wa), ex, fv_splat(r->w0));
+  fv_f id = FV_FMA(fv_splat(cd->qa), ex, fv_splat(r->id0));
+  fv_f t = fv_abs(cr) * id;
+  *u = fv_keep(dot < (fv_f){0}, FV_FMA(-*w, t, *w));
+}
+
+/* The lanes of one group: sums of the convergence terms and weights over
+ * the list (sure candidates, then edge ones with the exact disk test). */
+static inline void fv_group(const fv_row *r, const fv_cand *cd, int n_sure,
+                            int n, size_t off, size_t gy_off, fv_f ex,
+                            float tso, fv_f *rgc, fv_f *wsum) {
+  fv_f acc = {0}, ws = {0}, dx, dy, w, u;
+  for (int k = 0; k < n_sure; k++) {
+    fv_term(&r[k], &cd[k], off, gy_off, ex, &dx, &dy, &w, &u);
+    acc += u;
+    ws += w;
+  }
+  for (int k = n_sure; k < n; k++) {
+    fv_term(&r[k], &cd[k], off, gy_off, ex, &dx, &dy, &w, &u);
+    fv_f d = FV_SQRT(dx * dx + dy * dy); /* not fused: the reference's d */
+    fv_i in = (d <= fv_splat(tso)) & (d != (fv_f){0});
+    acc += fv_keep(in, u);
+    ws += fv_keep(in, w);
+  }
+  *rgc = acc;
+  *wsum = ws;
+}
+
+/* Output rows [b, e): interior rows by phase groups, the rest (and the
+ * columns the groups do not cover) through fused_pixel. */
+static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
+  const fused *s = ctx;
+  const fv_state *v = s->vs;
+  const esrrf_geom *g = &s->g;
+  int mag = g->mag, win = s->win;
+  fv_row *r = v->rows + (size_t)worker * (size_t)v->longest;
+  for (size_t yy = b; yy < e; yy++) {
+    int y = (int)yy;
+    if (y < g->margin || y >= g->rows_m - g->margin) continue;
+    float *o = s->dst + yy * (size_t)g->cols_m;
+    const float *im = s->mag ? s->mag + yy * (size_t)g->cols_m : NULL;
+    int vec = s->cand && s->ny[y] == win;
+    for (int x = g->margin; x < g->cols_m - g->margin; x++)
+      if (!vec || !v->cov[x]) {
+        float val = fused_pixel(s, y, x);
+        o[x] = im ? val * im[x] : val;
+      }
+    if (!vec) continue;
+    int py = y % mag;
+    const fz_tap *ty = s->ty + yy * (size_t)win;
+    float ey = fv_shift(s->rep_y[py], y, mag);
+    for (int px = 0; px < mag; px++) {
+      const fv_list *l = &v->list[py * mag + px];
+      const fv_cand *cd = v->cand + l->at;
+      for (int k = 0; k < l->n; k++) {
+        const fz_tap *t = &ty[cd[k].j];
+        int col = cd[k].col;
+        r[k].g = v->soa + (size_t)t->idx * 4 * v->w2 +
+                 (size_t)(col & 1) * v->w2 + (size_t)(col >> 1);
+        r[k].dy = t->delta;
+        r[k].w0 = cd[k].w0 + cd[k].wb * ey;
+        r[k].id0 = cd[k].id0 + cd[k].qb * ey;
+      }
+      const fv_f *ex = v->ex + v->ex_at[px];
+      for (int k0 = 0, gi = 0; k0 < v->nk[px]; k0 += FV_LANES, gi++) {
+        fv_f acc, ws;
+        fv_group(r, cd, l->n_sure, l->n, (size_t)k0, 2 * v->w2, ex[gi],
+                 g->k.tso, &acc, &ws);
+        int lanes = v->nk[px] - k0 < FV_LANES ? v->nk[px] - k0 : FV_LANES;
+        for (int k = 0; k < lanes; k++) {
+          int x = v->x0[px] + (k0 + k) * mag;
+          float val = rgc_finish(acc[k], ws[k], g->k.sens);
+          o[x] = im ? val * im[x] : val;
+        }
+      }
+    }
+  }
+  return QS_OK;
+}
+
+static int fv_frame(fused *s) {
+  const fv_state *v = s->vs;
+  int rc = QS_OK;
+  if (v->soa)
+    rc = s->c->parallel_for(s->c, 0, 2 * (size_t)s->g.rows + 1, fv_soa_rows,
+                            s);
+  if (!rc) rc = s->c->parallel_for(s->c, 0, (size_t)s->g.rows_m, fv_rows, s);
+  return rc;
+}
+
+/* Per column phase: the covered columns (inside the margins, all taps in
+ * bounds) and each group's lane offsets e_x. */
+static int fv_plan_columns(fused *s, fv_state *v) {
+  const esrrf_geom *g = &s->g;
+  int mag = g->mag;
+  size_t groups = 0;
+  for (int px = 0; px < mag; px++) {
+    v->x0[px] = -1;
+    v->nk[px] = 0;
+    for (int x = px; x < g->cols_m - g->margin; x += mag) {
+      int ok = x >= g->margin && s->nx[x] == s->win;
+      if (ok && v->x0[px] < 0) v->x0[px] = x;
+      if (ok && x == v->x0[px] + v->nk[px] * mag) v->nk[px]++;
+    }
+    v->ex_at[px] = (int)groups;
+    groups += (size_t)(v->nk[px] + FV_LANES - 1) / FV_LANES;
+  }
+  v->ex_at[mag] = (int)groups;
+  v->ex = aligned_alloc(sizeof(fv_f), (groups ? groups : 1) * sizeof(fv_f));
+  if (!v->ex) return QS_ENOMEM;
+  for (int px = 0; px < mag; px++)
+    for (int k = 0; k < v->nk[px]; k++) {
+      int x = v->x0[px] + k * mag;
+      v->cov[x] = 1;
+    }
+  for (int px = 0; px < mag; px++)
+    for (int gi = 0; gi < v->ex_at[px + 1] - v->ex_at[px]; gi++)
+      for (int k = 0; k < FV_LANES; k++) {
+        int x = v->x0[px] + (gi * FV_LANES + k) * mag;
+        v->ex[v->ex_at[px] + gi][k] = fv_shift(s->rep_x[px], x, mag);
+      }
+  return QS_OK;
+}
+
+/* The vector form of the candidate lists: sure ones first, then those
+ * within the slack of the disk edge; d0 = 0 dropped (its weight is 0 and
+ * every pixel of the pair has d = 0 there too). */
+static int fv_plan_lists(fused *s, fv_state *v) {
+  const esrrf_geom *g = &s->g;
+  int mag = g->mag, win = s->win;
+  int total = s->cand_at[mag * mag];
+  v->cand = malloc((total ? (size_t)total : 1) * sizeof *v->cand);
+  if (!v->cand) return QS_ENOMEM;
+  float tso = g->k.tso;
+  int n = 0;
+  for (int py = 0; py < mag; py++)
+    for (int px = 0; px < mag; px++) {
+      fv_list *l = &v->list[py * mag + px];
+      const fz_cand *c0 = s->cand + s->cand_at[py * mag + px];
+      const fz_cand *c1 = s->cand + s->cand_at[py * mag + px + 1];
+      const fz_tap *ty = s->ty + (size_t)s->rep_y[py] * (size_t)win;
+      const fz_tap *tx = s->tx + (size_t)s->rep_x[px] * (size_t)win;
+      int base = v->x0[px] >= 0
+                     ? (int)(RGC_GM * rgc_center(v->x0[px], mag)) + g->k.start
+                     : 0;
+      l->at = n;
+      for (int pass = 0; pass < 2; pass++) {
+        for (const fz_cand *c = c0; c < c1; c++) {
+          int edge = c->d0 >= tso - s->slack;
+          if (c->d0 == 0 || edge != pass) continue;
+          double dx0 = tx[c->i].delta, dy0 = ty[c->j].delta, d0 = c->d0;
+          fv_cand *o = &v->cand[n++];
+          o->dx0 = (float)dx0;
+          o->dy0 = (float)dy0;
+          o->w0 = c->w0;
+          o->id0 = (float)(1 / d0);
+          o->wa = (float)(c->w1 * dx0 / d0);
+          o->wb = (float)(c->w1 * dy0 / d0);
+          o->qa = (float)(-dx0 / (d0 * d0 * d0));
+          o->qb = (float)(-dy0 / (d0 * d0 * d0));
+          o->j = c->j;
+          o->col = base + c->i;
+        }
+        if (pass == 0) l->n_sure = n - l->at;
+      }
+      l->n = n - l->at;
+      if (l->n > v->longest) v->longest = l->n;
+    }
+  return QS_OK;
+}
+
+static int fv_plan(fused *s) {
+  const esrrf_geom *g = &s->g;
+  fv_state *v = calloc(1, sizeof *v);
+  s->vs = v;
+  if (!v) return QS_ENOMEM;
+  if (!s->cand) return QS_OK; /* every pixel through fused_pixel */
+  int mag = g->mag;
+  size_t threads = s->c->threads > 0 ? (size_t)s->c->threads : 1;
+  v->list = calloc((size_t)mag * (size_t)mag, sizeof *v->list);
+  v->x0 = malloc(2 * (size_t)mag * sizeof *v->x0);
+  v->ex_at = malloc(((size_t)mag + 1) * sizeof *v->ex_at);
+  v->cov = calloc((size_t)g->cols_m, 1);
+  /* lanes past the last covered column read up to FV_LANES columns of
+   * the output beyond it: 2·FV_LANES grid columns and the window */
+  v->w2 = (size_t)g->cols + (size_t)FV_LANES + (size_t)s->win + 2;
+  v->w2 = (v->w2 + 7) & ~(size_t)7;
+  v->soa = aligned_alloc(64, ((2 * (size_t)g->rows + 1) * 4 * v->w2 *
+                              sizeof(float) + 63) & ~(size_t)63);
+  if (!v->list || !v->x0 || !v->ex_at || !v->cov || !v->soa)
+    return QS_ENOMEM;
+  v->nk = v->x0 + mag;
+  int rc = fv_plan_columns(s, v);
+  if (!rc) rc = fv_plan_lists(s, v);
+  if (!rc) {
+    v->rows = malloc(threads * (size_t)(v->longest ? v->longest : 1) *
+                     sizeof *v->rows);
+    if (!v->rows) rc = QS_ENOMEM;
+  }
+  return rc;
+}
+
+static void fv_done(fused *s) {
+  fv_state *v = s->vs;
+  if (!v) return;
+  free(v->cand);
+  free(v->list);
+  free(v->x0);
+  free(v->ex);
+  free(v->ex_at);
+  free(v->cov);
+  free(v->soa);
+  free(v->rows);
+  free(v);
+  s->vs = NULL;
+}
+
+static const fused_variant fv_variant = {fv_plan, fv_frame, fv_done};
+
+#endif

@@ -1,0 +1,93 @@
+"""The timing store through the binding: rows, stats, best, export/import,
+prune, forget, check — the engine_db_* calls of the C library."""
+
+import json
+
+import numpy as np
+import pytest
+
+import quicksilver as qs
+
+
+@pytest.fixture
+def filled(tmp_path, stack):
+    """An engine on a store file with 3 serial and 2 threaded_static runs of
+    roberts_cross on one key and 1 serial run of esrrf."""
+    e = qs.Engine(db=tmp_path / "t.db", opencl=False, calibration=False)
+    for _ in range(3):
+        e.run("roberts_cross", stack, impl="serial")
+    for _ in range(2):
+        e.run("roberts_cross", stack, impl="threaded_static")
+    e.run("esrrf", stack, impl="serial", magnification=2)
+    yield e
+    e.close()
+
+
+def test_rows(filled):
+    rows = filled.db_rows(method="roberts_cross")
+    assert len(rows) == 5
+    assert [r.impl for r in rows].count("serial") == 3
+    assert all(r.status == "ok" and r.wall > 0 and r.error == "" for r in rows)
+    assert rows[0].stamp >= rows[-1].stamp  # newest first
+    assert rows[0].key.startswith("roberts_cross(8x24x20")
+    assert len(filled.db_rows(limit=2)) == 2
+    es = filled.db_rows(method="esrrf")
+    assert len(es) == 1 and json.loads(es[0].params)["magnification"] == 2
+    assert filled.db_rows(method="rgc") == []
+
+
+def test_stats(filled):
+    st = {s.impl: s for s in filled.db_stats(method="roberts_cross")}
+    assert set(st) == {"serial", "threaded_static"}
+    assert (st["serial"].count, st["threaded_static"].count) == (3, 2)
+    walls = sorted(r.wall for r in filled.db_rows(method="roberts_cross",
+                                                  impl="serial"))
+    assert st["serial"].min == pytest.approx(walls[0])
+    assert st["serial"].median == pytest.approx(walls[1])
+    assert st["serial"].failed == 0 and st["serial"].status == "ok"
+
+
+def test_best_is_the_engine_choice(filled, stack):
+    best = {b.method: b for b in filled.db_best()}
+    assert set(best) == {"roberts_cross", "esrrf"}
+    rc = best["roberts_cross"].choice
+    est = {x.impl: x.seconds for x in rc.estimates if x.seconds is not None}
+    assert rc.impl == min(est, key=est.get)
+    assert rc.impl == filled.estimate("roberts_cross", stack,
+                                      impl="serial,threaded_static").impl
+
+
+def test_export_forget_import(filled, tmp_path):
+    path = tmp_path / "export.json"
+    filled.db_export(path)
+    doc = json.loads(path.read_text())
+    assert doc  # a JSON document
+    assert filled.db_forget(method="roberts_cross", impl="serial") == 3
+    assert len(filled.db_rows(method="roberts_cross")) == 2
+    added, skipped, rejected = filled.db_import(path)
+    assert (added, skipped, rejected) == (3, 3, 0)
+    assert len(filled.db_rows()) == 6
+
+
+def test_import_of_a_malformed_document_changes_nothing(filled, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(qs.Error):
+        filled.db_import(bad)
+    assert len(filled.db_rows()) == 6
+
+
+def test_prune_and_check(filled):
+    assert filled.db_prune(keep=1) == 3  # 2 serial + 1 threaded_static
+    assert len(filled.db_rows(method="roberts_cross")) == 2
+    assert filled.db_prune(older_than_days=365) == 0
+    filled.db_check()
+    with pytest.raises(qs.ParameterError):
+        filled.db_prune(keep=-1)
+
+
+def test_timings_persist_across_engines(tmp_path, stack):
+    with qs.Engine(db=tmp_path / "p.db", opencl=False) as e:
+        e.run("roberts_cross", stack, impl="serial")
+    with qs.Engine(db=tmp_path / "p.db", opencl=False) as e:
+        assert len(e.db_rows(method="roberts_cross", impl="serial")) == 1

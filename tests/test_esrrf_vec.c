@@ -1,0 +1,330 @@
+/* test_esrrf_vec.c — the vectorised fused eSRRF variants (fused_vec, and
+ * fused_avx2 where the CPU has AVX2 + FMA): within 1e-6 of max |serial| on
+ * every eSRRF fixture of tests/data/reference (TAC2: as close as the
+ * scalar fused, see vs_serial_as) and on their per-frame maps, on both real stacks and on a grid of
+ * magnifications, radii, sensitivities and odd shapes; bit-identical
+ * between one and several threads; listed exactly where the CPU can run
+ * them. */
+#include <criterion/criterion.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "method_harness.h"
+#include "qs_test.h"
+#include "tiff.h"
+
+TestSuite(esrrf_vec, .fini = qs_leak_check);
+
+#define REF_DIR QS_SOURCE_ROOT "/tests/data/reference/"
+
+static const char *const VEC[] = {"fused_vec", "fused_avx2"};
+#define N_VEC (sizeof VEC / sizeof *VEC)
+
+/* The accuracy contract of the variants against serial. */
+#define VEC_REL 1e-6
+
+static engine *open_engine(int threads) {
+  engine_options o = {.db_path = ":memory:", .no_calibration = 1, .seed = 1,
+                      .threads = threads};
+  engine *e = NULL;
+  int rc = engine_open(&e, &o);
+  cr_assert_eq(rc, QS_OK, "engine_open: %s",
+               e ? engine_error(e) : status_message(rc));
+  return e;
+}
+
+/* Whether the engine lists impl as available; why receives the reason. */
+static int listed(engine *e, const char *impl, char *why, size_t len) {
+  impl_info info[QS_MAX_ESTIMATES];
+  size_t n = 0;
+  cr_assert_eq(method_impls(e, "esrrf", info, QS_MAX_ESTIMATES, &n), QS_OK);
+  for (size_t i = 0; i < n && i < QS_MAX_ESTIMATES; i++)
+    if (!strcmp(info[i].name, impl)) {
+      snprintf(why, len, "%s", info[i].why);
+      return info[i].available;
+    }
+  cr_assert_fail("esrrf does not list %s", impl);
+  return 0;
+}
+
+static void run_impl(engine *e, const char *impl, const image *in,
+                     const param *p, size_t n_p, image *out) {
+  run_request rq = {.inputs = in, .n_inputs = 1, .params = p, .n_params = n_p,
+                    .impl = impl};
+  run_report rep;
+  int rc = method_run(e, "esrrf", &rq, out, 1, &rep);
+  cr_assert_eq(rc, QS_OK, "esrrf %s: %s", impl, engine_error(e));
+  cr_assert_str_eq(rep.impl, impl);
+}
+
+/* Checks got against ref within rel · max |ref|; returns the worst
+ * relative error. */
+static double expect_close(const image *got, const image *ref, double rel,
+                           const char *what, const char *impl) {
+  cr_assert(got->frames == ref->frames && got->rows == ref->rows &&
+                got->cols == ref->cols,
+            "%s %s: shape %zux%zux%zu, expected %zux%zux%zu", what, impl,
+            got->frames, got->rows, got->cols, ref->frames, ref->rows,
+            ref->cols);
+  double diff, peak;
+  harness_diff(got, ref, &diff, &peak);
+  cr_assert_gt(peak, 0, "%s: the reference is all zero", what);
+  fprintf(stderr, "%-28s %-11s worst %.3g of max |ref| %.6g\n", what, impl,
+          diff / peak, peak);
+  cr_expect_leq(diff, rel * peak, "%s %s: off by %.3g of max %.6g (> %.1g)",
+                what, impl, diff, peak, rel);
+  return diff / peak;
+}
+
+/* Every available variant against serial on `in`, on one engine, within
+ * max(VEC_REL, 2 × scalar fused's own distance) when `as_fused` (temporal
+ * statistics whose conditioning amplifies last-bit differences of the
+ * maps: TAC2), else within VEC_REL. Returns how many variants ran. */
+static int vs_serial_as(engine *e, const image *in, const param *p,
+                        size_t n_p, const char *what, int as_fused) {
+  image ref[1];
+  run_impl(e, "serial", in, p, n_p, ref);
+  double rel = VEC_REL;
+  if (as_fused) {
+    image sc[1];
+    run_impl(e, "fused", in, p, n_p, sc);
+    double diff, peak;
+    harness_diff(sc, ref, &diff, &peak);
+    if (2 * diff / peak > rel) rel = 2 * diff / peak;
+    fprintf(stderr, "%-28s %-11s worst %.3g (the scalar reference of the "
+                    "family)\n",
+            what, "fused", diff / peak);
+    image_free(sc);
+  }
+  int ran = 0;
+  for (size_t v = 0; v < N_VEC; v++) {
+    char why[256];
+    if (!listed(e, VEC[v], why, sizeof why)) continue;
+    image out[1];
+    run_impl(e, VEC[v], in, p, n_p, out);
+    expect_close(out, ref, rel, what, VEC[v]);
+    image_free(out);
+    ran++;
+  }
+  image_free(ref);
+  return ran;
+}
+
+static int vs_serial(engine *e, const image *in, const param *p, size_t n_p,
+                     const char *what) {
+  return vs_serial_as(e, in, p, n_p, what, 0);
+}
+
+/* -------------------------------------------------------- fixtures */
+
+static cJSON *json_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "cannot open %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = calloc((size_t)n + 1, 1);
+  cr_assert_not_null(text);
+  cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  cJSON *j = cJSON_Parse(text);
+  free(text);
+  cr_assert_not_null(j, "%s is not JSON", path);
+  return j;
+}
+
+/* The image of a fixture entry {file, shape} (raw little-endian f32). */
+static void f32_load(const cJSON *entry, image *img) {
+  const cJSON *shape = cJSON_GetObjectItem(entry, "shape");
+  size_t d[3];
+  for (int k = 0; k < 3; k++)
+    d[k] = (size_t)cJSON_GetArrayItem(shape, k)->valuedouble;
+  cr_assert_eq(image_alloc(img, d[0], d[1], d[2]), QS_OK);
+  char path[1024];
+  snprintf(path, sizeof path, REF_DIR "%s",
+           cJSON_GetObjectItem(entry, "file")->valuestring);
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "cannot open %s", path);
+  size_t n = d[0] * d[1] * d[2];
+  cr_assert_eq(fread(img->data, sizeof(float), n, f), n, "short %s", path);
+  fclose(f);
+}
+
+/* Each fixture's call, and its per-frame maps (temporal=none, which is
+ * what the implementations compute; the statistic is shared code). The
+ * comparison with NanoPyx's outputs is test_reference's, which runs every
+ * listed implementation. */
+Test(esrrf_vec, every_esrrf_fixture_within_1e6_of_serial) {
+  cJSON *index = json_file(REF_DIR "index.json");
+  engine *e = open_engine(2);
+  int cases = 0, ran = 0;
+  const cJSON *it;
+  cJSON_ArrayForEach(it, cJSON_GetObjectItem(index, "cases")) {
+    char path[1024], what[128];
+    snprintf(path, sizeof path, REF_DIR "%s.json", it->valuestring);
+    cJSON *c = json_file(path);
+    if (strcmp(cJSON_GetObjectItem(c, "method")->valuestring, "esrrf")) {
+      cJSON_Delete(c);
+      continue;
+    }
+    param p[16], maps[16];
+    size_t n_p = 0, n_m = 0;
+    int tac2 = 0;
+    const cJSON *q;
+    cJSON_ArrayForEach(q, cJSON_GetObjectItem(c, "params")) {
+      cr_assert_lt(n_p, 15);
+      p[n_p] = (param){.name = q->string};
+      if (cJSON_IsString(q))
+        p[n_p].text = q->valuestring;
+      else
+        p[n_p].value = cJSON_IsBool(q) ? cJSON_IsTrue(q) : q->valuedouble;
+      if (!strcmp(q->string, "temporal"))
+        tac2 = !strcmp(q->valuestring, "tac2");
+      else if (strcmp(q->string, "macro_pixel_correction") &&
+               strcmp(q->string, "frames_per_timepoint"))
+        maps[n_m++] = p[n_p];
+      n_p++;
+    }
+    maps[n_m++] = (param){.name = "temporal", .text = "none"};
+    image in;
+    f32_load(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "inputs"), 0), &in);
+    ran += vs_serial_as(e, &in, p, n_p, it->valuestring, tac2);
+    snprintf(what, sizeof what, "%s maps", it->valuestring);
+    vs_serial(e, &in, maps, n_m, what);
+    image_free(&in);
+    cJSON_Delete(c);
+    cases++;
+  }
+  engine_close(e);
+  cJSON_Delete(index);
+  cr_expect_geq(cases, 6, "only %d eSRRF fixtures found", cases);
+  cr_expect_geq(ran, cases, "fused_vec must run on every CPU");
+}
+
+/* -------------------------------------------------------- real stacks */
+
+Test(esrrf_vec, real_stacks_within_1e6_of_serial) {
+  const char *files[] = {"mssr_donuts_100f.tif",
+                         "musical_cardiomyoblast_mito_100f.tif"};
+  engine *e = open_engine(2);
+  for (int k = 0; k < 2; k++) {
+    char path[1024], err[512], what[128];
+    snprintf(path, sizeof path, "%s/tests/data/real/%s", QS_SOURCE_ROOT,
+             files[k]);
+    image full;
+    cr_assert_eq(tiff_read(path, &full, err, sizeof err), QS_OK, "%s", err);
+    /* 10 frames keep serial short */
+    image st = image_wrap(full.data, 10, full.rows, full.cols);
+    param avg[] = {{"magnification", 5, NULL}, {"radius", 1.5, NULL}};
+    snprintf(what, sizeof what, "%.14s M5 avg", files[k]);
+    cr_expect_geq(vs_serial(e, &st, avg, 2, what), 1);
+    param none[] = {{"magnification", 2, NULL},
+                    {"radius", 2, NULL},
+                    {"sensitivity", 2, NULL},
+                    {"temporal", 0, "none"}};
+    snprintf(what, sizeof what, "%.14s M2 none", files[k]);
+    cr_expect_geq(vs_serial(e, &st, none, 4, what), 1);
+    image_free(&full);
+  }
+  engine_close(e);
+}
+
+/* -------------------------------------------------------- parameters */
+
+/* Spots on a background with noise: an input with gradients everywhere. */
+static image noisy(size_t f, size_t r, size_t c, unsigned seed) {
+  image m;
+  cr_assert_eq(image_alloc(&m, f, r, c), QS_OK);
+  harness_fill(&m, seed, 20.0f);
+  for (size_t k = 0; k < f; k++)
+    for (size_t y = 0; y < r; y++)
+      for (size_t x = 0; x < c; x++) {
+        double dy = (double)y - 0.4 * (double)r - (double)k;
+        double dx = (double)x - 0.6 * (double)c;
+        m.data[(k * r + y) * c + x] +=
+            (float)(300 + 800 * exp(-(dx * dx + dy * dy) / 6.0));
+      }
+  return m;
+}
+
+/* Magnifications (odd, even, 1, 8 with few lanes), radii (the disk edge
+ * cases of large radii too), sensitivities, intensity weighting, shapes
+ * whose widths leave partial lane groups and clamped taps. */
+Test(esrrf_vec, parameter_grid_within_1e6_of_serial) {
+  static const struct {
+    int mag;
+    double radius, sens;
+    int iw;
+    size_t rows, cols;
+  } grid[] = {
+      {5, 1.5, 1, 1, 24, 37}, {2, 1.5, 1, 1, 31, 20}, {8, 1.5, 1, 1, 17, 26},
+      {1, 1.5, 1, 1, 40, 33}, {3, 1, 2, 0, 23, 29},   {5, 2.5, 0.5, 1, 25, 19},
+      {4, 6, 1, 1, 30, 41},   {2, 0.4, 1, 1, 21, 28}, {7, 2, 3, 1, 16, 23},
+  };
+  engine *e = open_engine(2);
+  for (size_t k = 0; k < sizeof grid / sizeof *grid; k++) {
+    image st = noisy(2, grid[k].rows, grid[k].cols, (unsigned)k + 1);
+    param p[] = {{"magnification", grid[k].mag, NULL},
+                 {"radius", grid[k].radius, NULL},
+                 {"sensitivity", grid[k].sens, NULL},
+                 {"intensity_weighting", grid[k].iw, NULL},
+                 {"temporal", 0, "none"}};
+    char what[128];
+    snprintf(what, sizeof what, "M%d r%g s%g iw%d %zux%zu", grid[k].mag,
+             grid[k].radius, grid[k].sens, grid[k].iw, grid[k].rows,
+             grid[k].cols);
+    cr_expect_geq(vs_serial(e, &st, p, 5, what), 1);
+    image_free(&st);
+  }
+  engine_close(e);
+}
+
+/* ------------------------------------------------------------ threads */
+
+Test(esrrf_vec, threaded_runs_equal_single_thread_bit_for_bit) {
+  engine *one = open_engine(1), *many = open_engine(3);
+  static const int mags[] = {5, 2, 8};
+  for (size_t k = 0; k < 3; k++) {
+    image st = noisy(3, 29, 35, (unsigned)k + 7);
+    param p[] = {{"magnification", mags[k], NULL}, {"temporal", 0, "none"}};
+    for (size_t v = 0; v < N_VEC; v++) {
+      char why[256];
+      if (!listed(one, VEC[v], why, sizeof why)) continue;
+      image a[1], b[1];
+      run_impl(one, VEC[v], &st, p, 2, a);
+      run_impl(many, VEC[v], &st, p, 2, b);
+      cr_expect(a->frames == b->frames && a->rows == b->rows &&
+                a->cols == b->cols &&
+                !memcmp(a->data, b->data,
+                        a->frames * a->rows * a->cols * sizeof(float)),
+                "%s M%d: 3 threads differ from 1", VEC[v], mags[k]);
+      image_free(a);
+      image_free(b);
+    }
+    image_free(&st);
+  }
+  engine_close(one);
+  engine_close(many);
+}
+
+/* ----------------------------------------------------------- listing */
+
+Test(esrrf_vec, avx2_listed_exactly_where_the_cpu_has_it) {
+  engine *e = open_engine(1);
+  char why[256] = "";
+  int has = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  cr_expect_eq(listed(e, "fused_avx2", why, sizeof why), has,
+               "fused_avx2 available %d, CPU has AVX2+FMA %d (%s)", !has,
+               has, why);
+  if (!has)
+    cr_expect(strstr(why, "AVX2") != NULL, "the probe says why: %s", why);
+  cr_expect(listed(e, "fused_vec", why, sizeof why), "fused_vec: %s", why);
+  engine_close(e);
+}

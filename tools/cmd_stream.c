@@ -1,0 +1,345 @@
+/* cmd_stream.c — `quicksilver stream` (also `quicksilver esrrf --stream`):
+ * live eSRRF on frames as they arrive, through the library's stream
+ * (quicksilver.h, "live eSRRF").
+ *
+ * Input: a TIFF stack that another program may still be writing (polled
+ * for new pages every --poll-ms; the stream ends after --frames frames or
+ * when the file has not grown for --idle seconds), or "-": raw frames on
+ * standard input (--size RxC, --dtype float32|uint16, native byte order),
+ * ending at end of file. Output: every result as it completes, into -o
+ * OUT.tif (the stack so far, rewritten whole and atomically per result, so
+ * a reader never sees half a page) and/or --out-dir DIR (one numbered TIFF
+ * per result). -v prints a line per frame (its latency: from the moment it
+ * was read to the end of its push) and per result; the summary gives
+ * frames/s and the frame latencies' min, median and p99. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "tiff.h"
+
+static const opt_def stream_opts[] = {
+    {"output", 'o', "FILE", "the results so far as one TIFF stack, "
+                            "rewritten atomically per result"},
+    {"out-dir", 0, "DIR", "one TIFF per result: DIR/esrrf_000000.tif, ..."},
+    {"window", 0, "N", "frames per timepoint, or the sliding window (100)"},
+    {"every", 0, "K", "with --sliding: a result every K frames (1)"},
+    {"sliding", 0, NULL, "a sliding window of the last N frames"},
+    {"size", 0, "RxC", "frame size of raw input on stdin"},
+    {"dtype", 0, "T", "raw input type: float32 (default) or uint16"},
+    {"frames", 0, "N", "stop after N frames (default: end of input)"},
+    {"poll-ms", 0, "MS", "TIFF input: poll interval (200)"},
+    {"idle", 0, "SECONDS", "TIFF input: end when the file has not grown "
+                           "for this long (10)"},
+    {"impl", 0, "NAME|KIND", "implementation (default: the engine's choice)"},
+    {"stream", 0, NULL, "accepted for `esrrf --stream`"},
+    {NULL, 0, NULL, NULL}};
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void sleep_s(double s) {
+  struct timespec t = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+  while (nanosleep(&t, &t) && errno == EINTR) {
+  }
+}
+
+typedef struct run_state {
+  cli *c;
+  esrrf_stream *s;
+  const char *out, *dir;
+  image stack;          /* results so far (for -o) */
+  size_t n_res;
+  double *lat;          /* per-frame latencies */
+  size_t n_lat, cap_lat;
+  double t_first, t_last; /* first frame read, last push done */
+} run_state;
+
+static int lat_add(run_state *r, double v) {
+  if (r->n_lat == r->cap_lat) {
+    size_t cap = r->cap_lat ? 2 * r->cap_lat : 1024;
+    double *p = realloc(r->lat, cap * sizeof *p);
+    if (!p) return cli_fail("stream: out of memory");
+    r->lat = p;
+    r->cap_lat = cap;
+  }
+  r->lat[r->n_lat++] = v;
+  return CLI_OK;
+}
+
+/* Appends one result to the -o stack (rewritten whole) and writes it to
+ * --out-dir. */
+static int result_write(run_state *r, const image *img) {
+  char err[512];
+  if (r->dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/esrrf_%06zu.tif", r->dir, r->n_res);
+    if (tiff_write(path, img, err, sizeof err)) return cli_fail("%s", err);
+  }
+  if (r->out) {
+    size_t px = img->rows * img->cols;
+    image grown;
+    if (image_alloc(&grown, r->n_res + 1, img->rows, img->cols))
+      return cli_fail("stream: no memory for %zu results", r->n_res + 1);
+    if (r->n_res) memcpy(grown.data, r->stack.data, r->n_res * px * 4);
+    memcpy(grown.data + r->n_res * px, img->data, px * 4);
+    image_free(&r->stack);
+    r->stack = grown;
+    if (tiff_write(r->out, &r->stack, err, sizeof err))
+      return cli_fail("%s", err);
+  }
+  r->n_res++;
+  return CLI_OK;
+}
+
+/* Takes every waiting result. */
+static int results_drain(run_state *r) {
+  for (;;) {
+    image img;
+    esrrf_stream_result info;
+    int got;
+    esrrf_stream_pop(r->s, &img, &info, &got);
+    if (!got) return CLI_OK;
+    if (r->c->verbose)
+      cli_note(r->c, "result %llu: frames %llu-%llu, %.4f s after its last "
+                     "frame's push began\n",
+               (unsigned long long)info.index, (unsigned long long)info.first,
+               (unsigned long long)(info.first + info.frames - 1),
+               info.latency);
+    int rc = result_write(r, &img);
+    image_free(&img);
+    if (rc) return rc;
+  }
+}
+
+/* Pushes one frame read at time t_read. */
+static int frame_push(run_state *r, float *data, size_t rows, size_t cols,
+                      double t_read) {
+  image f = image_wrap(data, 1, rows, cols);
+  int rc = esrrf_stream_push(r->s, &f);
+  double t_done = now_s(), lat = t_done - t_read;
+  if (!r->t_first) r->t_first = t_read;
+  r->t_last = t_done;
+  if (rc == QS_EINVAL && !strstr(esrrf_stream_error(r->s), "after the end")) {
+    /* a bad frame: skipped, the stream goes on */
+    cli_note(r->c, "quicksilver: %s (frame skipped)\n",
+             esrrf_stream_error(r->s));
+    return CLI_OK;
+  }
+  if (rc) return cli_fail("%s", esrrf_stream_error(r->s));
+  if (r->c->verbose)
+    cli_note(r->c, "frame %llu: %.4f s\n",
+             (unsigned long long)(esrrf_stream_frames(r->s) - 1), lat);
+  rc = lat_add(r, lat);
+  return rc ? rc : results_drain(r);
+}
+
+/* Raw frames on stdin until end of file or `limit` frames. */
+static int read_stdin(run_state *r, size_t rows, size_t cols, int u16,
+                      size_t limit) {
+  size_t px = rows * cols, bytes = px * (u16 ? 2 : 4);
+  float *f = malloc(px * sizeof *f);
+  unsigned char *raw = malloc(bytes);
+  int rc = f && raw ? CLI_OK : cli_fail("stream: out of memory");
+  for (size_t n = 0; !rc && n < limit; n++) {
+    size_t got = fread(raw, 1, bytes, stdin);
+    double t = now_s();
+    if (got < bytes) {
+      if (ferror(stdin)) rc = cli_fail("stream: reading stdin: %s",
+                                       strerror(errno));
+      else if (got)
+        cli_note(r->c, "quicksilver: %zu bytes at the end of stdin are not "
+                       "a whole frame of %zu; ignored\n",
+                 got, bytes);
+      break;
+    }
+    if (u16)
+      for (size_t i = 0; i < px; i++) {
+        uint16_t v;
+        memcpy(&v, raw + 2 * i, 2);
+        f[i] = (float)v;
+      }
+    else
+      memcpy(f, raw, bytes);
+    rc = frame_push(r, f, rows, cols, t);
+  }
+  free(f);
+  free(raw);
+  return rc;
+}
+
+/* A TIFF that may still grow: new pages as they appear. */
+static int read_tiff(run_state *r, const char *path, size_t limit,
+                     double poll, double idle) {
+  size_t done = 0;
+  double last_growth = now_s();
+  char err[512] = "";
+  while (done < limit) {
+    tiff_info info;
+    int rc = tiff_info_of(path, &info, err, sizeof err);
+    /* a file being written can be momentarily unreadable */
+    if (!rc && info.pages > done) {
+      size_t n = info.pages - done;
+      if (n > limit - done) n = limit - done;
+      image pages;
+      rc = tiff_read_pages(path, done, n, &pages, err, sizeof err);
+      double t = now_s();
+      for (size_t k = 0; !rc && k < pages.frames; k++) {
+        int prc = frame_push(r, pages.data + k * pages.rows * pages.cols,
+                             pages.rows, pages.cols, t);
+        if (prc) {
+          image_free(&pages);
+          return prc;
+        }
+        done++;
+      }
+      if (!rc) {
+        image_free(&pages);
+        last_growth = now_s();
+        continue;
+      }
+    }
+    if (now_s() - last_growth >= idle) {
+      if (rc && done == 0) return cli_fail("%s", err);
+      if (rc) cli_note(r->c, "quicksilver: %s\n", err);
+      break;
+    }
+    sleep_s(poll);
+  }
+  return CLI_OK;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static int summary(run_state *r) {
+  /* from the first frame read to the last push: the idle wait of a TIFF
+   * input at its end is not the stream's time */
+  double wall = r->t_last - r->t_first;
+  uint64_t frames = esrrf_stream_frames(r->s);
+  double lmin = 0, lmed = 0, l99 = 0;
+  if (r->n_lat) {
+    qsort(r->lat, r->n_lat, sizeof *r->lat, cmp_double);
+    lmin = r->lat[0];
+    lmed = r->lat[r->n_lat / 2];
+    l99 = r->lat[(size_t)ceil(0.99 * (double)r->n_lat) - 1];
+  }
+  double fps = wall > 0 ? (double)frames / wall : 0;
+  if (r->c->json) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "impl", esrrf_stream_impl(r->s));
+    cJSON_AddNumberToObject(j, "frames", (double)frames);
+    cJSON_AddNumberToObject(j, "results", (double)r->n_res);
+    cJSON_AddNumberToObject(j, "seconds", wall);
+    cJSON_AddNumberToObject(j, "frames_per_second", fps);
+    cJSON_AddNumberToObject(j, "latency_min", lmin);
+    cJSON_AddNumberToObject(j, "latency_median", lmed);
+    cJSON_AddNumberToObject(j, "latency_p99", l99);
+    return cli_json_out(j);
+  }
+  cli_note(r->c,
+           "stream: %llu frames, %zu results in %.3f s with %s: %.2f "
+           "frames/s; frame latency min %.4f s, median %.4f s, p99 %.4f s\n",
+           (unsigned long long)frames, r->n_res, wall,
+           esrrf_stream_impl(r->s)[0] ? esrrf_stream_impl(r->s) : "nothing",
+           fps, lmin, lmed, l99);
+  return CLI_OK;
+}
+
+/* Reads a size_t option within [lo, hi], default def. */
+static int opt_size(const args *a, const char *name, size_t lo, size_t hi,
+                    size_t def, size_t *out) {
+  const char *v = args_value(a, name);
+  *out = def;
+  if (v && args_size(v, lo, hi, out))
+    return cli_usage("stream: --%s %s is not an integer in [%zu, %zu]", name,
+                     v, lo, hi);
+  return CLI_OK;
+}
+
+int cmd_stream(cli *c, int argc, char **argv) {
+  engine *e;
+  cli_prescan(c, argc, argv);
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      c->db = ":memory:";
+      c->no_opencl = 1;
+    }
+  if (cli_engine(c, &e)) return CLI_FAIL;
+  const method_desc *d = method_find(e, "esrrf");
+  if (!d) return cli_fail("stream: no esrrf method");
+  args a;
+  CLI_ARGS_OR_RETURN(cli_args(
+      c, argc, argv,
+      "stream IN.tif|- [-o OUT.tif] [--out-dir DIR] [--window N] "
+      "[--sliding --every K] [--size RxC --dtype float32|uint16] "
+      "[--PARAM VALUE ...]",
+      stream_opts, d->params, d->n_params, &a));
+  if (a.n_pos != 1) return cli_usage("stream: give one input (a TIFF or -)");
+  const char *in = a.pos[0];
+  size_t window, every, limit, poll_ms, rows = 0, cols = 0;
+  if (opt_size(&a, "window", 1, (size_t)1 << 30, 100, &window) ||
+      opt_size(&a, "every", 1, (size_t)1 << 30, 1, &every) ||
+      opt_size(&a, "frames", 1, SIZE_MAX, SIZE_MAX, &limit) ||
+      opt_size(&a, "poll-ms", 1, 3600000, 200, &poll_ms))
+    return CLI_USAGE;
+  const char *idle_s = args_value(&a, "idle");
+  double idle = idle_s ? strtod(idle_s, NULL) : 10;
+  if (!(idle >= 0)) return cli_usage("stream: --idle %s", idle_s);
+  const char *dtype = args_value(&a, "dtype");
+  int u16 = dtype && !strcmp(dtype, "uint16");
+  if (dtype && !u16 && strcmp(dtype, "float32"))
+    return cli_usage("stream: --dtype %s is not float32 or uint16", dtype);
+  if (!strcmp(in, "-")) {
+    const char *size = args_value(&a, "size");
+    char x;
+    if (!size || sscanf(size, "%zu%c%zu", &rows, &x, &cols) != 3 ||
+        (x != 'x' && x != 'X') || !rows || !cols)
+      return cli_usage("stream: raw input on stdin needs --size RxC");
+  } else {
+    tiff_info info;
+    char err[512];
+    double t0 = now_s();
+    /* the writer may not have written the first page yet */
+    while (tiff_info_of(in, &info, err, sizeof err)) {
+      if (now_s() - t0 >= idle) return cli_fail("%s", err);
+      sleep_s((double)poll_ms * 1e-3);
+    }
+    rows = info.rows;
+    cols = info.cols;
+  }
+  const char *out = args_value(&a, "output"), *dir = args_value(&a, "out-dir");
+  if (!out && !dir) return cli_usage("stream: give -o OUT.tif or --out-dir");
+  esrrf_stream_options o = {.rows = rows, .cols = cols, .params = a.params,
+                            .n_params = a.n_params,
+                            .sliding = args_value(&a, "sliding") != NULL,
+                            .window = window, .every = every,
+                            .impl = args_value(&a, "impl")};
+  run_state r = {.c = c, .out = out, .dir = dir};
+  char err[512] = "";
+  int rc = esrrf_stream_open(e, &o, &r.s, err, sizeof err);
+  if (rc) return rc == QS_EPARAM || rc == QS_EINVAL ? cli_usage("%s", err)
+                                                     : cli_fail("%s", err);
+  rc = !strcmp(in, "-") ? read_stdin(&r, rows, cols, u16, limit)
+                        : read_tiff(&r, in, limit, (double)poll_ms * 1e-3,
+                                    idle);
+  if (!rc) {
+    if (esrrf_stream_end(r.s))
+      cli_note(c, "quicksilver: %s\n", esrrf_stream_error(r.s));
+    rc = results_drain(&r);
+  }
+  if (!rc) rc = summary(&r);
+  esrrf_stream_close(r.s);
+  image_free(&r.stack);
+  free(r.lat);
+  return rc;
+}

@@ -1,0 +1,665 @@
+"""quicksilver: auto-tuned image-processing kernels (eSRRF, RGC, Catmull-Rom
+magnification, Roberts cross) from Python, numpy in and numpy out.
+
+>>> import quicksilver as qs
+>>> sr = qs.esrrf(stack, magnification=5)            # (T, R*5, C*5) float32
+>>> with qs.Engine() as eng:
+...     res = eng.run("esrrf", stack, magnification=5, temporal="var")
+...     res.report.impl, res.report.seconds, res["output"].shape
+
+Arrays
+    Images are ``(frames, rows, cols)``; a 2-D ``(rows, cols)`` array is one
+    frame. A C-contiguous, native float32 input is used in place, never
+    copied. Any other real dtype (uint16 from cameras, float64, ...) or
+    layout is converted once to a C-contiguous float32 copy for the call
+    (float64 is rounded to float32); pass ``copy=False`` to
+    :meth:`Engine.run` to get :class:`CopyError` instead of a conversion.
+    Outputs are always 3-D float32 arrays that own the memory the engine
+    wrote them into (no copy); they stay valid after the engine is closed.
+
+Threads
+    The GIL is released for the whole computation, so two Python threads
+    with two engines run in parallel. An engine serves one call at a time;
+    a second thread calling the same engine waits its turn.
+
+Ctrl-C
+    The engine has no cancellation point inside a run: a run in progress
+    finishes (and its timing is recorded whole), then its outputs are
+    dropped and ``KeyboardInterrupt`` is raised as soon as the call returns.
+
+Timing store
+    Every run is timed and recorded in the engine's SQLite store (``db``;
+    default ``$QUICKSILVER_DB`` or ``~/.cache/quicksilver/timings.db``,
+    ``":memory:"`` keeps nothing), from which the engine picks the fastest
+    implementation for each input size.
+
+Errors
+    Failures raise a subclass of :class:`Error` carrying the engine's
+    status ``name`` and ``message``; see :mod:`quicksilver._errors`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import difflib
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional, Sequence, Union, overload
+
+import numpy as np
+
+from . import _core
+from ._errors import (STATUS, CancelledError, ConfigurationError, CopyError,
+                      DTypeError, Error, ExistsError, FileFormatError,
+                      ImplementationError, OpenCLError, OutOfMemoryError,
+                      ParameterError, ShapeError, StoreError,
+                      UnavailableError, UnknownImplementationError,
+                      UnknownMethodError)
+
+__version__: str = _core.VERSION
+
+__all__ = [
+    "Engine", "Result", "Report", "Estimate", "BenchEntry", "Method",
+    "Parameter", "Implementation", "Device", "Run", "Stat", "Best",
+    "default_engine", "esrrf",
+    "shift_magnify", "roberts_cross", "rgc", "Error", "ParameterError",
+    "ShapeError", "DTypeError", "CopyError", "UnknownMethodError",
+    "UnknownImplementationError", "UnavailableError", "ImplementationError",
+    "OpenCLError", "StoreError", "FileFormatError", "OutOfMemoryError",
+    "CancelledError", "ConfigurationError", "ExistsError", "STATUS",
+]
+
+ArrayLike = Union[np.ndarray, Sequence[Any]]
+PathLike = Union[str, "os.PathLike[str]"]
+ParamValue = Union[bool, int, float, str]
+
+
+# ------------------------------------------------------------- results
+
+@dataclass(frozen=True)
+class Estimate:
+    """The engine's prediction for one implementation at the time of a run.
+
+    ``seconds`` is None when unknown; ``source`` is ``"history"``,
+    ``"model"``, ``"none"``, or why it was no candidate (``"unavailable"``,
+    ``"failed"``, ``"mismatch"``, ``"device_memory"``).
+    """
+    impl: str
+    seconds: Optional[float]
+    source: str
+    runs: int
+
+
+@dataclass(frozen=True)
+class Report:
+    """How a run was made: which implementation, why, and how long it took.
+
+    ``reason`` is ``"forced"``, ``"history"``, ``"model"``,
+    ``"calibration"``, ``"exploration"``, ``"fallback"`` or ``"static"``.
+    All times are wall seconds.
+    """
+    impl: str
+    reason: str
+    seconds: float
+    device_seconds: float
+    once_seconds: float
+    calibration_seconds: float
+    calibration_once_seconds: float
+    fallbacks: int
+    estimates: tuple[Estimate, ...]
+
+    @classmethod
+    def _from(cls, d: dict[str, Any]) -> "Report":
+        fields = dict(d)
+        fields["estimates"] = tuple(Estimate(**e) for e in d["estimates"])
+        return cls(**fields)
+
+
+class Result(Sequence[np.ndarray]):
+    """The outputs of a run, in the method's order and by name, and its report.
+
+    ``res[0]``, ``res["output"]``, ``a, b = res`` and ``res.outputs`` all
+    work; ``res.names`` gives the output names and ``res.report`` the
+    :class:`Report`.
+    """
+
+    __slots__ = ("outputs", "names", "report")
+
+    def __init__(self, names: Sequence[str], outputs: Sequence[np.ndarray],
+                 report: Report) -> None:
+        self.outputs: tuple[np.ndarray, ...] = tuple(outputs)
+        self.names: tuple[str, ...] = tuple(names)
+        self.report: Report = report
+
+    @overload
+    def __getitem__(self, key: int) -> np.ndarray: ...
+    @overload
+    def __getitem__(self, key: str) -> np.ndarray: ...
+    @overload
+    def __getitem__(self, key: slice) -> tuple[np.ndarray, ...]: ...
+
+    def __getitem__(self, key):  # type: ignore[override]
+        if isinstance(key, str):
+            try:
+                return self.outputs[self.names.index(key)]
+            except ValueError:
+                raise KeyError(f"no output {key!r}; outputs are "
+                               f"{', '.join(self.names)}") from None
+        return self.outputs[key]
+
+    def __len__(self) -> int:
+        return len(self.outputs)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return iter(self.outputs)
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        """The outputs by name."""
+        return dict(zip(self.names, self.outputs))
+
+    def __repr__(self) -> str:
+        shapes = ", ".join(f"{n}={o.shape}" for n, o in
+                           zip(self.names, self.outputs))
+        return (f"Result({shapes}; {self.report.impl}, {self.report.reason}, "
+                f"{self.report.seconds:.6f} s)")
+
+
+@dataclass(frozen=True)
+class BenchEntry:
+    """One implementation's benchmark: seconds over ``runs`` timed runs and
+    its largest difference from serial relative to max |serial|;
+    ``status`` is ``"ok"``, ``"mismatch"`` or the failure's status name."""
+    impl: str
+    status: str
+    runs: int
+    min: float
+    median: float
+    fast_mean: float
+    once_seconds: float
+    max_rel_diff: float
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A declared parameter: ``type`` is ``"int"``, ``"float"``, ``"bool"``
+    or ``"enum"``; ``min``/``max`` are None when unbounded; ``choices`` lists
+    an enum's names."""
+    name: str
+    type: str
+    default: ParamValue
+    min: Optional[float]
+    max: Optional[float]
+    min_open: bool
+    max_open: bool
+    choices: tuple[str, ...]
+    doc: str
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """One implementation as this engine runs it (OpenCL ones per device)."""
+    name: str
+    kind: str
+    version: int
+    available: bool
+    why: str
+    device: str
+
+
+@dataclass(frozen=True)
+class Method:
+    """A method: its inputs and outputs as ``(name, doc)``, parameters,
+    implementations and the tolerance between implementations."""
+    name: str
+    doc: str
+    inputs: tuple[tuple[str, str], ...]
+    outputs: tuple[tuple[str, str], ...]
+    params: tuple[Parameter, ...]
+    impls: tuple[Implementation, ...]
+    tolerance: float
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device the engine runs on: the host CPU (``name == "cpu"``, its
+    pool's ``threads`` of ``cores``) or an OpenCL device (``name`` is the
+    slug ending its implementations' names, ``"opencl:<name>"``).
+    ``fingerprint`` is how the timing store names it; ``shares_host_cores``
+    says its work competes with the CPU pool's. Memory sizes in bytes."""
+    name: str
+    fingerprint: str
+    model: str
+    platform: str
+    vendor: str
+    driver: str
+    version: str
+    opencl: bool
+    gpu: bool
+    shares_host_cores: bool
+    cores: int
+    threads: int
+    compute_units: int
+    clock_mhz: int
+    global_mem: int
+    max_alloc: int
+    local_mem: int
+    max_work_group: int
+    fp64: bool
+
+
+@dataclass(frozen=True)
+class Run:
+    """One recorded run (or failure) in the timing store: ``wall`` is its
+    steady wall seconds, ``status`` ``"ok"`` or the failure's status name,
+    ``params`` the parameters as JSON text, ``stamp`` unix seconds."""
+    id: int
+    stamp: float
+    method: str
+    impl: str
+    impl_version: int
+    device: str
+    key: str
+    work: float
+    params: str
+    wall: float
+    device_seconds: float
+    once_seconds: float
+    status: str
+    error: str
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Summary of one (method, key, impl, device) group of the store:
+    ``count`` successful runs (seconds: min, median, mean of the fastest
+    half) and ``failed`` failures (``status``: the newest one's)."""
+    method: str
+    key: str
+    impl: str
+    device: str
+    count: int
+    failed: int
+    min: float
+    median: float
+    fast_mean: float
+    status: str
+
+
+@dataclass(frozen=True)
+class Best:
+    """The engine's choice for one (method, key) of the store, by the rule
+    :meth:`Engine.run` applies (history, then model)."""
+    method: str
+    key: str
+    choice: Report
+
+
+# ------------------------------------------------------------- inputs
+
+def _as_input(a: ArrayLike, copy: bool, slot: str) -> np.ndarray:
+    """A C-contiguous native float32 3-D view of `a` (itself when it is one
+    already), converting once when needed and allowed."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "uif":
+        raise DTypeError(f"input {slot}: dtype {arr.dtype} is not a real "
+                         "number type (float32 is used as is; integer and "
+                         "other float types are converted to float32)",
+                         name="invalid")
+    if arr.ndim == 2:
+        arr = arr[np.newaxis]
+    elif arr.ndim != 3:
+        raise ShapeError(f"input {slot}: {arr.ndim}-D array of shape "
+                         f"{arr.shape}; expected (frames, rows, cols) or "
+                         "(rows, cols)", name="shape")
+    if (arr.dtype == np.float32 and arr.dtype.isnative
+            and arr.flags.c_contiguous and arr.flags.aligned):
+        return arr
+    if not copy:
+        why = ("dtype " + str(arr.dtype) if arr.dtype != np.float32
+               or not arr.dtype.isnative else "not C-contiguous"
+               if not arr.flags.c_contiguous else "not aligned")
+        raise CopyError(f"input {slot}: {why}; copy=False forbids the "
+                        "conversion to a C-contiguous float32 array",
+                        name="invalid")
+    return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+def _param_items(params: dict[str, Any]) -> list[tuple[str, Any]]:
+    items = []
+    for name, value in params.items():
+        if isinstance(value, (bool, np.bool_)):
+            value = bool(value)
+        elif isinstance(value, np.generic):
+            value = value.item()
+        items.append((name, value))
+    return items
+
+
+def _check_keywords(method: str, desc: Optional[dict[str, Any]],
+                    params: dict[str, Any], keywords: Sequence[str]) -> None:
+    """A keyword that is no parameter of the method but is close to one of
+    the call's own keywords (``imp=`` for ``impl=``) is reported as such;
+    the engine suggests among the parameters for every other unknown name."""
+    if desc is None:
+        return
+    names = {p["name"] for p in desc["params"]}
+    for k in params:
+        if k in names:
+            continue
+        near = difflib.get_close_matches(k, keywords, n=1, cutoff=0.7)
+        if near and not difflib.get_close_matches(k, names, n=1, cutoff=0.7):
+            raise ParameterError(f'method {method}: unknown parameter "{k}" '
+                                 f'(did you mean {near[0]}?)', name="param")
+
+
+# ------------------------------------------------------------- engine
+
+class Engine:
+    """An engine: runs methods, choosing and timing implementations.
+
+    Args:
+        db: timing store file; None: ``$QUICKSILVER_DB``, else
+            ``~/.cache/quicksilver/timings.db``; ``":memory:"`` keeps
+            timings for this engine only.
+        threads: pool threads; None: ``$QUICKSILVER_THREADS``, else all
+            cores.
+        opencl: False runs without OpenCL devices.
+        cache_dir: OpenCL kernel cache; None: ``$QUICKSILVER_CACHE_DIR``,
+            else ``~/.cache/quicksilver``.
+        seed: fixes the exploration's random choices (None or 0: from the
+            clock).
+        calibration: False orders implementations with no timings by a
+            static rule instead of timing them on small slices first.
+
+    Use as a context manager, or call :meth:`close`, so the last timings are
+    written to the store. One call runs at a time on an engine; open one per
+    thread for parallel work.
+    """
+
+    def __init__(self, db: Optional[PathLike] = None,
+                 threads: Optional[int] = None, opencl: bool = True,
+                 cache_dir: Optional[PathLike] = None,
+                 seed: Optional[int] = None, calibration: bool = True) -> None:
+        self._core = _core.Engine(
+            db=None if db is None else os.fspath(db),
+            threads=0 if threads is None else int(threads),
+            opencl=bool(opencl),
+            cache_dir=None if cache_dir is None else os.fspath(cache_dir),
+            seed=0 if seed is None else int(seed),
+            calibration=bool(calibration))
+        self._descs: Optional[dict[str, dict[str, Any]]] = None
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Writes pending timings to the store and releases the engine.
+        Outputs already returned stay valid. Idempotent."""
+        self._core.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    @property
+    def threads(self) -> int:
+        """Threads of the engine's pool."""
+        return self._core.threads
+
+    @property
+    def db_path(self) -> str:
+        """The timing store in use (``":memory:"`` possible)."""
+        return self._core.db_path
+
+    def _desc(self, method: str) -> Optional[dict[str, Any]]:
+        if self._descs is None:
+            self._descs = {d["name"]: d for d in self._core.methods()}
+        return self._descs.get(method)
+
+    def _inputs(self, method: str, arrays: Sequence[ArrayLike],
+                copy: bool) -> tuple[np.ndarray, ...]:
+        d = self._desc(method)
+        slots = [s for s, _ in d["inputs"]] if d else []
+        return tuple(_as_input(a, copy, slots[k] if k < len(slots) else str(k))
+                     for k, a in enumerate(arrays))
+
+    def run(self, method: str, *arrays: ArrayLike, impl: Optional[str] = None,
+            copy: bool = True, **params: ParamValue) -> Result:
+        """Runs `method` on the input arrays with keyword parameters.
+
+        Args:
+            method: ``"esrrf"``, ``"rgc"``, ``"shift_magnify"``,
+                ``"roberts_cross"`` (see :meth:`methods`).
+            *arrays: the method's inputs in order (see :meth:`methods`).
+            impl: None lets the engine choose; an implementation name
+                (``"threaded_dynamic"``, ``"opencl:<device>"``) forces it;
+                a kind (``"serial"``, ``"threaded"``, ``"opencl"``, ``"cpu"``,
+                comma-separated) restricts the choice.
+            copy: False raises :class:`CopyError` instead of converting an
+                input that is not C-contiguous native float32.
+            **params: the method's parameters by name; enums by name
+                (``temporal="var"``), booleans as bool.
+
+        Returns:
+            :class:`Result`: outputs in the method's order and by name, and
+            the :class:`Report`.
+
+        Raises:
+            ParameterError: unknown (the message names the nearest), repeated
+                or out-of-range parameter, NaN value.
+            ShapeError, DTypeError, CopyError, UnknownMethodError,
+            UnknownImplementationError, UnavailableError,
+            ImplementationError: as named.
+        """
+        inputs = self._inputs(method, arrays, copy)
+        d = self._desc(method)
+        _check_keywords(method, d, params, ("impl", "copy"))
+        outs, rep = self._core.run(method, inputs, _param_items(params), impl)
+        names = [n for n, _ in d["outputs"]] if d else [
+            str(k) for k in range(len(outs))]
+        return Result(names, outs, Report._from(rep))
+
+    def benchmark(self, method: str, *arrays: ArrayLike,
+                  impls: Optional[str] = None, warmup: int = 1,
+                  repeats: int = 5, **params: ParamValue) -> list[BenchEntry]:
+        """Times every available implementation (or those in `impls`, names or
+        kinds, comma-separated): `warmup` untimed then `repeats` timed runs
+        each, all recorded in the store, each output checked against serial.
+        Fastest first."""
+        inputs = self._inputs(method, arrays, True)
+        _check_keywords(method, self._desc(method), params,
+                        ("impls", "warmup", "repeats"))
+        rows = self._core.benchmark(method, inputs, _param_items(params),
+                                    impls, int(warmup), int(repeats))
+        return [BenchEntry(**r) for r in rows]
+
+    def methods(self) -> list[Method]:
+        """Every method with its parameters (ranges, defaults, docs) and its
+        implementations with their availability here."""
+        out = []
+        for d in self._core.methods():
+            params = tuple(Parameter(
+                name=p["name"], type=p["type"], default=p["default"],
+                min=p["min"], max=p["max"], min_open=p["min_open"],
+                max_open=p["max_open"],
+                choices=tuple(p["choices"].split("|")) if p["choices"] else (),
+                doc=p["doc"]) for p in d["params"])
+            out.append(Method(
+                name=d["name"], doc=d["doc"], inputs=tuple(d["inputs"]),
+                outputs=tuple(d["outputs"]), params=params,
+                impls=tuple(self.impls(d["name"])), tolerance=d["tolerance"]))
+        return out
+
+    def method(self, name: str) -> Method:
+        """One method's description (UnknownMethodError if there is none)."""
+        for m in self.methods():
+            if m.name == name:
+                return m
+        # the engine's own message, with the nearest name
+        self._core.impls(name)
+        raise UnknownMethodError(f"unknown method {name!r}", name="no_method")
+
+    def impls(self, method: str) -> list[Implementation]:
+        """The implementations of `method` here, with availability."""
+        return [Implementation(**i) for i in self._core.impls(method)]
+
+    def devices(self) -> list[Device]:
+        """The devices this engine runs on: the host CPU first, then each
+        OpenCL device (none with ``opencl=False``; :attr:`opencl_why`
+        says why there is none)."""
+        return [Device(**d) for d in self._core.devices()]
+
+    @property
+    def opencl_why(self) -> str:
+        """Why the engine has no OpenCL device (``""`` when it has one)."""
+        return self._core.opencl_why
+
+    def estimate(self, method: str, *arrays: ArrayLike,
+                 impl: Optional[str] = None, **params: ParamValue) -> Report:
+        """What :meth:`run` would do for these inputs, without running or
+        recording anything: ``impl`` and ``reason`` of the choice and every
+        implementation's estimate (the report's seconds stay 0)."""
+        inputs = self._inputs(method, arrays, True)
+        _check_keywords(method, self._desc(method), params, ("impl",))
+        return Report._from(self._core.estimate(
+            method, inputs, _param_items(params), impl))
+
+    # ---------------------------------------------------- timing store
+
+    def db_rows(self, method: Optional[str] = None, impl: Optional[str] = None,
+                device: Optional[str] = None, key: Optional[str] = None,
+                limit: int = 0) -> list[Run]:
+        """Recorded runs matching every given field, newest first (at most
+        `limit`; 0: all). Timings still pending in the engine are written
+        first."""
+        return [Run(**r) for r in self._core.db_rows(
+            method=method, impl=impl, device=device, key=key, limit=limit)]
+
+    def db_stats(self, method: Optional[str] = None,
+                 impl: Optional[str] = None, device: Optional[str] = None,
+                 key: Optional[str] = None) -> list[Stat]:
+        """Per (method, key, impl, device): counts and seconds of the runs."""
+        return [Stat(**r) for r in self._core.db_stats(
+            method=method, impl=impl, device=device, key=key)]
+
+    def db_best(self, method: Optional[str] = None,
+                key: Optional[str] = None) -> list[Best]:
+        """For every (method, key) recorded on this machine, the choice the
+        engine makes for it now."""
+        return [Best(method=r["method"], key=r["key"],
+                     choice=Report._from(r["choice"]))
+                for r in self._core.db_best(method=method, key=key)]
+
+    def db_export(self, path: PathLike) -> None:
+        """Writes every run and device to `path` as one JSON document
+        (atomically)."""
+        self._core.db_export(os.fspath(path))
+
+    def db_import(self, path: PathLike) -> tuple[int, int, int]:
+        """Adds the runs of a document :meth:`db_export` wrote; returns
+        ``(added, skipped, rejected)``; a malformed document changes
+        nothing."""
+        return self._core.db_import(os.fspath(path))
+
+    def db_prune(self, keep: int = 0, older_than_days: float = 0) -> int:
+        """Keeps the newest `keep` runs per (method, impl, device, key)
+        (0: all) and drops runs older than `older_than_days` (0: none);
+        returns how many were removed."""
+        return self._core.db_prune(keep=int(keep),
+                                   older_than_days=float(older_than_days))
+
+    def db_forget(self, method: Optional[str] = None,
+                  impl: Optional[str] = None, device: Optional[str] = None,
+                  key: Optional[str] = None) -> int:
+        """Deletes the runs matching every given field (none given: all);
+        returns how many were removed."""
+        return self._core.db_forget(method=method, impl=impl, device=device,
+                                    key=key)
+
+    def db_check(self) -> None:
+        """SQLite's integrity check of the store; raises :class:`StoreError`
+        when it fails."""
+        self._core.db_check()
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "<quicksilver.Engine closed>"
+        return (f"<quicksilver.Engine threads={self.threads} "
+                f"db={self.db_path!r}>")
+
+
+# ------------------------------------------------ module-level shortcuts
+
+_default: Optional[Engine] = None
+_default_lock = threading.Lock()
+
+
+def default_engine() -> Engine:
+    """The engine the module-level functions use, opened on first use with
+    the defaults (store, threads and devices from the environment) and
+    closed at exit."""
+    global _default
+    with _default_lock:
+        if _default is None or _default.closed:
+            _default = Engine()
+        return _default
+
+
+@atexit.register
+def _close_default() -> None:
+    if _default is not None:
+        _default.close()
+
+
+def esrrf(stack: ArrayLike, magnification: int = 5, radius: float = 1.5,
+          sensitivity: float = 1.0, frames_per_timepoint: int = 0,
+          temporal: str = "avg", intensity_weighting: bool = True,
+          macro_pixel_correction: bool = True,
+          impl: Optional[str] = None) -> np.ndarray:
+    """eSRRF of a stack ``(F, R, C)``: ``(T, R*M, C*M)`` float32 with
+    ``T = ceil(F / frames_per_timepoint)`` (1 for 0), or ``(F, R*M, C*M)``
+    for ``temporal="none"``. `temporal` is ``"avg"``, ``"var"``, ``"tac2"``
+    or ``"none"``. Runs on :func:`default_engine`."""
+    return default_engine().run(
+        "esrrf", stack, impl=impl, magnification=magnification,
+        radius=radius, sensitivity=sensitivity,
+        frames_per_timepoint=frames_per_timepoint, temporal=temporal,
+        intensity_weighting=intensity_weighting,
+        macro_pixel_correction=macro_pixel_correction)[0]
+
+
+def shift_magnify(image: ArrayLike, shift_row: float = 0.0,
+                  shift_col: float = 0.0, magnification_row: float = 2.0,
+                  magnification_col: float = 2.0,
+                  impl: Optional[str] = None) -> np.ndarray:
+    """Catmull-Rom shift and magnification of every frame:
+    ``(F, int(R*mr), int(C*mc))`` float32. Runs on :func:`default_engine`."""
+    return default_engine().run(
+        "shift_magnify", image, impl=impl, shift_row=shift_row,
+        shift_col=shift_col, magnification_row=magnification_row,
+        magnification_col=magnification_col)[0]
+
+
+def roberts_cross(image: ArrayLike,
+                  impl: Optional[str] = None) -> tuple[np.ndarray, np.ndarray]:
+    """Roberts-cross gradients of every frame: ``(gradient_col,
+    gradient_row)``, each the input's shape. Runs on :func:`default_engine`."""
+    res = default_engine().run("roberts_cross", image, impl=impl)
+    return res[0], res[1]
+
+
+def rgc(gradient_col: ArrayLike, gradient_row: ArrayLike, image: ArrayLike,
+        magnification: int = 5, radius: float = 1.5, sensitivity: float = 1.0,
+        intensity_weighting: bool = True,
+        impl: Optional[str] = None) -> np.ndarray:
+    """Radial gradient convergence from gradients magnified 2M
+    ``(F, 2RM, 2CM)`` and the image magnified M ``(F, RM, CM)``:
+    ``(F, RM, CM)``. Runs on :func:`default_engine`."""
+    return default_engine().run(
+        "rgc", gradient_col, gradient_row, image, impl=impl,
+        magnification=magnification, radius=radius, sensitivity=sensitivity,
+        intensity_weighting=intensity_weighting)[0]

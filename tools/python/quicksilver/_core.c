@@ -1,0 +1,926 @@
+/* _core.c — the CPython extension of the quicksilver package.
+ *
+ * A thin layer over the public C API (quicksilver.h only): an Engine type
+ * that opens, runs, benchmarks and lists, and converts between numpy arrays
+ * and images. The Python modules beside it (__init__.py) turn other dtypes
+ * and shapes into what this layer accepts, name keywords, and build the
+ * Result and Report objects; the checks here are the contract, not the user
+ * interface.
+ *
+ * Memory: inputs are wrapped, never copied (image_wrap over the array's
+ * buffer, which the call keeps alive). Outputs stay where the engine
+ * allocated them: each becomes an ndarray whose base is a capsule owning
+ * the image, released with image_free when the last view goes. They do not
+ * depend on the engine and outlive it.
+ *
+ * Threads: the GIL is released for the whole method_run / method_benchmark.
+ * An engine serves one thread at a time (quicksilver.h): a lock per Engine
+ * makes a second thread wait (without the GIL) instead of racing.
+ *
+ * Errors: a nonzero status raises the Python class registered for it by
+ * _set_errors (quicksilver._errors), called as cls(message, status, name).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <numpy/arrayobject.h>
+#include <pythread.h>
+
+#include "quicksilver.h"
+
+#define MAX_SLOTS 16
+
+/* status (int) -> exception class; set once by _set_errors. */
+static PyObject *error_map;
+
+/* Raises the registered class for `status` with `msg`. Returns NULL. */
+static PyObject *raise_status(int status, const char *msg) {
+  PyObject *cls = NULL, *key = PyLong_FromLong(status);
+  if (key && error_map) cls = PyDict_GetItemWithError(error_map, key);
+  Py_XDECREF(key);
+  if (PyErr_Occurred()) return NULL;
+  if (!cls) {
+    PyErr_Format(PyExc_RuntimeError, "%s (%s)", msg, status_name(status));
+    return NULL;
+  }
+  PyObject *exc =
+      PyObject_CallFunction(cls, "sis", msg, status, status_name(status));
+  if (exc) {
+    PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+  }
+  return NULL;
+}
+
+static PyObject *set_errors(PyObject *self, PyObject *map) {
+  (void)self;
+  if (!PyDict_Check(map)) {
+    PyErr_SetString(PyExc_TypeError, "_set_errors expects a dict");
+    return NULL;
+  }
+  Py_INCREF(map);
+  Py_XSETREF(error_map, map);
+  Py_RETURN_NONE;
+}
+
+/* [(code, name, message), ...] of every status. */
+static PyObject *statuses(PyObject *self, PyObject *noargs) {
+  (void)self;
+  (void)noargs;
+  PyObject *list = PyList_New(0);
+  for (int s = 0; list && s < QS_STATUS_COUNT; s++) {
+    PyObject *t = Py_BuildValue("(iss)", s, status_name(s), status_message(s));
+    if (!t || PyList_Append(list, t) < 0) Py_CLEAR(list);
+    Py_XDECREF(t);
+  }
+  return list;
+}
+
+static const char *type_name(param_type t) {
+  switch (t) {
+  case PARAM_INT: return "int";
+  case PARAM_FLOAT: return "float";
+  case PARAM_BOOL: return "bool";
+  case PARAM_ENUM: return "enum";
+  }
+  return "unknown";
+}
+
+/* ------------------------------------------------------------ outputs */
+
+static const char IMAGE_CAPSULE[] = "quicksilver.image";
+
+static void image_capsule_free(PyObject *cap) {
+  image *img = PyCapsule_GetPointer(cap, IMAGE_CAPSULE);
+  if (!img) {
+    PyErr_Clear();
+    return;
+  }
+  image_free(img);
+  PyMem_RawFree(img);
+}
+
+/* Hands *img to a new ndarray (frames, rows, cols) without copying; *img
+ * is emptied whether or not it succeeds (on failure it is freed). */
+static PyObject *image_to_array(image *img) {
+  npy_intp dims[3] = {(npy_intp)img->frames, (npy_intp)img->rows,
+                      (npy_intp)img->cols};
+  image *held = PyMem_RawMalloc(sizeof *held);
+  if (!held) {
+    image_free(img);
+    return PyErr_NoMemory();
+  }
+  *held = *img;
+  memset(img, 0, sizeof *img);
+  PyObject *cap = PyCapsule_New(held, IMAGE_CAPSULE, image_capsule_free);
+  if (!cap) {
+    image_free(held);
+    PyMem_RawFree(held);
+    return NULL;
+  }
+  if (!held->data) /* an empty output: numpy allocates its own zero bytes */
+    return Py_DECREF(cap), PyArray_SimpleNew(3, dims, NPY_FLOAT32);
+  PyObject *arr = PyArray_SimpleNewFromData(3, dims, NPY_FLOAT32, held->data);
+  if (!arr) {
+    Py_DECREF(cap);
+    return NULL;
+  }
+  if (PyArray_SetBaseObject((PyArrayObject *)arr, cap) < 0) { /* steals cap */
+    Py_DECREF(arr);
+    return NULL;
+  }
+  return arr;
+}
+
+/* ------------------------------------------------------------- engine */
+
+typedef struct {
+  PyObject_HEAD engine *e;
+  PyThread_type_lock lock;
+} EngineObject;
+
+/* Takes the engine's lock, waiting without the GIL if another thread
+ * holds it. */
+static void engine_lock(EngineObject *self) {
+  if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+  }
+}
+
+static void engine_unlock(EngineObject *self) {
+  PyThread_release_lock(self->lock);
+}
+
+/* Releases the engine's lock after a call that returned rc; on failure
+ * raises with the engine's message (read before anyone else can use the
+ * engine). Returns rc. */
+static int unlock_status(EngineObject *self, int rc) {
+  char msg[1024] = "";
+  if (rc != QS_OK)
+    snprintf(msg, sizeof msg, "%s",
+             self->e ? engine_error(self->e) : "the engine is closed");
+  engine_unlock(self);
+  if (rc != QS_OK) raise_status(rc, msg);
+  return rc;
+}
+
+/* A list of n items made by item(base, k); NULL with the error set. */
+static PyObject *list_of(size_t n, PyObject *(*item)(const void *, size_t),
+                         const void *base) {
+  PyObject *l = PyList_New(0);
+  for (size_t k = 0; l && k < n; k++) {
+    PyObject *x = item(base, k);
+    if (!x || PyList_Append(l, x) < 0) Py_CLEAR(l);
+    Py_XDECREF(x);
+  }
+  return l;
+}
+
+static int engine_ready(EngineObject *self) {
+  if (self->e) return 1;
+  raise_status(QS_EINVAL, "the engine is closed");
+  return 0;
+}
+
+static PyObject *Engine_new(PyTypeObject *type, PyObject *args,
+                            PyObject *kw) {
+  (void)args;
+  (void)kw;
+  EngineObject *self = (EngineObject *)type->tp_alloc(type, 0);
+  if (!self) return NULL;
+  self->lock = PyThread_allocate_lock();
+  if (!self->lock) {
+    Py_DECREF(self);
+    return PyErr_NoMemory();
+  }
+  return (PyObject *)self;
+}
+
+/* PyArg converter: None stays NULL, else PyUnicode_FSConverter. */
+static int fs_or_none(PyObject *o, void *out) {
+  if (o == Py_None) {
+    *(PyObject **)out = NULL;
+    return 1;
+  }
+  return PyUnicode_FSConverter(o, out);
+}
+
+/* Engine(db=None, threads=0, opencl=True, cache_dir=None, seed=0,
+ *        calibration=True) */
+static int Engine_init(EngineObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"db",   "threads",     "opencl", "cache_dir",
+                           "seed", "calibration", NULL};
+  PyObject *db = NULL, *cache = NULL;
+  int threads = 0, opencl = 1, calibration = 1;
+  unsigned long long seed = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O&ipO&Kp", kwlist,
+                                   fs_or_none, &db, &threads, &opencl,
+                                   fs_or_none, &cache,
+                                   &seed, &calibration))
+    return -1;
+  if (self->e) {
+    Py_XDECREF(db);
+    Py_XDECREF(cache);
+    raise_status(QS_EINVAL, "the engine is already open");
+    return -1;
+  }
+  engine_options o = {0};
+  o.db_path = db ? PyBytes_AS_STRING(db) : NULL;
+  o.cache_dir = cache ? PyBytes_AS_STRING(cache) : NULL;
+  o.threads = threads;
+  o.no_opencl = !opencl;
+  o.no_calibration = !calibration;
+  o.seed = (uint64_t)seed;
+  engine *e = NULL;
+  int rc;
+  /* Opening probes OpenCL devices and the store: no GIL needed. */
+  Py_BEGIN_ALLOW_THREADS rc = engine_open(&e, &o);
+  Py_END_ALLOW_THREADS
+  Py_XDECREF(db);
+  Py_XDECREF(cache);
+  if (rc != QS_OK && rc != QS_ECORRUPT) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", e ? engine_error(e) : status_message(rc));
+    engine_close(e);
+    raise_status(rc, msg);
+    return -1;
+  }
+  /* QS_ECORRUPT: a usable engine that does not record (the file is left
+   * as it is); Python shows it as a warning. */
+  if (rc == QS_ECORRUPT &&
+      PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "%s", engine_error(e)) < 0) {
+    engine_close(e);
+    return -1;
+  }
+  self->e = e;
+  return 0;
+}
+
+static PyObject *Engine_close(EngineObject *self, PyObject *noargs) {
+  (void)noargs;
+  engine_lock(self);
+  engine *e = self->e;
+  self->e = NULL;
+  /* Closing flushes pending timings to the store. */
+  Py_BEGIN_ALLOW_THREADS engine_close(e);
+  Py_END_ALLOW_THREADS
+  engine_unlock(self);
+  Py_RETURN_NONE;
+}
+
+static void Engine_dealloc(EngineObject *self) {
+  engine_close(self->e);
+  if (self->lock) PyThread_free_lock(self->lock);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Wraps each input array; they must be float32, C-contiguous, aligned,
+ * native byte order, 3-D (the Python layer converts). */
+static int inputs_wrap(PyObject *seq, image *in, size_t *n) {
+  Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
+  if (len > MAX_SLOTS) {
+    raise_status(QS_EINVAL, "too many inputs");
+    return -1;
+  }
+  for (Py_ssize_t k = 0; k < len; k++) {
+    PyObject *o = PySequence_Fast_GET_ITEM(seq, k);
+    if (!PyArray_Check(o)) {
+      PyErr_Format(PyExc_TypeError, "input %zd is not a numpy array", k);
+      return -1;
+    }
+    PyArrayObject *a = (PyArrayObject *)o;
+    if (PyArray_TYPE(a) != NPY_FLOAT32 || PyArray_NDIM(a) != 3 ||
+        !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a) ||
+        !PyArray_ISNOTSWAPPED(a)) {
+      PyErr_Format(PyExc_TypeError,
+                   "input %zd must be a C-contiguous, aligned, native float32 "
+                   "3-D array",
+                   k);
+      return -1;
+    }
+    const npy_intp *d = PyArray_DIMS(a);
+    in[k] = image_wrap(PyArray_DATA(a), (size_t)d[0], (size_t)d[1],
+                       (size_t)d[2]);
+  }
+  *n = (size_t)len;
+  return 0;
+}
+
+/* Parameters from a sequence of (name, value): str values are parsed by the
+ * engine as text ("avg", "true"), bool/int/float are passed by value. The
+ * names and texts point into the sequence's objects, which outlive the
+ * call. */
+static int params_build(PyObject *seq, param *p, size_t max, size_t *n) {
+  Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
+  if ((size_t)len > max) {
+    raise_status(QS_EPARAM, "too many parameters");
+    return -1;
+  }
+  for (Py_ssize_t k = 0; k < len; k++) {
+    PyObject *item = PySequence_Fast_GET_ITEM(seq, k), *name, *value;
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2 ||
+        !PyUnicode_Check(name = PyTuple_GET_ITEM(item, 0))) {
+      PyErr_SetString(PyExc_TypeError, "parameters are (name, value) pairs");
+      return -1;
+    }
+    value = PyTuple_GET_ITEM(item, 1);
+    memset(&p[k], 0, sizeof p[k]);
+    if (!(p[k].name = PyUnicode_AsUTF8(name))) return -1;
+    if (PyUnicode_Check(value)) {
+      if (!(p[k].text = PyUnicode_AsUTF8(value))) return -1;
+    } else {
+      p[k].value = PyFloat_AsDouble(value);
+      if (p[k].value == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "parameter %s: expected a number, bool or str, got %s",
+                 p[k].name, Py_TYPE(value)->tp_name);
+        raise_status(QS_EPARAM, msg);
+        return -1;
+      }
+    }
+  }
+  *n = (size_t)len;
+  return 0;
+}
+
+/* The inputs and parameters of one run, benchmark or estimate: the
+ * sequences are held (they own the names, texts and buffers the images and
+ * params point into) until call_end. */
+typedef struct call_args {
+  PyObject *in_seq, *p_seq;
+  image in[MAX_SLOTS];
+  param p[QS_MAX_PARAMS];
+  size_t n_in, n_p;
+} call_args;
+
+/* Converts inputs and parameters and takes the engine's lock. -1 with a
+ * Python error set (lock not held) on failure; then call_end still. */
+static int call_begin(EngineObject *self, PyObject *in_obj, PyObject *p_obj,
+                      call_args *a) {
+  a->n_in = a->n_p = 0;
+  a->in_seq = PySequence_Fast(in_obj, "inputs must be a sequence");
+  a->p_seq = a->in_seq ? PySequence_Fast(p_obj, "params must be a sequence")
+                       : NULL;
+  if (!a->p_seq || inputs_wrap(a->in_seq, a->in, &a->n_in) < 0 ||
+      params_build(a->p_seq, a->p, QS_MAX_PARAMS, &a->n_p) < 0 ||
+      !engine_ready(self))
+    return -1;
+  engine_lock(self);
+  if (!self->e) { /* closed by another thread while we waited */
+    engine_unlock(self);
+    engine_ready(self);
+    return -1;
+  }
+  return 0;
+}
+
+static void call_end(call_args *a) {
+  Py_XDECREF(a->in_seq);
+  Py_XDECREF(a->p_seq);
+}
+
+/* A float that is None when negative (unknown). */
+static PyObject *seconds_or_none(double s) {
+  if (s < 0) Py_RETURN_NONE;
+  return PyFloat_FromDouble(s);
+}
+
+static PyObject *report_dict(const run_report *r) {
+  PyObject *est = PyList_New(0);
+  for (size_t k = 0; est && k < r->n_estimates && k < QS_MAX_ESTIMATES; k++) {
+    const run_estimate *x = &r->estimates[k];
+    PyObject *s = seconds_or_none(x->seconds);
+    PyObject *d = s ? Py_BuildValue("{s:s,s:N,s:s,s:i}", "impl", x->impl,
+                                    "seconds", s, "source", x->source, "runs",
+                                    x->runs)
+                    : NULL;
+    if (!d || PyList_Append(est, d) < 0) Py_CLEAR(est);
+    Py_XDECREF(d);
+  }
+  if (!est) return NULL;
+  return Py_BuildValue(
+      "{s:s,s:s,s:d,s:d,s:d,s:d,s:d,s:i,s:N}", "impl", r->impl, "reason",
+      r->reason, "seconds", r->seconds, "device_seconds", r->device_seconds,
+      "once_seconds", r->once_seconds, "calibration_seconds",
+      r->calibration_seconds, "calibration_once_seconds",
+      r->calibration_once_seconds, "fallbacks", r->fallbacks, "estimates",
+      est);
+}
+
+/* run(method, inputs, params, impl) -> (outputs tuple, report dict) */
+static PyObject *Engine_run(EngineObject *self, PyObject *args) {
+  const char *method, *impl = NULL;
+  PyObject *in_obj, *p_obj;
+  if (!PyArg_ParseTuple(args, "sOO|z", &method, &in_obj, &p_obj, &impl))
+    return NULL;
+  PyObject *result = NULL;
+  call_args ca;
+  image out[MAX_SLOTS];
+  memset(out, 0, sizeof out);
+  if (call_begin(self, in_obj, p_obj, &ca) < 0) goto done;
+  const method_desc *d = method_find(self->e, method);
+  size_t n_out = d ? d->n_outputs : 0;
+  if (n_out > MAX_SLOTS) n_out = MAX_SLOTS;
+  run_request rq = {.inputs = ca.in,
+                    .n_inputs = ca.n_in,
+                    .params = ca.p,
+                    .n_params = ca.n_p,
+                    .impl = impl};
+  run_report rep;
+  memset(&rep, 0, sizeof rep);
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc =
+      method_run(self->e, method, &rq, out, n_out, &rep);
+  Py_END_ALLOW_THREADS
+  if (unlock_status(self, rc) != QS_OK) goto done;
+  /* Ctrl-C during the run: the run has completed and was recorded whole;
+   * its outputs are dropped and KeyboardInterrupt raised. */
+  if (PyErr_CheckSignals() < 0) goto done;
+  PyObject *outs = PyTuple_New((Py_ssize_t)n_out);
+  for (size_t k = 0; outs && k < n_out; k++) {
+    PyObject *o = image_to_array(&out[k]);
+    if (!o) Py_CLEAR(outs);
+    else PyTuple_SET_ITEM(outs, (Py_ssize_t)k, o);
+  }
+  PyObject *rd = outs ? report_dict(&rep) : NULL;
+  if (rd) result = Py_BuildValue("(NN)", outs, rd);
+  else Py_XDECREF(outs);
+done:
+  for (size_t k = 0; k < MAX_SLOTS; k++) /* those not handed to numpy */
+    image_free(&out[k]);
+  call_end(&ca);
+  return result;
+}
+
+static PyObject *bench_item(const void *base, size_t k) {
+  const bench_entry *b = (const bench_entry *)base + k;
+  return Py_BuildValue("{s:s,s:s,s:i,s:d,s:d,s:d,s:d,s:d}", "impl", b->impl,
+                       "status", status_name(b->status), "runs", b->runs,
+                       "min", b->min, "median", b->median, "fast_mean",
+                       b->fast_mean, "once_seconds", b->once_seconds,
+                       "max_rel_diff", b->max_rel_diff);
+}
+
+/* benchmark(method, inputs, params, impls, warmup, repeats) -> [dict] */
+static PyObject *Engine_benchmark(EngineObject *self, PyObject *args) {
+  const char *method, *impls = NULL;
+  PyObject *in_obj, *p_obj;
+  int warmup = 1, repeats = 5;
+  if (!PyArg_ParseTuple(args, "sOO|zii", &method, &in_obj, &p_obj, &impls,
+                        &warmup, &repeats))
+    return NULL;
+  PyObject *list = NULL;
+  call_args ca;
+  if (call_begin(self, in_obj, p_obj, &ca) < 0) goto done;
+  run_request rq = {.inputs = ca.in,
+                    .n_inputs = ca.n_in,
+                    .params = ca.p,
+                    .n_params = ca.n_p};
+  bench_result br;
+  memset(&br, 0, sizeof br);
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc =
+      method_benchmark(self->e, method, &rq, impls, warmup, repeats, &br);
+  Py_END_ALLOW_THREADS
+  if (unlock_status(self, rc) != QS_OK || PyErr_CheckSignals() < 0)
+    goto done;
+  list = list_of(br.n < QS_MAX_ESTIMATES ? br.n : QS_MAX_ESTIMATES,
+                 bench_item, br.entries);
+done:
+  call_end(&ca);
+  return list;
+}
+
+static PyObject *param_value(const param_def *d, double v) {
+  if (d->type == PARAM_BOOL) return PyBool_FromLong(v != 0);
+  if (d->type == PARAM_INT) return PyLong_FromDouble(v);
+  if (d->type == PARAM_ENUM) {
+    char buf[64];
+    params_format(d, v, buf, sizeof buf);
+    return PyUnicode_FromString(buf);
+  }
+  return PyFloat_FromDouble(v);
+}
+
+/* [(name, doc), ...] of a method's input or output slots. */
+static PyObject *slots_list(const slot_def *s, size_t n) {
+  PyObject *l = PyList_New(0);
+  for (size_t k = 0; l && k < n; k++) {
+    PyObject *t = Py_BuildValue("(ss)", s[k].name, s[k].doc ? s[k].doc : "");
+    if (!t || PyList_Append(l, t) < 0) Py_CLEAR(l);
+    Py_XDECREF(t);
+  }
+  return l;
+}
+
+static PyObject *params_list(const method_desc *m) {
+  PyObject *l = PyList_New(0);
+  for (size_t k = 0; l && k < m->n_params; k++) {
+    const param_def *d = &m->params[k];
+    int ranged = (d->type == PARAM_INT || d->type == PARAM_FLOAT) &&
+                 d->min < d->max;
+    PyObject *def = param_value(d, d->def);
+    PyObject *lo = ranged ? PyFloat_FromDouble(d->min) : Py_NewRef(Py_None);
+    PyObject *hi = ranged ? PyFloat_FromDouble(d->max) : Py_NewRef(Py_None);
+    PyObject *x = (def && lo && hi)
+                      ? Py_BuildValue(
+                            "{s:s,s:s,s:N,s:N,s:N,s:O,s:O,s:s,s:s}", "name",
+                            d->name, "type", type_name(d->type), "default", def,
+                            "min", lo, "max", hi, "min_open",
+                            (d->flags & PARAM_MIN_OPEN) ? Py_True : Py_False,
+                            "max_open",
+                            (d->flags & PARAM_MAX_OPEN) ? Py_True : Py_False,
+                            "choices", d->choices ? d->choices : "", "doc",
+                            d->doc ? d->doc : "")
+                      : NULL;
+    if (!x) {
+      Py_XDECREF(def);
+      Py_XDECREF(lo);
+      Py_XDECREF(hi);
+    }
+    if (!x || PyList_Append(l, x) < 0) Py_CLEAR(l);
+    Py_XDECREF(x);
+  }
+  return l;
+}
+
+/* methods() -> [dict]: name, doc, inputs, outputs, params, tolerance. */
+static PyObject *Engine_methods(EngineObject *self, PyObject *noargs) {
+  (void)noargs;
+  if (!engine_ready(self)) return NULL;
+  PyObject *l = PyList_New(0);
+  size_t n = method_count(self->e);
+  for (size_t i = 0; l && i < n; i++) {
+    const method_desc *m = method_at(self->e, i);
+    PyObject *x = Py_BuildValue(
+        "{s:s,s:s,s:N,s:N,s:N,s:d}", "name", m->name, "doc",
+        m->doc ? m->doc : "", "inputs", slots_list(m->inputs, m->n_inputs),
+        "outputs", slots_list(m->outputs, m->n_outputs), "params",
+        params_list(m), "tolerance", m->tolerance);
+    if (!x || PyList_Append(l, x) < 0) Py_CLEAR(l);
+    Py_XDECREF(x);
+  }
+  return l;
+}
+
+static PyObject *impl_item(const void *base, size_t k) {
+  const impl_info *i = (const impl_info *)base + k;
+  return Py_BuildValue("{s:s,s:s,s:i,s:O,s:s,s:s}", "name", i->name, "kind",
+                       impl_kind_name(i->kind), "version", i->version,
+                       "available", i->available ? Py_True : Py_False, "why",
+                       i->why, "device", i->device);
+}
+
+/* impls(method) -> [dict]: name, kind, version, available, why, device. */
+static PyObject *Engine_impls(EngineObject *self, PyObject *args) {
+  const char *method;
+  if (!PyArg_ParseTuple(args, "s", &method) || !engine_ready(self))
+    return NULL;
+  impl_info info[QS_MAX_IMPLS];
+  size_t n = 0;
+  engine_lock(self);
+  int rc = self->e ? method_impls(self->e, method, info, QS_MAX_IMPLS, &n)
+                   : QS_EINVAL;
+  if (unlock_status(self, rc) != QS_OK) return NULL;
+  return list_of(n < QS_MAX_IMPLS ? n : QS_MAX_IMPLS, impl_item, info);
+}
+
+/* --------------------------------------------------------- devices */
+
+static PyObject *device_item(const void *base, size_t k) {
+  const device_info *d = (const device_info *)base + k;
+  return Py_BuildValue(
+      "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:O,s:O,s:O,s:i,s:i,s:I,s:I,s:K,s:K,"
+      "s:K,s:n,s:O}",
+      "name", d->name, "fingerprint", d->fingerprint, "model", d->model,
+      "platform", d->platform, "vendor", d->vendor, "driver", d->driver,
+      "version", d->version, "opencl", d->opencl ? Py_True : Py_False, "gpu",
+      d->gpu ? Py_True : Py_False, "shares_host_cores",
+      d->shares_host_cores ? Py_True : Py_False, "cores", d->cores, "threads",
+      d->threads, "compute_units", d->compute_units, "clock_mhz", d->clock_mhz,
+      "global_mem", (unsigned long long)d->global_mem, "max_alloc",
+      (unsigned long long)d->max_alloc, "local_mem",
+      (unsigned long long)d->local_mem, "max_work_group",
+      (Py_ssize_t)d->max_work_group, "fp64", d->fp64 ? Py_True : Py_False);
+}
+
+/* devices() -> [dict] from engine_devices: the host CPU first, then each
+ * OpenCL device. */
+static PyObject *Engine_devices(EngineObject *self, PyObject *noargs) {
+  (void)noargs;
+  if (!engine_ready(self)) return NULL;
+  device_info dev[QS_MAX_IMPLS];
+  size_t n = 0;
+  engine_lock(self);
+  int rc = self->e ? engine_devices(self->e, dev, QS_MAX_IMPLS, &n)
+                   : QS_EINVAL;
+  if (unlock_status(self, rc) != QS_OK) return NULL;
+  return list_of(n < QS_MAX_IMPLS ? n : QS_MAX_IMPLS, device_item, dev);
+}
+
+static PyObject *Engine_get_opencl_why(EngineObject *self, void *c) {
+  (void)c;
+  if (!engine_ready(self)) return NULL;
+  return PyUnicode_FromString(engine_opencl_why(self->e));
+}
+
+/* estimate(method, inputs, params, impl) -> report dict: the choice
+ * method_run would make for these inputs, without running or recording. */
+static PyObject *Engine_estimate(EngineObject *self, PyObject *args) {
+  const char *method, *impl = NULL;
+  PyObject *in_obj, *p_obj;
+  if (!PyArg_ParseTuple(args, "sOO|z", &method, &in_obj, &p_obj, &impl))
+    return NULL;
+  PyObject *result = NULL;
+  call_args ca;
+  if (call_begin(self, in_obj, p_obj, &ca) == 0) {
+    run_request rq = {.inputs = ca.in,
+                      .n_inputs = ca.n_in,
+                      .params = ca.p,
+                      .n_params = ca.n_p,
+                      .impl = impl};
+    run_report rep;
+    memset(&rep, 0, sizeof rep);
+    int rc = method_estimate(self->e, method, &rq, &rep);
+    if (unlock_status(self, rc) == QS_OK) result = report_dict(&rep);
+  }
+  call_end(&ca);
+  return result;
+}
+
+/* ------------------------------------------------------ timing store */
+
+/* Keyword filter of the db_* calls: method, impl, device, key, limit. The
+ * strings point into the argument objects, alive for the call. */
+static int filter_parse(PyObject *args, PyObject *kw, db_filter *f) {
+  static char *kwlist[] = {"method", "impl", "device", "key", "limit", NULL};
+  memset(f, 0, sizeof *f);
+  Py_ssize_t limit = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|zzzzn", kwlist, &f->method,
+                                   &f->impl, &f->device, &f->key, &limit))
+    return -1;
+  if (limit < 0) {
+    raise_status(QS_EINVAL, "limit must be >= 0");
+    return -1;
+  }
+  f->limit = (size_t)limit;
+  return 0;
+}
+
+/* Appends d to the list ctx; a nonzero return stops the walk (the Python
+ * error is set). */
+static int list_append_steal(PyObject *list, PyObject *d) {
+  int bad = !d || PyList_Append(list, d) < 0;
+  Py_XDECREF(d);
+  return bad;
+}
+
+static int row_cb(void *ctx, const db_row *r) {
+  return list_append_steal(
+      ctx,
+      Py_BuildValue("{s:L,s:d,s:s,s:s,s:i,s:s,s:s,s:d,s:s,s:d,s:d,s:d,s:s,"
+                    "s:s}",
+                    "id", (long long)r->id, "stamp", r->stamp, "method",
+                    r->method, "impl", r->impl, "impl_version",
+                    r->impl_version, "device", r->device, "key", r->key,
+                    "work", r->work, "params", r->params, "wall", r->wall,
+                    "device_seconds", r->device_seconds, "once_seconds",
+                    r->once_seconds, "status", status_name(r->status),
+                    "error", r->error ? r->error : ""));
+}
+
+static int stat_cb(void *ctx, const db_stat *s) {
+  return list_append_steal(
+      ctx, Py_BuildValue("{s:s,s:s,s:s,s:s,s:n,s:n,s:d,s:d,s:d,s:s}",
+                         "method", s->method, "key", s->key, "impl", s->impl,
+                         "device", s->device, "count", (Py_ssize_t)s->count,
+                         "failed", (Py_ssize_t)s->failed, "min", s->min,
+                         "median", s->median, "fast_mean", s->fast_mean,
+                         "status", status_name(s->status)));
+}
+
+static int best_cb(void *ctx, const char *method, const char *key,
+                   const run_report *choice) {
+  PyObject *rd = report_dict(choice);
+  return list_append_steal(
+      ctx, rd ? Py_BuildValue("{s:s,s:s,s:N}", "method", method, "key", key,
+                              "choice", rd)
+              : NULL);
+}
+
+/* Runs one of the db walks with a list as context; the GIL stays held (the
+ * callbacks build Python objects). */
+static PyObject *db_walk(EngineObject *self, PyObject *args, PyObject *kw,
+                         int which) {
+  db_filter f;
+  if (filter_parse(args, kw, &f) < 0 || !engine_ready(self)) return NULL;
+  PyObject *list = PyList_New(0);
+  if (!list) return NULL;
+  engine_lock(self);
+  int rc = QS_EINVAL;
+  if (self->e) {
+    if (which == 0) rc = engine_db_query(self->e, &f, row_cb, list);
+    else if (which == 1) rc = engine_db_stats(self->e, &f, stat_cb, list);
+    else rc = engine_db_best(self->e, &f, best_cb, list);
+  }
+  if (PyErr_Occurred()) { /* a callback failed: its error stands */
+    engine_unlock(self);
+    Py_DECREF(list);
+    return NULL;
+  }
+  if (unlock_status(self, rc) != QS_OK) Py_CLEAR(list);
+  return list;
+}
+
+static PyObject *Engine_db_rows(EngineObject *self, PyObject *a, PyObject *k) {
+  return db_walk(self, a, k, 0);
+}
+static PyObject *Engine_db_stats(EngineObject *self, PyObject *a,
+                                 PyObject *k) {
+  return db_walk(self, a, k, 1);
+}
+static PyObject *Engine_db_best(EngineObject *self, PyObject *a, PyObject *k) {
+  return db_walk(self, a, k, 2);
+}
+
+/* The store calls without callbacks run without the GIL. op: 0 export,
+ * 1 import, 2 prune, 3 forget, 4 check. */
+typedef struct db_op {
+  int op;
+  const char *path;
+  db_filter f;
+  size_t keep;
+  double days;
+  size_t n[3];
+} db_op;
+
+static PyObject *db_do(EngineObject *self, db_op *o) {
+  if (!engine_ready(self)) return NULL;
+  engine_lock(self);
+  int rc = QS_EINVAL;
+  engine *e = self->e;
+  Py_BEGIN_ALLOW_THREADS
+  if (e) {
+    switch (o->op) {
+    case 0: rc = engine_db_export(e, o->path); break;
+    case 1: rc = engine_db_import(e, o->path, &o->n[0], &o->n[1], &o->n[2]);
+      break;
+    case 2: rc = engine_db_prune(e, o->keep, o->days, &o->n[0]); break;
+    case 3: rc = engine_db_forget(e, &o->f, &o->n[0]); break;
+    default: rc = engine_db_check(e); break;
+    }
+  }
+  Py_END_ALLOW_THREADS
+  if (unlock_status(self, rc) != QS_OK) return NULL;
+  if (o->op == 1)
+    return Py_BuildValue("(nnn)", (Py_ssize_t)o->n[0], (Py_ssize_t)o->n[1],
+                         (Py_ssize_t)o->n[2]);
+  if (o->op == 2 || o->op == 3) return PyLong_FromSize_t(o->n[0]);
+  Py_RETURN_NONE;
+}
+
+static PyObject *db_path_op(EngineObject *self, PyObject *args, int op) {
+  PyObject *path = NULL;
+  if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &path))
+    return NULL;
+  db_op o = {.op = op, .path = PyBytes_AS_STRING(path)};
+  PyObject *r = db_do(self, &o);
+  Py_DECREF(path);
+  return r;
+}
+
+static PyObject *Engine_db_export(EngineObject *self, PyObject *args) {
+  return db_path_op(self, args, 0);
+}
+static PyObject *Engine_db_import(EngineObject *self, PyObject *args) {
+  return db_path_op(self, args, 1);
+}
+
+static PyObject *Engine_db_prune(EngineObject *self, PyObject *args,
+                                 PyObject *kw) {
+  static char *kwlist[] = {"keep", "older_than_days", NULL};
+  Py_ssize_t keep = 0;
+  double days = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|nd", kwlist, &keep, &days))
+    return NULL;
+  if (keep < 0 || days != days) {
+    return raise_status(QS_EINVAL,
+                        "keep must be >= 0 and older_than_days a number");
+  }
+  db_op o = {.op = 2, .keep = (size_t)keep, .days = days};
+  return db_do(self, &o);
+}
+
+static PyObject *Engine_db_forget(EngineObject *self, PyObject *args,
+                                  PyObject *kw) {
+  db_op o = {.op = 3};
+  if (filter_parse(args, kw, &o.f) < 0) return NULL;
+  return db_do(self, &o);
+}
+
+static PyObject *Engine_db_check(EngineObject *self, PyObject *noargs) {
+  (void)noargs;
+  db_op o = {.op = 4};
+  return db_do(self, &o);
+}
+
+static PyObject *Engine_get_threads(EngineObject *self, void *c) {
+  (void)c;
+  if (!engine_ready(self)) return NULL;
+  return PyLong_FromLong(engine_threads(self->e));
+}
+
+static PyObject *Engine_get_db_path(EngineObject *self, void *c) {
+  (void)c;
+  if (!engine_ready(self)) return NULL;
+  return PyUnicode_DecodeFSDefault(engine_db_path(self->e));
+}
+
+static PyObject *Engine_get_closed(EngineObject *self, void *c) {
+  (void)c;
+  return PyBool_FromLong(self->e == NULL);
+}
+
+static PyMethodDef Engine_methods_table[] = {
+    {"close", (PyCFunction)Engine_close, METH_NOARGS,
+     "close() -- flush timings and release the engine"},
+    {"run", (PyCFunction)Engine_run, METH_VARARGS,
+     "run(method, inputs, params, impl) -> (outputs, report)"},
+    {"benchmark", (PyCFunction)Engine_benchmark, METH_VARARGS,
+     "benchmark(method, inputs, params, impls, warmup, repeats) -> list"},
+    {"methods", (PyCFunction)Engine_methods, METH_NOARGS,
+     "methods() -> list of method descriptions"},
+    {"impls", (PyCFunction)Engine_impls, METH_VARARGS,
+     "impls(method) -> list of implementations"},
+    {"devices", (PyCFunction)Engine_devices, METH_NOARGS,
+     "devices() -> list of device descriptions"},
+    {"estimate", (PyCFunction)Engine_estimate, METH_VARARGS,
+     "estimate(method, inputs, params, impl) -> report dict"},
+    {"db_rows", (PyCFunction)(void (*)(void))Engine_db_rows,
+     METH_VARARGS | METH_KEYWORDS, "db_rows(method, impl, device, key, limit)"},
+    {"db_stats", (PyCFunction)(void (*)(void))Engine_db_stats,
+     METH_VARARGS | METH_KEYWORDS, "db_stats(method, impl, device, key)"},
+    {"db_best", (PyCFunction)(void (*)(void))Engine_db_best,
+     METH_VARARGS | METH_KEYWORDS, "db_best(method, impl, device, key)"},
+    {"db_export", (PyCFunction)Engine_db_export, METH_VARARGS,
+     "db_export(path)"},
+    {"db_import", (PyCFunction)Engine_db_import, METH_VARARGS,
+     "db_import(path) -> (added, skipped, rejected)"},
+    {"db_prune", (PyCFunction)(void (*)(void))Engine_db_prune,
+     METH_VARARGS | METH_KEYWORDS, "db_prune(keep, older_than_days) -> n"},
+    {"db_forget", (PyCFunction)(void (*)(void))Engine_db_forget,
+     METH_VARARGS | METH_KEYWORDS, "db_forget(method, impl, device, key) -> n"},
+    {"db_check", (PyCFunction)Engine_db_check, METH_NOARGS, "db_check()"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Engine_getset[] = {
+    {"threads", (getter)Engine_get_threads, NULL, "pool threads", NULL},
+    {"db_path", (getter)Engine_get_db_path, NULL, "timing store path", NULL},
+    {"closed", (getter)Engine_get_closed, NULL, "True once closed", NULL},
+    {"opencl_why", (getter)Engine_get_opencl_why, NULL,
+     "why there is no OpenCL device (\"\" when there is one)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject EngineType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "quicksilver._core.Engine",
+    .tp_basicsize = sizeof(EngineObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Low-level engine handle (use quicksilver.Engine).",
+    .tp_new = Engine_new,
+    .tp_init = (initproc)Engine_init,
+    .tp_dealloc = (destructor)Engine_dealloc,
+    .tp_methods = Engine_methods_table,
+    .tp_getset = Engine_getset,
+};
+
+static PyMethodDef module_methods[] = {
+    {"_set_errors", set_errors, METH_O,
+     "_set_errors(map) -- status code -> exception class"},
+    {"statuses", statuses, METH_NOARGS,
+     "statuses() -> [(code, name, message)] of every status"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT, "quicksilver._core",
+    "quicksilver's compiled core (see the quicksilver package).", -1,
+    module_methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__core(void) {
+  import_array();
+  if (PyType_Ready(&EngineType) < 0) return NULL;
+  PyObject *m = PyModule_Create(&core_module);
+  if (!m) return NULL;
+  if (PyModule_AddObjectRef(m, "Engine", (PyObject *)&EngineType) < 0 ||
+      PyModule_AddStringConstant(m, "VERSION", QS_VERSION) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}
