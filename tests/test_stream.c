@@ -386,9 +386,9 @@ Test(device, opencl_vector_lanes_match_serial) {
 
 /* Through the engine: an all-on-device call with T timepoints downloads
  * exactly the T images, 4·T·(R·M)·(C·M) bytes (no fixed extra), and
- * uploads each frame once plus the candidate and tap tables (the same for every
- * temporal mode, under 64 KiB); temporal=none downloads every map, so on 100
- * frames at M = 5 the statistic moves 100x fewer bytes down. */
+ * uploads each frame once plus the candidate and tap tables (the same for
+ * every temporal mode, under 64 KiB); temporal=none downloads every map,
+ * so on 100 frames at M = 5 the statistic moves 100x fewer bytes down. */
 Test(device, esrrf_downloads_only_the_timepoints) {
   engine *e;
   engine_options o = {.db_path = ":memory:", .threads = 2};
