@@ -762,6 +762,17 @@ Test(stream_cli, tiff_still_being_written) {
   cr_assert_eq(pclose(p), 0, "%s", cmd);
   image want = fused_batch(&st, VAR);
   same_bits(out, &want);
+  /* the input as the output: a usage error, the input untouched */
+  snprintf(cmd, sizeof cmd,
+           "%s --db :memory: stream %s -o %s --window 4 --idle 0.2 -q "
+           "2>/dev/null",
+           QS_CLI, in, in);
+  int rc = system(cmd);
+  cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "-o the input: usage");
+  image again;
+  cr_assert_eq(tiff_read(in, &again, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(memcmp(again.data, st.data, 11 * 9 * 8 * 4), 0);
+  image_free(&again);
   image_free(&want);
   image_free(&st);
   dir_remove(dir);

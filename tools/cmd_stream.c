@@ -19,7 +19,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <unistd.h>
+
 #include "cli.h"
+#include "outfile.h"
 #include "tiff.h"
 
 static const opt_def stream_opts[] = {
@@ -319,6 +322,17 @@ int cmd_stream(cli *c, int argc, char **argv) {
   }
   const char *out = args_value(&a, "output"), *dir = args_value(&a, "out-dir");
   if (!out && !dir) return cli_usage("stream: give -o OUT.tif or --out-dir");
+  /* the input is never written: -o is checked against it (and its
+   * directory for writing) before any work */
+  char cerr[1024];
+  const char *outs[1] = {out}, *ins[1] = {in};
+  int crc = out ? outfile_check(outs, 1, ins, strcmp(in, "-") ? 1 : 0, cerr,
+                                sizeof cerr)
+                : QS_OK;
+  if (crc) return crc == QS_EINVAL ? cli_usage("%s", cerr)
+                                   : cli_fail("%s", cerr);
+  if (dir && access(dir, W_OK) != 0)
+    return cli_fail("stream: --out-dir %s is not a writable directory", dir);
   esrrf_stream_options o = {.rows = rows, .cols = cols, .params = a.params,
                             .n_params = a.n_params,
                             .sliding = args_value(&a, "sliding") != NULL,
