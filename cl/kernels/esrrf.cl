@@ -141,10 +141,11 @@ float rgc_one(const rgc_call *k, int x, int y) {
  * (ceil(C / LANES)·M, R·M, frames): index (g, l) is lane group g mod
  * ceil(C / LANES) of column phase g / ceil(C / LANES), and row
  * y = (l mod R)·M + l / R (so neighbouring work-items share a phase
- * pair). A full group of lanes whose samples are two grid columns apart
- * (always, away from the right border) runs as one vector with rgc_one's
- * arithmetic per lane, samples out of bounds and lanes in the margin
- * masked; a short or irregular group runs rgc_one per lane. */
+ * pair). A group of lanes whose samples are two grid columns apart
+ * (always) runs as one vector with rgc_one's arithmetic per lane: samples
+ * out of bounds, lanes in the margin and lanes past the last column are
+ * masked, and near the right border the lanes read the clamped last
+ * column one by one. An irregular group runs rgc_one per lane. */
 __kernel void esrrf_rgc(__global const float *grid,
                         __global const float *img, __global float *out,
                         __global const esrrf_cand *cand,
@@ -171,7 +172,7 @@ __kernel void esrrf_rgc(__global const float *grid,
    * column; lanes in the margin columns and samples out of bounds are
    * masked (their loads stay inside the guard) */
   int x0 = k0 * mag + px;
-  int fast = !ymargin && lanes == ESRRF_LANES;
+  int fast = !ymargin;
   float xa[ESRRF_LANES];
   int ba[ESRRF_LANES];
   for (int i = 0; i < ESRRF_LANES; i++) {
@@ -181,8 +182,8 @@ __kernel void esrrf_rgc(__global const float *grid,
   float8 xc = vload8(0, xa);
   int8 bx = vload8(0, ba);
   if (fast) {
-    int lo = start, hi = -start; /* the window's taps: [start, -start] */
-    fast = bx.s0 + lo >= -ESRRF_GUARD && bx.s7 + hi <= 2 * cols &&
+    /* the window's first tap stays within the guard before the grid */
+    fast = bx.s0 + start >= -ESRRF_GUARD &&
            all(bx - bx.s0 == (int8)(0, 2, 4, 6, 8, 10, 12, 14));
   }
   if (!fast) {
@@ -211,10 +212,26 @@ __kernel void esrrf_rgc(__global const float *grid,
     float8 vx = (fbx + (float)i) / RGC_GM;
     float8 dx = vx - xc;
     int hx0 = bx.s0 + i;
-    long at = (long)min(hy, 2 * rows) * 2 * hw + (hx0 & 1) * hw + (hx0 >> 1);
-    float8 sx = vload8(0, gx + at);
-    float8 sy = vload8(0, gx + pstride + at);
-    float8 inv = vload8(0, gx + 2 * pstride + at);
+    long row = (long)min(hy, 2 * rows) * 2 * hw;
+    float8 sx, sy, inv;
+    if (hx0 + 2 * (ESRRF_LANES - 1) <= 2 * cols) {
+      long at = row + (hx0 & 1) * hw + (hx0 >> 1);
+      sx = vload8(0, gx + at);
+      sy = vload8(0, gx + pstride + at);
+      inv = vload8(0, gx + 2 * pstride + at);
+    } else { /* lanes past the last column read its clamped samples */
+      float ga[ESRRF_LANES], gb[ESRRF_LANES], gc[ESRRF_LANES];
+      for (int q = 0; q < ESRRF_LANES; q++) {
+        int b = min(hx0 + 2 * q, 2 * cols);
+        long at = row + (b & 1) * hw + (b >> 1);
+        ga[q] = gx[at];
+        gb[q] = gx[pstride + at];
+        gc[q] = gx[2 * pstride + at];
+      }
+      sx = vload8(0, ga);
+      sy = vload8(0, gb);
+      inv = vload8(0, gc);
+    }
     float8 d2 = dx * dx + dy * dy;
     float8 d = sqrt(d2);
     int8 in = d2 != 0 && d <= tso && 0 < vx && vx <= lim_c;
@@ -228,7 +245,7 @@ __kernel void esrrf_rgc(__global const float *grid,
   float ra[ESRRF_LANES], wa[ESRRF_LANES];
   vstore8(rgc, 0, ra);
   vstore8(wsum, 0, wa);
-  for (int i = 0; i < ESRRF_LANES; i++) {
+  for (int i = 0; i < lanes; i++) {
     int x = x0 + i * mag;
     if (x < margin || x >= cols_m - margin) {
       orow[x] = 0.0f;
