@@ -73,6 +73,12 @@ typedef struct fv_row {
   int col;         /* raw grid column of lane 0 of the first group */
 } fv_row;
 
+/* Catmull-Rom taps of one output row or column in float. */
+typedef struct fv_taps {
+  int first, n;
+  float w[4];
+} fv_taps;
+
 /* One phase pair's list: sure candidates (inside the disk for every pixel
  * of the pair) first, then those near its edge. */
 typedef struct fv_list {
@@ -92,6 +98,11 @@ typedef struct fv_state {
   fv_row *rows;      /* per worker: the longest list */
   fz_tap *rtaps;     /* per worker: win row taps */
   int longest;
+  /* ×M intensity (intensity weighting): Catmull-Rom taps per output row
+   * and column (catmull_rom.h's, weights in float), the frame magnified
+   * along x (R × C·M), and one output row of it per worker. */
+  fv_taps *irt, *ict;
+  float *hx, *irow;
 } fv_state;
 
 #ifndef FV_FMA
@@ -250,6 +261,50 @@ static int fv_row_list(const fv_state *v, const fz_tap *rt,
   return n;
 }
 
+/* The ×M intensity, along x first: input rows [b, e) of the frame
+ * magnified along x into hx. In float (the reference sums in double: the
+ * results differ by a few ulps, well inside the variant's 1e-6). */
+static int fv_hx_rows(void *ctx, size_t b, size_t e, int worker) {
+  (void)worker;
+  const fused *s = ctx;
+  const fv_state *v = s->vs;
+  size_t cm = (size_t)s->g.cols_m;
+  for (size_t r = b; r < e; r++) {
+    const float *in = s->frame + r * (size_t)s->g.cols;
+    float *o = v->hx + r * cm;
+    for (size_t x = 0; x < cm; x++) {
+      const fv_taps *t = &v->ict[x];
+      float a = 0;
+      for (int k = 0; k < t->n; k++) a += t->w[k] * in[t->first + k];
+      o[x] = a;
+    }
+  }
+  return QS_OK;
+}
+
+/* Then along y: output row y of the intensity into o, columns [x0, x1). */
+static void fv_intensity_row(const fv_state *v, int y, size_t cm, int x0,
+                             int x1, float *o) {
+  const fv_taps *t = &v->irt[y];
+  const float *h[4];
+  fv_f w[4];
+  for (int k = 0; k < 4; k++) {
+    h[k] = v->hx + (size_t)(t->first + (k < t->n ? k : 0)) * cm;
+    w[k] = fv_splat(k < t->n ? t->w[k] : 0.0f);
+  }
+  int x = x0;
+  for (; x + FV_LANES <= x1; x += FV_LANES) {
+    fv_f a = FV_FMA(w[0], fv_load(h[0] + x), (fv_f){0});
+    for (int k = 1; k < 4; k++) a = FV_FMA(w[k], fv_load(h[k] + x), a);
+    memcpy(o + x, &a, sizeof a);
+  }
+  for (; x < x1; x++) {
+    float a = 0;
+    for (int k = 0; k < 4; k++) a += w[k][0] * h[k][x];
+    o[x] = a;
+  }
+}
+
 /* Output rows [b, e): every pixel inside the margins by phase groups when
  * there are candidate lists, else through fused_pixel. */
 static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
@@ -264,7 +319,12 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
     int y = (int)yy;
     if (y < g->margin || y >= g->rows_m - g->margin) continue;
     float *o = s->dst + yy * (size_t)g->cols_m;
-    const float *im = s->mag ? s->mag + yy * (size_t)g->cols_m : NULL;
+    float *im = NULL;
+    if (g->weight) {
+      im = v->irow + (size_t)worker * (size_t)g->cols_m;
+      fv_intensity_row(v, y, (size_t)g->cols_m, g->margin,
+                       g->cols_m - g->margin, im);
+    }
     if (!v->cand) {
       for (int x = g->margin; x < g->cols_m - g->margin; x++) {
         float val = fused_pixel(s, y, x);
@@ -305,7 +365,9 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
 static int fv_frame(fused *s) {
   const fv_state *v = s->vs;
   int rc = QS_OK;
-  if (v->soa)
+  if (s->g.weight)
+    rc = s->c->parallel_for(s->c, 0, (size_t)s->g.rows, fv_hx_rows, s);
+  if (!rc && v->soa)
     rc = s->c->parallel_for(s->c, 0, 2 * (size_t)s->g.rows + 1, fv_soa_rows,
                             s);
   if (!rc) rc = s->c->parallel_for(s->c, 0, (size_t)s->g.rows_m, fv_rows, s);
@@ -389,9 +451,27 @@ static int fv_plan(fused *s) {
   fv_state *v = calloc(1, sizeof *v);
   s->vs = v;
   if (!v) return QS_ENOMEM;
-  if (!s->cand) return QS_OK; /* every pixel through fused_pixel */
   int mag = g->mag;
   size_t threads = s->c->threads > 0 ? (size_t)s->c->threads : 1;
+  if (g->weight) {
+    size_t rm = (size_t)g->rows_m, cm = (size_t)g->cols_m;
+    v->irt = malloc((rm + cm) * sizeof *v->irt);
+    v->hx = malloc((size_t)g->rows * cm * sizeof *v->hx);
+    v->irow = malloc(threads * cm * sizeof *v->irow);
+    if (!v->irt || !v->hx || !v->irow) return QS_ENOMEM;
+    v->ict = v->irt + rm;
+    for (size_t i = 0; i < rm + cm; i++) {
+      int along_x = i >= rm, at = (int)(along_x ? i - rm : i);
+      cr_taps t;
+      cr_taps_at(cr_source(at, (float)mag, 0.0f),
+                 along_x ? g->cols : g->rows, &t);
+      v->irt[i].first = t.first;
+      v->irt[i].n = t.n;
+      for (int k = 0; k < 4; k++)
+        v->irt[i].w[k] = k < t.n ? (float)t.w[k] : 0.0f;
+    }
+  }
+  if (!s->cand) return QS_OK; /* every pixel through fused_pixel */
   v->list = calloc((size_t)mag * (size_t)mag, sizeof *v->list);
   v->x0 = malloc(2 * (size_t)mag * sizeof *v->x0);
   v->ex_at = malloc(((size_t)mag + 1) * sizeof *v->ex_at);
@@ -428,12 +508,15 @@ static void fv_done(fused *s) {
   free(v->ex_at);
   free(v->border);
   free(v->rtaps);
+  free(v->irt);
+  free(v->hx);
+  free(v->irow);
   free(v->soa);
   free(v->rows);
   free(v);
   s->vs = NULL;
 }
 
-static const fused_variant fv_variant = {fv_plan, fv_frame, fv_done};
+static const fused_variant fv_variant = {fv_plan, fv_frame, fv_done, 1};
 
 #endif
