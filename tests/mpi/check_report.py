@@ -2,7 +2,8 @@
 """check_report.py REPORT.json FRAMES FPT INPUTS [RANKS]: checks a
 quicksilver-mpi --json report: the ranks' units are disjoint and cover every
 unit exactly once, each rank read exactly the pages of its own units (FPT
-frames per unit, the last unit possibly shorter, on each of INPUTS inputs),
+frames per unit, the last unit possibly shorter, on each of INPUTS inputs;
+one frame per unit when the split is within timepoints),
 so no rank read another's pages; with RANKS, that many ranks reported.
 Prints what is wrong and exits 1."""
 import json
@@ -22,6 +23,8 @@ def units_of(ranges):
 def main():
     rep = json.load(open(sys.argv[1]))
     frames, fpt, inputs = (int(x) for x in sys.argv[2:5])
+    if rep["split"] == "within":  # the units are frames
+        fpt = 1
     units = (frames + fpt - 1) // fpt
     seen = []
     bad = []

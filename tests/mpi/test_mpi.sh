@@ -32,39 +32,62 @@ check() { # description, command...
 }
 mpi() { # ranks, quicksilver-mpi arguments...
   local p=$1; shift
-  "$MPIRUN" --oversubscribe -n "$p" "$QSM" "$@" --threads 1
+  timeout 300 "$MPIRUN" --oversubscribe -n "$p" "$QSM" "$@" --threads 1
 }
 
 "$QS" simulate -o in11.tif --frames 11 --rows 20 --cols 18 -q --seed 3 &&
-  "$QS" simulate -o in2.tif --frames 2 --rows 16 --cols 16 -q --seed 4 || {
+  "$QS" simulate -o in2.tif --frames 2 --rows 16 --cols 16 -q --seed 4 &&
+  "$QS" simulate -o in200.tif --frames 200 --rows 12 --cols 10 -q --seed 5 || {
   echo "Bail out! cannot simulate inputs"
   exit 1
 }
 
-# esrrf, split by timepoints (temporal avg/var/tac2) or frames (none).
-# name | input frames | frames_per_timepoint | quicksilver flags
+# esrrf, split by timepoints (temporal avg/var/tac2 with at least as many
+# timepoints as ranks), within timepoints (fewer), or by frames (none).
+# Split by timepoints or frames the output must be bit-identical; within
+# timepoints (partials merged) within 1e-6 of the maximum.
+# name | input frames | frames_per_timepoint | ranks | quicksilver flags
 cases=(
-  "avg-fpt3|11|3|--temporal avg --frames-per-timepoint 3"
-  "var-fpt4|11|4|--temporal var --frames-per-timepoint 4"
-  "tac2-last2|11|3|--temporal tac2 --frames-per-timepoint 3"
-  "avg-one-timepoint|11|11|--temporal avg"
-  "none|11|1|--temporal none"
-  "none-2-frames|2|1|--temporal none --input2"
-  "tac2-2-frames|2|2|--temporal tac2 --input2"
+  "avg-fpt3|11|3|1 2 3|--temporal avg --frames-per-timepoint 3"
+  "var-fpt4|11|4|1 2 3|--temporal var --frames-per-timepoint 4"
+  "tac2-last2|11|3|1 2 3 5|--temporal tac2 --frames-per-timepoint 3"
+  "avg-one-timepoint|11|11|1 2 3|--temporal avg"
+  "var-one-timepoint|11|11|2 3|--temporal var"
+  "tac2-one-timepoint|11|11|2 3|--temporal tac2"
+  "var-fpt4-within|11|4|5|--temporal var --frames-per-timepoint 4"
+  "none|11|1|1 2 3|--temporal none"
+  "none-2-frames|2|1|1 2 3|--temporal none --input2"
+  "tac2-2-frames|2|2|1 2 3|--temporal tac2 --input2"
+  "avg-2-frames|2|2|3|--temporal avg --input2"
+  "tac2-long|200|0|3|--temporal tac2 --input200 --chunk-bytes 5000"
+  "var-long-fpt70|200|70|2 3 4|--temporal var --frames-per-timepoint 70 \
+--input200 --chunk-bytes 5000"
 )
 for c in "${cases[@]}"; do
-  IFS='|' read -r name frames fpt flags <<<"$c"
+  IFS='|' read -r name frames fpt ranks flags <<<"$c"
   input=in11.tif
-  if [[ $flags == *--input2* ]]; then input=in2.tif; flags=${flags/--input2/}; fi
+  if [[ $flags == *--input2\ * || $flags == *--input2 ]]; then
+    input=in2.tif; flags=${flags/--input2/}
+  fi
+  if [[ $flags == *--input200* ]]; then
+    input=in200.tif; flags=${flags/--input200/}
+  fi
+  one=${flags/--chunk-bytes 5000/}
   # shellcheck disable=SC2086
-  "$QS" esrrf $input -o ref-$name.tif --magnification 2 $flags --impl serial \
+  "$QS" esrrf $input -o ref-$name.tif --magnification 2 $one --impl serial \
     --threads 1 -q || { not_ok "reference $name"; continue; }
-  for p in 1 2 3; do
+  for p in $ranks; do
     # shellcheck disable=SC2086
     if out=$(mpi $p esrrf $input -o out-$name-$p.tif --magnification 2 $flags \
       --impl serial --json 2>&1 >rep-$name-$p.json); then
-      check "esrrf $name over $p ranks is bit-identical to one process" \
-        cmp ref-$name.tif out-$name-$p.tif
+      split=$(python3 -c "import json; print(json.load(open('rep-$name-$p.json'))['split'])")
+      if [[ $split == within ]]; then
+        check "esrrf $name over $p ranks (within timepoints) agrees to 1e-6" \
+          "$CMP" ref-$name.tif out-$name-$p.tif 1e-6
+      else
+        check "esrrf $name over $p ranks (by $split) is bit-identical" \
+          cmp ref-$name.tif out-$name-$p.tif
+      fi
       check "esrrf $name over $p ranks: each rank read only its own pages" \
         python3 "$CHECK" rep-$name-$p.json "$frames" "$fpt" 1 $p
     else
@@ -72,6 +95,18 @@ for c in "${cases[@]}"; do
     fi
   done
 done
+# The split each case must have taken: by timepoints when T >= ranks,
+# within them when fewer.
+expect_split() { # name ranks split
+  check "esrrf $1 over $2 ranks splits $3" python3 -c \
+    "import json,sys; sys.exit(json.load(open('rep-$1-$2.json'))['split'] != '$3')"
+}
+expect_split avg-fpt3 3 timepoints
+expect_split tac2-last2 5 within
+expect_split avg-one-timepoint 2 within
+expect_split none 3 frames
+expect_split var-long-fpt70 4 within
+expect_split var-long-fpt70 3 timepoints
 
 # The other methods split by frames: two outputs (roberts_cross), three
 # inputs of different sizes (rgc), a resampling (shift_magnify).
@@ -105,6 +140,20 @@ for p in 2 3; do
     "'$MPIRUN' --oversubscribe -n $p '$QSM' run shift_magnify in11.tif \
      -o m-sm.tif --impl serial --threads 1 -q && cmp im2.tif m-sm.tif"
 done
+
+# Balance: a rank made slower (QUICKSILVER_MPI_SLOW, 0.1 s a unit) comes
+# back to the counter less often and runs fewer of the 200 frames.
+if QUICKSILVER_MPI_SLOW=1:0.1 mpi 2 esrrf in200.tif -o slow.tif \
+  --magnification 2 --temporal none --impl serial --json >rep-slow.json \
+  2>err.txt; then
+  check "a slow rank runs fewer units than a fast one, same output" bash -c \
+    "python3 -c \"import json,sys; r=json.load(open('rep-slow.json'))['per_rank']; \
+sys.exit(not r[0]['units'] > 2 * r[1]['units'])\" && \
+     '$QS' esrrf in200.tif -o slow-ref.tif --magnification 2 --temporal none \
+       --impl serial -q && cmp slow-ref.tif slow.tif"
+else
+  not_ok "a run with a slow rank" "$(cat err.txt)"
+fi
 
 # --chunk-bytes caps a chunk's input: 1 byte means one unit a chunk.
 if mpi 2 esrrf in11.tif -o cap.tif --magnification 2 --frames-per-timepoint 2 \
@@ -142,6 +191,16 @@ for r in 0 2; do
     not_ok "rank $r forced to fail" "exit $rc; $(cat fail.err); $(ls -A fail)"
   fi
 done
+# The same within timepoints (one timepoint, partials merged).
+QUICKSILVER_MPI_FAIL=1 mpi 3 esrrf in11.tif -o fail/out.tif \
+  --magnification 2 --temporal tac2 -q >fail.out 2>fail.err
+rc=$?
+if ((rc != 0)) && grep -q "esrrf failed: rank 1 (.*): fault injected" \
+  fail.err && [[ -z "$(ls -A fail)" ]]; then
+  ok "within timepoints, rank 1 forced to fail: exit $rc, message, no file"
+else
+  not_ok "within timepoints, rank 1 forced to fail" "exit $rc; $(cat fail.err)"
+fi
 # A failure inside the method (tac2 with a 1-frame last timepoint) is the
 # engine's message, on every rank count alike.
 mpi 2 esrrf in11.tif -o fail/out.tif --temporal tac2 \

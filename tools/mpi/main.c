@@ -90,10 +90,14 @@ static int default_threads(void) {
 
 static void report_text(const qsm_report *r, const char *method) {
   fprintf(stderr,
-          "quicksilver-mpi: %s over %d rank%s, split by %s: %llu units in "
+          "quicksilver-mpi: %s over %d rank%s, split %s: %llu units in "
           "%llu chunks, %.3f s, load imbalance %.1f %%, %llu bytes "
           "communicated\n",
-          method, r->ranks, r->ranks == 1 ? "" : "s", r->split,
+          method, r->ranks, r->ranks == 1 ? "" : "s",
+          !strcmp(r->split, "within")
+              ? "within timepoints (frames; partials merged)"
+          : !strcmp(r->split, "timepoints") ? "by timepoints"
+                                            : "by frames",
           (unsigned long long)r->units, (unsigned long long)r->chunks,
           r->seconds, 100 * r->imbalance,
           (unsigned long long)r->bytes_communicated);
@@ -152,6 +156,7 @@ static void report_json(const qsm_report *r, const char *method, int status,
     cJSON_AddNumberToObject(o, "calibration_seconds",
                             q->calibration_seconds);
     cJSON_AddNumberToObject(o, "busy_seconds", q->busy_seconds);
+    cJSON_AddNumberToObject(o, "merge_seconds", q->merge_seconds);
     cJSON_AddItemToArray(a, o);
   }
   char *s = cJSON_Print(j);

@@ -16,9 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "pages.h"
 #include "tiff.h"
 
 #define QSM_MAX_IO 16
@@ -43,18 +43,28 @@ typedef struct ctx {
   const char *const *inputs;
   size_t n_in, n_out;
   size_t frames;         /* pages of every input */
+  size_t in_rows[QSM_MAX_IO], in_cols[QSM_MAX_IO];
   size_t fpt;            /* frames per unit */
   uint64_t units;
   int by_timepoints;
+  int within;            /* timepoints split across ranks (T < ranks) */
+  uint64_t out_frames;   /* frames of every output */
+  int temporal, mag, mpc; /* esrrf's statistic, within mode */
   param params[QS_MAX_PARAMS + 1];
   size_t n_params;
+  param map_params[QS_MAX_PARAMS + 1]; /* within: temporal=none */
+  size_t n_map_params;
   const char *impl;
   uint64_t max_units;    /* per chunk, from max_chunk_bytes */
   long fail_rank;        /* fault injection, -1: none */
+  long slow_rank;        /* QUICKSILVER_MPI_SLOW: this rank sleeps */
+  double slow_seconds;   /* per unit it runs, -1: none */
   MPI_Win win;
   int64_t *wbuf;
   chunk *chunks, *last;
   qsm_rank me;
+  size_t range_at;       /* where the last range starts in me.ranges */
+  uint64_t range_start, range_end;
   double t0;
 } ctx;
 
@@ -145,6 +155,36 @@ static int open_engine(ctx *c, const qsm_options *o, char *err, size_t len) {
   return QS_OK;
 }
 
+/* method_estimate on inputs of `frames` frames: shapes only. The methods'
+ * shape checks refuse a NULL data pointer even there, so the images point
+ * at a float that is never read. */
+static int estimate_call(ctx *c, size_t frames, const param *p, size_t n_p,
+                         run_report *rep) {
+  static float never_read;
+  image in[QSM_MAX_IO];
+  for (size_t i = 0; i < c->n_in; i++)
+    in[i] = (image){.data = &never_read, .frames = frames,
+                    .rows = c->in_rows[i], .cols = c->in_cols[i]};
+  run_request rq = {.inputs = in,
+                    .n_inputs = c->n_in,
+                    .params = p,
+                    .n_params = n_p,
+                    .impl = c->impl};
+  memset(rep, 0, sizeof *rep);
+  return method_estimate(c->e, c->d->name, &rq, rep);
+}
+
+/* The engine's predicted seconds for `frames` frames with parameters p, or
+ * -1 when it has no prediction (nothing timed on this device yet). */
+static double estimate(ctx *c, size_t frames, const param *p, size_t n_p) {
+  run_report rep;
+  if (estimate_call(c, frames, p, n_p, &rep)) return -1;
+  for (size_t i = 0; i < rep.n_estimates && i < QS_MAX_ESTIMATES; i++)
+    if (!strcmp(rep.estimates[i].impl, rep.impl))
+      return rep.estimates[i].seconds > 0 ? rep.estimates[i].seconds : -1;
+  return -1;
+}
+
 static int plan(ctx *c, const char *method, const param *params,
                 size_t n_params, size_t max_bytes, char *err, size_t len) {
   c->d = method_find(c->e, method);
@@ -169,10 +209,13 @@ static int plan(ctx *c, const char *method, const param *params,
   }
   double frame_bytes = 0; /* one page of every input, as float */
   for (size_t k = 0; k < c->n_in; k++) {
-    size_t pages, rows, cols;
-    int rc = pages_count(c->inputs[k], &pages, &rows, &cols, err, len);
+    tiff_info ti;
+    int rc = tiff_info_of(c->inputs[k], &ti, err, len);
     if (rc) return rc;
-    frame_bytes += (double)rows * (double)cols * sizeof(float);
+    size_t pages = ti.pages;
+    c->in_rows[k] = ti.rows;
+    c->in_cols[k] = ti.cols;
+    frame_bytes += (double)ti.rows * (double)ti.cols * sizeof(float);
     if (k == 0) c->frames = pages;
     if (pages != c->frames) {
       set_err(err, len, "%s has %zu pages, %s has %zu: inputs split by frame "
@@ -185,6 +228,14 @@ static int plan(ctx *c, const char *method, const param *params,
   int rc = params_resolve(d->params, d->n_params, params, n_params, values, err,
                           len);
   if (rc) return rc;
+  /* The whole call checked as one process would check it (shapes,
+   * parameters, the implementation asked for), before any work. */
+  run_report rep;
+  rc = estimate_call(c, c->frames, params, n_params, &rep);
+  if (rc) {
+    set_err(err, len, "%s", engine_error(c->e));
+    return rc;
+  }
 
   /* A method with a temporal statistic over frames_per_timepoint frames
    * (esrrf) splits by whole timepoints unless the statistic is "none". */
@@ -210,7 +261,28 @@ static int plan(ctx *c, const char *method, const param *params,
                                        .value = (double)c->fpt};
   }
   c->units = c->frames == 0 ? 0 : (c->frames + c->fpt - 1) / c->fpt;
-  double unit_bytes = (double)c->fpt * frame_bytes;
+  c->out_frames = c->units;
+  /* Fewer timepoints than ranks: eSRRF's timepoints are split across ranks
+   * through the public partial statistic; the units are then frames. */
+  int i_mag = param_index(d, "magnification"),
+      i_mpc = param_index(d, "macro_pixel_correction");
+  if (c->by_timepoints && c->units < (uint64_t)c->size && i_mag >= 0 &&
+      i_mpc >= 0 && !strcmp(d->name, "esrrf") &&
+      esrrf_partial_slots((int)values[i_tmp]) > 0) {
+    c->within = 1;
+    c->temporal = (int)values[i_tmp];
+    c->mag = (int)values[i_mag];
+    c->mpc = values[i_mpc] != 0;
+    c->n_map_params = 0;
+    for (size_t i = 0; i < n_params; i++)
+      if (strcmp(params[i].name, "temporal") &&
+          strcmp(params[i].name, "frames_per_timepoint"))
+        c->map_params[c->n_map_params++] = params[i];
+    c->map_params[c->n_map_params++] =
+        (param){.name = "temporal", .text = "none"};
+    c->units = c->frames;
+  }
+  double unit_bytes = (double)(c->within ? 1 : c->fpt) * frame_bytes;
   double cap = (double)max_bytes / (unit_bytes > 0 ? unit_bytes : 1);
   c->max_units = cap < 1 ? 1 : cap > 1e18 ? (uint64_t)1e18 : (uint64_t)cap;
   return QS_OK;
@@ -266,14 +338,70 @@ static void note_impl(ctx *c, const char *impl) {
   if (!strstr(list, key)) append(c->me.impl, sizeof c->me.impl, impl);
 }
 
+/* Adds units [u0, u1) to the report's ranges, extending the last range
+ * when they follow it. */
 static void note_range(ctx *c, uint64_t u0, uint64_t u1) {
+  char *text = c->me.ranges;
+  if (c->range_end == u0 && c->range_end > 0) {
+    text[c->range_at] = 0; /* rewrite the last range */
+    u0 = c->range_start;
+  }
+  c->range_at = strlen(text);
+  c->range_start = u0;
+  c->range_end = u1;
   char r[48];
   if (u1 - u0 == 1)
     snprintf(r, sizeof r, "%llu", (unsigned long long)u0);
   else
     snprintf(r, sizeof r, "%llu-%llu", (unsigned long long)u0,
              (unsigned long long)(u1 - 1));
-  append(c->me.ranges, sizeof c->me.ranges, r);
+  append(text, sizeof c->me.ranges, r);
+}
+
+/* Pages [f0, f1) of every input into in[] (counted in the report). */
+static int read_frames(ctx *c, size_t f0, size_t f1, image *in, char *err,
+                       size_t len) {
+  double t = MPI_Wtime();
+  int rc = QS_OK;
+  for (size_t i = 0; !rc && i < c->n_in; i++) {
+    rc = tiff_read_pages(c->inputs[i], f0, f1 - f0, &in[i], err, len);
+    if (!rc) {
+      c->me.pages_read += f1 - f0;
+      c->me.bytes_read += (uint64_t)(f1 - f0) * in[i].rows * in[i].cols * 4;
+    }
+  }
+  c->me.read_seconds += MPI_Wtime() - t;
+  return rc;
+}
+
+/* Runs the method on in[] with the given parameters into out[]. */
+static int run_method(ctx *c, image *in, const param *p, size_t n_p,
+                      image *out, char *err, size_t len) {
+  run_request rq = {.inputs = in,
+                    .n_inputs = c->n_in,
+                    .params = p,
+                    .n_params = n_p,
+                    .impl = c->impl};
+  run_report rep;
+  memset(&rep, 0, sizeof rep);
+  int rc = method_run(c->e, c->d->name, &rq, out, c->d->n_outputs, &rep);
+  if (rc) {
+    set_err(err, len, "%s", engine_error(c->e));
+    return rc;
+  }
+  c->me.run_seconds += rep.seconds;
+  c->me.calibration_seconds += rep.calibration_seconds;
+  note_impl(c, rep.impl);
+  return QS_OK;
+}
+
+/* Keeps a chunk's outputs for the gather. */
+static void keep(ctx *c, chunk *k) {
+  if (c->last)
+    c->last->next = k;
+  else
+    c->chunks = k;
+  c->last = k;
 }
 
 /* Units [u0, u1): read their pages, run the method, keep the outputs. */
@@ -288,32 +416,8 @@ static int run_chunk(ctx *c, uint64_t u0, uint64_t u1, char *err, size_t len) {
   }
   k->u0 = u0;
   k->u1 = u1;
-  int rc = QS_OK;
-  double t = MPI_Wtime();
-  for (size_t i = 0; !rc && i < c->n_in; i++) {
-    uint64_t bytes = 0;
-    rc = pages_read(c->inputs[i], f0, f1 - f0, &in[i], &bytes, err, len);
-    c->me.pages_read += rc ? 0 : f1 - f0;
-    c->me.bytes_read += bytes;
-  }
-  c->me.read_seconds += MPI_Wtime() - t;
-  if (!rc) {
-    run_request rq = {.inputs = in,
-                      .n_inputs = c->n_in,
-                      .params = c->params,
-                      .n_params = c->n_params,
-                      .impl = c->impl};
-    run_report rep;
-    memset(&rep, 0, sizeof rep);
-    rc = method_run(c->e, c->d->name, &rq, k->out, c->d->n_outputs, &rep);
-    if (rc) {
-      set_err(err, len, "%s", engine_error(c->e));
-    } else {
-      c->me.run_seconds += rep.seconds;
-      c->me.calibration_seconds += rep.calibration_seconds;
-      note_impl(c, rep.impl);
-    }
-  }
+  int rc = read_frames(c, f0, f1, in, err, len);
+  if (!rc) rc = run_method(c, in, c->params, c->n_params, k->out, err, len);
   for (size_t i = 0; !rc && i < c->d->n_outputs; i++)
     if (k->out[i].frames != u1 - u0) {
       set_err(err, len,
@@ -325,38 +429,47 @@ static int run_chunk(ctx *c, uint64_t u0, uint64_t u1, char *err, size_t len) {
       rc = QS_ESHAPE;
     }
   for (size_t i = 0; i < c->n_in; i++) image_free(&in[i]);
+  if (!rc && c->slow_rank == c->rank) { /* a slower node, for tests */
+    double d = c->slow_seconds * (double)(u1 - u0);
+    struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+    nanosleep(&ts, NULL);
+  }
   if (rc) {
     for (size_t i = 0; i < QSM_MAX_IO; i++) image_free(&k->out[i]);
     free(k);
     return rc;
   }
-  if (c->last)
-    c->last->next = k;
-  else
-    c->chunks = k;
-  c->last = k;
+  keep(c, k);
   c->me.chunks++;
   c->me.units += u1 - u0;
   note_range(c, u0, u1);
   return QS_OK;
 }
 
+static int injected(ctx *c, char *err, size_t len) {
+  if (c->fail_rank != c->rank) return QS_OK;
+  /* as a device that fails to start */
+  set_err(err, len, "fault injected by QUICKSILVER_MPI_FAIL=%ld",
+          c->fail_rank);
+  return QS_EFAIL;
+}
+
+/* The dispenser loop: timepoints or frames in chunks (the chunk rule). */
 static int work(ctx *c, char *err, size_t len) {
   double *rates = calloc((size_t)c->size, sizeof *rates);
-  if (!rates) {
-    set_err(err, len, "out of memory");
-    win_fail(c);
-    return QS_ENOMEM;
-  }
-  double busy = 0; /* seconds in chunks, calibration excluded */
-  int rc = QS_OK;
-  if (c->fail_rank == c->rank) { /* as a device that fails to start */
-    set_err(err, len, "fault injected by QUICKSILVER_MPI_FAIL=%ld",
-            c->fail_rank);
+  int rc = rates ? injected(c, err, len) : QS_ENOMEM;
+  if (!rates) set_err(err, len, "out of memory");
+  if (rc) {
     win_fail(c);
     free(rates);
-    return QS_EFAIL;
+    return rc;
   }
+  /* The engine's prediction for one unit, when it has one, sizes the first
+   * chunk instead of a one-unit probe. */
+  double est = estimate(c, c->fpt < c->frames ? c->fpt : c->frames, c->params,
+                        c->n_params);
+  if (est > 0) win_put_rate(c, 1 / est);
+  double busy = 0; /* seconds in chunks, calibration excluded */
   for (;;) {
     int64_t head[2];
     win_peek(c, head, rates);
@@ -384,6 +497,216 @@ static int work(ctx *c, char *err, size_t len) {
     if (busy > 0) win_put_rate(c, (double)c->me.units / busy);
   }
   free(rates);
+  return rc;
+}
+
+/* ------------------------------------------------ within a timepoint */
+
+/* Within mode: frames [block[r], block[r + 1]) go to rank r, contiguous in
+ * time and sized by the engines' predicted speeds (equal when none has a
+ * prediction): the partials of a timepoint then merge pairwise in rank
+ * order, one partial per rank and timepoint, whatever the number of
+ * chunks. (Dispensing frames from the counter would leave a rank with many
+ * non-adjacent runs of a timepoint, each a full-size partial to move.) */
+static int blocks_of(ctx *c, uint64_t *block, char *err, size_t len) {
+  double mine = estimate(c, 1, c->map_params, c->n_map_params);
+  double *sec = calloc((size_t)c->size, sizeof *sec);
+  if (!sec) {
+    set_err(err, len, "out of memory");
+    return QS_ENOMEM;
+  }
+  MPI_Allgather(&mine, 1, MPI_DOUBLE, sec, 1, MPI_DOUBLE, c->comm);
+  c->me.bytes_sent += 8;
+  c->me.bytes_received += 8 * (size_t)c->size;
+  double known = 0, total = 0;
+  int n_known = 0;
+  for (int r = 0; r < c->size; r++)
+    if (sec[r] > 0) known += 1 / sec[r], n_known++;
+  double unknown = n_known ? known / n_known : 1; /* weight of the others */
+  for (int r = 0; r < c->size; r++) total += sec[r] > 0 ? 1 / sec[r] : unknown;
+  double cum = 0;
+  block[0] = 0;
+  for (int r = 0; r < c->size; r++) {
+    cum += sec[r] > 0 ? 1 / sec[r] : unknown;
+    block[r + 1] = r + 1 == c->size ? c->frames
+                                    : (uint64_t)((double)c->frames * cum /
+                                                     total + 0.5);
+    if (block[r + 1] < block[r]) block[r + 1] = block[r];
+  }
+  free(sec);
+  return QS_OK;
+}
+
+typedef struct piece {
+  uint64_t t;          /* timepoint */
+  esrrf_partial p;
+} piece;
+
+/* Folds frames [f0, f1) (inside one timepoint) into *p, in batches of at
+ * most max_units frames: each batch's RGC maps (the method with
+ * temporal=none) are added in time order. */
+static int fold(ctx *c, uint64_t f0, uint64_t f1, esrrf_partial *p, char *err,
+                size_t len) {
+  int rc = QS_OK;
+  for (uint64_t a = f0; !rc && a < f1;) {
+    uint64_t b = f1 - a < c->max_units ? f1 : a + c->max_units;
+    image in[QSM_MAX_IO] = {{0}}, maps[QSM_MAX_IO] = {{0}};
+    rc = read_frames(c, (size_t)a, (size_t)b, in, err, len);
+    if (!rc)
+      rc = run_method(c, in, c->map_params, c->n_map_params, maps, err, len);
+    if (!rc && (maps[0].rows != p->rows || maps[0].cols != p->cols ||
+                maps[0].frames != b - a)) {
+      set_err(err, len, "esrrf maps of %zux%zux%zu, expected %llux%zux%zu",
+              maps[0].frames, maps[0].rows, maps[0].cols,
+              (unsigned long long)(b - a), p->rows, p->cols);
+      rc = QS_ESHAPE;
+    }
+    if (!rc) rc = esrrf_partial_add(p, maps[0].data, (size_t)(b - a));
+    if (rc && !err[0]) set_err(err, len, "esrrf partial: %s",
+                               status_message(rc));
+    for (size_t i = 0; i < QSM_MAX_IO; i++)
+      image_free(&in[i]), image_free(&maps[i]);
+    if (!rc) {
+      c->me.chunks++;
+      c->me.units += b - a;
+      note_range(c, a, b);
+    }
+    a = b;
+  }
+  return rc;
+}
+
+/* The partial of timepoint t as an image chunk for the gather. */
+static int finish_piece(ctx *c, const piece *q, char *err, size_t len) {
+  chunk *k = calloc(1, sizeof *k);
+  int rc = k ? image_alloc(&k->out[0], 1, q->p.rows, q->p.cols) : QS_ENOMEM;
+  if (!rc) rc = esrrf_partial_finish(&q->p, c->mag, c->mpc, k->out[0].data);
+  if (rc) {
+    set_err(err, len, "timepoint %llu: cannot finish its statistic: %s",
+            (unsigned long long)q->t, status_message(rc));
+    if (k) image_free(&k->out[0]);
+    free(k);
+    return rc;
+  }
+  k->u0 = q->t;
+  k->u1 = q->t + 1;
+  keep(c, k);
+  return QS_OK;
+}
+
+/* A partial between ranks: its map count, then its doubles. */
+static void send_partial(ctx *c, const esrrf_partial *p, int to) {
+  uint64_t n = p->n;
+  MPI_Send(&n, 1, MPI_UINT64_T, to, 3, c->comm);
+  size_t total = p->rows * p->cols * esrrf_partial_slots(p->temporal);
+  for (size_t at = 0; n && at < total; at += QSM_MSG_FLOATS) {
+    size_t k = total - at < QSM_MSG_FLOATS ? total - at : QSM_MSG_FLOATS;
+    MPI_Send(p->data + at, (int)k, MPI_DOUBLE, to, 4, c->comm);
+    c->me.bytes_sent += k * sizeof(double);
+  }
+  c->me.bytes_sent += 8;
+}
+
+static void recv_partial(ctx *c, esrrf_partial *p, int from) {
+  uint64_t n = 0;
+  MPI_Recv(&n, 1, MPI_UINT64_T, from, 3, c->comm, MPI_STATUS_IGNORE);
+  size_t total = p->rows * p->cols * esrrf_partial_slots(p->temporal);
+  for (size_t at = 0; n && at < total; at += QSM_MSG_FLOATS) {
+    size_t k = total - at < QSM_MSG_FLOATS ? total - at : QSM_MSG_FLOATS;
+    MPI_Recv(p->data + at, (int)k, MPI_DOUBLE, from, 4, c->comm,
+             MPI_STATUS_IGNORE);
+    c->me.bytes_received += k * sizeof(double);
+  }
+  p->n = n;
+  c->me.bytes_received += 8;
+}
+
+/* Within mode. Compute: every rank folds its block, one partial per
+ * timepoint it touches (a timepoint wholly inside its block is finished on
+ * the spot: the same fold as one process, so the same bits). Then, once all
+ * ranks have succeeded, each shared timepoint's partials merge pairwise in
+ * rank order (a binary tree: log2 of the ranks sharing it in steps) into
+ * its first rank, which finishes it. TAC2's product across a boundary
+ * needs no overlap and no separate exchange: a partial carries its first
+ * map and last shifted value, and the merge forms the product. */
+static int work_within(ctx *c, char *err, size_t len) {
+  uint64_t *block = calloc((size_t)c->size + 1, sizeof *block);
+  piece *pieces = NULL;
+  size_t n_pieces = 0;
+  size_t rows = c->in_rows[0] * (size_t)c->mag,
+         cols = c->in_cols[0] * (size_t)c->mag;
+  if (!block) MPI_Abort(c->comm, 1); /* 8 bytes a rank */
+  int rc = injected(c, err, len);
+  int brc = blocks_of(c, block, err, len); /* collective */
+  if (!rc) rc = brc;
+  uint64_t T = c->out_frames;
+  /* Timepoints [t_lo, t_hi] overlap this rank's block (none if empty). */
+  uint64_t b0 = block[c->rank], b1 = block[c->rank + 1];
+  if (!rc && b1 > b0) {
+    uint64_t t_lo = b0 / c->fpt, t_hi = (b1 - 1) / c->fpt;
+    pieces = calloc((size_t)(t_hi - t_lo + 1), sizeof *pieces);
+    if (!pieces) {
+      set_err(err, len, "out of memory");
+      rc = QS_ENOMEM;
+    }
+    for (uint64_t t = t_lo; !rc && t <= t_hi; t++) {
+      uint64_t s0 = t * c->fpt, s1 = s0 + c->fpt < c->frames ? s0 + c->fpt
+                                                            : c->frames;
+      piece *q = &pieces[n_pieces++];
+      q->t = t;
+      rc = esrrf_partial_init(&q->p, c->temporal, rows, cols);
+      if (rc) set_err(err, len, "no memory for a %zux%zu partial", rows, cols);
+      if (!rc) rc = fold(c, s0 > b0 ? s0 : b0, s1 < b1 ? s1 : b1, &q->p, err,
+                         len);
+      if (!rc && s0 >= b0 && s1 <= b1) { /* whole timepoint here */
+        rc = finish_piece(c, q, err, len);
+        esrrf_partial_free(&q->p);
+      }
+    }
+  }
+  c->me.busy_seconds = MPI_Wtime() - c->t0;
+  int worst = rc;
+  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, c->comm);
+  double merge0 = MPI_Wtime();
+  /* Merge every timepoint shared by several ranks. */
+  for (uint64_t t = 0; !worst && t < T; t++) {
+    uint64_t s0 = t * c->fpt, s1 = s0 + c->fpt < c->frames ? s0 + c->fpt
+                                                          : c->frames;
+    int ra = -1, rb = -1;
+    for (int r = 0; r < c->size; r++)
+      if (block[r] < s1 && block[r + 1] > s0) {
+        if (ra < 0) ra = r;
+        rb = r;
+      }
+    if (ra == rb || c->rank < ra || c->rank > rb) continue;
+    piece *q = NULL, empty = {.t = t};
+    for (size_t i = 0; i < n_pieces; i++)
+      if (pieces[i].t == t) q = &pieces[i];
+    if (!q) { /* an empty block between two sharing ranks */
+      q = &empty;
+      if (esrrf_partial_init(&q->p, c->temporal, rows, cols)) MPI_Abort(c->comm, 1);
+    }
+    esrrf_partial next;
+    if (esrrf_partial_init(&next, c->temporal, rows, cols)) MPI_Abort(c->comm, 1);
+    int i = c->rank - ra, g = rb - ra + 1;
+    for (int step = 1; step < g; step *= 2) {
+      if (i % (2 * step) == step) {
+        send_partial(c, &q->p, ra + i - step);
+        break;
+      }
+      if (i % (2 * step) == 0 && i + step < g) {
+        recv_partial(c, &next, ra + i + step);
+        if (esrrf_partial_merge(&q->p, &next)) MPI_Abort(c->comm, 1);
+      }
+    }
+    esrrf_partial_free(&next);
+    if (i == 0 && !rc) rc = finish_piece(c, q, err, len);
+    esrrf_partial_free(&q->p);
+  }
+  for (size_t i = 0; i < n_pieces; i++) esrrf_partial_free(&pieces[i].p);
+  free(pieces);
+  free(block);
+  c->me.merge_seconds = MPI_Wtime() - merge0;
   return rc;
 }
 
@@ -449,7 +772,7 @@ static int gather(ctx *c, image *outputs, char *err, size_t len) {
   int ok = 1;
   if (c->rank == c->root)
     for (size_t i = 0; i < n && ok; i++)
-      if (image_alloc(&outputs[i], (size_t)c->units, (size_t)all[4 * i],
+      if (image_alloc(&outputs[i], (size_t)c->out_frames, (size_t)all[4 * i],
                       (size_t)all[4 * i + 1]))
         ok = 0;
   MPI_Bcast(&ok, 1, MPI_INT, c->root, c->comm);
@@ -457,10 +780,11 @@ static int gather(ctx *c, image *outputs, char *err, size_t len) {
     if (c->rank == c->root)
       for (size_t i = 0; i < n; i++) image_free(&outputs[i]);
     set_err(err, len, "rank %d: no memory for the whole output (%llu frames)",
-            c->root, (unsigned long long)c->units);
+            c->root, (unsigned long long)c->out_frames);
     return QS_ENOMEM;
   }
-  uint64_t mine = c->me.chunks;
+  uint64_t mine = 0; /* output chunks held (not the chunks run) */
+  for (chunk *k = c->chunks; k; k = k->next) mine++;
   uint64_t *counts = NULL;
   if (c->rank == c->root) {
     counts = calloc((size_t)c->size, sizeof *counts);
@@ -552,7 +876,9 @@ static void finish(ctx *c, int status, const char *why, qsm_report *report,
     tot->seconds = MPI_Wtime() - c->t0;
     tot->imbalance = sum > 0 ? max / (sum / c->size) - 1 : 0;
     snprintf(tot->split, sizeof tot->split, "%s",
-             c->by_timepoints ? "timepoints" : "frames");
+             c->within          ? "within"
+             : c->by_timepoints ? "timepoints"
+                                : "frames");
   }
   MPI_Bcast(tot, (int)sizeof *tot, MPI_BYTE, c->root, c->comm);
   if (report) {
@@ -615,6 +941,18 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
       rc = QS_EENV;
     }
   }
+  c->slow_rank = -1;
+  const char *slow = getenv("QUICKSILVER_MPI_SLOW");
+  if (!rc && slow && *slow) {
+    char *end;
+    c->slow_rank = strtol(slow, &end, 10);
+    c->slow_seconds = *end == ':' ? strtod(end + 1, &end) : -1;
+    if (*end || c->slow_rank < 0 || !(c->slow_seconds >= 0)) {
+      set_err(why, sizeof why,
+              "QUICKSILVER_MPI_SLOW=%s: expected RANK:SECONDS_PER_UNIT", slow);
+      rc = QS_EENV;
+    }
+  }
   if (!rc) rc = open_engine(c, o, why, sizeof why);
   size_t max_bytes = o && o->max_chunk_bytes ? o->max_chunk_bytes
                                              : (size_t)256 << 20;
@@ -632,7 +970,8 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
   }
   MPI_Barrier(comm);
   MPI_Win_lock_all(0, c->win);
-  if (!worst) rc = work(c, why, sizeof why);
+  if (!worst) rc = c->within ? work_within(c, why, sizeof why)
+                             : work(c, why, sizeof why);
   MPI_Win_unlock_all(c->win);
   MPI_Win_free(&c->win);
 

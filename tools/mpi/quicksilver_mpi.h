@@ -21,23 +21,40 @@
  *  - esrrf with temporal=none, and every other method (shift_magnify,
  *    roberts_cross, rgc, methods whose outputs have a frame per input
  *    frame): single frames.
- *  - Within a timepoint (fewer timepoints than ranks) is not split yet: the
- *    timepoints are dealt whole and ranks beyond T stay idle (the report
- *    says so). Splitting within a timepoint waits for the library's public
- *    eSRRF accumulator (partial statistics merged exactly).
+ *  - esrrf with fewer timepoints than ranks (one timepoint of 10 000 frames
+ *    is common): within timepoints. The frames are cut into one contiguous
+ *    block per rank, sized by each rank's predicted speed (method_estimate;
+ *    equal when no rank has a prediction); each rank folds its RGC maps
+ *    (the method with temporal=none) into the library's esrrf_partial, one
+ *    per timepoint it touches, and the partials of a timepoint shared by
+ *    several ranks merge pairwise in rank order (a binary tree, log2 of
+ *    the sharing ranks in steps; Chan's formula for VAR) into its first
+ *    rank, which finishes it (macro-pixel correction included). TAC2's
+ *    lag-1 product across a block boundary needs no overlap and no
+ *    separate exchange: a partial carries its first map and its last
+ *    shifted value, and the merge forms the product. Agreement with one
+ *    process is to double rounding (1e-6 of the maximum is what the tests
+ *    require); a timepoint inside one rank's block is bit-identical.
+ *    Blocks are static rather than dispensed: frames dealt from the counter
+ *    would leave each rank many non-adjacent runs of a timepoint, each a
+ *    full-size partial to move and merge; with one block per rank the
+ *    merge moves one partial per rank.
  *
  * Balance: units are handed out in chunks from a shared counter held in an
  * MPI window on the root (MPI_Fetch_and_op, passive target), so a fast rank
- * simply comes back for more. Chunk rule (qsm_chunk_units): a rank's first
- * chunk is one unit, which measures its speed; afterwards it takes half of
- * its speed-weighted share of what is left,
+ * simply comes back for more. Chunk rule (qsm_chunk_units): a rank starts
+ * with the rate its engine predicts for one unit (method_estimate: history
+ * or model), or without one takes a first chunk of one unit, which measures
+ * it; from then on it takes half of its speed-weighted share of what is
+ * left,
  *     n = floor(remaining * my_rate / sum_of_rates / 2), at least 1,
- * where rates (units per busy second, calibration excluded) are published
+ * where rates (units per busy second, calibration excluded; measured
+ * rates replace predicted ones after a rank's first chunk) are published
  * by every rank in the same window, and never more units than
  * max_chunk_bytes of input (a rank holds one chunk's input and its
  * outputs until the gather). Halving (guided self-scheduling
  * weighted by measured speed) keeps the number of dispenser round trips to
- * O(P log(U / P)) while the last chunks are small, so ranks finish within
+ * about 2P ln(U / P) while the last chunks are small, so ranks finish within
  * about one small chunk of each other even when a rate was wrong or a node
  * slows down midway; weighting by rate gives a fast node (a GPU, an idle
  * machine) proportionally larger chunks.
@@ -53,7 +70,9 @@
  * failure in the closing collectives: qsm_run returns the same nonzero
  * status on every rank, with "rank R (host): message" of the lowest
  * failing rank in err. Fault injection for tests: $QUICKSILVER_MPI_FAIL=R
- * makes rank R fail as it starts its work (QS_EFAIL).
+ * makes rank R fail as it starts its work (QS_EFAIL); and
+ * $QUICKSILVER_MPI_SLOW=R:S makes rank R sleep S seconds per unit it runs
+ * (between timepoints or frames), as a slower or loaded node would.
  *
  * Assumes a homogeneous cluster (reports travel as bytes). The passive
  * target counter needs no action from the root on shared memory and on
@@ -92,19 +111,21 @@ typedef struct qsm_rank {
   int threads;
   uint64_t chunks, units;
   uint64_t pages_read;   /* input pages (frames) read, all inputs */
-  uint64_t bytes_read;   /* stored bytes of those pages */
+  uint64_t bytes_read;   /* float32 bytes of those pages */
   uint64_t bytes_sent, bytes_received; /* MPI payload, window ops included */
   double read_seconds;   /* reading its pages */
   double run_seconds;    /* method runs (report.seconds) */
   double calibration_seconds;
   double busy_seconds;   /* wall time from start to its last chunk done */
+  double merge_seconds;  /* within timepoints: merging partials (waits for
+                            the partner included) */
   char db[160];          /* its timing store */
   char error[256];
 } qsm_rank;
 
 typedef struct qsm_report {
   int ranks;
-  char split[16];        /* "timepoints" or "frames" */
+  char split[16];        /* "timepoints", "frames" or "within" */
   uint64_t units;        /* total units (output frames) */
   uint64_t chunks;
   double seconds;        /* wall time of the call on the root */
