@@ -128,13 +128,15 @@ int main(int argc, char **argv) {
     char name[80];
     if (strcmp(impls[i], "auto"))
       snprintf(name, sizeof name, "%.63s", rep[i].impl);
-    else /* the engine's choice and why, in the last run */
-      snprintf(name, sizeof name, "auto:%.50s (%.15s)", rep[i].impl,
-               rep[i].reason);
+    else /* the engine's choice and why, in the last run, and the time it
+          * spent calibrating other implementations before that run (an
+          * engine with a fresh store calibrates over its first calls) */
+      snprintf(name, sizeof name, "auto:%.40s (%.15s, cal %.2f s)",
+               rep[i].impl, rep[i].reason, rep[i].calibration_seconds);
     qsort(ti, (size_t)repeats, sizeof *ti, cmp);
     double med = repeats % 2 ? ti[repeats / 2]
                              : (ti[repeats / 2 - 1] + ti[repeats / 2]) / 2;
-    printf("esrrf %-34s %5zu x %4zu x %4zu  M %g r %g %-4s %-12.12s min %8.4f "
+    printf("esrrf %-44s %5zu x %4zu x %4zu  M %g r %g %-4s %-12.12s min %8.4f "
            "s  median %8.4f s  device %8.4f s  peak %7.1f MiB  before %7.1f "
            "MiB  working %7.1f MiB\n",
            name, st.frames, st.rows, st.cols, mag, radius, temporal,
