@@ -197,16 +197,17 @@ typedef struct fv_at {
   int col_max;      /* largest raw grid column in bounds */
 } fv_at;
 
-/* The lanes of one group: sums of the convergence terms and weights over
- * the row's list (sure candidates, then those near the disk edge, which
- * take the exact distance and the reference's test). A border group masks
- * the lanes whose column tap is out of bounds (0 < v <= n_m − 1 fails,
- * i.e. raw column outside [1, col_max]). */
+/* The lanes of one group: adds to *rgc and *wsum the convergence terms
+ * and weights over the row's list: the sure candidates (unless sure_done),
+ * then those near the disk edge, which take the exact distance and the
+ * reference's test. A border group masks the lanes whose column tap is out
+ * of bounds (0 < v <= n_m − 1 fails: raw column outside [1, col_max]). */
 static inline void fv_group(const fv_row *r, int n_sure, int n,
-                            const fv_at *at, fv_f *rgc, fv_f *wsum) {
-  fv_f acc = {0}, ws = {0}, dx, dy, w, u;
+                            const fv_at *at, int sure_done, fv_f *rgc,
+                            fv_f *wsum) {
+  fv_f acc = *rgc, ws = *wsum, dx, dy, w, u;
   fv_f ex = at->ex, zero = {0};
-  if (!at->border) {
+  if (!at->border && !sure_done) {
     for (int k = 0; k < n_sure; k++) {
       fv_term(&r[k], at->k0, at->gy_off, ex, &dx, &dy, &w, &u);
       acc += u;
@@ -231,6 +232,26 @@ static inline void fv_group(const fv_row *r, int n_sure, int n,
   }
   *rgc = acc;
   *wsum = ws;
+}
+
+/* The sure candidates of two non-border groups in one pass: each
+ * candidate's constants are loaded once for both (the same sums, in the
+ * same order, as two fv_group calls). */
+static inline void fv_sure2(const fv_row *r, int n_sure, const fv_at *a,
+                            const fv_at *b, fv_f *rgc, fv_f *wsum) {
+  fv_f ra = {0}, wa = {0}, rb = {0}, wb = {0}, dx, dy, w, u;
+  for (int k = 0; k < n_sure; k++) {
+    fv_term(&r[k], a->k0, a->gy_off, a->ex, &dx, &dy, &w, &u);
+    ra += u;
+    wa += w;
+    fv_term(&r[k], b->k0, b->gy_off, b->ex, &dx, &dy, &w, &u);
+    rb += u;
+    wb += w;
+  }
+  rgc[0] = ra;
+  wsum[0] = wa;
+  rgc[1] = rb;
+  wsum[1] = wb;
 }
 
 /* The row's list for column phase px: the candidates whose row tap is in
@@ -343,19 +364,34 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
       int n_sure = 0;
       int n = fv_row_list(v, rt, rok, &v->list[py * mag + px], ey, r,
                           &n_sure);
-      for (int k0 = 0, gi = v->ex_at[px]; k0 < v->nk[px];
-           k0 += FV_LANES, gi++) {
-        fv_f acc, ws;
-        at.k0 = (size_t)k0;
-        at.ex = v->ex[gi];
-        at.border = v->border[gi];
-        fv_group(r, n_sure, n, &at, &acc, &ws);
-        int lanes = v->nk[px] - k0 < FV_LANES ? v->nk[px] - k0 : FV_LANES;
-        for (int k = 0; k < lanes; k++) {
-          int x = v->x0[px] + (k0 + k) * mag;
-          float val = rgc_finish(acc[k], ws[k], g->k.sens);
-          o[x] = im ? val * im[x] : val;
+      /* groups two at a time where neither is a border group */
+      for (int k0 = 0, gi = v->ex_at[px]; k0 < v->nk[px];) {
+        fv_at two[2] = {at, at};
+        fv_f acc[2] = {{0}, {0}}, ws[2] = {{0}, {0}};
+        int m = 1;
+        two[0].k0 = (size_t)k0;
+        two[0].ex = v->ex[gi];
+        two[0].border = v->border[gi];
+        if (k0 + FV_LANES < v->nk[px] && !two[0].border &&
+            !v->border[gi + 1]) {
+          m = 2;
+          two[1].k0 = (size_t)(k0 + FV_LANES);
+          two[1].ex = v->ex[gi + 1];
+          two[1].border = 0;
+          fv_sure2(r, n_sure, &two[0], &two[1], acc, ws);
         }
+        for (int h = 0; h < m; h++) {
+          fv_group(r, n_sure, n, &two[h], m == 2, &acc[h], &ws[h]);
+          int k1 = k0 + h * FV_LANES;
+          int lanes = v->nk[px] - k1 < FV_LANES ? v->nk[px] - k1 : FV_LANES;
+          for (int k = 0; k < lanes; k++) {
+            int x = v->x0[px] + (k1 + k) * mag;
+            float val = rgc_finish(acc[h][k], ws[h][k], g->k.sens);
+            o[x] = im ? val * im[x] : val;
+          }
+        }
+        k0 += m * FV_LANES;
+        gi += m;
       }
     }
   }
