@@ -29,7 +29,8 @@ static const opt_def opts[] = {
     {"threads", 0, "N", "threads per rank (default: cores / ranks on host)"},
     {"db", 0, "PATH", "timing store (default: one per host)"},
     {"chunk-bytes", 0, "N",
-     "input bytes a chunk may read (default 256 MiB; one unit at least)"},
+     "input and output bytes a chunk may hold (default 256 MiB; one unit "
+     "at least)"},
     {"no-opencl", 0, NULL, "no OpenCL devices"},
     {"json", 0, NULL, "report as JSON on stdout"},
     {"quiet", 'q', NULL, "no report"},

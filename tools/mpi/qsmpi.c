@@ -282,7 +282,24 @@ static int plan(ctx *c, const char *method, const param *params,
         (param){.name = "temporal", .text = "none"};
     c->units = c->frames;
   }
+  /* A chunk holds its input and its outputs: both count against the cap. */
   double unit_bytes = (double)(c->within ? 1 : c->fpt) * frame_bytes;
+  if (c->within) { /* one RGC map a frame */
+    unit_bytes += (double)c->in_rows[0] * c->mag * c->in_cols[0] * c->mag * 4;
+  } else if (d->shape) {
+    static float never_read; /* shape checks want data; they never read it */
+    image in[QSM_MAX_IO], out[QSM_MAX_IO];
+    for (size_t k = 0; k < c->n_in; k++)
+      in[k] = (image){.data = &never_read, .frames = c->frames,
+                      .rows = c->in_rows[k], .cols = c->in_cols[k]};
+    memset(out, 0, sizeof out);
+    if (d->shape(in, values, out, err, len) == QS_OK)
+      for (size_t k = 0; k < d->n_outputs; k++)
+        unit_bytes += (double)out[k].rows * (double)out[k].cols * 4;
+    err[0] = 0;
+  } else {
+    unit_bytes *= 2; /* outputs shaped as the first input */
+  }
   double cap = (double)max_bytes / (unit_bytes > 0 ? unit_bytes : 1);
   c->max_units = cap < 1 ? 1 : cap > 1e18 ? (uint64_t)1e18 : (uint64_t)cap;
   return QS_OK;

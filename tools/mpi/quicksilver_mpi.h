@@ -50,9 +50,9 @@
  *     n = floor(remaining * my_rate / sum_of_rates / 2), at least 1,
  * where rates (units per busy second, calibration excluded; measured
  * rates replace predicted ones after a rank's first chunk) are published
- * by every rank in the same window, and never more units than
- * max_chunk_bytes of input (a rank holds one chunk's input and its
- * outputs until the gather). Halving (guided self-scheduling
+ * by every rank in the same window, and never more units than fit in
+ * max_chunk_bytes of input and output (a rank holds one chunk's input,
+ * and its outputs until the gather). Halving (guided self-scheduling
  * weighted by measured speed) keeps the number of dispenser round trips to
  * about 2P ln(U / P) while the last chunks are small, so ranks finish within
  * about one small chunk of each other even when a rate was wrong or a node
@@ -97,8 +97,8 @@ typedef struct qsm_options {
   engine_options engine; /* each rank's engine; db_path NULL: as above */
   const char *impl;      /* as run_request.impl (NULL: each rank's agent) */
   int root;              /* gathers outputs and the report */
-  size_t max_chunk_bytes; /* input bytes a chunk may read (never less than
-                             one unit); 0: 256 MiB */
+  size_t max_chunk_bytes; /* bytes of input and output a chunk may hold
+                             (never less than one unit); 0: 256 MiB */
 } qsm_options;
 
 /* What one rank did. */
