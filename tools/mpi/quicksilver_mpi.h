@@ -10,7 +10,9 @@
  * shared filesystem; no rank reads the whole stack), and runs the method on
  * them. Outputs are gathered on the root rank, in memory (qsm_run) or
  * written to files by the root once every rank has succeeded (qsm_run_files:
- * nothing appears at the output paths if any rank fails).
+ * nothing appears at the output paths if any rank fails), either from the
+ * root's memory or, with options.spill, from a raw file into which every
+ * rank has written its own frames.
  *
  * Splitting (a "unit" is what one output frame is made from):
  *  - esrrf with temporal avg/var/tac2: whole timepoints (frames_per_timepoint
@@ -99,6 +101,15 @@ typedef struct qsm_options {
   int root;              /* gathers outputs and the report */
   size_t max_chunk_bytes; /* bytes of input and output a chunk may hold
                              (never less than one unit); 0: 256 MiB */
+  int spill;             /* qsm_run_files only. 0: outputs gathered in the
+                            root's memory, then written. Nonzero: each rank
+                            writes its output frames, as soon as they are
+                            computed, into their place in a raw file beside
+                            the first output path (".NAME.qsm-PID.raw",
+                            shared filesystem); the root then writes the
+                            TIFFs from it through a read-only mapping and
+                            removes it. No rank holds the whole output; the
+                            output bytes are written twice. */
 } qsm_options;
 
 /* What one rank did. */
