@@ -174,6 +174,15 @@ static int may_start(const mstate *m, size_t i, double left) {
   return m->impls[i].def->kind != IMPL_OPENCL || left >= CALIB_CL_ONCE;
 }
 
+size_t calibrate_startable(const engine *e, const prep *pr,
+                            const unsigned char *cold, double known) {
+  double budget = budget_for(e, known);
+  size_t n = 0;
+  for (size_t i = 0; i < pr->m->n_impls; i++)
+    n += cold[i] && (known < 0 || may_start(pr->m, i, budget));
+  return n;
+}
+
 double calibrate(engine *e, prep *pr, const unsigned char *cold,
                  double known, double *once) {
   mstate *m = pr->m;
@@ -193,11 +202,7 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
     order[k] = i;
   }
   double budget = budget_for(e, known);
-  /* nothing can start: no slice is made */
-  size_t startable = 0;
-  for (size_t k = 0; k < n; k++)
-    startable += known < 0 || may_start(m, order[k], budget);
-  if (!startable) return 0;
+  if (!calibrate_startable(e, pr, cold, known)) return 0; /* no slice made */
   size_t rows = slice_side(pr->in[0].rows), cols = slice_side(pr->in[0].cols);
   slice sl;
   if (slice_make(e, pr, rows, cols, &sl)) return 0;

@@ -134,6 +134,7 @@ void report_estimates(run_report *report, const mstate *m,
     x->seconds = est[i];
     x->runs = (int)(c->n_walls ? c->n_walls : c->n_points);
     const char *s = source_names[src[i]];
+    if (src[i] == SRC_MODEL && c->n_points == 1) s = "scaled";
     if (c->excluded && strcmp(c->excluded, "not_selected")) s = c->excluded;
     snprintf(x->source, sizeof x->source, "%s", s);
   }
@@ -151,8 +152,13 @@ long cands_choose(engine *e, const prep *pr, cands *cs,
     *reason = "forced";
     return cs->usable;
   }
-  return agent_choose(cs->c, m->n_impls, pr->work, e->no_calibration, rng,
-                      reason, est, src);
+  long pick = agent_choose(cs->c, m->n_impls, pr->work, e->no_calibration,
+                           rng, reason, est, src);
+  /* the graded evidence: a model of one other key is a proportional
+   * scaling of it */
+  if (pick >= 0 && !strcmp(*reason, "model") && cs->c[pick].n_points == 1)
+    *reason = "scaled";
+  return pick;
 }
 
 int choose_for_key(engine *e, mstate *m, const char *key, double work,

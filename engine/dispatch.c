@@ -43,7 +43,8 @@ int method_estimate(engine *e, const char *method, const run_request *rq,
   const char *reason = "static";
   uint64_t rng = e->rng; /* the draw the next method_run would make */
   long pick = cands_choose(e, &pr, &cs, &rng, &reason, est, src);
-  if (n_cold) reason = "calibration";
+  if (n_cold && calibrate_startable(e, &pr, cold, cands_known(&pr, &cs, cold)))
+    reason = "calibration";
   if (pick >= 0)
     snprintf(report->impl, sizeof report->impl, "%s",
              pr.m->impls[pick].name);

@@ -255,6 +255,10 @@ int choose_for_key(engine *e, mstate *m, const char *key, double work,
  * one-time part of them. */
 double calibrate(engine *e, prep *pr, const unsigned char *cold,
                  double known, double *once);
+/* How many of the cold candidates calibration would start at all (0: it
+ * would return at once, making no slice). */
+size_t calibrate_startable(const engine *e, const prep *pr,
+                           const unsigned char *cold, double known);
 /* choice.c: the best prediction among the usable candidates not marked
  * cold, -1 if none. */
 double cands_known(const prep *pr, const cands *cs,

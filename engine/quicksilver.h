@@ -460,19 +460,28 @@ typedef struct run_request {
   const char *impl;
 } run_request;
 
+/* The evidence behind an estimate, strongest first: "history" (runs of
+ * this exact key), "model" (a fit a + b * work over two or more other keys
+ * of the implementation on this device), "scaled" (one other key, scaled
+ * in proportion to the work), "none" (no timing on this device). */
 typedef struct run_estimate {
   char impl[QS_NAME_MAX];
   double seconds;       /* predicted steady-state seconds; < 0: unknown */
-  char source[16];      /* "history", "model", "none"; or why it was not
-                           a candidate: "unavailable", "failed",
+  char source[16];      /* "history", "model", "scaled", "none"; or why it
+                           was not a candidate: "unavailable", "failed",
                            "mismatch", "device_memory" */
-  int runs;             /* timings behind the estimate */
+  int runs;             /* timings behind the estimate: runs of the key
+                           (history), else keys fitted */
 } run_estimate;
 
 typedef struct run_report {
   char impl[QS_NAME_MAX]; /* the implementation that produced the output */
-  char reason[16];        /* "forced", "history", "model", "calibration",
-                             "exploration", "fallback", "static" */
+  char reason[16];        /* the evidence the choice used: "forced",
+                             "history", "model", "scaled", "calibration"
+                             (a model from this call's calibration),
+                             "exploration" (a delayed favourite), "fallback"
+                             (after failures), "static" (kind and size
+                             only) */
   double seconds;         /* wall seconds of the run that produced it */
   double device_seconds;  /* OpenCL: device time; else 0 */
   double once_seconds;    /* one-time costs inside that run */

@@ -338,7 +338,9 @@ Test(dispatch, calibration_once_per_cold_impl) {
   for (int i = 0; i <= F_FLAKY; i++) cr_assert_eq(fake[i].small_calls, 1);
   cr_assert_eq(rep.n_estimates, F_N);
   cr_assert_str_eq(rep.estimates[F_OPENCL].source, "unavailable");
-  cr_assert_str_eq(rep.estimates[F_SERIAL].source, "model");
+  /* serial was timed on one slice only: scaled; flaky on three keys */
+  cr_assert_str_eq(rep.estimates[F_SERIAL].source, "scaled");
+  cr_assert_str_eq(rep.estimates[F_FLAKY].source, "model");
   free(x.px);
   free(y.px);
   engine_close(e);
@@ -1214,4 +1216,51 @@ Test(dispatch, disturbed_runs_are_not_recorded) {
   cr_assert_eq(e->disturbed_runs, 1);
   free(x.px);
   engine_close(e);
+}
+
+/* The report names the evidence of the choice for an unseen key, from the
+ * strongest: the exact key, a model of several other keys, one other key
+ * scaled, calibration, the static order. */
+Test(dispatch, graded_evidence_is_reported) {
+  fake_reset();
+  engine *e = open_fake(NULL, 0);
+  run_report rep;
+  const char *cpu[] = {"serial", "threaded", "threaded_dynamic", "flaky"};
+  input a = make_input(1, 64, 64), b = make_input(1, 128, 128),
+        c = make_input(1, 96, 96), d = make_input(1, 80, 80);
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(run(e, &a, NULL, 0, cpu[i], &rep), QS_OK);
+  cr_assert_str_eq(rep.reason, "forced");
+  /* one other key each: scaled, nothing calibrated */
+  cr_assert_eq(run(e, &b, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.reason, "scaled");
+  cr_assert_eq(rep.calibration_seconds, 0);
+  cr_assert_str_eq(rep.impl, "flaky");
+  for (int i = 0; i < 4; i++) {
+    cr_assert_str_eq(rep.estimates[i].source, "scaled");
+    cr_assert_eq(rep.estimates[i].runs, 1);
+  }
+  /* two keys for flaky (a and b): the model; others still scaled */
+  cr_assert_eq(run(e, &c, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.impl, "flaky");
+  cr_assert_str_eq(rep.reason, "model");
+  cr_assert_str_eq(rep.estimates[F_FLAKY].source, "model");
+  cr_assert_eq(rep.estimates[F_FLAKY].runs, 2);
+  cr_assert_str_eq(rep.estimates[F_SERIAL].source, "scaled");
+  /* the exact key */
+  cr_assert_eq(run(e, &c, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.reason, "history");
+  engine_close(e);
+  /* cold: calibration, or the static order without it */
+  fake_reset();
+  e = open_fake(NULL, 0);
+  cr_assert_eq(run(e, &d, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.reason, "calibration");
+  engine_close(e);
+  e = open_fake(NULL, 1);
+  cr_assert_eq(run(e, &d, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_str_eq(rep.reason, "static");
+  cr_assert_str_eq(rep.estimates[F_SERIAL].source, "none");
+  engine_close(e);
+  free(a.px), free(b.px), free(c.px), free(d.px);
 }

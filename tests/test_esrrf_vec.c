@@ -252,7 +252,8 @@ static image noisy(size_t f, size_t r, size_t c, unsigned seed) {
 
 /* Magnifications (odd, even, 1, 8 with few lanes), radii (the disk edge
  * cases of large radii too), sensitivities, intensity weighting, shapes
- * whose widths leave partial lane groups and clamped taps. */
+ * whose widths leave partial lane groups and clamped taps, and one call
+ * too large for candidate lists. */
 Test(esrrf_vec, parameter_grid_within_1e6_of_serial) {
   static const struct {
     int mag;
@@ -263,6 +264,8 @@ Test(esrrf_vec, parameter_grid_within_1e6_of_serial) {
       {5, 1.5, 1, 1, 24, 37}, {2, 1.5, 1, 1, 31, 20}, {8, 1.5, 1, 1, 17, 26},
       {1, 1.5, 1, 1, 40, 33}, {3, 1, 2, 0, 23, 29},   {5, 2.5, 0.5, 1, 25, 19},
       {4, 6, 1, 1, 30, 41},   {2, 0.4, 1, 1, 21, 28}, {7, 2, 3, 1, 16, 23},
+      /* M²·window² beyond fused's candidate lists: the scalar path */
+      {32, 8, 1, 1, 18, 18},
   };
   engine *e = open_engine(2);
   for (size_t k = 0; k < sizeof grid / sizeof *grid; k++) {

@@ -349,9 +349,44 @@ Test(device, ten_thousand_frames_against_the_double_fold) {
   clrt_close(rt);
 }
 
+/* The OpenCL kernel's vector path (eight pixels of one phase pair per
+ * work-item, away from the borders) and its per-pixel path (borders, short
+ * lane groups) against serial on a camera stack wide enough for both, at
+ * two magnifications and radii: within 2e-6 of the peak (the candidate
+ * weights' expansion, rsqrt). */
+Test(device, opencl_vector_lanes_match_serial) {
+  clrt *rt = cl_or_skip();
+  image st = sim_stack(3, 21, 45, 13);
+  static const double cases[2][2] = {{3, 1.5}, {5, 2.5}};
+  for (int k = 0; k < 2; k++) {
+    param p[7];
+    image ref[1], got[1];
+    char err[512] = "";
+    es_params(p, NONE, 0);
+    p[0].value = cases[k][0];
+    p[1].value = cases[k][1];
+    cr_assert_eq(harness_run(&method_esrrf, "serial", &st, p, 7, ref, NULL,
+                             err, sizeof err),
+                 QS_OK, "%s", err);
+    cr_assert_eq(harness_run(&method_esrrf, "opencl", &st, p, 7, got,
+                             clrt_device(rt, 0), err, sizeof err),
+                 QS_OK, "%s", err);
+    double diff, pk;
+    harness_diff(got, ref, &diff, &pk);
+    fprintf(stderr, "opencl lanes, M %g radius %g: worst %.3g of peak %.3g "
+                    "(%.3g)\n", cases[k][0], cases[k][1], diff, pk, diff / pk);
+    cr_assert_gt(pk, 0);
+    cr_expect_leq(diff, 2e-6 * pk);
+    image_free(ref);
+    image_free(got);
+  }
+  image_free(&st);
+  clrt_close(rt);
+}
+
 /* Through the engine: an all-on-device call with T timepoints downloads
  * exactly the T images, 4·T·(R·M)·(C·M) bytes (no fixed extra), and
- * uploads each frame once plus the candidate tables (the same for every
+ * uploads each frame once plus the candidate and tap tables (the same for every
  * temporal mode, under 64 KiB); temporal=none downloads every map, so on 100
  * frames at M = 5 the statistic moves 100x fewer bytes down. */
 Test(device, esrrf_downloads_only_the_timepoints) {
@@ -395,7 +430,7 @@ Test(device, esrrf_downloads_only_the_timepoints) {
             (unsigned long long)rep.bytes_down, rep.device_seconds);
     cr_expect_eq(rep.bytes_down, cases[k].down, "case %d: %llu bytes down",
                  k, (unsigned long long)rep.bytes_down);
-    /* up: the frames once, plus the candidate tables (fixed per call) */
+    /* up: the frames once, plus the tables (fixed per call) */
     cr_expect_geq(rep.bytes_up, up, "case %d", k);
     cr_expect_lt(rep.bytes_up - up, 64 << 10, "case %d: %llu bytes up", k,
                  (unsigned long long)rep.bytes_up);

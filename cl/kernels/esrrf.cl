@@ -2,26 +2,40 @@
  * (the host file is methods/esrrf/opencl.c), with the structure of the
  * `fused` CPU implementation. RGC reads the ×2M Catmull-Rom gradients only
  * at half-pixel positions, so esrrf_grid computes exactly those samples
- * from the raw frames, Roberts cross included, as cells (gx, gy, 1/|G|)
- * of a compact (2R+1)·(2C+1) grid (16 bytes a cell and frame instead of
+ * from the raw frames, Roberts cross included, with 1/|G|, on a compact
+ * (2R+1)·(2C+1) grid (12 bytes a point and frame instead of
  * 2·4·(2RM)·(2CM) bytes). esrrf_rgc then takes every output pixel's
  * samples from the candidate list of its phase pair (row mod M, column
  * mod M), built once per call on the host with the weight and its slope
- * at the phase's distance: no exp, pow or division per sample, and the
- * work-items of a work-group share one phase, so they walk one list in
- * step (what a GPU's SIMD lanes and PoCL's work-group vectoriser want).
+ * at the phase's distance: no exp, pow or division per sample. A
+ * work-item computes ESRRF_LANES pixels of one phase pair side by side
+ * (columns x, x + M, x + 2M, ...), which share the candidate list and
+ * whose gradient samples, at grid columns two apart, are contiguous in the
+ * grid's layout (planes gx, gy, 1/|G|; each row as its even columns then
+ * its odd ones): one vector load per plane and candidate. That is what a
+ * CPU device's SIMD units want, and a GPU runs the lanes as plain
+ * registers.
  * The per-pixel math is the C code's: math/roberts.h, math/catmull_rom.h,
  * math/rgc.h. */
 #include "math/catmull_rom.h"
 #include "math/rgc.h"
 #include "math/roberts.h"
 
+/* The grid's layout: per frame three planes (gx, gy, 1/|G|) of 2R + 1
+ * rows; a row holds its even columns b = 0, 2, ..., 2C at [0, C + 1) and
+ * its odd ones at [C + 1, 2C + 2) (one unused). */
+inline long grid_at(int rows, int cols, int f, int plane, int a, int b) {
+  int hw = cols + 1;
+  return (((long)f * 3 + plane) * (2 * rows + 1) + a) * (2L * hw) +
+         (b & 1) * hw + (b >> 1);
+}
+
 /* Grid point (b, a) of frame f: the ×2M Catmull-Rom samples of both
  * Roberts gradients at half-pixel index (a, b), the last row/column at the
- * reference's clamped index. global (2·cols + 1, 2·rows + 1, frames). The
- * sums run in cr_apply's order over gradients computed where the taps
- * fall. */
-__kernel void esrrf_grid(__global const float *in, __global float4 *grid,
+ * reference's clamped index, and 1/|G|. global (2·cols + 1, 2·rows + 1,
+ * frames). The sums run in cr_apply's order over gradients computed where
+ * the taps fall. */
+__kernel void esrrf_grid(__global const float *in, __global float *grid,
                          int n_frames, int rows, int cols, int mag) {
   int b = (int)get_global_id(0), a = (int)get_global_id(1);
   int f = (int)get_global_id(2);
@@ -52,8 +66,9 @@ __kernel void esrrf_grid(__global const float *in, __global float4 *grid,
   }
   float sx = (float)qc, sy = (float)qr;
   QS_ACC norm2 = (QS_ACC)(sx * sx + sy * sy);
-  grid[((long)f * gh + a) * gw + b] =
-      (float4)(sx, sy, (float)(QS_C(1) / sqrt(norm2)), 0.0f);
+  grid[grid_at(rows, cols, f, 0, a, b)] = sx;
+  grid[grid_at(rows, cols, f, 1, a, b)] = sy;
+  grid[grid_at(rows, cols, f, 2, a, b)] = (float)(QS_C(1) / sqrt(norm2));
 }
 
 /* One sample of a phase pair: window offsets (j − start) << 8 | (i −
@@ -64,57 +79,178 @@ typedef struct esrrf_cand {
   float d0, w0, w1;
 } esrrf_cand;
 
-/* RGC of output pixel (x, y) of frame f, times the ×M intensity when
- * weighting; margins 0. global (C·M, R·M, frames): index (k, l) is pixel
- * x = (k mod C)·M + k / C, y = (l mod R)·M + l / R, so a run of C
- * consecutive work-items is one column phase and a row of work-items one
- * row phase. The samples follow rgc_pixel (window taps in the reference's
- * order, bounds 0 < v <= rows_m − 1, the grid's clamped last index, the
- * disk d <= tSO) with the weight w0 + w1·(d − d0) (d differs from d0 by
- * the centre's float rounding only) and 1/d from rsqrt. */
-__kernel void esrrf_rgc(__global const float4 *grid,
-                        __global const float *img, __global float *out,
-                        __global const esrrf_cand *cand,
-                        __global const int *cand_at, int n_frames, int rows,
-                        int cols, int mag, int start, float tso, float sens,
-                        int margin, int weight) {
-  int k = (int)get_global_id(0), l = (int)get_global_id(1);
-  int f = (int)get_global_id(2);
-  if (f >= n_frames) return;
-  int x = (k % cols) * mag + k / cols, y = (l % rows) * mag + l / rows;
-  int cols_m = cols * mag, rows_m = rows * mag;
-  long at = ((long)f * rows_m + y) * cols_m + x;
-  if (y < margin || y >= rows_m - margin || x < margin ||
-      x >= cols_m - margin) {
-    out[at] = 0.0f;
-    return;
-  }
-  float xc = rgc_center(x, mag), yc = rgc_center(y, mag);
+#define ESRRF_LANES 8
+
+/* What every pixel of a call shares. */
+typedef struct rgc_call {
+  __global const float *grid;
+  __global const esrrf_cand *cand;
+  __global const int *cand_at;
+  int f, rows, cols, mag, start;
+  float tso, sens;
+} rgc_call;
+
+/* RGC of pixel (x, y), one at a time: the samples follow rgc_pixel
+ * (window taps in the reference's order, bounds 0 < v <= rows_m − 1, the
+ * grid's clamped last index, the disk d <= tSO) with the weight
+ * w0 + w1·(d − d0) (d differs from d0 by the centre's float rounding
+ * only) and 1/d from rsqrt. */
+float rgc_one(const rgc_call *k, int x, int y) {
+  float xc = rgc_center(x, k->mag), yc = rgc_center(y, k->mag);
   int bx = (int)(RGC_GM * xc), by = (int)(RGC_GM * yc);
-  int gw = 2 * cols + 1;
-  float lim_r = (float)(rows_m - 1), lim_c = (float)(cols_m - 1);
-  __global const float4 *g = grid + (long)f * (2 * rows + 1) * gw;
-  int ph = (y % mag) * mag + x % mag;
+  float lim_r = (float)(k->rows * k->mag - 1);
+  float lim_c = (float)(k->cols * k->mag - 1);
+  int ph = (y % k->mag) * k->mag + x % k->mag;
   float rgc = 0, wsum = 0;
-  for (int e = cand_at[ph], end = cand_at[ph + 1]; e < end; e++) {
-    esrrf_cand c = cand[e];
-    int hy = by + (c.ji >> 8) + start, hx = bx + (c.ji & 255) + start;
+  for (int e = k->cand_at[ph], end = k->cand_at[ph + 1]; e < end; e++) {
+    esrrf_cand c = k->cand[e];
+    int hy = by + (c.ji >> 8) + k->start, hx = bx + (c.ji & 255) + k->start;
     float vy = (float)hy / RGC_GM, vx = (float)hx / RGC_GM;
     if (!(0 < vy && vy <= lim_r && 0 < vx && vx <= lim_c)) continue;
     float dx = vx - xc, dy = vy - yc;
     float d2 = dx * dx + dy * dy;
     if (d2 == 0) continue;
     float id = rsqrt(d2), d = d2 * id;
-    if (d > tso) continue;
-    float4 s = g[min(hy, 2 * rows) * gw + min(hx, 2 * cols)];
+    if (d > k->tso) continue;
+    int a = min(hy, 2 * k->rows), b = min(hx, 2 * k->cols);
+    float sx = k->grid[grid_at(k->rows, k->cols, k->f, 0, a, b)];
+    float sy = k->grid[grid_at(k->rows, k->cols, k->f, 1, a, b)];
     float w = c.w0 + c.w1 * (d - c.d0);
     wsum += w;
-    if (s.x * dx + s.y * dy < 0) {
-      float dk = fabs(s.y * dx - s.x * dy) * s.z;
+    if (sx * dx + sy * dy < 0) {
+      float dk = fabs(sy * dx - sx * dy) *
+                 k->grid[grid_at(k->rows, k->cols, k->f, 2, a, b)];
       if (isnan(dk)) dk = d;
       rgc += (1 - dk * id) * w;
     }
   }
-  float v = rgc_finish(rgc, wsum, sens);
-  out[at] = weight ? v * img[at] : v;
+  return rgc_finish(rgc, wsum, k->sens);
+}
+
+/* RGC, times the ×M intensity when weighting, of output row y at columns
+ * x_l = (k0 + l)·M + px, l < ESRRF_LANES, of frame f; margins 0. global
+ * (ceil(C / LANES)·M, R·M, frames): index (g, l) is lane group g mod
+ * ceil(C / LANES) of column phase g / ceil(C / LANES), and row
+ * y = (l mod R)·M + l / R (so neighbouring work-items share a phase
+ * pair). When every lane's whole window is inside the bounds and the
+ * lanes' samples are two grid columns apart (always, away from the
+ * borders), the lanes run as one vector with the same arithmetic as
+ * rgc_one per lane; otherwise each lane runs rgc_one. */
+__kernel void esrrf_rgc(__global const float *grid,
+                        __global const float *img, __global float *out,
+                        __global const esrrf_cand *cand,
+                        __global const int *cand_at, int n_frames, int rows,
+                        int cols, int mag, int start, float tso, float sens,
+                        int margin, int weight) {
+  int gid = (int)get_global_id(0), l = (int)get_global_id(1);
+  int f = (int)get_global_id(2);
+  if (f >= n_frames) return;
+  int groups = (cols + ESRRF_LANES - 1) / ESRRF_LANES;
+  int k0 = (gid % groups) * ESRRF_LANES, px = gid / groups;
+  int y = (l % rows) * mag + l / rows;
+  int cols_m = cols * mag, rows_m = rows * mag;
+  rgc_call k = {grid, cand, cand_at, f, rows, cols, mag, start, tso, sens};
+  __global float *orow = out + ((long)f * rows_m + y) * cols_m;
+  __global const float *irow = img + ((long)f * rows_m + y) * cols_m;
+  int ymargin = y < margin || y >= rows_m - margin;
+  float yc = rgc_center(y, mag);
+  int by = (int)(RGC_GM * yc);
+  int lanes = min(ESRRF_LANES, cols - k0);
+  /* the vector path: full lanes inside the margins, every tap in bounds
+   * (rows: by + start > 0 and by − start <= 2R − 1 and inside rows_m − 1;
+   * columns likewise for the first and last lane), samples two apart */
+  int x0 = k0 * mag + px, x7 = (k0 + ESRRF_LANES - 1) * mag + px;
+  int fast = !ymargin && lanes == ESRRF_LANES && x0 >= margin &&
+             x7 < cols_m - margin;
+  float xa[ESRRF_LANES];
+  int ba[ESRRF_LANES];
+  for (int i = 0; i < ESRRF_LANES; i++) {
+    xa[i] = rgc_center(x0 + i * mag, mag);
+    ba[i] = (int)(RGC_GM * xa[i]);
+  }
+  float8 xc = vload8(0, xa);
+  int8 bx = vload8(0, ba);
+  if (fast) {
+    int lo = start, hi = -start; /* the window's taps: [start, -start] */
+    fast = by + lo > 0 && by + hi < 2 * rows &&
+           (float)(by + hi) / RGC_GM <= (float)(rows_m - 1) &&
+           bx.s0 + lo > 0 && bx.s7 + hi < 2 * cols &&
+           (float)(bx.s7 + hi) / RGC_GM <= (float)(cols_m - 1) &&
+           all(bx - bx.s0 == (int8)(0, 2, 4, 6, 8, 10, 12, 14));
+  }
+  if (!fast) {
+    for (int i = 0; i < lanes; i++) {
+      int x = (k0 + i) * mag + px;
+      if (ymargin || x < margin || x >= cols_m - margin)
+        orow[x] = 0.0f;
+      else
+        orow[x] = weight ? rgc_one(&k, x, y) * irow[x] : rgc_one(&k, x, y);
+    }
+    return;
+  }
+  int ph = (y % mag) * mag + px;
+  int hw = cols + 1;
+  __global const float *gx = grid + grid_at(rows, cols, f, 0, 0, 0);
+  long pstride = (long)(2 * rows + 1) * 2 * hw;
+  float8 rgc = 0, wsum = 0;
+  float8 fbx = convert_float8(bx);
+  for (int e = cand_at[ph], stop = cand_at[ph + 1]; e < stop; e++) {
+    esrrf_cand c = cand[e];
+    int hy = by + (c.ji >> 8) + start, i = (c.ji & 255) + start;
+    float dy = (float)hy / RGC_GM - yc;
+    float8 dx = (fbx + (float)i) / RGC_GM - xc;
+    int hx0 = bx.s0 + i;
+    long at = (long)hy * 2 * hw + (hx0 & 1) * hw + (hx0 >> 1);
+    float8 sx = vload8(0, gx + at);
+    float8 sy = vload8(0, gx + pstride + at);
+    float8 inv = vload8(0, gx + 2 * pstride + at);
+    float8 d2 = dx * dx + dy * dy;
+    float8 id = rsqrt(d2), d = d2 * id;
+    int8 in = d2 != 0 && d <= tso;
+    float8 w = select((float8)0, c.w0 + c.w1 * (d - c.d0), in);
+    wsum += w;
+    float8 dk = fabs(sy * dx - sx * dy) * inv;
+    dk = select(dk, d, isnan(dk));
+    int8 conv = in && sx * dx + sy * dy < 0;
+    rgc += select((float8)0, (1 - dk * id) * w, conv);
+  }
+  float ra[ESRRF_LANES], wa[ESRRF_LANES];
+  vstore8(rgc, 0, ra);
+  vstore8(wsum, 0, wa);
+  for (int i = 0; i < ESRRF_LANES; i++) {
+    int x = x0 + i * mag;
+    float v = rgc_finish(ra[i], wa[i], sens);
+    orow[x] = weight ? v * irow[x] : v;
+  }
+}
+
+/* Catmull-Rom taps of one output row or column of the ×M intensity
+ * (host: cr_taps_at at the reference's source coordinate, weights rounded
+ * to float). */
+typedef struct esrrf_taps {
+  int first, n;
+  float w[4];
+} esrrf_taps;
+
+/* The ×M Catmull-Rom intensity of pixel (x, y) of frame f from the tap
+ * tables (rows_m rows, then cols_m columns; no cubic, no division per
+ * pixel), summed in cr_apply's order. global (C·M, R·M, frames). */
+__kernel void esrrf_mag(__global const float *in, __global float *out,
+                        int n_frames, int rows, int cols,
+                        __global const esrrf_taps *taps) {
+  int x = (int)get_global_id(0), y = (int)get_global_id(1);
+  int f = (int)get_global_id(2);
+  if (f >= n_frames) return;
+  int cols_m = (int)get_global_size(0), rows_m = (int)get_global_size(1);
+  esrrf_taps rt = taps[y], ct = taps[rows_m + x];
+  const __global float *img = in + (long)f * rows * cols;
+  float q = 0;
+  if (rt.n && ct.n)
+    for (int j = 0; j < ct.n; j++) {
+      float p = 0;
+      for (int i = 0; i < rt.n; i++)
+        p = p + img[(long)(rt.first + i) * cols + ct.first + j] * rt.w[i];
+      q = q + p * ct.w[j];
+    }
+  out[((long)f * rows_m + y) * cols_m + x] = q;
 }

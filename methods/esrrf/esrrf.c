@@ -317,9 +317,9 @@ static const param_def esrrf_params[] = {
 static const impl_def esrrf_impls[] = {
     QS_CPU_IMPLS(esrrf_run_chain, 1, 8),
     {"fused", IMPL_THREADED, esrrf_run_fused, NULL, 1, SCHED_DYNAMIC, 4},
-    {"fused_vec", IMPL_THREADED, esrrf_run_fused_vec, NULL, 1, SCHED_DYNAMIC,
+    {"fused_vec", IMPL_THREADED, esrrf_run_fused_vec, NULL, 2, SCHED_DYNAMIC,
      4},
-    {"fused_avx2", IMPL_THREADED, esrrf_run_fused_avx2, esrrf_avx2_probe, 1,
+    {"fused_avx2", IMPL_THREADED, esrrf_run_fused_avx2, esrrf_avx2_probe, 2,
      SCHED_DYNAMIC, 4},
     {"composed", IMPL_COMPOSITE, esrrf_run_composed, NULL, 1, SCHED_STATIC, 0},
 #if QS_HAVE_OPENCL

@@ -38,17 +38,21 @@
 
 /* The window taps of output index i along an axis of n_m magnified pixels
  * (n original), in the reference's order; returns how many are valid. */
-static int fz_axis(int i, int n, int n_m, const rgc_consts *k, fz_tap *t) {
+int fused_tap(int i, int j, int n, int n_m, const rgc_consts *k,
+              fz_tap *t) {
   float c = rgc_center(i, k->mag);
-  int base = (int)(RGC_GM * c), valid = 0;
-  for (int j = k->start; j < k->end; j++) {
-    float v = (float)(base + j) / RGC_GM;
-    if (!(0 < v && v <= n_m - 1)) continue;
-    float pos = v * 1.0f * RGC_GM; /* compact grid: step 1 */
-    t[valid].delta = v - c;
-    t[valid].idx = pos >= (float)(2 * n) ? 2 * n : (int)pos;
-    valid++;
-  }
+  float v = (float)((int)(RGC_GM * c) + k->start + j) / RGC_GM;
+  if (!(0 < v && v <= n_m - 1)) return 0;
+  float pos = v * 1.0f * RGC_GM; /* compact grid: step 1 */
+  t->delta = v - c;
+  t->idx = pos >= (float)(2 * n) ? 2 * n : (int)pos;
+  return 1;
+}
+
+static int fz_axis(int i, int n, int n_m, const rgc_consts *k, fz_tap *t) {
+  int valid = 0;
+  for (int j = 0; j < k->end - k->start; j++)
+    valid += fused_tap(i, j, n, n_m, k, &t[valid]);
   return valid;
 }
 

@@ -69,6 +69,12 @@ struct fused {
   void *vs;               /* the variant's state */
 };
 
+/* Window tap j (0 .. win − 1) of output index i along an axis of n_m
+ * magnified pixels (n original): the reference's float offset and compact
+ * grid index into *t; returns 0 (t untouched) when the reference skips it
+ * (0 < v <= n_m − 1 fails). */
+int fused_tap(int i, int j, int n, int n_m, const rgc_consts *k, fz_tap *t);
+
 /* RGC of output pixel (y, x) inside the margins, before the intensity:
  * from its phase pair's candidates when it has them and all its taps are
  * in bounds, else from the general loop over its valid taps. */

@@ -58,17 +58,19 @@ typedef int32_t fv_i __attribute__((vector_size(4 * FV_LANES)));
 
 /* One candidate of a phase pair in vector form (per call). */
 typedef struct fv_cand {
-  float dx0, dy0;  /* the representative's offsets */
+  float dx0;       /* the representative's x offset */
   float w0, id0;   /* weight and 1/d at d0 */
   float wa, wb;    /* w'(d0)·dx0/d0, w'(d0)·dy0/d0 */
   float qa, qb;    /* −dx0/d0³, −dy0/d0³: slopes of 1/d */
   int j, col;      /* window row; raw grid column of lane 0 of the phase */
 } fv_cand;
 
-/* One candidate for one output row (per row, per worker). */
+/* One candidate for one output row (per row, per worker): what the lane
+ * loop reads, in one place. */
 typedef struct fv_row {
   const float *g;  /* unit gx of lane 0 of the first group (gy: + 2·w2) */
-  float dy, w0, id0, pad;
+  float dx0, dy, w0, id0, wa, qa;
+  int col;         /* raw grid column of lane 0 of the first group */
 } fv_row;
 
 /* One phase pair's list: sure candidates (inside the disk for every pixel
@@ -80,13 +82,15 @@ typedef struct fv_list {
 typedef struct fv_state {
   fv_cand *cand;
   fv_list *list;     /* M² */
-  int *x0, *nk;      /* per column phase: first covered column, count */
+  int *x0, *nk;      /* per column phase: first column, count */
   fv_f *ex;          /* per column phase: groups of lane offsets e_x */
-  int *ex_at;        /* M + 1 offsets into ex */
-  unsigned char *cov;/* per output column: taken by the vector pass */
+  unsigned char *border; /* per group: a lane has taps out of bounds */
+  int *ex_at;        /* M + 1 offsets into ex and border */
   float *soa;        /* (2R + 1) rows of 4 planes of w2 floats */
   size_t w2;         /* floats per plane row */
+  int lp;            /* plane positions left of grid column 0 */
   fv_row *rows;      /* per worker: the longest list */
+  fz_tap *rtaps;     /* per worker: win row taps */
   int longest;
 } fv_state;
 
@@ -130,7 +134,9 @@ static inline float fv_shift(int rep, int x, int mag) {
   return rgc_center(rep, mag) - (rgc_center(x, mag) - (float)m);
 }
 
-/* Columns [b, e) of the unit-gradient grid, split by parity, padded. */
+/* Rows [b, e) of the unit-gradient grid, split by column parity; plane
+ * position q holds grid column 2(q − lp) + parity: zero left of column 0
+ * (taps there are masked), copies of the clamped last column right of it. */
 static int fv_soa_rows(void *ctx, size_t b, size_t e, int worker) {
   (void)worker;
   const fused *s = ctx;
@@ -139,15 +145,16 @@ static int fv_soa_rows(void *ctx, size_t b, size_t e, int worker) {
   for (size_t a = b; a < e; a++) {
     const fz_cell *row = s->grid + a * (size_t)gw;
     float *o = v->soa + a * 4 * v->w2;
-    for (size_t c = 0; c < 2 * v->w2; c++) {
-      const fz_cell *cl = &row[c < (size_t)gw ? c : (size_t)gw - 1];
+    for (size_t q = 0; q < 2 * v->w2; q++) {
+      long c = (long)q - 2L * v->lp;
+      const fz_cell *cl = &row[c < 0 ? 0 : c < gw ? c : gw - 1];
       float nx = 0, ny = 0;
-      if (cl->gx != 0 || cl->gy != 0) {
+      if (c >= 0 && (cl->gx != 0 || cl->gy != 0)) {
         nx = cl->gx * cl->inv;
         ny = cl->gy * cl->inv;
       }
-      o[(c & 1) * v->w2 + (c >> 1)] = nx;
-      o[(2 + (c & 1)) * v->w2 + (c >> 1)] = ny;
+      o[(q & 1) * v->w2 + (q >> 1)] = nx;
+      o[(2 + (q & 1)) * v->w2 + (q >> 1)] = ny;
     }
   }
   return QS_OK;
@@ -156,36 +163,58 @@ static int fv_soa_rows(void *ctx, size_t b, size_t e, int worker) {
 /* One candidate for the lanes: the offsets dx, dy, the weight w, and the
  * convergence term u of the lanes whose gradient points inward (0 in the
  * others). */
-static inline void fv_term(const fv_row *r, const fv_cand *cd, size_t off,
-                           size_t gy_off, fv_f ex, fv_f *dx, fv_f *dy,
-                           fv_f *w, fv_f *u) {
+static inline void fv_term(const fv_row *r, size_t off, size_t gy_off,
+                           fv_f ex, fv_f *dx, fv_f *dy, fv_f *w, fv_f *u) {
   const float *p = r->g + off;
   fv_f nx = fv_load(p), ny = fv_load(p + gy_off);
-  *dx = fv_splat(cd->dx0) + ex;
+  *dx = fv_splat(r->dx0) + ex;
   *dy = fv_splat(r->dy);
   fv_f dot = FV_FMA(nx, *dx, ny * *dy);
   fv_f cr = FV_FMA(ny, *dx, -(nx * *dy));
-  *w = FV_FMA(fv_splat(cd->wa), ex, fv_splat(r->w0));
-  fv_f id = FV_FMA(fv_splat(cd->qa), ex, fv_splat(r->id0));
+  *w = FV_FMA(fv_splat(r->wa), ex, fv_splat(r->w0));
+  fv_f id = FV_FMA(fv_splat(r->qa), ex, fv_splat(r->id0));
   fv_f t = fv_abs(cr) * id;
   *u = fv_keep(dot < (fv_f){0}, FV_FMA(-*w, t, *w));
 }
 
+/* Where a group's lanes stand: lane k is pixel k0 + k of its phase. */
+typedef struct fv_at {
+  size_t k0, gy_off;
+  fv_f ex;
+  float tso;
+  int border;       /* some lane has column taps out of bounds */
+  int col_max;      /* largest raw grid column in bounds */
+} fv_at;
+
 /* The lanes of one group: sums of the convergence terms and weights over
- * the list (sure candidates, then edge ones with the exact disk test). */
-static inline void fv_group(const fv_row *r, const fv_cand *cd, int n_sure,
-                            int n, size_t off, size_t gy_off, fv_f ex,
-                            float tso, fv_f *rgc, fv_f *wsum) {
+ * the row's list (sure candidates, then those near the disk edge, which
+ * take the exact distance and the reference's test). A border group masks
+ * the lanes whose column tap is out of bounds (0 < v <= n_m − 1 fails,
+ * i.e. raw column outside [1, col_max]). */
+static inline void fv_group(const fv_row *r, int n_sure, int n,
+                            const fv_at *at, fv_f *rgc, fv_f *wsum) {
   fv_f acc = {0}, ws = {0}, dx, dy, w, u;
-  for (int k = 0; k < n_sure; k++) {
-    fv_term(&r[k], &cd[k], off, gy_off, ex, &dx, &dy, &w, &u);
-    acc += u;
-    ws += w;
+  fv_f ex = at->ex, zero = {0};
+  if (!at->border) {
+    for (int k = 0; k < n_sure; k++) {
+      fv_term(&r[k], at->k0, at->gy_off, ex, &dx, &dy, &w, &u);
+      acc += u;
+      ws += w;
+    }
   }
-  for (int k = n_sure; k < n; k++) {
-    fv_term(&r[k], &cd[k], off, gy_off, ex, &dx, &dy, &w, &u);
-    fv_f d = FV_SQRT(dx * dx + dy * dy); /* not fused: the reference's d */
-    fv_i in = (d <= fv_splat(tso)) & (d != (fv_f){0});
+  fv_f lane2 = {0}, top = fv_splat((float)at->col_max);
+  for (int k = 0; k < FV_LANES; k++) lane2[k] = (float)(2 * k);
+  for (int k = at->border ? 0 : n_sure; k < n; k++) {
+    fv_term(&r[k], at->k0, at->gy_off, ex, &dx, &dy, &w, &u);
+    fv_i in = ~(fv_i){0};
+    if (k >= n_sure) {
+      fv_f d = FV_SQRT(dx * dx + dy * dy); /* not fused: the reference's d */
+      in = (d <= fv_splat(at->tso)) & (d != zero);
+    }
+    if (at->border) {
+      fv_f raw = fv_splat((float)(r[k].col + 2 * (int)at->k0)) + lane2;
+      in &= (raw >= fv_splat(1.0f)) & (raw <= top);
+    }
     acc += fv_keep(in, u);
     ws += fv_keep(in, w);
   }
@@ -193,46 +222,74 @@ static inline void fv_group(const fv_row *r, const fv_cand *cd, int n_sure,
   *wsum = ws;
 }
 
-/* Output rows [b, e): interior rows by phase groups, the rest (and the
- * columns the groups do not cover) through fused_pixel. */
+/* The row's list for column phase px: the candidates whose row tap is in
+ * bounds, with their grid rows and the row's corrections; *n_sure of them
+ * sure. Returns how many. */
+static int fv_row_list(const fv_state *v, const fz_tap *rt,
+                       const unsigned char *rok, const fv_list *l, float ey,
+                       fv_row *r, int *n_sure) {
+  const fv_cand *cd = v->cand + l->at;
+  int n = 0;
+  for (int k = 0; k < l->n; k++) {
+    if (k == l->n_sure) *n_sure = n;
+    if (!rok[cd[k].j]) continue;
+    const fz_tap *t = &rt[cd[k].j];
+    int q = cd[k].col + 2 * v->lp; /* >= 0: lp covers the window */
+    r[n].g = v->soa + (size_t)t->idx * 4 * v->w2 + (size_t)(q & 1) * v->w2 +
+             (size_t)(q >> 1);
+    r[n].dx0 = cd[k].dx0;
+    r[n].dy = t->delta;
+    r[n].w0 = cd[k].w0 + cd[k].wb * ey;
+    r[n].id0 = cd[k].id0 + cd[k].qb * ey;
+    r[n].wa = cd[k].wa;
+    r[n].qa = cd[k].qa;
+    r[n].col = cd[k].col;
+    n++;
+  }
+  if (l->n_sure == l->n) *n_sure = n;
+  return n;
+}
+
+/* Output rows [b, e): every pixel inside the margins by phase groups when
+ * there are candidate lists, else through fused_pixel. */
 static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
   const fused *s = ctx;
   const fv_state *v = s->vs;
   const esrrf_geom *g = &s->g;
   int mag = g->mag, win = s->win;
-  fv_row *r = v->rows + (size_t)worker * (size_t)v->longest;
+  fv_row *r = v->cand ? v->rows + (size_t)worker * (size_t)v->longest : NULL;
+  fz_tap *rt = v->cand ? v->rtaps + (size_t)worker * (size_t)win : NULL;
+  unsigned char rok[2 * 50 * 2 + 2]; /* win <= 2·floor(2·50) + 1 */
   for (size_t yy = b; yy < e; yy++) {
     int y = (int)yy;
     if (y < g->margin || y >= g->rows_m - g->margin) continue;
     float *o = s->dst + yy * (size_t)g->cols_m;
     const float *im = s->mag ? s->mag + yy * (size_t)g->cols_m : NULL;
-    int vec = s->cand && s->ny[y] == win;
-    for (int x = g->margin; x < g->cols_m - g->margin; x++)
-      if (!vec || !v->cov[x]) {
+    if (!v->cand) {
+      for (int x = g->margin; x < g->cols_m - g->margin; x++) {
         float val = fused_pixel(s, y, x);
         o[x] = im ? val * im[x] : val;
       }
-    if (!vec) continue;
+      continue;
+    }
     int py = y % mag;
-    const fz_tap *ty = s->ty + yy * (size_t)win;
+    for (int j = 0; j < win; j++)
+      rok[j] = (unsigned char)fused_tap(y, j, g->rows, g->rows_m, &g->k,
+                                        &rt[j]);
+    fv_at at = {.gy_off = 2 * v->w2, .tso = g->k.tso,
+                .col_max = 2 * (g->cols_m - 1)};
     float ey = fv_shift(s->rep_y[py], y, mag);
     for (int px = 0; px < mag; px++) {
-      const fv_list *l = &v->list[py * mag + px];
-      const fv_cand *cd = v->cand + l->at;
-      for (int k = 0; k < l->n; k++) {
-        const fz_tap *t = &ty[cd[k].j];
-        int col = cd[k].col;
-        r[k].g = v->soa + (size_t)t->idx * 4 * v->w2 +
-                 (size_t)(col & 1) * v->w2 + (size_t)(col >> 1);
-        r[k].dy = t->delta;
-        r[k].w0 = cd[k].w0 + cd[k].wb * ey;
-        r[k].id0 = cd[k].id0 + cd[k].qb * ey;
-      }
-      const fv_f *ex = v->ex + v->ex_at[px];
-      for (int k0 = 0, gi = 0; k0 < v->nk[px]; k0 += FV_LANES, gi++) {
+      int n_sure = 0;
+      int n = fv_row_list(v, rt, rok, &v->list[py * mag + px], ey, r,
+                          &n_sure);
+      for (int k0 = 0, gi = v->ex_at[px]; k0 < v->nk[px];
+           k0 += FV_LANES, gi++) {
         fv_f acc, ws;
-        fv_group(r, cd, l->n_sure, l->n, (size_t)k0, 2 * v->w2, ex[gi],
-                 g->k.tso, &acc, &ws);
+        at.k0 = (size_t)k0;
+        at.ex = v->ex[gi];
+        at.border = v->border[gi];
+        fv_group(r, n_sure, n, &at, &acc, &ws);
         int lanes = v->nk[px] - k0 < FV_LANES ? v->nk[px] - k0 : FV_LANES;
         for (int k = 0; k < lanes; k++) {
           int x = v->x0[px] + (k0 + k) * mag;
@@ -255,36 +312,30 @@ static int fv_frame(fused *s) {
   return rc;
 }
 
-/* Per column phase: the covered columns (inside the margins, all taps in
- * bounds) and each group's lane offsets e_x. */
+/* Per column phase: its columns inside the margins, each group's lane
+ * offsets e_x and whether a lane of it has column taps out of bounds. */
 static int fv_plan_columns(fused *s, fv_state *v) {
   const esrrf_geom *g = &s->g;
-  int mag = g->mag;
+  int mag = g->mag, lo = g->margin, hi = g->cols_m - g->margin;
   size_t groups = 0;
   for (int px = 0; px < mag; px++) {
-    v->x0[px] = -1;
-    v->nk[px] = 0;
-    for (int x = px; x < g->cols_m - g->margin; x += mag) {
-      int ok = x >= g->margin && s->nx[x] == s->win;
-      if (ok && v->x0[px] < 0) v->x0[px] = x;
-      if (ok && x == v->x0[px] + v->nk[px] * mag) v->nk[px]++;
-    }
+    int x0 = lo + ((px - lo % mag) % mag + mag) % mag;
+    v->x0[px] = x0;
+    v->nk[px] = x0 < hi ? (hi - 1 - x0) / mag + 1 : 0;
     v->ex_at[px] = (int)groups;
     groups += (size_t)(v->nk[px] + FV_LANES - 1) / FV_LANES;
   }
   v->ex_at[mag] = (int)groups;
   v->ex = aligned_alloc(sizeof(fv_f), (groups ? groups : 1) * sizeof(fv_f));
-  if (!v->ex) return QS_ENOMEM;
-  for (int px = 0; px < mag; px++)
-    for (int k = 0; k < v->nk[px]; k++) {
-      int x = v->x0[px] + k * mag;
-      v->cov[x] = 1;
-    }
+  v->border = calloc(groups ? groups : 1, 1);
+  if (!v->ex || !v->border) return QS_ENOMEM;
   for (int px = 0; px < mag; px++)
     for (int gi = 0; gi < v->ex_at[px + 1] - v->ex_at[px]; gi++)
       for (int k = 0; k < FV_LANES; k++) {
         int x = v->x0[px] + (gi * FV_LANES + k) * mag;
         v->ex[v->ex_at[px] + gi][k] = fv_shift(s->rep_x[px], x, mag);
+        if (gi * FV_LANES + k < v->nk[px] && s->nx[x] != s->win)
+          v->border[v->ex_at[px] + gi] = 1;
       }
   return QS_OK;
 }
@@ -307,9 +358,7 @@ static int fv_plan_lists(fused *s, fv_state *v) {
       const fz_cand *c1 = s->cand + s->cand_at[py * mag + px + 1];
       const fz_tap *ty = s->ty + (size_t)s->rep_y[py] * (size_t)win;
       const fz_tap *tx = s->tx + (size_t)s->rep_x[px] * (size_t)win;
-      int base = v->x0[px] >= 0
-                     ? (int)(RGC_GM * rgc_center(v->x0[px], mag)) + g->k.start
-                     : 0;
+      int base = (int)(RGC_GM * rgc_center(v->x0[px], mag)) + g->k.start;
       l->at = n;
       for (int pass = 0; pass < 2; pass++) {
         for (const fz_cand *c = c0; c < c1; c++) {
@@ -318,7 +367,6 @@ static int fv_plan_lists(fused *s, fv_state *v) {
           double dx0 = tx[c->i].delta, dy0 = ty[c->j].delta, d0 = c->d0;
           fv_cand *o = &v->cand[n++];
           o->dx0 = (float)dx0;
-          o->dy0 = (float)dy0;
           o->w0 = c->w0;
           o->id0 = (float)(1 / d0);
           o->wa = (float)(c->w1 * dx0 / d0);
@@ -347,14 +395,17 @@ static int fv_plan(fused *s) {
   v->list = calloc((size_t)mag * (size_t)mag, sizeof *v->list);
   v->x0 = malloc(2 * (size_t)mag * sizeof *v->x0);
   v->ex_at = malloc(((size_t)mag + 1) * sizeof *v->ex_at);
-  v->cov = calloc((size_t)g->cols_m, 1);
-  /* lanes past the last covered column read up to FV_LANES columns of
-   * the output beyond it: 2·FV_LANES grid columns and the window */
-  v->w2 = (size_t)g->cols + (size_t)FV_LANES + (size_t)s->win + 2;
+  /* Plane positions: lp on the left so that raw columns down to
+   * start − 1 stay in the buffer; on the right the grid, the window and
+   * the columns of lanes up to FV_LANES output pixels past the last. */
+  v->lp = s->win / 2 + 2;
+  v->w2 = (size_t)v->lp + (size_t)g->cols + (size_t)FV_LANES +
+          (size_t)s->win + 2;
   v->w2 = (v->w2 + 7) & ~(size_t)7;
   v->soa = aligned_alloc(64, ((2 * (size_t)g->rows + 1) * 4 * v->w2 *
                               sizeof(float) + 63) & ~(size_t)63);
-  if (!v->list || !v->x0 || !v->ex_at || !v->cov || !v->soa)
+  v->rtaps = malloc(threads * (size_t)s->win * sizeof *v->rtaps);
+  if (!v->list || !v->x0 || !v->ex_at || !v->soa || !v->rtaps)
     return QS_ENOMEM;
   v->nk = v->x0 + mag;
   int rc = fv_plan_columns(s, v);
@@ -375,7 +426,8 @@ static void fv_done(fused *s) {
   free(v->x0);
   free(v->ex);
   free(v->ex_at);
-  free(v->cov);
+  free(v->border);
+  free(v->rtaps);
   free(v->soa);
   free(v->rows);
   free(v);

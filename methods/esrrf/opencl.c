@@ -3,17 +3,20 @@
  * rgc streams its three inputs through rgc.cl with cl_frames.
  *
  * eSRRF's chained path keeps everything on the device: one upload of the
- * raw frames, the half-pixel gradient grids (esrrf.cl, no ×2M images and
- * no Roberts buffer), the ×M intensity (shift_magnify.cl), RGC (rgc.cl)
- * into a batch of maps, and with a temporal statistic the fold of those
+ * raw frames, the half-pixel gradient grids with 1/|G| (esrrf.cl, no ×2M
+ * images and no Roberts buffer), the ×M intensity (shift_magnify.cl), RGC
+ * (esrrf.cl: the fused structure, per-phase candidate lists uploaded once
+ * per call, eight pixels of a phase pair per work-item) into a batch of
+ * maps, and with a temporal statistic the fold of those
  * maps into device accumulators (cl_stat.c, esrrf_stat.cl): the only
  * download is each timepoint's image, 4·R·M·C·M bytes, and the host
  * applies the macro-pixel correction to it. With temporal=none the maps
  * come down batch by batch (esrrf_drive). Device memory holds one batch
  * and the accumulators. The next batch's frames upload on a second queue
  * while this one computes. A frame needs
- * 4·R·C·(2 + 2·(2 + 1/R)(2 + 1/C) + 2·M²) ≈ 4·R·C·(10 + 2·M²) bytes, its
- * input twice for the overlap (NanoPyx: 4·R·C·(3 + 10·M²)), the statistic
+ * 4·R·C·2 + 12·(2R + 1)(2C + 2) + 4·R·C·2·M² ≈ 4·R·C·(14 + 2·M²) bytes,
+ * its input twice for the overlap (NanoPyx: 4·R·C·(3 + 10·M²)), the
+ * statistic
  * 4·R·M·C·M·(slots + 1) bytes once; batches are sized once from the
  * device's memory and largest allocation
  * (cl_budget_frames), never by retrying. */
@@ -30,6 +33,7 @@
 #include "engine/timer.h"
 #include "methods/cl_frames.h"
 #include "methods/esrrf/cl_stat.h"
+#include "methods/math/catmull_rom.h"
 #include "methods/esrrf/esrrf.h"
 #include "methods/methods.h"
 
@@ -39,6 +43,10 @@
  * does not take a large share of it; it still gives each launch millions
  * of work-items at 64 × 64. */
 #define ESRRF_CL_BATCH_BYTES ((size_t)64 << 20)
+
+/* Pixels of one phase pair a work-item of esrrf_rgc computes (esrrf.cl's
+ * ESRRF_LANES). */
+#define ESRRF_CL_LANES 8
 
 /* Build options of rgc.cl and esrrf.cl. Pixel centres (i + 0.5) / M must
  * be the correctly rounded quotient: where it is exactly k + 1/2 (M odd,
@@ -95,21 +103,18 @@ int rgc_run_opencl(const method_call *c) {
 enum { B_IN, B_GRID, B_MAG, B_OUT, B_COUNT };
 enum { K_GRID, K_MAG, K_RGC, K_COUNT };
 
-static const char *const KERNEL_FILES[K_COUNT] = {"esrrf.cl",
-                                                  "shift_magnify.cl",
+static const char *const KERNEL_FILES[K_COUNT] = {"esrrf.cl", "esrrf.cl",
                                                   "esrrf.cl"};
-static const char *const KERNEL_NAMES[K_COUNT] = {"esrrf_grid",
-                                                  "shift_magnify", "esrrf_rgc"};
-/* shift_magnify.cl with the shift_magnify method's options, so that both
- * share one cached program (and its exact coordinate division). */
+static const char *const KERNEL_NAMES[K_COUNT] = {"esrrf_grid", "esrrf_mag",
+                                                  "esrrf_rgc"};
 static const char *const KERNEL_OPTIONS[K_COUNT] = {
-    RGC_CL_OPTIONS, "-cl-fp32-correctly-rounded-divide-sqrt", RGC_CL_OPTIONS};
+    RGC_CL_OPTIONS, RGC_CL_OPTIONS, RGC_CL_OPTIONS};
 
 /* Bytes per frame of each device buffer (B_MAG only with weighting). */
 static void cl_frame_bytes(const esrrf_geom *g, size_t *per_frame) {
-  size_t grid = (2 * (size_t)g->rows + 1) * (2 * (size_t)g->cols + 1);
   per_frame[B_IN] = 4 * (size_t)g->rows * (size_t)g->cols;
-  per_frame[B_GRID] = 16 * grid; /* (gx, gy, 1/|G|, 0) a cell */
+  /* planes gx, gy, 1/|G|; rows of 2·(C + 1) (esrrf.cl's grid_at) */
+  per_frame[B_GRID] = 12 * (2 * (size_t)g->rows + 1) * (2 * (size_t)g->cols + 2);
   per_frame[B_MAG] = g->weight ? 4 * g->plane : 0;
   per_frame[B_OUT] = 4 * g->plane;
 }
@@ -166,8 +171,9 @@ typedef struct chained {
   slot in[2];
   int next;               /* slot for an upload nobody prepared */
   size_t batch, per_frame[B_COUNT];
-  size_t global[K_COUNT][3], local[3]; /* local: esrrf_rgc's */
+  size_t global[K_COUNT][3];
   cl_mem cand, cand_at;   /* the phase pairs' candidate samples */
+  cl_mem taps;            /* the intensity's row then column taps */
   size_t cand_bytes;      /* both tables */
   cl_stat st;             /* the statistic (not with temporal=none) */
   cl_event ev[K_COUNT];   /* the last chain's kernels (cl_chain_done) */
@@ -190,11 +196,7 @@ static int cl_launch(chained *s, int i, cl_event wait, cl_event *ev) {
   int first = cldev_first_launch(c->device, KERNEL_NAMES[i], s->global[i], 3);
   int64_t t0 = timer_ns();
   int rc = cl_status(clEnqueueNDRangeKernel(s->q, s->k[i], 3, NULL,
-                                            s->global[i],
-                                            i == K_RGC && s->local[0]
-                                                ? s->local
-                                                : NULL,
-                                            wait ? 1 : 0,
+                                            s->global[i], NULL, wait ? 1 : 0,
                                             wait ? &wait : NULL, ev),
                      KERNEL_NAMES[i], c->err, c->err_len);
   if (!rc && first) {
@@ -408,6 +410,47 @@ static int cl_candidates(chained *s) {
   return rc;
 }
 
+/* One row's or column's taps of the ×M intensity, as esrrf.cl's
+ * esrrf_taps. */
+typedef struct cl_taps {
+  cl_int first, n;
+  cl_float w[4];
+} cl_taps;
+
+/* The ×M intensity's taps of every output row, then every output column:
+ * cr_taps_at at the coordinate the shift_magnify method samples (its
+ * weights in double, rounded to float), uploaded once per call (counted
+ * with the candidate tables). */
+static int cl_intensity_taps(chained *s) {
+  const esrrf_geom *g = &s->g;
+  const method_call *c = s->c;
+  size_t n = (size_t)g->rows_m + (size_t)g->cols_m;
+  cl_taps *t = calloc(n, sizeof *t);
+  if (!t) {
+    snprintf(c->err, c->err_len, "esrrf: no memory for the tap tables");
+    return QS_ENOMEM;
+  }
+  float m = (float)g->mag;
+  for (size_t i = 0; i < n; i++) {
+    int rowwise = i < (size_t)g->rows_m;
+    int at = rowwise ? (int)i : (int)(i - (size_t)g->rows_m);
+    cr_taps ct;
+    cr_taps_at(cr_source(at, m, 0.0f), rowwise ? g->rows : g->cols, &ct);
+    t[i].first = ct.first;
+    t[i].n = ct.n;
+    for (int k = 0; k < 4; k++) t[i].w[k] = k < ct.n ? (float)ct.w[k] : 0;
+  }
+  int rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                        n * sizeof *t, t, "intensity taps", &s->taps, c->err,
+                        c->err_len);
+  if (!rc) {
+    s->cand_bytes += n * sizeof *t;
+    cldev_transfer(c->device, n * sizeof *t, 0);
+  }
+  free(t);
+  return rc;
+}
+
 /* Programs, kernels, buffers and every argument but the frame counts. */
 static int cl_setup(chained *s) {
   const method_call *c = s->c;
@@ -446,8 +489,8 @@ static int cl_setup(chained *s) {
   }
   if (rc) return rc;
   cl_int rows = g->rows, cols = g->cols, mag = g->mag;
-  float fm = (float)g->mag, zero = 0;
   rc = cl_candidates(s);
+  if (!rc && g->weight) rc = cl_intensity_taps(s);
   if (rc) return rc;
   cl_mem in = s->in[0].mem, grid = s->buf[B_GRID];
   cl_mem mg = g->weight ? s->buf[B_MAG] : s->buf[B_OUT];
@@ -459,14 +502,13 @@ static int cl_setup(chained *s) {
   e |= clSetKernelArg(kg, 3, sizeof rows, &rows);
   e |= clSetKernelArg(kg, 4, sizeof cols, &cols);
   e |= clSetKernelArg(kg, 5, sizeof mag, &mag);
-  e |= clSetKernelArg(km, 0, sizeof in, &in);
-  e |= clSetKernelArg(km, 1, sizeof mg, &mg);
-  e |= clSetKernelArg(km, 3, sizeof rows, &rows);
-  e |= clSetKernelArg(km, 4, sizeof cols, &cols);
-  e |= clSetKernelArg(km, 5, sizeof zero, &zero);
-  e |= clSetKernelArg(km, 6, sizeof zero, &zero);
-  e |= clSetKernelArg(km, 7, sizeof fm, &fm);
-  e |= clSetKernelArg(km, 8, sizeof fm, &fm);
+  if (g->weight) {
+    e |= clSetKernelArg(km, 0, sizeof in, &in);
+    e |= clSetKernelArg(km, 1, sizeof mg, &mg);
+    e |= clSetKernelArg(km, 3, sizeof rows, &rows);
+    e |= clSetKernelArg(km, 4, sizeof cols, &cols);
+    e |= clSetKernelArg(km, 5, sizeof s->taps, &s->taps);
+  }
   cl_kernel kr = s->k[K_RGC];
   cl_int start = g->k.start, margin = g->margin, weight = g->weight;
   e |= clSetKernelArg(kr, 0, sizeof grid, &grid);
@@ -483,17 +525,13 @@ static int cl_setup(chained *s) {
   e |= clSetKernelArg(kr, 12, sizeof margin, &margin);
   e |= clSetKernelArg(kr, 13, sizeof weight, &weight);
   rc = cl_status(e, "setting the chain's arguments", err, len);
-  /* work-groups of one phase pair: a run of work-items along a row that
-   * divides the C work-items of a column phase */
-  size_t lx = 0;
-  for (size_t d = 64; d >= 8 && !lx; d--)
-    if ((size_t)g->cols % d == 0) lx = d;
-  s->local[0] = lx;
-  s->local[1] = s->local[2] = 1;
+
   size_t gsz[K_COUNT][2] = {
       {2 * (size_t)g->cols + 1, 2 * (size_t)g->rows + 1},
       {(size_t)g->cols_m, (size_t)g->rows_m},
-      {(size_t)g->cols_m, (size_t)g->rows_m}};
+      {((size_t)g->cols + ESRRF_CL_LANES - 1) / ESRRF_CL_LANES *
+           (size_t)g->mag,
+       (size_t)g->rows_m}};
   for (int i = 0; i < K_COUNT; i++) {
     s->global[i][0] = gsz[i][0];
     s->global[i][1] = gsz[i][1];
@@ -535,6 +573,7 @@ int esrrf_run_opencl(const method_call *c) {
   for (int b = 0; b < B_COUNT; b++)
     if (s.buf[b]) clReleaseMemObject(s.buf[b]);
   if (s.cand) clReleaseMemObject(s.cand);
+  if (s.taps) clReleaseMemObject(s.taps);
   if (s.cand_at) clReleaseMemObject(s.cand_at);
   for (int i = 0; i < K_COUNT; i++)
     if (s.k[i]) clReleaseKernel(s.k[i]);

@@ -34,6 +34,8 @@ def test_report_fields(engine, stack):
     assert rep.reason in {"forced", "history", "model", "calibration",
                           "exploration", "fallback", "static"}
     assert rep.seconds > 0 and rep.fallbacks == 0
+    assert rep.record_status == "ok" and engine.record_status == ("ok", "")
+    assert rep.bytes_up == rep.bytes_down == 0  # CPU: nothing moved
     assert rep.estimates and all(isinstance(e, qs.Estimate)
                                  for e in rep.estimates)
     forced = engine.run("esrrf", stack, magnification=2, impl="serial")
@@ -81,6 +83,11 @@ def test_devices_with_opencl():
         names = {i.name for i in e.impls("esrrf") if i.kind == "opencl"}
         for d in cl:
             assert f"opencl:{d.name}" in names and d.compute_units >= 1
+            x = np.ones((2, 32, 32), np.float32)
+            res = e.run("roberts_cross", x, impl=f"opencl:{d.name}")
+            # both gradients came down (the input may be used in place
+            # by a device that shares host memory: bytes_up can be 0)
+            assert res.report.bytes_down >= sum(o.nbytes for o in res)
 
 
 def test_estimate_runs_nothing(stack):

@@ -157,13 +157,31 @@ def test_bad_engine_options(tmp_path):
     assert "t.db" in ei.value.message
 
 
+def test_size_past_what_an_int_holds(engine, stack):
+    with pytest.raises(qs.SizeError) as ei:
+        engine.run("shift_magnify", stack, magnification_row=1e9)
+    assert isinstance(ei.value, OverflowError) and ei.value.name == "overflow"
+    assert "magnification_row" in ei.value.message
+
+
+def test_bad_environment_variable(monkeypatch):
+    monkeypatch.setenv("QUICKSILVER_THREADS", "lots")
+    with pytest.raises(qs.ConfigurationError) as ei:
+        qs.Engine(db=":memory:")
+    assert ei.value.name == "environment"
+    assert "QUICKSILVER_THREADS" in ei.value.message
+
+
 def test_corrupt_store_warns_and_runs_unrecorded(tmp_path, stack):
     db = tmp_path / "t.db"
     db.write_bytes(b"this is not an SQLite file" * 100)
     with pytest.warns(RuntimeWarning):
         e = qs.Engine(db=db, opencl=False)
     with e:
-        assert e.run("roberts_cross", stack)[0].shape == stack.shape
+        res = e.run("roberts_cross", stack)
+        assert res[0].shape == stack.shape
+        assert e.record_status[0] == "corrupt" and e.record_status[1]
+        assert res.report.record_status == "corrupt"
     assert db.read_bytes() == b"this is not an SQLite file" * 100
     with pytest.raises(OverflowError):
         qs.Engine(db=":memory:", threads=2**40)

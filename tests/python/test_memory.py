@@ -9,6 +9,7 @@ import textwrap
 import tracemalloc
 
 import numpy as np
+import pytest
 
 import quicksilver as qs
 
@@ -107,3 +108,27 @@ def test_no_leak_over_1000_calls(engine):
     # row per run.
     assert py_growth < 64 * 1024, py_growth
     assert rss_growth_kb < 8 * 1024, rss_growth_kb
+
+
+def test_no_leak_over_1000_failing_calls(engine):
+    # the error path: parameters parsed, the engine refuses, an exception
+    # object is made and dropped
+    x = np.random.default_rng(4).random((2, 64, 64), dtype=np.float32)
+    for _ in range(100):
+        with pytest.raises(qs.ParameterError):
+            engine.run("esrrf", x, radius=float("nan"))
+    gc.collect()
+    rss0 = _rss_kb()
+    tracemalloc.start()
+    snap0 = tracemalloc.take_snapshot()
+    for _ in range(1000):
+        try:
+            engine.run("esrrf", x, radius=float("nan"))
+        except qs.ParameterError:
+            pass
+    gc.collect()
+    snap1 = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    py_growth = sum(s.size_diff for s in snap1.compare_to(snap0, "filename"))
+    assert py_growth < 64 * 1024, py_growth
+    assert _rss_kb() - rss0 < 4 * 1024

@@ -70,5 +70,9 @@ def test_unsupported_nanopyx_options_raise(stack):
 
 def test_frames_per_timepoint_past_the_stack_is_all_frames(stack):
     a = eSRRF(stack, magnification=2, frames_per_timepoint=100)
-    b = eSRRF(stack, magnification=2)
-    assert a.shape == (48, 40) and np.array_equal(a, b)
+    with qs.Engine(db=":memory:", opencl=False) as e:
+        b = e.run("esrrf", stack, magnification=2, impl="serial")[0][0]
+    # the default engine picks its implementation: within the method's
+    # tolerance of serial
+    assert a.shape == (48, 40)
+    assert rel_error(a, b) <= qs.default_engine().method("esrrf").tolerance

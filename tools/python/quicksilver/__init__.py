@@ -23,7 +23,8 @@ Threads
     a second thread calling the same engine waits its turn.
 
 Ctrl-C
-    The engine has no cancellation point inside a run: a run in progress
+    The engine has no cancellation point inside a run: a run (or a stream
+    push) in progress
     finishes (and its timing is recorded whole), then its outputs are
     dropped and ``KeyboardInterrupt`` is raised as soon as the call returns.
 
@@ -44,16 +45,16 @@ import atexit
 import difflib
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Sequence, Union, overload
 
 import numpy as np
 
 from . import _core
-from ._errors import (STATUS, CancelledError, ConfigurationError, CopyError,
+from ._errors import (STATUS, ConfigurationError, CopyError,
                       DTypeError, Error, ExistsError, FileFormatError,
                       ImplementationError, OpenCLError, OutOfMemoryError,
-                      ParameterError, ShapeError, StoreError,
+                      ParameterError, ShapeError, SizeError, StoreError,
                       UnavailableError, UnknownImplementationError,
                       UnknownMethodError)
 
@@ -67,7 +68,8 @@ __all__ = [
     "ShapeError", "DTypeError", "CopyError", "UnknownMethodError",
     "UnknownImplementationError", "UnavailableError", "ImplementationError",
     "OpenCLError", "StoreError", "FileFormatError", "OutOfMemoryError",
-    "CancelledError", "ConfigurationError", "ExistsError", "STATUS",
+    "SizeError", "Stream", "StreamResult",
+    "ConfigurationError", "ExistsError", "STATUS",
 ]
 
 ArrayLike = Union[np.ndarray, Sequence[Any]]
@@ -97,7 +99,10 @@ class Report:
 
     ``reason`` is ``"forced"``, ``"history"``, ``"model"``,
     ``"calibration"``, ``"exploration"``, ``"fallback"`` or ``"static"``.
-    All times are wall seconds.
+    All times are wall seconds. ``record_status`` is ``"ok"`` while timings
+    are being written to the store, else the status name of why not (see
+    :attr:`Engine.record_status`); ``bytes_up``/``bytes_down`` are the bytes
+    an OpenCL run moved to and from the device (0 on the CPU).
     """
     impl: str
     reason: str
@@ -108,6 +113,9 @@ class Report:
     calibration_once_seconds: float
     fallbacks: int
     estimates: tuple[Estimate, ...]
+    record_status: str = "ok"
+    bytes_up: int = 0
+    bytes_down: int = 0
 
     @classmethod
     def _from(cls, d: dict[str, Any]) -> "Report":
@@ -139,7 +147,8 @@ class Result(Sequence[np.ndarray]):
     @overload
     def __getitem__(self, key: slice) -> tuple[np.ndarray, ...]: ...
 
-    def __getitem__(self, key):  # type: ignore[override]
+    def __getitem__(self, key: Union[int, str, slice]
+                    ) -> Union[np.ndarray, tuple[np.ndarray, ...]]:
         if isinstance(key, str):
             try:
                 return self.outputs[self.names.index(key)]
@@ -514,6 +523,45 @@ class Engine:
         return [Device(**d) for d in self._core.devices()]
 
     @property
+    def record_status(self) -> tuple[str, str]:
+        """``("ok", "")`` while timings are written to the store, else the
+        status name and message of why they are not (e.g. a read-only or
+        damaged store: runs still work, unrecorded)."""
+        return self._core.record_status
+
+    def esrrf_stream(self, rows: int, cols: int, *, window: int,
+                     sliding: bool = False, every: int = 1,
+                     impl: Optional[str] = None, max_pending: int = 0,
+                     **params: ParamValue) -> "Stream":
+        """A live eSRRF stream over frames of ``rows`` x ``cols`` pushed as
+        they are acquired (see :class:`Stream`).
+
+        Args:
+            window: N frames per result. Timepoints (``sliding=False``):
+                every N frames give one image, the numbers of :meth:`run`
+                with ``frames_per_timepoint=N`` and the same implementation.
+                Sliding: once N frames have arrived and then every `every`
+                frames, the statistic of the last N (N a multiple of
+                `every`), equal to a batch run on those frames up to double
+                rounding.
+            impl: as in :meth:`run`; the first push's choice is kept for
+                the whole stream.
+            max_pending: results held before a push is refused with
+                :class:`SizeError` (0: 4); take them with
+                :meth:`Stream.results`.
+            **params: eSRRF's parameters (``magnification``, ``radius``,
+                ``temporal`` among ``"avg"``, ``"var"``, ``"tac2"``, ...);
+                ``frames_per_timepoint`` is the window's business.
+        """
+        _check_keywords("esrrf", self._desc("esrrf"), params,
+                        ("window", "sliding", "every", "impl",
+                         "max_pending"))
+        core = self._core.esrrf_stream(
+            int(rows), int(cols), _param_items(params), bool(sliding),
+            int(window), int(every), impl, int(max_pending))
+        return Stream(core)
+
+    @property
     def opencl_why(self) -> str:
         """Why the engine has no OpenCL device (``""`` when it has one)."""
         return self._core.opencl_why
@@ -590,6 +638,97 @@ class Engine:
             return "<quicksilver.Engine closed>"
         return (f"<quicksilver.Engine threads={self.threads} "
                 f"db={self.db_path!r}>")
+
+
+# ------------------------------------------------------- live stream
+
+@dataclass(frozen=True)
+class StreamResult:
+    """One result of a :class:`Stream`: the ``(rows*M, cols*M)`` float32
+    image (engine memory, no copy), its ``index`` in order of completion,
+    the frames ``[first, first + frames)`` of the pushed sequence it covers,
+    and the seconds from the push of its last frame to its completion."""
+    image: np.ndarray = field(repr=False)
+    index: int
+    first: int
+    frames: int
+    latency: float
+
+
+class Stream:
+    """A live eSRRF stream (:meth:`Engine.esrrf_stream`)::
+
+        with engine.esrrf_stream(rows, cols, window=100, magnification=5) as s:
+            for frames in camera:            # (F, rows, cols) or (rows, cols)
+                s.push(frames)
+                for r in s.results():
+                    show(r.image)
+            s.end()                          # the short last timepoint
+            for r in s.results():
+                show(r.image)
+
+    Each push computes the pushed frames' RGC maps at once (GIL released)
+    and folds them into the running statistics; a result is ready as soon
+    as its last frame was pushed. The engine serves the stream's calls one
+    at a time with its other calls, and cannot be closed while a stream on
+    it is open. Leaving the ``with`` block closes the stream, discarding
+    results not taken.
+    """
+
+    def __init__(self, core: "_core.Stream") -> None:
+        self._core = core
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def push(self, frames: ArrayLike) -> None:
+        """Adds frames (converted to float32 once unless they are
+        C-contiguous float32 already). The whole push is checked first
+        and refused with nothing consumed: :class:`ShapeError` for another
+        frame size, :class:`ParameterError` for a NaN or infinite pixel or
+        after :meth:`end`, :class:`SizeError` when more results would wait
+        than ``max_pending``."""
+        self._core.push(_as_input(frames, True, "frames"))
+
+    def pop(self) -> Optional[StreamResult]:
+        """The oldest completed result, or None when none is waiting."""
+        r = self._core.pop()
+        if r is None:
+            return None
+        img, index, first, frames, latency = r
+        return StreamResult(image=img[0], index=index, first=first,
+                            frames=frames, latency=latency)
+
+    def results(self) -> Iterator[StreamResult]:
+        """Every result waiting now, oldest first."""
+        while (r := self.pop()) is not None:
+            yield r
+
+    def end(self) -> None:
+        """End of input: an unfinished timepoint becomes its result (as the
+        batch call's short last timepoint); later pushes are refused."""
+        self._core.end()
+
+    def close(self) -> None:
+        """Frees the stream (results not taken are discarded). Idempotent."""
+        self._core.close()
+
+    @property
+    def frames(self) -> int:
+        """Frames pushed so far."""
+        return self._core.frames
+
+    @property
+    def impl(self) -> str:
+        """The implementation the stream runs ("" before the first push)."""
+        return self._core.impl
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
 
 
 # ------------------------------------------------ module-level shortcuts

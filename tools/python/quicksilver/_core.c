@@ -77,10 +77,14 @@ static PyObject *statuses(PyObject *self, PyObject *noargs) {
 
 static const char *type_name(param_type t) {
   switch (t) {
-  case PARAM_INT: return "int";
-  case PARAM_FLOAT: return "float";
-  case PARAM_BOOL: return "bool";
-  case PARAM_ENUM: return "enum";
+  case PARAM_INT:
+    return "int";
+  case PARAM_FLOAT:
+    return "float";
+  case PARAM_BOOL:
+    return "bool";
+  case PARAM_ENUM:
+    return "enum";
   }
   return "unknown";
 }
@@ -136,14 +140,16 @@ static PyObject *image_to_array(image *img) {
 typedef struct {
   PyObject_HEAD engine *e;
   PyThread_type_lock lock;
+  Py_ssize_t streams; /* open live streams: the engine must outlive them */
 } EngineObject;
 
 /* Takes the engine's lock, waiting without the GIL if another thread
  * holds it. */
 static void engine_lock(EngineObject *self) {
   if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
-    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    Py_END_ALLOW_THREADS
+    PyThreadState *ts = PyEval_SaveThread();
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    PyEval_RestoreThread(ts);
   }
 }
 
@@ -182,8 +188,7 @@ static int engine_ready(EngineObject *self) {
   return 0;
 }
 
-static PyObject *Engine_new(PyTypeObject *type, PyObject *args,
-                            PyObject *kw) {
+static PyObject *Engine_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   (void)args;
   (void)kw;
   EngineObject *self = (EngineObject *)type->tp_alloc(type, 0);
@@ -213,9 +218,8 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kw) {
   PyObject *db = NULL, *cache = NULL;
   int threads = 0, opencl = 1, calibration = 1;
   unsigned long long seed = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O&ipO&Kp", kwlist,
-                                   fs_or_none, &db, &threads, &opencl,
-                                   fs_or_none, &cache,
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O&ipO&Kp", kwlist, fs_or_none,
+                                   &db, &threads, &opencl, fs_or_none, &cache,
                                    &seed, &calibration))
     return -1;
   if (self->e) {
@@ -234,8 +238,9 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kw) {
   engine *e = NULL;
   int rc;
   /* Opening probes OpenCL devices and the store: no GIL needed. */
-  Py_BEGIN_ALLOW_THREADS rc = engine_open(&e, &o);
-  Py_END_ALLOW_THREADS
+  PyThreadState *ts = PyEval_SaveThread();
+  rc = engine_open(&e, &o);
+  PyEval_RestoreThread(ts);
   Py_XDECREF(db);
   Py_XDECREF(cache);
   if (rc != QS_OK && rc != QS_ECORRUPT) {
@@ -258,12 +263,21 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kw) {
 
 static PyObject *Engine_close(EngineObject *self, PyObject *noargs) {
   (void)noargs;
+  if (self->streams > 0) {
+    char msg[128];
+    snprintf(msg, sizeof msg,
+             "%zd eSRRF stream(s) still open on this engine: close them "
+             "first",
+             self->streams);
+    return raise_status(QS_EINVAL, msg);
+  }
   engine_lock(self);
   engine *e = self->e;
   self->e = NULL;
   /* Closing flushes pending timings to the store. */
-  Py_BEGIN_ALLOW_THREADS engine_close(e);
-  Py_END_ALLOW_THREADS
+  PyThreadState *ts = PyEval_SaveThread();
+  engine_close(e);
+  PyEval_RestoreThread(ts);
   engine_unlock(self);
   Py_RETURN_NONE;
 }
@@ -299,8 +313,8 @@ static int inputs_wrap(PyObject *seq, image *in, size_t *n) {
       return -1;
     }
     const npy_intp *d = PyArray_DIMS(a);
-    in[k] = image_wrap(PyArray_DATA(a), (size_t)d[0], (size_t)d[1],
-                       (size_t)d[2]);
+    in[k] =
+        image_wrap(PyArray_DATA(a), (size_t)d[0], (size_t)d[1], (size_t)d[2]);
   }
   *n = (size_t)len;
   return 0;
@@ -361,8 +375,8 @@ static int call_begin(EngineObject *self, PyObject *in_obj, PyObject *p_obj,
                       call_args *a) {
   a->n_in = a->n_p = 0;
   a->in_seq = PySequence_Fast(in_obj, "inputs must be a sequence");
-  a->p_seq = a->in_seq ? PySequence_Fast(p_obj, "params must be a sequence")
-                       : NULL;
+  a->p_seq =
+      a->in_seq ? PySequence_Fast(p_obj, "params must be a sequence") : NULL;
   if (!a->p_seq || inputs_wrap(a->in_seq, a->in, &a->n_in) < 0 ||
       params_build(a->p_seq, a->p, QS_MAX_PARAMS, &a->n_p) < 0 ||
       !engine_ready(self))
@@ -392,21 +406,24 @@ static PyObject *report_dict(const run_report *r) {
   for (size_t k = 0; est && k < r->n_estimates && k < QS_MAX_ESTIMATES; k++) {
     const run_estimate *x = &r->estimates[k];
     PyObject *s = seconds_or_none(x->seconds);
-    PyObject *d = s ? Py_BuildValue("{s:s,s:N,s:s,s:i}", "impl", x->impl,
-                                    "seconds", s, "source", x->source, "runs",
-                                    x->runs)
-                    : NULL;
+    PyObject *d =
+        s ? Py_BuildValue("{s:s,s:N,s:s,s:i}", "impl", x->impl, "seconds", s,
+                          "source", x->source, "runs", x->runs)
+          : NULL;
     if (!d || PyList_Append(est, d) < 0) Py_CLEAR(est);
     Py_XDECREF(d);
   }
   if (!est) return NULL;
-  return Py_BuildValue(
-      "{s:s,s:s,s:d,s:d,s:d,s:d,s:d,s:i,s:N}", "impl", r->impl, "reason",
-      r->reason, "seconds", r->seconds, "device_seconds", r->device_seconds,
-      "once_seconds", r->once_seconds, "calibration_seconds",
-      r->calibration_seconds, "calibration_once_seconds",
-      r->calibration_once_seconds, "fallbacks", r->fallbacks, "estimates",
-      est);
+  return Py_BuildValue("{s:s,s:s,s:d,s:d,s:d,s:d,s:d,s:i,s:N,s:s,s:K,s:K}",
+                       "impl", r->impl, "reason", r->reason, "seconds",
+                       r->seconds, "device_seconds", r->device_seconds,
+                       "once_seconds", r->once_seconds, "calibration_seconds",
+                       r->calibration_seconds, "calibration_once_seconds",
+                       r->calibration_once_seconds, "fallbacks", r->fallbacks,
+                       "estimates", est, "record_status",
+                       status_name(r->record_status), "bytes_up",
+                       (unsigned long long)r->bytes_up, "bytes_down",
+                       (unsigned long long)r->bytes_down);
 }
 
 /* run(method, inputs, params, impl) -> (outputs tuple, report dict) */
@@ -431,9 +448,9 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
   run_report rep;
   memset(&rep, 0, sizeof rep);
   int rc;
-  Py_BEGIN_ALLOW_THREADS rc =
-      method_run(self->e, method, &rq, out, n_out, &rep);
-  Py_END_ALLOW_THREADS
+  PyThreadState *ts = PyEval_SaveThread();
+  rc = method_run(self->e, method, &rq, out, n_out, &rep);
+  PyEval_RestoreThread(ts);
   if (unlock_status(self, rc) != QS_OK) goto done;
   /* Ctrl-C during the run: the run has completed and was recorded whole;
    * its outputs are dropped and KeyboardInterrupt raised. */
@@ -441,12 +458,16 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
   PyObject *outs = PyTuple_New((Py_ssize_t)n_out);
   for (size_t k = 0; outs && k < n_out; k++) {
     PyObject *o = image_to_array(&out[k]);
-    if (!o) Py_CLEAR(outs);
-    else PyTuple_SET_ITEM(outs, (Py_ssize_t)k, o);
+    if (!o)
+      Py_CLEAR(outs);
+    else
+      PyTuple_SET_ITEM(outs, (Py_ssize_t)k, o);
   }
   PyObject *rd = outs ? report_dict(&rep) : NULL;
-  if (rd) result = Py_BuildValue("(NN)", outs, rd);
-  else Py_XDECREF(outs);
+  if (rd)
+    result = Py_BuildValue("(NN)", outs, rd);
+  else
+    Py_XDECREF(outs);
 done:
   for (size_t k = 0; k < MAX_SLOTS; k++) /* those not handed to numpy */
     image_free(&out[k]);
@@ -481,13 +502,12 @@ static PyObject *Engine_benchmark(EngineObject *self, PyObject *args) {
   bench_result br;
   memset(&br, 0, sizeof br);
   int rc;
-  Py_BEGIN_ALLOW_THREADS rc =
-      method_benchmark(self->e, method, &rq, impls, warmup, repeats, &br);
-  Py_END_ALLOW_THREADS
-  if (unlock_status(self, rc) != QS_OK || PyErr_CheckSignals() < 0)
-    goto done;
-  list = list_of(br.n < QS_MAX_ESTIMATES ? br.n : QS_MAX_ESTIMATES,
-                 bench_item, br.entries);
+  PyThreadState *ts = PyEval_SaveThread();
+  rc = method_benchmark(self->e, method, &rq, impls, warmup, repeats, &br);
+  PyEval_RestoreThread(ts);
+  if (unlock_status(self, rc) != QS_OK || PyErr_CheckSignals() < 0) goto done;
+  list = list_of(br.n < QS_MAX_ESTIMATES ? br.n : QS_MAX_ESTIMATES, bench_item,
+                 br.entries);
 done:
   call_end(&ca);
   return list;
@@ -519,22 +539,21 @@ static PyObject *params_list(const method_desc *m) {
   PyObject *l = PyList_New(0);
   for (size_t k = 0; l && k < m->n_params; k++) {
     const param_def *d = &m->params[k];
-    int ranged = (d->type == PARAM_INT || d->type == PARAM_FLOAT) &&
-                 d->min < d->max;
+    int ranged =
+        (d->type == PARAM_INT || d->type == PARAM_FLOAT) && d->min < d->max;
     PyObject *def = param_value(d, d->def);
     PyObject *lo = ranged ? PyFloat_FromDouble(d->min) : Py_NewRef(Py_None);
     PyObject *hi = ranged ? PyFloat_FromDouble(d->max) : Py_NewRef(Py_None);
-    PyObject *x = (def && lo && hi)
-                      ? Py_BuildValue(
-                            "{s:s,s:s,s:N,s:N,s:N,s:O,s:O,s:s,s:s}", "name",
-                            d->name, "type", type_name(d->type), "default", def,
-                            "min", lo, "max", hi, "min_open",
-                            (d->flags & PARAM_MIN_OPEN) ? Py_True : Py_False,
-                            "max_open",
-                            (d->flags & PARAM_MAX_OPEN) ? Py_True : Py_False,
-                            "choices", d->choices ? d->choices : "", "doc",
-                            d->doc ? d->doc : "")
-                      : NULL;
+    PyObject *x =
+        (def && lo && hi)
+            ? Py_BuildValue(
+                  "{s:s,s:s,s:N,s:N,s:N,s:O,s:O,s:s,s:s}", "name", d->name,
+                  "type", type_name(d->type), "default", def, "min", lo, "max",
+                  hi, "min_open",
+                  (d->flags & PARAM_MIN_OPEN) ? Py_True : Py_False, "max_open",
+                  (d->flags & PARAM_MAX_OPEN) ? Py_True : Py_False, "choices",
+                  d->choices ? d->choices : "", "doc", d->doc ? d->doc : "")
+            : NULL;
     if (!x) {
       Py_XDECREF(def);
       Py_XDECREF(lo);
@@ -554,11 +573,11 @@ static PyObject *Engine_methods(EngineObject *self, PyObject *noargs) {
   size_t n = method_count(self->e);
   for (size_t i = 0; l && i < n; i++) {
     const method_desc *m = method_at(self->e, i);
-    PyObject *x = Py_BuildValue(
-        "{s:s,s:s,s:N,s:N,s:N,s:d}", "name", m->name, "doc",
-        m->doc ? m->doc : "", "inputs", slots_list(m->inputs, m->n_inputs),
-        "outputs", slots_list(m->outputs, m->n_outputs), "params",
-        params_list(m), "tolerance", m->tolerance);
+    PyObject *x = Py_BuildValue("{s:s,s:s,s:N,s:N,s:N,s:d}", "name", m->name,
+                                "doc", m->doc ? m->doc : "", "inputs",
+                                slots_list(m->inputs, m->n_inputs), "outputs",
+                                slots_list(m->outputs, m->n_outputs), "params",
+                                params_list(m), "tolerance", m->tolerance);
     if (!x || PyList_Append(l, x) < 0) Py_CLEAR(l);
     Py_XDECREF(x);
   }
@@ -614,8 +633,8 @@ static PyObject *Engine_devices(EngineObject *self, PyObject *noargs) {
   device_info dev[QS_MAX_IMPLS];
   size_t n = 0;
   engine_lock(self);
-  int rc = self->e ? engine_devices(self->e, dev, QS_MAX_IMPLS, &n)
-                   : QS_EINVAL;
+  int rc =
+      self->e ? engine_devices(self->e, dev, QS_MAX_IMPLS, &n) : QS_EINVAL;
   if (unlock_status(self, rc) != QS_OK) return NULL;
   return list_of(n < QS_MAX_IMPLS ? n : QS_MAX_IMPLS, device_item, dev);
 }
@@ -679,35 +698,34 @@ static int list_append_steal(PyObject *list, PyObject *d) {
 
 static int row_cb(void *ctx, const db_row *r) {
   return list_append_steal(
-      ctx,
-      Py_BuildValue("{s:L,s:d,s:s,s:s,s:i,s:s,s:s,s:d,s:s,s:d,s:d,s:d,s:s,"
-                    "s:s}",
-                    "id", (long long)r->id, "stamp", r->stamp, "method",
-                    r->method, "impl", r->impl, "impl_version",
-                    r->impl_version, "device", r->device, "key", r->key,
-                    "work", r->work, "params", r->params, "wall", r->wall,
-                    "device_seconds", r->device_seconds, "once_seconds",
-                    r->once_seconds, "status", status_name(r->status),
-                    "error", r->error ? r->error : ""));
+      ctx, Py_BuildValue(
+               "{s:L,s:d,s:s,s:s,s:i,s:s,s:s,s:d,s:s,s:d,s:d,s:d,s:s,"
+               "s:s}",
+               "id", (long long)r->id, "stamp", r->stamp, "method", r->method,
+               "impl", r->impl, "impl_version", r->impl_version, "device",
+               r->device, "key", r->key, "work", r->work, "params", r->params,
+               "wall", r->wall, "device_seconds", r->device_seconds,
+               "once_seconds", r->once_seconds, "status",
+               status_name(r->status), "error", r->error ? r->error : ""));
 }
 
 static int stat_cb(void *ctx, const db_stat *s) {
   return list_append_steal(
-      ctx, Py_BuildValue("{s:s,s:s,s:s,s:s,s:n,s:n,s:d,s:d,s:d,s:s}",
-                         "method", s->method, "key", s->key, "impl", s->impl,
-                         "device", s->device, "count", (Py_ssize_t)s->count,
-                         "failed", (Py_ssize_t)s->failed, "min", s->min,
-                         "median", s->median, "fast_mean", s->fast_mean,
-                         "status", status_name(s->status)));
+      ctx, Py_BuildValue("{s:s,s:s,s:s,s:s,s:n,s:n,s:d,s:d,s:d,s:s}", "method",
+                         s->method, "key", s->key, "impl", s->impl, "device",
+                         s->device, "count", (Py_ssize_t)s->count, "failed",
+                         (Py_ssize_t)s->failed, "min", s->min, "median",
+                         s->median, "fast_mean", s->fast_mean, "status",
+                         status_name(s->status)));
 }
 
 static int best_cb(void *ctx, const char *method, const char *key,
                    const run_report *choice) {
   PyObject *rd = report_dict(choice);
-  return list_append_steal(
-      ctx, rd ? Py_BuildValue("{s:s,s:s,s:N}", "method", method, "key", key,
-                              "choice", rd)
-              : NULL);
+  return list_append_steal(ctx,
+                           rd ? Py_BuildValue("{s:s,s:s,s:N}", "method",
+                                              method, "key", key, "choice", rd)
+                              : NULL);
 }
 
 /* Runs one of the db walks with a list as context; the GIL stays held (the
@@ -721,9 +739,12 @@ static PyObject *db_walk(EngineObject *self, PyObject *args, PyObject *kw,
   engine_lock(self);
   int rc = QS_EINVAL;
   if (self->e) {
-    if (which == 0) rc = engine_db_query(self->e, &f, row_cb, list);
-    else if (which == 1) rc = engine_db_stats(self->e, &f, stat_cb, list);
-    else rc = engine_db_best(self->e, &f, best_cb, list);
+    if (which == 0)
+      rc = engine_db_query(self->e, &f, row_cb, list);
+    else if (which == 1)
+      rc = engine_db_stats(self->e, &f, stat_cb, list);
+    else
+      rc = engine_db_best(self->e, &f, best_cb, list);
   }
   if (PyErr_Occurred()) { /* a callback failed: its error stands */
     engine_unlock(self);
@@ -761,18 +782,27 @@ static PyObject *db_do(EngineObject *self, db_op *o) {
   engine_lock(self);
   int rc = QS_EINVAL;
   engine *e = self->e;
-  Py_BEGIN_ALLOW_THREADS
+  PyThreadState *ts = PyEval_SaveThread();
   if (e) {
     switch (o->op) {
-    case 0: rc = engine_db_export(e, o->path); break;
-    case 1: rc = engine_db_import(e, o->path, &o->n[0], &o->n[1], &o->n[2]);
+    case 0:
+      rc = engine_db_export(e, o->path);
       break;
-    case 2: rc = engine_db_prune(e, o->keep, o->days, &o->n[0]); break;
-    case 3: rc = engine_db_forget(e, &o->f, &o->n[0]); break;
-    default: rc = engine_db_check(e); break;
+    case 1:
+      rc = engine_db_import(e, o->path, &o->n[0], &o->n[1], &o->n[2]);
+      break;
+    case 2:
+      rc = engine_db_prune(e, o->keep, o->days, &o->n[0]);
+      break;
+    case 3:
+      rc = engine_db_forget(e, &o->f, &o->n[0]);
+      break;
+    default:
+      rc = engine_db_check(e);
+      break;
     }
   }
-  Py_END_ALLOW_THREADS
+  PyEval_RestoreThread(ts);
   if (unlock_status(self, rc) != QS_OK) return NULL;
   if (o->op == 1)
     return Py_BuildValue("(nnn)", (Py_ssize_t)o->n[0], (Py_ssize_t)o->n[1],
@@ -783,8 +813,7 @@ static PyObject *db_do(EngineObject *self, db_op *o) {
 
 static PyObject *db_path_op(EngineObject *self, PyObject *args, int op) {
   PyObject *path = NULL;
-  if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &path))
-    return NULL;
+  if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &path)) return NULL;
   db_op o = {.op = op, .path = PyBytes_AS_STRING(path)};
   PyObject *r = db_do(self, &o);
   Py_DECREF(path);
@@ -838,9 +867,207 @@ static PyObject *Engine_get_db_path(EngineObject *self, void *c) {
   return PyUnicode_DecodeFSDefault(engine_db_path(self->e));
 }
 
+/* (status name, message) of the recording of timings: ("ok", "") while
+ * they are written, else why not (the store failed, is read-only...). */
+static PyObject *Engine_get_record_status(EngineObject *self, void *c) {
+  (void)c;
+  if (!engine_ready(self)) return NULL;
+  char msg[512] = "";
+  int rc = engine_record_status(self->e, msg, sizeof msg);
+  return Py_BuildValue("(ss)", status_name(rc), msg);
+}
+
 static PyObject *Engine_get_closed(EngineObject *self, void *c) {
   (void)c;
   return PyBool_FromLong(self->e == NULL);
+}
+
+/* ------------------------------------------------------- live stream */
+
+typedef struct {
+  PyObject_HEAD EngineObject *eng; /* strong: the engine outlives us */
+  esrrf_stream *s;
+} StreamObject;
+
+/* Raises with the stream's own message for a failed stream call. */
+static PyObject *stream_raise(StreamObject *self, int rc) {
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", esrrf_stream_error(self->s));
+  return raise_status(rc, msg);
+}
+
+static int stream_ready(StreamObject *self) {
+  if (self->s) return 1;
+  raise_status(QS_EINVAL, "the stream is closed");
+  return 0;
+}
+
+static void stream_close(StreamObject *self) {
+  if (!self->s) return;
+  engine_lock(self->eng);
+  esrrf_stream_close(self->s);
+  engine_unlock(self->eng);
+  self->s = NULL;
+  self->eng->streams--;
+}
+
+static PyObject *Stream_close(StreamObject *self, PyObject *noargs) {
+  (void)noargs;
+  stream_close(self);
+  Py_RETURN_NONE;
+}
+
+static void Stream_dealloc(StreamObject *self) {
+  stream_close(self);
+  Py_XDECREF(self->eng);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* push(frames): a C-contiguous float32 (F, R, C) array, wrapped as it is;
+ * the GIL is released while the frames' maps are computed. */
+static PyObject *Stream_push(StreamObject *self, PyObject *arr) {
+  PyObject *one = PyTuple_Pack(1, arr);
+  image in[MAX_SLOTS];
+  size_t n = 0;
+  int bad = !one || inputs_wrap(one, in, &n) < 0;
+  if (bad || !stream_ready(self)) {
+    Py_XDECREF(one);
+    return NULL;
+  }
+  engine_lock(self->eng);
+  PyThreadState *ts = PyEval_SaveThread();
+  int rc = esrrf_stream_push(self->s, &in[0]);
+  PyEval_RestoreThread(ts);
+  engine_unlock(self->eng);
+  Py_DECREF(one);
+  if (rc != QS_OK) return stream_raise(self, rc);
+  if (PyErr_CheckSignals() < 0) return NULL;
+  Py_RETURN_NONE;
+}
+
+/* pop() -> None, or (image, index, first, frames, latency). */
+static PyObject *Stream_pop(StreamObject *self, PyObject *noargs) {
+  (void)noargs;
+  if (!stream_ready(self)) return NULL;
+  image out = {0};
+  esrrf_stream_result info;
+  int got = 0;
+  engine_lock(self->eng);
+  int rc = esrrf_stream_pop(self->s, &out, &info, &got);
+  engine_unlock(self->eng);
+  if (rc != QS_OK) {
+    image_free(&out);
+    return stream_raise(self, rc);
+  }
+  if (!got) Py_RETURN_NONE;
+  PyObject *a = image_to_array(&out);
+  if (!a) return NULL;
+  return Py_BuildValue("(NKKKd)", a, (unsigned long long)info.index,
+                       (unsigned long long)info.first,
+                       (unsigned long long)info.frames, info.latency);
+}
+
+static PyObject *Stream_end(StreamObject *self, PyObject *noargs) {
+  (void)noargs;
+  if (!stream_ready(self)) return NULL;
+  engine_lock(self->eng);
+  PyThreadState *ts = PyEval_SaveThread();
+  int rc = esrrf_stream_end(self->s);
+  PyEval_RestoreThread(ts);
+  engine_unlock(self->eng);
+  if (rc != QS_OK) return stream_raise(self, rc);
+  Py_RETURN_NONE;
+}
+
+static PyObject *Stream_get_frames(StreamObject *self, void *c) {
+  (void)c;
+  if (!stream_ready(self)) return NULL;
+  return PyLong_FromUnsignedLongLong(esrrf_stream_frames(self->s));
+}
+
+static PyObject *Stream_get_impl(StreamObject *self, void *c) {
+  (void)c;
+  if (!stream_ready(self)) return NULL;
+  return PyUnicode_FromString(esrrf_stream_impl(self->s));
+}
+
+static PyObject *Stream_get_closed(StreamObject *self, void *c) {
+  (void)c;
+  return PyBool_FromLong(self->s == NULL);
+}
+
+static PyMethodDef Stream_methods_table[] = {
+    {"push", (PyCFunction)Stream_push, METH_O, "push(frames)"},
+    {"pop", (PyCFunction)Stream_pop, METH_NOARGS,
+     "pop() -> None or (image, index, first, frames, latency)"},
+    {"end", (PyCFunction)Stream_end, METH_NOARGS, "end() -- end of input"},
+    {"close", (PyCFunction)Stream_close, METH_NOARGS, "close()"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Stream_getset[] = {
+    {"frames", (getter)Stream_get_frames, NULL, "frames pushed", NULL},
+    {"impl", (getter)Stream_get_impl, NULL, "implementation in use", NULL},
+    {"closed", (getter)Stream_get_closed, NULL, "True once closed", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject StreamType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "quicksilver._core.Stream",
+    .tp_basicsize = sizeof(StreamObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Low-level live eSRRF stream (use Engine.esrrf_stream).",
+    .tp_dealloc = (destructor)Stream_dealloc,
+    .tp_methods = Stream_methods_table,
+    .tp_getset = Stream_getset,
+};
+
+/* esrrf_stream(rows, cols, params, sliding, window, every, impl,
+ *              max_pending) -> Stream */
+static PyObject *Engine_esrrf_stream(EngineObject *self, PyObject *args) {
+  Py_ssize_t rows, cols, window, every, max_pending;
+  PyObject *p_obj;
+  int sliding;
+  const char *impl = NULL;
+  if (!PyArg_ParseTuple(args, "nnOpnnzn", &rows, &cols, &p_obj, &sliding,
+                        &window, &every, &impl, &max_pending))
+    return NULL;
+  if (rows < 0 || cols < 0 || window < 0 || every < 0 || max_pending < 0)
+    return raise_status(QS_EINVAL, "stream sizes must be >= 0");
+  PyObject *p_seq = PySequence_Fast(p_obj, "params must be a sequence");
+  param p[QS_MAX_PARAMS];
+  size_t n_p = 0;
+  if (!p_seq || params_build(p_seq, p, QS_MAX_PARAMS, &n_p) < 0 ||
+      !engine_ready(self)) {
+    Py_XDECREF(p_seq);
+    return NULL;
+  }
+  esrrf_stream_options o = {.rows = (size_t)rows,
+                            .cols = (size_t)cols,
+                            .params = p,
+                            .n_params = n_p,
+                            .sliding = sliding,
+                            .window = (size_t)window,
+                            .every = (size_t)every,
+                            .impl = impl,
+                            .max_pending = (size_t)max_pending};
+  esrrf_stream *st = NULL;
+  char msg[1024] = "";
+  engine_lock(self);
+  int rc = esrrf_stream_open(self->e, &o, &st, msg, sizeof msg);
+  engine_unlock(self);
+  Py_DECREF(p_seq);
+  if (rc != QS_OK) return raise_status(rc, msg);
+  StreamObject *so = PyObject_New(StreamObject, &StreamType);
+  if (!so) {
+    esrrf_stream_close(st);
+    return NULL;
+  }
+  Py_INCREF(self);
+  so->eng = self;
+  so->s = st;
+  self->streams++;
+  return (PyObject *)so;
 }
 
 static PyMethodDef Engine_methods_table[] = {
@@ -859,7 +1086,8 @@ static PyMethodDef Engine_methods_table[] = {
     {"estimate", (PyCFunction)Engine_estimate, METH_VARARGS,
      "estimate(method, inputs, params, impl) -> report dict"},
     {"db_rows", (PyCFunction)(void (*)(void))Engine_db_rows,
-     METH_VARARGS | METH_KEYWORDS, "db_rows(method, impl, device, key, limit)"},
+     METH_VARARGS | METH_KEYWORDS,
+     "db_rows(method, impl, device, key, limit)"},
     {"db_stats", (PyCFunction)(void (*)(void))Engine_db_stats,
      METH_VARARGS | METH_KEYWORDS, "db_stats(method, impl, device, key)"},
     {"db_best", (PyCFunction)(void (*)(void))Engine_db_best,
@@ -871,8 +1099,12 @@ static PyMethodDef Engine_methods_table[] = {
     {"db_prune", (PyCFunction)(void (*)(void))Engine_db_prune,
      METH_VARARGS | METH_KEYWORDS, "db_prune(keep, older_than_days) -> n"},
     {"db_forget", (PyCFunction)(void (*)(void))Engine_db_forget,
-     METH_VARARGS | METH_KEYWORDS, "db_forget(method, impl, device, key) -> n"},
+     METH_VARARGS | METH_KEYWORDS,
+     "db_forget(method, impl, device, key) -> n"},
     {"db_check", (PyCFunction)Engine_db_check, METH_NOARGS, "db_check()"},
+    {"esrrf_stream", (PyCFunction)Engine_esrrf_stream, METH_VARARGS,
+     "esrrf_stream(rows, cols, params, sliding, window, every, impl, "
+     "max_pending) -> Stream"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -880,14 +1112,15 @@ static PyGetSetDef Engine_getset[] = {
     {"threads", (getter)Engine_get_threads, NULL, "pool threads", NULL},
     {"db_path", (getter)Engine_get_db_path, NULL, "timing store path", NULL},
     {"closed", (getter)Engine_get_closed, NULL, "True once closed", NULL},
+    {"record_status", (getter)Engine_get_record_status, NULL,
+     "(status name, message) of the recording of timings", NULL},
     {"opencl_why", (getter)Engine_get_opencl_why, NULL,
      "why there is no OpenCL device (\"\" when there is one)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyTypeObject EngineType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "quicksilver._core.Engine",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "quicksilver._core.Engine",
     .tp_basicsize = sizeof(EngineObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "Low-level engine handle (use quicksilver.Engine).",
@@ -907,14 +1140,21 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef core_module = {
-    PyModuleDef_HEAD_INIT, "quicksilver._core",
-    "quicksilver's compiled core (see the quicksilver package).", -1,
-    module_methods, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "quicksilver._core",
+    "quicksilver's compiled core (see the quicksilver package).",
+    -1,
+    module_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__core(void) {
   import_array();
-  if (PyType_Ready(&EngineType) < 0) return NULL;
+  if (PyType_Ready(&EngineType) < 0 || PyType_Ready(&StreamType) < 0)
+    return NULL;
   PyObject *m = PyModule_Create(&core_module);
   if (!m) return NULL;
   if (PyModule_AddObjectRef(m, "Engine", (PyObject *)&EngineType) < 0 ||

@@ -17,7 +17,7 @@ __all__ = [
     "Error", "ParameterError", "ShapeError", "DTypeError", "CopyError",
     "UnknownMethodError", "UnknownImplementationError", "UnavailableError",
     "ImplementationError", "OpenCLError", "StoreError", "FileFormatError",
-    "OutOfMemoryError", "CancelledError", "ConfigurationError", "ExistsError",
+    "OutOfMemoryError", "SizeError", "ConfigurationError", "ExistsError",
     "STATUS",
 ]
 
@@ -95,8 +95,9 @@ class OutOfMemoryError(Error, MemoryError):
     """Out of memory, or a size past what can be represented."""
 
 
-class CancelledError(Error):
-    """The operation was cancelled."""
+class SizeError(Error, OverflowError):
+    """A size past what can be represented, or more results waiting than a
+    stream holds (take them first)."""
 
 
 class ConfigurationError(Error):
@@ -110,7 +111,7 @@ class ExistsError(Error):
 _BY_NAME: dict[str, type[Error]] = {
     "invalid": ParameterError,
     "no_memory": OutOfMemoryError,
-    "overflow": OutOfMemoryError,
+    "overflow": SizeError,
     "shape": ShapeError,
     "no_method": UnknownMethodError,
     "param": ParameterError,
@@ -128,7 +129,6 @@ _BY_NAME: dict[str, type[Error]] = {
     "device_memory": OpenCLError,
     "io": FileFormatError,
     "format": FileFormatError,
-    "cancelled": CancelledError,
     "exists": ExistsError,
 }
 
