@@ -5,7 +5,7 @@
  *       [-o OUT2.tif ...] [--PARAM VALUE ...]
  * Options: --impl NAME|KIND, --threads N (per rank; default: the host's
  * cores shared among the ranks on that host), --db PATH, --chunk-bytes N,
- * --no-opencl, --json (report on stdout), -q (no report), --help.
+ * --spill, --no-opencl, --json (report on stdout), -q (no report), --help.
  *
  * A separate binary keeps MPI out of the quicksilver CLI and its library.
  * Rank 0 prints the report (which rank ran which units, with which
@@ -29,7 +29,11 @@ static const opt_def opts[] = {
     {"threads", 0, "N", "threads per rank (default: cores / ranks on host)"},
     {"db", 0, "PATH", "timing store (default: one per host)"},
     {"chunk-bytes", 0, "N",
-     "input bytes a chunk may read (default 256 MiB; one unit at least)"},
+     "input and output bytes a chunk may hold (default 256 MiB; one unit "
+     "at least)"},
+    {"spill", 0, NULL,
+     "each rank writes its output frames to a shared raw file, rank 0 "
+     "writes OUT from it (no rank holds the whole output)"},
     {"no-opencl", 0, NULL, "no OpenCL devices"},
     {"json", 0, NULL, "report as JSON on stdout"},
     {"quiet", 'q', NULL, "no report"},
@@ -254,7 +258,8 @@ static int cli(int argc, char **argv) {
     return 1;
   }
   qsm_options o = {.impl = args_value(&a, "impl"),
-                   .max_chunk_bytes = chunk_bytes};
+                   .max_chunk_bytes = chunk_bytes,
+                   .spill = args_value(&a, "spill") != NULL};
   o.engine.threads = threads ? (int)threads : default_threads();
   o.engine.db_path = args_value(&a, "db");
   o.engine.no_opencl = args_value(&a, "no-opencl") != NULL;

@@ -11,11 +11,14 @@
  *      broadcast them. */
 #include "quicksilver_mpi.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +47,9 @@ typedef struct ctx {
   size_t n_in, n_out;
   size_t frames;         /* pages of every input */
   size_t in_rows[QSM_MAX_IO], in_cols[QSM_MAX_IO];
+  size_t out_rows[QSM_MAX_IO], out_cols[QSM_MAX_IO];
+  int spill_fd;          /* spill: the raw file, else -1 */
+  char spill[4200];      /* its path (root: to remove it) */
   size_t fpt;            /* frames per unit */
   uint64_t units;
   int by_timepoints;
@@ -282,7 +288,28 @@ static int plan(ctx *c, const char *method, const param *params,
         (param){.name = "temporal", .text = "none"};
     c->units = c->frames;
   }
+  /* A chunk holds its input and its outputs: both count against the cap. */
   double unit_bytes = (double)(c->within ? 1 : c->fpt) * frame_bytes;
+  for (size_t k = 0; k < d->n_outputs; k++) { /* no shape rule: as input 0 */
+    c->out_rows[k] = c->in_rows[0];
+    c->out_cols[k] = c->in_cols[0];
+  }
+  if (d->shape) {
+    static float never_read; /* shape checks want data; they never read it */
+    image in[QSM_MAX_IO], out[QSM_MAX_IO];
+    for (size_t k = 0; k < c->n_in; k++)
+      in[k] = (image){.data = &never_read, .frames = c->frames,
+                      .rows = c->in_rows[k], .cols = c->in_cols[k]};
+    memset(out, 0, sizeof out);
+    rc = d->shape(in, values, out, err, len);
+    if (rc) return rc;
+    for (size_t k = 0; k < d->n_outputs; k++) {
+      c->out_rows[k] = out[k].rows;
+      c->out_cols[k] = out[k].cols;
+    }
+  }
+  for (size_t k = 0; k < d->n_outputs; k++)
+    unit_bytes += (double)c->out_rows[k] * (double)c->out_cols[k] * 4;
   double cap = (double)max_bytes / (unit_bytes > 0 ? unit_bytes : 1);
   c->max_units = cap < 1 ? 1 : cap > 1e18 ? (uint64_t)1e18 : (uint64_t)cap;
   return QS_OK;
@@ -395,13 +422,52 @@ static int run_method(ctx *c, image *in, const param *p, size_t n_p,
   return QS_OK;
 }
 
-/* Keeps a chunk's outputs for the gather. */
-static void keep(ctx *c, chunk *k) {
-  if (c->last)
-    c->last->next = k;
-  else
-    c->chunks = k;
-  c->last = k;
+/* Byte offset of frame f of output i in the spill file: the outputs one
+ * after another, each out_frames frames. */
+static uint64_t spill_at(const ctx *c, size_t i, uint64_t f) {
+  uint64_t at = 0;
+  for (size_t k = 0; k < i; k++)
+    at += c->out_frames * c->out_rows[k] * c->out_cols[k] * 4;
+  return at + f * c->out_rows[i] * c->out_cols[i] * 4;
+}
+
+/* Keeps a chunk's outputs for the gather; when spilling, writes them into
+ * their place in the spill file at once and frees them instead. */
+static int keep(ctx *c, chunk *k, char *err, size_t len) {
+  if (c->spill_fd < 0) {
+    if (c->last)
+      c->last->next = k;
+    else
+      c->chunks = k;
+    c->last = k;
+    return QS_OK;
+  }
+  int rc = QS_OK;
+  for (size_t i = 0; i < c->d->n_outputs && !rc; i++) {
+    const image *o = &k->out[i];
+    if (o->rows != c->out_rows[i] || o->cols != c->out_cols[i]) {
+      set_err(err, len, "%s: output %s is %zux%zu, expected %zux%zu",
+              c->d->name, c->d->outputs[i].name, o->rows, o->cols,
+              c->out_rows[i], c->out_cols[i]);
+      rc = QS_ESHAPE;
+      break;
+    }
+    const char *p = (const char *)o->data;
+    size_t n = o->frames * o->rows * o->cols * sizeof(float);
+    uint64_t at = spill_at(c, i, k->u0);
+    for (size_t done = 0; done < n;) {
+      ssize_t w = pwrite(c->spill_fd, p + done, n - done, (off_t)(at + done));
+      if (w <= 0) {
+        set_err(err, len, "%s: cannot write: %s", c->spill, strerror(errno));
+        rc = QS_EIO;
+        break;
+      }
+      done += (size_t)w;
+    }
+  }
+  for (size_t i = 0; i < QSM_MAX_IO; i++) image_free(&k->out[i]);
+  free(k);
+  return rc;
 }
 
 /* Units [u0, u1): read their pages, run the method, keep the outputs. */
@@ -439,11 +505,10 @@ static int run_chunk(ctx *c, uint64_t u0, uint64_t u1, char *err, size_t len) {
     free(k);
     return rc;
   }
-  keep(c, k);
   c->me.chunks++;
   c->me.units += u1 - u0;
   note_range(c, u0, u1);
-  return QS_OK;
+  return keep(c, k, err, len);
 }
 
 static int injected(ctx *c, char *err, size_t len) {
@@ -590,8 +655,7 @@ static int finish_piece(ctx *c, const piece *q, char *err, size_t len) {
   }
   k->u0 = q->t;
   k->u1 = q->t + 1;
-  keep(c, k);
-  return QS_OK;
+  return keep(c, k, err, len);
 }
 
 /* A partial between ranks: its map count, then its doubles. */
@@ -896,6 +960,69 @@ static void finish(ctx *c, int status, const char *why, qsm_report *report,
   free(all);
 }
 
+/* ---------------------------------------------------------------- spill */
+
+/* The root creates the spill file beside the first output, sized for every
+ * output; every rank opens it for writing. Collective; the same status
+ * everywhere. */
+static int spill_open(ctx *c, const char *out0, char *err, size_t len) {
+  int rc = QS_OK;
+  if (c->rank == c->root) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", out0);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : dir;
+    if (slash) *slash = 0;
+    int n = snprintf(c->spill, sizeof c->spill, "%s/.%s.qsm-%ld.raw",
+                     slash ? (dir[0] ? dir : "/") : ".", base,
+                     (long)getpid());
+    uint64_t size = spill_at(c, c->d->n_outputs, 0);
+    int fd = n < 0 || (size_t)n >= sizeof c->spill
+                 ? (errno = ENAMETOOLONG, -1)
+                 : open(c->spill, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || ftruncate(fd, (off_t)size) != 0) {
+      set_err(err, len, "%s: cannot create: %s", c->spill, strerror(errno));
+      rc = QS_EIO;
+      if (fd >= 0) close(fd), unlink(c->spill);
+      c->spill[0] = 0;
+    } else {
+      close(fd);
+    }
+  }
+  MPI_Bcast(&rc, 1, MPI_INT, c->root, c->comm);
+  if (rc) return rc;
+  MPI_Bcast(c->spill, (int)sizeof c->spill, MPI_CHAR, c->root, c->comm);
+  c->spill_fd = open(c->spill, O_WRONLY);
+  int mine = c->spill_fd < 0 ? QS_EIO : QS_OK;
+  if (mine) set_err(err, len, "%s: cannot open: %s", c->spill, strerror(errno));
+  MPI_Allreduce(&mine, &rc, 1, MPI_INT, MPI_MAX, c->comm);
+  return rc;
+}
+
+/* The root writes every output's TIFF from the spill file, through a
+ * read-only mapping (the pages come and go; no copy of the whole output is
+ * held), then removes it. */
+static int spill_write(ctx *c, const char *const *paths, size_t n_paths,
+                       char *err, size_t len) {
+  uint64_t size = spill_at(c, c->d->n_outputs, 0);
+  int fd = open(c->spill, O_RDONLY), rc = QS_OK;
+  void *map = fd < 0 ? MAP_FAILED
+                     : mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) {
+    set_err(err, len, "%s: cannot map: %s", c->spill, strerror(errno));
+    rc = QS_EIO;
+  }
+  for (size_t k = 0; !rc && k < n_paths; k++) {
+    image img = image_wrap((float *)(void *)((char *)map + spill_at(c, k, 0)),
+                           (size_t)c->out_frames, c->out_rows[k],
+                           c->out_cols[k]);
+    rc = tiff_write(paths[k], &img, err, len);
+  }
+  if (map != MAP_FAILED) munmap(map, (size_t)size);
+  if (fd >= 0) close(fd);
+  return rc;
+}
+
 /* ---------------------------------------------------------------- entry */
 
 static int run(MPI_Comm comm, const char *method, const char *const *inputs,
@@ -903,6 +1030,7 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
                const qsm_options *o, image *outputs, size_t n_outputs,
                const char *const *paths, qsm_report *report, char *err,
                size_t err_len) {
+  int spill = paths && o && o->spill;
   ctx *c = calloc(1, sizeof *c);
   image outs[QSM_MAX_IO] = {{0}};
   char why[1024] = "";
@@ -921,6 +1049,7 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
   c->n_out = n_outputs;
   c->impl = o ? o->impl : NULL;
   c->fail_rank = -1;
+  c->spill_fd = -1;
   c->me.rank = c->rank;
   int hl = 0;
   char host[MPI_MAX_PROCESSOR_NAME];
@@ -959,6 +1088,10 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
   if (!rc) rc = plan(c, method, params, n_params, max_bytes, why, sizeof why);
   int worst = rc;
   MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, comm);
+  if (!worst && spill) {
+    rc = spill_open(c, paths[0], why, sizeof why);
+    worst = rc;
+  }
 
   /* 2: work. The window exists on every rank in every case. */
   MPI_Aint wsize = c->rank == c->root ? W_RATES + 8 * (MPI_Aint)c->size : 0;
@@ -975,15 +1108,20 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
   MPI_Win_unlock_all(c->win);
   MPI_Win_free(&c->win);
 
-  /* 3: outputs. */
+  /* 3: outputs (a spill file is complete once every rank closed it). */
+  if (c->spill_fd >= 0) close(c->spill_fd);
+  c->spill_fd = -1;
   if (!worst) MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, comm);
   char gerr[512] = "";
   int grc = QS_OK;
-  if (!worst) grc = gather(c, outs, gerr, sizeof gerr);
+  if (!worst && !spill) grc = gather(c, outs, gerr, sizeof gerr);
   chunks_free(c);
-  if (!worst && !grc && paths && c->rank == c->root)
+  if (!worst && !grc && spill && c->rank == c->root)
+    grc = spill_write(c, paths, n_outputs, gerr, sizeof gerr);
+  if (!worst && !grc && !spill && paths && c->rank == c->root)
     for (size_t k = 0; k < n_outputs && !grc; k++)
       grc = tiff_write(paths[k], &outs[k], gerr, sizeof gerr);
+  if (c->rank == c->root && c->spill[0]) unlink(c->spill);
   if (!worst && paths) {
     /* Only the root knows why its write failed; the others learn it in
      * the report's message. */

@@ -10,7 +10,9 @@
  * shared filesystem; no rank reads the whole stack), and runs the method on
  * them. Outputs are gathered on the root rank, in memory (qsm_run) or
  * written to files by the root once every rank has succeeded (qsm_run_files:
- * nothing appears at the output paths if any rank fails).
+ * nothing appears at the output paths if any rank fails), either from the
+ * root's memory or, with options.spill, from a raw file into which every
+ * rank has written its own frames.
  *
  * Splitting (a "unit" is what one output frame is made from):
  *  - esrrf with temporal avg/var/tac2: whole timepoints (frames_per_timepoint
@@ -50,9 +52,9 @@
  *     n = floor(remaining * my_rate / sum_of_rates / 2), at least 1,
  * where rates (units per busy second, calibration excluded; measured
  * rates replace predicted ones after a rank's first chunk) are published
- * by every rank in the same window, and never more units than
- * max_chunk_bytes of input (a rank holds one chunk's input and its
- * outputs until the gather). Halving (guided self-scheduling
+ * by every rank in the same window, and never more units than fit in
+ * max_chunk_bytes of input and output (a rank holds one chunk's input,
+ * and its outputs until the gather). Halving (guided self-scheduling
  * weighted by measured speed) keeps the number of dispenser round trips to
  * about 2P ln(U / P) while the last chunks are small, so ranks finish within
  * about one small chunk of each other even when a rate was wrong or a node
@@ -97,8 +99,17 @@ typedef struct qsm_options {
   engine_options engine; /* each rank's engine; db_path NULL: as above */
   const char *impl;      /* as run_request.impl (NULL: each rank's agent) */
   int root;              /* gathers outputs and the report */
-  size_t max_chunk_bytes; /* input bytes a chunk may read (never less than
-                             one unit); 0: 256 MiB */
+  size_t max_chunk_bytes; /* bytes of input and output a chunk may hold
+                             (never less than one unit); 0: 256 MiB */
+  int spill;             /* qsm_run_files only. 0: outputs gathered in the
+                            root's memory, then written. Nonzero: each rank
+                            writes its output frames, as soon as they are
+                            computed, into their place in a raw file beside
+                            the first output path (".NAME.qsm-PID.raw",
+                            shared filesystem); the root then writes the
+                            TIFFs from it through a read-only mapping and
+                            removes it. No rank holds the whole output; the
+                            output bytes are written twice. */
 } qsm_options;
 
 /* What one rank did. */
