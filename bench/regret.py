@@ -6,7 +6,10 @@ For every case (method, input size, parameters) of a sweep that crosses
 the CPU/OpenCL and serial/threaded crossovers on this machine:
   1. cold: a fresh timing store, one automatic call (calibration included);
   2. warm: WARM more automatic calls in that store (what the engine learned
-     from its own calls);
+     from its own calls); the last one is reported. Keep WARM above the
+     number of implementations: a candidate known only by its model and
+     predicted within 1.5x of the best is verified by one run on the key,
+     and those runs are part of settling, not the settled choice;
   3. forced: every available implementation, REPEATS calls each, in that
      store; the oracle is the fastest median.
 Per case it reports the oracle, the cold and the warm choice, regret =
@@ -164,7 +167,7 @@ def main():
     ap.add_argument('--work', default='/tmp/qs_regret')
     ap.add_argument('--quick', action='store_true')
     ap.add_argument('--repeats', type=int, default=3)
-    ap.add_argument('--warm', type=int, default=3)
+    ap.add_argument('--warm', type=int, default=12)
     ap.add_argument('--json')
     ap.add_argument('--markdown')
     a = ap.parse_args()
