@@ -125,13 +125,21 @@ int main(int argc, char **argv) {
   const char *label = strrchr(kind, '/') ? strrchr(kind, '/') + 1 : kind;
   for (int i = 0; !rc && t && i < n; i++) {
     double *ti = t + i * repeats;
+    char name[80];
+    if (strcmp(impls[i], "auto"))
+      snprintf(name, sizeof name, "%.63s", rep[i].impl);
+    else /* the engine's choice and why, in the last run, and the time it
+          * spent calibrating other implementations before that run (an
+          * engine with a fresh store calibrates over its first calls) */
+      snprintf(name, sizeof name, "auto:%.40s (%.15s, cal %.2f s)",
+               rep[i].impl, rep[i].reason, rep[i].calibration_seconds);
     qsort(ti, (size_t)repeats, sizeof *ti, cmp);
     double med = repeats % 2 ? ti[repeats / 2]
                              : (ti[repeats / 2 - 1] + ti[repeats / 2]) / 2;
-    printf("esrrf %-34s %5zu x %4zu x %4zu  M %g r %g %-4s %-12.12s min %8.4f "
+    printf("esrrf %-44s %5zu x %4zu x %4zu  M %g r %g %-4s %-12.12s min %8.4f "
            "s  median %8.4f s  device %8.4f s  peak %7.1f MiB  before %7.1f "
            "MiB  working %7.1f MiB\n",
-           rep[i].impl, st.frames, st.rows, st.cols, mag, radius, temporal,
+           name, st.frames, st.rows, st.cols, mag, radius, temporal,
            label, ti[0], med, rep[i].device_seconds, peak, base,
            peak - base - out_mib);
   }

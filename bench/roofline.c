@@ -85,19 +85,30 @@ typedef struct peak_job {
   pthread_barrier_t *bar;
 } peak_job;
 
+/* Twelve independent chains, named so that they live in registers (an
+ * array indexed in a loop ends up in memory at -O2). */
+#define CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 /* 12 independent 8-wide FMA chains: 192 flops per iteration. */
 __attribute__((target("avx2,fma"))) static float fma_loop(long iters) {
-  __m256 a[12], m = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-  for (int k = 0; k < 12; k++) a[k] = _mm256_set1_ps((float)k);
-  for (long i = 0; i < iters; i++)
-    for (int k = 0; k < 12; k++) a[k] = _mm256_fmadd_ps(a[k], m, b);
-  __m256 s = a[0];
-  for (int k = 1; k < 12; k++) s = _mm256_add_ps(s, a[k]);
+  __m256 m = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+#define INIT(k) __m256 a##k = _mm256_set1_ps((float)(k));
+#define STEP(k) a##k = _mm256_fmadd_ps(a##k, m, b);
+#define SUM(k) s = _mm256_add_ps(s, a##k);
+  CHAINS(INIT)
+  for (long i = 0; i < iters; i++) {
+    CHAINS(STEP)
+  }
+  __m256 s = _mm256_setzero_ps();
+  CHAINS(SUM)
   float out[8];
   _mm256_storeu_ps(out, s);
   return out[0];
+#undef INIT
+#undef STEP
+#undef SUM
 }
 #endif
 
@@ -105,15 +116,22 @@ __attribute__((target("avx2,fma"))) static float fma_loop(long iters) {
  * (the baseline's best, no FMA). */
 typedef float v4 __attribute__((vector_size(16)));
 static float muladd_loop(long iters) {
-  v4 a[12], m = {0}, b = {0};
+  v4 m = {0}, b = {0};
   m += 0.999999f;
   b += 1e-7f;
-  for (int k = 0; k < 12; k++) a[k] = (v4){0} + (float)k;
-  for (long i = 0; i < iters; i++)
-    for (int k = 0; k < 12; k++) a[k] = a[k] * m + b;
-  v4 s = a[0];
-  for (int k = 1; k < 12; k++) s += a[k];
+#define INIT(k) v4 a##k = (v4){0} + (float)(k);
+#define STEP(k) a##k = a##k * m + b;
+#define SUM(k) s += a##k;
+  CHAINS(INIT)
+  for (long i = 0; i < iters; i++) {
+    CHAINS(STEP)
+  }
+  v4 s = {0};
+  CHAINS(SUM)
   return s[0];
+#undef INIT
+#undef STEP
+#undef SUM
 }
 
 static void *peak_thread(void *arg) {

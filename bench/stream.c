@@ -54,7 +54,8 @@ static void fill(image *m) {
   uint64_t s = 0x9E3779B97F4A7C15ull;
   for (size_t f = 0; f < m->frames; f++) {
     float *p = m->data + f * m->rows * m->cols;
-    for (size_t i = 0; i < m->rows * m->cols; i++) p[i] = 100.0f;
+    for (size_t i = 0; i < m->rows * m->cols; i++)
+      p[i] = 100.0f;
     for (size_t y0 = 5; y0 < m->rows; y0 += 10)
       for (size_t x0 = 5; x0 < m->cols; x0 += 10) {
         if (unit(&s) > 0.3) continue;
@@ -69,7 +70,8 @@ static void fill(image *m) {
       }
     for (size_t i = 0; i < m->rows * m->cols; i++) {
       double g = 0;
-      for (int k = 0; k < 12; k++) g += unit(&s);
+      for (int k = 0; k < 12; k++)
+        g += unit(&s);
       double v = p[i];
       p[i] = (float)fmax(0, v + (sqrt(v) + 2) * (g - 6));
     }
@@ -90,8 +92,8 @@ static int batch(engine *e, const image *st, size_t window, const char *impl,
                  char *chosen, double *sec) {
   param p[6];
   params(p, window);
-  run_request rq = {.inputs = st, .n_inputs = 1, .params = p, .n_params = 6,
-                    .impl = impl};
+  run_request rq = {
+      .inputs = st, .n_inputs = 1, .params = p, .n_params = 6, .impl = impl};
   image out[1];
   run_report rep;
   double t0 = now();
@@ -111,9 +113,14 @@ static int stream(engine *e, const image *st, size_t window, size_t every,
                   const char *impl, double *sec, double *lat) {
   param p[6];
   params(p, window);
-  esrrf_stream_options o = {.rows = st->rows, .cols = st->cols, .params = p,
-                            .n_params = 6, .sliding = every > 0,
-                            .window = window, .every = every, .impl = impl,
+  esrrf_stream_options o = {.rows = st->rows,
+                            .cols = st->cols,
+                            .params = p,
+                            .n_params = 6,
+                            .sliding = every > 0,
+                            .window = window,
+                            .every = every,
+                            .impl = impl,
                             .max_pending = 1 << 20};
   esrrf_stream *s;
   char err[512];
@@ -150,7 +157,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *want = strcmp(argv[1], "auto") ? argv[1] : NULL;
-  size_t size = strtoul(argv[2], NULL, 10), frames = strtoul(argv[3], NULL, 10);
+  size_t size = strtoul(argv[2], NULL, 10),
+         frames = strtoul(argv[3], NULL, 10);
   size_t window = argc > 4 ? strtoul(argv[4], NULL, 10) : 100;
   size_t every = argc > 5 ? strtoul(argv[5], NULL, 10) : 0;
   int repeats = argc > 6 ? atoi(argv[6]) : 3;
@@ -191,9 +199,10 @@ int main(int argc, char **argv) {
            "(%.5f s/frame); stream %.4f s, %.2f frames/s, overhead %+.1f %%; "
            "push latency min %.5f median %.5f p99 %.5f s, median/batch "
            "per frame %.2f\n",
-           impl, frames, size, size, window, every ? " sliding" : "", best_b, best_b / (double)frames, best_s,
-           (double)frames / best_s, 100 * (best_s / best_b - 1), lmin, lmed,
-           l99, lmed / (best_b / (double)frames));
+           impl, frames, size, size, window, every ? " sliding" : "", best_b,
+           best_b / (double)frames, best_s, (double)frames / best_s,
+           100 * (best_s / best_b - 1), lmin, lmed, l99,
+           lmed / (best_b / (double)frames));
   image_free(&st);
   free(lat);
   engine_close(e);

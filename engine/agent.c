@@ -138,6 +138,25 @@ long agent_choose(const agent_cand *c, size_t n, double work, int static_cold,
   int src;
   agent_estimate(&c[best], work, &src);
   *reason = src == SRC_HISTORY ? "history" : "model";
+  /* Verification: a candidate known here only by its model (other keys,
+   * calibration slices) and predicted within AGENT_VERIFY of the measured
+   * best runs once on this key, so that a model error (a slice that did
+   * not transfer, a disturbed calibration) costs one run, not every run. */
+  if (src == SRC_HISTORY) {
+    long verify = -1;
+    double verify_t = INFINITY;
+    for (size_t i = 0; i < n; i++) {
+      int s2;
+      if (c[i].excluded || c[i].n_walls) continue;
+      double t = agent_estimate(&c[i], work, &s2);
+      if (s2 == SRC_MODEL && t <= AGENT_VERIFY * best_t && t < verify_t)
+        verify = (long)i, verify_t = t;
+    }
+    if (verify >= 0) {
+      *reason = "verification";
+      return verify;
+    }
+  }
   if (!delays) return best;
 
   /* Expected times with the delays; explore only if they change the

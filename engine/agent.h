@@ -19,6 +19,9 @@
 #define AGENT_DELAY_MIN 20
 /* Work below this is "small" for the static order (pixels or work units). */
 #define AGENT_SMALL_WORK 65536.0
+/* A candidate known only by its model and predicted within this factor of
+ * the best measured one is run once on the key (agent_choose). */
+#define AGENT_VERIFY 1.5
 
 /* What the dispatcher knows about one candidate implementation. */
 typedef struct agent_cand {
@@ -64,8 +67,9 @@ double agent_estimate(const agent_cand *c, double work, int *source);
 int agent_cold(const agent_cand *c);
 
 /* Chooses among c[0..n): returns the index, or -1 if every candidate is
- * excluded. `reason` receives "history", "model", "exploration" or
- * "static". With static_cold, any usable cold candidate makes the choice
+ * excluded. `reason` receives "history", "model", "verification" (a
+ * model-only candidate within AGENT_VERIFY of the best measured one, run
+ * once on the key), "exploration" or "static". With static_cold, any usable cold candidate makes the choice
  * the static order by kind and work; otherwise cold candidates are passed
  * over while some candidate has an estimate. seconds[i] and source[i]
  * (both may be NULL) receive every candidate's estimate. */

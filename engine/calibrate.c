@@ -9,10 +9,9 @@
 
 /* Calibration. The cold candidates run, in the order below, on a small
  * slice of the caller's input (twice when the first run had one-time
- * costs, so a steady time is recorded), while the budget lasts; then the
- * candidates within CALIB_CLOSE of the best on the small slice run on a
- * second, larger slice, fastest first, while the budget lasts. Two sizes
- * give the fit a fixed cost and a slope; an implementation left at one
+ * costs, so a steady time is recorded), while the budget lasts; then they
+ * run on a second, larger slice, fastest first (OpenCL on the host's
+ * cores still last), while the budget lasts. Two sizes give the fit a fixed cost and a slope; an implementation left at one
  * size is scaled proportionally (which only overestimates it). Cold
  * candidates the budget leaves out stay cold: they are passed over for
  * this call and calibrated by later ones, each within its own budget.
@@ -39,10 +38,9 @@
  * Slices: the small one is 1/32 of the rows and columns, at least
  * CALIB_MIN_SIDE pixels per side (a slice of 16 x 16 pixels measures the
  * call overhead, not the per-pixel cost); the second is as large as the
- * budget left allows for the close candidates, from 2x to 8x per side. */
+ * budget left allows for all of them, from 2x to 8x per side. */
 #define CALIB_SHARE 0.10
 #define CALIB_FLOOR 0.002
-#define CALIB_CLOSE 2.0
 #define CALIB_CL_ONCE 0.25
 #define CALIB_MIN_SIDE 32
 static size_t slice_side(size_t full) {
@@ -154,6 +152,7 @@ static double budget_for(const engine *e, double predicted) {
 }
 
 /* Rank in the calibration order (lower first). */
+enum { RANK_HOST_CL = 6 };
 static int calib_rank(const rimpl *r, double work) {
   int large = work >= AGENT_SMALL_WORK;
   switch (r->def->kind) {
@@ -161,7 +160,8 @@ static int calib_rank(const rimpl *r, double work) {
     case IMPL_THREADED: return large ? 1 : 1;
     case IMPL_COMPOSITE: return 2;
     case IMPL_OPENCL:
-      if (r->device && cldev_about(r->device)->shares_host_cores) return 6;
+      if (r->device && cldev_about(r->device)->shares_host_cores)
+        return RANK_HOST_CL;
       return large ? 0 : 5;
     default: return 7;
   }
@@ -223,12 +223,15 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
   slice_done(d, &sl);
   double used = (double)(engine_now(e) - t0) * 1e-9;
   if (first < 0 || !(w_small > 0) || used >= budget) return used;
-  /* the second size: as large as the budget left allows for the close
-   * candidates (their small-slice times summed), 2x to 8x per side */
-  double close_sum = 0;
+  /* the second size: as large as the budget left allows for all of them
+   * (their small-slice times summed), 2x to 8x per side. All, not only
+   * the fastest on the small slice: there a fixed cost (a pool's wake-up,
+   * a kernel launch) dominates, and only a second size tells it from the
+   * per-pixel cost that decides the full call. */
+  double small_sum = 0;
   for (size_t i = 0; i < m->n_impls; i++)
-    if (small[i] >= 0 && small[i] <= CALIB_CLOSE * best) close_sum += small[i];
-  double grow_max = close_sum > 0 ? (budget - used) / close_sum : 0;
+    if (small[i] >= 0) small_sum += small[i];
+  double grow_max = small_sum > 0 ? (budget - used) / small_sum : 0;
   size_t f = 2;
   while (f < 8 && (double)(4 * f * f) <= grow_max) f *= 2;
   size_t rows2 = rows * f < pr->in[0].rows ? rows * f : pr->in[0].rows;
@@ -236,12 +239,17 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
   if ((rows2 == rows && cols2 == cols) || slice_make(e, pr, rows2, cols2, &sl))
     return (double)(engine_now(e) - t0) * 1e-9;
   double grow = sl.work / w_small;
-  for (;;) { /* fastest on the small slice first */
+  for (;;) { /* fastest on the small slice first, while the budget lasts */
     long next = -1;
-    for (size_t i = 0; i < m->n_impls; i++)
-      if (small[i] >= 0 && small[i] <= CALIB_CLOSE * best &&
-          (next < 0 || small[i] < small[next]))
+    for (size_t i = 0; i < m->n_impls; i++) {
+      if (small[i] < 0) continue;
+      int last_i = calib_rank(&m->impls[i], 0) == RANK_HOST_CL;
+      int last_n = next >= 0 &&
+                   calib_rank(&m->impls[next], 0) == RANK_HOST_CL;
+      if (next < 0 || last_i < last_n ||
+          (last_i == last_n && small[i] < small[next]))
         next = (long)i;
+    }
     if (next < 0) break;
     double t = small[next];
     small[next] = -1;

@@ -479,6 +479,8 @@ typedef struct run_report {
   char reason[16];        /* the evidence the choice used: "forced",
                              "history", "model", "scaled", "calibration"
                              (a model from this call's calibration),
+                             "verification" (known only by its model, within
+                             1.5x of the measured best: run once on the key),
                              "exploration" (a delayed favourite), "fallback"
                              (after failures), "static" (kind and size
                              only) */

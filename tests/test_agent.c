@@ -164,3 +164,40 @@ Test(agent, random_is_uniform_and_seeded) {
   }
   cr_assert_float_eq(sum / 10000, 0.5, 0.02);
 }
+
+/* A candidate known only by its model, predicted within AGENT_VERIFY of
+ * the best measured one, runs once on the key; then its own history
+ * decides. Farther than that, the measured best stays. */
+Test(agent, model_only_candidate_is_verified_once) {
+  double a[3] = {1.0, 1.0, 1.0};
+  agent_cand c[2] = {
+      {.kind = IMPL_SERIAL, .walls = a, .n_walls = 3},
+      {.kind = IMPL_THREADED, .n_points = 2, .fitted = 1, .fit_a = 0,
+       .fit_b = 1.2e-6}};
+  uint64_t rng = 1;
+  const char *why = NULL;
+  double est[2];
+  int src[2];
+  /* model 1.2 s at work 1e6 against 1.0 s measured: within 1.5x */
+  cr_assert_eq(agent_choose(c, 2, 1e6, 0, &rng, &why, est, src), 1);
+  cr_assert_str_eq(why, "verification");
+  cr_assert_float_eq(est[1], 1.2, 1e-12);
+  cr_assert_eq(src[1], SRC_MODEL);
+  /* once measured (1.3 s), history against history: the first stays */
+  double b[1] = {1.3};
+  c[1].walls = b;
+  c[1].n_walls = 1;
+  cr_assert_eq(agent_choose(c, 2, 1e6, 0, &rng, &why, NULL, NULL), 0);
+  cr_assert_str_eq(why, "history");
+  /* predicted at 1.6 s (beyond 1.5x): not worth a run */
+  c[1].walls = NULL;
+  c[1].n_walls = 0;
+  c[1].fit_b = 1.6e-6;
+  cr_assert_eq(agent_choose(c, 2, 1e6, 0, &rng, &why, NULL, NULL), 0);
+  cr_assert_str_eq(why, "history");
+  /* excluded candidates are never verified */
+  c[1].fit_b = 1.1e-6;
+  c[1].excluded = "failed";
+  cr_assert_eq(agent_choose(c, 2, 1e6, 0, &rng, &why, NULL, NULL), 0);
+  cr_assert_str_eq(why, "history");
+}

@@ -37,14 +37,13 @@ static void es_params(param p[7], int temporal, int mpc) {
   memcpy(p, all, sizeof all);
 }
 
-static image es_run(const char *impl, const image *in, int temporal,
-                    int mpc) {
+static image es_run(const char *impl, const image *in, int temporal, int mpc) {
   param p[7];
   image out[1];
   char err[512] = "";
   es_params(p, temporal, mpc);
-  int rc = harness_run(&method_esrrf, impl, in, p, 7, out, NULL, err,
-                       sizeof err);
+  int rc =
+      harness_run(&method_esrrf, impl, in, p, 7, out, NULL, err, sizeof err);
   cr_assert_eq(rc, QS_OK, "esrrf %s: %s", impl, err);
   return out[0];
 }
@@ -53,7 +52,8 @@ static image noisy(size_t f, size_t r, size_t c, unsigned seed) {
   image m;
   cr_assert_eq(image_alloc(&m, f, r, c), QS_OK);
   harness_fill(&m, seed, 50);
-  for (size_t i = 0; i < f * r * c; i++) m.data[i] += 200;
+  for (size_t i = 0; i < f * r * c; i++)
+    m.data[i] += 200;
   return m;
 }
 
@@ -62,8 +62,7 @@ static image noisy(size_t f, size_t r, size_t c, unsigned seed) {
  * formula in the same order. */
 Test(partial, add_and_finish_equal_method_run_bits) {
   image st = noisy(7, 9, 8, 3);
-  static const char *const impls[] = {"serial", "threaded_dynamic",
-                                      "fused"};
+  static const char *const impls[] = {"serial", "threaded_dynamic", "fused"};
   for (int k = 0; k < 3; k++) {
     image maps = es_run(impls[k], &st, NONE, 0);
     for (int t = AVG; t <= TAC2; t++)
@@ -72,9 +71,9 @@ Test(partial, add_and_finish_equal_method_run_bits) {
         esrrf_partial p;
         cr_assert_eq(esrrf_partial_init(&p, t, maps.rows, maps.cols), QS_OK);
         for (size_t f = 0; f < maps.frames; f++)
-          cr_assert_eq(esrrf_partial_add(
-                           &p, maps.data + f * maps.rows * maps.cols, 1),
-                       QS_OK);
+          cr_assert_eq(
+              esrrf_partial_add(&p, maps.data + f * maps.rows * maps.cols, 1),
+              QS_OK);
         cr_assert_eq(p.n, 7);
         float *out = malloc(maps.rows * maps.cols * sizeof *out);
         cr_assert_eq(esrrf_partial_finish(&p, 3, mpc, out), QS_OK);
@@ -133,7 +132,8 @@ Test(partial, merge_at_every_split_equals_the_whole) {
           cr_assert(fabsf(got[i] - ref[i]) <= 1e-6f * fabsf(ref[i]) + 1e-6f,
                     "temporal %d split %d/%d pixel %d: %g vs %g", t, a, b, i,
                     (double)got[i], (double)ref[i]);
-        for (int i = 0; i < 3; i++) esrrf_partial_free(&p[i]);
+        for (int i = 0; i < 3; i++)
+          esrrf_partial_free(&p[i]);
       }
     esrrf_partial_free(&whole);
   }
@@ -144,7 +144,8 @@ Test(partial, merge_at_every_split_equals_the_whole) {
  * Σ_{t<5} (t − 2.5)(t − 1.5) / 5 = 1.75. Two halves merged give the same. */
 Test(partial, closed_forms_far_from_zero) {
   float x[6];
-  for (int t = 0; t < 6; t++) x[t] = 1.0e6f + (float)t;
+  for (int t = 0; t < 6; t++)
+    x[t] = 1.0e6f + (float)t;
   const double want[3] = {1e6 + 2.5, 35.0 / 12.0, 1.75};
   for (int t = AVG; t <= TAC2; t++) {
     esrrf_partial a, b;
@@ -201,7 +202,8 @@ Test(partial, bad_input_is_refused) {
 static image sim_stack(size_t f, size_t r, size_t c, uint64_t seed) {
   double v[SIM_N];
   char err[256];
-  for (int i = 0; i < SIM_N; i++) v[i] = sim_params[i].def;
+  for (int i = 0; i < SIM_N; i++)
+    v[i] = sim_params[i].def;
   v[SIM_FRAMES] = (double)f;
   v[SIM_ROWS] = (double)r;
   v[SIM_COLS] = (double)c;
@@ -302,8 +304,8 @@ Test(device, ten_thousand_frames_against_the_double_fold) {
   for (int t = AVG; t <= TAC2; t++) {
     cl_stat st;
     esrrf_partial p;
-    cr_assert_eq(cl_stat_open(&st, dev, t, PX, err, sizeof err), QS_OK,
-                 "%s", err);
+    cr_assert_eq(cl_stat_open(&st, dev, t, PX, err, sizeof err), QS_OK, "%s",
+                 err);
     cr_assert_eq(esrrf_partial_init(&p, t, 32, 32), QS_OK);
     for (int f0 = 0; f0 < F; f0 += B) {
       for (size_t i = 0; i < (size_t)B * PX; i++) {
@@ -315,9 +317,8 @@ Test(device, ten_thousand_frames_against_the_double_fold) {
         maps[i] = (float)(1000 + 30 * 1.7320508 * (g - 2) +
                           ((s & 1023) == 0 ? 5000 : 0));
       }
-      cr_assert_eq(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0,
-                                        (size_t)B * PX * 4, maps, 0, NULL,
-                                        NULL),
+      cr_assert_eq(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, (size_t)B * PX * 4,
+                                        maps, 0, NULL, NULL),
                    CL_SUCCESS);
       cr_assert_eq(cl_stat_fold(&st, q, buf, B, NULL, err, sizeof err), QS_OK,
                    "%s", err);
@@ -353,7 +354,7 @@ Test(device, ten_thousand_frames_against_the_double_fold) {
  * work-item, away from the borders) and its per-pixel path (borders, short
  * lane groups) against serial on a camera stack wide enough for both, at
  * two magnifications and radii: within 2e-6 of the peak (the candidate
- * weights' expansion, rsqrt). */
+ * weights' expansion). */
 Test(device, opencl_vector_lanes_match_serial) {
   clrt *rt = cl_or_skip();
   image st = sim_stack(3, 21, 45, 13);
@@ -373,8 +374,10 @@ Test(device, opencl_vector_lanes_match_serial) {
                  QS_OK, "%s", err);
     double diff, pk;
     harness_diff(got, ref, &diff, &pk);
-    fprintf(stderr, "opencl lanes, M %g radius %g: worst %.3g of peak %.3g "
-                    "(%.3g)\n", cases[k][0], cases[k][1], diff, pk, diff / pk);
+    fprintf(stderr,
+            "opencl lanes, M %g radius %g: worst %.3g of peak %.3g "
+            "(%.3g)\n",
+            cases[k][0], cases[k][1], diff, pk, diff / pk);
     cr_assert_gt(pk, 0);
     cr_expect_leq(diff, 2e-6 * pk);
     image_free(ref);
@@ -386,9 +389,9 @@ Test(device, opencl_vector_lanes_match_serial) {
 
 /* Through the engine: an all-on-device call with T timepoints downloads
  * exactly the T images, 4·T·(R·M)·(C·M) bytes (no fixed extra), and
- * uploads each frame once plus the candidate and tap tables (the same for every
- * temporal mode, under 64 KiB); temporal=none downloads every map, so on 100
- * frames at M = 5 the statistic moves 100x fewer bytes down. */
+ * uploads each frame once plus the candidate and tap tables (the same for
+ * every temporal mode, under 64 KiB); temporal=none downloads every map,
+ * so on 100 frames at M = 5 the statistic moves 100x fewer bytes down. */
 Test(device, esrrf_downloads_only_the_timepoints) {
   engine *e;
   engine_options o = {.db_path = ":memory:", .threads = 2};
@@ -408,16 +411,18 @@ Test(device, esrrf_downloads_only_the_timepoints) {
   struct {
     int temporal, fpt;
     uint64_t down;
-  } cases[] = {{AVG, 0, 4 * plane},       {VAR, 30, 4 * 4 * plane},
-               {TAC2, 50, 4 * 2 * plane}, {NONE, 0, 4 * 100 * plane}};
+  } cases[] = {{AVG, 0, 4 * plane},
+               {VAR, 30, 4 * 4 * plane},
+               {TAC2, 50, 4 * 2 * plane},
+               {NONE, 0, 4 * 100 * plane}};
   uint64_t down[4], up0 = 0;
   for (int k = 0; k < 4; k++) {
     param p[7];
     es_params(p, cases[k].temporal, 1);
     p[0].value = 5;
     p[4].value = cases[k].fpt;
-    run_request rq = {.inputs = &st, .n_inputs = 1, .params = p,
-                      .n_params = 7, .impl = cl};
+    run_request rq = {
+        .inputs = &st, .n_inputs = 1, .params = p, .n_params = 7, .impl = cl};
     image out[1];
     run_report rep;
     cr_assert_eq(method_run(e, "esrrf", &rq, out, 1, &rep), QS_OK, "%s",
@@ -428,8 +433,8 @@ Test(device, esrrf_downloads_only_the_timepoints) {
             rep.impl, cases[k].temporal, cases[k].fpt,
             (unsigned long long)rep.bytes_up,
             (unsigned long long)rep.bytes_down, rep.device_seconds);
-    cr_expect_eq(rep.bytes_down, cases[k].down, "case %d: %llu bytes down",
-                 k, (unsigned long long)rep.bytes_down);
+    cr_expect_eq(rep.bytes_down, cases[k].down, "case %d: %llu bytes down", k,
+                 (unsigned long long)rep.bytes_down);
     /* up: the frames once, plus the tables (fixed per call) */
     cr_expect_geq(rep.bytes_up, up, "case %d", k);
     cr_expect_lt(rep.bytes_up - up, 64 << 10, "case %d: %llu bytes up", k,
@@ -465,8 +470,8 @@ static image batch_run(engine *e, const image *st, size_t f0, size_t n,
   p[4].value = fpt;
   size_t px = st->rows * st->cols;
   image in = image_wrap(st->data + f0 * px, n, st->rows, st->cols);
-  run_request rq = {.inputs = &in, .n_inputs = 1, .params = p,
-                    .n_params = 7, .impl = impl};
+  run_request rq = {
+      .inputs = &in, .n_inputs = 1, .params = p, .n_params = 7, .impl = impl};
   image out[1];
   cr_assert_eq(method_run(e, "esrrf", &rq, out, 1, NULL), QS_OK, "%s",
                engine_error(e));
@@ -474,13 +479,18 @@ static image batch_run(engine *e, const image *st, size_t f0, size_t n,
 }
 
 static esrrf_stream *stream_open(engine *e, int temporal, int sliding,
-                                 size_t window, size_t every,
-                                 const char *impl, size_t rows, size_t cols) {
+                                 size_t window, size_t every, const char *impl,
+                                 size_t rows, size_t cols) {
   param p[7];
   es_params(p, temporal, 1);
-  esrrf_stream_options o = {.rows = rows, .cols = cols, .params = p,
-                            .n_params = 7, .sliding = sliding,
-                            .window = window, .every = every, .impl = impl,
+  esrrf_stream_options o = {.rows = rows,
+                            .cols = cols,
+                            .params = p,
+                            .n_params = 7,
+                            .sliding = sliding,
+                            .window = window,
+                            .every = every,
+                            .impl = impl,
                             .max_pending = 8};
   esrrf_stream *s;
   char err[512] = "";
@@ -539,8 +549,8 @@ Test(stream, timepoints_equal_method_run_bits) {
         esrrf_stream *s = stream_open(e, t, 0, 4, 0, impls[k], 9, 8);
         image res[4];
         esrrf_stream_result info[4];
-        size_t n = stream_all(s, &st, how ? uneven : one, how ? 4 : 1, res,
-                              info, 4);
+        size_t n =
+            stream_all(s, &st, how ? uneven : one, how ? 4 : 1, res, info, 4);
         const char *impl = k < 2 ? impls[k] : esrrf_stream_impl(s);
         cr_assert(impl[0], "no implementation recorded");
         image ref = batch_run(e, &st, 0, 11, impl, t, 4);
@@ -584,8 +594,8 @@ Test(stream, sliding_window_equals_batch_of_the_window) {
       double diff, pk;
       harness_diff(&res[i], &ref, &diff, &pk);
       cr_assert_gt(pk, 0);
-      cr_expect_leq(diff, 1e-6 * pk, "temporal %d window %zu: %.3g of %.3g",
-                    t, i, diff, pk);
+      cr_expect_leq(diff, 1e-6 * pk, "temporal %d window %zu: %.3g of %.3g", t,
+                    i, diff, pk);
       image_free(&ref);
       image_free(&res[i]);
     }
@@ -618,8 +628,8 @@ Test(stream, bad_input_is_refused_and_the_stream_goes_on) {
   char err[512] = "";
   esrrf_stream *s;
   es_params(p, NONE, 1);
-  esrrf_stream_options o = {.rows = 9, .cols = 8, .params = p,
-                            .n_params = 7, .window = 4};
+  esrrf_stream_options o = {
+      .rows = 9, .cols = 8, .params = p, .n_params = 7, .window = 4};
   cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EPARAM);
   cr_assert_null(s);
   cr_assert(strstr(err, "none"), "%s", err);
@@ -673,13 +683,17 @@ Test(stream, bad_input_is_refused_and_the_stream_goes_on) {
 
   /* max_pending 1: a push completing two timepoints is refused */
   es_params(p, AVG, 1);
-  o = (esrrf_stream_options){.rows = 9, .cols = 8, .params = p,
-                             .n_params = 7, .window = 2, .max_pending = 1,
+  o = (esrrf_stream_options){.rows = 9,
+                             .cols = 8,
+                             .params = p,
+                             .n_params = 7,
+                             .window = 2,
+                             .max_pending = 1,
                              .impl = "fused"};
   cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_OK, "%s",
                err);
-  image four = image_wrap(st.data, 4, 9, 8), two = image_wrap(st.data, 2,
-                                                               9, 8);
+  image four = image_wrap(st.data, 4, 9, 8),
+        two = image_wrap(st.data, 2, 9, 8);
   cr_assert_eq(esrrf_stream_push(s, &four), QS_EOVERFLOW);
   cr_assert_eq(esrrf_stream_frames(s), 0);
   cr_assert_eq(esrrf_stream_push(s, &two), QS_OK);
@@ -762,6 +776,17 @@ Test(stream_cli, tiff_still_being_written) {
   cr_assert_eq(pclose(p), 0, "%s", cmd);
   image want = fused_batch(&st, VAR);
   same_bits(out, &want);
+  /* the input as the output: a usage error, the input untouched */
+  snprintf(cmd, sizeof cmd,
+           "%s --db :memory: stream %s -o %s --window 4 --idle 0.2 -q "
+           "2>/dev/null",
+           QS_CLI, in, in);
+  int rc = system(cmd);
+  cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "-o the input: usage");
+  image again;
+  cr_assert_eq(tiff_read(in, &again, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(memcmp(again.data, st.data, 11 * 9 * 8 * 4), 0);
+  image_free(&again);
   image_free(&want);
   image_free(&st);
   dir_remove(dir);
@@ -787,11 +812,13 @@ Test(stream_cli, raw_frames_on_stdin) {
   cr_assert_eq(pclose(p), 0, "%s", cmd);
   image want = fused_batch(&st, TAC2);
   same_bits(out, &want);
-  image last = image_wrap(want.data + 2 * want.rows * want.cols, 1,
-                          want.rows, want.cols);
+  image last = image_wrap(want.data + 2 * want.rows * want.cols, 1, want.rows,
+                          want.cols);
   same_bits(one, &last);
-  snprintf(cmd, sizeof cmd, "%s --db :memory: stream - --size 9x8 -q "
-                            "</dev/null", QS_CLI);
+  snprintf(cmd, sizeof cmd,
+           "%s --db :memory: stream - --size 9x8 -q "
+           "</dev/null",
+           QS_CLI);
   int rc = system(cmd);
   cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "no output: usage");
   image_free(&want);

@@ -19,12 +19,16 @@
 #include <string.h>
 #include <time.h>
 
+#include <unistd.h>
+
 #include "cli.h"
+#include "outfile.h"
 #include "tiff.h"
 
 static const opt_def stream_opts[] = {
-    {"output", 'o', "FILE", "the results so far as one TIFF stack, "
-                            "rewritten atomically per result"},
+    {"output", 'o', "FILE",
+     "the results so far as one TIFF stack, "
+     "rewritten atomically per result"},
     {"out-dir", 0, "DIR", "one TIFF per result: DIR/esrrf_000000.tif, ..."},
     {"window", 0, "N", "frames per timepoint, or the sliding window (100)"},
     {"every", 0, "K", "with --sliding: a result every K frames (1)"},
@@ -33,8 +37,9 @@ static const opt_def stream_opts[] = {
     {"dtype", 0, "T", "raw input type: float32 (default) or uint16"},
     {"frames", 0, "N", "stop after N frames (default: end of input)"},
     {"poll-ms", 0, "MS", "TIFF input: poll interval (200)"},
-    {"idle", 0, "SECONDS", "TIFF input: end when the file has not grown "
-                           "for this long (10)"},
+    {"idle", 0, "SECONDS",
+     "TIFF input: end when the file has not grown "
+     "for this long (10)"},
     {"impl", 0, "NAME|KIND", "implementation (default: the engine's choice)"},
     {"stream", 0, NULL, "accepted for `esrrf --stream`"},
     {NULL, 0, NULL, NULL}};
@@ -55,9 +60,9 @@ typedef struct run_state {
   cli *c;
   esrrf_stream *s;
   const char *out, *dir;
-  image stack;          /* results so far (for -o) */
+  image stack; /* results so far (for -o) */
   size_t n_res;
-  double *lat;          /* per-frame latencies */
+  double *lat; /* per-frame latencies */
   size_t n_lat, cap_lat;
   double t_first, t_last; /* first frame read, last push done */
 } run_state;
@@ -108,8 +113,9 @@ static int results_drain(run_state *r) {
     esrrf_stream_pop(r->s, &img, &info, &got);
     if (!got) return CLI_OK;
     if (r->c->verbose)
-      cli_note(r->c, "result %llu: frames %llu-%llu, %.4f s after its last "
-                     "frame's push began\n",
+      cli_note(r->c,
+               "result %llu: frames %llu-%llu, %.4f s after its last "
+               "frame's push began\n",
                (unsigned long long)info.index, (unsigned long long)info.first,
                (unsigned long long)(info.first + info.frames - 1),
                info.latency);
@@ -152,11 +158,12 @@ static int read_stdin(run_state *r, size_t rows, size_t cols, int u16,
     size_t got = fread(raw, 1, bytes, stdin);
     double t = now_s();
     if (got < bytes) {
-      if (ferror(stdin)) rc = cli_fail("stream: reading stdin: %s",
-                                       strerror(errno));
+      if (ferror(stdin))
+        rc = cli_fail("stream: reading stdin: %s", strerror(errno));
       else if (got)
-        cli_note(r->c, "quicksilver: %zu bytes at the end of stdin are not "
-                       "a whole frame of %zu; ignored\n",
+        cli_note(r->c,
+                 "quicksilver: %zu bytes at the end of stdin are not "
+                 "a whole frame of %zu; ignored\n",
                  got, bytes);
       break;
     }
@@ -176,8 +183,8 @@ static int read_stdin(run_state *r, size_t rows, size_t cols, int u16,
 }
 
 /* A TIFF that may still grow: new pages as they appear. */
-static int read_tiff(run_state *r, const char *path, size_t limit,
-                     double poll, double idle) {
+static int read_tiff(run_state *r, const char *path, size_t limit, double poll,
+                     double idle) {
   size_t done = 0;
   double last_growth = now_s();
   char err[512] = "";
@@ -278,12 +285,12 @@ int cmd_stream(cli *c, int argc, char **argv) {
   const method_desc *d = method_find(e, "esrrf");
   if (!d) return cli_fail("stream: no esrrf method");
   args a;
-  CLI_ARGS_OR_RETURN(cli_args(
-      c, argc, argv,
-      "stream IN.tif|- [-o OUT.tif] [--out-dir DIR] [--window N] "
-      "[--sliding --every K] [--size RxC --dtype float32|uint16] "
-      "[--PARAM VALUE ...]",
-      stream_opts, d->params, d->n_params, &a));
+  CLI_ARGS_OR_RETURN(
+      cli_args(c, argc, argv,
+               "stream IN.tif|- [-o OUT.tif] [--out-dir DIR] [--window N] "
+               "[--sliding --every K] [--size RxC --dtype float32|uint16] "
+               "[--PARAM VALUE ...]",
+               stream_opts, d->params, d->n_params, &a));
   if (a.n_pos != 1) return cli_usage("stream: give one input (a TIFF or -)");
   const char *in = a.pos[0];
   size_t window, every, limit, poll_ms, rows = 0, cols = 0;
@@ -319,19 +326,34 @@ int cmd_stream(cli *c, int argc, char **argv) {
   }
   const char *out = args_value(&a, "output"), *dir = args_value(&a, "out-dir");
   if (!out && !dir) return cli_usage("stream: give -o OUT.tif or --out-dir");
-  esrrf_stream_options o = {.rows = rows, .cols = cols, .params = a.params,
+  /* the input is never written: -o is checked against it (and its
+   * directory for writing) before any work */
+  char cerr[1024];
+  const char *outs[1] = {out}, *ins[1] = {in};
+  int crc = out ? outfile_check(outs, 1, ins, strcmp(in, "-") ? 1 : 0, cerr,
+                                sizeof cerr)
+                : QS_OK;
+  if (crc)
+    return crc == QS_EINVAL ? cli_usage("%s", cerr) : cli_fail("%s", cerr);
+  if (dir && access(dir, W_OK) != 0)
+    return cli_fail("stream: --out-dir %s is not a writable directory", dir);
+  esrrf_stream_options o = {.rows = rows,
+                            .cols = cols,
+                            .params = a.params,
                             .n_params = a.n_params,
                             .sliding = args_value(&a, "sliding") != NULL,
-                            .window = window, .every = every,
+                            .window = window,
+                            .every = every,
                             .impl = args_value(&a, "impl")};
   run_state r = {.c = c, .out = out, .dir = dir};
   char err[512] = "";
   int rc = esrrf_stream_open(e, &o, &r.s, err, sizeof err);
-  if (rc) return rc == QS_EPARAM || rc == QS_EINVAL ? cli_usage("%s", err)
-                                                     : cli_fail("%s", err);
-  rc = !strcmp(in, "-") ? read_stdin(&r, rows, cols, u16, limit)
-                        : read_tiff(&r, in, limit, (double)poll_ms * 1e-3,
-                                    idle);
+  if (rc)
+    return rc == QS_EPARAM || rc == QS_EINVAL ? cli_usage("%s", err)
+                                              : cli_fail("%s", err);
+  rc = !strcmp(in, "-")
+           ? read_stdin(&r, rows, cols, u16, limit)
+           : read_tiff(&r, in, limit, (double)poll_ms * 1e-3, idle);
   if (!rc) {
     if (esrrf_stream_end(r.s))
       cli_note(c, "quicksilver: %s\n", esrrf_stream_error(r.s));

@@ -21,9 +21,16 @@
 #include "math/rgc.h"
 #include "math/roberts.h"
 
+/* No contractions: the vector lanes and the per-pixel path then round
+ * alike, and both as the C code does (TAC2 amplifies the difference). */
+#pragma OPENCL FP_CONTRACT OFF
+
 /* The grid's layout: per frame three planes (gx, gy, 1/|G|) of 2R + 1
  * rows; a row holds its even columns b = 0, 2, ..., 2C at [0, C + 1) and
- * its odd ones at [C + 1, 2C + 2) (one unused). */
+ * its odd ones at [C + 1, 2C + 2) (one unused). The buffer has
+ * ESRRF_GUARD floats before and after the frames, so that vector lanes
+ * masked out at the image's borders read inside it. */
+#define ESRRF_GUARD 16
 inline long grid_at(int rows, int cols, int f, int plane, int a, int b) {
   int hw = cols + 1;
   return (((long)f * 3 + plane) * (2 * rows + 1) + a) * (2L * hw) +
@@ -40,6 +47,7 @@ __kernel void esrrf_grid(__global const float *in, __global float *grid,
   int b = (int)get_global_id(0), a = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
+  grid += ESRRF_GUARD;
   int gw = (int)get_global_size(0), gh = (int)get_global_size(1);
   const __global float *img = in + (long)f * rows * cols;
   float m2 = (float)(2 * mag);
@@ -94,7 +102,8 @@ typedef struct rgc_call {
  * (window taps in the reference's order, bounds 0 < v <= rows_m − 1, the
  * grid's clamped last index, the disk d <= tSO) with the weight
  * w0 + w1·(d − d0) (d differs from d0 by the centre's float rounding
- * only) and 1/d from rsqrt. */
+ * only); d and dk/d correctly rounded (rsqrt's 2 ulp, amplified by TAC2,
+ * cost more accuracy than its speed was worth on PoCL). */
 float rgc_one(const rgc_call *k, int x, int y) {
   float xc = rgc_center(x, k->mag), yc = rgc_center(y, k->mag);
   int bx = (int)(RGC_GM * xc), by = (int)(RGC_GM * yc);
@@ -110,7 +119,7 @@ float rgc_one(const rgc_call *k, int x, int y) {
     float dx = vx - xc, dy = vy - yc;
     float d2 = dx * dx + dy * dy;
     if (d2 == 0) continue;
-    float id = rsqrt(d2), d = d2 * id;
+    float d = sqrt(d2);
     if (d > k->tso) continue;
     int a = min(hy, 2 * k->rows), b = min(hx, 2 * k->cols);
     float sx = k->grid[grid_at(k->rows, k->cols, k->f, 0, a, b)];
@@ -121,7 +130,7 @@ float rgc_one(const rgc_call *k, int x, int y) {
       float dk = fabs(sy * dx - sx * dy) *
                  k->grid[grid_at(k->rows, k->cols, k->f, 2, a, b)];
       if (isnan(dk)) dk = d;
-      rgc += (1 - dk * id) * w;
+      rgc += (1 - dk / d) * w;
     }
   }
   return rgc_finish(rgc, wsum, k->sens);
@@ -132,10 +141,11 @@ float rgc_one(const rgc_call *k, int x, int y) {
  * (ceil(C / LANES)·M, R·M, frames): index (g, l) is lane group g mod
  * ceil(C / LANES) of column phase g / ceil(C / LANES), and row
  * y = (l mod R)·M + l / R (so neighbouring work-items share a phase
- * pair). When every lane's whole window is inside the bounds and the
- * lanes' samples are two grid columns apart (always, away from the
- * borders), the lanes run as one vector with the same arithmetic as
- * rgc_one per lane; otherwise each lane runs rgc_one. */
+ * pair). A group of lanes whose samples are two grid columns apart
+ * (always) runs as one vector with rgc_one's arithmetic per lane: samples
+ * out of bounds, lanes in the margin and lanes past the last column are
+ * masked, and near the right border the lanes read the clamped last
+ * column one by one. An irregular group runs rgc_one per lane. */
 __kernel void esrrf_rgc(__global const float *grid,
                         __global const float *img, __global float *out,
                         __global const esrrf_cand *cand,
@@ -145,6 +155,7 @@ __kernel void esrrf_rgc(__global const float *grid,
   int gid = (int)get_global_id(0), l = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
+  grid += ESRRF_GUARD;
   int groups = (cols + ESRRF_LANES - 1) / ESRRF_LANES;
   int k0 = (gid % groups) * ESRRF_LANES, px = gid / groups;
   int y = (l % rows) * mag + l / rows;
@@ -156,12 +167,12 @@ __kernel void esrrf_rgc(__global const float *grid,
   float yc = rgc_center(y, mag);
   int by = (int)(RGC_GM * yc);
   int lanes = min(ESRRF_LANES, cols - k0);
-  /* the vector path: full lanes inside the margins, every tap in bounds
-   * (rows: by + start > 0 and by − start <= 2R − 1 and inside rows_m − 1;
-   * columns likewise for the first and last lane), samples two apart */
-  int x0 = k0 * mag + px, x7 = (k0 + ESRRF_LANES - 1) * mag + px;
-  int fast = !ymargin && lanes == ESRRF_LANES && x0 >= margin &&
-             x7 < cols_m - margin;
+  /* the vector path: a full group of lanes off the margin rows whose
+   * samples are two grid columns apart and never reach the clamped last
+   * column; lanes in the margin columns and samples out of bounds are
+   * masked (their loads stay inside the guard) */
+  int x0 = k0 * mag + px;
+  int fast = !ymargin;
   float xa[ESRRF_LANES];
   int ba[ESRRF_LANES];
   for (int i = 0; i < ESRRF_LANES; i++) {
@@ -171,11 +182,8 @@ __kernel void esrrf_rgc(__global const float *grid,
   float8 xc = vload8(0, xa);
   int8 bx = vload8(0, ba);
   if (fast) {
-    int lo = start, hi = -start; /* the window's taps: [start, -start] */
-    fast = by + lo > 0 && by + hi < 2 * rows &&
-           (float)(by + hi) / RGC_GM <= (float)(rows_m - 1) &&
-           bx.s0 + lo > 0 && bx.s7 + hi < 2 * cols &&
-           (float)(bx.s7 + hi) / RGC_GM <= (float)(cols_m - 1) &&
+    /* the window's first tap stays within the guard before the grid */
+    fast = bx.s0 + start >= -ESRRF_GUARD &&
            all(bx - bx.s0 == (int8)(0, 2, 4, 6, 8, 10, 12, 14));
   }
   if (!fast) {
@@ -194,31 +202,55 @@ __kernel void esrrf_rgc(__global const float *grid,
   long pstride = (long)(2 * rows + 1) * 2 * hw;
   float8 rgc = 0, wsum = 0;
   float8 fbx = convert_float8(bx);
+  float lim_r = (float)(rows_m - 1), lim_c = (float)(cols_m - 1);
   for (int e = cand_at[ph], stop = cand_at[ph + 1]; e < stop; e++) {
     esrrf_cand c = cand[e];
     int hy = by + (c.ji >> 8) + start, i = (c.ji & 255) + start;
-    float dy = (float)hy / RGC_GM - yc;
-    float8 dx = (fbx + (float)i) / RGC_GM - xc;
+    float vy = (float)hy / RGC_GM;
+    if (!(0 < vy && vy <= lim_r)) continue;
+    float dy = vy - yc;
+    float8 vx = (fbx + (float)i) / RGC_GM;
+    float8 dx = vx - xc;
     int hx0 = bx.s0 + i;
-    long at = (long)hy * 2 * hw + (hx0 & 1) * hw + (hx0 >> 1);
-    float8 sx = vload8(0, gx + at);
-    float8 sy = vload8(0, gx + pstride + at);
-    float8 inv = vload8(0, gx + 2 * pstride + at);
+    long row = (long)min(hy, 2 * rows) * 2 * hw;
+    float8 sx, sy, inv;
+    if (hx0 + 2 * (ESRRF_LANES - 1) <= 2 * cols) {
+      long at = row + (hx0 & 1) * hw + (hx0 >> 1);
+      sx = vload8(0, gx + at);
+      sy = vload8(0, gx + pstride + at);
+      inv = vload8(0, gx + 2 * pstride + at);
+    } else { /* lanes past the last column read its clamped samples */
+      float ga[ESRRF_LANES], gb[ESRRF_LANES], gc[ESRRF_LANES];
+      for (int q = 0; q < ESRRF_LANES; q++) {
+        int b = min(hx0 + 2 * q, 2 * cols);
+        long at = row + (b & 1) * hw + (b >> 1);
+        ga[q] = gx[at];
+        gb[q] = gx[pstride + at];
+        gc[q] = gx[2 * pstride + at];
+      }
+      sx = vload8(0, ga);
+      sy = vload8(0, gb);
+      inv = vload8(0, gc);
+    }
     float8 d2 = dx * dx + dy * dy;
-    float8 id = rsqrt(d2), d = d2 * id;
-    int8 in = d2 != 0 && d <= tso;
+    float8 d = sqrt(d2);
+    int8 in = d2 != 0 && d <= tso && 0 < vx && vx <= lim_c;
     float8 w = select((float8)0, c.w0 + c.w1 * (d - c.d0), in);
     wsum += w;
     float8 dk = fabs(sy * dx - sx * dy) * inv;
     dk = select(dk, d, isnan(dk));
     int8 conv = in && sx * dx + sy * dy < 0;
-    rgc += select((float8)0, (1 - dk * id) * w, conv);
+    rgc += select((float8)0, (1 - dk / d) * w, conv);
   }
   float ra[ESRRF_LANES], wa[ESRRF_LANES];
   vstore8(rgc, 0, ra);
   vstore8(wsum, 0, wa);
-  for (int i = 0; i < ESRRF_LANES; i++) {
+  for (int i = 0; i < lanes; i++) {
     int x = x0 + i * mag;
+    if (x < margin || x >= cols_m - margin) {
+      orow[x] = 0.0f;
+      continue;
+    }
     float v = rgc_finish(ra[i], wa[i], sens);
     orow[x] = weight ? v * irow[x] : v;
   }

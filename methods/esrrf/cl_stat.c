@@ -83,10 +83,10 @@ static int stat_launch(cl_stat *st, cl_command_queue q, cl_kernel k,
   cl_event ev = NULL;
   int first = cldev_first_launch(st->dev, name, &st->global, 1);
   int64_t t0 = timer_ns();
-  int rc = cl_status(clEnqueueNDRangeKernel(q, k, 1, NULL, &st->global, NULL,
-                                            wait ? 1 : 0,
-                                            wait ? &wait : NULL, &ev),
-                     name, err, err_len);
+  int rc =
+      cl_status(clEnqueueNDRangeKernel(q, k, 1, NULL, &st->global, NULL,
+                                       wait ? 1 : 0, wait ? &wait : NULL, &ev),
+                name, err, err_len);
   if (!rc) rc = cl_status(clWaitForEvents(1, &ev), name, err, err_len);
   if (ev) {
     double run = cl_event_seconds(ev), wall = (double)(timer_ns() - t0) * 1e-9;
@@ -127,9 +127,9 @@ int cl_stat_finish(cl_stat *st, cl_command_queue q, float *out, char *err,
   cl_event ev = NULL;
   size_t bytes = st->plane * sizeof(float);
   if (!rc)
-    rc = cl_status(clEnqueueReadBuffer(q, st->res, CL_TRUE, 0, bytes, out, 0,
-                                       NULL, &ev),
-                   "reading the timepoint image", err, err_len);
+    rc = cl_status(
+        clEnqueueReadBuffer(q, st->res, CL_TRUE, 0, bytes, out, 0, NULL, &ev),
+        "reading the timepoint image", err, err_len);
   if (!rc) cldev_transfer(st->dev, 0, bytes);
   if (ev) {
     st->dev_s += cl_event_seconds(ev);

@@ -13,8 +13,8 @@
 
 typedef struct cl_stat {
   cldev *dev;
-  int kind;             /* 0 avg, 1 var, 2 tac2 */
-  size_t plane;         /* pixels of a map */
+  int kind;     /* 0 avg, 1 var, 2 tac2 */
+  size_t plane; /* pixels of a map */
   cl_kernel fold, finish;
   cl_mem acc, res;      /* slots · plane floats; plane floats */
   size_t global;        /* plane rounded up to a multiple of 64 */

@@ -251,6 +251,7 @@ static int fz_maps(void *state, size_t f0, size_t n, float *dst) {
         image_wrap(s->grad, 1, (size_t)g->rows, (size_t)g->cols),
         image_wrap(s->grad + rc_px, 1, (size_t)g->rows, (size_t)g->cols)};
     int rc = esrrf_sub(s->c, &method_roberts_cross, &frame, grad, NULL);
+    s->frame = frame.data;
     if (!rc && s->mag) {
       image mag = image_wrap(s->mag, 1, (size_t)g->rows_m,
                              (size_t)g->cols_m);
@@ -280,9 +281,10 @@ static int fz_plan(fused *s) {
   s->sums = malloc(threads * 2 * (size_t)g->cols * sizeof *s->sums);
   s->grad = malloc(2 * (size_t)g->rows * (size_t)g->cols * sizeof(float));
   s->grid = malloc(gr * gc * sizeof *s->grid);
-  s->mag = g->weight ? malloc(g->plane * sizeof(float)) : NULL;
+  int mag_plane = g->weight && !s->var->intensity;
+  s->mag = mag_plane ? malloc(g->plane * sizeof(float)) : NULL;
   if (!s->ty || !s->ny || !s->hr || !s->sums || !s->grad || !s->grid ||
-      (g->weight && !s->mag))
+      (mag_plane && !s->mag))
     return QS_ENOMEM;
   s->tx = s->ty + rm * (size_t)s->win;
   s->nx = s->ny + rm;
@@ -322,7 +324,7 @@ static int fz_pass_frame(fused *s) {
 static void fz_pass_done(fused *s) { (void)s; }
 
 const fused_variant fused_scalar_pass = {fz_pass_plan, fz_pass_frame,
-                                         fz_pass_done};
+                                         fz_pass_done, 0};
 
 int fused_run(const method_call *c, const fused_variant *var) {
   fused *s = calloc(1, sizeof *s);

@@ -45,6 +45,9 @@ typedef struct fused_variant {
   int (*plan)(fused *s);
   int (*frame)(fused *s);
   void (*done)(fused *s);
+  int intensity; /* 1: frame makes the ×M intensity itself from s->frame
+                  * (s->mag is not made); 0: s->mag holds it (shift_magnify,
+                  * the reference's bits) */
 } fused_variant;
 
 struct fused {
@@ -62,7 +65,9 @@ struct fused {
   float slack;            /* largest centre rounding a distance can see */
   cr_taps *hr, *hc;       /* grid row / column taps: 2R + 1, 2C + 1 */
   QS_ACC *sums;           /* 2·C column sums per worker */
-  float *grad, *mag;      /* 2·R·C; R·M·C·M (intensity weighting only) */
+  float *grad, *mag;      /* 2·R·C; R·M·C·M (intensity weighting by
+                           * shift_magnify only) */
+  const float *frame;     /* the frame being mapped (R·C) */
   fz_cell *grid;          /* (2R + 1)(2C + 1) */
   float *dst;
   const fused_variant *var;

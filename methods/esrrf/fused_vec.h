@@ -73,6 +73,12 @@ typedef struct fv_row {
   int col;         /* raw grid column of lane 0 of the first group */
 } fv_row;
 
+/* Catmull-Rom taps of one output row or column in float. */
+typedef struct fv_taps {
+  int first, n;
+  float w[4];
+} fv_taps;
+
 /* One phase pair's list: sure candidates (inside the disk for every pixel
  * of the pair) first, then those near its edge. */
 typedef struct fv_list {
@@ -92,6 +98,11 @@ typedef struct fv_state {
   fv_row *rows;      /* per worker: the longest list */
   fz_tap *rtaps;     /* per worker: win row taps */
   int longest;
+  /* ×M intensity (intensity weighting): Catmull-Rom taps per output row
+   * and column (catmull_rom.h's, weights in float), the frame magnified
+   * along x (R × C·M), and one output row of it per worker. */
+  fv_taps *irt, *ict;
+  float *hx, *irow;
 } fv_state;
 
 #ifndef FV_FMA
@@ -186,16 +197,17 @@ typedef struct fv_at {
   int col_max;      /* largest raw grid column in bounds */
 } fv_at;
 
-/* The lanes of one group: sums of the convergence terms and weights over
- * the row's list (sure candidates, then those near the disk edge, which
- * take the exact distance and the reference's test). A border group masks
- * the lanes whose column tap is out of bounds (0 < v <= n_m − 1 fails,
- * i.e. raw column outside [1, col_max]). */
+/* The lanes of one group: adds to *rgc and *wsum the convergence terms
+ * and weights over the row's list: the sure candidates (unless sure_done),
+ * then those near the disk edge, which take the exact distance and the
+ * reference's test. A border group masks the lanes whose column tap is out
+ * of bounds (0 < v <= n_m − 1 fails: raw column outside [1, col_max]). */
 static inline void fv_group(const fv_row *r, int n_sure, int n,
-                            const fv_at *at, fv_f *rgc, fv_f *wsum) {
-  fv_f acc = {0}, ws = {0}, dx, dy, w, u;
+                            const fv_at *at, int sure_done, fv_f *rgc,
+                            fv_f *wsum) {
+  fv_f acc = *rgc, ws = *wsum, dx, dy, w, u;
   fv_f ex = at->ex, zero = {0};
-  if (!at->border) {
+  if (!at->border && !sure_done) {
     for (int k = 0; k < n_sure; k++) {
       fv_term(&r[k], at->k0, at->gy_off, ex, &dx, &dy, &w, &u);
       acc += u;
@@ -220,6 +232,26 @@ static inline void fv_group(const fv_row *r, int n_sure, int n,
   }
   *rgc = acc;
   *wsum = ws;
+}
+
+/* The sure candidates of two non-border groups in one pass: each
+ * candidate's constants are loaded once for both (the same sums, in the
+ * same order, as two fv_group calls). */
+static inline void fv_sure2(const fv_row *r, int n_sure, const fv_at *a,
+                            const fv_at *b, fv_f *rgc, fv_f *wsum) {
+  fv_f ra = {0}, wa = {0}, rb = {0}, wb = {0}, dx, dy, w, u;
+  for (int k = 0; k < n_sure; k++) {
+    fv_term(&r[k], a->k0, a->gy_off, a->ex, &dx, &dy, &w, &u);
+    ra += u;
+    wa += w;
+    fv_term(&r[k], b->k0, b->gy_off, b->ex, &dx, &dy, &w, &u);
+    rb += u;
+    wb += w;
+  }
+  rgc[0] = ra;
+  wsum[0] = wa;
+  rgc[1] = rb;
+  wsum[1] = wb;
 }
 
 /* The row's list for column phase px: the candidates whose row tap is in
@@ -250,6 +282,50 @@ static int fv_row_list(const fv_state *v, const fz_tap *rt,
   return n;
 }
 
+/* The ×M intensity, along x first: input rows [b, e) of the frame
+ * magnified along x into hx. In float (the reference sums in double: the
+ * results differ by a few ulps, well inside the variant's 1e-6). */
+static int fv_hx_rows(void *ctx, size_t b, size_t e, int worker) {
+  (void)worker;
+  const fused *s = ctx;
+  const fv_state *v = s->vs;
+  size_t cm = (size_t)s->g.cols_m;
+  for (size_t r = b; r < e; r++) {
+    const float *in = s->frame + r * (size_t)s->g.cols;
+    float *o = v->hx + r * cm;
+    for (size_t x = 0; x < cm; x++) {
+      const fv_taps *t = &v->ict[x];
+      float a = 0;
+      for (int k = 0; k < t->n; k++) a += t->w[k] * in[t->first + k];
+      o[x] = a;
+    }
+  }
+  return QS_OK;
+}
+
+/* Then along y: output row y of the intensity into o, columns [x0, x1). */
+static void fv_intensity_row(const fv_state *v, int y, size_t cm, int x0,
+                             int x1, float *o) {
+  const fv_taps *t = &v->irt[y];
+  const float *h[4];
+  fv_f w[4];
+  for (int k = 0; k < 4; k++) {
+    h[k] = v->hx + (size_t)(t->first + (k < t->n ? k : 0)) * cm;
+    w[k] = fv_splat(k < t->n ? t->w[k] : 0.0f);
+  }
+  int x = x0;
+  for (; x + FV_LANES <= x1; x += FV_LANES) {
+    fv_f a = FV_FMA(w[0], fv_load(h[0] + x), (fv_f){0});
+    for (int k = 1; k < 4; k++) a = FV_FMA(w[k], fv_load(h[k] + x), a);
+    memcpy(o + x, &a, sizeof a);
+  }
+  for (; x < x1; x++) {
+    float a = 0;
+    for (int k = 0; k < 4; k++) a += w[k][0] * h[k][x];
+    o[x] = a;
+  }
+}
+
 /* Output rows [b, e): every pixel inside the margins by phase groups when
  * there are candidate lists, else through fused_pixel. */
 static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
@@ -264,7 +340,12 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
     int y = (int)yy;
     if (y < g->margin || y >= g->rows_m - g->margin) continue;
     float *o = s->dst + yy * (size_t)g->cols_m;
-    const float *im = s->mag ? s->mag + yy * (size_t)g->cols_m : NULL;
+    float *im = NULL;
+    if (g->weight) {
+      im = v->irow + (size_t)worker * (size_t)g->cols_m;
+      fv_intensity_row(v, y, (size_t)g->cols_m, g->margin,
+                       g->cols_m - g->margin, im);
+    }
     if (!v->cand) {
       for (int x = g->margin; x < g->cols_m - g->margin; x++) {
         float val = fused_pixel(s, y, x);
@@ -283,19 +364,34 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
       int n_sure = 0;
       int n = fv_row_list(v, rt, rok, &v->list[py * mag + px], ey, r,
                           &n_sure);
-      for (int k0 = 0, gi = v->ex_at[px]; k0 < v->nk[px];
-           k0 += FV_LANES, gi++) {
-        fv_f acc, ws;
-        at.k0 = (size_t)k0;
-        at.ex = v->ex[gi];
-        at.border = v->border[gi];
-        fv_group(r, n_sure, n, &at, &acc, &ws);
-        int lanes = v->nk[px] - k0 < FV_LANES ? v->nk[px] - k0 : FV_LANES;
-        for (int k = 0; k < lanes; k++) {
-          int x = v->x0[px] + (k0 + k) * mag;
-          float val = rgc_finish(acc[k], ws[k], g->k.sens);
-          o[x] = im ? val * im[x] : val;
+      /* groups two at a time where neither is a border group */
+      for (int k0 = 0, gi = v->ex_at[px]; k0 < v->nk[px];) {
+        fv_at two[2] = {at, at};
+        fv_f acc[2] = {{0}, {0}}, ws[2] = {{0}, {0}};
+        int m = 1;
+        two[0].k0 = (size_t)k0;
+        two[0].ex = v->ex[gi];
+        two[0].border = v->border[gi];
+        if (k0 + FV_LANES < v->nk[px] && !two[0].border &&
+            !v->border[gi + 1]) {
+          m = 2;
+          two[1].k0 = (size_t)(k0 + FV_LANES);
+          two[1].ex = v->ex[gi + 1];
+          two[1].border = 0;
+          fv_sure2(r, n_sure, &two[0], &two[1], acc, ws);
         }
+        for (int h = 0; h < m; h++) {
+          fv_group(r, n_sure, n, &two[h], m == 2, &acc[h], &ws[h]);
+          int k1 = k0 + h * FV_LANES;
+          int lanes = v->nk[px] - k1 < FV_LANES ? v->nk[px] - k1 : FV_LANES;
+          for (int k = 0; k < lanes; k++) {
+            int x = v->x0[px] + (k1 + k) * mag;
+            float val = rgc_finish(acc[h][k], ws[h][k], g->k.sens);
+            o[x] = im ? val * im[x] : val;
+          }
+        }
+        k0 += m * FV_LANES;
+        gi += m;
       }
     }
   }
@@ -305,7 +401,9 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
 static int fv_frame(fused *s) {
   const fv_state *v = s->vs;
   int rc = QS_OK;
-  if (v->soa)
+  if (s->g.weight)
+    rc = s->c->parallel_for(s->c, 0, (size_t)s->g.rows, fv_hx_rows, s);
+  if (!rc && v->soa)
     rc = s->c->parallel_for(s->c, 0, 2 * (size_t)s->g.rows + 1, fv_soa_rows,
                             s);
   if (!rc) rc = s->c->parallel_for(s->c, 0, (size_t)s->g.rows_m, fv_rows, s);
@@ -389,9 +487,27 @@ static int fv_plan(fused *s) {
   fv_state *v = calloc(1, sizeof *v);
   s->vs = v;
   if (!v) return QS_ENOMEM;
-  if (!s->cand) return QS_OK; /* every pixel through fused_pixel */
   int mag = g->mag;
   size_t threads = s->c->threads > 0 ? (size_t)s->c->threads : 1;
+  if (g->weight) {
+    size_t rm = (size_t)g->rows_m, cm = (size_t)g->cols_m;
+    v->irt = malloc((rm + cm) * sizeof *v->irt);
+    v->hx = malloc((size_t)g->rows * cm * sizeof *v->hx);
+    v->irow = malloc(threads * cm * sizeof *v->irow);
+    if (!v->irt || !v->hx || !v->irow) return QS_ENOMEM;
+    v->ict = v->irt + rm;
+    for (size_t i = 0; i < rm + cm; i++) {
+      int along_x = i >= rm, at = (int)(along_x ? i - rm : i);
+      cr_taps t;
+      cr_taps_at(cr_source(at, (float)mag, 0.0f),
+                 along_x ? g->cols : g->rows, &t);
+      v->irt[i].first = t.first;
+      v->irt[i].n = t.n;
+      for (int k = 0; k < 4; k++)
+        v->irt[i].w[k] = k < t.n ? (float)t.w[k] : 0.0f;
+    }
+  }
+  if (!s->cand) return QS_OK; /* every pixel through fused_pixel */
   v->list = calloc((size_t)mag * (size_t)mag, sizeof *v->list);
   v->x0 = malloc(2 * (size_t)mag * sizeof *v->x0);
   v->ex_at = malloc(((size_t)mag + 1) * sizeof *v->ex_at);
@@ -428,12 +544,15 @@ static void fv_done(fused *s) {
   free(v->ex_at);
   free(v->border);
   free(v->rtaps);
+  free(v->irt);
+  free(v->hx);
+  free(v->irow);
   free(v->soa);
   free(v->rows);
   free(v);
   s->vs = NULL;
 }
 
-static const fused_variant fv_variant = {fv_plan, fv_frame, fv_done};
+static const fused_variant fv_variant = {fv_plan, fv_frame, fv_done, 1};
 
 #endif

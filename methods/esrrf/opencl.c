@@ -33,8 +33,8 @@
 #include "engine/timer.h"
 #include "methods/cl_frames.h"
 #include "methods/esrrf/cl_stat.h"
-#include "methods/math/catmull_rom.h"
 #include "methods/esrrf/esrrf.h"
+#include "methods/math/catmull_rom.h"
 #include "methods/methods.h"
 
 /* A batch holds at most this many bytes on the device (unless one frame
@@ -48,13 +48,15 @@
  * ESRRF_LANES). */
 #define ESRRF_CL_LANES 8
 
+/* Floats before and after the gradient grids (esrrf.cl's ESRRF_GUARD). */
+#define ESRRF_CL_GUARD 16
+
 /* Build options of rgc.cl and esrrf.cl. Pixel centres (i + 0.5) / M must
  * be the correctly rounded quotient: where it is exactly k + 1/2 (M odd,
  * i = k·M + (M − 1)/2), a quotient one ulp low moves the whole search
  * window by half a pixel. So no relaxed math (the reference's chained path
  * uses it, and inherits that flaw); contractions to mad are harmless. */
-#define RGC_CL_OPTIONS \
-  "-cl-fp32-correctly-rounded-divide-sqrt -cl-mad-enable"
+#define RGC_CL_OPTIONS "-cl-fp32-correctly-rounded-divide-sqrt -cl-mad-enable"
 
 /* Sets rgc.cl's arguments from `first` on: the constants, the margin,
  * weighting, and the gradient layout with its floats per frame. */
@@ -107,14 +109,18 @@ static const char *const KERNEL_FILES[K_COUNT] = {"esrrf.cl", "esrrf.cl",
                                                   "esrrf.cl"};
 static const char *const KERNEL_NAMES[K_COUNT] = {"esrrf_grid", "esrrf_mag",
                                                   "esrrf_rgc"};
+/* esrrf.cl: exact division and square root, no contractions (the
+ * kernels' lanes and per-pixel path must round alike). */
+#define ESRRF_CL_OPTIONS "-cl-fp32-correctly-rounded-divide-sqrt"
 static const char *const KERNEL_OPTIONS[K_COUNT] = {
-    RGC_CL_OPTIONS, RGC_CL_OPTIONS, RGC_CL_OPTIONS};
+    ESRRF_CL_OPTIONS, ESRRF_CL_OPTIONS, ESRRF_CL_OPTIONS};
 
 /* Bytes per frame of each device buffer (B_MAG only with weighting). */
 static void cl_frame_bytes(const esrrf_geom *g, size_t *per_frame) {
   per_frame[B_IN] = 4 * (size_t)g->rows * (size_t)g->cols;
   /* planes gx, gy, 1/|G|; rows of 2·(C + 1) (esrrf.cl's grid_at) */
-  per_frame[B_GRID] = 12 * (2 * (size_t)g->rows + 1) * (2 * (size_t)g->cols + 2);
+  per_frame[B_GRID] =
+      12 * (2 * (size_t)g->rows + 1) * (2 * (size_t)g->cols + 2);
   per_frame[B_MAG] = g->weight ? 4 * g->plane : 0;
   per_frame[B_OUT] = 4 * g->plane;
 }
@@ -132,7 +138,8 @@ static int cl_batch(const method_call *c, const esrrf_geom *g, size_t *batch,
     fixed[B_COUNT + 1] = cl_stat_slots(g->kind) * g->plane * sizeof(float);
     fixed[B_COUNT + 2] = g->plane * sizeof(float);
   }
-  for (int k = 0; k <= B_COUNT; k++) sum += per_frame[k];
+  for (int k = 0; k <= B_COUNT; k++)
+    sum += per_frame[k];
   size_t wanted = g->kind == TEMPORAL_NONE ? g->frames : g->fpt;
   if (ESRRF_CL_BATCH_BYTES / sum < wanted)
     wanted = ESRRF_CL_BATCH_BYTES / sum ? ESRRF_CL_BATCH_BYTES / sum : 1;
@@ -167,17 +174,17 @@ typedef struct chained {
   esrrf_geom g;
   cl_command_queue q, qu; /* compute, upload */
   cl_kernel k[K_COUNT];
-  cl_mem buf[B_COUNT];    /* B_IN unused: the slots hold the input */
+  cl_mem buf[B_COUNT]; /* B_IN unused: the slots hold the input */
   slot in[2];
-  int next;               /* slot for an upload nobody prepared */
+  int next; /* slot for an upload nobody prepared */
   size_t batch, per_frame[B_COUNT];
   size_t global[K_COUNT][3];
-  cl_mem cand, cand_at;   /* the phase pairs' candidate samples */
-  cl_mem taps;            /* the intensity's row then column taps */
-  size_t cand_bytes;      /* both tables */
-  cl_stat st;             /* the statistic (not with temporal=none) */
-  cl_event ev[K_COUNT];   /* the last chain's kernels (cl_chain_done) */
-  int ran;                /* the slot the last chain read, -1: none */
+  cl_mem cand, cand_at; /* the phase pairs' candidate samples */
+  cl_mem taps;          /* the intensity's row then column taps */
+  size_t cand_bytes;    /* both tables */
+  cl_stat st;           /* the statistic (not with temporal=none) */
+  cl_event ev[K_COUNT]; /* the last chain's kernels (cl_chain_done) */
+  int ran;              /* the slot the last chain read, -1: none */
   double dev_s, once;
 } chained;
 
@@ -216,18 +223,17 @@ static int cl_upload(chained *s, int i, size_t f0, size_t n) {
   const float *src = c->in[0].data + f0 * s->per_frame[B_IN] / 4;
   event_drop(s, &sl->up);
   cl_event wait = sl->freed;
-  int rc = cl_status(clEnqueueWriteBuffer(s->qu, sl->mem, CL_FALSE, 0,
-                                          n * s->per_frame[B_IN], src,
-                                          wait ? 1 : 0, wait ? &wait : NULL,
-                                          &sl->up),
-                     "uploading frames", c->err, c->err_len);
+  int rc = cl_status(
+      clEnqueueWriteBuffer(s->qu, sl->mem, CL_FALSE, 0, n * s->per_frame[B_IN],
+                           src, wait ? 1 : 0, wait ? &wait : NULL, &sl->up),
+      "uploading frames", c->err, c->err_len);
   if (wait) {
     clReleaseEvent(wait);
     sl->freed = NULL;
   }
   if (!rc) cldev_transfer(c->device, n * s->per_frame[B_IN], 0);
-  if (!rc) rc = cl_status(clFlush(s->qu), "uploading frames", c->err,
-                          c->err_len);
+  if (!rc)
+    rc = cl_status(clFlush(s->qu), "uploading frames", c->err, c->err_len);
   sl->f0 = f0;
   sl->n = rc ? 0 : n;
   return rc;
@@ -237,7 +243,8 @@ static int cl_upload(chained *s, int i, size_t f0, size_t n) {
  * the device time of the chain's commands and releases them. */
 static void cl_chain_done(chained *s) {
   if (s->ran >= 0) event_drop(s, &s->in[s->ran].up);
-  for (int k = 0; k < K_COUNT; k++) event_drop(s, &s->ev[k]);
+  for (int k = 0; k < K_COUNT; k++)
+    event_drop(s, &s->ev[k]);
   s->ran = -1;
 }
 
@@ -267,8 +274,7 @@ static int cl_chain(chained *s, size_t f0, size_t n, cl_event *done) {
                       "setting the input frames", c->err, c->err_len);
   for (int k = 0; !rc && k < K_COUNT; k++) {
     if (k == K_MAG && !s->g.weight) continue;
-    rc = cl_status(clSetKernelArg(s->k[k], k == K_RGC ? 5 : 2, sizeof nf,
-                                  &nf),
+    rc = cl_status(clSetKernelArg(s->k[k], k == K_RGC ? 5 : 2, sizeof nf, &nf),
                    "setting the frame count", c->err, c->err_len);
     if (!rc) rc = cl_launch(s, k, k == K_GRID ? sl->up : NULL, &ev[k]);
   }
@@ -289,7 +295,6 @@ static int cl_chain(chained *s, size_t f0, size_t n, cl_event *done) {
   memcpy(s->ev, ev, sizeof ev);
   return rc;
 }
-
 
 /* Waits for both queues after a failure, so that nothing still runs on
  * memory the caller is about to release. */
@@ -368,8 +373,10 @@ static int cl_candidates(chained *s) {
   cl_cand *cand = malloc(m * m * win * win * sizeof *cand);
   cl_int *at = malloc((m * m + 1) * sizeof *at);
   int rc = cand && at ? QS_OK : QS_ENOMEM;
-  if (rc) snprintf(c->err, c->err_len, "esrrf: no memory for the candidate "
-                                        "lists");
+  if (rc)
+    snprintf(c->err, c->err_len,
+             "esrrf: no memory for the candidate "
+             "lists");
   double side = g->rows > g->cols ? g->rows : g->cols;
   float slack = (float)(4 * side * FLT_EPSILON + 1e-6);
   cl_int n = 0;
@@ -387,20 +394,20 @@ static int cl_candidates(chained *s) {
           if (d > g->k.tso + slack) continue;
           float w0 = rgc_weight(d, g->k.tss);
           double w1 = d > 0 ? w0 * (4.0 / d - 8.0 * d / g->k.tss) : 0;
-          cand[n++] = (cl_cand){((j - g->k.start) << 8) | (i - g->k.start),
-                                d, w0, (float)w1};
+          cand[n++] = (cl_cand){((j - g->k.start) << 8) | (i - g->k.start), d,
+                                w0, (float)w1};
         }
     }
   if (!rc) at[m * m] = n;
-  size_t cb = (size_t)(n ? n : 1) * sizeof *cand, ab = (m * m + 1) * sizeof *at;
+  size_t cb = (size_t)(n ? n : 1) * sizeof *cand,
+         ab = (m * m + 1) * sizeof *at;
   if (!rc)
     rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, cb,
-                      cand, "candidate samples", &s->cand, c->err,
-                      c->err_len);
+                      cand, "candidate samples", &s->cand, c->err, c->err_len);
   if (!rc)
-    rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, ab,
-                      at, "candidate offsets", &s->cand_at, c->err,
-                      c->err_len);
+    rc =
+        cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, ab,
+                     at, "candidate offsets", &s->cand_at, c->err, c->err_len);
   if (!rc) {
     s->cand_bytes = cb + ab;
     cldev_transfer(c->device, s->cand_bytes, 0);
@@ -438,7 +445,8 @@ static int cl_intensity_taps(chained *s) {
     cr_taps_at(cr_source(at, m, 0.0f), rowwise ? g->rows : g->cols, &ct);
     t[i].first = ct.first;
     t[i].n = ct.n;
-    for (int k = 0; k < 4; k++) t[i].w[k] = k < ct.n ? (float)ct.w[k] : 0;
+    for (int k = 0; k < 4; k++)
+      t[i].w[k] = k < ct.n ? (float)ct.w[k] : 0;
   }
   int rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                         n * sizeof *t, t, "intensity taps", &s->taps, c->err,
@@ -471,16 +479,19 @@ static int cl_setup(chained *s) {
     if (!rc) rc = cl_status(e, KERNEL_NAMES[i], err, len);
   }
   cl_frame_bytes(g, s->per_frame);
-  static const char *const what[B_COUNT] = {
-      "input frames", "gradient grid", "magnified frames", "RGC maps"};
+  static const char *const what[B_COUNT] = {"input frames", "gradient grid",
+                                            "magnified frames", "RGC maps"};
   for (int b = B_IN + 1; !rc && b < B_COUNT; b++)
     if (s->per_frame[b])
-      rc = cldev_buffer(c->device, CL_MEM_READ_WRITE,
-                        s->batch * s->per_frame[b], NULL, what[b], &s->buf[b],
-                        err, len);
+      rc = cldev_buffer(
+          c->device, CL_MEM_READ_WRITE,
+          s->batch * s->per_frame[b] +
+              (b == B_GRID ? 2 * ESRRF_CL_GUARD * sizeof(float) : 0),
+          NULL, what[b], &s->buf[b], err, len);
   for (int i = 0; !rc && i < 2; i++)
-    rc = cldev_buffer(c->device, CL_MEM_READ_ONLY, s->batch * s->per_frame[B_IN],
-                      NULL, what[B_IN], &s->in[i].mem, err, len);
+    rc = cldev_buffer(c->device, CL_MEM_READ_ONLY,
+                      s->batch * s->per_frame[B_IN], NULL, what[B_IN],
+                      &s->in[i].mem, err, len);
   if (!rc) {
     cl_int e = CL_SUCCESS;
     s->qu = clCreateCommandQueue(ctx, cldev_id(c->device),
@@ -526,12 +537,11 @@ static int cl_setup(chained *s) {
   e |= clSetKernelArg(kr, 13, sizeof weight, &weight);
   rc = cl_status(e, "setting the chain's arguments", err, len);
 
-  size_t gsz[K_COUNT][2] = {
-      {2 * (size_t)g->cols + 1, 2 * (size_t)g->rows + 1},
-      {(size_t)g->cols_m, (size_t)g->rows_m},
-      {((size_t)g->cols + ESRRF_CL_LANES - 1) / ESRRF_CL_LANES *
-           (size_t)g->mag,
-       (size_t)g->rows_m}};
+  size_t gsz[K_COUNT][2] = {{2 * (size_t)g->cols + 1, 2 * (size_t)g->rows + 1},
+                            {(size_t)g->cols_m, (size_t)g->rows_m},
+                            {((size_t)g->cols + ESRRF_CL_LANES - 1) /
+                                 ESRRF_CL_LANES * (size_t)g->mag,
+                             (size_t)g->rows_m}};
   for (int i = 0; i < K_COUNT; i++) {
     s->global[i][0] = gsz[i][0];
     s->global[i][1] = gsz[i][1];
@@ -553,9 +563,8 @@ int esrrf_run_opencl(const method_call *c) {
     rc = cl_stat_open(&s.st, c->device, s.g.kind, s.g.plane, c->err,
                       c->err_len);
   if (!rc)
-    rc = s.g.kind == TEMPORAL_NONE
-             ? esrrf_drive(c, &s.g, s.batch, cl_maps, &s)
-             : cl_drive_device(&s);
+    rc = s.g.kind == TEMPORAL_NONE ? esrrf_drive(c, &s.g, s.batch, cl_maps, &s)
+                                   : cl_drive_device(&s);
   cl_stat_close(&s.st);
   s.dev_s += s.st.dev_s;
   s.once += s.st.once_s;

@@ -27,15 +27,15 @@ struct esrrf_stream {
   size_t rows, cols, rows_m, cols_m, plane;
   int mag, mpc, temporal, sliding;
   size_t window, every, max_pending;
-  size_t chunk;               /* frames per method_run */
-  char want[QS_NAME_MAX];     /* the options' impl ("" none) */
-  char impl[QS_NAME_MAX];     /* chosen at the first push */
-  esrrf_partial cur;          /* the timepoint, or the block being filled */
-  uint64_t cur_first;         /* its first frame */
-  esrrf_partial *blocks;      /* sliding: N/K blocks, a ring */
+  size_t chunk;           /* frames per method_run */
+  char want[QS_NAME_MAX]; /* the options' impl ("" none) */
+  char impl[QS_NAME_MAX]; /* chosen at the first push */
+  esrrf_partial cur;      /* the timepoint, or the block being filled */
+  uint64_t cur_first;     /* its first frame */
+  esrrf_partial *blocks;  /* sliding: N/K blocks, a ring */
   size_t n_blocks, head, filled;
-  esrrf_partial merged;       /* sliding: the window */
-  pending *q;                 /* results, a ring of max_pending + 1 */
+  esrrf_partial merged; /* sliding: the window */
+  pending *q;           /* results, a ring of max_pending + 1 */
   size_t q_cap, q_head, q_n;
   uint64_t frames, results;
   int ended;
@@ -134,10 +134,10 @@ int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
   s->e = e;
   s->d = method_find(e, "esrrf");
   int rc = s->d ? stream_setup(s, o, err, len)
-                : fail(err, len, QS_ENOMETHOD, "esrrf stream: no method "
-                                               "esrrf in this engine");
-  if (!rc) rc = esrrf_partial_init(&s->cur, s->temporal, s->rows_m,
-                                   s->cols_m);
+                : fail(err, len, QS_ENOMETHOD,
+                       "esrrf stream: no method "
+                       "esrrf in this engine");
+  if (!rc) rc = esrrf_partial_init(&s->cur, s->temporal, s->rows_m, s->cols_m);
   if (!rc && s->sliding) {
     s->n_blocks = s->window / s->every;
     s->blocks = calloc(s->n_blocks, sizeof *s->blocks);
@@ -145,15 +145,17 @@ int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
                                         s->cols_m)
                    : QS_ENOMEM;
     for (size_t i = 0; !rc && i < s->n_blocks; i++)
-      rc = esrrf_partial_init(&s->blocks[i], s->temporal, s->rows_m,
-                              s->cols_m);
+      rc =
+          esrrf_partial_init(&s->blocks[i], s->temporal, s->rows_m, s->cols_m);
   }
   s->q_cap = s->max_pending + 1;
   if (!rc) s->q = calloc(s->q_cap, sizeof *s->q);
   if (!rc && !s->q) rc = QS_ENOMEM;
   if (rc == QS_ENOMEM || rc == QS_EOVERFLOW)
-    fail(err, len, rc, "esrrf stream: no memory for the statistics of "
-                       "%zu x %zu maps", s->rows_m, s->cols_m);
+    fail(err, len, rc,
+         "esrrf stream: no memory for the statistics of "
+         "%zu x %zu maps",
+         s->rows_m, s->cols_m);
   if (rc) {
     esrrf_stream_close(s);
     return rc;
@@ -171,8 +173,8 @@ static size_t stream_completes(const esrrf_stream *s, size_t count) {
   return n;
 }
 
-static int stream_emit(esrrf_stream *s, const esrrf_partial *p,
-                       uint64_t first, double t0) {
+static int stream_emit(esrrf_stream *s, const esrrf_partial *p, uint64_t first,
+                       double t0) {
   pending *r = &s->q[(s->q_head + s->q_n) % s->q_cap];
   int rc = image_alloc(&r->img, 1, s->rows_m, s->cols_m);
   if (!rc) rc = esrrf_partial_finish(p, s->mag, s->mpc, r->img.data);
@@ -182,8 +184,10 @@ static int stream_emit(esrrf_stream *s, const esrrf_partial *p,
                 "esrrf stream: cannot finish result %llu (%s)",
                 (unsigned long long)s->results, status_message(rc));
   }
-  r->info = (esrrf_stream_result){.index = s->results++, .first = first,
-                                  .frames = p->n, .latency = now_s() - t0};
+  r->info = (esrrf_stream_result){.index = s->results++,
+                                  .first = first,
+                                  .frames = p->n,
+                                  .latency = now_s() - t0};
   s->q_n++;
   return QS_OK;
 }
@@ -219,10 +223,13 @@ static int stream_fold(esrrf_stream *s, const float *maps, size_t n,
 static int stream_maps(esrrf_stream *s, const float *frames, size_t n,
                        image *maps) {
   image in = image_wrap((float *)frames, n, s->rows, s->cols);
-  run_request rq = {.inputs = &in, .n_inputs = 1, .params = s->run_p,
+  run_request rq = {.inputs = &in,
+                    .n_inputs = 1,
+                    .params = s->run_p,
                     .n_params = s->n_run_p,
-                    .impl = s->impl[0] ? s->impl : s->want[0] ? s->want
-                                                              : NULL};
+                    .impl = s->impl[0]   ? s->impl
+                            : s->want[0] ? s->want
+                                         : NULL};
   run_report rep;
   int rc = method_run(s->e, "esrrf", &rq, maps, 1, &rep);
   if (rc)
