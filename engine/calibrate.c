@@ -197,8 +197,12 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
   int64_t t0 = engine_now(e);
   double spent = 0, small[QS_MAX_ESTIMATES];
   size_t order[QS_MAX_ESTIMATES], n = 0;
-  for (size_t i = 0; i < m->n_impls; i++) {
-    small[i] = -1;
+  for (size_t i = 0; i < m->n_impls; i++) small[i] = -1;
+  /* Within a rank the implementations declared last go first: a method
+   * lists each kind from its reference to its most refined variant (see
+   * impl_def in quicksilver.h), and a budget that cannot reach them all
+   * should reach the variant most likely to win. */
+  for (size_t i = m->n_impls; i-- > 0;) {
     if (!cold[i]) continue;
     size_t k = n++; /* insertion by rank, stable */
     while (k > 0 && calib_rank(&m->impls[order[k - 1]], pr->work) >

@@ -359,7 +359,10 @@ typedef int (*impl_fn)(const method_call *c);
 /* One implementation of a method. For IMPL_OPENCL the engine registers one
  * implementation per OpenCL device, named "<name>:<device slug>" (without
  * devices: one unavailable implementation "<name>"). Names are short
- * (under 32 characters) and unique within the method. */
+ * (under 32 characters) and unique within the method. Order in the table:
+ * within a kind, from the reference to the most refined variant; when the
+ * calibration budget cannot time every cold implementation, the ones
+ * declared last are timed first. */
 typedef struct impl_def {
   const char *name;
   impl_kind kind;

@@ -312,21 +312,22 @@ Test(dispatch, calibration_once_per_cold_impl) {
   cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK, "%s", engine_error(e));
   cr_assert_str_eq(rep.reason, "calibration");
   cr_assert_gt(rep.calibration_seconds, 0);
-  /* large work: threaded first, on the 32x32 slice and (nothing being
+  /* large work: threaded kinds first, the one declared last
+   * (threaded_dynamic) leading, on the 32x32 slice and (nothing being
    * known) on 64x64 to predict the call; then the three others on 32x32,
    * and on a second slice as large as the budget allows: 8x per side */
   for (int i = 0; i <= F_FLAKY; i++)
-    cr_assert_eq(fake[i].small_calls, i == F_THREADED ? 2 : 1, "impl %d: %d",
+    cr_assert_eq(fake[i].small_calls, i == F_DYNAMIC ? 2 : 1, "impl %d: %d",
                  i, fake[i].small_calls);
   /* flaky is fastest at every size: chosen on the full input */
   cr_assert_str_eq(rep.impl, "flaky");
   cr_assert_eq(fake[F_FLAKY].calls, 3);
-  /* calibration: the four on 32x32, threaded on 64x64, the other three on
-   * 256x256 */
+  /* calibration: the four on 32x32, threaded_dynamic on 64x64, the other
+   * three (serial, threaded, flaky) on 256x256 */
   cr_assert_float_eq(rep.calibration_seconds,
-                     6.5e-3 + 18e-9 * 1024 + 2e-3 + 3e-9 * 4096 + 4.5e-3 +
-                         15e-9 * 65536,
-                     1e-12);
+                     6.5e-3 + 18e-9 * 1024 + 3e-3 + 4e-9 * 4096 + 3.5e-3 +
+                         14e-9 * 65536,
+                     1e-12, "%.12f", rep.calibration_seconds);
   cr_assert_eq(rep.calibration_once_seconds, 0);
 
   /* warm: no calibration again, for this size or another */
@@ -337,7 +338,7 @@ Test(dispatch, calibration_once_per_cold_impl) {
   cr_assert_eq(run(e, &y, NULL, 0, NULL, &rep), QS_OK);
   cr_assert_str_eq(rep.reason, "model");
   for (int i = 0; i <= F_FLAKY; i++)
-    cr_assert_eq(fake[i].small_calls, i == F_THREADED ? 2 : 1);
+    cr_assert_eq(fake[i].small_calls, i == F_DYNAMIC ? 2 : 1);
   cr_assert_eq(rep.n_estimates, F_N);
   cr_assert_str_eq(rep.estimates[F_OPENCL].source, "unavailable");
   /* serial was timed on the two slices: a model; flaky on three keys */
@@ -758,10 +759,10 @@ Test(dispatch, calibration_budget_bounds_each_call) {
   cr_assert_float_eq(rep.estimates[F_SERIAL].seconds, 1e-3 + 10e-9 * 16384,
                      1e-12);
   cr_assert_str_eq(rep.estimates[F_FLAKY].source, "none");
-  /* each later call spends its own 2 ms on the next ones: threaded, then
-   * dynamic, then flaky; with fewer cold candidates the slice may hold
-   * more of the call: 16x16 */
-  const double next[3] = {2e-3 + 3e-9 * 256, 3e-3 + 4e-9 * 256,
+  /* each later call spends its own 2 ms on the next ones: dynamic (the
+   * threaded kind declared last), then threaded, then flaky; with fewer
+   * cold candidates the slice may hold more of the call: 16x16 */
+  const double next[3] = {3e-3 + 4e-9 * 256, 2e-3 + 3e-9 * 256,
                           0.5e-3 + 1e-9 * 256};
   for (int k = 0; k < 3; k++) {
     cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
