@@ -25,17 +25,6 @@
 
 #define MAX_IMPLS 16
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* One method call with impl forced (NULL: the engine's choice). */
 static int call(engine *e, const char *method, const char *impl,
                 const image *in, size_t n_in, const param *p, size_t n_p,
@@ -82,21 +71,10 @@ int main(int argc, char **argv) {
   const char *kind = argc > 8 ? argv[8] : "sim";
   if (repeats < 1 || repeats > 1000) repeats = 5;
   char impls[MAX_IMPLS][64];
-  int n = 0;
-  for (const char *s = argv[1]; *s && n < MAX_IMPLS;) {
-    size_t l = strcspn(s, ",");
-    snprintf(impls[n++], sizeof impls[0], "%.*s", (int)(l < 63 ? l : 63), s);
-    s += l + (s[l] == ',');
-  }
-  engine_options o = {.db_path = ":memory:", .seed = 1};
-  engine *e = NULL;
-  int rc = engine_open(&e, &o);
-  if (rc) {
-    fprintf(stderr, "engine_open: %s\n", e ? engine_error(e)
-                                           : status_message(rc));
-    engine_close(e);
-    return 1;
-  }
+  int n = bench_impl_list(argv[1], impls, MAX_IMPLS);
+  engine *e = bench_engine();
+  if (!e) return 1;
+  int rc;
   image st, in[3];
   char err[512];
   if ((rc = bench_input(kind, frames, rows, cols, &st, err, sizeof err))) {
@@ -113,11 +91,11 @@ int main(int argc, char **argv) {
   for (int k = -1; !rc && k < repeats; k++)
     for (int i = 0; !rc && i < n; i++) {
       image out;
-      double t0 = now();
+      double t0 = bench_now();
       rc = call(e, "rgc", strcmp(impls[i], "auto") ? impls[i] : NULL, in, 3,
                 p, 2, &out, 1, &rep[i]);
       if (rc) break;
-      if (k >= 0) t[i * repeats + k] = now() - t0;
+      if (k >= 0) t[i * repeats + k] = bench_now() - t0;
       image_free(&out);
     }
   const char *label = strrchr(kind, '/') ? strrchr(kind, '/') + 1 : kind;
@@ -128,9 +106,7 @@ int main(int argc, char **argv) {
     snprintf(name, sizeof name, "%s%.63s", strcmp(impls[i], "auto") ? ""
                                                                       : "auto:",
              rep[i].impl);
-    qsort(ti, (size_t)repeats, sizeof *ti, cmp);
-    double med = repeats % 2 ? ti[repeats / 2]
-                             : (ti[repeats / 2 - 1] + ti[repeats / 2]) / 2;
+    double med = bench_median(ti, repeats);
     if (i == 0) first = med;
     printf("rgc %-22s %4zu x %4zu x %4zu  M %g r %g %-12.12s min %8.4f s  "
            "median %8.4f s  %7.2f Mpx/s  x%.2f of %s\n",
