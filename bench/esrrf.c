@@ -30,12 +30,6 @@
 #include "bench/input.h"
 #include "quicksilver.h"
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* Resident set now, from /proc (MiB); 0 if unreadable. */
 static double rss_now(void) {
   FILE *f = fopen("/proc/self/statm", "r");
@@ -50,11 +44,6 @@ static double rss_peak(void) {
   struct rusage u;
   getrusage(RUSAGE_SELF, &u);
   return (double)u.ru_maxrss / 1024.0;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 #define MAX_IMPLS 16
@@ -75,22 +64,11 @@ int main(int argc, char **argv) {
   const char *kind = argc > 9 ? argv[9] : "sim";
   if (repeats < 1 || repeats > 1000) repeats = 5;
   char impls[MAX_IMPLS][64];
-  int n = 0;
-  for (const char *s = argv[1]; *s && n < MAX_IMPLS;) {
-    size_t l = strcspn(s, ",");
-    snprintf(impls[n++], sizeof impls[0], "%.*s", (int)(l < 63 ? l : 63), s);
-    s += l + (s[l] == ',');
-  }
+  int n = bench_impl_list(argv[1], impls, MAX_IMPLS);
 
-  engine_options o = {.db_path = ":memory:", .seed = 1};
-  engine *e = NULL;
-  int rc = engine_open(&e, &o);
-  if (rc) {
-    fprintf(stderr, "engine_open: %s\n", e ? engine_error(e)
-                                           : status_message(rc));
-    engine_close(e);
-    return 1;
-  }
+  engine *e = bench_engine();
+  if (!e) return 1;
+  int rc;
   image st;
   char err[512];
   if ((rc = bench_input(kind, frames, rows, cols, &st, err, sizeof err))) {
@@ -111,13 +89,13 @@ int main(int argc, char **argv) {
                         .n_params = 3,
                         .impl = strcmp(impls[i], "auto") ? impls[i] : NULL};
       image out;
-      double t0 = now();
+      double t0 = bench_now();
       rc = method_run(e, "esrrf", &rq, &out, 1, &rep[i]);
       if (rc) {
         fprintf(stderr, "esrrf %s: %s\n", impls[i], engine_error(e));
         break;
       }
-      if (k >= 0) t[i * repeats + k] = now() - t0;
+      if (k >= 0) t[i * repeats + k] = bench_now() - t0;
       out_mib = (double)(out.frames * out.rows * out.cols * 4) / (1 << 20);
       image_free(&out);
     }
@@ -133,9 +111,7 @@ int main(int argc, char **argv) {
           * engine with a fresh store calibrates over its first calls) */
       snprintf(name, sizeof name, "auto:%.40s (%.15s, cal %.2f s)",
                rep[i].impl, rep[i].reason, rep[i].calibration_seconds);
-    qsort(ti, (size_t)repeats, sizeof *ti, cmp);
-    double med = repeats % 2 ? ti[repeats / 2]
-                             : (ti[repeats / 2 - 1] + ti[repeats / 2]) / 2;
+    double med = bench_median(ti, repeats);
     printf("esrrf %-44s %5zu x %4zu x %4zu  M %g r %g %-4s %-12.12s min %8.4f "
            "s  median %8.4f s  device %8.4f s  peak %7.1f MiB  before %7.1f "
            "MiB  working %7.1f MiB\n",

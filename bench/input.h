@@ -13,11 +13,58 @@
 #define QS_BENCH_INPUT_H
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "quicksilver.h"
 #include "simulate.h"
 #include "tiff.h"
+
+/* Monotonic wall-clock seconds. */
+static inline double bench_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static inline int bench_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sorts t[0 .. n) ascending and returns its median. */
+static inline double bench_median(double *t, int n) {
+  qsort(t, (size_t)n, sizeof *t, bench_cmp);
+  return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+/* The names of a comma list (IMPL[,IMPL...]) into impls, at most max, each
+ * cut to 63 characters; returns how many. */
+static inline int bench_impl_list(const char *list, char (*impls)[64],
+                                  int max) {
+  int n = 0;
+  for (const char *s = list; *s && n < max;) {
+    size_t l = strcspn(s, ",");
+    snprintf(impls[n++], 64, "%.*s", (int)(l < 63 ? l : 63), s);
+    s += l + (s[l] == ',');
+  }
+  return n;
+}
+
+/* An engine on a fresh in-memory store (it calibrates over its first
+ * calls); NULL after saying why on stderr. */
+static inline engine *bench_engine(void) {
+  engine_options o = {.db_path = ":memory:", .seed = 1};
+  engine *e = NULL;
+  int rc = engine_open(&e, &o);
+  if (!rc) return e;
+  fprintf(stderr, "engine_open: %s\n", e ? engine_error(e)
+                                          : status_message(rc));
+  engine_close(e);
+  return NULL;
+}
 
 /* Noiseless spots (bench/esrrf's former input): sigma 1.3 px on a 12-px
  * lattice, each on with probability 1/2, background 100. */

@@ -147,6 +147,9 @@ static const param_def rgc_params[] = {RGC_PARAM_ROWS};
 static const impl_def rgc_impls[] = {
     QS_CPU_IMPLS(rgc_run, 1, 8),
     QS_OPENCL_IMPL(rgc_run_opencl, 1),
+    {"vec", IMPL_THREADED, rgc_run_vec, NULL, 1, SCHED_DYNAMIC, 4},
+    {"avx2", IMPL_THREADED, rgc_run_avx2, rgc_avx2_probe, 1, SCHED_DYNAMIC,
+     4},
 };
 
 static double rgc_work(const image *in, const double *p) {

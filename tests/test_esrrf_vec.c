@@ -13,42 +13,17 @@
 #include <string.h>
 
 #include "method_harness.h"
+#include "vec_harness.h"
 #include "qs_test.h"
 #include "tiff.h"
 
 TestSuite(esrrf_vec, .fini = qs_leak_check);
-
-#define REF_DIR QS_SOURCE_ROOT "/tests/data/reference/"
 
 static const char *const VEC[] = {"fused_vec", "fused_avx2"};
 #define N_VEC (sizeof VEC / sizeof *VEC)
 
 /* The accuracy contract of the variants against serial. */
 #define VEC_REL 1e-6
-
-static engine *open_engine(int threads) {
-  engine_options o = {.db_path = ":memory:", .no_calibration = 1, .seed = 1,
-                      .threads = threads};
-  engine *e = NULL;
-  int rc = engine_open(&e, &o);
-  cr_assert_eq(rc, QS_OK, "engine_open: %s",
-               e ? engine_error(e) : status_message(rc));
-  return e;
-}
-
-/* Whether the engine lists impl as available; why receives the reason. */
-static int listed(engine *e, const char *impl, char *why, size_t len) {
-  impl_info info[QS_MAX_ESTIMATES];
-  size_t n = 0;
-  cr_assert_eq(method_impls(e, "esrrf", info, QS_MAX_ESTIMATES, &n), QS_OK);
-  for (size_t i = 0; i < n && i < QS_MAX_ESTIMATES; i++)
-    if (!strcmp(info[i].name, impl)) {
-      snprintf(why, len, "%s", info[i].why);
-      return info[i].available;
-    }
-  cr_assert_fail("esrrf does not list %s", impl);
-  return 0;
-}
 
 static void run_impl(engine *e, const char *impl, const image *in,
                      const param *p, size_t n_p, image *out) {
@@ -102,7 +77,7 @@ static int vs_serial_as(engine *e, const image *in, const param *p,
   int ran = 0;
   for (size_t v = 0; v < N_VEC; v++) {
     char why[256];
-    if (!listed(e, VEC[v], why, sizeof why)) continue;
+    if (!vec_listed(e, "esrrf", VEC[v], why, sizeof why)) continue;
     image out[1];
     run_impl(e, VEC[v], in, p, n_p, out);
     expect_close(out, ref, rel, what, VEC[v]);
@@ -119,39 +94,6 @@ static int vs_serial(engine *e, const image *in, const param *p, size_t n_p,
 }
 
 /* -------------------------------------------------------- fixtures */
-
-static cJSON *json_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = calloc((size_t)n + 1, 1);
-  cr_assert_not_null(text);
-  cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  cJSON *j = cJSON_Parse(text);
-  free(text);
-  cr_assert_not_null(j, "%s is not JSON", path);
-  return j;
-}
-
-/* The image of a fixture entry {file, shape} (raw little-endian f32). */
-static void f32_load(const cJSON *entry, image *img) {
-  const cJSON *shape = cJSON_GetObjectItem(entry, "shape");
-  size_t d[3];
-  for (int k = 0; k < 3; k++)
-    d[k] = (size_t)cJSON_GetArrayItem(shape, k)->valuedouble;
-  cr_assert_eq(image_alloc(img, d[0], d[1], d[2]), QS_OK);
-  char path[1024];
-  snprintf(path, sizeof path, REF_DIR "%s",
-           cJSON_GetObjectItem(entry, "file")->valuestring);
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "cannot open %s", path);
-  size_t n = d[0] * d[1] * d[2];
-  cr_assert_eq(fread(img->data, sizeof(float), n, f), n, "short %s", path);
-  fclose(f);
-}
 
 /* Each fixture's call, and its per-frame maps (temporal=none, which is
  * what the implementations compute; the statistic is shared code). The
@@ -234,22 +176,6 @@ Test(esrrf_vec, real_stacks_within_1e6_of_serial) {
 
 /* -------------------------------------------------------- parameters */
 
-/* Spots on a background with noise: an input with gradients everywhere. */
-static image noisy(size_t f, size_t r, size_t c, unsigned seed) {
-  image m;
-  cr_assert_eq(image_alloc(&m, f, r, c), QS_OK);
-  harness_fill(&m, seed, 20.0f);
-  for (size_t k = 0; k < f; k++)
-    for (size_t y = 0; y < r; y++)
-      for (size_t x = 0; x < c; x++) {
-        double dy = (double)y - 0.4 * (double)r - (double)k;
-        double dx = (double)x - 0.6 * (double)c;
-        m.data[(k * r + y) * c + x] +=
-            (float)(300 + 800 * exp(-(dx * dx + dy * dy) / 6.0));
-      }
-  return m;
-}
-
 /* Magnifications (odd, even, 1, 8 with few lanes), radii (the disk edge
  * cases of large radii too), sensitivities, intensity weighting, shapes
  * whose widths leave partial lane groups and clamped taps, and one call
@@ -295,7 +221,7 @@ Test(esrrf_vec, threaded_runs_equal_single_thread_bit_for_bit) {
     param p[] = {{"magnification", mags[k], NULL}, {"temporal", 0, "none"}};
     for (size_t v = 0; v < N_VEC; v++) {
       char why[256];
-      if (!listed(one, VEC[v], why, sizeof why)) continue;
+      if (!vec_listed(one, "esrrf", VEC[v], why, sizeof why)) continue;
       image a[1], b[1];
       run_impl(one, VEC[v], &st, p, 2, a);
       run_impl(many, VEC[v], &st, p, 2, b);
@@ -316,18 +242,5 @@ Test(esrrf_vec, threaded_runs_equal_single_thread_bit_for_bit) {
 /* ----------------------------------------------------------- listing */
 
 Test(esrrf_vec, avx2_listed_exactly_where_the_cpu_has_it) {
-  engine *e = open_engine(1);
-  char why[256] = "";
-  int has = 0;
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
-  cr_expect_eq(listed(e, "fused_avx2", why, sizeof why), has,
-               "fused_avx2 available %d, CPU has AVX2+FMA %d (%s)", !has,
-               has, why);
-  if (!has)
-    cr_expect(strstr(why, "AVX2") != NULL, "the probe says why: %s", why);
-  cr_expect(listed(e, "fused_vec", why, sizeof why), "fused_vec: %s", why);
-  engine_close(e);
+  vec_expect_listing("esrrf", "fused_avx2", "fused_vec");
 }

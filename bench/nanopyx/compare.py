@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """compare.py - quicksilver and NanoPyx side by side on the same machine.
 
-    python3 bench/nanopyx/compare.py [--quick] [--methods a,b] [--out DIR]
+    python3 bench/nanopyx/compare.py [--quick | --goal] [--methods a,b]
+                                     [--out DIR] [--list]
 
 For each method and size of the benchmark sweep it runs every NanoPyx run
 type (unthreaded, threaded, threaded_static, threaded_dynamic,
@@ -10,7 +11,7 @@ quicksilver implementation and quicksilver's automatic choice (through the
 C driver bench/qs_run.c), and quicksilver's automatic choice through its
 Python binding (the same kind of call as NanoPyx's: a Python function on a
 numpy array; contender "quicksilver-py auto", when the binding is built), on
-the same simulated input, and records:
+the same input, and records:
 
 - time: a warm-up, then repeats, interleaved across contenders and the two
   systems (NanoPyx, quicksilver, NanoPyx, ...) so that drift of a shared
@@ -30,6 +31,14 @@ JSON and a Markdown table are rewritten after every case, so an interrupted
 run leaves every finished row. quicksilver is built in release mode in
 --build (default <root>/build-compare) unless the driver is there already;
 NanoPyx runs in the private environment of npxenv.py.
+
+Inputs are simulated (blinking emitters over a camera background with shot
+noise, see simulate()) or a real stack (tests/data/real, read with
+tifffile into the same raw float32 file the simulated cases use). --goal
+runs only the eSRRF cases the speed goal is stated on: 100x64x64,
+20x256x256 and the real stack musical_cardiomyoblast_mito_100f.tif at
+magnification 5, radius 1.5, AVG; the ratio that matters is quicksilver's
+automatic choice against NanoPyx's fastest run type.
 """
 
 import argparse
@@ -52,12 +61,22 @@ ESRRF_PARAMS = {"magnification": 5, "radius": 1.5, "sensitivity": 1.0,
                 "intensity_weighting": True, "frames_per_timepoint": 0,
                 "temporal": "avg", "macro_pixel_correction": True}
 
+# A real stack as a case's input: its file name under REAL_DIRS.
+REAL_STACK = "musical_cardiomyoblast_mito_100f.tif"
+# $QS_REAL_DATA, else the copy in the repository (as make_fixtures.py).
+REAL_DIRS = [os.environ.get("QS_REAL_DATA", ""),
+             os.path.join(npxenv.ROOT, "tests", "data", "real")]
+
+# An entry is a (frames, rows, cols) shape of simulated input or the name
+# of a real stack.
 SIZES_INTERP = [(1, 64, 64), (10, 256, 256), (100, 256, 256),
                 (10, 1024, 1024)]
 SIZES_ESRRF = [(100, 64, 64), (500, 64, 64), (10, 256, 256),
-               (2, 1024, 1024)]
+               (20, 256, 256), REAL_STACK, (2, 1024, 1024)]
 QUICK_INTERP = [(1, 64, 64), (10, 256, 256)]
 QUICK_ESRRF = [(100, 64, 64), (10, 256, 256)]
+# The cases of the eSRRF speed goal (M = 5, radius 1.5, AVG).
+GOAL_ESRRF = [(100, 64, 64), (20, 256, 256), REAL_STACK]
 
 
 def sm_params(m):
@@ -65,26 +84,63 @@ def sm_params(m):
             "magnification_col": m}
 
 
-def sweep(quick, methods):
-    """The cases: (method, shape, params), smaller sizes of every method
-    before larger ones, so that an interrupted run has covered each method."""
-    interp = QUICK_INTERP if quick else SIZES_INTERP
-    esrrf = QUICK_ESRRF if quick else SIZES_ESRRF
+def real_path(name):
+    paths = [os.path.join(d, name) for d in REAL_DIRS if d]
+    found = [p for p in paths if os.path.isfile(p)]
+    if not found:
+        raise SystemExit(f"compare: {name} not found in {paths}")
+    return found[0]
+
+
+def read_real(name):
+    """The real stack as a float32 (frames, rows, cols) array: the values
+    the camera wrote (uint16), as both systems are given them."""
+    import numpy as np
+    import tifffile
+    a = tifffile.imread(real_path(name))
+    if a.ndim == 2:
+        a = a[None]
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def resolve(entry):
+    """(shape, source) of a size entry: source None for simulated input,
+    else the real stack's file name."""
+    if isinstance(entry, str):
+        return tuple(read_real(entry).shape), entry
+    return tuple(entry), None
+
+
+def sweep(quick, methods, goal=False):
+    """The cases: (method, shape, params, source), smaller sizes of every
+    method before larger ones, so that an interrupted run has covered each
+    method. goal: only the eSRRF cases of the speed goal."""
+    if goal:
+        if "esrrf" not in methods:
+            return []
+        return [("esrrf", shape, dict(ESRRF_PARAMS), source)
+                for shape, source in map(resolve, GOAL_ESRRF)]
+    interp = [resolve(e) for e in (QUICK_INTERP if quick else SIZES_INTERP)]
+    esrrf = [resolve(e) for e in (QUICK_ESRRF if quick else SIZES_ESRRF)]
     cases = []
     for i in range(max(len(interp), len(esrrf))):
         if "roberts_cross" in methods and i < len(interp):
-            cases.append(("roberts_cross", interp[i], {}))
+            cases.append(("roberts_cross", interp[i][0], {}, interp[i][1]))
         if "shift_magnify" in methods and i < len(interp):
-            cases += [("shift_magnify", interp[i], sm_params(m))
-                      for m in (2.0, 5.0)]
+            cases += [("shift_magnify", interp[i][0], sm_params(m),
+                       interp[i][1]) for m in (2.0, 5.0)]
         if "esrrf" in methods and i < len(esrrf):
-            cases.append(("esrrf", esrrf[i], dict(ESRRF_PARAMS)))
+            cases.append(("esrrf", esrrf[i][0], dict(ESRRF_PARAMS),
+                          esrrf[i][1]))
     return cases
 
 
-def case_id(method, shape, params):
+def case_id(method, shape, params, source=None):
     m = params.get("magnification", params.get("magnification_row"))
     tag = f"{method}_{'x'.join(map(str, shape))}"
+    if source:
+        tag = f"{method}_{os.path.splitext(source)[0]}_" \
+              f"{'x'.join(map(str, shape))}"
     return tag + (f"_m{m:g}" if m is not None else "")
 
 
@@ -374,11 +430,14 @@ class Harness:
                     os.remove(os.path.join(self.tmp, f))
         return r
 
-    def run_case(self, method, shape, params):
-        cid = case_id(method, shape, params)
+    def run_case(self, method, shape, params, source=None):
+        cid = case_id(method, shape, params, source)
         print(f"== {cid}", file=sys.stderr, flush=True)
         inp = os.path.join(self.tmp, "input.f32")
-        simulate(shape, inp)
+        if source:
+            read_real(source).astype("<f4").tofile(inp)
+        else:
+            simulate(shape, inp)
         contenders = [("nanopyx", rt) for rt in NPX_RUN_TYPES + ["auto"]]
         qs = self.qs_impls(method)
         contenders += [("quicksilver", i) for i in qs + ["auto"]]
@@ -465,7 +524,8 @@ class Harness:
             if os.path.exists(f):
                 os.remove(f)
         case = {"id": cid, "method": method, "shape": list(shape),
-                "params": params, "rows": []}
+                "params": params, "input": source or "simulated",
+                "rows": []}
         for c in contenders:
             row = rows[c]
             row["min"], row["median"] = stats(row["times"])
@@ -712,6 +772,13 @@ def main():
         description="quicksilver and NanoPyx side by side")
     ap.add_argument("--quick", action="store_true",
                     help="the two smallest sizes of each method")
+    ap.add_argument("--goal", action="store_true",
+                    help="only the eSRRF cases of the speed goal: "
+                         "100x64x64, 20x256x256 and the real stack "
+                         f"{REAL_STACK}, M = 5")
+    ap.add_argument("--list", action="store_true",
+                    help="print the ids of the cases that would run, "
+                         "then stop")
     ap.add_argument("--methods", default="roberts_cross,shift_magnify,esrrf")
     ap.add_argument("--out", default=os.path.join(npxenv.ROOT,
                                                   "build-compare",
@@ -736,16 +803,23 @@ def main():
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
     npxenv.reexec_in_venv()
-    build(args.build)
-    h = Harness(args)
     methods = args.methods.split(",")
     skip = set(args.skip.split(",")) if args.skip else set()
-    for method, shape, params in sweep(args.quick, methods):
-        if case_id(method, shape, params) in skip:
-            h.results.setdefault("skipped", []).append(
-                case_id(method, shape, params))
+    cases = sweep(args.quick, methods, args.goal)
+    if args.list:
+        for method, shape, params, source in cases:
+            cid = case_id(method, shape, params, source)
+            print(cid + (" (skipped)" if cid in skip else ""))
+        return
+    build(args.build)
+    h = Harness(args)
+    h.results["settings"]["goal"] = args.goal
+    for method, shape, params, source in cases:
+        cid = case_id(method, shape, params, source)
+        if cid in skip:
+            h.results.setdefault("skipped", []).append(cid)
             continue
-        h.run_case(method, shape, params)
+        h.run_case(method, shape, params, source)
     h.save()
     if args.results:
         splice(args.results, markdown(h.results))

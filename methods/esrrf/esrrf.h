@@ -108,6 +108,11 @@ int esrrf_sub(const method_call *c, const method_desc *d, const image *in,
 /* The implementations in their own files. */
 int esrrf_run_fused(const method_call *c);
 int esrrf_run_composed(const method_call *c);
+/* rgc through the vectorised fused pass (rgc_vec.c): portable, and AVX2 +
+ * FMA behind its probe. */
+int rgc_run_vec(const method_call *c);
+int rgc_run_avx2(const method_call *c);
+int rgc_avx2_probe(const method_call *c, char *why, size_t why_len);
 #if QS_HAVE_OPENCL
 int esrrf_run_opencl(const method_call *c);
 int esrrf_cl_probe(const method_call *c, char *why, size_t why_len);

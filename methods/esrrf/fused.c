@@ -104,11 +104,8 @@ static int fz_grid_rows(void *ctx, size_t b, size_t e, int worker) {
     cr_vsums(s->grad + plane, cols, &s->hr[a], pr, 0, cols);
     for (int x = 0; x < gw; x++) {
       fz_cell *cell = &row[x];
-      cell->gx = s->hr[a].n ? cr_hsum(pc, &s->hc[x]) : 0.0f;
-      cell->gy = s->hr[a].n ? cr_hsum(pr, &s->hc[x]) : 0.0f;
-      cell->inv = (float)(1 / sqrt((double)(cell->gx * cell->gx +
-                                            cell->gy * cell->gy)));
-      cell->pad = 0;
+      fused_cell(cell, s->hr[a].n ? cr_hsum(pc, &s->hc[x]) : 0.0f,
+                 s->hr[a].n ? cr_hsum(pr, &s->hc[x]) : 0.0f);
     }
   }
   return QS_OK;
@@ -267,34 +264,40 @@ static int fz_maps(void *state, size_t f0, size_t n, float *dst) {
   return QS_OK;
 }
 
-/* Per-call tables: window taps of every output row and column, grid taps,
- * weights. */
-static int fz_plan(fused *s) {
+int fused_tables(fused *s) {
   const esrrf_geom *g = &s->g;
   size_t rm = (size_t)g->rows_m, cm = (size_t)g->cols_m;
-  size_t gr = 2 * (size_t)g->rows + 1, gc = 2 * (size_t)g->cols + 1;
-  size_t threads = s->c->threads > 0 ? (size_t)s->c->threads : 1;
   s->win = g->k.end - g->k.start;
   s->ty = malloc((rm + cm) * (size_t)s->win * sizeof *s->ty);
   s->ny = malloc((rm + cm) * sizeof *s->ny);
-  s->hr = malloc((gr + gc) * sizeof *s->hr);
-  s->sums = malloc(threads * 2 * (size_t)g->cols * sizeof *s->sums);
-  s->grad = malloc(2 * (size_t)g->rows * (size_t)g->cols * sizeof(float));
-  s->grid = malloc(gr * gc * sizeof *s->grid);
-  int mag_plane = g->weight && !s->var->intensity;
-  s->mag = mag_plane ? malloc(g->plane * sizeof(float)) : NULL;
-  if (!s->ty || !s->ny || !s->hr || !s->sums || !s->grad || !s->grid ||
-      (mag_plane && !s->mag))
-    return QS_ENOMEM;
+  if (!s->ty || !s->ny) return QS_ENOMEM;
   s->tx = s->ty + rm * (size_t)s->win;
   s->nx = s->ny + rm;
-  s->hc = s->hr + gr;
   for (size_t y = 0; y < rm; y++)
     s->ny[y] = fz_axis((int)y, g->rows, g->rows_m, &g->k,
                        s->ty + y * (size_t)s->win);
   for (size_t x = 0; x < cm; x++)
     s->nx[x] = fz_axis((int)x, g->cols, g->cols_m, &g->k,
                        s->tx + x * (size_t)s->win);
+  fz_weights(s);
+  return fz_candidates(s);
+}
+
+/* eSRRF's per-call tables: the shared ones, and the grid taps and buffers
+ * of one frame's Roberts gradients, grid and ×M intensity. */
+static int fz_plan(fused *s) {
+  const esrrf_geom *g = &s->g;
+  size_t gr = 2 * (size_t)g->rows + 1, gc = 2 * (size_t)g->cols + 1;
+  size_t threads = s->c->threads > 0 ? (size_t)s->c->threads : 1;
+  s->hr = malloc((gr + gc) * sizeof *s->hr);
+  s->sums = malloc(threads * 2 * (size_t)g->cols * sizeof *s->sums);
+  s->grad = malloc(2 * (size_t)g->rows * (size_t)g->cols * sizeof(float));
+  s->grid = malloc(gr * gc * sizeof *s->grid);
+  int mag_plane = g->weight && !s->var->intensity;
+  s->mag = mag_plane ? malloc(g->plane * sizeof(float)) : NULL;
+  if (!s->hr || !s->sums || !s->grad || !s->grid || (mag_plane && !s->mag))
+    return QS_ENOMEM;
+  s->hc = s->hr + gr;
   /* Grid index 2n holds the clamped ×2M index 2·N·M − 1, a generic
    * Catmull-Rom sample at (2·N·M − 1) / (2M). */
   float m2 = (float)(2 * g->mag);
@@ -308,8 +311,7 @@ static int fz_plan(fused *s) {
       cr_taps_half((int)b, g->cols, &s->hc[b]);
     else
       cr_taps_at(cr_source(2 * g->cols_m - 1, m2, 0.0f), g->cols, &s->hc[b]);
-  fz_weights(s);
-  return fz_candidates(s);
+  return fused_tables(s);
 }
 
 static int fz_pass_plan(fused *s) {
@@ -343,6 +345,11 @@ int fused_run(const method_call *c, const fused_variant *var) {
   else
     rc = esrrf_drive(c, &s->g, 1, fz_maps, s);
   var->done(s);
+  fused_free(s);
+  return rc;
+}
+
+void fused_free(fused *s) {
   free(s->ty);
   free(s->ny);
   free(s->hr);
@@ -353,7 +360,6 @@ int fused_run(const method_call *c, const fused_variant *var) {
   free(s->cand);
   free(s->cand_at);
   free(s);
-  return rc;
 }
 
 int esrrf_run_fused(const method_call *c) { return fused_run(c, NULL); }

@@ -8,6 +8,7 @@
 #ifndef QS_ESRRF_FUSED_H
 #define QS_ESRRF_FUSED_H
 
+#include <math.h>
 #include <stddef.h>
 
 #include "methods/esrrf/esrrf.h"
@@ -85,6 +86,25 @@ int fused_tap(int i, int j, int n, int n_m, const rgc_consts *k, fz_tap *t);
  * in bounds, else from the general loop over its valid taps. */
 float fused_pixel(const fused *s, int y, int x);
 
+/* A grid cell from its gradient samples, 1/|G| in double rounded to float
+ * (inf for G = 0; the passes test G·R < 0 first). */
+static inline void fused_cell(fz_cell *cell, float gx, float gy) {
+  cell->gx = gx;
+  cell->gy = gy;
+  cell->inv = (float)(1 / sqrt((double)(gx * gx + gy * gy)));
+  cell->pad = 0;
+}
+
+/* The tables every pass shares, from s->g alone: the window taps of every
+ * output row and column (ty, ny, tx, nx, win), the weight table and the
+ * candidate lists. The caller provides s->grid ((2R + 1)(2C + 1) cells)
+ * for the passes to read. */
+int fused_tables(fused *s);
+
+/* Frees the tables of s, its buffers (fields left NULL are skipped) and s;
+ * the variant's done comes first. */
+void fused_free(fused *s);
+
 /* Runs eSRRF with the fused plan; var NULL: the scalar pass. */
 int fused_run(const method_call *c, const fused_variant *var);
 
@@ -100,5 +120,10 @@ const fused_variant *fused_avx2_pass(void);
 int esrrf_run_fused_vec(const method_call *c);
 int esrrf_run_fused_avx2(const method_call *c);
 int esrrf_avx2_probe(const method_call *c, char *why, size_t why_len);
+
+/* The CPU test behind the AVX2 probes of eSRRF and rgc: QS_OK when the CPU
+ * reports AVX2 and FMA, else QS_EUNAVAIL and why, naming the `portable`
+ * implementation to use instead. Baseline code. */
+int fused_avx2_probe(const char *portable, char *why, size_t why_len);
 
 #endif

@@ -14,17 +14,21 @@ int esrrf_run_fused_vec(const method_call *c) {
   return fused_run(c, &fv_variant);
 }
 
-int esrrf_avx2_probe(const method_call *c, char *why, size_t why_len) {
-  (void)c;
+int fused_avx2_probe(const char *portable, char *why, size_t why_len) {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     return QS_OK;
   snprintf(why, why_len, "this CPU does not report AVX2 and FMA "
-                         "(fused_vec is the portable variant)");
+                         "(%s is the portable variant)", portable);
 #else
   snprintf(why, why_len, "AVX2 + FMA code is built for x86 targets only "
-                         "(fused_vec is the portable variant)");
+                         "(%s is the portable variant)", portable);
 #endif
   return QS_EUNAVAIL;
+}
+
+int esrrf_avx2_probe(const method_call *c, char *why, size_t why_len) {
+  (void)c;
+  return fused_avx2_probe("fused_vec", why, why_len);
 }

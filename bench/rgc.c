@@ -1,0 +1,123 @@
+/* rgc.c — speed of the standalone rgc method, implementations side by side
+ * in one run.
+ *
+ *   bench_rgc IMPL[,IMPL...] FRAMES ROWS COLS [REPEATS [MAG [RADIUS
+ *             [INPUT]]]]
+ *
+ * Makes rgc's inputs the way eSRRF does from INPUT (bench/input.h: `sim`,
+ * the default, quicksilver simulate's camera background with shot and
+ * read noise; `spots`; or a TIFF path, ROWS COLS 0 for its size): the
+ * Roberts-cross gradients magnified 2·MAG and the stack magnified MAG
+ * (intensity weighting on, sensitivity 1). Then one untimed round and
+ * REPEATS timed rounds (default 5), each running every IMPL once in turn
+ * (a, b, a, b, ...) so that drift of a shared machine hits all alike.
+ * Prints per implementation: min and median wall seconds of method_run,
+ * output megapixels per second at the median, and the median of the first
+ * IMPL over this one's. "auto" is the engine's choice (a fresh in-memory
+ * store: it calibrates over its first calls). Measured, never asserted. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/input.h"
+#include "quicksilver.h"
+
+#define MAX_IMPLS 16
+
+/* One method call with impl forced (NULL: the engine's choice). */
+static int call(engine *e, const char *method, const char *impl,
+                const image *in, size_t n_in, const param *p, size_t n_p,
+                image *out, size_t n_out, run_report *rep) {
+  run_request rq = {.inputs = in, .n_inputs = n_in, .params = p,
+                    .n_params = n_p, .impl = impl};
+  int rc = method_run(e, method, &rq, out, n_out, rep);
+  if (rc)
+    fprintf(stderr, "%s %s: %s\n", method, impl ? impl : "auto",
+            engine_error(e));
+  return rc;
+}
+
+/* rgc's three inputs from the stack st at magnification mag. */
+static int make_inputs(engine *e, const image *st, double mag, image in[3]) {
+  image rc[2] = {{0}, {0}};
+  run_report rep;
+  memset(in, 0, 3 * sizeof *in);
+  int err = call(e, "roberts_cross", NULL, st, 1, NULL, 0, rc, 2, &rep);
+  for (int k = 0; !err && k < 3; k++) {
+    double m = k < 2 ? 2 * mag : mag;
+    param p[] = {{"magnification_row", m, NULL},
+                 {"magnification_col", m, NULL}};
+    err = call(e, "shift_magnify", NULL, k < 2 ? &rc[k] : st, 1, p, 2, &in[k],
+               1, &rep);
+  }
+  image_free(&rc[0]);
+  image_free(&rc[1]);
+  return err;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 5) {
+    fprintf(stderr, "usage: %s IMPL[,IMPL...] FRAMES ROWS COLS [REPEATS [MAG "
+                    "[RADIUS [INPUT]]]]\n",
+            argv[0]);
+    return 2;
+  }
+  size_t frames = strtoul(argv[2], NULL, 10), rows = strtoul(argv[3], NULL, 10);
+  size_t cols = strtoul(argv[4], NULL, 10);
+  int repeats = argc > 5 ? atoi(argv[5]) : 5;
+  double mag = argc > 6 ? atof(argv[6]) : 5;
+  double radius = argc > 7 ? atof(argv[7]) : 1.5;
+  const char *kind = argc > 8 ? argv[8] : "sim";
+  if (repeats < 1 || repeats > 1000) repeats = 5;
+  char impls[MAX_IMPLS][64];
+  int n = bench_impl_list(argv[1], impls, MAX_IMPLS);
+  engine *e = bench_engine();
+  if (!e) return 1;
+  int rc;
+  image st, in[3];
+  char err[512];
+  if ((rc = bench_input(kind, frames, rows, cols, &st, err, sizeof err))) {
+    fprintf(stderr, "input %s: %s\n", kind, err);
+    engine_close(e);
+    return 1;
+  }
+  rc = make_inputs(e, &st, mag, in);
+  param p[] = {{"magnification", mag, NULL}, {"radius", radius, NULL}};
+  double *t = calloc((size_t)repeats * MAX_IMPLS, sizeof *t);
+  run_report rep[MAX_IMPLS];
+  memset(rep, 0, sizeof rep);
+  if (!t) rc = QS_ENOMEM;
+  for (int k = -1; !rc && k < repeats; k++)
+    for (int i = 0; !rc && i < n; i++) {
+      image out;
+      double t0 = bench_now();
+      rc = call(e, "rgc", strcmp(impls[i], "auto") ? impls[i] : NULL, in, 3,
+                p, 2, &out, 1, &rep[i]);
+      if (rc) break;
+      if (k >= 0) t[i * repeats + k] = bench_now() - t0;
+      image_free(&out);
+    }
+  const char *label = strrchr(kind, '/') ? strrchr(kind, '/') + 1 : kind;
+  double first = 0;
+  for (int i = 0; !rc && i < n; i++) {
+    double *ti = t + i * repeats;
+    char name[80];
+    snprintf(name, sizeof name, "%s%.63s", strcmp(impls[i], "auto") ? ""
+                                                                      : "auto:",
+             rep[i].impl);
+    double med = bench_median(ti, repeats);
+    if (i == 0) first = med;
+    printf("rgc %-22s %4zu x %4zu x %4zu  M %g r %g %-12.12s min %8.4f s  "
+           "median %8.4f s  %7.2f Mpx/s  x%.2f of %s\n",
+           name, st.frames, st.rows, st.cols, mag, radius, label, ti[0], med,
+           (double)in[2].frames * (double)in[2].rows * (double)in[2].cols /
+               med * 1e-6,
+           first / med, impls[0]);
+  }
+  free(t);
+  for (int k = 0; k < 3; k++) image_free(&in[k]);
+  image_free(&st);
+  engine_close(e);
+  return rc ? 1 : 0;
+}
