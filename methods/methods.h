@@ -28,16 +28,18 @@ extern const method_desc method_rgc, method_esrrf;
        (chunk) / 4 ? (chunk) / 4 : 1},                                       \
       {"threaded_guided", IMPL_THREADED, run, NULL, version, SCHED_GUIDED, 1}
 
-/* Checks that `in` is a non-empty image with data whose sides fit an int
+/* Checks that `in` is a non-empty image whose sides fit an int
  * (the kernels index with int) and whose size fits QS_MAX_PIXELS; else a
  * message naming `method` and the shape, and QS_EINVAL / QS_EOVERFLOW. */
 static inline int method_check_input(const char *method, const image *in,
                                      char *err, size_t err_len) {
   size_t n;
-  if (!in || !in->data || !in->frames || !in->rows || !in->cols) {
-    snprintf(err, err_len, "%s: input image is empty (%zu x %zu x %zu%s)",
+  /* Shapes only: method_estimate passes images without data, and
+   * method_run has checked every input's data before any shape rule. */
+  if (!in || !in->frames || !in->rows || !in->cols) {
+    snprintf(err, err_len, "%s: input image is empty (%zu x %zu x %zu)",
              method, in ? in->frames : 0, in ? in->rows : 0,
-             in ? in->cols : 0, in && in->data ? "" : ", no data");
+             in ? in->cols : 0);
     return QS_EINVAL;
   }
   if (in->rows > INT_MAX || in->cols > INT_MAX ||

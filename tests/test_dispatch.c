@@ -1277,3 +1277,26 @@ Test(dispatch, graded_evidence_is_reported) {
   engine_close(e);
   free(a.px), free(b.px), free(c.px), free(d.px);
 }
+
+/* The built-in methods' shape rules take shapes only: method_estimate on
+ * images without data answers, method_run refuses them. */
+Test(dispatch, builtin_estimate_takes_shapes_only) {
+  engine *e;
+  engine_options o = {.db_path = ":memory:", .no_opencl = 1};
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  const char *methods[] = {"esrrf", "shift_magnify", "roberts_cross"};
+  for (size_t k = 0; k < 3; k++) {
+    image in = image_wrap(NULL, 4, 32, 32);
+    run_request rq = {.inputs = &in, .n_inputs = 1};
+    run_report est;
+    cr_assert_eq(method_estimate(e, methods[k], &rq, &est), QS_OK, "%s: %s",
+                 methods[k], engine_error(e));
+    cr_assert_gt(est.n_estimates, 1, "%s", methods[k]);
+    image out[2] = {{0}, {0}};
+    cr_assert_eq(method_run(e, methods[k], &rq, out,
+                            method_find(e, methods[k])->n_outputs, NULL),
+                 QS_EINVAL, "%s", methods[k]);
+    cr_assert_not_null(strstr(engine_error(e), "has no data"));
+  }
+  engine_close(e);
+}
