@@ -438,9 +438,13 @@ class Harness:
             read_real(source).astype("<f4").tofile(inp)
         else:
             simulate(shape, inp)
-        contenders = [("nanopyx", rt) for rt in NPX_RUN_TYPES + ["auto"]]
-        qs = self.qs_impls(method)
-        contenders += [("quicksilver", i) for i in qs + ["auto"]]
+        a = self.a
+        npx = a.npx_run_types.split(",") if a.npx_run_types else \
+            NPX_RUN_TYPES + ["auto"]
+        qs = [i for i in self.qs_impls(method) + ["auto"]
+              if not a.qs_impls or i in a.qs_impls.split(",")]
+        contenders = [("nanopyx", rt) for rt in npx]
+        contenders += [("quicksilver", i) for i in qs]
         if self.has_py:
             contenders.append(("quicksilver-py", "auto"))
         rows = {c: {"system": c[0], "contender": c[1], "times": [],
@@ -794,6 +798,13 @@ def main():
     ap.add_argument("--memory-only", action="store_true",
                     help="only the fresh-process pass: peak memory, "
                          "accuracy and one cold time per contender")
+    ap.add_argument("--npx-run-types", default="",
+                    help="only these NanoPyx run types (comma-separated, "
+                         "auto included); default: every run type and auto."
+                         " Without unthreaded there is no accuracy column")
+    ap.add_argument("--qs-impls", default="",
+                    help="only these quicksilver implementations "
+                         "(comma-separated, auto included); default: all")
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--budget", type=float, default=60.0,
