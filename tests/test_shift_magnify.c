@@ -268,8 +268,14 @@ Test(shift_magnify, bad_input) {
   expect_bad(&z, good, QS_EINVAL, "empty");
   z = image_wrap(px1, 0, 2, 2);
   expect_bad(&z, good, QS_EINVAL, "empty");
+  /* the shape rule takes shapes only (method_estimate); data is the
+   * engine's check */
   z = image_wrap(NULL, 1, 2, 2);
-  expect_bad(&z, good, QS_EINVAL, "no data");
+  image shaped = {NULL, 0, 0, 0, NULL};
+  char err[256] = "";
+  cr_expect_eq(SM->shape(&z, good, &shaped, err, sizeof err), QS_OK, "%s",
+               err);
+  cr_expect(shaped.frames == 1 && shaped.rows == 4 && shaped.cols == 4);
   expect_bad(NULL, good, QS_EINVAL, "empty");
   const double bad_mag[] = {0, -1, NAN, INFINITY, 1e300};
   for (size_t k = 0; k < sizeof bad_mag / sizeof bad_mag[0]; k++) {
