@@ -37,40 +37,61 @@ inline long grid_at(int rows, int cols, int f, int plane, int a, int b) {
          (b & 1) * hw + (b >> 1);
 }
 
-/* Grid point (b, a) of frame f: the ×2M Catmull-Rom samples of both
- * Roberts gradients at half-pixel index (a, b), the last row/column at the
- * reference's clamped index, and 1/|G|. global (2·cols + 1, 2·rows + 1,
- * frames). The sums run in cr_apply's order over gradients computed where
- * the taps fall. */
-__kernel void esrrf_grid(__global const float *in, __global float *grid,
-                         int n_frames, int rows, int cols, int mag) {
+/* Catmull-Rom taps of one row or column (host: esrrf_taps_fill in
+ * methods/esrrf/opencl.c): four taps, those past the axis's valid ones
+ * with weight 0 at a valid index, so every sum is four straight-line
+ * multiply-adds (what PoCL's work-group vectoriser wants) and adds only
+ * exact zeros to the terms the valid taps give, in cr_apply's order. */
+typedef struct esrrf_taps {
+  int at[4];
+  float w[4];
+} esrrf_taps;
+
+/* The grid's column sums, separable step 1: for grid row a and input
+ * column c, both Roberts gradients of the row taps' pixels times their
+ * weights (cr_vsum's order). vs holds per frame two planes (column, row
+ * gradient) of (2R + 1) × C. global (C, 2R + 1, frames); taps: the grid
+ * rows' taps, then the grid columns'. */
+__kernel void esrrf_gvsum(__global const float *in, __global float *vs,
+                          int n_frames, int rows, int cols,
+                          __global const esrrf_taps *taps) {
+  int c = (int)get_global_id(0), a = (int)get_global_id(1);
+  int f = (int)get_global_id(2);
+  if (f >= n_frames) return;
+  const __global float *img = in + (long)f * rows * cols;
+  esrrf_taps rt = taps[a];
+  QS_ACC pc = 0, pr = 0;
+  for (int i = 0; i < 4; i++) {
+    float gc, gr;
+    rc_at(img, cols, rt.at[i], c, &gc, &gr);
+    pc = pc + (QS_ACC)gc * rt.w[i];
+    pr = pr + (QS_ACC)gr * rt.w[i];
+  }
+  long plane = (long)(2 * rows + 1) * cols;
+  __global float *o = vs + (long)f * 2 * plane + (long)a * cols + c;
+  o[0] = (float)pc;
+  o[plane] = (float)pr;
+}
+
+/* Grid point (b, a) of frame f, separable step 2: the ×2M Catmull-Rom
+ * samples of both Roberts gradients at half-pixel index (a, b) (the last
+ * row/column at the reference's clamped index) from the column sums, and
+ * 1/|G|. global (2·cols + 1, 2·rows + 1, frames). */
+__kernel void esrrf_grid(__global const float *vs, __global float *grid,
+                         int n_frames, int rows, int cols,
+                         __global const esrrf_taps *taps) {
   int b = (int)get_global_id(0), a = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
   grid += ESRRF_GUARD;
-  int gw = (int)get_global_size(0), gh = (int)get_global_size(1);
-  const __global float *img = in + (long)f * rows * cols;
-  float m2 = (float)(2 * mag);
-  cr_taps rt, ct;
-  if (a < gh - 1)
-    cr_taps_half(a, rows, &rt);
-  else
-    cr_taps_at(cr_source(2 * rows * mag - 1, m2, 0.0f), rows, &rt);
-  if (b < gw - 1)
-    cr_taps_half(b, cols, &ct);
-  else
-    cr_taps_at(cr_source(2 * cols * mag - 1, m2, 0.0f), cols, &ct);
+  long plane = (long)(2 * rows + 1) * cols;
+  const __global float *pc = vs + (long)f * 2 * plane + (long)a * cols;
+  const __global float *pr = pc + plane;
+  esrrf_taps ct = taps[2 * rows + 1 + b];
   QS_ACC qc = 0, qr = 0;
-  for (int j = 0; j < ct.n; j++) {
-    QS_ACC pc = 0, pr = 0;
-    for (int i = 0; i < rt.n; i++) {
-      float gc, gr;
-      rc_at(img, cols, rt.first + i, ct.first + j, &gc, &gr);
-      pc = pc + (QS_ACC)gc * rt.w[i];
-      pr = pr + (QS_ACC)gr * rt.w[i];
-    }
-    qc = qc + pc * ct.w[j];
-    qr = qr + pr * ct.w[j];
+  for (int j = 0; j < 4; j++) {
+    qc = qc + (QS_ACC)pc[ct.at[j]] * ct.w[j];
+    qr = qr + (QS_ACC)pr[ct.at[j]] * ct.w[j];
   }
   float sx = (float)qc, sy = (float)qr;
   QS_ACC norm2 = (QS_ACC)(sx * sx + sy * sy);
@@ -256,33 +277,37 @@ __kernel void esrrf_rgc(__global const float *grid,
   }
 }
 
-/* Catmull-Rom taps of one output row or column of the ×M intensity
- * (host: cr_taps_at at the reference's source coordinate, weights rounded
- * to float). */
-typedef struct esrrf_taps {
-  int first, n;
-  float w[4];
-} esrrf_taps;
+/* The ×M Catmull-Rom intensity, separable step 1: for output row y and
+ * input column c, the row taps' pixels times their weights. global (C,
+ * R·M, frames); taps: the output rows' taps, then the output columns'. */
+__kernel void esrrf_magv(__global const float *in, __global float *vs,
+                         int n_frames, int rows, int cols,
+                         __global const esrrf_taps *taps) {
+  int c = (int)get_global_id(0), y = (int)get_global_id(1);
+  int f = (int)get_global_id(2);
+  if (f >= n_frames) return;
+  int rows_m = (int)get_global_size(1);
+  const __global float *img = in + (long)f * rows * cols + c;
+  esrrf_taps rt = taps[y];
+  float p = 0;
+  for (int i = 0; i < 4; i++) p = p + img[(long)rt.at[i] * cols] * rt.w[i];
+  vs[((long)f * rows_m + y) * cols + c] = p;
+}
 
-/* The ×M Catmull-Rom intensity of pixel (x, y) of frame f from the tap
- * tables (rows_m rows, then cols_m columns; no cubic, no division per
- * pixel), summed in cr_apply's order. global (C·M, R·M, frames). */
-__kernel void esrrf_mag(__global const float *in, __global float *out,
+/* Step 2: pixel (x, y) of frame f from the column sums, summed in
+ * cr_apply's order (no cubic, no division per pixel). global (C·M, R·M,
+ * frames). */
+__kernel void esrrf_mag(__global const float *vs, __global float *out,
                         int n_frames, int rows, int cols,
                         __global const esrrf_taps *taps) {
   int x = (int)get_global_id(0), y = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
   int cols_m = (int)get_global_size(0), rows_m = (int)get_global_size(1);
-  esrrf_taps rt = taps[y], ct = taps[rows_m + x];
-  const __global float *img = in + (long)f * rows * cols;
+  const __global float *p = vs + ((long)f * rows_m + y) * cols;
+  esrrf_taps ct = taps[rows_m + x];
   float q = 0;
-  if (rt.n && ct.n)
-    for (int j = 0; j < ct.n; j++) {
-      float p = 0;
-      for (int i = 0; i < rt.n; i++)
-        p = p + img[(long)(rt.first + i) * cols + ct.first + j] * rt.w[i];
-      q = q + p * ct.w[j];
-    }
+  for (int j = 0; j < 4; j++) q = q + p[ct.at[j]] * ct.w[j];
+  (void)rows;
   out[((long)f * rows_m + y) * cols_m + x] = q;
 }

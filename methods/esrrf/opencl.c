@@ -102,22 +102,30 @@ int rgc_run_opencl(const method_call *c) {
 
 /* ---------------------------------------------------------------- eSRRF */
 
-enum { B_IN, B_GRID, B_MAG, B_OUT, B_COUNT };
-enum { K_GRID, K_MAG, K_RGC, K_COUNT };
+enum { B_IN, B_VS, B_GRID, B_MAG, B_OUT, B_COUNT };
+/* In launch order: the grid's column sums and grid, the intensity's
+ * column sums and intensity (weighting only), RGC. */
+enum { K_GVS, K_GRID, K_MVS, K_MAG, K_RGC, K_COUNT };
 
-static const char *const KERNEL_FILES[K_COUNT] = {"esrrf.cl", "esrrf.cl",
-                                                  "esrrf.cl"};
-static const char *const KERNEL_NAMES[K_COUNT] = {"esrrf_grid", "esrrf_mag",
-                                                  "esrrf_rgc"};
+static const char *const KERNEL_FILES[K_COUNT] = {
+    "esrrf.cl", "esrrf.cl", "esrrf.cl", "esrrf.cl", "esrrf.cl"};
+static const char *const KERNEL_NAMES[K_COUNT] = {
+    "esrrf_gvsum", "esrrf_grid", "esrrf_magv", "esrrf_mag", "esrrf_rgc"};
 /* esrrf.cl: exact division and square root, no contractions (the
  * kernels' lanes and per-pixel path must round alike). */
 #define ESRRF_CL_OPTIONS "-cl-fp32-correctly-rounded-divide-sqrt"
 static const char *const KERNEL_OPTIONS[K_COUNT] = {
-    ESRRF_CL_OPTIONS, ESRRF_CL_OPTIONS, ESRRF_CL_OPTIONS};
+    ESRRF_CL_OPTIONS, ESRRF_CL_OPTIONS, ESRRF_CL_OPTIONS, ESRRF_CL_OPTIONS,
+    ESRRF_CL_OPTIONS};
 
 /* Bytes per frame of each device buffer (B_MAG only with weighting). */
 static void cl_frame_bytes(const esrrf_geom *g, size_t *per_frame) {
   per_frame[B_IN] = 4 * (size_t)g->rows * (size_t)g->cols;
+  /* column sums, shared by the grid (two planes of 2R + 1 rows) and the
+   * intensity (R·M rows), which run one after the other */
+  size_t vs_rows = 2 * (2 * (size_t)g->rows + 1);
+  if (g->weight && (size_t)g->rows_m > vs_rows) vs_rows = (size_t)g->rows_m;
+  per_frame[B_VS] = 4 * vs_rows * (size_t)g->cols;
   /* planes gx, gy, 1/|G|; rows of 2·(C + 1) (esrrf.cl's grid_at) */
   per_frame[B_GRID] =
       12 * (2 * (size_t)g->rows + 1) * (2 * (size_t)g->cols + 2);
@@ -180,7 +188,8 @@ typedef struct chained {
   size_t batch, per_frame[B_COUNT];
   size_t global[K_COUNT][3];
   cl_mem cand, cand_at; /* the phase pairs' candidate samples */
-  cl_mem taps;          /* the intensity's row then column taps */
+  cl_mem taps, gtaps;   /* the intensity's and the grid's row then column
+                         * taps */
   size_t cand_bytes;    /* both tables */
   cl_stat st;           /* the statistic (not with temporal=none) */
   cl_event ev[K_COUNT]; /* the last chain's kernels (cl_chain_done) */
@@ -269,14 +278,14 @@ static int cl_chain(chained *s, size_t f0, size_t n, cl_event *done) {
   slot *sl = &s->in[i];
   cl_mem in = sl->mem;
   rc = rc ? rc
-          : cl_status(clSetKernelArg(s->k[K_GRID], 0, sizeof in, &in) |
-                          clSetKernelArg(s->k[K_MAG], 0, sizeof in, &in),
+          : cl_status(clSetKernelArg(s->k[K_GVS], 0, sizeof in, &in) |
+                          clSetKernelArg(s->k[K_MVS], 0, sizeof in, &in),
                       "setting the input frames", c->err, c->err_len);
   for (int k = 0; !rc && k < K_COUNT; k++) {
-    if (k == K_MAG && !s->g.weight) continue;
+    if ((k == K_MVS || k == K_MAG) && !s->g.weight) continue;
     rc = cl_status(clSetKernelArg(s->k[k], k == K_RGC ? 5 : 2, sizeof nf, &nf),
                    "setting the frame count", c->err, c->err_len);
-    if (!rc) rc = cl_launch(s, k, k == K_GRID ? sl->up : NULL, &ev[k]);
+    if (!rc) rc = cl_launch(s, k, k == K_GVS ? sl->up : NULL, &ev[k]);
   }
   /* the chain is queued: this slot is free after it, and its frames are
    * consumed */
@@ -417,43 +426,64 @@ static int cl_candidates(chained *s) {
   return rc;
 }
 
-/* One row's or column's taps of the ×M intensity, as esrrf.cl's
- * esrrf_taps. */
+/* One row's or column's taps, as esrrf.cl's esrrf_taps: four, those past
+ * the valid ones with weight 0 at a valid index. */
 typedef struct cl_taps {
-  cl_int first, n;
+  cl_int at[4];
   cl_float w[4];
 } cl_taps;
 
-/* The ×M intensity's taps of every output row, then every output column:
- * cr_taps_at at the coordinate the shift_magnify method samples (its
- * weights in double, rounded to float), uploaded once per call (counted
- * with the candidate tables). */
-static int cl_intensity_taps(chained *s) {
+static void cl_taps_of(const cr_taps *ct, cl_taps *t) {
+  for (int k = 0; k < 4; k++) {
+    t->at[k] = ct->first + (k < ct->n ? k : 0);
+    t->w[k] = k < ct->n ? (float)ct->w[k] : 0.0f;
+  }
+}
+
+/* The tap tables, uploaded once per call (counted with the candidate
+ * tables): for the grid, its 2R + 1 rows then 2C + 1 columns (the
+ * half-pixel taps, the last at the reference's clamped index, as fused's
+ * plan); with weighting, the ×M intensity's output rows then columns
+ * (cr_taps_at at the coordinate the shift_magnify method samples, weights
+ * in double rounded to float). */
+static int cl_tap_tables(chained *s) {
   const esrrf_geom *g = &s->g;
   const method_call *c = s->c;
-  size_t n = (size_t)g->rows_m + (size_t)g->cols_m;
-  cl_taps *t = calloc(n, sizeof *t);
+  size_t gr = 2 * (size_t)g->rows + 1, gc = 2 * (size_t)g->cols + 1;
+  size_t ni = g->weight ? (size_t)g->rows_m + (size_t)g->cols_m : 0;
+  cl_taps *t = calloc(gr + gc + ni, sizeof *t);
   if (!t) {
     snprintf(c->err, c->err_len, "esrrf: no memory for the tap tables");
     return QS_ENOMEM;
   }
-  float m = (float)g->mag;
-  for (size_t i = 0; i < n; i++) {
+  float m = (float)g->mag, m2 = (float)(2 * g->mag);
+  for (size_t i = 0; i < gr + gc; i++) {
+    int rowwise = i < gr, n = rowwise ? g->rows : g->cols;
+    int at = (int)(rowwise ? i : i - gr), last = rowwise ? (int)gr : (int)gc;
+    cr_taps ct;
+    if (at < last - 1)
+      cr_taps_half(at, n, &ct);
+    else
+      cr_taps_at(cr_source(2 * n * g->mag - 1, m2, 0.0f), n, &ct);
+    cl_taps_of(&ct, &t[i]);
+  }
+  for (size_t i = 0; i < ni; i++) {
     int rowwise = i < (size_t)g->rows_m;
     int at = rowwise ? (int)i : (int)(i - (size_t)g->rows_m);
     cr_taps ct;
     cr_taps_at(cr_source(at, m, 0.0f), rowwise ? g->rows : g->cols, &ct);
-    t[i].first = ct.first;
-    t[i].n = ct.n;
-    for (int k = 0; k < 4; k++)
-      t[i].w[k] = k < ct.n ? (float)ct.w[k] : 0;
+    cl_taps_of(&ct, &t[gr + gc + i]);
   }
   int rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                        n * sizeof *t, t, "intensity taps", &s->taps, c->err,
-                        c->err_len);
+                        (gr + gc) * sizeof *t, t, "grid taps", &s->gtaps,
+                        c->err, c->err_len);
+  if (!rc && ni)
+    rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                      ni * sizeof *t, t + gr + gc, "intensity taps", &s->taps,
+                      c->err, c->err_len);
   if (!rc) {
-    s->cand_bytes += n * sizeof *t;
-    cldev_transfer(c->device, n * sizeof *t, 0);
+    s->cand_bytes += (gr + gc + ni) * sizeof *t;
+    cldev_transfer(c->device, (gr + gc + ni) * sizeof *t, 0);
   }
   free(t);
   return rc;
@@ -479,7 +509,8 @@ static int cl_setup(chained *s) {
     if (!rc) rc = cl_status(e, KERNEL_NAMES[i], err, len);
   }
   cl_frame_bytes(g, s->per_frame);
-  static const char *const what[B_COUNT] = {"input frames", "gradient grid",
+  static const char *const what[B_COUNT] = {"input frames", "column sums",
+                                            "gradient grid",
                                             "magnified frames", "RGC maps"};
   for (int b = B_IN + 1; !rc && b < B_COUNT; b++)
     if (s->per_frame[b])
@@ -501,24 +532,24 @@ static int cl_setup(chained *s) {
   if (rc) return rc;
   cl_int rows = g->rows, cols = g->cols, mag = g->mag;
   rc = cl_candidates(s);
-  if (!rc && g->weight) rc = cl_intensity_taps(s);
+  if (!rc) rc = cl_tap_tables(s);
   if (rc) return rc;
-  cl_mem in = s->in[0].mem, grid = s->buf[B_GRID];
+  cl_mem in = s->in[0].mem, vs = s->buf[B_VS], grid = s->buf[B_GRID];
   cl_mem mg = g->weight ? s->buf[B_MAG] : s->buf[B_OUT];
   cl_mem out = s->buf[B_OUT];
-  cl_kernel kg = s->k[K_GRID], km = s->k[K_MAG];
   cl_int e = CL_SUCCESS;
-  e |= clSetKernelArg(kg, 0, sizeof in, &in);
-  e |= clSetKernelArg(kg, 1, sizeof grid, &grid);
-  e |= clSetKernelArg(kg, 3, sizeof rows, &rows);
-  e |= clSetKernelArg(kg, 4, sizeof cols, &cols);
-  e |= clSetKernelArg(kg, 5, sizeof mag, &mag);
-  if (g->weight) {
-    e |= clSetKernelArg(km, 0, sizeof in, &in);
-    e |= clSetKernelArg(km, 1, sizeof mg, &mg);
-    e |= clSetKernelArg(km, 3, sizeof rows, &rows);
-    e |= clSetKernelArg(km, 4, sizeof cols, &cols);
-    e |= clSetKernelArg(km, 5, sizeof s->taps, &s->taps);
+  /* the separable kernels: (source, destination, frames, rows, cols,
+   * taps) */
+  for (int k = K_GVS; k <= K_MAG; k++) {
+    if ((k == K_MVS || k == K_MAG) && !g->weight) continue;
+    cl_mem src = k == K_GVS || k == K_MVS ? in : vs;
+    cl_mem dst = k == K_GRID ? grid : k == K_MAG ? mg : vs;
+    cl_mem taps = k == K_GVS || k == K_GRID ? s->gtaps : s->taps;
+    e |= clSetKernelArg(s->k[k], 0, sizeof src, &src);
+    e |= clSetKernelArg(s->k[k], 1, sizeof dst, &dst);
+    e |= clSetKernelArg(s->k[k], 3, sizeof rows, &rows);
+    e |= clSetKernelArg(s->k[k], 4, sizeof cols, &cols);
+    e |= clSetKernelArg(s->k[k], 5, sizeof taps, &taps);
   }
   cl_kernel kr = s->k[K_RGC];
   cl_int start = g->k.start, margin = g->margin, weight = g->weight;
@@ -537,7 +568,9 @@ static int cl_setup(chained *s) {
   e |= clSetKernelArg(kr, 13, sizeof weight, &weight);
   rc = cl_status(e, "setting the chain's arguments", err, len);
 
-  size_t gsz[K_COUNT][2] = {{2 * (size_t)g->cols + 1, 2 * (size_t)g->rows + 1},
+  size_t gsz[K_COUNT][2] = {{(size_t)g->cols, 2 * (size_t)g->rows + 1},
+                            {2 * (size_t)g->cols + 1, 2 * (size_t)g->rows + 1},
+                            {(size_t)g->cols, (size_t)g->rows_m},
                             {(size_t)g->cols_m, (size_t)g->rows_m},
                             {((size_t)g->cols + ESRRF_CL_LANES - 1) /
                                  ESRRF_CL_LANES * (size_t)g->mag,
@@ -583,6 +616,7 @@ int esrrf_run_opencl(const method_call *c) {
     if (s.buf[b]) clReleaseMemObject(s.buf[b]);
   if (s.cand) clReleaseMemObject(s.cand);
   if (s.taps) clReleaseMemObject(s.taps);
+  if (s.gtaps) clReleaseMemObject(s.gtaps);
   if (s.cand_at) clReleaseMemObject(s.cand_at);
   for (int i = 0; i < K_COUNT; i++)
     if (s.k[i]) clReleaseKernel(s.k[i]);
