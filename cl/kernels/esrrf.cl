@@ -110,6 +110,53 @@ typedef struct esrrf_cand {
 
 #define ESRRF_LANES 8
 
+/* One sample of a phase pair in the interior form (host: cl_vcandidates):
+ * its grid position off (plane gx, relative to lane 0's macro-pixel being
+ * the representative's: grid_at's offset), the representative pixel's offsets
+ * (dx0, dy0), weight w0 and 1/d0 there, and their first-order slopes in
+ * the pixel's centre rounding (e_x, e_y): w = w0 + wa·e_x + wb·e_y,
+ * 1/d = id0 + qa·e_x + qb·e_y (methods/esrrf/fused_vec.h derives them; the
+ * second-order terms are below 1e-9 relative). dx0 + e_x and dy0 + e_y are
+ * the pixel's own float offsets, exactly. */
+typedef struct esrrf_vcand {
+  int off;
+  float dx0, dy0, w0, id0, wa, wb, qa, qb;
+} esrrf_vcand;
+
+/* e = c_rep + m − c_x for pixel x = rep + m·M: how far x's float centre
+ * sits from its representative's shifted by m whole pixels (exact). */
+inline float esrrf_shift(int rep, int x, int mag) {
+  int m = (x - rep) / mag;
+  return rgc_center(rep, mag) - (rgc_center(x, mag) - (float)m);
+}
+
+/* One interior sample for the lanes at grid offset base, e_y = ey and e_x
+ * = ex: adds its weight to *wsum and, where the gradient points inward,
+ * its convergence term w·(1 − |G × R|/|G|·(1/d)) to *rgc; `edge`: near the
+ * disk's edge, lanes outside it (the reference's d <= tSO) or at d = 0
+ * masked. */
+inline void esrrf_term(__global const float *gx, long pstride, long base,
+                       const esrrf_vcand *c, float8 ex, float ey, float tso,
+                       int edge, float8 *rgc, float8 *wsum) {
+  __global const float *p = gx + base + c->off;
+  float8 sx = vload8(0, p), sy = vload8(0, p + pstride);
+  float8 inv = vload8(0, p + 2 * pstride);
+  float8 dx = c->dx0 + ex;
+  float dy = c->dy0 + ey;
+  float8 w = (c->w0 + c->wb * ey) + c->wa * ex;
+  float8 id = (c->id0 + c->qb * ey) + c->qa * ex;
+  float8 t = fabs(sy * dx - sx * dy) * inv * id;
+  int8 conv = sx * dx + sy * dy < 0;
+  if (edge) {
+    float8 d2 = dx * dx + dy * dy;
+    int8 in = d2 != 0 && sqrt(d2) <= tso;
+    w = select((float8)0, w, in);
+    conv = conv & in;
+  }
+  *wsum += w;
+  *rgc += select((float8)0, w - w * t, conv);
+}
+
 /* What every pixel of a call shares. */
 typedef struct rgc_call {
   __global const float *grid;
@@ -167,12 +214,13 @@ float rgc_one(const rgc_call *k, int x, int y) {
  * out of bounds, lanes in the margin and lanes past the last column are
  * masked, and near the right border the lanes read the clamped last
  * column one by one. An irregular group runs rgc_one per lane. */
-__kernel void esrrf_rgc(__global const float *grid,
-                        __global const float *img, __global float *out,
-                        __global const esrrf_cand *cand,
+__kernel void esrrf_rgc(__global const float *grid, __global const float *img,
+                        __global float *out, __global const esrrf_cand *cand,
                         __global const int *cand_at, int n_frames, int rows,
                         int cols, int mag, int start, float tso, float sens,
-                        int margin, int weight) {
+                        int margin, int weight,
+                        __global const esrrf_vcand *vcand,
+                        __global const int *vcand_at, int win) {
   int gid = (int)get_global_id(0), l = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
@@ -224,7 +272,44 @@ __kernel void esrrf_rgc(__global const float *grid,
   float8 rgc = 0, wsum = 0;
   float8 fbx = convert_float8(bx);
   float lim_r = (float)(rows_m - 1), lim_c = (float)(cols_m - 1);
-  for (int e = cand_at[ph], stop = cand_at[ph + 1]; e < stop; e++) {
+  /* The interior: every window tap of every lane in bounds and below the
+   * clamped last row and column, the lanes' windows where the
+   * representatives' are (two grid columns / rows per macro-pixel). Then
+   * no bounds, no square root and no division per sample: the sure
+   * candidates (inside the disk for every pixel of the pair) add their
+   * terms unmasked, those near the disk's edge take the exact distance
+   * and the reference's test. */
+  int rep_y = y % mag, rep_x = px; /* cl_vcandidates' representatives */
+  int by_rep = (int)(RGC_GM * rgc_center(rep_y, mag));
+  int bx_rep = (int)(RGC_GM * rgc_center(rep_x, mag));
+  int hy_lo = by + start, hy_hi = hy_lo + win - 1;
+  int hx_lo = bx.s0 + start, hx_hi = bx.s7 + start + win - 1;
+  int interior = lanes == ESRRF_LANES && hy_lo >= 1 && hy_hi <= 2 * rows &&
+                 (float)hy_hi / RGC_GM <= lim_r && hx_lo >= 1 &&
+                 hx_hi <= 2 * cols && (float)hx_hi / RGC_GM <= lim_c &&
+                 by - by_rep == 2 * ((y - rep_y) / mag) &&
+                 bx.s0 - bx_rep == 2 * ((x0 - rep_x) / mag);
+  if (interior) {
+    float ey = esrrf_shift(rep_y, y, mag);
+    float ea[ESRRF_LANES];
+    for (int i = 0; i < ESRRF_LANES; i++)
+      ea[i] = esrrf_shift(rep_x, x0 + i * mag, mag);
+    float8 ex = vload8(0, ea);
+    /* lane 0's macro-pixel and row from the representative's */
+    long base = 4L * hw * ((y - rep_y) / mag) + (x0 - rep_x) / mag;
+    int v0 = vcand_at[2 * ph], v1 = vcand_at[2 * ph + 1];
+    int v2 = vcand_at[2 * ph + 2];
+    for (int e = v0; e < v1; e++) {
+      esrrf_vcand c = vcand[e];
+      esrrf_term(gx, pstride, base, &c, ex, ey, tso, 0, &rgc, &wsum);
+    }
+    for (int e = v1; e < v2; e++) {
+      esrrf_vcand c = vcand[e];
+      esrrf_term(gx, pstride, base, &c, ex, ey, tso, 1, &rgc, &wsum);
+    }
+  }
+  for (int e = cand_at[ph], stop = interior ? 0 : cand_at[ph + 1]; e < stop;
+       e++) {
     esrrf_cand c = cand[e];
     int hy = by + (c.ji >> 8) + start, i = (c.ji & 255) + start;
     float vy = (float)hy / RGC_GM;
@@ -290,7 +375,8 @@ __kernel void esrrf_magv(__global const float *in, __global float *vs,
   const __global float *img = in + (long)f * rows * cols + c;
   esrrf_taps rt = taps[y];
   float p = 0;
-  for (int i = 0; i < 4; i++) p = p + img[(long)rt.at[i] * cols] * rt.w[i];
+  for (int i = 0; i < 4; i++)
+    p = p + img[(long)rt.at[i] * cols] * rt.w[i];
   vs[((long)f * rows_m + y) * cols + c] = p;
 }
 
@@ -307,7 +393,8 @@ __kernel void esrrf_mag(__global const float *vs, __global float *out,
   const __global float *p = vs + ((long)f * rows_m + y) * cols;
   esrrf_taps ct = taps[rows_m + x];
   float q = 0;
-  for (int j = 0; j < 4; j++) q = q + p[ct.at[j]] * ct.w[j];
+  for (int j = 0; j < 4; j++)
+    q = q + p[ct.at[j]] * ct.w[j];
   (void)rows;
   out[((long)f * rows_m + y) * cols_m + x] = q;
 }

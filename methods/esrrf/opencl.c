@@ -187,13 +187,14 @@ typedef struct chained {
   int next; /* slot for an upload nobody prepared */
   size_t batch, per_frame[B_COUNT];
   size_t global[K_COUNT][3];
-  cl_mem cand, cand_at; /* the phase pairs' candidate samples */
-  cl_mem taps, gtaps;   /* the intensity's and the grid's row then column
-                         * taps */
-  size_t cand_bytes;    /* both tables */
-  cl_stat st;           /* the statistic (not with temporal=none) */
-  cl_event ev[K_COUNT]; /* the last chain's kernels (cl_chain_done) */
-  int ran;              /* the slot the last chain read, -1: none */
+  cl_mem cand, cand_at;   /* the phase pairs' candidate samples */
+  cl_mem vcand, vcand_at; /* the same in the interior form */
+  cl_mem taps, gtaps;     /* the intensity's and the grid's row then column
+                           * taps */
+  size_t cand_bytes;      /* both tables */
+  cl_stat st;             /* the statistic (not with temporal=none) */
+  cl_event ev[K_COUNT];   /* the last chain's kernels (cl_chain_done) */
+  int ran;                /* the slot the last chain read, -1: none */
   double dev_s, once;
 } chained;
 
@@ -368,6 +369,23 @@ typedef struct cl_cand {
   cl_float d0, w0, w1;
 } cl_cand;
 
+/* Uploads a candidate list (cb bytes) and its offsets (ab bytes) into new
+ * read-only buffers, counted with the call's fixed tables. */
+static int cl_lists_up(chained *s, void *cand, size_t cb, cl_mem *mc, void *at,
+                       size_t ab, cl_mem *ma) {
+  const method_call *c = s->c;
+  int rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, cb,
+                        cand, "candidate samples", mc, c->err, c->err_len);
+  if (!rc)
+    rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, ab,
+                      at, "candidate offsets", ma, c->err, c->err_len);
+  if (!rc) {
+    s->cand_bytes += cb + ab;
+    cldev_transfer(c->device, cb + ab, 0);
+  }
+  return rc;
+}
+
 /* The candidate lists of every phase pair (py, px), in the reference's
  * window order: from a representative pixel of the pair (the middle
  * macro-pixel), every window offset whose distance is within tSO plus the
@@ -408,19 +426,78 @@ static int cl_candidates(chained *s) {
         }
     }
   if (!rc) at[m * m] = n;
-  size_t cb = (size_t)(n ? n : 1) * sizeof *cand,
-         ab = (m * m + 1) * sizeof *at;
   if (!rc)
-    rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, cb,
-                      cand, "candidate samples", &s->cand, c->err, c->err_len);
-  if (!rc)
-    rc =
-        cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, ab,
-                     at, "candidate offsets", &s->cand_at, c->err, c->err_len);
-  if (!rc) {
-    s->cand_bytes = cb + ab;
-    cldev_transfer(c->device, s->cand_bytes, 0);
+    rc = cl_lists_up(s, cand, (size_t)(n ? n : 1) * sizeof *cand, &s->cand, at,
+                     (m * m + 1) * sizeof *at, &s->cand_at);
+  free(cand);
+  free(at);
+  return rc;
+}
+
+/* One candidate in the interior form, as esrrf.cl's esrrf_vcand. */
+typedef struct cl_vcand {
+  cl_int off;
+  cl_float dx0, dy0, w0, id0, wa, wb, qa, qb;
+} cl_vcand;
+
+/* The interior form of the candidate lists (esrrf.cl, esrrf_rgc): per
+ * phase pair, from its first pixel (row py, column px: a pixel k
+ * macro-pixels further then has the offset c_rep + k − c_x, exact, to add,
+ * where a representative further right would round it), the
+ * sure candidates (distance below tSO minus the centre-rounding slack)
+ * then those near the disk's edge, each with its offsets, weight, 1/d and
+ * their slopes (fused_vec.h's model); d = 0 dropped (weight 0, and every
+ * pixel of the pair has d = 0 there up to its centre rounding). A
+ * candidate's grid position is grid_at's offset in plane gx for the
+ * representative (a pixel of the same phase k macro-pixels right reads k
+ * floats further: rows split by column parity). Offsets at[2·ph] (sure),
+ * at[2·ph + 1] (near), at[2·ph + 2] (end). */
+static int cl_vcandidates(chained *s) {
+  const esrrf_geom *g = &s->g;
+  const method_call *c = s->c;
+  size_t m = (size_t)g->mag, win = (size_t)(g->k.end - g->k.start);
+  cl_vcand *cand = malloc(m * m * win * win * sizeof *cand);
+  cl_int *at = malloc((2 * m * m + 1) * sizeof *at);
+  int rc = cand && at ? QS_OK : QS_ENOMEM;
+  if (rc)
+    snprintf(c->err, c->err_len, "esrrf: no memory for the candidate lists");
+  double side = g->rows > g->cols ? g->rows : g->cols;
+  float slack = (float)(4 * side * FLT_EPSILON + 1e-6);
+  float tso = g->k.tso;
+  int hw = g->cols + 1; /* esrrf.cl's grid_at */
+  cl_int n = 0;
+  for (size_t ph = 0; !rc && ph < m * m; ph++) {
+    float yc = rgc_center((int)(ph / m), g->mag);
+    float xc = rgc_center((int)(ph % m), g->mag);
+    int by = (int)(RGC_GM * yc), bx = (int)(RGC_GM * xc);
+    for (int pass = 0; pass < 2; pass++) {
+      at[2 * ph + (size_t)pass] = n;
+      for (int j = g->k.start; j < g->k.end; j++)
+        for (int i = g->k.start; i < g->k.end; i++) {
+          float dy = (float)(by + j) / RGC_GM - yc;
+          float dx = (float)(bx + i) / RGC_GM - xc;
+          float d = sqrtf(dx * dx + dy * dy);
+          if (d == 0 || d > tso + slack || (d >= tso - slack) != pass)
+            continue;
+          double w0 = rgc_weight(d, g->k.tss), d0 = d;
+          double w1 = w0 * (4.0 / d0 - 8.0 * d0 / g->k.tss);
+          int hy = by + j, hx = bx + i;
+          cand[n++] = (cl_vcand){hy * 2 * hw + (hx & 1) * hw + (hx >> 1),
+                                 dx,
+                                 dy,
+                                 (float)w0,
+                                 (float)(1 / d0),
+                                 (float)(w1 * dx / d0),
+                                 (float)(w1 * dy / d0),
+                                 (float)(-dx / (d0 * d0 * d0)),
+                                 (float)(-dy / (d0 * d0 * d0))};
+        }
+    }
   }
+  if (!rc) at[2 * m * m] = n;
+  if (!rc)
+    rc = cl_lists_up(s, cand, (size_t)(n ? n : 1) * sizeof *cand, &s->vcand,
+                     at, (2 * m * m + 1) * sizeof *at, &s->vcand_at);
   free(cand);
   free(at);
   return rc;
@@ -532,6 +609,7 @@ static int cl_setup(chained *s) {
   if (rc) return rc;
   cl_int rows = g->rows, cols = g->cols, mag = g->mag;
   rc = cl_candidates(s);
+  if (!rc) rc = cl_vcandidates(s);
   if (!rc) rc = cl_tap_tables(s);
   if (rc) return rc;
   cl_mem in = s->in[0].mem, vs = s->buf[B_VS], grid = s->buf[B_GRID];
@@ -566,6 +644,10 @@ static int cl_setup(chained *s) {
   e |= clSetKernelArg(kr, 11, sizeof(float), &g->k.sens);
   e |= clSetKernelArg(kr, 12, sizeof margin, &margin);
   e |= clSetKernelArg(kr, 13, sizeof weight, &weight);
+  cl_int win = g->k.end - g->k.start;
+  e |= clSetKernelArg(kr, 14, sizeof s->vcand, &s->vcand);
+  e |= clSetKernelArg(kr, 15, sizeof s->vcand_at, &s->vcand_at);
+  e |= clSetKernelArg(kr, 16, sizeof win, &win);
   rc = cl_status(e, "setting the chain's arguments", err, len);
 
   size_t gsz[K_COUNT][2] = {{(size_t)g->cols, 2 * (size_t)g->rows + 1},
@@ -618,6 +700,8 @@ int esrrf_run_opencl(const method_call *c) {
   if (s.taps) clReleaseMemObject(s.taps);
   if (s.gtaps) clReleaseMemObject(s.gtaps);
   if (s.cand_at) clReleaseMemObject(s.cand_at);
+  if (s.vcand) clReleaseMemObject(s.vcand);
+  if (s.vcand_at) clReleaseMemObject(s.vcand_at);
   for (int i = 0; i < K_COUNT; i++)
     if (s.k[i]) clReleaseKernel(s.k[i]);
   if (c->device_seconds) *c->device_seconds += s.dev_s;
