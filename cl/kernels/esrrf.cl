@@ -130,6 +130,14 @@ inline float esrrf_shift(int rep, int x, int mag) {
   return rgc_center(rep, mag) - (rgc_center(x, mag) - (float)m);
 }
 
+/* a·b + c, fused where the device has it in hardware (the host's build
+ * option), else as written; only where rounding moves the value alone. */
+#ifdef ESRRF_HW_FMA
+#define ESRRF_MAD(a, b, c) fma(a, b, c)
+#else
+#define ESRRF_MAD(a, b, c) ((a) * (b) + (c))
+#endif
+
 /* One interior sample for the lanes at grid offset base, e_y = ey and e_x
  * = ex: adds its weight to *wsum and, where the gradient points inward,
  * its convergence term w·(1 − |G × R|/|G|·(1/d)) to *rgc; `edge`: near the
@@ -143,9 +151,11 @@ inline void esrrf_term(__global const float *gx, long pstride, long base,
   float8 inv = vload8(0, p + 2 * pstride);
   float8 dx = c->dx0 + ex;
   float dy = c->dy0 + ey;
-  float8 w = (c->w0 + c->wb * ey) + c->wa * ex;
-  float8 id = (c->id0 + c->qb * ey) + c->qa * ex;
-  float8 t = fabs(sy * dx - sx * dy) * inv * id;
+  /* fused where rounding only moves the value (as fused_avx2's FMA); the
+   * orientation test and the distances keep the reference's arithmetic */
+  float8 w = ESRRF_MAD((float8)c->wa, ex, (float8)(c->w0 + c->wb * ey));
+  float8 id = ESRRF_MAD((float8)c->qa, ex, (float8)(c->id0 + c->qb * ey));
+  float8 t = fabs(ESRRF_MAD(sy, dx, -(sx * dy))) * inv * id;
   int8 conv = sx * dx + sy * dy < 0;
   if (edge) {
     float8 d2 = dx * dx + dy * dy;
@@ -154,7 +164,7 @@ inline void esrrf_term(__global const float *gx, long pstride, long base,
     conv = conv & in;
   }
   *wsum += w;
-  *rgc += select((float8)0, w - w * t, conv);
+  *rgc += select((float8)0, ESRRF_MAD(-w, t, w), conv);
 }
 
 /* What every pixel of a call shares. */

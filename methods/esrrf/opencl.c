@@ -575,12 +575,21 @@ static int cl_setup(chained *s) {
   cl_context ctx;
   int rc = cldev_queue(c->device, &ctx, &s->q, err, len);
   if (!rc) rc = cl_batch(c, g, &s->batch, err, len);
+  /* a device with fused multiply-add in hardware takes it where esrrf.cl
+   * allows (ESRRF_MAD); elsewhere fma would be emulated */
+  cl_device_fp_config fp = 0;
+  int fma_hw = !rc &&
+               clGetDeviceInfo(cldev_id(c->device), CL_DEVICE_SINGLE_FP_CONFIG,
+                               sizeof fp, &fp, NULL) == CL_SUCCESS &&
+               (fp & CL_FP_FMA);
   for (int i = 0; !rc && i < K_COUNT; i++) {
     cl_program prog;
     double build = 0;
     cl_int e = CL_SUCCESS;
-    rc = cldev_program(c->device, KERNEL_FILES[i], KERNEL_OPTIONS[i], &prog,
-                       &build, err, len);
+    rc = cldev_program(c->device, KERNEL_FILES[i],
+                       fma_hw ? ESRRF_CL_OPTIONS " -DESRRF_HW_FMA"
+                              : KERNEL_OPTIONS[i],
+                       &prog, &build, err, len);
     s->once += build;
     if (!rc) s->k[i] = clCreateKernel(prog, KERNEL_NAMES[i], &e);
     if (!rc) rc = cl_status(e, KERNEL_NAMES[i], err, len);
