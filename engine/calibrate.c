@@ -19,7 +19,9 @@
  * Budget: share (engine_options.calibration_share, default CALIB_SHARE) of
  * the predicted full call, at least CALIB_FLOOR, at most
  * engine_options.calibration_budget when set. The prediction comes from
- * the candidates already known, else from the first small-slice run. So a
+ * the candidates already known, else from the first candidate's runs on
+ * the small slice and on one twice as large per side (a fit through two
+ * sizes; later candidates are assumed to scale alike). So a
  * call predicted under 0.1 s spends at most 10 ms, one over 1 s at most
  * 10 %; only the first run on the small slice (needed for any number) and
  * a run already started can overshoot.
@@ -36,13 +38,18 @@
  * extrapolates.
  *
  * Slices: the small one is 1/32 of the rows and columns, at least
- * CALIB_MIN_SIDE pixels per side (a slice of 16 x 16 pixels measures the
- * call overhead, not the per-pixel cost); the second is as large as the
- * budget left allows for all of them, from 2x to 8x per side. */
+ * CALIB_MIN_SIDE pixels per side, then halved per side (down to
+ * CALIB_LEAST_SIDE) while it holds more than share / (2 n) of the call's
+ * work for n candidates, so that all of them fit the budget once (an
+ * eSRRF slice of 4 frames of 32 x 32 pixels is 1/20 of a 20 x 64 x 64
+ * call); the second is as large as the budget left allows for all of
+ * them, from 2x to 8x per side: on the small slice fixed costs dominate,
+ * the second separates them from the per-pixel cost. */
 #define CALIB_SHARE 0.10
 #define CALIB_FLOOR 0.002
 #define CALIB_CL_ONCE 0.25
 #define CALIB_MIN_SIDE 32
+#define CALIB_LEAST_SIDE 8
 static size_t slice_side(size_t full) {
   size_t s = (full + 31) / 32;
   if (s < CALIB_MIN_SIDE) s = CALIB_MIN_SIDE;
@@ -206,8 +213,23 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
   size_t rows = slice_side(pr->in[0].rows), cols = slice_side(pr->in[0].cols);
   slice sl;
   if (slice_make(e, pr, rows, cols, &sl)) return 0;
+  /* every candidate's small run should fit half the share: a slice over
+   * share / (2 n) of the call's work is halved per side (not below
+   * CALIB_LEAST_SIDE, nor to a size the method refuses) */
+  double share = e->calib_share > 0 ? e->calib_share : CALIB_SHARE;
+  double target = share / (2.0 * (double)n);
+  while (pr->work > 0 && sl.work / pr->work > target &&
+         rows / 2 >= CALIB_LEAST_SIDE && cols / 2 >= CALIB_LEAST_SIDE) {
+    slice smaller;
+    if (slice_make(e, pr, rows / 2, cols / 2, &smaller)) break;
+    slice_done(d, &sl);
+    sl = smaller;
+    rows /= 2, cols /= 2;
+  }
   double w_small = sl.work, best = -1;
   long first = -1;
+  unsigned char twice[QS_MAX_ESTIMATES] = {0};
+  double scale = -1; /* predicted full call / small-slice time */
   for (size_t k = 0; k < n; k++) {
     size_t i = order[k];
     double used = (double)(engine_now(e) - t0) * 1e-9;
@@ -218,7 +240,28 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
     small[i] = slice_run(e, pr, i, &sl, &spent, once);
     if (small[i] < 0) continue;
     if (best < 0 || small[i] < best) best = small[i], first = (long)i;
-    if (known < 0 && w_small > 0) budget = budget_for(e, best * pr->work / w_small);
+    if (known >= 0 || !(w_small > 0)) continue;
+    if (scale < 0) {
+      /* nothing known: the first candidate also runs on a slice twice as
+       * large per side, and the two sizes predict the call (a fixed cost
+       * scaled in proportion from one small slice would inflate the
+       * budget many times over) */
+      scale = pr->work / w_small;
+      slice probe;
+      size_t r2 = rows * 2 < pr->in[0].rows ? rows * 2 : pr->in[0].rows;
+      size_t c2 = cols * 2 < pr->in[0].cols ? cols * 2 : pr->in[0].cols;
+      if ((r2 != rows || c2 != cols) && !slice_make(e, pr, r2, c2, &probe)) {
+        double t2 = slice_run(e, pr, i, &probe, &spent, once);
+        if (t2 >= 0 && probe.work > w_small) {
+          double b = (t2 - small[i]) / (probe.work - w_small);
+          double a = small[i] - b * w_small;
+          if (b > 0 && a >= 0) scale = (a + b * pr->work) / small[i];
+          twice[i] = 1;
+        }
+        slice_done(d, &probe);
+      }
+    }
+    budget = budget_for(e, best * scale);
   }
   slice_done(d, &sl);
   double used = (double)(engine_now(e) - t0) * 1e-9;
@@ -229,8 +272,10 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
    * a kernel launch) dominates, and only a second size tells it from the
    * per-pixel cost that decides the full call. */
   double small_sum = 0;
-  for (size_t i = 0; i < m->n_impls; i++)
+  for (size_t i = 0; i < m->n_impls; i++) {
+    if (twice[i]) small[i] = -1; /* has its two sizes */
     if (small[i] >= 0) small_sum += small[i];
+  }
   double grow_max = small_sum > 0 ? (budget - used) / small_sum : 0;
   size_t f = 2;
   while (f < 8 && (double)(4 * f * f) <= grow_max) f *= 2;

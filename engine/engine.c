@@ -1,6 +1,7 @@
 /* engine.c — engine lifecycle, the top of the engine: options and
  * environment knobs, the pool, the OpenCL runtime, the timing store with
  * this machine's device rows, the registry, and the device listing. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +58,7 @@ static int resolve(engine *e, const engine_options *o) {
   e->no_opencl = o->no_opencl || no_cl;
   e->no_calibration = o->no_calibration;
   e->calib_budget = o->calibration_budget > 0 ? o->calibration_budget : 0;
-  e->calib_share = o->calibration_share > 0 && o->calibration_share <= 1
+  e->calib_share = o->calibration_share > 0 && isfinite(o->calibration_share)
                        ? o->calibration_share
                        : 0;
   e->seed = o->seed;

@@ -124,8 +124,8 @@ static void fake_reset(void) {
 }
 
 /* The fake's fixed costs (0.5 to 3 ms) dwarf its small calls, so the
- * tests of the choice give calibration the whole predicted call as budget
- * (share 1); the default budget has tests of its own. */
+ * tests of the choice give calibration a budget of 1000 times the
+ * predicted call; the default budget has tests of its own. */
 static engine *open_fake_share(const char *db, int no_calibration,
                                double share) {
   engine_options o = {.db_path = db ? db : ":memory:", .threads = 2,
@@ -140,7 +140,7 @@ static engine *open_fake_share(const char *db, int no_calibration,
 }
 
 static engine *open_fake(const char *db, int no_calibration) {
-  return open_fake_share(db, no_calibration, 1.0);
+  return open_fake_share(db, no_calibration, 1000.0);
 }
 
 static int count_row(void *ctx, const run_row *r) {
@@ -312,18 +312,21 @@ Test(dispatch, calibration_once_per_cold_impl) {
   cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK, "%s", engine_error(e));
   cr_assert_str_eq(rep.reason, "calibration");
   cr_assert_gt(rep.calibration_seconds, 0);
-  /* the four usable CPU implementations ran on the 32x32 slice, then on
-   * a second one as large as the budget allows for all four (flaky's run
-   * is predicted at 0.51 s, the budget is all of it here): 8x per side */
+  /* large work: threaded first, on the 32x32 slice and (nothing being
+   * known) on 64x64 to predict the call; then the three others on 32x32,
+   * and on a second slice as large as the budget allows: 8x per side */
   for (int i = 0; i <= F_FLAKY; i++)
-    cr_assert_eq(fake[i].small_calls, 1, "impl %d: %d", i,
-                 fake[i].small_calls);
+    cr_assert_eq(fake[i].small_calls, i == F_THREADED ? 2 : 1, "impl %d: %d",
+                 i, fake[i].small_calls);
   /* flaky is fastest at every size: chosen on the full input */
   cr_assert_str_eq(rep.impl, "flaky");
   cr_assert_eq(fake[F_FLAKY].calls, 3);
-  /* calibration: each of the four on 32x32 and 256x256 (fixed costs
-   * twice, per-pixel costs on 1024 + 65536 pixels) */
-  cr_assert_float_eq(rep.calibration_seconds, 13e-3 + 18e-9 * 66560, 1e-12);
+  /* calibration: the four on 32x32, threaded on 64x64, the other three on
+   * 256x256 */
+  cr_assert_float_eq(rep.calibration_seconds,
+                     6.5e-3 + 18e-9 * 1024 + 2e-3 + 3e-9 * 4096 + 4.5e-3 +
+                         15e-9 * 65536,
+                     1e-12);
   cr_assert_eq(rep.calibration_once_seconds, 0);
 
   /* warm: no calibration again, for this size or another */
@@ -333,7 +336,8 @@ Test(dispatch, calibration_once_per_cold_impl) {
   input y = make_input(2, 256, 300);
   cr_assert_eq(run(e, &y, NULL, 0, NULL, &rep), QS_OK);
   cr_assert_str_eq(rep.reason, "model");
-  for (int i = 0; i <= F_FLAKY; i++) cr_assert_eq(fake[i].small_calls, 1);
+  for (int i = 0; i <= F_FLAKY; i++)
+    cr_assert_eq(fake[i].small_calls, i == F_THREADED ? 2 : 1);
   cr_assert_eq(rep.n_estimates, F_N);
   cr_assert_str_eq(rep.estimates[F_OPENCL].source, "unavailable");
   /* serial was timed on the two slices: a model; flaky on three keys */
@@ -468,7 +472,7 @@ Test(dispatch, history_persists_across_close_open) {
   cr_assert_geq(fd, 0);
   close(fd);
   unlink(path);
-  input x = make_input(1, 128, 128);
+  input x = make_input(2, 128, 128); /* slices: other keys */
   run_report rep;
   engine *e = open_fake(path, 0);
   cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
@@ -739,29 +743,36 @@ Test(dispatch, calibration_budget_bounds_each_call) {
   engine *e = open_fake_share(NULL, 0, 0);
   input x = make_input(1, 128, 128);
   run_report rep;
-  const double serial_s = 1e-3 + 10e-9 * 1024, threaded_s = 2e-3 + 3e-9 * 1024;
-  /* small work: serial first (1.01 ms on 32x32, the call predicted at
-   * 16 ms: budget 2 ms), then threaded starts with 0.99 ms left and ends
-   * past it; dynamic and flaky wait */
+  /* four candidates, 10 %: a slice holds at most 1/80 of the call, so
+   * 32x32 (1/16) is halved twice: 8x8. Small work: serial first, on 8x8
+   * and 16x16 (nothing known: two sizes predict the call at 1.16 ms, so
+   * the budget is the 2 ms floor), which uses the budget up */
+  const double serial_8 = 1e-3 + 10e-9 * 64, serial_16 = 1e-3 + 10e-9 * 256;
   cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
-  cr_assert_float_eq(rep.calibration_seconds, serial_s + threaded_s, 1e-12);
-  cr_assert_eq(fake[F_DYNAMIC].calls + fake[F_FLAKY].calls, 0);
+  cr_assert_float_eq(rep.calibration_seconds, serial_8 + serial_16, 1e-12);
+  cr_assert_eq(fake[F_THREADED].calls + fake[F_DYNAMIC].calls +
+                   fake[F_FLAKY].calls,
+               0);
   cr_assert_str_eq(rep.impl, "serial");
-  cr_assert_str_eq(rep.estimates[F_DYNAMIC].source, "none");
+  cr_assert_str_eq(rep.estimates[F_SERIAL].source, "model");
+  cr_assert_float_eq(rep.estimates[F_SERIAL].seconds, 1e-3 + 10e-9 * 16384,
+                     1e-12);
   cr_assert_str_eq(rep.estimates[F_FLAKY].source, "none");
-  /* next call: serial's 1.16 ms history predicts the call; the budget (2 ms)
-   * lets dynamic start (3 ms), not flaky after it */
-  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
-  cr_assert_float_eq(rep.calibration_seconds, 3e-3 + 4e-9 * 1024, 1e-12);
-  cr_assert_eq(fake[F_FLAKY].calls, 0);
-  /* then flaky (0.5 ms); known at one size only (the second would not fit
-   * the budget), it is scaled proportionally, fixed cost included (8 ms),
-   * and serial's history (1.16 ms) keeps the call: a known limit of
-   * one-size calibration, which overestimates */
-  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
-  cr_assert_float_eq(rep.calibration_seconds, 0.5e-3 + 1e-9 * 1024, 1e-12);
+  /* each later call spends its own 2 ms on the next ones: threaded, then
+   * dynamic, then flaky; with fewer cold candidates the slice may hold
+   * more of the call: 16x16 */
+  const double next[3] = {2e-3 + 3e-9 * 256, 3e-3 + 4e-9 * 256,
+                          0.5e-3 + 1e-9 * 256};
+  for (int k = 0; k < 3; k++) {
+    cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+    cr_assert_float_eq(rep.calibration_seconds, next[k], 1e-12,
+                       "call %d: %.9f", k + 2, rep.calibration_seconds);
+  }
+  /* flaky, known at one size only (the second would not fit the budget),
+   * is scaled in proportion, fixed cost included, and serial's history
+   * keeps the call: a known limit of one-size calibration */
   cr_assert_float_eq(rep.estimates[F_FLAKY].seconds,
-                     (0.5e-3 + 1e-9 * 1024) * 16, 1e-12);
+                     (0.5e-3 + 1e-9 * 256) * 64, 1e-12);
   cr_assert_str_eq(rep.impl, "serial");
   /* every one calibrated: no more calibration */
   cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
@@ -769,8 +780,8 @@ Test(dispatch, calibration_budget_bounds_each_call) {
   cr_assert_str_eq(rep.reason, "history");
   engine_close(e);
 
-  /* an absolute cap below the floor: one run, the one needed for any
-   * number, and nothing after it */
+  /* an absolute cap below the floor: the first candidate's two runs, the
+   * ones needed for any prediction, and nothing after them */
   fake_reset();
   engine_options o = {.db_path = ":memory:", .threads = 2, .no_opencl = 1,
                       .seed = 1, .clock_ns = fake_clock,
@@ -778,7 +789,7 @@ Test(dispatch, calibration_budget_bounds_each_call) {
   cr_assert_eq(engine_open(&e, &o), QS_OK);
   cr_assert_eq(method_register(e, &fake_desc), QS_OK);
   cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
-  cr_assert_float_eq(rep.calibration_seconds, serial_s, 1e-12);
+  cr_assert_float_eq(rep.calibration_seconds, serial_8 + serial_16, 1e-12);
   cr_assert_str_eq(rep.impl, "serial");
   free(x.px);
   engine_close(e);
@@ -1228,7 +1239,7 @@ Test(dispatch, graded_evidence_is_reported) {
   run_report rep;
   const char *cpu[] = {"serial", "threaded", "threaded_dynamic", "flaky"};
   input a = make_input(1, 64, 64), b = make_input(1, 128, 128),
-        c = make_input(1, 96, 96), d = make_input(1, 80, 80);
+        c = make_input(1, 96, 96), d = make_input(2, 80, 80);
   for (int i = 0; i < 4; i++)
     cr_assert_eq(run(e, &a, NULL, 0, cpu[i], &rep), QS_OK);
   cr_assert_str_eq(rep.reason, "forced");
