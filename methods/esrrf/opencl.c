@@ -4,9 +4,11 @@
  *
  * eSRRF's chained path keeps everything on the device: one upload of the
  * raw frames, the half-pixel gradient grids with 1/|G| (esrrf.cl, no ×2M
- * images and no Roberts buffer), the ×M intensity (shift_magnify.cl), RGC
- * (esrrf.cl: the fused structure, per-phase candidate lists uploaded once
- * per call, eight pixels of a phase pair per work-item) into a batch of
+ * images and no Roberts buffer; separable: column sums, then the grid,
+ * from tap tables made once per call), the ×M intensity (the same two
+ * steps), RGC (esrrf.cl: the fused structure, per-phase candidate lists
+ * uploaded once per call, eight pixels of a phase pair per work-item, the
+ * interior with fused_vec's first-order model) into a batch of
  * maps, and with a temporal statistic the fold of those
  * maps into device accumulators (cl_stat.c, esrrf_stat.cl): the only
  * download is each timepoint's image, 4·R·M·C·M bytes, and the host
@@ -14,7 +16,8 @@
  * come down batch by batch (esrrf_drive). Device memory holds one batch
  * and the accumulators. The next batch's frames upload on a second queue
  * while this one computes. A frame needs
- * 4·R·C·2 + 12·(2R + 1)(2C + 2) + 4·R·C·2·M² ≈ 4·R·C·(14 + 2·M²) bytes,
+ * 4·R·C·2 + 4·C·max(2(2R + 1), R·M) + 12·(2R + 1)(2C + 2) + 4·R·C·2·M²
+ * ≈ 4·R·C·(14 + max(4, M) + 2·M²) bytes,
  * its input twice for the overlap (NanoPyx: 4·R·C·(3 + 10·M²)), the
  * statistic
  * 4·R·M·C·M·(slots + 1) bytes once; batches are sized once from the
