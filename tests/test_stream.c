@@ -353,13 +353,18 @@ Test(device, ten_thousand_frames_against_the_double_fold) {
 /* The OpenCL kernel's vector path (eight pixels of one phase pair per
  * work-item, away from the borders) and its per-pixel path (borders, short
  * lane groups) against serial on a camera stack wide enough for both, at
- * two magnifications and radii: within 2e-6 of the peak (the candidate
- * weights' expansion). */
+ * two magnifications and radii: within 1e-6 of the peak (the candidate
+ * weights' expansion), as the CPU's vectorised variants. An interior
+ * offset rounded at the wrong magnitude moves a whole sample and costs
+ * more than that (1.6e-6 on the last case). */
 Test(device, opencl_vector_lanes_match_serial) {
   clrt *rt = cl_or_skip();
-  image st = sim_stack(3, 21, 45, 13);
-  static const double cases[2][2] = {{3, 1.5}, {5, 2.5}};
-  for (int k = 0; k < 2; k++) {
+  /* the last case's 64 columns give whole groups of lanes in the interior
+   * (every tap in bounds: no masks, no square root per sample) */
+  image sts[2] = {sim_stack(3, 21, 45, 13), sim_stack(2, 40, 64, 17)};
+  static const double cases[3][3] = {{3, 1.5, 0}, {5, 2.5, 0}, {5, 1.5, 1}};
+  for (int k = 0; k < 3; k++) {
+    const image st = sts[(int)cases[k][2]];
     param p[7];
     image ref[1], got[1];
     char err[512] = "";
@@ -379,18 +384,20 @@ Test(device, opencl_vector_lanes_match_serial) {
             "(%.3g)\n",
             cases[k][0], cases[k][1], diff, pk, diff / pk);
     cr_assert_gt(pk, 0);
-    cr_expect_leq(diff, 2e-6 * pk);
+    cr_expect_leq(diff, 1e-6 * pk);
     image_free(ref);
     image_free(got);
   }
-  image_free(&st);
+  image_free(&sts[0]);
+  image_free(&sts[1]);
   clrt_close(rt);
 }
 
 /* Through the engine: an all-on-device call with T timepoints downloads
  * exactly the T images, 4·T·(R·M)·(C·M) bytes (no fixed extra), and
  * uploads each frame once plus the candidate and tap tables (the same for
- * every temporal mode, under 64 KiB); temporal=none downloads every map,
+ * every temporal mode, under 128 KiB: at M = 5 the candidate lists in both
+ * forms, about 70 KB); temporal=none downloads every map,
  * so on 100 frames at M = 5 the statistic moves 100x fewer bytes down. */
 Test(device, esrrf_downloads_only_the_timepoints) {
   engine *e;
@@ -437,7 +444,7 @@ Test(device, esrrf_downloads_only_the_timepoints) {
                  (unsigned long long)rep.bytes_down);
     /* up: the frames once, plus the tables (fixed per call) */
     cr_expect_geq(rep.bytes_up, up, "case %d", k);
-    cr_expect_lt(rep.bytes_up - up, 64 << 10, "case %d: %llu bytes up", k,
+    cr_expect_lt(rep.bytes_up - up, 128 << 10, "case %d: %llu bytes up", k,
                  (unsigned long long)rep.bytes_up);
     if (k) cr_expect_eq(rep.bytes_up, up0, "case %d: tables differ", k);
     up0 = rep.bytes_up;

@@ -37,40 +37,61 @@ inline long grid_at(int rows, int cols, int f, int plane, int a, int b) {
          (b & 1) * hw + (b >> 1);
 }
 
-/* Grid point (b, a) of frame f: the ×2M Catmull-Rom samples of both
- * Roberts gradients at half-pixel index (a, b), the last row/column at the
- * reference's clamped index, and 1/|G|. global (2·cols + 1, 2·rows + 1,
- * frames). The sums run in cr_apply's order over gradients computed where
- * the taps fall. */
-__kernel void esrrf_grid(__global const float *in, __global float *grid,
-                         int n_frames, int rows, int cols, int mag) {
+/* Catmull-Rom taps of one row or column (host: esrrf_taps_fill in
+ * methods/esrrf/opencl.c): four taps, those past the axis's valid ones
+ * with weight 0 at a valid index, so every sum is four straight-line
+ * multiply-adds (what PoCL's work-group vectoriser wants) and adds only
+ * exact zeros to the terms the valid taps give, in cr_apply's order. */
+typedef struct esrrf_taps {
+  int at[4];
+  float w[4];
+} esrrf_taps;
+
+/* The grid's column sums, separable step 1: for grid row a and input
+ * column c, both Roberts gradients of the row taps' pixels times their
+ * weights (cr_vsum's order). vs holds per frame two planes (column, row
+ * gradient) of (2R + 1) × C. global (C, 2R + 1, frames); taps: the grid
+ * rows' taps, then the grid columns'. */
+__kernel void esrrf_gvsum(__global const float *in, __global float *vs,
+                          int n_frames, int rows, int cols,
+                          __global const esrrf_taps *taps) {
+  int c = (int)get_global_id(0), a = (int)get_global_id(1);
+  int f = (int)get_global_id(2);
+  if (f >= n_frames) return;
+  const __global float *img = in + (long)f * rows * cols;
+  esrrf_taps rt = taps[a];
+  QS_ACC pc = 0, pr = 0;
+  for (int i = 0; i < 4; i++) {
+    float gc, gr;
+    rc_at(img, cols, rt.at[i], c, &gc, &gr);
+    pc = pc + (QS_ACC)gc * rt.w[i];
+    pr = pr + (QS_ACC)gr * rt.w[i];
+  }
+  long plane = (long)(2 * rows + 1) * cols;
+  __global float *o = vs + (long)f * 2 * plane + (long)a * cols + c;
+  o[0] = (float)pc;
+  o[plane] = (float)pr;
+}
+
+/* Grid point (b, a) of frame f, separable step 2: the ×2M Catmull-Rom
+ * samples of both Roberts gradients at half-pixel index (a, b) (the last
+ * row/column at the reference's clamped index) from the column sums, and
+ * 1/|G|. global (2·cols + 1, 2·rows + 1, frames). */
+__kernel void esrrf_grid(__global const float *vs, __global float *grid,
+                         int n_frames, int rows, int cols,
+                         __global const esrrf_taps *taps) {
   int b = (int)get_global_id(0), a = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
   grid += ESRRF_GUARD;
-  int gw = (int)get_global_size(0), gh = (int)get_global_size(1);
-  const __global float *img = in + (long)f * rows * cols;
-  float m2 = (float)(2 * mag);
-  cr_taps rt, ct;
-  if (a < gh - 1)
-    cr_taps_half(a, rows, &rt);
-  else
-    cr_taps_at(cr_source(2 * rows * mag - 1, m2, 0.0f), rows, &rt);
-  if (b < gw - 1)
-    cr_taps_half(b, cols, &ct);
-  else
-    cr_taps_at(cr_source(2 * cols * mag - 1, m2, 0.0f), cols, &ct);
+  long plane = (long)(2 * rows + 1) * cols;
+  const __global float *pc = vs + (long)f * 2 * plane + (long)a * cols;
+  const __global float *pr = pc + plane;
+  esrrf_taps ct = taps[2 * rows + 1 + b];
   QS_ACC qc = 0, qr = 0;
-  for (int j = 0; j < ct.n; j++) {
-    QS_ACC pc = 0, pr = 0;
-    for (int i = 0; i < rt.n; i++) {
-      float gc, gr;
-      rc_at(img, cols, rt.first + i, ct.first + j, &gc, &gr);
-      pc = pc + (QS_ACC)gc * rt.w[i];
-      pr = pr + (QS_ACC)gr * rt.w[i];
-    }
-    qc = qc + pc * ct.w[j];
-    qr = qr + pr * ct.w[j];
+  for (int j = 0; j < 4; j++) {
+    qc = qc + (QS_ACC)pc[ct.at[j]] * ct.w[j];
+    qr = qr + (QS_ACC)pr[ct.at[j]] * ct.w[j];
   }
   float sx = (float)qc, sy = (float)qr;
   QS_ACC norm2 = (QS_ACC)(sx * sx + sy * sy);
@@ -88,6 +109,63 @@ typedef struct esrrf_cand {
 } esrrf_cand;
 
 #define ESRRF_LANES 8
+
+/* One sample of a phase pair in the interior form (host: cl_vcandidates):
+ * its grid position off (plane gx, relative to lane 0's macro-pixel being
+ * the representative's: grid_at's offset), the representative pixel's offsets
+ * (dx0, dy0), weight w0 and 1/d0 there, and their first-order slopes in
+ * the pixel's centre rounding (e_x, e_y): w = w0 + wa·e_x + wb·e_y,
+ * 1/d = id0 + qa·e_x + qb·e_y (methods/esrrf/fused_vec.h derives them; the
+ * second-order terms are below 1e-9 relative). dx0 + e_x and dy0 + e_y are
+ * the pixel's own float offsets, exactly. */
+typedef struct esrrf_vcand {
+  int off;
+  float dx0, dy0, w0, id0, wa, wb, qa, qb;
+} esrrf_vcand;
+
+/* e = c_rep + m − c_x for pixel x = rep + m·M: how far x's float centre
+ * sits from its representative's shifted by m whole pixels (exact). */
+inline float esrrf_shift(int rep, int x, int mag) {
+  int m = (x - rep) / mag;
+  return rgc_center(rep, mag) - (rgc_center(x, mag) - (float)m);
+}
+
+/* a·b + c, fused where the device has it in hardware (the host's build
+ * option), else as written; only where rounding moves the value alone. */
+#ifdef ESRRF_HW_FMA
+#define ESRRF_MAD(a, b, c) fma(a, b, c)
+#else
+#define ESRRF_MAD(a, b, c) ((a) * (b) + (c))
+#endif
+
+/* One interior sample for the lanes at grid offset base, e_y = ey and e_x
+ * = ex: adds its weight to *wsum and, where the gradient points inward,
+ * its convergence term w·(1 − |G × R|/|G|·(1/d)) to *rgc; `edge`: near the
+ * disk's edge, lanes outside it (the reference's d <= tSO) or at d = 0
+ * masked. */
+inline void esrrf_term(__global const float *gx, long pstride, long base,
+                       const esrrf_vcand *c, float8 ex, float ey, float tso,
+                       int edge, float8 *rgc, float8 *wsum) {
+  __global const float *p = gx + base + c->off;
+  float8 sx = vload8(0, p), sy = vload8(0, p + pstride);
+  float8 inv = vload8(0, p + 2 * pstride);
+  float8 dx = c->dx0 + ex;
+  float dy = c->dy0 + ey;
+  /* fused where rounding only moves the value (as fused_avx2's FMA); the
+   * orientation test and the distances keep the reference's arithmetic */
+  float8 w = ESRRF_MAD((float8)c->wa, ex, (float8)(c->w0 + c->wb * ey));
+  float8 id = ESRRF_MAD((float8)c->qa, ex, (float8)(c->id0 + c->qb * ey));
+  float8 t = fabs(ESRRF_MAD(sy, dx, -(sx * dy))) * inv * id;
+  int8 conv = sx * dx + sy * dy < 0;
+  if (edge) {
+    float8 d2 = dx * dx + dy * dy;
+    int8 in = d2 != 0 && sqrt(d2) <= tso;
+    w = select((float8)0, w, in);
+    conv = conv & in;
+  }
+  *wsum += w;
+  *rgc += select((float8)0, ESRRF_MAD(-w, t, w), conv);
+}
 
 /* What every pixel of a call shares. */
 typedef struct rgc_call {
@@ -146,12 +224,13 @@ float rgc_one(const rgc_call *k, int x, int y) {
  * out of bounds, lanes in the margin and lanes past the last column are
  * masked, and near the right border the lanes read the clamped last
  * column one by one. An irregular group runs rgc_one per lane. */
-__kernel void esrrf_rgc(__global const float *grid,
-                        __global const float *img, __global float *out,
-                        __global const esrrf_cand *cand,
+__kernel void esrrf_rgc(__global const float *grid, __global const float *img,
+                        __global float *out, __global const esrrf_cand *cand,
                         __global const int *cand_at, int n_frames, int rows,
                         int cols, int mag, int start, float tso, float sens,
-                        int margin, int weight) {
+                        int margin, int weight,
+                        __global const esrrf_vcand *vcand,
+                        __global const int *vcand_at, int win) {
   int gid = (int)get_global_id(0), l = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
@@ -203,7 +282,44 @@ __kernel void esrrf_rgc(__global const float *grid,
   float8 rgc = 0, wsum = 0;
   float8 fbx = convert_float8(bx);
   float lim_r = (float)(rows_m - 1), lim_c = (float)(cols_m - 1);
-  for (int e = cand_at[ph], stop = cand_at[ph + 1]; e < stop; e++) {
+  /* The interior: every window tap of every lane in bounds and below the
+   * clamped last row and column, the lanes' windows where the
+   * representatives' are (two grid columns / rows per macro-pixel). Then
+   * no bounds, no square root and no division per sample: the sure
+   * candidates (inside the disk for every pixel of the pair) add their
+   * terms unmasked, those near the disk's edge take the exact distance
+   * and the reference's test. */
+  int rep_y = y % mag, rep_x = px; /* cl_vcandidates' representatives */
+  int by_rep = (int)(RGC_GM * rgc_center(rep_y, mag));
+  int bx_rep = (int)(RGC_GM * rgc_center(rep_x, mag));
+  int hy_lo = by + start, hy_hi = hy_lo + win - 1;
+  int hx_lo = bx.s0 + start, hx_hi = bx.s7 + start + win - 1;
+  int interior = lanes == ESRRF_LANES && hy_lo >= 1 && hy_hi <= 2 * rows &&
+                 (float)hy_hi / RGC_GM <= lim_r && hx_lo >= 1 &&
+                 hx_hi <= 2 * cols && (float)hx_hi / RGC_GM <= lim_c &&
+                 by - by_rep == 2 * ((y - rep_y) / mag) &&
+                 bx.s0 - bx_rep == 2 * ((x0 - rep_x) / mag);
+  if (interior) {
+    float ey = esrrf_shift(rep_y, y, mag);
+    float ea[ESRRF_LANES];
+    for (int i = 0; i < ESRRF_LANES; i++)
+      ea[i] = esrrf_shift(rep_x, x0 + i * mag, mag);
+    float8 ex = vload8(0, ea);
+    /* lane 0's macro-pixel and row from the representative's */
+    long base = 4L * hw * ((y - rep_y) / mag) + (x0 - rep_x) / mag;
+    int v0 = vcand_at[2 * ph], v1 = vcand_at[2 * ph + 1];
+    int v2 = vcand_at[2 * ph + 2];
+    for (int e = v0; e < v1; e++) {
+      esrrf_vcand c = vcand[e];
+      esrrf_term(gx, pstride, base, &c, ex, ey, tso, 0, &rgc, &wsum);
+    }
+    for (int e = v1; e < v2; e++) {
+      esrrf_vcand c = vcand[e];
+      esrrf_term(gx, pstride, base, &c, ex, ey, tso, 1, &rgc, &wsum);
+    }
+  }
+  for (int e = cand_at[ph], stop = interior ? 0 : cand_at[ph + 1]; e < stop;
+       e++) {
     esrrf_cand c = cand[e];
     int hy = by + (c.ji >> 8) + start, i = (c.ji & 255) + start;
     float vy = (float)hy / RGC_GM;
@@ -256,33 +372,39 @@ __kernel void esrrf_rgc(__global const float *grid,
   }
 }
 
-/* Catmull-Rom taps of one output row or column of the ×M intensity
- * (host: cr_taps_at at the reference's source coordinate, weights rounded
- * to float). */
-typedef struct esrrf_taps {
-  int first, n;
-  float w[4];
-} esrrf_taps;
+/* The ×M Catmull-Rom intensity, separable step 1: for output row y and
+ * input column c, the row taps' pixels times their weights. global (C,
+ * R·M, frames); taps: the output rows' taps, then the output columns'. */
+__kernel void esrrf_magv(__global const float *in, __global float *vs,
+                         int n_frames, int rows, int cols,
+                         __global const esrrf_taps *taps) {
+  int c = (int)get_global_id(0), y = (int)get_global_id(1);
+  int f = (int)get_global_id(2);
+  if (f >= n_frames) return;
+  int rows_m = (int)get_global_size(1);
+  const __global float *img = in + (long)f * rows * cols + c;
+  esrrf_taps rt = taps[y];
+  float p = 0;
+  for (int i = 0; i < 4; i++)
+    p = p + img[(long)rt.at[i] * cols] * rt.w[i];
+  vs[((long)f * rows_m + y) * cols + c] = p;
+}
 
-/* The ×M Catmull-Rom intensity of pixel (x, y) of frame f from the tap
- * tables (rows_m rows, then cols_m columns; no cubic, no division per
- * pixel), summed in cr_apply's order. global (C·M, R·M, frames). */
-__kernel void esrrf_mag(__global const float *in, __global float *out,
+/* Step 2: pixel (x, y) of frame f from the column sums, summed in
+ * cr_apply's order (no cubic, no division per pixel). global (C·M, R·M,
+ * frames). */
+__kernel void esrrf_mag(__global const float *vs, __global float *out,
                         int n_frames, int rows, int cols,
                         __global const esrrf_taps *taps) {
   int x = (int)get_global_id(0), y = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
   int cols_m = (int)get_global_size(0), rows_m = (int)get_global_size(1);
-  esrrf_taps rt = taps[y], ct = taps[rows_m + x];
-  const __global float *img = in + (long)f * rows * cols;
+  const __global float *p = vs + ((long)f * rows_m + y) * cols;
+  esrrf_taps ct = taps[rows_m + x];
   float q = 0;
-  if (rt.n && ct.n)
-    for (int j = 0; j < ct.n; j++) {
-      float p = 0;
-      for (int i = 0; i < rt.n; i++)
-        p = p + img[(long)(rt.first + i) * cols + ct.first + j] * rt.w[i];
-      q = q + p * ct.w[j];
-    }
+  for (int j = 0; j < 4; j++)
+    q = q + p[ct.at[j]] * ct.w[j];
+  (void)rows;
   out[((long)f * rows_m + y) * cols_m + x] = q;
 }

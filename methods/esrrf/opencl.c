@@ -4,9 +4,11 @@
  *
  * eSRRF's chained path keeps everything on the device: one upload of the
  * raw frames, the half-pixel gradient grids with 1/|G| (esrrf.cl, no ×2M
- * images and no Roberts buffer), the ×M intensity (shift_magnify.cl), RGC
- * (esrrf.cl: the fused structure, per-phase candidate lists uploaded once
- * per call, eight pixels of a phase pair per work-item) into a batch of
+ * images and no Roberts buffer; separable: column sums, then the grid,
+ * from tap tables made once per call), the ×M intensity (the same two
+ * steps), RGC (esrrf.cl: the fused structure, per-phase candidate lists
+ * uploaded once per call, eight pixels of a phase pair per work-item, the
+ * interior with fused_vec's first-order model) into a batch of
  * maps, and with a temporal statistic the fold of those
  * maps into device accumulators (cl_stat.c, esrrf_stat.cl): the only
  * download is each timepoint's image, 4·R·M·C·M bytes, and the host
@@ -14,7 +16,8 @@
  * come down batch by batch (esrrf_drive). Device memory holds one batch
  * and the accumulators. The next batch's frames upload on a second queue
  * while this one computes. A frame needs
- * 4·R·C·2 + 12·(2R + 1)(2C + 2) + 4·R·C·2·M² ≈ 4·R·C·(14 + 2·M²) bytes,
+ * 4·R·C·2 + 4·C·max(2(2R + 1), R·M) + 12·(2R + 1)(2C + 2) + 4·R·C·2·M²
+ * ≈ 4·R·C·(14 + max(4, M) + 2·M²) bytes,
  * its input twice for the overlap (NanoPyx: 4·R·C·(3 + 10·M²)), the
  * statistic
  * 4·R·M·C·M·(slots + 1) bytes once; batches are sized once from the
@@ -102,22 +105,30 @@ int rgc_run_opencl(const method_call *c) {
 
 /* ---------------------------------------------------------------- eSRRF */
 
-enum { B_IN, B_GRID, B_MAG, B_OUT, B_COUNT };
-enum { K_GRID, K_MAG, K_RGC, K_COUNT };
+enum { B_IN, B_VS, B_GRID, B_MAG, B_OUT, B_COUNT };
+/* In launch order: the grid's column sums and grid, the intensity's
+ * column sums and intensity (weighting only), RGC. */
+enum { K_GVS, K_GRID, K_MVS, K_MAG, K_RGC, K_COUNT };
 
-static const char *const KERNEL_FILES[K_COUNT] = {"esrrf.cl", "esrrf.cl",
-                                                  "esrrf.cl"};
-static const char *const KERNEL_NAMES[K_COUNT] = {"esrrf_grid", "esrrf_mag",
-                                                  "esrrf_rgc"};
+static const char *const KERNEL_FILES[K_COUNT] = {
+    "esrrf.cl", "esrrf.cl", "esrrf.cl", "esrrf.cl", "esrrf.cl"};
+static const char *const KERNEL_NAMES[K_COUNT] = {
+    "esrrf_gvsum", "esrrf_grid", "esrrf_magv", "esrrf_mag", "esrrf_rgc"};
 /* esrrf.cl: exact division and square root, no contractions (the
  * kernels' lanes and per-pixel path must round alike). */
 #define ESRRF_CL_OPTIONS "-cl-fp32-correctly-rounded-divide-sqrt"
 static const char *const KERNEL_OPTIONS[K_COUNT] = {
-    ESRRF_CL_OPTIONS, ESRRF_CL_OPTIONS, ESRRF_CL_OPTIONS};
+    ESRRF_CL_OPTIONS, ESRRF_CL_OPTIONS, ESRRF_CL_OPTIONS, ESRRF_CL_OPTIONS,
+    ESRRF_CL_OPTIONS};
 
 /* Bytes per frame of each device buffer (B_MAG only with weighting). */
 static void cl_frame_bytes(const esrrf_geom *g, size_t *per_frame) {
   per_frame[B_IN] = 4 * (size_t)g->rows * (size_t)g->cols;
+  /* column sums, shared by the grid (two planes of 2R + 1 rows) and the
+   * intensity (R·M rows), which run one after the other */
+  size_t vs_rows = 2 * (2 * (size_t)g->rows + 1);
+  if (g->weight && (size_t)g->rows_m > vs_rows) vs_rows = (size_t)g->rows_m;
+  per_frame[B_VS] = 4 * vs_rows * (size_t)g->cols;
   /* planes gx, gy, 1/|G|; rows of 2·(C + 1) (esrrf.cl's grid_at) */
   per_frame[B_GRID] =
       12 * (2 * (size_t)g->rows + 1) * (2 * (size_t)g->cols + 2);
@@ -179,12 +190,14 @@ typedef struct chained {
   int next; /* slot for an upload nobody prepared */
   size_t batch, per_frame[B_COUNT];
   size_t global[K_COUNT][3];
-  cl_mem cand, cand_at; /* the phase pairs' candidate samples */
-  cl_mem taps;          /* the intensity's row then column taps */
-  size_t cand_bytes;    /* both tables */
-  cl_stat st;           /* the statistic (not with temporal=none) */
-  cl_event ev[K_COUNT]; /* the last chain's kernels (cl_chain_done) */
-  int ran;              /* the slot the last chain read, -1: none */
+  cl_mem cand, cand_at;   /* the phase pairs' candidate samples */
+  cl_mem vcand, vcand_at; /* the same in the interior form */
+  cl_mem taps, gtaps;     /* the intensity's and the grid's row then column
+                           * taps */
+  size_t cand_bytes;      /* both tables */
+  cl_stat st;             /* the statistic (not with temporal=none) */
+  cl_event ev[K_COUNT];   /* the last chain's kernels (cl_chain_done) */
+  int ran;                /* the slot the last chain read, -1: none */
   double dev_s, once;
 } chained;
 
@@ -269,14 +282,14 @@ static int cl_chain(chained *s, size_t f0, size_t n, cl_event *done) {
   slot *sl = &s->in[i];
   cl_mem in = sl->mem;
   rc = rc ? rc
-          : cl_status(clSetKernelArg(s->k[K_GRID], 0, sizeof in, &in) |
-                          clSetKernelArg(s->k[K_MAG], 0, sizeof in, &in),
+          : cl_status(clSetKernelArg(s->k[K_GVS], 0, sizeof in, &in) |
+                          clSetKernelArg(s->k[K_MVS], 0, sizeof in, &in),
                       "setting the input frames", c->err, c->err_len);
   for (int k = 0; !rc && k < K_COUNT; k++) {
-    if (k == K_MAG && !s->g.weight) continue;
+    if ((k == K_MVS || k == K_MAG) && !s->g.weight) continue;
     rc = cl_status(clSetKernelArg(s->k[k], k == K_RGC ? 5 : 2, sizeof nf, &nf),
                    "setting the frame count", c->err, c->err_len);
-    if (!rc) rc = cl_launch(s, k, k == K_GRID ? sl->up : NULL, &ev[k]);
+    if (!rc) rc = cl_launch(s, k, k == K_GVS ? sl->up : NULL, &ev[k]);
   }
   /* the chain is queued: this slot is free after it, and its frames are
    * consumed */
@@ -359,6 +372,23 @@ typedef struct cl_cand {
   cl_float d0, w0, w1;
 } cl_cand;
 
+/* Uploads a candidate list (cb bytes) and its offsets (ab bytes) into new
+ * read-only buffers, counted with the call's fixed tables. */
+static int cl_lists_up(chained *s, void *cand, size_t cb, cl_mem *mc, void *at,
+                       size_t ab, cl_mem *ma) {
+  const method_call *c = s->c;
+  int rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, cb,
+                        cand, "candidate samples", mc, c->err, c->err_len);
+  if (!rc)
+    rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, ab,
+                      at, "candidate offsets", ma, c->err, c->err_len);
+  if (!rc) {
+    s->cand_bytes += cb + ab;
+    cldev_transfer(c->device, cb + ab, 0);
+  }
+  return rc;
+}
+
 /* The candidate lists of every phase pair (py, px), in the reference's
  * window order: from a representative pixel of the pair (the middle
  * macro-pixel), every window offset whose distance is within tSO plus the
@@ -399,61 +429,141 @@ static int cl_candidates(chained *s) {
         }
     }
   if (!rc) at[m * m] = n;
-  size_t cb = (size_t)(n ? n : 1) * sizeof *cand,
-         ab = (m * m + 1) * sizeof *at;
   if (!rc)
-    rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, cb,
-                      cand, "candidate samples", &s->cand, c->err, c->err_len);
-  if (!rc)
-    rc =
-        cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, ab,
-                     at, "candidate offsets", &s->cand_at, c->err, c->err_len);
-  if (!rc) {
-    s->cand_bytes = cb + ab;
-    cldev_transfer(c->device, s->cand_bytes, 0);
-  }
+    rc = cl_lists_up(s, cand, (size_t)(n ? n : 1) * sizeof *cand, &s->cand, at,
+                     (m * m + 1) * sizeof *at, &s->cand_at);
   free(cand);
   free(at);
   return rc;
 }
 
-/* One row's or column's taps of the ×M intensity, as esrrf.cl's
- * esrrf_taps. */
+/* One candidate in the interior form, as esrrf.cl's esrrf_vcand. */
+typedef struct cl_vcand {
+  cl_int off;
+  cl_float dx0, dy0, w0, id0, wa, wb, qa, qb;
+} cl_vcand;
+
+/* The interior form of the candidate lists (esrrf.cl, esrrf_rgc): per
+ * phase pair, from its first pixel (row py, column px: a pixel k
+ * macro-pixels further then has the offset c_rep + k − c_x, exact, to add,
+ * where a representative further right would round it), the
+ * sure candidates (distance below tSO minus the centre-rounding slack)
+ * then those near the disk's edge, each with its offsets, weight, 1/d and
+ * their slopes (fused_vec.h's model); d = 0 dropped (weight 0, and every
+ * pixel of the pair has d = 0 there up to its centre rounding). A
+ * candidate's grid position is grid_at's offset in plane gx for the
+ * representative (a pixel of the same phase k macro-pixels right reads k
+ * floats further: rows split by column parity). Offsets at[2·ph] (sure),
+ * at[2·ph + 1] (near), at[2·ph + 2] (end). */
+static int cl_vcandidates(chained *s) {
+  const esrrf_geom *g = &s->g;
+  const method_call *c = s->c;
+  size_t m = (size_t)g->mag, win = (size_t)(g->k.end - g->k.start);
+  cl_vcand *cand = malloc(m * m * win * win * sizeof *cand);
+  cl_int *at = malloc((2 * m * m + 1) * sizeof *at);
+  int rc = cand && at ? QS_OK : QS_ENOMEM;
+  if (rc)
+    snprintf(c->err, c->err_len, "esrrf: no memory for the candidate lists");
+  double side = g->rows > g->cols ? g->rows : g->cols;
+  float slack = (float)(4 * side * FLT_EPSILON + 1e-6);
+  float tso = g->k.tso;
+  int hw = g->cols + 1; /* esrrf.cl's grid_at */
+  cl_int n = 0;
+  for (size_t ph = 0; !rc && ph < m * m; ph++) {
+    float yc = rgc_center((int)(ph / m), g->mag);
+    float xc = rgc_center((int)(ph % m), g->mag);
+    int by = (int)(RGC_GM * yc), bx = (int)(RGC_GM * xc);
+    for (int pass = 0; pass < 2; pass++) {
+      at[2 * ph + (size_t)pass] = n;
+      for (int j = g->k.start; j < g->k.end; j++)
+        for (int i = g->k.start; i < g->k.end; i++) {
+          float dy = (float)(by + j) / RGC_GM - yc;
+          float dx = (float)(bx + i) / RGC_GM - xc;
+          float d = sqrtf(dx * dx + dy * dy);
+          if (d == 0 || d > tso + slack || (d >= tso - slack) != pass)
+            continue;
+          double w0 = rgc_weight(d, g->k.tss), d0 = d;
+          double w1 = w0 * (4.0 / d0 - 8.0 * d0 / g->k.tss);
+          int hy = by + j, hx = bx + i;
+          cand[n++] = (cl_vcand){hy * 2 * hw + (hx & 1) * hw + (hx >> 1),
+                                 dx,
+                                 dy,
+                                 (float)w0,
+                                 (float)(1 / d0),
+                                 (float)(w1 * dx / d0),
+                                 (float)(w1 * dy / d0),
+                                 (float)(-dx / (d0 * d0 * d0)),
+                                 (float)(-dy / (d0 * d0 * d0))};
+        }
+    }
+  }
+  if (!rc) at[2 * m * m] = n;
+  if (!rc)
+    rc = cl_lists_up(s, cand, (size_t)(n ? n : 1) * sizeof *cand, &s->vcand,
+                     at, (2 * m * m + 1) * sizeof *at, &s->vcand_at);
+  free(cand);
+  free(at);
+  return rc;
+}
+
+/* One row's or column's taps, as esrrf.cl's esrrf_taps: four, those past
+ * the valid ones with weight 0 at a valid index. */
 typedef struct cl_taps {
-  cl_int first, n;
+  cl_int at[4];
   cl_float w[4];
 } cl_taps;
 
-/* The ×M intensity's taps of every output row, then every output column:
- * cr_taps_at at the coordinate the shift_magnify method samples (its
- * weights in double, rounded to float), uploaded once per call (counted
- * with the candidate tables). */
-static int cl_intensity_taps(chained *s) {
+static void cl_taps_of(const cr_taps *ct, cl_taps *t) {
+  for (int k = 0; k < 4; k++) {
+    t->at[k] = ct->first + (k < ct->n ? k : 0);
+    t->w[k] = k < ct->n ? (float)ct->w[k] : 0.0f;
+  }
+}
+
+/* The tap tables, uploaded once per call (counted with the candidate
+ * tables): for the grid, its 2R + 1 rows then 2C + 1 columns (the
+ * half-pixel taps, the last at the reference's clamped index, as fused's
+ * plan); with weighting, the ×M intensity's output rows then columns
+ * (cr_taps_at at the coordinate the shift_magnify method samples, weights
+ * in double rounded to float). */
+static int cl_tap_tables(chained *s) {
   const esrrf_geom *g = &s->g;
   const method_call *c = s->c;
-  size_t n = (size_t)g->rows_m + (size_t)g->cols_m;
-  cl_taps *t = calloc(n, sizeof *t);
+  size_t gr = 2 * (size_t)g->rows + 1, gc = 2 * (size_t)g->cols + 1;
+  size_t ni = g->weight ? (size_t)g->rows_m + (size_t)g->cols_m : 0;
+  cl_taps *t = calloc(gr + gc + ni, sizeof *t);
   if (!t) {
     snprintf(c->err, c->err_len, "esrrf: no memory for the tap tables");
     return QS_ENOMEM;
   }
-  float m = (float)g->mag;
-  for (size_t i = 0; i < n; i++) {
+  float m = (float)g->mag, m2 = (float)(2 * g->mag);
+  for (size_t i = 0; i < gr + gc; i++) {
+    int rowwise = i < gr, n = rowwise ? g->rows : g->cols;
+    int at = (int)(rowwise ? i : i - gr), last = rowwise ? (int)gr : (int)gc;
+    cr_taps ct;
+    if (at < last - 1)
+      cr_taps_half(at, n, &ct);
+    else
+      cr_taps_at(cr_source(2 * n * g->mag - 1, m2, 0.0f), n, &ct);
+    cl_taps_of(&ct, &t[i]);
+  }
+  for (size_t i = 0; i < ni; i++) {
     int rowwise = i < (size_t)g->rows_m;
     int at = rowwise ? (int)i : (int)(i - (size_t)g->rows_m);
     cr_taps ct;
     cr_taps_at(cr_source(at, m, 0.0f), rowwise ? g->rows : g->cols, &ct);
-    t[i].first = ct.first;
-    t[i].n = ct.n;
-    for (int k = 0; k < 4; k++)
-      t[i].w[k] = k < ct.n ? (float)ct.w[k] : 0;
+    cl_taps_of(&ct, &t[gr + gc + i]);
   }
   int rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                        n * sizeof *t, t, "intensity taps", &s->taps, c->err,
-                        c->err_len);
+                        (gr + gc) * sizeof *t, t, "grid taps", &s->gtaps,
+                        c->err, c->err_len);
+  if (!rc && ni)
+    rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                      ni * sizeof *t, t + gr + gc, "intensity taps", &s->taps,
+                      c->err, c->err_len);
   if (!rc) {
-    s->cand_bytes += n * sizeof *t;
-    cldev_transfer(c->device, n * sizeof *t, 0);
+    s->cand_bytes += (gr + gc + ni) * sizeof *t;
+    cldev_transfer(c->device, (gr + gc + ni) * sizeof *t, 0);
   }
   free(t);
   return rc;
@@ -468,18 +578,28 @@ static int cl_setup(chained *s) {
   cl_context ctx;
   int rc = cldev_queue(c->device, &ctx, &s->q, err, len);
   if (!rc) rc = cl_batch(c, g, &s->batch, err, len);
+  /* a device with fused multiply-add in hardware takes it where esrrf.cl
+   * allows (ESRRF_MAD); elsewhere fma would be emulated */
+  cl_device_fp_config fp = 0;
+  int fma_hw = !rc &&
+               clGetDeviceInfo(cldev_id(c->device), CL_DEVICE_SINGLE_FP_CONFIG,
+                               sizeof fp, &fp, NULL) == CL_SUCCESS &&
+               (fp & CL_FP_FMA);
   for (int i = 0; !rc && i < K_COUNT; i++) {
     cl_program prog;
     double build = 0;
     cl_int e = CL_SUCCESS;
-    rc = cldev_program(c->device, KERNEL_FILES[i], KERNEL_OPTIONS[i], &prog,
-                       &build, err, len);
+    rc = cldev_program(c->device, KERNEL_FILES[i],
+                       fma_hw ? ESRRF_CL_OPTIONS " -DESRRF_HW_FMA"
+                              : KERNEL_OPTIONS[i],
+                       &prog, &build, err, len);
     s->once += build;
     if (!rc) s->k[i] = clCreateKernel(prog, KERNEL_NAMES[i], &e);
     if (!rc) rc = cl_status(e, KERNEL_NAMES[i], err, len);
   }
   cl_frame_bytes(g, s->per_frame);
-  static const char *const what[B_COUNT] = {"input frames", "gradient grid",
+  static const char *const what[B_COUNT] = {"input frames", "column sums",
+                                            "gradient grid",
                                             "magnified frames", "RGC maps"};
   for (int b = B_IN + 1; !rc && b < B_COUNT; b++)
     if (s->per_frame[b])
@@ -501,24 +621,25 @@ static int cl_setup(chained *s) {
   if (rc) return rc;
   cl_int rows = g->rows, cols = g->cols, mag = g->mag;
   rc = cl_candidates(s);
-  if (!rc && g->weight) rc = cl_intensity_taps(s);
+  if (!rc) rc = cl_vcandidates(s);
+  if (!rc) rc = cl_tap_tables(s);
   if (rc) return rc;
-  cl_mem in = s->in[0].mem, grid = s->buf[B_GRID];
+  cl_mem in = s->in[0].mem, vs = s->buf[B_VS], grid = s->buf[B_GRID];
   cl_mem mg = g->weight ? s->buf[B_MAG] : s->buf[B_OUT];
   cl_mem out = s->buf[B_OUT];
-  cl_kernel kg = s->k[K_GRID], km = s->k[K_MAG];
   cl_int e = CL_SUCCESS;
-  e |= clSetKernelArg(kg, 0, sizeof in, &in);
-  e |= clSetKernelArg(kg, 1, sizeof grid, &grid);
-  e |= clSetKernelArg(kg, 3, sizeof rows, &rows);
-  e |= clSetKernelArg(kg, 4, sizeof cols, &cols);
-  e |= clSetKernelArg(kg, 5, sizeof mag, &mag);
-  if (g->weight) {
-    e |= clSetKernelArg(km, 0, sizeof in, &in);
-    e |= clSetKernelArg(km, 1, sizeof mg, &mg);
-    e |= clSetKernelArg(km, 3, sizeof rows, &rows);
-    e |= clSetKernelArg(km, 4, sizeof cols, &cols);
-    e |= clSetKernelArg(km, 5, sizeof s->taps, &s->taps);
+  /* the separable kernels: (source, destination, frames, rows, cols,
+   * taps) */
+  for (int k = K_GVS; k <= K_MAG; k++) {
+    if ((k == K_MVS || k == K_MAG) && !g->weight) continue;
+    cl_mem src = k == K_GVS || k == K_MVS ? in : vs;
+    cl_mem dst = k == K_GRID ? grid : k == K_MAG ? mg : vs;
+    cl_mem taps = k == K_GVS || k == K_GRID ? s->gtaps : s->taps;
+    e |= clSetKernelArg(s->k[k], 0, sizeof src, &src);
+    e |= clSetKernelArg(s->k[k], 1, sizeof dst, &dst);
+    e |= clSetKernelArg(s->k[k], 3, sizeof rows, &rows);
+    e |= clSetKernelArg(s->k[k], 4, sizeof cols, &cols);
+    e |= clSetKernelArg(s->k[k], 5, sizeof taps, &taps);
   }
   cl_kernel kr = s->k[K_RGC];
   cl_int start = g->k.start, margin = g->margin, weight = g->weight;
@@ -535,9 +656,15 @@ static int cl_setup(chained *s) {
   e |= clSetKernelArg(kr, 11, sizeof(float), &g->k.sens);
   e |= clSetKernelArg(kr, 12, sizeof margin, &margin);
   e |= clSetKernelArg(kr, 13, sizeof weight, &weight);
+  cl_int win = g->k.end - g->k.start;
+  e |= clSetKernelArg(kr, 14, sizeof s->vcand, &s->vcand);
+  e |= clSetKernelArg(kr, 15, sizeof s->vcand_at, &s->vcand_at);
+  e |= clSetKernelArg(kr, 16, sizeof win, &win);
   rc = cl_status(e, "setting the chain's arguments", err, len);
 
-  size_t gsz[K_COUNT][2] = {{2 * (size_t)g->cols + 1, 2 * (size_t)g->rows + 1},
+  size_t gsz[K_COUNT][2] = {{(size_t)g->cols, 2 * (size_t)g->rows + 1},
+                            {2 * (size_t)g->cols + 1, 2 * (size_t)g->rows + 1},
+                            {(size_t)g->cols, (size_t)g->rows_m},
                             {(size_t)g->cols_m, (size_t)g->rows_m},
                             {((size_t)g->cols + ESRRF_CL_LANES - 1) /
                                  ESRRF_CL_LANES * (size_t)g->mag,
@@ -583,7 +710,10 @@ int esrrf_run_opencl(const method_call *c) {
     if (s.buf[b]) clReleaseMemObject(s.buf[b]);
   if (s.cand) clReleaseMemObject(s.cand);
   if (s.taps) clReleaseMemObject(s.taps);
+  if (s.gtaps) clReleaseMemObject(s.gtaps);
   if (s.cand_at) clReleaseMemObject(s.cand_at);
+  if (s.vcand) clReleaseMemObject(s.vcand);
+  if (s.vcand_at) clReleaseMemObject(s.vcand_at);
   for (int i = 0; i < K_COUNT; i++)
     if (s.k[i]) clReleaseKernel(s.k[i]);
   if (c->device_seconds) *c->device_seconds += s.dev_s;
