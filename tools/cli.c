@@ -227,6 +227,16 @@ int cli_engine(cli *c, engine **e) {
   return CLI_OK;
 }
 
+int cli_method_engine(cli *c, int argc, char **argv, engine **e) {
+  cli_prescan(c, argc, argv);
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      c->db = ":memory:";
+      c->no_opencl = 1;
+    }
+  return cli_engine(c, e);
+}
+
 cJSON *cli_estimates_json(const run_report *r) {
   cJSON *arr = cJSON_CreateArray();
   for (size_t i = 0; i < r->n_estimates && i < QS_MAX_ESTIMATES; i++) {

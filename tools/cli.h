@@ -58,6 +58,11 @@ void cli_prescan(cli *c, int argc, char **argv);
  * reason is printed and CLI_FAIL returned. */
 int cli_engine(cli *c, engine **e);
 
+/* cli_prescan, then cli_engine for a command whose flags come from a
+ * method's tables: with --help/-h among argv the engine needs no store and
+ * no devices, so it opens in memory without OpenCL. */
+int cli_method_engine(cli *c, int argc, char **argv, engine **e);
+
 /* Warns once per process (unless -q) when the engine's timings are not
  * being recorded (engine_record_status); the command still succeeds. */
 void cli_record_warn(cli *c);

@@ -215,14 +215,7 @@ static void report_text(const cli *c, const char *method, const run_report *r,
 static int run_method(cli *c, const char *label, const char *name, int argc,
                       char **argv) {
   engine *e;
-  cli_prescan(c, argc, argv);
-  /* Help needs only the method's tables: no store, no devices. */
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      c->db = ":memory:";
-      c->no_opencl = 1;
-    }
-  if (cli_engine(c, &e)) return CLI_FAIL;
+  if (cli_method_engine(c, argc, argv, &e)) return CLI_FAIL;
   const method_desc *d;
   int rc = method_lookup(e, name, &d);
   if (rc) return rc;

@@ -275,13 +275,7 @@ static int opt_size(const args *a, const char *name, size_t lo, size_t hi,
 
 int cmd_stream(cli *c, int argc, char **argv) {
   engine *e;
-  cli_prescan(c, argc, argv);
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      c->db = ":memory:";
-      c->no_opencl = 1;
-    }
-  if (cli_engine(c, &e)) return CLI_FAIL;
+  if (cli_method_engine(c, argc, argv, &e)) return CLI_FAIL;
   const method_desc *d = method_find(e, "esrrf");
   if (!d) return cli_fail("stream: no esrrf method");
   args a;
