@@ -161,15 +161,12 @@ static int open_engine(ctx *c, const qsm_options *o, char *err, size_t len) {
   return QS_OK;
 }
 
-/* method_estimate on inputs of `frames` frames: shapes only. The methods'
- * shape checks refuse a NULL data pointer even there, so the images point
- * at a float that is never read. */
+/* method_estimate on inputs of `frames` frames: shapes only (no data). */
 static int estimate_call(ctx *c, size_t frames, const param *p, size_t n_p,
                          run_report *rep) {
-  static float never_read;
   image in[QSM_MAX_IO];
   for (size_t i = 0; i < c->n_in; i++)
-    in[i] = (image){.data = &never_read, .frames = frames,
+    in[i] = (image){.data = NULL, .frames = frames,
                     .rows = c->in_rows[i], .cols = c->in_cols[i]};
   run_request rq = {.inputs = in,
                     .n_inputs = c->n_in,
@@ -295,10 +292,9 @@ static int plan(ctx *c, const char *method, const param *params,
     c->out_cols[k] = c->in_cols[0];
   }
   if (d->shape) {
-    static float never_read; /* shape checks want data; they never read it */
-    image in[QSM_MAX_IO], out[QSM_MAX_IO];
+    image in[QSM_MAX_IO], out[QSM_MAX_IO]; /* shape rules take shapes only */
     for (size_t k = 0; k < c->n_in; k++)
-      in[k] = (image){.data = &never_read, .frames = c->frames,
+      in[k] = (image){.data = NULL, .frames = c->frames,
                       .rows = c->in_rows[k], .cols = c->in_cols[k]};
     memset(out, 0, sizeof out);
     rc = d->shape(in, values, out, err, len);
