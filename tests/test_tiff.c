@@ -615,3 +615,242 @@ Test(tiff, fifo_refused_without_blocking, .timeout = 20) {
   cr_assert_eq(tiff_info_of(path, &info, err, sizeof err), QS_EIO);
   dir_remove();
 }
+
+/* ------------------------------------------ stacks written in pieces */
+
+static void fill(image *img, size_t frames, size_t rows, size_t cols,
+                 float scale) {
+  cr_assert_eq(image_alloc(img, frames, rows, cols), QS_OK);
+  for (size_t i = 0; i < frames * rows * cols; i++)
+    img->data[i] = (float)cos((double)i * 0.37) * scale + (float)(i % 7);
+}
+
+static unsigned char *slurp_all(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "%s", path);
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *b = malloc((size_t)len + 1);
+  cr_assert_not_null(b);
+  cr_assert_eq(fread(b, 1, (size_t)len, f), (size_t)len);
+  fclose(f);
+  *n = (size_t)len;
+  return b;
+}
+
+static void expect_same_file(const char *a, const char *b) {
+  size_t na, nb;
+  unsigned char *x = slurp_all(a, &na), *y = slurp_all(b, &nb);
+  cr_assert_eq(na, nb, "%s is %zu bytes, %s %zu", a, na, b, nb);
+  cr_assert_eq(memcmp(x, y, na), 0, "%s and %s differ", a, b);
+  free(x);
+  free(y);
+}
+
+/* Two handles on one stack (as two ranks): the creator and one that opens
+ * the temporary by name write the pages out of order; before the commit
+ * nothing is at the destination, after it the file is byte for byte
+ * tiff_write's of the whole image. */
+static void check_pieces(unsigned flags) {
+  dir_make();
+  image img;
+  fill(&img, 7, 5, 6, 300);
+  char err[512];
+  const char *whole = in_dir("whole.tif"), *out = in_dir("out.tif");
+  cr_assert_eq(tiff_write_flags(whole, &img, flags, err, sizeof err), QS_OK,
+               "%s", err);
+  tiff_stack a, b;
+  cr_assert_eq(tiff_stack_create(&a, out, 7, 5, 6, flags, err, sizeof err),
+               QS_OK, "%s", err);
+  struct stat st;
+  cr_assert_neq(stat(out, &st), 0, "nothing at the destination yet");
+  const char *tmp = tiff_stack_temp(&a);
+  cr_assert_not_null(strstr(tmp, "out.tif.qs-tmp-"), "%s", tmp);
+  cr_assert_eq(stat(tmp, &st), 0);
+  cr_assert_eq(tiff_stack_open(&b, tmp, 7, 5, 6, flags, err, sizeof err),
+               QS_OK, "%s", err);
+  size_t plane = 5 * 6;
+  cr_assert_eq(tiff_stack_write(&b, 5, 2, img.data + 5 * plane, err,
+                                sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_stack_write(&a, 0, 2, img.data, err, sizeof err), QS_OK);
+  cr_assert_eq(tiff_stack_write(&b, 3, 2, img.data + 3 * plane, err,
+                                sizeof err), QS_OK);
+  cr_assert_eq(tiff_stack_write(&a, 2, 1, img.data + 2 * plane, err,
+                                sizeof err), QS_OK);
+  float lo_a, hi_a, lo_b, hi_b;
+  tiff_stack_range(&a, &lo_a, &hi_a);
+  tiff_stack_range(&b, &lo_b, &hi_b);
+  cr_assert_eq(tiff_stack_close(&b, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_neq(stat(out, &st), 0, "still nothing before the commit");
+  cr_assert_eq(tiff_stack_commit(&a, lo_a < lo_b ? lo_a : lo_b,
+                                 hi_a > hi_b ? hi_a : hi_b, err, sizeof err),
+               QS_OK, "%s", err);
+  cr_assert_neq(stat(tmp, &st), 0, "the temporary is renamed");
+  expect_same_file(whole, out);
+  image back;
+  cr_assert_eq(tiff_read(out, &back, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(back.frames, 7);
+  cr_assert_eq(memcmp(back.data, img.data, 7 * plane * sizeof(float)), 0);
+  image_free(&back);
+  image_free(&img);
+  cr_assert_eq(entries_in(dir), 2);
+  dir_remove();
+}
+
+Test(tiff, stack_pieces_out_of_order_equal_a_whole_write) { check_pieces(0); }
+Test(tiff, stack_pieces_bigtiff) { check_pieces(TIFF_BIG); }
+
+Test(tiff, stack_bad_ranges_and_aborts_leave_nothing) {
+  dir_make();
+  image img;
+  fill(&img, 3, 4, 4, 1);
+  char err[512];
+  const char *out = in_dir("out.tif");
+  tiff_stack a, b;
+  cr_assert_eq(tiff_stack_create(&a, out, 3, 4, 4, 0, err, sizeof err), QS_OK);
+  cr_assert_eq(tiff_stack_write(&a, 2, 2, img.data, err, sizeof err),
+               QS_EINVAL);
+  cr_assert_not_null(strstr(err, "pages [2, 4) asked of a stack of 3 pages"),
+                     "%s", err);
+  cr_assert_eq(tiff_stack_write(&a, 1, 0, img.data, err, sizeof err),
+               QS_EINVAL);
+  cr_assert_eq(tiff_stack_write(&a, SIZE_MAX, 2, img.data, err, sizeof err),
+               QS_EINVAL);
+  cr_assert_eq(tiff_stack_write(&a, 0, 1, NULL, err, sizeof err), QS_EINVAL);
+  /* another layout than the temporary's */
+  cr_assert_eq(tiff_stack_open(&b, tiff_stack_temp(&a), 4, 4, 4, 0, err,
+                               sizeof err),
+               QS_EFORMAT);
+  cr_assert_not_null(strstr(err, "not the stack of 4 pages"), "%s", err);
+  cr_assert_eq(tiff_stack_open(&b, in_dir("none"), 3, 4, 4, 0, err,
+                               sizeof err),
+               QS_EIO);
+  cr_assert_eq(tiff_stack_open(&b, tiff_stack_temp(&a), 3, 4, 4, 0, err,
+                               sizeof err),
+               QS_OK, "%s", err);
+  cr_assert_eq(tiff_stack_commit(&b, 0, 1, err, sizeof err), QS_EINVAL,
+               "only the creator commits");
+  tiff_stack_abort(&b);
+  tiff_stack_abort(&a);
+  cr_assert_eq(entries_in(dir), 0, "an aborted stack leaves nothing");
+  /* an existing file at the destination survives an abort */
+  cr_assert_eq(tiff_write(out, &img, err, sizeof err), QS_OK);
+  size_t n0, n1;
+  unsigned char *before = slurp_all(out, &n0);
+  cr_assert_eq(tiff_stack_create(&a, out, 2, 8, 8, 0, err, sizeof err), QS_OK);
+  tiff_stack_abort(&a);
+  unsigned char *after = slurp_all(out, &n1);
+  cr_assert_eq(n0, n1);
+  cr_assert_eq(memcmp(before, after, n0), 0);
+  cr_assert_eq(entries_in(dir), 1);
+  cr_assert_eq(tiff_stack_create(&a, out, 0, 8, 8, 0, err, sizeof err),
+               QS_EINVAL);
+  free(before);
+  free(after);
+  image_free(&img);
+  dir_remove();
+}
+
+/* Appending page by page: after every append the stack reads back as the
+ * pages so far, through our reader and through libtiff. */
+Test(tiff, append_page_by_page) {
+  dir_make();
+  image img;
+  fill(&img, 9, 6, 5, 50);
+  size_t plane = 6 * 5;
+  char err[512];
+  const char *out = in_dir("grow.tif");
+  image first = image_wrap(img.data, 1, 6, 5);
+  cr_assert_eq(tiff_write_flags(out, &first, TIFF_APPENDABLE, err, sizeof err),
+               QS_OK, "%s", err);
+  for (size_t k = 1; k < 9; k++) {
+    /* the last two go in one call */
+    size_t n = k == 7 ? 2 : 1;
+    image more = image_wrap(img.data + k * plane, n, 6, 5);
+    cr_assert_eq(tiff_append(out, &more, err, sizeof err), QS_OK, "%s", err);
+    k += n - 1;
+    image back;
+    cr_assert_eq(tiff_read(out, &back, err, sizeof err), QS_OK, "%s", err);
+    cr_assert_eq(back.frames, k + 1);
+    cr_assert_eq(memcmp(back.data, img.data, (k + 1) * plane * 4), 0);
+    image_free(&back);
+    TIFF *t = TIFFOpen(out, "r");
+    cr_assert_not_null(t);
+    cr_assert_eq(TIFFNumberOfDirectories(t), k + 1);
+    TIFFClose(t);
+  }
+  /* wrong size: refused, the stack unchanged */
+  image odd;
+  fill(&odd, 1, 5, 6, 1);
+  cr_assert_eq(tiff_append(out, &odd, err, sizeof err), QS_ESHAPE);
+  cr_assert_not_null(strstr(err, "cannot append in place"), "%s", err);
+  tiff_info info;
+  cr_assert_eq(tiff_info_of(out, &info, err, sizeof err), QS_OK);
+  cr_assert_eq(info.pages, 9);
+  /* an ImageJ stack's page count would be contradicted: refused, the file
+   * untouched; a single described page may grow */
+  const char *ij = in_dir("ij.tif"), *one = in_dir("one.tif");
+  image three = image_wrap(img.data, 3, 6, 5);
+  cr_assert_eq(tiff_write(ij, &three, err, sizeof err), QS_OK);
+  size_t n0, n1;
+  unsigned char *before = slurp_all(ij, &n0);
+  cr_assert_eq(tiff_append(ij, &first, err, sizeof err), QS_EFORMAT);
+  cr_assert_not_null(strstr(err, "ImageJ"), "%s", err);
+  unsigned char *after = slurp_all(ij, &n1);
+  cr_assert(n0 == n1 && !memcmp(before, after, n0), "ij.tif was modified");
+  free(before);
+  free(after);
+  cr_assert_eq(tiff_write(one, &first, err, sizeof err), QS_OK);
+  cr_assert_eq(tiff_append(one, &first, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_info_of(one, &info, err, sizeof err), QS_OK);
+  cr_assert_eq(info.pages, 2);
+  /* foreign files */
+  cr_assert_eq(tiff_append(in_dir("missing.tif"), &first, err, sizeof err),
+               QS_EIO);
+  /* float32 of the right size, but in several strips: not ours */
+  const char *lib = in_dir("lib.tif");
+  write_libtiff(lib, "w", SAMPLEFORMAT_IEEEFP, 32, 0, COMPRESSION_NONE);
+  image page;
+  fill(&page, 1, H, W, 1);
+  cr_assert_eq(tiff_append(lib, &page, err, sizeof err), QS_EFORMAT);
+  cr_assert_not_null(strstr(err, "not one uncompressed strip"), "%s", err);
+  image_free(&page);
+  image_free(&odd);
+  image_free(&img);
+  dir_remove();
+}
+
+/* A classic stack that would pass its size limit (4 GiB; lowered here) is
+ * rewritten once as a BigTIFF holding every page, then grows in place. */
+Test(tiff, append_past_the_classic_limit_turns_bigtiff) {
+  dir_make();
+  image img;
+  fill(&img, 6, 8, 8, 9);
+  size_t plane = 64;
+  char err[512];
+  const char *out = in_dir("big.tif");
+  image two = image_wrap(img.data, 2, 8, 8);
+  cr_assert_eq(tiff_write_flags(out, &two, TIFF_APPENDABLE, err, sizeof err),
+               QS_OK);
+  struct stat st;
+  cr_assert_eq(stat(out, &st), 0);
+  tiff_set_classic_limit((uint64_t)st.st_size + 420); /* one more page */
+  for (size_t k = 2; k < 6; k++) {
+    image more = image_wrap(img.data + k * plane, 1, 8, 8);
+    cr_assert_eq(tiff_append(out, &more, err, sizeof err), QS_OK, "%s", err);
+    TIFF *t = TIFFOpen(out, "r");
+    cr_assert_not_null(t);
+    cr_assert_eq(TIFFIsBigTIFF(t) != 0, k >= 3, "page %zu", k);
+    TIFFClose(t);
+    image back;
+    cr_assert_eq(tiff_read(out, &back, err, sizeof err), QS_OK, "%s", err);
+    cr_assert_eq(back.frames, k + 1);
+    cr_assert_eq(memcmp(back.data, img.data, (k + 1) * plane * 4), 0);
+    image_free(&back);
+  }
+  tiff_set_classic_limit(0);
+  cr_assert_eq(entries_in(dir), 1);
+  image_free(&img);
+  dir_remove();
+}

@@ -144,17 +144,25 @@ static int plausible(uint64_t decoded, uint64_t stored) {
 static int read_fail(const reader *r, int status, char *err, size_t err_len,
                      const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* "<name>: <lead><what>[ (libtiff: <lib>)]" into err; returns status. */
+static int fail_v(char *err, size_t err_len, int status, const char *name,
+                  const char *lead, const char *lib, const char *fmt,
+                  va_list ap) {
+  char what[512];
+  vsnprintf(what, sizeof what, fmt, ap);
+  if (lib && lib[0])
+    snprintf(err, err_len, "%s: %s%s (libtiff: %s)", name, lead, what, lib);
+  else
+    snprintf(err, err_len, "%s: %s%s", name, lead, what);
+  return status;
+}
+
 static int read_fail(const reader *r, int status, char *err, size_t err_len,
                      const char *fmt, ...) {
-  char what[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
+  fail_v(err, err_len, status, r->name, "", r->msg, fmt, ap);
   va_end(ap);
-  if (r->msg[0])
-    snprintf(err, err_len, "%s: %s (libtiff: %s)", r->name, what, r->msg);
-  else
-    snprintf(err, err_len, "%s: %s", r->name, what);
   return status;
 }
 
@@ -648,10 +656,10 @@ static unsigned char *ifd_entry(unsigned char *p, int big, uint16_t tag,
 }
 
 /* The directory of one page; returns its size in bytes. */
-static size_t ifd_build(unsigned char *buf, int big, const image *img,
+static size_t ifd_build(unsigned char *buf, int big, size_t rows, size_t cols,
                         uint64_t data_off, uint64_t desc_off, size_t desc_len,
                         uint64_t next) {
-  uint64_t page_bytes = (uint64_t)img->rows * img->cols * 4;
+  uint64_t page_bytes = (uint64_t)rows * cols * 4;
   uint16_t off_type = big ? T_LONG8 : T_LONG;
   uint64_t n = desc_len ? 12 : 11;
   unsigned char *p = buf;
@@ -664,15 +672,15 @@ static size_t ifd_build(unsigned char *buf, int big, const image *img,
     p += 2;
   }
   p = ifd_entry(p, big, 254, T_LONG, 1, 0); /* NewSubfileType */
-  p = ifd_entry(p, big, 256, T_LONG, 1, img->cols);
-  p = ifd_entry(p, big, 257, T_LONG, 1, img->rows);
+  p = ifd_entry(p, big, 256, T_LONG, 1, cols);
+  p = ifd_entry(p, big, 257, T_LONG, 1, rows);
   p = ifd_entry(p, big, 258, T_SHORT, 1, 32); /* BitsPerSample */
   p = ifd_entry(p, big, 259, T_SHORT, 1, 1);  /* no compression */
   p = ifd_entry(p, big, 262, T_SHORT, 1, 1);  /* black is zero */
   if (desc_len) p = ifd_entry(p, big, 270, T_ASCII, desc_len, desc_off);
   p = ifd_entry(p, big, 273, off_type, 1, data_off);
   p = ifd_entry(p, big, 277, T_SHORT, 1, 1); /* SamplesPerPixel */
-  p = ifd_entry(p, big, 278, T_LONG, 1, img->rows);
+  p = ifd_entry(p, big, 278, T_LONG, 1, rows);
   p = ifd_entry(p, big, 279, off_type, 1, page_bytes);
   p = ifd_entry(p, big, 339, T_SHORT, 1, 3); /* IEEE float */
   if (big) {
@@ -684,6 +692,316 @@ static size_t ifd_build(unsigned char *buf, int big, const image *img,
     p += 4;
   }
   return (size_t)(p - buf);
+}
+
+/* ------------------------------------------------ the fixed stack layout
+ *
+ * Where everything of a stack lies follows from (pages, rows, cols, flags)
+ * alone, so that any process can write any page without asking anyone:
+ *   the header (8 bytes; BigTIFF 16);
+ *   when described, DESC_ROOM bytes for the ImageJ description (written at
+ *   commit, once the range of the values is known);
+ *   the pixel data of every page, contiguous from data_off (8-aligned), as
+ *   ImageJ reads a stack;
+ *   one directory slot of `slot` bytes per page from ifd_base (8-aligned).
+ *   Directory k lies at ifd_base + k * slot + ifd_shift: the shift puts
+ *   its next-directory field on a 4-byte boundary (BigTIFF: 8), so that
+ *   linking a page appended later (tiff_append) is one aligned write. */
+#define DESC_ROOM 256
+
+static uint64_t round8(uint64_t v) { return (v + 7) & ~(uint64_t)7; }
+
+/* Bytes of a directory of n entries, its next field included. */
+static uint64_t ifd_bytes(int big, unsigned n) {
+  return big ? 8 + 20 * (uint64_t)n + 8 : 2 + 12 * (uint64_t)n + 4;
+}
+
+/* Offset from an 8-aligned address at which a directory of n entries has
+ * its next field aligned (classic: 2 + 2 + 12n is a multiple of 4;
+ * BigTIFF: 8 + 20n is one of 8 when n is even, else 4 more). */
+static unsigned ifd_shift(int big, unsigned n) {
+  return big ? (n % 2 ? 4u : 0u) : 2u;
+}
+
+static unsigned ifd_entries(const tiff_stack *s, size_t k) {
+  return s->described && k == 0 ? 12u : 11u;
+}
+
+static uint64_t ifd_at(const tiff_stack *s, size_t k) {
+  return s->ifd_base + k * s->slot + ifd_shift(s->big, ifd_entries(s, k));
+}
+
+static uint64_t page_at(const tiff_stack *s, size_t k) {
+  return s->data_off + k * s->page_bytes;
+}
+
+/* Fills the layout fields of s; QS_EINVAL for an empty or oversized
+ * stack. Classic TIFF unless asked for BigTIFF or the file would pass
+ * 4 GiB. */
+static int layout(tiff_stack *s, size_t pages, size_t rows, size_t cols,
+                  unsigned flags) {
+  size_t n;
+  if (!pages || !rows || !cols || rows > UINT32_MAX || cols > UINT32_MAX ||
+      image_pixels(pages, rows, cols, &n) || n > ((size_t)1 << 58))
+    return QS_EINVAL;
+  s->pages = pages;
+  s->rows = rows;
+  s->cols = cols;
+  s->described = !(flags & TIFF_APPENDABLE);
+  s->page_bytes = (uint64_t)rows * cols * 4;
+  for (int big = (flags & TIFF_BIG) != 0; big < 2; big++) {
+    s->big = big;
+    s->head = big ? 16 : 8;
+    s->data_off = round8(s->head + (s->described ? DESC_ROOM : 0));
+    s->ifd_base = round8(s->data_off + pages * s->page_bytes);
+    s->slot = round8(ifd_bytes(big, 12) + 4);
+    s->size = s->ifd_base + pages * s->slot;
+    if (big || s->size <= UINT32_MAX) break;
+  }
+  return QS_OK;
+}
+
+/* "II" or "MM": files are written in the host's own byte order. */
+static uint16_t host_order(void) {
+  const uint16_t probe = 1;
+  unsigned char b;
+  memcpy(&b, &probe, 1);
+  return b ? 0x4949 : 0x4d4d;
+}
+
+static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off) {
+  for (size_t done = 0; done < n;) {
+    ssize_t k = pwrite(fd, (const char *)buf + done, n - done,
+                       (off_t)(off + done));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    done += (size_t)k;
+  }
+  return 0;
+}
+
+static int pread_all(int fd, void *buf, size_t n, uint64_t off) {
+  for (size_t done = 0; done < n;) {
+    ssize_t k = pread(fd, (char *)buf + done, n - done, (off_t)(off + done));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      if (k == 0) errno = EIO; /* shorter than it claims */
+      return -1;
+    }
+    done += (size_t)k;
+  }
+  return 0;
+}
+
+/* The name messages give: the destination for the creator, the temporary
+ * for the others (they are not told the destination). */
+static const char *stack_name(const tiff_stack *s) {
+  return s->owner ? s->out.path : s->tmp ? s->tmp : "(closed stack)";
+}
+
+static void stack_clear(tiff_stack *s) {
+  memset(s, 0, sizeof *s);
+  s->fd = -1;
+  s->lo = INFINITY;
+  s->hi = -INFINITY;
+}
+
+/* Directory k as the layout has it, into buf (DESC_ROOM at most; desc_len
+ * is page 0's description length, 1 before commit: an empty string). */
+static size_t stack_ifd(const tiff_stack *s, size_t k, size_t desc_len,
+                        unsigned char *buf) {
+  size_t described = ifd_entries(s, k) == 12 ? desc_len : 0;
+  uint64_t next = k + 1 < s->pages ? ifd_at(s, k + 1) : 0;
+  return ifd_build(buf, s->big, s->rows, s->cols, page_at(s, k), s->head,
+                   described, next);
+}
+
+/* Header, empty description and every directory of a created stack;
+ * the pixel data stays a hole until pages are written. */
+static int stack_frame(tiff_stack *s) {
+  if (ftruncate(s->fd, (off_t)s->size) != 0) return -1;
+  unsigned char hdr[16] = {0};
+  uint16_t order = host_order(), magic = s->big ? 43 : 42;
+  uint64_t first = ifd_at(s, 0);
+  memcpy(hdr, &order, 2);
+  memcpy(hdr + 2, &magic, 2);
+  if (s->big) {
+    uint16_t eight = 8;
+    memcpy(hdr + 4, &eight, 2);
+    memcpy(hdr + 8, &first, 8);
+  } else {
+    uint32_t f32 = (uint32_t)first;
+    memcpy(hdr + 4, &f32, 4);
+  }
+  if (pwrite_all(s->fd, hdr, (size_t)s->head, 0)) return -1;
+  /* directories in batches of up to 4096 slots, one write each */
+  size_t batch = s->pages < 4096 ? s->pages : 4096;
+  unsigned char *buf = malloc((size_t)(batch * s->slot));
+  if (!buf) return errno = ENOMEM, -1;
+  int bad = 0;
+  for (size_t k0 = 0; !bad && k0 < s->pages; k0 += batch) {
+    size_t n = s->pages - k0 < batch ? s->pages - k0 : batch;
+    memset(buf, 0, (size_t)(n * s->slot));
+    for (size_t k = k0; k < k0 + n; k++)
+      stack_ifd(s, k, 1, buf + (ifd_at(s, k) - s->ifd_base - k0 * s->slot));
+    bad = pwrite_all(s->fd, buf, (size_t)(n * s->slot),
+                     s->ifd_base + k0 * s->slot);
+  }
+  free(buf);
+  return bad ? -1 : 0;
+}
+
+int tiff_stack_create(tiff_stack *s, const char *path, size_t pages,
+                      size_t rows, size_t cols, unsigned flags, char *err,
+                      size_t err_len) {
+  stack_clear(s);
+  if (layout(s, pages, rows, cols, flags)) {
+    snprintf(err, err_len, "%s: nothing to write (empty or oversized stack)",
+             path);
+    return QS_EINVAL;
+  }
+  int rc = outfile_open(&s->out, path, err, err_len);
+  if (rc) return rc;
+  s->owner = 1;
+  s->fd = fileno(s->out.f);
+  if (stack_frame(s)) {
+    snprintf(err, err_len, "%s: cannot write: %s", path, strerror(errno));
+    tiff_stack_abort(s);
+    return QS_EIO;
+  }
+  return QS_OK;
+}
+
+const char *tiff_stack_temp(const tiff_stack *s) {
+  return s->owner ? s->out.tmp : s->tmp;
+}
+
+int tiff_stack_open(tiff_stack *s, const char *tmp, size_t pages, size_t rows,
+                    size_t cols, unsigned flags, char *err, size_t err_len) {
+  stack_clear(s);
+  if (layout(s, pages, rows, cols, flags)) {
+    snprintf(err, err_len, "%s: empty or oversized stack", tmp);
+    return QS_EINVAL;
+  }
+  s->tmp = malloc(strlen(tmp) + 1);
+  if (!s->tmp) {
+    snprintf(err, err_len, "%s: out of memory", tmp);
+    return QS_ENOMEM;
+  }
+  strcpy(s->tmp, tmp);
+  s->fd = open(tmp, O_WRONLY | O_CLOEXEC);
+  struct stat st;
+  int rc = QS_OK;
+  if (s->fd < 0 || fstat(s->fd, &st) != 0) {
+    snprintf(err, err_len, "%s: cannot open: %s", tmp, strerror(errno));
+    rc = QS_EIO;
+  } else if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != s->size) {
+    snprintf(err, err_len,
+             "%s: not the stack of %zu pages of %zux%zu laid out by "
+             "tiff_stack_create (%llu bytes, expected %llu)",
+             tmp, pages, rows, cols, (unsigned long long)st.st_size,
+             (unsigned long long)s->size);
+    rc = QS_EFORMAT;
+  }
+  if (rc) tiff_stack_abort(s);
+  return rc;
+}
+
+int tiff_stack_write(tiff_stack *s, size_t first, size_t count,
+                     const float *pixels, char *err, size_t err_len) {
+  if (s->fd < 0) {
+    snprintf(err, err_len, "tiff_stack_write: the stack is not open");
+    return QS_EINVAL;
+  }
+  if (!count || first > s->pages || count > s->pages - first || !pixels) {
+    snprintf(err, err_len,
+             "%s: pages [%zu, %zu) asked of a stack of %zu pages%s",
+             stack_name(s), first, first + count, s->pages,
+             pixels ? "" : " (no pixels)");
+    return QS_EINVAL;
+  }
+  size_t n = count * s->rows * s->cols;
+  float lo = s->lo, hi = s->hi;
+  for (size_t i = 0; i < n; i++) {
+    float v = pixels[i];
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  if (pwrite_all(s->fd, pixels, n * sizeof(float), page_at(s, first))) {
+    snprintf(err, err_len, "%s: cannot write pages [%zu, %zu): %s",
+             stack_name(s), first, first + count, strerror(errno));
+    return QS_EIO;
+  }
+  s->lo = lo;
+  s->hi = hi;
+  return QS_OK;
+}
+
+void tiff_stack_range(const tiff_stack *s, float *lo, float *hi) {
+  *lo = s->lo;
+  *hi = s->hi;
+}
+
+int tiff_stack_close(tiff_stack *s, char *err, size_t err_len) {
+  if (s->owner) {
+    snprintf(err, err_len, "%s: the creator commits or aborts its stack",
+             stack_name(s));
+    return QS_EINVAL;
+  }
+  int rc = QS_OK;
+  if (s->fd >= 0 && close(s->fd) != 0) {
+    snprintf(err, err_len, "%s: cannot write: %s", stack_name(s),
+             strerror(errno));
+    rc = QS_EIO;
+  }
+  free(s->tmp);
+  stack_clear(s);
+  return rc;
+}
+
+int tiff_stack_commit(tiff_stack *s, float lo, float hi, char *err,
+                      size_t err_len) {
+  if (!s->owner) {
+    snprintf(err, err_len, "%s: only the stack's creator commits it",
+             stack_name(s));
+    return QS_EINVAL;
+  }
+  int bad = 0;
+  if (s->described) {
+    if (!(lo <= hi)) lo = hi = 0; /* no value compares */
+    char desc[DESC_ROOM];
+    if (s->pages > 1)
+      snprintf(desc, sizeof desc,
+               "ImageJ=1.11a\nimages=%zu\nslices=%zu\nloop=false\n"
+               "min=%.9g\nmax=%.9g\n",
+               s->pages, s->pages, (double)lo, (double)hi);
+    else
+      snprintf(desc, sizeof desc, "ImageJ=1.11a\nmin=%.9g\nmax=%.9g\n",
+               (double)lo, (double)hi);
+    size_t desc_len = strlen(desc) + 1;
+    unsigned char ifd[256];
+    size_t len = stack_ifd(s, 0, desc_len, ifd);
+    bad = pwrite_all(s->fd, desc, desc_len, s->head) ||
+          pwrite_all(s->fd, ifd, len, ifd_at(s, 0));
+  }
+  if (bad) {
+    snprintf(err, err_len, "%s: cannot write: %s", stack_name(s),
+             strerror(errno));
+    tiff_stack_abort(s);
+    return QS_EIO;
+  }
+  int rc = outfile_commit(&s->out, err, err_len);
+  stack_clear(s);
+  return rc;
+}
+
+void tiff_stack_abort(tiff_stack *s) {
+  if (s->owner)
+    outfile_abort(&s->out);
+  else if (s->fd >= 0)
+    close(s->fd);
+  free(s->tmp);
+  stack_clear(s);
 }
 
 int tiff_write(const char *path, const image *img, char *err, size_t err_len) {
@@ -700,77 +1018,305 @@ int tiff_write_flags(const char *path, const image *img, unsigned flags,
              path);
     return QS_EINVAL;
   }
-  float lo = INFINITY, hi = -INFINITY;
-  for (size_t i = 0; i < n; i++) {
-    float v = img->data[i];
-    if (v < lo) lo = v;
-    if (v > hi) hi = v;
+  tiff_stack s;
+  int rc = tiff_stack_create(&s, path, img->frames, img->rows, img->cols,
+                             flags, err, err_len);
+  if (!rc) rc = tiff_stack_write(&s, 0, img->frames, img->data, err, err_len);
+  if (rc) {
+    tiff_stack_abort(&s);
+    return rc;
   }
-  if (!(lo <= hi)) lo = hi = 0; /* no finite value */
-  char desc[256];
-  if (img->frames > 1)
-    snprintf(desc, sizeof desc,
-             "ImageJ=1.11a\nimages=%zu\nslices=%zu\nloop=false\n"
-             "min=%.9g\nmax=%.9g\n",
-             img->frames, img->frames, (double)lo, (double)hi);
-  else
-    snprintf(desc, sizeof desc, "ImageJ=1.11a\nmin=%.9g\nmax=%.9g\n",
-             (double)lo, (double)hi);
-  size_t desc_len = strlen(desc) + 1;
+  return tiff_stack_commit(&s, s.lo, s.hi, err, err_len);
+}
 
-  uint64_t data_bytes = (uint64_t)n * 4;
-  uint64_t classic_end =
-      8 + desc_len + 8 + data_bytes + 150 + (uint64_t)(img->frames - 1) * 138;
-  int big = (flags & TIFF_BIG) || classic_end > UINT32_MAX;
-  uint64_t head = big ? 16 : 8;
-  uint64_t data_off = (head + desc_len + 7) & ~(uint64_t)7;
-  uint64_t ifd_off = data_off + data_bytes;
-  size_t ifd0 = big ? 256 : 150, ifdn = big ? 236 : 138;
+/* ---------------------------------------------------- in-place append */
 
-  outfile o;
-  int rc = outfile_open(&o, path, err, err_len);
-  if (rc) return rc;
-  unsigned char hdr[16] = {0}, pad[8] = {0};
-  uint16_t order = 0x4949; /* "II" or "MM": the host's own order */
-  {
-    const uint16_t probe = 1;
-    unsigned char b;
-    memcpy(&b, &probe, 1);
-    if (!b) order = 0x4d4d;
+/* What appending needs of an existing stack, from its own directories. */
+typedef struct chain {
+  int big;
+  uint64_t size;    /* bytes in the file */
+  uint64_t link;    /* position of the last directory's next field */
+  uint64_t *offs;   /* every page's pixel data offset */
+  size_t pages, cap;
+} chain;
+
+/* Adds a page's data offset; -1 without memory. */
+static int chain_push(chain *ch, uint64_t off) {
+  if (ch->pages == ch->cap) {
+    size_t cap = ch->cap ? 2 * ch->cap : 64;
+    uint64_t *p = realloc(ch->offs, cap * sizeof *p);
+    if (!p) return -1;
+    ch->offs = p;
+    ch->cap = cap;
   }
-  uint16_t magic = big ? 43 : 42;
-  memcpy(hdr, &order, 2);
-  memcpy(hdr + 2, &magic, 2);
-  if (big) {
-    uint16_t eight = 8, zero = 0;
-    memcpy(hdr + 4, &eight, 2);
-    memcpy(hdr + 6, &zero, 2);
-    memcpy(hdr + 8, &ifd_off, 8);
+  ch->offs[ch->pages++] = off;
+  return 0;
+}
+
+/* The value of a one-count SHORT, LONG or LONG8 entry, or UINT64_MAX. */
+static uint64_t entry_value(const unsigned char *e, int big) {
+  uint16_t type;
+  uint64_t count = 0, v = 0;
+  memcpy(&type, e + 2, 2);
+  if (big)
+    memcpy(&count, e + 4, 8);
+  else {
+    uint32_t c32;
+    memcpy(&c32, e + 4, 4);
+    count = c32;
+  }
+  const unsigned char *val = e + (big ? 12 : 8);
+  if (count != 1) return UINT64_MAX;
+  if (type == T_SHORT) {
+    uint16_t x;
+    memcpy(&x, val, 2);
+    v = x;
+  } else if (type == T_LONG) {
+    uint32_t x;
+    memcpy(&x, val, 4);
+    v = x;
+  } else if (type == T_LONG8 && big) {
+    memcpy(&v, val, 8);
   } else {
-    uint32_t off32 = (uint32_t)ifd_off;
-    memcpy(hdr + 4, &off32, 4);
+    v = UINT64_MAX;
   }
-  int ok = fwrite(hdr, 1, head, o.f) == head &&
-           fwrite(desc, 1, desc_len, o.f) == desc_len &&
-           fwrite(pad, 1, data_off - head - desc_len, o.f) ==
-               data_off - head - desc_len;
-  size_t plane = img->rows * img->cols;
-  for (size_t f = 0; ok && f < img->frames; f++)
-    ok = fwrite(img->data + f * plane, sizeof(float), plane, o.f) == plane;
-  unsigned char ifd[256];
-  uint64_t at = ifd_off;
-  for (size_t f = 0; ok && f < img->frames; f++) {
-    size_t this_size = f ? ifdn : ifd0;
-    uint64_t next = f + 1 < img->frames ? at + this_size : 0;
-    size_t len = ifd_build(ifd, big, img, data_off + f * plane * 4, head,
-                           f ? 0 : desc_len, next);
-    ok = fwrite(ifd, 1, len, o.f) == len;
-    at += len;
+  return v;
+}
+
+static int append_fail(char *err, size_t err_len, int status, const char *path,
+                       const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int append_fail(char *err, size_t err_len, int status, const char *path,
+                       const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fail_v(err, err_len, status, path, "cannot append in place: ", NULL, fmt,
+         ap);
+  va_end(ap);
+  return status;
+}
+
+/* Walks the directories of the stack open as fd: every page must be one
+ * uncompressed strip of rows x cols float32 samples in the host's byte
+ * order (what this file writes); directories strictly ascending (so a
+ * loop cannot hold us); no ImageJ page count in a description (appending
+ * would contradict it); the last next field aligned. */
+static int chain_walk(int fd, const char *path, size_t rows, size_t cols,
+                      chain *ch, char *err, size_t err_len) {
+  unsigned char hdr[16];
+  uint16_t order, magic;
+  if (pread_all(fd, hdr, 8, 0))
+    return append_fail(err, err_len, QS_EFORMAT, path, "not a TIFF file");
+  memcpy(&order, hdr, 2);
+  memcpy(&magic, hdr + 2, 2);
+  if (order != host_order() || (magic != 42 && magic != 43))
+    return append_fail(err, err_len, QS_EFORMAT, path,
+                       "not a TIFF in this machine's byte order");
+  ch->big = magic == 43;
+  uint64_t off = 0;
+  if (ch->big) {
+    if (pread_all(fd, hdr + 8, 8, 8))
+      return append_fail(err, err_len, QS_EFORMAT, path, "truncated header");
+    memcpy(&off, hdr + 8, 8);
+  } else {
+    uint32_t o32;
+    memcpy(&o32, hdr + 4, 4);
+    off = o32;
   }
-  if (!ok) {
-    snprintf(err, err_len, "%s: cannot write: %s", path, strerror(errno));
-    outfile_abort(&o);
-    return QS_EIO;
+  size_t esize = ch->big ? 20 : 12, nsize = ch->big ? 8 : 4;
+  uint64_t prev = 0, want = (uint64_t)rows * cols * 4;
+  unsigned char buf[8 + 64 * 20 + 8];
+  while (off) {
+    uint64_t n = 0;
+    size_t csize = ch->big ? 8 : 2;
+    if (off <= prev || off > ch->size || csize > ch->size - off ||
+        pread_all(fd, buf, csize, off))
+      return append_fail(err, err_len, QS_EFORMAT, path,
+                         "directory %zu at %llu is out of order or outside "
+                         "the file",
+                         ch->pages, (unsigned long long)off);
+    if (ch->big)
+      memcpy(&n, buf, 8);
+    else {
+      uint16_t n16;
+      memcpy(&n16, buf, 2);
+      n = n16;
+    }
+    size_t body = (size_t)n * esize + nsize;
+    if (n == 0 || n > 64 || body > ch->size - off - csize ||
+        pread_all(fd, buf + csize, body, off + csize))
+      return append_fail(err, err_len, QS_EFORMAT, path,
+                         "directory %zu is malformed", ch->pages);
+    uint64_t w = 0, h = 0, bits = 1, fmt = 1, comp = 1, spp = 1,
+             strip = UINT64_MAX, bytes = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      const unsigned char *e = buf + csize + i * esize;
+      uint16_t tag;
+      memcpy(&tag, e, 2);
+      uint64_t v = tag == 270 ? 0 : entry_value(e, ch->big);
+      if (tag == 256) w = v;
+      if (tag == 257) h = v;
+      if (tag == 258) bits = v;
+      if (tag == 259) comp = v;
+      if (tag == 273) strip = v;
+      if (tag == 277) spp = v;
+      if (tag == 279) bytes = v;
+      if (tag == 339) fmt = v;
+      if (tag == 270) { /* the description: ImageJ's page count? */
+        char text[DESC_ROOM + 1] = "";
+        uint64_t cnt = 0, at = 0;
+        if (ch->big) {
+          memcpy(&cnt, e + 4, 8);
+          memcpy(&at, e + 12, 8);
+        } else {
+          uint32_t c32, a32;
+          memcpy(&c32, e + 4, 4);
+          memcpy(&a32, e + 8, 4);
+          cnt = c32, at = a32;
+        }
+        size_t k = cnt < DESC_ROOM ? (size_t)cnt : DESC_ROOM;
+        if (cnt <= nsize) memcpy(text, e + (ch->big ? 12 : 8), k);
+        else if (at > ch->size || k > ch->size - at || pread_all(fd, text, k, at))
+          k = 0;
+        text[k] = 0;
+        if (strstr(text, "images="))
+          return append_fail(err, err_len, QS_EFORMAT, path,
+                             "its description counts the stack's images "
+                             "(an ImageJ stack); write it with "
+                             "TIFF_APPENDABLE");
+      }
+    }
+    if (w != cols || h != rows || bits != 32 || fmt != 3 || comp != 1 ||
+        spp != 1 || strip == UINT64_MAX || bytes != want || strip > ch->size ||
+        want > ch->size - strip)
+      return append_fail(err, err_len,
+                         w != cols || h != rows ? QS_ESHAPE : QS_EFORMAT, path,
+                         "page %zu is not one uncompressed strip of %zux%zu "
+                         "float32 values (it is %llux%llu, %llu-bit format "
+                         "%llu, compression %llu)",
+                         ch->pages, rows, cols, (unsigned long long)h,
+                         (unsigned long long)w, (unsigned long long)bits,
+                         (unsigned long long)fmt, (unsigned long long)comp);
+    if (chain_push(ch, strip))
+      return append_fail(err, err_len, QS_ENOMEM, path, "out of memory");
+    ch->link = off + csize + (uint64_t)n * esize;
+    prev = off;
+    if (ch->big)
+      memcpy(&off, buf + csize + n * esize, 8);
+    else {
+      uint32_t o32;
+      memcpy(&o32, buf + csize + n * esize, 4);
+      off = o32;
+    }
   }
-  return outfile_commit(&o, err, err_len);
+  if (!ch->pages)
+    return append_fail(err, err_len, QS_EFORMAT, path, "no pages");
+  if (ch->link % nsize)
+    return append_fail(err, err_len, QS_EFORMAT, path,
+                       "its last directory's link at %llu is not aligned for "
+                       "a single write (not written by this writer)",
+                       (unsigned long long)ch->link);
+  return QS_OK;
+}
+
+/* A classic stack that would pass 4 GiB: rewritten whole as an appendable
+ * BigTIFF (old pages copied one at a time, then the new ones) and renamed
+ * over the old file, once. */
+static int append_as_big(int fd, const char *path, const chain *ch,
+                         const image *img, char *err, size_t err_len) {
+  tiff_stack s;
+  int rc = tiff_stack_create(&s, path, ch->pages + img->frames, img->rows,
+                             img->cols, TIFF_BIG | TIFF_APPENDABLE, err,
+                             err_len);
+  if (rc) return rc;
+  float *px = malloc((size_t)s.page_bytes);
+  if (!px) rc = append_fail(err, err_len, QS_ENOMEM, path, "out of memory");
+  for (size_t k = 0; !rc && k < ch->pages; k++) {
+    if (pread_all(fd, px, (size_t)s.page_bytes, ch->offs[k]))
+      rc = append_fail(err, err_len, QS_EIO, path, "cannot read page %zu: %s",
+                       k, strerror(errno));
+    if (!rc) rc = tiff_stack_write(&s, k, 1, px, err, err_len);
+  }
+  free(px);
+  if (!rc)
+    rc = tiff_stack_write(&s, ch->pages, img->frames, img->data, err, err_len);
+  if (rc) {
+    tiff_stack_abort(&s);
+    return rc;
+  }
+  return tiff_stack_commit(&s, 0, 0, err, err_len);
+}
+
+static uint64_t classic_limit = UINT32_MAX;
+
+void tiff_set_classic_limit(uint64_t bytes) {
+  classic_limit = bytes && bytes < UINT32_MAX ? bytes : UINT32_MAX;
+}
+
+int tiff_append(const char *path, const image *img, char *err,
+                size_t err_len) {
+  size_t n;
+  if (!img || !img->data ||
+      image_pixels(img->frames, img->rows, img->cols, &n) || n == 0)
+    return append_fail(err, err_len, QS_EINVAL, path, "nothing to append");
+  int fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    int rc = append_fail(err, err_len, QS_EIO, path, "%s",
+                         fd < 0 ? strerror(errno) : "not a regular file");
+    if (fd >= 0) close(fd);
+    return rc;
+  }
+  chain ch = {.size = (uint64_t)st.st_size};
+  int rc = chain_walk(fd, path, img->rows, img->cols, &ch, err, err_len);
+  uint64_t page_bytes = (uint64_t)img->rows * img->cols * 4;
+  size_t esize = ch.big ? 20 : 12, nsize = ch.big ? 8 : 4;
+  uint64_t end = ch.size;
+  for (size_t f = 0; !rc && f < img->frames; f++) {
+    uint64_t data = round8(end);
+    uint64_t ifd = round8(data + page_bytes) + ifd_shift(ch.big, 11);
+    uint64_t ifd_end = ifd + ifd_bytes(ch.big, 11);
+    if (!ch.big && ifd_end > classic_limit) {
+      if (f) { /* the pages so far are in; the rest go through a rewrite */
+        image rest = image_wrap(img->data + f * img->rows * img->cols,
+                                img->frames - f, img->rows, img->cols);
+        rc = append_as_big(fd, path, &ch, &rest, err, err_len);
+      } else {
+        rc = append_as_big(fd, path, &ch, img, err, err_len);
+      }
+      break;
+    }
+    /* 1. the page and its directory past the end, made durable;
+     * 2. the previous last directory's link: one aligned write, durable.
+     * A reader sees the chain end before the page or after it, never a
+     * page whose bytes are still on their way. */
+    unsigned char dir[256];
+    size_t len = ifd_build(dir, ch.big, img->rows, img->cols, data, 0, 0, 0);
+    const float *px = img->data + f * img->rows * img->cols;
+    if (pwrite_all(fd, px, (size_t)page_bytes, data) ||
+        pwrite_all(fd, dir, len, ifd) || fdatasync(fd)) {
+      rc = append_fail(err, err_len, QS_EIO, path, "writing page %zu: %s",
+                       ch.pages, strerror(errno));
+      break;
+    }
+    unsigned char link[8];
+    uint32_t l32 = (uint32_t)ifd;
+    memcpy(link, ch.big ? (void *)&ifd : (void *)&l32, nsize);
+    if (pwrite(fd, link, nsize, (off_t)ch.link) != (ssize_t)nsize ||
+        fdatasync(fd)) {
+      rc = append_fail(err, err_len, QS_EIO, path, "linking page %zu: %s",
+                       ch.pages, strerror(errno));
+      break;
+    }
+    if (chain_push(&ch, data)) { /* kept for a later BigTIFF rewrite */
+      rc = append_fail(err, err_len, QS_ENOMEM, path, "out of memory");
+      break;
+    }
+    ch.link = ifd + (ch.big ? 8 : 2) + 11 * esize;
+    end = ifd_end;
+  }
+  free(ch.offs);
+  if (close(fd) != 0 && !rc)
+    rc = append_fail(err, err_len, QS_EIO, path, "%s", strerror(errno));
+  return rc;
 }

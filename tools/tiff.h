@@ -16,13 +16,17 @@
  * Writing: float32, one page per frame, in ImageJ's stack layout (the
  * pixel data of all pages contiguous, an ImageJ description on the first
  * page) so ImageJ opens it as a stack; BigTIFF when the file would pass
- * 4 GiB. The file appears whole or not at all (outfile.h). */
+ * 4 GiB. The file appears whole or not at all (outfile.h). The layout is
+ * fixed by the page count and size alone (tiff_stack below), so several
+ * processes can write the pages of one file, each its own, and a stack can
+ * grow in place (tiff_append). */
 #ifndef QS_TIFF_H
 #define QS_TIFF_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "outfile.h"
 #include "quicksilver.h"
 
 /* Reads the TIFF at path into *img (allocated with image_alloc; the caller
@@ -61,8 +65,11 @@ void tiff_set_read_budget(uint64_t bytes);
 int tiff_read_mem(const void *data, size_t size, const char *name, image *img,
                   char *err, size_t err_len);
 
-/* Flags of tiff_write_flags. */
+/* Flags of tiff_write_flags and tiff_stack_*. */
 #define TIFF_BIG 1u /* BigTIFF even when a classic TIFF would do */
+/* No ImageJ description (whose page count an append would contradict):
+ * a plain multi-page TIFF that tiff_append can grow. */
+#define TIFF_APPENDABLE 2u
 
 /* Writes img (frames >= 1) as a float32 multi-page TIFF at path. QS_EIO
  * with a message naming path on failure, and then no file is left behind
@@ -70,5 +77,72 @@ int tiff_read_mem(const void *data, size_t size, const char *name, image *img,
 int tiff_write(const char *path, const image *img, char *err, size_t err_len);
 int tiff_write_flags(const char *path, const image *img, unsigned flags,
                      char *err, size_t err_len);
+
+/* A stack written in pieces, by one process or several (MPI ranks on a
+ * shared filesystem), in the layout tiff_write gives (the bytes are the
+ * same as tiff_write's of the whole image):
+ *  - one process creates it (tiff_stack_create): a temporary file beside
+ *    path (outfile.h) of the stack's full size, with its header and every
+ *    page's directory already written; every page's data offset follows
+ *    from its index;
+ *  - the others open that temporary by name (tiff_stack_temp, passed on;
+ *    tiff_stack_open with the same pages, rows, cols and flags, checked
+ *    against the file's size);
+ *  - any of them writes pages [first, first + count) (tiff_stack_write:
+ *    pwrite at their offsets, in any order, no page written twice);
+ *  - the others close (tiff_stack_close: its status is whether their
+ *    pages reached the file), and once every process has succeeded the
+ *    creator commits (tiff_stack_commit: the ImageJ description with the
+ *    range lo..hi of all pages, the min/max of every process's
+ *    tiff_stack_range, then the rename over path); on any failure it
+ *    aborts instead (tiff_stack_abort: the temporary is removed, nothing
+ *    appears at path, an existing file there is untouched).
+ * Pages never written read as zeros. Statuses: QS_EINVAL for an empty or
+ * oversized stack or a range outside it (the message names the range and
+ * the page count), QS_EFORMAT for a temporary of another layout, QS_EIO
+ * for the filesystem's refusals; messages name the destination (the
+ * creator) or the temporary (the others). The fields are private. */
+typedef struct tiff_stack {
+  size_t pages, rows, cols;
+  int big, described, owner, fd;
+  uint64_t head, data_off, page_bytes, ifd_base, slot, size;
+  outfile out; /* the creator's temporary */
+  char *tmp;   /* the others': its name */
+  float lo, hi; /* of the values written through this handle */
+} tiff_stack;
+
+int tiff_stack_create(tiff_stack *s, const char *path, size_t pages,
+                      size_t rows, size_t cols, unsigned flags, char *err,
+                      size_t err_len);
+const char *tiff_stack_temp(const tiff_stack *s);
+int tiff_stack_open(tiff_stack *s, const char *tmp, size_t pages, size_t rows,
+                    size_t cols, unsigned flags, char *err, size_t err_len);
+int tiff_stack_write(tiff_stack *s, size_t first, size_t count,
+                     const float *pixels, char *err, size_t err_len);
+/* The least and greatest value written through s (NaN ignored; +inf and
+ * -inf when nothing was written). */
+void tiff_stack_range(const tiff_stack *s, float *lo, float *hi);
+int tiff_stack_close(tiff_stack *s, char *err, size_t err_len);
+int tiff_stack_commit(tiff_stack *s, float lo, float hi, char *err,
+                      size_t err_len);
+void tiff_stack_abort(tiff_stack *s);
+
+/* Appends img's frames as pages at the end of the stack at path, in
+ * place: each page's data and directory are written past the end and made
+ * durable (fdatasync), then linked from the previous last directory's
+ * next field by one aligned 4-byte (BigTIFF: 8-byte) write, made durable
+ * in turn; a reader, or the file after a crash, has the stack without the
+ * page or with it whole, never a torn page. One appender at a time. The
+ * stack must be what this file writes (float32, one strip a page, the
+ * host's byte order) without an ImageJ page count: written with
+ * TIFF_APPENDABLE (or a single page). A classic TIFF that would pass
+ * 4 GiB is rewritten once as a BigTIFF, whole, through a temporary and a
+ * rename. Statuses: QS_EFORMAT (not such a stack), QS_ESHAPE (pages of
+ * another size), QS_EIO; pages appended before a failure stay. */
+int tiff_append(const char *path, const image *img, char *err,
+                size_t err_len);
+/* Tests: the size past which tiff_append turns a classic file into a
+ * BigTIFF (0: 4 GiB, the format's own limit). */
+void tiff_set_classic_limit(uint64_t bytes);
 
 #endif
