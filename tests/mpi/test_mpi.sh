@@ -162,43 +162,82 @@ else
   not_ok "a run with a slow rank" "$(cat err.txt)"
 fi
 
-# --spill: every rank writes its frames into a raw file beside the output,
-# rank 0 writes the TIFF from it; same results, nothing left beside them.
-mkdir spill
+# Outputs: by default every rank writes its own pages of OUT in place (a
+# temporary beside OUT, renamed by rank 0 once every rank succeeded); with
+# --gather they travel to rank 0, which writes them. Same bytes either way,
+# nothing left beside OUT; in place, no output frame crosses MPI (the bytes
+# communicated stay below the output's size), gathered they do.
+mkdir io
 for c in "none|3|esrrf in11.tif --magnification 2 --temporal none" \
   "timepoints|2|esrrf in11.tif --magnification 2 --frames-per-timepoint 3" \
   "within|3|esrrf in200.tif --magnification 2 --temporal tac2 --chunk-bytes 5000"
 do
   IFS='|' read -r name p args <<<"$c"
   # shellcheck disable=SC2086
-  "$QS" ${args/--chunk-bytes 5000/} -o spill-ref.tif --impl serial -q
-  # shellcheck disable=SC2086
-  if mpi "$p" $args -o spill/out.tif --impl serial --spill -q 2>err.txt; then
-    check "--spill, $name over $p ranks: same output, no file left beside it" \
-      bash -c "'$CMP' spill-ref.tif spill/out.tif 1e-6 >/dev/null && \
-        [[ \$(ls -A spill) == out.tif ]]"
-  else
-    not_ok "--spill, $name over $p ranks runs" "$(cat err.txt)"
-  fi
-  rm -f spill/*
+  "$QS" ${args/--chunk-bytes 5000/} -o io-ref.tif --impl serial -q
+  size=$(stat -c %s io-ref.tif)
+  for mode in "in place" gathered; do
+    flag=; [[ $mode == gathered ]] && flag=--gather
+    # shellcheck disable=SC2086
+    if mpi "$p" $args -o io/out.tif --impl serial $flag --json \
+      >rep-io.json 2>err.txt; then
+      check "$name over $p ranks, written $mode: same output, nothing beside it" \
+        bash -c "'$CMP' io-ref.tif io/out.tif 1e-6 >/dev/null && \
+          [[ \$(ls -A io) == out.tif ]]"
+      check "$name over $p ranks, written $mode: report and bytes" python3 -c "
+import json, sys
+r = json.load(open('rep-io.json'))
+sent = sum(q['bytes_sent'] for q in r['per_rank'])
+wrote = [q['bytes_written'] for q in r['per_rank']]
+ok = r['output'] == '$mode' and r['bytes_communicated'] == sent
+if '$mode' == 'in place':  # every rank writes what it computed
+    ok = ok and sum(wrote) >= $size - 4096
+    # no output frame over MPI; within timepoints the partials still are,
+    # and the timepoint's first rank writes it
+    ok = ok and (r['split'] == 'within' or r['bytes_communicated'] < $size)
+    ok = ok and (r['split'] == 'within' or
+                 all(w > 0 for w, q in zip(wrote, r['per_rank']) if q['units']))
+    open('comm-in-place', 'w').write(str(r['bytes_communicated']))
+else:  # rank 0 writes everything, the others send theirs on top
+    ok = ok and wrote[1:] == [0] * (len(wrote) - 1) and wrote[0] >= $size - 4096
+    ok = ok and (r['split'] == 'within' or
+                 r['bytes_communicated'] > int(open('comm-in-place').read()))
+sys.exit(not ok)"
+    else
+      not_ok "$name over $p ranks, written $mode, runs" "$(cat err.txt)"
+    fi
+    rm -f io/*
+  done
 done
-if mpi 3 run roberts_cross in11.tif -o spill/gc.tif -o spill/gr.tif \
-  --impl serial --spill -q 2>err.txt; then
-  check "--spill with two outputs: both bit-identical" \
-    bash -c "cmp gc.tif spill/gc.tif && cmp gr.tif spill/gr.tif"
-else
-  not_ok "--spill with two outputs runs" "$(cat err.txt)"
-fi
-rm -f spill/*
-QUICKSILVER_MPI_FAIL=2 mpi 3 esrrf in11.tif -o spill/out.tif \
-  --magnification 2 --temporal none --spill -q 2>fail.err
-rc=$?
-if ((rc != 0)) && grep -q "rank 2 (.*): fault injected" fail.err &&
-  [[ -z "$(ls -A spill)" ]]; then
-  ok "--spill, rank 2 forced to fail: exit $rc, no output and no raw file"
-else
-  not_ok "--spill with a failing rank" "exit $rc; $(cat fail.err); $(ls -A spill)"
-fi
+for flag in "" --gather; do
+  # shellcheck disable=SC2086
+  if mpi 3 run roberts_cross in11.tif -o io/gc.tif -o io/gr.tif \
+    --impl serial $flag -q 2>err.txt; then
+    check "two outputs over 3 ranks ${flag:-in place}: both bit-identical" \
+      bash -c "cmp gc.tif io/gc.tif && cmp gr.tif io/gr.tif"
+  else
+    not_ok "two outputs over 3 ranks ${flag:-in place} run" "$(cat err.txt)"
+  fi
+  rm -f io/*
+  # shellcheck disable=SC2086
+  QUICKSILVER_MPI_FAIL=2 mpi 3 esrrf in11.tif -o io/out.tif \
+    --magnification 2 --temporal none $flag -q 2>fail.err
+  rc=$?
+  if ((rc != 0)) && grep -q "rank 2 (.*): fault injected" fail.err &&
+    [[ -z "$(ls -A io)" ]]; then
+    ok "${flag:-in place}, rank 2 forced to fail: exit $rc, no output, no temporary"
+  else
+    not_ok "${flag:-in place} with a failing rank" \
+      "exit $rc; $(cat fail.err); $(ls -A io)"
+  fi
+done
+# An existing OUT is replaced only on success: a failing run leaves it.
+echo old >io/keep.tif
+QUICKSILVER_MPI_FAIL=1 mpi 2 esrrf in11.tif -o io/keep.tif \
+  --magnification 2 --temporal none -q 2>fail.err
+check "a failing run leaves an existing OUT as it was, nothing beside it" \
+  bash -c "[[ \$(cat io/keep.tif) == old && \$(ls -A io) == keep.tif ]]"
+rm -f io/*
 
 # --chunk-bytes caps a chunk's input: 1 byte means one unit a chunk.
 if mpi 2 esrrf in11.tif -o cap.tif --magnification 2 --frames-per-timepoint 2 \

@@ -5,7 +5,7 @@
  *       [-o OUT2.tif ...] [--PARAM VALUE ...]
  * Options: --impl NAME|KIND, --threads N (per rank; default: the host's
  * cores shared among the ranks on that host), --db PATH, --chunk-bytes N,
- * --spill, --no-opencl, --json (report on stdout), -q (no report), --help.
+ * --gather, --no-opencl, --json (report on stdout), -q (no report), --help.
  *
  * A separate binary keeps MPI out of the quicksilver CLI and its library.
  * Rank 0 prints the report (which rank ran which units, with which
@@ -14,6 +14,7 @@
  * 1 failure (no output file is left), 2 usage. */
 #include <cJSON.h>
 #include <libgen.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,9 +32,9 @@ static const opt_def opts[] = {
     {"chunk-bytes", 0, "N",
      "input and output bytes a chunk may hold (default 256 MiB; one unit "
      "at least)"},
-    {"spill", 0, NULL,
-     "each rank writes its output frames to a shared raw file, rank 0 "
-     "writes OUT from it (no rank holds the whole output)"},
+    {"gather", 0, NULL,
+     "gather the outputs in rank 0's memory, rank 0 writes them (default: "
+     "each rank writes its own pages of OUT in place)"},
     {"no-opencl", 0, NULL, "no OpenCL devices"},
     {"json", 0, NULL, "report as JSON on stdout"},
     {"quiet", 'q', NULL, "no report"},
@@ -92,11 +93,62 @@ static int default_threads(void) {
   return t < 1 ? 1 : (int)t;
 }
 
+/* A rank's report field, for both the text table and the JSON: its JSON
+ * key, its column heading (NULL: JSON only) and width (negative: left
+ * aligned, strings cut to it; 0: the last column, uncut), its type and
+ * where it is in qsm_rank. */
+typedef struct rank_field {
+  const char *key, *head;
+  int width;
+  char type; /* 's' string, 'i' int, 'u' uint64_t, 'd' double */
+  size_t at;
+} rank_field;
+
+#define F_(key, head, width, type, member) \
+  {key, head, width, type, offsetof(qsm_rank, member)}
+static const rank_field rank_fields[] = {
+    F_("rank", "rank", 4, 'i', rank),
+    F_("host", "host", -12, 's', host),
+    F_("db", NULL, 0, 's', db),
+    F_("threads", "thr", 3, 'i', threads),
+    F_("impl", "impl", -20, 's', impl),
+    F_("units", "units", 6, 'u', units),
+    F_("chunks", "chunks", 6, 'u', chunks),
+    F_("read_seconds", "read_s", 8, 'd', read_seconds),
+    F_("run_seconds", "run_s", 8, 'd', run_seconds),
+    F_("calibration_seconds", NULL, 0, 'd', calibration_seconds),
+    F_("busy_seconds", "busy_s", 8, 'd', busy_seconds),
+    F_("merge_seconds", NULL, 0, 'd', merge_seconds),
+    F_("write_seconds", "write_s", 8, 'd', write_seconds),
+    F_("pages_read", "pages", 9, 'u', pages_read),
+    F_("bytes_read", NULL, 0, 'u', bytes_read),
+    F_("bytes_sent", "sent_B", 10, 'u', bytes_sent),
+    F_("bytes_received", "recv_B", 10, 'u', bytes_received),
+    F_("bytes_written", "written_B", 11, 'u', bytes_written),
+    F_("ranges", "units run", 0, 's', ranges),
+};
+#undef F_
+#define N_FIELDS (sizeof rank_fields / sizeof rank_fields[0])
+
+static const char *field_text(const qsm_rank *q, const rank_field *f) {
+  return (const char *)q + f->at;
+}
+
+static double field_number(const qsm_rank *q, const rank_field *f) {
+  const char *p = (const char *)q + f->at;
+  int i;
+  uint64_t u;
+  double d;
+  if (f->type == 'i') return memcpy(&i, p, sizeof i), i;
+  if (f->type == 'u') return memcpy(&u, p, sizeof u), (double)u;
+  return memcpy(&d, p, sizeof d), d;
+}
+
 static void report_text(const qsm_report *r, const char *method) {
   fprintf(stderr,
           "quicksilver-mpi: %s over %d rank%s, split %s: %llu units in "
           "%llu chunks, %.3f s, load imbalance %.1f %%, %llu bytes "
-          "communicated\n",
+          "communicated, %llu bytes of output written %s\n",
           method, r->ranks, r->ranks == 1 ? "" : "s",
           !strcmp(r->split, "within")
               ? "within timepoints (frames; partials merged)"
@@ -104,22 +156,30 @@ static void report_text(const qsm_report *r, const char *method) {
                                             : "by frames",
           (unsigned long long)r->units, (unsigned long long)r->chunks,
           r->seconds, 100 * r->imbalance,
-          (unsigned long long)r->bytes_communicated);
-  fprintf(stderr, "  %4s %-12s %3s %-20s %6s %6s %8s %8s %8s %9s %10s %10s  %s\n",
-          "rank", "host", "thr", "impl", "units", "chunks", "read_s", "run_s",
-          "busy_s", "pages", "sent_B", "recv_B", "units run");
+          (unsigned long long)r->bytes_communicated,
+          (unsigned long long)r->bytes_written,
+          !strcmp(r->output, "in place") ? "in place by the ranks"
+                                         : "by rank 0 (gathered)");
+  for (size_t k = 0; k < N_FIELDS; k++) {
+    const rank_field *f = &rank_fields[k];
+    if (f->head) fprintf(stderr, " %*s", f->width ? f->width : 1, f->head);
+  }
+  fputc('\n', stderr);
   for (int i = 0; r->rank && i < r->ranks; i++) {
     const qsm_rank *q = &r->rank[i];
-    fprintf(stderr,
-            "  %4d %-12.12s %3d %-20.20s %6llu %6llu %8.3f %8.3f %8.3f %9llu "
-            "%10llu %10llu  %s\n",
-            q->rank, q->host, q->threads, q->impl[0] ? q->impl : "-",
-            (unsigned long long)q->units, (unsigned long long)q->chunks,
-            q->read_seconds, q->run_seconds, q->busy_seconds,
-            (unsigned long long)q->pages_read,
-            (unsigned long long)q->bytes_sent,
-            (unsigned long long)q->bytes_received,
-            q->ranges[0] ? q->ranges : "-");
+    for (size_t k = 0; k < N_FIELDS; k++) {
+      const rank_field *f = &rank_fields[k];
+      int w = f->width, cut = w < 0 ? -w : 4096;
+      if (!f->head) continue;
+      if (f->type == 's')
+        fprintf(stderr, " %*.*s", w ? w : 1, cut,
+                field_text(q, f)[0] ? field_text(q, f) : "-");
+      else if (f->type == 'd')
+        fprintf(stderr, " %*.3f", w, field_number(q, f));
+      else
+        fprintf(stderr, " %*.0f", w, field_number(q, f));
+    }
+    fputc('\n', stderr);
   }
 }
 
@@ -131,36 +191,27 @@ static void report_json(const qsm_report *r, const char *method, int status,
   if (status) cJSON_AddStringToObject(j, "error", msg);
   cJSON_AddNumberToObject(j, "ranks", r->ranks);
   cJSON_AddStringToObject(j, "split", r->split);
+  cJSON_AddStringToObject(j, "output", r->output);
   cJSON_AddNumberToObject(j, "units", (double)r->units);
   cJSON_AddNumberToObject(j, "chunks", (double)r->chunks);
   cJSON_AddNumberToObject(j, "seconds", r->seconds);
   cJSON_AddNumberToObject(j, "imbalance", r->imbalance);
   cJSON_AddNumberToObject(j, "bytes_communicated",
                           (double)r->bytes_communicated);
+  cJSON_AddNumberToObject(j, "bytes_written", (double)r->bytes_written);
   a = cJSON_AddArrayToObject(j, "per_rank");
   for (int i = 0; r->rank && i < r->ranks; i++) {
     const qsm_rank *q = &r->rank[i];
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "rank", q->rank);
     cJSON_AddStringToObject(o, "status", status_name(q->status));
     if (q->status) cJSON_AddStringToObject(o, "error", q->error);
-    cJSON_AddStringToObject(o, "host", q->host);
-    cJSON_AddStringToObject(o, "db", q->db);
-    cJSON_AddNumberToObject(o, "threads", q->threads);
-    cJSON_AddStringToObject(o, "impl", q->impl);
-    cJSON_AddStringToObject(o, "ranges", q->ranges);
-    cJSON_AddNumberToObject(o, "units", (double)q->units);
-    cJSON_AddNumberToObject(o, "chunks", (double)q->chunks);
-    cJSON_AddNumberToObject(o, "pages_read", (double)q->pages_read);
-    cJSON_AddNumberToObject(o, "bytes_read", (double)q->bytes_read);
-    cJSON_AddNumberToObject(o, "bytes_sent", (double)q->bytes_sent);
-    cJSON_AddNumberToObject(o, "bytes_received", (double)q->bytes_received);
-    cJSON_AddNumberToObject(o, "read_seconds", q->read_seconds);
-    cJSON_AddNumberToObject(o, "run_seconds", q->run_seconds);
-    cJSON_AddNumberToObject(o, "calibration_seconds",
-                            q->calibration_seconds);
-    cJSON_AddNumberToObject(o, "busy_seconds", q->busy_seconds);
-    cJSON_AddNumberToObject(o, "merge_seconds", q->merge_seconds);
+    for (size_t k = 0; k < N_FIELDS; k++) {
+      const rank_field *f = &rank_fields[k];
+      if (f->type == 's')
+        cJSON_AddStringToObject(o, f->key, field_text(q, f));
+      else
+        cJSON_AddNumberToObject(o, f->key, field_number(q, f));
+    }
     cJSON_AddItemToArray(a, o);
   }
   char *s = cJSON_Print(j);
@@ -259,7 +310,7 @@ static int cli(int argc, char **argv) {
   }
   qsm_options o = {.impl = args_value(&a, "impl"),
                    .max_chunk_bytes = chunk_bytes,
-                   .spill = args_value(&a, "spill") != NULL};
+                   .gather = args_value(&a, "gather") != NULL};
   o.engine.threads = threads ? (int)threads : default_threads();
   o.engine.db_path = args_value(&a, "db");
   o.engine.no_opencl = args_value(&a, "no-opencl") != NULL;

@@ -6,7 +6,8 @@
  *   1. open the engine, plan (page counts, parameters, units): local, then
  *      agreed by an Allreduce of the status;
  *   2. the work loop: chunks from the counter in the root's window;
- *   3. agree on the status and the output shapes, gather the outputs;
+ *   3. agree on the status; commit the output files written in place
+ *      (or agree on the output shapes and gather the outputs);
  *   4. gather the per-rank reports, root composes totals and the message,
  *      broadcast them. */
 #include "quicksilver_mpi.h"
@@ -18,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,8 +48,8 @@ typedef struct ctx {
   size_t frames;         /* pages of every input */
   size_t in_rows[QSM_MAX_IO], in_cols[QSM_MAX_IO];
   size_t out_rows[QSM_MAX_IO], out_cols[QSM_MAX_IO];
-  int spill_fd;          /* spill: the raw file, else -1 */
-  char spill[4200];      /* its path (root: to remove it) */
+  int direct;            /* outputs written in place: stack[0..n_out) */
+  tiff_stack stack[QSM_MAX_IO];
   size_t fpt;            /* frames per unit */
   uint64_t units;
   int by_timepoints;
@@ -418,19 +418,11 @@ static int run_method(ctx *c, image *in, const param *p, size_t n_p,
   return QS_OK;
 }
 
-/* Byte offset of frame f of output i in the spill file: the outputs one
- * after another, each out_frames frames. */
-static uint64_t spill_at(const ctx *c, size_t i, uint64_t f) {
-  uint64_t at = 0;
-  for (size_t k = 0; k < i; k++)
-    at += c->out_frames * c->out_rows[k] * c->out_cols[k] * 4;
-  return at + f * c->out_rows[i] * c->out_cols[i] * 4;
-}
-
-/* Keeps a chunk's outputs for the gather; when spilling, writes them into
- * their place in the spill file at once and frees them instead. */
+/* Keeps a chunk's outputs for the gather; when writing in place, writes
+ * the asked-for outputs into their pages of the output files at once and
+ * frees them instead. */
 static int keep(ctx *c, chunk *k, char *err, size_t len) {
-  if (c->spill_fd < 0) {
+  if (!c->direct) {
     if (c->last)
       c->last->next = k;
     else
@@ -439,7 +431,7 @@ static int keep(ctx *c, chunk *k, char *err, size_t len) {
     return QS_OK;
   }
   int rc = QS_OK;
-  for (size_t i = 0; i < c->d->n_outputs && !rc; i++) {
+  for (size_t i = 0; i < c->n_out && !rc; i++) {
     const image *o = &k->out[i];
     if (o->rows != c->out_rows[i] || o->cols != c->out_cols[i]) {
       set_err(err, len, "%s: output %s is %zux%zu, expected %zux%zu",
@@ -448,18 +440,11 @@ static int keep(ctx *c, chunk *k, char *err, size_t len) {
       rc = QS_ESHAPE;
       break;
     }
-    const char *p = (const char *)o->data;
-    size_t n = o->frames * o->rows * o->cols * sizeof(float);
-    uint64_t at = spill_at(c, i, k->u0);
-    for (size_t done = 0; done < n;) {
-      ssize_t w = pwrite(c->spill_fd, p + done, n - done, (off_t)(at + done));
-      if (w <= 0) {
-        set_err(err, len, "%s: cannot write: %s", c->spill, strerror(errno));
-        rc = QS_EIO;
-        break;
-      }
-      done += (size_t)w;
-    }
+    double t = MPI_Wtime();
+    rc = tiff_stack_write(&c->stack[i], (size_t)k->u0, o->frames, o->data,
+                          err, len);
+    c->me.write_seconds += MPI_Wtime() - t;
+    if (!rc) c->me.bytes_written += o->frames * o->rows * o->cols * 4;
   }
   for (size_t i = 0; i < QSM_MAX_IO; i++) image_free(&k->out[i]);
   free(k);
@@ -896,13 +881,14 @@ static int gather(ctx *c, image *outputs, char *err, size_t len) {
 typedef struct totals {
   int status;
   char split[16];
-  uint64_t units, chunks, bytes;
+  uint64_t units, chunks, bytes, written;
   double seconds, imbalance;
+  char output[16];
   char msg[1024];
 } totals;
 
-static void finish(ctx *c, int status, const char *why, qsm_report *report,
-                   totals *tot) {
+static void finish(ctx *c, int status, const char *why, const char *output,
+                   qsm_report *report, totals *tot) {
   c->me.status = status;
   snprintf(c->me.error, sizeof c->me.error, "%s", status ? why : "");
   qsm_rank *all = NULL;
@@ -925,6 +911,7 @@ static void finish(ctx *c, int status, const char *why, qsm_report *report,
       }
       tot->chunks += q->chunks;
       tot->bytes += q->bytes_sent;
+      tot->written += q->bytes_written;
       max = q->busy_seconds > max ? q->busy_seconds : max;
       sum += q->busy_seconds;
     }
@@ -935,6 +922,7 @@ static void finish(ctx *c, int status, const char *why, qsm_report *report,
     tot->units = c->units;
     tot->seconds = MPI_Wtime() - c->t0;
     tot->imbalance = sum > 0 ? max / (sum / c->size) - 1 : 0;
+    snprintf(tot->output, sizeof tot->output, "%s", output);
     snprintf(tot->split, sizeof tot->split, "%s",
              c->within          ? "within"
              : c->by_timepoints ? "timepoints"
@@ -950,73 +938,93 @@ static void finish(ctx *c, int status, const char *why, qsm_report *report,
     report->seconds = tot->seconds;
     report->imbalance = tot->imbalance;
     report->bytes_communicated = tot->bytes;
+    report->bytes_written = tot->written;
+    memcpy(report->output, tot->output, sizeof report->output);
     report->rank = all;
     all = NULL;
   }
   free(all);
 }
 
-/* ---------------------------------------------------------------- spill */
+/* ------------------------------------------------------ in-place output */
 
-/* The root creates the spill file beside the first output, sized for every
- * output; every rank opens it for writing. Collective; the same status
- * everywhere. */
-static int spill_open(ctx *c, const char *out0, char *err, size_t len) {
+/* The root creates every output file's temporary (tiff_stack: full size,
+ * every directory written) and passes its name on; every other rank opens
+ * it to write its own pages. Collective; the same status everywhere. On
+ * failure nothing is left (the root removes what it created). */
+static int direct_open(ctx *c, const char *const *paths, char *err,
+                       size_t len) {
   int rc = QS_OK;
-  if (c->rank == c->root) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", out0);
-    char *slash = strrchr(dir, '/');
-    const char *base = slash ? slash + 1 : dir;
-    if (slash) *slash = 0;
-    int n = snprintf(c->spill, sizeof c->spill, "%s/.%s.qsm-%ld.raw",
-                     slash ? (dir[0] ? dir : "/") : ".", base,
-                     (long)getpid());
-    uint64_t size = spill_at(c, c->d->n_outputs, 0);
-    int fd = n < 0 || (size_t)n >= sizeof c->spill
-                 ? (errno = ENAMETOOLONG, -1)
-                 : open(c->spill, O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0 || ftruncate(fd, (off_t)size) != 0) {
-      set_err(err, len, "%s: cannot create: %s", c->spill, strerror(errno));
-      rc = QS_EIO;
-      if (fd >= 0) close(fd), unlink(c->spill);
-      c->spill[0] = 0;
-    } else {
-      close(fd);
+  char tmp[4200] = "";
+  size_t k = 0;
+  for (; k < c->n_out && !rc; k++) {
+    if (c->rank == c->root) {
+      rc = tiff_stack_create(&c->stack[k], paths[k], (size_t)c->out_frames,
+                             c->out_rows[k], c->out_cols[k], 0, err, len);
+      if (!rc && snprintf(tmp, sizeof tmp, "%s",
+                          tiff_stack_temp(&c->stack[k])) >= (int)sizeof tmp) {
+        set_err(err, len, "%s: path too long", paths[k]);
+        rc = QS_EINVAL;
+      }
     }
+    /* the name's length, or minus the root's failure (enum values from
+     * 1: the root's message names the cause) */
+    int n = rc ? -rc : (int)strlen(tmp) + 1;
+    MPI_Bcast(&n, 1, MPI_INT, c->root, c->comm);
+    if (n < 0) {
+      rc = -n;
+      break;
+    }
+    MPI_Bcast(tmp, n, MPI_CHAR, c->root, c->comm);
+    int mine = c->rank == c->root
+                   ? QS_OK
+                   : tiff_stack_open(&c->stack[k], tmp, (size_t)c->out_frames,
+                                     c->out_rows[k], c->out_cols[k], 0, err,
+                                     len);
+    if (c->rank != c->root)
+      c->me.bytes_received += sizeof n + (size_t)n;
+    else
+      c->me.bytes_sent += (sizeof n + (size_t)n) * (size_t)(c->size - 1);
+    MPI_Allreduce(&mine, &rc, 1, MPI_INT, MPI_MAX, c->comm);
+    win_count(c, sizeof mine, sizeof rc);
+    if (rc && !mine) set_err(err, len, "another rank cannot open %s", tmp);
   }
-  MPI_Bcast(&rc, 1, MPI_INT, c->root, c->comm);
-  if (rc) return rc;
-  MPI_Bcast(c->spill, (int)sizeof c->spill, MPI_CHAR, c->root, c->comm);
-  c->spill_fd = open(c->spill, O_WRONLY);
-  int mine = c->spill_fd < 0 ? QS_EIO : QS_OK;
-  if (mine) set_err(err, len, "%s: cannot open: %s", c->spill, strerror(errno));
-  MPI_Allreduce(&mine, &rc, 1, MPI_INT, MPI_MAX, c->comm);
+  if (rc) /* the ones opened and, on the root, created */
+    for (size_t i = 0; i < k && i < c->n_out; i++)
+      tiff_stack_abort(&c->stack[i]);
+  c->direct = !rc;
   return rc;
 }
 
-/* The root writes every output's TIFF from the spill file, through a
- * read-only mapping (the pages come and go; no copy of the whole output is
- * held), then removes it. */
-static int spill_write(ctx *c, const char *const *paths, size_t n_paths,
-                       char *err, size_t len) {
-  uint64_t size = spill_at(c, c->d->n_outputs, 0);
-  int fd = open(c->spill, O_RDONLY), rc = QS_OK;
-  void *map = fd < 0 ? MAP_FAILED
-                     : mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
-  if (map == MAP_FAILED) {
-    set_err(err, len, "%s: cannot map: %s", c->spill, strerror(errno));
-    rc = QS_EIO;
+/* After the work: every rank but the root closes its handles (its status:
+ * whether its pages reached the files); the statuses and each output's
+ * value range are reduced; the root commits every file when every rank
+ * succeeded (worst: the work's agreed status) and removes them otherwise.
+ * Collective. Returns this rank's own failure (the root's: of a commit). */
+static int direct_finish(ctx *c, int worst, char *err, size_t len) {
+  int mine = QS_OK, any = QS_OK;
+  float lo[QSM_MAX_IO], hi[QSM_MAX_IO], all_lo[QSM_MAX_IO],
+      all_hi[QSM_MAX_IO];
+  for (size_t k = 0; k < c->n_out; k++) {
+    tiff_stack_range(&c->stack[k], &lo[k], &hi[k]);
+    if (c->rank != c->root) {
+      int rc = tiff_stack_close(&c->stack[k], err, len);
+      if (rc && !mine) mine = rc;
+    }
   }
-  for (size_t k = 0; !rc && k < n_paths; k++) {
-    image img = image_wrap((float *)(void *)((char *)map + spill_at(c, k, 0)),
-                           (size_t)c->out_frames, c->out_rows[k],
-                           c->out_cols[k]);
-    rc = tiff_write(paths[k], &img, err, len);
+  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, c->comm);
+  MPI_Reduce(lo, all_lo, (int)c->n_out, MPI_FLOAT, MPI_MIN, c->root, c->comm);
+  MPI_Reduce(hi, all_hi, (int)c->n_out, MPI_FLOAT, MPI_MAX, c->root, c->comm);
+  win_count(c, sizeof mine + 2 * sizeof(float) * c->n_out, sizeof any);
+  c->direct = 0;
+  if (c->rank != c->root) return mine;
+  for (size_t k = 0; k < c->n_out; k++) {
+    if (worst || any || mine)
+      tiff_stack_abort(&c->stack[k]);
+    else
+      mine = tiff_stack_commit(&c->stack[k], all_lo[k], all_hi[k], err, len);
   }
-  if (map != MAP_FAILED) munmap(map, (size_t)size);
-  if (fd >= 0) close(fd);
-  return rc;
+  return mine;
 }
 
 /* ---------------------------------------------------------------- entry */
@@ -1026,7 +1034,7 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
                const qsm_options *o, image *outputs, size_t n_outputs,
                const char *const *paths, qsm_report *report, char *err,
                size_t err_len) {
-  int spill = paths && o && o->spill;
+  int gather_files = paths && o && o->gather;
   ctx *c = calloc(1, sizeof *c);
   image outs[QSM_MAX_IO] = {{0}};
   char why[1024] = "";
@@ -1045,7 +1053,6 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
   c->n_out = n_outputs;
   c->impl = o ? o->impl : NULL;
   c->fail_rank = -1;
-  c->spill_fd = -1;
   c->me.rank = c->rank;
   int hl = 0;
   char host[MPI_MAX_PROCESSOR_NAME];
@@ -1084,8 +1091,8 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
   if (!rc) rc = plan(c, method, params, n_params, max_bytes, why, sizeof why);
   int worst = rc;
   MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, comm);
-  if (!worst && spill) {
-    rc = spill_open(c, paths[0], why, sizeof why);
+  if (!worst && paths && !gather_files) {
+    rc = direct_open(c, paths, why, sizeof why);
     worst = rc;
   }
 
@@ -1104,20 +1111,23 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
   MPI_Win_unlock_all(c->win);
   MPI_Win_free(&c->win);
 
-  /* 3: outputs (a spill file is complete once every rank closed it). */
-  if (c->spill_fd >= 0) close(c->spill_fd);
-  c->spill_fd = -1;
+  /* 3: outputs: the files written in place committed (or removed), or
+   * the outputs gathered on the root (and written by it). */
+  int direct = c->direct;
   if (!worst) MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, comm);
   char gerr[512] = "";
   int grc = QS_OK;
-  if (!worst && !spill) grc = gather(c, outs, gerr, sizeof gerr);
+  if (direct) grc = direct_finish(c, worst, gerr, sizeof gerr);
+  if (!worst && !direct) grc = gather(c, outs, gerr, sizeof gerr);
   chunks_free(c);
-  if (!worst && !grc && spill && c->rank == c->root)
-    grc = spill_write(c, paths, n_outputs, gerr, sizeof gerr);
-  if (!worst && !grc && !spill && paths && c->rank == c->root)
-    for (size_t k = 0; k < n_outputs && !grc; k++)
+  if (!worst && !grc && !direct && paths && c->rank == c->root)
+    for (size_t k = 0; k < n_outputs && !grc; k++) {
+      double t = MPI_Wtime();
       grc = tiff_write(paths[k], &outs[k], gerr, sizeof gerr);
-  if (c->rank == c->root && c->spill[0]) unlink(c->spill);
+      c->me.write_seconds += MPI_Wtime() - t;
+      c->me.bytes_written +=
+          (uint64_t)outs[k].frames * outs[k].rows * outs[k].cols * 4;
+    }
   if (!worst && paths) {
     /* Only the root knows why its write failed; the others learn it in
      * the report's message. */
@@ -1130,7 +1140,8 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
 
   /* 4: report and the one message. */
   totals tot;
-  finish(c, rc ? rc : grc, rc ? why : gerr, report, &tot);
+  finish(c, rc ? rc : grc, rc ? why : gerr,
+         !paths ? "memory" : direct ? "in place" : "gathered", report, &tot);
   if (!tot.status && worst) { /* a failure no rank could describe */
     tot.status = worst;
     snprintf(tot.msg, sizeof tot.msg, "a rank failed: %s",

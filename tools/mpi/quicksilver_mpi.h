@@ -8,11 +8,17 @@
  * chooses its own implementation from its own timings), reads only its own
  * pages of the input files (every rank sees the paths, as on a cluster's
  * shared filesystem; no rank reads the whole stack), and runs the method on
- * them. Outputs are gathered on the root rank, in memory (qsm_run) or
- * written to files by the root once every rank has succeeded (qsm_run_files:
- * nothing appears at the output paths if any rank fails), either from the
- * root's memory or, with options.spill, from a raw file into which every
- * rank has written its own frames.
+ * them. Outputs are gathered on the root rank's memory (qsm_run), or land
+ * in files (qsm_run_files): by default each rank writes its own output
+ * frames, as soon as computed, into their pages of the output TIFFs
+ * (tools/tiff.h's tiff_stack: the root creates each file at a temporary
+ * path with its full size and every page's directory; the layout is fixed
+ * by the page count and size, so every page's place is known to every
+ * rank; no output frame crosses the network), and once every rank has
+ * succeeded the root renames them into place; with options.gather they are
+ * gathered in the root's memory and written by it. Either way nothing
+ * appears at the output paths if any rank fails (the temporaries are
+ * removed), and the files are byte-identical to one process's tiff_write.
  *
  * Splitting (a "unit" is what one output frame is made from):
  *  - esrrf with temporal avg/var/tac2: whole timepoints (frames_per_timepoint
@@ -101,15 +107,12 @@ typedef struct qsm_options {
   int root;              /* gathers outputs and the report */
   size_t max_chunk_bytes; /* bytes of input and output a chunk may hold
                              (never less than one unit); 0: 256 MiB */
-  int spill;             /* qsm_run_files only. 0: outputs gathered in the
-                            root's memory, then written. Nonzero: each rank
-                            writes its output frames, as soon as they are
-                            computed, into their place in a raw file beside
-                            the first output path (".NAME.qsm-PID.raw",
-                            shared filesystem); the root then writes the
-                            TIFFs from it through a read-only mapping and
-                            removes it. No rank holds the whole output; the
-                            output bytes are written twice. */
+  int gather;            /* qsm_run_files only. 0: each rank writes its
+                            output frames into their pages of the output
+                            files (a filesystem every rank sees, as for the
+                            inputs). Nonzero: the outputs are gathered in
+                            the root's memory (sent over MPI) and written
+                            by the root. */
 } qsm_options;
 
 /* What one rank did. */
@@ -124,12 +127,15 @@ typedef struct qsm_rank {
   uint64_t pages_read;   /* input pages (frames) read, all inputs */
   uint64_t bytes_read;   /* float32 bytes of those pages */
   uint64_t bytes_sent, bytes_received; /* MPI payload, window ops included */
+  uint64_t bytes_written; /* output bytes it wrote into the output files */
   double read_seconds;   /* reading its pages */
   double run_seconds;    /* method runs (report.seconds) */
   double calibration_seconds;
   double busy_seconds;   /* wall time from start to its last chunk done */
   double merge_seconds;  /* within timepoints: merging partials (waits for
                             the partner included) */
+  double write_seconds;  /* writing output pages (gathered: the root's
+                            tiff_write) */
   char db[160];          /* its timing store */
   char error[256];
 } qsm_rank;
@@ -142,6 +148,8 @@ typedef struct qsm_report {
   double seconds;        /* wall time of the call on the root */
   double imbalance;      /* max busy / mean busy - 1, over all ranks */
   uint64_t bytes_communicated; /* sum over ranks of bytes sent */
+  uint64_t bytes_written;      /* sum over ranks of output bytes written */
+  char output[16];       /* "in place", "gathered" (files) or "memory" */
   qsm_rank *rank;        /* [ranks], on the root only (qsm_report_free) */
 } qsm_report;
 
