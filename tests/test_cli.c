@@ -924,3 +924,66 @@ Test(cli, temporal_choices_any_case_and_tac2_way_out) {
                    NULL),
                 2, "range past the end");
 }
+
+/* stream -o: the first result replaces an existing OUT (through a
+ * temporary), the later ones are appended in place; the stack equals the
+ * batch eSRRF of the same frames and the numbered files of --out-dir, and
+ * nothing is left beside it. */
+Test(cli, stream_output_is_appended_in_place) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+  const char *in = path_in("in.tif"), *out = path_in("out.tif"),
+             *ref = path_in("ref.tif"), *res = path_in("res");
+  expect_status(qs("simulate", "-o", in, "--frames", "12", "--rows", "16",
+                   "--cols", "14", "--seed", "7", "-q", NULL),
+                0, "simulate");
+  FILE *f = fopen(out, "w");
+  cr_assert_not_null(f);
+  fputs("an older file at OUT", f);
+  fclose(f);
+  cr_assert_eq(mkdir(res, 0755), 0);
+  expect_status(qs("stream", in, "-o", out, "--out-dir", res, "--window", "3",
+                   "--magnification", "2", "--impl", "serial", "--idle", "0",
+                   "-q", NULL),
+                0, "stream");
+  expect_status(qs("esrrf", in, "-o", ref, "--frames-per-timepoint", "3",
+                   "--magnification", "2", "--impl", "serial", "-q", NULL),
+                0, "batch");
+  image got, want;
+  char err[512];
+  cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(ref, &want, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(got.frames, 4, "12 frames in timepoints of 3");
+  cr_assert_eq(got.rows, want.rows);
+  cr_assert_eq(got.cols, want.cols);
+  size_t plane = got.rows * got.cols;
+  cr_assert_eq(memcmp(got.data, want.data, 4 * plane * sizeof(float)), 0,
+               "the streamed stack equals the batch call's, bit for bit");
+  for (size_t k = 0; k < 4; k++) {
+    char leaf[64];
+    image one;
+    snprintf(leaf, sizeof leaf, "res/esrrf_%06zu.tif", k);
+    cr_assert_eq(tiff_read(path_in(leaf), &one, err, sizeof err), QS_OK, "%s",
+                 err);
+    cr_assert_eq(memcmp(one.data, got.data + k * plane,
+                        plane * sizeof(float)),
+                 0, "result %zu", k);
+    image_free(&one);
+  }
+  /* appended pages: no ImageJ page count for them to contradict */
+  FILE *g = fopen(out, "rb");
+  cr_assert_not_null(g);
+  static char bytes[1 << 16];
+  size_t n = fread(bytes, 1, sizeof bytes, g);
+  fclose(g);
+  cr_assert_gt(n, 4 * plane * sizeof(float));
+  for (size_t i = 0; i + 7 <= n; i++)
+    cr_assert(memcmp(bytes + i, "images=", 7), "an ImageJ page count");
+  /* in, out, ref, res, the store (and its journal), stdout, stderr: no
+   * temporary beside OUT */
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -q qs-tmp", dir);
+  cr_assert_neq(system(cmd), 0, "a temporary was left beside OUT");
+  image_free(&got);
+  image_free(&want);
+}

@@ -7,9 +7,10 @@
  * when the file has not grown for --idle seconds), or "-": raw frames on
  * standard input (--size RxC, --dtype float32|uint16, native byte order),
  * ending at end of file. Output: every result as it completes, into -o
- * OUT.tif (the stack so far, rewritten whole and atomically per result, so
- * a reader never sees half a page) and/or --out-dir DIR (one numbered TIFF
- * per result). -v prints a line per frame (its latency: from the moment it
+ * OUT.tif (the first result written to a temporary and renamed over OUT;
+ * each later one appended in place, tiff_append: a reader sees the stack
+ * with or without it, never half a page) and/or --out-dir DIR (one
+ * numbered TIFF per result). -v prints a line per frame (its latency: from the moment it
  * was read to the end of its push) and per result; the summary gives
  * frames/s and the frame latencies' min, median and p99. */
 #include <errno.h>
@@ -28,7 +29,7 @@
 static const opt_def stream_opts[] = {
     {"output", 'o', "FILE",
      "the results so far as one TIFF stack, "
-     "rewritten atomically per result"},
+     "appended atomically per result"},
     {"out-dir", 0, "DIR", "one TIFF per result: DIR/esrrf_000000.tif, ..."},
     {"window", 0, "N", "frames per timepoint, or the sliding window (100)"},
     {"every", 0, "K", "with --sliding: a result every K frames (1)"},
@@ -60,7 +61,6 @@ typedef struct run_state {
   cli *c;
   esrrf_stream *s;
   const char *out, *dir;
-  image stack; /* results so far (for -o) */
   size_t n_res;
   double *lat; /* per-frame latencies */
   size_t n_lat, cap_lat;
@@ -79,8 +79,9 @@ static int lat_add(run_state *r, double v) {
   return CLI_OK;
 }
 
-/* Appends one result to the -o stack (rewritten whole) and writes it to
- * --out-dir. */
+/* Appends one result to the -o stack and writes it to --out-dir. The
+ * first result replaces OUT atomically (an existing OUT stays whole until
+ * then); the later ones are appended in place to the file we wrote. */
 static int result_write(run_state *r, const image *img) {
   char err[512];
   if (r->dir) {
@@ -88,18 +89,10 @@ static int result_write(run_state *r, const image *img) {
     snprintf(path, sizeof path, "%s/esrrf_%06zu.tif", r->dir, r->n_res);
     if (tiff_write(path, img, err, sizeof err)) return cli_fail("%s", err);
   }
-  if (r->out) {
-    size_t px = img->rows * img->cols;
-    image grown;
-    if (image_alloc(&grown, r->n_res + 1, img->rows, img->cols))
-      return cli_fail("stream: no memory for %zu results", r->n_res + 1);
-    if (r->n_res) memcpy(grown.data, r->stack.data, r->n_res * px * 4);
-    memcpy(grown.data + r->n_res * px, img->data, px * 4);
-    image_free(&r->stack);
-    r->stack = grown;
-    if (tiff_write(r->out, &r->stack, err, sizeof err))
-      return cli_fail("%s", err);
-  }
+  if (r->out && (r->n_res ? tiff_append(r->out, img, err, sizeof err)
+                            : tiff_write_flags(r->out, img, TIFF_APPENDABLE,
+                                               err, sizeof err)))
+    return cli_fail("%s", err);
   r->n_res++;
   return CLI_OK;
 }
@@ -355,7 +348,6 @@ int cmd_stream(cli *c, int argc, char **argv) {
   }
   if (!rc) rc = summary(&r);
   esrrf_stream_close(r.s);
-  image_free(&r.stack);
   free(r.lat);
   return rc;
 }
