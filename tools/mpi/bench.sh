@@ -9,7 +9,9 @@
 #
 # Environment: BUILD (build), FRAMES ROWS COLS (100 256 256), MAG (2),
 # FPT (10: timepoints of 10 frames), TEMPORAL (avg), IMPL (fused),
-# WARMUP (1), REPEATS (3), RANKS (2).
+# WARMUP (1), REPEATS (3), RANKS (2), MPI_FLAGS (more quicksilver-mpi
+# options, e.g. --gather: the outputs through rank 0 instead of written in
+# place by every rank).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD:-$root/build}
@@ -28,7 +30,8 @@ flags=(--magnification "$M" --frames-per-timepoint "$FPT" --temporal
 single=("$build/tools/quicksilver" esrrf "$dir/in.tif" -o "$dir/one.tif"
         "${flags[@]}" --threads "$P" -q)
 mpi=(mpirun --oversubscribe -n "$P" "$build/tools/mpi/quicksilver-mpi" esrrf
-     "$dir/in.tif" -o "$dir/mpi.tif" "${flags[@]}" --threads 1 -q)
+     "$dir/in.tif" -o "$dir/mpi.tif" "${flags[@]}" --threads 1 -q
+     ${MPI_FLAGS:-})
 
 # times CMD...: WARMUP untimed, REPEATS timed; prints "min median"
 times() {
@@ -46,7 +49,7 @@ times() {
          printf "%.3f %.3f\n", v[1], m}'
 }
 
-echo "eSRRF ${F}x${R}x${C} M=$M temporal=$TEMPORAL fpt=$FPT impl=$IMPL," \
+echo "eSRRF ${F}x${R}x${C} M=$M temporal=$TEMPORAL fpt=$FPT impl=$IMPL ${MPI_FLAGS:-}," \
   "warm-up $WARMUP, repeats $REPEATS; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 read -r s_min s_med < <(times "${single[@]}")
 read -r m_min m_med < <(times "${mpi[@]}")
@@ -57,5 +60,5 @@ echo "ratio mpi/single: min $(awk "BEGIN {printf \"%.3f\", $m_min / $s_min}")," 
   "median $(awk "BEGIN {printf \"%.3f\", $m_med / $s_med}");" \
   "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 mpirun --oversubscribe -n "$P" "$build/tools/mpi/quicksilver-mpi" esrrf \
-  "$dir/in.tif" -o "$dir/mpi.tif" "${flags[@]}" --threads 1 2>&1 |
+  "$dir/in.tif" -o "$dir/mpi.tif" "${flags[@]}" --threads 1 ${MPI_FLAGS:-} 2>&1 |
   sed 's/^/  /'

@@ -877,13 +877,11 @@ static int gather(ctx *c, image *outputs, char *err, size_t len) {
 
 /* -------------------------------------------------------------- phase 4 */
 
-/* What the root tells every rank at the end. */
+/* What the root tells every rank at the end: the report's totals (its
+ * rank array stays on the root), the status and the one message. */
 typedef struct totals {
   int status;
-  char split[16];
-  uint64_t units, chunks, bytes, written;
-  double seconds, imbalance;
-  char output[16];
+  qsm_report sum; /* .rank: NULL */
   char msg[1024];
 } totals;
 
@@ -896,6 +894,7 @@ static void finish(ctx *c, int status, const char *why, const char *output,
   MPI_Gather(&c->me, (int)sizeof c->me, MPI_BYTE, all, (int)sizeof c->me,
              MPI_BYTE, c->root, c->comm);
   memset(tot, 0, sizeof *tot);
+  qsm_report *t = &tot->sum;
   if (c->rank == c->root) {
     if (!all) {
       tot->status = QS_ENOMEM;
@@ -909,9 +908,9 @@ static void finish(ctx *c, int status, const char *why, const char *output,
         snprintf(tot->msg, sizeof tot->msg, "rank %d (%s): %s", r, q->host,
                  q->error);
       }
-      tot->chunks += q->chunks;
-      tot->bytes += q->bytes_sent;
-      tot->written += q->bytes_written;
+      t->chunks += q->chunks;
+      t->bytes_communicated += q->bytes_sent;
+      t->bytes_written += q->bytes_written;
       max = q->busy_seconds > max ? q->busy_seconds : max;
       sum += q->busy_seconds;
     }
@@ -919,27 +918,19 @@ static void finish(ctx *c, int status, const char *why, const char *output,
       tot->status = status;
       snprintf(tot->msg, sizeof tot->msg, "%s", why);
     }
-    tot->units = c->units;
-    tot->seconds = MPI_Wtime() - c->t0;
-    tot->imbalance = sum > 0 ? max / (sum / c->size) - 1 : 0;
-    snprintf(tot->output, sizeof tot->output, "%s", output);
-    snprintf(tot->split, sizeof tot->split, "%s",
+    t->ranks = c->size;
+    t->units = c->units;
+    t->seconds = MPI_Wtime() - c->t0;
+    t->imbalance = sum > 0 ? max / (sum / c->size) - 1 : 0;
+    snprintf(t->output, sizeof t->output, "%s", output);
+    snprintf(t->split, sizeof t->split, "%s",
              c->within          ? "within"
              : c->by_timepoints ? "timepoints"
                                 : "frames");
   }
   MPI_Bcast(tot, (int)sizeof *tot, MPI_BYTE, c->root, c->comm);
   if (report) {
-    memset(report, 0, sizeof *report);
-    report->ranks = c->size;
-    memcpy(report->split, tot->split, sizeof report->split);
-    report->units = tot->units;
-    report->chunks = tot->chunks;
-    report->seconds = tot->seconds;
-    report->imbalance = tot->imbalance;
-    report->bytes_communicated = tot->bytes;
-    report->bytes_written = tot->written;
-    memcpy(report->output, tot->output, sizeof report->output);
+    *report = tot->sum;
     report->rank = all;
     all = NULL;
   }
