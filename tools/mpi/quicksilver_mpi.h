@@ -164,9 +164,12 @@ int qsm_run(MPI_Comm comm, const char *method, const char *const *inputs,
             const qsm_options *options, image *outputs, size_t n_outputs,
             qsm_report *report, char *err, size_t err_len);
 
-/* The same, with the root writing output k to out_paths[k] (float32 TIFF,
- * whole or not at all) for k < n_paths <= the method's outputs; nothing is
- * written unless every rank succeeded. */
+/* The same, with output k landing in out_paths[k] (float32 TIFF, whole or
+ * not at all) for k < n_paths <= the method's outputs: written in place by
+ * every rank, or with options.gather by the root (see above). Nothing
+ * appears unless every rank succeeded. With several outputs each is
+ * renamed into place in turn: a failure of a later rename (a full or
+ * vanished directory) can leave the earlier ones in place. */
 int qsm_run_files(MPI_Comm comm, const char *method,
                   const char *const *inputs, size_t n_inputs,
                   const param *params, size_t n_params,
