@@ -194,10 +194,11 @@ static void fv_soa_row(const fv_state *v, size_t a, size_t gw,
   size_t last = gw - 1;
   float lx = (last & 1 ? ox : ex)[last >> 1], ly = (last & 1 ? oy : ey)[last >> 1];
   for (size_t q = 0; q < 2 * v->w2; q++) {
-    long cq = (long)q - 2L * v->lp;
-    if (cq >= 0 && cq < (long)gw) continue;
-    o[(q & 1) * v->w2 + (q >> 1)] = cq < 0 ? 0 : lx;
-    o[(2 + (q & 1)) * v->w2 + (q >> 1)] = cq < 0 ? 0 : ly;
+    if (q == 2 * (size_t)v->lp) q += gw; /* skip the columns themselves */
+    if (q >= 2 * v->w2) break;
+    int left = q < 2 * (size_t)v->lp;
+    o[(q & 1) * v->w2 + (q >> 1)] = left ? 0 : lx;
+    o[(2 + (q & 1)) * v->w2 + (q >> 1)] = left ? 0 : ly;
   }
 }
 
