@@ -29,9 +29,14 @@
  *    REPEATS interleaved across implementations, min taken): output pixels
  *    per second, samples per second, cycles per sample per core, GFLOP/s by
  *    the model and percent of the all-core peak.
- * 4. The RGC pass alone (the part the vector work targets) for the scalar
- *    fused and the vector passes, on one thread and on all cores, against
- *    the peak of as many cores; and where the time of those calls goes,
+ * 4. The RGC pass alone (the part the vector work targets: a variant's
+ *    per-frame work after the Roberts cross, i.e. the half-pixel grid and
+ *    the pass over the output rows) for the scalar fused and the vector
+ *    passes, on one thread and on all cores, against the peak of as many
+ *    cores, with the CPU seconds the pass took over all threads (robust to
+ *    other load: equal CPU seconds on one and on all cores mean the work
+ *    itself scales, and a wall-time shortfall is threads not running or
+ *    waiting); and where the time of those calls goes,
  *    loop by loop (each parallel loop's wall time, its bodies' time per
  *    worker and the rest: hand-over, waking, the wait for the last chunk),
  *    with the cost of an empty parallel loop measured alone.
