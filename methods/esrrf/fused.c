@@ -252,18 +252,34 @@ static int fz_candidates(fused *s) {
   return QS_OK;
 }
 
+/* A parallel loop run on the calling thread alone (worker 0). */
+static int fz_inline_for(const method_call *c, size_t b, size_t e,
+                         range_fn body, void *ctx) {
+  (void)c;
+  return b < e ? body(ctx, b, e, 0) : QS_OK;
+}
+
+/* Frames of at most this many pixels take their Roberts cross on the
+ * calling thread: it costs about 1.5 ns a pixel, less than handing a
+ * parallel loop to a sleeping pool and waiting for it (an empty loop takes
+ * 11-36 us on the 2-core machine; bench/roofline prints it). */
+#define FZ_INLINE_PX 8192
+
 static int fz_maps(void *state, size_t f0, size_t n, float *dst) {
   fused *s = state;
   const esrrf_geom *g = &s->g;
   size_t rc_px = (size_t)g->rows * (size_t)g->cols;
   double sm1[4] = {0, 0, g->mag, g->mag};
+  method_call alone = *s->c;
+  alone.parallel_for = fz_inline_for;
+  const method_call *rc_call = rc_px <= FZ_INLINE_PX ? &alone : s->c;
   for (size_t k = 0; k < n; k++) {
     image frame = image_wrap(s->c->in[0].data + (f0 + k) * rc_px, 1,
                              (size_t)g->rows, (size_t)g->cols);
     image grad[2] = {
         image_wrap(s->grad, 1, (size_t)g->rows, (size_t)g->cols),
         image_wrap(s->grad + rc_px, 1, (size_t)g->rows, (size_t)g->cols)};
-    int rc = esrrf_sub(s->c, &method_roberts_cross, &frame, grad, NULL);
+    int rc = esrrf_sub(rc_call, &method_roberts_cross, &frame, grad, NULL);
     s->frame = frame.data;
     if (!rc && s->mag) {
       image mag = image_wrap(s->mag, 1, (size_t)g->rows_m,
