@@ -312,6 +312,12 @@ void recorder_close(engine *e);
 /* ---- key.c: canonical key text, work and parameter JSON of a call. */
 int key_text(const method_desc *d, const image *in, const double *p,
              char *buf, size_t len);
+/* The key of a calibration slice: key_text followed by KEY_SLICE_MARK, so
+ * that the store tells calibration's rows from the caller's own keys
+ * (db_key_is_slice) while the model still fits them by work. */
+#define KEY_SLICE_MARK "#slice"
+int key_slice_text(const method_desc *d, const image *in, const double *p,
+                   char *buf, size_t len);
 double key_work(const method_desc *d, const image *in, const double *p,
                 const image *out);
 char *key_json(const method_desc *d, const double *p); /* cJSON_free it */

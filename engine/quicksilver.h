@@ -450,7 +450,8 @@ typedef struct run_report {
  * Choice: the exact key's history (mean of the fastest half of the newest
  * 50 runs); else a fit time = a + b * work over the implementation's other
  * keys; implementations with no timing on this device are first calibrated
- * on slices of the input within the calibration budget (engine_options;
+ * on slices of the input (recorded under the slice's own key, marked as
+ * db_key_is_slice tells) within the calibration budget (engine_options;
  * those the budget leaves out are passed over and calibrated by later
  * calls), unless no_calibration: a static order by kind and size. An
  * implementation that fails is recorded, skipped for that key for the next
@@ -554,6 +555,12 @@ typedef int (*db_best_fn)(void *ctx, const char *method, const char *key,
                           const run_report *choice);
 QS_API int engine_db_best(engine *e, const db_filter *f, db_best_fn fn,
                           void *ctx);
+
+/* Whether a key is one calibration recorded on a slice of a call's input
+ * (see method_run): such keys end in "#slice" (a caller's key ends in
+ * ")"). They feed the time-vs-work model like any key; listings such as
+ * `quicksilver db best` hide them unless asked. 0 for NULL. */
+QS_API int db_key_is_slice(const char *key);
 
 /* Writes every row and device as one JSON document at path (atomically). */
 QS_API int engine_db_export(engine *e, const char *path);
