@@ -19,6 +19,20 @@
  *    or file at fault in engine_error(e). The library never prints or exits.
  *  - Images are float32, (frames, rows, cols), row-major, frames outermost.
  *  - Ownership is stated per function. Nothing here is a process global.
+ *  - Names: the short names are the API's names, decided for good: types
+ *    read as the domain (image, engine, param, run_request) and functions
+ *    carry their family's prefix (engine_, method_, image_, params_,
+ *    esrrf_, db_), as the Python binding and the MPI layer mirror them.
+ *    Every name is also spelled with a qs_ prefix (QS_ for constants), as
+ *    permanently: enumerators here and in quicksilver_method.h, the rest in
+ *    the generated quicksilver_prefixed.h (typedef aliases, enumeration
+ *    constants, and functions the library exports under qs_ names; no
+ *    macro, so it renames nothing of the including program). A host whose
+ *    own names collide (its own `image` type, say) includes quicksilver
+ *    only in the translation units that call it: types and enumerators
+ *    never leave a translation unit. A host function of an API function's
+ *    name leaves the shared library working (it binds its own calls inside
+ *    itself) and the qs_ spelling still reaches the library's.
  *
  * Compiles as C11 and as C++ (checked by tests/header_cxx.cpp).
  */
@@ -233,11 +247,16 @@ typedef struct param {
   const char *text;
 } param;
 
+/* Enumerators come with their QS_ spelling too (see Names above). */
 typedef enum param_type {
   PARAM_INT,
+  QS_PARAM_INT = PARAM_INT,
   PARAM_FLOAT,
+  QS_PARAM_FLOAT = PARAM_FLOAT,
   PARAM_BOOL,
-  PARAM_ENUM
+  QS_PARAM_BOOL = PARAM_BOOL,
+  PARAM_ENUM,
+  QS_PARAM_ENUM = PARAM_ENUM
 } param_type;
 
 /* Flags of param_def. */
@@ -295,10 +314,11 @@ QS_API int params_format(const param_def *d, double value, char *buf,
   X(IMPL_COMPOSITE, "composite")
 
 typedef enum impl_kind {
-#define QS_IMPL_KIND_ENUM_(code, name) code,
+#define QS_IMPL_KIND_ENUM_(code, name) code, QS_##code = code,
   QS_IMPL_KIND_TABLE(QS_IMPL_KIND_ENUM_)
 #undef QS_IMPL_KIND_ENUM_
-  IMPL_KIND_COUNT
+  IMPL_KIND_COUNT,
+  QS_IMPL_KIND_COUNT = IMPL_KIND_COUNT
 } impl_kind;
 
 /* "serial", "threaded", "opencl", "composite"; "unknown" outside the
