@@ -40,14 +40,34 @@ def split_top(params):
     return out
 
 
-def param_name(p):
+TYPE_WORDS = {"const", "volatile", "restrict", "struct", "enum", "union",
+              "unsigned", "signed", "long", "short", "int", "char", "float",
+              "double", "void"}
+
+
+def named(p, i):
+    """A parameter declaration with its name: (declaration, name); an
+    unnamed one gets the name a<i>."""
+    if p.strip() == "...":
+        raise SystemExit("prefixed.py: a variadic function cannot be "
+                         "forwarded; give it a va_list twin")
     m = re.search(r"\(\s*\*\s*(\w+)\s*\)", p)  # a function pointer
     if m:
-        return m.group(1)
-    m = re.search(r"(\w+)\s*(\[[^\]]*\])?$", p)
-    if not m or m.group(1) in ("void", "int", "char", "double", "float"):
-        raise SystemExit(f"prefixed.py: no parameter name in '{p}'")
-    return m.group(1)
+        return p, m.group(1)
+    if re.search(r"\(\s*\*\s*\)", p):
+        return re.sub(r"\(\s*\*\s*\)", f"(*a{i})", p, count=1), f"a{i}"
+    arr = re.search(r"(\[[^\]]*\])\s*$", p)
+    body = p[:arr.start()] if arr else p
+    tokens = re.findall(r"[A-Za-z_]\w*|\*", body)
+    qualifiers = {"const", "volatile", "restrict"}
+    typed = any(t != "*" and t not in qualifiers for t in tokens[:-1])
+    if (tokens and tokens[-1] != "*" and tokens[-1] not in TYPE_WORDS and typed
+            and (len(tokens) < 2 or tokens[-2] not in ("struct", "enum",
+                                                       "union"))):
+        return p, tokens[-1]
+    sep = "" if body.rstrip().endswith("*") else " "
+    return (body.rstrip() + sep + f"a{i}" + (arr.group(1) if arr else ""),
+            f"a{i}")
 
 
 types, enums, consts, funcs = [], [], [], []
@@ -73,8 +93,9 @@ for h in headers:
         if not ret:
             raise SystemExit(f"prefixed.py: no return type for {name}")
         args = [] if params in ("", "void") else split_top(params)
-        funcs.append((ret, name, params or "void",
-                      [param_name(a) for a in args]))
+        decls = [named(a, i) for i, a in enumerate(args)]
+        funcs.append((ret, name, ", ".join(d for d, _ in decls) or "void",
+                      [n for _, n in decls]))
     if read != len(re.findall(r"\bQS_API\b", code)):
         raise SystemExit(f"prefixed.py: {h}: a QS_API declaration not read")
 
