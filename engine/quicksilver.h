@@ -325,6 +325,7 @@ typedef enum impl_kind {
  * table. The string is static. */
 QS_API const char *impl_kind_name(impl_kind k);
 
+/* An input or output of a method: its name and one line of doc. */
 typedef struct slot_def {
   const char *name;
   const char *doc;
