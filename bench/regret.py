@@ -16,7 +16,10 @@ Per case it reports the oracle, the cold and the warm choice, regret =
 chosen's forced median / oracle - 1 (the decision's cost), the cold call's
 regret including calibration ((run + calibration) / oracle - 1), the
 calibration's share of the cold call, and the cold run's own time over the
-same implementation's forced median (interference, cold caches). A summary
+same implementation's forced median (interference, cold caches; the
+engine provides a large output's pages before the clock starts, so the
+host's cost of fresh memory, which back-to-back processes escape by
+reusing what the previous one freed, is not in either time). A summary
 gives medians and worst cases. Measured, never asserted: numbers depend on
 the machine and its load (printed with the table).
 
