@@ -27,8 +27,8 @@ reusing what the previous one freed, is not in either time). A summary
 gives medians and worst cases. Measured, never asserted: numbers depend on
 the machine and its load (printed with the table).
 
-Usage: regret.py [--qs PATH] [--work DIR] [--quick] [--repeats N]
-                 [--warm N] [--json FILE] [--markdown FILE]
+Usage: regret.py [--qs PATH] [--work DIR] [--quick] [--cases I,J,...]
+                 [--repeats N] [--warm N] [--json FILE] [--markdown FILE]
 """
 import argparse
 import json
@@ -197,11 +197,15 @@ def main():
     ap.add_argument('--quick', action='store_true')
     ap.add_argument('--repeats', type=int, default=3)
     ap.add_argument('--warm', type=int, default=12)
+    ap.add_argument('--cases', help='comma-separated indices into CASES '
+                    '(overrides --quick)')
     ap.add_argument('--json')
     ap.add_argument('--markdown')
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
-    cases = [CASES[i] for i in QUICK] if a.quick else CASES
+    pick = ([int(x) for x in a.cases.split(',')] if a.cases else
+            QUICK if a.quick else range(len(CASES)))
+    cases = [CASES[i] for i in pick]
     load0 = os.getloadavg()[0]
     rows = []
     for method, size, params, *only in cases:
