@@ -117,6 +117,15 @@ static double newest_fast(const agent_cand *c, size_t m) {
   return agent_fast_mean(c->walls + (c->n_walls - m), m);
 }
 
+/* Whether candidate i, timed on the key, is within AGENT_CLOSE of the best
+ * when the best is judged by as many of its newest runs as i has. */
+static int is_close(const agent_cand *c, size_t i, long best) {
+  if (c[i].excluded || !c[i].n_walls) return 0;
+  int src;
+  return agent_estimate(&c[i], 0, &src) <=
+         AGENT_CLOSE * newest_fast(&c[best], c[i].n_walls);
+}
+
 /* The evidence rules of AGENT_CLOSE (agent.h) among the candidates timed
  * on the key, given the best by estimate. A fast-half mean falls as runs
  * accumulate (more chances of a lucky run), so a favourite with many runs
@@ -125,15 +134,13 @@ static double newest_fast(const agent_cand *c, size_t m) {
  * per cent. */
 static long agent_close(const agent_cand *c, size_t n, long best,
                         uint64_t *rng, const char **reason) {
-  double best_t = c[best].fast > 0 ? c[best].fast
-                                   : agent_fast_mean(c[best].walls,
-                                                     c[best].n_walls);
   long few = -1, rival = -1;
   size_t m = AGENT_WINDOW, close = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (c[i].excluded || !c[i].n_walls) continue;
-    int src;
-    if (agent_estimate(&c[i], 0, &src) > AGENT_CLOSE * best_t) continue;
+  unsigned char near[QS_MAX_ESTIMATES];
+  size_t k = n < QS_MAX_ESTIMATES ? n : QS_MAX_ESTIMATES;
+  for (size_t i = 0; i < k; i++) {
+    near[i] = (long)i == best || is_close(c, i, best);
+    if (!near[i]) continue;
     close++;
     if (c[i].n_walls < m) m = c[i].n_walls;
     if (c[i].n_walls < AGENT_EVIDENCE &&
@@ -153,13 +160,9 @@ static long agent_close(const agent_cand *c, size_t n, long best,
   }
   /* equal footing: the newest m runs of each; then ties to evidence */
   double t[QS_MAX_ESTIMATES], lo = INFINITY;
-  size_t k = n < QS_MAX_ESTIMATES ? n : QS_MAX_ESTIMATES;
   for (size_t i = 0; i < k; i++) {
-    int src;
     t[i] = INFINITY;
-    if (c[i].excluded || !c[i].n_walls ||
-        agent_estimate(&c[i], 0, &src) > AGENT_CLOSE * best_t)
-      continue;
+    if (!near[i]) continue;
     t[i] = newest_fast(&c[i], m);
     if (t[i] < lo) lo = t[i];
   }

@@ -23,7 +23,9 @@
  * the best measured one is run once on the key (agent_choose). */
 #define AGENT_VERIFY 1.5
 /* Evidence for close candidates (agent_choose): one timed within
- * AGENT_CLOSE of the best on the key and with fewer than AGENT_EVIDENCE
+ * AGENT_CLOSE of the best on the key (the best's fast-half mean taken over
+ * as many of its newest runs as the other has) and with fewer than
+ * AGENT_EVIDENCE
  * runs there is run (fewest runs first); close ones then compare on equal
  * numbers of their newest runs, and one within AGENT_TIE of the fastest
  * there counts as tied with it, the tie going to the one with more runs.

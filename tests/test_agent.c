@@ -258,3 +258,20 @@ Test(agent, close_candidates_earn_evidence_then_compare_fairly) {
     if (!strcmp(why, "history")) cr_assert_eq(pick, 1);
   }
 }
+
+Test(agent, closeness_judges_the_favourite_by_as_many_runs) {
+  /* a's fast half (0.84) holds old lucky runs; b, run once at 1.2, is
+   * beyond 1.3x of that but within 1.3x of a's newest run (1.0): close,
+   * so it earns more runs */
+  double a[10] = {0.8, 0.8, 0.8, 0.8, 1, 1, 1, 1, 1, 1}, b[1] = {1.2};
+  agent_cand c[2] = {{.kind = IMPL_THREADED, .walls = a, .n_walls = 10},
+                     {.kind = IMPL_THREADED, .walls = b, .n_walls = 1}};
+  uint64_t rng = 3;
+  const char *why;
+  cr_assert_eq(agent_choose(c, 2, 100, 0, &rng, &why, NULL, NULL), 1);
+  cr_assert_str_eq(why, "exploration");
+  /* at 1.4 it is not close: the favourite runs */
+  b[0] = 1.4;
+  cr_assert_eq(agent_choose(c, 2, 100, 0, &rng, &why, NULL, NULL), 0);
+  cr_assert_str_eq(why, "history");
+}
