@@ -799,6 +799,32 @@ Test(dispatch, calibration_budget_bounds_each_call) {
   engine_close(e);
 }
 
+/* A candidate starts only while the budget left covers the slowest
+ * small-slice run so far: with 8 ms, threaded_dynamic's two runs (32x32
+ * and 64x64, about 3 ms each) leave 2 ms, less than 3 ms, and nothing
+ * else starts (threaded, 2 ms, would have overshot the budget). */
+Test(dispatch, calibration_starts_nothing_the_budget_left_cannot_cover) {
+  fake_reset();
+  engine_options o = {.db_path = ":memory:", .threads = 2, .no_opencl = 1,
+                      .seed = 1, .clock_ns = fake_clock,
+                      .calibration_share = 1000, .calibration_budget = 8e-3};
+  engine *e = NULL;
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_assert_eq(method_register(e, &fake_desc), QS_OK);
+  input x = make_input(4, 512, 512);
+  run_report rep;
+  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_float_eq(rep.calibration_seconds,
+                     3e-3 + 4e-9 * 1024 + 3e-3 + 4e-9 * 4096, 1e-12, "%.9f",
+                     rep.calibration_seconds);
+  cr_assert_str_eq(rep.impl, "threaded_dynamic");
+  cr_assert_eq(fake[F_THREADED].calls + fake[F_FLAKY].calls +
+                   fake[F_SERIAL].calls,
+               0);
+  free(x.px);
+  engine_close(e);
+}
+
 /* -------------------------------------------- serial runs on one thread */
 
 static int workers_seen;
