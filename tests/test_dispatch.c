@@ -799,10 +799,10 @@ Test(dispatch, calibration_budget_bounds_each_call) {
   engine_close(e);
 }
 
-/* A candidate starts only while the budget left covers the slowest
- * small-slice run so far: with 8 ms, threaded_dynamic's two runs (32x32
- * and 64x64, about 3 ms each) leave 2 ms, less than 3 ms, and nothing
- * else starts (threaded, 2 ms, would have overshot the budget). */
+/* A candidate starts only while the budget left covers CALIB_NEXT (4)
+ * times the slowest small-slice run so far: with 8 ms, threaded_dynamic's
+ * two runs (32x32 and 64x64, about 3 ms each) leave 2 ms, and nothing else
+ * starts (threaded, 2 ms, would have overshot the budget). */
 Test(dispatch, calibration_starts_nothing_the_budget_left_cannot_cover) {
   fake_reset();
   engine_options o = {.db_path = ":memory:", .threads = 2, .no_opencl = 1,
@@ -821,6 +821,21 @@ Test(dispatch, calibration_starts_nothing_the_budget_left_cannot_cover) {
   cr_assert_eq(fake[F_THREADED].calls + fake[F_FLAKY].calls +
                    fake[F_SERIAL].calls,
                0);
+  engine_close(e);
+  /* with 20 ms, 14 ms left cover 4 x 3 ms: threaded runs (2 ms); then 12
+   * ms left fall short of 4 x 3.004 ms and flaky and serial wait, while
+   * threaded also gets its second size (64x64: 2 ms more) */
+  fake_reset();
+  o.calibration_budget = 20e-3;
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_assert_eq(method_register(e, &fake_desc), QS_OK);
+  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_eq(fake[F_THREADED].small_calls, 2);
+  cr_assert_eq(fake[F_FLAKY].calls + fake[F_SERIAL].calls, 0);
+  cr_assert_float_eq(rep.calibration_seconds,
+                     3e-3 + 4e-9 * 1024 + 3e-3 + 4e-9 * 4096 + 2e-3 +
+                         3e-9 * 1024 + 2e-3 + 3e-9 * 4096,
+                     1e-12, "%.9f", rep.calibration_seconds);
   free(x.px);
   engine_close(e);
 }
