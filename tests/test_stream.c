@@ -12,6 +12,7 @@
 
 #include "method_harness.h"
 #include "methods/esrrf/esrrf.h"
+#include "methods/esrrf/stream.h"
 #include "methods/methods.h"
 #include "qs_test.h"
 #include "simulate.h"
@@ -237,6 +238,22 @@ static image es_run_on(void *dev, const image *in, int temporal, int mpc,
   return out[0];
 }
 
+/* The name of e's available OpenCL implementation of esrrf into name
+ * (QS_NAME_MAX); skips the test (closing e) when there is none. */
+static void cl_impl_or_skip(engine *e, char *name) {
+  impl_info info[QS_MAX_ESTIMATES];
+  size_t n = 0;
+  cr_assert_eq(method_impls(e, "esrrf", info, QS_MAX_ESTIMATES, &n), QS_OK);
+  name[0] = '\0';
+  for (size_t i = 0; i < n && i < QS_MAX_ESTIMATES; i++)
+    if (info[i].kind == IMPL_OPENCL && info[i].available)
+      snprintf(name, QS_NAME_MAX, "%.*s", QS_NAME_MAX - 1, info[i].name);
+  if (!name[0]) {
+    engine_close(e);
+    cr_skip_test("no available OpenCL implementation of esrrf");
+  }
+}
+
 /* The OpenCL call with a statistic folds on the device; the same device's
  * per-frame maps folded on the host in double give the reference. Over
  * 300 frames of a simulated camera stack, in two timepoints (one of 200
@@ -403,16 +420,8 @@ Test(device, esrrf_downloads_only_the_timepoints) {
   engine *e;
   engine_options o = {.db_path = ":memory:", .threads = 2};
   cr_assert_eq(engine_open(&e, &o), QS_OK);
-  impl_info info[QS_MAX_ESTIMATES];
-  size_t n = 0;
-  cr_assert_eq(method_impls(e, "esrrf", info, QS_MAX_ESTIMATES, &n), QS_OK);
-  const char *cl = NULL;
-  for (size_t i = 0; i < n && i < QS_MAX_ESTIMATES; i++)
-    if (info[i].kind == IMPL_OPENCL && info[i].available) cl = info[i].name;
-  if (!cl) {
-    engine_close(e);
-    cr_skip_test("no available OpenCL implementation of esrrf");
-  }
+  char cl[QS_NAME_MAX];
+  cl_impl_or_skip(e, cl);
   image st = sim_stack(100, 16, 12, 9);
   const uint64_t plane = 16 * 5 * 12 * 5, up = 100 * 16 * 12 * 4;
   struct {
@@ -579,6 +588,62 @@ Test(stream, timepoints_equal_method_run_bits) {
   image_free(&st);
   engine_close(e);
 }
+
+#if QS_HAVE_OPENCL
+/* The OpenCL stream keeps its chain and the timepoint's accumulators on
+ * the device across pushes (the stream's session): timepoints of 4 over 11
+ * frames, every statistic, one at a time and in uneven groups, give the
+ * batch call's bits on the same device (both fold with cl_stat), and the
+ * stream brings down exactly the 3 timepoints, 4·R·M·C·M bytes each (the
+ * short last one finished at esrrf_stream_end); it uploads the frames once
+ * plus the chain's tables once, the same fixed amount for 11 frames as
+ * for 7. */
+Test(stream, opencl_timepoints_on_the_device) {
+  engine *e = stream_engine();
+  char cl[QS_NAME_MAX];
+  cl_impl_or_skip(e, cl);
+  image st = noisy(11, 9, 8, 23);
+  static const size_t one[] = {1}, uneven[] = {3, 1, 5, 2};
+  const uint64_t px = 9 * 8, plane = 9 * 3 * 8 * 3; /* M = 3 */
+  uint64_t fixed = 0;
+  for (int t = AVG; t <= TAC2; t++)
+    for (int how = 0; how < 3; how++) {
+      size_t frames = how == 2 ? 7 : 11; /* 7: two timepoints, 4 and 3 */
+      image in = image_wrap(st.data, frames, 9, 8);
+      esrrf_stream *s = stream_open(e, t, 0, 4, 0, cl, 9, 8);
+      image res[4];
+      esrrf_stream_result info[4];
+      size_t n = stream_all(s, &in, how == 1 ? uneven : one, how == 1 ? 4 : 1,
+                            res, info, 4);
+      cr_assert_str_eq(esrrf_stream_impl(s), cl);
+      image ref = batch_run(e, &in, 0, frames, cl, t, 4);
+      size_t tps = (frames + 3) / 4;
+      cr_assert_eq(n, tps, "%zu results", n);
+      cr_assert_eq(ref.frames, tps);
+      for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(memcmp(res[i].data, ref.data + i * plane, plane * 4), 0,
+                     "temporal %d push %d: timepoint %zu differs", t, how, i);
+        image_free(&res[i]);
+      }
+      uint64_t up, down;
+      esrrf_stream_transfers(s, &up, &down);
+      cr_expect_eq(down, 4 * tps * plane, "temporal %d push %d: %llu down", t,
+                   how, (unsigned long long)down);
+      cr_assert_geq(up, 4 * frames * px);
+      uint64_t f = up - 4 * frames * px;
+      cr_expect_gt(f, 0, "the tables go up once");
+      if (fixed) cr_expect_eq(f, fixed, "temporal %d push %d", t, how);
+      if (!fixed)
+        fprintf(stderr, "opencl stream: %llu bytes of tables up once\n",
+                (unsigned long long)f);
+      fixed = f;
+      image_free(&ref);
+      esrrf_stream_close(s);
+    }
+  image_free(&st);
+  engine_close(e);
+}
+#endif
 
 /* A sliding window of 6 frames updated every 2 over 13 frames: results
  * after frames 6, 8, 10 and 12, each equal to a batch call on exactly the
