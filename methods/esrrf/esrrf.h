@@ -10,7 +10,7 @@
 #include "qs_config.h"
 
 #include "methods/math/rgc.h"
-#include "quicksilver.h"
+#include "quicksilver_method.h"
 #include "temporal.h"
 
 /* The parameter rows rgc and esrrf share, first in both tables, in this
