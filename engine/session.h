@@ -20,7 +20,7 @@
 #ifndef QS_SESSION_H
 #define QS_SESSION_H
 
-#include "quicksilver.h"
+#include "quicksilver_method.h"
 
 typedef struct call_session call_session;
 

@@ -18,7 +18,6 @@
 
 #include "methods/esrrf/esrrf.h"
 #include "methods/esrrf/sink.h"
-#include "methods/esrrf/stream.h"
 
 typedef struct pending {
   image img;
