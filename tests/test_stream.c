@@ -558,14 +558,15 @@ static size_t stream_all(esrrf_stream *s, const image *st,
 
 /* Timepoints of 4 over 11 frames (the last one short, given at the end):
  * every statistic, frames pushed one at a time and in uneven groups, gives
- * method_run's bits with the same implementation (threaded and fused,
- * forced; and whatever the engine chooses by itself). */
+ * method_run's bits with the same implementation (threaded, fused and
+ * fused_vec forced, whose tables the stream's session keeps across pushes;
+ * and whatever the engine chooses by itself). */
 Test(stream, timepoints_equal_method_run_bits) {
   engine *e = stream_engine();
   image st = noisy(11, 9, 8, 21);
   static const size_t one[] = {1}, uneven[] = {3, 1, 5, 2};
-  const char *impls[] = {"threaded", "fused", NULL};
-  for (int k = 0; k < 3; k++)
+  const char *impls[] = {"threaded", "fused", "fused_vec", NULL};
+  for (int k = 0; k < 4; k++)
     for (int t = AVG; t <= TAC2; t++)
       for (int how = 0; how < 2; how++) {
         esrrf_stream *s = stream_open(e, t, 0, 4, 0, impls[k], 9, 8);
@@ -573,7 +574,7 @@ Test(stream, timepoints_equal_method_run_bits) {
         esrrf_stream_result info[4];
         size_t n =
             stream_all(s, &st, how ? uneven : one, how ? 4 : 1, res, info, 4);
-        const char *impl = k < 2 ? impls[k] : esrrf_stream_impl(s);
+        const char *impl = impls[k] ? impls[k] : esrrf_stream_impl(s);
         cr_assert(impl[0], "no implementation recorded");
         image ref = batch_run(e, &st, 0, 11, impl, t, 4);
         cr_assert_eq(n, 3, "%zu results", n);

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "methods/esrrf/fused.h"
+#include "methods/esrrf/sink.h"
 #include "methods/methods.h"
 
 /* Candidate lists are built when all phase pairs hold at most this many
@@ -328,10 +329,48 @@ static void fz_pass_done(fused *s) { (void)s; }
 const fused_variant fused_scalar_pass = {fz_pass_plan, fz_pass_frame,
                                          fz_pass_done, 0};
 
+/* --- the live stream's session (stream.c, sink.h; helper "stream") --- */
+/* The stream's calls share one geometry: the first call's tables, grids
+ * and variant state are kept in the stream's session for the later calls
+ * and released when the stream closes. */
+static void fz_session_free(void *p) {
+  fused *s = p;
+  s->var->done(s);
+  fused_free(s);
+}
+
+static int fz_session_run(const method_call *c, const fused_variant *var,
+                          call_session *cs) {
+  fused *s = call_session_state(cs, "esrrf.fused");
+  if (!s || s->var != var) {
+    s = calloc(1, sizeof *s);
+    if (!s) return QS_ENOMEM;
+    s->c = c;
+    s->var = var;
+    esrrf_geom_of(c, &s->g);
+    int rc = fz_plan(s);
+    if (!rc) rc = var->plan(s);
+    if (rc) fz_session_free(s);
+    /* keep releases s itself when it fails */
+    if (!rc) rc = call_session_keep(cs, "esrrf.fused", s, fz_session_free);
+    if (rc) {
+      snprintf(c->err, c->err_len, "esrrf: no memory for the fused tables");
+      return rc;
+    }
+  }
+  s->c = c;
+  s->g.frames = c->in[0].frames;
+  s->g.fpt = s->g.frames;
+  return esrrf_drive(c, &s->g, 1, fz_maps, s);
+}
+/* --- end of the live stream's session --- */
+
 int fused_run(const method_call *c, const fused_variant *var) {
+  if (!var) var = &fused_scalar_pass;
+  call_session *cs; /* the live stream's call (sink.h) */
+  if (esrrf_sink_of(c, &cs)) return fz_session_run(c, var, cs);
   fused *s = calloc(1, sizeof *s);
   if (!s) return QS_ENOMEM;
-  if (!var) var = &fused_scalar_pass;
   s->c = c;
   s->var = var;
   esrrf_geom_of(c, &s->g);
