@@ -329,6 +329,27 @@ static void fz_pass_done(fused *s) { (void)s; }
 const fused_variant fused_scalar_pass = {fz_pass_plan, fz_pass_frame,
                                          fz_pass_done, 0};
 
+/* A state for c with var's plan, or NULL with *rc (and c->err). */
+static fused *fz_open(const method_call *c, const fused_variant *var,
+                      int *rc) {
+  fused *s = calloc(1, sizeof *s);
+  *rc = s ? QS_OK : QS_ENOMEM;
+  if (!s) return NULL;
+  s->c = c;
+  s->var = var;
+  esrrf_geom_of(c, &s->g);
+  *rc = fz_plan(s);
+  if (!*rc) *rc = var->plan(s);
+  if (!*rc) return s;
+  snprintf(c->err, c->err_len,
+           "esrrf: no memory for the fused tables and one frame's grids "
+           "(%d x %d input, magnification %d)",
+           s->g.rows, s->g.cols, s->g.mag);
+  var->done(s);
+  fused_free(s);
+  return NULL;
+}
+
 /* --- the live stream's session (stream.c, sink.h; helper "stream") --- */
 /* The stream's calls share one geometry: the first call's tables, grids
  * and variant state are kept in the stream's session for the later calls
@@ -342,21 +363,12 @@ static void fz_session_free(void *p) {
 static int fz_session_run(const method_call *c, const fused_variant *var,
                           call_session *cs) {
   fused *s = call_session_state(cs, "esrrf.fused");
+  int rc = QS_OK;
   if (!s || s->var != var) {
-    s = calloc(1, sizeof *s);
-    if (!s) return QS_ENOMEM;
-    s->c = c;
-    s->var = var;
-    esrrf_geom_of(c, &s->g);
-    int rc = fz_plan(s);
-    if (!rc) rc = var->plan(s);
-    if (rc) fz_session_free(s);
+    s = fz_open(c, var, &rc);
     /* keep releases s itself when it fails */
-    if (!rc) rc = call_session_keep(cs, "esrrf.fused", s, fz_session_free);
-    if (rc) {
-      snprintf(c->err, c->err_len, "esrrf: no memory for the fused tables");
-      return rc;
-    }
+    if (s) rc = call_session_keep(cs, "esrrf.fused", s, fz_session_free);
+    if (rc) return rc;
   }
   s->c = c;
   s->g.frames = c->in[0].frames;
@@ -369,20 +381,10 @@ int fused_run(const method_call *c, const fused_variant *var) {
   if (!var) var = &fused_scalar_pass;
   call_session *cs; /* the live stream's call (sink.h) */
   if (esrrf_sink_of(c, &cs)) return fz_session_run(c, var, cs);
-  fused *s = calloc(1, sizeof *s);
-  if (!s) return QS_ENOMEM;
-  s->c = c;
-  s->var = var;
-  esrrf_geom_of(c, &s->g);
-  int rc = fz_plan(s);
-  if (!rc) rc = var->plan(s);
-  if (rc)
-    snprintf(c->err, c->err_len,
-             "esrrf: no memory for the fused tables and one frame's grids "
-             "(%d x %d input, magnification %d)",
-             s->g.rows, s->g.cols, s->g.mag);
-  else
-    rc = esrrf_drive(c, &s->g, 1, fz_maps, s);
+  int rc;
+  fused *s = fz_open(c, var, &rc);
+  if (!s) return rc;
+  rc = esrrf_drive(c, &s->g, 1, fz_maps, s);
   var->done(s);
   fused_free(s);
   return rc;
