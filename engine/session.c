@@ -1,5 +1,7 @@
 /* session.c — implementation sessions (session.h): a few tagged states
- * and the caller's sink, reached from a call through its engine. */
+ * and the caller's sink; the engine hands the attached session to every
+ * call it makes (method_call.session_, call.c), and call_session_of
+ * keeps it for the call on the claimed input. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,8 +51,7 @@ void call_session_detach(engine *e) {
 }
 
 call_session *call_session_of(const method_call *c) {
-  const engine *e = c->engine_;
-  call_session *s = e ? e->session : NULL;
+  call_session *s = c->session_;
   if (!s || !s->claim || !c->in || !c->n_in || c->in[0].data != s->claim)
     return NULL;
   return s;

@@ -14,8 +14,9 @@
  * recording of the calls are unchanged: each is a method_run like any
  * other.
  *
- * Internal to the library: the engine's one field (engine.session) and
- * these functions; a session is used by one thread at a time, like its
+ * Internal to the library: the engine's field (engine.session), the
+ * call's private method_call.session_ (set by call_init) and these
+ * functions; a session is used by one thread at a time, like its
  * engine, which must outlive it. */
 #ifndef QS_SESSION_H
 #define QS_SESSION_H
