@@ -108,7 +108,7 @@ static int slice_make(engine *e, const prep *pr, size_t rows, size_t cols,
     for (size_t i = 0; i < d->n_outputs; i++)
       shape[i] = (image){NULL, sl->in[0].frames, sl->in[0].rows,
                          sl->in[0].cols, NULL};
-  if (!rc) rc = key_text(d, sl->in, pr->p, sl->key, sizeof sl->key);
+  if (!rc) rc = key_slice_text(d, sl->in, pr->p, sl->key, sizeof sl->key);
   if (!rc) rc = outputs_alloc(e, shape, d->n_outputs, sl->out);
   if (rc) {
     outputs_free(sl->in, d->n_inputs);
