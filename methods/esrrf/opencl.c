@@ -800,6 +800,7 @@ static int cl_session_run(const method_call *c, call_session *cs,
     s->c = c;
     s->ran = -1;
     esrrf_geom_of(c, &s->g);
+    if (sk->chunk > s->g.frames) s->g.frames = sk->chunk; /* batch size */
     rc = cl_setup(s);
     if (!rc && sk->device_ok)
       rc = cl_stat_open(&s->st, c->device, sk->kind, s->g.plane, c->err,

@@ -28,6 +28,8 @@ typedef struct esrrf_sink {
   esrrf_partial *partial; /* the host timepoint (or sliding block) */
   int device_ok;          /* the timepoint may live on a device */
   uint64_t n0;            /* frames of the timepoint before this call */
+  size_t chunk;           /* the most frames any call of the stream has
+                             (state sized at the first call serves all) */
   float *out;             /* set: this call completes the timepoint */
   /* Set by the implementation: frames of this call folded (also on
    * failure: those before it), and for a timepoint kept on a device how

@@ -277,6 +277,7 @@ static int stream_call(esrrf_stream *s, const float *frames, size_t n,
                          .partial = &s->cur,
                          .device_ok = !s->sliding,
                          .n0 = s->cur_n,
+                         .chunk = s->chunk < goal ? s->chunk : goal,
                          .out = img.data};
   run_report rep;
   call_session_attach(s->e, s->cs, frames, &s->sink);
