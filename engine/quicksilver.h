@@ -734,11 +734,13 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * 8·s·P bytes (on an OpenCL device instead: its accumulators, 4·P·(2, 5
  * or 6) bytes, and one batch of its chain's buffers); sliding
  * 8·s·P·(N/K + 1) (one partial per K frames of the window, and one to
- * merge them); plus the maps of one batch of the implementation (4·P for
- * the fused paths), the output the engine allocates for a push's chunk
- * and never writes (at most max(ESRRF_STREAM_MAP_BYTES, 4·P), virtual
- * memory mostly) and 4·P per result waiting to be taken (at most
- * max_pending, one more after esrrf_stream_end). */
+ * merge them); plus the maps of one batch of the implementation, kept
+ * across pushes (4·P for the fused paths; OpenCL, sliding: at most a
+ * chunk's, within max(ESRRF_STREAM_MAP_BYTES, 4·P)), the output the
+ * engine allocates for a push's chunk and never writes (at most
+ * max(ESRRF_STREAM_MAP_BYTES, 4·P), virtual memory mostly) and 4·P per
+ * result waiting to be taken (at most max_pending, one more after
+ * esrrf_stream_end). */
 #define ESRRF_STREAM_CHUNK 16
 #define ESRRF_STREAM_MAP_BYTES ((size_t)256 << 20)
 
