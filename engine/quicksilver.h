@@ -446,9 +446,10 @@ typedef struct run_report {
                              (a model from this call's calibration),
                              "verification" (known only by its model, within
                              1.5x of the measured best: run once on the key),
-                             "exploration" (a delayed favourite), "fallback"
-                             (after failures), "static" (kind and size
-                             only) */
+                             "exploration" (a close candidate short of
+                             runs, a close runner-up revisited, or a
+                             delayed favourite), "fallback" (after
+                             failures), "static" (kind and size only) */
   double seconds;         /* wall seconds of the run that produced it */
   double device_seconds;  /* OpenCL: device time; else 0 */
   double once_seconds;    /* one-time costs inside that run */
