@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "method_harness.h"
-#include "methods/esrrf/esrrf.h"
+#include "methods/rgc.h"
 #include "methods/methods.h"
 #include "qs_test.h"
 

@@ -305,7 +305,7 @@ static const slot_def esrrf_outputs[] = {
                "temporal=none: the per-frame maps (F, R·M, C·M)"},
 };
 static const param_def esrrf_params[] = {
-    RGC_PARAM_ROWS,
+    RGC_PARAM_ROWS
     {"frames_per_timepoint", PARAM_INT, 0, 0, INT_MAX, 0, NULL,
      "frames per output timepoint (0: all frames; the last may be short)"},
     {"temporal", PARAM_ENUM, TEMPORAL_AVG, 0, 0, 0, TEMPORAL_CHOICES,

@@ -1,6 +1,5 @@
-/* opencl.c — the OpenCL implementations of rgc and eSRRF.
- *
- * rgc streams its three inputs through rgc.cl with cl_frames.
+/* opencl.c — the OpenCL implementation of eSRRF (rgc's is in
+ * methods/rgc.c).
  *
  * eSRRF's chained path keeps everything on the device: one upload of the
  * raw frames, the half-pixel gradient grids with 1/|G| (esrrf.cl, no ×2M
@@ -53,55 +52,6 @@
 
 /* Floats before and after the gradient grids (esrrf.cl's ESRRF_GUARD). */
 #define ESRRF_CL_GUARD 16
-
-/* Build options of rgc.cl and esrrf.cl. Pixel centres (i + 0.5) / M must
- * be the correctly rounded quotient: where it is exactly k + 1/2 (M odd,
- * i = k·M + (M − 1)/2), a quotient one ulp low moves the whole search
- * window by half a pixel. So no relaxed math (the reference's chained path
- * uses it, and inherits that flaw); contractions to mad are harmless. */
-#define RGC_CL_OPTIONS "-cl-fp32-correctly-rounded-divide-sqrt -cl-mad-enable"
-
-/* Sets rgc.cl's arguments from `first` on: the constants, the margin,
- * weighting, and the gradient layout with its floats per frame. */
-static int rgc_cl_args_set(cl_kernel k, cl_uint first, const rgc_consts *rc,
-                           int margin, int weight, const rgc_grid *g,
-                           cl_long g_plane, char *err, size_t err_len) {
-  cl_int mag = rc->mag, mg = margin, w = weight, step = g->step;
-  cl_long width = g->width;
-  cl_int e = CL_SUCCESS;
-  e |= clSetKernelArg(k, first + 0, sizeof mag, &mag);
-  e |= clSetKernelArg(k, first + 1, sizeof(float), &rc->fwhm);
-  e |= clSetKernelArg(k, first + 2, sizeof(float), &rc->tss);
-  e |= clSetKernelArg(k, first + 3, sizeof(float), &rc->tso);
-  e |= clSetKernelArg(k, first + 4, sizeof(float), &rc->sens);
-  e |= clSetKernelArg(k, first + 5, sizeof mg, &mg);
-  e |= clSetKernelArg(k, first + 6, sizeof w, &w);
-  e |= clSetKernelArg(k, first + 7, sizeof step, &step);
-  e |= clSetKernelArg(k, first + 8, sizeof(float), &g->limit_r);
-  e |= clSetKernelArg(k, first + 9, sizeof(float), &g->limit_c);
-  e |= clSetKernelArg(k, first + 10, sizeof(float), &g->clamp_r);
-  e |= clSetKernelArg(k, first + 11, sizeof(float), &g->clamp_c);
-  e |= clSetKernelArg(k, first + 12, sizeof width, &width);
-  e |= clSetKernelArg(k, first + 13, sizeof g_plane, &g_plane);
-  return cl_status(e, "setting the rgc kernel's arguments", err, err_len);
-}
-
-/* ------------------------------------------------------------------ rgc */
-
-static int rgc_cl_args(cl_kernel k, cl_uint first, const method_call *c) {
-  rgc_consts rc = rgc_consts_of(c->p);
-  int rows_m = (int)c->in[2].rows, cols_m = (int)c->in[2].cols;
-  rgc_grid g = rgc_grid_full(rows_m, cols_m, rc.mag);
-  return rgc_cl_args_set(k, first, &rc, rgc_margin(rc.fwhm, rc.mag),
-                         c->p[P_IW] != 0, &g, (cl_long)4 * rows_m * cols_m,
-                         c->err, c->err_len);
-}
-
-int rgc_run_opencl(const method_call *c) {
-  static const cl_frames_job job = {"rgc.cl", "rgc", RGC_CL_OPTIONS,
-                                    rgc_cl_args};
-  return cl_frames_run(c, &job);
-}
 
 /* ---------------------------------------------------------------- eSRRF */
 
