@@ -26,7 +26,7 @@
 #include "agent.h"
 #include "pool.h"
 #include "timer.h"
-#include "quicksilver.h"
+#include "quicksilver_method.h"
 
 #define QS_ERR_MAX 2048
 

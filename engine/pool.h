@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "quicksilver.h"
+#include "quicksilver_method.h"
 
 typedef struct pool pool;
 

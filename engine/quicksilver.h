@@ -1,10 +1,17 @@
 /*
- * quicksilver.h — the public interface of quicksilver.
+ * quicksilver.h — the interface of quicksilver for host programs.
  *
  * quicksilver runs image-processing methods through an auto-tuning
  * dispatcher: every method has several implementations (serial, threaded,
  * OpenCL per device, ...); the engine times them on the caller's real inputs,
  * keeps every timing in SQLite and picks the fastest for each input.
+ *
+ * Two headers: this one is everything a program that runs methods needs
+ * (images, the engine, parameters, method listing, method_run and
+ * method_estimate, the timing store, live eSRRF). quicksilver_method.h adds
+ * what only a method author needs (the implementation table, the call
+ * context an implementation receives, method_register); it includes this
+ * header, and this header includes nothing of it.
  *
  * Conventions
  *  - Every call that can fail returns an int status (QS_OK == 0, otherwise a
@@ -13,7 +20,7 @@
  *  - Images are float32, (frames, rows, cols), row-major, frames outermost.
  *  - Ownership is stated per function. Nothing here is a process global.
  *
- * Compiles as C11 and as C++ (checked by tests/test_header_cxx.cpp).
+ * Compiles as C11 and as C++ (checked by tests/header_cxx.cpp).
  */
 #ifndef QUICKSILVER_H
 #define QUICKSILVER_H
@@ -248,15 +255,6 @@ typedef struct param_def {
   const char *doc;     /* one line */
 } param_def;
 
-/* Limits of a method descriptor, checked by method_register (QS_EINVAL
- * naming the method and the limit): parameters, input and output slots,
- * and implementations as the engine runs them (an OpenCL implementation
- * counts once per device). */
-#define QS_MAX_PARAMS 64
-#define QS_MAX_INPUTS 16
-#define QS_MAX_OUTPUTS 16
-#define QS_MAX_IMPLS QS_MAX_ESTIMATES
-
 /* Parses `text` as a value of parameter *d: int (decimal), float, bool
  * (true/false/1/0/yes/no/on/off), enum (a name from choices, giving its
  * index); then checks the range as params_check. QS_EPARAM with a message
@@ -287,7 +285,7 @@ QS_API int params_resolve(const param_def *defs, size_t n, const param *given,
 QS_API int params_format(const param_def *d, double value, char *buf,
                          size_t len);
 
-/* ------------------------------------------------------- implementations */
+/* --------------------------------------------------------------- methods */
 
 /* One table gives the kinds and their names. */
 #define QS_IMPL_KIND_TABLE(X)                                                \
@@ -307,84 +305,31 @@ typedef enum impl_kind {
  * table. The string is static. */
 QS_API const char *impl_kind_name(impl_kind k);
 
-/* Pool schedules, as OpenMP's. */
-typedef enum schedule {
-  SCHED_STATIC,  /* chunk 0: one contiguous block per thread;
-                    chunk > 0: chunks dealt round robin */
-  SCHED_DYNAMIC, /* chunks taken from a shared counter */
-  SCHED_GUIDED   /* remaining / (2 * threads), never below chunk */
-} schedule;
-
-typedef struct method_call method_call;
-
-/* A body for method_call.parallel_for: handles [begin, end); `worker` is in
- * [0, threads). A nonzero return stops further chunks and is returned. */
-typedef int (*range_fn)(void *ctx, size_t begin, size_t end, int worker);
-
-/* What the engine hands an implementation. Outputs are allocated, zeroed and
- * shaped by the engine before the call. An implementation writes a message
- * into err on failure and returns a status. */
-struct method_call {
-  const image *in;
-  size_t n_in;
-  image *out;
-  size_t n_out;
-  const double *p;   /* parameter values in table order (bool 0/1, enum
-                        index) */
-  int threads;       /* threads of the engine's pool */
-  schedule sched;    /* the implementation's schedule */
-  size_t chunk;      /* the implementation's chunk (0: schedule default) */
-  /* Runs body over [begin, end) on the pool with this call's schedule. */
-  int (*parallel_for)(const method_call *c, size_t begin, size_t end,
-                      range_fn body, void *ctx);
-  void *device;      /* IMPL_OPENCL: the device (cl/ runtime), else NULL */
-  /* Runs another method through the dispatcher (composite
-   * implementations): impl NULL lets the agent choose. out[0..n_out)
-   * receive engine-allocated images the composite releases (image_free);
-   * on failure the message is in err. */
-  int (*step)(const method_call *c, const char *method, const char *impl,
-              const image *in, size_t n_in, const param *p, size_t n_p,
-              image *out, size_t n_out);
-  /* Written by OpenCL implementations: seconds spent on the device and in
-   * one-time costs (program build, first launch of a new size). */
-  double *device_seconds;
-  double *once_seconds;
-  char *err;
-  size_t err_len;
-  void *engine_; /* private */
-};
-
-typedef int (*impl_fn)(const method_call *c);
-
-/* One implementation of a method. For IMPL_OPENCL the engine registers one
- * implementation per OpenCL device, named "<name>:<device slug>" (without
- * devices: one unavailable implementation "<name>"). Names are short
- * (under 32 characters) and unique within the method. Order in the table:
- * within a kind, from the reference to the most refined variant; when the
- * calibration budget cannot time every cold implementation, the ones
- * declared last are timed first. */
-typedef struct impl_def {
-  const char *name;
-  impl_kind kind;
-  impl_fn run;
-  /* Availability on this machine for this call; NULL: always. A nonzero
-   * return makes the implementation unavailable, with `why`. Listing calls
-   * it with no inputs (n_in == 0) and the default parameters. */
-  int (*probe)(const method_call *c, char *why, size_t why_len);
-  int version;   /* bump when the numbers or the speed change (built-in
-                    methods also record a hash of their code, so a
-                    forgotten bump cannot revive stale timings) */
-  schedule sched;
-  size_t chunk;
-} impl_def;
-
 typedef struct slot_def {
   const char *name;
   const char *doc;
 } slot_def;
 
+/* A method's implementation table entry: defined in quicksilver_method.h,
+ * for method authors; a host program only lists implementations
+ * (method_impls). */
+struct impl_def;
+
+/* Limits of a method descriptor, checked by method_register (QS_EINVAL
+ * naming the method and the limit): parameters, input and output slots,
+ * and implementations as the engine runs them (an OpenCL implementation
+ * counts once per device). Every registered method is within them, so a
+ * host may size its arrays by them. */
+#define QS_MAX_PARAMS 64
+#define QS_MAX_INPUTS 16
+#define QS_MAX_OUTPUTS 16
+#define QS_MAX_IMPLS QS_MAX_ESTIMATES
+
 /* A method: one descriptor, from which validation, CLI flags, help, JSON,
- * the store key and the benchmark grid all derive. */
+ * the store key and the benchmark grid all derive. Host programs read the
+ * descriptors of the registered methods (method_at, method_find) for names,
+ * slots, parameters and the shape and work rules; a method author fills
+ * one and registers it with quicksilver_method.h. */
 typedef struct method_desc {
   const char *name;
   const char *doc;
@@ -394,7 +339,7 @@ typedef struct method_desc {
   size_t n_outputs;
   const param_def *params;
   size_t n_params;
-  const impl_def *impls;
+  const struct impl_def *impls; /* quicksilver_method.h */
   size_t n_impls;
   /* Checks the input shapes against the parameter values and sets the
    * frames/rows/cols of every output (data untouched). On a mismatch it
@@ -418,11 +363,6 @@ typedef struct method_desc {
   int (*slice)(const image *in, const double *p, size_t rows, size_t cols,
                image *out);
 } method_desc;
-
-/* Registers a host program's method on this engine. The descriptor and
- * everything it points to must outlive the engine. QS_EEXISTS if the name is
- * taken. */
-QS_API int method_register(engine *e, const method_desc *desc);
 
 /* Listing: the registered methods (built-in first, then registered ones).
  * Pointers stay valid for the life of the engine. */

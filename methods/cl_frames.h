@@ -16,7 +16,7 @@
 #define QS_METHODS_CL_FRAMES_H
 
 #include "qs_config.h"
-#include "quicksilver.h"
+#include "quicksilver_method.h"
 
 #if QS_HAVE_OPENCL
 #include "cl/clrt.h"

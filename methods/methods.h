@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "qs_config.h"
-#include "quicksilver.h"
+#include "quicksilver_method.h"
 
 extern const method_desc method_shift_magnify, method_roberts_cross;
 extern const method_desc method_rgc, method_esrrf;

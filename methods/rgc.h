@@ -12,7 +12,7 @@
 #include "qs_config.h"
 
 #include "methods/math/rgc.h"
-#include "quicksilver.h"
+#include "quicksilver_method.h"
 
 /* The parameter rows rgc and esrrf share, first in both tables, in this
  * order: X(index, name, type, default, min, max, flags, choices, doc).

@@ -1,5 +1,9 @@
-// header_cxx.cpp — proves quicksilver.h compiles and links as C++.
-#include "quicksilver.h"
+// header_cxx.cpp — proves both public headers (quicksilver.h for host
+// programs, quicksilver_method.h for method authors) compile and link as
+// C++.
+#include "quicksilver_method.h"
+
+static int cxx_impl(const method_call *c) { return c->n_out ? QS_OK : QS_EINVAL; }
 
 extern "C" int qs_header_cxx_probe(void) {
   image img = image_wrap(nullptr, 1, 2, 3);
@@ -7,6 +11,14 @@ extern "C" int qs_header_cxx_probe(void) {
   rq.inputs = &img;
   rq.n_inputs = 1;
   (void)rq;
+  // An implementation table entry and a call, as a C++ method author writes
+  // them: the one-output call succeeds, the zero-output one does not.
+  static const impl_def impls[] = {
+      {"serial", IMPL_SERIAL, cxx_impl, nullptr, 1, SCHED_STATIC, 0}};
+  method_call c = {};
+  if (impls[0].run(&c) != QS_EINVAL) return -1;
+  c.n_out = 1;
+  if (impls[0].run(&c) != QS_OK) return -1;
   int n = 0;
   for (int s = QS_OK; s < QS_STATUS_COUNT; s++) n += status_name(s) ? 1 : 0;
   return n;

@@ -13,7 +13,7 @@
 
 #include "cl/clrt.h"
 #include "engine/pool.h"
-#include "quicksilver.h"
+#include "quicksilver_method.h"
 
 #define HARNESS_THREADS 2
 

@@ -1,9 +1,15 @@
-/* test_header.c — the public header compiles as C11 (this file) and as C++
- * (header_cxx.cpp, linked in when a C++ compiler is present). */
+/* test_header.c — the host header compiles as C11 on its own (this file)
+ * and both public headers as C++ (header_cxx.cpp, linked in when a C++
+ * compiler is present). */
 #include <criterion/criterion.h>
 
 #include "qs_test.h"
 #include "quicksilver.h"
+
+/* The host header brings in nothing of the method-authoring one. */
+#ifdef QUICKSILVER_METHOD_H
+#error "quicksilver.h includes quicksilver_method.h"
+#endif
 
 TestSuite(header, .fini = qs_leak_check);
 

@@ -10,7 +10,7 @@
 #include "qs_config.h"
 
 #include "methods/rgc.h"
-#include "quicksilver.h"
+#include "quicksilver_method.h"
 #include "temporal.h"
 
 /* eSRRF's parameters after rgc's rows (methods/rgc.h), in its table's

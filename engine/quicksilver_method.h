@@ -1,0 +1,106 @@
+/*
+ * quicksilver_method.h — the interface for method authors.
+ *
+ * A method is a descriptor (method_desc, in quicksilver.h, where host
+ * programs read it too, with the limits QS_MAX_PARAMS, QS_MAX_INPUTS,
+ * QS_MAX_OUTPUTS and QS_MAX_IMPLS it must keep) whose implementation table
+ * is made of the impl_def entries declared here. The engine calls an
+ * implementation with a method_call: the inputs, the outputs it allocated,
+ * the parameter values, its thread pool and, for OpenCL, the device. A
+ * host program registers its own methods with method_register.
+ *
+ * Programs that only run methods include quicksilver.h alone; this header
+ * includes it. Compiles as C11 and as C++ (tests/header_cxx.cpp).
+ */
+#ifndef QUICKSILVER_METHOD_H
+#define QUICKSILVER_METHOD_H
+
+#include "quicksilver.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a threaded implementation's range is split over the pool (as
+ * OpenMP's schedules). */
+typedef enum schedule {
+  SCHED_STATIC,  /* chunk 0: one contiguous block per thread;
+                    chunk > 0: chunks dealt round robin */
+  SCHED_DYNAMIC, /* chunks taken from a shared counter */
+  SCHED_GUIDED   /* remaining / (2 * threads), never below chunk */
+} schedule;
+
+typedef struct method_call method_call;
+
+/* A body for method_call.parallel_for: handles [begin, end); `worker` is in
+ * [0, threads). A nonzero return stops further chunks and is returned. */
+typedef int (*range_fn)(void *ctx, size_t begin, size_t end, int worker);
+
+/* What the engine hands an implementation. Outputs are allocated, zeroed and
+ * shaped by the engine before the call. An implementation writes a message
+ * into err on failure and returns a status. */
+struct method_call {
+  const image *in;
+  size_t n_in;
+  image *out;
+  size_t n_out;
+  const double *p;   /* parameter values in table order (bool 0/1, enum
+                        index) */
+  int threads;       /* threads of the engine's pool */
+  schedule sched;    /* the implementation's schedule */
+  size_t chunk;      /* the implementation's chunk (0: schedule default) */
+  /* Runs body over [begin, end) on the pool with this call's schedule. */
+  int (*parallel_for)(const method_call *c, size_t begin, size_t end,
+                      range_fn body, void *ctx);
+  void *device;      /* IMPL_OPENCL: the device (cl/ runtime), else NULL */
+  /* Runs another method through the dispatcher (composite
+   * implementations): impl NULL lets the agent choose. out[0..n_out)
+   * receive engine-allocated images the composite releases (image_free);
+   * on failure the message is in err. */
+  int (*step)(const method_call *c, const char *method, const char *impl,
+              const image *in, size_t n_in, const param *p, size_t n_p,
+              image *out, size_t n_out);
+  /* Written by OpenCL implementations: seconds spent on the device and in
+   * one-time costs (program build, first launch of a new size). */
+  double *device_seconds;
+  double *once_seconds;
+  char *err;
+  size_t err_len;
+  void *engine_; /* private */
+};
+
+typedef int (*impl_fn)(const method_call *c);
+
+/* One implementation of a method. For IMPL_OPENCL the engine registers one
+ * implementation per OpenCL device, named "<name>:<device slug>" (without
+ * devices: one unavailable implementation "<name>"). Names are short
+ * (under 32 characters) and unique within the method. Order in the table:
+ * within a kind, from the reference to the most refined variant; when the
+ * calibration budget cannot time every cold implementation, the ones
+ * declared last are timed first. */
+typedef struct impl_def {
+  const char *name;
+  impl_kind kind;
+  impl_fn run;
+  /* Availability on this machine for this call; NULL: always. A nonzero
+   * return makes the implementation unavailable, with `why`. Listing calls
+   * it with no inputs (n_in == 0) and the default parameters. */
+  int (*probe)(const method_call *c, char *why, size_t why_len);
+  int version;   /* bump when the numbers or the speed change (built-in
+                    methods also record a hash of their code, so a
+                    forgotten bump cannot revive stale timings) */
+  schedule sched;
+  size_t chunk;
+} impl_def;
+
+/* Registers a host program's method on this engine, after checking the
+ * descriptor against the limits above (QS_EINVAL naming the method and the
+ * limit). The descriptor and everything it points to must outlive the
+ * engine. QS_EEXISTS if the name is taken. */
+QS_API int method_register(engine *e, const method_desc *desc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QUICKSILVER_METHOD_H */
