@@ -218,17 +218,20 @@ esrrf_terms(const esrrf_lanes *k, __global const esrrf_vcand *cd, int e0,
  * its representative's m macro-pixels away: its centre (x + 0.5)/M is
  * k + (px + 0.5)/M up to a rounding smaller than 1/(2M) below
  * RGC_MAX_SIDE, which never moves 2·centre across an integer (that part
- * is an integer or at least 1/M from one). ex_at: per column phase px,
- * e_x of its pixels k = 0, 1, ... (rgc_shift's, made on the host in the
- * C code's rounding, padded to a multiple of ESRRF_PAD). The intensity:
- * the output columns' taps (itaps after the R·M rows' ones) over the
- * row's column sums (ivs, esrrf_magv). */
+ * is an integer or at least 1/M from one). lane: per column phase px and
+ * its pixels k = 0, 1, ... (padded to a multiple of ESRRF_PAD), planes
+ * e_x (rgc_shift's, made on the host in the C code's rounding), the four
+ * intensity weights and the first input column (−1: fewer than four
+ * valid; opencl.c, cl_lane_table). The intensity: the output columns'
+ * taps over the row's column sums (ivs, esrrf_magv), as vectors where the
+ * lanes' first columns are consecutive (the same sums in the same order
+ * as esrrf_tapsum), else from itaps (after the R·M rows' taps). */
 __kernel void esrrf_rgc(__global const float *grid, __global const float *ivs,
                         __global const esrrf_taps *itaps,
                         __global float *out,
                         __global const esrrf_vcand *vcand,
                         __global const int *vcand_at,
-                        __global const float *ex_at, int n_frames, int rows,
+                        __global const float *lane, int n_frames, int rows,
                         int cols, int mag, int start, int win, float tso,
                         float sens, int margin, int weight, int gw) {
   int gid = (int)get_global_id(0), l = (int)get_global_id(1);
@@ -260,8 +263,10 @@ __kernel void esrrf_rgc(__global const float *grid, __global const float *ivs,
   float ca[ESRRF_LANES];
   for (int i = 0; i < ESRRF_LANES; i++)
     ca[i] = (float)(2 * (k0 + i));
-  k.ex = vloadv(0, ex_at + px * ((cols + ESRRF_PAD - 1) / ESRRF_PAD) *
-                              ESRRF_PAD + k0);
+  long lplane = (long)mag * ((cols + ESRRF_PAD - 1) / ESRRF_PAD) * ESRRF_PAD;
+  __global const float *ln =
+      lane + px * ((cols + ESRRF_PAD - 1) / ESRRF_PAD) * ESRRF_PAD + k0;
+  k.ex = vloadv(0, ln);
   k.col0 = vloadv(0, ca);
   /* every tap of every lane in bounds: straight-line loops */
   int by = (int)(RGC_GM * rgc_center(y, mag));
@@ -281,21 +286,48 @@ __kernel void esrrf_rgc(__global const float *grid, __global const float *ivs,
     esrrf_terms(&k, vcand, v0, v1, 0, 0, &rgc, &wsum);
     esrrf_terms(&k, vcand, v1, v2, 1, 0, &rgc, &wsum);
   }
-  float ra[ESRRF_LANES], wa[ESRRF_LANES];
-  vstorev(rgc, 0, ra);
-  vstorev(wsum, 0, wa);
+  /* rgc_finish on the lanes: the ratio where Wsum > 0, then negatives to
+   * 0, or the power (sens > 1, lane by lane) */
+  const floatv zero = 0;
+  floatv v = select(zero, rgc / wsum, wsum > zero);
+  float va[ESRRF_LANES];
+  if (sens > 1) {
+    float ra[ESRRF_LANES], wa[ESRRF_LANES];
+    vstorev(rgc, 0, ra);
+    vstorev(wsum, 0, wa);
+    for (int i = 0; i < ESRRF_LANES; i++)
+      va[i] = rgc_finish(ra[i], wa[i], sens);
+    v = vloadv(0, va);
+  } else {
+    v = select(v, zero, v < zero);
+  }
   __global const float *irow = ivs + ((long)f * rows_m + y) * cols;
+  int regular = 0;
+  if (weight) {
+    floatv first = vloadv(0, ln + 5 * lplane);
+    float f0 = first.s0;
+    regular = f0 >= 0 && lanes == ESRRF_LANES &&
+              all(first == f0 + (k.col0 - k.col0.s0) / 2);
+    if (regular) {
+      __global const float *p = irow + (int)f0;
+      floatv q = zero;
+      for (int j = 0; j < 4; j++)
+        q = q + vloadv(0, p + j) * vloadv(0, ln + (1 + j) * lplane);
+      v = v * q;
+    }
+  }
+  vstorev(v, 0, va);
   for (int i = 0; i < lanes; i++) {
     int x = x0 + i * mag;
-    float v = 0.0f;
+    float o = 0.0f;
     if (x >= margin && x < cols_m - margin) {
-      v = rgc_finish(ra[i], wa[i], sens);
-      if (weight) {
+      o = va[i];
+      if (weight && !regular) {
         esrrf_taps t = itaps[rows_m + x];
-        v = v * esrrf_tapsum(irow, &t);
+        o = o * esrrf_tapsum(irow, &t);
       }
     }
-    orow[x] = v;
+    orow[x] = o;
   }
 }
 

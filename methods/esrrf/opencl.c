@@ -145,7 +145,8 @@ typedef struct chained {
   size_t batch, per_frame[B_COUNT];
   size_t global[K_COUNT][3];
   cl_mem vcand, vcand_at; /* the phase pairs' candidate samples */
-  cl_mem ex;              /* per column phase, its pixels' e_x */
+  cl_mem ex;              /* per column phase, its pixels' e_x and
+                           * intensity taps (cl_lane_table) */
   int lanes;              /* esrrf.cl's ESRRF_LANES */
   cl_mem taps, gtaps;     /* the intensity's and the grid's row then column
                            * taps */
@@ -338,31 +339,61 @@ static int cl_lists_up(chained *s, void *cand, size_t cb, cl_mem *mc, void *at,
   return rc;
 }
 
-/* The lanes' centre roundings (esrrf.cl, esrrf_rgc's ex_at): per column
- * phase px, e_x of its pixels k = 0, 1, ... padded to whole lane groups.
- * Uploaded once per call with the candidate lists. */
-static int cl_shifts(chained *s) {
+/* One row's or column's taps, as esrrf.cl's esrrf_taps: four, those past
+ * the valid ones with weight 0 at a valid index. */
+typedef struct cl_taps {
+  cl_int at[4];
+  cl_float w[4];
+} cl_taps;
+
+static void cl_taps_of(const cr_taps *ct, cl_taps *t) {
+  for (int k = 0; k < 4; k++) {
+    t->at[k] = ct->first + (k < ct->n ? k : 0);
+    t->w[k] = k < ct->n ? (float)ct->w[k] : 0.0f;
+  }
+}
+
+/* What esrrf_rgc reads per lane (esrrf.cl, its `lane` table): per column
+ * phase px, for its pixels x = px + k·M, k = 0, 1, ... padded to a
+ * multiple of ESRRF_CL_MAX_LANES, six planes: e_x (the centre rounding),
+ * the four Catmull-Rom weights of x's ×M intensity (cl_taps_of's, the
+ * shift_magnify method's), and the first of its four input columns as a
+ * float (exact), −1 where fewer than four are valid (the kernel then takes
+ * the tap table). Uploaded once per call with the candidate lists. */
+static int cl_lane_table(chained *s) {
   const esrrf_geom *g = &s->g;
   const method_call *c = s->c;
   size_t m = (size_t)g->mag;
   size_t kp = ((size_t)g->cols + ESRRF_CL_MAX_LANES - 1) /
               ESRRF_CL_MAX_LANES * ESRRF_CL_MAX_LANES;
-  float *ex = malloc(m * kp * sizeof *ex);
-  if (!ex) {
-    snprintf(c->err, c->err_len, "esrrf: no memory for the lane offsets");
+  size_t plane = m * kp, bytes = 6 * plane * sizeof(float);
+  float *t = calloc(6 * plane, sizeof *t);
+  if (!t) {
+    snprintf(c->err, c->err_len, "esrrf: no memory for the lane table");
     return QS_ENOMEM;
   }
   for (size_t px = 0; px < m; px++)
-    for (size_t k = 0; k < kp; k++)
-      ex[px * kp + k] = rgc_shift((int)px, (int)(px + k * m), g->mag);
+    for (size_t k = 0; k < kp; k++) {
+      size_t at = px * kp + k;
+      int x = (int)(px + k * m);
+      t[at] = rgc_shift((int)px, x, g->mag);
+      t[5 * plane + at] = -1;
+      if (!g->weight || x >= g->cols_m) continue;
+      cr_taps ct;
+      cl_taps ts;
+      cr_taps_at(cr_source(x, (float)g->mag, 0.0f), g->cols, &ct);
+      cl_taps_of(&ct, &ts);
+      for (int j = 0; j < 4; j++)
+        t[(size_t)(1 + j) * plane + at] = ts.w[j];
+      if (ct.n == 4) t[5 * plane + at] = (float)ct.first;
+    }
   int rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                        m * kp * sizeof *ex, ex, "lane offsets", &s->ex,
-                        c->err, c->err_len);
+                        bytes, t, "lane table", &s->ex, c->err, c->err_len);
   if (!rc) {
-    s->cand_bytes += m * kp * sizeof *ex;
-    cldev_transfer(c->device, m * kp * sizeof *ex, 0);
+    s->cand_bytes += bytes;
+    cldev_transfer(c->device, bytes, 0);
   }
-  free(ex);
+  free(t);
   return rc;
 }
 
@@ -427,21 +458,7 @@ static int cl_vcandidates(chained *s) {
                      at, (2 * m * m + 1) * sizeof *at, &s->vcand_at);
   free(cand);
   free(at);
-  return rc ? rc : cl_shifts(s);
-}
-
-/* One row's or column's taps, as esrrf.cl's esrrf_taps: four, those past
- * the valid ones with weight 0 at a valid index. */
-typedef struct cl_taps {
-  cl_int at[4];
-  cl_float w[4];
-} cl_taps;
-
-static void cl_taps_of(const cr_taps *ct, cl_taps *t) {
-  for (int k = 0; k < 4; k++) {
-    t->at[k] = ct->first + (k < ct->n ? k : 0);
-    t->w[k] = k < ct->n ? (float)ct->w[k] : 0.0f;
-  }
+  return rc ? rc : cl_lane_table(s);
 }
 
 /* The tap tables, uploaded once per call (counted with the candidate
