@@ -8,7 +8,8 @@
  * Prints min, median and 99th percentile microseconds per call. Goal:
  * median <= 20 us.
  *
- * Then the cost of calibration on built-in methods with a cold in-memory
+ * Then the first calls of a fresh engine, automatic against forced
+ * (early_cost), and the cost of calibration on built-in methods with a cold in-memory
  * store: the first call's calibration seconds against the run it chose
  * (goal: under 10 % when that run takes more than 100 ms), and what the
  * second call picks. */
@@ -92,6 +93,71 @@ static void calibration_cost(const char *method, size_t frames, size_t rows,
   engine_close(e);
 }
 
+/* The first EARLY calls of a fresh engine on a fresh file store, with the
+ * implementation left to the engine or forced: the engine's own cost while
+ * it learns (calibration of the cold implementations, evidence runs,
+ * the store's first writes), per call in microseconds. */
+enum { EARLY = 64, EARLY_ROUNDS = 5 };
+
+static int early_calls(const char *impl, double *t) {
+  char path[] = "/tmp/qs_bench_early_XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return -1;
+  close(fd);
+  unlink(path);
+  engine_options o = {.db_path = path, .no_opencl = 1};
+  engine *e;
+  if (engine_open(&e, &o) || method_register(e, &nop_desc)) {
+    engine_close(e);
+    return -1;
+  }
+  static float px[16 * 16];
+  image in = image_wrap(px, 1, 16, 16), out[1];
+  run_request rq = {.inputs = &in, .n_inputs = 1, .impl = impl};
+  int rc = 0;
+  for (int i = 0; i < EARLY && !rc; i++) {
+    int64_t t0 = timer_ns();
+    rc = method_run(e, "nop", &rq, out, 1, NULL);
+    t[i] = (double)(timer_ns() - t0) * 1e-3;
+    if (!rc) image_free(&out[0]);
+  }
+  engine_close(e);
+  engine_db_remove(path, NULL, 0);
+  return rc;
+}
+
+static double median_of(double *x, size_t n) {
+  qsort(x, n, sizeof *x, cmp);
+  return x[n / 2];
+}
+
+/* Auto against forced, interleaved: call 1, and the medians over the
+ * rounds of calls 2-8, 9-32 and 33-64. */
+static void early_cost(void) {
+  static double t[2][EARLY_ROUNDS][EARLY];
+  const char *impl[2] = {NULL, "threaded"};
+  for (int r = 0; r < EARLY_ROUNDS; r++)
+    for (int m = 0; m < 2; m++)
+      if (early_calls(impl[m], t[m][r])) {
+        fprintf(stderr, "dispatch: early calls failed\n");
+        return;
+      }
+  static const int lo[] = {0, 1, 8, 32}, hi[] = {1, 8, 32, 64};
+  printf("early calls of a fresh engine and store (median us over %d "
+         "rounds):\n  calls     auto   forced\n", EARLY_ROUNDS);
+  for (int g = 0; g < 4; g++) {
+    double v[2];
+    for (int m = 0; m < 2; m++) {
+      double x[EARLY_ROUNDS * EARLY];
+      size_t n = 0;
+      for (int r = 0; r < EARLY_ROUNDS; r++)
+        for (int i = lo[g]; i < hi[g]; i++) x[n++] = t[m][r][i];
+      v[m] = median_of(x, n);
+    }
+    printf("  %2d-%-2d %8.1f %8.1f\n", lo[g] + 1, hi[g], v[0], v[1]);
+  }
+}
+
 int main(int argc, char **argv) {
   long runs = argc > 1 ? atol(argv[1]) : 20000;
   if (runs < 10) runs = 10;
@@ -146,6 +212,7 @@ int main(int argc, char **argv) {
          t[0], t[runs / 2], t[runs * 99 / 100], total / (double)runs,
          close_us);
   free(t);
+  early_cost();
   param sm[] = {{"magnification_row", 4, NULL}, {"magnification_col", 4, NULL}};
   calibration_cost("shift_magnify", 16, 512, 512, sm, 2);
   calibration_cost("esrrf", 100, 128, 128, NULL, 0);

@@ -46,25 +46,14 @@ static double rss_peak(void) {
   return (double)u.ru_maxrss / 1024.0;
 }
 
-#define MAX_IMPLS 16
-
 int main(int argc, char **argv) {
-  if (argc < 5) {
-    fprintf(stderr, "usage: %s IMPL[,IMPL...] FRAMES ROWS COLS [REPEATS [MAG "
-                    "[RADIUS [TEMPORAL [INPUT]]]]]\n",
-            argv[0]);
-    return 2;
-  }
-  size_t frames = strtoul(argv[2], NULL, 10), rows = strtoul(argv[3], NULL, 10);
-  size_t cols = strtoul(argv[4], NULL, 10);
-  int repeats = argc > 5 ? atoi(argv[5]) : 5;
-  double mag = argc > 6 ? atof(argv[6]) : 5, radius = argc > 7 ? atof(argv[7])
-                                                             : 1.5;
-  const char *temporal = argc > 8 ? argv[8] : "avg";
-  const char *kind = argc > 9 ? argv[9] : "sim";
-  if (repeats < 1 || repeats > 1000) repeats = 5;
-  char impls[MAX_IMPLS][64];
-  int n = bench_impl_list(argv[1], impls, MAX_IMPLS);
+  bench_args a;
+  if (bench_args_parse(argc, argv, "TEMPORAL", "avg", &a)) return 2;
+  size_t frames = a.frames, rows = a.rows, cols = a.cols;
+  int repeats = a.repeats, n = a.n_impls;
+  double mag = a.mag, radius = a.radius;
+  const char *temporal = a.extra, *kind = a.input;
+  char(*impls)[64] = a.impls;
 
   engine *e = bench_engine();
   if (!e) return 1;
@@ -80,8 +69,8 @@ int main(int argc, char **argv) {
                {"radius", radius, NULL},
                {"temporal", 0, temporal}};
   double base = rss_now(), out_mib = 0;
-  double *t = calloc((size_t)repeats * MAX_IMPLS, sizeof *t);
-  run_report rep[MAX_IMPLS];
+  double *t = calloc((size_t)repeats * BENCH_MAX_IMPLS, sizeof *t);
+  run_report rep[BENCH_MAX_IMPLS];
   memset(rep, 0, sizeof rep);
   for (int k = -1; !rc && t && k < repeats; k++)
     for (int i = 0; !rc && i < n; i++) {
@@ -100,7 +89,7 @@ int main(int argc, char **argv) {
       image_free(&out);
     }
   double peak = rss_peak();
-  const char *label = strrchr(kind, '/') ? strrchr(kind, '/') + 1 : kind;
+  const char *label = a.label;
   for (int i = 0; !rc && t && i < n; i++) {
     double *ti = t + i * repeats;
     char name[80];

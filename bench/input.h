@@ -53,6 +53,59 @@ static inline int bench_impl_list(const char *list, char (*impls)[64],
   return n;
 }
 
+/* Whether name is one of the comma list's names. */
+static inline int bench_in_list(const char *list, const char *name) {
+  size_t l = strlen(name);
+  for (const char *s = list; *s;) {
+    size_t k = strcspn(s, ",");
+    if (k == l && !strncmp(s, name, l)) return 1;
+    s += k + (s[k] == ',');
+  }
+  return 0;
+}
+
+#define BENCH_MAX_IMPLS 16
+
+/* The command line of bench/esrrf and bench/rgc:
+ *   PROG IMPL[,IMPL...] FRAMES ROWS COLS [REPEATS [MAG [RADIUS [EXTRA
+ *        [INPUT]]]]]
+ * REPEATS 5, MAG 5, RADIUS 1.5 and INPUT `sim` by default; EXTRA is the
+ * program's own word (named in usage, default `extra`; NULL: none, INPUT
+ * follows RADIUS). */
+typedef struct bench_args {
+  char impls[BENCH_MAX_IMPLS][64];
+  int n_impls, repeats;
+  size_t frames, rows, cols;
+  double mag, radius;
+  const char *extra, *input;
+  const char *label; /* INPUT without its directory, for the report */
+} bench_args;
+
+/* Fills *a from argv; 0, or 2 after printing the usage on stderr. */
+static inline int bench_args_parse(int argc, char **argv, const char *extra,
+                                   const char *extra_default, bench_args *a) {
+  if (argc < 5) {
+    fprintf(stderr, "usage: %s IMPL[,IMPL...] FRAMES ROWS COLS [REPEATS [MAG "
+                    "[RADIUS [%s%sINPUT]%s]]]\n",
+            argv[0], extra ? extra : "", extra ? " [" : "",
+            extra ? "]" : "");
+    return 2;
+  }
+  int at = extra ? 9 : 8; /* where INPUT is */
+  a->n_impls = bench_impl_list(argv[1], a->impls, BENCH_MAX_IMPLS);
+  a->frames = strtoul(argv[2], NULL, 10);
+  a->rows = strtoul(argv[3], NULL, 10);
+  a->cols = strtoul(argv[4], NULL, 10);
+  a->repeats = argc > 5 ? atoi(argv[5]) : 5;
+  if (a->repeats < 1 || a->repeats > 1000) a->repeats = 5;
+  a->mag = argc > 6 ? atof(argv[6]) : 5;
+  a->radius = argc > 7 ? atof(argv[7]) : 1.5;
+  a->extra = extra && argc > 8 ? argv[8] : extra_default;
+  a->input = argc > at ? argv[at] : "sim";
+  a->label = strrchr(a->input, '/') ? strrchr(a->input, '/') + 1 : a->input;
+  return 0;
+}
+
 /* An engine on a fresh in-memory store (it calibrates over its first
  * calls); NULL after saying why on stderr. */
 static inline engine *bench_engine(void) {

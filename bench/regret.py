@@ -6,22 +6,29 @@ For every case (method, input size, parameters) of a sweep that crosses
 the CPU/OpenCL and serial/threaded crossovers on this machine:
   1. cold: a fresh timing store, one automatic call (calibration included);
   2. warm: WARM more automatic calls in that store (what the engine learned
-     from its own calls); the last one is reported. Keep WARM above the
-     number of implementations: a candidate known only by its model and
-     predicted within 1.5x of the best is verified by one run on the key,
-     and those runs are part of settling, not the settled choice;
-  3. forced: every available implementation, REPEATS calls each, in that
-     store; the oracle is the fastest median.
+     from its own calls); the settled choice reported is the last call not
+     made to gather evidence (reason "verification": a candidate known
+     only by its model, predicted within 1.5x of the best; "exploration":
+     a close candidate short of runs, an occasional revisit, a delayed
+     favourite's rival). Keep WARM above twice the number of
+     implementations; the mean regret over all warm calls is the cost of
+     learning;
+  3. forced: every available implementation (or, for a case that names
+     some, those and every one the engine chose), REPEATS calls each, in
+     that store; the oracle is the fastest median.
 Per case it reports the oracle, the cold and the warm choice, regret =
 chosen's forced median / oracle - 1 (the decision's cost), the cold call's
 regret including calibration ((run + calibration) / oracle - 1), the
 calibration's share of the cold call, and the cold run's own time over the
-same implementation's forced median (interference, cold caches). A summary
+same implementation's forced median (interference, cold caches; the
+engine provides a large output's pages before the clock starts, so the
+host's cost of fresh memory, which back-to-back processes escape by
+reusing what the previous one freed, is not in either time). A summary
 gives medians and worst cases. Measured, never asserted: numbers depend on
 the machine and its load (printed with the table).
 
-Usage: regret.py [--qs PATH] [--work DIR] [--quick] [--repeats N]
-                 [--warm N] [--json FILE] [--markdown FILE]
+Usage: regret.py [--qs PATH] [--work DIR] [--quick] [--cases I,J,...]
+                 [--repeats N] [--warm N] [--json FILE] [--markdown FILE]
 """
 import argparse
 import json
@@ -50,8 +57,16 @@ CASES = [
     ('esrrf', (20, 64, 64), ['--magnification', '5']),
     ('esrrf', (100, 64, 64), ['--magnification', '5']),
     ('esrrf', (10, 256, 256), ['--magnification', '5']),
+    # over 1 s: calibration's share of a long call (goal: at most 10 %).
+    # Forced: only the vector paths besides what the engine chose (the
+    # scalar paths take minutes here and are 10-20x slower).
+    ('esrrf', (50, 256, 256), ['--magnification', '5'],
+     ['fused_avx2', 'fused_vec']),
 ]
-QUICK = [0, 1, 2, 4, 5, 7]
+QUICK = [0, 1, 2, 4, 5, 7, 10]
+# Reasons of calls that gather evidence rather than use it: the settled
+# warm choice is the last warm call with another reason.
+LEARNING = ('verification', 'exploration')
 
 
 def run(cmd, env=None):
@@ -86,7 +101,7 @@ def fresh(db):
             pass
 
 
-def case(qs, work, method, size, params, repeats, warm):
+def case(qs, work, method, size, params, repeats, warm, only=None):
     f, r, c = size
     inp = os.path.join(work, f'in_{f}x{r}x{c}.tif')
     if not os.path.exists(inp):
@@ -98,13 +113,20 @@ def case(qs, work, method, size, params, repeats, warm):
     cold = qs_run(qs, db, method, inp, out, params)
     warms = [qs_run(qs, db, method, inp, out, params) for _ in range(warm)]
     forced = {}
+    chosen = {cold['impl']} | {w['impl'] for w in warms}
     for impl in impls_of(qs, method):
+        if only and impl not in only and impl not in chosen:
+            continue
         forced[impl] = statistics.median(
             qs_run(qs, db, method, inp, out, params, impl)['seconds']
             for _ in range(repeats))
     oracle_impl = min(forced, key=forced.get)
     oracle = forced[oracle_impl]
-    w = warms[-1] if warms else cold
+    settled = [x for x in warms if x['reason'] not in LEARNING]
+    w = settled[-1] if settled else (warms[-1] if warms else cold)
+    # what the warm calls cost while learning, settled or not
+    learn = (statistics.mean(forced[x['impl']] for x in warms) / oracle - 1
+             if warms else 0.0)
     row = {
         'method': method, 'size': f'{f}x{r}x{c}', 'oracle': oracle_impl,
         'oracle_s': oracle,
@@ -117,6 +139,8 @@ def case(qs, work, method, size, params, repeats, warm):
         'cold_regret_total': (cold['seconds'] + cold['calibration_seconds'])
         / oracle - 1,
         'warm_regret': forced[w['impl']] / oracle - 1,
+        'warm_mean_regret': learn,
+        'warm_reasons': [x['reason'] for x in warms],
         'calib_share': cold['calibration_seconds'] /
         (cold['seconds'] + cold['calibration_seconds']),
         'cold_vs_warm': cold['seconds'] / forced[cold['impl']],
@@ -135,8 +159,8 @@ def table(rows, load):
            f'({os.cpu_count()} cores)', '',
            '| method | size | oracle | oracle s | cold choice | cold regret '
            '| cold incl. calib | calib s | calib share | cold run / warm '
-           '| warm choice | warm regret |',
-           '|---|---|---|---|---|---|---|---|---|---|---|---|']
+           '| warm choice | warm regret | warm calls\' mean regret |',
+           '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for r in rows:
         out.append(
             f"| {r['method']} | {r['size']} | {r['oracle']} | "
@@ -144,7 +168,7 @@ def table(rows, load):
             f"{pct(r['cold_regret'])} | {pct(r['cold_regret_total'])} | "
             f"{r['cold_calib_s']:.3g} | {pct(r['calib_share'])} | "
             f"{r['cold_vs_warm']:.2f}x | {r['warm']} | "
-            f"{pct(r['warm_regret'])} |")
+            f"{pct(r['warm_regret'])} | {pct(r['warm_mean_regret'])} |")
     if rows:
         def summary(key):
             v = [r[key] for r in rows]
@@ -154,6 +178,11 @@ def table(rows, load):
                 f"cold regret incl. calibration: "
                 f"{summary('cold_regret_total')}",
                 f"warm decision regret: {summary('warm_regret')}",
+                f"warm calls' mean regret (learning included): "
+                f"{summary('warm_mean_regret')}",
+                "calibration share of calls over 1 s: " + (', '.join(
+                    f"{r['method']} {r['size']} {pct(r['calib_share'])}"
+                    for r in rows if r['cold_run_s'] > 1) or 'none'),
                 f"cold run / warm run of the same implementation: median "
                 f"{statistics.median(r['cold_vs_warm'] for r in rows):.2f}x,"
                 f" worst {max(r['cold_vs_warm'] for r in rows):.2f}x"]
@@ -168,17 +197,21 @@ def main():
     ap.add_argument('--quick', action='store_true')
     ap.add_argument('--repeats', type=int, default=3)
     ap.add_argument('--warm', type=int, default=12)
+    ap.add_argument('--cases', help='comma-separated indices into CASES '
+                    '(overrides --quick)')
     ap.add_argument('--json')
     ap.add_argument('--markdown')
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
-    cases = [CASES[i] for i in QUICK] if a.quick else CASES
+    pick = ([int(x) for x in a.cases.split(',')] if a.cases else
+            QUICK if a.quick else range(len(CASES)))
+    cases = [CASES[i] for i in pick]
     load0 = os.getloadavg()[0]
     rows = []
-    for method, size, params in cases:
+    for method, size, params, *only in cases:
         print(f'regret: {method} {size}', file=sys.stderr, flush=True)
         rows.append(case(a.qs, a.work, method, size, params, a.repeats,
-                         a.warm))
+                         a.warm, only[0] if only else None))
     text = table(rows, (load0, os.getloadavg()[0]))
     sys.stdout.write(text)
     if a.markdown:

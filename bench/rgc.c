@@ -23,8 +23,6 @@
 #include "bench/input.h"
 #include "quicksilver.h"
 
-#define MAX_IMPLS 16
-
 /* One method call with impl forced (NULL: the engine's choice). */
 static int call(engine *e, const char *method, const char *impl,
                 const image *in, size_t n_in, const param *p, size_t n_p,
@@ -57,21 +55,13 @@ static int make_inputs(engine *e, const image *st, double mag, image in[3]) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 5) {
-    fprintf(stderr, "usage: %s IMPL[,IMPL...] FRAMES ROWS COLS [REPEATS [MAG "
-                    "[RADIUS [INPUT]]]]\n",
-            argv[0]);
-    return 2;
-  }
-  size_t frames = strtoul(argv[2], NULL, 10), rows = strtoul(argv[3], NULL, 10);
-  size_t cols = strtoul(argv[4], NULL, 10);
-  int repeats = argc > 5 ? atoi(argv[5]) : 5;
-  double mag = argc > 6 ? atof(argv[6]) : 5;
-  double radius = argc > 7 ? atof(argv[7]) : 1.5;
-  const char *kind = argc > 8 ? argv[8] : "sim";
-  if (repeats < 1 || repeats > 1000) repeats = 5;
-  char impls[MAX_IMPLS][64];
-  int n = bench_impl_list(argv[1], impls, MAX_IMPLS);
+  bench_args a;
+  if (bench_args_parse(argc, argv, NULL, NULL, &a)) return 2;
+  size_t frames = a.frames, rows = a.rows, cols = a.cols;
+  int repeats = a.repeats, n = a.n_impls;
+  double mag = a.mag, radius = a.radius;
+  const char *kind = a.input;
+  char(*impls)[64] = a.impls;
   engine *e = bench_engine();
   if (!e) return 1;
   int rc;
@@ -84,8 +74,8 @@ int main(int argc, char **argv) {
   }
   rc = make_inputs(e, &st, mag, in);
   param p[] = {{"magnification", mag, NULL}, {"radius", radius, NULL}};
-  double *t = calloc((size_t)repeats * MAX_IMPLS, sizeof *t);
-  run_report rep[MAX_IMPLS];
+  double *t = calloc((size_t)repeats * BENCH_MAX_IMPLS, sizeof *t);
+  run_report rep[BENCH_MAX_IMPLS];
   memset(rep, 0, sizeof rep);
   if (!t) rc = QS_ENOMEM;
   for (int k = -1; !rc && k < repeats; k++)
@@ -98,7 +88,7 @@ int main(int argc, char **argv) {
       if (k >= 0) t[i * repeats + k] = bench_now() - t0;
       image_free(&out);
     }
-  const char *label = strrchr(kind, '/') ? strrchr(kind, '/') + 1 : kind;
+  const char *label = a.label;
   double first = 0;
   for (int i = 0; !rc && i < n; i++) {
     double *ti = t + i * repeats;

@@ -1,14 +1,16 @@
 /* roofline.c — eSRRF against this machine's own limits. Measured, never
  * asserted.
  *
- *   roofline [FRAMES ROWS COLS [MAG [RADIUS [REPEATS [INPUT [IMPLS]]]]]]
+ *   roofline [FRAMES ROWS COLS [MAG [RADIUS [REPEATS [INPUT [IMPLS
+ *            [PASSES]]]]]]]
  *
  * defaults 20 256 256 5 1.5 5 sim; INPUT is `sim` (quicksilver simulate's
  * defaults: blinking emitters, camera offset 100, background, shot and read
  * noise), `spots` (noiseless, bench/esrrf's old input) or a TIFF stack
  * (its first FRAMES frames; ROWS COLS 0 take its size). IMPLS is a comma
  * list of esrrf implementations (default: every available CPU one, opencl
- * ones and auto).
+ * ones and auto; `-`: none). PASSES is a comma list of the RGC passes to
+ * time alone (fused, fused_vec, fused_avx2; default all).
  *
  * 1. The machine: core clock from a chain of dependent integer adds (one
  *    cycle each), single-precision FMA throughput (AVX2 8-wide with twelve
@@ -27,9 +29,17 @@
  *    REPEATS interleaved across implementations, min taken): output pixels
  *    per second, samples per second, cycles per sample per core, GFLOP/s by
  *    the model and percent of the all-core peak.
- * 4. The RGC pass alone (the part the vector work targets) for the scalar
- *    fused and the vector passes, on one thread and on all cores, against
- *    the peak of as many cores.
+ * 4. The RGC pass alone (the part the vector work targets: a variant's
+ *    per-frame work after the Roberts cross, i.e. the half-pixel grid and
+ *    the pass over the output rows) for the scalar fused and the vector
+ *    passes, on one thread and on all cores, against the peak of as many
+ *    cores, with the CPU seconds the pass took over all threads (robust to
+ *    other load: equal CPU seconds on one and on all cores mean the work
+ *    itself scales, and a wall-time shortfall is threads not running or
+ *    waiting); and where the time of those calls goes,
+ *    loop by loop (each parallel loop's wall time, its bodies' time per
+ *    worker and the rest: hand-over, waking, the wait for the last chunk),
+ *    with the cost of an empty parallel loop measured alone.
  *
  * Run it on a quiet machine; it prints the load average it started with. */
 #include <math.h>
@@ -224,6 +234,32 @@ static double triad_gbs(int threads, size_t n) {
   return best;
 }
 
+static int empty_body(void *ctx, size_t b, size_t e, int worker) {
+  (void)ctx;
+  (void)b;
+  (void)e;
+  (void)worker;
+  return QS_OK;
+}
+
+/* Microseconds per pool_for with an empty body on `threads` threads, back
+ * to back (min over rounds): the cost of a parallel loop's hand-over
+ * alone, waking the sleeping workers included. */
+static double dispatch_us(int threads) {
+  pool *p = NULL;
+  if (threads < 2 || pool_create(&p, threads)) return 0;
+  double best = 0;
+  for (int rep = 0; rep < 5; rep++) {
+    double t0 = now();
+    for (int k = 0; k < 1000; k++)
+      pool_for(p, 0, 64, SCHED_DYNAMIC, 1, empty_body, NULL);
+    double us = (now() - t0) * 1e3;
+    if (rep == 0 || us < best) best = us;
+  }
+  pool_destroy(p);
+  return best;
+}
+
 /* ---------------------------------------------------------------- work */
 
 /* Samples of one frame: window taps in bounds with 0 < d <= tSO, over the
@@ -269,7 +305,8 @@ static double samples_per_frame(int rows, int cols, int mag, double radius) {
 typedef struct timed {
   const fused_variant *real;
   fused_variant wrap;
-  double seconds;
+  const pool *pool;
+  double seconds, cpu; /* wall and CPU seconds (all threads) of the pass */
 } timed;
 
 static timed *g_timed; /* the one being measured (single-threaded bench) */
@@ -278,26 +315,94 @@ static int timed_plan(fused *s) { return g_timed->real->plan(s); }
 static void timed_done(fused *s) { g_timed->real->done(s); }
 static int timed_frame(fused *s) {
   double t0 = now();
+  int64_t c0 = pool_cpu_ns(g_timed->pool);
   int rc = g_timed->real->frame(s);
   g_timed->seconds += now() - t0;
+  g_timed->cpu += (double)(pool_cpu_ns(g_timed->pool) - c0) * 1e-9;
   return rc;
 }
 
+/* Where the time of a call goes, per parallel loop of the call (told
+ * apart by body and index count, in order of first use): wall seconds of
+ * the loop, and seconds inside bodies per worker. threads·wall − busy is
+ * what the threads spent not working: waking up, waiting for the last
+ * chunk, the pool's hand-over. */
+#define MAX_STAGES 8
+#define MAX_WORKERS 64
+typedef struct stage {
+  range_fn fn;
+  size_t span;
+  long calls;
+  double wall, busy[MAX_WORKERS];
+} stage;
+
 typedef struct bench_ctx {
   pool *pool;
+  stage st[MAX_STAGES];
+  int n_st;
+  double cpu; /* CPU seconds of the timed pass */
 } bench_ctx;
+
+typedef struct timed_body {
+  range_fn fn;
+  void *ctx;
+  stage *st;
+} timed_body;
+
+static int timed_range(void *ctx, size_t b, size_t e, int worker) {
+  const timed_body *t = ctx;
+  double t0 = now();
+  int rc = t->fn(t->ctx, b, e, worker);
+  if (worker < MAX_WORKERS) t->st->busy[worker] += now() - t0;
+  return rc;
+}
 
 static int bench_for(const method_call *c, size_t b, size_t e, range_fn body,
                      void *ctx) {
-  const bench_ctx *h = c->engine_;
-  if (!h->pool) return b < e ? body(ctx, b, e, 0) : QS_OK;
-  return pool_for(h->pool, b, e, c->sched, c->chunk, body, ctx);
+  bench_ctx *h = c->engine_;
+  stage *st = NULL;
+  for (int k = 0; k < h->n_st && !st; k++)
+    if (h->st[k].fn == body && h->st[k].span == e - b) st = &h->st[k];
+  if (!st && h->n_st < MAX_STAGES) {
+    st = &h->st[h->n_st++];
+    *st = (stage){.fn = body, .span = e - b};
+  }
+  if (!st) return h->pool ? pool_for(h->pool, b, e, c->sched, c->chunk,
+                                     body, ctx)
+                          : body(ctx, b, e, 0);
+  timed_body t = {body, ctx, st};
+  double t0 = now();
+  int rc = b >= e ? QS_OK
+       : h->pool ? pool_for(h->pool, b, e, c->sched, c->chunk, timed_range, &t)
+                 : timed_range(&t, b, e, 0);
+  st->wall += now() - t0;
+  st->calls++;
+  return rc;
+}
+
+/* The stages of the last measured call. */
+static void print_stages(const bench_ctx *h, int threads) {
+  printf("      the pass: %.4f s CPU over all threads (the CPU time per "
+         "unit of work: compare across thread counts)\n", h->cpu);
+  for (int k = 0; k < h->n_st; k++) {
+    const stage *s = &h->st[k];
+    double busy = 0, hi = 0;
+    for (int w = 0; w < threads && w < MAX_WORKERS; w++) {
+      busy += s->busy[w];
+      if (s->busy[w] > hi) hi = s->busy[w];
+    }
+    printf("      loop %d (%zu indices) x%ld: wall %8.4f s, %6.1f us/loop, "
+           "busy %8.4f s (max worker %8.4f), idle %5.1f %%\n",
+           k, s->span, s->calls, s->wall, 1e6 * s->wall / (double)s->calls,
+           busy, hi, 100 * (1 - busy / (s->wall * threads)));
+  }
 }
 
 /* Seconds of the RGC pass of `pass` over the whole stack (min of
  * repeats), on `threads` threads (1: inline). */
 static double rgc_pass_seconds(const fused_variant *pass, const image *in,
-                               const double *p, int threads, int repeats) {
+                               const double *p, int threads, int repeats,
+                               bench_ctx *stages) {
   image out;
   image shaped = {0};
   char err[256];
@@ -311,15 +416,22 @@ static double rgc_pass_seconds(const fused_variant *pass, const image *in,
                    .sched = SCHED_DYNAMIC, .chunk = 4,
                    .parallel_for = bench_for, .err = err,
                    .err_len = sizeof err, .engine_ = &h};
-  timed t = {.real = pass,
-             .wrap = {timed_plan, timed_frame, timed_done}};
+  timed t = {.real = pass, .pool = h.pool,
+             .wrap = {timed_plan, timed_frame, timed_done, pass->intensity}};
   g_timed = &t;
   double best = 0;
+  bench_ctx keep = h;
   for (int r = -1; r < repeats; r++) {
-    t.seconds = 0;
+    t.seconds = t.cpu = 0;
+    h.n_st = 0;
     if (fused_run(&c, &t.wrap)) break;
-    if (r >= 0 && (best == 0 || t.seconds < best)) best = t.seconds;
+    if (r >= 0 && (best == 0 || t.seconds < best)) {
+      best = t.seconds;
+      keep = h;
+      keep.cpu = t.cpu;
+    }
   }
+  if (stages) *stages = keep;
   if (h.pool) pool_destroy(h.pool);
   image_free(&out);
   return best;
@@ -352,6 +464,7 @@ int main(int argc, char **argv) {
   int repeats = argc > 6 ? atoi(argv[6]) : 5;
   const char *kind = argc > 7 ? argv[7] : "sim";
   const char *impls = argc > 8 ? argv[8] : NULL;
+  const char *pass_list = argc > 9 ? argv[9] : "fused,fused_vec,fused_avx2";
   if (repeats < 1 || repeats > 100) repeats = 5;
   double load[3] = {0};
   FILE *la = fopen("/proc/loadavg", "r");
@@ -380,6 +493,8 @@ int main(int argc, char **argv) {
          m.ghz > 0 ? m.peak1 / m.ghz : 0, m.peakn, m.cores);
   printf("  triad: %.1f GB/s 1 core, %.1f GB/s %d cores\n", m.bw1, m.bwn,
          m.cores);
+  printf("  pool: %.1f us per empty parallel loop on %d threads\n",
+         dispatch_us(m.cores), m.cores);
 
   image in;
   char err[512];
@@ -409,12 +524,7 @@ int main(int argc, char **argv) {
   char names[32][64];
   int n = 0;
   if (impls) {
-    const char *s = impls;
-    while (*s && n < 32) {
-      size_t l = strcspn(s, ",");
-      snprintf(names[n++], sizeof names[0], "%.*s", (int)l, s);
-      s += l + (s[l] == ',');
-    }
+    if (strcmp(impls, "-")) n = bench_impl_list(impls, names, 32);
   } else {
     impl_info info[QS_MAX_ESTIMATES];
     size_t ni = 0;
@@ -465,19 +575,23 @@ int main(int argc, char **argv) {
   p[P_MAG] = mag;
   p[P_RADIUS] = radius;
   struct {
-    const char *name;
+    const char *name, *key;
     const fused_variant *pass;
-  } passes[] = {{"fused (scalar)", &fused_scalar_pass},
-                {"fused_vec", fused_vec_pass()},
-                {"fused_avx2", avx2 ? fused_avx2_pass() : NULL}};
+  } passes[] = {{"fused (scalar)", "fused", &fused_scalar_pass},
+                {"fused_vec", "fused_vec", fused_vec_pass()},
+                {"fused_avx2", "fused_avx2", avx2 ? fused_avx2_pass() : NULL}};
   printf("RGC pass alone (min of %d; %% of the peak of as many cores):\n",
          repeats);
   for (size_t k = 0; k < 3; k++) {
-    if (!passes[k].pass) continue;
+    if (!passes[k].pass || !bench_in_list(pass_list, passes[k].key))
+      continue;
     int thr[2] = {1, m.cores};
     for (int t = 0; t < 2; t++) {
-      double s = rgc_pass_seconds(passes[k].pass, &in, p, thr[t], repeats);
+      bench_ctx st;
+      double s =
+          rgc_pass_seconds(passes[k].pass, &in, p, thr[t], repeats, &st);
       if (s > 0) row(passes[k].name, s, thr[t], px, samples, &m);
+      if (s > 0) print_stages(&st, thr[t]);
     }
   }
   engine_close(e);

@@ -110,6 +110,73 @@ long agent_static(const agent_cand *c, size_t n, double work) {
   return best;
 }
 
+/* Fast-half mean of the newest m of the candidate's walls. */
+static double newest_fast(const agent_cand *c, size_t m) {
+  if (m >= c->n_walls || m >= AGENT_WINDOW)
+    return c->fast > 0 ? c->fast : agent_fast_mean(c->walls, c->n_walls);
+  return agent_fast_mean(c->walls + (c->n_walls - m), m);
+}
+
+/* Whether candidate i, timed on the key, is within AGENT_CLOSE of the best
+ * when the best is judged by as many of its newest runs as i has. */
+static int is_close(const agent_cand *c, size_t i, long best) {
+  if (c[i].excluded || !c[i].n_walls) return 0;
+  int src;
+  return agent_estimate(&c[i], 0, &src) <=
+         AGENT_CLOSE * newest_fast(&c[best], c[i].n_walls);
+}
+
+/* The evidence rules of AGENT_CLOSE (agent.h) among the candidates timed
+ * on the key, given the best by estimate. A fast-half mean falls as runs
+ * accumulate (more chances of a lucky run), so a favourite with many runs
+ * would otherwise keep beating a rival timed once or twice whatever their
+ * true times; and a single run says little where runs vary by tens of
+ * per cent. */
+static long agent_close(const agent_cand *c, size_t n, long best,
+                        uint64_t *rng, const char **reason) {
+  long few = -1, rival = -1;
+  size_t m = AGENT_WINDOW, close = 0;
+  unsigned char near[QS_MAX_ESTIMATES];
+  size_t k = n < QS_MAX_ESTIMATES ? n : QS_MAX_ESTIMATES;
+  for (size_t i = 0; i < k; i++) {
+    near[i] = (long)i == best || is_close(c, i, best);
+    if (!near[i]) continue;
+    close++;
+    if (c[i].n_walls < m) m = c[i].n_walls;
+    if (c[i].n_walls < AGENT_EVIDENCE &&
+        (few < 0 || c[i].n_walls < c[few].n_walls))
+      few = (long)i;
+    if ((long)i != best && (rival < 0 || c[i].n_walls < c[rival].n_walls))
+      rival = (long)i;
+  }
+  if (few >= 0) { /* the best itself short of runs: simply the best */
+    if (few != best) *reason = "exploration";
+    return few;
+  }
+  if (close < 2) return best;
+  if (agent_random(rng) * AGENT_REVISIT < 1) {
+    *reason = "exploration";
+    return rival;
+  }
+  /* equal footing: the newest m runs of each; then ties to evidence */
+  double t[QS_MAX_ESTIMATES], lo = INFINITY;
+  for (size_t i = 0; i < k; i++) {
+    t[i] = INFINITY;
+    if (!near[i]) continue;
+    t[i] = newest_fast(&c[i], m);
+    if (t[i] < lo) lo = t[i];
+  }
+  long pick = best;
+  for (size_t i = 0; i < k; i++) {
+    if (!(t[i] <= lo * (1 + AGENT_TIE))) continue;
+    if (!(t[pick] <= lo * (1 + AGENT_TIE)) ||
+        c[i].n_walls > c[pick].n_walls ||
+        (c[i].n_walls == c[pick].n_walls && t[i] < t[pick]))
+      pick = (long)i;
+  }
+  return pick;
+}
+
 long agent_choose(const agent_cand *c, size_t n, double work, int static_cold,
                   uint64_t *rng, const char **reason, double *seconds,
                   int *source) {
@@ -156,6 +223,10 @@ long agent_choose(const agent_cand *c, size_t n, double work, int static_cold,
       *reason = "verification";
       return verify;
     }
+  }
+  if (src == SRC_HISTORY) {
+    best = agent_close(c, n, best, rng, reason);
+    if (strcmp(*reason, "history")) return best;
   }
   if (!delays) return best;
 

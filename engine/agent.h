@@ -22,6 +22,19 @@
 /* A candidate known only by its model and predicted within this factor of
  * the best measured one is run once on the key (agent_choose). */
 #define AGENT_VERIFY 1.5
+/* Evidence for close candidates (agent_choose): one timed within
+ * AGENT_CLOSE of the best on the key (the best's fast-half mean taken over
+ * as many of its newest runs as the other has) and with fewer than
+ * AGENT_EVIDENCE
+ * runs there is run (fewest runs first); close ones then compare on equal
+ * numbers of their newest runs, and one within AGENT_TIE of the fastest
+ * there counts as tied with it, the tie going to the one with more runs.
+ * Once in AGENT_REVISIT calls (by the caller's random state) the close
+ * runner-up with the fewest runs is run again. */
+#define AGENT_CLOSE 1.3
+#define AGENT_EVIDENCE 3
+#define AGENT_TIE 0.03
+#define AGENT_REVISIT 32
 
 /* What the dispatcher knows about one candidate implementation. */
 typedef struct agent_cand {
@@ -69,7 +82,8 @@ int agent_cold(const agent_cand *c);
 /* Chooses among c[0..n): returns the index, or -1 if every candidate is
  * excluded. `reason` receives "history", "model", "verification" (a
  * model-only candidate within AGENT_VERIFY of the best measured one, run
- * once on the key), "exploration" or "static". With static_cold, any usable cold candidate makes the choice
+ * once on the key), "exploration" (a close candidate short of evidence or
+ * revisited, or a delayed favourite's rival) or "static". With static_cold, any usable cold candidate makes the choice
  * the static order by kind and work; otherwise cold candidates are passed
  * over while some candidate has an estimate. seconds[i] and source[i]
  * (both may be NULL) receive every candidate's estimate. */

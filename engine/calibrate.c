@@ -24,7 +24,13 @@
  * sizes; later candidates are assumed to scale alike). So a
  * call predicted under 0.1 s spends at most 10 ms, one over 1 s at most
  * 10 %; only the first run on the small slice (needed for any number) and
- * a run already started can overshoot.
+ * a run already started can overshoot, and a candidate starts only while
+ * the budget left covers CALIB_NEXT times the slowest small-slice run so
+ * far: eSRRF's variants on a slice, in calibration order, take about 1,
+ * 0.5-1.5, 7-14 and 50-100 times the first (fused_avx2, fused_vec,
+ * fused, the unfused scalar ones), and a 50 x 256 x 256 call spent 11-14 %
+ * of itself calibrating when the next could start with the slowest so
+ * far left.
  *
  * Order: the static preference by kind and work (small work: serial,
  * threaded, composite; large: threaded, composite, serial) with OpenCL on
@@ -50,6 +56,7 @@
 #define CALIB_CL_ONCE 0.25
 #define CALIB_MIN_SIDE 32
 #define CALIB_LEAST_SIDE 8
+#define CALIB_NEXT 4.0
 static size_t slice_side(size_t full) {
   size_t s = (full + 31) / 32;
   if (s < CALIB_MIN_SIDE) s = CALIB_MIN_SIDE;
@@ -108,7 +115,7 @@ static int slice_make(engine *e, const prep *pr, size_t rows, size_t cols,
     for (size_t i = 0; i < d->n_outputs; i++)
       shape[i] = (image){NULL, sl->in[0].frames, sl->in[0].rows,
                          sl->in[0].cols, NULL};
-  if (!rc) rc = key_text(d, sl->in, pr->p, sl->key, sizeof sl->key);
+  if (!rc) rc = key_slice_text(d, sl->in, pr->p, sl->key, sizeof sl->key);
   if (!rc) rc = outputs_alloc(e, shape, d->n_outputs, sl->out);
   if (rc) {
     outputs_free(sl->in, d->n_inputs);
@@ -234,15 +241,22 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
   long first = -1;
   unsigned char twice[QS_MAX_ESTIMATES] = {0};
   double scale = -1; /* predicted full call / small-slice time */
+  double slowest = 0; /* the longest small-slice run so far */
   for (size_t k = 0; k < n; k++) {
     size_t i = order[k];
     double used = (double)(engine_now(e) - t0) * 1e-9;
-    /* the first run sets the prediction when nothing else did */
+    /* the first run sets the prediction when nothing else did; later ones
+     * start while the budget left covers CALIB_NEXT times the slowest run
+     * so far (the order puts a method's most refined variants first, so
+     * the next is rarely faster, and often several times slower) */
     if (first >= 0 || known >= 0) {
-      if (!may_start(m, i, budget - used)) continue;
+      if (!may_start(m, i, budget - used) ||
+          budget - used < CALIB_NEXT * slowest)
+        continue;
     }
     small[i] = slice_run(e, pr, i, &sl, &spent, once);
     if (small[i] < 0) continue;
+    if (small[i] > slowest) slowest = small[i];
     if (best < 0 || small[i] < best) best = small[i], first = (long)i;
     if (known >= 0 || !(w_small > 0)) continue;
     if (scale < 0) {
@@ -259,7 +273,12 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
         if (t2 >= 0 && probe.work > w_small) {
           double b = (t2 - small[i]) / (probe.work - w_small);
           double a = small[i] - b * w_small;
-          if (b > 0 && a >= 0) scale = (a + b * pr->work) / small[i];
+          /* no line through the two (the larger slice came out faster,
+           * or more than proportionally slower): the larger scaled in
+           * proportion, whose fixed cost is diluted four times more */
+          scale = b > 0 && a >= 0
+                      ? (a + b * pr->work) / small[i]
+                      : t2 * (pr->work / probe.work) / small[i];
           twice[i] = 1;
         }
         slice_done(d, &probe);

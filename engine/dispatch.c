@@ -11,8 +11,8 @@
 /* Composite steps re-enter the dispatcher; their outputs belong to the
  * composite (image_free). */
 int dispatch_step(const method_call *c, const char *method,
-                     const char *impl, const image *in, size_t n_in,
-                     const param *p, size_t n_p, image *out, size_t n_out) {
+                  const char *impl, const image *in, size_t n_in,
+                  const param *p, size_t n_p, image *out, size_t n_out) {
   engine *e = c->engine_;
   run_request rq = {.inputs = in, .n_inputs = n_in, .params = p,
                     .n_params = n_p, .impl = impl};

@@ -1,9 +1,11 @@
 /* key.c — the identity of a call for the timing store: the canonical key
  * text (method, input shapes, every parameter value in table order), the
- * scalar work used to compare keys, and the parameters as JSON. */
+ * same marked as a calibration slice's, the scalar work used to compare
+ * keys, and the parameters as JSON. */
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -30,6 +32,21 @@ int key_text(const method_desc *d, const image *in, const double *p,
   n = snprintf(buf + (at < len ? at : len), at < len ? len - at : 0, ")");
   at += (size_t)n;
   return at < len ? QS_OK : QS_EOVERFLOW;
+}
+
+int key_slice_text(const method_desc *d, const image *in, const double *p,
+                   char *buf, size_t len) {
+  int rc = key_text(d, in, p, buf, len);
+  size_t at = rc ? 0 : strlen(buf);
+  if (!rc && len - at <= strlen(KEY_SLICE_MARK)) rc = QS_EOVERFLOW;
+  if (!rc) memcpy(buf + at, KEY_SLICE_MARK, sizeof KEY_SLICE_MARK);
+  return rc;
+}
+
+/* A caller's key always ends in ')': only a slice's ends in the mark. */
+int db_key_is_slice(const char *key) {
+  size_t n = key ? strlen(key) : 0, m = strlen(")" KEY_SLICE_MARK);
+  return n > m && !strcmp(key + n - m, ")" KEY_SLICE_MARK);
 }
 
 double key_work(const method_desc *d, const image *in, const double *p,

@@ -158,7 +158,8 @@ int params_parse(const param_def *d, const char *text, double *value,
   return rc;
 }
 
-size_t name_distance(const char *a, const char *b) {
+/* Levenshtein distance of two names (SIZE_MAX past 63 characters). */
+static size_t name_distance(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
   if (la > 63 || lb > 63) return (size_t)-1;
   size_t row[64];

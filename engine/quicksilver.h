@@ -19,6 +19,20 @@
  *    or file at fault in engine_error(e). The library never prints or exits.
  *  - Images are float32, (frames, rows, cols), row-major, frames outermost.
  *  - Ownership is stated per function. Nothing here is a process global.
+ *  - Names: the short names are the API's names, decided for good: types
+ *    read as the domain (image, engine, param, run_request) and functions
+ *    carry their family's prefix (engine_, method_, image_, params_,
+ *    esrrf_, db_), as the Python binding and the MPI layer mirror them.
+ *    Every name is also spelled with a qs_ prefix (QS_ for constants), as
+ *    permanently: enumerators here and in quicksilver_method.h, the rest in
+ *    the generated quicksilver_prefixed.h (typedef aliases, enumeration
+ *    constants, and functions the library exports under qs_ names; no
+ *    macro, so it renames nothing of the including program). A host whose
+ *    own names collide (its own `image` type, say) includes quicksilver
+ *    only in the translation units that call it: types and enumerators
+ *    never leave a translation unit. A host function of an API function's
+ *    name leaves the shared library working (it binds its own calls inside
+ *    itself) and the qs_ spelling still reaches the library's.
  *
  * Compiles as C11 and as C++ (checked by tests/header_cxx.cpp).
  */
@@ -233,11 +247,16 @@ typedef struct param {
   const char *text;
 } param;
 
+/* Enumerators come with their QS_ spelling too (see Names above). */
 typedef enum param_type {
   PARAM_INT,
+  QS_PARAM_INT = PARAM_INT,
   PARAM_FLOAT,
+  QS_PARAM_FLOAT = PARAM_FLOAT,
   PARAM_BOOL,
-  PARAM_ENUM
+  QS_PARAM_BOOL = PARAM_BOOL,
+  PARAM_ENUM,
+  QS_PARAM_ENUM = PARAM_ENUM
 } param_type;
 
 /* Flags of param_def. */
@@ -295,16 +314,18 @@ QS_API int params_format(const param_def *d, double value, char *buf,
   X(IMPL_COMPOSITE, "composite")
 
 typedef enum impl_kind {
-#define QS_IMPL_KIND_ENUM_(code, name) code,
+#define QS_IMPL_KIND_ENUM_(code, name) code, QS_##code = code,
   QS_IMPL_KIND_TABLE(QS_IMPL_KIND_ENUM_)
 #undef QS_IMPL_KIND_ENUM_
-  IMPL_KIND_COUNT
+  IMPL_KIND_COUNT,
+  QS_IMPL_KIND_COUNT = IMPL_KIND_COUNT
 } impl_kind;
 
 /* "serial", "threaded", "opencl", "composite"; "unknown" outside the
  * table. The string is static. */
 QS_API const char *impl_kind_name(impl_kind k);
 
+/* An input or output of a method: its name and one line of doc. */
 typedef struct slot_def {
   const char *name;
   const char *doc;
@@ -425,9 +446,10 @@ typedef struct run_report {
                              (a model from this call's calibration),
                              "verification" (known only by its model, within
                              1.5x of the measured best: run once on the key),
-                             "exploration" (a delayed favourite), "fallback"
-                             (after failures), "static" (kind and size
-                             only) */
+                             "exploration" (a close candidate short of
+                             runs, a close runner-up revisited, or a
+                             delayed favourite), "fallback" (after
+                             failures), "static" (kind and size only) */
   double seconds;         /* wall seconds of the run that produced it */
   double device_seconds;  /* OpenCL: device time; else 0 */
   double once_seconds;    /* one-time costs inside that run */
@@ -450,7 +472,8 @@ typedef struct run_report {
  * Choice: the exact key's history (mean of the fastest half of the newest
  * 50 runs); else a fit time = a + b * work over the implementation's other
  * keys; implementations with no timing on this device are first calibrated
- * on slices of the input within the calibration budget (engine_options;
+ * on slices of the input (recorded under the slice's own key, marked as
+ * db_key_is_slice tells) within the calibration budget (engine_options;
  * those the budget leaves out are passed over and calibrated by later
  * calls), unless no_calibration: a static order by kind and size. An
  * implementation that fails is recorded, skipped for that key for the next
@@ -554,6 +577,12 @@ typedef int (*db_best_fn)(void *ctx, const char *method, const char *key,
                           const run_report *choice);
 QS_API int engine_db_best(engine *e, const db_filter *f, db_best_fn fn,
                           void *ctx);
+
+/* Whether a key is one calibration recorded on a slice of a call's input
+ * (see method_run): such keys end in "#slice" (a caller's key ends in
+ * ")"). They feed the time-vs-work model like any key; listings such as
+ * `quicksilver db best` hide them unless asked. 0 for NULL. */
+QS_API int db_key_is_slice(const char *key);
 
 /* Writes every row and device as one JSON document at path (atomically). */
 QS_API int engine_db_export(engine *e, const char *path);

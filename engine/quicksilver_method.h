@@ -26,8 +26,11 @@ extern "C" {
 typedef enum schedule {
   SCHED_STATIC,  /* chunk 0: one contiguous block per thread;
                     chunk > 0: chunks dealt round robin */
+  QS_SCHED_STATIC = SCHED_STATIC,
   SCHED_DYNAMIC, /* chunks taken from a shared counter */
-  SCHED_GUIDED   /* remaining / (2 * threads), never below chunk */
+  QS_SCHED_DYNAMIC = SCHED_DYNAMIC,
+  SCHED_GUIDED,  /* remaining / (2 * threads), never below chunk */
+  QS_SCHED_GUIDED = SCHED_GUIDED
 } schedule;
 
 typedef struct method_call method_call;

@@ -30,12 +30,13 @@
 
 #define RGC_PARAM_INDEX(id, ...) id,
 #define RGC_PARAM_DEF(id, name, type, def, lo, hi, flags, choices, doc)      \
-  {name, type, def, lo, hi, flags, choices, doc},
+  [id] = {name, type, def, lo, hi, flags, choices, doc},
 
 /* P_MAG ... P_IW index method_call.p; RGC_N_PARAMS rows. */
 enum { RGC_PARAMS(RGC_PARAM_INDEX) RGC_N_PARAMS };
 
-/* The rows, for a param_def table initialiser (trailing comma included). */
+/* The rows, for a param_def table initialiser, each at its index
+ * (designated; trailing comma included). */
 #define RGC_PARAM_ROWS RGC_PARAMS(RGC_PARAM_DEF)
 
 /* Largest magnified side: indices and half-pixel coordinates stay exact in

@@ -20,17 +20,32 @@
 #include "methods/math/catmull_rom.h"
 #include "methods/methods.h"
 
-enum { SM_SHIFT_ROW, SM_SHIFT_COL, SM_MAG_ROW, SM_MAG_COL, SM_N_PARAMS };
+/* One list gives the parameter indices (SM_*, how the code reads p[]) and
+ * the table rows, so the two cannot drift apart. */
+#define SM_PARAMS(X)                                                         \
+  X(SM_SHIFT_ROW, "shift_row", PARAM_FLOAT, 0, -FLT_MAX, FLT_MAX, 0,         \
+    "shift along rows in input pixels (positive moves content down)")       \
+  X(SM_SHIFT_COL, "shift_col", PARAM_FLOAT, 0, -FLT_MAX, FLT_MAX, 0,         \
+    "shift along columns in input pixels (positive moves content right)")   \
+  X(SM_MAG_ROW, "magnification_row", PARAM_FLOAT, 2, 0, FLT_MAX,            \
+    PARAM_MIN_OPEN, "output rows per input row (> 0, need not be an "       \
+                    "integer)")                                              \
+  X(SM_MAG_COL, "magnification_col", PARAM_FLOAT, 2, 0, FLT_MAX,            \
+    PARAM_MIN_OPEN, "output columns per input column (> 0, need not be an " \
+                    "integer)")
 
-static const param_def sm_params[SM_N_PARAMS] = {
-    {"shift_row", PARAM_FLOAT, 0, -FLT_MAX, FLT_MAX, 0, NULL,
-     "shift along rows in input pixels (positive moves content down)"},
-    {"shift_col", PARAM_FLOAT, 0, -FLT_MAX, FLT_MAX, 0, NULL,
-     "shift along columns in input pixels (positive moves content right)"},
-    {"magnification_row", PARAM_FLOAT, 2, 0, FLT_MAX, PARAM_MIN_OPEN, NULL,
-     "output rows per input row (> 0, need not be an integer)"},
-    {"magnification_col", PARAM_FLOAT, 2, 0, FLT_MAX, PARAM_MIN_OPEN, NULL,
-     "output columns per input column (> 0, need not be an integer)"},
+enum {
+#define SM_PARAM_INDEX_(id, name, type, def, min, max, flags, doc) id,
+  SM_PARAMS(SM_PARAM_INDEX_)
+#undef SM_PARAM_INDEX_
+  SM_N_PARAMS
+};
+
+static const param_def sm_params[] = {
+#define SM_PARAM_ROW_(id, name, type, def, min, max, flags, doc)             \
+  {name, type, def, min, max, flags, NULL, doc},
+    SM_PARAMS(SM_PARAM_ROW_)
+#undef SM_PARAM_ROW_
 };
 
 static const slot_def sm_inputs[] = {{"image", "stack to resample"}};

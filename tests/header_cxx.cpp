@@ -1,7 +1,7 @@
-// header_cxx.cpp — proves both public headers (quicksilver.h for host
-// programs, quicksilver_method.h for method authors) compile and link as
-// C++.
-#include "quicksilver_method.h"
+// header_cxx.cpp — proves the public headers (quicksilver.h for host
+// programs, quicksilver_method.h for method authors, the generated
+// quicksilver_prefixed.h) compile and link as C++.
+#include "quicksilver_prefixed.h"
 
 static int cxx_impl(const method_call *c) { return c->n_out ? QS_OK : QS_EINVAL; }
 
@@ -20,6 +20,6 @@ extern "C" int qs_header_cxx_probe(void) {
   c.n_out = 1;
   if (impls[0].run(&c) != QS_OK) return -1;
   int n = 0;
-  for (int s = QS_OK; s < QS_STATUS_COUNT; s++) n += status_name(s) ? 1 : 0;
+  for (int s = QS_OK; s < QS_STATUS_COUNT; s++) n += qs_status_name(s) ? 1 : 0;
   return n;
 }

@@ -183,8 +183,9 @@ Test(agent, model_only_candidate_is_verified_once) {
   cr_assert_str_eq(why, "verification");
   cr_assert_float_eq(est[1], 1.2, 1e-12);
   cr_assert_eq(src[1], SRC_MODEL);
-  /* once measured (1.3 s), history against history: the first stays */
-  double b[1] = {1.3};
+  /* once measured (1.4 s, beyond AGENT_CLOSE), history against history:
+   * the first stays */
+  double b[1] = {1.4};
   c[1].walls = b;
   c[1].n_walls = 1;
   cr_assert_eq(agent_choose(c, 2, 1e6, 0, &rng, &why, NULL, NULL), 0);
@@ -199,5 +200,78 @@ Test(agent, model_only_candidate_is_verified_once) {
   c[1].fit_b = 1.1e-6;
   c[1].excluded = "failed";
   cr_assert_eq(agent_choose(c, 2, 1e6, 0, &rng, &why, NULL, NULL), 0);
+  cr_assert_str_eq(why, "history");
+}
+
+Test(agent, close_candidates_earn_evidence_then_compare_fairly) {
+  /* a: many runs, its fast half holding old fast ones (0.84); b: run once
+   * at 0.9, within AGENT_CLOSE; c: once at 2.0, not close */
+  double a[10] = {0.8, 0.8, 0.8, 0.8, 1, 1, 1, 1, 1, 1};
+  double b[3] = {0.9, 0.9, 0.9}, cw[1] = {2.0};
+  agent_cand c[3] = {{.kind = IMPL_THREADED, .walls = a, .n_walls = 10},
+                     {.kind = IMPL_THREADED, .walls = b, .n_walls = 1},
+                     {.kind = IMPL_SERIAL, .walls = cw, .n_walls = 1}};
+  uint64_t rng = 5;
+  const char *why;
+  double est[3];
+  int src[3];
+  /* b is short of evidence: run until it has AGENT_EVIDENCE runs */
+  for (size_t n = 1; n < AGENT_EVIDENCE; n++) {
+    c[1].n_walls = n;
+    cr_assert_eq(agent_choose(c, 3, 100, 0, &rng, &why, est, src), 1);
+    cr_assert_str_eq(why, "exploration");
+  }
+  /* by fast-half means a leads (0.84 against 0.9); on their newest 3 runs
+   * each, b does (1.0 against 0.9) */
+  c[1].n_walls = 3;
+  cr_assert_float_eq(est[0], 0.84, 1e-12);
+  int revisits = 0, b_wins = 0;
+  for (int k = 0; k < 3200; k++) {
+    long pick = agent_choose(c, 3, 100, 0, &rng, &why, NULL, NULL);
+    cr_assert_neq(pick, 2, "c is not close: never run");
+    if (!strcmp(why, "exploration")) {
+      cr_assert_eq(pick, 1, "the revisit goes to the rival with fewer runs");
+      revisits++;
+    } else {
+      cr_assert_str_eq(why, "history");
+      b_wins += pick == 1;
+    }
+  }
+  cr_assert_eq(b_wins, 3200 - revisits);
+  /* about one call in AGENT_REVISIT (100 expected) */
+  cr_assert(revisits > 60 && revisits < 140, "%d revisits", revisits);
+  /* within AGENT_TIE on equal footing: a tie, won by the one with more
+   * runs (a: 1.0 against b's 0.99) */
+  for (int i = 0; i < 3; i++) b[i] = 0.99;
+  int a_wins = 0, calls = 0;
+  for (int k = 0; k < 200; k++) {
+    long pick = agent_choose(c, 3, 100, 0, &rng, &why, NULL, NULL);
+    if (strcmp(why, "history")) continue;
+    calls++;
+    a_wins += pick == 0;
+  }
+  cr_assert_eq(a_wins, calls);
+  /* beyond AGENT_TIE (0.95 against 1.0): the faster */
+  for (int i = 0; i < 3; i++) b[i] = 0.95;
+  for (int k = 0; k < 200; k++) {
+    long pick = agent_choose(c, 3, 100, 0, &rng, &why, NULL, NULL);
+    if (!strcmp(why, "history")) cr_assert_eq(pick, 1);
+  }
+}
+
+Test(agent, closeness_judges_the_favourite_by_as_many_runs) {
+  /* a's fast half (0.84) holds old lucky runs; b, run once at 1.2, is
+   * beyond 1.3x of that but within 1.3x of a's newest run (1.0): close,
+   * so it earns more runs */
+  double a[10] = {0.8, 0.8, 0.8, 0.8, 1, 1, 1, 1, 1, 1}, b[1] = {1.2};
+  agent_cand c[2] = {{.kind = IMPL_THREADED, .walls = a, .n_walls = 10},
+                     {.kind = IMPL_THREADED, .walls = b, .n_walls = 1}};
+  uint64_t rng = 3;
+  const char *why;
+  cr_assert_eq(agent_choose(c, 2, 100, 0, &rng, &why, NULL, NULL), 1);
+  cr_assert_str_eq(why, "exploration");
+  /* at 1.4 it is not close: the favourite runs */
+  b[0] = 1.4;
+  cr_assert_eq(agent_choose(c, 2, 100, 0, &rng, &why, NULL, NULL), 0);
   cr_assert_str_eq(why, "history");
 }

@@ -3,6 +3,7 @@
  * validation errors with nothing recorded, forced implementations and kinds,
  * calibration once per cold implementation, fallback and retry, the key,
  * history across engine_close/engine_open, method_benchmark. */
+#define _DEFAULT_SOURCE /* mincore */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +11,8 @@
 #include <string.h>
 #include <pthread.h>
 #include <time.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "db/store.h"
@@ -796,6 +799,47 @@ Test(dispatch, calibration_budget_bounds_each_call) {
   engine_close(e);
 }
 
+/* A candidate starts only while the budget left covers CALIB_NEXT (4)
+ * times the slowest small-slice run so far: with 8 ms, threaded_dynamic's
+ * two runs (32x32 and 64x64, about 3 ms each) leave 2 ms, and nothing else
+ * starts (threaded, 2 ms, would have overshot the budget). */
+Test(dispatch, calibration_starts_nothing_the_budget_left_cannot_cover) {
+  fake_reset();
+  engine_options o = {.db_path = ":memory:", .threads = 2, .no_opencl = 1,
+                      .seed = 1, .clock_ns = fake_clock,
+                      .calibration_share = 1000, .calibration_budget = 8e-3};
+  engine *e = NULL;
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_assert_eq(method_register(e, &fake_desc), QS_OK);
+  input x = make_input(4, 512, 512);
+  run_report rep;
+  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_float_eq(rep.calibration_seconds,
+                     3e-3 + 4e-9 * 1024 + 3e-3 + 4e-9 * 4096, 1e-12, "%.9f",
+                     rep.calibration_seconds);
+  cr_assert_str_eq(rep.impl, "threaded_dynamic");
+  cr_assert_eq(fake[F_THREADED].calls + fake[F_FLAKY].calls +
+                   fake[F_SERIAL].calls,
+               0);
+  engine_close(e);
+  /* with 20 ms, 14 ms left cover 4 x 3 ms: threaded runs (2 ms); then 12
+   * ms left fall short of 4 x 3.004 ms and flaky and serial wait, while
+   * threaded also gets its second size (64x64: 2 ms more) */
+  fake_reset();
+  o.calibration_budget = 20e-3;
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_assert_eq(method_register(e, &fake_desc), QS_OK);
+  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
+  cr_assert_eq(fake[F_THREADED].small_calls, 2);
+  cr_assert_eq(fake[F_FLAKY].calls + fake[F_SERIAL].calls, 0);
+  cr_assert_float_eq(rep.calibration_seconds,
+                     3e-3 + 4e-9 * 1024 + 3e-3 + 4e-9 * 4096 + 2e-3 +
+                         3e-9 * 1024 + 2e-3 + 3e-9 * 4096,
+                     1e-12, "%.9f", rep.calibration_seconds);
+  free(x.px);
+  engine_close(e);
+}
+
 /* -------------------------------------------- serial runs on one thread */
 
 static int workers_seen;
@@ -817,26 +861,29 @@ static const impl_def workers_impls[] = {
     {"serial", IMPL_SERIAL, run_workers, NULL, 1, SCHED_STATIC, 0},
     {"threaded", IMPL_THREADED, run_workers, NULL, 1, SCHED_STATIC, 0},
 };
-static const method_desc workers_desc = {
-    .name = "workers",
-    .doc = "notes which pool workers its loop ran on",
-    .inputs = fake_in,
-    .n_inputs = 1,
-    .outputs = fake_out,
-    .n_outputs = 1,
-    .impls = workers_impls,
-    .n_impls = 2,
-    .shape = fake_shape,
-    .tolerance = 1e-6,
-};
+/* A one-input, one-output method of the fake's shape around `impls`, and
+ * an engine (2 threads, no OpenCL, store in memory) that has it. */
+#define PROBE_DESC(var, nm, text, list)                                       \
+  static const method_desc var = {                                            \
+      .name = nm, .doc = text, .inputs = fake_in, .n_inputs = 1,              \
+      .outputs = fake_out, .n_outputs = 1, .impls = list,                     \
+      .n_impls = sizeof list / sizeof list[0], .shape = fake_shape,           \
+      .tolerance = 1e-6}
 
-Test(dispatch, serial_loops_stay_on_the_calling_thread) {
+static engine *open_probe(const method_desc *d) {
   engine_options o = {.db_path = ":memory:", .threads = 2, .no_opencl = 1,
                       .seed = 1};
   engine *e = NULL;
   cr_assert_eq(engine_open(&e, &o), QS_OK, "%s", engine_error(e));
-  cr_assert_eq(method_register(e, &workers_desc), QS_OK, "%s",
-               engine_error(e));
+  cr_assert_eq(method_register(e, d), QS_OK, "%s", engine_error(e));
+  return e;
+}
+
+PROBE_DESC(workers_desc, "workers", "notes which pool workers its loop ran on",
+           workers_impls);
+
+Test(dispatch, serial_loops_stay_on_the_calling_thread) {
+  engine *e = open_probe(&workers_desc);
   float px[4 * 4] = {0};
   image in = image_wrap(px, 1, 4, 4), out;
   const char *impls[] = {"serial", "threaded"};
@@ -852,6 +899,61 @@ Test(dispatch, serial_loops_stay_on_the_calling_thread) {
                  impls[i], workers_seen);
     image_free(&out);
   }
+  engine_close(e);
+}
+
+/* The resident share of an output's pages and whether they read zero, as
+ * its implementation finds them at the start of its run. */
+static double resident_seen = -1;
+static int zero_seen;
+
+static int run_resident(const method_call *c) {
+  const image *o = &c->out[0];
+  size_t bytes = o->frames * o->rows * o->cols * sizeof(float);
+  long page = sysconf(_SC_PAGESIZE);
+  uintptr_t lo = (uintptr_t)o->data & ~(uintptr_t)(page - 1);
+  size_t len = (uintptr_t)o->data + bytes - lo;
+  size_t pages = (len + (size_t)page - 1) / (size_t)page;
+  unsigned char *vec = malloc(pages);
+  if (!vec || mincore((void *)lo, len, vec)) {
+    free(vec);
+    return QS_EFAIL;
+  }
+  size_t in = 0;
+  for (size_t i = 0; i < pages; i++) in += vec[i] & 1;
+  free(vec);
+  resident_seen = (double)in / (double)pages;
+  zero_seen = 1;
+  for (size_t i = 0; i < bytes / sizeof(float); i += 1024)
+    zero_seen &= o->data[i] == 0.0f;
+  for (size_t i = 0; i < bytes / sizeof(float); i++) o->data[i] = 1.0f;
+  return QS_OK;
+}
+
+static const impl_def resident_impls[] = {
+    {"serial", IMPL_SERIAL, run_resident, NULL, 1, SCHED_STATIC, 0},
+};
+PROBE_DESC(resident_desc, "resident",
+           "reports how much of its output is resident when it starts",
+           resident_impls);
+
+/* A large fresh output has its pages provided before the timed run (one
+ * write per page over the pool), so that the kernel's and the host's cost
+ * of fresh memory is not timed as the implementation's; it still reads as
+ * zeros. */
+Test(dispatch, large_outputs_are_resident_before_the_run) {
+  engine *e = open_probe(&resident_desc);
+  input x = make_input(4, 1024, 1024); /* 16 MiB output */
+  run_request rq = {.inputs = &x.im, .n_inputs = 1, .impl = "serial"};
+  image out;
+  cr_assert_eq(method_run(e, "resident", &rq, &out, 1, NULL), QS_OK, "%s",
+               engine_error(e));
+  cr_assert_eq(resident_seen, 1.0, "%.3f of the output was resident",
+               resident_seen);
+  cr_assert(zero_seen, "the output did not start as zeros");
+  cr_assert_eq(out.data[4 * 1024 * 1024 - 1], 1.0f);
+  image_free(&out);
+  free(x.px);
   engine_close(e);
 }
 

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "methods/esrrf/esrrf.h"
+#include "methods/methods.h"
 #include "qs_test.h"
 #include "quicksilver.h"
 
@@ -129,5 +131,29 @@ Test(params, format_is_canonical_and_round_trips) {
     cr_assert_eq(params_parse(&defs[i], buf, &back, err, sizeof err), QS_OK,
                  "%s", err);
     cr_assert_eq(back, defs[i].def);
+  }
+}
+
+/* esrrf.h's P_ indices, by which esrrf and rgc read c->p, name the rows of
+ * both methods' tables (rgc shares the first four). */
+Test(params, esrrf_and_rgc_indices_name_their_rows) {
+  static const struct {
+    int index;
+    const char *name;
+  } want[] = {{P_MAG, "magnification"},
+              {P_RADIUS, "radius"},
+              {P_SENS, "sensitivity"},
+              {P_IW, "intensity_weighting"},
+              {P_FPT, "frames_per_timepoint"},
+              {P_TEMPORAL, "temporal"},
+              {P_MPC, "macro_pixel_correction"}};
+  size_t n = sizeof want / sizeof want[0];
+  cr_assert_eq(method_esrrf.n_params, n);
+  for (size_t i = 0; i < n; i++) {
+    cr_assert_str_eq(method_esrrf.params[want[i].index].name, want[i].name);
+    if (want[i].index <= P_IW) {
+      cr_assert_gt(method_rgc.n_params, (size_t)want[i].index);
+      cr_assert_str_eq(method_rgc.params[want[i].index].name, want[i].name);
+    }
   }
 }

@@ -52,6 +52,8 @@ typedef struct db_ctx {
   cJSON *arr;   /* --json: the array being filled */
   size_t count; /* entries printed */
   const char *last_method, *last_key;
+  int slices;         /* best: list calibration-slice keys too (--all) */
+  size_t hidden;      /* best: slice keys left out */
   char prev[2][4096]; /* method and key of the previous stats group */
 } db_ctx;
 
@@ -86,7 +88,8 @@ static int db_listing(db_ctx *d, int rc) {
     return cli_fail("db: %s", engine_error(d->e));
   }
   if (d->arr) return cli_json_out(d->arr);
-  if (!d->count) fprintf(stderr, "quicksilver: db: no runs recorded\n");
+  if (!d->count && !d->hidden)
+    fprintf(stderr, "quicksilver: db: no runs recorded\n");
   return CLI_OK;
 }
 
@@ -142,10 +145,16 @@ static int db_stats(db_ctx *d) {
 }
 
 /* Per (method, key): the implementation method_run would choose for that
- * key here (the engine's own rule), and every estimate. */
+ * key here (the engine's own rule), and every estimate. Keys calibration
+ * recorded on slices of a call's input are not keys the caller ran: they
+ * are counted and left out unless --all. */
 static int best_key(void *ctx, const char *method, const char *key,
                     const run_report *r) {
   db_ctx *d = ctx;
+  if (!d->slices && db_key_is_slice(key)) {
+    d->hidden++;
+    return 0;
+  }
   d->count++;
   long pick = -1;
   for (size_t k = 0; k < r->n_estimates; k++)
@@ -154,6 +163,7 @@ static int best_key(void *ctx, const char *method, const char *key,
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "method", method);
     cJSON_AddStringToObject(o, "key", key);
+    cJSON_AddBoolToObject(o, "slice", db_key_is_slice(key));
     if (pick >= 0) {
       cJSON_AddStringToObject(o, "impl", r->impl);
       cJSON_AddNumberToObject(o, "seconds", r->estimates[pick].seconds);
@@ -193,7 +203,14 @@ static int db_best(db_ctx *d) {
   int rc = db_filter_of(d->a, &f);
   if (rc) return rc;
   d->arr = d->c->json ? cJSON_CreateArray() : NULL;
-  return db_listing(d, engine_db_best(d->e, &f, best_key, d));
+  d->slices = args_value(d->a, "all") != NULL;
+  rc = db_listing(d, engine_db_best(d->e, &f, best_key, d));
+  if (d->hidden)
+    fprintf(stderr,
+            "quicksilver: db best: %zu calibration-slice key%s hidden "
+            "(--all shows them)\n",
+            d->hidden, d->hidden == 1 ? "" : "s");
+  return rc;
 }
 
 static int db_file_op(db_ctx *d, const char *verb) {
@@ -290,7 +307,7 @@ int cmd_db(cli *c, int argc, char **argv) {
       {"limit", 0, "N", "at most N runs (list)"},
       {"keep", 0, "N", "prune: keep the newest N runs per key"},
       {"older-than", 0, "DAYS", "prune: drop runs older than DAYS"},
-      {"all", 0, NULL, "forget: every run"},
+      {"all", 0, NULL, "forget: every run; best: calibration-slice keys too"},
       {"move-aside", 0, NULL, "check: move a damaged store aside"},
       {NULL, 0, NULL, NULL}};
   static const char *const subs[] = {"path",   "list",   "show",   "stats",

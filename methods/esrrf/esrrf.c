@@ -304,15 +304,26 @@ static const slot_def esrrf_outputs[] = {
     {"output", "(T, R·M, C·M), T = ceil(F / frames_per_timepoint); "
                "temporal=none: the per-frame maps (F, R·M, C·M)"},
 };
+/* Rows at the index the code reads them by (esrrf.h's P_ enum): rgc's
+ * shared rows fill P_MAG..P_IW, the rest are placed by index. */
 static const param_def esrrf_params[] = {
     RGC_PARAM_ROWS
-    {"frames_per_timepoint", PARAM_INT, 0, 0, INT_MAX, 0, NULL,
-     "frames per output timepoint (0: all frames; the last may be short)"},
-    {"temporal", PARAM_ENUM, TEMPORAL_AVG, 0, 0, 0, TEMPORAL_CHOICES,
-     "statistic over each timepoint's frames (none: the per-frame maps)"},
-    {"macro_pixel_correction", PARAM_BOOL, 1, 0, 1, 0, NULL,
-     "divide each sub-pixel phase by its mean (not with temporal=none)"},
+    [P_FPT] = {"frames_per_timepoint", PARAM_INT, 0, 0, INT_MAX, 0, NULL,
+               "frames per output timepoint (0: all frames; the last may be "
+               "short)"},
+    [P_TEMPORAL] = {"temporal", PARAM_ENUM, TEMPORAL_AVG, 0, 0, 0,
+                    TEMPORAL_CHOICES,
+                    "statistic over each timepoint's frames (none: the "
+                    "per-frame maps)"},
+    [P_MPC] = {"macro_pixel_correction", PARAM_BOOL, 1, 0, 1, 0, NULL,
+               "divide each sub-pixel phase by its mean (not with "
+               "temporal=none)"},
 };
+_Static_assert(P_MAG == 0 && P_RADIUS == 1 && P_SENS == 2 && P_IW == 3 &&
+                   P_FPT == P_IW + 1,
+               "RGC_PARAM_ROWS fills P_MAG..P_IW, right before P_FPT");
+_Static_assert(sizeof esrrf_params / sizeof esrrf_params[0] == P_MPC + 1,
+               "one esrrf_params row per P_ index, P_MPC the last");
 
 static const impl_def esrrf_impls[] = {
     QS_CPU_IMPLS(esrrf_run_chain, 1, 8),

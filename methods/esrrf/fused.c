@@ -92,21 +92,37 @@ static inline float fz_weight(const fused *s, float d) {
   return a[1] + e * (a[2] + e * a[3]);
 }
 
-/* Grid rows [b, e): the half-pixel samples of both gradients. */
-static int fz_grid_rows(void *ctx, size_t b, size_t e, int worker) {
-  fused *s = ctx;
+/* The half-pixel samples of both Roberts gradients on grid row a. */
+static void fz_samples(const fused *s, size_t a, int worker, float *gx,
+                       float *gy) {
   int cols = s->g.cols, gw = 2 * cols + 1;
   size_t plane = (size_t)s->g.rows * (size_t)cols;
-  QS_ACC *pc = s->sums + (size_t)worker * 2 * (size_t)cols, *pr = pc + cols;
+  QS_ACC *pc = (QS_ACC *)((char *)s->sums +
+                          (size_t)worker * fused_stride(2 * (size_t)cols,
+                                                        sizeof *pc)),
+         *pr = pc + cols;
+  if (!s->hr[a].n) {
+    for (int x = 0; x < gw; x++) gx[x] = gy[x] = 0.0f;
+    return;
+  }
+  cr_vsums(s->grad, cols, &s->hr[a], pc, 0, cols);
+  cr_vsums(s->grad + plane, cols, &s->hr[a], pr, 0, cols);
+  for (int x = 0; x < gw; x++) {
+    gx[x] = cr_hsum(pc, &s->hc[x]);
+    gy[x] = cr_hsum(pr, &s->hc[x]);
+  }
+}
+
+int fused_grid_rows(void *ctx, size_t b, size_t e, int worker) {
+  fused *s = ctx;
+  size_t gw = 2 * (size_t)s->g.cols + 1;
+  float *gx = (float *)((char *)s->gtmp +
+                        (size_t)worker * fused_stride(2 * gw, sizeof *gx)),
+        *gy = gx + gw;
   for (size_t a = b; a < e; a++) {
-    fz_cell *row = s->grid + a * (size_t)gw;
-    cr_vsums(s->grad, cols, &s->hr[a], pc, 0, cols);
-    cr_vsums(s->grad + plane, cols, &s->hr[a], pr, 0, cols);
-    for (int x = 0; x < gw; x++) {
-      fz_cell *cell = &row[x];
-      fused_cell(cell, s->hr[a].n ? cr_hsum(pc, &s->hc[x]) : 0.0f,
-                 s->hr[a].n ? cr_hsum(pr, &s->hc[x]) : 0.0f);
-    }
+    fz_cell *row = s->grid + a * gw;
+    s->samples(s, a, worker, gx, gy);
+    for (size_t x = 0; x < gw; x++) fused_cell(&row[x], gx[x], gy[x]);
   }
   return QS_OK;
 }
@@ -236,27 +252,40 @@ static int fz_candidates(fused *s) {
   return QS_OK;
 }
 
+/* A parallel loop run on the calling thread alone (worker 0). */
+static int fz_inline_for(const method_call *c, size_t b, size_t e,
+                         range_fn body, void *ctx) {
+  (void)c;
+  return b < e ? body(ctx, b, e, 0) : QS_OK;
+}
+
+/* Frames of at most this many pixels take their Roberts cross on the
+ * calling thread: it costs about 1.5 ns a pixel, less than handing a
+ * parallel loop to a sleeping pool and waiting for it (an empty loop takes
+ * 11-36 us on the 2-core machine; bench/roofline prints it). */
+#define FZ_INLINE_PX 8192
+
 static int fz_maps(void *state, size_t f0, size_t n, float *dst) {
   fused *s = state;
   const esrrf_geom *g = &s->g;
   size_t rc_px = (size_t)g->rows * (size_t)g->cols;
   double sm1[4] = {0, 0, g->mag, g->mag};
+  method_call alone = *s->c;
+  alone.parallel_for = fz_inline_for;
+  const method_call *rc_call = rc_px <= FZ_INLINE_PX ? &alone : s->c;
   for (size_t k = 0; k < n; k++) {
     image frame = image_wrap(s->c->in[0].data + (f0 + k) * rc_px, 1,
                              (size_t)g->rows, (size_t)g->cols);
     image grad[2] = {
         image_wrap(s->grad, 1, (size_t)g->rows, (size_t)g->cols),
         image_wrap(s->grad + rc_px, 1, (size_t)g->rows, (size_t)g->cols)};
-    int rc = esrrf_sub(s->c, &method_roberts_cross, &frame, grad, NULL);
+    int rc = esrrf_sub(rc_call, &method_roberts_cross, &frame, grad, NULL);
     s->frame = frame.data;
     if (!rc && s->mag) {
       image mag = image_wrap(s->mag, 1, (size_t)g->rows_m,
                              (size_t)g->cols_m);
       rc = esrrf_sub(s->c, &method_shift_magnify, &frame, &mag, sm1);
     }
-    if (!rc)
-      rc = s->c->parallel_for(s->c, 0, 2 * (size_t)g->rows + 1, fz_grid_rows,
-                              s);
     s->dst = dst + k * g->plane;
     if (!rc) rc = s->var->frame(s);
     if (rc) return rc;
@@ -267,10 +296,13 @@ static int fz_maps(void *state, size_t f0, size_t n, float *dst) {
 int fused_tables(fused *s) {
   const esrrf_geom *g = &s->g;
   size_t rm = (size_t)g->rows_m, cm = (size_t)g->cols_m;
+  size_t threads = s->c->threads > 0 ? (size_t)s->c->threads : 1;
   s->win = g->k.end - g->k.start;
   s->ty = malloc((rm + cm) * (size_t)s->win * sizeof *s->ty);
   s->ny = malloc((rm + cm) * sizeof *s->ny);
-  if (!s->ty || !s->ny) return QS_ENOMEM;
+  s->gtmp = aligned_alloc(
+      64, threads * fused_stride(2 * (2 * (size_t)g->cols + 1), sizeof(float)));
+  if (!s->ty || !s->ny || !s->gtmp) return QS_ENOMEM;
   s->tx = s->ty + rm * (size_t)s->win;
   s->nx = s->ny + rm;
   for (size_t y = 0; y < rm; y++)
@@ -290,7 +322,8 @@ static int fz_plan(fused *s) {
   size_t gr = 2 * (size_t)g->rows + 1, gc = 2 * (size_t)g->cols + 1;
   size_t threads = s->c->threads > 0 ? (size_t)s->c->threads : 1;
   s->hr = malloc((gr + gc) * sizeof *s->hr);
-  s->sums = malloc(threads * 2 * (size_t)g->cols * sizeof *s->sums);
+  s->sums = aligned_alloc(
+      64, threads * fused_stride(2 * (size_t)g->cols, sizeof *s->sums));
   s->grad = malloc(2 * (size_t)g->rows * (size_t)g->cols * sizeof(float));
   s->grid = malloc(gr * gc * sizeof *s->grid);
   int mag_plane = g->weight && !s->var->intensity;
@@ -320,7 +353,11 @@ static int fz_pass_plan(fused *s) {
 }
 
 static int fz_pass_frame(fused *s) {
-  return s->c->parallel_for(s->c, 0, (size_t)s->g.rows_m, fz_rgc_rows, s);
+  int rc = s->c->parallel_for(s->c, 0, 2 * (size_t)s->g.rows + 1,
+                              fused_grid_rows, s);
+  if (!rc)
+    rc = s->c->parallel_for(s->c, 0, (size_t)s->g.rows_m, fz_rgc_rows, s);
+  return rc;
 }
 
 static void fz_pass_done(fused *s) { (void)s; }
@@ -334,6 +371,7 @@ int fused_run(const method_call *c, const fused_variant *var) {
   if (!var) var = &fused_scalar_pass;
   s->c = c;
   s->var = var;
+  s->samples = fz_samples;
   esrrf_geom_of(c, &s->g);
   int rc = fz_plan(s);
   if (!rc) rc = var->plan(s);
@@ -359,6 +397,7 @@ void fused_free(fused *s) {
   free(s->mag);
   free(s->cand);
   free(s->cand_at);
+  free(s->gtmp);
   free(s);
 }
 

@@ -40,9 +40,10 @@ typedef struct fz_cell {
 typedef struct fused fused;
 
 /* A variant of the RGC pass. plan: once per call after the shared tables
- * (s->cand may be NULL: no candidate lists); frame: once per frame after
- * the grid, writes the RGC map (times the intensity) into s->dst inside
- * the margins; done: frees what plan made (also after a failed plan). */
+ * (s->cand may be NULL: no candidate lists); frame: once per frame, makes
+ * the grid rows it reads from s->samples (fused_grid_rows: the cells) and
+ * writes the RGC map (times the intensity) into s->dst inside the margins;
+ * done: frees what plan made (also after a failed plan). */
 typedef struct fused_variant {
   int (*plan)(fused *s);
   int (*frame)(fused *s);
@@ -71,6 +72,13 @@ struct fused {
                            * shift_magnify only) */
   const float *frame;     /* the frame being mapped (R·C) */
   fz_cell *grid;          /* (2R + 1)(2C + 1) */
+  /* The frame's gradient samples of grid row a (2C + 1 each of gx, gy),
+   * from worker `worker`: set before frame by its caller (fused.c from the
+   * Roberts gradients, rgc_vec.c from the ×2M images). */
+  void (*samples)(const fused *s, size_t a, int worker, float *gx, float *gy);
+  const void *samples_ctx;
+  float *gtmp;            /* per worker: 2·(2C + 1) floats, one grid row's
+                           * samples */
   float *dst;
   const fused_variant *var;
   void *vs;               /* the variant's state */
@@ -81,6 +89,17 @@ struct fused {
  * grid index into *t; returns 0 (t untouched) when the reference skips it
  * (0 < v <= n_m − 1 fails). */
 int fused_tap(int i, int j, int n, int n_m, const rgc_consts *k, fz_tap *t);
+
+/* Bytes per worker of a per-worker buffer of n items of `size` bytes:
+ * whole cache lines, so that two workers never write one line (allocate
+ * threads times this with aligned_alloc(64, ·)). */
+static inline size_t fused_stride(size_t n, size_t size) {
+  return (n * size + 63) & ~(size_t)63;
+}
+
+/* Grid rows [b, e) of the frame as cells (ctx: the fused), from
+ * s->samples (through s->gtmp). */
+int fused_grid_rows(void *ctx, size_t b, size_t e, int worker);
 
 /* RGC of output pixel (y, x) inside the margins, before the intensity:
  * from its phase pair's candidates when it has them and all its taps are
@@ -98,8 +117,8 @@ static inline void fused_cell(fz_cell *cell, float gx, float gy) {
 
 /* The tables every pass shares, from s->g alone: the window taps of every
  * output row and column (ty, ny, tx, nx, win), the weight table and the
- * candidate lists. The caller provides s->grid ((2R + 1)(2C + 1) cells)
- * for the passes to read. */
+ * candidate lists, and s->gtmp. The caller provides s->grid ((2R + 1)(2C
+ * + 1) cells) for the passes to read. */
 int fused_tables(fused *s);
 
 /* Frees the tables of s, its buffers (fields left NULL are skipped) and s;

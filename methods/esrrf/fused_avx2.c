@@ -26,6 +26,18 @@
 #define FV_LANES 8
 #define FV_FMA(a, b, c) ((fv_f)_mm256_fmadd_ps((a), (b), (c)))
 #define FV_SQRT(v) ((fv_f)_mm256_sqrt_ps(v))
+
+/* fused_cell's 1/|G| = (float)(1 / sqrt((double)|G|²)) for eight lanes:
+ * the same correctly rounded double operations, four lanes at a time. */
+static inline __m256 fv_inv_norm_avx2(__m256 g2) {
+  __m256d one = _mm256_set1_pd(1.0);
+  __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(g2));
+  __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(g2, 1));
+  lo = _mm256_div_pd(one, _mm256_sqrt_pd(lo));
+  hi = _mm256_div_pd(one, _mm256_sqrt_pd(hi));
+  return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+}
+#define FV_INV_NORM(g2) ((fv_f)fv_inv_norm_avx2((__m256)(g2)))
 #include "methods/esrrf/fused_vec.h"
 
 const fused_variant *fused_avx2_pass(void) { return &fv_variant; }

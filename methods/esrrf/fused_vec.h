@@ -145,30 +145,61 @@ static inline float fv_shift(int rep, int x, int mag) {
   return rgc_center(rep, mag) - (rgc_center(x, mag) - (float)m);
 }
 
-/* Rows [b, e) of the unit-gradient grid, split by column parity; plane
- * position q holds grid column 2(q − lp) + parity: zero left of column 0
- * (taps there are masked), copies of the clamped last column right of it. */
-static int fv_soa_rows(void *ctx, size_t b, size_t e, int worker) {
-  (void)worker;
-  const fused *s = ctx;
-  const fv_state *v = s->vs;
-  int gw = 2 * s->g.cols + 1;
-  for (size_t a = b; a < e; a++) {
-    const fz_cell *row = s->grid + a * (size_t)gw;
-    float *o = v->soa + a * 4 * v->w2;
-    for (size_t q = 0; q < 2 * v->w2; q++) {
-      long c = (long)q - 2L * v->lp;
-      const fz_cell *cl = &row[c < 0 ? 0 : c < gw ? c : gw - 1];
-      float nx = 0, ny = 0;
-      if (c >= 0 && (cl->gx != 0 || cl->gy != 0)) {
-        nx = cl->gx * cl->inv;
-        ny = cl->gy * cl->inv;
-      }
-      o[(q & 1) * v->w2 + (q >> 1)] = nx;
-      o[(2 + (q & 1)) * v->w2 + (q >> 1)] = ny;
+/* 1/|G| from |G|² lane by lane as fused_cell computes it: in double,
+ * rounded to float once (the including file may give a vector form with
+ * the same bits). */
+#ifndef FV_INV_NORM
+#define FV_INV_NORM(g2) fv_inv_norm_lanes(g2)
+#endif
+static inline fv_f fv_inv_norm_lanes(fv_f g2) {
+  for (int k = 0; k < FV_LANES; k++)
+    g2[k] = (float)(1 / sqrt((double)g2[k]));
+  return g2;
+}
+
+/* Row a of the unit-gradient grid from its samples gx, gy (2C + 1 each),
+ * split by column parity; plane position q holds grid column
+ * 2(q − lp) + parity: zero left of column 0 (taps there are masked),
+ * copies of the clamped last column right of it. The unit vector is
+ * (gx, gy)·inv with inv fused_cell's 1/|G| (0 where G = 0). */
+static void fv_soa_row(const fv_state *v, size_t a, size_t gw,
+                       const float *gx, const float *gy) {
+  float *o = v->soa + a * 4 * v->w2;
+  float *ex = o + (size_t)v->lp, *ox = o + v->w2 + (size_t)v->lp;
+  float *ey = o + 2 * v->w2 + (size_t)v->lp, *oy = o + 3 * v->w2 +
+                                                  (size_t)v->lp;
+  size_t c = 0;
+  for (; c + FV_LANES <= gw; c += FV_LANES) {
+    fv_f x = fv_load(gx + c), y = fv_load(gy + c), zero = {0};
+    fv_i some = (x != zero) | (y != zero);
+    fv_f inv = FV_INV_NORM(x * x + y * y);
+    fv_f nx = fv_keep(some, x * inv), ny = fv_keep(some, y * inv);
+    for (int k = 0; k < FV_LANES; k++) {
+      size_t q = c + (size_t)k, h = q >> 1;
+      (q & 1 ? ox : ex)[h] = nx[k];
+      (q & 1 ? oy : ey)[h] = ny[k];
     }
   }
-  return QS_OK;
+  for (; c < gw; c++) {
+    float nx = 0, ny = 0;
+    if (gx[c] != 0 || gy[c] != 0) {
+      float inv = (float)(1 / sqrt((double)(gx[c] * gx[c] + gy[c] * gy[c])));
+      nx = gx[c] * inv;
+      ny = gy[c] * inv;
+    }
+    (c & 1 ? ox : ex)[c >> 1] = nx;
+    (c & 1 ? oy : ey)[c >> 1] = ny;
+  }
+  /* the padding: zero on the left, the last column on the right */
+  size_t last = gw - 1;
+  float lx = (last & 1 ? ox : ex)[last >> 1], ly = (last & 1 ? oy : ey)[last >> 1];
+  for (size_t q = 0; q < 2 * v->w2; q++) {
+    if (q == 2 * (size_t)v->lp) q += gw; /* skip the columns themselves */
+    if (q >= 2 * v->w2) break;
+    int left = q < 2 * (size_t)v->lp;
+    o[(q & 1) * v->w2 + (q >> 1)] = left ? 0 : lx;
+    o[(2 + (q & 1)) * v->w2 + (q >> 1)] = left ? 0 : ly;
+  }
 }
 
 /* One candidate for the lanes: the offsets dx, dy, the weight w, and the
@@ -282,23 +313,48 @@ static int fv_row_list(const fv_state *v, const fz_tap *rt,
   return n;
 }
 
-/* The ×M intensity, along x first: input rows [b, e) of the frame
- * magnified along x into hx. In float (the reference sums in double: the
- * results differ by a few ulps, well inside the variant's 1e-6). */
-static int fv_hx_rows(void *ctx, size_t b, size_t e, int worker) {
-  (void)worker;
-  const fused *s = ctx;
+/* The ×M intensity, along x first: input row r of the frame magnified
+ * along x into hx. In float (the reference sums in double: the results
+ * differ by a few ulps, well inside the variant's 1e-6). */
+static void fv_hx_row(const fused *s, size_t r) {
   const fv_state *v = s->vs;
   size_t cm = (size_t)s->g.cols_m;
-  for (size_t r = b; r < e; r++) {
-    const float *in = s->frame + r * (size_t)s->g.cols;
-    float *o = v->hx + r * cm;
-    for (size_t x = 0; x < cm; x++) {
-      const fv_taps *t = &v->ict[x];
-      float a = 0;
-      for (int k = 0; k < t->n; k++) a += t->w[k] * in[t->first + k];
-      o[x] = a;
-    }
+  const float *in = s->frame + r * (size_t)s->g.cols;
+  float *o = v->hx + r * cm;
+  for (size_t x = 0; x < cm; x++) {
+    const fv_taps *t = &v->ict[x];
+    const float *p = in + t->first;
+    float a = 0;
+    if (t->n == 4) /* the loop below, unrolled: the same sums */
+      a = (((a + t->w[0] * p[0]) + t->w[1] * p[1]) + t->w[2] * p[2]) +
+          t->w[3] * p[3];
+    else
+      for (int k = 0; k < t->n; k++) a += t->w[k] * p[k];
+    o[x] = a;
+  }
+}
+
+/* Grid rows [b, e) of the frame: their samples (s->samples), made into
+ * the unit-gradient planes (or the cells, for a call without candidate
+ * lists, where every pixel takes fused_pixel), and the rows of the
+ * intensity along x that belong to them (input row r with grid row 2r),
+ * all in one parallel loop. */
+static int fv_grid_rows(void *ctx, size_t b, size_t e, int worker) {
+  const fused *s = ctx;
+  const fv_state *v = s->vs;
+  size_t gw = 2 * (size_t)s->g.cols + 1;
+  float *gx = (float *)((char *)s->gtmp +
+                        (size_t)worker * fused_stride(2 * gw, sizeof *gx)),
+        *gy = gx + gw;
+  for (size_t a = b; a < e; a++) {
+    s->samples(s, a, worker, gx, gy);
+    if (v->soa)
+      fv_soa_row(v, a, gw, gx, gy);
+    else
+      for (size_t x = 0; x < gw; x++)
+        fused_cell(&s->grid[a * gw + x], gx[x], gy[x]);
+    if (s->g.weight && a % 2 == 0 && a / 2 < (size_t)s->g.rows)
+      fv_hx_row(s, a / 2);
   }
   return QS_OK;
 }
@@ -333,8 +389,14 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
   const fv_state *v = s->vs;
   const esrrf_geom *g = &s->g;
   int mag = g->mag, win = s->win;
-  fv_row *r = v->cand ? v->rows + (size_t)worker * (size_t)v->longest : NULL;
-  fz_tap *rt = v->cand ? v->rtaps + (size_t)worker * (size_t)win : NULL;
+  size_t w = (size_t)worker;
+  fv_row *r = v->cand ? (fv_row *)((char *)v->rows +
+                                   w * fused_stride((size_t)v->longest,
+                                                    sizeof *r))
+                      : NULL;
+  fz_tap *rt = v->cand ? (fz_tap *)((char *)v->rtaps +
+                                    w * fused_stride((size_t)win, sizeof *rt))
+                       : NULL;
   unsigned char rok[2 * 50 * 2 + 2]; /* win <= 2·floor(2·50) + 1 */
   for (size_t yy = b; yy < e; yy++) {
     int y = (int)yy;
@@ -342,7 +404,8 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
     float *o = s->dst + yy * (size_t)g->cols_m;
     float *im = NULL;
     if (g->weight) {
-      im = v->irow + (size_t)worker * (size_t)g->cols_m;
+      im = (float *)((char *)v->irow +
+                     w * fused_stride((size_t)g->cols_m, sizeof *im));
       fv_intensity_row(v, y, (size_t)g->cols_m, g->margin,
                        g->cols_m - g->margin, im);
     }
@@ -398,14 +461,11 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
   return QS_OK;
 }
 
+/* Two parallel loops per frame: the grid (and the intensity along x),
+ * then the output rows. */
 static int fv_frame(fused *s) {
-  const fv_state *v = s->vs;
-  int rc = QS_OK;
-  if (s->g.weight)
-    rc = s->c->parallel_for(s->c, 0, (size_t)s->g.rows, fv_hx_rows, s);
-  if (!rc && v->soa)
-    rc = s->c->parallel_for(s->c, 0, 2 * (size_t)s->g.rows + 1, fv_soa_rows,
-                            s);
+  int rc = s->c->parallel_for(s->c, 0, 2 * (size_t)s->g.rows + 1,
+                              fv_grid_rows, s);
   if (!rc) rc = s->c->parallel_for(s->c, 0, (size_t)s->g.rows_m, fv_rows, s);
   return rc;
 }
@@ -493,7 +553,7 @@ static int fv_plan(fused *s) {
     size_t rm = (size_t)g->rows_m, cm = (size_t)g->cols_m;
     v->irt = malloc((rm + cm) * sizeof *v->irt);
     v->hx = malloc((size_t)g->rows * cm * sizeof *v->hx);
-    v->irow = malloc(threads * cm * sizeof *v->irow);
+    v->irow = aligned_alloc(64, threads * fused_stride(cm, sizeof *v->irow));
     if (!v->irt || !v->hx || !v->irow) return QS_ENOMEM;
     v->ict = v->irt + rm;
     for (size_t i = 0; i < rm + cm; i++) {
@@ -520,15 +580,17 @@ static int fv_plan(fused *s) {
   v->w2 = (v->w2 + 7) & ~(size_t)7;
   v->soa = aligned_alloc(64, ((2 * (size_t)g->rows + 1) * 4 * v->w2 *
                               sizeof(float) + 63) & ~(size_t)63);
-  v->rtaps = malloc(threads * (size_t)s->win * sizeof *v->rtaps);
+  v->rtaps = aligned_alloc(
+      64, threads * fused_stride((size_t)s->win, sizeof *v->rtaps));
   if (!v->list || !v->x0 || !v->ex_at || !v->soa || !v->rtaps)
     return QS_ENOMEM;
   v->nk = v->x0 + mag;
   int rc = fv_plan_columns(s, v);
   if (!rc) rc = fv_plan_lists(s, v);
   if (!rc) {
-    v->rows = malloc(threads * (size_t)(v->longest ? v->longest : 1) *
-                     sizeof *v->rows);
+    v->rows = aligned_alloc(
+        64, threads * fused_stride((size_t)(v->longest ? v->longest : 1),
+                                   sizeof *v->rows));
     if (!v->rows) rc = QS_ENOMEM;
   }
   return rc;

@@ -25,7 +25,6 @@
 
 /* One call: the plan, and where the current frame's planes are. */
 typedef struct rv_call {
-  fused *s;
   const float *gx, *gy; /* the frame's ×2M gradients */
   rgc_grid full;        /* their layout */
 } rv_call;
@@ -37,22 +36,19 @@ static inline long rv_index(int n, int step, float limit, float clamp) {
   return (long)(pos >= limit ? clamp : pos);
 }
 
-/* Grid rows [b, e) of the frame from its ×2M gradients. */
-static int rv_grid_rows(void *ctx, size_t b, size_t e, int worker) {
+/* Grid row a of the frame: its samples of the ×2M gradients. */
+static void rv_samples(const fused *s, size_t a, int worker, float *gx,
+                       float *gy) {
   (void)worker;
-  const rv_call *v = ctx;
-  const fused *s = v->s;
+  const rv_call *v = s->samples_ctx;
   const rgc_grid *g = &v->full;
   int gw = 2 * s->g.cols + 1;
-  for (size_t a = b; a < e; a++) {
-    long row = rv_index((int)a, g->step, g->limit_r, g->clamp_r) * g->width;
-    fz_cell *cell = s->grid + a * (size_t)gw;
-    for (int x = 0; x < gw; x++) {
-      long at = row + rv_index(x, g->step, g->limit_c, g->clamp_c);
-      fused_cell(&cell[x], v->gx[at], v->gy[at]);
-    }
+  long row = rv_index((int)a, g->step, g->limit_r, g->clamp_r) * g->width;
+  for (int x = 0; x < gw; x++) {
+    long at = row + rv_index(x, g->step, g->limit_c, g->clamp_c);
+    gx[x] = v->gx[at];
+    gy[x] = v->gy[at];
   }
-  return QS_OK;
 }
 
 /* Output rows [b, e) of the frame times the ×M intensity, inside the
@@ -101,14 +97,15 @@ static int rv_frames(const method_call *c, fused *s) {
   const image *img = &c->in[2];
   const esrrf_geom *g = &s->g;
   size_t plane2 = 4 * g->plane;
-  rv_call v = {.s = s, .full = rgc_grid_full(g->rows_m, g->cols_m, g->mag)};
+  rv_call v = {.full = rgc_grid_full(g->rows_m, g->cols_m, g->mag)};
   int rc = QS_OK;
+  s->samples = rv_samples;
+  s->samples_ctx = &v;
   for (size_t fr = 0; !rc && fr < g->frames; fr++) {
     v.gx = c->in[0].data + fr * plane2;
     v.gy = c->in[1].data + fr * plane2;
-    rc = c->parallel_for(c, 0, 2 * (size_t)g->rows + 1, rv_grid_rows, &v);
     s->dst = c->out[0].data + fr * g->plane;
-    if (!rc) rc = s->var->frame(s);
+    rc = s->var->frame(s);
     if (!rc && c->p[P_IW] != 0) {
       s->frame = img->data + fr * g->plane;
       rc = c->parallel_for(c, 0, (size_t)g->rows_m, rv_weight_rows, s);

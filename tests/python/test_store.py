@@ -91,3 +91,17 @@ def test_timings_persist_across_engines(tmp_path, stack):
         e.run("roberts_cross", stack, impl="serial")
     with qs.Engine(db=tmp_path / "p.db", opencl=False) as e:
         assert len(e.db_rows(method="roberts_cross", impl="serial")) == 1
+
+
+def test_best_leaves_out_calibration_slices(tmp_path, stack):
+    """A cold automatic call calibrates on slices recorded under marked
+    keys; db_best lists the caller's key only unless asked for slices."""
+    with qs.Engine(db=tmp_path / "c.db", opencl=False) as e:
+        e.run("roberts_cross", stack)
+        keys = {r.key for r in e.db_rows(method="roberts_cross")}
+        slice_keys = {k for k in keys if k.endswith("#slice")}
+        assert slice_keys, keys  # calibration ran on slices
+        mine = [b.key for b in e.db_best()]
+        assert mine == [k for k in keys if not k.endswith("#slice")]
+        every = {b.key for b in e.db_best(slices=True)}
+        assert every == keys

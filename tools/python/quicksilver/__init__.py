@@ -595,12 +595,16 @@ class Engine:
             method=method, impl=impl, device=device, key=key)]
 
     def db_best(self, method: Optional[str] = None,
-                key: Optional[str] = None) -> list[Best]:
+                key: Optional[str] = None,
+                slices: bool = False) -> list[Best]:
         """For every (method, key) recorded on this machine, the choice the
-        engine makes for it now."""
+        engine makes for it now. Keys that calibration recorded for its
+        slices are left out unless `slices` is true (as ``quicksilver db
+        best --all``)."""
         return [Best(method=r["method"], key=r["key"],
                      choice=Report._from(r["choice"]))
-                for r in self._core.db_best(method=method, key=key)]
+                for r in self._core.db_best(method=method, key=key)
+                if slices or not r["slice"]]
 
     def db_export(self, path: PathLike) -> None:
         """Writes every run and device to `path` as one JSON document

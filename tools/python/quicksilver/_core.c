@@ -723,8 +723,11 @@ static int best_cb(void *ctx, const char *method, const char *key,
                    const run_report *choice) {
   PyObject *rd = report_dict(choice);
   return list_append_steal(ctx,
-                           rd ? Py_BuildValue("{s:s,s:s,s:N}", "method",
-                                              method, "key", key, "choice", rd)
+                           rd ? Py_BuildValue("{s:s,s:s,s:N,s:O}", "method",
+                                              method, "key", key, "choice", rd,
+                                              "slice",
+                                              db_key_is_slice(key) ? Py_True
+                                                                   : Py_False)
                               : NULL);
 }
 
