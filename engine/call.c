@@ -36,5 +36,5 @@ void call_init(engine *e, const rimpl *r, method_call *c, const image *in,
                                          : call_parallel_for,
                      .device = r->device,
                      .step = e->step, .err = err, .err_len = err_len,
-                     .engine_ = e};
+                     .engine_ = e, .session_ = e->session};
 }

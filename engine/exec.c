@@ -50,7 +50,10 @@ int outputs_alloc(engine *e, const image *shape, size_t n, image *out) {
     }
     size_t bytes = shape[i].frames * shape[i].rows * shape[i].cols *
                    sizeof(float);
-    if (bytes >= TOUCH_MIN)
+    /* Under a session (the live stream) the implementation may fold into
+     * the session's state and leave the output unwritten: touching it
+     * would cost every push the pages it never uses. */
+    if (bytes >= TOUCH_MIN && !e->session)
       pool_for(e->pool, 0, (bytes + TOUCH_BLOCK - 1) / TOUCH_BLOCK,
                SCHED_STATIC, 0, touch_blocks, &out[i]);
   }

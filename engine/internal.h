@@ -122,6 +122,7 @@ struct engine {
   int (*step)(const method_call *c, const char *method, const char *impl,
               const image *in, size_t n_in, const param *p, size_t n_p,
               image *out, size_t n_out);
+  struct call_session *session; /* session.h: attached by its caller */
 };
 
 /* FNV-1a of a string continuing from h (start from FNV_SEED): hash tables

@@ -717,19 +717,31 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  *               rounding (the window is merged from partials of K frames).
  * How: each push runs method_run "esrrf" with temporal=none on the pushed
  * frames (at most ESRRF_STREAM_CHUNK at a time and ESRRF_STREAM_MAP_BYTES
- * of maps, at least one frame); the maps fold into
- * esrrf_partial statistics. The first push lets the engine choose the
- * implementation (history, model or calibration as usual, or the
- * options' impl); later pushes force that one, so a stream's numbers come
- * from one implementation. Every push is recorded in the store like any
- * call. An OpenCL implementation computes the maps on the device and
- * brings them back for the fold (the batch call keeps its statistic on
- * the device: same maps, a different fold, within 1e-5 of the peak).
+ * of maps, at least one frame) inside the stream's implementation session:
+ * the implementation folds the frames' maps into the stream's statistic
+ * instead of writing them out, and keeps its state (tables, buffers, an
+ * OpenCL chain) across pushes until esrrf_stream_close. The first push
+ * lets the engine choose the implementation (history, model or
+ * calibration as usual, or the options' impl); later pushes force that
+ * one, so a stream's numbers come from one implementation. Every push is
+ * recorded in the store like any call, under the temporal=none key of
+ * its frames (the output the engine hands it stays zeros). A CPU
+ * implementation folds into a host partial with the batch call's own fold
+ * on the engine's threads; an OpenCL implementation keeps a timepoint on
+ * the device as its batch call does (bit-identical to it): only frames go
+ * up (and its tables once, at the first push), only finished timepoints
+ * come down. A sliding window folds host partials (OpenCL: maps come down).
  * Memory, with P = R·M·C·M pixels and s = esrrf_partial_slots: timepoints
- * 8·s·P bytes; sliding 8·s·P·(N/K + 1) (one partial per K frames of the
- * window, and one to merge them); plus the maps of one chunk (at most
- * max(ESRRF_STREAM_MAP_BYTES, 4·P)) and 4·P per result waiting to be
- * taken (at most max_pending, one more after esrrf_stream_end). */
+ * 8·s·P bytes (on an OpenCL device instead: its accumulators, 4·P·(2, 5
+ * or 6) bytes, and one batch of its chain's buffers); sliding
+ * 8·s·P·(N/K + 1) (one partial per K frames of the window, and one to
+ * merge them); plus the maps of one batch of the implementation, kept
+ * across pushes (4·P for the fused paths; OpenCL, sliding: at most a
+ * chunk's, within max(ESRRF_STREAM_MAP_BYTES, 4·P)), the output the
+ * engine allocates for a push's chunk and never writes (at most
+ * max(ESRRF_STREAM_MAP_BYTES, 4·P), virtual memory mostly) and 4·P per
+ * result waiting to be taken (at most max_pending, one more after
+ * esrrf_stream_end). */
 #define ESRRF_STREAM_CHUNK 16
 #define ESRRF_STREAM_MAP_BYTES ((size_t)256 << 20)
 
@@ -774,9 +786,10 @@ QS_API int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
  * names the frame and pixel) or after esrrf_stream_end, QS_EOVERFLOW when
  * the results it would complete exceed max_pending (take them with
  * esrrf_stream_pop first). A failure of the computation itself
- * (QS_ENOMEM, an implementation error) keeps the frames before the
- * failing chunk of ESRRF_STREAM_CHUNK. The stream stays usable after any
- * of these. */
+ * (QS_ENOMEM, an implementation error) keeps the frames folded before
+ * it: those of the earlier chunks and the failing chunk's frames that the
+ * implementation had folded (esrrf_stream_frames says how many). The
+ * stream stays usable after any of these. */
 QS_API int esrrf_stream_push(esrrf_stream *s, const image *frames);
 
 /* The next completed result, oldest first: *got 1 and out/info filled, or
@@ -795,6 +808,13 @@ QS_API int esrrf_stream_end(esrrf_stream *s);
  * first push). The string lives as long as the stream. */
 QS_API uint64_t esrrf_stream_frames(const esrrf_stream *s);
 QS_API const char *esrrf_stream_impl(const esrrf_stream *s);
+
+/* Bytes the stream's calls moved to (*up) and from (*down) an OpenCL
+ * device so far: their run_report counters, and the download of a short
+ * last timepoint finished on the device by esrrf_stream_end (0 and 0 on
+ * the CPU). */
+QS_API void esrrf_stream_transfers(const esrrf_stream *s, uint64_t *up,
+                                   uint64_t *down);
 
 /* Message of the last failure on this stream ("" if none). */
 QS_API const char *esrrf_stream_error(const esrrf_stream *s);

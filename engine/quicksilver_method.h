@@ -70,6 +70,8 @@ struct method_call {
   char *err;
   size_t err_len;
   void *engine_; /* private */
+  void *session_; /* private: the caller's implementation session on this
+                     call's input (engine/session.h), else NULL */
 };
 
 typedef int (*impl_fn)(const method_call *c);

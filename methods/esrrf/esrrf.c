@@ -15,6 +15,7 @@
 
 #include "methods/esrrf/esrrf.h"
 #include "methods/esrrf/fused.h"
+#include "methods/esrrf/sink.h"
 #include "methods/methods.h"
 
 /* ------------------------------------------------------------- geometry */
@@ -167,6 +168,9 @@ int esrrf_drive(const method_call *c, const esrrf_geom *g, size_t batch,
                 esrrf_maps_fn maps, void *state) {
   float *out = c->out[0].data;
   if (batch == 0) batch = 1;
+  call_session *cs; /* the live stream's call: fold into its sink */
+  esrrf_sink *sk = esrrf_sink_of(c, &cs);
+  if (sk) return esrrf_drive_sink(c, g, batch, maps, state, cs, sk);
   if (g->kind == TEMPORAL_NONE) {
     for (size_t f = 0, n; (n = esrrf_batch_at(g, batch, f)) > 0; f += n) {
       int rc = maps(state, f, n, out + f * g->plane);

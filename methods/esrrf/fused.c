@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "methods/esrrf/fused.h"
+#include "methods/esrrf/sink.h"
 #include "methods/methods.h"
 
 /* Candidate lists are built when all phase pairs hold at most this many
@@ -365,23 +366,63 @@ static void fz_pass_done(fused *s) { (void)s; }
 const fused_variant fused_scalar_pass = {fz_pass_plan, fz_pass_frame,
                                          fz_pass_done, 0};
 
-int fused_run(const method_call *c, const fused_variant *var) {
+/* A state for c with var's plan, or NULL with *rc (and c->err). */
+static fused *fz_open(const method_call *c, const fused_variant *var,
+                      int *rc) {
   fused *s = calloc(1, sizeof *s);
-  if (!s) return QS_ENOMEM;
-  if (!var) var = &fused_scalar_pass;
+  *rc = s ? QS_OK : QS_ENOMEM;
+  if (!s) return NULL;
   s->c = c;
   s->var = var;
   s->samples = fz_samples;
   esrrf_geom_of(c, &s->g);
-  int rc = fz_plan(s);
-  if (!rc) rc = var->plan(s);
-  if (rc)
-    snprintf(c->err, c->err_len,
-             "esrrf: no memory for the fused tables and one frame's grids "
-             "(%d x %d input, magnification %d)",
-             s->g.rows, s->g.cols, s->g.mag);
-  else
-    rc = esrrf_drive(c, &s->g, 1, fz_maps, s);
+  *rc = fz_plan(s);
+  if (!*rc) *rc = var->plan(s);
+  if (!*rc) return s;
+  snprintf(c->err, c->err_len,
+           "esrrf: no memory for the fused tables and one frame's grids "
+           "(%d x %d input, magnification %d)",
+           s->g.rows, s->g.cols, s->g.mag);
+  var->done(s);
+  fused_free(s);
+  return NULL;
+}
+
+/* --- the live stream's session (stream.c, sink.h; helper "stream") --- */
+/* The stream's calls share one geometry: the first call's tables, grids
+ * and variant state are kept in the stream's session for the later calls
+ * and released when the stream closes. */
+static void fz_session_free(void *p) {
+  fused *s = p;
+  s->var->done(s);
+  fused_free(s);
+}
+
+static int fz_session_run(const method_call *c, const fused_variant *var,
+                          call_session *cs) {
+  fused *s = call_session_state(cs, "esrrf.fused");
+  int rc = QS_OK;
+  if (!s || s->var != var) {
+    s = fz_open(c, var, &rc);
+    /* keep releases s itself when it fails */
+    if (s) rc = call_session_keep(cs, "esrrf.fused", s, fz_session_free);
+    if (rc) return rc;
+  }
+  s->c = c;
+  s->g.frames = c->in[0].frames;
+  s->g.fpt = s->g.frames;
+  return esrrf_drive(c, &s->g, 1, fz_maps, s);
+}
+/* --- end of the live stream's session --- */
+
+int fused_run(const method_call *c, const fused_variant *var) {
+  if (!var) var = &fused_scalar_pass;
+  call_session *cs; /* the live stream's call (sink.h) */
+  if (esrrf_sink_of(c, &cs)) return fz_session_run(c, var, cs);
+  int rc;
+  fused *s = fz_open(c, var, &rc);
+  if (!s) return rc;
+  rc = esrrf_drive(c, &s->g, 1, fz_maps, s);
   var->done(s);
   fused_free(s);
   return rc;

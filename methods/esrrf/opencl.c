@@ -35,6 +35,7 @@
 #include "engine/timer.h"
 #include "methods/cl_frames.h"
 #include "methods/esrrf/cl_stat.h"
+#include "methods/esrrf/sink.h"
 #include "methods/esrrf/esrrf.h"
 #include "methods/math/catmull_rom.h"
 #include "methods/math/rgc_fused.h"
@@ -296,6 +297,23 @@ static int cl_maps(void *state, size_t f0, size_t n, float *dst) {
  * macro-pixel correction runs on the host on that image (one pass over a
  * map that is already in host memory: cheaper there than a device
  * reduction and its launches). */
+/* Folds the maps of frames [t0, t1) into the device accumulators. */
+static int cl_fold_frames(chained *s, size_t t0, size_t t1) {
+  const method_call *c = s->c;
+  int rc = QS_OK;
+  for (size_t f = t0, n; !rc && f < t1; f += n) {
+    cl_event done = NULL;
+    n = esrrf_batch_at(&s->g, s->batch, f);
+    rc = cl_chain(s, f, n, &done);
+    if (!rc)
+      rc = cl_stat_fold(&s->st, s->q, s->buf[B_OUT], n, done, c->err,
+                        c->err_len);
+    if (rc) cl_quiesce(s);
+    cl_chain_done(s);
+  }
+  return rc;
+}
+
 static int cl_drive_device(chained *s) {
   const method_call *c = s->c;
   const esrrf_geom *g = &s->g;
@@ -303,16 +321,7 @@ static int cl_drive_device(chained *s) {
   int rc = QS_OK;
   for (size_t t0 = 0, tp = 0; !rc && t0 < g->frames; t0 += g->fpt, tp++) {
     size_t t1 = t0 + g->fpt < g->frames ? t0 + g->fpt : g->frames;
-    for (size_t f = t0, n; !rc && f < t1; f += n) {
-      cl_event done = NULL;
-      n = esrrf_batch_at(g, s->batch, f);
-      rc = cl_chain(s, f, n, &done);
-      if (!rc)
-        rc = cl_stat_fold(&s->st, s->q, s->buf[B_OUT], n, done, c->err,
-                          c->err_len);
-      if (rc) cl_quiesce(s);
-      cl_chain_done(s);
-    }
+    rc = cl_fold_frames(s, t0, t1);
     float *img = out + tp * g->plane;
     if (!rc) rc = cl_stat_finish(&s->st, s->q, img, c->err, c->err_len);
     if (!rc && g->mpc)
@@ -623,7 +632,41 @@ static int cl_setup(chained *s) {
   return rc;
 }
 
+/* Releases everything cl_setup and cl_stat_open made, and books the
+ * device seconds into s. */
+static void cl_release(chained *s) {
+  cl_stat_close(&s->st);
+  s->dev_s += s->st.dev_s;
+  s->once += s->st.once_s;
+  if (s->q) clFinish(s->q);
+  cl_chain_done(s);
+  if (s->qu) {
+    clFinish(s->qu);
+    clReleaseCommandQueue(s->qu);
+  }
+  for (int i = 0; i < 2; i++) {
+    event_drop(s, &s->in[i].up);
+    if (s->in[i].freed) clReleaseEvent(s->in[i].freed); /* counted already */
+    if (s->in[i].mem) clReleaseMemObject(s->in[i].mem);
+  }
+  for (int b = 0; b < B_COUNT; b++)
+    if (s->buf[b]) clReleaseMemObject(s->buf[b]);
+  if (s->taps) clReleaseMemObject(s->taps);
+  if (s->gtaps) clReleaseMemObject(s->gtaps);
+  if (s->vcand) clReleaseMemObject(s->vcand);
+  if (s->ex) clReleaseMemObject(s->ex);
+  if (s->vcand_at) clReleaseMemObject(s->vcand_at);
+  for (int i = 0; i < K_COUNT; i++)
+    if (s->k[i]) clReleaseKernel(s->k[i]);
+}
+
+static int cl_session_run(const method_call *c, call_session *cs,
+                          esrrf_sink *sk);
+
 int esrrf_run_opencl(const method_call *c) {
+  call_session *cs; /* the live stream's call (sink.h) */
+  esrrf_sink *sk = esrrf_sink_of(c, &cs);
+  if (sk && c->device) return cl_session_run(c, cs, sk);
   chained s;
   memset(&s, 0, sizeof s);
   s.c = c;
@@ -638,31 +681,105 @@ int esrrf_run_opencl(const method_call *c) {
   if (!rc)
     rc = s.g.kind == TEMPORAL_NONE ? esrrf_drive(c, &s.g, s.batch, cl_maps, &s)
                                    : cl_drive_device(&s);
-  cl_stat_close(&s.st);
-  s.dev_s += s.st.dev_s;
-  s.once += s.st.once_s;
-  if (s.q) clFinish(s.q);
-  cl_chain_done(&s);
-  if (s.qu) {
-    clFinish(s.qu);
-    clReleaseCommandQueue(s.qu);
-  }
-  for (int i = 0; i < 2; i++) {
-    event_drop(&s, &s.in[i].up);
-    if (s.in[i].freed) clReleaseEvent(s.in[i].freed); /* counted already */
-    if (s.in[i].mem) clReleaseMemObject(s.in[i].mem);
-  }
-  for (int b = 0; b < B_COUNT; b++)
-    if (s.buf[b]) clReleaseMemObject(s.buf[b]);
-  if (s.taps) clReleaseMemObject(s.taps);
-  if (s.gtaps) clReleaseMemObject(s.gtaps);
-  if (s.vcand) clReleaseMemObject(s.vcand);
-  if (s.ex) clReleaseMemObject(s.ex);
-  if (s.vcand_at) clReleaseMemObject(s.vcand_at);
-  for (int i = 0; i < K_COUNT; i++)
-    if (s.k[i]) clReleaseKernel(s.k[i]);
+  cl_release(&s);
   if (c->device_seconds) *c->device_seconds += s.dev_s;
   if (c->once_seconds) *c->once_seconds += s.once;
+  return rc;
+}
+
+/* ------------------------------------------- the live stream's session */
+
+/* In the stream's session (stream.c, sink.h) the chain — programs,
+ * kernels, tap and candidate tables, frame slots, grid and map buffers,
+ * and the device accumulators — is set up by the first call and kept
+ * until the stream closes: later calls only upload their frames, and only
+ * a finished timepoint comes down. A sliding window (no device_ok) takes
+ * the chain's maps into the host partial instead. */
+
+typedef struct cl_session {
+  chained ch;
+  void *device; /* the chain's (ch.c is the last call's, gone after it) */
+} cl_session;
+
+static void cl_session_free(void *p) {
+  cl_release(&((cl_session *)p)->ch);
+  free(p);
+}
+
+/* The device timepoint's image into out (statistic, download, correction);
+ * the accumulation starts over. */
+static int cl_session_finish(void *p, float *out, uint64_t *down, char *err,
+                             size_t err_len) {
+  cl_session *x = p;
+  chained *s = &x->ch;
+  uint64_t u0, d0, u1, d1;
+  cldev_transfers(x->device, &u0, &d0);
+  int rc = cl_stat_finish(&s->st, s->q, out, err, err_len);
+  cldev_transfers(x->device, &u1, &d1);
+  if (down) *down += d1 - d0;
+  if (!rc && s->g.mpc)
+    temporal_mpc(out, (size_t)s->g.rows_m, (size_t)s->g.cols_m, s->g.mag);
+  return rc;
+}
+
+static int cl_session_run(const method_call *c, call_session *cs,
+                          esrrf_sink *sk) {
+  cl_session *x = call_session_state(cs, "esrrf.opencl");
+  chained *s = x ? &x->ch : NULL;
+  /* device seconds and one-time costs so far (a new chain's setup is this
+   * call's) */
+  double dev0 = s ? s->dev_s + s->st.dev_s : 0;
+  double once0 = s ? s->once + s->st.once_s : 0;
+  int rc = QS_OK;
+  sk->folded = 0;
+  if (x && x->device != c->device) {
+    snprintf(c->err, c->err_len,
+             "esrrf: the stream's chain is on another OpenCL device");
+    return QS_EINVAL;
+  }
+  if (!x) {
+    x = calloc(1, sizeof *x);
+    if (!x) return QS_ENOMEM;
+    x->device = c->device;
+    s = &x->ch;
+    s->c = c;
+    s->ran = -1;
+    esrrf_geom_of(c, &s->g);
+    if (sk->chunk > s->g.frames) s->g.frames = sk->chunk; /* batch size */
+    rc = cl_setup(s);
+    if (!rc && sk->device_ok)
+      rc = cl_stat_open(&s->st, c->device, sk->kind, s->g.plane, c->err,
+                        c->err_len);
+    if (rc) {
+      cl_session_free(x);
+      return rc;
+    }
+    rc = call_session_keep(cs, "esrrf.opencl", x, cl_session_free);
+    if (rc) return rc;
+  }
+  /* this call's frames; the slots hold none of them yet */
+  s->c = c;
+  s->g.frames = c->in[0].frames;
+  s->g.fpt = s->g.frames;
+  s->in[0].n = s->in[1].n = 0;
+  if (!sk->device_ok) {
+    rc = esrrf_drive_sink(c, &s->g, s->batch, cl_maps, s, cs, sk);
+  } else if (s->st.n != sk->n0) {
+    snprintf(c->err, c->err_len,
+             "esrrf: the device timepoint holds %llu frames, not %llu",
+             (unsigned long long)s->st.n, (unsigned long long)sk->n0);
+    rc = QS_EINVAL;
+  } else {
+    rc = cl_fold_frames(s, 0, s->g.frames);
+    sk->folded = s->st.n - sk->n0;
+    sk->finish = cl_session_finish;
+    sk->finish_state = x;
+    if (!rc && sk->out) rc = cl_session_finish(x, sk->out, NULL, c->err,
+                                               c->err_len);
+  }
+  if (c->device_seconds)
+    *c->device_seconds += s->dev_s + s->st.dev_s - dev0;
+  if (c->once_seconds) *c->once_seconds += s->once + s->st.once_s - once0;
   return rc;
 }
 #endif

@@ -1,9 +1,13 @@
 /* stream.c — the live eSRRF stream (quicksilver.h, "live eSRRF"): frames
  * pushed as they arrive go through method_run "esrrf" with temporal=none
- * (the engine chooses and records like any call), and their maps fold into
- * the public partial statistics, so that a timepoint is the batch call's
- * bits and a sliding window is merged from partials of K frames. Built on
- * the public API only. */
+ * (the engine chooses and records like any call) inside the stream's
+ * implementation session (engine/session.h), whose sink (sink.h) makes the
+ * implementation fold the frames into the stream's statistic instead of
+ * writing maps: the host partial with the batch call's own fold (so a
+ * timepoint is the batch call's bits), or the OpenCL chain's device
+ * accumulators, kept with the chain's buffers and tables across pushes.
+ * A sliding window is merged from host partials of K frames. Also the
+ * sink's side of esrrf_drive (esrrf_drive_sink). */
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -13,6 +17,7 @@
 #include <time.h>
 
 #include "methods/esrrf/esrrf.h"
+#include "methods/esrrf/sink.h"
 
 typedef struct pending {
   image img;
@@ -30,8 +35,13 @@ struct esrrf_stream {
   size_t chunk;           /* frames per method_run */
   char want[QS_NAME_MAX]; /* the options' impl ("" none) */
   char impl[QS_NAME_MAX]; /* chosen at the first push */
-  esrrf_partial cur;      /* the timepoint, or the block being filled */
+  esrrf_partial cur;      /* the timepoint, or the block being filled
+                             (host side) */
+  uint64_t cur_n;         /* its frames (wherever they are folded) */
   uint64_t cur_first;     /* its first frame */
+  call_session *cs;       /* the implementation's kept state */
+  esrrf_sink sink;        /* the last call's (finish: a device timepoint) */
+  uint64_t up, down;      /* bytes moved by the stream's calls */
   esrrf_partial *blocks;  /* sliding: N/K blocks, a ring */
   size_t n_blocks, head, filled;
   esrrf_partial merged; /* sliding: the window */
@@ -62,6 +72,7 @@ static int fail(char *err, size_t len, int rc, const char *fmt, ...) {
 
 void esrrf_stream_close(esrrf_stream *s) {
   if (!s) return;
+  call_session_close(s->cs);
   esrrf_partial_free(&s->cur);
   esrrf_partial_free(&s->merged);
   for (size_t i = 0; s->blocks && i < s->n_blocks; i++)
@@ -138,6 +149,7 @@ int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
                        "esrrf stream: no method "
                        "esrrf in this engine");
   if (!rc) rc = esrrf_partial_init(&s->cur, s->temporal, s->rows_m, s->cols_m);
+  if (!rc) rc = call_session_open(&s->cs);
   if (!rc && s->sliding) {
     s->n_blocks = s->window / s->every;
     s->blocks = calloc(s->n_blocks, sizeof *s->blocks);
@@ -166,50 +178,73 @@ int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
 
 /* Results the next `count` frames complete. */
 static size_t stream_completes(const esrrf_stream *s, size_t count) {
-  if (!s->sliding) return (size_t)((s->cur.n + count) / s->window);
+  if (!s->sliding) return (size_t)((s->cur_n + count) / s->window);
   size_t n = 0;
   for (uint64_t t = s->frames + 1; t <= s->frames + count; t++)
     n += t >= s->window && t % s->every == 0;
   return n;
 }
 
-static int stream_emit(esrrf_stream *s, const esrrf_partial *p, uint64_t first,
-                       double t0) {
+/* Queues img (taken) as the next result. */
+static void stream_queue(esrrf_stream *s, image *img, uint64_t first,
+                         uint64_t frames, double t0) {
   pending *r = &s->q[(s->q_head + s->q_n) % s->q_cap];
-  int rc = image_alloc(&r->img, 1, s->rows_m, s->cols_m);
-  if (!rc) rc = esrrf_partial_finish(p, s->mag, s->mpc, r->img.data);
-  if (rc) {
-    image_free(&r->img);
-    return fail(s->err, sizeof s->err, rc,
-                "esrrf stream: cannot finish result %llu (%s)",
-                (unsigned long long)s->results, status_message(rc));
-  }
+  r->img = *img;
+  *img = (image){0};
   r->info = (esrrf_stream_result){.index = s->results++,
                                   .first = first,
-                                  .frames = p->n,
+                                  .frames = frames,
                                   .latency = now_s() - t0};
   s->q_n++;
+}
+
+static int stream_lost(esrrf_stream *s, int rc) {
+  return fail(s->err, sizeof s->err, rc,
+              "esrrf stream: cannot finish result %llu (%s)",
+              (unsigned long long)s->results, status_message(rc));
+}
+
+/* The result of host partial p, finished here. */
+static int stream_emit(esrrf_stream *s, const esrrf_partial *p, uint64_t first,
+                       double t0) {
+  image img;
+  int rc = image_alloc(&img, 1, s->rows_m, s->cols_m);
+  if (!rc) rc = esrrf_partial_finish(p, s->mag, s->mpc, img.data);
+  if (rc) {
+    image_free(&img);
+    return stream_lost(s, rc);
+  }
+  stream_queue(s, &img, first, p->n, t0);
   return QS_OK;
 }
 
-/* Folds n maps into the current partial and emits what completes. */
-static int stream_fold(esrrf_stream *s, const float *maps, size_t n,
-                       double t0) {
-  if (s->cur.n == 0) s->cur_first = s->frames;
-  esrrf_partial_add(&s->cur, maps, n);
+/* After `n` frames joined the current timepoint or block (folded into the
+ * host partial, or kept where the implementation keeps them): a finished
+ * timepoint's image `img` (taken when set) or the host partial's result,
+ * a completed block into the sliding ring and the window's result. */
+static int stream_advance(esrrf_stream *s, uint64_t n, image *img,
+                          double t0) {
+  if (s->cur_n == 0) s->cur_first = s->frames;
+  s->cur_n += n;
   s->frames += n;
   if (!s->sliding) {
-    if (s->cur.n < s->window) return QS_OK;
-    int rc = stream_emit(s, &s->cur, s->cur_first, t0);
+    if (s->cur_n < s->window) return QS_OK;
+    int rc = QS_OK;
+    if (img && img->data)
+      stream_queue(s, img, s->cur_first, s->cur_n, t0);
+    else
+      rc = stream_emit(s, &s->cur, s->cur_first, t0);
     esrrf_partial_reset(&s->cur);
+    s->cur_n = 0;
     return rc;
   }
-  if (s->cur.n < s->every) return QS_OK;
+  if (s->cur_n < s->every) return QS_OK;
   /* the block joins the ring in place of the oldest */
   esrrf_partial t = s->blocks[s->head];
   s->blocks[s->head] = s->cur;
   s->cur = t;
   esrrf_partial_reset(&s->cur);
+  s->cur_n = 0;
   s->head = (s->head + 1) % s->n_blocks;
   if (s->filled < s->n_blocks) s->filled++;
   if (s->filled < s->n_blocks) return QS_OK;
@@ -219,9 +254,11 @@ static int stream_fold(esrrf_stream *s, const float *maps, size_t n,
   return stream_emit(s, &s->merged, s->frames - s->window, t0);
 }
 
-/* The maps of n frames through the engine; the first call chooses. */
-static int stream_maps(esrrf_stream *s, const float *frames, size_t n,
-                       image *maps) {
+/* n frames through the engine inside the stream's session; the first call
+ * chooses. The implementation folds them (the sink); one that does not
+ * know sinks gives their maps, folded here. */
+static int stream_call(esrrf_stream *s, const float *frames, size_t n,
+                       double t0) {
   image in = image_wrap((float *)frames, n, s->rows, s->cols);
   run_request rq = {.inputs = &in,
                     .n_inputs = 1,
@@ -230,13 +267,40 @@ static int stream_maps(esrrf_stream *s, const float *frames, size_t n,
                     .impl = s->impl[0]   ? s->impl
                             : s->want[0] ? s->want
                                          : NULL};
+  size_t goal = s->sliding ? s->every : s->window;
+  image img = {0}, maps = {0};
+  int rc = QS_OK;
+  if (!s->sliding && s->cur_n + n == goal)
+    rc = image_alloc(&img, 1, s->rows_m, s->cols_m);
+  if (rc) return stream_lost(s, rc);
+  s->sink = (esrrf_sink){.kind = s->temporal,
+                         .partial = &s->cur,
+                         .device_ok = !s->sliding,
+                         .n0 = s->cur_n,
+                         .chunk = s->chunk < goal ? s->chunk : goal,
+                         .out = img.data};
   run_report rep;
-  int rc = method_run(s->e, "esrrf", &rq, maps, 1, &rep);
-  if (rc)
-    return fail(s->err, sizeof s->err, rc, "esrrf stream: %s",
-                engine_error(s->e));
+  call_session_attach(s->e, s->cs, frames, &s->sink);
+  rc = method_run(s->e, "esrrf", &rq, &maps, 1, &rep);
+  call_session_detach(s->e);
+  if (rc) {
+    fail(s->err, sizeof s->err, rc, "esrrf stream: %s", engine_error(s->e));
+    /* the frames folded before the failure stay */
+    if (s->sink.folded) stream_advance(s, s->sink.folded, NULL, t0);
+    image_free(&img);
+    return rc;
+  }
   if (!s->impl[0]) snprintf(s->impl, sizeof s->impl, "%s", rep.impl);
-  return QS_OK;
+  s->up += rep.bytes_up;
+  s->down += rep.bytes_down;
+  if (s->sink.folded != n) { /* maps, not folded */
+    esrrf_partial_add(&s->cur, maps.data, n);
+    image_free(&img);
+  }
+  image_free(&maps);
+  rc = stream_advance(s, n, &img, t0);
+  image_free(&img);
+  return rc;
 }
 
 int esrrf_stream_push(esrrf_stream *s, const image *frames) {
@@ -271,14 +335,11 @@ int esrrf_stream_push(esrrf_stream *s, const image *frames) {
   int rc = QS_OK;
   for (size_t f = 0, n; !rc && f < count; f += n) {
     /* chunks never cross a timepoint or a block */
-    size_t room = (s->sliding ? s->every : s->window) - (size_t)s->cur.n;
+    size_t room = (s->sliding ? s->every : s->window) - (size_t)s->cur_n;
     n = count - f;
     if (n > s->chunk) n = s->chunk;
     if (n > room) n = room;
-    image maps = {0};
-    rc = stream_maps(s, frames->data + f * px, n, &maps);
-    if (!rc) rc = stream_fold(s, maps.data, n, t0);
-    image_free(&maps);
+    rc = stream_call(s, frames->data + f * px, n, t0);
   }
   return rc;
 }
@@ -303,14 +364,35 @@ int esrrf_stream_end(esrrf_stream *s) {
   if (!s) return QS_EINVAL;
   if (s->ended) return QS_OK;
   s->ended = 1;
-  if (s->sliding || s->cur.n == 0) return QS_OK;
-  if (s->temporal == TEMPORAL_TAC2 && s->cur.n < 2)
+  if (s->sliding || s->cur_n == 0) return QS_OK;
+  if (s->temporal == TEMPORAL_TAC2 && s->cur_n < 2)
     return fail(s->err, sizeof s->err, QS_EINVAL,
                 "esrrf stream: the last timepoint has 1 frame, too few for "
                 "tac2; discarded");
   /* the queue has one slot beyond max_pending for this result */
-  int rc = stream_emit(s, &s->cur, s->cur_first, now_s());
+  double t0 = now_s();
+  int rc = QS_OK;
+  if (s->cur.n == s->cur_n) {
+    rc = stream_emit(s, &s->cur, s->cur_first, t0);
+  } else { /* on the device */
+    image img;
+    rc = s->sink.finish ? image_alloc(&img, 1, s->rows_m, s->cols_m)
+                        : QS_EINVAL;
+    char why[256] = "";
+    if (!rc)
+      rc = s->sink.finish(s->sink.finish_state, img.data, &s->down, why,
+                          sizeof why);
+    if (!rc)
+      stream_queue(s, &img, s->cur_first, s->cur_n, t0);
+    else if (s->sink.finish)
+      image_free(&img);
+    if (rc)
+      fail(s->err, sizeof s->err, rc,
+           "esrrf stream: cannot finish the last timepoint: %s",
+           why[0] ? why : status_message(rc));
+  }
   esrrf_partial_reset(&s->cur);
+  s->cur_n = 0;
   return rc;
 }
 
@@ -324,4 +406,79 @@ const char *esrrf_stream_impl(const esrrf_stream *s) {
 
 const char *esrrf_stream_error(const esrrf_stream *s) {
   return s ? s->err : "";
+}
+
+void esrrf_stream_transfers(const esrrf_stream *s, uint64_t *up,
+                            uint64_t *down) {
+  *up = s ? s->up : 0;
+  *down = s ? s->down : 0;
+}
+
+/* ------------------------------------------------- the calls' side */
+
+esrrf_sink *esrrf_sink_of(const method_call *c, call_session **cs) {
+  call_session *x = call_session_of(c);
+  esrrf_sink *sk = x ? call_session_sink(x) : NULL;
+  if (sk) *cs = x;
+  return sk;
+}
+
+/* The maps buffer a session keeps for esrrf_drive_sink. */
+typedef struct sink_maps {
+  float *data;
+  size_t planes;
+} sink_maps;
+
+static void sink_maps_free(void *p) {
+  sink_maps *m = p;
+  free(m->data);
+  free(m);
+}
+
+int esrrf_drive_sink(const method_call *c, const esrrf_geom *g, size_t batch,
+                     esrrf_maps_fn maps, void *state, call_session *cs,
+                     esrrf_sink *sk) {
+  esrrf_partial *t = sk->partial;
+  sk->folded = 0;
+  if (t->n != sk->n0) {
+    snprintf(c->err, c->err_len,
+             "esrrf: the stream's timepoint holds %llu frames, not %llu: a "
+             "failed run of this call folded some already",
+             (unsigned long long)t->n, (unsigned long long)sk->n0);
+    return QS_EINVAL;
+  }
+  if (batch == 0) batch = 1;
+  if (batch > g->frames) batch = g->frames;
+  sink_maps *m = call_session_state(cs, "esrrf.maps");
+  int rc = QS_OK;
+  if (!m || m->planes < batch) {
+    float *d = batch > SIZE_MAX / sizeof(float) / g->plane
+                   ? NULL
+                   : calloc(batch * g->plane, sizeof(float));
+    sink_maps *k = m ? m : calloc(1, sizeof *k);
+    if (!d || !k) {
+      free(d);
+      if (!m) free(k);
+      snprintf(c->err, c->err_len,
+               "esrrf: no memory for %zu maps of %d x %d pixels", batch,
+               g->rows_m, g->cols_m);
+      return QS_ENOMEM;
+    }
+    if (m) free(m->data);
+    k->data = d;
+    k->planes = batch;
+    if (!m && (rc = call_session_keep(cs, "esrrf.maps", k, sink_maps_free))) {
+      snprintf(c->err, c->err_len, "esrrf: the stream's session is full");
+      return rc; /* k was released */
+    }
+    m = k;
+  }
+  for (size_t f = 0, n; !rc && f < g->frames; f += n) {
+    n = g->frames - f < batch ? g->frames - f : batch;
+    rc = maps(state, f, n, m->data);
+    if (!rc) rc = esrrf_fold(c, g, t, m->data, n);
+    if (!rc) sk->folded += n;
+  }
+  if (!rc && sk->out) rc = esrrf_finish(c, g, t, sk->out);
+  return rc;
 }

@@ -1,0 +1,57 @@
+/* sink.h — what an eSRRF call feeds when it runs inside the live stream's
+ * session (engine/session.h): the stream's statistic instead of per-frame
+ * maps. The stream calls method_run "esrrf" with temporal=none on the
+ * frames it was pushed (so that its key, choice and recorded timing are
+ * those of any call on them); the implementation that runs on those frames
+ * finds this sink and, instead of writing the maps to the output (which it
+ * leaves as zeros), folds them into the timepoint:
+ *   - the host partial (every CPU path, through esrrf_drive; an OpenCL
+ *     chain when device_ok is 0), the same esrrf_fold the batch call uses,
+ *     so the stream's bits are the batch call's;
+ *   - or, when device_ok, an implementation with device statistics keeps
+ *     the timepoint in its own session state (the OpenCL chain: cl_stat,
+ *     as its batch call does) and leaves the partial alone.
+ * When `out` is set the call completes the timepoint: its image (the
+ * statistic, then the macro-pixel correction if the call's parameters ask
+ * for it) goes to out and the accumulation starts over (the host partial
+ * is left for the stream to reset). Internal to methods/esrrf. */
+#ifndef QS_ESRRF_SINK_H
+#define QS_ESRRF_SINK_H
+
+#include <stdint.h>
+
+#include "engine/session.h"
+#include "methods/esrrf/esrrf.h"
+
+typedef struct esrrf_sink {
+  int kind;               /* the statistic: 0 avg, 1 var, 2 tac2 */
+  esrrf_partial *partial; /* the host timepoint (or sliding block) */
+  int device_ok;          /* the timepoint may live on a device */
+  uint64_t n0;            /* frames of the timepoint before this call */
+  size_t chunk;           /* the most frames any call of the stream has
+                             (state sized at the first call serves all) */
+  float *out;             /* set: this call completes the timepoint */
+  /* Set by the implementation: frames of this call folded (also on
+   * failure: those before it), and for a timepoint kept on a device how
+   * to finish it outside a call (the stream's short last timepoint), with
+   * the bytes that brings down added to *down. */
+  uint64_t folded;
+  int (*finish)(void *state, float *out, uint64_t *down, char *err,
+                size_t err_len);
+  void *finish_state;
+} esrrf_sink;
+
+/* c's sink and session when c runs inside the stream's session (NULL
+ * otherwise: *cs untouched). */
+esrrf_sink *esrrf_sink_of(const method_call *c, call_session **cs);
+
+/* The frames of c through maps() a batch at a time into a buffer the
+ * session keeps (batch maps, allocated once), folded into sk->partial on
+ * c's pool, then finished into sk->out if set: esrrf_drive's body for a
+ * call with a sink. QS_EINVAL when the partial does not hold sk->n0
+ * frames (a failed run of the same call folded some already). */
+int esrrf_drive_sink(const method_call *c, const esrrf_geom *g, size_t batch,
+                     esrrf_maps_fn maps, void *state, call_session *cs,
+                     esrrf_sink *sk);
+
+#endif
