@@ -9,10 +9,12 @@
  * mod M), built once per call on the host with the weight, 1/d and their
  * first-order slopes in the pixel's centre rounding (fused_vec.h's model):
  * no exp, pow, square root or division per sample, except one square root
- * for the few candidates at the disk's edge. A work-item computes
- * ESRRF_LANES pixels of one phase pair side by side (columns x, x + M,
- * x + 2M, ...), which share the candidate list, its loop count and every
- * branch, and whose gradient samples, at grid columns two apart, are
+ * for the few candidates at the disk's edge. A work-item computes two
+ * vectors of ESRRF_LANES pixels of one phase pair side by side (columns x,
+ * x + M, x + 2M, ...; the two vectors share each candidate's constants,
+ * as fused_vec's paired groups), which share the candidate list, its loop
+ * count and every branch, and whose gradient samples, at grid columns two
+ * apart, are
  * contiguous in the grid's layout (rows split by column parity, padded):
  * one vector load per plane and candidate, the same straight-line code for
  * every group, borders included (masks, not branches). That is what a CPU
@@ -37,7 +39,7 @@
 #ifndef ESRRF_LANES
 #define ESRRF_LANES 8
 #endif
-#define ESRRF_PAD 16
+#define ESRRF_PAD 32
 #define ESRRF_CAT_(a, b) a##b
 #define ESRRF_CAT(a, b) ESRRF_CAT_(a, b)
 #define floatv ESRRF_CAT(float, ESRRF_LANES)
@@ -156,7 +158,33 @@ typedef struct esrrf_lanes {
   int dy_rows, rows2;       /* 2·(macro-pixel row), 2R */
   float lim_r, lim_c, tso, ey;
   floatv ex, col0;          /* lanes' e_x; raw column offset 2·k of lane */
+  floatv ex2, col2;         /* the same for the second vector */
 } esrrf_lanes;
+
+/* One candidate's term for one vector of lanes (esrrf_terms' body). */
+#define ESRRF_TERM(P, EX, COL0, RGC, WSUM)                                    \
+  do {                                                                        \
+    floatv nx = vloadv(0, P), ny = vloadv(0, (P) + k->pstride);               \
+    floatv dx = c.dx0 + (EX);                                                 \
+    floatv w = RGC_LIN((floatv)w0, (floatv)c.wa, EX, ESRRF_MAD);              \
+    floatv id = RGC_LIN((floatv)id0, (floatv)c.qa, EX, ESRRF_MAD);            \
+    intv conv = RGC_UNIT_DOT(nx, ny, dx, dy, ESRRF_MAD) < zero;               \
+    if (edge) {                                                               \
+      floatv d2 = dx * dx + dy * dy;                                          \
+      intv in = (d2 != zero) & (sqrt(d2) <= k->tso);                          \
+      w = select(zero, w, in);                                                \
+      conv &= in;                                                             \
+    }                                                                         \
+    if (border) {                                                             \
+      floatv v = ((float)c.col + (COL0)) / RGC_GM;                            \
+      intv in = (v > zero) & (v <= k->lim_c);                                 \
+      w = select(zero, w, in);                                                \
+      conv &= in;                                                             \
+    }                                                                         \
+    WSUM += w;                                                                \
+    RGC += select(zero, RGC_UNIT_TERM(nx, ny, dx, dy, w, id, ESRRF_MAD, fabs), \
+                  conv);                                                      \
+  } while (0)
 
 /* Adds the candidates [e0, e1) to *rgc (the convergence term
  * w·(1 − |Ĝ × R|·(1/d)) where Ĝ·R < 0) and *wsum (the weight). edge:
@@ -170,8 +198,9 @@ __attribute__((always_inline)) inline void
 esrrf_terms(const esrrf_lanes *k, __global const esrrf_vcand *cd, int e0,
             int e1, const int edge, const int border, floatv *rgc_out,
             floatv *wsum_out) {
-  floatv rgc = *rgc_out, wsum = *wsum_out;
-  const floatv ex = k->ex, zero = 0;
+  floatv rgc = rgc_out[0], wsum = wsum_out[0];
+  floatv rgc2 = rgc_out[1], wsum2 = wsum_out[1];
+  const floatv zero = 0;
   for (int e = e0; e < e1; e++) {
     esrrf_vcand c = cd[e];
     int hy = c.row + k->dy_rows;
@@ -181,38 +210,78 @@ esrrf_terms(const esrrf_lanes *k, __global const esrrf_vcand *cd, int e0,
       hy = min(hy, k->rows2);
     }
     __global const float *p = k->gx + hy * k->rstride + c.slot;
-    floatv nx = vloadv(0, p), ny = vloadv(0, p + k->pstride);
-    floatv dx = c.dx0 + ex;
     float dy = c.dy0 + k->ey;
-    floatv w =
-        RGC_LIN((floatv)(c.w0 + c.wb * k->ey), (floatv)c.wa, ex, ESRRF_MAD);
-    floatv id =
-        RGC_LIN((floatv)(c.id0 + c.qb * k->ey), (floatv)c.qa, ex, ESRRF_MAD);
-    intv conv = RGC_UNIT_DOT(nx, ny, dx, dy, ESRRF_MAD) < zero;
-    if (edge) {
-      floatv d2 = dx * dx + dy * dy;
-      intv in = (d2 != zero) & (sqrt(d2) <= k->tso);
-      w = select(zero, w, in);
-      conv &= in;
-    }
-    if (border) {
-      floatv v = ((float)c.col + k->col0) / RGC_GM;
-      intv in = (v > zero) & (v <= k->lim_c);
-      w = select(zero, w, in);
-      conv &= in;
-    }
-    wsum += w;
-    rgc += select(zero, RGC_UNIT_TERM(nx, ny, dx, dy, w, id, ESRRF_MAD, fabs),
-                  conv);
+    float w0 = c.w0 + c.wb * k->ey, id0 = c.id0 + c.qb * k->ey;
+    ESRRF_TERM(p, k->ex, k->col0, rgc, wsum);
+    ESRRF_TERM(p + ESRRF_LANES, k->ex2, k->col2, rgc2, wsum2);
   }
-  *rgc_out = rgc;
-  *wsum_out = wsum;
+  rgc_out[0] = rgc;
+  wsum_out[0] = wsum;
+  rgc_out[1] = rgc2;
+  wsum_out[1] = wsum2;
+}
+
+/* Writes the lanes' pixels x0 + i·M, i < lanes (none if lanes <= 0):
+ * rgc_finish on the lanes (the ratio where Wsum > 0, then negatives to 0,
+ * or the power, sens > 1, lane by lane), times the intensity when
+ * weighting, 0 in the margin columns. ln: the lanes' column of the lane
+ * table (planes lplane apart); ctaps: the output columns' intensity taps. */
+__attribute__((always_inline)) inline void
+esrrf_store(floatv rgc, floatv wsum, float sens, int weight,
+            __global const float *irow, __global const float *ln,
+            long lplane, __global const esrrf_taps *ctaps,
+            __global float *orow, int x0, int lanes, int mag, int margin,
+            int cols_m) {
+  if (lanes <= 0) return;
+  const floatv zero = 0;
+  floatv v = select(zero, rgc / wsum, wsum > zero);
+  float va[ESRRF_LANES];
+  if (sens > 1) {
+    float ra[ESRRF_LANES], wa[ESRRF_LANES];
+    vstorev(rgc, 0, ra);
+    vstorev(wsum, 0, wa);
+    for (int i = 0; i < ESRRF_LANES; i++)
+      va[i] = rgc_finish(ra[i], wa[i], sens);
+    v = vloadv(0, va);
+  } else {
+    v = select(v, zero, v < zero);
+  }
+  int regular = 0;
+  if (weight) {
+    floatv first = vloadv(0, ln + 5 * lplane);
+    float f0 = first.s0;
+    float ia[ESRRF_LANES];
+    for (int i = 0; i < ESRRF_LANES; i++)
+      ia[i] = f0 + (float)i;
+    regular = f0 >= 0 && lanes >= ESRRF_LANES && all(first == vloadv(0, ia));
+    if (regular) {
+      __global const float *p = irow + (int)f0;
+      floatv q = zero;
+      for (int j = 0; j < 4; j++)
+        q = q + vloadv(0, p + j) * vloadv(0, ln + (1 + j) * lplane);
+      v = v * q;
+    }
+  }
+  vstorev(v, 0, va);
+  for (int i = 0; i < min(lanes, ESRRF_LANES); i++) {
+    int x = x0 + i * mag;
+    float o = 0.0f;
+    if (x >= margin && x < cols_m - margin) {
+      o = va[i];
+      if (weight && !regular) {
+        esrrf_taps t = ctaps[x];
+        o = o * esrrf_tapsum(irow, &t);
+      }
+    }
+    orow[x] = o;
+  }
 }
 
 /* RGC, times the ×M intensity when weighting, of output row y at columns
- * x_l = (k0 + l)·M + px, l < ESRRF_LANES, of frame f; margins 0. global
- * (ceil(C / LANES)·M, R·M, frames): index (g, l) is lane group g mod
- * ceil(C / LANES) of column phase g / ceil(C / LANES), and row
+ * x_l = (k0 + l)·M + px, l < 2·ESRRF_LANES (two vectors), of frame f;
+ * margins 0. global (ceil(C / (2·LANES))·M, R·M, frames): index (g, l) is
+ * lane group g mod ceil(C / (2·LANES)) of column phase
+ * g / ceil(C / (2·LANES)), and row
  * y = (l mod R)·M + l / R (so neighbouring work-items share a phase
  * pair). Every pixel of a phase pair reads the grid 2m half-pixels from
  * its representative's m macro-pixels away: its centre (x + 0.5)/M is
@@ -237,12 +306,12 @@ __kernel void esrrf_rgc(__global const float *grid, __global const float *ivs,
   int gid = (int)get_global_id(0), l = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
-  int groups = (cols + ESRRF_LANES - 1) / ESRRF_LANES;
-  int k0 = (gid % groups) * ESRRF_LANES, px = gid / groups;
+  int groups = (cols + 2 * ESRRF_LANES - 1) / (2 * ESRRF_LANES);
+  int k0 = (gid % groups) * 2 * ESRRF_LANES, px = gid / groups;
   int y = (l % rows) * mag + l / rows;
   int cols_m = cols * mag, rows_m = rows * mag;
   __global float *orow = out + ((long)f * rows_m + y) * cols_m;
-  int lanes = min(ESRRF_LANES, cols - k0), x0 = k0 * mag + px;
+  int lanes = min(2 * ESRRF_LANES, cols - k0), x0 = k0 * mag + px;
   if (y < margin || y >= rows_m - margin) {
     for (int i = 0; i < lanes; i++)
       orow[x0 + i * mag] = 0.0f;
@@ -260,75 +329,40 @@ __kernel void esrrf_rgc(__global const float *grid, __global const float *ivs,
   k.lim_c = (float)(cols_m - 1);
   k.tso = tso;
   k.ey = rgc_shift(py, y, mag);
-  float ca[ESRRF_LANES];
-  for (int i = 0; i < ESRRF_LANES; i++)
+  float ca[2 * ESRRF_LANES];
+  for (int i = 0; i < 2 * ESRRF_LANES; i++)
     ca[i] = (float)(2 * (k0 + i));
   long lplane = (long)mag * ((cols + ESRRF_PAD - 1) / ESRRF_PAD) * ESRRF_PAD;
   __global const float *ln =
       lane + px * ((cols + ESRRF_PAD - 1) / ESRRF_PAD) * ESRRF_PAD + k0;
   k.ex = vloadv(0, ln);
   k.col0 = vloadv(0, ca);
+  k.ex2 = vloadv(1, ln);
+  k.col2 = vloadv(1, ca);
   /* every tap of every lane in bounds: straight-line loops */
   int by = (int)(RGC_GM * rgc_center(y, mag));
   int bx = (int)(RGC_GM * rgc_center(x0, mag));
   int hy_hi = by + start + win - 1;
-  int hx_hi = bx + 2 * (ESRRF_LANES - 1) + start + win - 1;
+  int hx_hi = bx + 2 * (2 * ESRRF_LANES - 1) + start + win - 1;
   int border = !(by + start >= 1 && hy_hi <= 2 * rows &&
                  (float)hy_hi / RGC_GM <= k.lim_r && bx + start >= 1 &&
                  (float)hx_hi / RGC_GM <= k.lim_c);
   int v0 = vcand_at[2 * ph], v1 = vcand_at[2 * ph + 1];
   int v2 = vcand_at[2 * ph + 2];
-  floatv rgc = 0, wsum = 0;
+  floatv rgcs[2] = {0, 0}, wsums[2] = {0, 0};
   if (border) {
-    esrrf_terms(&k, vcand, v0, v1, 0, 1, &rgc, &wsum);
-    esrrf_terms(&k, vcand, v1, v2, 1, 1, &rgc, &wsum);
+    esrrf_terms(&k, vcand, v0, v1, 0, 1, rgcs, wsums);
+    esrrf_terms(&k, vcand, v1, v2, 1, 1, rgcs, wsums);
   } else {
-    esrrf_terms(&k, vcand, v0, v1, 0, 0, &rgc, &wsum);
-    esrrf_terms(&k, vcand, v1, v2, 1, 0, &rgc, &wsum);
-  }
-  /* rgc_finish on the lanes: the ratio where Wsum > 0, then negatives to
-   * 0, or the power (sens > 1, lane by lane) */
-  const floatv zero = 0;
-  floatv v = select(zero, rgc / wsum, wsum > zero);
-  float va[ESRRF_LANES];
-  if (sens > 1) {
-    float ra[ESRRF_LANES], wa[ESRRF_LANES];
-    vstorev(rgc, 0, ra);
-    vstorev(wsum, 0, wa);
-    for (int i = 0; i < ESRRF_LANES; i++)
-      va[i] = rgc_finish(ra[i], wa[i], sens);
-    v = vloadv(0, va);
-  } else {
-    v = select(v, zero, v < zero);
+    esrrf_terms(&k, vcand, v0, v1, 0, 0, rgcs, wsums);
+    esrrf_terms(&k, vcand, v1, v2, 1, 0, rgcs, wsums);
   }
   __global const float *irow = ivs + ((long)f * rows_m + y) * cols;
-  int regular = 0;
-  if (weight) {
-    floatv first = vloadv(0, ln + 5 * lplane);
-    float f0 = first.s0;
-    regular = f0 >= 0 && lanes == ESRRF_LANES &&
-              all(first == f0 + (k.col0 - k.col0.s0) / 2);
-    if (regular) {
-      __global const float *p = irow + (int)f0;
-      floatv q = zero;
-      for (int j = 0; j < 4; j++)
-        q = q + vloadv(0, p + j) * vloadv(0, ln + (1 + j) * lplane);
-      v = v * q;
-    }
-  }
-  vstorev(v, 0, va);
-  for (int i = 0; i < lanes; i++) {
-    int x = x0 + i * mag;
-    float o = 0.0f;
-    if (x >= margin && x < cols_m - margin) {
-      o = va[i];
-      if (weight && !regular) {
-        esrrf_taps t = itaps[rows_m + x];
-        o = o * esrrf_tapsum(irow, &t);
-      }
-    }
-    orow[x] = o;
-  }
+  esrrf_store(rgcs[0], wsums[0], sens, weight, irow, ln, lplane,
+              itaps + rows_m, orow, x0, lanes, mag, margin, cols_m);
+  esrrf_store(rgcs[1], wsums[1], sens, weight, irow, ln + ESRRF_LANES, lplane,
+              itaps + rows_m, orow, x0 + ESRRF_LANES * mag,
+              lanes - ESRRF_LANES, mag, margin, cols_m);
 }
 
 /* The ×M Catmull-Rom intensity, separable step 1: for output row y and

@@ -6,8 +6,8 @@
  * images and no Roberts buffer; separable: column sums, then the grid,
  * from tap tables made once per call), the ×M intensity's column sums,
  * then RGC (esrrf.cl: the fused structure, per-phase candidate lists with
- * fused_vec's first-order model uploaded once per call, sixteen pixels of
- * a phase pair per work-item, borders by masks; it finishes the intensity
+ * fused_vec's first-order model uploaded once per call, two native-width
+ * vectors of pixels of a phase pair per work-item, borders by masks; it finishes the intensity
  * on the pixels it weights) into a batch of maps, and with a temporal
  * statistic the fold of those maps into device accumulators (cl_stat.c,
  * esrrf_stat.cl): the only download is each timepoint's image,
@@ -48,11 +48,11 @@
  * of work-items at 64 × 64. */
 #define ESRRF_CL_BATCH_BYTES ((size_t)64 << 20)
 
-/* Most pixels of one phase pair a work-item of esrrf_rgc computes
- * (esrrf.cl's ESRRF_LANES, a build option: the device's native float
- * vector width, 4 to 16, cl_lanes), and the padding of the tables indexed
- * by lane (esrrf.cl's ESRRF_PAD). */
-#define ESRRF_CL_MAX_LANES 16
+/* Most pixels of one phase pair a work-item of esrrf_rgc computes: two
+ * vectors of esrrf.cl's ESRRF_LANES (a build option: the device's native
+ * float vector width, 4 to 16, cl_setup); also the padding of the tables
+ * indexed by lane (esrrf.cl's ESRRF_PAD). */
+#define ESRRF_CL_MAX_LANES 32
 
 /* ---------------------------------------------------------------- eSRRF */
 
@@ -621,8 +621,8 @@ static int cl_setup(chained *s) {
   size_t gsz[K_COUNT][2] = {{(size_t)g->cols, 2 * (size_t)g->rows + 1},
                             {2 * (size_t)gw, 2 * (size_t)g->rows + 1},
                             {(size_t)g->cols, (size_t)g->rows_m},
-                            {((size_t)g->cols + (size_t)s->lanes - 1) /
-                                 (size_t)s->lanes * (size_t)g->mag,
+                            {((size_t)g->cols + 2 * (size_t)s->lanes - 1) /
+                                 (2 * (size_t)s->lanes) * (size_t)g->mag,
                              (size_t)g->rows_m}};
   for (int i = 0; i < K_COUNT; i++) {
     s->global[i][0] = gsz[i][0];
