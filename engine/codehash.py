@@ -20,8 +20,8 @@ import os
 import sys
 
 EXTRA = {
-    # the rgc OpenCL runner lives in esrrf/opencl.c today
-    'rgc': ['methods/esrrf/opencl.c'],
+    # rgc's vectorised implementations run eSRRF's fused pass
+    'rgc': ['methods/esrrf/rgc_vec.c', 'methods/esrrf/fused*'],
     # esrrf runs rgc (composed) and shares its math (fused, kernels)
     'esrrf': ['methods/rgc.c', 'methods/rgc.h', 'cl/kernels/rgc*.cl'],
 }

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "methods/cl_frames.h"
-#include "methods/esrrf/esrrf.h"
+#include "methods/rgc.h"
 #include "methods/methods.h"
 
 int rgc_check(const double *p, size_t frames, size_t rows, size_t cols,
@@ -132,6 +132,53 @@ static int rgc_run(const method_call *c) {
   return c->parallel_for(c, 0, img->frames * j.rows, rgc_body, &j);
 }
 
+/* -------------------------------------------------------------- OpenCL */
+
+#if QS_HAVE_OPENCL
+/* rgc.cl, one work-item per output pixel, its three inputs streamed
+ * through the device with cl_frames. Build options: pixel centres
+ * (i + 0.5) / M must be the correctly rounded quotient: where it is
+ * exactly k + 1/2 (M odd, i = k·M + (M − 1)/2), a quotient one ulp low
+ * moves the whole search window by half a pixel. So no relaxed math (the
+ * reference's chained path uses it, and inherits that flaw); contractions
+ * to mad are harmless. */
+#define RGC_CL_OPTIONS "-cl-fp32-correctly-rounded-divide-sqrt -cl-mad-enable"
+
+/* Sets rgc.cl's arguments from `first` on: the constants, the margin,
+ * weighting, and the ×2M gradient layout with its floats per frame. */
+static int rgc_cl_args(cl_kernel k, cl_uint first, const method_call *c) {
+  rgc_consts rc = rgc_consts_of(c->p);
+  int rows_m = (int)c->in[2].rows, cols_m = (int)c->in[2].cols;
+  rgc_grid g = rgc_grid_full(rows_m, cols_m, rc.mag);
+  cl_int mag = rc.mag, mg = rgc_margin(rc.fwhm, rc.mag);
+  cl_int w = c->p[P_IW] != 0, step = g.step;
+  cl_long width = g.width, g_plane = (cl_long)4 * rows_m * cols_m;
+  cl_int e = CL_SUCCESS;
+  e |= clSetKernelArg(k, first + 0, sizeof mag, &mag);
+  e |= clSetKernelArg(k, first + 1, sizeof(float), &rc.fwhm);
+  e |= clSetKernelArg(k, first + 2, sizeof(float), &rc.tss);
+  e |= clSetKernelArg(k, first + 3, sizeof(float), &rc.tso);
+  e |= clSetKernelArg(k, first + 4, sizeof(float), &rc.sens);
+  e |= clSetKernelArg(k, first + 5, sizeof mg, &mg);
+  e |= clSetKernelArg(k, first + 6, sizeof w, &w);
+  e |= clSetKernelArg(k, first + 7, sizeof step, &step);
+  e |= clSetKernelArg(k, first + 8, sizeof(float), &g.limit_r);
+  e |= clSetKernelArg(k, first + 9, sizeof(float), &g.limit_c);
+  e |= clSetKernelArg(k, first + 10, sizeof(float), &g.clamp_r);
+  e |= clSetKernelArg(k, first + 11, sizeof(float), &g.clamp_c);
+  e |= clSetKernelArg(k, first + 12, sizeof width, &width);
+  e |= clSetKernelArg(k, first + 13, sizeof g_plane, &g_plane);
+  return cl_status(e, "setting the rgc kernel's arguments", c->err,
+                   c->err_len);
+}
+
+static int rgc_run_opencl(const method_call *c) {
+  static const cl_frames_job job = {"rgc.cl", "rgc", RGC_CL_OPTIONS,
+                                    rgc_cl_args};
+  return cl_frames_run(c, &job);
+}
+#endif
+
 /* ---------------------------------------------------------- descriptor */
 
 static const slot_def rgc_inputs[] = {
@@ -143,6 +190,8 @@ static const slot_def rgc_outputs[] = {
     {"output", "radial gradient convergence, (F, RM, CM)"},
 };
 static const param_def rgc_params[] = {RGC_PARAM_ROWS};
+_Static_assert(sizeof rgc_params / sizeof rgc_params[0] == RGC_N_PARAMS,
+               "rgc's table is its RGC_PARAMS rows");
 
 static const impl_def rgc_impls[] = {
     QS_CPU_IMPLS(rgc_run, 1, 8),

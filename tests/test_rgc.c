@@ -3,15 +3,18 @@
  * centre or diverging from it, zero margins, sensitivity, intensity
  * weighting), NanoPyx's outputs bit for bit on the reference fixtures,
  * every threaded implementation against serial bit for bit, OpenCL within
- * 1e-4 of the peak, and bad input. */
+ * 1e-4 of the peak, the fused paths' model (math/rgc_fused.h) against the
+ * exact values, and bad input. */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "method_harness.h"
-#include "methods/esrrf/esrrf.h"
+#include "methods/math/rgc_fused.h"
 #include "methods/methods.h"
+#include "methods/rgc.h"
 #include "qs_test.h"
 
 TestSuite(rgc, .fini = qs_leak_check);
@@ -305,6 +308,69 @@ static int bad(const image *in, int mag, double radius, char *err,
   int rc = harness_run(RGC, "serial", in, p, 2, out, NULL, err, len);
   cr_expect_null(out[0].data, "nothing is written on failure");
   return rc;
+}
+
+/* What the fused paths (fused_vec.h, esrrf.cl) build on: a pixel x of
+ * phase px, k macro-pixels from its representative, reads the grid 2k
+ * half-pixels further, and the representative's offset plus rgc_shift is
+ * x's own float offset (to the offsets' own rounding) at any size; the first-order weight and
+ * 1/d agree with the exact ones within 1e-7 and 1e-6 relative while the
+ * centre's rounding e stays small against the distance: (e/d)² with e up
+ * to half an ulp of the centre, so up to about 2048 input pixels a side
+ * (the error grows as the square of the side beyond). */
+Test(rgc, fused_model_matches_each_pixel_exactly) {
+  const int mags[] = {1, 2, 3, 5, 7, 8, 13};
+  const int ks[] = {0, 1, 17, 1000, 2047, 65535, 200000};
+  rgc_consts rc = rgc_consts_make(1.5, 5, 1);
+  for (size_t a = 0; a < sizeof mags / sizeof mags[0]; a++)
+    for (int px = 0; px < mags[a]; px++)
+      for (size_t b = 0; b < sizeof ks / sizeof ks[0]; b++) {
+        int m = mags[a], x = px + ks[b] * m;
+        if ((size_t)x >= RGC_MAX_SIDE) continue;
+        float xc = rgc_center(x, m), xr = rgc_center(px, m);
+        int bx = (int)(RGC_GM * xc), br = (int)(RGC_GM * xr);
+        cr_assert_eq(bx, br + 2 * ks[b], "M %d x %d", m, x);
+        float e = rgc_shift(px, x, m);
+        for (int i = -3; i < 4; i++) {
+          float dx = (float)(bx + i) / RGC_GM - xc;
+          float dx0 = (float)(br + i) / RGC_GM - xr;
+          cr_assert_leq(fabsf(dx0 + e - dx), 2 * FLT_EPSILON * (1 + fabsf(dx)),
+                        "M %d x %d tap %d", m, x, i);
+          /* the model against the exact weight and 1/d, with a row
+           * offset of half a pixel */
+          float dy0 = 0.5f, dy = dy0;
+          double d0 = sqrt((double)dx0 * dx0 + (double)dy0 * dy0);
+          double d = sqrt((double)dx * dx + (double)dy * dy);
+          if (d0 == 0 || d0 > rc.tso || ks[b] >= 2048) continue;
+          float w0 = rgc_weight((float)d0, rc.tss);
+          rgc_lin l =
+              rgc_lin_at(dx0, dy0, d0, w0, rgc_weight_slope(w0, d0, rc.tss));
+          double w = l.w0 + (double)l.wa * e, id = l.id0 + (double)l.qa * e;
+          double we = pow(d * exp(-d * d / rc.tss), 4);
+          cr_assert_leq(fabs(w - we), 1e-6 * we + 1e-9,
+                        "M %d x %d tap %d: w %.9g of %.9g", m, x, i, w, we);
+          cr_assert_leq(fabs(id * d - 1), 1e-6, "M %d x %d tap %d", m, x, i);
+        }
+      }
+}
+
+/* The grid taps: the half-pixel taps inside, all four in the image and
+ * summing to one there (a pixel centre's are 0, 1, 0, 0) (Catmull-Rom reproduces constants); the last
+ * index's taps inside the image. */
+Test(rgc, grid_taps_reproduce_constants) {
+  for (int n = 1; n < 9; n++)
+    for (int m = 1; m < 6; m++)
+      for (int h = 0; h <= 2 * n; h++) {
+        cr_taps t;
+        rgc_grid_taps(h, n, m, &t);
+        cr_assert(t.n > 0 && t.first >= 0 && t.first + t.n <= n,
+                  "n %d M %d h %d", n, m, h);
+        if (h < 4 || h > 2 * n - 4) continue;
+        cr_assert_eq(t.n, 4, "n %d h %d", n, h);
+        double sum = 0;
+        for (int k = 0; k < t.n; k++) sum += t.w[k];
+        cr_assert_eq(sum, 1, "n %d M %d h %d: %g", n, m, h, sum);
+      }
 }
 
 Test(rgc, bad_input) {

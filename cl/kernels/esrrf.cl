@@ -1,43 +1,66 @@
 /* esrrf.cl — eSRRF's chain on the device without the ×2M gradient images
  * (the host file is methods/esrrf/opencl.c), with the structure of the
- * `fused` CPU implementation. RGC reads the ×2M Catmull-Rom gradients only
- * at half-pixel positions, so esrrf_grid computes exactly those samples
- * from the raw frames, Roberts cross included, with 1/|G|, on a compact
- * (2R+1)·(2C+1) grid (12 bytes a point and frame instead of
- * 2·4·(2RM)·(2CM) bytes). esrrf_rgc then takes every output pixel's
+ * `fused` CPU implementations. RGC reads the ×2M Catmull-Rom gradients
+ * only at half-pixel positions, so esrrf_grid computes exactly those
+ * samples from the raw frames, Roberts cross included, on a compact grid
+ * of (2R + 1) rows, and stores the unit gradient G/|G| (no square root or
+ * division per sample later). esrrf_rgc then takes every output pixel's
  * samples from the candidate list of its phase pair (row mod M, column
- * mod M), built once per call on the host with the weight and its slope
- * at the phase's distance: no exp, pow or division per sample. A
- * work-item computes ESRRF_LANES pixels of one phase pair side by side
- * (columns x, x + M, x + 2M, ...), which share the candidate list and
- * whose gradient samples, at grid columns two apart, are contiguous in the
- * grid's layout (planes gx, gy, 1/|G|; each row as its even columns then
- * its odd ones): one vector load per plane and candidate. That is what a
- * CPU device's SIMD units want, and a GPU runs the lanes as plain
- * registers.
+ * mod M), built once per call on the host with the weight, 1/d and their
+ * first-order slopes in the pixel's centre rounding (fused_vec.h's model):
+ * no exp, pow, square root or division per sample, except one square root
+ * for the few candidates at the disk's edge. A work-item computes two
+ * vectors of ESRRF_LANES pixels of one phase pair side by side (columns x,
+ * x + M, x + 2M, ...; the two vectors share each candidate's constants,
+ * as fused_vec's paired groups), which share the candidate list, its loop
+ * count and every branch, and whose gradient samples, at grid columns two
+ * apart, are
+ * contiguous in the grid's layout (rows split by column parity, padded):
+ * one vector load per plane and candidate, the same straight-line code for
+ * every group, borders included (masks, not branches). That is what a CPU
+ * device's SIMD units want, and a GPU runs the lanes as registers of one
+ * thread (or the work-items of a phase as a warp, which then share the
+ * candidate loads). The ×M intensity's second separable step runs in the
+ * same kernel on the lanes it weights: no ×M image in device memory.
  * The per-pixel math is the C code's: math/roberts.h, math/catmull_rom.h,
- * math/rgc.h. */
+ * math/rgc.h, and the fused paths' model math/rgc_fused.h. */
 #include "math/catmull_rom.h"
 #include "math/rgc.h"
+#include "math/rgc_fused.h"
 #include "math/roberts.h"
 
-/* No contractions: the vector lanes and the per-pixel path then round
- * alike, and both as the C code does (TAC2 amplifies the difference). */
+/* No contractions but where ESRRF_MAD says so: the separable sums round as
+ * the C code does. */
 #pragma OPENCL FP_CONTRACT OFF
 
-/* The grid's layout: per frame three planes (gx, gy, 1/|G|) of 2R + 1
- * rows; a row holds its even columns b = 0, 2, ..., 2C at [0, C + 1) and
- * its odd ones at [C + 1, 2C + 2) (one unused). The buffer has
- * ESRRF_GUARD floats before and after the frames, so that vector lanes
- * masked out at the image's borders read inside it. */
-#define ESRRF_GUARD 16
-inline long grid_at(int rows, int cols, int f, int plane, int a, int b) {
-  int hw = cols + 1;
-  return (((long)f * 3 + plane) * (2 * rows + 1) + a) * (2L * hw) +
-         (b & 1) * hw + (b >> 1);
+/* Pixels a work-item of esrrf_rgc computes (4, 8 or 16: the host's
+ * build option), and the padding of the per-lane tables (opencl.c's
+ * ESRRF_CL_MAX_LANES). */
+#ifndef ESRRF_LANES
+#define ESRRF_LANES 8
+#endif
+#define ESRRF_PAD 32
+#define ESRRF_CAT_(a, b) a##b
+#define ESRRF_CAT(a, b) ESRRF_CAT_(a, b)
+#define floatv ESRRF_CAT(float, ESRRF_LANES)
+#define intv ESRRF_CAT(int, ESRRF_LANES)
+#define vloadv ESRRF_CAT(vload, ESRRF_LANES)
+#define vstorev ESRRF_CAT(vstore, ESRRF_LANES)
+#define convert_floatv ESRRF_CAT(convert_float, ESRRF_LANES)
+
+/* The grid's layout: per frame two planes (Gx/|G|, Gy/|G|; 0 where G = 0)
+ * of 2R + 1 rows; a row is two parts of `gw` floats, even columns then
+ * odd ones: slot s of part p holds grid column b = 2(s − lp) + p, clamped
+ * to [0, 2C] (lp slots on the left for taps left of the image, which the
+ * kernel masks; on the right copies of the clamped last column, which the
+ * reference reads there, for the lanes and taps past the last column).
+ * Host: methods/esrrf/opencl.c, cl_grid_layout. */
+inline long grid_slot(int gw, int lp, int b) {
+  int p = b & 1;
+  return (long)p * gw + lp + (b - p) / 2;
 }
 
-/* Catmull-Rom taps of one row or column (host: esrrf_taps_fill in
+/* Catmull-Rom taps of one row or column (host: cl_taps_of in
  * methods/esrrf/opencl.c): four taps, those past the axis's valid ones
  * with weight 0 at a valid index, so every sum is four straight-line
  * multiply-adds (what PoCL's work-group vectoriser wants) and adds only
@@ -46,6 +69,14 @@ typedef struct esrrf_taps {
   int at[4];
   float w[4];
 } esrrf_taps;
+
+/* The four taps of t over p (stride 1), in cr_apply's order. */
+inline float esrrf_tapsum(const __global float *p, const esrrf_taps *t) {
+  QS_ACC q = 0;
+  for (int j = 0; j < 4; j++)
+    q = q + (QS_ACC)p[t->at[j]] * t->w[j];
+  return (float)q;
+}
 
 /* The grid's column sums, separable step 1: for grid row a and input
  * column c, both Roberts gradients of the row taps' pixels times their
@@ -60,7 +91,7 @@ __kernel void esrrf_gvsum(__global const float *in, __global float *vs,
   if (f >= n_frames) return;
   const __global float *img = in + (long)f * rows * cols;
   esrrf_taps rt = taps[a];
-  QS_ACC pc = 0, pr = 0;
+  QS_ACC pc = 0, pr = 0; /* both gradients from one pass over the taps */
   for (int i = 0; i < 4; i++) {
     float gc, gr;
     rc_at(img, cols, rt.at[i], c, &gc, &gr);
@@ -73,62 +104,44 @@ __kernel void esrrf_gvsum(__global const float *in, __global float *vs,
   o[plane] = (float)pr;
 }
 
-/* Grid point (b, a) of frame f, separable step 2: the ×2M Catmull-Rom
- * samples of both Roberts gradients at half-pixel index (a, b) (the last
- * row/column at the reference's clamped index) from the column sums, and
- * 1/|G|. global (2·cols + 1, 2·rows + 1, frames). */
+/* Grid slot (s2 mod gw of part s2 / gw, row a) of frame f, separable step
+ * 2: the ×2M Catmull-Rom samples of both Roberts gradients at its
+ * (clamped) half-pixel column, from the column sums, as the unit gradient.
+ * global (2·gw, 2R + 1, frames). */
 __kernel void esrrf_grid(__global const float *vs, __global float *grid,
                          int n_frames, int rows, int cols,
-                         __global const esrrf_taps *taps) {
-  int b = (int)get_global_id(0), a = (int)get_global_id(1);
+                         __global const esrrf_taps *taps, int gw, int lp) {
+  int s2 = (int)get_global_id(0), a = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
-  grid += ESRRF_GUARD;
+  int part = s2 >= gw, s = s2 - part * gw;
+  int b = clamp(2 * (s - lp) + part, 0, 2 * cols);
   long plane = (long)(2 * rows + 1) * cols;
   const __global float *pc = vs + (long)f * 2 * plane + (long)a * cols;
-  const __global float *pr = pc + plane;
   esrrf_taps ct = taps[2 * rows + 1 + b];
-  QS_ACC qc = 0, qr = 0;
-  for (int j = 0; j < 4; j++) {
-    qc = qc + (QS_ACC)pc[ct.at[j]] * ct.w[j];
-    qr = qr + (QS_ACC)pr[ct.at[j]] * ct.w[j];
-  }
-  float sx = (float)qc, sy = (float)qr;
-  QS_ACC norm2 = (QS_ACC)(sx * sx + sy * sy);
-  grid[grid_at(rows, cols, f, 0, a, b)] = sx;
-  grid[grid_at(rows, cols, f, 1, a, b)] = sy;
-  grid[grid_at(rows, cols, f, 2, a, b)] = (float)(QS_C(1) / sqrt(norm2));
+  float sx = esrrf_tapsum(pc, &ct), sy = esrrf_tapsum(pc + plane, &ct);
+  float inv = (float)(QS_C(1) / sqrt((QS_ACC)(sx * sx + sy * sy)));
+  int nz = sx != 0 || sy != 0;
+  long gplane = (long)(2 * rows + 1) * 2 * gw;
+  __global float *o = grid + (long)f * 2 * gplane + (long)a * 2 * gw + s2;
+  o[0] = nz ? sx * inv : 0.0f;
+  o[gplane] = nz ? sy * inv : 0.0f;
 }
 
-/* One sample of a phase pair: window offsets (j − start) << 8 | (i −
- * start), the distance d0 at the phase's representative pixel, the weight
- * there and its slope (host: methods/esrrf/opencl.c, cl_candidates). */
-typedef struct esrrf_cand {
-  int ji;
-  float d0, w0, w1;
-} esrrf_cand;
-
-#define ESRRF_LANES 8
-
-/* One sample of a phase pair in the interior form (host: cl_vcandidates):
- * its grid position off (plane gx, relative to lane 0's macro-pixel being
- * the representative's: grid_at's offset), the representative pixel's offsets
- * (dx0, dy0), weight w0 and 1/d0 there, and their first-order slopes in
- * the pixel's centre rounding (e_x, e_y): w = w0 + wa·e_x + wb·e_y,
- * 1/d = id0 + qa·e_x + qb·e_y (methods/esrrf/fused_vec.h derives them; the
- * second-order terms are below 1e-9 relative). dx0 + e_x and dy0 + e_y are
- * the pixel's own float offsets, exactly. */
+/* One candidate sample of a phase pair (host: cl_candidates), for the
+ * phase's first pixel, its representative (row py, column px): the raw
+ * grid row and column of the sample (row = by + j, col = bx + i), the
+ * column's slot in the grid's layout, the offsets (dx0, dy0), weight w0
+ * and 1/d0 there, and their first-order slopes in the pixel's centre
+ * rounding (e_x, e_y): w = w0 + wa·e_x + wb·e_y, 1/d = id0 + qa·e_x +
+ * qb·e_y (the second-order terms are below 1e-9 relative). A pixel m
+ * macro-pixels further along an axis reads the grid 2m half-pixels
+ * further, and dx0 + e_x, dy0 + e_y are its own float offsets (up to an
+ * ulp of their rounding). */
 typedef struct esrrf_vcand {
-  int off;
+  int row, col, slot;
   float dx0, dy0, w0, id0, wa, wb, qa, qb;
 } esrrf_vcand;
-
-/* e = c_rep + m − c_x for pixel x = rep + m·M: how far x's float centre
- * sits from its representative's shifted by m whole pixels (exact). */
-inline float esrrf_shift(int rep, int x, int mag) {
-  int m = (x - rep) / mag;
-  return rgc_center(rep, mag) - (rgc_center(x, mag) - (float)m);
-}
 
 /* a·b + c, fused where the device has it in hardware (the host's build
  * option), else as written; only where rounding moves the value alone. */
@@ -138,243 +151,223 @@ inline float esrrf_shift(int rep, int x, int mag) {
 #define ESRRF_MAD(a, b, c) ((a) * (b) + (c))
 #endif
 
-/* One interior sample for the lanes at grid offset base, e_y = ey and e_x
- * = ex: adds its weight to *wsum and, where the gradient points inward,
- * its convergence term w·(1 − |G × R|/|G|·(1/d)) to *rgc; `edge`: near the
- * disk's edge, lanes outside it (the reference's d <= tSO) or at d = 0
- * masked. */
-inline void esrrf_term(__global const float *gx, long pstride, long base,
-                       const esrrf_vcand *c, float8 ex, float ey, float tso,
-                       int edge, float8 *rgc, float8 *wsum) {
-  __global const float *p = gx + base + c->off;
-  float8 sx = vload8(0, p), sy = vload8(0, p + pstride);
-  float8 inv = vload8(0, p + 2 * pstride);
-  float8 dx = c->dx0 + ex;
-  float dy = c->dy0 + ey;
-  /* fused where rounding only moves the value (as fused_avx2's FMA); the
-   * orientation test and the distances keep the reference's arithmetic */
-  float8 w = ESRRF_MAD((float8)c->wa, ex, (float8)(c->w0 + c->wb * ey));
-  float8 id = ESRRF_MAD((float8)c->qa, ex, (float8)(c->id0 + c->qb * ey));
-  float8 t = fabs(ESRRF_MAD(sy, dx, -(sx * dy))) * inv * id;
-  int8 conv = sx * dx + sy * dy < 0;
-  if (edge) {
-    float8 d2 = dx * dx + dy * dy;
-    int8 in = d2 != 0 && sqrt(d2) <= tso;
-    w = select((float8)0, w, in);
-    conv = conv & in;
+/* What the lanes of one work-item share. */
+typedef struct esrrf_lanes {
+  __global const float *gx; /* plane Gx/|G| of the frame, lane 0's slot */
+  long rstride, pstride;    /* floats per grid row, per plane */
+  int dy_rows, rows2;       /* 2·(macro-pixel row), 2R */
+  float lim_r, lim_c, tso, ey;
+  floatv ex, col0;          /* lanes' e_x; raw column offset 2·k of lane */
+  floatv ex2, col2;         /* the same for the second vector */
+} esrrf_lanes;
+
+/* One candidate's term for one vector of lanes (esrrf_terms' body). */
+#define ESRRF_TERM(P, EX, COL0, RGC, WSUM)                                    \
+  do {                                                                        \
+    floatv nx = vloadv(0, P), ny = vloadv(0, (P) + k->pstride);               \
+    floatv dx = c.dx0 + (EX);                                                 \
+    floatv w = RGC_LIN((floatv)w0, (floatv)c.wa, EX, ESRRF_MAD);              \
+    floatv id = RGC_LIN((floatv)id0, (floatv)c.qa, EX, ESRRF_MAD);            \
+    intv conv = RGC_UNIT_DOT(nx, ny, dx, dy, ESRRF_MAD) < zero;               \
+    if (edge) {                                                               \
+      floatv d2 = dx * dx + dy * dy;                                          \
+      intv in = (d2 != zero) & (sqrt(d2) <= k->tso);                          \
+      w = select(zero, w, in);                                                \
+      conv &= in;                                                             \
+    }                                                                         \
+    if (border) {                                                             \
+      floatv v = ((float)c.col + (COL0)) / RGC_GM;                            \
+      intv in = (v > zero) & (v <= k->lim_c);                                 \
+      w = select(zero, w, in);                                                \
+      conv &= in;                                                             \
+    }                                                                         \
+    WSUM += w;                                                                \
+    RGC += select(zero, RGC_UNIT_TERM(nx, ny, dx, dy, w, id, ESRRF_MAD, fabs), \
+                  conv);                                                      \
+  } while (0)
+
+/* Adds the candidates [e0, e1) to *rgc (the convergence term
+ * w·(1 − |Ĝ × R|·(1/d)) where Ĝ·R < 0) and *wsum (the weight). edge:
+ * near the disk's edge, lanes outside it (the reference's d <= tSO) or at
+ * d = 0 masked; border: candidates whose row is out of bounds skipped,
+ * lanes whose column is out of bounds (0 < v <= C·M − 1 fails) masked.
+ * Always inlined with constant flags, so that each of the four loops is
+ * its own straight-line code with the sums in registers; masks combine
+ * with & (not &&, which the compiler narrows to bytes and back). */
+__attribute__((always_inline)) inline void
+esrrf_terms(const esrrf_lanes *k, __global const esrrf_vcand *cd, int e0,
+            int e1, const int edge, const int border, floatv *rgc_out,
+            floatv *wsum_out) {
+  floatv rgc = rgc_out[0], wsum = wsum_out[0];
+  floatv rgc2 = rgc_out[1], wsum2 = wsum_out[1];
+  const floatv zero = 0;
+  for (int e = e0; e < e1; e++) {
+    esrrf_vcand c = cd[e];
+    int hy = c.row + k->dy_rows;
+    if (border) {
+      float vy = (float)hy / RGC_GM;
+      if (!(0 < vy && vy <= k->lim_r)) continue;
+      hy = min(hy, k->rows2);
+    }
+    __global const float *p = k->gx + hy * k->rstride + c.slot;
+    float dy = c.dy0 + k->ey;
+    float w0 = c.w0 + c.wb * k->ey, id0 = c.id0 + c.qb * k->ey;
+    ESRRF_TERM(p, k->ex, k->col0, rgc, wsum);
+    ESRRF_TERM(p + ESRRF_LANES, k->ex2, k->col2, rgc2, wsum2);
   }
-  *wsum += w;
-  *rgc += select((float8)0, ESRRF_MAD(-w, t, w), conv);
+  rgc_out[0] = rgc;
+  wsum_out[0] = wsum;
+  rgc_out[1] = rgc2;
+  wsum_out[1] = wsum2;
 }
 
-/* What every pixel of a call shares. */
-typedef struct rgc_call {
-  __global const float *grid;
-  __global const esrrf_cand *cand;
-  __global const int *cand_at;
-  int f, rows, cols, mag, start;
-  float tso, sens;
-} rgc_call;
-
-/* RGC of pixel (x, y), one at a time: the samples follow rgc_pixel
- * (window taps in the reference's order, bounds 0 < v <= rows_m − 1, the
- * grid's clamped last index, the disk d <= tSO) with the weight
- * w0 + w1·(d − d0) (d differs from d0 by the centre's float rounding
- * only); d and dk/d correctly rounded (rsqrt's 2 ulp, amplified by TAC2,
- * cost more accuracy than its speed was worth on PoCL). */
-float rgc_one(const rgc_call *k, int x, int y) {
-  float xc = rgc_center(x, k->mag), yc = rgc_center(y, k->mag);
-  int bx = (int)(RGC_GM * xc), by = (int)(RGC_GM * yc);
-  float lim_r = (float)(k->rows * k->mag - 1);
-  float lim_c = (float)(k->cols * k->mag - 1);
-  int ph = (y % k->mag) * k->mag + x % k->mag;
-  float rgc = 0, wsum = 0;
-  for (int e = k->cand_at[ph], end = k->cand_at[ph + 1]; e < end; e++) {
-    esrrf_cand c = k->cand[e];
-    int hy = by + (c.ji >> 8) + k->start, hx = bx + (c.ji & 255) + k->start;
-    float vy = (float)hy / RGC_GM, vx = (float)hx / RGC_GM;
-    if (!(0 < vy && vy <= lim_r && 0 < vx && vx <= lim_c)) continue;
-    float dx = vx - xc, dy = vy - yc;
-    float d2 = dx * dx + dy * dy;
-    if (d2 == 0) continue;
-    float d = sqrt(d2);
-    if (d > k->tso) continue;
-    int a = min(hy, 2 * k->rows), b = min(hx, 2 * k->cols);
-    float sx = k->grid[grid_at(k->rows, k->cols, k->f, 0, a, b)];
-    float sy = k->grid[grid_at(k->rows, k->cols, k->f, 1, a, b)];
-    float w = c.w0 + c.w1 * (d - c.d0);
-    wsum += w;
-    if (sx * dx + sy * dy < 0) {
-      float dk = fabs(sy * dx - sx * dy) *
-                 k->grid[grid_at(k->rows, k->cols, k->f, 2, a, b)];
-      if (isnan(dk)) dk = d;
-      rgc += (1 - dk / d) * w;
+/* Writes the lanes' pixels x0 + i·M, i < lanes (none if lanes <= 0):
+ * rgc_finish on the lanes (the ratio where Wsum > 0, then negatives to 0,
+ * or the power, sens > 1, lane by lane), times the intensity when
+ * weighting, 0 in the margin columns. ln: the lanes' column of the lane
+ * table (planes lplane apart); ctaps: the output columns' intensity taps. */
+__attribute__((always_inline)) inline void
+esrrf_store(floatv rgc, floatv wsum, float sens, int weight,
+            __global const float *irow, __global const float *ln,
+            long lplane, __global const esrrf_taps *ctaps,
+            __global float *orow, int x0, int lanes, int mag, int margin,
+            int cols_m) {
+  if (lanes <= 0) return;
+  const floatv zero = 0;
+  floatv v = select(zero, rgc / wsum, wsum > zero);
+  float va[ESRRF_LANES];
+  if (sens > 1) {
+    float ra[ESRRF_LANES], wa[ESRRF_LANES];
+    vstorev(rgc, 0, ra);
+    vstorev(wsum, 0, wa);
+    for (int i = 0; i < ESRRF_LANES; i++)
+      va[i] = rgc_finish(ra[i], wa[i], sens);
+    v = vloadv(0, va);
+  } else {
+    v = select(v, zero, v < zero);
+  }
+  int regular = 0;
+  if (weight) {
+    floatv first = vloadv(0, ln + 5 * lplane);
+    float f0 = first.s0;
+    float ia[ESRRF_LANES];
+    for (int i = 0; i < ESRRF_LANES; i++)
+      ia[i] = f0 + (float)i;
+    regular = f0 >= 0 && lanes >= ESRRF_LANES && all(first == vloadv(0, ia));
+    if (regular) {
+      __global const float *p = irow + (int)f0;
+      floatv q = zero;
+      for (int j = 0; j < 4; j++)
+        q = q + vloadv(0, p + j) * vloadv(0, ln + (1 + j) * lplane);
+      v = v * q;
     }
   }
-  return rgc_finish(rgc, wsum, k->sens);
+  vstorev(v, 0, va);
+  for (int i = 0; i < min(lanes, ESRRF_LANES); i++) {
+    int x = x0 + i * mag;
+    float o = 0.0f;
+    if (x >= margin && x < cols_m - margin) {
+      o = va[i];
+      if (weight && !regular) {
+        esrrf_taps t = ctaps[x];
+        o = o * esrrf_tapsum(irow, &t);
+      }
+    }
+    orow[x] = o;
+  }
 }
 
 /* RGC, times the ×M intensity when weighting, of output row y at columns
- * x_l = (k0 + l)·M + px, l < ESRRF_LANES, of frame f; margins 0. global
- * (ceil(C / LANES)·M, R·M, frames): index (g, l) is lane group g mod
- * ceil(C / LANES) of column phase g / ceil(C / LANES), and row
+ * x_l = (k0 + l)·M + px, l < 2·ESRRF_LANES (two vectors), of frame f;
+ * margins 0. global (ceil(C / (2·LANES))·M, R·M, frames): index (g, l) is
+ * lane group g mod ceil(C / (2·LANES)) of column phase
+ * g / ceil(C / (2·LANES)), and row
  * y = (l mod R)·M + l / R (so neighbouring work-items share a phase
- * pair). A group of lanes whose samples are two grid columns apart
- * (always) runs as one vector with rgc_one's arithmetic per lane: samples
- * out of bounds, lanes in the margin and lanes past the last column are
- * masked, and near the right border the lanes read the clamped last
- * column one by one. An irregular group runs rgc_one per lane. */
-__kernel void esrrf_rgc(__global const float *grid, __global const float *img,
-                        __global float *out, __global const esrrf_cand *cand,
-                        __global const int *cand_at, int n_frames, int rows,
-                        int cols, int mag, int start, float tso, float sens,
-                        int margin, int weight,
+ * pair). Every pixel of a phase pair reads the grid 2m half-pixels from
+ * its representative's m macro-pixels away: its centre (x + 0.5)/M is
+ * k + (px + 0.5)/M up to a rounding smaller than 1/(2M) below
+ * RGC_MAX_SIDE, which never moves 2·centre across an integer (that part
+ * is an integer or at least 1/M from one). lane: per column phase px and
+ * its pixels k = 0, 1, ... (padded to a multiple of ESRRF_PAD), planes
+ * e_x (rgc_shift's, made on the host in the C code's rounding), the four
+ * intensity weights and the first input column (−1: fewer than four
+ * valid; opencl.c, cl_lane_table). The intensity: the output columns'
+ * taps over the row's column sums (ivs, esrrf_magv), as vectors where the
+ * lanes' first columns are consecutive (the same sums in the same order
+ * as esrrf_tapsum), else from itaps (after the R·M rows' taps). */
+__kernel void esrrf_rgc(__global const float *grid, __global const float *ivs,
+                        __global const esrrf_taps *itaps,
+                        __global float *out,
                         __global const esrrf_vcand *vcand,
-                        __global const int *vcand_at, int win) {
+                        __global const int *vcand_at,
+                        __global const float *lane, int n_frames, int rows,
+                        int cols, int mag, int start, int win, float tso,
+                        float sens, int margin, int weight, int gw) {
   int gid = (int)get_global_id(0), l = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
-  grid += ESRRF_GUARD;
-  int groups = (cols + ESRRF_LANES - 1) / ESRRF_LANES;
-  int k0 = (gid % groups) * ESRRF_LANES, px = gid / groups;
+  int groups = (cols + 2 * ESRRF_LANES - 1) / (2 * ESRRF_LANES);
+  int k0 = (gid % groups) * 2 * ESRRF_LANES, px = gid / groups;
   int y = (l % rows) * mag + l / rows;
   int cols_m = cols * mag, rows_m = rows * mag;
-  rgc_call k = {grid, cand, cand_at, f, rows, cols, mag, start, tso, sens};
   __global float *orow = out + ((long)f * rows_m + y) * cols_m;
-  __global const float *irow = img + ((long)f * rows_m + y) * cols_m;
-  int ymargin = y < margin || y >= rows_m - margin;
-  float yc = rgc_center(y, mag);
-  int by = (int)(RGC_GM * yc);
-  int lanes = min(ESRRF_LANES, cols - k0);
-  /* the vector path: a full group of lanes off the margin rows whose
-   * samples are two grid columns apart and never reach the clamped last
-   * column; lanes in the margin columns and samples out of bounds are
-   * masked (their loads stay inside the guard) */
-  int x0 = k0 * mag + px;
-  int fast = !ymargin;
-  float xa[ESRRF_LANES];
-  int ba[ESRRF_LANES];
-  for (int i = 0; i < ESRRF_LANES; i++) {
-    xa[i] = rgc_center(x0 + i * mag, mag);
-    ba[i] = (int)(RGC_GM * xa[i]);
-  }
-  float8 xc = vload8(0, xa);
-  int8 bx = vload8(0, ba);
-  if (fast) {
-    /* the window's first tap stays within the guard before the grid */
-    fast = bx.s0 + start >= -ESRRF_GUARD &&
-           all(bx - bx.s0 == (int8)(0, 2, 4, 6, 8, 10, 12, 14));
-  }
-  if (!fast) {
-    for (int i = 0; i < lanes; i++) {
-      int x = (k0 + i) * mag + px;
-      if (ymargin || x < margin || x >= cols_m - margin)
-        orow[x] = 0.0f;
-      else
-        orow[x] = weight ? rgc_one(&k, x, y) * irow[x] : rgc_one(&k, x, y);
-    }
+  int lanes = min(2 * ESRRF_LANES, cols - k0), x0 = k0 * mag + px;
+  if (y < margin || y >= rows_m - margin) {
+    for (int i = 0; i < lanes; i++)
+      orow[x0 + i * mag] = 0.0f;
     return;
   }
-  int ph = (y % mag) * mag + px;
-  int hw = cols + 1;
-  __global const float *gx = grid + grid_at(rows, cols, f, 0, 0, 0);
-  long pstride = (long)(2 * rows + 1) * 2 * hw;
-  float8 rgc = 0, wsum = 0;
-  float8 fbx = convert_float8(bx);
-  float lim_r = (float)(rows_m - 1), lim_c = (float)(cols_m - 1);
-  /* The interior: every window tap of every lane in bounds and below the
-   * clamped last row and column, the lanes' windows where the
-   * representatives' are (two grid columns / rows per macro-pixel). Then
-   * no bounds, no square root and no division per sample: the sure
-   * candidates (inside the disk for every pixel of the pair) add their
-   * terms unmasked, those near the disk's edge take the exact distance
-   * and the reference's test. */
-  int rep_y = y % mag, rep_x = px; /* cl_vcandidates' representatives */
-  int by_rep = (int)(RGC_GM * rgc_center(rep_y, mag));
-  int bx_rep = (int)(RGC_GM * rgc_center(rep_x, mag));
-  int hy_lo = by + start, hy_hi = hy_lo + win - 1;
-  int hx_lo = bx.s0 + start, hx_hi = bx.s7 + start + win - 1;
-  int interior = lanes == ESRRF_LANES && hy_lo >= 1 && hy_hi <= 2 * rows &&
-                 (float)hy_hi / RGC_GM <= lim_r && hx_lo >= 1 &&
-                 hx_hi <= 2 * cols && (float)hx_hi / RGC_GM <= lim_c &&
-                 by - by_rep == 2 * ((y - rep_y) / mag) &&
-                 bx.s0 - bx_rep == 2 * ((x0 - rep_x) / mag);
-  if (interior) {
-    float ey = esrrf_shift(rep_y, y, mag);
-    float ea[ESRRF_LANES];
-    for (int i = 0; i < ESRRF_LANES; i++)
-      ea[i] = esrrf_shift(rep_x, x0 + i * mag, mag);
-    float8 ex = vload8(0, ea);
-    /* lane 0's macro-pixel and row from the representative's */
-    long base = 4L * hw * ((y - rep_y) / mag) + (x0 - rep_x) / mag;
-    int v0 = vcand_at[2 * ph], v1 = vcand_at[2 * ph + 1];
-    int v2 = vcand_at[2 * ph + 2];
-    for (int e = v0; e < v1; e++) {
-      esrrf_vcand c = vcand[e];
-      esrrf_term(gx, pstride, base, &c, ex, ey, tso, 0, &rgc, &wsum);
-    }
-    for (int e = v1; e < v2; e++) {
-      esrrf_vcand c = vcand[e];
-      esrrf_term(gx, pstride, base, &c, ex, ey, tso, 1, &rgc, &wsum);
-    }
+  int py = y % mag, ph = py * mag + px;
+  esrrf_lanes k;
+  long gplane = (long)(2 * rows + 1) * 2 * gw;
+  k.rstride = 2L * gw;
+  k.pstride = gplane;
+  k.gx = grid + (long)f * 2 * gplane + k0;
+  k.dy_rows = 2 * (y / mag);
+  k.rows2 = 2 * rows;
+  k.lim_r = (float)(rows_m - 1);
+  k.lim_c = (float)(cols_m - 1);
+  k.tso = tso;
+  k.ey = rgc_shift(py, y, mag);
+  float ca[2 * ESRRF_LANES];
+  for (int i = 0; i < 2 * ESRRF_LANES; i++)
+    ca[i] = (float)(2 * (k0 + i));
+  long lplane = (long)mag * ((cols + ESRRF_PAD - 1) / ESRRF_PAD) * ESRRF_PAD;
+  __global const float *ln =
+      lane + px * ((cols + ESRRF_PAD - 1) / ESRRF_PAD) * ESRRF_PAD + k0;
+  k.ex = vloadv(0, ln);
+  k.col0 = vloadv(0, ca);
+  k.ex2 = vloadv(1, ln);
+  k.col2 = vloadv(1, ca);
+  /* every tap of every lane in bounds: straight-line loops */
+  int by = (int)(RGC_GM * rgc_center(y, mag));
+  int bx = (int)(RGC_GM * rgc_center(x0, mag));
+  int hy_hi = by + start + win - 1;
+  int hx_hi = bx + 2 * (2 * ESRRF_LANES - 1) + start + win - 1;
+  int border = !(by + start >= 1 && hy_hi <= 2 * rows &&
+                 (float)hy_hi / RGC_GM <= k.lim_r && bx + start >= 1 &&
+                 (float)hx_hi / RGC_GM <= k.lim_c);
+  int v0 = vcand_at[2 * ph], v1 = vcand_at[2 * ph + 1];
+  int v2 = vcand_at[2 * ph + 2];
+  floatv rgcs[2] = {0, 0}, wsums[2] = {0, 0};
+  if (border) {
+    esrrf_terms(&k, vcand, v0, v1, 0, 1, rgcs, wsums);
+    esrrf_terms(&k, vcand, v1, v2, 1, 1, rgcs, wsums);
+  } else {
+    esrrf_terms(&k, vcand, v0, v1, 0, 0, rgcs, wsums);
+    esrrf_terms(&k, vcand, v1, v2, 1, 0, rgcs, wsums);
   }
-  for (int e = cand_at[ph], stop = interior ? 0 : cand_at[ph + 1]; e < stop;
-       e++) {
-    esrrf_cand c = cand[e];
-    int hy = by + (c.ji >> 8) + start, i = (c.ji & 255) + start;
-    float vy = (float)hy / RGC_GM;
-    if (!(0 < vy && vy <= lim_r)) continue;
-    float dy = vy - yc;
-    float8 vx = (fbx + (float)i) / RGC_GM;
-    float8 dx = vx - xc;
-    int hx0 = bx.s0 + i;
-    long row = (long)min(hy, 2 * rows) * 2 * hw;
-    float8 sx, sy, inv;
-    if (hx0 + 2 * (ESRRF_LANES - 1) <= 2 * cols) {
-      long at = row + (hx0 & 1) * hw + (hx0 >> 1);
-      sx = vload8(0, gx + at);
-      sy = vload8(0, gx + pstride + at);
-      inv = vload8(0, gx + 2 * pstride + at);
-    } else { /* lanes past the last column read its clamped samples */
-      float ga[ESRRF_LANES], gb[ESRRF_LANES], gc[ESRRF_LANES];
-      for (int q = 0; q < ESRRF_LANES; q++) {
-        int b = min(hx0 + 2 * q, 2 * cols);
-        long at = row + (b & 1) * hw + (b >> 1);
-        ga[q] = gx[at];
-        gb[q] = gx[pstride + at];
-        gc[q] = gx[2 * pstride + at];
-      }
-      sx = vload8(0, ga);
-      sy = vload8(0, gb);
-      inv = vload8(0, gc);
-    }
-    float8 d2 = dx * dx + dy * dy;
-    float8 d = sqrt(d2);
-    int8 in = d2 != 0 && d <= tso && 0 < vx && vx <= lim_c;
-    float8 w = select((float8)0, c.w0 + c.w1 * (d - c.d0), in);
-    wsum += w;
-    float8 dk = fabs(sy * dx - sx * dy) * inv;
-    dk = select(dk, d, isnan(dk));
-    int8 conv = in && sx * dx + sy * dy < 0;
-    rgc += select((float8)0, (1 - dk / d) * w, conv);
-  }
-  float ra[ESRRF_LANES], wa[ESRRF_LANES];
-  vstore8(rgc, 0, ra);
-  vstore8(wsum, 0, wa);
-  for (int i = 0; i < lanes; i++) {
-    int x = x0 + i * mag;
-    if (x < margin || x >= cols_m - margin) {
-      orow[x] = 0.0f;
-      continue;
-    }
-    float v = rgc_finish(ra[i], wa[i], sens);
-    orow[x] = weight ? v * irow[x] : v;
-  }
+  __global const float *irow = ivs + ((long)f * rows_m + y) * cols;
+  esrrf_store(rgcs[0], wsums[0], sens, weight, irow, ln, lplane,
+              itaps + rows_m, orow, x0, lanes, mag, margin, cols_m);
+  esrrf_store(rgcs[1], wsums[1], sens, weight, irow, ln + ESRRF_LANES, lplane,
+              itaps + rows_m, orow, x0 + ESRRF_LANES * mag,
+              lanes - ESRRF_LANES, mag, margin, cols_m);
 }
 
 /* The ×M Catmull-Rom intensity, separable step 1: for output row y and
- * input column c, the row taps' pixels times their weights. global (C,
- * R·M, frames); taps: the output rows' taps, then the output columns'. */
+ * input column c, the row taps' pixels times their weights (step 2 is in
+ * esrrf_rgc). global (C, R·M, frames); taps: the output rows' taps. */
 __kernel void esrrf_magv(__global const float *in, __global float *vs,
                          int n_frames, int rows, int cols,
                          __global const esrrf_taps *taps) {
@@ -390,21 +383,3 @@ __kernel void esrrf_magv(__global const float *in, __global float *vs,
   vs[((long)f * rows_m + y) * cols + c] = p;
 }
 
-/* Step 2: pixel (x, y) of frame f from the column sums, summed in
- * cr_apply's order (no cubic, no division per pixel). global (C·M, R·M,
- * frames). */
-__kernel void esrrf_mag(__global const float *vs, __global float *out,
-                        int n_frames, int rows, int cols,
-                        __global const esrrf_taps *taps) {
-  int x = (int)get_global_id(0), y = (int)get_global_id(1);
-  int f = (int)get_global_id(2);
-  if (f >= n_frames) return;
-  int cols_m = (int)get_global_size(0), rows_m = (int)get_global_size(1);
-  const __global float *p = vs + ((long)f * rows_m + y) * cols;
-  esrrf_taps ct = taps[rows_m + x];
-  float q = 0;
-  for (int j = 0; j < 4; j++)
-    q = q + p[ct.at[j]] * ct.w[j];
-  (void)rows;
-  out[((long)f * rows_m + y) * cols_m + x] = q;
-}

@@ -311,7 +311,7 @@ static const slot_def esrrf_outputs[] = {
 /* Rows at the index the code reads them by (esrrf.h's P_ enum): rgc's
  * shared rows fill P_MAG..P_IW, the rest are placed by index. */
 static const param_def esrrf_params[] = {
-    RGC_PARAM_ROWS,
+    RGC_PARAM_ROWS
     [P_FPT] = {"frames_per_timepoint", PARAM_INT, 0, 0, INT_MAX, 0, NULL,
                "frames per output timepoint (0: all frames; the last may be "
                "short)"},

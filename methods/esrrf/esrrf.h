@@ -1,6 +1,6 @@
-/* esrrf.h — what the files of the radial gradient convergence (rgc) and
- * eSRRF methods share: their common parameter rows, one frame of RGC, the
- * bounded-memory temporal statistics, and the eSRRF implementations that
+/* esrrf.h — what the files of the eSRRF method share: its parameter
+ * indices after rgc's (methods/rgc.h), the geometry of a call, the driver
+ * and bounded-memory temporal statistics, and the implementations that
  * live in their own files. Internal to methods/. */
 #ifndef QS_ESRRF_H
 #define QS_ESRRF_H
@@ -9,52 +9,13 @@
 
 #include "qs_config.h"
 
-#include "methods/math/rgc.h"
+#include "methods/rgc.h"
 #include "quicksilver_method.h"
 #include "temporal.h"
 
-/* The parameter rows rgc and esrrf share, first in both tables, in this
- * order (P_MAG ... P_IW index method_call.p). */
-#define RGC_PARAM_ROWS                                                       \
-  {"magnification", PARAM_INT, 5, 1, 64, 0, NULL,                           \
-   "output pixels per input pixel along each axis"},                         \
-      {"radius", PARAM_FLOAT, 1.5, 0, 50, PARAM_MIN_OPEN, NULL,              \
-       "ring radius in input pixels (the gradient disk is 0.85 r + 1)"},     \
-      {"sensitivity", PARAM_FLOAT, 1, 0, 100, 0, NULL,                       \
-       "power applied to the convergence when > 1 (<= 1: none)"},            \
-      {"intensity_weighting", PARAM_BOOL, 1, 0, 1, 0, NULL,                  \
-       "multiply the convergence by the magnified intensity"}
-
-enum { P_MAG, P_RADIUS, P_SENS, P_IW, P_FPT, P_TEMPORAL, P_MPC };
-
-/* Largest magnified side: indices and half-pixel coordinates stay exact in
- * float (2·side < 2^24) and in int. */
-#define RGC_MAX_SIDE ((size_t)1 << 22)
-
-/* Checks magnification, radius and sensitivity (finite, in range) and the
- * output sizes rows·factor × cols·factor (within RGC_MAX_SIDE a side and
- * QS_MAX_PIXELS for `frames` frames). Writes a message naming the field. */
-int rgc_check(const double *p, size_t frames, size_t rows, size_t cols,
-              size_t factor, char *err, size_t err_len);
-
-/* The constants of a call from its parameters. */
-rgc_consts rgc_consts_of(const double *p);
-
-/* One frame of RGC: gradients gx, gy laid out as `grid` says, the ×M
- * intensity img (NULL: no intensity weighting), the output out
- * (rows_m × cols_m, whose margins the caller has zeroed). */
-typedef struct rgc_frame {
-  const float *gx, *gy;
-  rgc_grid grid;
-  const float *img;
-  float *out;
-  int rows_m, cols_m, margin;
-  rgc_consts k;
-} rgc_frame;
-
-/* Computes output rows [r0, r1) of the frame (rows inside the margins
- * only; the others are left as they are). */
-void rgc_frame_rows(const rgc_frame *f, size_t r0, size_t r1);
+/* eSRRF's parameters after rgc's rows (methods/rgc.h), in its table's
+ * order. */
+enum { P_FPT = RGC_N_PARAMS, P_TEMPORAL, P_MPC };
 
 /* What every eSRRF implementation needs to know about a call. */
 typedef struct esrrf_geom {
@@ -108,15 +69,9 @@ int esrrf_sub(const method_call *c, const method_desc *d, const image *in,
 /* The implementations in their own files. */
 int esrrf_run_fused(const method_call *c);
 int esrrf_run_composed(const method_call *c);
-/* rgc through the vectorised fused pass (rgc_vec.c): portable, and AVX2 +
- * FMA behind its probe. */
-int rgc_run_vec(const method_call *c);
-int rgc_run_avx2(const method_call *c);
-int rgc_avx2_probe(const method_call *c, char *why, size_t why_len);
 #if QS_HAVE_OPENCL
 int esrrf_run_opencl(const method_call *c);
 int esrrf_cl_probe(const method_call *c, char *why, size_t why_len);
-int rgc_run_opencl(const method_call *c);
 #endif
 
 #endif

@@ -13,6 +13,7 @@
 
 #include "methods/esrrf/esrrf.h"
 #include "methods/math/catmull_rom.h"
+#include "methods/math/rgc_fused.h"
 
 /* Nodes of the weight table over [0, tSO]. */
 #define FZ_NODES 1024

@@ -1,28 +1,27 @@
-/* opencl.c — the OpenCL implementations of rgc and eSRRF.
- *
- * rgc streams its three inputs through rgc.cl with cl_frames.
+/* opencl.c — the OpenCL implementation of eSRRF (rgc's is in
+ * methods/rgc.c).
  *
  * eSRRF's chained path keeps everything on the device: one upload of the
- * raw frames, the half-pixel gradient grids with 1/|G| (esrrf.cl, no ×2M
+ * raw frames, the half-pixel grids of the unit gradient (esrrf.cl, no ×2M
  * images and no Roberts buffer; separable: column sums, then the grid,
- * from tap tables made once per call), the ×M intensity (the same two
- * steps), RGC (esrrf.cl: the fused structure, per-phase candidate lists
- * uploaded once per call, eight pixels of a phase pair per work-item, the
- * interior with fused_vec's first-order model) into a batch of
- * maps, and with a temporal statistic the fold of those
- * maps into device accumulators (cl_stat.c, esrrf_stat.cl): the only
- * download is each timepoint's image, 4·R·M·C·M bytes, and the host
- * applies the macro-pixel correction to it. With temporal=none the maps
- * come down batch by batch (esrrf_drive). Device memory holds one batch
- * and the accumulators. The next batch's frames upload on a second queue
- * while this one computes. A frame needs
- * 4·R·C·2 + 4·C·max(2(2R + 1), R·M) + 12·(2R + 1)(2C + 2) + 4·R·C·2·M²
- * ≈ 4·R·C·(14 + max(4, M) + 2·M²) bytes,
+ * from tap tables made once per call), the ×M intensity's column sums,
+ * then RGC (esrrf.cl: the fused structure, per-phase candidate lists with
+ * fused_vec's first-order model uploaded once per call, two native-width
+ * vectors of pixels of a phase pair per work-item, borders by masks; it finishes the intensity
+ * on the pixels it weights) into a batch of maps, and with a temporal
+ * statistic the fold of those maps into device accumulators (cl_stat.c,
+ * esrrf_stat.cl): the only download is each timepoint's image,
+ * 4·R·M·C·M bytes, and the host applies the macro-pixel correction to it.
+ * With temporal=none the maps come down batch by batch (esrrf_drive).
+ * Device memory holds one batch and the accumulators. The next batch's
+ * frames upload on a second queue while this one computes. A frame needs
+ * 4·R·C·2 + 4·C·max(2(2R + 1), R·M) + 8·(2R + 1)·2·gw + 4·R·C·M²
+ * (gw ≈ C + 16 + the window: cl_grid_layout)
+ * ≈ 4·R·C·(10 + max(4, M) + M²) bytes,
  * its input twice for the overlap (NanoPyx: 4·R·C·(3 + 10·M²)), the
- * statistic
- * 4·R·M·C·M·(slots + 1) bytes once; batches are sized once from the
- * device's memory and largest allocation
- * (cl_budget_frames), never by retrying. */
+ * statistic 4·R·M·C·M·(slots + 1) bytes once; batches are sized once from
+ * the device's memory and largest allocation (cl_budget_frames), never by
+ * retrying. */
 #include "qs_config.h"
 
 #if QS_HAVE_OPENCL
@@ -39,6 +38,7 @@
 #include "methods/esrrf/sink.h"
 #include "methods/esrrf/esrrf.h"
 #include "methods/math/catmull_rom.h"
+#include "methods/math/rgc_fused.h"
 #include "methods/methods.h"
 
 /* A batch holds at most this many bytes on the device (unless one frame
@@ -48,81 +48,35 @@
  * of work-items at 64 × 64. */
 #define ESRRF_CL_BATCH_BYTES ((size_t)64 << 20)
 
-/* Pixels of one phase pair a work-item of esrrf_rgc computes (esrrf.cl's
- * ESRRF_LANES). */
-#define ESRRF_CL_LANES 8
-
-/* Floats before and after the gradient grids (esrrf.cl's ESRRF_GUARD). */
-#define ESRRF_CL_GUARD 16
-
-/* Build options of rgc.cl and esrrf.cl. Pixel centres (i + 0.5) / M must
- * be the correctly rounded quotient: where it is exactly k + 1/2 (M odd,
- * i = k·M + (M − 1)/2), a quotient one ulp low moves the whole search
- * window by half a pixel. So no relaxed math (the reference's chained path
- * uses it, and inherits that flaw); contractions to mad are harmless. */
-#define RGC_CL_OPTIONS "-cl-fp32-correctly-rounded-divide-sqrt -cl-mad-enable"
-
-/* Sets rgc.cl's arguments from `first` on: the constants, the margin,
- * weighting, and the gradient layout with its floats per frame. */
-static int rgc_cl_args_set(cl_kernel k, cl_uint first, const rgc_consts *rc,
-                           int margin, int weight, const rgc_grid *g,
-                           cl_long g_plane, char *err, size_t err_len) {
-  cl_int mag = rc->mag, mg = margin, w = weight, step = g->step;
-  cl_long width = g->width;
-  cl_int e = CL_SUCCESS;
-  e |= clSetKernelArg(k, first + 0, sizeof mag, &mag);
-  e |= clSetKernelArg(k, first + 1, sizeof(float), &rc->fwhm);
-  e |= clSetKernelArg(k, first + 2, sizeof(float), &rc->tss);
-  e |= clSetKernelArg(k, first + 3, sizeof(float), &rc->tso);
-  e |= clSetKernelArg(k, first + 4, sizeof(float), &rc->sens);
-  e |= clSetKernelArg(k, first + 5, sizeof mg, &mg);
-  e |= clSetKernelArg(k, first + 6, sizeof w, &w);
-  e |= clSetKernelArg(k, first + 7, sizeof step, &step);
-  e |= clSetKernelArg(k, first + 8, sizeof(float), &g->limit_r);
-  e |= clSetKernelArg(k, first + 9, sizeof(float), &g->limit_c);
-  e |= clSetKernelArg(k, first + 10, sizeof(float), &g->clamp_r);
-  e |= clSetKernelArg(k, first + 11, sizeof(float), &g->clamp_c);
-  e |= clSetKernelArg(k, first + 12, sizeof width, &width);
-  e |= clSetKernelArg(k, first + 13, sizeof g_plane, &g_plane);
-  return cl_status(e, "setting the rgc kernel's arguments", err, err_len);
-}
-
-/* ------------------------------------------------------------------ rgc */
-
-static int rgc_cl_args(cl_kernel k, cl_uint first, const method_call *c) {
-  rgc_consts rc = rgc_consts_of(c->p);
-  int rows_m = (int)c->in[2].rows, cols_m = (int)c->in[2].cols;
-  rgc_grid g = rgc_grid_full(rows_m, cols_m, rc.mag);
-  return rgc_cl_args_set(k, first, &rc, rgc_margin(rc.fwhm, rc.mag),
-                         c->p[P_IW] != 0, &g, (cl_long)4 * rows_m * cols_m,
-                         c->err, c->err_len);
-}
-
-int rgc_run_opencl(const method_call *c) {
-  static const cl_frames_job job = {"rgc.cl", "rgc", RGC_CL_OPTIONS,
-                                    rgc_cl_args};
-  return cl_frames_run(c, &job);
-}
+/* Most pixels of one phase pair a work-item of esrrf_rgc computes: two
+ * vectors of esrrf.cl's ESRRF_LANES (a build option: the device's native
+ * float vector width, 4 to 16, cl_setup); also the padding of the tables
+ * indexed by lane (esrrf.cl's ESRRF_PAD). */
+#define ESRRF_CL_MAX_LANES 32
 
 /* ---------------------------------------------------------------- eSRRF */
 
-enum { B_IN, B_VS, B_GRID, B_MAG, B_OUT, B_COUNT };
+enum { B_IN, B_VS, B_GRID, B_OUT, B_COUNT };
 /* In launch order: the grid's column sums and grid, the intensity's
- * column sums and intensity (weighting only), RGC. */
-enum { K_GVS, K_GRID, K_MVS, K_MAG, K_RGC, K_COUNT };
+ * column sums (weighting only), RGC with the intensity's second step. */
+enum { K_GVS, K_GRID, K_MVS, K_RGC, K_COUNT };
 
-static const char *const KERNEL_FILES[K_COUNT] = {
-    "esrrf.cl", "esrrf.cl", "esrrf.cl", "esrrf.cl", "esrrf.cl"};
-static const char *const KERNEL_NAMES[K_COUNT] = {
-    "esrrf_gvsum", "esrrf_grid", "esrrf_magv", "esrrf_mag", "esrrf_rgc"};
-/* esrrf.cl: exact division and square root, no contractions (the
- * kernels' lanes and per-pixel path must round alike). */
+static const char *const KERNEL_NAMES[K_COUNT] = {"esrrf_gvsum", "esrrf_grid",
+                                                  "esrrf_magv", "esrrf_rgc"};
+/* esrrf.cl: exact division and square root (pixel centres), no
+ * contractions but the kernel's own (ESRRF_MAD). */
 #define ESRRF_CL_OPTIONS "-cl-fp32-correctly-rounded-divide-sqrt"
-static const char *const KERNEL_OPTIONS[K_COUNT] = {
-    ESRRF_CL_OPTIONS, ESRRF_CL_OPTIONS, ESRRF_CL_OPTIONS, ESRRF_CL_OPTIONS,
-    ESRRF_CL_OPTIONS};
 
-/* Bytes per frame of each device buffer (B_MAG only with weighting). */
+/* The grid's layout (esrrf.cl, grid_slot): lp slots left of column 0 per
+ * parity part, then the columns, then copies of the clamped last one for
+ * the lanes and window taps past it; gw slots a part. */
+static void cl_grid_layout(const esrrf_geom *g, int *gw, int *lp) {
+  int win = g->k.end - g->k.start;
+  *lp = win / 2 + 2;
+  *gw = *lp + g->cols + ESRRF_CL_MAX_LANES + win / 2 + 2;
+}
+
+/* Bytes per frame of each device buffer. */
 static void cl_frame_bytes(const esrrf_geom *g, size_t *per_frame) {
   per_frame[B_IN] = 4 * (size_t)g->rows * (size_t)g->cols;
   /* column sums, shared by the grid (two planes of 2R + 1 rows) and the
@@ -130,10 +84,10 @@ static void cl_frame_bytes(const esrrf_geom *g, size_t *per_frame) {
   size_t vs_rows = 2 * (2 * (size_t)g->rows + 1);
   if (g->weight && (size_t)g->rows_m > vs_rows) vs_rows = (size_t)g->rows_m;
   per_frame[B_VS] = 4 * vs_rows * (size_t)g->cols;
-  /* planes gx, gy, 1/|G|; rows of 2·(C + 1) (esrrf.cl's grid_at) */
-  per_frame[B_GRID] =
-      12 * (2 * (size_t)g->rows + 1) * (2 * (size_t)g->cols + 2);
-  per_frame[B_MAG] = g->weight ? 4 * g->plane : 0;
+  /* planes Gx/|G|, Gy/|G|; rows of two parts of gw slots */
+  int gw, lp;
+  cl_grid_layout(g, &gw, &lp);
+  per_frame[B_GRID] = 8 * (2 * (size_t)g->rows + 1) * 2 * (size_t)gw;
   per_frame[B_OUT] = 4 * g->plane;
 }
 
@@ -191,8 +145,10 @@ typedef struct chained {
   int next; /* slot for an upload nobody prepared */
   size_t batch, per_frame[B_COUNT];
   size_t global[K_COUNT][3];
-  cl_mem cand, cand_at;   /* the phase pairs' candidate samples */
-  cl_mem vcand, vcand_at; /* the same in the interior form */
+  cl_mem vcand, vcand_at; /* the phase pairs' candidate samples */
+  cl_mem ex;              /* per column phase, its pixels' e_x and
+                           * intensity taps (cl_lane_table) */
+  int lanes;              /* esrrf.cl's ESRRF_LANES */
   cl_mem taps, gtaps;     /* the intensity's and the grid's row then column
                            * taps */
   size_t cand_bytes;      /* both tables */
@@ -287,8 +243,8 @@ static int cl_chain(chained *s, size_t f0, size_t n, cl_event *done) {
                           clSetKernelArg(s->k[K_MVS], 0, sizeof in, &in),
                       "setting the input frames", c->err, c->err_len);
   for (int k = 0; !rc && k < K_COUNT; k++) {
-    if ((k == K_MVS || k == K_MAG) && !s->g.weight) continue;
-    rc = cl_status(clSetKernelArg(s->k[k], k == K_RGC ? 5 : 2, sizeof nf, &nf),
+    if (k == K_MVS && !s->g.weight) continue;
+    rc = cl_status(clSetKernelArg(s->k[k], k == K_RGC ? 7 : 2, sizeof nf, &nf),
                    "setting the frame count", c->err, c->err_len);
     if (!rc) rc = cl_launch(s, k, k == K_GVS ? sl->up : NULL, &ev[k]);
   }
@@ -375,12 +331,6 @@ static int cl_drive_device(chained *s) {
   return rc;
 }
 
-/* One candidate sample of a phase pair, as esrrf.cl's esrrf_cand. */
-typedef struct cl_cand {
-  cl_int ji;
-  cl_float d0, w0, w1;
-} cl_cand;
-
 /* Uploads a candidate list (cb bytes) and its offsets (ab bytes) into new
  * read-only buffers, counted with the call's fixed tables. */
 static int cl_lists_up(chained *s, void *cand, size_t cb, cl_mem *mc, void *at,
@@ -398,72 +348,80 @@ static int cl_lists_up(chained *s, void *cand, size_t cb, cl_mem *mc, void *at,
   return rc;
 }
 
-/* The candidate lists of every phase pair (py, px), in the reference's
- * window order: from a representative pixel of the pair (the middle
- * macro-pixel), every window offset whose distance is within tSO plus the
- * largest centre rounding of any pixel of that phase, with the weight
- * there (the reference's float) and its slope, w' = w·(4/d − 8d/tSS). The
- * kernel checks each pixel's own bounds and disk. Uploaded once per call
- * (counted: a fixed amount of bytes up, s->cand_bytes). */
-static int cl_candidates(chained *s) {
+/* One row's or column's taps, as esrrf.cl's esrrf_taps: four, those past
+ * the valid ones with weight 0 at a valid index. */
+typedef struct cl_taps {
+  cl_int at[4];
+  cl_float w[4];
+} cl_taps;
+
+static void cl_taps_of(const cr_taps *ct, cl_taps *t) {
+  for (int k = 0; k < 4; k++) {
+    t->at[k] = ct->first + (k < ct->n ? k : 0);
+    t->w[k] = k < ct->n ? (float)ct->w[k] : 0.0f;
+  }
+}
+
+/* What esrrf_rgc reads per lane (esrrf.cl, its `lane` table): per column
+ * phase px, for its pixels x = px + k·M, k = 0, 1, ... padded to a
+ * multiple of ESRRF_CL_MAX_LANES, six planes: e_x (the centre rounding),
+ * the four Catmull-Rom weights of x's ×M intensity (cl_taps_of's, the
+ * shift_magnify method's), and the first of its four input columns as a
+ * float (exact), −1 where fewer than four are valid (the kernel then takes
+ * the tap table). Uploaded once per call with the candidate lists. */
+static int cl_lane_table(chained *s) {
   const esrrf_geom *g = &s->g;
   const method_call *c = s->c;
-  size_t m = (size_t)g->mag, win = (size_t)(g->k.end - g->k.start);
-  cl_cand *cand = malloc(m * m * win * win * sizeof *cand);
-  cl_int *at = malloc((m * m + 1) * sizeof *at);
-  int rc = cand && at ? QS_OK : QS_ENOMEM;
-  if (rc)
-    snprintf(c->err, c->err_len,
-             "esrrf: no memory for the candidate "
-             "lists");
-  double side = g->rows > g->cols ? g->rows : g->cols;
-  float slack = (float)(4 * side * FLT_EPSILON + 1e-6);
-  cl_int n = 0;
-  for (size_t py = 0; !rc && py < m; py++)
-    for (size_t px = 0; px < m; px++) {
-      float yc = rgc_center((int)((size_t)g->rows / 2 * m + py), g->mag);
-      float xc = rgc_center((int)((size_t)g->cols / 2 * m + px), g->mag);
-      int by = (int)(RGC_GM * yc), bx = (int)(RGC_GM * xc);
-      at[py * m + px] = n;
-      for (int j = g->k.start; j < g->k.end; j++)
-        for (int i = g->k.start; i < g->k.end; i++) {
-          float dy = (float)(by + j) / RGC_GM - yc;
-          float dx = (float)(bx + i) / RGC_GM - xc;
-          float d = sqrtf(dx * dx + dy * dy);
-          if (d > g->k.tso + slack) continue;
-          float w0 = rgc_weight(d, g->k.tss);
-          double w1 = d > 0 ? w0 * (4.0 / d - 8.0 * d / g->k.tss) : 0;
-          cand[n++] = (cl_cand){((j - g->k.start) << 8) | (i - g->k.start), d,
-                                w0, (float)w1};
-        }
+  size_t m = (size_t)g->mag;
+  size_t kp = ((size_t)g->cols + ESRRF_CL_MAX_LANES - 1) /
+              ESRRF_CL_MAX_LANES * ESRRF_CL_MAX_LANES;
+  size_t plane = m * kp, bytes = 6 * plane * sizeof(float);
+  float *t = calloc(6 * plane, sizeof *t);
+  if (!t) {
+    snprintf(c->err, c->err_len, "esrrf: no memory for the lane table");
+    return QS_ENOMEM;
+  }
+  for (size_t px = 0; px < m; px++)
+    for (size_t k = 0; k < kp; k++) {
+      size_t at = px * kp + k;
+      int x = (int)(px + k * m);
+      t[at] = rgc_shift((int)px, x, g->mag);
+      t[5 * plane + at] = -1;
+      if (!g->weight || x >= g->cols_m) continue;
+      cr_taps ct;
+      cl_taps ts;
+      cr_taps_at(cr_source(x, (float)g->mag, 0.0f), g->cols, &ct);
+      cl_taps_of(&ct, &ts);
+      for (int j = 0; j < 4; j++)
+        t[(size_t)(1 + j) * plane + at] = ts.w[j];
+      if (ct.n == 4) t[5 * plane + at] = (float)ct.first;
     }
-  if (!rc) at[m * m] = n;
-  if (!rc)
-    rc = cl_lists_up(s, cand, (size_t)(n ? n : 1) * sizeof *cand, &s->cand, at,
-                     (m * m + 1) * sizeof *at, &s->cand_at);
-  free(cand);
-  free(at);
+  int rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                        bytes, t, "lane table", &s->ex, c->err, c->err_len);
+  if (!rc) {
+    s->cand_bytes += bytes;
+    cldev_transfer(c->device, bytes, 0);
+  }
+  free(t);
   return rc;
 }
 
-/* One candidate in the interior form, as esrrf.cl's esrrf_vcand. */
+/* One candidate sample of a phase pair, as esrrf.cl's esrrf_vcand. */
 typedef struct cl_vcand {
-  cl_int off;
+  cl_int row, col, slot;
   cl_float dx0, dy0, w0, id0, wa, wb, qa, qb;
 } cl_vcand;
 
-/* The interior form of the candidate lists (esrrf.cl, esrrf_rgc): per
- * phase pair, from its first pixel (row py, column px: a pixel k
- * macro-pixels further then has the offset c_rep + k − c_x, exact, to add,
- * where a representative further right would round it), the
- * sure candidates (distance below tSO minus the centre-rounding slack)
- * then those near the disk's edge, each with its offsets, weight, 1/d and
- * their slopes (fused_vec.h's model); d = 0 dropped (weight 0, and every
- * pixel of the pair has d = 0 there up to its centre rounding). A
- * candidate's grid position is grid_at's offset in plane gx for the
- * representative (a pixel of the same phase k macro-pixels right reads k
- * floats further: rows split by column parity). Offsets at[2·ph] (sure),
- * at[2·ph + 1] (near), at[2·ph + 2] (end). */
+/* The candidate lists (esrrf.cl, esrrf_rgc): per phase pair, from its
+ * first pixel (row py, column px; a pixel k macro-pixels further then has
+ * the offset c_rep + k − c_x, exact, to add), in the reference's window
+ * order, the sure candidates (distance below tSO minus the centre-rounding
+ * slack) then those near the disk's edge, each with its grid position,
+ * offsets, weight (the reference's float), 1/d and their slopes
+ * (fused_vec.h's model, w' = w·(4/d − 8d/tSS)); d = 0 dropped (weight 0,
+ * and every pixel of the pair has d = 0 there up to its centre rounding).
+ * Offsets at[2·ph] (sure), at[2·ph + 1] (near), at[2·ph + 2] (end).
+ * Uploaded once per call (counted: s->cand_bytes). */
 static int cl_vcandidates(chained *s) {
   const esrrf_geom *g = &s->g;
   const method_call *c = s->c;
@@ -476,7 +434,8 @@ static int cl_vcandidates(chained *s) {
   double side = g->rows > g->cols ? g->rows : g->cols;
   float slack = (float)(4 * side * FLT_EPSILON + 1e-6);
   float tso = g->k.tso;
-  int hw = g->cols + 1; /* esrrf.cl's grid_at */
+  int gw, lp;
+  cl_grid_layout(g, &gw, &lp);
   cl_int n = 0;
   for (size_t ph = 0; !rc && ph < m * m; ph++) {
     float yc = rgc_center((int)(ph / m), g->mag);
@@ -491,18 +450,14 @@ static int cl_vcandidates(chained *s) {
           float d = sqrtf(dx * dx + dy * dy);
           if (d == 0 || d > tso + slack || (d >= tso - slack) != pass)
             continue;
-          double w0 = rgc_weight(d, g->k.tss), d0 = d;
-          double w1 = w0 * (4.0 / d0 - 8.0 * d0 / g->k.tss);
-          int hy = by + j, hx = bx + i;
-          cand[n++] = (cl_vcand){hy * 2 * hw + (hx & 1) * hw + (hx >> 1),
-                                 dx,
-                                 dy,
-                                 (float)w0,
-                                 (float)(1 / d0),
-                                 (float)(w1 * dx / d0),
-                                 (float)(w1 * dy / d0),
-                                 (float)(-dx / (d0 * d0 * d0)),
-                                 (float)(-dy / (d0 * d0 * d0))};
+          float w0 = rgc_weight(d, g->k.tss);
+          rgc_lin l =
+              rgc_lin_at(dx, dy, d, w0, rgc_weight_slope(w0, d, g->k.tss));
+          int hy = by + j, hx = bx + i, odd = hx & 1;
+          cand[n++] = (cl_vcand){hy,    hx,    odd * gw + lp + (hx - odd) / 2,
+                                 dx,    dy,    l.w0,
+                                 l.id0, l.wa,  l.wb,
+                                 l.qa,  l.qb};
         }
     }
   }
@@ -512,21 +467,7 @@ static int cl_vcandidates(chained *s) {
                      at, (2 * m * m + 1) * sizeof *at, &s->vcand_at);
   free(cand);
   free(at);
-  return rc;
-}
-
-/* One row's or column's taps, as esrrf.cl's esrrf_taps: four, those past
- * the valid ones with weight 0 at a valid index. */
-typedef struct cl_taps {
-  cl_int at[4];
-  cl_float w[4];
-} cl_taps;
-
-static void cl_taps_of(const cr_taps *ct, cl_taps *t) {
-  for (int k = 0; k < 4; k++) {
-    t->at[k] = ct->first + (k < ct->n ? k : 0);
-    t->w[k] = k < ct->n ? (float)ct->w[k] : 0.0f;
-  }
+  return rc ? rc : cl_lane_table(s);
 }
 
 /* The tap tables, uploaded once per call (counted with the candidate
@@ -545,15 +486,11 @@ static int cl_tap_tables(chained *s) {
     snprintf(c->err, c->err_len, "esrrf: no memory for the tap tables");
     return QS_ENOMEM;
   }
-  float m = (float)g->mag, m2 = (float)(2 * g->mag);
+  float m = (float)g->mag;
   for (size_t i = 0; i < gr + gc; i++) {
     int rowwise = i < gr, n = rowwise ? g->rows : g->cols;
-    int at = (int)(rowwise ? i : i - gr), last = rowwise ? (int)gr : (int)gc;
     cr_taps ct;
-    if (at < last - 1)
-      cr_taps_half(at, n, &ct);
-    else
-      cr_taps_at(cr_source(2 * n * g->mag - 1, m2, 0.0f), n, &ct);
+    rgc_grid_taps((int)(rowwise ? i : i - gr), n, g->mag, &ct);
     cl_taps_of(&ct, &t[i]);
   }
   for (size_t i = 0; i < ni; i++) {
@@ -594,13 +531,24 @@ static int cl_setup(chained *s) {
                clGetDeviceInfo(cldev_id(c->device), CL_DEVICE_SINGLE_FP_CONFIG,
                                sizeof fp, &fp, NULL) == CL_SUCCESS &&
                (fp & CL_FP_FMA);
+  /* lanes: the device's native float vector width (one register of the
+   * CPU's SIMD unit: wider vectors are passed through memory to the
+   * built-ins), at least 4 (a GPU reports 1; its work-item runs the lanes
+   * as registers) */
+  cl_uint vw = 0;
+  if (!rc)
+    clGetDeviceInfo(cldev_id(c->device), CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT,
+                    sizeof vw, &vw, NULL);
+  s->lanes = vw >= 16 ? 16 : vw >= 8 ? 8 : 4;
+  char opts[128];
+  snprintf(opts, sizeof opts, "%s -DESRRF_LANES=%d%s", ESRRF_CL_OPTIONS,
+           s->lanes, fma_hw ? " -DESRRF_HW_FMA" : "");
   for (int i = 0; !rc && i < K_COUNT; i++) {
     cl_program prog;
     double build = 0;
     cl_int e = CL_SUCCESS;
-    rc = cldev_program(c->device, KERNEL_FILES[i],
-                       fma_hw ? ESRRF_CL_OPTIONS " -DESRRF_HW_FMA"
-                              : KERNEL_OPTIONS[i],
+    rc = cldev_program(c->device, "esrrf.cl",
+                       opts,
                        &prog, &build, err, len);
     s->once += build;
     if (!rc) s->k[i] = clCreateKernel(prog, KERNEL_NAMES[i], &e);
@@ -608,15 +556,10 @@ static int cl_setup(chained *s) {
   }
   cl_frame_bytes(g, s->per_frame);
   static const char *const what[B_COUNT] = {"input frames", "column sums",
-                                            "gradient grid",
-                                            "magnified frames", "RGC maps"};
+                                            "gradient grid", "RGC maps"};
   for (int b = B_IN + 1; !rc && b < B_COUNT; b++)
-    if (s->per_frame[b])
-      rc = cldev_buffer(
-          c->device, CL_MEM_READ_WRITE,
-          s->batch * s->per_frame[b] +
-              (b == B_GRID ? 2 * ESRRF_CL_GUARD * sizeof(float) : 0),
-          NULL, what[b], &s->buf[b], err, len);
+    rc = cldev_buffer(c->device, CL_MEM_READ_WRITE, s->batch * s->per_frame[b],
+                      NULL, what[b], &s->buf[b], err, len);
   for (int i = 0; !rc && i < 2; i++)
     rc = cldev_buffer(c->device, CL_MEM_READ_ONLY,
                       s->batch * s->per_frame[B_IN], NULL, what[B_IN],
@@ -628,55 +571,58 @@ static int cl_setup(chained *s) {
     rc = cl_status(e, "creating the upload queue", err, len);
   }
   if (rc) return rc;
-  cl_int rows = g->rows, cols = g->cols, mag = g->mag;
-  rc = cl_candidates(s);
-  if (!rc) rc = cl_vcandidates(s);
+  cl_int rows = g->rows, cols = g->cols, mag = g->mag, gw, lp;
+  cl_grid_layout(g, &gw, &lp);
+  rc = cl_vcandidates(s);
   if (!rc) rc = cl_tap_tables(s);
   if (rc) return rc;
   cl_mem in = s->in[0].mem, vs = s->buf[B_VS], grid = s->buf[B_GRID];
-  cl_mem mg = g->weight ? s->buf[B_MAG] : s->buf[B_OUT];
   cl_mem out = s->buf[B_OUT];
+  /* without weighting, the intensity's arguments are never read */
+  cl_mem itaps = g->weight ? s->taps : s->gtaps;
   cl_int e = CL_SUCCESS;
   /* the separable kernels: (source, destination, frames, rows, cols,
    * taps) */
-  for (int k = K_GVS; k <= K_MAG; k++) {
-    if ((k == K_MVS || k == K_MAG) && !g->weight) continue;
-    cl_mem src = k == K_GVS || k == K_MVS ? in : vs;
-    cl_mem dst = k == K_GRID ? grid : k == K_MAG ? mg : vs;
-    cl_mem taps = k == K_GVS || k == K_GRID ? s->gtaps : s->taps;
+  for (int k = K_GVS; k <= K_MVS; k++) {
+    if (k == K_MVS && !g->weight) continue;
+    cl_mem src = k == K_GRID ? vs : in;
+    cl_mem dst = k == K_GRID ? grid : vs;
+    cl_mem taps = k == K_MVS ? s->taps : s->gtaps;
     e |= clSetKernelArg(s->k[k], 0, sizeof src, &src);
     e |= clSetKernelArg(s->k[k], 1, sizeof dst, &dst);
     e |= clSetKernelArg(s->k[k], 3, sizeof rows, &rows);
     e |= clSetKernelArg(s->k[k], 4, sizeof cols, &cols);
     e |= clSetKernelArg(s->k[k], 5, sizeof taps, &taps);
   }
+  e |= clSetKernelArg(s->k[K_GRID], 6, sizeof gw, &gw);
+  e |= clSetKernelArg(s->k[K_GRID], 7, sizeof lp, &lp);
   cl_kernel kr = s->k[K_RGC];
-  cl_int start = g->k.start, margin = g->margin, weight = g->weight;
+  cl_int start = g->k.start, win = g->k.end - g->k.start;
+  cl_int margin = g->margin, weight = g->weight;
   e |= clSetKernelArg(kr, 0, sizeof grid, &grid);
-  e |= clSetKernelArg(kr, 1, sizeof mg, &mg);
-  e |= clSetKernelArg(kr, 2, sizeof out, &out);
-  e |= clSetKernelArg(kr, 3, sizeof s->cand, &s->cand);
-  e |= clSetKernelArg(kr, 4, sizeof s->cand_at, &s->cand_at);
-  e |= clSetKernelArg(kr, 6, sizeof rows, &rows);
-  e |= clSetKernelArg(kr, 7, sizeof cols, &cols);
-  e |= clSetKernelArg(kr, 8, sizeof mag, &mag);
-  e |= clSetKernelArg(kr, 9, sizeof start, &start);
-  e |= clSetKernelArg(kr, 10, sizeof(float), &g->k.tso);
-  e |= clSetKernelArg(kr, 11, sizeof(float), &g->k.sens);
-  e |= clSetKernelArg(kr, 12, sizeof margin, &margin);
-  e |= clSetKernelArg(kr, 13, sizeof weight, &weight);
-  cl_int win = g->k.end - g->k.start;
-  e |= clSetKernelArg(kr, 14, sizeof s->vcand, &s->vcand);
-  e |= clSetKernelArg(kr, 15, sizeof s->vcand_at, &s->vcand_at);
-  e |= clSetKernelArg(kr, 16, sizeof win, &win);
+  e |= clSetKernelArg(kr, 1, sizeof vs, &vs);
+  e |= clSetKernelArg(kr, 2, sizeof itaps, &itaps);
+  e |= clSetKernelArg(kr, 3, sizeof out, &out);
+  e |= clSetKernelArg(kr, 4, sizeof s->vcand, &s->vcand);
+  e |= clSetKernelArg(kr, 5, sizeof s->vcand_at, &s->vcand_at);
+  e |= clSetKernelArg(kr, 6, sizeof s->ex, &s->ex);
+  e |= clSetKernelArg(kr, 8, sizeof rows, &rows);
+  e |= clSetKernelArg(kr, 9, sizeof cols, &cols);
+  e |= clSetKernelArg(kr, 10, sizeof mag, &mag);
+  e |= clSetKernelArg(kr, 11, sizeof start, &start);
+  e |= clSetKernelArg(kr, 12, sizeof win, &win);
+  e |= clSetKernelArg(kr, 13, sizeof(float), &g->k.tso);
+  e |= clSetKernelArg(kr, 14, sizeof(float), &g->k.sens);
+  e |= clSetKernelArg(kr, 15, sizeof margin, &margin);
+  e |= clSetKernelArg(kr, 16, sizeof weight, &weight);
+  e |= clSetKernelArg(kr, 17, sizeof gw, &gw);
   rc = cl_status(e, "setting the chain's arguments", err, len);
 
   size_t gsz[K_COUNT][2] = {{(size_t)g->cols, 2 * (size_t)g->rows + 1},
-                            {2 * (size_t)g->cols + 1, 2 * (size_t)g->rows + 1},
+                            {2 * (size_t)gw, 2 * (size_t)g->rows + 1},
                             {(size_t)g->cols, (size_t)g->rows_m},
-                            {(size_t)g->cols_m, (size_t)g->rows_m},
-                            {((size_t)g->cols + ESRRF_CL_LANES - 1) /
-                                 ESRRF_CL_LANES * (size_t)g->mag,
+                            {((size_t)g->cols + 2 * (size_t)s->lanes - 1) /
+                                 (2 * (size_t)s->lanes) * (size_t)g->mag,
                              (size_t)g->rows_m}};
   for (int i = 0; i < K_COUNT; i++) {
     s->global[i][0] = gsz[i][0];
@@ -705,11 +651,10 @@ static void cl_release(chained *s) {
   }
   for (int b = 0; b < B_COUNT; b++)
     if (s->buf[b]) clReleaseMemObject(s->buf[b]);
-  if (s->cand) clReleaseMemObject(s->cand);
   if (s->taps) clReleaseMemObject(s->taps);
   if (s->gtaps) clReleaseMemObject(s->gtaps);
-  if (s->cand_at) clReleaseMemObject(s->cand_at);
   if (s->vcand) clReleaseMemObject(s->vcand);
+  if (s->ex) clReleaseMemObject(s->ex);
   if (s->vcand_at) clReleaseMemObject(s->vcand_at);
   for (int i = 0; i < K_COUNT; i++)
     if (s->k[i]) clReleaseKernel(s->k[i]);
