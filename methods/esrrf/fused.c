@@ -332,19 +332,10 @@ static int fz_plan(fused *s) {
   if (!s->hr || !s->sums || !s->grad || !s->grid || (mag_plane && !s->mag))
     return QS_ENOMEM;
   s->hc = s->hr + gr;
-  /* Grid index 2n holds the clamped ×2M index 2·N·M − 1, a generic
-   * Catmull-Rom sample at (2·N·M − 1) / (2M). */
-  float m2 = (float)(2 * g->mag);
   for (size_t a = 0; a < gr; a++)
-    if (a < gr - 1)
-      cr_taps_half((int)a, g->rows, &s->hr[a]);
-    else
-      cr_taps_at(cr_source(2 * g->rows_m - 1, m2, 0.0f), g->rows, &s->hr[a]);
+    rgc_grid_taps((int)a, g->rows, g->mag, &s->hr[a]);
   for (size_t b = 0; b < gc; b++)
-    if (b < gc - 1)
-      cr_taps_half((int)b, g->cols, &s->hc[b]);
-    else
-      cr_taps_at(cr_source(2 * g->cols_m - 1, m2, 0.0f), g->cols, &s->hc[b]);
+    rgc_grid_taps((int)b, g->cols, g->mag, &s->hc[b]);
   return fused_tables(s);
 }
 

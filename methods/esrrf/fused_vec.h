@@ -137,14 +137,6 @@ static inline fv_f fv_abs(fv_f v) {
   return (fv_f)((fv_i)v & ((fv_i){0} + 0x7fffffff));
 }
 
-/* e = c_rep + m − c_x with x = rep + m·M: how far the float centre of x
- * sits from its representative's shifted by m whole pixels (exact: both
- * subtractions are of nearby floats). */
-static inline float fv_shift(int rep, int x, int mag) {
-  int m = (x - rep) / mag;
-  return rgc_center(rep, mag) - (rgc_center(x, mag) - (float)m);
-}
-
 /* 1/|G| from |G|² lane by lane as fused_cell computes it: in double,
  * rounded to float once (the including file may give a vector form with
  * the same bits). */
@@ -211,12 +203,11 @@ static inline void fv_term(const fv_row *r, size_t off, size_t gy_off,
   fv_f nx = fv_load(p), ny = fv_load(p + gy_off);
   *dx = fv_splat(r->dx0) + ex;
   *dy = fv_splat(r->dy);
-  fv_f dot = FV_FMA(nx, *dx, ny * *dy);
-  fv_f cr = FV_FMA(ny, *dx, -(nx * *dy));
-  *w = FV_FMA(fv_splat(r->wa), ex, fv_splat(r->w0));
-  fv_f id = FV_FMA(fv_splat(r->qa), ex, fv_splat(r->id0));
-  fv_f t = fv_abs(cr) * id;
-  *u = fv_keep(dot < (fv_f){0}, FV_FMA(-*w, t, *w));
+  fv_f dot = RGC_UNIT_DOT(nx, ny, *dx, *dy, FV_FMA);
+  *w = RGC_LIN(fv_splat(r->w0), fv_splat(r->wa), ex, FV_FMA);
+  fv_f id = RGC_LIN(fv_splat(r->id0), fv_splat(r->qa), ex, FV_FMA);
+  *u = fv_keep(dot < (fv_f){0},
+               RGC_UNIT_TERM(nx, ny, *dx, *dy, *w, id, FV_FMA, fv_abs));
 }
 
 /* Where a group's lanes stand: lane k is pixel k0 + k of its phase. */
@@ -422,7 +413,7 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
                                         &rt[j]);
     fv_at at = {.gy_off = 2 * v->w2, .tso = g->k.tso,
                 .col_max = 2 * (g->cols_m - 1)};
-    float ey = fv_shift(s->rep_y[py], y, mag);
+    float ey = rgc_shift(s->rep_y[py], y, mag);
     for (int px = 0; px < mag; px++) {
       int n_sure = 0;
       int n = fv_row_list(v, rt, rok, &v->list[py * mag + px], ey, r,
@@ -491,7 +482,7 @@ static int fv_plan_columns(fused *s, fv_state *v) {
     for (int gi = 0; gi < v->ex_at[px + 1] - v->ex_at[px]; gi++)
       for (int k = 0; k < FV_LANES; k++) {
         int x = v->x0[px] + (gi * FV_LANES + k) * mag;
-        v->ex[v->ex_at[px] + gi][k] = fv_shift(s->rep_x[px], x, mag);
+        v->ex[v->ex_at[px] + gi][k] = rgc_shift(s->rep_x[px], x, mag);
         if (gi * FV_LANES + k < v->nk[px] && s->nx[x] != s->win)
           v->border[v->ex_at[px] + gi] = 1;
       }
@@ -524,13 +515,14 @@ static int fv_plan_lists(fused *s, fv_state *v) {
           if (c->d0 == 0 || edge != pass) continue;
           double dx0 = tx[c->i].delta, dy0 = ty[c->j].delta, d0 = c->d0;
           fv_cand *o = &v->cand[n++];
+          rgc_lin lin = rgc_lin_at(dx0, dy0, d0, c->w0, c->w1);
           o->dx0 = (float)dx0;
-          o->w0 = c->w0;
-          o->id0 = (float)(1 / d0);
-          o->wa = (float)(c->w1 * dx0 / d0);
-          o->wb = (float)(c->w1 * dy0 / d0);
-          o->qa = (float)(-dx0 / (d0 * d0 * d0));
-          o->qb = (float)(-dy0 / (d0 * d0 * d0));
+          o->w0 = lin.w0;
+          o->id0 = lin.id0;
+          o->wa = lin.wa;
+          o->wb = lin.wb;
+          o->qa = lin.qa;
+          o->qb = lin.qb;
           o->j = c->j;
           o->col = base + c->i;
         }
