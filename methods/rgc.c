@@ -153,21 +153,20 @@ static int rgc_cl_args(cl_kernel k, cl_uint first, const method_call *c) {
   cl_int mag = rc.mag, mg = rgc_margin(rc.fwhm, rc.mag);
   cl_int w = c->p[P_IW] != 0, step = g.step;
   cl_long width = g.width, g_plane = (cl_long)4 * rows_m * cols_m;
+  /* The kernel's parameters from `first` on, in its order. */
+  const struct {
+    size_t size;
+    const void *value;
+  } arg[] = {{sizeof mag, &mag},           {sizeof(float), &rc.fwhm},
+             {sizeof(float), &rc.tss},     {sizeof(float), &rc.tso},
+             {sizeof(float), &rc.sens},    {sizeof mg, &mg},
+             {sizeof w, &w},               {sizeof step, &step},
+             {sizeof(float), &g.limit_r},  {sizeof(float), &g.limit_c},
+             {sizeof(float), &g.clamp_r},  {sizeof(float), &g.clamp_c},
+             {sizeof width, &width},       {sizeof g_plane, &g_plane}};
   cl_int e = CL_SUCCESS;
-  e |= clSetKernelArg(k, first + 0, sizeof mag, &mag);
-  e |= clSetKernelArg(k, first + 1, sizeof(float), &rc.fwhm);
-  e |= clSetKernelArg(k, first + 2, sizeof(float), &rc.tss);
-  e |= clSetKernelArg(k, first + 3, sizeof(float), &rc.tso);
-  e |= clSetKernelArg(k, first + 4, sizeof(float), &rc.sens);
-  e |= clSetKernelArg(k, first + 5, sizeof mg, &mg);
-  e |= clSetKernelArg(k, first + 6, sizeof w, &w);
-  e |= clSetKernelArg(k, first + 7, sizeof step, &step);
-  e |= clSetKernelArg(k, first + 8, sizeof(float), &g.limit_r);
-  e |= clSetKernelArg(k, first + 9, sizeof(float), &g.limit_c);
-  e |= clSetKernelArg(k, first + 10, sizeof(float), &g.clamp_r);
-  e |= clSetKernelArg(k, first + 11, sizeof(float), &g.clamp_c);
-  e |= clSetKernelArg(k, first + 12, sizeof width, &width);
-  e |= clSetKernelArg(k, first + 13, sizeof g_plane, &g_plane);
+  for (size_t i = 0; i < sizeof arg / sizeof *arg; i++)
+    e |= clSetKernelArg(k, first + (cl_uint)i, arg[i].size, arg[i].value);
   return cl_status(e, "setting the rgc kernel's arguments", c->err,
                    c->err_len);
 }
