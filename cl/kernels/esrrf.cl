@@ -104,28 +104,44 @@ __kernel void esrrf_gvsum(__global const float *in, __global float *vs,
   o[plane] = (float)pr;
 }
 
-/* Grid slot (s2 mod gw of part s2 / gw, row a) of frame f, separable step
- * 2: the ×2M Catmull-Rom samples of both Roberts gradients at its
- * (clamped) half-pixel column, from the column sums, as the unit gradient.
- * global (2·gw, 2R + 1, frames). */
+/* Grid column b (0 <= b <= 2C), row a of frame f, separable step 2: the
+ * ×2M Catmull-Rom samples of both Roberts gradients at that half-pixel
+ * column, from the column sums, as the unit gradient, into its slot. The
+ * work-items of the first and last columns also fill the padding slots
+ * with their (clamped) value, so that only the 2C + 1 distinct samples
+ * are computed, not the 2·gw slots. global (2C + 1, 2R + 1, frames). */
 __kernel void esrrf_grid(__global const float *vs, __global float *grid,
                          int n_frames, int rows, int cols,
                          __global const esrrf_taps *taps, int gw, int lp) {
-  int s2 = (int)get_global_id(0), a = (int)get_global_id(1);
+  int b = (int)get_global_id(0), a = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
-  int part = s2 >= gw, s = s2 - part * gw;
-  int b = clamp(2 * (s - lp) + part, 0, 2 * cols);
   long plane = (long)(2 * rows + 1) * cols;
   const __global float *pc = vs + (long)f * 2 * plane + (long)a * cols;
   esrrf_taps ct = taps[2 * rows + 1 + b];
   float sx = esrrf_tapsum(pc, &ct), sy = esrrf_tapsum(pc + plane, &ct);
   float inv = (float)(QS_C(1) / sqrt((QS_ACC)(sx * sx + sy * sy)));
   int nz = sx != 0 || sy != 0;
+  float ux = nz ? sx * inv : 0.0f, uy = nz ? sy * inv : 0.0f;
   long gplane = (long)(2 * rows + 1) * 2 * gw;
-  __global float *o = grid + (long)f * 2 * gplane + (long)a * 2 * gw + s2;
-  o[0] = nz ? sx * inv : 0.0f;
-  o[gplane] = nz ? sy * inv : 0.0f;
+  __global float *o = grid + (long)f * 2 * gplane + (long)a * 2 * gw;
+  long at = grid_slot(gw, lp, b);
+  o[at] = ux;
+  o[at + gplane] = uy;
+  /* the padding: slots left of column 0 (both parts) hold column 0;
+   * those past the last column (even part: after slot lp + C; odd part:
+   * from slot lp + C on) hold column 2C */
+  int edge = b == 0 || b == 2 * cols;
+  int e0 = b == 0 ? 0 : lp + cols + 1, e1 = b == 0 ? lp : gw;
+  int o0 = b == 0 ? 0 : lp + cols;
+  for (int s = e0; edge && s < e1; s++) {
+    o[s] = ux;
+    o[s + gplane] = uy;
+  }
+  for (int s = o0; edge && s < e1; s++) {
+    o[gw + s] = ux;
+    o[gw + s + gplane] = uy;
+  }
 }
 
 /* One candidate sample of a phase pair (host: cl_candidates), for the
@@ -382,4 +398,3 @@ __kernel void esrrf_magv(__global const float *in, __global float *vs,
     p = p + img[(long)rt.at[i] * cols] * rt.w[i];
   vs[((long)f * rows_m + y) * cols + c] = p;
 }
-

@@ -619,7 +619,7 @@ static int cl_setup(chained *s) {
   rc = cl_status(e, "setting the chain's arguments", err, len);
 
   size_t gsz[K_COUNT][2] = {{(size_t)g->cols, 2 * (size_t)g->rows + 1},
-                            {2 * (size_t)gw, 2 * (size_t)g->rows + 1},
+                            {2 * (size_t)g->cols + 1, 2 * (size_t)g->rows + 1},
                             {(size_t)g->cols, (size_t)g->rows_m},
                             {((size_t)g->cols + 2 * (size_t)s->lanes - 1) /
                                  (2 * (size_t)s->lanes) * (size_t)g->mag,
