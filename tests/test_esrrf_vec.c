@@ -6,7 +6,7 @@
  * between one and several threads; listed exactly where the CPU can run
  * them. */
 #include <criterion/criterion.h>
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -100,14 +100,14 @@ static int vs_serial(engine *e, const image *in, const param *p, size_t n_p,
  * comparison with NanoPyx's outputs is test_reference's, which runs every
  * listed implementation. */
 Test(esrrf_vec, every_esrrf_fixture_within_1e6_of_serial) {
-  cJSON *index = json_file(REF_DIR "index.json");
+  cJSON *index = json_load(REF_DIR "index.json");
   engine *e = open_engine(2);
   int cases = 0, ran = 0;
   const cJSON *it;
   cJSON_ArrayForEach(it, cJSON_GetObjectItem(index, "cases")) {
     char path[1024], what[128];
     snprintf(path, sizeof path, REF_DIR "%s.json", it->valuestring);
-    cJSON *c = json_file(path);
+    cJSON *c = json_load(path);
     if (strcmp(cJSON_GetObjectItem(c, "method")->valuestring, "esrrf")) {
       cJSON_Delete(c);
       continue;
@@ -132,7 +132,7 @@ Test(esrrf_vec, every_esrrf_fixture_within_1e6_of_serial) {
     }
     maps[n_m++] = (param){.name = "temporal", .text = "none"};
     image in;
-    f32_load(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "inputs"), 0), &in);
+    array_load(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "inputs"), 0), &in);
     ran += vs_serial_as(e, &in, p, n_p, it->valuestring, tac2);
     snprintf(what, sizeof what, "%s maps", it->valuestring);
     vs_serial(e, &in, maps, n_m, what);
@@ -176,35 +176,20 @@ Test(esrrf_vec, real_stacks_within_1e6_of_serial) {
 
 /* -------------------------------------------------------- parameters */
 
-/* Magnifications (odd, even, 1, 8 with few lanes), radii (the disk edge
- * cases of large radii too), sensitivities, intensity weighting, shapes
- * whose widths leave partial lane groups and clamped taps, and one call
- * too large for candidate lists. */
+/* Every variant within 1e-6 of serial across VEC_GRID (vec_harness.h). */
 Test(esrrf_vec, parameter_grid_within_1e6_of_serial) {
-  static const struct {
-    int mag;
-    double radius, sens;
-    int iw;
-    size_t rows, cols;
-  } grid[] = {
-      {5, 1.5, 1, 1, 24, 37}, {2, 1.5, 1, 1, 31, 20}, {8, 1.5, 1, 1, 17, 26},
-      {1, 1.5, 1, 1, 40, 33}, {3, 1, 2, 0, 23, 29},   {5, 2.5, 0.5, 1, 25, 19},
-      {4, 6, 1, 1, 30, 41},   {2, 0.4, 1, 1, 21, 28}, {7, 2, 3, 1, 16, 23},
-      /* M²·window² beyond fused's candidate lists: the scalar path */
-      {32, 8, 1, 1, 18, 18},
-  };
   engine *e = open_engine(2);
-  for (size_t k = 0; k < sizeof grid / sizeof *grid; k++) {
-    image st = noisy(2, grid[k].rows, grid[k].cols, (unsigned)k + 1);
-    param p[] = {{"magnification", grid[k].mag, NULL},
-                 {"radius", grid[k].radius, NULL},
-                 {"sensitivity", grid[k].sens, NULL},
-                 {"intensity_weighting", grid[k].iw, NULL},
+  for (size_t k = 0; k < N_VEC_GRID; k++) {
+    image st = noisy(2, VEC_GRID[k].rows, VEC_GRID[k].cols, (unsigned)k + 1);
+    param p[] = {{"magnification", VEC_GRID[k].mag, NULL},
+                 {"radius", VEC_GRID[k].radius, NULL},
+                 {"sensitivity", VEC_GRID[k].sens, NULL},
+                 {"intensity_weighting", VEC_GRID[k].iw, NULL},
                  {"temporal", 0, "none"}};
     char what[128];
-    snprintf(what, sizeof what, "M%d r%g s%g iw%d %zux%zu", grid[k].mag,
-             grid[k].radius, grid[k].sens, grid[k].iw, grid[k].rows,
-             grid[k].cols);
+    snprintf(what, sizeof what, "M%d r%g s%g iw%d %zux%zu", VEC_GRID[k].mag,
+             VEC_GRID[k].radius, VEC_GRID[k].sens, VEC_GRID[k].iw, VEC_GRID[k].rows,
+             VEC_GRID[k].cols);
     cr_expect_geq(vs_serial(e, &st, p, 5, what), 1);
     image_free(&st);
   }
@@ -225,11 +210,8 @@ Test(esrrf_vec, threaded_runs_equal_single_thread_bit_for_bit) {
       image a[1], b[1];
       run_impl(one, VEC[v], &st, p, 2, a);
       run_impl(many, VEC[v], &st, p, 2, b);
-      cr_expect(a->frames == b->frames && a->rows == b->rows &&
-                a->cols == b->cols &&
-                !memcmp(a->data, b->data,
-                        a->frames * a->rows * a->cols * sizeof(float)),
-                "%s M%d: 3 threads differ from 1", VEC[v], mags[k]);
+      cr_expect(same_bits(a, b), "%s M%d: 3 threads differ from 1", VEC[v],
+                mags[k]);
       image_free(a);
       image_free(b);
     }

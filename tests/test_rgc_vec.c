@@ -6,7 +6,7 @@
  * (they take the reference loop); bit-identical between one and several
  * threads; avx2 listed exactly where the CPU can run it. */
 #include <criterion/criterion.h>
-#include <cjson/cJSON.h>
+#include <cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,12 +34,6 @@ static void run_impl(engine *e, const char *method, const char *impl,
   int rc = method_run(e, method, &rq, out, n_out, &rep);
   cr_assert_eq(rc, QS_OK, "%s %s: %s", method, impl, engine_error(e));
   cr_assert_str_eq(rep.impl, impl);
-}
-
-static int same_bits(const image *a, const image *b) {
-  return a->frames == b->frames && a->rows == b->rows && a->cols == b->cols &&
-         !memcmp(a->data, b->data,
-                 a->frames * a->rows * a->cols * sizeof(float));
 }
 
 /* Every available variant against serial on in (gradient_col,
@@ -108,14 +102,14 @@ static void drop(image *in) {
 /* The comparison with NanoPyx's outputs is test_reference's (rgc_all runs
  * every listed implementation); here the contract with serial. */
 Test(rgc_vec, every_rgc_fixture_within_1e6_of_serial) {
-  cJSON *index = json_file(REF_DIR "index.json");
+  cJSON *index = json_load(REF_DIR "index.json");
   engine *e = open_engine(2);
   int cases = 0, ran = 0;
   const cJSON *it;
   cJSON_ArrayForEach(it, cJSON_GetObjectItem(index, "cases")) {
     char path[1024];
     snprintf(path, sizeof path, REF_DIR "%s.json", it->valuestring);
-    cJSON *c = json_file(path);
+    cJSON *c = json_load(path);
     if (strcmp(cJSON_GetObjectItem(c, "method")->valuestring, "rgc")) {
       cJSON_Delete(c);
       continue;
@@ -132,7 +126,7 @@ Test(rgc_vec, every_rgc_fixture_within_1e6_of_serial) {
     image in[3];
     const cJSON *inputs = cJSON_GetObjectItem(c, "inputs");
     cr_assert_eq(cJSON_GetArraySize(inputs), 3);
-    for (int k = 0; k < 3; k++) f32_load(cJSON_GetArrayItem(inputs, k), &in[k]);
+    for (int k = 0; k < 3; k++) array_load(cJSON_GetArrayItem(inputs, k), &in[k]);
     ran += vs_serial(e, in, p, n_p, it->valuestring);
     drop(in);
     cJSON_Delete(c);
@@ -181,34 +175,20 @@ Test(rgc_vec, real_stacks_within_1e6_of_serial) {
 
 /* -------------------------------------------------------- parameters */
 
-/* Magnifications (odd, even, 1, 8), radii (small, the disk edge cases of
- * large ones), sensitivities, intensity weighting, widths that leave
- * partial lane groups, and one call too large for candidate lists. */
+/* Every variant within 1e-6 of serial across VEC_GRID (vec_harness.h). */
 Test(rgc_vec, parameter_grid_within_1e6_of_serial) {
-  static const struct {
-    int mag;
-    double radius, sens;
-    int iw;
-    size_t rows, cols;
-  } grid[] = {
-      {5, 1.5, 1, 1, 24, 37}, {2, 1.5, 1, 1, 31, 20}, {8, 1.5, 1, 1, 17, 26},
-      {1, 1.5, 1, 1, 40, 33}, {3, 1, 2, 0, 23, 29},   {5, 2.5, 0.5, 1, 25, 19},
-      {4, 6, 1, 1, 30, 41},   {2, 0.4, 1, 1, 21, 28}, {7, 2, 3, 1, 16, 23},
-      /* M²·window² beyond the candidate lists: the scalar pass */
-      {32, 8, 1, 1, 18, 18},
-  };
   engine *e = open_engine(2);
-  for (size_t k = 0; k < sizeof grid / sizeof *grid; k++) {
-    image st = noisy(2, grid[k].rows, grid[k].cols, (unsigned)k + 1), in[3];
-    rgc_inputs(e, &st, grid[k].mag, in);
-    param p[] = {{"magnification", grid[k].mag, NULL},
-                 {"radius", grid[k].radius, NULL},
-                 {"sensitivity", grid[k].sens, NULL},
-                 {"intensity_weighting", grid[k].iw, NULL}};
+  for (size_t k = 0; k < N_VEC_GRID; k++) {
+    image st = noisy(2, VEC_GRID[k].rows, VEC_GRID[k].cols, (unsigned)k + 1), in[3];
+    rgc_inputs(e, &st, VEC_GRID[k].mag, in);
+    param p[] = {{"magnification", VEC_GRID[k].mag, NULL},
+                 {"radius", VEC_GRID[k].radius, NULL},
+                 {"sensitivity", VEC_GRID[k].sens, NULL},
+                 {"intensity_weighting", VEC_GRID[k].iw, NULL}};
     char what[128];
-    snprintf(what, sizeof what, "M%d r%g s%g iw%d %zux%zu", grid[k].mag,
-             grid[k].radius, grid[k].sens, grid[k].iw, grid[k].rows,
-             grid[k].cols);
+    snprintf(what, sizeof what, "M%d r%g s%g iw%d %zux%zu", VEC_GRID[k].mag,
+             VEC_GRID[k].radius, VEC_GRID[k].sens, VEC_GRID[k].iw, VEC_GRID[k].rows,
+             VEC_GRID[k].cols);
     cr_expect_geq(vs_serial(e, in, p, 4, what), 1);
     drop(in);
     image_free(&st);

@@ -1,20 +1,19 @@
 /* vec_harness.h — what the tests of the vectorised implementations
  * (test_esrrf_vec.c, test_rgc_vec.c) share: an engine on an in-memory
- * store, the NanoPyx fixtures of tests/data/reference (JSON and raw f32),
- * and a noisy input with gradients everywhere. Header-only; include once
- * per test, after criterion and method_harness.h. */
+ * store, the NanoPyx fixtures (fixtures.h), a bit-for-bit comparison,
+ * the parameter grid, and a noisy input with gradients everywhere.
+ * Header-only; include once per test, after criterion and
+ * method_harness.h. */
 #ifndef QS_VEC_HARNESS_H
 #define QS_VEC_HARNESS_H
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fixtures.h"
 #include "method_harness.h"
-
-#define REF_DIR QS_SOURCE_ROOT "/tests/data/reference/"
 
 /* An engine on an in-memory store, no calibration, `threads` workers. */
 static engine *open_engine(int threads) {
@@ -66,39 +65,31 @@ static void vec_expect_listing(const char *method, const char *avx2,
   engine_close(e);
 }
 
-/* The parsed JSON file at path (fails the test if it cannot). */
-static cJSON *json_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = calloc((size_t)n + 1, 1);
-  cr_assert_not_null(text);
-  cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  cJSON *j = cJSON_Parse(text);
-  free(text);
-  cr_assert_not_null(j, "%s is not JSON", path);
-  return j;
+/* Same shape and the same bits. */
+static int same_bits(const image *a, const image *b) {
+  return a->frames == b->frames && a->rows == b->rows && a->cols == b->cols &&
+         !memcmp(a->data, b->data,
+                 a->frames * a->rows * a->cols * sizeof(float));
 }
 
-/* The image of a fixture entry {file, shape} (raw little-endian f32). */
-static void f32_load(const cJSON *entry, image *img) {
-  const cJSON *shape = cJSON_GetObjectItem(entry, "shape");
-  size_t d[3];
-  for (int k = 0; k < 3; k++)
-    d[k] = (size_t)cJSON_GetArrayItem(shape, k)->valuedouble;
-  cr_assert_eq(image_alloc(img, d[0], d[1], d[2]), QS_OK);
-  char path[1024];
-  snprintf(path, sizeof path, REF_DIR "%s",
-           cJSON_GetObjectItem(entry, "file")->valuestring);
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "cannot open %s", path);
-  size_t n = d[0] * d[1] * d[2];
-  cr_assert_eq(fread(img->data, sizeof(float), n, f), n, "short %s", path);
-  fclose(f);
-}
+/* The parameter grid both vectorised methods are checked on against
+ * serial: magnifications (odd, even, 1, 8), radii (small, and the disk edge
+ * cases of large ones), sensitivities, intensity weighting, widths that
+ * leave partial lane groups and clamped taps, and one call (M 32, radius 8)
+ * whose M²·window² is beyond the candidate lists, which takes the scalar
+ * path. */
+static const struct vec_case {
+  int mag;
+  double radius, sens;
+  int iw;
+  size_t rows, cols;
+} VEC_GRID[] = {
+    {5, 1.5, 1, 1, 24, 37}, {2, 1.5, 1, 1, 31, 20}, {8, 1.5, 1, 1, 17, 26},
+    {1, 1.5, 1, 1, 40, 33}, {3, 1, 2, 0, 23, 29},   {5, 2.5, 0.5, 1, 25, 19},
+    {4, 6, 1, 1, 30, 41},   {2, 0.4, 1, 1, 21, 28}, {7, 2, 3, 1, 16, 23},
+    {32, 8, 1, 1, 18, 18},
+};
+#define N_VEC_GRID (sizeof VEC_GRID / sizeof *VEC_GRID)
 
 /* Spots on a background with noise: an input with gradients everywhere. */
 static image noisy(size_t f, size_t r, size_t c, unsigned seed) {
