@@ -20,8 +20,10 @@ import os
 import sys
 
 EXTRA = {
-    # rgc's vectorised implementations run eSRRF's fused pass
-    'rgc': ['methods/esrrf/rgc_vec.c', 'methods/esrrf/fused*'],
+    # rgc's vectorised implementations run eSRRF's fused pass, whose
+    # headers (fused.h) include eSRRF's own (esrrf.h, temporal.h)
+    'rgc': ['methods/esrrf/rgc_vec.c', 'methods/esrrf/fused*',
+            'methods/esrrf/*.h'],
     # esrrf runs rgc (composed) and shares its math (fused, kernels)
     'esrrf': ['methods/rgc.c', 'methods/rgc.h', 'cl/kernels/rgc*.cl'],
 }
