@@ -40,13 +40,16 @@ inline void cprod(float *s, float *c, float a, float b) {
   *c += fma(a, b, -p);
 }
 
-/* Folds maps[0 .. n) (planes of `plane` floats, time order) into the
- * statistic of pixel i, whose timepoint already has `first` frames (0:
- * the first of these maps starts it). global: plane rounded up. */
+/* Folds maps[0 .. n) (planes of `plane` floats from float `offset` of
+ * maps, time order) into the statistic of pixel i, whose timepoint already
+ * has `first` frames (0: the first of these maps starts it). global: plane
+ * rounded up. */
 __kernel void esrrf_fold(__global const float *maps, __global float *acc,
-                         int n, int first, int kind, long plane) {
+                         int n, int first, int kind, long plane,
+                         long offset) {
   long i = (long)get_global_id(0);
   if (i >= plane || n <= 0) return;
+  maps += offset;
   __global float *a = acc + i;
   float x0, s0, c0, s1, c1, last;
   if (first == 0) {

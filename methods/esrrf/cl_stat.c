@@ -75,11 +75,14 @@ void cl_stat_close(cl_stat *st) {
   st->acc = st->res = NULL;
 }
 
-/* Runs kernel k over the plane after `wait` and waits for it, booking its
- * device time (and a first launch's compilation as one-time cost). */
+/* Runs kernel k over the plane after `wait`. Without `keep` it waits for
+ * it and books its device time; with `keep` the kernel's event goes to
+ * *keep (the caller books and releases it: cl_event_seconds) and only a
+ * first launch (compilation for its size, booked as one-time cost) is
+ * waited for. */
 static int stat_launch(cl_stat *st, cl_command_queue q, cl_kernel k,
-                       const char *name, cl_event wait, char *err,
-                       size_t err_len) {
+                       const char *name, cl_event wait, cl_event *keep,
+                       char *err, size_t err_len) {
   cl_event ev = NULL;
   int first = cldev_first_launch(st->dev, name, &st->global, 1);
   int64_t t0 = timer_ns();
@@ -87,7 +90,15 @@ static int stat_launch(cl_stat *st, cl_command_queue q, cl_kernel k,
       cl_status(clEnqueueNDRangeKernel(q, k, 1, NULL, &st->global, NULL,
                                        wait ? 1 : 0, wait ? &wait : NULL, &ev),
                 name, err, err_len);
-  if (!rc) rc = cl_status(clWaitForEvents(1, &ev), name, err, err_len);
+  if (!rc && (first || !keep))
+    rc = cl_status(clWaitForEvents(1, &ev), name, err, err_len);
+  if (!rc && keep) {
+    double wall = (double)(timer_ns() - t0) * 1e-9;
+    if (first && wall > cl_event_seconds(ev))
+      st->once_s += wall - cl_event_seconds(ev);
+    *keep = ev;
+    return QS_OK;
+  }
   if (ev) {
     double run = cl_event_seconds(ev), wall = (double)(timer_ns() - t0) * 1e-9;
     st->dev_s += run;
@@ -97,15 +108,32 @@ static int stat_launch(cl_stat *st, cl_command_queue q, cl_kernel k,
   return rc;
 }
 
-int cl_stat_fold(cl_stat *st, cl_command_queue q, cl_mem maps, size_t n,
-                 cl_event wait, char *err, size_t err_len) {
-  if (n == 0) return QS_OK;
+/* The fold's arguments for n maps at `at` maps into `maps` (a ring of
+ * `ring` maps: at + n <= ring). */
+static int fold_args(cl_stat *st, cl_mem maps, size_t at, size_t n,
+                     char *err, size_t err_len) {
   cl_int cn = (cl_int)n, first = st->n > 0;
+  cl_long off = (cl_long)(at * st->plane);
   cl_int e = clSetKernelArg(st->fold, 0, sizeof maps, &maps);
   e |= clSetKernelArg(st->fold, 2, sizeof cn, &cn);
   e |= clSetKernelArg(st->fold, 3, sizeof first, &first);
-  int rc = cl_status(e, "setting the fold's arguments", err, err_len);
-  if (!rc) rc = stat_launch(st, q, st->fold, "esrrf_fold", wait, err, err_len);
+  e |= clSetKernelArg(st->fold, 6, sizeof off, &off);
+  return cl_status(e, "setting the fold's arguments", err, err_len);
+}
+
+int cl_stat_fold(cl_stat *st, cl_command_queue q, cl_mem maps, size_t n,
+                 cl_event wait, char *err, size_t err_len) {
+  return cl_stat_fold_at(st, q, maps, 0, n, wait, NULL, err, err_len);
+}
+
+int cl_stat_fold_at(cl_stat *st, cl_command_queue q, cl_mem maps, size_t at,
+                    size_t n, cl_event wait, cl_event *keep, char *err,
+                    size_t err_len) {
+  if (keep) *keep = NULL;
+  if (n == 0) return QS_OK;
+  int rc = fold_args(st, maps, at, n, err, err_len);
+  if (!rc)
+    rc = stat_launch(st, q, st->fold, "esrrf_fold", wait, keep, err, err_len);
   if (!rc) st->n += n;
   return rc;
 }
@@ -122,7 +150,7 @@ int cl_stat_finish(cl_stat *st, cl_command_queue q, float *out, char *err,
   int rc = cl_status(clSetKernelArg(st->finish, 2, sizeof cn, &cn),
                      "setting the finish's arguments", err, err_len);
   if (!rc)
-    rc = stat_launch(st, q, st->finish, "esrrf_stat_finish", NULL, err,
+    rc = stat_launch(st, q, st->finish, "esrrf_stat_finish", NULL, NULL, err,
                      err_len);
   cl_event ev = NULL;
   size_t bytes = st->plane * sizeof(float);

@@ -39,6 +39,14 @@ void cl_stat_close(cl_stat *st);
 int cl_stat_fold(cl_stat *st, cl_command_queue q, cl_mem maps, size_t n,
                  cl_event wait, char *err, size_t err_len);
 
+/* The same for n maps starting at map `at` of `maps`; with `keep` it
+ * does not wait: the fold's event goes to *keep (the caller waits, books
+ * its device time and releases it), but for a first launch (waited for,
+ * its compilation booked in once_s). */
+int cl_stat_fold_at(cl_stat *st, cl_command_queue q, cl_mem maps, size_t at,
+                    size_t n, cl_event wait, cl_event *keep, char *err,
+                    size_t err_len);
+
 /* The timepoint's image (st->plane floats) into out: the finishing kernel
  * and one download (counted by cldev_transfer); starts a new timepoint.
  * QS_EINVAL when no frame (or one, for tac2) was folded. */

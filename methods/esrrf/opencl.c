@@ -693,32 +693,251 @@ int esrrf_run_opencl(const method_call *c) {
  * kernels, tap and candidate tables, frame slots, grid and map buffers,
  * and the device accumulators — is set up by the first call and kept
  * until the stream closes: later calls only upload their frames, and only
- * a finished timepoint comes down. A sliding window (no device_ok) takes
- * the chain's maps into the host partial instead. */
+ * results come down.
+ *
+ * A call does not wait for its own frames' work. Its frames go through in
+ * units of at most one batch: each unit's frames are copied into a host
+ * staging area of the chain's input slot (so the caller may reuse its
+ * buffer once the call returns), uploaded without blocking, and the
+ * unit's chain and fold (or ring copy) enqueued behind the upload; then
+ * the unit before it is collected: waited for, its commands' statuses
+ * checked and their device time booked. So at most two units are in
+ * flight (one running, one queued: the device never waits for the host
+ * between them), the two input slots and their staging areas alternate,
+ * and a call's wall time is its enqueueing plus the rest of the previous
+ * unit's device work: in a steady stream, the device time of one unit,
+ * which is what the engine records for it (device_seconds: the profiling
+ * times of the commands collected during the call). The last unit is
+ * collected by the next call, by a result (a call with sink->out waits
+ * for everything before finishing), by esrrf_stream_end (sink->finish) or
+ * at close (discarded: call esrrf_stream_end to see its errors). A
+ * failure the device reports for a unit is returned by the call that
+ * collects it; the stream's timepoint (or window ring) is then lost
+ * (sink->lost).
+ *
+ * Timepoints (sink->ring 0): the maps fold into the device accumulators
+ * as the batch call's do (cl_stat), so a timepoint has its bits.
+ * Sliding window (sink->ring N): the last N maps stay on the device in a
+ * ring (map of stream frame t at slot t mod N; a unit never crosses the
+ * ring's end, as stream.c's chunks never cross a block of K and K divides
+ * N); an update folds the ring's N maps in time order from scratch into
+ * the accumulators and brings down only the window's image: the batch
+ * call's fold on the same maps, so the batch call's bits on exactly the
+ * window's frames. Device memory of the ring: 4·N·R·M·C·M bytes, plus the
+ * accumulators and one batch of the chain as for timepoints. */
+
+/* Commands of one unit: chain kernels, upload, fold or ring copy. */
+#define UNIT_EVENTS (K_COUNT + 2)
 
 typedef struct cl_session {
   chained ch;
-  void *device; /* the chain's (ch.c is the last call's, gone after it) */
+  void *device;           /* the chain's (ch.c is the last call's, gone
+                             after it) */
+  float *stage[2];        /* host copies of each input slot's frames */
+  cl_mem ring;            /* sliding: N maps */
+  size_t ring_n;
+  cl_event pend[UNIT_EVENTS]; /* the last unit enqueued, not collected */
 } cl_session;
 
+/* Waits for the pending unit, checks its commands and books their device
+ * time. QS_ECL with a message when the device failed one of them. */
+static int cl_collect(cl_session *x, char *err, size_t err_len) {
+  chained *s = &x->ch;
+  int rc = QS_OK;
+  for (int k = 0; k < UNIT_EVENTS; k++) {
+    if (!x->pend[k]) continue;
+    cl_int st = CL_COMPLETE;
+    if (!rc && clWaitForEvents(1, &x->pend[k]) != CL_SUCCESS) st = -1;
+    if (!rc && st == CL_COMPLETE)
+      clGetEventInfo(x->pend[k], CL_EVENT_COMMAND_EXECUTION_STATUS,
+                     sizeof st, &st, NULL);
+    if (!rc && st < 0) {
+      snprintf(err, err_len,
+               "esrrf: the OpenCL device failed on the frames of an "
+               "earlier push (status %d)",
+               (int)st);
+      rc = QS_ECL;
+    }
+    event_drop(s, &x->pend[k]);
+  }
+  return rc;
+}
+
 static void cl_session_free(void *p) {
-  cl_release(&((cl_session *)p)->ch);
+  cl_session *x = p;
+  cl_release(&x->ch); /* waits for both queues */
+  for (int k = 0; k < UNIT_EVENTS; k++)
+    if (x->pend[k]) clReleaseEvent(x->pend[k]);
+  if (x->ring) clReleaseMemObject(x->ring);
+  free(x->stage[0]);
+  free(x->stage[1]);
   free(p);
 }
 
 /* The device timepoint's image into out (statistic, download, correction);
- * the accumulation starts over. */
+ * the accumulation starts over. Collects the pending unit first. */
 static int cl_session_finish(void *p, float *out, uint64_t *down, char *err,
                              size_t err_len) {
   cl_session *x = p;
   chained *s = &x->ch;
   uint64_t u0, d0, u1, d1;
+  int rc = cl_collect(x, err, err_len);
+  if (rc) {
+    s->st.n = 0;
+    return rc;
+  }
   cldev_transfers(x->device, &u0, &d0);
-  int rc = cl_stat_finish(&s->st, s->q, out, err, err_len);
+  rc = cl_stat_finish(&s->st, s->q, out, err, err_len);
   cldev_transfers(x->device, &u1, &d1);
   if (down) *down += d1 - d0;
   if (!rc && s->g.mpc)
     temporal_mpc(out, (size_t)s->g.rows_m, (size_t)s->g.cols_m, s->g.mag);
+  return rc;
+}
+
+/* Enqueues frames [f0, f0 + n) of the call (n <= batch) as a unit: staged
+ * copy, upload, chain, then the fold into the accumulators or the copy of
+ * the maps into the ring at slot `at`; the unit's events go to ev. */
+static int cl_unit(cl_session *x, size_t f0, size_t n, size_t at,
+                   cl_event *ev) {
+  chained *s = &x->ch;
+  const method_call *c = s->c;
+  int i = s->next;
+  slot *sl = &s->in[i];
+  size_t bytes = n * s->per_frame[B_IN];
+  /* the unit that used this slot was collected: its upload and reads are
+   * done */
+  if (sl->freed) clReleaseEvent(sl->freed);
+  sl->freed = NULL;
+  event_drop(s, &sl->up);
+  memcpy(x->stage[i], c->in[0].data + f0 * s->per_frame[B_IN] / 4, bytes);
+  int rc = cl_status(clEnqueueWriteBuffer(s->qu, sl->mem, CL_FALSE, 0, bytes,
+                                          x->stage[i], 0, NULL, &sl->up),
+                     "uploading frames", c->err, c->err_len);
+  if (!rc) cldev_transfer(c->device, bytes, 0);
+  if (!rc)
+    rc = cl_status(clFlush(s->qu), "uploading frames", c->err, c->err_len);
+  sl->f0 = f0;
+  sl->n = rc ? 0 : n;
+  /* the chain finds its frames in slot i and, the call ending with this
+   * unit as far as it knows, uploads nothing ahead */
+  size_t frames = s->g.frames;
+  s->g.frames = f0 + n;
+  cl_event done = NULL;
+  if (!rc) rc = cl_chain(s, f0, n, &done);
+  s->g.frames = frames;
+  /* the unit's events leave the chain (cl_chain_done would book them
+   * before they complete): the collector owns them */
+  memcpy(ev, s->ev, sizeof s->ev);
+  memset(s->ev, 0, sizeof s->ev);
+  if (s->ran >= 0) {
+    ev[K_COUNT] = s->in[s->ran].up;
+    s->in[s->ran].up = NULL;
+  }
+  s->ran = -1;
+  if (!rc && !x->ring)
+    rc = cl_stat_fold_at(&s->st, s->q, s->buf[B_OUT], 0, n, done,
+                         &ev[K_COUNT + 1], c->err, c->err_len);
+  if (!rc && x->ring) {
+    size_t pb = s->per_frame[B_OUT];
+    rc = cl_status(clEnqueueCopyBuffer(s->q, s->buf[B_OUT], x->ring, 0,
+                                       at * pb, n * pb, 1, &done,
+                                       &ev[K_COUNT + 1]),
+                   "keeping the maps", c->err, c->err_len);
+  }
+  if (!rc) rc = cl_status(clFlush(s->q), "esrrf", c->err, c->err_len);
+  return rc;
+}
+
+/* The window of the ring's N maps ending before stream frame t_end (a
+ * multiple of... any t_end >= N): folded in time order from the oldest
+ * (slot t_end mod N) into fresh accumulators. */
+static int cl_ring_fold(cl_session *x, uint64_t t_end) {
+  chained *s = &x->ch;
+  const method_call *c = s->c;
+  size_t n = x->ring_n, old = (size_t)(t_end % n);
+  s->st.n = 0;
+  int rc = cl_stat_fold_at(&s->st, s->q, x->ring, old, n - old, NULL, NULL,
+                           c->err, c->err_len);
+  if (!rc)
+    rc = cl_stat_fold_at(&s->st, s->q, x->ring, 0, old, NULL, NULL, c->err,
+                         c->err_len);
+  return rc;
+}
+
+/* The first call's setup of the kept chain: its buffers sized for the
+ * stream's largest call, the accumulators, the staging areas and with a
+ * sliding window the ring. */
+static int cl_session_open(cl_session *x, const method_call *c,
+                           const esrrf_sink *sk) {
+  chained *s = &x->ch;
+  x->device = c->device;
+  s->c = c;
+  s->ran = -1;
+  esrrf_geom_of(c, &s->g);
+  if (sk->chunk > s->g.frames) s->g.frames = sk->chunk; /* batch size */
+  int rc = cl_setup(s);
+  if (!rc && sk->device_ok)
+    rc = cl_stat_open(&s->st, c->device, sk->kind, s->g.plane, c->err,
+                      c->err_len);
+  for (int i = 0; !rc && i < 2 && sk->device_ok; i++) {
+    x->stage[i] = malloc(s->batch * s->per_frame[B_IN]);
+    if (!x->stage[i]) {
+      snprintf(c->err, c->err_len, "esrrf: no memory to stage %zu frames",
+               s->batch);
+      rc = QS_ENOMEM;
+    }
+  }
+  /* a device without room for the ring: the maps come down into the
+   * stream's host blocks instead (sk->ringed stays 0) */
+  if (!rc && sk->device_ok && sk->ring &&
+      sk->ring <= SIZE_MAX / s->per_frame[B_OUT]) {
+    char why[256];
+    if (cldev_buffer(c->device, CL_MEM_READ_WRITE,
+                     sk->ring * s->per_frame[B_OUT], NULL,
+                     "sliding window's maps", &x->ring, why,
+                     sizeof why) == QS_OK)
+      x->ring_n = sk->ring;
+  }
+  return rc;
+}
+
+/* The call's frames through the pipeline (above); with sk->out, the
+ * timepoint's or window's image after everything completed. Any failure
+ * waits for the queues and loses the device's timepoint or window
+ * (sk->lost), whose state it may have left half folded. */
+static int cl_session_frames(cl_session *x, esrrf_sink *sk) {
+  chained *s = &x->ch;
+  const method_call *c = s->c;
+  int rc = QS_OK;
+  size_t frames = c->in[0].frames;
+  for (size_t f = 0, n; !rc && f < frames; f += n) {
+    n = frames - f < s->batch ? frames - f : s->batch;
+    cl_event ev[UNIT_EVENTS] = {NULL};
+    rc = cl_unit(x, f, n, x->ring ? (size_t)((sk->at + f) % x->ring_n) : 0,
+                 ev);
+    /* the previous unit; this one becomes pending */
+    int prc = cl_collect(x, c->err, c->err_len);
+    memcpy(x->pend, ev, sizeof ev);
+    if (!rc) rc = prc;
+    if (!rc) sk->folded += n;
+  }
+  if (!rc && !x->ring && s->st.n != sk->n0 + sk->folded) {
+    snprintf(c->err, c->err_len, "esrrf: the device timepoint lost frames");
+    rc = QS_EINVAL;
+  }
+  if (!rc && sk->out && x->ring) {
+    rc = cl_collect(x, c->err, c->err_len);
+    if (!rc) rc = cl_ring_fold(x, sk->at + frames);
+  }
+  if (!rc && sk->out)
+    rc = cl_session_finish(x, sk->out, NULL, c->err, c->err_len);
+  if (rc) {
+    cl_quiesce(s);
+    cl_collect(x, NULL, 0);
+    s->st.n = 0;
+    sk->lost = 1;
+  }
   return rc;
 }
 
@@ -732,6 +951,7 @@ static int cl_session_run(const method_call *c, call_session *cs,
   double once0 = s ? s->once + s->st.once_s : 0;
   int rc = QS_OK;
   sk->folded = 0;
+  sk->lost = 0;
   if (x && x->device != c->device) {
     snprintf(c->err, c->err_len,
              "esrrf: the stream's chain is on another OpenCL device");
@@ -740,42 +960,32 @@ static int cl_session_run(const method_call *c, call_session *cs,
   if (!x) {
     x = calloc(1, sizeof *x);
     if (!x) return QS_ENOMEM;
-    x->device = c->device;
-    s = &x->ch;
-    s->c = c;
-    s->ran = -1;
-    esrrf_geom_of(c, &s->g);
-    if (sk->chunk > s->g.frames) s->g.frames = sk->chunk; /* batch size */
-    rc = cl_setup(s);
-    if (!rc && sk->device_ok)
-      rc = cl_stat_open(&s->st, c->device, sk->kind, s->g.plane, c->err,
-                        c->err_len);
+    rc = cl_session_open(x, c, sk);
     if (rc) {
       cl_session_free(x);
       return rc;
     }
     rc = call_session_keep(cs, "esrrf.opencl", x, cl_session_free);
     if (rc) return rc;
+    s = &x->ch;
   }
   /* this call's frames; the slots hold none of them yet */
   s->c = c;
   s->g.frames = c->in[0].frames;
   s->g.fpt = s->g.frames;
   s->in[0].n = s->in[1].n = 0;
-  if (!sk->device_ok) {
+  if (!sk->device_ok || (sk->ring && !x->ring)) {
     rc = esrrf_drive_sink(c, &s->g, s->batch, cl_maps, s, cs, sk);
-  } else if (s->st.n != sk->n0) {
+  } else if (!x->ring && s->st.n != sk->n0) {
     snprintf(c->err, c->err_len,
              "esrrf: the device timepoint holds %llu frames, not %llu",
              (unsigned long long)s->st.n, (unsigned long long)sk->n0);
     rc = QS_EINVAL;
   } else {
-    rc = cl_fold_frames(s, 0, s->g.frames);
-    sk->folded = s->st.n - sk->n0;
-    sk->finish = cl_session_finish;
+    sk->ringed = x->ring != NULL;
+    sk->finish = x->ring ? NULL : cl_session_finish;
     sk->finish_state = x;
-    if (!rc && sk->out) rc = cl_session_finish(x, sk->out, NULL, c->err,
-                                               c->err_len);
+    rc = cl_session_frames(x, sk);
   }
   if (c->device_seconds)
     *c->device_seconds += s->dev_s + s->st.dev_s - dev0;

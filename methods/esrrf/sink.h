@@ -11,6 +11,11 @@
  *   - or, when device_ok, an implementation with device statistics keeps
  *     the timepoint in its own session state (the OpenCL chain: cl_stat,
  *     as its batch call does) and leaves the partial alone.
+ * With a sliding window (ring N) an implementation may keep the last N
+ * maps itself (the OpenCL chain, on the device: sets ringed) and, when
+ * `out` is set, give the statistic of the N frames ending with this
+ * call's; the others fold into the partial (a block of K frames) and
+ * ignore out.
  * When `out` is set the call completes the timepoint: its image (the
  * statistic, then the macro-pixel correction if the call's parameters ask
  * for it) goes to out and the accumulation starts over (the host partial
@@ -30,12 +35,24 @@ typedef struct esrrf_sink {
   uint64_t n0;            /* frames of the timepoint before this call */
   size_t chunk;           /* the most frames any call of the stream has
                              (state sized at the first call serves all) */
-  float *out;             /* set: this call completes the timepoint */
+  float *out;             /* set: this call completes the timepoint (or,
+                             sliding, a window update) */
+  size_t ring;            /* sliding: the window N, for an implementation
+                             that keeps the last N maps itself (0:
+                             timepoints) */
+  uint64_t at;            /* sliding: the stream's index of the call's
+                             first frame */
   /* Set by the implementation: frames of this call folded (also on
    * failure: those before it), and for a timepoint kept on a device how
    * to finish it outside a call (the stream's short last timepoint), with
    * the bytes that brings down added to *down. */
   uint64_t folded;
+  int ringed;             /* sliding: the implementation keeps the window
+                             (then out receives the window's image); 0:
+                             the frames went into the host partial */
+  int lost;               /* a failure lost the timepoint (or the ring's
+                             window) the implementation kept: the stream
+                             starts it over */
   int (*finish)(void *state, float *out, uint64_t *down, char *err,
                 size_t err_len);
   void *finish_state;

@@ -42,7 +42,13 @@ struct esrrf_stream {
   call_session *cs;       /* the implementation's kept state */
   esrrf_sink sink;        /* the last call's (finish: a device timepoint) */
   uint64_t up, down;      /* bytes moved by the stream's calls */
-  esrrf_partial *blocks;  /* sliding: N/K blocks, a ring */
+  int ringed;             /* sliding: -1 not known yet (before the first
+                             call), 1 the implementation keeps the window
+                             (sink.h), 0 host blocks */
+  uint64_t valid_from;    /* sliding: the first frame of the windows to
+                             come (a lost ring starts over) */
+  esrrf_partial *blocks;  /* sliding, host: N/K blocks, a ring (allocated
+                             when the first block completes) */
   size_t n_blocks, head, filled;
   esrrf_partial merged; /* sliding: the window */
   pending *q;           /* results, a ring of max_pending + 1 */
@@ -150,16 +156,7 @@ int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
                        "esrrf in this engine");
   if (!rc) rc = esrrf_partial_init(&s->cur, s->temporal, s->rows_m, s->cols_m);
   if (!rc) rc = call_session_open(&s->cs);
-  if (!rc && s->sliding) {
-    s->n_blocks = s->window / s->every;
-    s->blocks = calloc(s->n_blocks, sizeof *s->blocks);
-    rc = s->blocks ? esrrf_partial_init(&s->merged, s->temporal, s->rows_m,
-                                        s->cols_m)
-                   : QS_ENOMEM;
-    for (size_t i = 0; !rc && i < s->n_blocks; i++)
-      rc =
-          esrrf_partial_init(&s->blocks[i], s->temporal, s->rows_m, s->cols_m);
-  }
+  s->ringed = -1;
   s->q_cap = s->max_pending + 1;
   if (!rc) s->q = calloc(s->q_cap, sizeof *s->q);
   if (!rc && !s->q) rc = QS_ENOMEM;
@@ -181,7 +178,7 @@ static size_t stream_completes(const esrrf_stream *s, size_t count) {
   if (!s->sliding) return (size_t)((s->cur_n + count) / s->window);
   size_t n = 0;
   for (uint64_t t = s->frames + 1; t <= s->frames + count; t++)
-    n += t >= s->window && t % s->every == 0;
+    n += t >= s->valid_from + s->window && t % s->every == 0;
   return n;
 }
 
@@ -218,15 +215,37 @@ static int stream_emit(esrrf_stream *s, const esrrf_partial *p, uint64_t first,
   return QS_OK;
 }
 
+/* The host blocks of a sliding window and their merge (at the first
+ * completed block of a stream whose implementation does not keep the
+ * window). */
+static int stream_blocks(esrrf_stream *s) {
+  if (s->blocks) return QS_OK;
+  s->n_blocks = s->window / s->every;
+  s->blocks = calloc(s->n_blocks, sizeof *s->blocks);
+  int rc = s->blocks ? esrrf_partial_init(&s->merged, s->temporal, s->rows_m,
+                                          s->cols_m)
+                     : QS_ENOMEM;
+  for (size_t i = 0; !rc && i < s->n_blocks; i++)
+    rc = esrrf_partial_init(&s->blocks[i], s->temporal, s->rows_m, s->cols_m);
+  return rc;
+}
+
 /* After `n` frames joined the current timepoint or block (folded into the
  * host partial, or kept where the implementation keeps them): a finished
- * timepoint's image `img` (taken when set) or the host partial's result,
- * a completed block into the sliding ring and the window's result. */
+ * timepoint's or window's image `img` (taken when set) or the host
+ * partial's result, a completed block into the sliding ring and the
+ * window's result. */
 static int stream_advance(esrrf_stream *s, uint64_t n, image *img,
                           double t0) {
   if (s->cur_n == 0) s->cur_first = s->frames;
   s->cur_n += n;
   s->frames += n;
+  if (s->sliding && s->ringed == 1) {
+    if (s->cur_n == s->every) s->cur_n = 0;
+    if (img && img->data)
+      stream_queue(s, img, s->frames - s->window, s->window, t0);
+    return QS_OK;
+  }
   if (!s->sliding) {
     if (s->cur_n < s->window) return QS_OK;
     int rc = QS_OK;
@@ -239,6 +258,8 @@ static int stream_advance(esrrf_stream *s, uint64_t n, image *img,
     return rc;
   }
   if (s->cur_n < s->every) return QS_OK;
+  int rc = stream_blocks(s);
+  if (rc) return stream_lost(s, rc);
   /* the block joins the ring in place of the oldest */
   esrrf_partial t = s->blocks[s->head];
   s->blocks[s->head] = s->cur;
@@ -270,33 +291,46 @@ static int stream_call(esrrf_stream *s, const float *frames, size_t n,
   size_t goal = s->sliding ? s->every : s->window;
   image img = {0}, maps = {0};
   int rc = QS_OK;
-  if (!s->sliding && s->cur_n + n == goal)
+  uint64_t end = s->frames + n;
+  if (s->sliding ? s->ringed != 0 && end % s->every == 0 &&
+                       end >= s->valid_from + s->window
+                 : s->cur_n + n == goal)
     rc = image_alloc(&img, 1, s->rows_m, s->cols_m);
   if (rc) return stream_lost(s, rc);
   s->sink = (esrrf_sink){.kind = s->temporal,
                          .partial = &s->cur,
-                         .device_ok = !s->sliding,
+                         .device_ok = 1,
                          .n0 = s->cur_n,
                          .chunk = s->chunk < goal ? s->chunk : goal,
-                         .out = img.data};
+                         .out = img.data,
+                         .ring = s->sliding ? s->window : 0,
+                         .at = s->frames};
   run_report rep;
   call_session_attach(s->e, s->cs, frames, &s->sink);
   rc = method_run(s->e, "esrrf", &rq, &maps, 1, &rep);
   call_session_detach(s->e);
   if (rc) {
     fail(s->err, sizeof s->err, rc, "esrrf stream: %s", engine_error(s->e));
-    /* the frames folded before the failure stay */
-    if (s->sink.folded) stream_advance(s, s->sink.folded, NULL, t0);
     image_free(&img);
+    if (s->sink.lost) { /* the kept timepoint or window starts over */
+      s->frames += s->sink.folded;
+      s->valid_from = s->frames;
+      s->cur_n = s->sliding ? s->frames % s->every : 0;
+      esrrf_partial_reset(&s->cur);
+    } else if (s->sink.folded) { /* the frames folded before it stay */
+      stream_advance(s, s->sink.folded, NULL, t0);
+    }
     return rc;
   }
   if (!s->impl[0]) snprintf(s->impl, sizeof s->impl, "%s", rep.impl);
+  if (s->sliding) s->ringed = s->sink.ringed;
   s->up += rep.bytes_up;
   s->down += rep.bytes_down;
   if (s->sink.folded != n) { /* maps, not folded */
     esrrf_partial_add(&s->cur, maps.data, n);
     image_free(&img);
   }
+  if (s->sliding && !s->ringed) image_free(&img);
   image_free(&maps);
   rc = stream_advance(s, n, &img, t0);
   image_free(&img);
@@ -479,6 +513,6 @@ int esrrf_drive_sink(const method_call *c, const esrrf_geom *g, size_t batch,
     if (!rc) rc = esrrf_fold(c, g, t, m->data, n);
     if (!rc) sk->folded += n;
   }
-  if (!rc && sk->out) rc = esrrf_finish(c, g, t, sk->out);
+  if (!rc && sk->out && !sk->ring) rc = esrrf_finish(c, g, t, sk->out);
   return rc;
 }
