@@ -10,20 +10,27 @@
  * which the stream then forces too). WINDOW (default 100) is the
  * timepoint length; with EVERY > 0 the stream runs a sliding window of
  * WINDOW frames updated every EVERY frames instead (the batch reference
- * stays the timepoint call). After one untimed warm-up of each (program
- * builds, first launches, calibration), REPEATS (default 3) rounds of: the
- * batch call on all FRAMES frames, then the same frames pushed one at a
- * time. Prints per round-min: batch seconds and seconds per frame; stream
- * seconds, frames/s, overhead over the batch call, and the push latency's
- * min / median / p99 with the median's ratio to the batch time per frame;
- * then the process CPU seconds of each side (all threads, PoCL's
- * included; round-min) and their ratio, which a loaded machine disturbs
- * far less than the wall times; with OpenCL, the bytes each side brought
+ * stays the timepoint call). After untimed warm-ups (program builds,
+ * first launches, calibration; two more rounds of both sides so the heap
+ * holds its working size), REPEATS (default 5) rounds of the batch call
+ * on all FRAMES frames and the same frames pushed one at a time,
+ * interleaved, the side going first alternating. Freed memory stays in
+ * the process (mallopt): on a VM with free page reporting, pages handed
+ * back to the kernel are slow to touch again and would charge whichever
+ * side comes next. Prints the min and median over the rounds of each
+ * side's wall and process CPU seconds (all threads, PoCL's included) and
+ * the median of the per-round stream/batch ratios (the robust overhead:
+ * each pair runs seconds apart); the push time (a push and its pops:
+ * what the caller waits for each frame) median and p99, and for the
+ * pushes that complete a result, push to result ready, each against the
+ * batch's seconds per frame; with OpenCL, the bytes each side brought
  * down. SIDE (default "both") "batch" or "stream" times only that side
  * after the warm-ups (which still run both), for profiling one side
  * against the other: `valgrind --tool=callgrind` or `perf stat` of a
  * "batch" run against a "stream" run counts the stream's own cost.
  * Measured, never asserted. */
+#include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -129,9 +136,11 @@ static int batch(engine *e, const image *st, size_t window, const char *impl,
   return QS_OK;
 }
 
-/* Pushes every frame alone; lat receives each push's seconds. */
+/* Pushes every frame alone; lat receives each push's seconds (the push
+ * and the pops after it), done[f] whether that push gave a result. */
 static int stream(engine *e, const image *st, size_t window, size_t every,
-                  const char *impl, side *sd, double *lat) {
+                  const char *impl, side *sd, double *lat,
+                  unsigned char *done) {
   param p[6];
   params(p, window);
   esrrf_stream_options o = {.rows = st->rows,
@@ -157,9 +166,11 @@ static int stream(engine *e, const image *st, size_t window, size_t every,
     double a = now();
     rc = esrrf_stream_push(s, &one);
     int got = 1;
+    done[f] = 0;
     while (!rc && got) {
       image out;
       esrrf_stream_pop(s, &out, NULL, &got);
+      done[f] |= (unsigned char)got;
       image_free(&out);
     }
     lat[f] = now() - a;
@@ -174,21 +185,41 @@ static int stream(engine *e, const image *st, size_t window, size_t every,
   return rc;
 }
 
+static double median(double *v, size_t n) {
+  qsort(v, n, sizeof *v, cmp);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double vmin(const double *v, size_t n) {
+  double m = INFINITY;
+  for (size_t i = 0; i < n; i++)
+    m = v[i] < m ? v[i] : m;
+  return m;
+}
+
 int main(int argc, char **argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: bench_stream IMPL SIZE FRAMES [WINDOW [EVERY "
                     "[REPEATS [both|batch|stream]]]]\n");
     return 2;
   }
+  /* Freed memory stays in the process (no trimming, no mmap for blocks
+   * glibc may keep): a block freed by one side and taken by the next is
+   * not handed back to the kernel, whose free page reporting makes such
+   * pages slow to touch again on this VM, a cost that would land on
+   * whichever side comes next. */
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  mallopt(M_TOP_PAD, 64 << 20);
   const char *want = strcmp(argv[1], "auto") ? argv[1] : NULL;
   size_t size = strtoul(argv[2], NULL, 10),
          frames = strtoul(argv[3], NULL, 10);
   size_t window = argc > 4 ? strtoul(argv[4], NULL, 10) : 100;
   size_t every = argc > 5 ? strtoul(argv[5], NULL, 10) : 0;
-  int repeats = argc > 6 ? atoi(argv[6]) : 3;
+  int repeats = argc > 6 ? atoi(argv[6]) : 5;
   const char *only = argc > 7 ? argv[7] : "both";
   int do_b = strcmp(only, "stream") != 0, do_s = strcmp(only, "batch") != 0;
-  if (!size || !frames || !window || repeats < 1 ||
+  if (!size || !frames || !window || repeats < 1 || repeats > 1000 ||
       (strcmp(only, "both") && do_b && do_s))
     return 2;
   engine *e;
@@ -199,54 +230,93 @@ int main(int argc, char **argv) {
     return 1;
   }
   image st;
+  size_t r_n = (size_t)repeats;
   double *lat = malloc(frames * sizeof *lat);
-  if (!lat || image_alloc(&st, frames, size, size)) return 1;
+  double *all = malloc(r_n * frames * sizeof *all);  /* every push */
+  double *fin = malloc(r_n * frames * sizeof *fin);  /* completing ones */
+  double *t[6]; /* per round: batch, stream wall; batch, stream cpu;
+                   ratios wall, cpu */
+  unsigned char *done = malloc(frames);
+  for (int k = 0; k < 6; k++)
+    t[k] = malloc(r_n * sizeof *t[k]);
+  if (!lat || !all || !fin || !done || !t[5] ||
+      image_alloc(&st, frames, size, size))
+    return 1;
   fill(&st);
   char impl[QS_NAME_MAX];
-  side tb, ts;
-  double best_b = INFINITY, best_s = INFINITY, cpu_b = INFINITY,
-         cpu_s = INFINITY;
-  double lmin = 0, lmed = 0, l99 = 0;
-  /* warm-up: the batch call settles the implementation */
+  side tb = {0}, ts = {0};
+  size_t n_all = 0, n_fin = 0;
+  /* warm-up: the batch call settles the implementation; a second round
+   * of both leaves the process's heap at its working size */
   int rc = batch(e, &st, window, want, impl, &tb);
-  if (!rc) rc = stream(e, &st, window, every, impl, &ts, lat);
-  for (int r = 0; !rc && r < repeats; r++) {
-    if (do_b) rc = batch(e, &st, window, impl, impl, &tb);
-    if (!rc && do_s) rc = stream(e, &st, window, every, impl, &ts, lat);
-    if (rc) break;
-    if (do_b && tb.sec < best_b) best_b = tb.sec;
-    if (do_b && tb.cpu < cpu_b) cpu_b = tb.cpu;
-    if (do_s && ts.cpu < cpu_s) cpu_s = ts.cpu;
-    if (do_s && ts.sec < best_s) {
-      best_s = ts.sec;
-      qsort(lat, frames, sizeof *lat, cmp);
-      lmin = lat[0];
-      lmed = lat[frames / 2];
-      l99 = lat[(size_t)ceil(0.99 * (double)frames) - 1];
+  for (int w = 0; !rc && w < 2; w++) {
+    rc = stream(e, &st, window, every, impl, &ts, lat, done);
+    if (!rc) rc = batch(e, &st, window, impl, impl, &tb);
+  }
+  /* rounds interleaved, the side that goes first alternating, so that a
+   * drift of the machine falls on both sides and each pair's ratio
+   * compares runs a few seconds apart */
+  for (size_t r = 0; !rc && r < r_n; r++) {
+    for (int k = 0; !rc && k < 2; k++) {
+      int b_side = (k == 0) == (r % 2 == 0);
+      if (b_side && do_b) rc = batch(e, &st, window, impl, impl, &tb);
+      if (!b_side && do_s)
+        rc = stream(e, &st, window, every, impl, &ts, lat, done);
+      if (!b_side && do_s && !rc)
+        for (size_t f = 0; f < frames; f++) {
+          all[n_all++] = lat[f];
+          if (done[f]) fin[n_fin++] = lat[f];
+        }
     }
+    t[0][r] = tb.sec;
+    t[1][r] = ts.sec;
+    t[2][r] = tb.cpu;
+    t[3][r] = ts.cpu;
+    t[4][r] = ts.sec / tb.sec;
+    t[5][r] = ts.cpu / tb.cpu;
   }
   if (!rc && (!do_b || !do_s))
-    printf("%s %zux%zux%zu M5 r1.5 avg window %zu%s, %s only: %.4f s wall, "
-           "%.4f s cpu (round-min)\n",
+    printf("%s %zux%zux%zu M5 r1.5 avg window %zu%s, %s only, %d rounds: "
+           "%.4f s wall min, %.4f median; %.4f s cpu min\n",
            impl, frames, size, size, window, every ? " sliding" : "", only,
-           do_b ? best_b : best_s, do_b ? cpu_b : cpu_s);
-  if (!rc && do_b && do_s && every) printf("(sliding: every %zu) ", every);
-  if (!rc && do_b && do_s)
-    printf("%s %zux%zux%zu M5 r1.5 avg window %zu%s: batch %.4f s "
-           "(%.5f s/frame); stream %.4f s, %.2f frames/s, overhead %+.1f %%; "
-           "push latency min %.5f median %.5f p99 %.5f s, median/batch "
-           "per frame %.2f\n",
-           impl, frames, size, size, window, every ? " sliding" : "", best_b,
-           best_b / (double)frames, best_s, (double)frames / best_s,
-           100 * (best_s / best_b - 1), lmin, lmed, l99,
-           lmed / (best_b / (double)frames));
-  if (!rc && do_b && do_s)
-    printf("  cpu: batch %.4f s, stream %.4f s, overhead %+.1f %%; bytes "
-           "down: batch %llu, stream %llu\n",
-           cpu_b, cpu_s, 100 * (cpu_s / cpu_b - 1),
+           repeats, vmin(t[do_b ? 0 : 1], r_n), median(t[do_b ? 0 : 1], r_n),
+           vmin(t[do_b ? 2 : 3], r_n));
+  if (!rc && do_b && do_s) {
+    double bmin = vmin(t[0], r_n), smin = vmin(t[1], r_n);
+    double cbmin = vmin(t[2], r_n), csmin = vmin(t[3], r_n);
+    double bmed = median(t[0], r_n), smed = median(t[1], r_n);
+    double cbmed = median(t[2], r_n), csmed = median(t[3], r_n);
+    double ratio = median(t[4], r_n), cratio = median(t[5], r_n);
+    double per = bmed / (double)frames;
+    double pmed = median(all, n_all), p99;
+    p99 = all[(size_t)ceil(0.99 * (double)n_all) - 1]; /* sorted */
+    double fmed = n_fin ? median(fin, n_fin) : 0;
+    printf("%s %zux%zux%zu M5 r1.5 avg window %zu%s%s, %d rounds "
+           "interleaved:\n",
+           impl, frames, size, size, window, every ? " sliding every " : "",
+           every ? argv[5] : "", repeats);
+    printf("  wall: batch min %.4f median %.4f s (%.5f s/frame); stream min "
+           "%.4f median %.4f s (%.2f frames/s); stream/batch: median of "
+           "pairs %+.1f %%, of mins %+.1f %%\n",
+           bmin, bmed, per, smin, smed, (double)frames / smed,
+           100 * (ratio - 1), 100 * (smin / bmin - 1));
+    printf("  cpu:  batch min %.4f median %.4f s; stream min %.4f median "
+           "%.4f s; stream/batch: median of pairs %+.1f %%\n",
+           cbmin, cbmed, csmin, csmed, 100 * (cratio - 1));
+    printf("  push (return, with its pops): median %.5f p99 %.5f s, median "
+           "%.2f x the batch's s/frame; a push that completes a result "
+           "(push to result ready): median %.5f s = %.2f x, %zu of them\n",
+           pmed, p99, pmed / per, fmed, fmed / per, n_fin);
+    printf("  bytes down: batch %llu, stream %llu\n",
            (unsigned long long)tb.down, (unsigned long long)ts.down);
+  }
   image_free(&st);
   free(lat);
+  free(all);
+  free(fin);
+  free(done);
+  for (int k = 0; k < 6; k++)
+    free(t[k]);
   engine_close(e);
   return rc ? 1 : 0;
 }

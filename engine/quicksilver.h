@@ -730,18 +730,36 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * on the engine's threads; an OpenCL implementation keeps a timepoint on
  * the device as its batch call does (bit-identical to it): only frames go
  * up (and its tables once, at the first push), only finished timepoints
- * come down. A sliding window folds host partials (OpenCL: maps come down).
+ * come down. A sliding window on the CPU folds host partials of K frames;
+ * on an OpenCL device the last N maps stay in a device ring and each
+ * update folds them there in time order, the batch call's fold (its bits
+ * on exactly the window's frames), and only the window's image comes
+ * down (a device without room for the ring: maps come down into host
+ * partials as on the CPU).
+ * OpenCL pushes do not wait for the device: a push returns once its
+ * frames are copied (the caller may reuse its buffer at once) and their
+ * work is enqueued, after collecting the previous push's work (at most
+ * two batches of frames in flight). A push that completes a result waits
+ * for all its work, so a result is complete when esrrf_stream_pop gives
+ * it. A failure the device reports for earlier frames is returned by the
+ * next push (or esrrf_stream_end) that collects them; the timepoint (or,
+ * sliding, the window) they belong to is lost: timepoints start over with
+ * the next frame, a window once N frames arrived after the failure. The
+ * recorded time of a push is its wall time: its enqueueing and the rest
+ * of the previous push's device work (in a steady stream, one push's
+ * device time); its device seconds are those of the work it collected.
  * Memory, with P = R·M·C·M pixels and s = esrrf_partial_slots: timepoints
  * 8·s·P bytes (on an OpenCL device instead: its accumulators, 4·P·(2, 5
- * or 6) bytes, and one batch of its chain's buffers); sliding
+ * or 6) bytes, and one batch of its chain's buffers); sliding on the CPU
  * 8·s·P·(N/K + 1) (one partial per K frames of the window, and one to
- * merge them); plus the maps of one batch of the implementation, kept
- * across pushes (4·P for the fused paths; OpenCL, sliding: at most a
- * chunk's, within max(ESRRF_STREAM_MAP_BYTES, 4·P)), the output the
- * engine allocates for a push's chunk and never writes (at most
- * max(ESRRF_STREAM_MAP_BYTES, 4·P), virtual memory mostly) and 4·P per
- * result waiting to be taken (at most max_pending, one more after
- * esrrf_stream_end). */
+ * merge them); sliding on OpenCL 4·P·N on the device for the ring, plus
+ * the accumulators and one batch of the chain; plus the maps of one batch
+ * of the implementation, kept across pushes (4·P for the fused paths), on
+ * OpenCL a host copy of two batches of input frames (8·R·C per frame of a
+ * batch), the output the engine allocates for a push's chunk and never
+ * writes (at most max(ESRRF_STREAM_MAP_BYTES, 4·P), virtual memory
+ * mostly) and 4·P per result waiting to be taken (at most max_pending,
+ * one more after esrrf_stream_end). */
 #define ESRRF_STREAM_CHUNK 16
 #define ESRRF_STREAM_MAP_BYTES ((size_t)256 << 20)
 
@@ -788,8 +806,9 @@ QS_API int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
  * esrrf_stream_pop first). A failure of the computation itself
  * (QS_ENOMEM, an implementation error) keeps the frames folded before
  * it: those of the earlier chunks and the failing chunk's frames that the
- * implementation had folded (esrrf_stream_frames says how many). The
- * stream stays usable after any of these. */
+ * implementation had folded (esrrf_stream_frames says how many), except
+ * that a failure of the device's timepoint or window loses it (above).
+ * The stream stays usable after any of these. */
 QS_API int esrrf_stream_push(esrrf_stream *s, const image *frames);
 
 /* The next completed result, oldest first: *got 1 and out/info filled, or
@@ -819,7 +838,9 @@ QS_API void esrrf_stream_transfers(const esrrf_stream *s, uint64_t *up,
 /* Message of the last failure on this stream ("" if none). */
 QS_API const char *esrrf_stream_error(const esrrf_stream *s);
 
-/* Frees the stream, including results not taken (discarded). */
+/* Frees the stream, including results not taken (discarded) and an
+ * OpenCL push's work still in flight (waited for; a failure it had is not
+ * reported: esrrf_stream_end reports it). */
 QS_API void esrrf_stream_close(esrrf_stream *s);
 
 #ifdef __cplusplus

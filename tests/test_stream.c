@@ -17,6 +17,7 @@
 #include "simulate.h"
 
 #if QS_HAVE_OPENCL
+#include "internal.h"
 #include "methods/esrrf/cl_stat.h"
 #endif
 
@@ -791,6 +792,36 @@ Test(stream, sliding_window_equals_batch_of_the_window) {
   image_free(&st);
   engine_close(e);
 }
+
+#if QS_HAVE_OPENCL
+/* Refuses the sliding window's ring, as a device without room for it. */
+static int no_ring(void *ctx, clrt_op op, const char *what) {
+  (void)ctx;
+  return op == CLRT_BUFFER && !strcmp(what, "sliding window's maps")
+             ? CL_MEM_OBJECT_ALLOCATION_FAILURE
+             : 0;
+}
+
+/* An OpenCL device without room for the sliding window's ring of maps:
+ * the maps come down into the stream's host blocks instead (within 1e-5
+ * of the peak of the batch call, which folds on the device), 4·P bytes a
+ * frame (13 frames, and the 4 results stay on the host). */
+Test(stream, opencl_sliding_window_without_room_for_the_ring) {
+  engine *e = stream_engine();
+  char cl[QS_NAME_MAX];
+  cl_impl_or_skip(e, cl);
+  cr_assert_not_null(e->cl);
+  clrt_fault(e->cl, no_ring, NULL);
+  image st = noisy(13, 9, 8, 22);
+  uint64_t down = 0;
+  sliding_windows(e, &st, cl, 1e-5, &down);
+  cr_expect_eq(down, 13 * 4 * (9 * 3) * (8 * 3), "%llu bytes down",
+               (unsigned long long)down);
+  clrt_fault(e->cl, NULL, NULL);
+  image_free(&st);
+  engine_close(e);
+}
+#endif
 
 /* Bad input: options refused with a message; a frame of another size, a
  * NaN frame, too many waiting results: refused with nothing consumed, and

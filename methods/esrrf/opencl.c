@@ -154,6 +154,8 @@ typedef struct chained {
   size_t cand_bytes;      /* both tables */
   cl_stat st;             /* the statistic (not with temporal=none) */
   cl_event ev[K_COUNT];   /* the last chain's kernels (cl_chain_done) */
+  cl_event pend[K_COUNT + 2]; /* a unit enqueued, not yet collected: its
+                                 kernels, upload and fold (cl_collect) */
   int ran;                /* the slot the last chain read, -1: none */
   double dev_s, once;
 } chained;
@@ -297,20 +299,71 @@ static int cl_maps(void *state, size_t f0, size_t n, float *dst) {
  * macro-pixel correction runs on the host on that image (one pass over a
  * map that is already in host memory: cheaper there than a device
  * reduction and its launches). */
-/* Folds the maps of frames [t0, t1) into the device accumulators. */
+/* Commands of one unit of the pipeline: a chain's kernels, its upload,
+ * and the fold (or ring copy) after it. */
+#define UNIT_EVENTS (K_COUNT + 2)
+
+/* The last chain's kernels and upload leave it for ev (cl_chain_done
+ * would book them before they complete): the collector owns them. */
+static void cl_unit_events(chained *s, cl_event *ev) {
+  memcpy(ev, s->ev, sizeof s->ev);
+  memset(s->ev, 0, sizeof s->ev);
+  if (s->ran >= 0) {
+    ev[K_COUNT] = s->in[s->ran].up;
+    s->in[s->ran].up = NULL;
+  }
+  s->ran = -1;
+}
+
+/* Waits for the pending unit, checks its commands and books their device
+ * time. QS_ECL with a message (err may be NULL) when the device failed one
+ * of them. */
+static int cl_collect(chained *s, char *err, size_t err_len) {
+  int rc = QS_OK;
+  for (int k = 0; k < UNIT_EVENTS; k++) {
+    if (!s->pend[k]) continue;
+    cl_int st = CL_COMPLETE;
+    if (!rc && clWaitForEvents(1, &s->pend[k]) != CL_SUCCESS) st = -1;
+    if (!rc && st == CL_COMPLETE)
+      clGetEventInfo(s->pend[k], CL_EVENT_COMMAND_EXECUTION_STATUS,
+                     sizeof st, &st, NULL);
+    if (!rc && st < 0) {
+      if (err)
+        snprintf(err, err_len,
+                 "esrrf: the OpenCL device failed on earlier frames (status "
+                 "%d)",
+                 (int)st);
+      rc = QS_ECL;
+    }
+    event_drop(s, &s->pend[k]);
+  }
+  return rc;
+}
+
+/* Folds the maps of frames [t0, t1) into the device accumulators, a batch
+ * at a time without waiting for it: each batch's chain and fold are
+ * enqueued, then the batch before it is collected, so the device goes
+ * from one batch to the next without a round trip through the host (at
+ * most two batches in flight: the chain's two input slots). */
 static int cl_fold_frames(chained *s, size_t t0, size_t t1) {
   const method_call *c = s->c;
   int rc = QS_OK;
   for (size_t f = t0, n; !rc && f < t1; f += n) {
-    cl_event done = NULL;
+    cl_event done = NULL, ev[UNIT_EVENTS] = {NULL};
     n = esrrf_batch_at(&s->g, s->batch, f);
     rc = cl_chain(s, f, n, &done);
+    cl_unit_events(s, ev);
     if (!rc)
-      rc = cl_stat_fold(&s->st, s->q, s->buf[B_OUT], n, done, c->err,
-                        c->err_len);
-    if (rc) cl_quiesce(s);
-    cl_chain_done(s);
+      rc = cl_stat_fold_at(&s->st, s->q, s->buf[B_OUT], 0, n, done,
+                           &ev[K_COUNT + 1], c->err, c->err_len);
+    if (!rc) rc = cl_status(clFlush(s->q), "esrrf", c->err, c->err_len);
+    int prc = cl_collect(s, c->err, c->err_len);
+    memcpy(s->pend, ev, sizeof ev);
+    if (!rc) rc = prc;
   }
+  int prc = cl_collect(s, c->err, c->err_len);
+  if (!rc) rc = prc;
+  if (rc) cl_quiesce(s);
   return rc;
 }
 
@@ -640,6 +693,8 @@ static void cl_release(chained *s) {
   s->once += s->st.once_s;
   if (s->q) clFinish(s->q);
   cl_chain_done(s);
+  for (int k = 0; k < UNIT_EVENTS; k++)
+    event_drop(s, &s->pend[k]);
   if (s->qu) {
     clFinish(s->qu);
     clReleaseCommandQueue(s->qu);
@@ -726,9 +781,6 @@ int esrrf_run_opencl(const method_call *c) {
  * window's frames. Device memory of the ring: 4·N·R·M·C·M bytes, plus the
  * accumulators and one batch of the chain as for timepoints. */
 
-/* Commands of one unit: chain kernels, upload, fold or ring copy. */
-#define UNIT_EVENTS (K_COUNT + 2)
-
 typedef struct cl_session {
   chained ch;
   void *device;           /* the chain's (ch.c is the last call's, gone
@@ -736,38 +788,11 @@ typedef struct cl_session {
   float *stage[2];        /* host copies of each input slot's frames */
   cl_mem ring;            /* sliding: N maps */
   size_t ring_n;
-  cl_event pend[UNIT_EVENTS]; /* the last unit enqueued, not collected */
 } cl_session;
-
-/* Waits for the pending unit, checks its commands and books their device
- * time. QS_ECL with a message when the device failed one of them. */
-static int cl_collect(cl_session *x, char *err, size_t err_len) {
-  chained *s = &x->ch;
-  int rc = QS_OK;
-  for (int k = 0; k < UNIT_EVENTS; k++) {
-    if (!x->pend[k]) continue;
-    cl_int st = CL_COMPLETE;
-    if (!rc && clWaitForEvents(1, &x->pend[k]) != CL_SUCCESS) st = -1;
-    if (!rc && st == CL_COMPLETE)
-      clGetEventInfo(x->pend[k], CL_EVENT_COMMAND_EXECUTION_STATUS,
-                     sizeof st, &st, NULL);
-    if (!rc && st < 0) {
-      snprintf(err, err_len,
-               "esrrf: the OpenCL device failed on the frames of an "
-               "earlier push (status %d)",
-               (int)st);
-      rc = QS_ECL;
-    }
-    event_drop(s, &x->pend[k]);
-  }
-  return rc;
-}
 
 static void cl_session_free(void *p) {
   cl_session *x = p;
-  cl_release(&x->ch); /* waits for both queues */
-  for (int k = 0; k < UNIT_EVENTS; k++)
-    if (x->pend[k]) clReleaseEvent(x->pend[k]);
+  cl_release(&x->ch); /* waits for both queues, drops the pending unit */
   if (x->ring) clReleaseMemObject(x->ring);
   free(x->stage[0]);
   free(x->stage[1]);
@@ -781,7 +806,7 @@ static int cl_session_finish(void *p, float *out, uint64_t *down, char *err,
   cl_session *x = p;
   chained *s = &x->ch;
   uint64_t u0, d0, u1, d1;
-  int rc = cl_collect(x, err, err_len);
+  int rc = cl_collect(&x->ch, err, err_len);
   if (rc) {
     s->st.n = 0;
     return rc;
@@ -826,15 +851,7 @@ static int cl_unit(cl_session *x, size_t f0, size_t n, size_t at,
   cl_event done = NULL;
   if (!rc) rc = cl_chain(s, f0, n, &done);
   s->g.frames = frames;
-  /* the unit's events leave the chain (cl_chain_done would book them
-   * before they complete): the collector owns them */
-  memcpy(ev, s->ev, sizeof s->ev);
-  memset(s->ev, 0, sizeof s->ev);
-  if (s->ran >= 0) {
-    ev[K_COUNT] = s->in[s->ran].up;
-    s->in[s->ran].up = NULL;
-  }
-  s->ran = -1;
+  cl_unit_events(s, ev);
   if (!rc && !x->ring)
     rc = cl_stat_fold_at(&s->st, s->q, s->buf[B_OUT], 0, n, done,
                          &ev[K_COUNT + 1], c->err, c->err_len);
@@ -917,8 +934,8 @@ static int cl_session_frames(cl_session *x, esrrf_sink *sk) {
     rc = cl_unit(x, f, n, x->ring ? (size_t)((sk->at + f) % x->ring_n) : 0,
                  ev);
     /* the previous unit; this one becomes pending */
-    int prc = cl_collect(x, c->err, c->err_len);
-    memcpy(x->pend, ev, sizeof ev);
+    int prc = cl_collect(&x->ch, c->err, c->err_len);
+    memcpy(s->pend, ev, sizeof ev);
     if (!rc) rc = prc;
     if (!rc) sk->folded += n;
   }
@@ -927,16 +944,28 @@ static int cl_session_frames(cl_session *x, esrrf_sink *sk) {
     rc = QS_EINVAL;
   }
   if (!rc && sk->out && x->ring) {
-    rc = cl_collect(x, c->err, c->err_len);
+    rc = cl_collect(&x->ch, c->err, c->err_len);
     if (!rc) rc = cl_ring_fold(x, sk->at + frames);
   }
   if (!rc && sk->out)
     rc = cl_session_finish(x, sk->out, NULL, c->err, c->err_len);
   if (rc) {
     cl_quiesce(s);
-    cl_collect(x, NULL, 0);
+    cl_collect(&x->ch, NULL, 0);
     s->st.n = 0;
     sk->lost = 1;
+  }
+  return rc;
+}
+
+/* The sink's settle: the pending unit collected; a failure loses the
+ * timepoint. */
+static int cl_session_settle(void *p, char *err, size_t err_len) {
+  cl_session *x = p;
+  int rc = cl_collect(&x->ch, err, err_len);
+  if (rc) {
+    cl_quiesce(&x->ch);
+    x->ch.st.n = 0;
   }
   return rc;
 }
@@ -984,6 +1013,7 @@ static int cl_session_run(const method_call *c, call_session *cs,
   } else {
     sk->ringed = x->ring != NULL;
     sk->finish = x->ring ? NULL : cl_session_finish;
+    sk->settle = cl_session_settle;
     sk->finish_state = x;
     rc = cl_session_frames(x, sk);
   }

@@ -55,6 +55,10 @@ typedef struct esrrf_sink {
                              starts it over */
   int (*finish)(void *state, float *out, uint64_t *down, char *err,
                 size_t err_len);
+  /* Set by an implementation whose work may still run after the call
+   * returns: waits for it; a failure (with a message) means the kept
+   * timepoint or window is lost. */
+  int (*settle)(void *state, char *err, size_t err_len);
   void *finish_state;
 } esrrf_sink;
 

@@ -398,6 +398,15 @@ int esrrf_stream_end(esrrf_stream *s) {
   if (!s) return QS_EINVAL;
   if (s->ended) return QS_OK;
   s->ended = 1;
+  char why[256] = "";
+  if (s->sink.settle &&
+      s->sink.settle(s->sink.finish_state, why, sizeof why) != QS_OK) {
+    esrrf_partial_reset(&s->cur);
+    s->cur_n = 0;
+    return fail(s->err, sizeof s->err, QS_ECL,
+                "esrrf stream: %s; the last %s is lost", why,
+                s->sliding ? "window" : "timepoint");
+  }
   if (s->sliding || s->cur_n == 0) return QS_OK;
   if (s->temporal == TEMPORAL_TAC2 && s->cur_n < 2)
     return fail(s->err, sizeof s->err, QS_EINVAL,
@@ -412,7 +421,6 @@ int esrrf_stream_end(esrrf_stream *s) {
     image img;
     rc = s->sink.finish ? image_alloc(&img, 1, s->rows_m, s->cols_m)
                         : QS_EINVAL;
-    char why[256] = "";
     if (!rc)
       rc = s->sink.finish(s->sink.finish_state, img.data, &s->down, why,
                           sizeof why);
