@@ -28,6 +28,9 @@
  * after the warm-ups (which still run both), for profiling one side
  * against the other: `valgrind --tool=callgrind` or `perf stat` of a
  * "batch" run against a "stream" run counts the stream's own cost.
+ * PACE (0 < PACE <= 1, with SIDE both) adds one stream run whose frames
+ * arrive at PACE times the batch's frame rate, as from a camera the
+ * stream keeps up with: its push time and push to result ready.
  * Measured, never asserted. */
 #include <limits.h>
 #include <malloc.h>
@@ -139,7 +142,7 @@ static int batch(engine *e, const image *st, size_t window, const char *impl,
 /* Pushes every frame alone; lat receives each push's seconds (the push
  * and the pops after it), done[f] whether that push gave a result. */
 static int stream(engine *e, const image *st, size_t window, size_t every,
-                  const char *impl, side *sd, double *lat,
+                  const char *impl, double interval, side *sd, double *lat,
                   unsigned char *done) {
   param p[6];
   params(p, window);
@@ -163,6 +166,12 @@ static int stream(engine *e, const image *st, size_t window, size_t every,
   double t0 = now(), c0 = cpu();
   for (size_t f = 0; !rc && f < st->frames; f++) {
     image one = image_wrap(st->data + f * px, 1, st->rows, st->cols);
+    /* paced: frame f arrives at t0 + f · interval */
+    for (double due = t0 + (double)f * interval; now() < due;) {
+      double w = due - now();
+      struct timespec ts = {(time_t)w, (long)((w - (double)(time_t)w) * 1e9)};
+      nanosleep(&ts, NULL);
+    }
     double a = now();
     rc = esrrf_stream_push(s, &one);
     int got = 1;
@@ -200,7 +209,7 @@ static double vmin(const double *v, size_t n) {
 int main(int argc, char **argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: bench_stream IMPL SIZE FRAMES [WINDOW [EVERY "
-                    "[REPEATS [both|batch|stream]]]]\n");
+                    "[REPEATS [both|batch|stream [PACE]]]]]\n");
     return 2;
   }
   /* Freed memory stays in the process (no trimming, no mmap for blocks
@@ -218,8 +227,10 @@ int main(int argc, char **argv) {
   size_t every = argc > 5 ? strtoul(argv[5], NULL, 10) : 0;
   int repeats = argc > 6 ? atoi(argv[6]) : 5;
   const char *only = argc > 7 ? argv[7] : "both";
+  double pace = argc > 8 ? atof(argv[8]) : 0;
   int do_b = strcmp(only, "stream") != 0, do_s = strcmp(only, "batch") != 0;
   if (!size || !frames || !window || repeats < 1 || repeats > 1000 ||
+      pace < 0 || pace > 1 ||
       (strcmp(only, "both") && do_b && do_s))
     return 2;
   engine *e;
@@ -250,7 +261,7 @@ int main(int argc, char **argv) {
    * of both leaves the process's heap at its working size */
   int rc = batch(e, &st, window, want, impl, &tb);
   for (int w = 0; !rc && w < 2; w++) {
-    rc = stream(e, &st, window, every, impl, &ts, lat, done);
+    rc = stream(e, &st, window, every, impl, 0, &ts, lat, done);
     if (!rc) rc = batch(e, &st, window, impl, impl, &tb);
   }
   /* rounds interleaved, the side that goes first alternating, so that a
@@ -261,7 +272,7 @@ int main(int argc, char **argv) {
       int b_side = (k == 0) == (r % 2 == 0);
       if (b_side && do_b) rc = batch(e, &st, window, impl, impl, &tb);
       if (!b_side && do_s)
-        rc = stream(e, &st, window, every, impl, &ts, lat, done);
+        rc = stream(e, &st, window, every, impl, 0, &ts, lat, done);
       if (!b_side && do_s && !rc)
         for (size_t f = 0; f < frames; f++) {
           all[n_all++] = lat[f];
@@ -309,6 +320,21 @@ int main(int argc, char **argv) {
            pmed, p99, pmed / per, fmed, fmed / per, n_fin);
     printf("  bytes down: batch %llu, stream %llu\n",
            (unsigned long long)tb.down, (unsigned long long)ts.down);
+    /* a live acquisition at PACE times the batch's frame rate: the
+     * latency a camera sees when the stream keeps up */
+    if (pace > 0)
+      rc = stream(e, &st, window, every, impl, per / pace, &ts, lat, done);
+    n_fin = 0;
+    for (size_t f = 0; !rc && pace > 0 && f < frames; f++)
+      if (done[f]) fin[n_fin++] = lat[f];
+    if (!rc && pace > 0)
+      printf("  paced at %.2f x the batch's frame rate (a frame every %.5f "
+             "s): push median %.5f s = %.2f x the batch's s/frame; push to "
+             "result ready median %.5f s = %.2f x, %zu of them; stream %.4f "
+             "s\n",
+             pace, per / pace, median(lat, frames), median(lat, frames) / per,
+             n_fin ? median(fin, n_fin) : 0,
+             n_fin ? median(fin, n_fin) / per : 0, n_fin, ts.sec);
   }
   image_free(&st);
   free(lat);

@@ -866,9 +866,11 @@ static int cl_unit(cl_session *x, size_t f0, size_t n, size_t at,
   return rc;
 }
 
-/* The window of the ring's N maps ending before stream frame t_end (a
- * multiple of... any t_end >= N): folded in time order from the oldest
- * (slot t_end mod N) into fresh accumulators. */
+/* The window of the N maps before stream frame t_end (>= N), folded in
+ * time order from the oldest (slot t_end mod N) into fresh accumulators:
+ * N maps read per update, the cost of a batch call's fold on them (an
+ * update every K frames costs N/K folds per frame; a running update
+ * would cost two, but not give the batch call's bits). */
 static int cl_ring_fold(cl_session *x, uint64_t t_end) {
   chained *s = &x->ch;
   const method_call *c = s->c;
