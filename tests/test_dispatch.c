@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "db/store.h"
+#include "fake_clock.h"
 #include "internal.h"
 #include "qs_test.h"
 
@@ -32,12 +33,6 @@ static struct {
   int fail, wrong;
   int calls, small_calls;
 } fake[F_N];
-static int64_t fake_now;
-
-static int64_t fake_clock(void *ctx) {
-  (void)ctx;
-  return fake_now;
-}
 
 static int fake_body(const method_call *c, int which) {
   const image *in = &c->in[0];
@@ -183,21 +178,6 @@ static size_t rows_with(engine *e, const char *impl, int status,
   cr_assert_eq(store_query(e->store, &f, count_status, &s, NULL, 0), QS_OK);
   if (error) strcpy(error, s.error);
   return s.n;
-}
-
-typedef struct input {
-  float *px;
-  image im;
-} input;
-
-static input make_input(size_t frames, size_t rows, size_t cols) {
-  input x;
-  size_t n = frames * rows * cols;
-  x.px = malloc(n * sizeof *x.px);
-  cr_assert_not_null(x.px);
-  for (size_t i = 0; i < n; i++) x.px[i] = (float)(i % 97) * 0.5f;
-  x.im = image_wrap(x.px, frames, rows, cols);
-  return x;
 }
 
 static int run(engine *e, const input *x, const param *p, size_t n_p,
