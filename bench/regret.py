@@ -35,9 +35,18 @@ reusing what the previous one freed, is not in either time). A summary
 gives medians and worst cases. Measured, never asserted: numbers depend on
 the machine and its load (printed with the table).
 
+With --spread N it measures only whether the implementations of the
+cases differ at all: N interleaved rounds of forced runs (one process per
+run, a shuffled order per round), and per implementation the min,
+quartiles, and, paired within each round (same moment, same load), the
+median ratio to the implementation with the fastest median and how often
+it beat that one. Implementations whose paired ratio stays near 1 and win
+about half the rounds are one choice on this machine: no engine can
+choose among them better than chance, and no regret among them is real.
+
 Usage: regret.py [--qs PATH] [--work DIR] [--quick] [--cases I,J,...]
-                 [--repeats N] [--warm N] [--seed N] [--json FILE]
-                 [--markdown FILE]
+                 [--repeats N] [--warm N] [--seed N] [--spread N]
+                 [--json FILE] [--markdown FILE]
 """
 import argparse
 import json
@@ -117,12 +126,32 @@ def resolved(chosen, oracle):
     return min(chosen) > statistics.median(oracle)
 
 
-def case(qs, work, method, size, params, repeats, warm, rng, only=None):
+def stack(qs, work, size):
+    """The simulated input of a size (made once in WORK)."""
     f, r, c = size
     inp = os.path.join(work, f'in_{f}x{r}x{c}.tif')
     if not os.path.exists(inp):
         run([qs, 'simulate', '-o', inp, '--frames', str(f), '--rows',
              str(r), '--cols', str(c), '-q'])
+    return inp
+
+
+def interleaved(qs, db, method, inp, out, params, impls, rounds, rng):
+    """Forced runs' seconds per implementation: ROUNDS rounds, each
+    running every implementation once in a shuffled order."""
+    runs = {i: [] for i in impls}
+    for _ in range(rounds):
+        order = impls[:]
+        rng.shuffle(order)
+        for impl in order:
+            runs[impl].append(
+                qs_run(qs, db, method, inp, out, params, impl)['seconds'])
+    return runs
+
+
+def case(qs, work, method, size, params, repeats, warm, rng, only=None):
+    f, r, c = size
+    inp = stack(qs, work, size)
     out = os.path.join(work, 'out.tif')
     db = os.path.join(work, 'regret.db')
     fresh(db)
@@ -131,13 +160,8 @@ def case(qs, work, method, size, params, repeats, warm, rng, only=None):
     chosen = {cold['impl']} | {w['impl'] for w in warms}
     impls = [i for i in impls_of(qs, method)
              if not only or i in only or i in chosen]
-    runs = {i: [] for i in impls}
-    for _ in range(repeats):
-        order = impls[:]
-        rng.shuffle(order)
-        for impl in order:
-            runs[impl].append(
-                qs_run(qs, db, method, inp, out, params, impl)['seconds'])
+    runs = interleaved(qs, db, method, inp, out, params, impls, repeats,
+                       rng)
     forced = {i: statistics.median(t) for i, t in runs.items()}
     oracle_impl = min(forced, key=forced.get)
     oracle = forced[oracle_impl]
@@ -171,6 +195,38 @@ def case(qs, work, method, size, params, repeats, warm, rng, only=None):
     }
     fresh(db)
     return row
+
+
+def spread(qs, work, method, size, params, rounds, rng, only=None):
+    """Interleaved forced runs: the statistics of each implementation and
+    its per-round ratio to the one with the fastest median."""
+    f, r, c = size
+    inp = stack(qs, work, size)
+    out = os.path.join(work, 'out.tif')
+    db = os.path.join(work, 'spread.db')
+    fresh(db)
+    impls = [i for i in impls_of(qs, method) if not only or i in only]
+    load0 = os.getloadavg()[0]
+    runs = interleaved(qs, db, method, inp, out, params, impls, rounds, rng)
+    fresh(db)
+    best = min(impls, key=lambda i: statistics.median(runs[i]))
+    lines = [f'{method} {f}x{r}x{c}: {rounds} interleaved rounds, load '
+             f'{load0:.1f} to {os.getloadavg()[0]:.1f}', '',
+             '| implementation | min s | q1 | median | q3 | paired ratio '
+             f'to {best} (median, q1-q3) | rounds it beat {best} |',
+             '|---|---|---|---|---|---|---|']
+    for i in impls:
+        q = statistics.quantiles(runs[i], n=4) if rounds > 1 else \
+            [runs[i][0]] * 3
+        ratio = [a / b for a, b in zip(runs[i], runs[best])]
+        rq = statistics.quantiles(ratio, n=4) if rounds > 1 else \
+            [ratio[0]] * 3
+        wins = sum(a < b for a, b in zip(runs[i], runs[best]))
+        lines.append(f'| {i} | {min(runs[i]):.4g} | {q[0]:.4g} | '
+                     f'{q[1]:.4g} | {q[2]:.4g} | {rq[1]:.3f} '
+                     f'({rq[0]:.3f}-{rq[2]:.3f}) | '
+                     f'{"-" if i == best else f"{wins}/{rounds}"} |')
+    return '\n'.join(lines) + '\n', runs
 
 
 def pct(x):
@@ -236,6 +292,8 @@ def main():
     ap.add_argument('--work', default='/tmp/qs_regret')
     ap.add_argument('--quick', action='store_true')
     ap.add_argument('--repeats', type=int, default=5)
+    ap.add_argument('--spread', type=int, metavar='N',
+                    help='only N interleaved rounds of forced runs per case')
     ap.add_argument('--seed', type=int, default=1,
                     help='order of the interleaved forced runs')
     ap.add_argument('--warm', type=int, default=12)
@@ -249,8 +307,24 @@ def main():
             QUICK if a.quick else range(len(CASES)))
     cases = [CASES[i] for i in pick]
     load0 = os.getloadavg()[0]
-    rows = []
     rng = random.Random(a.seed)
+    if a.spread:
+        texts, data = [], []
+        for method, size, params, *only in cases:
+            print(f'spread: {method} {size}', file=sys.stderr, flush=True)
+            text, runs = spread(a.qs, a.work, method, size, params,
+                                a.spread, rng, only[0] if only else None)
+            sys.stdout.write(text + '\n')
+            texts.append(text)
+            data.append({'method': method, 'size': size, 'runs': runs})
+        if a.markdown:
+            with open(a.markdown, 'w') as f:
+                f.write('\n'.join(texts))
+        if a.json:
+            with open(a.json, 'w') as f:
+                json.dump(data, f, indent=1)
+        return
+    rows = []
     for method, size, params, *only in cases:
         print(f'regret: {method} {size}', file=sys.stderr, flush=True)
         rows.append(case(a.qs, a.work, method, size, params, a.repeats,

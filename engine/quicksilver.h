@@ -151,7 +151,7 @@ typedef struct engine_options {
   void *clock_ctx;
   /* Calibration of implementations without timings (see method_run): the
    * budget per call is this share of the predicted call (0: 0.10; above 1
-   * calibration may cost more than the call), at least 2 ms, capped at
+   * calibration may cost more than the call), at least 0.5 ms, capped at
    * calibration_budget seconds when that is > 0. */
   double calibration_share;
   double calibration_budget;

@@ -109,11 +109,15 @@ static double slice_seconds(void) {
 }
 
 /* A large call (4 x 512 x 512): fast is the fastest at every size
- * (0.3 ms + 2 ns/px: 2.4 ms here), mid four times its per-pixel cost,
- * serial and the composite slower still. The cold call picks fast within
- * the 2 ms floor of a budget; the warm calls keep it. */
+ * (50 us + 2 ns/px: 2.1 ms here), mid and slow 4 and 8 times its
+ * per-pixel cost, serial and the composite slower still. The budget is
+ * the floor, 0.5 ms (10 % of 2.1 ms is less): the cold call runs fast on
+ * 32x32 and 64x64 (the prediction), mid and slow on 32x32, mid on 64x64
+ * (slow's second size would overshoot), leaves serial and the composite
+ * to later calls, and picks fast; each warm call keeps fast and spends at
+ * most the budget on the ones left. */
 Test(calibrate, cold_and_warm_pick_the_known_fastest) {
-  costs((int64_t[]){100000, 300000, 300000, 300000, 400000},
+  costs((int64_t[]){100000, 50000, 50000, 50000, 400000},
         (int64_t[]){300, 160, 80, 20, 120});
   engine *e = open_costed();
   input x = call_input(4, 512, 512);
@@ -122,13 +126,15 @@ Test(calibrate, cold_and_warm_pick_the_known_fastest) {
   cr_assert_str_eq(rep.impl, "fast");
   cr_assert_str_eq(rep.reason, "calibration");
   /* every clock second so far but the chosen run's is calibration */
-  double run_s = 300e-6 + 2e-9 * (double)full_px;
+  double run_s = 50e-6 + 2e-9 * (double)full_px;
   cr_assert_float_eq(rep.seconds, run_s, 1e-12);
   cr_assert_float_eq(rep.calibration_seconds, slice_seconds() - run_s, 1e-12);
-  /* predicted 2.4 ms: budget 2 ms (the floor); the run that starts last
-   * may overshoot by at most itself */
-  cr_assert_leq(rep.calibration_seconds, 2e-3 + 0.5e-3, "%.6f",
-                rep.calibration_seconds);
+  cr_assert_float_eq(rep.calibration_seconds,
+                     100e-6 + 2e-9 * 5120 + 100e-6 + 8e-9 * 5120 +
+                         50e-6 + 16e-9 * 1024,
+                     1e-12, "%.9f", rep.calibration_seconds);
+  cr_assert_leq(rep.calibration_seconds, 0.5e-3);
+  cr_assert_eq(cost[C_SERIAL].calls + cost[C_COMPOSED].calls, 0);
   cr_assert_eq(cost[C_FAST].full_calls, 1);
   for (int i = 0; i < C_N; i++)
     if (i != C_FAST) cr_assert_eq(cost[i].full_calls, 0, "impl %d", i);
@@ -136,10 +142,13 @@ Test(calibrate, cold_and_warm_pick_the_known_fastest) {
     double before = slice_seconds();
     call(e, &x, &rep);
     cr_assert_str_eq(rep.impl, "fast", "warm call %d", k);
-    cr_assert_leq(rep.calibration_seconds, 2e-3 + 0.5e-3);
+    cr_assert_leq(rep.calibration_seconds, 0.5e-3);
     cr_assert_float_eq(slice_seconds() - before,
                        rep.seconds + rep.calibration_seconds, 1e-12);
   }
+  /* the later calls calibrated the two left out, one each */
+  cr_assert_eq(cost[C_SERIAL].calls, 1);
+  cr_assert_eq(cost[C_COMPOSED].calls, 1);
   cr_assert_eq(cost[C_FAST].full_calls, 11);
   free(x.px);
   engine_close(e);
@@ -194,9 +203,10 @@ Test(calibrate, small_call_tries_candidates_on_the_call) {
 
 /* Variants that differ many times over on the slice (fast 2, mid 80,
  * slow 4000 ns/px, no fixed cost; a call of 2.6 ms): after fast and mid
- * (40x apart) on 32x32 the budget left (1.9 ms of the 2 ms floor) covers
- * 4x mid's slice run (0.33 ms), which alone would let slow start (4.1 ms
- * on its slice, twice the budget), but not 4x mid times the spread of 40
+ * (40x apart) on 32x32 the budget left (0.41 ms of the 0.5 ms floor)
+ * covers 4x mid's slice run (0.33 ms), which alone would let slow start
+ * (4.1 ms on its slice, 8x the budget), but not 4x mid times the spread
+ * of 40
  * (13 ms): slow and the equally slow serial and composite never run, and
  * calibration stays within the budget. */
 Test(calibrate, spread_keeps_slower_variants_from_starting) {
@@ -211,7 +221,7 @@ Test(calibrate, spread_keeps_slower_variants_from_starting) {
                    cost[C_COMPOSED].calls,
                0);
   cr_assert_geq(cost[C_MID].calls, 1);
-  cr_assert_leq(rep.calibration_seconds, 2e-3, "%.6f",
+  cr_assert_leq(rep.calibration_seconds, 0.5e-3, "%.6f",
                 rep.calibration_seconds);
   free(x.px);
   engine_close(e);
