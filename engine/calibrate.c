@@ -199,14 +199,17 @@ static int may_start(const mstate *m, size_t i, double left) {
 }
 
 /* Whether a prediction makes the call small (AGENT_SMALL_CALL): its cold
- * CPU candidates are tried on later calls of the key itself. */
-static int small_call(double predicted) {
-  return predicted >= 0 && predicted < AGENT_SMALL_CALL;
+ * CPU candidates are tried on later calls of the key itself. Not for a
+ * composite's step or under a session, which never try them on the call
+ * (cands_choose): they calibrate as any call. */
+static int small_call(const engine *e, double predicted) {
+  return !e->in_step && !e->session && predicted >= 0 &&
+         predicted < AGENT_SMALL_CALL;
 }
 
 size_t calibrate_startable(const engine *e, const prep *pr,
                             const unsigned char *cold, double known) {
-  if (small_call(known)) return 0;
+  if (small_call(e, known)) return 0;
   double budget = budget_for(e, known);
   size_t n = 0;
   for (size_t i = 0; i < pr->m->n_impls; i++)
@@ -304,7 +307,7 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
         }
         slice_done(d, &probe);
       }
-      small_stop = small_call(small[i] * scale);
+      small_stop = small_call(e, small[i] * scale);
     }
     budget = budget_for(e, best * scale);
     if (small_stop) break; /* the first prediction: a small call */

@@ -226,3 +226,42 @@ Test(calibrate, spread_keeps_slower_variants_from_starting) {
   free(x.px);
   engine_close(e);
 }
+
+/* A composite whose one step is the costed method on its input. */
+static int run_outer(const method_call *c) {
+  return c->step(c, "costed", NULL, c->in, 1, NULL, 0, c->out, 1);
+}
+static const impl_def outer_impls[] = {
+    {"composite", IMPL_COMPOSITE, run_outer, NULL, 1, SCHED_STATIC, 0},
+};
+static const method_desc outer_desc = {
+    .name = "outer", .doc = "the costed method as a step",
+    .inputs = slot_in, .n_inputs = 1, .outputs = slot_out, .n_outputs = 1,
+    .impls = outer_impls, .n_impls = 1, .shape = same_shape,
+    .tolerance = 0};
+
+/* The same small call as a composite's step: a step never tries a cold
+ * candidate on the call (its time is part of the composite's, and the
+ * composite's output would change with each one tried), so it calibrates
+ * as any call and keeps the fastest from its first run on. */
+Test(calibrate, steps_calibrate_instead_of_trying_on_the_call) {
+  costs((int64_t[]){5000, 20000, 12000, 3000, 30000},
+        (int64_t[]){10, 30, 5, 5, 10});
+  engine *e = open_costed();
+  cr_assert_eq(method_register(e, &outer_desc), QS_OK, "%s", engine_error(e));
+  input x = call_input(1, 64, 64);
+  run_request rq = {.inputs = &x.im, .n_inputs = 1};
+  for (int k = 0; k < 6; k++) {
+    image out[1];
+    run_report rep;
+    cr_assert_eq(method_run(e, "outer", &rq, out, 1, &rep), QS_OK, "%s",
+                 engine_error(e));
+    cr_assert_eq(out[0].data[5], x.px[5]);
+    image_free(&out[0]);
+  }
+  cr_assert_eq(cost[C_FAST].full_calls, 6);
+  for (int i = 0; i < C_N; i++)
+    if (i != C_FAST) cr_assert_eq(cost[i].full_calls, 0, "impl %d", i);
+  free(x.px);
+  engine_close(e);
+}
