@@ -141,12 +141,17 @@ void report_estimates(run_report *report, const mstate *m,
 }
 
 /* Cold candidates hidden from the agent (excluded, their exclusions kept
- * in was) and shown again: where a choice must not try one on the call. */
+ * in was) and shown again: where a choice must not try one on the call.
+ * Only while a usable candidate is known: with none, the agent's own rule
+ * for cold ones (the static order) decides. */
 static void cold_hide(cands *cs, size_t n, const char **was) {
+  int known = 0;
   for (size_t i = 0; i < n; i++) {
     was[i] = cs->c[i].excluded;
-    if (!was[i] && agent_cold(&cs->c[i])) cs->c[i].excluded = "cold";
+    known |= !was[i] && !agent_cold(&cs->c[i]);
   }
+  for (size_t i = 0; known && i < n; i++)
+    if (!was[i] && agent_cold(&cs->c[i])) cs->c[i].excluded = "cold";
 }
 
 static void cold_show(cands *cs, size_t n, const char *const *was) {
@@ -171,7 +176,7 @@ long cands_choose(engine *e, const prep *pr, cands *cs,
    * session (the live stream) the first push's choice holds for every
    * later push. */
   const char *was[QS_MAX_ESTIMATES];
-  int own = !e->in_step && !e->session;
+  int own = e->no_calibration || (!e->in_step && !e->session);
   if (!own) cold_hide(cs, m->n_impls, was);
   long pick = agent_choose(cs->c, m->n_impls, pr->work, e->no_calibration,
                            rng, reason, est, src);
