@@ -226,16 +226,16 @@ void temporal_mpc_sums(const float *map, size_t rows_m, size_t cols_m,
 
 /* Rows [r0, r1) divided by their phase row's divisors repeated over a
  * block. */
-void temporal_mpc_divide(float *map, size_t rows_m, size_t cols_m, int mag,
+void temporal_mpc_divide(float *map, size_t cols_m, int mag,
                          const float *corr, size_t r0, size_t r1) {
-  (void)rows_m;
   size_t m = (size_t)mag, w = m * TEMPORAL_PAT;
   float pat[TEMPORAL_MAX_MAG * TEMPORAL_PAT];
   size_t have = (size_t)-1; /* the phase row pat holds */
   for (size_t r = r0; r < r1; r++) {
     if (r % m != have) {
-      /* x / 1 is x exactly: dividing by 1 where the mean is 0 leaves
-       * those pixels as skipping them did, without a branch per pixel. */
+      /* x / 1 is x exactly (a quiet NaN stays itself): dividing by 1
+       * where the mean is 0 leaves those pixels as skipping them did,
+       * without a branch per pixel. */
       have = r % m;
       for (size_t j = 0; j < w; j++) {
         float c = corr[have * m + j % m];
@@ -253,7 +253,7 @@ void temporal_mpc_divide(float *map, size_t rows_m, size_t cols_m, int mag,
 void temporal_mpc(float *map, size_t rows_m, size_t cols_m, int mag) {
   float corr[TEMPORAL_MAX_MAG * TEMPORAL_MAX_MAG];
   temporal_mpc_sums(map, rows_m, cols_m, mag, 0, (size_t)mag, corr);
-  temporal_mpc_divide(map, rows_m, cols_m, mag, corr, 0, rows_m);
+  temporal_mpc_divide(map, cols_m, mag, corr, 0, rows_m);
 }
 
 typedef struct mpc_job {
@@ -273,7 +273,7 @@ static int mpc_sums_rows(void *ctx, size_t b, size_t e, int worker) {
 static int mpc_divide_rows(void *ctx, size_t b, size_t e, int worker) {
   mpc_job *j = ctx;
   (void)worker;
-  temporal_mpc_divide(j->map, j->rows_m, j->cols_m, j->mag, j->corr, b, e);
+  temporal_mpc_divide(j->map, j->cols_m, j->mag, j->corr, b, e);
   return 0;
 }
 

@@ -78,7 +78,7 @@ int temporal_mpc_on(const method_call *c, float *map, size_t rows_m,
  * divided by their phases' means. */
 void temporal_mpc_sums(const float *map, size_t rows_m, size_t cols_m,
                        int mag, size_t y0, size_t y1, float *corr);
-void temporal_mpc_divide(float *map, size_t rows_m, size_t cols_m, int mag,
+void temporal_mpc_divide(float *map, size_t cols_m, int mag,
                          const float *corr, size_t r0, size_t r1);
 
 #endif
