@@ -172,13 +172,31 @@ typedef struct esrrf_lanes {
   __global const float *gx; /* plane Gx/|G| of the frame, lane 0's slot */
   long rstride, pstride;    /* floats per grid row, per plane */
   int dy_rows, rows2;       /* 2·(macro-pixel row), 2R */
-  float lim_r, lim_c, tso, ey;
-  floatv ex, col0;          /* lanes' e_x; raw column offset 2·k of lane */
-  floatv ex2, col2;         /* the same for the second vector */
+  int row_hi;               /* the last raw grid row in bounds */
+  float tso, ey;
+  floatv ex, ex2;           /* both vectors' lanes' e_x */
+  intv lo, hi, lo2, hi2;    /* both vectors' lanes' candidate columns in
+                             * bounds (esrrf_col_range) */
 } esrrf_lanes;
 
+/* Lane l (raw column offset 2·k from its representative) takes a
+ * candidate of column c where the reference's v = (c + 2k) / 2 has
+ * 0 < v <= C·M − 1: in integers (v's float is exact), c in
+ * [1 − 2k, 2(C·M − 1) − 2k]. A vector with no lane near a border gets
+ * the whole int range, so its masks are all true. */
+inline void esrrf_col_range(int k0, int near, int cols_m, intv *lo,
+                            intv *hi) {
+  int a[ESRRF_LANES], b[ESRRF_LANES];
+  for (int i = 0; i < ESRRF_LANES; i++) {
+    a[i] = near ? 1 - 2 * (k0 + i) : INT_MIN;
+    b[i] = near ? 2 * (cols_m - 1) - 2 * (k0 + i) : INT_MAX;
+  }
+  *lo = vloadv(0, a);
+  *hi = vloadv(0, b);
+}
+
 /* One candidate's term for one vector of lanes (esrrf_terms' body). */
-#define ESRRF_TERM(P, EX, COL0, RGC, WSUM)                                    \
+#define ESRRF_TERM(P, EX, LO, HI, RGC, WSUM)                                  \
   do {                                                                        \
     floatv nx = vloadv(0, P), ny = vloadv(0, (P) + k->pstride);               \
     floatv dx = c.dx0 + (EX);                                                 \
@@ -192,8 +210,7 @@ typedef struct esrrf_lanes {
       conv &= in;                                                             \
     }                                                                         \
     if (border) {                                                             \
-      floatv v = ((float)c.col + (COL0)) / RGC_GM;                            \
-      intv in = (v > zero) & (v <= k->lim_c);                                 \
+      intv in = ((intv)c.col >= (LO)) & ((intv)c.col <= (HI));                \
       w = select(zero, w, in);                                                \
       conv &= in;                                                             \
     }                                                                         \
@@ -206,8 +223,9 @@ typedef struct esrrf_lanes {
  * w·(1 − |Ĝ × R|·(1/d)) where Ĝ·R < 0) and *wsum (the weight). edge:
  * near the disk's edge, lanes outside it (the reference's d <= tSO) or at
  * d = 0 masked; border: candidates whose row is out of bounds skipped,
- * lanes whose column is out of bounds (0 < v <= C·M − 1 fails) masked.
- * Always inlined with constant flags, so that each of the four loops is
+ * lanes whose column is out of bounds masked (integer ranges per lane,
+ * esrrf_col_range: no branch in the loop body, so the masks stay in
+ * vector registers). Always inlined with constant flags, so that each of the four loops is
  * its own straight-line code with the sums in registers; masks combine
  * with & (not &&, which the compiler narrows to bytes and back). */
 __attribute__((always_inline)) inline void
@@ -220,16 +238,15 @@ esrrf_terms(const esrrf_lanes *k, __global const esrrf_vcand *cd, int e0,
   for (int e = e0; e < e1; e++) {
     esrrf_vcand c = cd[e];
     int hy = c.row + k->dy_rows;
-    if (border) {
-      float vy = (float)hy / RGC_GM;
-      if (!(0 < vy && vy <= k->lim_r)) continue;
+    if (border) { /* the reference's 0 < hy / 2 <= R·M − 1, exact */
+      if (hy < 1 || hy > k->row_hi) continue;
       hy = min(hy, k->rows2);
     }
     __global const float *p = k->gx + hy * k->rstride + c.slot;
     float dy = c.dy0 + k->ey;
     float w0 = c.w0 + c.wb * k->ey, id0 = c.id0 + c.qb * k->ey;
-    ESRRF_TERM(p, k->ex, k->col0, rgc, wsum);
-    ESRRF_TERM(p + ESRRF_LANES, k->ex2, k->col2, rgc2, wsum2);
+    ESRRF_TERM(p, k->ex, k->lo, k->hi, rgc, wsum);
+    ESRRF_TERM(p + ESRRF_LANES, k->ex2, k->lo2, k->hi2, rgc2, wsum2);
   }
   rgc_out[0] = rgc;
   wsum_out[0] = wsum;
@@ -341,32 +358,37 @@ __kernel void esrrf_rgc(__global const float *grid, __global const float *ivs,
   k.gx = grid + (long)f * 2 * gplane + k0;
   k.dy_rows = 2 * (y / mag);
   k.rows2 = 2 * rows;
-  k.lim_r = (float)(rows_m - 1);
-  k.lim_c = (float)(cols_m - 1);
+  k.row_hi = 2 * (rows_m - 1);
   k.tso = tso;
   k.ey = rgc_shift(py, y, mag);
-  float ca[2 * ESRRF_LANES];
-  for (int i = 0; i < 2 * ESRRF_LANES; i++)
-    ca[i] = (float)(2 * (k0 + i));
   long lplane = (long)mag * ((cols + ESRRF_PAD - 1) / ESRRF_PAD) * ESRRF_PAD;
   __global const float *ln =
       lane + px * ((cols + ESRRF_PAD - 1) / ESRRF_PAD) * ESRRF_PAD + k0;
   k.ex = vloadv(0, ln);
-  k.col0 = vloadv(0, ca);
   k.ex2 = vloadv(1, ln);
-  k.col2 = vloadv(1, ca);
-  /* every tap of every lane in bounds: straight-line loops */
+  /* every tap of every lane in bounds: straight-line loops; else the
+   * rows checked per candidate, and the columns masked in the vectors
+   * whose valid lanes have taps out of bounds (lanes past the image are
+   * never stored; at the left edge only the first vector has such lanes,
+   * the second's masks are then all true) */
   int by = (int)(RGC_GM * rgc_center(y, mag));
   int bx = (int)(RGC_GM * rgc_center(x0, mag));
   int hy_hi = by + start + win - 1;
-  int hx_hi = bx + 2 * (2 * ESRRF_LANES - 1) + start + win - 1;
-  int border = !(by + start >= 1 && hy_hi <= 2 * rows &&
-                 (float)hy_hi / RGC_GM <= k.lim_r && bx + start >= 1 &&
-                 (float)hx_hi / RGC_GM <= k.lim_c);
+  int rowb = !(by + start >= 1 && hy_hi <= 2 * rows && hy_hi <= k.row_hi);
+  int near[2];
+  for (int v = 0; v < 2; v++) {
+    int last = min(lanes, (v + 1) * ESRRF_LANES) - 1;
+    int hx_lo = bx + 2 * v * ESRRF_LANES + start;
+    int hx_hi = bx + 2 * last + start + win - 1;
+    near[v] = last >= v * ESRRF_LANES &&
+              !(hx_lo >= 1 && hx_hi <= 2 * (cols_m - 1));
+  }
+  esrrf_col_range(k0, near[0], cols_m, &k.lo, &k.hi);
+  esrrf_col_range(k0 + ESRRF_LANES, near[1], cols_m, &k.lo2, &k.hi2);
   int v0 = vcand_at[2 * ph], v1 = vcand_at[2 * ph + 1];
   int v2 = vcand_at[2 * ph + 2];
   floatv rgcs[2] = {0, 0}, wsums[2] = {0, 0};
-  if (border) {
+  if (rowb || near[0] || near[1]) {
     esrrf_terms(&k, vcand, v0, v1, 0, 1, rgcs, wsums);
     esrrf_terms(&k, vcand, v1, v2, 1, 1, rgcs, wsums);
   } else {
