@@ -55,10 +55,6 @@
  * kernel masks; on the right copies of the clamped last column, which the
  * reference reads there, for the lanes and taps past the last column).
  * Host: methods/esrrf/opencl.c, cl_grid_layout. */
-inline long grid_slot(int gw, int lp, int b) {
-  int p = b & 1;
-  return (long)p * gw + lp + (b - p) / 2;
-}
 
 /* Catmull-Rom taps of one row or column (host: cl_taps_of in
  * methods/esrrf/opencl.c): four taps, those past the axis's valid ones
@@ -104,44 +100,86 @@ __kernel void esrrf_gvsum(__global const float *in, __global float *vs,
   o[plane] = (float)pr;
 }
 
-/* Grid column b (0 <= b <= 2C), row a of frame f, separable step 2: the
- * ×2M Catmull-Rom samples of both Roberts gradients at that half-pixel
- * column, from the column sums, as the unit gradient, into its slot. The
- * work-items of the first and last columns also fill the padding slots
- * with their (clamped) value, so that only the 2C + 1 distinct samples
- * are computed, not the 2·gw slots. global (2C + 1, 2R + 1, frames). */
+/* Slots [s0, s0 + ESRRF_LANES) of parity part p of grid row a of frame
+ * f, separable step 2: the ×2M Catmull-Rom samples of both Roberts
+ * gradients at those half-pixel columns, from the column sums, as the
+ * unit gradient, one vector per plane. stab (host: cl_slot_taps): per
+ * part, the taps of the (clamped) column each slot holds, eight planes of
+ * gw floats: the four input columns (exact), then the four weights. Where
+ * the chunk's columns are consecutive input columns for every tap (all
+ * but the chunks at the image's edges), the sums are four vector
+ * multiply-adds over contiguous column sums; where every slot holds the
+ * same column (the padding), one sum for all; else lane by lane. Either
+ * way each lane sums as esrrf_tapsum (the same terms in the same order),
+ * and the padding slots hold their clamped column's value without a
+ * second pass. gw is a multiple of ESRRF_LANES (opencl.c,
+ * cl_grid_layout). global (2·gw / ESRRF_LANES, 2R + 1, frames). */
 __kernel void esrrf_grid(__global const float *vs, __global float *grid,
                          int n_frames, int rows, int cols,
-                         __global const esrrf_taps *taps, int gw, int lp) {
-  int b = (int)get_global_id(0), a = (int)get_global_id(1);
+                         __global const float *stab, int gw) {
+  int ch = (int)get_global_id(0), a = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
+  int chunks = gw / ESRRF_LANES, part = ch / chunks;
+  int s0 = (ch % chunks) * ESRRF_LANES;
   long plane = (long)(2 * rows + 1) * cols;
   const __global float *pc = vs + (long)f * 2 * plane + (long)a * cols;
-  esrrf_taps ct = taps[2 * rows + 1 + b];
-  float sx = esrrf_tapsum(pc, &ct), sy = esrrf_tapsum(pc + plane, &ct);
-  float inv = (float)(QS_C(1) / sqrt((QS_ACC)(sx * sx + sy * sy)));
-  int nz = sx != 0 || sy != 0;
-  float ux = nz ? sx * inv : 0.0f, uy = nz ? sy * inv : 0.0f;
+  const __global float *t = stab + (long)part * 8 * gw + s0;
+  floatv at[4], w[4];
+  float iota[ESRRF_LANES];
+  for (int i = 0; i < ESRRF_LANES; i++)
+    iota[i] = (float)i;
+  int regular = 1, uniform = 1;
+  for (int j = 0; j < 4; j++) {
+    at[j] = vloadv(0, t + j * gw);
+    w[j] = vloadv(0, t + (4 + j) * gw);
+    regular &= all(at[j] == at[j].s0 + vloadv(0, iota));
+    uniform &= all(at[j] == at[j].s0) & all(w[j] == w[j].s0);
+  }
+  const floatv zero = 0;
+  floatv sx = zero, sy = zero;
+  if (uniform) { /* padding past the last column: one clamped column */
+    float x = 0, y = 0;
+    for (int j = 0; j < 4; j++) {
+      int c = (int)at[j].s0;
+      x = x + pc[c] * w[j].s0;
+      y = y + pc[c + plane] * w[j].s0;
+    }
+    sx = x;
+    sy = y;
+  } else if (regular) {
+    for (int j = 0; j < 4; j++) {
+      const __global float *q = pc + (int)at[j].s0;
+      sx = sx + vloadv(0, q) * w[j];
+      sy = sy + vloadv(0, q + plane) * w[j];
+    }
+  } else {
+    float xa[ESRRF_LANES], ya[ESRRF_LANES], aa[4][ESRRF_LANES],
+        wa[4][ESRRF_LANES];
+    for (int j = 0; j < 4; j++) {
+      vstorev(at[j], 0, aa[j]);
+      vstorev(w[j], 0, wa[j]);
+    }
+    for (int i = 0; i < ESRRF_LANES; i++) {
+      float x = 0, y = 0;
+      for (int j = 0; j < 4; j++) {
+        int c = (int)aa[j][i];
+        x = x + pc[c] * wa[j][i];
+        y = y + pc[c + plane] * wa[j][i];
+      }
+      xa[i] = x;
+      ya[i] = y;
+    }
+    sx = vloadv(0, xa);
+    sy = vloadv(0, ya);
+  }
+  floatv inv = 1.0f / sqrt(sx * sx + sy * sy);
+  intv nz = (sx != zero) | (sy != zero);
   long gplane = (long)(2 * rows + 1) * 2 * gw;
-  __global float *o = grid + (long)f * 2 * gplane + (long)a * 2 * gw;
-  long at = grid_slot(gw, lp, b);
-  o[at] = ux;
-  o[at + gplane] = uy;
-  /* the padding: slots left of column 0 (both parts) hold column 0;
-   * those past the last column (even part: after slot lp + C; odd part:
-   * from slot lp + C on) hold column 2C */
-  int edge = b == 0 || b == 2 * cols;
-  int e0 = b == 0 ? 0 : lp + cols + 1, e1 = b == 0 ? lp : gw;
-  int o0 = b == 0 ? 0 : lp + cols;
-  for (int s = e0; edge && s < e1; s++) {
-    o[s] = ux;
-    o[s + gplane] = uy;
-  }
-  for (int s = o0; edge && s < e1; s++) {
-    o[gw + s] = ux;
-    o[gw + s + gplane] = uy;
-  }
+  __global float *o =
+      grid + (long)f * 2 * gplane + (long)a * 2 * gw + (long)part * gw + s0;
+  vstorev(select(zero, sx * inv, nz), 0, o);
+  vstorev(select(zero, sy * inv, nz), 0, o + gplane);
 }
 
 /* One candidate sample of a phase pair (host: cl_candidates), for the

@@ -16,7 +16,7 @@
  * Device memory holds one batch and the accumulators. The next batch's
  * frames upload on a second queue while this one computes. A frame needs
  * 4·R·C·2 + 4·C·max(2(2R + 1), R·M) + 8·(2R + 1)·2·gw + 4·R·C·M²
- * (gw ≈ C + 16 + the window: cl_grid_layout)
+ * (gw ≈ C + 32 + the window, rounded up to 32: cl_grid_layout)
  * ≈ 4·R·C·(10 + max(4, M) + M²) bytes,
  * its input twice for the overlap (NanoPyx: 4·R·C·(3 + 10·M²)), the
  * statistic 4·R·M·C·M·(slots + 1) bytes once; batches are sized once from
@@ -67,13 +67,16 @@ static const char *const KERNEL_NAMES[K_COUNT] = {"esrrf_gvsum", "esrrf_grid",
  * contractions but the kernel's own (ESRRF_MAD). */
 #define ESRRF_CL_OPTIONS "-cl-fp32-correctly-rounded-divide-sqrt"
 
-/* The grid's layout (esrrf.cl, grid_slot): lp slots left of column 0 per
+/* The grid's layout (esrrf.cl, above esrrf_taps): lp slots left of column 0 per
  * parity part, then the columns, then copies of the clamped last one for
- * the lanes and window taps past it; gw slots a part. */
+ * the lanes and window taps past it; gw slots a part, a multiple of the
+ * widest vector (esrrf_grid computes and stores whole vectors of slots). */
 static void cl_grid_layout(const esrrf_geom *g, int *gw, int *lp) {
   int win = g->k.end - g->k.start;
   *lp = win / 2 + 2;
   *gw = *lp + g->cols + ESRRF_CL_MAX_LANES + win / 2 + 2;
+  *gw = (*gw + ESRRF_CL_MAX_LANES - 1) / ESRRF_CL_MAX_LANES *
+        ESRRF_CL_MAX_LANES;
 }
 
 /* Bytes per frame of each device buffer. */
@@ -151,6 +154,7 @@ typedef struct chained {
   int lanes;              /* esrrf.cl's ESRRF_LANES */
   cl_mem taps, gtaps;     /* the intensity's and the grid's row then column
                            * taps */
+  cl_mem stab;            /* the grid's slots' column taps (cl_slot_taps) */
   size_t cand_bytes;      /* both tables */
   cl_stat st;             /* the statistic (not with temporal=none) */
   cl_event ev[K_COUNT];   /* the last chain's kernels (cl_chain_done) */
@@ -470,6 +474,43 @@ static int cl_vcandidates(chained *s) {
   return rc ? rc : cl_lane_table(s);
 }
 
+/* What esrrf_grid reads per slot (esrrf.cl): per parity part p of a grid
+ * row, for slot s (grid column b = 2(s − lp) + p clamped to [0, 2C], the
+ * padding's clamped copies included), eight planes of gw floats: the four
+ * input columns of b's taps (exact in float), then their weights; ct: the
+ * grid columns' taps (cl_taps_of). */
+static int cl_slot_taps(chained *s, const cl_taps *ct) {
+  const esrrf_geom *g = &s->g;
+  const method_call *c = s->c;
+  int gw, lp;
+  cl_grid_layout(g, &gw, &lp);
+  size_t n = 2 * 8 * (size_t)gw;
+  float *t = malloc(n * sizeof *t);
+  if (!t) {
+    snprintf(c->err, c->err_len, "esrrf: no memory for the slot taps");
+    return QS_ENOMEM;
+  }
+  for (int p = 0; p < 2; p++)
+    for (int q = 0; q < gw; q++) {
+      int b = 2 * (q - lp) + p;
+      b = b < 0 ? 0 : b > 2 * g->cols ? 2 * g->cols : b;
+      float *o = t + (size_t)p * 8 * (size_t)gw + (size_t)q;
+      for (int j = 0; j < 4; j++) {
+        o[(size_t)j * (size_t)gw] = (float)ct[b].at[j];
+        o[(size_t)(4 + j) * (size_t)gw] = ct[b].w[j];
+      }
+    }
+  int rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                        n * sizeof *t, t, "grid slot taps", &s->stab, c->err,
+                        c->err_len);
+  if (!rc) {
+    s->cand_bytes += n * sizeof *t;
+    cldev_transfer(c->device, n * sizeof *t, 0);
+  }
+  free(t);
+  return rc;
+}
+
 /* The tap tables, uploaded once per call (counted with the candidate
  * tables): for the grid, its 2R + 1 rows then 2C + 1 columns (the
  * half-pixel taps, the last at the reference's clamped index, as fused's
@@ -511,6 +552,7 @@ static int cl_tap_tables(chained *s) {
     s->cand_bytes += (gr + gc + ni) * sizeof *t;
     cldev_transfer(c->device, (gr + gc + ni) * sizeof *t, 0);
   }
+  if (!rc) rc = cl_slot_taps(s, t + gr);
   free(t);
   return rc;
 }
@@ -587,7 +629,7 @@ static int cl_setup(chained *s) {
     if (k == K_MVS && !g->weight) continue;
     cl_mem src = k == K_GRID ? vs : in;
     cl_mem dst = k == K_GRID ? grid : vs;
-    cl_mem taps = k == K_MVS ? s->taps : s->gtaps;
+    cl_mem taps = k == K_MVS ? s->taps : k == K_GRID ? s->stab : s->gtaps;
     e |= clSetKernelArg(s->k[k], 0, sizeof src, &src);
     e |= clSetKernelArg(s->k[k], 1, sizeof dst, &dst);
     e |= clSetKernelArg(s->k[k], 3, sizeof rows, &rows);
@@ -595,7 +637,6 @@ static int cl_setup(chained *s) {
     e |= clSetKernelArg(s->k[k], 5, sizeof taps, &taps);
   }
   e |= clSetKernelArg(s->k[K_GRID], 6, sizeof gw, &gw);
-  e |= clSetKernelArg(s->k[K_GRID], 7, sizeof lp, &lp);
   cl_kernel kr = s->k[K_RGC];
   cl_int start = g->k.start, win = g->k.end - g->k.start;
   cl_int margin = g->margin, weight = g->weight;
@@ -619,7 +660,8 @@ static int cl_setup(chained *s) {
   rc = cl_status(e, "setting the chain's arguments", err, len);
 
   size_t gsz[K_COUNT][2] = {{(size_t)g->cols, 2 * (size_t)g->rows + 1},
-                            {2 * (size_t)g->cols + 1, 2 * (size_t)g->rows + 1},
+                            {2 * (size_t)gw / (size_t)s->lanes,
+                             2 * (size_t)g->rows + 1},
                             {(size_t)g->cols, (size_t)g->rows_m},
                             {((size_t)g->cols + 2 * (size_t)s->lanes - 1) /
                                  (2 * (size_t)s->lanes) * (size_t)g->mag,
@@ -653,6 +695,7 @@ static void cl_release(chained *s) {
     if (s->buf[b]) clReleaseMemObject(s->buf[b]);
   if (s->taps) clReleaseMemObject(s->taps);
   if (s->gtaps) clReleaseMemObject(s->gtaps);
+  if (s->stab) clReleaseMemObject(s->stab);
   if (s->vcand) clReleaseMemObject(s->vcand);
   if (s->ex) clReleaseMemObject(s->ex);
   if (s->vcand_at) clReleaseMemObject(s->vcand_at);
