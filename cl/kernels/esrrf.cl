@@ -182,19 +182,21 @@ __kernel void esrrf_grid(__global const float *vs, __global float *grid,
   vstorev(select(zero, sy * inv, nz), 0, o + gplane);
 }
 
-/* One candidate sample of a phase pair (host: cl_candidates), for the
+/* One candidate sample of a phase pair (host: cl_vcandidates), for the
  * phase's first pixel, its representative (row py, column px): the raw
- * grid row and column of the sample (row = by + j, col = bx + i), the
- * column's slot in the grid's layout, the offsets (dx0, dy0), weight w0
- * and 1/d0 there, and their first-order slopes in the pixel's centre
- * rounding (e_x, e_y): w = w0 + wa·e_x + wb·e_y, 1/d = id0 + qa·e_x +
- * qb·e_y (the second-order terms are below 1e-9 relative). A pixel m
- * macro-pixels further along an axis reads the grid 2m half-pixels
- * further, and dx0 + e_x, dy0 + e_y are its own float offsets (up to an
- * ulp of their rounding). */
+ * grid row and column of the sample (row = by + j, col = bx + i), its
+ * offset row·(floats per grid row) + slot in a grid plane, the x offset
+ * dx0, and the first-order slopes of the weight and of 1/d in the pixel's
+ * centre rounding e_x: w = w0 + wa·e_x, 1/d = id0 + qa·e_x (the
+ * second-order terms are below 1e-9 relative). The row's parts, its y
+ * offset dy and w0, id0 (with their e_y slopes folded in), come from the
+ * per-row table (host: cl_row_tables), shared by every work-item of the
+ * row. A pixel m macro-pixels further along an axis reads the grid 2m
+ * half-pixels further, and dx0 + e_x, dy are its own float offsets (up to
+ * an ulp of their rounding). */
 typedef struct esrrf_vcand {
-  int row, col, slot;
-  float dx0, dy0, w0, id0, wa, wb, qa, qb;
+  int row, col, off;
+  float dx0, wa, qa;
 } esrrf_vcand;
 
 /* a·b + c, fused where the device has it in hardware (the host's build
@@ -208,10 +210,12 @@ typedef struct esrrf_vcand {
 /* What the lanes of one work-item share. */
 typedef struct esrrf_lanes {
   __global const float *gx; /* plane Gx/|G| of the frame, lane 0's slot */
+  __global const float *gxr; /* the same, the row's first grid row */
+  __global const float *vr; /* the row's candidate values (esrrf_rgc) */
   long rstride, pstride;    /* floats per grid row, per plane */
   int dy_rows, rows2;       /* 2·(macro-pixel row), 2R */
   int row_hi;               /* the last raw grid row in bounds */
-  float tso, ey;
+  float tso;
   floatv ex, ex2;           /* both vectors' lanes' e_x */
   intv lo, hi, lo2, hi2;    /* both vectors' lanes' candidate columns in
                              * bounds (esrrf_col_range) */
@@ -275,14 +279,14 @@ esrrf_terms(const esrrf_lanes *k, __global const esrrf_vcand *cd, int e0,
   const floatv zero = 0;
   for (int e = e0; e < e1; e++) {
     esrrf_vcand c = cd[e];
-    int hy = c.row + k->dy_rows;
+    __global const float *p = k->gxr + c.off;
     if (border) { /* the reference's 0 < hy / 2 <= R·M − 1, exact */
+      int hy = c.row + k->dy_rows;
       if (hy < 1 || hy > k->row_hi) continue;
-      hy = min(hy, k->rows2);
+      p = k->gx + min(hy, k->rows2) * k->rstride + (c.off - c.row * k->rstride);
     }
-    __global const float *p = k->gx + hy * k->rstride + c.slot;
-    float dy = c.dy0 + k->ey;
-    float w0 = c.w0 + c.wb * k->ey, id0 = c.id0 + c.qb * k->ey;
+    __global const float *r = k->vr + 3 * e;
+    float dy = r[0], w0 = r[1], id0 = r[2];
     ESRRF_TERM(p, k->ex, k->lo, k->hi, rgc, wsum);
     ESRRF_TERM(p + ESRRF_LANES, k->ex2, k->lo2, k->hi2, rgc2, wsum2);
   }
@@ -373,7 +377,9 @@ __kernel void esrrf_rgc(__global const float *grid, __global const float *ivs,
                         __global const int *vcand_at,
                         __global const float *lane, int n_frames, int rows,
                         int cols, int mag, int start, int win, float tso,
-                        float sens, int margin, int weight, int gw) {
+                        float sens, int margin, int weight, int gw,
+                        __global const float *vrow,
+                        __global const int *vcls) {
   int gid = (int)get_global_id(0), l = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
@@ -398,7 +404,8 @@ __kernel void esrrf_rgc(__global const float *grid, __global const float *ivs,
   k.rows2 = 2 * rows;
   k.row_hi = 2 * (rows_m - 1);
   k.tso = tso;
-  k.ey = rgc_shift(py, y, mag);
+  k.gxr = k.gx + k.dy_rows * k.rstride;
+  k.vr = vrow + vcls[y];
   long lplane = (long)mag * ((cols + ESRRF_PAD - 1) / ESRRF_PAD) * ESRRF_PAD;
   __global const float *ln =
       lane + px * ((cols + ESRRF_PAD - 1) / ESRRF_PAD) * ESRRF_PAD + k0;

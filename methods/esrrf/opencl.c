@@ -149,6 +149,7 @@ typedef struct chained {
   size_t batch, per_frame[B_COUNT];
   size_t global[K_COUNT][3];
   cl_mem vcand, vcand_at; /* the phase pairs' candidate samples */
+  cl_mem vrow, vcls;      /* their per-row values (cl_row_tables) */
   cl_mem ex;              /* per column phase, its pixels' e_x and
                            * intensity taps (cl_lane_table) */
   int lanes;              /* esrrf.cl's ESRRF_LANES */
@@ -410,19 +411,87 @@ static int cl_lane_table(chained *s) {
   return rc;
 }
 
-/* One candidate sample of a phase pair, as esrrf.cl's esrrf_vcand. */
+/* One candidate sample of a phase pair, as esrrf.cl's esrrf_vcand, and
+ * what only the host keeps of it: its y offset, weight, 1/d and their
+ * slopes along y, which cl_row_tables folds into each row's values. */
 typedef struct cl_vcand {
-  cl_int row, col, slot;
-  cl_float dx0, dy0, w0, id0, wa, wb, qa, qb;
+  cl_int row, col, off;
+  cl_float dx0, wa, qa;
 } cl_vcand;
+
+typedef struct cl_vcand_y {
+  float dy0, w0, id0, wb, qb;
+} cl_vcand_y;
+
+/* The per-row candidate values (esrrf.cl, esrrf_rgc's `vrow`): an output
+ * row y of phase py = y mod M reads the candidates of the phase pairs
+ * (py, ·) with e_y = rgc_shift(py, y, M), the centre rounding of its row,
+ * as dy = dy0 + e_y, w0 + wb·e_y, id0 + qb·e_y, in float (no contraction:
+ * the kernel computed the same three values per work-item before). Rows
+ * share a block where their e_y is equal (a few distinct values per
+ * phase); vcls[y] is the block's offset less 3·(the first candidate of
+ * py's pairs), so candidate e of row y is at vrow[vcls[y] + 3e]. */
+static int cl_row_tables(chained *s, const cl_vcand_y *cy, const cl_int *at) {
+  const esrrf_geom *g = &s->g;
+  const method_call *c = s->c;
+  int m = g->mag, rows_m = g->rows_m;
+  cl_int *cls = malloc((size_t)rows_m * sizeof *cls);
+  float *ey = malloc((size_t)rows_m * sizeof *ey); /* distinct, per py */
+  int *first = malloc((size_t)rows_m * sizeof *first);
+  size_t cap = 0, n = 0;
+  float *t = NULL;
+  int rc = cls && ey && first ? QS_OK : QS_ENOMEM;
+  for (int py = 0; !rc && py < m; py++) {
+    int e0 = at[2 * py * m], e1 = at[2 * (py + 1) * m], nd = 0;
+    for (int y = py; !rc && y < rows_m; y += m) {
+      float e = rgc_shift(py, y, m);
+      int k = 0;
+      while (k < nd && ey[k] != e) k++;
+      if (k == nd) { /* a new block */
+        size_t need = n + 3 * (size_t)(e1 - e0);
+        if (need > cap) {
+          size_t nc = need > 2 * cap ? need : 2 * cap;
+          float *nt = realloc(t, nc * sizeof *t);
+          if (!nt) {
+            rc = QS_ENOMEM;
+            break;
+          }
+          t = nt;
+          cap = nc;
+        }
+        ey[nd] = e;
+        first[nd++] = (int)n;
+        for (int q = e0; q < e1; q++) {
+          float pw = cy[q].wb * e, pq = cy[q].qb * e;
+          t[n++] = cy[q].dy0 + e;
+          t[n++] = cy[q].w0 + pw;
+          t[n++] = cy[q].id0 + pq;
+        }
+      }
+      cls[y] = first[k] - 3 * e0;
+    }
+  }
+  if (rc)
+    snprintf(c->err, c->err_len, "esrrf: no memory for the row tables");
+  if (!rc)
+    rc = cl_lists_up(s, t ? t : (void *)cls, (n ? n : 1) * sizeof *t,
+                     &s->vrow, cls, (size_t)rows_m * sizeof *cls, &s->vcls);
+  free(t);
+  free(cls);
+  free(ey);
+  free(first);
+  return rc;
+}
 
 /* The candidate lists (esrrf.cl, esrrf_rgc): per phase pair, from its
  * first pixel (row py, column px; a pixel k macro-pixels further then has
  * the offset c_rep + k − c_x, exact, to add), in the reference's window
  * order, the sure candidates (distance below tSO minus the centre-rounding
- * slack) then those near the disk's edge, each with its grid position,
- * offsets, weight (the reference's float), 1/d and their slopes
- * (fused_vec.h's model, w' = w·(4/d − 8d/tSS)); d = 0 dropped (weight 0,
+ * slack) then those near the disk's edge, each with its grid position
+ * (row, column, and row·2gw + slot in the grid's layout), offsets, weight
+ * (the reference's float), 1/d and their slopes (fused_vec.h's model,
+ * w' = w·(4/d − 8d/tSS); the y parts go to cl_row_tables); d = 0 dropped
+ * (weight 0,
  * and every pixel of the pair has d = 0 there up to its centre rounding).
  * Offsets at[2·ph] (sure), at[2·ph + 1] (near), at[2·ph + 2] (end).
  * Uploaded once per call (counted: s->cand_bytes). */
@@ -431,8 +500,9 @@ static int cl_vcandidates(chained *s) {
   const method_call *c = s->c;
   size_t m = (size_t)g->mag, win = (size_t)(g->k.end - g->k.start);
   cl_vcand *cand = malloc(m * m * win * win * sizeof *cand);
+  cl_vcand_y *cy = malloc(m * m * win * win * sizeof *cy);
   cl_int *at = malloc((2 * m * m + 1) * sizeof *at);
-  int rc = cand && at ? QS_OK : QS_ENOMEM;
+  int rc = cand && cy && at ? QS_OK : QS_ENOMEM;
   if (rc)
     snprintf(c->err, c->err_len, "esrrf: no memory for the candidate lists");
   double side = g->rows > g->cols ? g->rows : g->cols;
@@ -458,10 +528,9 @@ static int cl_vcandidates(chained *s) {
           rgc_lin l =
               rgc_lin_at(dx, dy, d, w0, rgc_weight_slope(w0, d, g->k.tss));
           int hy = by + j, hx = bx + i, odd = hx & 1;
-          cand[n++] = (cl_vcand){hy,    hx,    odd * gw + lp + (hx - odd) / 2,
-                                 dx,    dy,    l.w0,
-                                 l.id0, l.wa,  l.wb,
-                                 l.qa,  l.qb};
+          cl_int at_slot = odd * gw + lp + (hx - odd) / 2;
+          cy[n] = (cl_vcand_y){dy, l.w0, l.id0, l.wb, l.qb};
+          cand[n++] = (cl_vcand){hy, hx, hy * 2 * gw + at_slot, dx, l.wa, l.qa};
         }
     }
   }
@@ -469,7 +538,9 @@ static int cl_vcandidates(chained *s) {
   if (!rc)
     rc = cl_lists_up(s, cand, (size_t)(n ? n : 1) * sizeof *cand, &s->vcand,
                      at, (2 * m * m + 1) * sizeof *at, &s->vcand_at);
+  if (!rc) rc = cl_row_tables(s, cy, at);
   free(cand);
+  free(cy);
   free(at);
   return rc ? rc : cl_lane_table(s);
 }
@@ -657,6 +728,8 @@ static int cl_setup(chained *s) {
   e |= clSetKernelArg(kr, 15, sizeof margin, &margin);
   e |= clSetKernelArg(kr, 16, sizeof weight, &weight);
   e |= clSetKernelArg(kr, 17, sizeof gw, &gw);
+  e |= clSetKernelArg(kr, 18, sizeof s->vrow, &s->vrow);
+  e |= clSetKernelArg(kr, 19, sizeof s->vcls, &s->vcls);
   rc = cl_status(e, "setting the chain's arguments", err, len);
 
   size_t gsz[K_COUNT][2] = {{(size_t)g->cols, 2 * (size_t)g->rows + 1},
@@ -699,6 +772,8 @@ static void cl_release(chained *s) {
   if (s->vcand) clReleaseMemObject(s->vcand);
   if (s->ex) clReleaseMemObject(s->ex);
   if (s->vcand_at) clReleaseMemObject(s->vcand_at);
+  if (s->vrow) clReleaseMemObject(s->vrow);
+  if (s->vcls) clReleaseMemObject(s->vcls);
   for (int i = 0; i < K_COUNT; i++)
     if (s->k[i]) clReleaseKernel(s->k[i]);
 }
