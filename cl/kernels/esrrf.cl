@@ -75,29 +75,49 @@ inline float esrrf_tapsum(const __global float *p, const esrrf_taps *t) {
 }
 
 /* The grid's column sums, separable step 1: for grid row a and input
- * column c, both Roberts gradients of the row taps' pixels times their
- * weights (cr_vsum's order). vs holds per frame two planes (column, row
- * gradient) of (2R + 1) × C. global (C, 2R + 1, frames); taps: the grid
- * rows' taps, then the grid columns'. */
+ * columns c0 .. c0 + ESRRF_LANES − 1, both Roberts gradients of the row
+ * taps' pixels times their weights (cr_vsum's order), one vector of
+ * columns per work-item where the chunk is whole and away from column 0
+ * (whose left neighbour is clamped), else column by column: the same sums
+ * either way. vs holds per frame two planes (column, row gradient) of
+ * (2R + 1) × C. global (ceil(C / ESRRF_LANES), 2R + 1, frames); taps: the
+ * grid rows' taps, then the grid columns'. */
 __kernel void esrrf_gvsum(__global const float *in, __global float *vs,
                           int n_frames, int rows, int cols,
                           __global const esrrf_taps *taps) {
-  int c = (int)get_global_id(0), a = (int)get_global_id(1);
+  int c0 = (int)get_global_id(0) * ESRRF_LANES, a = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
   const __global float *img = in + (long)f * rows * cols;
   esrrf_taps rt = taps[a];
-  QS_ACC pc = 0, pr = 0; /* both gradients from one pass over the taps */
-  for (int i = 0; i < 4; i++) {
-    float gc, gr;
-    rc_at(img, cols, rt.at[i], c, &gc, &gr);
-    pc = pc + (QS_ACC)gc * rt.w[i];
-    pr = pr + (QS_ACC)gr * rt.w[i];
-  }
   long plane = (long)(2 * rows + 1) * cols;
-  __global float *o = vs + (long)f * 2 * plane + (long)a * cols + c;
-  o[0] = (float)pc;
-  o[plane] = (float)pr;
+  __global float *o = vs + (long)f * 2 * plane + (long)a * cols + c0;
+  if (c0 >= 1 && c0 + ESRRF_LANES <= cols) {
+    floatv pc = 0, pr = 0;
+    for (int i = 0; i < 4; i++) {
+      int r = rt.at[i], r0 = r > 0 ? r - 1 : 0;
+      const __global float *row = img + (long)r * cols + c0;
+      const __global float *prev = img + (long)r0 * cols + c0;
+      floatv up = vloadv(0, prev), left = vloadv(0, row - 1);
+      floatv here = vloadv(0, row), diag = vloadv(0, prev - 1);
+      pc = pc + RC_COL(up, left, here, diag) * rt.w[i];
+      pr = pr + RC_ROW(up, left, here, diag) * rt.w[i];
+    }
+    vstorev(pc, 0, o);
+    vstorev(pr, 0, o + plane);
+    return;
+  }
+  for (int c = c0; c < min(cols, c0 + ESRRF_LANES); c++) {
+    QS_ACC pc = 0, pr = 0; /* both gradients from one pass over the taps */
+    for (int i = 0; i < 4; i++) {
+      float gc, gr;
+      rc_at(img, cols, rt.at[i], c, &gc, &gr);
+      pc = pc + (QS_ACC)gc * rt.w[i];
+      pr = pr + (QS_ACC)gr * rt.w[i];
+    }
+    o[c - c0] = (float)pc;
+    o[c - c0 + plane] = (float)pr;
+  }
 }
 
 /* Slots [s0, s0 + ESRRF_LANES) of parity part p of grid row a of frame
@@ -449,19 +469,32 @@ __kernel void esrrf_rgc(__global const float *grid, __global const float *ivs,
 }
 
 /* The ×M Catmull-Rom intensity, separable step 1: for output row y and
- * input column c, the row taps' pixels times their weights (step 2 is in
- * esrrf_rgc). global (C, R·M, frames); taps: the output rows' taps. */
+ * input columns c0 .. c0 + ESRRF_LANES − 1, the row taps' pixels times
+ * their weights, one vector per work-item where the chunk is whole, else
+ * column by column, in the same order (step 2 is in esrrf_rgc).
+ * global (ceil(C / ESRRF_LANES), R·M, frames); taps: the output rows'
+ * taps. */
 __kernel void esrrf_magv(__global const float *in, __global float *vs,
                          int n_frames, int rows, int cols,
                          __global const esrrf_taps *taps) {
-  int c = (int)get_global_id(0), y = (int)get_global_id(1);
+  int c0 = (int)get_global_id(0) * ESRRF_LANES, y = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
   int rows_m = (int)get_global_size(1);
-  const __global float *img = in + (long)f * rows * cols + c;
+  const __global float *img = in + (long)f * rows * cols + c0;
+  __global float *o = vs + ((long)f * rows_m + y) * cols + c0;
   esrrf_taps rt = taps[y];
-  float p = 0;
-  for (int i = 0; i < 4; i++)
-    p = p + img[(long)rt.at[i] * cols] * rt.w[i];
-  vs[((long)f * rows_m + y) * cols + c] = p;
+  if (c0 + ESRRF_LANES <= cols) {
+    floatv p = 0;
+    for (int i = 0; i < 4; i++)
+      p = p + vloadv(0, img + (long)rt.at[i] * cols) * rt.w[i];
+    vstorev(p, 0, o);
+    return;
+  }
+  for (int c = 0; c < cols - c0; c++) {
+    float p = 0;
+    for (int i = 0; i < 4; i++)
+      p = p + img[(long)rt.at[i] * cols + c] * rt.w[i];
+    o[c] = p;
+  }
 }

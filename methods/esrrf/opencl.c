@@ -732,10 +732,12 @@ static int cl_setup(chained *s) {
   e |= clSetKernelArg(kr, 19, sizeof s->vcls, &s->vcls);
   rc = cl_status(e, "setting the chain's arguments", err, len);
 
-  size_t gsz[K_COUNT][2] = {{(size_t)g->cols, 2 * (size_t)g->rows + 1},
+  /* the separable kernels: a vector of columns or slots per work-item */
+  size_t chunks = ((size_t)g->cols + (size_t)s->lanes - 1) / (size_t)s->lanes;
+  size_t gsz[K_COUNT][2] = {{chunks, 2 * (size_t)g->rows + 1},
                             {2 * (size_t)gw / (size_t)s->lanes,
                              2 * (size_t)g->rows + 1},
-                            {(size_t)g->cols, (size_t)g->rows_m},
+                            {chunks, (size_t)g->rows_m},
                             {((size_t)g->cols + 2 * (size_t)s->lanes - 1) /
                                  (2 * (size_t)s->lanes) * (size_t)g->mag,
                              (size_t)g->rows_m}};
