@@ -376,9 +376,11 @@ esrrf_store(floatv rgc, floatv wsum, float sens, int weight,
  * x_l = (k0 + l)·M + px, l < 2·ESRRF_LANES (two vectors), of frame f;
  * margins 0. global (ceil(C / (2·LANES))·M, R·M, frames): index (g, l) is
  * lane group g mod ceil(C / (2·LANES)) of column phase
- * g / ceil(C / (2·LANES)), and row
- * y = (l mod R)·M + l / R (so neighbouring work-items share a phase
- * pair). Every pixel of a phase pair reads the grid 2m half-pixels from
+ * g / ceil(C / (2·LANES)), and row y = l: work-items along dimension 0
+ * share a row (and in runs of the groups, a phase pair: a GPU's warp
+ * shares the candidate loads and the loop count), and neighbouring rows
+ * read nearly the same grid rows, so that a work-group's share of the
+ * grid stays in cache at large frames. Every pixel of a phase pair reads the grid 2m half-pixels from
  * its representative's m macro-pixels away: its centre (x + 0.5)/M is
  * k + (px + 0.5)/M up to a rounding smaller than 1/(2M) below
  * RGC_MAX_SIDE, which never moves 2·centre across an integer (that part
@@ -405,7 +407,7 @@ __kernel void esrrf_rgc(__global const float *grid, __global const float *ivs,
   if (f >= n_frames) return;
   int groups = (cols + 2 * ESRRF_LANES - 1) / (2 * ESRRF_LANES);
   int k0 = (gid % groups) * 2 * ESRRF_LANES, px = gid / groups;
-  int y = (l % rows) * mag + l / rows;
+  int y = l;
   int cols_m = cols * mag, rows_m = rows * mag;
   __global float *orow = out + ((long)f * rows_m + y) * cols_m;
   int lanes = min(2 * ESRRF_LANES, cols - k0), x0 = k0 * mag + px;
