@@ -125,11 +125,13 @@ __kernel void esrrf_gvsum(__global const float *in, __global float *vs,
  * gradients at those half-pixel columns, from the column sums, as the
  * unit gradient, one vector per plane. stab (host: cl_slot_taps): per
  * part, the taps of the (clamped) column each slot holds, eight planes of
- * gw floats: the four input columns (exact), then the four weights. Where
- * the chunk's columns are consecutive input columns for every tap (all
- * but the chunks at the image's edges), the sums are four vector
- * multiply-adds over contiguous column sums; where every slot holds the
- * same column (the padding), one sum for all; else lane by lane. Either
+ * gw floats: the four input columns (exact), then the four weights; then
+ * per chunk (this work-item's index 0) its kind, decided on the host
+ * (vector tests cost more than the sums in PoCL's build): 1 where the
+ * chunk's columns are consecutive input columns for every tap (all but
+ * the chunks at the image's edges): four vector multiply-adds over
+ * contiguous column sums; 2 where every slot holds the same column (the
+ * padding): one sum for all; 0 lane by lane. Either
  * way each lane sums as esrrf_tapsum (the same terms in the same order),
  * and the padding slots hold their clamped column's value without a
  * second pass. gw is a multiple of ESRRF_LANES (opencl.c,
@@ -145,47 +147,33 @@ __kernel void esrrf_grid(__global const float *vs, __global float *grid,
   long plane = (long)(2 * rows + 1) * cols;
   const __global float *pc = vs + (long)f * 2 * plane + (long)a * cols;
   const __global float *t = stab + (long)part * 8 * gw + s0;
-  floatv at[4], w[4];
-  float iota[ESRRF_LANES];
-  for (int i = 0; i < ESRRF_LANES; i++)
-    iota[i] = (float)i;
-  int regular = 1, uniform = 1;
-  for (int j = 0; j < 4; j++) {
-    at[j] = vloadv(0, t + j * gw);
-    w[j] = vloadv(0, t + (4 + j) * gw);
-    regular &= all(at[j] == at[j].s0 + vloadv(0, iota));
-    uniform &= all(at[j] == at[j].s0) & all(w[j] == w[j].s0);
-  }
+  int kind = (int)stab[16L * gw + ch];
   const floatv zero = 0;
   floatv sx = zero, sy = zero;
-  if (uniform) { /* padding past the last column: one clamped column */
+  if (kind == 1) { /* consecutive columns */
+    for (int j = 0; j < 4; j++) {
+      const __global float *q = pc + (int)t[j * gw];
+      floatv w = vloadv(0, t + (4 + j) * gw);
+      sx = sx + vloadv(0, q) * w;
+      sy = sy + vloadv(0, q + plane) * w;
+    }
+  } else if (kind == 2) { /* padding past the last column: one column */
     float x = 0, y = 0;
     for (int j = 0; j < 4; j++) {
-      int c = (int)at[j].s0;
-      x = x + pc[c] * w[j].s0;
-      y = y + pc[c + plane] * w[j].s0;
+      int c = (int)t[j * gw];
+      x = x + pc[c] * t[(4 + j) * gw];
+      y = y + pc[c + plane] * t[(4 + j) * gw];
     }
     sx = x;
     sy = y;
-  } else if (regular) {
-    for (int j = 0; j < 4; j++) {
-      const __global float *q = pc + (int)at[j].s0;
-      sx = sx + vloadv(0, q) * w[j];
-      sy = sy + vloadv(0, q + plane) * w[j];
-    }
   } else {
-    float xa[ESRRF_LANES], ya[ESRRF_LANES], aa[4][ESRRF_LANES],
-        wa[4][ESRRF_LANES];
-    for (int j = 0; j < 4; j++) {
-      vstorev(at[j], 0, aa[j]);
-      vstorev(w[j], 0, wa[j]);
-    }
+    float xa[ESRRF_LANES], ya[ESRRF_LANES];
     for (int i = 0; i < ESRRF_LANES; i++) {
       float x = 0, y = 0;
       for (int j = 0; j < 4; j++) {
-        int c = (int)aa[j][i];
-        x = x + pc[c] * wa[j][i];
-        y = y + pc[c + plane] * wa[j][i];
+        int c = (int)t[j * gw + i];
+        x = x + pc[c] * t[(4 + j) * gw + i];
+        y = y + pc[c + plane] * t[(4 + j) * gw + i];
       }
       xa[i] = x;
       ya[i] = y;

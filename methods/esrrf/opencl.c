@@ -548,14 +548,16 @@ static int cl_vcandidates(chained *s) {
 /* What esrrf_grid reads per slot (esrrf.cl): per parity part p of a grid
  * row, for slot s (grid column b = 2(s − lp) + p clamped to [0, 2C], the
  * padding's clamped copies included), eight planes of gw floats: the four
- * input columns of b's taps (exact in float), then their weights; ct: the
- * grid columns' taps (cl_taps_of). */
+ * input columns of b's taps (exact in float), then their weights; then
+ * per chunk of ESRRF_LANES slots (both parts) its kind; ct: the grid
+ * columns' taps (cl_taps_of). */
 static int cl_slot_taps(chained *s, const cl_taps *ct) {
   const esrrf_geom *g = &s->g;
   const method_call *c = s->c;
   int gw, lp;
   cl_grid_layout(g, &gw, &lp);
-  size_t n = 2 * 8 * (size_t)gw;
+  size_t lanes = (size_t)s->lanes, chunks = (size_t)gw / lanes;
+  size_t n = 2 * 8 * (size_t)gw + 2 * chunks;
   float *t = malloc(n * sizeof *t);
   if (!t) {
     snprintf(c->err, c->err_len, "esrrf: no memory for the slot taps");
@@ -571,6 +573,19 @@ static int cl_slot_taps(chained *s, const cl_taps *ct) {
         o[(size_t)(4 + j) * (size_t)gw] = ct[b].w[j];
       }
     }
+  /* each chunk's kind: 1 consecutive columns for every tap, 2 one column
+   * in every slot, 0 neither */
+  for (size_t k = 0; k < 2 * chunks; k++) {
+    const float *o = t + k / chunks * 8 * (size_t)gw + k % chunks * lanes;
+    int regular = 1, uniform = 1;
+    for (size_t j = 0; j < 8; j++)
+      for (size_t i = 1; i < lanes; i++) {
+        float v0 = o[j * (size_t)gw], v = o[j * (size_t)gw + i];
+        regular &= j >= 4 || v == v0 + (float)i;
+        uniform &= v == v0;
+      }
+    t[16 * (size_t)gw + k] = uniform ? 2.0f : regular ? 1.0f : 0.0f;
+  }
   int rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                         n * sizeof *t, t, "grid slot taps", &s->stab, c->err,
                         c->err_len);
