@@ -331,14 +331,9 @@ esrrf_store(floatv rgc, floatv wsum, float sens, int weight,
   }
   int regular = 0;
   if (weight) {
-    floatv first = vloadv(0, ln + 5 * lplane);
-    float f0 = first.s0;
-    float ia[ESRRF_LANES];
-    for (int i = 0; i < ESRRF_LANES; i++)
-      ia[i] = f0 + (float)i;
-    regular = f0 >= 0 && lanes >= ESRRF_LANES && all(first == vloadv(0, ia));
+    regular = ln[6 * lplane] != 0; /* consecutive first columns, all valid */
     if (regular) {
-      __global const float *p = irow + (int)f0;
+      __global const float *p = irow + (int)ln[5 * lplane];
       floatv q = zero;
       for (int j = 0; j < 4; j++)
         q = q + vloadv(0, p + j) * vloadv(0, ln + (1 + j) * lplane);
@@ -375,11 +370,13 @@ esrrf_store(floatv rgc, floatv wsum, float sens, int weight,
  * is an integer or at least 1/M from one). lane: per column phase px and
  * its pixels k = 0, 1, ... (padded to a multiple of ESRRF_PAD), planes
  * e_x (rgc_shift's, made on the host in the C code's rounding), the four
- * intensity weights and the first input column (−1: fewer than four
- * valid; opencl.c, cl_lane_table). The intensity: the output columns'
- * taps over the row's column sums (ivs, esrrf_magv), as vectors where the
- * lanes' first columns are consecutive (the same sums in the same order
- * as esrrf_tapsum), else from itaps (after the R·M rows' taps). */
+ * intensity weights, the first input column (−1: fewer than four
+ * valid) and whether the vector of lanes from k has consecutive valid
+ * first columns (opencl.c, cl_lane_table). The intensity: the output
+ * columns' taps over the row's column sums (ivs, esrrf_magv), as vectors
+ * where the lanes' first columns are consecutive (the same sums in the
+ * same order as esrrf_tapsum), else from itaps (after the R·M rows'
+ * taps). */
 __kernel void esrrf_rgc(__global const float *grid, __global const float *ivs,
                         __global const esrrf_taps *itaps,
                         __global float *out,

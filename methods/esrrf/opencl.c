@@ -369,19 +369,24 @@ static void cl_taps_of(const cr_taps *ct, cl_taps *t) {
 
 /* What esrrf_rgc reads per lane (esrrf.cl, its `lane` table): per column
  * phase px, for its pixels x = px + k·M, k = 0, 1, ... padded to a
- * multiple of ESRRF_CL_MAX_LANES, six planes: e_x (the centre rounding),
- * the four Catmull-Rom weights of x's ×M intensity (cl_taps_of's, the
- * shift_magnify method's), and the first of its four input columns as a
- * float (exact), −1 where fewer than four are valid (the kernel then takes
- * the tap table). Uploaded once per call with the candidate lists. */
+ * multiple of ESRRF_CL_MAX_LANES, seven planes: e_x (the centre
+ * rounding), the four Catmull-Rom weights of x's ×M intensity
+ * (cl_taps_of's, the shift_magnify method's), the first of its four input
+ * columns as a float (exact), −1 where fewer than four are valid (the
+ * kernel then takes the tap table), and 1 where the vector of lanes
+ * starting at k has consecutive first columns, all valid (the kernel's
+ * vector intensity; decided here, as a vector test costs more than the
+ * sums in PoCL's build). Uploaded once per call with the candidate
+ * lists. */
 static int cl_lane_table(chained *s) {
   const esrrf_geom *g = &s->g;
   const method_call *c = s->c;
   size_t m = (size_t)g->mag;
   size_t kp = ((size_t)g->cols + ESRRF_CL_MAX_LANES - 1) /
               ESRRF_CL_MAX_LANES * ESRRF_CL_MAX_LANES;
-  size_t plane = m * kp, bytes = 6 * plane * sizeof(float);
-  float *t = calloc(6 * plane, sizeof *t);
+  size_t plane = m * kp, bytes = 7 * plane * sizeof(float);
+  size_t lanes = (size_t)s->lanes;
+  float *t = calloc(7 * plane, sizeof *t);
   if (!t) {
     snprintf(c->err, c->err_len, "esrrf: no memory for the lane table");
     return QS_ENOMEM;
@@ -400,6 +405,14 @@ static int cl_lane_table(chained *s) {
       for (int j = 0; j < 4; j++)
         t[(size_t)(1 + j) * plane + at] = ts.w[j];
       if (ct.n == 4) t[5 * plane + at] = (float)ct.first;
+    }
+  for (size_t px = 0; px < m; px++)
+    for (size_t k = 0; k + lanes <= kp; k++) {
+      const float *f0 = t + 5 * plane + px * kp + k;
+      int regular = f0[0] >= 0;
+      for (size_t i = 1; i < lanes; i++)
+        regular &= f0[i] == f0[0] + (float)i;
+      t[6 * plane + px * kp + k] = (float)regular;
     }
   int rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                         bytes, t, "lane table", &s->ex, c->err, c->err_len);
