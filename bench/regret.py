@@ -15,7 +15,15 @@ the CPU/OpenCL and serial/threaded crossovers on this machine:
      learning;
   3. forced: every available implementation (or, for a case that names
      some, those and every one the engine chose), REPEATS calls each, in
-     that store; the oracle is the fastest median.
+     that store, interleaved: REPEATS rounds, each running every
+     implementation once in a shuffled order (seeded), so that a change of
+     the machine's load falls on all of them alike; the oracle is the
+     fastest median. Runs of one implementation here vary by tens of per
+     cent from one process to the next (the threaded schedules of the
+     memory-bound methods overlap completely), so a regret is only
+     "resolved" when the chosen implementation's fastest run is slower
+     than the oracle's median; otherwise it is within the noise of REPEATS
+     runs, marked with a tilde, and the summary counts both.
 Per case it reports the oracle, the cold and the warm choice, regret =
 chosen's forced median / oracle - 1 (the decision's cost), the cold call's
 regret including calibration ((run + calibration) / oracle - 1), the
@@ -27,12 +35,23 @@ reusing what the previous one freed, is not in either time). A summary
 gives medians and worst cases. Measured, never asserted: numbers depend on
 the machine and its load (printed with the table).
 
+With --spread N it measures only whether the implementations of the
+cases differ at all: N interleaved rounds of forced runs (one process per
+run, a shuffled order per round), and per implementation the min,
+quartiles, and, paired within each round (same moment, same load), the
+median ratio to the implementation with the fastest median and how often
+it beat that one. Implementations whose paired ratio stays near 1 and win
+about half the rounds are one choice on this machine: no engine can
+choose among them better than chance, and no regret among them is real.
+
 Usage: regret.py [--qs PATH] [--work DIR] [--quick] [--cases I,J,...]
-                 [--repeats N] [--warm N] [--json FILE] [--markdown FILE]
+                 [--repeats N] [--warm N] [--seed N] [--spread N]
+                 [--json FILE] [--markdown FILE]
 """
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -101,25 +120,49 @@ def fresh(db):
             pass
 
 
-def case(qs, work, method, size, params, repeats, warm, only=None):
+def resolved(chosen, oracle):
+    """Whether the chosen implementation's runs are slower than the
+    oracle's beyond their overlap: its fastest over the oracle's median."""
+    return min(chosen) > statistics.median(oracle)
+
+
+def stack(qs, work, size):
+    """The simulated input of a size (made once in WORK)."""
     f, r, c = size
     inp = os.path.join(work, f'in_{f}x{r}x{c}.tif')
     if not os.path.exists(inp):
         run([qs, 'simulate', '-o', inp, '--frames', str(f), '--rows',
              str(r), '--cols', str(c), '-q'])
+    return inp
+
+
+def interleaved(qs, db, method, inp, out, params, impls, rounds, rng):
+    """Forced runs' seconds per implementation: ROUNDS rounds, each
+    running every implementation once in a shuffled order."""
+    runs = {i: [] for i in impls}
+    for _ in range(rounds):
+        order = impls[:]
+        rng.shuffle(order)
+        for impl in order:
+            runs[impl].append(
+                qs_run(qs, db, method, inp, out, params, impl)['seconds'])
+    return runs
+
+
+def case(qs, work, method, size, params, repeats, warm, rng, only=None):
+    f, r, c = size
+    inp = stack(qs, work, size)
     out = os.path.join(work, 'out.tif')
     db = os.path.join(work, 'regret.db')
     fresh(db)
     cold = qs_run(qs, db, method, inp, out, params)
     warms = [qs_run(qs, db, method, inp, out, params) for _ in range(warm)]
-    forced = {}
     chosen = {cold['impl']} | {w['impl'] for w in warms}
-    for impl in impls_of(qs, method):
-        if only and impl not in only and impl not in chosen:
-            continue
-        forced[impl] = statistics.median(
-            qs_run(qs, db, method, inp, out, params, impl)['seconds']
-            for _ in range(repeats))
+    impls = [i for i in impls_of(qs, method)
+             if not only or i in only or i in chosen]
+    runs = interleaved(qs, db, method, inp, out, params, impls, repeats,
+                       rng)
+    forced = {i: statistics.median(t) for i, t in runs.items()}
     oracle_impl = min(forced, key=forced.get)
     oracle = forced[oracle_impl]
     settled = [x for x in warms if x['reason'] not in LEARNING]
@@ -134,7 +177,11 @@ def case(qs, work, method, size, params, repeats, warm, only=None):
         'cold_run_s': cold['seconds'],
         'cold_calib_s': cold['calibration_seconds'],
         'cold_process_s': cold['process_seconds'],
-        'warm': w['impl'],
+        'warm': w['impl'], 'load': os.getloadavg()[0],
+        'oracle_min_s': min(runs[oracle_impl]),
+        'cold_resolved': resolved(runs[cold['impl']], runs[oracle_impl]),
+        'warm_resolved': resolved(runs[w['impl']], runs[oracle_impl]),
+        'runs': runs,
         'cold_regret': forced[cold['impl']] / oracle - 1,
         'cold_regret_total': (cold['seconds'] + cold['calibration_seconds'])
         / oracle - 1,
@@ -150,6 +197,38 @@ def case(qs, work, method, size, params, repeats, warm, only=None):
     return row
 
 
+def spread(qs, work, method, size, params, rounds, rng, only=None):
+    """Interleaved forced runs: the statistics of each implementation and
+    its per-round ratio to the one with the fastest median."""
+    f, r, c = size
+    inp = stack(qs, work, size)
+    out = os.path.join(work, 'out.tif')
+    db = os.path.join(work, 'spread.db')
+    fresh(db)
+    impls = [i for i in impls_of(qs, method) if not only or i in only]
+    load0 = os.getloadavg()[0]
+    runs = interleaved(qs, db, method, inp, out, params, impls, rounds, rng)
+    fresh(db)
+    best = min(impls, key=lambda i: statistics.median(runs[i]))
+    lines = [f'{method} {f}x{r}x{c}: {rounds} interleaved rounds, load '
+             f'{load0:.1f} to {os.getloadavg()[0]:.1f}', '',
+             '| implementation | min s | q1 | median | q3 | paired ratio '
+             f'to {best} (median, q1-q3) | rounds it beat {best} |',
+             '|---|---|---|---|---|---|---|']
+    for i in impls:
+        q = statistics.quantiles(runs[i], n=4) if rounds > 1 else \
+            [runs[i][0]] * 3
+        ratio = [a / b for a, b in zip(runs[i], runs[best])]
+        rq = statistics.quantiles(ratio, n=4) if rounds > 1 else \
+            [ratio[0]] * 3
+        wins = sum(a < b for a, b in zip(runs[i], runs[best]))
+        lines.append(f'| {i} | {min(runs[i]):.4g} | {q[0]:.4g} | '
+                     f'{q[1]:.4g} | {q[2]:.4g} | {rq[1]:.3f} '
+                     f'({rq[0]:.3f}-{rq[2]:.3f}) | '
+                     f'{"-" if i == best else f"{wins}/{rounds}"} |')
+    return '\n'.join(lines) + '\n', runs
+
+
 def pct(x):
     return f'{100 * x:.0f} %'
 
@@ -157,27 +236,44 @@ def pct(x):
 def table(rows, load):
     out = [f'load average at start {load[0]:.2f}, at end {load[1]:.2f} '
            f'({os.cpu_count()} cores)', '',
-           '| method | size | oracle | oracle s | cold choice | cold regret '
+           'Forced runs interleaved; regret of medians, "~" where the '
+           'chosen one\'s fastest run is not slower than the oracle\'s '
+           'median (within the noise of the runs).', '',
+           '| method | size | load | oracle | oracle median s (min) '
+           '| cold choice | cold regret '
            '| cold incl. calib | calib s | calib share | cold run / warm '
            '| warm choice | warm regret | warm calls\' mean regret |',
-           '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+           '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+
+    def mark(r, key):
+        return ('' if r[key.replace('regret', 'resolved')] else '~') + \
+            pct(r[key])
     for r in rows:
         out.append(
-            f"| {r['method']} | {r['size']} | {r['oracle']} | "
-            f"{r['oracle_s']:.4g} | {r['cold']} ({r['cold_reason']}) | "
-            f"{pct(r['cold_regret'])} | {pct(r['cold_regret_total'])} | "
+            f"| {r['method']} | {r['size']} | {r['load']:.1f} | "
+            f"{r['oracle']} | "
+            f"{r['oracle_s']:.4g} ({r['oracle_min_s']:.4g}) | "
+            f"{r['cold']} ({r['cold_reason']}) | "
+            f"{mark(r, 'cold_regret')} | {pct(r['cold_regret_total'])} | "
             f"{r['cold_calib_s']:.3g} | {pct(r['calib_share'])} | "
             f"{r['cold_vs_warm']:.2f}x | {r['warm']} | "
-            f"{pct(r['warm_regret'])} | {pct(r['warm_mean_regret'])} |")
+            f"{mark(r, 'warm_regret')} | {pct(r['warm_mean_regret'])} |")
     if rows:
         def summary(key):
             v = [r[key] for r in rows]
             return (f'median {pct(statistics.median(v))}, worst '
                     f'{pct(max(v))}')
-        out += ['', f"cold decision regret: {summary('cold_regret')}",
+        def beyond(key):
+            v = [r[key] for r in rows if r[key.replace('regret',
+                                                       'resolved')]]
+            return (f'{len(v)} of {len(rows)} beyond the noise'
+                    + (f', worst of those {pct(max(v))}' if v else ''))
+        out += ['', f"cold decision regret: {summary('cold_regret')} "
+                f"({beyond('cold_regret')})",
+                f"warm decision regret: {summary('warm_regret')} "
+                f"({beyond('warm_regret')})",
                 f"cold regret incl. calibration: "
                 f"{summary('cold_regret_total')}",
-                f"warm decision regret: {summary('warm_regret')}",
                 f"warm calls' mean regret (learning included): "
                 f"{summary('warm_mean_regret')}",
                 "calibration share of calls over 1 s: " + (', '.join(
@@ -195,7 +291,11 @@ def main():
         HERE, '..', 'build', 'tools', 'quicksilver'))
     ap.add_argument('--work', default='/tmp/qs_regret')
     ap.add_argument('--quick', action='store_true')
-    ap.add_argument('--repeats', type=int, default=3)
+    ap.add_argument('--repeats', type=int, default=5)
+    ap.add_argument('--spread', type=int, metavar='N',
+                    help='only N interleaved rounds of forced runs per case')
+    ap.add_argument('--seed', type=int, default=1,
+                    help='order of the interleaved forced runs')
     ap.add_argument('--warm', type=int, default=12)
     ap.add_argument('--cases', help='comma-separated indices into CASES '
                     '(overrides --quick)')
@@ -207,11 +307,28 @@ def main():
             QUICK if a.quick else range(len(CASES)))
     cases = [CASES[i] for i in pick]
     load0 = os.getloadavg()[0]
+    rng = random.Random(a.seed)
+    if a.spread:
+        texts, data = [], []
+        for method, size, params, *only in cases:
+            print(f'spread: {method} {size}', file=sys.stderr, flush=True)
+            text, runs = spread(a.qs, a.work, method, size, params,
+                                a.spread, rng, only[0] if only else None)
+            sys.stdout.write(text + '\n')
+            texts.append(text)
+            data.append({'method': method, 'size': size, 'runs': runs})
+        if a.markdown:
+            with open(a.markdown, 'w') as f:
+                f.write('\n'.join(texts))
+        if a.json:
+            with open(a.json, 'w') as f:
+                json.dump(data, f, indent=1)
+        return
     rows = []
     for method, size, params, *only in cases:
         print(f'regret: {method} {size}', file=sys.stderr, flush=True)
         rows.append(case(a.qs, a.work, method, size, params, a.repeats,
-                         a.warm, only[0] if only else None))
+                         a.warm, rng, only[0] if only else None))
     text = table(rows, (load0, os.getloadavg()[0]))
     sys.stdout.write(text)
     if a.markdown:

@@ -40,6 +40,13 @@
  *    loop by loop (each parallel loop's wall time, its bodies' time per
  *    worker and the rest: hand-over, waking, the wait for the last chunk),
  *    with the cost of an empty parallel loop measured alone.
+ * 5. The temporal statistics alone (methods/esrrf/temporal.c: the
+ *    streaming part of a call), per statistic on the output plane of the
+ *    shape, one thread and all cores: the fold of one frame (seconds, and
+ *    GB/s against the triad by the bytes it must move per pixel: the map
+ *    read, 4, plus the double state read and written, 16·slots) and, once
+ *    per timepoint, the result and the macro-pixel correction
+ *    (temporal_mpc_on); compare with section 3's whole call.
  *
  * Run it on a quiet machine; it prints the load average it started with. */
 #include <math.h>
@@ -53,6 +60,7 @@
 #include "bench/input.h"
 #include "engine/pool.h"
 #include "methods/esrrf/fused.h"
+#include "methods/esrrf/temporal.h"
 #include "methods/methods.h"
 #include "quicksilver.h"
 
@@ -437,6 +445,82 @@ static double rgc_pass_seconds(const fused_variant *pass, const image *in,
   return best;
 }
 
+/* ------------------------------------------------- temporal statistics */
+
+typedef struct stat_job {
+  esrrf_partial *t;
+  const float *map;
+  float *out;
+  uint64_t n;
+  size_t cols;
+} stat_job;
+
+static int stat_add_rows(void *ctx, size_t b, size_t e, int worker) {
+  const stat_job *j = ctx;
+  (void)worker;
+  temporal_add(j->t, j->map, j->n, b * j->cols, e * j->cols);
+  return 0;
+}
+
+static int stat_result_rows(void *ctx, size_t b, size_t e, int worker) {
+  const stat_job *j = ctx;
+  (void)worker;
+  temporal_result(j->t, j->out, b * j->cols, e * j->cols);
+  return 0;
+}
+
+static int pool_call_for(const method_call *c, size_t b, size_t e,
+                         range_fn body, void *ctx) {
+  pool *pl = c->engine_;
+  return pl ? pool_for(pl, b, e, c->sched, c->chunk, body, ctx)
+            : body(ctx, b, e, 0);
+}
+
+/* Section 5 for one statistic on `threads` threads: seconds of the fold
+ * of all frames, per frame, of the timepoint's result and of its
+ * macro-pixel correction (each the min over repeats). */
+static void stat_seconds(int kind, size_t rows_m, size_t cols_m, int mag,
+                         size_t frames, int threads, int repeats,
+                         double *fold, double *result, double *mpc) {
+  *fold = *result = *mpc = 0;
+  size_t px = rows_m * cols_m;
+  esrrf_partial t;
+  float *map = malloc(px * sizeof *map), *out = malloc(px * sizeof *out);
+  pool *pl = NULL;
+  if (threads > 1 && pool_create(&pl, threads)) pl = NULL;
+  if (!map || !out || esrrf_partial_init(&t, kind, rows_m, cols_m)) {
+    free(map);
+    free(out);
+    if (pl) pool_destroy(pl);
+    return;
+  }
+  for (size_t i = 0; i < px; i++) map[i] = 100 + (float)(i * 37 % 1001) / 7;
+  method_call c = {.threads = pl ? threads : 1, .sched = SCHED_STATIC,
+                   .parallel_for = pool_call_for, .engine_ = pl};
+  stat_job j = {.t = &t, .map = map, .out = out, .cols = cols_m};
+  for (int r = -1; r < repeats; r++) {
+    double t0 = now();
+    for (size_t f = 0; f < frames; f++) {
+      j.n = f;
+      pool_call_for(&c, 0, rows_m, stat_add_rows, &j);
+      t.n = f + 1;
+    }
+    double dt = (now() - t0) / (double)frames;
+    if (r >= 0 && (*fold == 0 || dt < *fold)) *fold = dt;
+    t0 = now();
+    pool_call_for(&c, 0, rows_m, stat_result_rows, &j);
+    double t1 = now();
+    temporal_mpc_on(&c, out, rows_m, cols_m, mag);
+    double t2 = now();
+    if (r >= 0 && (*result == 0 || t1 - t0 < *result)) *result = t1 - t0;
+    if (r >= 0 && (*mpc == 0 || t2 - t1 < *mpc)) *mpc = t2 - t1;
+  }
+  esrrf_partial_free(&t);
+  free(map);
+  free(out);
+  if (pl) pool_destroy(pl);
+}
+
 /* -------------------------------------------------------------- report */
 
 typedef struct machine {
@@ -592,6 +676,30 @@ int main(int argc, char **argv) {
           rgc_pass_seconds(passes[k].pass, &in, p, thr[t], repeats, &st);
       if (s > 0) row(passes[k].name, s, thr[t], px, samples, &m);
       if (s > 0) print_stages(&st, thr[t]);
+    }
+  }
+
+  /* The temporal statistics alone. */
+  size_t rows_m = in.rows * (size_t)mag, cols_m = in.cols * (size_t)mag;
+  static const char *const stat_names[] = {"avg", "var", "tac2"};
+  printf("temporal statistics alone on %zu x %zu (min of %d; fold: per "
+         "frame over the %zu frames, GB/s by the bytes it must move; "
+         "result and correction: once per timepoint):\n",
+         rows_m, cols_m, repeats, in.frames);
+  for (int st = TEMPORAL_AVG; st < TEMPORAL_NONE; st++) {
+    double bytes = (double)(rows_m * cols_m) *
+                   (4 + 16 * (double)esrrf_partial_slots(st));
+    int thr[2] = {1, m.cores};
+    for (int k = 0; k < 2; k++) {
+      double fold, res, mpc;
+      stat_seconds(st, rows_m, cols_m, (int)mag, in.frames, thr[k],
+                   repeats, &fold, &res, &mpc);
+      if (fold <= 0) continue;
+      double bw = thr[k] > 1 ? m.bwn : m.bw1;
+      printf("  %-5s %3d  fold %8.3f ms/frame  %6.2f GB/s  %5.1f %% triad"
+             "   result %7.3f ms  correction %7.3f ms\n",
+             stat_names[st], thr[k], 1e3 * fold, bytes / fold / 1e9,
+             100 * bytes / fold / 1e9 / bw, 1e3 * res, 1e3 * mpc);
     }
   }
   engine_close(e);

@@ -110,6 +110,19 @@ long agent_static(const agent_cand *c, size_t n, double work) {
   return best;
 }
 
+/* The cold CPU candidate a small call tries (AGENT_SMALL_CALL): first in
+ * the static order, the one declared last among equals (a method lists a
+ * kind from its reference to its most refined variant); -1 if none. */
+static long small_call_cold(const agent_cand *c, size_t n, double work) {
+  long pick = -1;
+  for (size_t i = n; i-- > 0;)
+    if (!c[i].excluded && c[i].kind != IMPL_OPENCL && agent_cold(&c[i]) &&
+        (pick < 0 ||
+         static_rank(c[i].kind, work) < static_rank(c[pick].kind, work)))
+      pick = (long)i;
+  return pick;
+}
+
 /* Fast-half mean of the newest m of the candidate's walls. */
 static double newest_fast(const agent_cand *c, size_t m) {
   if (m >= c->n_walls || m >= AGENT_WINDOW)
@@ -205,6 +218,16 @@ long agent_choose(const agent_cand *c, size_t n, double work, int static_cold,
   int src;
   agent_estimate(&c[best], work, &src);
   *reason = src == SRC_HISTORY ? "history" : "model";
+  /* A small call whose best has run on the key tries a cold CPU
+   * candidate on the call itself: calibrating it on a slice would cost
+   * about as much (agent.h). OpenCL ones wait for a larger call. */
+  if (cold && src == SRC_HISTORY && best_t < AGENT_SMALL_CALL) {
+    long k = small_call_cold(c, n, work);
+    if (k >= 0) {
+      *reason = "exploration";
+      return k;
+    }
+  }
   /* Verification: a candidate known here only by its model (other keys,
    * calibration slices) and predicted within AGENT_VERIFY of the measured
    * best runs once on this key, so that a model error (a slice that did

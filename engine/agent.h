@@ -31,6 +31,13 @@
  * there counts as tied with it, the tie going to the one with more runs.
  * Once in AGENT_REVISIT calls (by the caller's random state) the close
  * runner-up with the fewest runs is run again. */
+/* A call whose best candidate is predicted under AGENT_SMALL_CALL seconds
+ * is small: slices of it cost about as much as the call (each slice run
+ * pays a run's fixed costs), so calibration stops at the first candidate's
+ * prediction and the other cold CPU candidates are tried on the caller's
+ * own later calls, one a call, once the best has run on the key
+ * (choice.c, calibrate.c). */
+#define AGENT_SMALL_CALL 1e-3
 #define AGENT_CLOSE 1.3
 #define AGENT_EVIDENCE 3
 #define AGENT_TIE 0.03
@@ -83,7 +90,9 @@ int agent_cold(const agent_cand *c);
  * excluded. `reason` receives "history", "model", "verification" (a
  * model-only candidate within AGENT_VERIFY of the best measured one, run
  * once on the key), "exploration" (a close candidate short of evidence or
- * revisited, or a delayed favourite's rival) or "static". With static_cold, any usable cold candidate makes the choice
+ * revisited, a delayed favourite's rival, or a cold CPU candidate tried on
+ * a small call, AGENT_SMALL_CALL) or "static". With static_cold, any
+ * usable cold candidate makes the choice
  * the static order by kind and work; otherwise cold candidates are passed
  * over while some candidate has an estimate. seconds[i] and source[i]
  * (both may be NULL) receive every candidate's estimate. */

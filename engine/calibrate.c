@@ -18,7 +18,9 @@
  *
  * Budget: share (engine_options.calibration_share, default CALIB_SHARE) of
  * the predicted full call, at least CALIB_FLOOR, at most
- * engine_options.calibration_budget when set. The prediction comes from
+ * engine_options.calibration_budget when set. The floor lets a call of a
+ * few ms calibrate something; at 2 ms it was 20-40 % of calls of 5-10 ms
+ * (shift_magnify 10 x 256 x 256 spent 1.5 ms before a 5.3 ms call). The prediction comes from
  * the candidates already known, else from the first candidate's runs on
  * the small slice and on one twice as large per side (a fit through two
  * sizes; later candidates are assumed to scale alike). So a
@@ -26,11 +28,19 @@
  * 10 %; only the first run on the small slice (needed for any number) and
  * a run already started can overshoot, and a candidate starts only while
  * the budget left covers CALIB_NEXT times the slowest small-slice run so
- * far: eSRRF's variants on a slice, in calibration order, take about 1,
- * 0.5-1.5, 7-14 and 50-100 times the first (fused_avx2, fused_vec,
- * fused, the unfused scalar ones), and a 50 x 256 x 256 call spent 11-14 %
- * of itself calibrating when the next could start with the slowest so
- * far left.
+ * far times the spread seen (slowest / fastest): eSRRF's variants on a
+ * slice, in calibration order, take about 1, 0.5-1.5, 7-14 and 50-100
+ * times the first (fused_avx2, fused_vec, fused, the unfused scalar
+ * ones); a 50 x 256 x 256 call spent 11-14 % of itself calibrating when
+ * the next could start with 4x the slowest so far left (the scalar one
+ * started after fused and took two thirds of it).
+ *
+ * Small calls (best predicted under AGENT_SMALL_CALL): a slice run costs
+ * a run's fixed costs (outputs, key, record, the pool's wake-up), about
+ * as much as such a call, so calibration makes only the first candidate's
+ * prediction (and nothing for a key predicted small from what is known);
+ * the other cold CPU candidates run on the caller's later calls, one a
+ * call (cands_choose), where their timing is of the exact key.
  *
  * Order: the static preference by kind and work (small work: serial,
  * threaded, composite; large: threaded, composite, serial) with OpenCL on
@@ -52,7 +62,7 @@
  * them, from 2x to 8x per side: on the small slice fixed costs dominate,
  * the second separates them from the per-pixel cost. */
 #define CALIB_SHARE 0.10
-#define CALIB_FLOOR 0.002
+#define CALIB_FLOOR 0.0005
 #define CALIB_CL_ONCE 0.25
 #define CALIB_MIN_SIDE 32
 #define CALIB_LEAST_SIDE 8
@@ -188,8 +198,18 @@ static int may_start(const mstate *m, size_t i, double left) {
   return m->impls[i].def->kind != IMPL_OPENCL || left >= CALIB_CL_ONCE;
 }
 
+/* Whether a prediction makes the call small (AGENT_SMALL_CALL): its cold
+ * CPU candidates are tried on later calls of the key itself. Not for a
+ * composite's step or under a session, which never try them on the call
+ * (cands_choose): they calibrate as any call. */
+static int small_call(const engine *e, double predicted) {
+  return !e->in_step && !e->session && predicted >= 0 &&
+         predicted < AGENT_SMALL_CALL;
+}
+
 size_t calibrate_startable(const engine *e, const prep *pr,
                             const unsigned char *cold, double known) {
+  if (small_call(e, known)) return 0;
   double budget = budget_for(e, known);
   size_t n = 0;
   for (size_t i = 0; i < pr->m->n_impls; i++)
@@ -242,16 +262,20 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
   unsigned char twice[QS_MAX_ESTIMATES] = {0};
   double scale = -1; /* predicted full call / small-slice time */
   double slowest = 0; /* the longest small-slice run so far */
+  int small_stop = 0;
   for (size_t k = 0; k < n; k++) {
     size_t i = order[k];
     double used = (double)(engine_now(e) - t0) * 1e-9;
     /* the first run sets the prediction when nothing else did; later ones
      * start while the budget left covers CALIB_NEXT times the slowest run
-     * so far (the order puts a method's most refined variants first, so
-     * the next is rarely faster, and often several times slower) */
+     * so far, times the spread seen (slowest / best): the order puts a
+     * method's most refined variants first, so the next is rarely faster
+     * and, where the variants already differ several times over, often
+     * as many times slower again */
     if (first >= 0 || known >= 0) {
       if (!may_start(m, i, budget - used) ||
-          budget - used < CALIB_NEXT * slowest)
+          budget - used <
+              CALIB_NEXT * slowest * (best > 0 ? slowest / best : 1))
         continue;
     }
     small[i] = slice_run(e, pr, i, &sl, &spent, once);
@@ -283,12 +307,15 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
         }
         slice_done(d, &probe);
       }
+      small_stop = small_call(e, small[i] * scale);
     }
     budget = budget_for(e, best * scale);
+    if (small_stop) break; /* the first prediction: a small call */
   }
   slice_done(d, &sl);
   double used = (double)(engine_now(e) - t0) * 1e-9;
   if (first < 0 || !(w_small > 0) || used >= budget) return used;
+  if (small_stop) return used;
   /* the second size: as large as the budget left allows for all of them
    * (their small-slice times summed), 2x to 8x per side. All, not only
    * the fastest on the small slice: there a fixed cost (a pool's wake-up,

@@ -140,6 +140,24 @@ void report_estimates(run_report *report, const mstate *m,
   }
 }
 
+/* Cold candidates hidden from the agent (excluded, their exclusions kept
+ * in was) and shown again: where a choice must not try one on the call.
+ * Only while a usable candidate is known: with none, the agent's own rule
+ * for cold ones (the static order) decides. */
+static void cold_hide(cands *cs, size_t n, const char **was) {
+  int known = 0;
+  for (size_t i = 0; i < n; i++) {
+    was[i] = cs->c[i].excluded;
+    known |= !was[i] && !agent_cold(&cs->c[i]);
+  }
+  for (size_t i = 0; known && i < n; i++)
+    if (!was[i] && agent_cold(&cs->c[i])) cs->c[i].excluded = "cold";
+}
+
+static void cold_show(cands *cs, size_t n, const char *const *was) {
+  for (size_t i = 0; i < n; i++) cs->c[i].excluded = was[i];
+}
+
 /* The agent's pick among the candidates (forced: the usable one); *reason
  * says why. est/src receive every candidate's estimate. */
 long cands_choose(engine *e, const prep *pr, cands *cs,
@@ -152,8 +170,17 @@ long cands_choose(engine *e, const prep *pr, cands *cs,
     *reason = "forced";
     return cs->usable;
   }
+  /* Only a call of its own tries a cold candidate on itself (the
+   * small-call rule, agent.h): a composite's step is part of the
+   * composite's time, which an exploration would distort, and under a
+   * session (the live stream) the first push's choice holds for every
+   * later push. */
+  const char *was[QS_MAX_ESTIMATES];
+  int own = e->no_calibration || (!e->in_step && !e->session);
+  if (!own) cold_hide(cs, m->n_impls, was);
   long pick = agent_choose(cs->c, m->n_impls, pr->work, e->no_calibration,
                            rng, reason, est, src);
+  if (!own) cold_show(cs, m->n_impls, was);
   /* the graded evidence: a model of one other key is a proportional
    * scaling of it */
   if (pick >= 0 && !strcmp(*reason, "model") && cs->c[pick].n_points == 1)
@@ -179,8 +206,12 @@ int choose_for_key(engine *e, mstate *m, const char *key, double work,
   int src[QS_MAX_ESTIMATES];
   const char *reason = "none";
   uint64_t rng = e->rng;
+  /* the best known: a cold one a small call would try next is no choice */
+  const char *was[QS_MAX_ESTIMATES];
+  cold_hide(cs, m->n_impls, was);
   long pick = agent_choose(cs->c, m->n_impls, work, 0, &rng, &reason, est,
                            src);
+  cold_show(cs, m->n_impls, was);
   if (pick >= 0)
     snprintf(report->impl, sizeof report->impl, "%s", m->impls[pick].name);
   snprintf(report->reason, sizeof report->reason, "%s", reason);

@@ -16,7 +16,9 @@ int dispatch_step(const method_call *c, const char *method,
   engine *e = c->engine_;
   run_request rq = {.inputs = in, .n_inputs = n_in, .params = p,
                     .n_params = n_p, .impl = impl};
+  e->in_step++;
   int rc = method_run(e, method, &rq, out, n_out, NULL);
+  e->in_step--;
   if (rc && c->err)
     snprintf(c->err, c->err_len, "step %s: %s", method, e->err);
   return rc;

@@ -123,6 +123,7 @@ struct engine {
               const image *in, size_t n_in, const param *p, size_t n_p,
               image *out, size_t n_out);
   struct call_session *session; /* session.h: attached by its caller */
+  int in_step; /* composite steps under way (dispatch_step) */
 };
 
 /* FNV-1a of a string continuing from h (start from FNV_SEED): hash tables
@@ -250,7 +251,8 @@ void report_estimates(run_report *report, const mstate *m, const cands *cs,
 
 /* The choice method_run makes for a recorded key (work and
  * parameter values p), from history and model, without calibrating or
- * running: report->impl ("" if none), reason and estimates. */
+ * running, passing over cold implementations (a small call's next try):
+ * report->impl ("" if none), reason and estimates. */
 int choose_for_key(engine *e, mstate *m, const char *key, double work,
                    const double *p, run_report *report);
 

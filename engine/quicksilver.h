@@ -151,7 +151,7 @@ typedef struct engine_options {
   void *clock_ctx;
   /* Calibration of implementations without timings (see method_run): the
    * budget per call is this share of the predicted call (0: 0.10; above 1
-   * calibration may cost more than the call), at least 2 ms, capped at
+   * calibration may cost more than the call), at least 0.5 ms, capped at
    * calibration_budget seconds when that is > 0. */
   double calibration_share;
   double calibration_budget;
@@ -570,7 +570,8 @@ QS_API int engine_db_stats(engine *e, const db_filter *f, db_stat_fn fn,
 /* For every (method, key) with runs of this engine's implementations on
  * this machine's devices (filtered by method and key), the choice
  * method_run makes for that key by the engine's own rule (history, then
- * model, never calibrating): choice->impl, reason and the estimates.
+ * model, never calibrating, never a cold implementation a small call would
+ * try next): choice->impl, reason and the estimates.
  * Keys of other machines or older implementation versions do not count,
  * as in method_run. */
 typedef int (*db_best_fn)(void *ctx, const char *method, const char *key,

@@ -275,3 +275,54 @@ Test(agent, closeness_judges_the_favourite_by_as_many_runs) {
   cr_assert_eq(agent_choose(c, 2, 100, 0, &rng, &why, NULL, NULL), 0);
   cr_assert_str_eq(why, "history");
 }
+
+/* A small call (best under AGENT_SMALL_CALL, timed on the key) tries a
+ * cold CPU candidate on the call itself: the static order (threaded before
+ * a composite for large work; serial first for small work), the one
+ * declared last among equals; never a cold OpenCL one. A larger call, or a
+ * best known only by its model, passes cold candidates over as before. */
+Test(agent, small_call_tries_cold_cpu_candidates) {
+  double fast[1] = {20e-6};
+  agent_cand c[5] = {{.kind = IMPL_SERIAL, .walls = fast, .n_walls = 1},
+                     {.kind = IMPL_THREADED},
+                     {.kind = IMPL_THREADED},
+                     {.kind = IMPL_COMPOSITE},
+                     {.kind = IMPL_OPENCL}};
+  uint64_t rng = 3;
+  const char *why = NULL;
+  cr_assert_eq(agent_choose(c, 5, 1e6, 0, &rng, &why, NULL, NULL), 2);
+  cr_assert_str_eq(why, "exploration");
+  double t2[1] = {30e-6};
+  c[2].walls = t2, c[2].n_walls = 1;
+  cr_assert_eq(agent_choose(c, 5, 1e6, 0, &rng, &why, NULL, NULL), 1);
+  double t1[1] = {25e-6};
+  c[1].walls = t1, c[1].n_walls = 1;
+  cr_assert_eq(agent_choose(c, 5, 1e6, 0, &rng, &why, NULL, NULL), 3);
+  cr_assert_str_eq(why, "exploration");
+  /* only OpenCL left cold: the history decides */
+  double t3[1] = {90e-6};
+  c[3].walls = t3, c[3].n_walls = 1;
+  cr_assert_eq(agent_choose(c, 5, 1e6, 0, &rng, &why, NULL, NULL), 0);
+  cr_assert_str_eq(why, "history");
+  /* small work: a cold serial one goes before the threaded ones */
+  agent_cand d[3] = {{.kind = IMPL_SERIAL},
+                     {.kind = IMPL_THREADED, .walls = fast, .n_walls = 1},
+                     {.kind = IMPL_THREADED}};
+  cr_assert_eq(agent_choose(d, 3, 1000, 0, &rng, &why, NULL, NULL), 0);
+  cr_assert_str_eq(why, "exploration");
+  /* not small: cold ones are calibrated on slices, not tried here */
+  double slow[1] = {2 * AGENT_SMALL_CALL};
+  d[1].walls = slow;
+  cr_assert_eq(agent_choose(d, 3, 1000, 0, &rng, &why, NULL, NULL), 1);
+  cr_assert_str_eq(why, "history");
+  /* a best known only by its model: it runs on the key first */
+  double w[2] = {100, 200}, t[2] = {1e-6, 2e-6};
+  agent_cand m[2] = {{.kind = IMPL_SERIAL, .works = w, .times = t,
+                      .n_points = 2},
+                     {.kind = IMPL_THREADED}};
+  cr_assert_eq(agent_choose(m, 2, 1000, 0, &rng, &why, NULL, NULL), 0);
+  cr_assert_str_eq(why, "model");
+  /* the static order for cold ones (no_calibration) is unchanged */
+  cr_assert_eq(agent_choose(d, 3, 1000, 1, &rng, &why, NULL, NULL), 0);
+  cr_assert_str_eq(why, "static");
+}

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "db/store.h"
+#include "fake_clock.h"
 #include "internal.h"
 #include "qs_test.h"
 
@@ -32,12 +33,6 @@ static struct {
   int fail, wrong;
   int calls, small_calls;
 } fake[F_N];
-static int64_t fake_now;
-
-static int64_t fake_clock(void *ctx) {
-  (void)ctx;
-  return fake_now;
-}
 
 static int fake_body(const method_call *c, int which) {
   const image *in = &c->in[0];
@@ -183,21 +178,6 @@ static size_t rows_with(engine *e, const char *impl, int status,
   cr_assert_eq(store_query(e->store, &f, count_status, &s, NULL, 0), QS_OK);
   if (error) strcpy(error, s.error);
   return s.n;
-}
-
-typedef struct input {
-  float *px;
-  image im;
-} input;
-
-static input make_input(size_t frames, size_t rows, size_t cols) {
-  input x;
-  size_t n = frames * rows * cols;
-  x.px = malloc(n * sizeof *x.px);
-  cr_assert_not_null(x.px);
-  for (size_t i = 0; i < n; i++) x.px[i] = (float)(i % 97) * 0.5f;
-  x.im = image_wrap(x.px, frames, rows, cols);
-  return x;
 }
 
 static int run(engine *e, const input *x, const param *p, size_t n_p,
@@ -738,7 +718,7 @@ Test(dispatch, delay_explores_then_clears) {
   engine_close(e);
 }
 
-/* The default budget: 10 % of the predicted call, at least 2 ms; only the
+/* The default budget: 10 % of the predicted call, at least 0.5 ms; only the
  * first run and a run already started overshoot it. Implementations left
  * out are passed over, and later calls calibrate them, each within its own
  * budget. */
@@ -750,7 +730,7 @@ Test(dispatch, calibration_budget_bounds_each_call) {
   /* four candidates, 10 %: a slice holds at most 1/80 of the call, so
    * 32x32 (1/16) is halved twice: 8x8. Small work: serial first, on 8x8
    * and 16x16 (nothing known: two sizes predict the call at 1.16 ms, so
-   * the budget is the 2 ms floor), which uses the budget up */
+   * the budget is the 0.5 ms floor), which they use up */
   const double serial_8 = 1e-3 + 10e-9 * 64, serial_16 = 1e-3 + 10e-9 * 256;
   cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
   cr_assert_float_eq(rep.calibration_seconds, serial_8 + serial_16, 1e-12);
@@ -762,7 +742,8 @@ Test(dispatch, calibration_budget_bounds_each_call) {
   cr_assert_float_eq(rep.estimates[F_SERIAL].seconds, 1e-3 + 10e-9 * 16384,
                      1e-12);
   cr_assert_str_eq(rep.estimates[F_FLAKY].source, "none");
-  /* each later call spends its own 2 ms on the next ones: dynamic (the
+  /* each later call spends its own budget on the next one (the first
+   * always starts, each overshoots): dynamic (the
    * threaded kind declared last), then threaded, then flaky; with fewer
    * cold candidates the slice may hold more of the call: 16x16 */
   const double next[3] = {3e-3 + 4e-9 * 256, 2e-3 + 3e-9 * 256,

@@ -160,7 +160,8 @@ int esrrf_finish(const method_call *c, const esrrf_geom *g,
   drive_job j = {.g = g, .t = (esrrf_partial *)t, .out = out};
   int rc = c->parallel_for(c, 0, (size_t)g->rows_m, drive_result, &j);
   if (!rc && g->mpc)
-    temporal_mpc(out, (size_t)g->rows_m, (size_t)g->cols_m, g->mag);
+    rc = temporal_mpc_on(c, out, (size_t)g->rows_m, (size_t)g->cols_m,
+                         g->mag);
   return rc;
 }
 

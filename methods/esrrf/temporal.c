@@ -14,38 +14,81 @@ size_t esrrf_partial_slots(int temporal) {
              : 0;
 }
 
-void temporal_add(esrrf_partial *p, const float *x, uint64_t n, size_t begin,
-                  size_t end) {
-  double *a = p->data;
+/* The loops below are written for the auto-vectoriser of the build's -O2
+ * (GCC's "very cheap" cost model since GCC 12), which vectorises a loop
+ * only when the vector code replaces the scalar loop whole: no runtime
+ * alias check and no scalar epilogue. So every range runs as a whole
+ * number of TEMPORAL_VF-pixel groups and then the few pixels left
+ * (TEMPORAL_GROUPS), arrays of one type that never overlap are restrict
+ * parameters (partials never overlap: esrrf_partial_merge refuses a
+ * partial merged into itself), and frame 0 starts the statistic in a loop
+ * of its own instead of a select per pixel. Vectorising changes no bit:
+ * every pixel gets the same IEEE double operations in the same order (the
+ * build contracts nothing to FMA), several pixels at a time.
+ * tests/test_temporal.c holds the per-pixel definitions and compares bit
+ * for bit. With GCC 12 every add and merge loop and the avg result
+ * vectorise (check: -fopt-info-vec); the var and tac2 results do not. */
+#define TEMPORAL_VF 4
+
+/* Runs the statement after e (using size_t i) for i in [b, e): first the
+ * whole groups of TEMPORAL_VF as a loop of groups around a loop of
+ * exactly TEMPORAL_VF pixels (a count the vectoriser sees is a multiple
+ * of the vector width: a flat loop to a masked count is taken only in
+ * some contexts), then the rest. */
+#define TEMPORAL_GROUPS(i, b, e, ...)                                    \
+  do {                                                                  \
+    size_t tg_b = (b), tg_e = (e);                                      \
+    size_t tg_n = (tg_e - tg_b) / TEMPORAL_VF;                          \
+    for (size_t tg_k = 0; tg_k < tg_n; tg_k++)                          \
+      for (size_t tg_l = 0; tg_l < TEMPORAL_VF; tg_l++) {               \
+        size_t i = tg_b + tg_k * TEMPORAL_VF + tg_l;                    \
+        __VA_ARGS__;                                                    \
+      }                                                                 \
+    for (size_t i = tg_b + tg_n * TEMPORAL_VF; i < tg_e; i++) {         \
+      __VA_ARGS__;                                                      \
+    }                                                                   \
+  } while (0)
+
+void temporal_add(esrrf_partial *p, const float *x_, uint64_t n,
+                  size_t begin, size_t end) {
+  double *restrict a = p->data;
+  const float *restrict x = x_;
   switch ((temporal_kind)p->temporal) {
   case TEMPORAL_AVG: /* a: sum */
-    for (size_t i = begin; i < end; i++) a[i] = (n ? a[i] : 0) + x[i];
+    if (n == 0)
+      TEMPORAL_GROUPS(i, begin, end, a[i] = x[i]);
+    else
+      TEMPORAL_GROUPS(i, begin, end, a[i] += x[i]);
     break;
   case TEMPORAL_VAR: /* a: mean, sum of squared deviations */
-    for (size_t i = begin; i < end; i++) {
-      double *m = a + 2 * i, v = x[i];
-      if (n == 0) {
-        m[0] = v;
-        m[1] = 0;
-        continue;
-      }
-      double delta = v - m[0];
-      m[0] += delta / (double)(n + 1);
-      m[1] += delta * (v - m[0]);
+    if (n == 0) {
+      TEMPORAL_GROUPS(i, begin, end, {
+        a[2 * i] = x[i];
+        a[2 * i + 1] = 0;
+      });
+    } else {
+      double count = (double)(n + 1);
+      TEMPORAL_GROUPS(i, begin, end, {
+        double v = x[i], delta = v - a[2 * i];
+        double mean = a[2 * i] + delta / count;
+        a[2 * i] = mean;
+        a[2 * i + 1] += delta * (v - mean);
+      });
     }
     break;
   case TEMPORAL_TAC2: /* a: x_0, Σ y_t, Σ y_t·y_{t+1}, y_last */
-    for (size_t i = begin; i < end; i++) {
-      double *m = a + 4 * i;
-      if (n == 0) {
-        m[0] = x[i];
-        m[1] = m[2] = m[3] = 0;
-        continue;
-      }
-      double y = (double)x[i] - m[0];
-      m[1] += y;
-      m[2] += m[3] * y;
-      m[3] = y;
+    if (n == 0) {
+      TEMPORAL_GROUPS(i, begin, end, {
+        a[4 * i] = x[i];
+        a[4 * i + 1] = a[4 * i + 2] = a[4 * i + 3] = 0;
+      });
+    } else {
+      TEMPORAL_GROUPS(i, begin, end, {
+        double y = (double)x[i] - a[4 * i];
+        a[4 * i + 1] += y;
+        a[4 * i + 2] += a[4 * i + 3] * y;
+        a[4 * i + 3] = y;
+      });
     }
     break;
   case TEMPORAL_NONE:
@@ -53,84 +96,195 @@ void temporal_add(esrrf_partial *p, const float *x, uint64_t n, size_t begin,
   }
 }
 
+/* The merge and result loops take their arrays as restrict parameters,
+ * the form in which the vectoriser trusts that they do not overlap. */
+static void merge_avg(double *restrict a, const double *restrict b,
+                      size_t begin, size_t end) {
+  TEMPORAL_GROUPS(i, begin, end, a[i] += b[i]);
+}
+
+/* Chan et al.: pairwise update of mean and M2; wb = nb / n,
+ * wab = na·nb / n. */
+static void merge_var(double *restrict a, const double *restrict b,
+                      double wb, double wab, size_t begin, size_t end) {
+  TEMPORAL_GROUPS(i, begin, end, {
+    double delta = b[2 * i] - a[2 * i];
+    a[2 * i] += delta * wb;
+    a[2 * i + 1] += b[2 * i + 1] + delta * delta * wab;
+  });
+}
+
+/* next's values shifted by d = x0_b − x0_a: y'_t = y_t + d, so
+ *   Σ y' = Σ y + nb·d,
+ *   Σ y'_t·y'_{t+1} = Σ y_t·y_{t+1} + d·(2·Σy − y_last) + (nb − 1)·d²
+ * (y_0 = 0 in next), plus the product across the boundary,
+ * y_last_a·y'_0 = y_last_a·d. */
+static void merge_tac2(double *restrict a, const double *restrict b,
+                       double nb, size_t begin, size_t end) {
+  TEMPORAL_GROUPS(i, begin, end, {
+    double d = b[4 * i] - a[4 * i];
+    a[4 * i + 2] += a[4 * i + 3] * d + b[4 * i + 2] +
+                    d * (2 * b[4 * i + 1] - b[4 * i + 3]) +
+                    (nb - 1) * d * d;
+    a[4 * i + 1] += b[4 * i + 1] + nb * d;
+    a[4 * i + 3] = b[4 * i + 3] + d;
+  });
+}
+
 void temporal_merge(esrrf_partial *into, const esrrf_partial *next,
                     size_t begin, size_t end) {
-  double *a = into->data;
-  const double *b = next->data;
   double na = (double)into->n, nb = (double)next->n, n = na + nb;
   switch ((temporal_kind)into->temporal) {
   case TEMPORAL_AVG:
-    for (size_t i = begin; i < end; i++) a[i] += b[i];
+    merge_avg(into->data, next->data, begin, end);
     break;
-  case TEMPORAL_VAR: /* Chan et al.: pairwise update of mean and M2 */
-    for (size_t i = begin; i < end; i++) {
-      double *m = a + 2 * i;
-      const double *q = b + 2 * i;
-      double delta = q[0] - m[0];
-      m[0] += delta * (nb / n);
-      m[1] += q[1] + delta * delta * (na * nb / n);
-    }
+  case TEMPORAL_VAR:
+    merge_var(into->data, next->data, nb / n, na * nb / n, begin, end);
     break;
   case TEMPORAL_TAC2:
-    /* next's values shifted by d = x0_b − x0_a: y'_t = y_t + d, so
-     *   Σ y' = Σ y + nb·d,
-     *   Σ y'_t·y'_{t+1} = Σ y_t·y_{t+1} + d·(2·Σy − y_last) + (nb − 1)·d²
-     * (y_0 = 0 in next), plus the product across the boundary,
-     * y_last_a·y'_0 = y_last_a·d. */
-    for (size_t i = begin; i < end; i++) {
-      double *m = a + 4 * i;
-      const double *q = b + 4 * i;
-      double d = q[0] - m[0];
-      m[2] += m[3] * d + q[2] + d * (2 * q[1] - q[3]) + (nb - 1) * d * d;
-      m[1] += q[1] + nb * d;
-      m[3] = q[3] + d;
-    }
+    merge_tac2(into->data, next->data, nb, begin, end);
     break;
   case TEMPORAL_NONE:
     break;
+  }
+}
+
+static void result_avg(const double *restrict a, float *restrict out,
+                       double dn, size_t begin, size_t end) {
+  TEMPORAL_GROUPS(i, begin, end, out[i] = (float)(a[i] / dn));
+}
+
+/* The var and tac2 results skip slot 0 (a load group with a gap, which
+ * the vectoriser takes only with an epilogue): plain loops, once per
+ * timepoint. */
+static void result_var(const double *restrict a, float *restrict out,
+                       double dn, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; i++) out[i] = (float)(a[2 * i + 1] / dn);
+}
+
+/* Σ_{t<n-1}(y_t − μ)(y_{t+1} − μ) = P − μ(2S − y_0 − y_last) + (n−1)μ²
+ * with y_0 = 0. */
+static void result_tac2(const double *restrict a, float *restrict out,
+                        double dn, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; i++) {
+    double mu = a[4 * i + 1] / dn;
+    double s = a[4 * i + 2] - mu * (2 * a[4 * i + 1] - a[4 * i + 3]) +
+               (dn - 1) * mu * mu;
+    out[i] = (float)(s / (dn - 1));
   }
 }
 
 void temporal_result(const esrrf_partial *p, float *out, size_t begin,
                      size_t end) {
-  const double *a = p->data;
   double dn = (double)p->n;
   switch ((temporal_kind)p->temporal) {
   case TEMPORAL_AVG:
-    for (size_t i = begin; i < end; i++) out[i] = (float)(a[i] / dn);
+    result_avg(p->data, out, dn, begin, end);
     break;
   case TEMPORAL_VAR:
-    for (size_t i = begin; i < end; i++) out[i] = (float)(a[2 * i + 1] / dn);
+    result_var(p->data, out, dn, begin, end);
     break;
   case TEMPORAL_TAC2:
-    /* Σ_{t<n-1}(y_t − μ)(y_{t+1} − μ) = P − μ(2S − y_0 − y_last) + (n−1)μ²
-     * with y_0 = 0. */
-    for (size_t i = begin; i < end; i++) {
-      const double *m = a + 4 * i;
-      double mu = m[1] / dn;
-      double s = m[2] - mu * (2 * m[1] - m[3]) + (dn - 1) * mu * mu;
-      out[i] = (float)(s / (dn - 1));
-    }
+    result_tac2(p->data, out, dn, begin, end);
     break;
   case TEMPORAL_NONE:
     break;
   }
 }
 
-void temporal_mpc(float *map, size_t rows_m, size_t cols_m, int mag) {
-  size_t m = (size_t)mag, rows = rows_m / m, cols = cols_m / m;
-  float corr[TEMPORAL_MAX_MAG * TEMPORAL_MAX_MAG] = {0};
-  float blocks = (float)(int)(rows * cols);
-  for (size_t ry = 0; ry < rows; ry++)
-    for (size_t rx = 0; rx < cols; rx++)
-      for (size_t y = 0; y < m; y++)
-        for (size_t x = 0; x < m; x++)
-          corr[y * m + x] += map[(ry * m + y) * cols_m + rx * m + x] / blocks;
-  for (size_t y = 0; y < rows_m; y++)
-    for (size_t x = 0; x < cols_m; x++) {
-      float c = corr[(y % m) * m + x % m];
-      if (c != 0) map[y * cols_m + x] /= c;
+/* ------------------------------------------- macro-pixel correction */
+
+/* Macro-pixel columns per block: the correction's divisions run
+ * TEMPORAL_PAT macro-pixels (mag·TEMPORAL_PAT floats) at a time in loops
+ * the vectoriser takes whole (the count a multiple of the vector width);
+ * the additions of the sums stay one phase at a time in map order. */
+#define TEMPORAL_PAT 8
+
+/* temporal_mpc's phase sums for the phase rows [y0, y1): each phase's
+ * terms in the order of the whole map (macro-pixel rows, then columns),
+ * which is the serial order whatever the split of phase rows. */
+void temporal_mpc_sums(const float *map, size_t rows_m, size_t cols_m,
+                       int mag, size_t y0, size_t y1, float *corr) {
+  size_t m = (size_t)mag, rows = rows_m / m, w = m * TEMPORAL_PAT;
+  float blocks = (float)(int)(rows * (cols_m / m));
+  float q[TEMPORAL_MAX_MAG * TEMPORAL_PAT];
+  for (size_t y = y0; y < y1; y++) {
+    float acc[TEMPORAL_MAX_MAG] = {0};
+    for (size_t ry = 0; ry < rows; ry++) {
+      const float *row = map + (ry * m + y) * cols_m;
+      for (size_t b = 0; b < cols_m; b += w) {
+        size_t n = cols_m - b < w ? cols_m - b : w; /* a multiple of m */
+        if (n == w)
+          for (size_t j = 0; j < w; j++) q[j] = row[b + j] / blocks;
+        else
+          for (size_t j = 0; j < n; j++) q[j] = row[b + j] / blocks;
+        for (size_t k = 0; k < n; k += m)
+          for (size_t x = 0; x < m; x++) acc[x] += q[k + x];
+      }
     }
+    memcpy(corr + y * m, acc, m * sizeof *acc);
+  }
+}
+
+/* Rows [r0, r1) divided by their phase row's divisors repeated over a
+ * block. */
+void temporal_mpc_divide(float *map, size_t cols_m, int mag,
+                         const float *corr, size_t r0, size_t r1) {
+  size_t m = (size_t)mag, w = m * TEMPORAL_PAT;
+  float pat[TEMPORAL_MAX_MAG * TEMPORAL_PAT];
+  size_t have = (size_t)-1; /* the phase row pat holds */
+  for (size_t r = r0; r < r1; r++) {
+    if (r % m != have) {
+      /* x / 1 is x exactly (a quiet NaN stays itself): dividing by 1
+       * where the mean is 0 leaves those pixels as skipping them did,
+       * without a branch per pixel. */
+      have = r % m;
+      for (size_t j = 0; j < w; j++) {
+        float c = corr[have * m + j % m];
+        pat[j] = c != 0 ? c : 1;
+      }
+    }
+    float *row = map + r * cols_m;
+    size_t b = 0;
+    for (; b + w <= cols_m; b += w)
+      for (size_t j = 0; j < w; j++) row[b + j] /= pat[j];
+    for (size_t j = 0; b + j < cols_m; j++) row[b + j] /= pat[j];
+  }
+}
+
+void temporal_mpc(float *map, size_t rows_m, size_t cols_m, int mag) {
+  float corr[TEMPORAL_MAX_MAG * TEMPORAL_MAX_MAG];
+  temporal_mpc_sums(map, rows_m, cols_m, mag, 0, (size_t)mag, corr);
+  temporal_mpc_divide(map, cols_m, mag, corr, 0, rows_m);
+}
+
+typedef struct mpc_job {
+  float *map;
+  size_t rows_m, cols_m;
+  int mag;
+  float corr[TEMPORAL_MAX_MAG * TEMPORAL_MAX_MAG];
+} mpc_job;
+
+static int mpc_sums_rows(void *ctx, size_t b, size_t e, int worker) {
+  mpc_job *j = ctx;
+  (void)worker;
+  temporal_mpc_sums(j->map, j->rows_m, j->cols_m, j->mag, b, e, j->corr);
+  return 0;
+}
+
+static int mpc_divide_rows(void *ctx, size_t b, size_t e, int worker) {
+  mpc_job *j = ctx;
+  (void)worker;
+  temporal_mpc_divide(j->map, j->cols_m, j->mag, j->corr, b, e);
+  return 0;
+}
+
+int temporal_mpc_on(const method_call *c, float *map, size_t rows_m,
+                    size_t cols_m, int mag) {
+  mpc_job j = {.map = map, .rows_m = rows_m, .cols_m = cols_m, .mag = mag};
+  int rc = c->parallel_for(c, 0, (size_t)mag, mpc_sums_rows, &j);
+  if (!rc) rc = c->parallel_for(c, 0, rows_m, mpc_divide_rows, &j);
+  return rc;
 }
 
 /* ------------------------------------------------------- public partial */
@@ -172,7 +326,7 @@ int esrrf_partial_add(esrrf_partial *p, const float *maps, size_t count) {
 
 int esrrf_partial_merge(esrrf_partial *into, const esrrf_partial *next) {
   if (!into || !next || !into->data || !next->data ||
-      into->temporal != next->temporal || into->rows != next->rows ||
+      into->data == next->data || into->temporal != next->temporal || into->rows != next->rows ||
       into->cols != next->cols)
     return QS_EINVAL;
   size_t px = into->rows * into->cols;

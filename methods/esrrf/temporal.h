@@ -25,6 +25,7 @@
 #include <stddef.h>
 
 #include "quicksilver.h"
+#include "quicksilver_method.h"
 
 /* In the order of eSRRF's `temporal` choices. */
 typedef enum temporal_kind {
@@ -49,7 +50,7 @@ void temporal_add(esrrf_partial *p, const float *x, uint64_t n,
 /* Merges the statistics of `next` (the frames right after into's) into
  * `into` for pixels [begin, end); into->n and next->n are the counts
  * before the merge, and the caller sets into->n after every range. Both
- * non-empty. */
+ * non-empty, and their data distinct (never the same partial). */
 void temporal_merge(esrrf_partial *into, const esrrf_partial *next,
                     size_t begin, size_t end);
 
@@ -65,5 +66,19 @@ void temporal_result(const esrrf_partial *p, float *out, size_t begin,
  * its phase's mean unless that mean is 0. After it every phase whose mean
  * was non-zero has mean 1. 1 <= mag <= TEMPORAL_MAX_MAG. */
 void temporal_mpc(float *map, size_t rows_m, size_t cols_m, int mag);
+
+/* temporal_mpc on c's pool, bit-identical to it: the phase means by phase
+ * rows (each phase still sums its terms in the serial order), then the
+ * division by rows of the map. Returns the pool's status. */
+int temporal_mpc_on(const method_call *c, float *map, size_t rows_m,
+                    size_t cols_m, int mag);
+
+/* The two passes of both, on ranges: the means of the phase rows [y0, y1)
+ * into corr[y·mag + x] (mag × mag floats), then rows [r0, r1) of the map
+ * divided by their phases' means. */
+void temporal_mpc_sums(const float *map, size_t rows_m, size_t cols_m,
+                       int mag, size_t y0, size_t y1, float *corr);
+void temporal_mpc_divide(float *map, size_t cols_m, int mag,
+                         const float *corr, size_t r0, size_t r1);
 
 #endif

@@ -1,0 +1,267 @@
+/* test_calibrate.c — the first calls of a key, on a synthetic method whose
+ * implementations have known costs (a fixed and a per-pixel part, charged
+ * to the engine's injected clock): the cold call and the warm calls pick
+ * the known-fastest, calibration stays within its budget (every slice run
+ * counted), a small call tries its cold candidates on the call itself
+ * instead of on slices, and a spread of several times between the first
+ * candidates keeps the slower variants from starting. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_clock.h"
+#include "qs_test.h"
+#include "quicksilver_method.h"
+
+TestSuite(calibrate, .fini = qs_leak_check);
+
+enum { C_SERIAL, C_SLOW, C_MID, C_FAST, C_COMPOSED, C_N };
+
+/* Per implementation: fixed ns, per-pixel ns (tenths), calls, calls on
+ * the full input, and the clock seconds spent in each. */
+static struct {
+  int64_t fixed, per_px10;
+  int calls, full_calls;
+  double seconds;
+} cost[C_N];
+static size_t full_px; /* pixels of the test's call */
+
+static int body(const method_call *c, int which) {
+  const image *in = &c->in[0];
+  size_t px = in->frames * in->rows * in->cols;
+  int64_t ns = cost[which].fixed + cost[which].per_px10 * (int64_t)px / 10;
+  fake_now += ns;
+  cost[which].calls++;
+  cost[which].full_calls += px == full_px;
+  cost[which].seconds += (double)ns * 1e-9;
+  memcpy(c->out[0].data, in->data, px * sizeof(float));
+  return QS_OK;
+}
+
+#define RUN(name, which) \
+  static int name(const method_call *c) { return body(c, which); }
+RUN(run_serial, C_SERIAL)
+RUN(run_slow, C_SLOW)
+RUN(run_mid, C_MID)
+RUN(run_fast, C_FAST)
+RUN(run_composed, C_COMPOSED)
+
+static int same_shape(const image *in, const double *p, image *out,
+                      char *err, size_t len) {
+  (void)p, (void)err, (void)len;
+  out[0] = (image){NULL, in[0].frames, in[0].rows, in[0].cols, NULL};
+  return QS_OK;
+}
+
+/* Declared as a method lists a kind: reference first, most refined last
+ * (calibration tries the last-declared of a kind first). */
+static const impl_def impls[] = {
+    {"serial", IMPL_SERIAL, run_serial, NULL, 1, SCHED_STATIC, 0},
+    {"slow", IMPL_THREADED, run_slow, NULL, 1, SCHED_DYNAMIC, 1},
+    {"mid", IMPL_THREADED, run_mid, NULL, 1, SCHED_DYNAMIC, 1},
+    {"fast", IMPL_THREADED, run_fast, NULL, 1, SCHED_DYNAMIC, 1},
+    {"composed", IMPL_COMPOSITE, run_composed, NULL, 1, SCHED_STATIC, 0},
+};
+static const slot_def slot_in[] = {{"stack", "input"}};
+static const slot_def slot_out[] = {{"out", "a copy"}};
+static const method_desc desc = {
+    .name = "costed", .doc = "copies its input at a known cost",
+    .inputs = slot_in, .n_inputs = 1, .outputs = slot_out, .n_outputs = 1,
+    .impls = impls, .n_impls = C_N, .shape = same_shape, .tolerance = 0};
+
+/* Costs in ns: fixed, and per pixel in tenths of a ns. */
+static void costs(const int64_t fixed[C_N], const int64_t per_px10[C_N]) {
+  memset(cost, 0, sizeof cost);
+  fake_now = 1000000000;
+  for (int i = 0; i < C_N; i++)
+    cost[i].fixed = fixed[i], cost[i].per_px10 = per_px10[i];
+}
+
+static engine *open_costed(void) {
+  engine_options o = {.db_path = ":memory:", .threads = 2, .no_opencl = 1,
+                      .seed = 7, .clock_ns = fake_clock};
+  engine *e = NULL;
+  cr_assert_eq(engine_open(&e, &o), QS_OK, "%s", engine_error(e));
+  cr_assert_eq(method_register(e, &desc), QS_OK, "%s", engine_error(e));
+  return e;
+}
+
+static input call_input(size_t frames, size_t rows, size_t cols) {
+  full_px = frames * rows * cols;
+  return make_input(frames, rows, cols);
+}
+
+static void call(engine *e, const input *x, run_report *rep) {
+  run_request rq = {.inputs = &x->im, .n_inputs = 1};
+  image out[1];
+  cr_assert_eq(method_run(e, "costed", &rq, out, 1, rep), QS_OK, "%s",
+               engine_error(e));
+  cr_assert_eq(out[0].data[5], x->px[5]);
+  image_free(&out[0]);
+}
+
+static double slice_seconds(void) {
+  double s = 0;
+  for (int i = 0; i < C_N; i++) s += cost[i].seconds;
+  return s;
+}
+
+/* A large call (4 x 512 x 512): fast is the fastest at every size
+ * (50 us + 2 ns/px: 2.1 ms here), mid and slow 4 and 8 times its
+ * per-pixel cost, serial and the composite slower still. The budget is
+ * the floor, 0.5 ms (10 % of 2.1 ms is less): the cold call runs fast on
+ * 32x32 and 64x64 (the prediction), mid and slow on 32x32, mid on 64x64
+ * (slow's second size would overshoot), leaves serial and the composite
+ * to later calls, and picks fast; each warm call keeps fast and spends at
+ * most the budget on the ones left. */
+Test(calibrate, cold_and_warm_pick_the_known_fastest) {
+  costs((int64_t[]){100000, 50000, 50000, 50000, 400000},
+        (int64_t[]){300, 160, 80, 20, 120});
+  engine *e = open_costed();
+  input x = call_input(4, 512, 512);
+  run_report rep;
+  call(e, &x, &rep);
+  cr_assert_str_eq(rep.impl, "fast");
+  cr_assert_str_eq(rep.reason, "calibration");
+  /* every clock second so far but the chosen run's is calibration */
+  double run_s = 50e-6 + 2e-9 * (double)full_px;
+  cr_assert_float_eq(rep.seconds, run_s, 1e-12);
+  cr_assert_float_eq(rep.calibration_seconds, slice_seconds() - run_s, 1e-12);
+  cr_assert_float_eq(rep.calibration_seconds,
+                     100e-6 + 2e-9 * 5120 + 100e-6 + 8e-9 * 5120 +
+                         50e-6 + 16e-9 * 1024,
+                     1e-12, "%.9f", rep.calibration_seconds);
+  cr_assert_leq(rep.calibration_seconds, 0.5e-3);
+  cr_assert_eq(cost[C_SERIAL].calls + cost[C_COMPOSED].calls, 0);
+  cr_assert_eq(cost[C_FAST].full_calls, 1);
+  for (int i = 0; i < C_N; i++)
+    if (i != C_FAST) cr_assert_eq(cost[i].full_calls, 0, "impl %d", i);
+  for (int k = 0; k < 10; k++) {
+    double before = slice_seconds();
+    call(e, &x, &rep);
+    cr_assert_str_eq(rep.impl, "fast", "warm call %d", k);
+    cr_assert_leq(rep.calibration_seconds, 0.5e-3);
+    cr_assert_float_eq(slice_seconds() - before,
+                       rep.seconds + rep.calibration_seconds, 1e-12);
+  }
+  /* the later calls calibrated the two left out, one each */
+  cr_assert_eq(cost[C_SERIAL].calls, 1);
+  cr_assert_eq(cost[C_COMPOSED].calls, 1);
+  cr_assert_eq(cost[C_FAST].full_calls, 11);
+  free(x.px);
+  engine_close(e);
+}
+
+/* A small call (1 x 64 x 64, about 10 us): slices would cost a run's
+ * fixed costs each, so the cold call makes only the first candidate's
+ * prediction (serial, first for small work, on 8x8 and 16x16), runs it,
+ * and the next calls try one cold candidate each on the call itself (the
+ * most refined threaded first) before the history settles on the
+ * fastest; none of them calibrates. */
+Test(calibrate, small_call_tries_candidates_on_the_call) {
+  costs((int64_t[]){5000, 20000, 12000, 3000, 30000},
+        (int64_t[]){10, 30, 5, 5, 10});
+  engine *e = open_costed();
+  input x = call_input(1, 64, 64);
+  run_report rep;
+  call(e, &x, &rep);
+  cr_assert_str_eq(rep.impl, "serial");
+  cr_assert_str_eq(rep.reason, "calibration");
+  cr_assert_float_eq(rep.calibration_seconds,
+                     5e-6 + 1e-9 * 64 + 5e-6 + 1e-9 * 256, 1e-12, "%.9f",
+                     rep.calibration_seconds);
+  cr_assert_eq(cost[C_SERIAL].calls, 3);
+  cr_assert_eq(cost[C_FAST].calls + cost[C_MID].calls + cost[C_SLOW].calls +
+                   cost[C_COMPOSED].calls,
+               0);
+  /* the estimate names the next call's exploration */
+  run_request rq = {.inputs = &x.im, .n_inputs = 1};
+  run_report est;
+  cr_assert_eq(method_estimate(e, "costed", &rq, &est), QS_OK);
+  cr_assert_str_eq(est.impl, "fast");
+  cr_assert_str_eq(est.reason, "exploration");
+  const char *tried[] = {"fast", "mid", "slow", "composed"};
+  for (int k = 0; k < 4; k++) {
+    call(e, &x, &rep);
+    cr_assert_str_eq(rep.impl, tried[k], "call %d", k + 2);
+    cr_assert_str_eq(rep.reason, "exploration");
+    cr_assert_eq(rep.calibration_seconds, 0);
+  }
+  for (int i = 0; i < C_N; i++)
+    cr_assert_eq(cost[i].full_calls, 1, "impl %d", i);
+  /* every one timed on the key: fast (3.2 us) wins from now on */
+  for (int k = 0; k < 5; k++) {
+    call(e, &x, &rep);
+    cr_assert_str_eq(rep.impl, "fast");
+    cr_assert_eq(rep.calibration_seconds, 0);
+  }
+  free(x.px);
+  engine_close(e);
+}
+
+/* Variants that differ many times over on the slice (fast 2, mid 80,
+ * slow 4000 ns/px, no fixed cost; a call of 2.6 ms): after fast and mid
+ * (40x apart) on 32x32 the budget left (0.41 ms of the 0.5 ms floor)
+ * covers 4x mid's slice run (0.33 ms), which alone would let slow start
+ * (4.1 ms on its slice, 8x the budget), but not 4x mid times the spread
+ * of 40
+ * (13 ms): slow and the equally slow serial and composite never run, and
+ * calibration stays within the budget. */
+Test(calibrate, spread_keeps_slower_variants_from_starting) {
+  costs((int64_t[]){0, 0, 0, 0, 0},
+        (int64_t[]){40000, 40000, 800, 20, 40000});
+  engine *e = open_costed();
+  input x = call_input(20, 256, 256);
+  run_report rep;
+  call(e, &x, &rep);
+  cr_assert_str_eq(rep.impl, "fast");
+  cr_assert_eq(cost[C_SLOW].calls + cost[C_SERIAL].calls +
+                   cost[C_COMPOSED].calls,
+               0);
+  cr_assert_geq(cost[C_MID].calls, 1);
+  cr_assert_leq(rep.calibration_seconds, 0.5e-3, "%.6f",
+                rep.calibration_seconds);
+  free(x.px);
+  engine_close(e);
+}
+
+/* A composite whose one step is the costed method on its input. */
+static int run_outer(const method_call *c) {
+  return c->step(c, "costed", NULL, c->in, 1, NULL, 0, c->out, 1);
+}
+static const impl_def outer_impls[] = {
+    {"composite", IMPL_COMPOSITE, run_outer, NULL, 1, SCHED_STATIC, 0},
+};
+static const method_desc outer_desc = {
+    .name = "outer", .doc = "the costed method as a step",
+    .inputs = slot_in, .n_inputs = 1, .outputs = slot_out, .n_outputs = 1,
+    .impls = outer_impls, .n_impls = 1, .shape = same_shape,
+    .tolerance = 0};
+
+/* The same small call as a composite's step: a step never tries a cold
+ * candidate on the call (its time is part of the composite's, and the
+ * composite's output would change with each one tried), so it calibrates
+ * as any call and keeps the fastest from its first run on. */
+Test(calibrate, steps_calibrate_instead_of_trying_on_the_call) {
+  costs((int64_t[]){5000, 20000, 12000, 3000, 30000},
+        (int64_t[]){10, 30, 5, 5, 10});
+  engine *e = open_costed();
+  cr_assert_eq(method_register(e, &outer_desc), QS_OK, "%s", engine_error(e));
+  input x = call_input(1, 64, 64);
+  run_request rq = {.inputs = &x.im, .n_inputs = 1};
+  for (int k = 0; k < 6; k++) {
+    image out[1];
+    run_report rep;
+    cr_assert_eq(method_run(e, "outer", &rq, out, 1, &rep), QS_OK, "%s",
+                 engine_error(e));
+    cr_assert_eq(out[0].data[5], x.px[5]);
+    image_free(&out[0]);
+  }
+  cr_assert_eq(cost[C_FAST].full_calls, 6);
+  for (int i = 0; i < C_N; i++)
+    if (i != C_FAST) cr_assert_eq(cost[i].full_calls, 0, "impl %d", i);
+  free(x.px);
+  engine_close(e);
+}

@@ -1,0 +1,281 @@
+/* test_temporal.c — eSRRF's temporal statistics (methods/esrrf/temporal.c)
+ * against their per-pixel definitions, bit for bit: the fold, merge and
+ * result loops are written for the vectoriser (whole groups of pixels,
+ * then the rest), which must change no bit of any pixel on any range;
+ * the macro-pixel correction on the pool must equal the serial one bit
+ * for bit whatever the split and order of its ranges. The definitions
+ * below are one pixel at a time, in the order of operations the library
+ * documents (temporal.h, quicksilver.h's esrrf_partial). */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "methods/esrrf/temporal.h"
+#include "qs_test.h"
+
+TestSuite(temporal, .fini = qs_leak_check);
+
+/* ------------------------------------------------------------ inputs */
+
+static uint64_t rng_state;
+
+static double rng_unit(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+/* Values of every sign and a wide range of magnitudes, with exact zeros
+ * and repeats: what makes a changed order of operations show in the last
+ * bits. */
+static void fill(float *x, size_t n) {
+  static const double scale[] = {1e-3, 1, 7, 300, 4e4};
+  for (size_t i = 0; i < n; i++) {
+    double u = rng_unit();
+    if (u < 0.05)
+      x[i] = 0;
+    else if (u < 0.1 && i > 0)
+      x[i] = x[i - 1];
+    else
+      x[i] = (float)((rng_unit() - 0.3) * scale[(size_t)(u * 5) % 5]);
+  }
+}
+
+/* ------------------------------------------- per-pixel definitions */
+
+/* Frame n (0-based) of value v added to pixel state m. */
+static void def_add(int kind, double *m, double v, uint64_t n) {
+  if (kind == TEMPORAL_AVG) {
+    m[0] = n == 0 ? v : m[0] + v;
+  } else if (kind == TEMPORAL_VAR) {
+    if (n == 0) {
+      m[0] = v;
+      m[1] = 0;
+      return;
+    }
+    double delta = v - m[0];
+    m[0] = m[0] + delta / (double)(n + 1);
+    m[1] = m[1] + delta * (v - m[0]);
+  } else {
+    if (n == 0) {
+      m[0] = v;
+      m[1] = m[2] = m[3] = 0;
+      return;
+    }
+    double y = v - m[0];
+    m[1] = m[1] + y;
+    m[2] = m[2] + m[3] * y;
+    m[3] = y;
+  }
+}
+
+static void def_merge(int kind, double *m, const double *q, double na,
+                      double nb) {
+  double n = na + nb;
+  if (kind == TEMPORAL_AVG) {
+    m[0] = m[0] + q[0];
+  } else if (kind == TEMPORAL_VAR) {
+    double delta = q[0] - m[0];
+    m[0] = m[0] + delta * (nb / n);
+    m[1] = m[1] + (q[1] + delta * delta * (na * nb / n));
+  } else {
+    double d = q[0] - m[0];
+    m[2] = m[2] +
+           (m[3] * d + q[2] + d * (2 * q[1] - q[3]) + (nb - 1) * d * d);
+    m[1] = m[1] + (q[1] + nb * d);
+    m[3] = q[3] + d;
+  }
+}
+
+static float def_result(int kind, const double *m, double n) {
+  if (kind == TEMPORAL_AVG) return (float)(m[0] / n);
+  if (kind == TEMPORAL_VAR) return (float)(m[1] / n);
+  double mu = m[1] / n;
+  double s = m[2] - mu * (2 * m[1] - m[3]) + (n - 1) * mu * mu;
+  return (float)(s / (n - 1));
+}
+
+/* ------------------------------------------------------------- fold */
+
+#define PX 37 /* odd: every range below ends in a partial group */
+#define FRAMES 9
+
+/* Ranges that split [0, PX) at points that are not multiples of any
+ * vector width, plus empty and one-pixel ranges. */
+static const size_t CUTS[] = {0, 0, 1, 6, 6, 19, 30, PX};
+#define N_CUTS (sizeof CUTS / sizeof *CUTS)
+
+static void add_in_pieces(esrrf_partial *p, const float *x, uint64_t n) {
+  for (size_t c = 0; c + 1 < N_CUTS; c++)
+    temporal_add(p, x, n, CUTS[c], CUTS[c + 1]);
+}
+
+static void expect_same_bits(const void *got, const void *want, size_t bytes,
+                             const char *what, int kind, size_t at) {
+  cr_assert(memcmp(got, want, bytes) == 0, "%s, statistic %d, step %zu: "
+            "the bits differ from the per-pixel definition", what, kind, at);
+}
+
+Test(temporal, fold_and_result_equal_the_definition_bit_for_bit) {
+  for (int kind = TEMPORAL_AVG; kind < TEMPORAL_NONE; kind++) {
+    rng_state = 0x9e3779b97f4a7c15u + (uint64_t)kind;
+    size_t k = esrrf_partial_slots(kind);
+    esrrf_partial p;
+    cr_assert_eq(esrrf_partial_init(&p, kind, 1, PX), QS_OK);
+    double ref[PX * 4];
+    float x[PX], out[PX], want[PX];
+    for (uint64_t n = 0; n < FRAMES; n++) {
+      fill(x, PX);
+      add_in_pieces(&p, x, n);
+      p.n = n + 1;
+      for (size_t i = 0; i < PX; i++) def_add(kind, ref + i * k, x[i], n);
+      expect_same_bits(p.data, ref, PX * k * sizeof(double), "fold", kind,
+                       (size_t)n);
+      if (kind == TEMPORAL_TAC2 && n == 0) continue;
+      memset(out, 0xff, sizeof out);
+      for (size_t c = 0; c + 1 < N_CUTS; c++)
+        temporal_result(&p, out, CUTS[c], CUTS[c + 1]);
+      for (size_t i = 0; i < PX; i++)
+        want[i] = def_result(kind, ref + i * k, (double)(n + 1));
+      expect_same_bits(out, want, sizeof out, "result", kind, (size_t)n);
+    }
+    esrrf_partial_free(&p);
+  }
+}
+
+Test(temporal, merge_equals_the_definition_bit_for_bit) {
+  for (int kind = TEMPORAL_AVG; kind < TEMPORAL_NONE; kind++)
+    for (uint64_t split = 2; split < FRAMES - 1; split += 3) {
+      rng_state = 0x2545f4914f6cdd1du + split + (uint64_t)kind;
+      size_t k = esrrf_partial_slots(kind);
+      esrrf_partial a, b;
+      cr_assert_eq(esrrf_partial_init(&a, kind, 1, PX), QS_OK);
+      cr_assert_eq(esrrf_partial_init(&b, kind, 1, PX), QS_OK);
+      float x[PX];
+      for (uint64_t f = 0; f < FRAMES; f++) {
+        fill(x, PX);
+        esrrf_partial *to = f < split ? &a : &b;
+        cr_assert_eq(esrrf_partial_add(to, x, 1), QS_OK);
+      }
+      double ref[PX * 4];
+      memcpy(ref, a.data, PX * k * sizeof(double));
+      for (size_t i = 0; i < PX; i++)
+        def_merge(kind, ref + i * k, b.data + i * k, (double)a.n,
+                  (double)b.n);
+      for (size_t c = 0; c + 1 < N_CUTS; c++)
+        temporal_merge(&a, &b, CUTS[c], CUTS[c + 1]);
+      expect_same_bits(a.data, ref, PX * k * sizeof(double), "merge", kind,
+                       (size_t)split);
+      esrrf_partial_free(&a);
+      esrrf_partial_free(&b);
+    }
+}
+
+Test(temporal, a_partial_is_not_merged_into_itself) {
+  esrrf_partial p;
+  float x[PX];
+  rng_state = 7;
+  fill(x, PX);
+  cr_assert_eq(esrrf_partial_init(&p, TEMPORAL_VAR, 1, PX), QS_OK);
+  cr_assert_eq(esrrf_partial_add(&p, x, 1), QS_OK);
+  double before[2 * PX];
+  memcpy(before, p.data, sizeof before);
+  cr_expect_eq(esrrf_partial_merge(&p, &p), QS_EINVAL);
+  cr_expect_eq(p.n, 1);
+  cr_expect(memcmp(before, p.data, sizeof before) == 0);
+  esrrf_partial_free(&p);
+}
+
+/* ------------------------------------------- macro-pixel correction */
+
+/* The definition: phase sums in map order (macro-pixel rows, columns),
+ * each term divided by the number of macro-pixels, summed in float; a
+ * pixel divided by its phase's mean unless that mean is 0. */
+static void def_mpc(float *map, size_t rows_m, size_t cols_m, size_t m) {
+  float corr[TEMPORAL_MAX_MAG * TEMPORAL_MAX_MAG] = {0};
+  size_t rows = rows_m / m, cols = cols_m / m;
+  float blocks = (float)(int)(rows * cols);
+  for (size_t ry = 0; ry < rows; ry++)
+    for (size_t rx = 0; rx < cols; rx++)
+      for (size_t y = 0; y < m; y++)
+        for (size_t x = 0; x < m; x++)
+          corr[y * m + x] += map[(ry * m + y) * cols_m + rx * m + x] / blocks;
+  for (size_t y = 0; y < rows_m; y++)
+    for (size_t x = 0; x < cols_m; x++) {
+      float c = corr[(y % m) * m + x % m];
+      if (c != 0) map[y * cols_m + x] /= c;
+    }
+}
+
+typedef int (*pool_for)(const method_call *c, size_t b, size_t e,
+                        range_fn body, void *ctx);
+
+/* Pools that run a loop's items in a different split and order than the
+ * serial loop: one item at a time from the last, or two uneven halves with
+ * the second first. */
+static int for_reversed(const method_call *c, size_t b, size_t e,
+                        range_fn body, void *ctx) {
+  (void)c;
+  for (size_t i = e; i > b; i--) {
+    int rc = body(ctx, i - 1, i, (int)(i % 2));
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static int for_halves(const method_call *c, size_t b, size_t e,
+                      range_fn body, void *ctx) {
+  (void)c;
+  size_t mid = b + (e - b) / 3;
+  int rc = body(ctx, mid, e, 1);
+  return rc ? rc : body(ctx, b, mid, 0);
+}
+
+Test(temporal, mpc_equals_the_definition_serial_and_on_any_split) {
+  static const int mags[] = {1, 2, 3, 5, 8, 13};
+  static const size_t shape[][2] = {{1, 1}, {3, 7}, {6, 2}, {5, 11}};
+  pool_for pools[] = {for_reversed, for_halves};
+  for (size_t mi = 0; mi < sizeof mags / sizeof *mags; mi++)
+    for (size_t si = 0; si < sizeof shape / sizeof *shape; si++) {
+      size_t m = (size_t)mags[mi];
+      size_t rows_m = shape[si][0] * m, cols_m = shape[si][1] * m;
+      size_t px = rows_m * cols_m;
+      float *in = malloc(px * sizeof *in), *want = malloc(px * sizeof *in),
+            *got = malloc(px * sizeof *in);
+      cr_assert(in && want && got);
+      rng_state = 0xabcdef12345u + mi * 31 + si;
+      fill(in, px);
+      /* Where there are two phases, phase (0, 1) gets mean exactly 0
+       * from non-zero pixels (v, −v in consecutive macro-pixels, a last
+       * odd one 0): those pixels must be left as they are. */
+      if (m > 1) {
+        size_t k = 0, count = px / (m * m);
+        float v = 0;
+        for (size_t y = 0; y < rows_m; y += m)
+          for (size_t x = 1; x < cols_m; x += m, k++) {
+            v = k % 2 ? -v : k + 1 == count ? 0 : 1.5f + (float)k;
+            in[y * cols_m + x] = v;
+          }
+      }
+      memcpy(want, in, px * sizeof *in);
+      def_mpc(want, rows_m, cols_m, m);
+      memcpy(got, in, px * sizeof *in);
+      temporal_mpc(got, rows_m, cols_m, (int)m);
+      cr_assert(memcmp(got, want, px * sizeof *in) == 0,
+                "mpc M %zu, %zu x %zu: serial differs from the definition",
+                m, rows_m, cols_m);
+      for (size_t k = 0; k < 2; k++) {
+        method_call c = {.threads = 2, .parallel_for = pools[k]};
+        memcpy(got, in, px * sizeof *in);
+        cr_assert_eq(temporal_mpc_on(&c, got, rows_m, cols_m, (int)m), 0);
+        cr_assert(memcmp(got, want, px * sizeof *in) == 0,
+                  "mpc M %zu, %zu x %zu, pool %zu: differs from serial", m,
+                  rows_m, cols_m, k);
+      }
+      free(in);
+      free(want);
+      free(got);
+    }
+}
