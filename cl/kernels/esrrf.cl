@@ -55,10 +55,6 @@
  * kernel masks; on the right copies of the clamped last column, which the
  * reference reads there, for the lanes and taps past the last column).
  * Host: methods/esrrf/opencl.c, cl_grid_layout. */
-inline long grid_slot(int gw, int lp, int b) {
-  int p = b & 1;
-  return (long)p * gw + lp + (b - p) / 2;
-}
 
 /* Catmull-Rom taps of one row or column (host: cl_taps_of in
  * methods/esrrf/opencl.c): four taps, those past the axis's valid ones
@@ -79,84 +75,136 @@ inline float esrrf_tapsum(const __global float *p, const esrrf_taps *t) {
 }
 
 /* The grid's column sums, separable step 1: for grid row a and input
- * column c, both Roberts gradients of the row taps' pixels times their
- * weights (cr_vsum's order). vs holds per frame two planes (column, row
- * gradient) of (2R + 1) × C. global (C, 2R + 1, frames); taps: the grid
- * rows' taps, then the grid columns'. */
+ * columns c0 .. c0 + ESRRF_LANES − 1, both Roberts gradients of the row
+ * taps' pixels times their weights (cr_vsum's order), one vector of
+ * columns per work-item where the chunk is whole and away from column 0
+ * (whose left neighbour is clamped), else column by column: the same sums
+ * either way. vs holds per frame two planes (column, row gradient) of
+ * (2R + 1) × C. global (ceil(C / ESRRF_LANES), 2R + 1, frames); taps: the
+ * grid rows' taps, then the grid columns'. */
 __kernel void esrrf_gvsum(__global const float *in, __global float *vs,
                           int n_frames, int rows, int cols,
                           __global const esrrf_taps *taps) {
-  int c = (int)get_global_id(0), a = (int)get_global_id(1);
+  int c0 = (int)get_global_id(0) * ESRRF_LANES, a = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
   const __global float *img = in + (long)f * rows * cols;
   esrrf_taps rt = taps[a];
-  QS_ACC pc = 0, pr = 0; /* both gradients from one pass over the taps */
-  for (int i = 0; i < 4; i++) {
-    float gc, gr;
-    rc_at(img, cols, rt.at[i], c, &gc, &gr);
-    pc = pc + (QS_ACC)gc * rt.w[i];
-    pr = pr + (QS_ACC)gr * rt.w[i];
-  }
   long plane = (long)(2 * rows + 1) * cols;
-  __global float *o = vs + (long)f * 2 * plane + (long)a * cols + c;
-  o[0] = (float)pc;
-  o[plane] = (float)pr;
+  __global float *o = vs + (long)f * 2 * plane + (long)a * cols + c0;
+  if (c0 >= 1 && c0 + ESRRF_LANES <= cols) {
+    floatv pc = 0, pr = 0;
+    for (int i = 0; i < 4; i++) {
+      int r = rt.at[i], r0 = r > 0 ? r - 1 : 0;
+      const __global float *row = img + (long)r * cols + c0;
+      const __global float *prev = img + (long)r0 * cols + c0;
+      floatv up = vloadv(0, prev), left = vloadv(0, row - 1);
+      floatv here = vloadv(0, row), diag = vloadv(0, prev - 1);
+      pc = pc + RC_COL(up, left, here, diag) * rt.w[i];
+      pr = pr + RC_ROW(up, left, here, diag) * rt.w[i];
+    }
+    vstorev(pc, 0, o);
+    vstorev(pr, 0, o + plane);
+    return;
+  }
+  for (int c = c0; c < min(cols, c0 + ESRRF_LANES); c++) {
+    QS_ACC pc = 0, pr = 0; /* both gradients from one pass over the taps */
+    for (int i = 0; i < 4; i++) {
+      float gc, gr;
+      rc_at(img, cols, rt.at[i], c, &gc, &gr);
+      pc = pc + (QS_ACC)gc * rt.w[i];
+      pr = pr + (QS_ACC)gr * rt.w[i];
+    }
+    o[c - c0] = (float)pc;
+    o[c - c0 + plane] = (float)pr;
+  }
 }
 
-/* Grid column b (0 <= b <= 2C), row a of frame f, separable step 2: the
- * ×2M Catmull-Rom samples of both Roberts gradients at that half-pixel
- * column, from the column sums, as the unit gradient, into its slot. The
- * work-items of the first and last columns also fill the padding slots
- * with their (clamped) value, so that only the 2C + 1 distinct samples
- * are computed, not the 2·gw slots. global (2C + 1, 2R + 1, frames). */
+/* Slots [s0, s0 + ESRRF_LANES) of parity part p of grid row a of frame
+ * f, separable step 2: the ×2M Catmull-Rom samples of both Roberts
+ * gradients at those half-pixel columns, from the column sums, as the
+ * unit gradient, one vector per plane. stab (host: cl_slot_taps): per
+ * part, the taps of the (clamped) column each slot holds, eight planes of
+ * gw floats: the four input columns (exact), then the four weights; then
+ * per chunk (this work-item's index 0) its kind, decided on the host
+ * (vector tests cost more than the sums in PoCL's build): 1 where the
+ * chunk's columns are consecutive input columns for every tap (all but
+ * the chunks at the image's edges): four vector multiply-adds over
+ * contiguous column sums; 2 where every slot holds the same column (the
+ * padding): one sum for all; 0 lane by lane. Either
+ * way each lane sums as esrrf_tapsum (the same terms in the same order),
+ * and the padding slots hold their clamped column's value without a
+ * second pass. gw is a multiple of ESRRF_LANES (opencl.c,
+ * cl_grid_layout). global (2·gw / ESRRF_LANES, 2R + 1, frames). */
 __kernel void esrrf_grid(__global const float *vs, __global float *grid,
                          int n_frames, int rows, int cols,
-                         __global const esrrf_taps *taps, int gw, int lp) {
-  int b = (int)get_global_id(0), a = (int)get_global_id(1);
+                         __global const float *stab, int gw) {
+  int ch = (int)get_global_id(0), a = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
+  int chunks = gw / ESRRF_LANES, part = ch / chunks;
+  int s0 = (ch % chunks) * ESRRF_LANES;
   long plane = (long)(2 * rows + 1) * cols;
   const __global float *pc = vs + (long)f * 2 * plane + (long)a * cols;
-  esrrf_taps ct = taps[2 * rows + 1 + b];
-  float sx = esrrf_tapsum(pc, &ct), sy = esrrf_tapsum(pc + plane, &ct);
-  float inv = (float)(QS_C(1) / sqrt((QS_ACC)(sx * sx + sy * sy)));
-  int nz = sx != 0 || sy != 0;
-  float ux = nz ? sx * inv : 0.0f, uy = nz ? sy * inv : 0.0f;
+  const __global float *t = stab + (long)part * 8 * gw + s0;
+  int kind = (int)stab[16L * gw + ch];
+  const floatv zero = 0;
+  floatv sx = zero, sy = zero;
+  if (kind == 1) { /* consecutive columns */
+    for (int j = 0; j < 4; j++) {
+      const __global float *q = pc + (int)t[j * gw];
+      floatv w = vloadv(0, t + (4 + j) * gw);
+      sx = sx + vloadv(0, q) * w;
+      sy = sy + vloadv(0, q + plane) * w;
+    }
+  } else if (kind == 2) { /* padding past the last column: one column */
+    float x = 0, y = 0;
+    for (int j = 0; j < 4; j++) {
+      int c = (int)t[j * gw];
+      x = x + pc[c] * t[(4 + j) * gw];
+      y = y + pc[c + plane] * t[(4 + j) * gw];
+    }
+    sx = x;
+    sy = y;
+  } else {
+    float xa[ESRRF_LANES], ya[ESRRF_LANES];
+    for (int i = 0; i < ESRRF_LANES; i++) {
+      float x = 0, y = 0;
+      for (int j = 0; j < 4; j++) {
+        int c = (int)t[j * gw + i];
+        x = x + pc[c] * t[(4 + j) * gw + i];
+        y = y + pc[c + plane] * t[(4 + j) * gw + i];
+      }
+      xa[i] = x;
+      ya[i] = y;
+    }
+    sx = vloadv(0, xa);
+    sy = vloadv(0, ya);
+  }
+  floatv inv = 1.0f / sqrt(sx * sx + sy * sy);
+  intv nz = (sx != zero) | (sy != zero);
   long gplane = (long)(2 * rows + 1) * 2 * gw;
-  __global float *o = grid + (long)f * 2 * gplane + (long)a * 2 * gw;
-  long at = grid_slot(gw, lp, b);
-  o[at] = ux;
-  o[at + gplane] = uy;
-  /* the padding: slots left of column 0 (both parts) hold column 0;
-   * those past the last column (even part: after slot lp + C; odd part:
-   * from slot lp + C on) hold column 2C */
-  int edge = b == 0 || b == 2 * cols;
-  int e0 = b == 0 ? 0 : lp + cols + 1, e1 = b == 0 ? lp : gw;
-  int o0 = b == 0 ? 0 : lp + cols;
-  for (int s = e0; edge && s < e1; s++) {
-    o[s] = ux;
-    o[s + gplane] = uy;
-  }
-  for (int s = o0; edge && s < e1; s++) {
-    o[gw + s] = ux;
-    o[gw + s + gplane] = uy;
-  }
+  __global float *o =
+      grid + (long)f * 2 * gplane + (long)a * 2 * gw + (long)part * gw + s0;
+  vstorev(select(zero, sx * inv, nz), 0, o);
+  vstorev(select(zero, sy * inv, nz), 0, o + gplane);
 }
 
-/* One candidate sample of a phase pair (host: cl_candidates), for the
+/* One candidate sample of a phase pair (host: cl_vcandidates), for the
  * phase's first pixel, its representative (row py, column px): the raw
- * grid row and column of the sample (row = by + j, col = bx + i), the
- * column's slot in the grid's layout, the offsets (dx0, dy0), weight w0
- * and 1/d0 there, and their first-order slopes in the pixel's centre
- * rounding (e_x, e_y): w = w0 + wa·e_x + wb·e_y, 1/d = id0 + qa·e_x +
- * qb·e_y (the second-order terms are below 1e-9 relative). A pixel m
- * macro-pixels further along an axis reads the grid 2m half-pixels
- * further, and dx0 + e_x, dy0 + e_y are its own float offsets (up to an
- * ulp of their rounding). */
+ * grid row and column of the sample (row = by + j, col = bx + i), its
+ * offset row·(floats per grid row) + slot in a grid plane, the x offset
+ * dx0, and the first-order slopes of the weight and of 1/d in the pixel's
+ * centre rounding e_x: w = w0 + wa·e_x, 1/d = id0 + qa·e_x (the
+ * second-order terms are below 1e-9 relative). The row's parts, its y
+ * offset dy and w0, id0 (with their e_y slopes folded in), come from the
+ * per-row table (host: cl_row_tables), shared by every work-item of the
+ * row. A pixel m macro-pixels further along an axis reads the grid 2m
+ * half-pixels further, and dx0 + e_x, dy are its own float offsets (up to
+ * an ulp of their rounding). */
 typedef struct esrrf_vcand {
-  int row, col, slot;
-  float dx0, dy0, w0, id0, wa, wb, qa, qb;
+  int row, col, off;
+  float dx0, wa, qa;
 } esrrf_vcand;
 
 /* a·b + c, fused where the device has it in hardware (the host's build
@@ -170,15 +218,35 @@ typedef struct esrrf_vcand {
 /* What the lanes of one work-item share. */
 typedef struct esrrf_lanes {
   __global const float *gx; /* plane Gx/|G| of the frame, lane 0's slot */
+  __global const float *gxr; /* the same, the row's first grid row */
+  __global const float *vr; /* the row's candidate values (esrrf_rgc) */
   long rstride, pstride;    /* floats per grid row, per plane */
   int dy_rows, rows2;       /* 2·(macro-pixel row), 2R */
-  float lim_r, lim_c, tso, ey;
-  floatv ex, col0;          /* lanes' e_x; raw column offset 2·k of lane */
-  floatv ex2, col2;         /* the same for the second vector */
+  int row_hi;               /* the last raw grid row in bounds */
+  float tso;
+  floatv ex, ex2;           /* both vectors' lanes' e_x */
+  intv lo, hi, lo2, hi2;    /* both vectors' lanes' candidate columns in
+                             * bounds (esrrf_col_range) */
 } esrrf_lanes;
 
+/* Lane l (raw column offset 2·k from its representative) takes a
+ * candidate of column c where the reference's v = (c + 2k) / 2 has
+ * 0 < v <= C·M − 1: in integers (v's float is exact), c in
+ * [1 − 2k, 2(C·M − 1) − 2k]. A vector with no lane near a border gets
+ * the whole int range, so its masks are all true. */
+inline void esrrf_col_range(int k0, int near, int cols_m, intv *lo,
+                            intv *hi) {
+  int a[ESRRF_LANES], b[ESRRF_LANES];
+  for (int i = 0; i < ESRRF_LANES; i++) {
+    a[i] = near ? 1 - 2 * (k0 + i) : INT_MIN;
+    b[i] = near ? 2 * (cols_m - 1) - 2 * (k0 + i) : INT_MAX;
+  }
+  *lo = vloadv(0, a);
+  *hi = vloadv(0, b);
+}
+
 /* One candidate's term for one vector of lanes (esrrf_terms' body). */
-#define ESRRF_TERM(P, EX, COL0, RGC, WSUM)                                    \
+#define ESRRF_TERM(P, EX, LO, HI, RGC, WSUM)                                  \
   do {                                                                        \
     floatv nx = vloadv(0, P), ny = vloadv(0, (P) + k->pstride);               \
     floatv dx = c.dx0 + (EX);                                                 \
@@ -192,8 +260,7 @@ typedef struct esrrf_lanes {
       conv &= in;                                                             \
     }                                                                         \
     if (border) {                                                             \
-      floatv v = ((float)c.col + (COL0)) / RGC_GM;                            \
-      intv in = (v > zero) & (v <= k->lim_c);                                 \
+      intv in = ((intv)c.col >= (LO)) & ((intv)c.col <= (HI));                \
       w = select(zero, w, in);                                                \
       conv &= in;                                                             \
     }                                                                         \
@@ -206,8 +273,9 @@ typedef struct esrrf_lanes {
  * w·(1 − |Ĝ × R|·(1/d)) where Ĝ·R < 0) and *wsum (the weight). edge:
  * near the disk's edge, lanes outside it (the reference's d <= tSO) or at
  * d = 0 masked; border: candidates whose row is out of bounds skipped,
- * lanes whose column is out of bounds (0 < v <= C·M − 1 fails) masked.
- * Always inlined with constant flags, so that each of the four loops is
+ * lanes whose column is out of bounds masked (integer ranges per lane,
+ * esrrf_col_range: no branch in the loop body, so the masks stay in
+ * vector registers). Always inlined with constant flags, so that each of the four loops is
  * its own straight-line code with the sums in registers; masks combine
  * with & (not &&, which the compiler narrows to bytes and back). */
 __attribute__((always_inline)) inline void
@@ -219,17 +287,16 @@ esrrf_terms(const esrrf_lanes *k, __global const esrrf_vcand *cd, int e0,
   const floatv zero = 0;
   for (int e = e0; e < e1; e++) {
     esrrf_vcand c = cd[e];
-    int hy = c.row + k->dy_rows;
-    if (border) {
-      float vy = (float)hy / RGC_GM;
-      if (!(0 < vy && vy <= k->lim_r)) continue;
-      hy = min(hy, k->rows2);
+    __global const float *p = k->gxr + c.off;
+    if (border) { /* the reference's 0 < hy / 2 <= R·M − 1, exact */
+      int hy = c.row + k->dy_rows;
+      if (hy < 1 || hy > k->row_hi) continue;
+      p = k->gx + min(hy, k->rows2) * k->rstride + (c.off - c.row * k->rstride);
     }
-    __global const float *p = k->gx + hy * k->rstride + c.slot;
-    float dy = c.dy0 + k->ey;
-    float w0 = c.w0 + c.wb * k->ey, id0 = c.id0 + c.qb * k->ey;
-    ESRRF_TERM(p, k->ex, k->col0, rgc, wsum);
-    ESRRF_TERM(p + ESRRF_LANES, k->ex2, k->col2, rgc2, wsum2);
+    __global const float *r = k->vr + 3 * e;
+    float dy = r[0], w0 = r[1], id0 = r[2];
+    ESRRF_TERM(p, k->ex, k->lo, k->hi, rgc, wsum);
+    ESRRF_TERM(p + ESRRF_LANES, k->ex2, k->lo2, k->hi2, rgc2, wsum2);
   }
   rgc_out[0] = rgc;
   wsum_out[0] = wsum;
@@ -264,14 +331,9 @@ esrrf_store(floatv rgc, floatv wsum, float sens, int weight,
   }
   int regular = 0;
   if (weight) {
-    floatv first = vloadv(0, ln + 5 * lplane);
-    float f0 = first.s0;
-    float ia[ESRRF_LANES];
-    for (int i = 0; i < ESRRF_LANES; i++)
-      ia[i] = f0 + (float)i;
-    regular = f0 >= 0 && lanes >= ESRRF_LANES && all(first == vloadv(0, ia));
+    regular = ln[6 * lplane] != 0; /* consecutive first columns, all valid */
     if (regular) {
-      __global const float *p = irow + (int)f0;
+      __global const float *p = irow + (int)ln[5 * lplane];
       floatv q = zero;
       for (int j = 0; j < 4; j++)
         q = q + vloadv(0, p + j) * vloadv(0, ln + (1 + j) * lplane);
@@ -297,20 +359,24 @@ esrrf_store(floatv rgc, floatv wsum, float sens, int weight,
  * x_l = (k0 + l)·M + px, l < 2·ESRRF_LANES (two vectors), of frame f;
  * margins 0. global (ceil(C / (2·LANES))·M, R·M, frames): index (g, l) is
  * lane group g mod ceil(C / (2·LANES)) of column phase
- * g / ceil(C / (2·LANES)), and row
- * y = (l mod R)·M + l / R (so neighbouring work-items share a phase
- * pair). Every pixel of a phase pair reads the grid 2m half-pixels from
+ * g / ceil(C / (2·LANES)), and row y = l: work-items along dimension 0
+ * share a row (and in runs of the groups, a phase pair: a GPU's warp
+ * shares the candidate loads and the loop count), and neighbouring rows
+ * read nearly the same grid rows, so that a work-group's share of the
+ * grid stays in cache at large frames. Every pixel of a phase pair reads the grid 2m half-pixels from
  * its representative's m macro-pixels away: its centre (x + 0.5)/M is
  * k + (px + 0.5)/M up to a rounding smaller than 1/(2M) below
  * RGC_MAX_SIDE, which never moves 2·centre across an integer (that part
  * is an integer or at least 1/M from one). lane: per column phase px and
  * its pixels k = 0, 1, ... (padded to a multiple of ESRRF_PAD), planes
  * e_x (rgc_shift's, made on the host in the C code's rounding), the four
- * intensity weights and the first input column (−1: fewer than four
- * valid; opencl.c, cl_lane_table). The intensity: the output columns'
- * taps over the row's column sums (ivs, esrrf_magv), as vectors where the
- * lanes' first columns are consecutive (the same sums in the same order
- * as esrrf_tapsum), else from itaps (after the R·M rows' taps). */
+ * intensity weights, the first input column (−1: fewer than four
+ * valid) and whether the vector of lanes from k has consecutive valid
+ * first columns (opencl.c, cl_lane_table). The intensity: the output
+ * columns' taps over the row's column sums (ivs, esrrf_magv), as vectors
+ * where the lanes' first columns are consecutive (the same sums in the
+ * same order as esrrf_tapsum), else from itaps (after the R·M rows'
+ * taps). */
 __kernel void esrrf_rgc(__global const float *grid, __global const float *ivs,
                         __global const esrrf_taps *itaps,
                         __global float *out,
@@ -318,13 +384,15 @@ __kernel void esrrf_rgc(__global const float *grid, __global const float *ivs,
                         __global const int *vcand_at,
                         __global const float *lane, int n_frames, int rows,
                         int cols, int mag, int start, int win, float tso,
-                        float sens, int margin, int weight, int gw) {
+                        float sens, int margin, int weight, int gw,
+                        __global const float *vrow,
+                        __global const int *vcls) {
   int gid = (int)get_global_id(0), l = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
   int groups = (cols + 2 * ESRRF_LANES - 1) / (2 * ESRRF_LANES);
   int k0 = (gid % groups) * 2 * ESRRF_LANES, px = gid / groups;
-  int y = (l % rows) * mag + l / rows;
+  int y = l;
   int cols_m = cols * mag, rows_m = rows * mag;
   __global float *orow = out + ((long)f * rows_m + y) * cols_m;
   int lanes = min(2 * ESRRF_LANES, cols - k0), x0 = k0 * mag + px;
@@ -341,32 +409,38 @@ __kernel void esrrf_rgc(__global const float *grid, __global const float *ivs,
   k.gx = grid + (long)f * 2 * gplane + k0;
   k.dy_rows = 2 * (y / mag);
   k.rows2 = 2 * rows;
-  k.lim_r = (float)(rows_m - 1);
-  k.lim_c = (float)(cols_m - 1);
+  k.row_hi = 2 * (rows_m - 1);
   k.tso = tso;
-  k.ey = rgc_shift(py, y, mag);
-  float ca[2 * ESRRF_LANES];
-  for (int i = 0; i < 2 * ESRRF_LANES; i++)
-    ca[i] = (float)(2 * (k0 + i));
+  k.gxr = k.gx + k.dy_rows * k.rstride;
+  k.vr = vrow + vcls[y];
   long lplane = (long)mag * ((cols + ESRRF_PAD - 1) / ESRRF_PAD) * ESRRF_PAD;
   __global const float *ln =
       lane + px * ((cols + ESRRF_PAD - 1) / ESRRF_PAD) * ESRRF_PAD + k0;
   k.ex = vloadv(0, ln);
-  k.col0 = vloadv(0, ca);
   k.ex2 = vloadv(1, ln);
-  k.col2 = vloadv(1, ca);
-  /* every tap of every lane in bounds: straight-line loops */
+  /* every tap of every lane in bounds: straight-line loops; else the
+   * rows checked per candidate, and the columns masked in the vectors
+   * whose valid lanes have taps out of bounds (lanes past the image are
+   * never stored; at the left edge only the first vector has such lanes,
+   * the second's masks are then all true) */
   int by = (int)(RGC_GM * rgc_center(y, mag));
   int bx = (int)(RGC_GM * rgc_center(x0, mag));
   int hy_hi = by + start + win - 1;
-  int hx_hi = bx + 2 * (2 * ESRRF_LANES - 1) + start + win - 1;
-  int border = !(by + start >= 1 && hy_hi <= 2 * rows &&
-                 (float)hy_hi / RGC_GM <= k.lim_r && bx + start >= 1 &&
-                 (float)hx_hi / RGC_GM <= k.lim_c);
+  int rowb = !(by + start >= 1 && hy_hi <= 2 * rows && hy_hi <= k.row_hi);
+  int near[2];
+  for (int v = 0; v < 2; v++) {
+    int last = min(lanes, (v + 1) * ESRRF_LANES) - 1;
+    int hx_lo = bx + 2 * v * ESRRF_LANES + start;
+    int hx_hi = bx + 2 * last + start + win - 1;
+    near[v] = last >= v * ESRRF_LANES &&
+              !(hx_lo >= 1 && hx_hi <= 2 * (cols_m - 1));
+  }
+  esrrf_col_range(k0, near[0], cols_m, &k.lo, &k.hi);
+  esrrf_col_range(k0 + ESRRF_LANES, near[1], cols_m, &k.lo2, &k.hi2);
   int v0 = vcand_at[2 * ph], v1 = vcand_at[2 * ph + 1];
   int v2 = vcand_at[2 * ph + 2];
   floatv rgcs[2] = {0, 0}, wsums[2] = {0, 0};
-  if (border) {
+  if (rowb || near[0] || near[1]) {
     esrrf_terms(&k, vcand, v0, v1, 0, 1, rgcs, wsums);
     esrrf_terms(&k, vcand, v1, v2, 1, 1, rgcs, wsums);
   } else {
@@ -382,19 +456,32 @@ __kernel void esrrf_rgc(__global const float *grid, __global const float *ivs,
 }
 
 /* The ×M Catmull-Rom intensity, separable step 1: for output row y and
- * input column c, the row taps' pixels times their weights (step 2 is in
- * esrrf_rgc). global (C, R·M, frames); taps: the output rows' taps. */
+ * input columns c0 .. c0 + ESRRF_LANES − 1, the row taps' pixels times
+ * their weights, one vector per work-item where the chunk is whole, else
+ * column by column, in the same order (step 2 is in esrrf_rgc).
+ * global (ceil(C / ESRRF_LANES), R·M, frames); taps: the output rows'
+ * taps. */
 __kernel void esrrf_magv(__global const float *in, __global float *vs,
                          int n_frames, int rows, int cols,
                          __global const esrrf_taps *taps) {
-  int c = (int)get_global_id(0), y = (int)get_global_id(1);
+  int c0 = (int)get_global_id(0) * ESRRF_LANES, y = (int)get_global_id(1);
   int f = (int)get_global_id(2);
   if (f >= n_frames) return;
   int rows_m = (int)get_global_size(1);
-  const __global float *img = in + (long)f * rows * cols + c;
+  const __global float *img = in + (long)f * rows * cols + c0;
+  __global float *o = vs + ((long)f * rows_m + y) * cols + c0;
   esrrf_taps rt = taps[y];
-  float p = 0;
-  for (int i = 0; i < 4; i++)
-    p = p + img[(long)rt.at[i] * cols] * rt.w[i];
-  vs[((long)f * rows_m + y) * cols + c] = p;
+  if (c0 + ESRRF_LANES <= cols) {
+    floatv p = 0;
+    for (int i = 0; i < 4; i++)
+      p = p + vloadv(0, img + (long)rt.at[i] * cols) * rt.w[i];
+    vstorev(p, 0, o);
+    return;
+  }
+  for (int c = 0; c < cols - c0; c++) {
+    float p = 0;
+    for (int i = 0; i < 4; i++)
+      p = p + img[(long)rt.at[i] * cols + c] * rt.w[i];
+    o[c] = p;
+  }
 }

@@ -16,7 +16,7 @@
  * Device memory holds one batch and the accumulators. The next batch's
  * frames upload on a second queue while this one computes. A frame needs
  * 4·R·C·2 + 4·C·max(2(2R + 1), R·M) + 8·(2R + 1)·2·gw + 4·R·C·M²
- * (gw ≈ C + 16 + the window: cl_grid_layout)
+ * (gw ≈ C + 32 + the window, rounded up to 32: cl_grid_layout)
  * ≈ 4·R·C·(10 + max(4, M) + M²) bytes,
  * its input twice for the overlap (NanoPyx: 4·R·C·(3 + 10·M²)), the
  * statistic 4·R·M·C·M·(slots + 1) bytes once; batches are sized once from
@@ -67,13 +67,16 @@ static const char *const KERNEL_NAMES[K_COUNT] = {"esrrf_gvsum", "esrrf_grid",
  * contractions but the kernel's own (ESRRF_MAD). */
 #define ESRRF_CL_OPTIONS "-cl-fp32-correctly-rounded-divide-sqrt"
 
-/* The grid's layout (esrrf.cl, grid_slot): lp slots left of column 0 per
+/* The grid's layout (esrrf.cl, above esrrf_taps): lp slots left of column 0 per
  * parity part, then the columns, then copies of the clamped last one for
- * the lanes and window taps past it; gw slots a part. */
+ * the lanes and window taps past it; gw slots a part, a multiple of the
+ * widest vector (esrrf_grid computes and stores whole vectors of slots). */
 static void cl_grid_layout(const esrrf_geom *g, int *gw, int *lp) {
   int win = g->k.end - g->k.start;
   *lp = win / 2 + 2;
   *gw = *lp + g->cols + ESRRF_CL_MAX_LANES + win / 2 + 2;
+  *gw = (*gw + ESRRF_CL_MAX_LANES - 1) / ESRRF_CL_MAX_LANES *
+        ESRRF_CL_MAX_LANES;
 }
 
 /* Bytes per frame of each device buffer. */
@@ -146,11 +149,13 @@ typedef struct chained {
   size_t batch, per_frame[B_COUNT];
   size_t global[K_COUNT][3];
   cl_mem vcand, vcand_at; /* the phase pairs' candidate samples */
+  cl_mem vrow, vcls;      /* their per-row values (cl_row_tables) */
   cl_mem ex;              /* per column phase, its pixels' e_x and
                            * intensity taps (cl_lane_table) */
   int lanes;              /* esrrf.cl's ESRRF_LANES */
   cl_mem taps, gtaps;     /* the intensity's and the grid's row then column
                            * taps */
+  cl_mem stab;            /* the grid's slots' column taps (cl_slot_taps) */
   size_t cand_bytes;      /* both tables */
   cl_stat st;             /* the statistic (not with temporal=none) */
   cl_event ev[K_COUNT];   /* the last chain's kernels (cl_chain_done) */
@@ -417,19 +422,24 @@ static void cl_taps_of(const cr_taps *ct, cl_taps *t) {
 
 /* What esrrf_rgc reads per lane (esrrf.cl, its `lane` table): per column
  * phase px, for its pixels x = px + k·M, k = 0, 1, ... padded to a
- * multiple of ESRRF_CL_MAX_LANES, six planes: e_x (the centre rounding),
- * the four Catmull-Rom weights of x's ×M intensity (cl_taps_of's, the
- * shift_magnify method's), and the first of its four input columns as a
- * float (exact), −1 where fewer than four are valid (the kernel then takes
- * the tap table). Uploaded once per call with the candidate lists. */
+ * multiple of ESRRF_CL_MAX_LANES, seven planes: e_x (the centre
+ * rounding), the four Catmull-Rom weights of x's ×M intensity
+ * (cl_taps_of's, the shift_magnify method's), the first of its four input
+ * columns as a float (exact), −1 where fewer than four are valid (the
+ * kernel then takes the tap table), and 1 where the vector of lanes
+ * starting at k has consecutive first columns, all valid (the kernel's
+ * vector intensity; decided here, as a vector test costs more than the
+ * sums in PoCL's build). Uploaded once per call with the candidate
+ * lists. */
 static int cl_lane_table(chained *s) {
   const esrrf_geom *g = &s->g;
   const method_call *c = s->c;
   size_t m = (size_t)g->mag;
   size_t kp = ((size_t)g->cols + ESRRF_CL_MAX_LANES - 1) /
               ESRRF_CL_MAX_LANES * ESRRF_CL_MAX_LANES;
-  size_t plane = m * kp, bytes = 6 * plane * sizeof(float);
-  float *t = calloc(6 * plane, sizeof *t);
+  size_t plane = m * kp, bytes = 7 * plane * sizeof(float);
+  size_t lanes = (size_t)s->lanes;
+  float *t = calloc(7 * plane, sizeof *t);
   if (!t) {
     snprintf(c->err, c->err_len, "esrrf: no memory for the lane table");
     return QS_ENOMEM;
@@ -449,6 +459,14 @@ static int cl_lane_table(chained *s) {
         t[(size_t)(1 + j) * plane + at] = ts.w[j];
       if (ct.n == 4) t[5 * plane + at] = (float)ct.first;
     }
+  for (size_t px = 0; px < m; px++)
+    for (size_t k = 0; k + lanes <= kp; k++) {
+      const float *f0 = t + 5 * plane + px * kp + k;
+      int regular = f0[0] >= 0;
+      for (size_t i = 1; i < lanes; i++)
+        regular &= f0[i] == f0[0] + (float)i;
+      t[6 * plane + px * kp + k] = (float)regular;
+    }
   int rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                         bytes, t, "lane table", &s->ex, c->err, c->err_len);
   if (!rc) {
@@ -459,19 +477,87 @@ static int cl_lane_table(chained *s) {
   return rc;
 }
 
-/* One candidate sample of a phase pair, as esrrf.cl's esrrf_vcand. */
+/* One candidate sample of a phase pair, as esrrf.cl's esrrf_vcand, and
+ * what only the host keeps of it: its y offset, weight, 1/d and their
+ * slopes along y, which cl_row_tables folds into each row's values. */
 typedef struct cl_vcand {
-  cl_int row, col, slot;
-  cl_float dx0, dy0, w0, id0, wa, wb, qa, qb;
+  cl_int row, col, off;
+  cl_float dx0, wa, qa;
 } cl_vcand;
+
+typedef struct cl_vcand_y {
+  float dy0, w0, id0, wb, qb;
+} cl_vcand_y;
+
+/* The per-row candidate values (esrrf.cl, esrrf_rgc's `vrow`): an output
+ * row y of phase py = y mod M reads the candidates of the phase pairs
+ * (py, ·) with e_y = rgc_shift(py, y, M), the centre rounding of its row,
+ * as dy = dy0 + e_y, w0 + wb·e_y, id0 + qb·e_y, in float (no contraction:
+ * the kernel computed the same three values per work-item before). Rows
+ * share a block where their e_y is equal (a few distinct values per
+ * phase); vcls[y] is the block's offset less 3·(the first candidate of
+ * py's pairs), so candidate e of row y is at vrow[vcls[y] + 3e]. */
+static int cl_row_tables(chained *s, const cl_vcand_y *cy, const cl_int *at) {
+  const esrrf_geom *g = &s->g;
+  const method_call *c = s->c;
+  int m = g->mag, rows_m = g->rows_m;
+  cl_int *cls = malloc((size_t)rows_m * sizeof *cls);
+  float *ey = malloc((size_t)rows_m * sizeof *ey); /* distinct, per py */
+  int *first = malloc((size_t)rows_m * sizeof *first);
+  size_t cap = 0, n = 0;
+  float *t = NULL;
+  int rc = cls && ey && first ? QS_OK : QS_ENOMEM;
+  for (int py = 0; !rc && py < m; py++) {
+    int e0 = at[2 * py * m], e1 = at[2 * (py + 1) * m], nd = 0;
+    for (int y = py; !rc && y < rows_m; y += m) {
+      float e = rgc_shift(py, y, m);
+      int k = 0;
+      while (k < nd && ey[k] != e) k++;
+      if (k == nd) { /* a new block */
+        size_t need = n + 3 * (size_t)(e1 - e0);
+        if (need > cap) {
+          size_t nc = need > 2 * cap ? need : 2 * cap;
+          float *nt = realloc(t, nc * sizeof *t);
+          if (!nt) {
+            rc = QS_ENOMEM;
+            break;
+          }
+          t = nt;
+          cap = nc;
+        }
+        ey[nd] = e;
+        first[nd++] = (int)n;
+        for (int q = e0; q < e1; q++) {
+          float pw = cy[q].wb * e, pq = cy[q].qb * e;
+          t[n++] = cy[q].dy0 + e;
+          t[n++] = cy[q].w0 + pw;
+          t[n++] = cy[q].id0 + pq;
+        }
+      }
+      cls[y] = first[k] - 3 * e0;
+    }
+  }
+  if (rc)
+    snprintf(c->err, c->err_len, "esrrf: no memory for the row tables");
+  if (!rc)
+    rc = cl_lists_up(s, t ? t : (void *)cls, (n ? n : 1) * sizeof *t,
+                     &s->vrow, cls, (size_t)rows_m * sizeof *cls, &s->vcls);
+  free(t);
+  free(cls);
+  free(ey);
+  free(first);
+  return rc;
+}
 
 /* The candidate lists (esrrf.cl, esrrf_rgc): per phase pair, from its
  * first pixel (row py, column px; a pixel k macro-pixels further then has
  * the offset c_rep + k − c_x, exact, to add), in the reference's window
  * order, the sure candidates (distance below tSO minus the centre-rounding
- * slack) then those near the disk's edge, each with its grid position,
- * offsets, weight (the reference's float), 1/d and their slopes
- * (fused_vec.h's model, w' = w·(4/d − 8d/tSS)); d = 0 dropped (weight 0,
+ * slack) then those near the disk's edge, each with its grid position
+ * (row, column, and row·2gw + slot in the grid's layout), offsets, weight
+ * (the reference's float), 1/d and their slopes (fused_vec.h's model,
+ * w' = w·(4/d − 8d/tSS); the y parts go to cl_row_tables); d = 0 dropped
+ * (weight 0,
  * and every pixel of the pair has d = 0 there up to its centre rounding).
  * Offsets at[2·ph] (sure), at[2·ph + 1] (near), at[2·ph + 2] (end).
  * Uploaded once per call (counted: s->cand_bytes). */
@@ -480,8 +566,9 @@ static int cl_vcandidates(chained *s) {
   const method_call *c = s->c;
   size_t m = (size_t)g->mag, win = (size_t)(g->k.end - g->k.start);
   cl_vcand *cand = malloc(m * m * win * win * sizeof *cand);
+  cl_vcand_y *cy = malloc(m * m * win * win * sizeof *cy);
   cl_int *at = malloc((2 * m * m + 1) * sizeof *at);
-  int rc = cand && at ? QS_OK : QS_ENOMEM;
+  int rc = cand && cy && at ? QS_OK : QS_ENOMEM;
   if (rc)
     snprintf(c->err, c->err_len, "esrrf: no memory for the candidate lists");
   double side = g->rows > g->cols ? g->rows : g->cols;
@@ -507,10 +594,9 @@ static int cl_vcandidates(chained *s) {
           rgc_lin l =
               rgc_lin_at(dx, dy, d, w0, rgc_weight_slope(w0, d, g->k.tss));
           int hy = by + j, hx = bx + i, odd = hx & 1;
-          cand[n++] = (cl_vcand){hy,    hx,    odd * gw + lp + (hx - odd) / 2,
-                                 dx,    dy,    l.w0,
-                                 l.id0, l.wa,  l.wb,
-                                 l.qa,  l.qb};
+          cl_int at_slot = odd * gw + lp + (hx - odd) / 2;
+          cy[n] = (cl_vcand_y){dy, l.w0, l.id0, l.wb, l.qb};
+          cand[n++] = (cl_vcand){hy, hx, hy * 2 * gw + at_slot, dx, l.wa, l.qa};
         }
     }
   }
@@ -518,9 +604,63 @@ static int cl_vcandidates(chained *s) {
   if (!rc)
     rc = cl_lists_up(s, cand, (size_t)(n ? n : 1) * sizeof *cand, &s->vcand,
                      at, (2 * m * m + 1) * sizeof *at, &s->vcand_at);
+  if (!rc) rc = cl_row_tables(s, cy, at);
   free(cand);
+  free(cy);
   free(at);
   return rc ? rc : cl_lane_table(s);
+}
+
+/* What esrrf_grid reads per slot (esrrf.cl): per parity part p of a grid
+ * row, for slot s (grid column b = 2(s − lp) + p clamped to [0, 2C], the
+ * padding's clamped copies included), eight planes of gw floats: the four
+ * input columns of b's taps (exact in float), then their weights; then
+ * per chunk of ESRRF_LANES slots (both parts) its kind; ct: the grid
+ * columns' taps (cl_taps_of). */
+static int cl_slot_taps(chained *s, const cl_taps *ct) {
+  const esrrf_geom *g = &s->g;
+  const method_call *c = s->c;
+  int gw, lp;
+  cl_grid_layout(g, &gw, &lp);
+  size_t lanes = (size_t)s->lanes, chunks = (size_t)gw / lanes;
+  size_t n = 2 * 8 * (size_t)gw + 2 * chunks;
+  float *t = malloc(n * sizeof *t);
+  if (!t) {
+    snprintf(c->err, c->err_len, "esrrf: no memory for the slot taps");
+    return QS_ENOMEM;
+  }
+  for (int p = 0; p < 2; p++)
+    for (int q = 0; q < gw; q++) {
+      int b = 2 * (q - lp) + p;
+      b = b < 0 ? 0 : b > 2 * g->cols ? 2 * g->cols : b;
+      float *o = t + (size_t)p * 8 * (size_t)gw + (size_t)q;
+      for (int j = 0; j < 4; j++) {
+        o[(size_t)j * (size_t)gw] = (float)ct[b].at[j];
+        o[(size_t)(4 + j) * (size_t)gw] = ct[b].w[j];
+      }
+    }
+  /* each chunk's kind: 1 consecutive columns for every tap, 2 one column
+   * in every slot, 0 neither */
+  for (size_t k = 0; k < 2 * chunks; k++) {
+    const float *o = t + k / chunks * 8 * (size_t)gw + k % chunks * lanes;
+    int regular = 1, uniform = 1;
+    for (size_t j = 0; j < 8; j++)
+      for (size_t i = 1; i < lanes; i++) {
+        float v0 = o[j * (size_t)gw], v = o[j * (size_t)gw + i];
+        regular &= j >= 4 || v == v0 + (float)i;
+        uniform &= v == v0;
+      }
+    t[16 * (size_t)gw + k] = uniform ? 2.0f : regular ? 1.0f : 0.0f;
+  }
+  int rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                        n * sizeof *t, t, "grid slot taps", &s->stab, c->err,
+                        c->err_len);
+  if (!rc) {
+    s->cand_bytes += n * sizeof *t;
+    cldev_transfer(c->device, n * sizeof *t, 0);
+  }
+  free(t);
+  return rc;
 }
 
 /* The tap tables, uploaded once per call (counted with the candidate
@@ -564,6 +704,7 @@ static int cl_tap_tables(chained *s) {
     s->cand_bytes += (gr + gc + ni) * sizeof *t;
     cldev_transfer(c->device, (gr + gc + ni) * sizeof *t, 0);
   }
+  if (!rc) rc = cl_slot_taps(s, t + gr);
   free(t);
   return rc;
 }
@@ -640,7 +781,7 @@ static int cl_setup(chained *s) {
     if (k == K_MVS && !g->weight) continue;
     cl_mem src = k == K_GRID ? vs : in;
     cl_mem dst = k == K_GRID ? grid : vs;
-    cl_mem taps = k == K_MVS ? s->taps : s->gtaps;
+    cl_mem taps = k == K_MVS ? s->taps : k == K_GRID ? s->stab : s->gtaps;
     e |= clSetKernelArg(s->k[k], 0, sizeof src, &src);
     e |= clSetKernelArg(s->k[k], 1, sizeof dst, &dst);
     e |= clSetKernelArg(s->k[k], 3, sizeof rows, &rows);
@@ -648,7 +789,6 @@ static int cl_setup(chained *s) {
     e |= clSetKernelArg(s->k[k], 5, sizeof taps, &taps);
   }
   e |= clSetKernelArg(s->k[K_GRID], 6, sizeof gw, &gw);
-  e |= clSetKernelArg(s->k[K_GRID], 7, sizeof lp, &lp);
   cl_kernel kr = s->k[K_RGC];
   cl_int start = g->k.start, win = g->k.end - g->k.start;
   cl_int margin = g->margin, weight = g->weight;
@@ -669,11 +809,16 @@ static int cl_setup(chained *s) {
   e |= clSetKernelArg(kr, 15, sizeof margin, &margin);
   e |= clSetKernelArg(kr, 16, sizeof weight, &weight);
   e |= clSetKernelArg(kr, 17, sizeof gw, &gw);
+  e |= clSetKernelArg(kr, 18, sizeof s->vrow, &s->vrow);
+  e |= clSetKernelArg(kr, 19, sizeof s->vcls, &s->vcls);
   rc = cl_status(e, "setting the chain's arguments", err, len);
 
-  size_t gsz[K_COUNT][2] = {{(size_t)g->cols, 2 * (size_t)g->rows + 1},
-                            {2 * (size_t)g->cols + 1, 2 * (size_t)g->rows + 1},
-                            {(size_t)g->cols, (size_t)g->rows_m},
+  /* the separable kernels: a vector of columns or slots per work-item */
+  size_t chunks = ((size_t)g->cols + (size_t)s->lanes - 1) / (size_t)s->lanes;
+  size_t gsz[K_COUNT][2] = {{chunks, 2 * (size_t)g->rows + 1},
+                            {2 * (size_t)gw / (size_t)s->lanes,
+                             2 * (size_t)g->rows + 1},
+                            {chunks, (size_t)g->rows_m},
                             {((size_t)g->cols + 2 * (size_t)s->lanes - 1) /
                                  (2 * (size_t)s->lanes) * (size_t)g->mag,
                              (size_t)g->rows_m}};
@@ -708,9 +853,12 @@ static void cl_release(chained *s) {
     if (s->buf[b]) clReleaseMemObject(s->buf[b]);
   if (s->taps) clReleaseMemObject(s->taps);
   if (s->gtaps) clReleaseMemObject(s->gtaps);
+  if (s->stab) clReleaseMemObject(s->stab);
   if (s->vcand) clReleaseMemObject(s->vcand);
   if (s->ex) clReleaseMemObject(s->ex);
   if (s->vcand_at) clReleaseMemObject(s->vcand_at);
+  if (s->vrow) clReleaseMemObject(s->vrow);
+  if (s->vcls) clReleaseMemObject(s->vcls);
   for (int i = 0; i < K_COUNT; i++)
     if (s->k[i]) clReleaseKernel(s->k[i]);
 }

@@ -18,13 +18,17 @@
 
 /* The stencil from its four values: up = I[r0,c], left = I[r,c0],
  * here = I[r,c], diag = I[r0,c0]. Callers that walk rows pass the clamped
- * neighbours themselves; these two functions are the only arithmetic. */
+ * neighbours themselves; these two macros are the only arithmetic (as
+ * macros, so that OpenCL vectors of pixels take the same text). */
+#define RC_COL(up, left, here, diag) ((((up) - (left)) + (here)) - (diag))
+#define RC_ROW(up, left, here, diag) (((-(up) + (left)) + (here)) - (diag))
+
 QS_INLINE float rc_col(float up, float left, float here, float diag) {
-  return ((up - left) + here) - diag;
+  return RC_COL(up, left, here, diag);
 }
 
 QS_INLINE float rc_row(float up, float left, float here, float diag) {
-  return ((-up + left) + here) - diag;
+  return RC_ROW(up, left, here, diag);
 }
 
 /* Both gradients of pixel (r, c) of one frame (row stride cols), the
