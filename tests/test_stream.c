@@ -874,6 +874,16 @@ Test(stream, bad_input_is_refused_and_the_stream_goes_on) {
             esrrf_stream_error(s));
   cr_assert_eq(esrrf_stream_frames(s), 0, "nothing consumed");
   image_free(&nan);
+  /* past the scan's first block of 4096 pixels: pixel 4200 is frame 58,
+   * row 3, column 0 */
+  cr_assert_eq(image_alloc(&nan, 60, 9, 8), QS_OK);
+  nan.data[4200] = -INFINITY;
+  cr_assert_eq(esrrf_stream_push(s, &nan), QS_EINVAL);
+  cr_assert(strstr(esrrf_stream_error(s), "frame 58 ") &&
+                strstr(esrrf_stream_error(s), "-inf at row 3, column 0"),
+            "%s", esrrf_stream_error(s));
+  cr_assert_eq(esrrf_stream_frames(s), 0, "nothing consumed");
+  image_free(&nan);
   static const size_t all[] = {8};
   cr_assert_eq(stream_all(s, &st, all, 1, ref, info, 2), 2);
   image want = batch_run(e, &st, 0, 8, "fused", VAR, 4);

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,37 @@ void esrrf_stream_close(esrrf_stream *s) {
     image_free(&s->q[(s->q_head + i) % s->q_cap].img);
   free(s->q);
   free(s);
+}
+
+/* Index of the first NaN or infinity of p[0 .. n) (n if none): blocks
+ * scanned for an all-ones exponent field four pixels at a time (the
+ * exponent plus one carries into bit 31 only when it is all ones: and,
+ * add, or; about one instruction a pixel, where the per-pixel isfinite
+ * loop took 8: callgrind found it the stream's only cost over the batch
+ * call), the block with one searched pixel by pixel. */
+typedef uint32_t scan_u32x4 __attribute__((vector_size(16)));
+
+static size_t first_nonfinite(const float *p, size_t n) {
+  enum { BLOCK = 4096 };
+  for (size_t b = 0; b < n; b += BLOCK) {
+    size_t e = n - b < BLOCK ? n - b : BLOCK, i = 0;
+    scan_u32x4 acc = {0, 0, 0, 0};
+    for (; i + 4 <= e; i += 4) {
+      scan_u32x4 v;
+      memcpy(&v, p + b + i, sizeof v);
+      acc |= (v & 0x7f800000u) + 0x00800000u;
+    }
+    uint32_t any = acc[0] | acc[1] | acc[2] | acc[3];
+    for (; i < e; i++) {
+      uint32_t u;
+      memcpy(&u, p + b + i, sizeof u);
+      any |= (u & 0x7f800000u) + 0x00800000u;
+    }
+    if (any & 0x80000000u)
+      for (i = b; i < b + e; i++)
+        if (!isfinite(p[i])) return i;
+  }
+  return n;
 }
 
 /* Checks the options and resolves the parameters into s. */
@@ -353,13 +385,13 @@ int esrrf_stream_push(esrrf_stream *s, const image *frames) {
                 "%zu x %zu",
                 frames->rows, frames->cols, s->rows, s->cols);
   size_t px = s->rows * s->cols, count = frames->frames;
-  for (size_t i = 0; i < count * px; i++)
-    if (!isfinite(frames->data[i]))
-      return fail(s->err, sizeof s->err, QS_EINVAL,
-                  "esrrf stream: frame %zu of the push (stream frame %llu) "
-                  "has %g at row %zu, column %zu; nothing was pushed",
-                  i / px, (unsigned long long)(s->frames + i / px),
-                  (double)frames->data[i], i % px / s->cols, i % s->cols);
+  size_t i = first_nonfinite(frames->data, count * px);
+  if (i < count * px)
+    return fail(s->err, sizeof s->err, QS_EINVAL,
+                "esrrf stream: frame %zu of the push (stream frame %llu) "
+                "has %g at row %zu, column %zu; nothing was pushed",
+                i / px, (unsigned long long)(s->frames + i / px),
+                (double)frames->data[i], i % px / s->cols, i % s->cols);
   size_t done = stream_completes(s, count);
   if (s->q_n + done > s->max_pending)
     return fail(s->err, sizeof s->err, QS_EOVERFLOW,
