@@ -996,8 +996,20 @@ static int cl_unit(cl_session *x, size_t f0, size_t n, size_t at,
    * unit as far as it knows, uploads nothing ahead */
   size_t frames = s->g.frames;
   s->g.frames = f0 + n;
+  /* the kernels span the unit's n frames, not a whole batch: the device
+   * shares the work-groups out over the whole range, and on PoCL a worker
+   * given only the frames past n (work-items that return at once) sat
+   * idle, doubling a one-frame push's wall time (each n is a size of its
+   * own: its first launch compiles, once) */
+  size_t z[K_COUNT];
+  for (int k = 0; k < K_COUNT; k++) {
+    z[k] = s->global[k][2];
+    s->global[k][2] = n;
+  }
   cl_event done = NULL;
   if (!rc) rc = cl_chain(s, f0, n, &done);
+  for (int k = 0; k < K_COUNT; k++)
+    s->global[k][2] = z[k];
   s->g.frames = frames;
   cl_unit_events(s, ev);
   if (!rc && !x->ring)
