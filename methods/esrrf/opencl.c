@@ -147,7 +147,7 @@ typedef struct chained {
   slot in[2];
   int next; /* slot for an upload nobody prepared */
   size_t batch, per_frame[B_COUNT];
-  size_t global[K_COUNT][3];
+  size_t global[K_COUNT][2]; /* per frame; a launch spans its frames */
   cl_mem vcand, vcand_at; /* the phase pairs' candidate samples */
   cl_mem vrow, vcls;      /* their per-row values (cl_row_tables) */
   cl_mem ex;              /* per column phase, its pixels' e_x and
@@ -172,15 +172,22 @@ static void event_drop(chained *s, cl_event *ev) {
   *ev = NULL;
 }
 
-/* Enqueues kernel i over its global size after `wait` (may be NULL),
- * booking a new size's first launch (the device compiles for it) as
- * one-time cost. */
-static int cl_launch(chained *s, int i, cl_event wait, cl_event *ev) {
+/* Enqueues kernel i over its global size for n frames after `wait` (may
+ * be NULL), booking a new size's first launch (the device compiles for
+ * it) as one-time cost. The kernels span the n frames at hand, not a whole
+ * batch: the device shares the work-groups out over the whole range, and
+ * on PoCL a worker given only the frames past n (work-items that return
+ * at once) sat idle, doubling the wall time of a one-frame push and of a
+ * call's short last batch (each n is a size of its own: its first launch
+ * compiles, once). */
+static int cl_launch(chained *s, int i, size_t n, cl_event wait,
+                     cl_event *ev) {
   const method_call *c = s->c;
-  int first = cldev_first_launch(c->device, KERNEL_NAMES[i], s->global[i], 3);
+  size_t global[3] = {s->global[i][0], s->global[i][1], n};
+  int first = cldev_first_launch(c->device, KERNEL_NAMES[i], global, 3);
   int64_t t0 = timer_ns();
   int rc = cl_status(clEnqueueNDRangeKernel(s->q, s->k[i], 3, NULL,
-                                            s->global[i], NULL, wait ? 1 : 0,
+                                            global, NULL, wait ? 1 : 0,
                                             wait ? &wait : NULL, ev),
                      KERNEL_NAMES[i], c->err, c->err_len);
   if (!rc && first) {
@@ -253,7 +260,8 @@ static int cl_chain(chained *s, size_t f0, size_t n, cl_event *done) {
     if (k == K_MVS && !s->g.weight) continue;
     rc = cl_status(clSetKernelArg(s->k[k], k == K_RGC ? 7 : 2, sizeof nf, &nf),
                    "setting the frame count", c->err, c->err_len);
-    if (!rc) rc = cl_launch(s, k, k == K_GVS ? sl->up : NULL, &ev[k]);
+    if (!rc)
+      rc = cl_launch(s, k, n, k == K_GVS ? sl->up : NULL, &ev[k]);
   }
   /* the chain is queued: this slot is free after it, and its frames are
    * consumed */
@@ -825,7 +833,6 @@ static int cl_setup(chained *s) {
   for (int i = 0; i < K_COUNT; i++) {
     s->global[i][0] = gsz[i][0];
     s->global[i][1] = gsz[i][1];
-    s->global[i][2] = s->batch;
   }
   return rc;
 }
@@ -996,20 +1003,9 @@ static int cl_unit(cl_session *x, size_t f0, size_t n, size_t at,
    * unit as far as it knows, uploads nothing ahead */
   size_t frames = s->g.frames;
   s->g.frames = f0 + n;
-  /* the kernels span the unit's n frames, not a whole batch: the device
-   * shares the work-groups out over the whole range, and on PoCL a worker
-   * given only the frames past n (work-items that return at once) sat
-   * idle, doubling a one-frame push's wall time (each n is a size of its
-   * own: its first launch compiles, once) */
-  size_t z[K_COUNT];
-  for (int k = 0; k < K_COUNT; k++) {
-    z[k] = s->global[k][2];
-    s->global[k][2] = n;
-  }
+  /* the kernels span the unit's n frames (cl_launch) */
   cl_event done = NULL;
   if (!rc) rc = cl_chain(s, f0, n, &done);
-  for (int k = 0; k < K_COUNT; k++)
-    s->global[k][2] = z[k];
   s->g.frames = frames;
   cl_unit_events(s, ev);
   if (!rc && !x->ring)
