@@ -4,7 +4,11 @@
 
 For every case (method, input size, parameters) of a sweep that crosses
 the CPU/OpenCL and serial/threaded crossovers on this machine:
-  1. cold: a fresh timing store, one automatic call (calibration included);
+  1. cold: a fresh timing store, one automatic call (calibration
+     included); COLD times over, each in a store of its own, since one
+     process's first call varies as much as any single run (each cold
+     figure is the median over the COLD calls, the worst one is printed
+     too);
   2. warm: WARM more automatic calls in that store (what the engine learned
      from its own calls); the settled choice reported is the last call not
      made to gather evidence (reason "verification": a candidate known
@@ -45,7 +49,8 @@ about half the rounds are one choice on this machine: no engine can
 choose among them better than chance, and no regret among them is real.
 
 Usage: regret.py [--qs PATH] [--work DIR] [--quick] [--cases I,J,...]
-                 [--repeats N] [--warm N] [--seed N] [--spread N]
+                 [--repeats N] [--warm N] [--cold N] [--seed N]
+                 [--spread N]
                  [--json FILE] [--markdown FILE]
 """
 import argparse
@@ -149,15 +154,18 @@ def interleaved(qs, db, method, inp, out, params, impls, rounds, rng):
     return runs
 
 
-def case(qs, work, method, size, params, repeats, warm, rng, only=None):
+def case(qs, work, method, size, params, repeats, warm, rng, only=None,
+         ncold=1):
     f, r, c = size
     inp = stack(qs, work, size)
     out = os.path.join(work, 'out.tif')
     db = os.path.join(work, 'regret.db')
-    fresh(db)
-    cold = qs_run(qs, db, method, inp, out, params)
+    colds = []
+    for _ in range(max(1, ncold)):
+        fresh(db)
+        colds.append(qs_run(qs, db, method, inp, out, params))
     warms = [qs_run(qs, db, method, inp, out, params) for _ in range(warm)]
-    chosen = {cold['impl']} | {w['impl'] for w in warms}
+    chosen = {x['impl'] for x in colds} | {w['impl'] for w in warms}
     impls = [i for i in impls_of(qs, method)
              if not only or i in only or i in chosen]
     runs = interleaved(qs, db, method, inp, out, params, impls, repeats,
@@ -170,27 +178,45 @@ def case(qs, work, method, size, params, repeats, warm, rng, only=None):
     # what the warm calls cost while learning, settled or not
     learn = (statistics.mean(forced[x['impl']] for x in warms) / oracle - 1
              if warms else 0.0)
+    # each cold call's figures; the row gives their medians, and the cold
+    # choice is the one whose decision regret is the median (the middle
+    # call), so that its choice, regret and noise mark agree
+    each = [{'impl': x['impl'], 'reason': x['reason'],
+             'run_s': x['seconds'], 'calib_s': x['calibration_seconds'],
+             'process_s': x['process_seconds'],
+             'regret': forced[x['impl']] / oracle - 1,
+             'regret_total': (x['seconds'] + x['calibration_seconds'])
+             / oracle - 1,
+             'calib_share': x['calibration_seconds'] /
+             (x['seconds'] + x['calibration_seconds']),
+             'vs_warm': x['seconds'] / forced[x['impl']]} for x in colds]
+    mid = sorted(each, key=lambda x: x['regret'])[(len(each) - 1) // 2]
+    med = {k: statistics.median(x[k] for x in each)
+           for k in ('run_s', 'calib_s', 'process_s', 'regret_total',
+                     'calib_share', 'vs_warm')}
     row = {
         'method': method, 'size': f'{f}x{r}x{c}', 'oracle': oracle_impl,
         'oracle_s': oracle,
-        'cold': cold['impl'], 'cold_reason': cold['reason'],
-        'cold_run_s': cold['seconds'],
-        'cold_calib_s': cold['calibration_seconds'],
-        'cold_process_s': cold['process_seconds'],
+        'cold': mid['impl'], 'cold_reason': mid['reason'],
+        'cold_choices': sorted(x['impl'] for x in each),
+        'cold_run_s': med['run_s'],
+        'cold_calib_s': med['calib_s'],
+        'cold_process_s': med['process_s'],
         'warm': w['impl'], 'load': os.getloadavg()[0],
         'oracle_min_s': min(runs[oracle_impl]),
-        'cold_resolved': resolved(runs[cold['impl']], runs[oracle_impl]),
+        'cold_resolved': resolved(runs[mid['impl']], runs[oracle_impl]),
         'warm_resolved': resolved(runs[w['impl']], runs[oracle_impl]),
         'runs': runs,
-        'cold_regret': forced[cold['impl']] / oracle - 1,
-        'cold_regret_total': (cold['seconds'] + cold['calibration_seconds'])
-        / oracle - 1,
+        'colds': each,
+        'cold_regret': mid['regret'],
+        'cold_regret_worst': max(x['regret'] for x in each),
+        'cold_regret_total': med['regret_total'],
         'warm_regret': forced[w['impl']] / oracle - 1,
         'warm_mean_regret': learn,
         'warm_reasons': [x['reason'] for x in warms],
-        'calib_share': cold['calibration_seconds'] /
-        (cold['seconds'] + cold['calibration_seconds']),
-        'cold_vs_warm': cold['seconds'] / forced[cold['impl']],
+        'calib_share': med['calib_share'],
+        'cold_vs_warm': med['vs_warm'],
+        'cold_vs_warm_worst': max(x['vs_warm'] for x in each),
         'forced': forced,
     }
     fresh(db)
@@ -245,6 +271,11 @@ def table(rows, load):
            '| warm choice | warm regret | warm calls\' mean regret |',
            '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
 
+    def choices(r):
+        c = r.get('cold_choices', [r['cold']])
+        return ', '.join(f'{i}' + (f' ×{c.count(i)}' if len(c) > 1 else '')
+                         for i in sorted(set(c), key=c.index))
+
     def mark(r, key):
         return ('' if r[key.replace('regret', 'resolved')] else '~') + \
             pct(r[key])
@@ -253,7 +284,7 @@ def table(rows, load):
             f"| {r['method']} | {r['size']} | {r['load']:.1f} | "
             f"{r['oracle']} | "
             f"{r['oracle_s']:.4g} ({r['oracle_min_s']:.4g}) | "
-            f"{r['cold']} ({r['cold_reason']}) | "
+            f"{choices(r)} ({r['cold_reason']}) | "
             f"{mark(r, 'cold_regret')} | {pct(r['cold_regret_total'])} | "
             f"{r['cold_calib_s']:.3g} | {pct(r['calib_share'])} | "
             f"{r['cold_vs_warm']:.2f}x | {r['warm']} | "
@@ -282,6 +313,12 @@ def table(rows, load):
                 f"cold run / warm run of the same implementation: median "
                 f"{statistics.median(r['cold_vs_warm'] for r in rows):.2f}x,"
                 f" worst {max(r['cold_vs_warm'] for r in rows):.2f}x"]
+        if any(len(r.get('colds', [])) > 1 for r in rows):
+            out += [f"single cold calls ({len(rows[0]['colds'])} a case, the "
+                    "figures above are their medians): worst decision "
+                    f"regret {pct(max(r['cold_regret_worst'] for r in rows))}"
+                    ", worst cold run / warm "
+                    f"{max(r['cold_vs_warm_worst'] for r in rows):.2f}x"]
     return '\n'.join(out) + '\n'
 
 
@@ -297,6 +334,8 @@ def main():
     ap.add_argument('--seed', type=int, default=1,
                     help='order of the interleaved forced runs')
     ap.add_argument('--warm', type=int, default=12)
+    ap.add_argument('--cold', type=int, default=3,
+                    help='cold calls per case, each in a fresh store')
     ap.add_argument('--cases', help='comma-separated indices into CASES '
                     '(overrides --quick)')
     ap.add_argument('--json')
@@ -328,7 +367,7 @@ def main():
     for method, size, params, *only in cases:
         print(f'regret: {method} {size}', file=sys.stderr, flush=True)
         rows.append(case(a.qs, a.work, method, size, params, a.repeats,
-                         a.warm, rng, only[0] if only else None))
+                         a.warm, rng, only[0] if only else None, a.cold))
     text = table(rows, (load0, os.getloadavg()[0]))
     sys.stdout.write(text)
     if a.markdown:

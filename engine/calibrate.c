@@ -35,6 +35,10 @@
  * the next could start with 4x the slowest so far left (the scalar one
  * started after fused and took two thirds of it).
  *
+ * Tiny calls (nothing known, and the first slices would hold half the
+ * call or more: tiny_call) calibrate nothing: the static order's first
+ * candidate runs on the call, and later calls try the others as below.
+ *
  * Small calls (best predicted under AGENT_SMALL_CALL): a slice run costs
  * a run's fixed costs (outputs, key, record, the pool's wake-up), about
  * as much as such a call, so calibration makes only the first candidate's
@@ -207,9 +211,28 @@ static int small_call(const engine *e, double predicted) {
          predicted < AGENT_SMALL_CALL;
 }
 
+/* Whether a call with nothing known is too small to slice: the slices
+ * calibration would run first (the small one, then the probe twice as
+ * large per side) hold half the call's pixels or more, so calibrating
+ * costs more than the call (a 1 x 64 x 64 call of 10 us spent 66 us).
+ * Such a call runs the static order's first candidate on the call itself,
+ * which times the exact key; its later calls try the other cold CPU
+ * candidates one a call, as a small call's do (cands_choose). Not for a
+ * composite's step or under a session, as small_call. */
+static int tiny_call(const engine *e, const prep *pr) {
+  if (e->in_step || e->session || pr->n_in == 0) return 0;
+  const image *in = &pr->in[0];
+  size_t r = slice_side(in->rows) * 2, c = slice_side(in->cols) * 2;
+  double probe = (double)(r < in->rows ? r : in->rows) *
+                 (double)(c < in->cols ? c : in->cols);
+  double call = (double)in->frames * (double)in->rows * (double)in->cols;
+  return call > 0 && 2 * probe >= call;
+}
+
 size_t calibrate_startable(const engine *e, const prep *pr,
                             const unsigned char *cold, double known) {
   if (small_call(e, known)) return 0;
+  if (known < 0 && tiny_call(e, pr)) return 0;
   double budget = budget_for(e, known);
   size_t n = 0;
   for (size_t i = 0; i < pr->m->n_impls; i++)

@@ -154,9 +154,9 @@ Test(calibrate, cold_and_warm_pick_the_known_fastest) {
   engine_close(e);
 }
 
-/* A small call (1 x 64 x 64, about 10 us): slices would cost a run's
+/* A small call (1 x 128 x 200, about 31 us): slices would cost a run's
  * fixed costs each, so the cold call makes only the first candidate's
- * prediction (serial, first for small work, on 8x8 and 16x16), runs it,
+ * prediction (serial, first for small work, on 16x16 and 32x32), runs it,
  * and the next calls try one cold candidate each on the call itself (the
  * most refined threaded first) before the history settles on the
  * fastest; none of them calibrates. */
@@ -164,13 +164,13 @@ Test(calibrate, small_call_tries_candidates_on_the_call) {
   costs((int64_t[]){5000, 20000, 12000, 3000, 30000},
         (int64_t[]){10, 30, 5, 5, 10});
   engine *e = open_costed();
-  input x = call_input(1, 64, 64);
+  input x = call_input(1, 128, 200);
   run_report rep;
   call(e, &x, &rep);
   cr_assert_str_eq(rep.impl, "serial");
   cr_assert_str_eq(rep.reason, "calibration");
   cr_assert_float_eq(rep.calibration_seconds,
-                     5e-6 + 1e-9 * 64 + 5e-6 + 1e-9 * 256, 1e-12, "%.9f",
+                     5e-6 + 1e-9 * 256 + 5e-6 + 1e-9 * 1024, 1e-12, "%.9f",
                      rep.calibration_seconds);
   cr_assert_eq(cost[C_SERIAL].calls, 3);
   cr_assert_eq(cost[C_FAST].calls + cost[C_MID].calls + cost[C_SLOW].calls +
@@ -191,12 +191,43 @@ Test(calibrate, small_call_tries_candidates_on_the_call) {
   }
   for (int i = 0; i < C_N; i++)
     cr_assert_eq(cost[i].full_calls, 1, "impl %d", i);
-  /* every one timed on the key: fast (3.2 us) wins from now on */
+  /* every one timed on the key: fast (15.8 us) wins from now on */
   for (int k = 0; k < 5; k++) {
     call(e, &x, &rep);
     cr_assert_str_eq(rep.impl, "fast");
     cr_assert_eq(rep.calibration_seconds, 0);
   }
+  free(x.px);
+  engine_close(e);
+}
+
+/* A tiny call (1 x 64 x 64, about 9 us): the slices would be a quarter
+ * of the call and then the whole of it, so nothing is calibrated: the
+ * static order's first (serial, small work) runs on the call, and the
+ * next calls try the others on the call as a small call's do. */
+Test(calibrate, tiny_call_calibrates_nothing) {
+  costs((int64_t[]){5000, 20000, 12000, 3000, 30000},
+        (int64_t[]){10, 30, 5, 5, 10});
+  engine *e = open_costed();
+  input x = call_input(1, 64, 64);
+  run_report rep;
+  call(e, &x, &rep);
+  cr_assert_str_eq(rep.impl, "serial");
+  cr_assert_str_eq(rep.reason, "static");
+  cr_assert_eq(rep.calibration_seconds, 0);
+  cr_assert_eq(cost[C_SERIAL].calls, 1);
+  cr_assert_eq(cost[C_SERIAL].full_calls, 1);
+  const char *tried[] = {"fast", "mid", "slow", "composed"};
+  for (int k = 0; k < 4; k++) {
+    call(e, &x, &rep);
+    cr_assert_str_eq(rep.impl, tried[k], "call %d", k + 2);
+    cr_assert_str_eq(rep.reason, "exploration");
+    cr_assert_eq(rep.calibration_seconds, 0);
+  }
+  for (int i = 0; i < C_N; i++)
+    cr_assert_eq(cost[i].calls, 1, "impl %d", i);
+  call(e, &x, &rep);
+  cr_assert_str_eq(rep.impl, "fast"); /* 5.0 us against serial's 9.1 */
   free(x.px);
   engine_close(e);
 }

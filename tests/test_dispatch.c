@@ -958,7 +958,7 @@ Test(dispatch, kind_names_and_nearest_names) {
 Test(dispatch, estimate_predicts_the_next_run_and_runs_nothing) {
   fake_reset();
   engine *e = open_fake(NULL, 0);
-  input x = make_input(2, 64, 64);
+  input x = make_input(2, 128, 128); /* not tiny: calibrates (calibrate.c) */
   run_request rq = {.inputs = &x.im, .n_inputs = 1};
   run_report est, rep;
   /* cold: method_run would calibrate first */
@@ -1061,7 +1061,7 @@ static int api_best_fn(void *ctx, const char *method, const char *key,
                        const run_report *r) {
   api_best *b = ctx;
   cr_assert_str_eq(method, "fake");
-  if (!strstr(key, "(2x64x64")) return 0; /* not a calibration slice */
+  if (!strstr(key, "(2x128x128")) return 0; /* not a calibration slice */
   b->n++;
   snprintf(b->key, sizeof b->key, "%s", key);
   b->rep = *r;
@@ -1077,7 +1077,7 @@ Test(dispatch, store_calls_through_the_engine) {
   snprintf(dump, sizeof dump, "%s/dump.json", dir);
   snprintf(db2, sizeof db2, "%s/u.db", dir);
   engine *e = open_fake(db, 0);
-  input x = make_input(2, 64, 64);
+  input x = make_input(2, 128, 128); /* not tiny: calibrates (calibrate.c) */
   run_report rep;
   for (int i = 0; i < 4; i++) cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), 0);
   cr_assert_eq(run(e, &x, NULL, 0, "serial", &rep), 0);
