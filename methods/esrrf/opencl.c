@@ -391,7 +391,8 @@ static int cl_drive_device(chained *s) {
     float *img = out + tp * g->plane;
     if (!rc) rc = cl_stat_finish(&s->st, s->q, img, c->err, c->err_len);
     if (!rc && g->mpc)
-      temporal_mpc(img, (size_t)g->rows_m, (size_t)g->cols_m, g->mag);
+      rc = temporal_mpc_on(c, img, (size_t)g->rows_m, (size_t)g->cols_m,
+                           g->mag);
   }
   if (rc) cl_quiesce(s);
   return rc;
