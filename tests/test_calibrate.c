@@ -154,6 +154,28 @@ Test(calibrate, cold_and_warm_pick_the_known_fastest) {
   engine_close(e);
 }
 
+/* After the cold call of a small or tiny key: the next four calls try
+ * one cold candidate each on the call itself (the most refined threaded
+ * first), none calibrating, each then run once on the full key; from then
+ * on fast, the fastest at this size, wins (`settled` calls checked). */
+static void tries_each_on_the_call(engine *e, input *x, int settled) {
+  run_report rep;
+  const char *tried[] = {"fast", "mid", "slow", "composed"};
+  for (int k = 0; k < 4; k++) {
+    call(e, x, &rep);
+    cr_assert_str_eq(rep.impl, tried[k], "call %d", k + 2);
+    cr_assert_str_eq(rep.reason, "exploration");
+    cr_assert_eq(rep.calibration_seconds, 0);
+  }
+  for (int i = 0; i < C_N; i++)
+    cr_assert_eq(cost[i].full_calls, 1, "impl %d", i);
+  for (int k = 0; k < settled; k++) {
+    call(e, x, &rep);
+    cr_assert_str_eq(rep.impl, "fast");
+    cr_assert_eq(rep.calibration_seconds, 0);
+  }
+}
+
 /* A small call (1 x 128 x 200, about 31 us): slices would cost a run's
  * fixed costs each, so the cold call makes only the first candidate's
  * prediction (serial, first for small work, on 16x16 and 32x32), runs it,
@@ -182,21 +204,7 @@ Test(calibrate, small_call_tries_candidates_on_the_call) {
   cr_assert_eq(method_estimate(e, "costed", &rq, &est), QS_OK);
   cr_assert_str_eq(est.impl, "fast");
   cr_assert_str_eq(est.reason, "exploration");
-  const char *tried[] = {"fast", "mid", "slow", "composed"};
-  for (int k = 0; k < 4; k++) {
-    call(e, &x, &rep);
-    cr_assert_str_eq(rep.impl, tried[k], "call %d", k + 2);
-    cr_assert_str_eq(rep.reason, "exploration");
-    cr_assert_eq(rep.calibration_seconds, 0);
-  }
-  for (int i = 0; i < C_N; i++)
-    cr_assert_eq(cost[i].full_calls, 1, "impl %d", i);
-  /* every one timed on the key: fast (15.8 us) wins from now on */
-  for (int k = 0; k < 5; k++) {
-    call(e, &x, &rep);
-    cr_assert_str_eq(rep.impl, "fast");
-    cr_assert_eq(rep.calibration_seconds, 0);
-  }
+  tries_each_on_the_call(e, &x, 5); /* fast: 15.8 us, serial 30.6 */
   free(x.px);
   engine_close(e);
 }
@@ -217,17 +225,9 @@ Test(calibrate, tiny_call_calibrates_nothing) {
   cr_assert_eq(rep.calibration_seconds, 0);
   cr_assert_eq(cost[C_SERIAL].calls, 1);
   cr_assert_eq(cost[C_SERIAL].full_calls, 1);
-  const char *tried[] = {"fast", "mid", "slow", "composed"};
-  for (int k = 0; k < 4; k++) {
-    call(e, &x, &rep);
-    cr_assert_str_eq(rep.impl, tried[k], "call %d", k + 2);
-    cr_assert_str_eq(rep.reason, "exploration");
-    cr_assert_eq(rep.calibration_seconds, 0);
-  }
-  for (int i = 0; i < C_N; i++)
-    cr_assert_eq(cost[i].calls, 1, "impl %d", i);
-  call(e, &x, &rep);
-  cr_assert_str_eq(rep.impl, "fast"); /* 5.0 us against serial's 9.1 */
+  tries_each_on_the_call(e, &x, 3); /* fast: 5.0 us, serial 9.1 */
+  for (int i = 0; i < C_N; i++) /* not one slice run */
+    cr_assert_eq(cost[i].calls, cost[i].full_calls, "impl %d", i);
   free(x.px);
   engine_close(e);
 }
