@@ -20,12 +20,12 @@
  * the predicted full call, at least CALIB_FLOOR, at most
  * engine_options.calibration_budget when set. The floor lets a call of a
  * few ms calibrate something; at 2 ms it was 20-40 % of calls of 5-10 ms
- * (shift_magnify 10 x 256 x 256 spent 1.5 ms before a 5.3 ms call). The prediction comes from
- * the candidates already known, else from the first candidate's runs on
- * the small slice and on one twice as large per side (a fit through two
- * sizes; later candidates are assumed to scale alike). So a
- * call predicted under 0.1 s spends at most 10 ms, one over 1 s at most
- * 10 %; only the first run on the small slice (needed for any number) and
+ * (shift_magnify 10 x 256 x 256 spent 1.5 ms before a 5.3 ms call). The
+ * prediction comes from the candidates already known, else from the
+ * first candidate's runs on the small slice and on one twice as large
+ * per side (a fit through two sizes; later candidates are assumed to
+ * scale alike). So a call predicted under 0.1 s spends at most 10 ms,
+ * one over 1 s at most 10 %; only the first run on the small slice (needed for any number) and
  * a run already started can overshoot, and a candidate starts only while
  * the budget left covers CALIB_NEXT times the slowest small-slice run so
  * far times the spread seen (slowest / fastest): eSRRF's variants on a
@@ -203,11 +203,10 @@ static int may_start(const mstate *m, size_t i, double left) {
 }
 
 /* Whether a prediction makes the call small (AGENT_SMALL_CALL): its cold
- * CPU candidates are tried on later calls of the key itself. Not for a
- * composite's step or under a session, which never try them on the call
- * (cands_choose): they calibrate as any call. */
+ * CPU candidates are tried on later calls of the key itself. Only a call
+ * of its own (engine_own_call): the others calibrate as any call. */
 static int small_call(const engine *e, double predicted) {
-  return !e->in_step && !e->session && predicted >= 0 &&
+  return engine_own_call(e) && predicted >= 0 &&
          predicted < AGENT_SMALL_CALL;
 }
 
@@ -217,10 +216,10 @@ static int small_call(const engine *e, double predicted) {
  * costs more than the call (a 1 x 64 x 64 call of 10 us spent 66 us).
  * Such a call runs the static order's first candidate on the call itself,
  * which times the exact key; its later calls try the other cold CPU
- * candidates one a call, as a small call's do (cands_choose). Not for a
- * composite's step or under a session, as small_call. */
+ * candidates one a call, as a small call's do (cands_choose). Only a
+ * call of its own, as small_call. */
 static int tiny_call(const engine *e, const prep *pr) {
-  if (e->in_step || e->session || pr->n_in == 0) return 0;
+  if (!engine_own_call(e) || pr->n_in == 0) return 0;
   const image *in = &pr->in[0];
   size_t r = slice_side(in->rows) * 2, c = slice_side(in->cols) * 2;
   double probe = (double)(r < in->rows ? r : in->rows) *

@@ -171,12 +171,9 @@ long cands_choose(engine *e, const prep *pr, cands *cs,
     return cs->usable;
   }
   /* Only a call of its own tries a cold candidate on itself (the
-   * small-call rule, agent.h): a composite's step is part of the
-   * composite's time, which an exploration would distort, and under a
-   * session (the live stream) the first push's choice holds for every
-   * later push. */
+   * small-call rule, agent.h; engine_own_call says why). */
   const char *was[QS_MAX_ESTIMATES];
-  int own = e->no_calibration || (!e->in_step && !e->session);
+  int own = e->no_calibration || engine_own_call(e);
   if (!own) cold_hide(cs, m->n_impls, was);
   long pick = agent_choose(cs->c, m->n_impls, pr->work, e->no_calibration,
                            rng, reason, est, src);

@@ -126,6 +126,15 @@ struct engine {
   int in_step; /* composite steps under way (dispatch_step) */
 };
 
+/* Whether the call under way is one of its own: not a composite's step
+ * (its time is part of the composite's) nor under a session (the live
+ * stream's first push fixes the implementation for every push). Only such
+ * a call may try a cold candidate on itself or skip calibration for it
+ * (the small- and tiny-call rules, calibrate.c and choice.c). */
+static inline int engine_own_call(const engine *e) {
+  return !e->in_step && !e->session;
+}
+
 /* FNV-1a of a string continuing from h (start from FNV_SEED): hash tables
  * and fingerprints, not security. */
 #define FNV_SEED 1469598103934665603ull

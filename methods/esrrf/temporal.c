@@ -326,8 +326,8 @@ int esrrf_partial_add(esrrf_partial *p, const float *maps, size_t count) {
 
 int esrrf_partial_merge(esrrf_partial *into, const esrrf_partial *next) {
   if (!into || !next || !into->data || !next->data ||
-      into->data == next->data || into->temporal != next->temporal || into->rows != next->rows ||
-      into->cols != next->cols)
+      into->data == next->data || into->temporal != next->temporal ||
+      into->rows != next->rows || into->cols != next->cols)
     return QS_EINVAL;
   size_t px = into->rows * into->cols;
   if (next->n == 0) return QS_OK;
