@@ -11,8 +11,9 @@
  * slice of the caller's input (twice when the first run had one-time
  * costs, so a steady time is recorded), while the budget lasts; then they
  * run on a second, larger slice, fastest first (OpenCL on the host's
- * cores still last), while the budget lasts. Two sizes give the fit a fixed cost and a slope; an implementation left at one
- * size is scaled proportionally (which only overestimates it). Cold
+ * cores still last), while the budget lasts. Two sizes give the fit a
+ * fixed cost and a slope; an implementation left at one size is scaled
+ * proportionally (which only overestimates it). Cold
  * candidates the budget leaves out stay cold: they are passed over for
  * this call and calibrated by later ones, each within its own budget.
  *
@@ -25,8 +26,8 @@
  * first candidate's runs on the small slice and on one twice as large
  * per side (a fit through two sizes; later candidates are assumed to
  * scale alike). So a call predicted under 0.1 s spends at most 10 ms,
- * one over 1 s at most 10 %; only the first run on the small slice (needed for any number) and
- * a run already started can overshoot, and a candidate starts only while
+ * one over 1 s at most 10 %; only the first run on the small slice
+ * (needed for any number) and a run already started can overshoot, and a candidate starts only while
  * the budget left covers CALIB_NEXT times the slowest small-slice run so
  * far times the spread seen (slowest / fastest): eSRRF's variants on a
  * slice, in calibration order, take about 1, 0.5-1.5, 7-14 and 50-100
