@@ -7,6 +7,7 @@
  * below are one pixel at a time, in the order of operations the library
  * documents (temporal.h, quicksilver.h's esrrf_partial). */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,5 +278,167 @@ Test(temporal, mpc_equals_the_definition_serial_and_on_any_split) {
       free(in);
       free(want);
       free(got);
+    }
+}
+
+/* ------------------------------------------------- several partials */
+
+/* Enough pixels for several of temporal_window's tiles, cut at points
+ * that are not multiples of a tile or of any vector width. */
+#define WPX 601
+static const size_t WCUTS[] = {0, 0, 1, 3, 250, 257, 512, 513, WPX};
+#define N_WCUTS (sizeof WCUTS / sizeof *WCUTS)
+#define MAX_PARTS 6
+
+/* n partials of `kind` over WPX pixels, part j holding 1 + (j·5 + seed) %
+ * 3 frames (uneven runs), the frames filled from the test's generator. */
+static void make_parts(int kind, esrrf_partial *p, size_t n, uint64_t seed) {
+  float x[WPX];
+  rng_state = 0x853c49e6748fea9bu + seed * 977 + (uint64_t)kind;
+  for (size_t j = 0; j < n; j++) {
+    cr_assert_eq(esrrf_partial_init(&p[j], kind, 1, WPX), QS_OK);
+    size_t frames = 1 + (j * 5 + seed) % 3;
+    for (size_t f = 0; f < frames; f++) {
+      fill(x, WPX);
+      cr_assert_eq(esrrf_partial_add(&p[j], x, 1), QS_OK);
+    }
+  }
+}
+
+static void free_parts(esrrf_partial *p, size_t n) {
+  for (size_t j = 0; j < n; j++) esrrf_partial_free(&p[j]);
+}
+
+/* The sequential reference: the parts merged one after another into an
+ * empty partial with the public call, then the statistic. */
+static void sequential_window(int kind, const esrrf_partial *p, size_t n,
+                              float *want) {
+  esrrf_partial m;
+  cr_assert_eq(esrrf_partial_init(&m, kind, 1, WPX), QS_OK);
+  for (size_t j = 0; j < n; j++)
+    cr_assert_eq(esrrf_partial_merge(&m, &p[j]), QS_OK);
+  cr_assert_eq(esrrf_partial_finish(&m, 1, 0, want), QS_OK);
+  esrrf_partial_free(&m);
+}
+
+/* temporal_window on uneven ranges gives the bits of the sequential
+ * merges (one part: its own result; two: one merge) and of the per-pixel
+ * definition, and changes no part. */
+Test(temporal, window_equals_the_sequential_merges_bit_for_bit) {
+  for (int kind = TEMPORAL_AVG; kind < TEMPORAL_NONE; kind++)
+    for (size_t n = 1; n <= MAX_PARTS; n++) {
+      size_t k = esrrf_partial_slots(kind);
+      esrrf_partial p[MAX_PARTS];
+      const esrrf_partial *order[MAX_PARTS];
+      make_parts(kind, p, n, n);
+      uint64_t total = 0;
+      for (size_t j = 0; j < n; j++) {
+        order[j] = &p[j];
+        total += p[j].n;
+      }
+      if (kind == TEMPORAL_TAC2 && total < 2) {
+        free_parts(p, n);
+        continue;
+      }
+      double *before = malloc(n * WPX * k * sizeof *before);
+      cr_assert_not_null(before);
+      for (size_t j = 0; j < n; j++)
+        memcpy(before + j * WPX * k, p[j].data, WPX * k * sizeof(double));
+      float got[WPX], want[WPX], def[WPX];
+      memset(got, 0xff, sizeof got);
+      for (size_t c = 0; c + 1 < N_WCUTS; c++)
+        temporal_window(order, n, got, WCUTS[c], WCUTS[c + 1]);
+      sequential_window(kind, p, n, want);
+      expect_same_bits(got, want, sizeof got, "window vs merges", kind, n);
+      for (size_t i = 0; i < WPX; i++) {
+        double m[4];
+        memcpy(m, p[0].data + i * k, k * sizeof *m);
+        double na = (double)p[0].n;
+        for (size_t j = 1; j < n; j++) {
+          def_merge(kind, m, p[j].data + i * k, na, (double)p[j].n);
+          na += (double)p[j].n;
+        }
+        def[i] = def_result(kind, m, na);
+      }
+      expect_same_bits(got, def, sizeof got, "window vs definition", kind, n);
+      for (size_t j = 0; j < n; j++)
+        cr_expect(memcmp(before + j * WPX * k, p[j].data,
+                         WPX * k * sizeof(double)) == 0,
+                  "statistic %d, %zu parts: part %zu changed", kind, n, j);
+      free(before);
+      free_parts(p, n);
+    }
+}
+
+/* temporal_suffixes on uneven ranges: every part j >= 1 becomes its
+ * suffix by the per-pixel definition (merged from the newest back), bit
+ * for bit; part 0 is unchanged; the statistic of all the parts is within
+ * rounding of the sequential merges (their bits for one or two parts,
+ * where the orders coincide); and a window taken from a suffix and the
+ * merge of newer parts (the stream's two stacks) is too. */
+Test(temporal, suffixes_equal_the_definition_and_the_window) {
+  for (int kind = TEMPORAL_AVG; kind < TEMPORAL_NONE; kind++)
+    for (size_t n = 1; n <= MAX_PARTS; n++) {
+      size_t k = esrrf_partial_slots(kind);
+      esrrf_partial p[MAX_PARTS];
+      esrrf_partial *parts[MAX_PARTS];
+      make_parts(kind, p, n, 7 + n);
+      uint64_t total = 0;
+      for (size_t j = 0; j < n; j++) {
+        parts[j] = &p[j];
+        total += p[j].n;
+      }
+      if (kind == TEMPORAL_TAC2 && total < 2) {
+        free_parts(p, n);
+        continue;
+      }
+      double *ref = malloc(n * WPX * k * sizeof *ref);
+      cr_assert_not_null(ref);
+      for (size_t j = 0; j < n; j++)
+        memcpy(ref + j * WPX * k, p[j].data, WPX * k * sizeof(double));
+      uint64_t cnt[MAX_PARTS + 1] = {0}; /* cnt[j]: frames of suffix j */
+      for (size_t j = n; j-- > 0;) cnt[j] = cnt[j + 1] + p[j].n;
+      for (size_t j = n - 1; j-- > 1;)
+        for (size_t i = 0; i < WPX; i++)
+          def_merge(kind, ref + (j * WPX + i) * k,
+                    ref + ((j + 1) * WPX + i) * k, (double)p[j].n,
+                    (double)cnt[j + 1]);
+      float got[WPX], want[WPX];
+      memset(got, 0xff, sizeof got);
+      sequential_window(kind, p, n, want);
+      for (size_t c = N_WCUTS - 1; c > 0; c--) /* ranges in any order */
+        temporal_suffixes(parts, n, got, WCUTS[c - 1], WCUTS[c]);
+      for (size_t j = 0; j < n; j++) {
+        cr_expect(memcmp(ref + j * WPX * k, p[j].data,
+                         WPX * k * sizeof(double)) == 0,
+                  "statistic %d, %zu parts: part %zu is not its %s", kind,
+                  n, j, j ? "suffix" : "original");
+        if (j) p[j].n = cnt[j];
+      }
+      float peak = 0;
+      for (size_t i = 0; i < WPX; i++)
+        if (fabsf(want[i]) > peak) peak = fabsf(want[i]);
+      cr_assert_gt(peak, 0);
+      if (n <= 2)
+        expect_same_bits(got, want, sizeof got, "suffixes' window", kind, n);
+      for (size_t i = 0; i < WPX; i++)
+        cr_assert_leq(fabsf(got[i] - want[i]), 1e-6f * peak,
+                      "statistic %d, %zu parts, pixel %zu: %.9g, merges "
+                      "%.9g", kind, n, i, got[i], want[i]);
+      /* the window of suffix 1 and a newer part (part 0's frames moved
+       * to the end: a block in place of the oldest) */
+      if (n >= 2 && !(kind == TEMPORAL_TAC2 && p[1].n + p[0].n < 2)) {
+        const esrrf_partial *two[2] = {&p[1], &p[0]};
+        temporal_window(two, 2, got, 0, WPX);
+        esrrf_partial m;
+        cr_assert_eq(esrrf_partial_init(&m, kind, 1, WPX), QS_OK);
+        cr_assert_eq(esrrf_partial_merge(&m, &p[1]), QS_OK);
+        cr_assert_eq(esrrf_partial_merge(&m, &p[0]), QS_OK);
+        cr_assert_eq(esrrf_partial_finish(&m, 1, 0, want), QS_OK);
+        expect_same_bits(got, want, sizeof got, "suffix + newer", kind, n);
+        esrrf_partial_free(&m);
+      }
+      free(ref);
+      free_parts(p, n);
     }
 }

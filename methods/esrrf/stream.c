@@ -51,7 +51,7 @@ struct esrrf_stream {
   esrrf_partial *blocks;  /* sliding, host: N/K blocks, a ring (allocated
                              when the first block completes) */
   size_t n_blocks, head, filled;
-  esrrf_partial merged; /* sliding: the window */
+  const esrrf_partial **order; /* sliding, host: the ring oldest first */
   pending *q;           /* results, a ring of max_pending + 1 */
   size_t q_cap, q_head, q_n;
   uint64_t frames, results;
@@ -81,10 +81,10 @@ void esrrf_stream_close(esrrf_stream *s) {
   if (!s) return;
   call_session_close(s->cs);
   esrrf_partial_free(&s->cur);
-  esrrf_partial_free(&s->merged);
   for (size_t i = 0; s->blocks && i < s->n_blocks; i++)
     esrrf_partial_free(&s->blocks[i]);
   free(s->blocks);
+  free(s->order);
   for (size_t i = 0; s->q && i < s->q_n; i++)
     image_free(&s->q[(s->q_head + i) % s->q_cap].img);
   free(s->q);
@@ -247,19 +247,32 @@ static int stream_emit(esrrf_stream *s, const esrrf_partial *p, uint64_t first,
   return QS_OK;
 }
 
-/* The host blocks of a sliding window and their merge (at the first
- * completed block of a stream whose implementation does not keep the
- * window). */
+/* The host blocks of a sliding window (at the first completed block of a
+ * stream whose implementation does not keep the window). */
 static int stream_blocks(esrrf_stream *s) {
   if (s->blocks) return QS_OK;
   s->n_blocks = s->window / s->every;
   s->blocks = calloc(s->n_blocks, sizeof *s->blocks);
-  int rc = s->blocks ? esrrf_partial_init(&s->merged, s->temporal, s->rows_m,
-                                          s->cols_m)
-                     : QS_ENOMEM;
+  s->order = calloc(s->n_blocks, sizeof *s->order);
+  int rc = s->blocks && s->order ? QS_OK : QS_ENOMEM;
   for (size_t i = 0; !rc && i < s->n_blocks; i++)
     rc = esrrf_partial_init(&s->blocks[i], s->temporal, s->rows_m, s->cols_m);
   return rc;
+}
+
+/* The window's result from the ring: its N/K blocks merged pixel by pixel
+ * in one pass (temporal_window: each block read once, the image written
+ * once), then the macro-pixel correction. */
+static int stream_window(esrrf_stream *s, double t0) {
+  image img;
+  int rc = image_alloc(&img, 1, s->rows_m, s->cols_m);
+  if (rc) return stream_lost(s, rc);
+  for (size_t i = 0; i < s->n_blocks; i++)
+    s->order[i] = &s->blocks[(s->head + i) % s->n_blocks];
+  temporal_window(s->order, s->n_blocks, img.data, 0, s->plane);
+  if (s->mpc) temporal_mpc(img.data, s->rows_m, s->cols_m, s->mag);
+  stream_queue(s, &img, s->frames - s->window, s->window, t0);
+  return QS_OK;
 }
 
 /* After `n` frames joined the current timepoint or block (folded into the
@@ -301,10 +314,7 @@ static int stream_advance(esrrf_stream *s, uint64_t n, image *img,
   s->head = (s->head + 1) % s->n_blocks;
   if (s->filled < s->n_blocks) s->filled++;
   if (s->filled < s->n_blocks) return QS_OK;
-  esrrf_partial_reset(&s->merged);
-  for (size_t i = 0; i < s->n_blocks; i++)
-    esrrf_partial_merge(&s->merged, &s->blocks[(s->head + i) % s->n_blocks]);
-  return stream_emit(s, &s->merged, s->frames - s->window, t0);
+  return stream_window(s, t0);
 }
 
 /* n frames through the engine inside the stream's session; the first call

@@ -192,6 +192,95 @@ void temporal_result(const esrrf_partial *p, float *out, size_t begin,
   }
 }
 
+/* ------------------------------------------------ several partials */
+
+/* Pixels per tile of the one-pass merges below: a tile of the merge's
+ * state (at most 4 slots of doubles: 8 KiB) stays in L1 while each part's
+ * tile is read once into it. */
+#define TEMPORAL_TILE 256
+
+/* The state of part (slots k) from pixel b on. */
+static const double *part_at(const esrrf_partial *p, size_t k, size_t b) {
+  return p->data + b * k;
+}
+
+/* The merge loops of temporal_merge on `m` pixels of a and b, already
+ * offset to the tile; na, nb the frame counts before the merge. */
+static void merge_tile(temporal_kind kind, double *restrict a,
+                       const double *restrict b, double na, double nb,
+                       size_t m) {
+  double n = na + nb;
+  switch (kind) {
+  case TEMPORAL_AVG:
+    merge_avg(a, b, 0, m);
+    break;
+  case TEMPORAL_VAR:
+    merge_var(a, b, nb / n, na * nb / n, 0, m);
+    break;
+  case TEMPORAL_TAC2:
+    merge_tac2(a, b, nb, 0, m);
+    break;
+  case TEMPORAL_NONE:
+    break;
+  }
+}
+
+static void result_tile(temporal_kind kind, const double *restrict a,
+                        float *restrict out, double dn, size_t m) {
+  switch (kind) {
+  case TEMPORAL_AVG:
+    result_avg(a, out, dn, 0, m);
+    break;
+  case TEMPORAL_VAR:
+    result_var(a, out, dn, 0, m);
+    break;
+  case TEMPORAL_TAC2:
+    result_tac2(a, out, dn, 0, m);
+    break;
+  case TEMPORAL_NONE:
+    break;
+  }
+}
+
+void temporal_window(const esrrf_partial *const *parts, size_t n,
+                     float *out, size_t begin, size_t end) {
+  temporal_kind kind = (temporal_kind)parts[0]->temporal;
+  size_t k = esrrf_partial_slots(kind);
+  double acc[TEMPORAL_TILE * 4];
+  for (size_t b = begin; b < end; b += TEMPORAL_TILE) {
+    size_t m = end - b < TEMPORAL_TILE ? end - b : TEMPORAL_TILE;
+    memcpy(acc, part_at(parts[0], k, b), m * k * sizeof *acc);
+    double na = (double)parts[0]->n;
+    for (size_t j = 1; j < n; j++) {
+      double nb = (double)parts[j]->n;
+      merge_tile(kind, acc, part_at(parts[j], k, b), na, nb, m);
+      na += nb;
+    }
+    result_tile(kind, acc, out + b, na, m);
+  }
+}
+
+void temporal_suffixes(esrrf_partial *const *parts, size_t n, float *out,
+                       size_t begin, size_t end) {
+  temporal_kind kind = (temporal_kind)parts[0]->temporal;
+  size_t k = esrrf_partial_slots(kind);
+  double acc[TEMPORAL_TILE * 4];
+  for (size_t b = begin; b < end; b += TEMPORAL_TILE) {
+    size_t m = end - b < TEMPORAL_TILE ? end - b : TEMPORAL_TILE;
+    double nb = (double)parts[n - 1]->n; /* frames of the suffix j + 1 */
+    for (size_t j = n - 1; j-- > 1;) {
+      double na = (double)parts[j]->n;
+      merge_tile(kind, parts[j]->data + b * k, part_at(parts[j + 1], k, b),
+                 na, nb, m);
+      nb += na;
+    }
+    memcpy(acc, part_at(parts[0], k, b), m * k * sizeof *acc);
+    double na = (double)parts[0]->n;
+    if (n > 1) merge_tile(kind, acc, part_at(parts[1], k, b), na, nb, m);
+    result_tile(kind, acc, out + b, n > 1 ? na + nb : na, m);
+  }
+}
+
 /* ------------------------------------------- macro-pixel correction */
 
 /* Macro-pixel columns per block: the correction's divisions run

@@ -59,6 +59,28 @@ void temporal_merge(esrrf_partial *into, const esrrf_partial *next,
 void temporal_result(const esrrf_partial *p, float *out, size_t begin,
                      size_t end);
 
+/* The statistic of the frames of parts[0], parts[1], ..., parts[n-1]
+ * (n >= 1 non-empty partials of one kind and size holding adjacent runs of
+ * frames in that order; >= 2 frames in all for TAC2) into out for pixels
+ * [begin, end): the bits of merging them one after another into an empty
+ * partial (esrrf_partial_merge) and temporal_result, in one pass that
+ * reads each part once and writes only out (the merge runs in a tile of
+ * the stack). The parts are not changed. */
+void temporal_window(const esrrf_partial *const *parts, size_t n,
+                     float *out, size_t begin, size_t end);
+
+/* The sliding window's other aggregation: for pixels [begin, end), every
+ * parts[j] with 1 <= j < n becomes in place the merge of parts[j .. n)
+ * (its suffix: merged from the newest back, parts[j] then the suffix
+ * j + 1, by temporal_merge's formula), and out receives the statistic of
+ * all n (parts[0] then the suffix 1), which is within rounding of
+ * temporal_window's. parts[0] is not changed. Same conditions as
+ * temporal_window, the parts distinct; the counts are read as the parts'
+ * own: the caller sets parts[j]->n to its suffix's frames once every
+ * range is done. */
+void temporal_suffixes(esrrf_partial *const *parts, size_t n, float *out,
+                       size_t begin, size_t end);
+
 /* NanoPyx's macro-pixel correction of one rows_m × cols_m map magnified by
  * mag: the mean of every sub-pixel phase (y mod mag, x mod mag) over the
  * map (margins included; each term divided by the number of macro-pixels,
