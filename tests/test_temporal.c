@@ -442,3 +442,86 @@ Test(temporal, suffixes_equal_the_definition_and_the_window) {
       free_parts(p, n);
     }
 }
+
+/* ------------------------------------- the stream's two stacks, whole */
+
+/* A live stream's sliding window of 10 frames updated every 2 (five host
+ * blocks: the window taken from the two stacks through two flips and
+ * every count of new blocks between them) and of 3 updated every 1 (blocks
+ * of one frame): every result within 1e-6 of the peak of a batch eSRRF
+ * of exactly its window's frames, for every statistic, macro-pixel
+ * correction on. */
+static void stream_windows_match_batch(engine *e, const image *st,
+                                       size_t window, size_t every) {
+  size_t px = st->rows * st->cols;
+  for (int t = TEMPORAL_AVG; t < TEMPORAL_NONE; t++) {
+    param p[7] = {{"magnification", 2, NULL},
+                  {"radius", 1.5, NULL},
+                  {"sensitivity", 1, NULL},
+                  {"intensity_weighting", 1, NULL},
+                  {"frames_per_timepoint", 0, NULL},
+                  {"temporal", t, NULL},
+                  {"macro_pixel_correction", 1, NULL}};
+    esrrf_stream_options o = {.rows = st->rows, .cols = st->cols,
+                              .params = p, .n_params = 7, .sliding = 1,
+                              .window = window, .every = every,
+                              .impl = "fused", .max_pending = 2};
+    esrrf_stream *s;
+    char err[512] = "";
+    cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_OK, "%s",
+                 err);
+    size_t results = 0;
+    for (size_t f = 0; f < st->frames; f++) {
+      image one = image_wrap(st->data + f * px, 1, st->rows, st->cols);
+      cr_assert_eq(esrrf_stream_push(s, &one), QS_OK, "%s",
+                   esrrf_stream_error(s));
+      image got;
+      esrrf_stream_result info;
+      int have;
+      cr_assert_eq(esrrf_stream_pop(s, &got, &info, &have), QS_OK);
+      cr_assert_eq(have, f + 1 >= window && (f + 1) % every == 0,
+                   "frame %zu", f);
+      if (!have) continue;
+      cr_assert_eq(info.first, f + 1 - window);
+      image in = image_wrap(st->data + info.first * px, window, st->rows,
+                            st->cols);
+      run_request rq = {.inputs = &in, .n_inputs = 1, .params = p,
+                        .n_params = 7, .impl = "fused"};
+      image ref;
+      cr_assert_eq(method_run(e, "esrrf", &rq, &ref, 1, NULL), QS_OK, "%s",
+                   engine_error(e));
+      cr_assert_eq(ref.rows * ref.cols, got.rows * got.cols);
+      double diff = 0, peak = 0;
+      for (size_t i = 0; i < ref.rows * ref.cols; i++) {
+        double d = fabs((double)got.data[i] - (double)ref.data[i]);
+        if (!(d <= diff)) diff = d;
+        if (fabs((double)ref.data[i]) > peak) peak = fabs((double)ref.data[i]);
+      }
+      cr_assert_gt(peak, 0);
+      cr_expect_leq(diff, 1e-6 * peak,
+                    "window %zu every %zu, temporal %d, result %zu: %.3g of "
+                    "%.3g", window, every, t, results, diff, peak);
+      results++;
+      image_free(&ref);
+      image_free(&got);
+    }
+    cr_expect_eq(results, (st->frames - window) / every + 1);
+    esrrf_stream_close(s);
+  }
+}
+
+Test(temporal, stream_windows_from_two_stacks_equal_the_batch) {
+  engine *e;
+  engine_options eo = {.db_path = ":memory:", .threads = 2, .seed = 1,
+                       .no_opencl = 1};
+  cr_assert_eq(engine_open(&e, &eo), QS_OK);
+  image st;
+  cr_assert_eq(image_alloc(&st, 25, 7, 6), QS_OK);
+  rng_state = 0x51afd7ed558ccd1du;
+  for (size_t i = 0; i < 25 * 7 * 6; i++)
+    st.data[i] = (float)(200 + 50 * rng_unit());
+  stream_windows_match_batch(e, &st, 10, 2);
+  stream_windows_match_batch(e, &st, 3, 1);
+  image_free(&st);
+  engine_close(e);
+}

@@ -51,7 +51,9 @@ struct esrrf_stream {
   esrrf_partial *blocks;  /* sliding, host: N/K blocks, a ring (allocated
                              when the first block completes) */
   size_t n_blocks, head, filled;
-  const esrrf_partial **order; /* sliding, host: the ring oldest first */
+  esrrf_partial **order;  /* sliding, host: the ring oldest first */
+  size_t fresh;           /* sliding, host: blocks since the last flip */
+  esrrf_partial back;     /* sliding, host: their merge (from 2 on) */
   pending *q;           /* results, a ring of max_pending + 1 */
   size_t q_cap, q_head, q_n;
   uint64_t frames, results;
@@ -85,6 +87,7 @@ void esrrf_stream_close(esrrf_stream *s) {
     esrrf_partial_free(&s->blocks[i]);
   free(s->blocks);
   free(s->order);
+  esrrf_partial_free(&s->back);
   for (size_t i = 0; s->q && i < s->q_n; i++)
     image_free(&s->q[(s->q_head + i) % s->q_cap].img);
   free(s->q);
@@ -254,22 +257,57 @@ static int stream_blocks(esrrf_stream *s) {
   s->n_blocks = s->window / s->every;
   s->blocks = calloc(s->n_blocks, sizeof *s->blocks);
   s->order = calloc(s->n_blocks, sizeof *s->order);
-  int rc = s->blocks && s->order ? QS_OK : QS_ENOMEM;
+  int rc = s->blocks && s->order ? esrrf_partial_init(&s->back, s->temporal,
+                                                     s->rows_m, s->cols_m)
+                                  : QS_ENOMEM;
   for (size_t i = 0; !rc && i < s->n_blocks; i++)
     rc = esrrf_partial_init(&s->blocks[i], s->temporal, s->rows_m, s->cols_m);
   return rc;
 }
 
-/* The window's result from the ring: its N/K blocks merged pixel by pixel
- * in one pass (temporal_window: each block read once, the image written
- * once), then the macro-pixel correction. */
+/* Pixels per range of a window update's fused passes (the back merge's
+ * range is still in cache when the window reads it). */
+#define STREAM_RANGE 4096
+
+/* The window's result from the ring by two stacks: at a flip (when every
+ * block of the window is new since the last one) each block but the
+ * oldest becomes in place the merge of itself and the newer ones (its
+ * suffix) and the window is the oldest merged with the suffix after it
+ * (temporal_suffixes); between flips the oldest block in the ring is the
+ * suffix of the old blocks still in the window, `back` the merge of the
+ * blocks since the flip, and the window is the two merged (temporal_window
+ * on two): about 3 block reads and 1 write per update, plus the flip's N/K
+ * reads and N/K − 2 writes once every N/K updates, where merging all the
+ * blocks reads N/K at each. Chan's merges in another order: the same
+ * statistic within rounding. Then the macro-pixel correction. */
 static int stream_window(esrrf_stream *s, double t0) {
   image img;
   int rc = image_alloc(&img, 1, s->rows_m, s->cols_m);
   if (rc) return stream_lost(s, rc);
-  for (size_t i = 0; i < s->n_blocks; i++)
-    s->order[i] = &s->blocks[(s->head + i) % s->n_blocks];
-  temporal_window(s->order, s->n_blocks, img.data, 0, s->plane);
+  size_t nb = s->n_blocks;
+  for (size_t i = 0; i < nb; i++)
+    s->order[i] = &s->blocks[(s->head + i) % nb];
+  if (s->fresh == nb) {
+    temporal_suffixes(s->order, nb, img.data, 0, s->plane);
+    for (size_t j = nb - 1; j-- > 1;) s->order[j]->n += s->order[j + 1]->n;
+    s->fresh = 0;
+  } else {
+    esrrf_partial *c = s->order[nb - 1], *prev = s->order[nb - 2];
+    if (s->fresh == 2) s->back.n = prev->n;
+    esrrf_partial after = s->back; /* back as it is once c joins */
+    after.n += c->n;
+    const esrrf_partial *two[2] = {s->order[0], s->fresh == 1 ? c : &after};
+    size_t k = esrrf_partial_slots(s->temporal);
+    for (size_t b = 0; b < s->plane; b += STREAM_RANGE) {
+      size_t e = s->plane - b < STREAM_RANGE ? s->plane : b + STREAM_RANGE;
+      if (s->fresh == 2)
+        memcpy(s->back.data + b * k, prev->data + b * k,
+               (e - b) * k * sizeof(double));
+      if (s->fresh >= 2) temporal_merge(&s->back, c, b, e);
+      temporal_window(two, 2, img.data, b, e);
+    }
+    if (s->fresh >= 2) s->back.n += c->n;
+  }
   if (s->mpc) temporal_mpc(img.data, s->rows_m, s->cols_m, s->mag);
   stream_queue(s, &img, s->frames - s->window, s->window, t0);
   return QS_OK;
@@ -313,6 +351,7 @@ static int stream_advance(esrrf_stream *s, uint64_t n, image *img,
   s->cur_n = 0;
   s->head = (s->head + 1) % s->n_blocks;
   if (s->filled < s->n_blocks) s->filled++;
+  s->fresh++;
   if (s->filled < s->n_blocks) return QS_OK;
   return stream_window(s, t0);
 }
