@@ -265,9 +265,52 @@ static int stream_blocks(esrrf_stream *s) {
   return rc;
 }
 
-/* Pixels per range of a window update's fused passes (the back merge's
- * range is still in cache when the window reads it). */
+/* Pixels per range of a window update's passes (in a fused update the
+ * back merge's range is still in cache when the window reads it). */
 #define STREAM_RANGE 4096
+
+/* Runs body over [b, e) for the stream's own work between calls (the
+ * window update): on the calling thread. */
+static int stream_for(const void *env, size_t b, size_t e, range_fn body,
+                      void *ctx) {
+  (void)env;
+  return e > b ? body(ctx, b, e, 0) : QS_OK;
+}
+
+/* One window update: ranges of STREAM_RANGE pixels. */
+typedef struct window_job {
+  esrrf_stream *s;
+  float *out;
+  const esrrf_partial *two[2]; /* between flips: the suffix and back */
+  const esrrf_partial *prev, *c; /* the newest two blocks */
+} window_job;
+
+static int window_flip(void *ctx, size_t b, size_t e, int worker) {
+  window_job *j = ctx;
+  (void)worker;
+  size_t end = e * STREAM_RANGE < j->s->plane ? e * STREAM_RANGE
+                                              : j->s->plane;
+  temporal_suffixes(j->s->order, j->s->n_blocks, j->out, b * STREAM_RANGE,
+                    end);
+  return 0;
+}
+
+static int window_update(void *ctx, size_t b0, size_t e0, int worker) {
+  window_job *j = ctx;
+  esrrf_stream *s = j->s;
+  size_t k = esrrf_partial_slots(s->temporal);
+  (void)worker;
+  for (size_t r = b0; r < e0; r++) {
+    size_t b = r * STREAM_RANGE;
+    size_t e = s->plane - b < STREAM_RANGE ? s->plane : b + STREAM_RANGE;
+    if (s->fresh == 2)
+      memcpy(s->back.data + b * k, j->prev->data + b * k,
+             (e - b) * k * sizeof(double));
+    if (s->fresh >= 2) temporal_merge(&s->back, j->c, b, e);
+    temporal_window(j->two, 2, j->out, b, e);
+  }
+  return 0;
+}
 
 /* The window's result from the ring by two stacks: at a flip (when every
  * block of the window is new since the last one) each block but the
@@ -284,31 +327,34 @@ static int stream_window(esrrf_stream *s, double t0) {
   image img;
   int rc = image_alloc(&img, 1, s->rows_m, s->cols_m);
   if (rc) return stream_lost(s, rc);
-  size_t nb = s->n_blocks;
+  size_t nb = s->n_blocks, ranges = (s->plane + STREAM_RANGE - 1) /
+                                    STREAM_RANGE;
   for (size_t i = 0; i < nb; i++)
     s->order[i] = &s->blocks[(s->head + i) % nb];
+  window_job j = {.s = s, .out = img.data};
+  esrrf_partial after; /* back as it is once the newest block joins */
   if (s->fresh == nb) {
-    temporal_suffixes(s->order, nb, img.data, 0, s->plane);
-    for (size_t j = nb - 1; j-- > 1;) s->order[j]->n += s->order[j + 1]->n;
+    rc = stream_for(s, 0, ranges, window_flip, &j);
+    for (size_t i = nb - 1; i-- > 1;) s->order[i]->n += s->order[i + 1]->n;
     s->fresh = 0;
   } else {
-    esrrf_partial *c = s->order[nb - 1], *prev = s->order[nb - 2];
-    if (s->fresh == 2) s->back.n = prev->n;
-    esrrf_partial after = s->back; /* back as it is once c joins */
-    after.n += c->n;
-    const esrrf_partial *two[2] = {s->order[0], s->fresh == 1 ? c : &after};
-    size_t k = esrrf_partial_slots(s->temporal);
-    for (size_t b = 0; b < s->plane; b += STREAM_RANGE) {
-      size_t e = s->plane - b < STREAM_RANGE ? s->plane : b + STREAM_RANGE;
-      if (s->fresh == 2)
-        memcpy(s->back.data + b * k, prev->data + b * k,
-               (e - b) * k * sizeof(double));
-      if (s->fresh >= 2) temporal_merge(&s->back, c, b, e);
-      temporal_window(two, 2, img.data, b, e);
-    }
-    if (s->fresh >= 2) s->back.n += c->n;
+    j.c = s->order[nb - 1];
+    j.prev = s->order[nb - 2];
+    if (s->fresh == 2) s->back.n = j.prev->n;
+    after = s->back;
+    after.n += j.c->n;
+    j.two[0] = s->order[0];
+    j.two[1] = s->fresh == 1 ? j.c : &after;
+    rc = stream_for(s, 0, ranges, window_update, &j);
+    if (s->fresh >= 2) s->back.n += j.c->n;
   }
-  if (s->mpc) temporal_mpc(img.data, s->rows_m, s->cols_m, s->mag);
+  if (!rc && s->mpc)
+    rc = temporal_mpc_with(stream_for, s, img.data, s->rows_m, s->cols_m,
+                           s->mag);
+  if (rc) {
+    image_free(&img);
+    return stream_lost(s, rc);
+  }
   stream_queue(s, &img, s->frames - s->window, s->window, t0);
   return QS_OK;
 }

@@ -368,12 +368,23 @@ static int mpc_divide_rows(void *ctx, size_t b, size_t e, int worker) {
   return 0;
 }
 
+int temporal_mpc_with(temporal_for_fn run, const void *env, float *map,
+                      size_t rows_m, size_t cols_m, int mag) {
+  mpc_job j = {.map = map, .rows_m = rows_m, .cols_m = cols_m, .mag = mag};
+  int rc = run(env, 0, (size_t)mag, mpc_sums_rows, &j);
+  if (!rc) rc = run(env, 0, rows_m, mpc_divide_rows, &j);
+  return rc;
+}
+
+static int call_for(const void *env, size_t b, size_t e, range_fn body,
+                    void *ctx) {
+  const method_call *c = env;
+  return c->parallel_for(c, b, e, body, ctx);
+}
+
 int temporal_mpc_on(const method_call *c, float *map, size_t rows_m,
                     size_t cols_m, int mag) {
-  mpc_job j = {.map = map, .rows_m = rows_m, .cols_m = cols_m, .mag = mag};
-  int rc = c->parallel_for(c, 0, (size_t)mag, mpc_sums_rows, &j);
-  if (!rc) rc = c->parallel_for(c, 0, rows_m, mpc_divide_rows, &j);
-  return rc;
+  return temporal_mpc_with(call_for, c, map, rows_m, cols_m, mag);
 }
 
 /* ------------------------------------------------------- public partial */

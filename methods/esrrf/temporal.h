@@ -95,6 +95,15 @@ void temporal_mpc(float *map, size_t rows_m, size_t cols_m, int mag);
 int temporal_mpc_on(const method_call *c, float *map, size_t rows_m,
                     size_t cols_m, int mag);
 
+/* A parallel loop of body over [b, e) (a pool's, or a call's
+ * parallel_for) with its environment. */
+typedef int (*temporal_for_fn)(const void *env, size_t b, size_t e,
+                               range_fn body, void *ctx);
+
+/* temporal_mpc_on with the loops run by run(env, ...): the same bits. */
+int temporal_mpc_with(temporal_for_fn run, const void *env, float *map,
+                      size_t rows_m, size_t cols_m, int mag);
+
 /* The two passes of both, on ranges: the means of the phase rows [y0, y1)
  * into corr[y·mag + x] (mag × mag floats), then rows [r0, r1) of the map
  * divided by their phases' means. */
