@@ -283,10 +283,11 @@ Test(temporal, mpc_equals_the_definition_serial_and_on_any_split) {
 
 /* ------------------------------------------------- several partials */
 
-/* Enough pixels for several of temporal_window's tiles, cut at points
- * that are not multiples of a tile or of any vector width. */
-#define WPX 601
-static const size_t WCUTS[] = {0, 0, 1, 3, 250, 257, 512, 513, WPX};
+/* Enough pixels for several of temporal_window's tiles (1024 pixels),
+ * cut at points that are not multiples of a tile or of any vector width,
+ * and ranges across a tile's end. */
+#define WPX 2601
+static const size_t WCUTS[] = {0, 0, 1, 3, 1000, 1027, 2048, 2049, WPX};
 #define N_WCUTS (sizeof WCUTS / sizeof *WCUTS)
 #define MAX_PARTS 6
 

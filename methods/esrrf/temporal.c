@@ -194,10 +194,11 @@ void temporal_result(const esrrf_partial *p, float *out, size_t begin,
 
 /* ------------------------------------------------ several partials */
 
-/* Pixels per tile of the one-pass merges below: a tile of the merge's
- * state (at most 4 slots of doubles: 8 KiB) stays in L1 while each part's
- * tile is read once into it. */
-#define TEMPORAL_TILE 256
+/* Pixels per tile of the one-pass merges below: the merge's state for a
+ * tile (at most 4 slots of doubles: 32 KiB) stays in L1 or L2 while each
+ * part's tile (8 KiB or more, long enough runs for the prefetcher across
+ * many parts) is read once into it. */
+#define TEMPORAL_TILE 1024
 
 /* The state of part (slots k) from pixel b on. */
 static const double *part_at(const esrrf_partial *p, size_t k, size_t b) {
