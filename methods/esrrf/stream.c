@@ -6,8 +6,9 @@
  * writing maps: the host partial with the batch call's own fold (so a
  * timepoint is the batch call's bits), or the OpenCL chain's device
  * accumulators, kept with the chain's buffers and tables across pushes.
- * A sliding window is merged from host partials of K frames. Also the
- * sink's side of esrrf_drive (esrrf_drive_sink). */
+ * A sliding window is merged from host partials of K frames by two
+ * stacks (stream_window: about three partials read per update instead of
+ * N/K). Also the sink's side of esrrf_drive (esrrf_drive_sink). */
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -250,8 +251,10 @@ static int stream_emit(esrrf_stream *s, const esrrf_partial *p, uint64_t first,
   return QS_OK;
 }
 
-/* The host blocks of a sliding window (at the first completed block of a
- * stream whose implementation does not keep the window). */
+/* The host blocks of a sliding window and the merge of the newer ones (at
+ * the first completed block of a stream whose implementation does not
+ * keep the window): N/K + 1 partials of 8·s·P bytes, with the block being
+ * filled (s->cur) N/K + 2, as many as a ring and one merged window. */
 static int stream_blocks(esrrf_stream *s) {
   if (s->blocks) return QS_OK;
   s->n_blocks = s->window / s->every;
