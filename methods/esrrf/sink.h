@@ -56,9 +56,10 @@ typedef struct esrrf_sink {
   int (*finish)(void *state, float *out, uint64_t *down, char *err,
                 size_t err_len);
   /* Set by an implementation whose work may still run after the call
-   * returns: waits for it; a failure (with a message) means the kept
-   * timepoint or window is lost. */
-  int (*settle)(void *state, char *err, size_t err_len);
+   * returns: enqueues what it held back and waits for everything, adding
+   * the bytes that uploads to *up; a failure (with a message) means the
+   * kept timepoint or window is lost. */
+  int (*settle)(void *state, uint64_t *up, char *err, size_t err_len);
   void *finish_state;
 } esrrf_sink;
 

@@ -432,7 +432,7 @@ int esrrf_stream_end(esrrf_stream *s) {
   s->ended = 1;
   char why[256] = "";
   if (s->sink.settle &&
-      s->sink.settle(s->sink.finish_state, why, sizeof why) != QS_OK) {
+      s->sink.settle(s->sink.finish_state, &s->up, why, sizeof why) != QS_OK) {
     esrrf_partial_reset(&s->cur);
     s->cur_n = 0;
     return fail(s->err, sizeof s->err, QS_ECL,
