@@ -712,6 +712,69 @@ Test(stream, opencl_push_copies_the_frames_before_returning) {
   image_free(&st);
   engine_close(e);
 }
+
+/* Single frames pushed back to back, faster than the device computes
+ * them: a push that finds the device busy only stages its frame, and the
+ * staged frames go through as one unit when the device is idle, a batch
+ * is full, a result is due, or at esrrf_stream_end (opencl.c's live
+ * section). Timepoints of 30 over 64 frames (the short last one staged
+ * when the stream ends) and a window of 16 every 8 (units never crossing
+ * the device ring's end), each statistic: the batch call's bits, and only
+ * the results come down. How many units went to the device is not
+ * observable through the stream's counters (the frames go up once either
+ * way), so this checks the bits and the transfers only. */
+Test(stream, opencl_single_pushes_staged_while_the_device_works) {
+  engine *e = stream_engine();
+  char cl[QS_NAME_MAX];
+  cl_impl_or_skip(e, cl);
+  image st = noisy(64, 24, 20, 31);
+  const size_t px = 24 * 20, plane = 72 * 60;
+  for (int t = AVG; t <= TAC2; t++)
+    for (int sliding = 0; sliding < 2; sliding++) {
+      esrrf_stream *s =
+          stream_open(e, t, sliding, sliding ? 16 : 30, 8, cl, 24, 20);
+      image res[8];
+      size_t n = 0;
+      for (size_t f = 0; f <= st.frames; f++) {
+        if (f < st.frames) {
+          image one = image_wrap(st.data + f * px, 1, 24, 20);
+          cr_assert_eq(esrrf_stream_push(s, &one), QS_OK, "%s",
+                       esrrf_stream_error(s));
+        } else {
+          cr_assert_eq(esrrf_stream_end(s), QS_OK, "%s",
+                       esrrf_stream_error(s));
+        }
+        int got = 1;
+        while (got && n < 8) {
+          cr_assert_eq(esrrf_stream_pop(s, &res[n], NULL, &got), QS_OK);
+          n += got;
+        }
+      }
+      /* timepoints [0,30) [30,60) [60,64); windows ending at 16, 24, ...,
+       * 64 */
+      size_t want = sliding ? 7 : 3;
+      cr_assert_eq(n, want, "temporal %d: %zu results", t, n);
+      for (size_t i = 0; i < n; i++) {
+        size_t f0 = sliding ? 8 * i : 30 * i;
+        size_t len = sliding ? 16 : (i < 2 ? 30 : 4);
+        image ref = batch_run(e, &st, f0, len, cl, t, 0);
+        cr_expect_eq(memcmp(res[i].data, ref.data, plane * sizeof(float)), 0,
+                     "temporal %d %s %zu differs", t,
+                     sliding ? "window" : "timepoint", i);
+        image_free(&ref);
+        image_free(&res[i]);
+      }
+      uint64_t up, down;
+      esrrf_stream_transfers(s, &up, &down);
+      cr_expect_eq(down, want * plane * sizeof(float),
+                   "temporal %d: %llu bytes down", t,
+                   (unsigned long long)down);
+      cr_expect_geq(up, 64 * px * sizeof(float));
+      esrrf_stream_close(s);
+    }
+  image_free(&st);
+  engine_close(e);
+}
 #endif
 
 /* The windows of a sliding stream with impl (6 every 2 over 13 frames,
