@@ -524,18 +524,26 @@ static esrrf_stream *stream_open(engine *e, int temporal, int sliding,
 
 /* Pushes st's frames in groups of the sizes in `groups` (cycled; {1} is
  * one at a time), popping after every push, then ends the stream; returns
- * the results in order (at most max) and their infos. */
-static size_t stream_all(esrrf_stream *s, const image *st,
-                         const size_t *groups, size_t n_groups, image *res,
-                         esrrf_stream_result *info, size_t max) {
+ * the results in order (at most max) and their infos. With `scratch`
+ * (room for the largest group), each group is pushed from there and
+ * overwritten with NaN as soon as the push returns: a stream that kept
+ * the caller's buffer instead of its frames would fold the NaN. */
+static size_t stream_through(esrrf_stream *s, const image *st,
+                             const size_t *groups, size_t n_groups,
+                             float *scratch, image *res,
+                             esrrf_stream_result *info, size_t max) {
   size_t px = st->rows * st->cols, got_n = 0;
   for (size_t f = 0, g = 0; f <= st->frames; g++) {
     if (f < st->frames) {
       size_t n = groups[g % n_groups];
       if (n > st->frames - f) n = st->frames - f;
-      image in = image_wrap(st->data + f * px, n, st->rows, st->cols);
+      float *src = st->data + f * px;
+      if (scratch) src = memcpy(scratch, src, n * px * sizeof *src);
+      image in = image_wrap(src, n, st->rows, st->cols);
       cr_assert_eq(esrrf_stream_push(s, &in), QS_OK, "%s",
                    esrrf_stream_error(s));
+      for (size_t i = 0; scratch && i < n * px; i++)
+        scratch[i] = NAN;
       f += n;
     } else {
       cr_assert_eq(esrrf_stream_end(s), QS_OK, "%s", esrrf_stream_error(s));
@@ -555,6 +563,12 @@ static size_t stream_all(esrrf_stream *s, const image *st,
   }
   cr_assert_eq(esrrf_stream_frames(s), st->frames);
   return got_n;
+}
+
+static size_t stream_all(esrrf_stream *s, const image *st,
+                         const size_t *groups, size_t n_groups, image *res,
+                         esrrf_stream_result *info, size_t max) {
+  return stream_through(s, st, groups, n_groups, NULL, res, info, max);
 }
 
 /* Timepoints of 4 over 11 frames (the last one short, given at the end):
@@ -669,26 +683,10 @@ Test(stream, opencl_push_copies_the_frames_before_returning) {
   for (int sliding = 0; sliding < 2; sliding++) {
     esrrf_stream *s =
         stream_open(e, TAC2, sliding, sliding ? 6 : 5, 3, cl, 9, 8);
+    static const size_t one[] = {1};
     image res[6];
-    size_t n = 0;
-    for (size_t f = 0; f <= st.frames; f++) {
-      if (f < st.frames) {
-        memcpy(buf, st.data + f * px, px * sizeof *buf);
-        image one = image_wrap(buf, 1, 9, 8);
-        cr_assert_eq(esrrf_stream_push(s, &one), QS_OK, "%s",
-                     esrrf_stream_error(s));
-        for (size_t i = 0; i < px; i++)
-          buf[i] = NAN;
-      } else {
-        cr_assert_eq(esrrf_stream_end(s), QS_OK, "%s",
-                     esrrf_stream_error(s));
-      }
-      int got = 1;
-      while (got && n < 6) {
-        cr_assert_eq(esrrf_stream_pop(s, &res[n], NULL, &got), QS_OK);
-        n += got;
-      }
-    }
+    esrrf_stream_result info[6];
+    size_t n = stream_through(s, &st, one, 1, buf, res, info, 6);
     /* timepoints [0,5) [5,10) [10,15) [15,17); windows ending at 6, 9,
      * 12, 15 */
     cr_assert_eq(n, 4, "%zu results", n);
@@ -733,23 +731,10 @@ Test(stream, opencl_single_pushes_staged_while_the_device_works) {
     for (int sliding = 0; sliding < 2; sliding++) {
       esrrf_stream *s =
           stream_open(e, t, sliding, sliding ? 16 : 30, 8, cl, 24, 20);
+      static const size_t one[] = {1};
       image res[8];
-      size_t n = 0;
-      for (size_t f = 0; f <= st.frames; f++) {
-        if (f < st.frames) {
-          image one = image_wrap(st.data + f * px, 1, 24, 20);
-          cr_assert_eq(esrrf_stream_push(s, &one), QS_OK, "%s",
-                       esrrf_stream_error(s));
-        } else {
-          cr_assert_eq(esrrf_stream_end(s), QS_OK, "%s",
-                       esrrf_stream_error(s));
-        }
-        int got = 1;
-        while (got && n < 8) {
-          cr_assert_eq(esrrf_stream_pop(s, &res[n], NULL, &got), QS_OK);
-          n += got;
-        }
-      }
+      esrrf_stream_result info[8];
+      size_t n = stream_through(s, &st, one, 1, NULL, res, info, 8);
       /* timepoints [0,30) [30,60) [60,64); windows ending at 16, 24, ...,
        * 64 */
       size_t want = sliding ? 7 : 3;
