@@ -571,6 +571,28 @@ static size_t stream_all(esrrf_stream *s, const image *st,
   return stream_through(s, st, groups, n_groups, NULL, res, info, max);
 }
 
+/* Result r (freed here) against impl's batch call on frames [f0, f0 +
+ * len) of st with statistic t: within tol of the peak, or (tol 0) its
+ * bits. what/i name it in a failure. */
+static void expect_batch(engine *e, const image *st, image *r, size_t f0,
+                         size_t len, const char *impl, int t, double tol,
+                         const char *what, size_t i) {
+  image ref = batch_run(e, st, f0, len, impl, t, 0);
+  double diff, pk;
+  harness_diff(r, &ref, &diff, &pk);
+  cr_expect_gt(pk, 0);
+  if (tol > 0)
+    cr_expect_leq(diff, tol * pk, "%s temporal %d %s %zu: %.3g of %.3g",
+                  impl, t, what, i, diff, pk);
+  else
+    cr_expect_eq(memcmp(r->data, ref.data,
+                        ref.rows * ref.cols * sizeof(float)),
+                 0, "%s temporal %d %s %zu: %.3g of %.3g", impl, t, what, i,
+                 diff, pk);
+  image_free(&ref);
+  image_free(r);
+}
+
 /* Timepoints of 4 over 11 frames (the last one short, given at the end):
  * every statistic, frames pushed one at a time and in uneven groups, gives
  * method_run's bits with the same implementation (threaded, fused and
@@ -693,12 +715,8 @@ Test(stream, opencl_push_copies_the_frames_before_returning) {
     for (size_t i = 0; i < n; i++) {
       size_t f0 = sliding ? 3 * i : 5 * i;
       size_t len = sliding ? 6 : (i < 3 ? 5 : 2);
-      image ref = batch_run(e, &st, f0, len, cl, TAC2, 0);
-      cr_expect_eq(memcmp(res[i].data, ref.data, plane * sizeof(float)), 0,
-                   "%s result %zu differs", sliding ? "window" : "timepoint",
-                   i);
-      image_free(&ref);
-      image_free(&res[i]);
+      expect_batch(e, &st, &res[i], f0, len, cl, TAC2, 0,
+                   sliding ? "window" : "timepoint", i);
     }
     uint64_t up, down;
     esrrf_stream_transfers(s, &up, &down);
@@ -742,12 +760,8 @@ Test(stream, opencl_single_pushes_staged_while_the_device_works) {
       for (size_t i = 0; i < n; i++) {
         size_t f0 = sliding ? 8 * i : 30 * i;
         size_t len = sliding ? 16 : (i < 2 ? 30 : 4);
-        image ref = batch_run(e, &st, f0, len, cl, t, 0);
-        cr_expect_eq(memcmp(res[i].data, ref.data, plane * sizeof(float)), 0,
-                     "temporal %d %s %zu differs", t,
+        expect_batch(e, &st, &res[i], f0, len, cl, t, 0,
                      sliding ? "window" : "timepoint", i);
-        image_free(&ref);
-        image_free(&res[i]);
       }
       uint64_t up, down;
       esrrf_stream_transfers(s, &up, &down);
@@ -778,21 +792,7 @@ static void sliding_windows(engine *e, const image *st, const char *impl,
     for (size_t i = 0; i < n; i++) {
       cr_assert_eq(info[i].first, 2 * i);
       cr_assert_eq(info[i].frames, 6);
-      image ref = batch_run(e, st, 2 * i, 6, impl, t, 0);
-      double diff, pk;
-      harness_diff(&res[i], &ref, &diff, &pk);
-      cr_assert_gt(pk, 0);
-      if (tol > 0)
-        cr_expect_leq(diff, tol * pk,
-                      "%s temporal %d window %zu: %.3g of %.3g", impl, t, i,
-                      diff, pk);
-      else
-        cr_expect_eq(memcmp(res[i].data, ref.data,
-                            ref.rows * ref.cols * sizeof(float)),
-                     0, "%s temporal %d window %zu: %.3g of %.3g", impl, t,
-                     i, diff, pk);
-      image_free(&ref);
-      image_free(&res[i]);
+      expect_batch(e, st, &res[i], 2 * i, 6, impl, t, tol, "window", i);
     }
     uint64_t up;
     esrrf_stream_transfers(s, &up, down);
