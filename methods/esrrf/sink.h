@@ -38,8 +38,10 @@ typedef struct esrrf_sink {
   float *out;             /* set: this call completes the timepoint (or,
                              sliding, a window update) */
   size_t ring;            /* sliding: the window N, for an implementation
-                             that keeps the last N maps itself (0:
+                             that keeps the window itself (0:
                              timepoints) */
+  size_t every;           /* sliding: K, the frames between updates (a
+                             divisor of N) */
   uint64_t at;            /* sliding: the stream's index of the call's
                              first frame */
   uint64_t due;           /* frames after this call's until the next

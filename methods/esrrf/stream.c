@@ -346,6 +346,7 @@ static int stream_call(esrrf_stream *s, const float *frames, size_t n,
                          .chunk = s->chunk < goal ? s->chunk : goal,
                          .out = img.data,
                          .ring = s->sliding ? s->window : 0,
+                         .every = s->every,
                          .at = s->frames,
                          .due = stream_due(s, end)};
   run_report rep;
