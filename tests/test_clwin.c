@@ -110,15 +110,15 @@ static void host_stat(int kind, const float *maps, size_t rows, size_t cols,
  * from the oldest block, compared with the host fold of exactly the
  * window's frames. Returns the worst relative error over the updates and
  * their count in *updates. */
-static double stream_window(bench *b, const float *maps, int kind,
-                            size_t rows, size_t cols, size_t f,
-                            size_t blocks, size_t every, size_t *updates) {
+static double stream_window(bench *b, const float *maps, int kind, size_t rows,
+                            size_t cols, size_t f, size_t blocks, size_t every,
+                            size_t *updates) {
   size_t px = rows * cols, win = blocks * every;
   char err[512] = "";
   cl_window w;
-  cr_assert_eq(cl_window_open(&w, b->dev, kind, px, blocks, every, err,
-                              sizeof err),
-               QS_OK, "%s", err);
+  cr_assert_eq(
+      cl_window_open(&w, b->dev, kind, px, blocks, every, err, sizeof err),
+      QS_OK, "%s", err);
   float *got = malloc(px * sizeof *got), *ref = malloc(px * sizeof *ref);
   double worst = 0;
   size_t t = 0, unit = 0, folds = 0;
@@ -131,9 +131,8 @@ static double stream_window(bench *b, const float *maps, int kind,
       if (n > f - t) n = f - t;
       cl_event ev = NULL;
       int keep = folds++ % 2;
-      cr_assert_eq(cl_window_fold_at(&w, b->q, b->maps, t, n, blk, first,
-                                     NULL, keep ? &ev : NULL, err,
-                                     sizeof err),
+      cr_assert_eq(cl_window_fold_at(&w, b->q, b->maps, t, n, blk, first, NULL,
+                                     keep ? &ev : NULL, err, sizeof err),
                    QS_OK, "%s", err);
       if (ev) {
         cr_assert_eq(clWaitForEvents(1, &ev), CL_SUCCESS);
@@ -177,8 +176,8 @@ Test(window, every_update_matches_the_host_fold_of_its_frames) {
     for (size_t k = 0; k < 3; k++)
       for (size_t j = 0; j < 3; j++) {
         size_t f = BL[j] * K[k] * 5 + 2, updates;
-        double r = stream_window(&b, maps, kind, R, C, f, BL[j], K[k],
-                                 &updates);
+        double r =
+            stream_window(&b, maps, kind, R, C, f, BL[j], K[k], &updates);
         cr_expect_eq(updates, f / K[k] - BL[j] + 1,
                      "statistic %d: %zu updates", kind, updates);
         fprintf(stderr,
@@ -234,8 +233,8 @@ Test(window, combination_matches_a_refold_and_downloads_one_image) {
                  "%s", err);
     /* block b holds frames 10·((b + 7) mod 10) on: oldest is block 3 */
     for (size_t blk = 0; blk < BL; blk++)
-      cr_assert_eq(cl_window_fold_at(&w, b.q, b.maps, K * ((blk + 7) % BL),
-                                     K, blk, 0, NULL, NULL, err, sizeof err),
+      cr_assert_eq(cl_window_fold_at(&w, b.q, b.maps, K * ((blk + 7) % BL), K,
+                                     blk, 0, NULL, NULL, err, sizeof err),
                    QS_OK, "%s", err);
     double win_s = INFINITY, fold_s = INFINITY;
     for (int rep = 0; rep < REPS; rep++) {
@@ -252,8 +251,8 @@ Test(window, combination_matches_a_refold_and_downloads_one_image) {
       cr_assert_eq(cl_stat_fold(&st, b.q, b.maps, N, NULL, err, sizeof err),
                    QS_OK, "%s", err);
       if (st.dev_s - d0 < fold_s) fold_s = st.dev_s - d0;
-      cr_assert_eq(cl_stat_finish(&st, b.q, ref, err, sizeof err), QS_OK,
-                   "%s", err);
+      cr_assert_eq(cl_stat_finish(&st, b.q, ref, err, sizeof err), QS_OK, "%s",
+                   err);
     }
     double r = worst_rel(got, ref, px);
     cr_expect_leq(r, 1e-5, "statistic %d: %.3g of the peak", kind, r);
@@ -342,16 +341,16 @@ Test(window, bad_calls_are_refused_with_a_message) {
                                  sizeof err),
                QS_OK, "%s", err);
   cr_expect_eq(cl_window_finish(&w, b.q, 2, out, err, sizeof err), QS_EINVAL);
-  cr_assert_eq(cl_window_finish(&w, b.q, 0, out, err, sizeof err), QS_OK,
-               "%s", err);
+  cr_assert_eq(cl_window_finish(&w, b.q, 0, out, err, sizeof err), QS_OK, "%s",
+               err);
   host_stat(TAC2, maps, R, C, 0, 4, ref);
   cr_expect_leq(worst_rel(out, ref, PX), 1e-5);
   /* block 0 refolded with frames 4, 5: the window is 2..5, oldest block 1 */
   cr_assert_eq(cl_window_fold_at(&w, b.q, b.maps, 4, 2, 0, 0, NULL, NULL, err,
                                  sizeof err),
                QS_OK, "%s", err);
-  cr_assert_eq(cl_window_finish(&w, b.q, 1, out, err, sizeof err), QS_OK,
-               "%s", err);
+  cr_assert_eq(cl_window_finish(&w, b.q, 1, out, err, sizeof err), QS_OK, "%s",
+               err);
   host_stat(TAC2, maps, R, C, 2, 4, ref);
   cr_expect_leq(worst_rel(out, ref, PX), 1e-5);
   cl_window_close(&w);

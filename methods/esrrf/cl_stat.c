@@ -148,9 +148,8 @@ static int fold_args(cl_kernel fold, cl_mem maps, size_t plane, size_t at,
 
 /* The finished image `res` (plane floats) into out: one blocking download,
  * counted by cldev_transfer, its device time booked in *dev_s. */
-static int read_image(cldev *dev, cl_command_queue q, cl_mem res,
-                      size_t plane, float *out, double *dev_s, char *err,
-                      size_t err_len) {
+static int read_image(cldev *dev, cl_command_queue q, cl_mem res, size_t plane,
+                      float *out, double *dev_s, char *err, size_t err_len) {
   cl_event ev = NULL;
   size_t bytes = plane * sizeof(float);
   int rc = cl_status(
@@ -195,9 +194,9 @@ int cl_stat_finish(cl_stat *st, cl_command_queue q, float *out, char *err,
   int rc = cl_status(clSetKernelArg(st->finish, 2, sizeof cn, &cn),
                      "setting the finish's arguments", err, err_len);
   if (!rc)
-    rc = stat_launch(st->dev, &st->global, &st->dev_s, &st->once_s, q,
-                     st->finish, "esrrf_stat_finish", NULL, NULL, err,
-                     err_len);
+    rc =
+        stat_launch(st->dev, &st->global, &st->dev_s, &st->once_s, q,
+                    st->finish, "esrrf_stat_finish", NULL, NULL, err, err_len);
   if (!rc)
     rc = read_image(st->dev, q, st->res, st->plane, out, &st->dev_s, err,
                     err_len);
@@ -209,8 +208,8 @@ int cl_stat_finish(cl_stat *st, cl_command_queue q, float *out, char *err,
 
 size_t cl_window_bytes(int kind, size_t plane, size_t blocks) {
   size_t slots = cl_stat_slots(kind);
-  if (!slots || !plane || blocks > (SIZE_MAX / sizeof(float) / plane - 1) /
-                                       slots)
+  if (!slots || !plane ||
+      blocks > (SIZE_MAX / sizeof(float) / plane - 1) / slots)
     return 0;
   return (blocks * slots + 1) * plane * sizeof(float);
 }
@@ -236,8 +235,7 @@ int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
   }
   w->count = calloc(blocks, sizeof *w->count);
   if (!w->count) {
-    snprintf(err, err_len, "device window: no memory for %zu blocks",
-             blocks);
+    snprintf(err, err_len, "device window: no memory for %zu blocks", blocks);
     return QS_ENOMEM;
   }
   return stat_setup(d, kind, plane, blocks * cl_stat_slots(kind) * plane,
@@ -251,10 +249,9 @@ void cl_window_close(cl_window *w) {
   w->count = NULL;
 }
 
-int cl_window_fold_at(cl_window *w, cl_command_queue q, cl_mem maps,
-                      size_t at, size_t n, size_t b, size_t first,
-                      cl_event wait, cl_event *keep, char *err,
-                      size_t err_len) {
+int cl_window_fold_at(cl_window *w, cl_command_queue q, cl_mem maps, size_t at,
+                      size_t n, size_t b, size_t first, cl_event wait,
+                      cl_event *keep, char *err, size_t err_len) {
   if (keep) *keep = NULL;
   if (!w->count || b >= w->blocks || (first && first != w->count[b]) ||
       first > w->every || n > w->every - first) {
@@ -300,8 +297,7 @@ int cl_window_finish(cl_window *w, cl_command_queue q, size_t oldest,
     rc = stat_launch(w->dev, &w->global, &w->dev_s, &w->once_s, q, w->finish,
                      "esrrf_window_finish", NULL, NULL, err, err_len);
   if (!rc)
-    rc = read_image(w->dev, q, w->res, w->plane, out, &w->dev_s, err,
-                    err_len);
+    rc = read_image(w->dev, q, w->res, w->plane, out, &w->dev_s, err, err_len);
   return rc;
 }
 #endif

@@ -65,13 +65,13 @@ int cl_stat_finish(cl_stat *st, cl_command_queue q, float *out, char *err,
  * maps of a ring of N = blocks·every maps: smaller when every > slots. */
 typedef struct cl_window {
   cldev *dev;
-  int kind;                     /* 0 avg, 1 var, 2 tac2 */
-  size_t plane, blocks, every;  /* pixels of a map; blocks; frames a block */
-  cl_kernel fold, finish;       /* esrrf_fold, esrrf_window_finish */
-  cl_mem acc, res;              /* blocks·slots·plane floats; plane floats */
-  size_t global;                /* plane rounded up to a multiple of 64 */
-  size_t *count;                /* frames folded into each block (host) */
-  double dev_s, once_s; /* device seconds; builds and first launches */
+  int kind;                    /* 0 avg, 1 var, 2 tac2 */
+  size_t plane, blocks, every; /* pixels of a map; blocks; frames a block */
+  cl_kernel fold, finish;      /* esrrf_fold, esrrf_window_finish */
+  cl_mem acc, res;             /* blocks·slots·plane floats; plane floats */
+  size_t global;               /* plane rounded up to a multiple of 64 */
+  size_t *count;               /* frames folded into each block (host) */
+  double dev_s, once_s;        /* device seconds; builds and first launches */
 } cl_window;
 
 /* The device bytes cl_window_open allocates (0 for an unknown kind). */
@@ -93,10 +93,9 @@ void cl_window_close(cl_window *w);
  * device time in dev_s; with `keep` the event goes to *keep (the caller
  * waits, books and releases it), but a first launch is waited for and its
  * compilation booked in once_s. n == 0: nothing, *keep NULL. */
-int cl_window_fold_at(cl_window *w, cl_command_queue q, cl_mem maps,
-                      size_t at, size_t n, size_t b, size_t first,
-                      cl_event wait, cl_event *keep, char *err,
-                      size_t err_len);
+int cl_window_fold_at(cl_window *w, cl_command_queue q, cl_mem maps, size_t at,
+                      size_t n, size_t b, size_t first, cl_event wait,
+                      cl_event *keep, char *err, size_t err_len);
 
 /* The window's image (w->plane floats) into out: the `blocks` blocks in
  * time order from block `oldest` (wrapping), each of which must hold
