@@ -23,13 +23,20 @@ size_t cl_stat_bytes(int kind, size_t plane) {
   return (cl_stat_slots(kind) + 1) * plane * sizeof(float);
 }
 
+/* Work-items of the statistic's kernels for maps of `plane` pixels:
+ * CL_STAT_LANES pixels each, rounded up to a multiple of 64. */
+static size_t cl_stat_global(size_t plane) {
+  return ((plane + CL_STAT_LANES - 1) / CL_STAT_LANES + 63) / 64 * 64;
+}
+
 /* Program, the fold and the finishing kernel `finish_name`, an
- * accumulator buffer of acc_floats floats and a result of plane floats,
+ * accumulator buffer of acc_floats floats (named acc_name in messages and
+ * to the runtime's fault hook) and a result of plane floats,
  * with the arguments both kernels share set: the fold's acc, kind, plane
  * and accumulator offset (0), the finish's acc, out, kind and plane (its
  * arguments 0, 1, 3, 4). The build's seconds go to *once_s. */
 static int stat_setup(cldev *d, int kind, size_t plane, size_t acc_floats,
-                      const char *finish_name, cl_kernel *fold,
+                      const char *acc_name, const char *finish_name, cl_kernel *fold,
                       cl_kernel *finish, cl_mem *acc, cl_mem *res,
                       double *once_s, char *err, size_t err_len) {
   cl_program prog;
@@ -46,7 +53,7 @@ static int stat_setup(cldev *d, int kind, size_t plane, size_t acc_floats,
   }
   if (!rc)
     rc = cldev_buffer(d, CL_MEM_READ_WRITE, acc_floats * sizeof(float), NULL,
-                      "temporal accumulators", acc, err, err_len);
+                      acc_name, acc, err, err_len);
   if (!rc)
     rc = cldev_buffer(d, CL_MEM_WRITE_ONLY, plane * sizeof(float), NULL,
                       "timepoint image", res, err, err_len);
@@ -72,12 +79,13 @@ int cl_stat_open(cl_stat *st, cldev *d, int kind, size_t plane, char *err,
   st->dev = d;
   st->kind = kind;
   st->plane = plane;
-  st->global = (plane + 63) / 64 * 64;
+  st->global = cl_stat_global(plane);
   if (!cl_stat_slots(kind) || !plane) {
     snprintf(err, err_len, "device statistic: no statistic %d", kind);
     return QS_EINVAL;
   }
   return stat_setup(d, kind, plane, cl_stat_slots(kind) * plane,
+                    "temporal accumulators",
                     "esrrf_stat_finish", &st->fold, &st->finish, &st->acc,
                     &st->res, &st->once_s, err, err_len);
 }
@@ -222,7 +230,7 @@ int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
   w->plane = plane;
   w->blocks = blocks;
   w->every = every;
-  w->global = (plane + 63) / 64 * 64;
+  w->global = cl_stat_global(plane);
   if (!cl_stat_slots(kind) || !plane || !blocks || !every ||
       every > INT32_MAX || blocks > INT32_MAX / every ||
       (kind == 2 && blocks * every < 2) ||
@@ -239,6 +247,7 @@ int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
     return QS_ENOMEM;
   }
   return stat_setup(d, kind, plane, blocks * cl_stat_slots(kind) * plane,
+                    "sliding window's block statistics",
                     "esrrf_window_finish", &w->fold, &w->finish, &w->acc,
                     &w->res, &w->once_s, err, err_len);
 }

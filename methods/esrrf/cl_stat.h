@@ -11,13 +11,17 @@
 #if QS_HAVE_OPENCL
 #include "cl/clrt.h"
 
+/* Pixels per work-item of esrrf_stat.cl's kernels (its STAT_LANES). */
+#define CL_STAT_LANES 8
+
 typedef struct cl_stat {
   cldev *dev;
   int kind;     /* 0 avg, 1 var, 2 tac2 */
   size_t plane; /* pixels of a map */
   cl_kernel fold, finish;
   cl_mem acc, res;      /* slots · plane floats; plane floats */
-  size_t global;        /* plane rounded up to a multiple of 64 */
+  size_t global;        /* work-items: plane / CL_STAT_LANES rounded up
+                           to a multiple of 64 */
   uint64_t n;           /* frames folded into the current timepoint */
   double dev_s, once_s; /* device seconds; builds and first launches */
 } cl_stat;
@@ -69,7 +73,7 @@ typedef struct cl_window {
   size_t plane, blocks, every; /* pixels of a map; blocks; frames a block */
   cl_kernel fold, finish;      /* esrrf_fold, esrrf_window_finish */
   cl_mem acc, res;             /* blocks·slots·plane floats; plane floats */
-  size_t global;               /* plane rounded up to a multiple of 64 */
+  size_t global;               /* as cl_stat's */
   size_t *count;               /* frames folded into each block (host) */
   double dev_s, once_s;        /* device seconds; builds and first launches */
 } cl_window;
