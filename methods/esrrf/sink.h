@@ -11,11 +11,11 @@
  *   - or, when device_ok, an implementation with device statistics keeps
  *     the timepoint in its own session state (the OpenCL chain: cl_stat,
  *     as its batch call does) and leaves the partial alone.
- * With a sliding window (ring N) an implementation may keep the last N
- * maps itself (the OpenCL chain, on the device: sets ringed) and, when
- * `out` is set, give the statistic of the N frames ending with this
- * call's; the others fold into the partial (a block of K frames) and
- * ignore out.
+ * With a sliding window (ring N) an implementation may keep the window
+ * itself (the OpenCL chain, on the device: its last N maps or the
+ * statistics of its blocks of K frames; sets ringed) and, when `out` is
+ * set, give the statistic of the N frames ending with this call's; the
+ * others fold into the partial (a block of K frames) and ignore out.
  * When `out` is set the call completes the timepoint: its image (the
  * statistic, then the macro-pixel correction if the call's parameters ask
  * for it) goes to out and the accumulation starts over (the host partial
