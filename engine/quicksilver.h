@@ -734,7 +734,7 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * come down. A sliding window on the CPU folds host partials of K frames;
  * on an OpenCL device it stays on the device in whichever form takes less
  * of its memory: the statistics of its N/K blocks of K frames (when
- * (N/K)·s <= N + s, s the device's slots below), which an update combines
+ * (N/K)·s + q <= N + s, s and q as below), which an update combines
  * in one pass (within rounding of the batch call on the window's frames),
  * or the last N maps in a ring, which an update folds in time order (the
  * batch call's fold: its bits on exactly the window's frames); only the
@@ -772,9 +772,10 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * 8·s·P bytes (on an OpenCL device instead: its accumulators, 4·P·(2, 5
  * or 6) bytes, and one batch of its chain's buffers); sliding on the CPU
  * 8·s·P·(N/K + 1) (one partial per K frames of the window, and one to
- * merge them); sliding on OpenCL, on the device, 4·P·((N/K)·s + 1) for
- * the blocks (s = 2, 5 or 6) or 4·P·(N + s + 1) for the ring and its
- * accumulators, plus one batch of the chain; plus the maps of one batch
+ * merge them); sliding on OpenCL, on the device, 4·P·((N/K)·s + 1 + q)
+ * for the blocks (s = 2, 5 or 6; q = 2, 5 or 7 for the sums an update
+ * prepares ahead) or 4·P·(N + s + 1) for the ring and its accumulators,
+ * plus one batch of the chain; plus the maps of one batch
  * of the implementation, kept across pushes (4·P for the fused paths), on
  * OpenCL a host copy of two batches of input frames (8·R·C per frame of a
  * batch), the output the engine allocates for a push's chunk and never

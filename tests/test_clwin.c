@@ -108,7 +108,8 @@ static void host_stat(int kind, const float *maps, size_t rows, size_t cols,
  * frames), every other fold through an event the caller waits for; after
  * every `every` frames from the window's first filling on, an update
  * from the oldest block, compared with the host fold of exactly the
- * window's frames. Returns the worst relative error over the updates and
+ * window's frames; before every other update, when its last frame is
+ * still to come, its older blocks prepared (cl_window_prepare). Returns the worst relative error over the updates and
  * their count in *updates. */
 static double stream_window(bench *b, const float *maps, int kind, size_t rows,
                             size_t cols, size_t f, size_t blocks, size_t every,
@@ -141,6 +142,10 @@ static double stream_window(bench *b, const float *maps, int kind, size_t rows,
       }
       t += n;
       left -= n;
+      if ((t + 1) % every == 0 && t + 1 >= win && (t + 1) / every % 2)
+        cr_assert_eq(cl_window_prepare(&w, b->q, (t + 1) / every % blocks,
+                                       err, sizeof err),
+                     QS_OK, "%s", err);
       if (t % every == 0 && t >= win) {
         size_t oldest = (t / every) % blocks;
         cr_assert_eq(cl_window_finish(&w, b->q, oldest, got, err, sizeof err),
@@ -270,14 +275,58 @@ Test(window, combination_matches_a_refold_and_downloads_one_image) {
   bench_close(&b);
 }
 
-/* The device bytes: (blocks·slots + 1) planes of floats, 0 for no
- * statistic or an overflowing size. */
+/* The device bytes: (blocks·slots + 1 + prepared sums) planes of floats
+ * (the prepared sums only with two blocks or more), 0 for no statistic
+ * or an overflowing size. */
 Test(window, bytes_are_the_block_states_and_one_image) {
-  cr_expect_eq(cl_window_bytes(AVG, 100, 10), (10 * 2 + 1) * 100 * 4);
-  cr_expect_eq(cl_window_bytes(VAR, 100, 10), (10 * 5 + 1) * 100 * 4);
-  cr_expect_eq(cl_window_bytes(TAC2, 1000, 3), (3 * 6 + 1) * 1000 * 4);
+  cr_expect_eq(cl_window_bytes(AVG, 100, 10), (10 * 2 + 1 + 2) * 100 * 4);
+  cr_expect_eq(cl_window_bytes(VAR, 100, 10), (10 * 5 + 1 + 5) * 100 * 4);
+  cr_expect_eq(cl_window_bytes(TAC2, 1000, 3), (3 * 6 + 1 + 7) * 1000 * 4);
+  cr_expect_eq(cl_window_bytes(TAC2, 1000, 1), (6 + 1) * 1000 * 4);
   cr_expect_eq(cl_window_bytes(3, 100, 10), 0);
   cr_expect_eq(cl_window_bytes(VAR, SIZE_MAX / 8, 10), 0);
+}
+
+/* A fold into one of the older blocks after they were prepared drops the
+ * preparation: 3 blocks of 2, the update at frame 8 prepared (blocks 1
+ * and 2: frames 2..5), then block 1 refilled with frames 10 and 11 and
+ * block 0 with 6 and 7: the update is the statistic of frames 10, 11, 4,
+ * 5, 6, 7 in that order, not of the prepared ones. */
+Test(window, a_fold_after_prepare_drops_it) {
+  enum { R = 5, C = 6, PX = R * C, F = 12 };
+  float *maps = camera(F, PX, 5);
+  bench b;
+  bench_open(&b, maps, F, PX);
+  char err[512] = "";
+  for (int kind = AVG; kind <= TAC2; kind++) {
+    cl_window w;
+    cr_assert_eq(cl_window_open(&w, b.dev, kind, PX, 3, 2, err, sizeof err),
+                 QS_OK, "%s", err);
+    for (size_t t = 0; t < 6; t += 2)
+      cr_assert_eq(cl_window_fold_at(&w, b.q, b.maps, t, 2, t / 2, 0, NULL,
+                                     NULL, err, sizeof err),
+                   QS_OK, "%s", err);
+    cr_assert_eq(cl_window_prepare(&w, b.q, 1, err, sizeof err), QS_OK, "%s",
+                 err);
+    cr_assert_eq(cl_window_fold_at(&w, b.q, b.maps, 10, 2, 1, 0, NULL, NULL,
+                                   err, sizeof err),
+                 QS_OK, "%s", err);
+    cr_assert_eq(cl_window_fold_at(&w, b.q, b.maps, 6, 2, 0, 0, NULL, NULL,
+                                   err, sizeof err),
+                 QS_OK, "%s", err);
+    float got[PX], ref[PX], order[6 * PX];
+    static const size_t frames[6] = {10, 11, 4, 5, 6, 7};
+    for (size_t j = 0; j < 6; j++)
+      memcpy(order + j * PX, maps + frames[j] * PX, sizeof(float) * PX);
+    cr_assert_eq(cl_window_finish(&w, b.q, 1, got, err, sizeof err), QS_OK,
+                 "%s", err);
+    host_stat(kind, order, R, C, 0, 6, ref);
+    double r = worst_rel(got, ref, PX);
+    cr_expect_leq(r, 1e-5, "statistic %d: %.3g of the peak", kind, r);
+    cl_window_close(&w);
+  }
+  free(maps);
+  bench_close(&b);
 }
 
 /* Bad calls: a clear QS_EINVAL with a message, nothing enqueued, and the

@@ -693,8 +693,8 @@ Test(stream, opencl_timepoints_on_the_device) {
  * returns. One buffer reused for every push and spoiled (NaN) right after
  * each one, timepoints of 5 and a sliding window of 6 every 3 over 17
  * frames: the batch call's bits on the same frames, and only the results
- * come down. The window, kept as block statistics, within 5e-5 of the
- * peak: tac2 is a difference of sums as large as the squares of the
+ * come down. The window within 5e-5 of the peak (should the device keep
+ * it as block statistics: opencl.c): tac2 is a difference of sums as large as the squares of the
  * values, so two roundings of the same sums differ by more than the
  * other statistics do (on this stack the device batch call itself is
  * 2.4e-5 of the peak from the CPU's double fold on window 1, the stream

@@ -213,17 +213,47 @@ __kernel void esrrf_stat_finish(__global const float *acc,
  * d·(Σ_{t<K−1} y_t + Σ_{t>0} y_t) = d·((Sy_b − last_b) + Sy_b); the pair
  * across a block boundary is (last_b + d_b)·(0 + d_{b+1})). The window's
  * first Y is 0 as stat_value wants. In double where the device has it,
- * once per update; then stat_value over n = blocks·every. */
+ * once per update; then stat_value over n = blocks·every.
+ * mode 0: all the blocks into out. mode 1 (prepare, blocks >= 2): the
+ * blocks but the newest into the running sums in `pre` (slot s of pixel
+ * i at pre[s·plane + i]: Sy as a float pair hi, lo, then x0, Sq or P as a
+ * pair, last + d as a pair; avg only Sy), nothing into out. mode 2: the
+ * sums in pre, then the newest block, into out: an update whose older
+ * blocks were combined while the newest was still filling reads two
+ * states instead of `blocks`. A pair keeps a double to about 2^-48 of its
+ * value (hi its float rounding, lo the rest), so modes 1 + 2 agree with
+ * mode 0 to far below the float result's rounding, not to its bits. */
+inline void pair_store(finv v, __global float *p, long plane, int m) {
+  float4 hi = convert_float4(v);
+  fin_store(hi, p, m);
+  fin_store(convert_float4(v - convert_finv(hi)), p + plane, m);
+}
+
+inline finv pair_load(__global const float *p, long plane, int m) {
+  return fin_load(p, m) + fin_load(p + plane, m);
+}
+
 __kernel void esrrf_window_finish(__global const float *acc,
                                   __global float *out, int every, int kind,
-                                  long plane, int blocks, int oldest) {
+                                  long plane, int blocks, int oldest,
+                                  __global float *pre, int mode) {
   long slots = kind == 0 ? 2 : kind == 1 ? 5 : 6;
   for (long i = (long)get_global_id(0) * STAT_LANES,
             e = min(i + STAT_LANES, plane);
        i < e; i += FIN_LANES) {
     int m = (int)min((long)FIN_LANES, e - i);
     finv k = (finv)every, x0 = 0, sy = 0, s1 = 0, prev = 0;
-    for (int j = 0; j < blocks; j++) {
+    __global float *pr = pre + i;
+    int j0 = mode == 2 ? blocks - 1 : 0, j1 = mode == 1 ? blocks - 1 : blocks;
+    if (mode == 2) {
+      sy = pair_load(pr, plane, m);
+      if (kind) {
+        x0 = fin_load(pr + 2 * plane, m);
+        s1 = pair_load(pr + 3 * plane, plane, m);
+      }
+      if (kind == 2) prev = pair_load(pr + 5 * plane, plane, m);
+    }
+    for (int j = j0; j < j1; j++) {
       int b = oldest + j < blocks ? oldest + j : oldest + j - blocks;
       __global const float *a = acc + (long)b * slots * plane + i;
       if (kind == 0) {
@@ -245,6 +275,16 @@ __kernel void esrrf_window_finish(__global const float *acc,
       if (j > 0) s1 += prev * d;
       prev = lb + d;
     }
-    fin_store(stat_value(kind, k * (finv)blocks, sy, s1, prev), out + i, m);
+    if (mode != 1) {
+      fin_store(stat_value(kind, k * (finv)blocks, sy, s1, prev), out + i,
+                m);
+      continue;
+    }
+    pair_store(sy, pr, plane, m);
+    if (kind) {
+      fin_store(convert_float4(x0), pr + 2 * plane, m);
+      pair_store(s1, pr + 3 * plane, plane, m);
+    }
+    if (kind == 2) pair_store(prev, pr + 5 * plane, plane, m);
   }
 }

@@ -214,12 +214,16 @@ int cl_stat_finish(cl_stat *st, cl_command_queue q, float *out, char *err,
 
 /* ------------------------------------------------ sliding window */
 
+size_t cl_window_pre_slots(int kind, size_t blocks) {
+  return blocks < 2 ? 0 : kind == 0 ? 2 : kind == 1 ? 5 : 7;
+}
+
 size_t cl_window_bytes(int kind, size_t plane, size_t blocks) {
-  size_t slots = cl_stat_slots(kind);
-  if (!slots || !plane ||
-      blocks > (SIZE_MAX / sizeof(float) / plane - 1) / slots)
+  size_t slots = cl_stat_slots(kind), pre = cl_window_pre_slots(kind, blocks);
+  size_t room = plane ? SIZE_MAX / sizeof(float) / plane : 0; /* planes */
+  if (!slots || room < 1 + pre || blocks > (room - 1 - pre) / slots)
     return 0;
-  return (blocks * slots + 1) * plane * sizeof(float);
+  return (blocks * slots + 1 + pre) * plane * sizeof(float);
 }
 
 int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
@@ -246,14 +250,28 @@ int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
     snprintf(err, err_len, "device window: no memory for %zu blocks", blocks);
     return QS_ENOMEM;
   }
-  return stat_setup(d, kind, plane, blocks * cl_stat_slots(kind) * plane,
-                    "sliding window's block statistics",
-                    "esrrf_window_finish", &w->fold, &w->finish, &w->acc,
-                    &w->res, &w->once_s, err, err_len);
+  int rc = stat_setup(d, kind, plane, blocks * cl_stat_slots(kind) * plane,
+                      "sliding window's block statistics",
+                      "esrrf_window_finish", &w->fold, &w->finish, &w->acc,
+                      &w->res, &w->once_s, err, err_len);
+  size_t pre = cl_window_pre_slots(kind, blocks);
+  if (!rc && pre)
+    rc = cldev_buffer(d, CL_MEM_READ_WRITE, pre * plane * sizeof(float), NULL,
+                      "sliding window's prepared sums", &w->pre, err,
+                      err_len);
+  /* the prepared sums' argument is set even where no mode reads them */
+  cl_mem pm = w->pre ? w->pre : w->res;
+  if (!rc)
+    rc = cl_status(clSetKernelArg(w->finish, 7, sizeof pm, &pm),
+                   "setting the window's arguments", err, err_len);
+  return rc;
 }
 
 void cl_window_close(cl_window *w) {
   release_all(&w->fold, &w->finish, &w->acc, &w->res);
+  if (w->pre) clReleaseMemObject(w->pre);
+  w->pre = NULL;
+  w->pre_ok = 0;
   free(w->count);
   w->count = NULL;
 }
@@ -272,6 +290,7 @@ int cl_window_fold_at(cl_window *w, cl_command_queue q, cl_mem maps, size_t at,
     return QS_EINVAL;
   }
   if (n == 0) return QS_OK;
+  if (b != (w->pre_oldest + w->blocks - 1) % w->blocks) w->pre_ok = 0;
   int rc = fold_args(w->fold, maps, w->plane, at, n, first > 0,
                      b * cl_stat_slots(w->kind) * w->plane, err, err_len);
   if (!rc)
@@ -282,29 +301,53 @@ int cl_window_fold_at(cl_window *w, cl_command_queue q, cl_mem maps, size_t at,
   return rc;
 }
 
-int cl_window_finish(cl_window *w, cl_command_queue q, size_t oldest,
-                     float *out, char *err, size_t err_len) {
+/* The window kernel in `mode` (esrrf_window_finish) for the update whose
+ * oldest block is `oldest`, after checking that the blocks it reads (all,
+ * or all but the newest for mode 1) are full. Waits. */
+static int window_launch(cl_window *w, cl_command_queue q, size_t oldest,
+                         int mode, char *err, size_t err_len) {
   if (oldest >= w->blocks || !w->count) {
     snprintf(err, err_len, "device window: no block %zu of %zu (%s)", oldest,
              w->blocks, w->count ? "the oldest" : "not open");
     return QS_EINVAL;
   }
+  size_t newest = (oldest + w->blocks - 1) % w->blocks;
   for (size_t b = 0; b < w->blocks; b++)
-    if (w->count[b] != w->every) {
+    if (w->count[b] != w->every && (mode != 1 || b != newest)) {
       snprintf(err, err_len,
                "device window: block %zu holds %zu of its %zu frames, too "
-               "few to finish",
-               b, w->count[b], w->every);
+               "few to %s",
+               b, w->count[b], w->every, mode == 1 ? "prepare" : "finish");
       return QS_EINVAL;
     }
   cl_int ce = (cl_int)w->every, cb = (cl_int)w->blocks, co = (cl_int)oldest;
+  cl_int cm = mode;
   cl_int e = clSetKernelArg(w->finish, 2, sizeof ce, &ce);
   e |= clSetKernelArg(w->finish, 5, sizeof cb, &cb);
   e |= clSetKernelArg(w->finish, 6, sizeof co, &co);
+  e |= clSetKernelArg(w->finish, 8, sizeof cm, &cm);
   int rc = cl_status(e, "setting the window's arguments", err, err_len);
   if (!rc)
     rc = stat_launch(w->dev, &w->global, &w->dev_s, &w->once_s, q, w->finish,
                      "esrrf_window_finish", NULL, NULL, err, err_len);
+  return rc;
+}
+
+int cl_window_prepare(cl_window *w, cl_command_queue q, size_t oldest,
+                      char *err, size_t err_len) {
+  w->pre_ok = 0;
+  if (!w->pre) return QS_OK;
+  int rc = window_launch(w, q, oldest, 1, err, err_len);
+  w->pre_oldest = oldest;
+  w->pre_ok = rc == QS_OK;
+  return rc;
+}
+
+int cl_window_finish(cl_window *w, cl_command_queue q, size_t oldest,
+                     float *out, char *err, size_t err_len) {
+  int mode = w->pre_ok && w->pre_oldest == oldest ? 2 : 0;
+  w->pre_ok = 0;
+  int rc = window_launch(w, q, oldest, mode, err, err_len);
   if (!rc)
     rc = read_image(w->dev, q, w->res, w->plane, out, &w->dev_s, err, err_len);
   return rc;

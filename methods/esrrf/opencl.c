@@ -940,15 +940,20 @@ int esrrf_run_opencl(const method_call *c) {
  * Sliding window (sink->ring N, updated every K = sink->every frames),
  * kept on the device in whichever of two forms takes less of its memory
  * (P = R·M·C·M pixels, s = 2, 5 or 6 statistic slots):
- *   blocks  (N/K)·s ≤ N + s (K ≥ s, about): the statistics of the window's
- *           N/K blocks of K frames (cl_window: frame t folds into block
- *           (t / K) mod N/K, a block's first frame starting it over), and
+ *   blocks  (N/K)·s + q ≤ N + s (K > s, about; q below): the statistics
+ *           of the window's N/K blocks of K frames (cl_window: frame t
+ *           folds into block (t / K) mod N/K, a block's first frame
+ *           starting it over), and
  *           an update combines them in time order in one kernel (in double
  *           where the device has it): per frame one fold plus, per update,
- *           a pass over N/K block states instead of N maps. Within
- *           rounding of the batch call on the window's frames (the blocks'
- *           sums are compensated as the batch call's are, only their
- *           combination differs). 4·P·((N/K)·s + 1) bytes.
+ *           a pass over N/K block states instead of N maps, most of it
+ *           done ahead: the call that drains before the update combines
+ *           the older blocks (cl_window_prepare), so the update itself
+ *           reads two states. Within rounding of the batch call on the
+ *           window's frames (the blocks' sums are compensated as the batch
+ *           call's are, only their combination differs).
+ *           4·P·((N/K)·s + 1 + q) bytes, q = 2, 5 or 7 for the prepared
+ *           sums.
  *   maps    otherwise (an update every frame or two): the last N maps in a
  *           ring (map of stream frame t at slot t mod N), folded in time
  *           order from scratch into the accumulators at each update: the
@@ -1163,7 +1168,10 @@ static int cl_session_open(cl_session *x, const method_call *c,
    * the ring of maps and its accumulators; a device without room for them
    * tries the ring */
   size_t sl = cl_stat_slots(sk->kind), nb = sk->every ? sk->ring / sk->every : 0;
-  if (!rc && sk->device_ok && nb && nb <= (sk->ring + sl) / sl) {
+  size_t q = cl_window_pre_slots(sk->kind, nb); /* planes: nb·sl + q + 1
+                                                   against N + sl + 1 */
+  if (!rc && sk->device_ok && nb && sk->ring + sl >= q &&
+      nb <= (sk->ring + sl - q) / sl) {
     char why[256];
     x->blocks = cl_window_open(&x->win, c->device, sk->kind, s->g.plane, nb,
                                sk->every, why, sizeof why) == QS_OK;
@@ -1231,11 +1239,17 @@ static int cl_session_frames(cl_session *x, esrrf_sink *sk) {
       (x->staged == s->batch || sk->out || drain || !cl_busy(s)))
     rc = cl_stage_flush(x);
   if (!rc && drain) rc = cl_collect(s, c->err, c->err_len);
+  /* a window kept as blocks, whose next update's newest block is the one
+   * filling: its older blocks are combined now, while the caller waits
+   * anyway, so that the update reads two states, not N/K */
+  uint64_t end = sk->at + frames, upd = end + sk->due, k = x->win.every;
+  if (!rc && drain && x->blocks && (upd - 1) / k == (end - 1) / k)
+    rc = cl_window_prepare(&x->win, s->q, (size_t)(upd / k % x->win.blocks),
+                           c->err, c->err_len);
   if (!rc && !x->wrap && s->st.n + x->staged != sk->n0 + sk->folded) {
     snprintf(c->err, c->err_len, "esrrf: the device timepoint lost frames");
     rc = QS_EINVAL;
   }
-  uint64_t end = sk->at + frames;
   if (!rc && sk->out && x->wrap) rc = cl_collect(&x->ch, c->err, c->err_len);
   if (!rc && sk->out && x->ring) rc = cl_ring_fold(x, end);
   if (!rc && sk->out && x->blocks) {
