@@ -732,29 +732,50 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * the device as its batch call does (bit-identical to it): only frames go
  * up (and its tables once, at the first push), only finished timepoints
  * come down. A sliding window on the CPU folds host partials of K frames;
- * on an OpenCL device the last N maps stay in a device ring and each
- * update folds them there in time order, the batch call's fold (its bits
- * on exactly the window's frames), and only the window's image comes
- * down (a device without room for the ring: maps come down into host
- * partials as on the CPU).
+ * on an OpenCL device it stays on the device in whichever form takes less
+ * of its memory: the statistics of its N/K blocks of K frames (when
+ * (N/K)·s + q <= N + s, s and q as below), which an update combines
+ * in one pass (within rounding of the batch call on the window's frames),
+ * or the last N maps in a ring, which an update folds in time order (the
+ * batch call's fold: its bits on exactly the window's frames); only the
+ * window's image comes down (a device without room for either: maps come
+ * down into host partials as on the CPU).
  * OpenCL pushes do not wait for the device: a push returns once its
- * frames are copied (the caller may reuse its buffer at once) and their
- * work is enqueued, after collecting the previous push's work (at most
- * two batches of frames in flight). A push that completes a result waits
- * for all its work, so a result is complete when esrrf_stream_pop gives
- * it. A failure the device reports for earlier frames is returned by the
- * next push (or esrrf_stream_end) that collects them; the timepoint (or,
- * sliding, the window) they belong to is lost: timepoints start over with
- * the next frame, a window once N frames arrived after the failure. The
- * recorded time of a push is its wall time: its enqueueing and the rest
- * of the previous push's device work (in a steady stream, one push's
- * device time); its device seconds are those of the work it collected.
+ * frames are copied into a host staging area (the caller may reuse its
+ * buffer at once). While the device still works on earlier frames, a
+ * push that does not fill a batch only stages its frames; the frames
+ * staged are enqueued together (one pass of the chain and of the fold
+ * over all of them, as in the batch call) when a push finds the device
+ * idle, fills a batch or completes a result, and at esrrf_stream_end;
+ * enqueueing collects the work enqueued before (at most two batches of
+ * frames in flight). So in a stream pushed faster than the device
+ * computes, frames gather into batches: the stream costs about what the
+ * batch call does. A push after which a push of as many frames would
+ * complete a result enqueues its frames and waits for all the work before
+ * it returns, so that the frames completing a result find the device
+ * idle: a result's latency is the work of its last push, not that work
+ * queued behind earlier frames (in a stream pushed faster than the device
+ * computes, that push is where the caller waits for the device to catch
+ * up). A push that completes a result waits for all its work, so a
+ * result is complete when esrrf_stream_pop gives it. A failure the device reports
+ * for earlier frames is returned by the next push (or esrrf_stream_end)
+ * that collects them; the timepoint (or, sliding, the window) they belong
+ * to is lost, with the frames staged: timepoints start over with the next
+ * frame, a window once N frames arrived after the failure. The recorded
+ * time of a push is its wall time: its copy and, if it enqueues, its
+ * enqueueing and the rest of the device work enqueued before; its device
+ * seconds are those of the work it collected (a push that only stages
+ * records its copy and no device time: its frames' device time goes to
+ * the push that collects them). esrrf_stream_close discards frames still
+ * staged.
  * Memory, with P = R·M·C·M pixels and s = esrrf_partial_slots: timepoints
  * 8·s·P bytes (on an OpenCL device instead: its accumulators, 4·P·(2, 5
  * or 6) bytes, and one batch of its chain's buffers); sliding on the CPU
  * 8·s·P·(N/K + 1) (one partial per K frames of the window, and one to
- * merge them); sliding on OpenCL 4·P·N on the device for the ring, plus
- * the accumulators and one batch of the chain; plus the maps of one batch
+ * merge them); sliding on OpenCL, on the device, 4·P·((N/K)·s + 1 + q)
+ * for the blocks (s = 2, 5 or 6; q = 2, 5 or 7 for the sums an update
+ * prepares ahead) or 4·P·(N + s + 1) for the ring and its accumulators,
+ * plus one batch of the chain; plus the maps of one batch
  * of the implementation, kept across pushes (4·P for the fused paths), on
  * OpenCL a host copy of two batches of input frames (8·R·C per frame of a
  * batch), the output the engine allocates for a push's chunk and never

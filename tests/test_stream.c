@@ -524,18 +524,26 @@ static esrrf_stream *stream_open(engine *e, int temporal, int sliding,
 
 /* Pushes st's frames in groups of the sizes in `groups` (cycled; {1} is
  * one at a time), popping after every push, then ends the stream; returns
- * the results in order (at most max) and their infos. */
-static size_t stream_all(esrrf_stream *s, const image *st,
-                         const size_t *groups, size_t n_groups, image *res,
-                         esrrf_stream_result *info, size_t max) {
+ * the results in order (at most max) and their infos. With `scratch`
+ * (room for the largest group), each group is pushed from there and
+ * overwritten with NaN as soon as the push returns: a stream that kept
+ * the caller's buffer instead of its frames would fold the NaN. */
+static size_t stream_through(esrrf_stream *s, const image *st,
+                             const size_t *groups, size_t n_groups,
+                             float *scratch, image *res,
+                             esrrf_stream_result *info, size_t max) {
   size_t px = st->rows * st->cols, got_n = 0;
   for (size_t f = 0, g = 0; f <= st->frames; g++) {
     if (f < st->frames) {
       size_t n = groups[g % n_groups];
       if (n > st->frames - f) n = st->frames - f;
-      image in = image_wrap(st->data + f * px, n, st->rows, st->cols);
+      float *src = st->data + f * px;
+      if (scratch) src = memcpy(scratch, src, n * px * sizeof *src);
+      image in = image_wrap(src, n, st->rows, st->cols);
       cr_assert_eq(esrrf_stream_push(s, &in), QS_OK, "%s",
                    esrrf_stream_error(s));
+      for (size_t i = 0; scratch && i < n * px; i++)
+        scratch[i] = NAN;
       f += n;
     } else {
       cr_assert_eq(esrrf_stream_end(s), QS_OK, "%s", esrrf_stream_error(s));
@@ -555,6 +563,34 @@ static size_t stream_all(esrrf_stream *s, const image *st,
   }
   cr_assert_eq(esrrf_stream_frames(s), st->frames);
   return got_n;
+}
+
+static size_t stream_all(esrrf_stream *s, const image *st,
+                         const size_t *groups, size_t n_groups, image *res,
+                         esrrf_stream_result *info, size_t max) {
+  return stream_through(s, st, groups, n_groups, NULL, res, info, max);
+}
+
+/* Result r (freed here) against impl's batch call on frames [f0, f0 +
+ * len) of st with statistic t: within tol of the peak, or (tol 0) its
+ * bits. what/i name it in a failure. */
+static void expect_batch(engine *e, const image *st, image *r, size_t f0,
+                         size_t len, const char *impl, int t, double tol,
+                         const char *what, size_t i) {
+  image ref = batch_run(e, st, f0, len, impl, t, 0);
+  double diff, pk;
+  harness_diff(r, &ref, &diff, &pk);
+  cr_expect_gt(pk, 0);
+  if (tol > 0)
+    cr_expect_leq(diff, tol * pk, "%s temporal %d %s %zu: %.3g of %.3g",
+                  impl, t, what, i, diff, pk);
+  else
+    cr_expect_eq(memcmp(r->data, ref.data,
+                        ref.rows * ref.cols * sizeof(float)),
+                 0, "%s temporal %d %s %zu: %.3g of %.3g", impl, t, what, i,
+                 diff, pk);
+  image_free(&ref);
+  image_free(r);
 }
 
 /* Timepoints of 4 over 11 frames (the last one short, given at the end):
@@ -657,7 +693,12 @@ Test(stream, opencl_timepoints_on_the_device) {
  * returns. One buffer reused for every push and spoiled (NaN) right after
  * each one, timepoints of 5 and a sliding window of 6 every 3 over 17
  * frames: the batch call's bits on the same frames, and only the results
- * come down. */
+ * come down. The window within 5e-5 of the peak (should the device keep
+ * it as block statistics: opencl.c): tac2 is a difference of sums as large as the squares of the
+ * values, so two roundings of the same sums differ by more than the
+ * other statistics do (on this stack the device batch call itself is
+ * 2.4e-5 of the peak from the CPU's double fold on window 1, the stream
+ * 1.3e-5). */
 Test(stream, opencl_push_copies_the_frames_before_returning) {
   engine *e = stream_engine();
   char cl[QS_NAME_MAX];
@@ -669,38 +710,18 @@ Test(stream, opencl_push_copies_the_frames_before_returning) {
   for (int sliding = 0; sliding < 2; sliding++) {
     esrrf_stream *s =
         stream_open(e, TAC2, sliding, sliding ? 6 : 5, 3, cl, 9, 8);
+    static const size_t one[] = {1};
     image res[6];
-    size_t n = 0;
-    for (size_t f = 0; f <= st.frames; f++) {
-      if (f < st.frames) {
-        memcpy(buf, st.data + f * px, px * sizeof *buf);
-        image one = image_wrap(buf, 1, 9, 8);
-        cr_assert_eq(esrrf_stream_push(s, &one), QS_OK, "%s",
-                     esrrf_stream_error(s));
-        for (size_t i = 0; i < px; i++)
-          buf[i] = NAN;
-      } else {
-        cr_assert_eq(esrrf_stream_end(s), QS_OK, "%s",
-                     esrrf_stream_error(s));
-      }
-      int got = 1;
-      while (got && n < 6) {
-        cr_assert_eq(esrrf_stream_pop(s, &res[n], NULL, &got), QS_OK);
-        n += got;
-      }
-    }
+    esrrf_stream_result info[6];
+    size_t n = stream_through(s, &st, one, 1, buf, res, info, 6);
     /* timepoints [0,5) [5,10) [10,15) [15,17); windows ending at 6, 9,
      * 12, 15 */
     cr_assert_eq(n, 4, "%zu results", n);
     for (size_t i = 0; i < n; i++) {
       size_t f0 = sliding ? 3 * i : 5 * i;
       size_t len = sliding ? 6 : (i < 3 ? 5 : 2);
-      image ref = batch_run(e, &st, f0, len, cl, TAC2, 0);
-      cr_expect_eq(memcmp(res[i].data, ref.data, plane * sizeof(float)), 0,
-                   "%s result %zu differs", sliding ? "window" : "timepoint",
-                   i);
-      image_free(&ref);
-      image_free(&res[i]);
+      expect_batch(e, &st, &res[i], f0, len, cl, TAC2, sliding ? 5e-5 : 0,
+                   sliding ? "window" : "timepoint", i);
     }
     uint64_t up, down;
     esrrf_stream_transfers(s, &up, &down);
@@ -712,39 +733,72 @@ Test(stream, opencl_push_copies_the_frames_before_returning) {
   image_free(&st);
   engine_close(e);
 }
+
+/* Single frames pushed back to back, faster than the device computes
+ * them: a push that finds the device busy only stages its frame, and the
+ * staged frames go through as one unit when the device is idle, a batch
+ * is full, a result is due, or at esrrf_stream_end (opencl.c's live
+ * section). Timepoints of 30 over 64 frames (the short last one staged
+ * when the stream ends) and a window of 16 every 8 (units never crossing
+ * a block of the device window), each statistic: the batch call's bits
+ * (windows within 1e-5 of the peak), and only the results come down. How many units went to the device is not
+ * observable through the stream's counters (the frames go up once either
+ * way), so this checks the bits and the transfers only. */
+Test(stream, opencl_single_pushes_staged_while_the_device_works) {
+  engine *e = stream_engine();
+  char cl[QS_NAME_MAX];
+  cl_impl_or_skip(e, cl);
+  image st = noisy(64, 24, 20, 31);
+  const size_t px = 24 * 20, plane = 72 * 60;
+  for (int t = AVG; t <= TAC2; t++)
+    for (int sliding = 0; sliding < 2; sliding++) {
+      esrrf_stream *s =
+          stream_open(e, t, sliding, sliding ? 16 : 30, 8, cl, 24, 20);
+      static const size_t one[] = {1};
+      image res[8];
+      esrrf_stream_result info[8];
+      size_t n = stream_through(s, &st, one, 1, NULL, res, info, 8);
+      /* timepoints [0,30) [30,60) [60,64); windows ending at 16, 24, ...,
+       * 64 */
+      size_t want = sliding ? 7 : 3;
+      cr_assert_eq(n, want, "temporal %d: %zu results", t, n);
+      for (size_t i = 0; i < n; i++) {
+        size_t f0 = sliding ? 8 * i : 30 * i;
+        size_t len = sliding ? 16 : (i < 2 ? 30 : 4);
+        expect_batch(e, &st, &res[i], f0, len, cl, t, sliding ? 1e-5 : 0,
+                     sliding ? "window" : "timepoint", i);
+      }
+      uint64_t up, down;
+      esrrf_stream_transfers(s, &up, &down);
+      cr_expect_eq(down, want * plane * sizeof(float),
+                   "temporal %d: %llu bytes down", t,
+                   (unsigned long long)down);
+      cr_expect_geq(up, 64 * px * sizeof(float));
+      esrrf_stream_close(s);
+    }
+  image_free(&st);
+  engine_close(e);
+}
 #endif
 
-/* The windows of a sliding stream with impl (6 every 2 over 13 frames,
+/* The windows of a sliding stream with impl (N every K over st's frames,
  * pushed in uneven groups) against batch calls on their frames: within
  * tol of the peak, or (tol 0) their bits. *down receives the bytes the
  * stream brought down (the last statistic's stream). */
 static void sliding_windows(engine *e, const image *st, const char *impl,
-                            double tol, uint64_t *down) {
+                            size_t N, size_t K, double tol, uint64_t *down) {
   static const size_t groups[] = {1, 4, 2, 3};
+  size_t want = (st->frames - N) / K + 1;
   for (int t = AVG; t <= TAC2; t++) {
-    esrrf_stream *s = stream_open(e, t, 1, 6, 2, impl, 9, 8);
-    image res[8];
-    esrrf_stream_result info[8];
-    size_t n = stream_all(s, st, groups, 4, res, info, 8);
-    cr_assert_eq(n, 4, "%zu results", n);
+    esrrf_stream *s = stream_open(e, t, 1, N, K, impl, 9, 8);
+    image res[16];
+    esrrf_stream_result info[16];
+    size_t n = stream_all(s, st, groups, 4, res, info, 16);
+    cr_assert_eq(n, want, "%zu results", n);
     for (size_t i = 0; i < n; i++) {
-      cr_assert_eq(info[i].first, 2 * i);
-      cr_assert_eq(info[i].frames, 6);
-      image ref = batch_run(e, st, 2 * i, 6, impl, t, 0);
-      double diff, pk;
-      harness_diff(&res[i], &ref, &diff, &pk);
-      cr_assert_gt(pk, 0);
-      if (tol > 0)
-        cr_expect_leq(diff, tol * pk,
-                      "%s temporal %d window %zu: %.3g of %.3g", impl, t, i,
-                      diff, pk);
-      else
-        cr_expect_eq(memcmp(res[i].data, ref.data,
-                            ref.rows * ref.cols * sizeof(float)),
-                     0, "%s temporal %d window %zu: %.3g of %.3g", impl, t,
-                     i, diff, pk);
-      image_free(&ref);
-      image_free(&res[i]);
+      cr_assert_eq(info[i].first, K * i);
+      cr_assert_eq(info[i].frames, N);
+      expect_batch(e, st, &res[i], K * i, N, impl, t, tol, "window", i);
     }
     uint64_t up;
     esrrf_stream_transfers(s, &up, down);
@@ -754,23 +808,29 @@ static void sliding_windows(engine *e, const image *st, const char *impl,
 
 /* A sliding window of 6 frames updated every 2 over 13 frames: results
  * after frames 6, 8, 10 and 12, each equal to a batch call on exactly the
- * window's frames (fused: to 1e-6 of the peak, the window is merged from
- * blocks; OpenCL, which keeps the window's maps on the device and folds
- * them there as its batch call does: the batch call's bits, and only the
- * 4 windows' images come down); a window of one block (every = window)
- * gives the batch call's bits. */
+ * window's frames: fused to 1e-6 of the peak (the window is merged from
+ * host blocks), OpenCL to 1e-5 (the device keeps avg's window as block
+ * statistics, var's and tac2's as the ring of maps: opencl.c), and only
+ * the 4 windows' images come down. Updated every frame (6 every 1, 8
+ * windows), OpenCL keeps every statistic's window as its maps and folds
+ * them as its batch call does: the batch call's bits. A window of one
+ * block (every = window) gives the batch call's bits. */
 Test(stream, sliding_window_equals_batch_of_the_window) {
   engine *e = stream_engine();
   image st = noisy(13, 9, 8, 22);
   static const size_t groups[] = {1, 4, 2, 3};
   uint64_t down = 1;
-  sliding_windows(e, &st, "fused", 1e-6, &down);
+  sliding_windows(e, &st, "fused", 6, 2, 1e-6, &down);
   cr_expect_eq(down, 0, "the CPU moves nothing");
   char cl[QS_NAME_MAX];
   if (cl_impl_name(e, cl)) {
-    sliding_windows(e, &st, cl, 0, &down);
+    sliding_windows(e, &st, cl, 6, 2, 1e-5, &down);
     cr_expect_eq(down, 4 * 4 * (9 * 3) * (8 * 3),
                  "%llu bytes down: 4 windows of 27 x 24 floats expected",
+                 (unsigned long long)down);
+    sliding_windows(e, &st, cl, 6, 1, 0, &down);
+    cr_expect_eq(down, 8 * 4 * (9 * 3) * (8 * 3),
+                 "%llu bytes down: 8 windows of 27 x 24 floats expected",
                  (unsigned long long)down);
   }
   for (int t = AVG; t <= TAC2; t++) {
@@ -797,16 +857,18 @@ Test(stream, sliding_window_equals_batch_of_the_window) {
 /* Refuses the sliding window's ring, as a device without room for it. */
 static int no_ring(void *ctx, clrt_op op, const char *what) {
   (void)ctx;
-  return op == CLRT_BUFFER && !strcmp(what, "sliding window's maps")
+  return op == CLRT_BUFFER && (!strcmp(what, "sliding window's maps") ||
+                               !strcmp(what, "sliding window's block "
+                                             "statistics"))
              ? CL_MEM_OBJECT_ALLOCATION_FAILURE
              : 0;
 }
 
-/* An OpenCL device without room for the sliding window's ring of maps:
- * the maps come down into the stream's host blocks instead (within 1e-5
+/* An OpenCL device without room for the sliding window's ring of maps or
+ * its block statistics: the maps come down into the stream's host blocks instead (within 1e-5
  * of the peak of the batch call, which folds on the device), 4·P bytes a
  * frame (13 frames, and the 4 results stay on the host). */
-Test(stream, opencl_sliding_window_without_room_for_the_ring) {
+Test(stream, opencl_sliding_window_without_room_on_the_device) {
   engine *e = stream_engine();
   char cl[QS_NAME_MAX];
   cl_impl_or_skip(e, cl);
@@ -814,7 +876,7 @@ Test(stream, opencl_sliding_window_without_room_for_the_ring) {
   clrt_fault(e->cl, no_ring, NULL);
   image st = noisy(13, 9, 8, 22);
   uint64_t down = 0;
-  sliding_windows(e, &st, cl, 1e-5, &down);
+  sliding_windows(e, &st, cl, 6, 2, 1e-5, &down);
   cr_expect_eq(down, 13 * 4 * (9 * 3) * (8 * 3), "%llu bytes down",
                (unsigned long long)down);
   clrt_fault(e->cl, NULL, NULL);

@@ -2,7 +2,9 @@
 #include "qs_config.h"
 
 #if QS_HAVE_OPENCL
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/timer.h"
@@ -21,73 +23,101 @@ size_t cl_stat_bytes(int kind, size_t plane) {
   return (cl_stat_slots(kind) + 1) * plane * sizeof(float);
 }
 
+/* Work-items of the statistic's kernels for maps of `plane` pixels:
+ * CL_STAT_LANES pixels each, rounded up to a multiple of 64. */
+static size_t cl_stat_global(size_t plane) {
+  return ((plane + CL_STAT_LANES - 1) / CL_STAT_LANES + 63) / 64 * 64;
+}
+
+/* Program, the fold and the finishing kernel `finish_name`, an
+ * accumulator buffer of acc_floats floats (named acc_name in messages and
+ * to the runtime's fault hook) and a result of plane floats,
+ * with the arguments both kernels share set: the fold's acc, kind, plane
+ * and accumulator offset (0), the finish's acc, out, kind and plane (its
+ * arguments 0, 1, 3, 4). The build's seconds go to *once_s. */
+static int stat_setup(cldev *d, int kind, size_t plane, size_t acc_floats,
+                      const char *acc_name, const char *finish_name, cl_kernel *fold,
+                      cl_kernel *finish, cl_mem *acc, cl_mem *res,
+                      double *once_s, char *err, size_t err_len) {
+  cl_program prog;
+  cl_int e = CL_SUCCESS;
+  int rc = cldev_program(d, "esrrf_stat.cl", CL_STAT_OPTIONS, &prog, once_s,
+                         err, err_len);
+  if (!rc) {
+    *fold = clCreateKernel(prog, "esrrf_fold", &e);
+    rc = cl_status(e, "esrrf_fold", err, err_len);
+  }
+  if (!rc) {
+    *finish = clCreateKernel(prog, finish_name, &e);
+    rc = cl_status(e, finish_name, err, err_len);
+  }
+  if (!rc)
+    rc = cldev_buffer(d, CL_MEM_READ_WRITE, acc_floats * sizeof(float), NULL,
+                      acc_name, acc, err, err_len);
+  if (!rc)
+    rc = cldev_buffer(d, CL_MEM_WRITE_ONLY, plane * sizeof(float), NULL,
+                      "timepoint image", res, err, err_len);
+  cl_int ck = kind;
+  cl_long pl = (cl_long)plane, zero = 0;
+  if (!rc) {
+    e = clSetKernelArg(*fold, 1, sizeof *acc, acc);
+    e |= clSetKernelArg(*fold, 4, sizeof ck, &ck);
+    e |= clSetKernelArg(*fold, 5, sizeof pl, &pl);
+    e |= clSetKernelArg(*fold, 7, sizeof zero, &zero);
+    e |= clSetKernelArg(*finish, 0, sizeof *acc, acc);
+    e |= clSetKernelArg(*finish, 1, sizeof *res, res);
+    e |= clSetKernelArg(*finish, 3, sizeof ck, &ck);
+    e |= clSetKernelArg(*finish, 4, sizeof pl, &pl);
+    rc = cl_status(e, "setting the statistic's arguments", err, err_len);
+  }
+  return rc;
+}
+
 int cl_stat_open(cl_stat *st, cldev *d, int kind, size_t plane, char *err,
                  size_t err_len) {
   memset(st, 0, sizeof *st);
   st->dev = d;
   st->kind = kind;
   st->plane = plane;
-  st->global = (plane + 63) / 64 * 64;
+  st->global = cl_stat_global(plane);
   if (!cl_stat_slots(kind) || !plane) {
     snprintf(err, err_len, "device statistic: no statistic %d", kind);
     return QS_EINVAL;
   }
-  cl_program prog;
-  cl_int e = CL_SUCCESS;
-  int rc = cldev_program(d, "esrrf_stat.cl", CL_STAT_OPTIONS, &prog,
-                         &st->once_s, err, err_len);
-  if (!rc) {
-    st->fold = clCreateKernel(prog, "esrrf_fold", &e);
-    rc = cl_status(e, "esrrf_fold", err, err_len);
-  }
-  if (!rc) {
-    st->finish = clCreateKernel(prog, "esrrf_stat_finish", &e);
-    rc = cl_status(e, "esrrf_stat_finish", err, err_len);
-  }
-  if (!rc)
-    rc = cldev_buffer(d, CL_MEM_READ_WRITE,
-                      cl_stat_slots(kind) * plane * sizeof(float), NULL,
-                      "temporal accumulators", &st->acc, err, err_len);
-  if (!rc)
-    rc = cldev_buffer(d, CL_MEM_WRITE_ONLY, plane * sizeof(float), NULL,
-                      "timepoint image", &st->res, err, err_len);
-  cl_int ck = kind;
-  cl_long pl = (cl_long)plane;
-  if (!rc) {
-    e = clSetKernelArg(st->fold, 1, sizeof st->acc, &st->acc);
-    e |= clSetKernelArg(st->fold, 4, sizeof ck, &ck);
-    e |= clSetKernelArg(st->fold, 5, sizeof pl, &pl);
-    e |= clSetKernelArg(st->finish, 0, sizeof st->acc, &st->acc);
-    e |= clSetKernelArg(st->finish, 1, sizeof st->res, &st->res);
-    e |= clSetKernelArg(st->finish, 3, sizeof ck, &ck);
-    e |= clSetKernelArg(st->finish, 4, sizeof pl, &pl);
-    rc = cl_status(e, "setting the statistic's arguments", err, err_len);
-  }
-  return rc;
+  return stat_setup(d, kind, plane, cl_stat_slots(kind) * plane,
+                    "temporal accumulators",
+                    "esrrf_stat_finish", &st->fold, &st->finish, &st->acc,
+                    &st->res, &st->once_s, err, err_len);
+}
+
+static void release_all(cl_kernel *fold, cl_kernel *finish, cl_mem *acc,
+                        cl_mem *res) {
+  if (*fold) clReleaseKernel(*fold);
+  if (*finish) clReleaseKernel(*finish);
+  if (*acc) clReleaseMemObject(*acc);
+  if (*res) clReleaseMemObject(*res);
+  *fold = *finish = NULL;
+  *acc = *res = NULL;
 }
 
 void cl_stat_close(cl_stat *st) {
-  if (st->fold) clReleaseKernel(st->fold);
-  if (st->finish) clReleaseKernel(st->finish);
-  if (st->acc) clReleaseMemObject(st->acc);
-  if (st->res) clReleaseMemObject(st->res);
-  st->fold = st->finish = NULL;
-  st->acc = st->res = NULL;
+  release_all(&st->fold, &st->finish, &st->acc, &st->res);
 }
 
-/* Runs kernel k over the plane after `wait`. Without `keep` it waits for
- * it and books its device time; with `keep` the kernel's event goes to
- * *keep (the caller books and releases it: cl_event_seconds) and only a
- * first launch (compilation for its size, booked as one-time cost) is
- * waited for. */
-static int stat_launch(cl_stat *st, cl_command_queue q, cl_kernel k,
+/* Runs kernel k over `global` work-items on dev after `wait`. Without
+ * `keep` it waits for it and books its device time in *dev_s; with `keep`
+ * the kernel's event goes to *keep (the caller books and releases it:
+ * cl_event_seconds) and only a first launch (compilation for its size,
+ * booked in *once_s as one-time cost) is waited for. */
+static int stat_launch(cldev *dev, const size_t *global, double *dev_s,
+                       double *once_s, cl_command_queue q, cl_kernel k,
                        const char *name, cl_event wait, cl_event *keep,
                        char *err, size_t err_len) {
   cl_event ev = NULL;
-  int first = cldev_first_launch(st->dev, name, &st->global, 1);
+  int first = cldev_first_launch(dev, name, global, 1);
   int64_t t0 = timer_ns();
   int rc =
-      cl_status(clEnqueueNDRangeKernel(q, k, 1, NULL, &st->global, NULL,
+      cl_status(clEnqueueNDRangeKernel(q, k, 1, NULL, global, NULL,
                                        wait ? 1 : 0, wait ? &wait : NULL, &ev),
                 name, err, err_len);
   if (!rc && (first || !keep))
@@ -95,30 +125,50 @@ static int stat_launch(cl_stat *st, cl_command_queue q, cl_kernel k,
   if (!rc && keep) {
     double wall = (double)(timer_ns() - t0) * 1e-9;
     if (first && wall > cl_event_seconds(ev))
-      st->once_s += wall - cl_event_seconds(ev);
+      *once_s += wall - cl_event_seconds(ev);
     *keep = ev;
     return QS_OK;
   }
   if (ev) {
     double run = cl_event_seconds(ev), wall = (double)(timer_ns() - t0) * 1e-9;
-    st->dev_s += run;
-    if (first && wall > run) st->once_s += wall - run;
+    *dev_s += run;
+    if (first && wall > run) *once_s += wall - run;
     clReleaseEvent(ev);
   }
   return rc;
 }
 
-/* The fold's arguments for n maps at `at` maps into `maps` (a ring of
- * `ring` maps: at + n <= ring). */
-static int fold_args(cl_stat *st, cl_mem maps, size_t at, size_t n,
-                     char *err, size_t err_len) {
-  cl_int cn = (cl_int)n, first = st->n > 0;
-  cl_long off = (cl_long)(at * st->plane);
-  cl_int e = clSetKernelArg(st->fold, 0, sizeof maps, &maps);
-  e |= clSetKernelArg(st->fold, 2, sizeof cn, &cn);
-  e |= clSetKernelArg(st->fold, 3, sizeof first, &first);
-  e |= clSetKernelArg(st->fold, 6, sizeof off, &off);
+/* The fold's arguments for n maps at `at` maps into `maps` (planes of
+ * `plane` floats), into the state at float acc_off of the accumulators,
+ * which already holds frames when `first` is nonzero. */
+static int fold_args(cl_kernel fold, cl_mem maps, size_t plane, size_t at,
+                     size_t n, int first, size_t acc_off, char *err,
+                     size_t err_len) {
+  cl_int cn = (cl_int)n, cf = first != 0;
+  cl_long off = (cl_long)(at * plane), ao = (cl_long)acc_off;
+  cl_int e = clSetKernelArg(fold, 0, sizeof maps, &maps);
+  e |= clSetKernelArg(fold, 2, sizeof cn, &cn);
+  e |= clSetKernelArg(fold, 3, sizeof cf, &cf);
+  e |= clSetKernelArg(fold, 6, sizeof off, &off);
+  e |= clSetKernelArg(fold, 7, sizeof ao, &ao);
   return cl_status(e, "setting the fold's arguments", err, err_len);
+}
+
+/* The finished image `res` (plane floats) into out: one blocking download,
+ * counted by cldev_transfer, its device time booked in *dev_s. */
+static int read_image(cldev *dev, cl_command_queue q, cl_mem res, size_t plane,
+                      float *out, double *dev_s, char *err, size_t err_len) {
+  cl_event ev = NULL;
+  size_t bytes = plane * sizeof(float);
+  int rc = cl_status(
+      clEnqueueReadBuffer(q, res, CL_TRUE, 0, bytes, out, 0, NULL, &ev),
+      "reading the timepoint image", err, err_len);
+  if (!rc) cldev_transfer(dev, 0, bytes);
+  if (ev) {
+    *dev_s += cl_event_seconds(ev);
+    clReleaseEvent(ev);
+  }
+  return rc;
 }
 
 int cl_stat_fold(cl_stat *st, cl_command_queue q, cl_mem maps, size_t n,
@@ -131,9 +181,11 @@ int cl_stat_fold_at(cl_stat *st, cl_command_queue q, cl_mem maps, size_t at,
                     size_t err_len) {
   if (keep) *keep = NULL;
   if (n == 0) return QS_OK;
-  int rc = fold_args(st, maps, at, n, err, err_len);
+  int rc =
+      fold_args(st->fold, maps, st->plane, at, n, st->n > 0, 0, err, err_len);
   if (!rc)
-    rc = stat_launch(st, q, st->fold, "esrrf_fold", wait, keep, err, err_len);
+    rc = stat_launch(st->dev, &st->global, &st->dev_s, &st->once_s, q,
+                     st->fold, "esrrf_fold", wait, keep, err, err_len);
   if (!rc) st->n += n;
   return rc;
 }
@@ -150,20 +202,154 @@ int cl_stat_finish(cl_stat *st, cl_command_queue q, float *out, char *err,
   int rc = cl_status(clSetKernelArg(st->finish, 2, sizeof cn, &cn),
                      "setting the finish's arguments", err, err_len);
   if (!rc)
-    rc = stat_launch(st, q, st->finish, "esrrf_stat_finish", NULL, NULL, err,
-                     err_len);
-  cl_event ev = NULL;
-  size_t bytes = st->plane * sizeof(float);
+    rc =
+        stat_launch(st->dev, &st->global, &st->dev_s, &st->once_s, q,
+                    st->finish, "esrrf_stat_finish", NULL, NULL, err, err_len);
   if (!rc)
-    rc = cl_status(
-        clEnqueueReadBuffer(q, st->res, CL_TRUE, 0, bytes, out, 0, NULL, &ev),
-        "reading the timepoint image", err, err_len);
-  if (!rc) cldev_transfer(st->dev, 0, bytes);
-  if (ev) {
-    st->dev_s += cl_event_seconds(ev);
-    clReleaseEvent(ev);
-  }
+    rc = read_image(st->dev, q, st->res, st->plane, out, &st->dev_s, err,
+                    err_len);
   st->n = 0;
+  return rc;
+}
+
+/* ------------------------------------------------ sliding window */
+
+size_t cl_window_pre_slots(int kind, size_t blocks) {
+  return blocks < 2 ? 0 : kind == 0 ? 2 : kind == 1 ? 5 : 7;
+}
+
+size_t cl_window_bytes(int kind, size_t plane, size_t blocks) {
+  size_t slots = cl_stat_slots(kind), pre = cl_window_pre_slots(kind, blocks);
+  size_t room = plane ? SIZE_MAX / sizeof(float) / plane : 0; /* planes */
+  if (!slots || room < 1 + pre || blocks > (room - 1 - pre) / slots)
+    return 0;
+  return (blocks * slots + 1 + pre) * plane * sizeof(float);
+}
+
+int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
+                   size_t blocks, size_t every, char *err, size_t err_len) {
+  memset(w, 0, sizeof *w);
+  w->dev = d;
+  w->kind = kind;
+  w->plane = plane;
+  w->blocks = blocks;
+  w->every = every;
+  w->global = cl_stat_global(plane);
+  if (!cl_stat_slots(kind) || !plane || !blocks || !every ||
+      every > INT32_MAX || blocks > INT32_MAX / every ||
+      (kind == 2 && blocks * every < 2) ||
+      !cl_window_bytes(kind, plane, blocks)) {
+    snprintf(err, err_len,
+             "device window: statistic %d over %zu block(s) of %zu frame(s) "
+             "of %zu pixels is not possible",
+             kind, blocks, every, plane);
+    return QS_EINVAL;
+  }
+  w->count = calloc(blocks, sizeof *w->count);
+  if (!w->count) {
+    snprintf(err, err_len, "device window: no memory for %zu blocks", blocks);
+    return QS_ENOMEM;
+  }
+  int rc = stat_setup(d, kind, plane, blocks * cl_stat_slots(kind) * plane,
+                      "sliding window's block statistics",
+                      "esrrf_window_finish", &w->fold, &w->finish, &w->acc,
+                      &w->res, &w->once_s, err, err_len);
+  size_t pre = cl_window_pre_slots(kind, blocks);
+  if (!rc && pre)
+    rc = cldev_buffer(d, CL_MEM_READ_WRITE, pre * plane * sizeof(float), NULL,
+                      "sliding window's prepared sums", &w->pre, err,
+                      err_len);
+  /* the prepared sums' argument is set even where no mode reads them */
+  cl_mem pm = w->pre ? w->pre : w->res;
+  if (!rc)
+    rc = cl_status(clSetKernelArg(w->finish, 7, sizeof pm, &pm),
+                   "setting the window's arguments", err, err_len);
+  return rc;
+}
+
+void cl_window_close(cl_window *w) {
+  release_all(&w->fold, &w->finish, &w->acc, &w->res);
+  if (w->pre) clReleaseMemObject(w->pre);
+  w->pre = NULL;
+  w->pre_ok = 0;
+  free(w->count);
+  w->count = NULL;
+}
+
+int cl_window_fold_at(cl_window *w, cl_command_queue q, cl_mem maps, size_t at,
+                      size_t n, size_t b, size_t first, cl_event wait,
+                      cl_event *keep, char *err, size_t err_len) {
+  if (keep) *keep = NULL;
+  if (!w->count || b >= w->blocks || (first && first != w->count[b]) ||
+      first > w->every || n > w->every - first) {
+    snprintf(err, err_len,
+             "device window: cannot fold %zu frame(s) into block %zu of %zu "
+             "after %zu frame(s) (it holds %zu of %zu)",
+             n, b, w->blocks, first,
+             w->count && b < w->blocks ? w->count[b] : (size_t)0, w->every);
+    return QS_EINVAL;
+  }
+  if (n == 0) return QS_OK;
+  if (b != (w->pre_oldest + w->blocks - 1) % w->blocks) w->pre_ok = 0;
+  int rc = fold_args(w->fold, maps, w->plane, at, n, first > 0,
+                     b * cl_stat_slots(w->kind) * w->plane, err, err_len);
+  if (!rc)
+    rc = stat_launch(w->dev, &w->global, &w->dev_s, &w->once_s, q, w->fold,
+                     "esrrf_fold", wait, keep, err, err_len);
+  /* a failed fold leaves the block's state unknown: it must start over */
+  w->count[b] = rc ? 0 : first + n;
+  return rc;
+}
+
+/* The window kernel in `mode` (esrrf_window_finish) for the update whose
+ * oldest block is `oldest`, after checking that the blocks it reads (all,
+ * or all but the newest for mode 1) are full. Waits. */
+static int window_launch(cl_window *w, cl_command_queue q, size_t oldest,
+                         int mode, char *err, size_t err_len) {
+  if (oldest >= w->blocks || !w->count) {
+    snprintf(err, err_len, "device window: no block %zu of %zu (%s)", oldest,
+             w->blocks, w->count ? "the oldest" : "not open");
+    return QS_EINVAL;
+  }
+  size_t newest = (oldest + w->blocks - 1) % w->blocks;
+  for (size_t b = 0; b < w->blocks; b++)
+    if (w->count[b] != w->every && (mode != 1 || b != newest)) {
+      snprintf(err, err_len,
+               "device window: block %zu holds %zu of its %zu frames, too "
+               "few to %s",
+               b, w->count[b], w->every, mode == 1 ? "prepare" : "finish");
+      return QS_EINVAL;
+    }
+  cl_int ce = (cl_int)w->every, cb = (cl_int)w->blocks, co = (cl_int)oldest;
+  cl_int cm = mode;
+  cl_int e = clSetKernelArg(w->finish, 2, sizeof ce, &ce);
+  e |= clSetKernelArg(w->finish, 5, sizeof cb, &cb);
+  e |= clSetKernelArg(w->finish, 6, sizeof co, &co);
+  e |= clSetKernelArg(w->finish, 8, sizeof cm, &cm);
+  int rc = cl_status(e, "setting the window's arguments", err, err_len);
+  if (!rc)
+    rc = stat_launch(w->dev, &w->global, &w->dev_s, &w->once_s, q, w->finish,
+                     "esrrf_window_finish", NULL, NULL, err, err_len);
+  return rc;
+}
+
+int cl_window_prepare(cl_window *w, cl_command_queue q, size_t oldest,
+                      char *err, size_t err_len) {
+  w->pre_ok = 0;
+  if (!w->pre) return QS_OK;
+  int rc = window_launch(w, q, oldest, 1, err, err_len);
+  w->pre_oldest = oldest;
+  w->pre_ok = rc == QS_OK;
+  return rc;
+}
+
+int cl_window_finish(cl_window *w, cl_command_queue q, size_t oldest,
+                     float *out, char *err, size_t err_len) {
+  int mode = w->pre_ok && w->pre_oldest == oldest ? 2 : 0;
+  w->pre_ok = 0;
+  int rc = window_launch(w, q, oldest, mode, err, err_len);
+  if (!rc)
+    rc = read_image(w->dev, q, w->res, w->plane, out, &w->dev_s, err, err_len);
   return rc;
 }
 #endif

@@ -11,13 +11,17 @@
 #if QS_HAVE_OPENCL
 #include "cl/clrt.h"
 
+/* Pixels per work-item of esrrf_stat.cl's kernels (its STAT_LANES). */
+#define CL_STAT_LANES 8
+
 typedef struct cl_stat {
   cldev *dev;
   int kind;     /* 0 avg, 1 var, 2 tac2 */
   size_t plane; /* pixels of a map */
   cl_kernel fold, finish;
   cl_mem acc, res;      /* slots · plane floats; plane floats */
-  size_t global;        /* plane rounded up to a multiple of 64 */
+  size_t global;        /* work-items: plane / CL_STAT_LANES rounded up
+                           to a multiple of 64 */
   uint64_t n;           /* frames folded into the current timepoint */
   double dev_s, once_s; /* device seconds; builds and first launches */
 } cl_stat;
@@ -52,6 +56,77 @@ int cl_stat_fold_at(cl_stat *st, cl_command_queue q, cl_mem maps, size_t at,
  * QS_EINVAL when no frame (or one, for tac2) was folded. */
 int cl_stat_finish(cl_stat *st, cl_command_queue q, float *out, char *err,
                    size_t err_len);
+
+/* A sliding window's statistic as `blocks` block states of `every` frames
+ * each, in one device buffer (block b's slot s of pixel i at
+ * acc[(b·slots + s)·plane + i]). Each block is folded like a timepoint
+ * (esrrf_fold, shifted by the block's first map); an update combines the
+ * blocks in time order into the window's statistic (esrrf_window_finish,
+ * in double where the device has fp64). Not bit-identical to a cl_stat of
+ * the same frames (a different summation): within ~1e-6 of the peak of the
+ * double host fold on camera-like data (tests/test_clwin.c). Memory:
+ * cl_window_bytes, (blocks·slots + 1 + pre)·plane floats (pre = 2, 5 or 7
+ * for the prepared sums when blocks >= 2, else 0), against the N + 1
+ * maps of a ring of N = blocks·every maps. */
+typedef struct cl_window {
+  cldev *dev;
+  int kind;                    /* 0 avg, 1 var, 2 tac2 */
+  size_t plane, blocks, every; /* pixels of a map; blocks; frames a block */
+  cl_kernel fold, finish;      /* esrrf_fold, esrrf_window_finish */
+  cl_mem acc, res;             /* blocks·slots·plane floats; plane floats */
+  size_t global;               /* as cl_stat's */
+  size_t *count;               /* frames folded into each block (host) */
+  cl_mem pre;                  /* the prepared sums (blocks >= 2) */
+  size_t pre_oldest;           /* the update they were prepared for */
+  int pre_ok;                  /* they hold its older blocks */
+  double dev_s, once_s;        /* device seconds; builds and first launches */
+} cl_window;
+
+/* The device bytes cl_window_open allocates (0 for an unknown kind). */
+size_t cl_window_pre_slots(int kind, size_t blocks);
+size_t cl_window_bytes(int kind, size_t plane, size_t blocks);
+
+/* Program, kernels and buffers for `blocks` >= 1 blocks of `every` >= 1
+ * maps of `plane` pixels on d. QS_EINVAL (bad kind or size), QS_ENOMEM,
+ * QS_EDEVMEM / QS_EBUILD / QS_ECL with a message. On failure *w holds
+ * nothing to release beyond cl_window_close (safe, also twice). */
+int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
+                   size_t blocks, size_t every, char *err, size_t err_len);
+void cl_window_close(cl_window *w);
+
+/* Enqueues the fold of n maps (map `at` on of `maps`, planes of w->plane
+ * floats) into block b, which already holds `first` frames (0 starts the
+ * block over, dropping what it held). `first` must be 0 or the frames the
+ * block holds, and first + n <= every, else QS_EINVAL (nothing enqueued).
+ * After `wait` (may be NULL). Without `keep` it waits and books the
+ * device time in dev_s; with `keep` the event goes to *keep (the caller
+ * waits, books and releases it), but a first launch is waited for and its
+ * compilation booked in once_s. n == 0: nothing, *keep NULL. */
+int cl_window_fold_at(cl_window *w, cl_command_queue q, cl_mem maps, size_t at,
+                      size_t n, size_t b, size_t first, cl_event wait,
+                      cl_event *keep, char *err, size_t err_len);
+
+/* Combines, for the update whose oldest block is `oldest`, every block
+ * but the newest ((oldest + blocks − 1) mod blocks, which may still be
+ * filling) into the prepared sums, so that its cl_window_finish reads
+ * two states instead of `blocks`: work moved off the update, for the
+ * call before it. Those blocks must hold `every` frames (else QS_EINVAL
+ * with a message, nothing enqueued). Waits, books in dev_s. A later fold
+ * into any block but that newest one drops the preparation. With one
+ * block: nothing to prepare, QS_OK. */
+int cl_window_prepare(cl_window *w, cl_command_queue q, size_t oldest,
+                      char *err, size_t err_len);
+
+/* The window's image (w->plane floats) into out: the `blocks` blocks in
+ * time order from block `oldest` (wrapping), each of which must hold
+ * `every` frames (else QS_EINVAL with a message, nothing enqueued); the
+ * combining kernel (from the prepared sums when they are this update's),
+ * then one download counted by cldev_transfer. Waits (the queue is in
+ * order: the folds enqueued before it are done); books both in dev_s.
+ * The blocks are unchanged (the next update refolds only the block it
+ * replaces). */
+int cl_window_finish(cl_window *w, cl_command_queue q, size_t oldest,
+                     float *out, char *err, size_t err_len);
 #endif
 
 #endif

@@ -907,63 +907,113 @@ int esrrf_run_opencl(const method_call *c) {
  * results come down.
  *
  * A call does not wait for its own frames' work. Its frames go through in
- * units of at most one batch: each unit's frames are copied into a host
- * staging area of the chain's input slot (so the caller may reuse its
- * buffer once the call returns), uploaded without blocking, and the
- * unit's chain and fold (or ring copy) enqueued behind the upload; then
- * the unit before it is collected: waited for, its commands' statuses
- * checked and their device time booked. So at most two units are in
- * flight (one running, one queued: the device never waits for the host
- * between them), the two input slots and their staging areas alternate,
- * and a call's wall time is its enqueueing plus the rest of the previous
- * unit's device work: in a steady stream, the device time of one unit,
- * which is what the engine records for it (device_seconds: the profiling
- * times of the commands collected during the call). The last unit is
- * collected by the next call, by a result (a call with sink->out waits
- * for everything before finishing), by esrrf_stream_end (sink->finish) or
- * at close (discarded: call esrrf_stream_end to see its errors). A
+ * units of at most one batch: a unit's frames are copied into the host
+ * staging area of the chain's next input slot (so the caller may reuse
+ * its buffer once the call returns), possibly over several calls; the
+ * staged frames are enqueued as one unit (one upload, one chain launch
+ * over its n frames, one fold over its n maps or one ring copy) when the
+ * staging area holds a batch, when the call completes a result, when the
+ * device has finished the unit before (checked without waiting) at the
+ * end of a call, and by esrrf_stream_end (sink->settle). Then the unit
+ * before it is collected: waited for, its commands' statuses checked and
+ * their device time booked. So in a saturated stream the frames pushed
+ * while the device works gather into one unit and fold in one pass over
+ * the accumulators, as the batch call's do (a one-frame unit reads and
+ * writes all the accumulators for one frame), instead of a unit per push.
+ * At most two units are in flight (one running, one queued), the two
+ * input slots and their staging areas alternate (the slot being staged is
+ * never the pending unit's), and a call's wall time is its copy, plus,
+ * when it enqueues, the rest of the previous unit's device work: what the
+ * engine records for it, with device_seconds the profiling times of the
+ * commands collected during the call (a call that only stages records its
+ * copy and no device time; the device time of its frames goes to the call
+ * that collects them). The last unit is collected by the next call that
+ * enqueues, by a result (a call with sink->out waits for everything before
+ * finishing), by esrrf_stream_end (sink->settle) or at close (discarded
+ * with any staged frames: call esrrf_stream_end to see its errors). A
  * failure the device reports for a unit is returned by the call that
  * collects it; the stream's timepoint (or window ring) is then lost
- * (sink->lost).
+ * (sink->lost), with the frames staged.
  *
  * Timepoints (sink->ring 0): the maps fold into the device accumulators
  * as the batch call's do (cl_stat), so a timepoint has its bits.
- * Sliding window (sink->ring N): the last N maps stay on the device in a
- * ring (map of stream frame t at slot t mod N; a unit never crosses the
- * ring's end, as stream.c's chunks never cross a block of K and K divides
- * N); an update folds the ring's N maps in time order from scratch into
- * the accumulators and brings down only the window's image: the batch
- * call's fold on the same maps, so the batch call's bits on exactly the
- * window's frames. Device memory of the ring: 4·N·R·M·C·M bytes, plus the
- * accumulators and one batch of the chain as for timepoints. */
+ * Sliding window (sink->ring N, updated every K = sink->every frames),
+ * kept on the device in whichever of two forms takes less of its memory
+ * (P = R·M·C·M pixels, s = 2, 5 or 6 statistic slots):
+ *   blocks  (N/K)·s + q ≤ N + s (K > s, about; q below): the statistics
+ *           of the window's N/K blocks of K frames (cl_window: frame t
+ *           folds into block (t / K) mod N/K, a block's first frame
+ *           starting it over), and
+ *           an update combines them in time order in one kernel (in double
+ *           where the device has it): per frame one fold plus, per update,
+ *           a pass over N/K block states instead of N maps, most of it
+ *           done ahead: the call that drains before the update combines
+ *           the older blocks (cl_window_prepare), so the update itself
+ *           reads two states. Within rounding of the batch call on the
+ *           window's frames (the blocks' sums are compensated as the batch
+ *           call's are, only their combination differs).
+ *           4·P·((N/K)·s + 1 + q) bytes, q = 2, 5 or 7 for the prepared
+ *           sums.
+ *   maps    otherwise (an update every frame or two): the last N maps in a
+ *           ring (map of stream frame t at slot t mod N), folded in time
+ *           order from scratch into the accumulators at each update: the
+ *           batch call's fold on the same maps, so its bits on exactly the
+ *           window's frames. 4·P·(N + s + 1) bytes.
+ * A unit never crosses a block or the ring's end (stream.c's chunks never
+ * cross a block of K, and K divides N); only the window's image comes
+ * down; plus one batch of the chain as for timepoints. A device without
+ * room for either leaves the window to the stream's host blocks. */
 
 typedef struct cl_session {
   chained ch;
   void *device;           /* the chain's (ch.c is the last call's, gone
                              after it) */
   float *stage[2];        /* host copies of each input slot's frames */
-  cl_mem ring;            /* sliding: N maps */
+  cl_mem ring;            /* sliding, maps: N maps */
   size_t ring_n;
+  cl_window win;          /* sliding, blocks: their statistics */
+  int blocks;             /* the window is win */
+  size_t wrap;            /* sliding: a unit never crosses a multiple of
+                             wrap in stream frames (K, or N for the ring);
+                             0 for timepoints */
+  size_t staged;          /* frames in stage[ch.next], not yet enqueued */
+  uint64_t stage_at;      /* the stream's index of the first */
 } cl_session;
 
 static void cl_session_free(void *p) {
   cl_session *x = p;
   cl_release(&x->ch); /* waits for both queues, drops the pending unit */
   if (x->ring) clReleaseMemObject(x->ring);
+  cl_window_close(&x->win);
   free(x->stage[0]);
   free(x->stage[1]);
   free(p);
 }
 
-/* The device timepoint's image into out (statistic, download, correction);
- * the accumulation starts over. Collects the pending unit first. */
-static int cl_session_finish(void *p, float *out, uint64_t *down, char *err,
-                             size_t err_len) {
-  cl_session *x = p;
+static int cl_session_drain(cl_session *x, char *err, size_t err_len);
+
+/* The macro-pixel correction of a result, if asked for: on c's pool, or
+ * serially when c is NULL (outside a call). */
+static int cl_session_mpc(cl_session *x, const method_call *c, float *out) {
+  const esrrf_geom *g = &x->ch.g;
+  size_t rows_m = (size_t)g->rows_m, cols_m = (size_t)g->cols_m;
+  if (!g->mpc) return QS_OK;
+  if (c) return temporal_mpc_on(c, out, rows_m, cols_m, g->mag);
+  temporal_mpc(out, rows_m, cols_m, g->mag);
+  return QS_OK;
+}
+
+/* The device timepoint's image into out (statistic, download, correction
+ * on c's pool, or serially when c is NULL: outside a call); the
+ * accumulation starts over. Enqueues the staged frames and collects
+ * everything first. */
+static int cl_session_image(cl_session *x, const method_call *c, float *out,
+                            uint64_t *down, char *err, size_t err_len) {
   chained *s = &x->ch;
   uint64_t u0, d0, u1, d1;
-  int rc = cl_collect(&x->ch, err, err_len);
+  int rc = cl_session_drain(x, err, err_len);
   if (rc) {
+    cl_quiesce(s);
     s->st.n = 0;
     return rc;
   }
@@ -971,27 +1021,32 @@ static int cl_session_finish(void *p, float *out, uint64_t *down, char *err,
   rc = cl_stat_finish(&s->st, s->q, out, err, err_len);
   cldev_transfers(x->device, &u1, &d1);
   if (down) *down += d1 - d0;
-  if (!rc && s->g.mpc)
-    temporal_mpc(out, (size_t)s->g.rows_m, (size_t)s->g.cols_m, s->g.mag);
-  return rc;
+  return rc ? rc : cl_session_mpc(x, c, out);
 }
 
-/* Enqueues frames [f0, f0 + n) of the call (n <= batch) as a unit: staged
- * copy, upload, chain, then the fold into the accumulators or the copy of
- * the maps into the ring at slot `at`; the unit's events go to ev. */
-static int cl_unit(cl_session *x, size_t f0, size_t n, size_t at,
-                   cl_event *ev) {
+/* The sink's finish (esrrf_stream_end's short last timepoint). */
+static int cl_session_finish(void *p, float *out, uint64_t *down, char *err,
+                             size_t err_len) {
+  return cl_session_image(p, NULL, out, down, err, err_len);
+}
+
+/* Enqueues the n frames staged in slot ch.next (n <= batch), stream
+ * frames [t, t + n), as a unit: upload, chain, then the fold into the
+ * accumulators or the window's block, or the copy of the maps into the
+ * ring; the unit's events go to ev. The unit is frames [0, n) of the
+ * chain's geometry (only the slot's count and first frame tie a chain to
+ * its upload). */
+static int cl_unit(cl_session *x, size_t n, uint64_t t, cl_event *ev) {
   chained *s = &x->ch;
   const method_call *c = s->c;
   int i = s->next;
   slot *sl = &s->in[i];
-  size_t bytes = n * s->per_frame[B_IN];
+  size_t bytes = n * s->per_frame[B_IN], f0 = 0;
   /* the unit that used this slot was collected: its upload and reads are
    * done */
   if (sl->freed) clReleaseEvent(sl->freed);
   sl->freed = NULL;
   event_drop(s, &sl->up);
-  memcpy(x->stage[i], c->in[0].data + f0 * s->per_frame[B_IN] / 4, bytes);
   int rc = cl_status(clEnqueueWriteBuffer(s->qu, sl->mem, CL_FALSE, 0, bytes,
                                           x->stage[i], 0, NULL, &sl->up),
                      "uploading frames", c->err, c->err_len);
@@ -1009,11 +1064,16 @@ static int cl_unit(cl_session *x, size_t f0, size_t n, size_t at,
   if (!rc) rc = cl_chain(s, f0, n, &done);
   s->g.frames = frames;
   cl_unit_events(s, ev);
-  if (!rc && !x->ring)
+  size_t k = x->win.every;
+  if (!rc && x->blocks)
+    rc = cl_window_fold_at(&x->win, s->q, s->buf[B_OUT], 0, n,
+                           (size_t)(t / k % x->win.blocks), (size_t)(t % k),
+                           done, &ev[K_COUNT + 1], c->err, c->err_len);
+  else if (!rc && !x->ring)
     rc = cl_stat_fold_at(&s->st, s->q, s->buf[B_OUT], 0, n, done,
                          &ev[K_COUNT + 1], c->err, c->err_len);
   if (!rc && x->ring) {
-    size_t pb = s->per_frame[B_OUT];
+    size_t pb = s->per_frame[B_OUT], at = (size_t)(t % x->ring_n);
     rc = cl_status(clEnqueueCopyBuffer(s->q, s->buf[B_OUT], x->ring, 0,
                                        at * pb, n * pb, 1, &done,
                                        &ev[K_COUNT + 1]),
@@ -1021,6 +1081,57 @@ static int cl_unit(cl_session *x, size_t f0, size_t n, size_t at,
   }
   if (!rc) rc = cl_status(clFlush(s->q), "esrrf", c->err, c->err_len);
   return rc;
+}
+
+/* The staged frames enqueued as one unit, then the unit before it
+ * collected; this one becomes pending. Nothing staged: QS_OK. Frames of a
+ * window's block begun before a failure lost the window are dropped: no
+ * update uses that block (the stream's next window starts after them). */
+static int cl_stage_flush(cl_session *x) {
+  chained *s = &x->ch;
+  const method_call *c = s->c;
+  uint64_t t = x->stage_at, k = x->win.every;
+  if (x->blocks && t % k && x->win.count[t / k % x->win.blocks] != t % k)
+    x->staged = 0;
+  if (!x->staged) return QS_OK;
+  cl_event ev[UNIT_EVENTS] = {NULL};
+  int rc = cl_unit(x, x->staged, x->stage_at, ev);
+  x->staged = 0;
+  int prc = cl_collect(s, c->err, c->err_len);
+  memcpy(s->pend, ev, sizeof ev);
+  return rc ? rc : prc;
+}
+
+/* 1 while the pending unit still has commands queued or running on the
+ * device (asked without waiting); 0 when it completed, failed (its
+ * collector reports that) or there is none. */
+static int cl_busy(const chained *s) {
+  for (int k = 0; k < UNIT_EVENTS; k++) {
+    cl_int st = CL_COMPLETE;
+    if (s->pend[k] &&
+        clGetEventInfo(s->pend[k], CL_EVENT_COMMAND_EXECUTION_STATUS,
+                       sizeof st, &st, NULL) == CL_SUCCESS &&
+        st > CL_COMPLETE)
+      return 1;
+  }
+  return 0;
+}
+
+/* Outside a call too (esrrf_stream_end): the staged frames enqueued and
+ * everything collected. The chain reports through a call of its own on
+ * the stream's device, whose messages go to err. */
+static int cl_session_drain(cl_session *x, char *err, size_t err_len) {
+  chained *s = &x->ch;
+  char spare[256];
+  const method_call *c0 = s->c;
+  method_call own = {.device = x->device,
+                     .err = err ? err : spare,
+                     .err_len = err ? err_len : sizeof spare};
+  s->c = &own;
+  int rc = cl_stage_flush(x);
+  int prc = cl_collect(s, err, err_len);
+  s->c = c0;
+  return rc ? rc : prc;
 }
 
 /* The window of the N maps before stream frame t_end (>= N), folded in
@@ -1053,7 +1164,21 @@ static int cl_session_open(cl_session *x, const method_call *c,
   esrrf_geom_of(c, &s->g);
   if (sk->chunk > s->g.frames) s->g.frames = sk->chunk; /* batch size */
   int rc = cl_setup(s);
-  if (!rc && sk->device_ok)
+  /* a sliding window as blocks when they take less device memory than
+   * the ring of maps and its accumulators; a device without room for them
+   * tries the ring */
+  size_t sl = cl_stat_slots(sk->kind), nb = sk->every ? sk->ring / sk->every : 0;
+  size_t q = cl_window_pre_slots(sk->kind, nb); /* planes: nb·sl + q + 1
+                                                   against N + sl + 1 */
+  if (!rc && sk->device_ok && nb && sk->ring + sl >= q &&
+      nb <= (sk->ring + sl - q) / sl) {
+    char why[256];
+    x->blocks = cl_window_open(&x->win, c->device, sk->kind, s->g.plane, nb,
+                               sk->every, why, sizeof why) == QS_OK;
+    if (!x->blocks) cl_window_close(&x->win);
+    x->wrap = x->blocks ? sk->every : 0;
+  }
+  if (!rc && sk->device_ok && !x->blocks)
     rc = cl_stat_open(&s->st, c->device, sk->kind, s->g.plane, c->err,
                       c->err_len);
   for (int i = 0; !rc && i < 2 && sk->device_ok; i++) {
@@ -1066,14 +1191,14 @@ static int cl_session_open(cl_session *x, const method_call *c,
   }
   /* a device without room for the ring: the maps come down into the
    * stream's host blocks instead (sk->ringed stays 0) */
-  if (!rc && sk->device_ok && sk->ring &&
+  if (!rc && sk->device_ok && sk->ring && !x->blocks &&
       sk->ring <= SIZE_MAX / s->per_frame[B_OUT]) {
     char why[256];
     if (cldev_buffer(c->device, CL_MEM_READ_WRITE,
                      sk->ring * s->per_frame[B_OUT], NULL,
                      "sliding window's maps", &x->ring, why,
                      sizeof why) == QS_OK)
-      x->ring_n = sk->ring;
+      x->ring_n = x->wrap = sk->ring;
   }
   return rc;
 }
@@ -1086,45 +1211,81 @@ static int cl_session_frames(cl_session *x, esrrf_sink *sk) {
   chained *s = &x->ch;
   const method_call *c = s->c;
   int rc = QS_OK;
-  size_t frames = c->in[0].frames;
+  size_t frames = c->in[0].frames, pf = s->per_frame[B_IN] / 4;
   for (size_t f = 0, n; !rc && f < frames; f += n) {
-    n = frames - f < s->batch ? frames - f : s->batch;
-    cl_event ev[UNIT_EVENTS] = {NULL};
-    rc = cl_unit(x, f, n, x->ring ? (size_t)((sk->at + f) % x->ring_n) : 0,
-                 ev);
-    /* the previous unit; this one becomes pending */
-    int prc = cl_collect(&x->ch, c->err, c->err_len);
-    memcpy(s->pend, ev, sizeof ev);
-    if (!rc) rc = prc;
-    if (!rc) sk->folded += n;
+    size_t at = x->wrap ? (size_t)((sk->at + f) % x->wrap) : 0;
+    /* a unit holds at most a batch and never crosses a block or the
+     * ring's end */
+    if (x->staged == s->batch || (x->staged && x->wrap && at == 0))
+      rc = cl_stage_flush(x);
+    if (rc) break;
+    if (!x->staged) x->stage_at = sk->at + f;
+    n = frames - f < s->batch - x->staged ? frames - f : s->batch - x->staged;
+    if (x->wrap && n > x->wrap - at) n = x->wrap - at;
+    memcpy(x->stage[s->next] + x->staged * pf, c->in[0].data + f * pf,
+           n * pf * sizeof(float));
+    x->staged += n;
+    sk->folded += n;
   }
-  if (!rc && !x->ring && s->st.n != sk->n0 + sk->folded) {
+  /* enqueued now: a full batch, a result due, the next call's frames (as
+   * many as this call's) completing a result, or a device with nothing
+   * left to do; else the frames wait for the next call. Before a result
+   * is due everything goes through and is waited for (drain), so that the
+   * frames completing it find the device idle: push to result is their
+   * own work, not theirs behind a queue (the price: this call waits for
+   * the device, once a result) */
+  int drain = !sk->out && sk->due && sk->due <= frames;
+  if (!rc && x->staged &&
+      (x->staged == s->batch || sk->out || drain || !cl_busy(s)))
+    rc = cl_stage_flush(x);
+  if (!rc && drain) rc = cl_collect(s, c->err, c->err_len);
+  /* a window kept as blocks, whose next update's newest block is the one
+   * filling: its older blocks are combined now, while the caller waits
+   * anyway, so that the update reads two states, not N/K */
+  uint64_t end = sk->at + frames, upd = end + sk->due, k = x->win.every;
+  if (!rc && drain && x->blocks && (upd - 1) / k == (end - 1) / k)
+    rc = cl_window_prepare(&x->win, s->q, (size_t)(upd / k % x->win.blocks),
+                           c->err, c->err_len);
+  if (!rc && !x->wrap && s->st.n + x->staged != sk->n0 + sk->folded) {
     snprintf(c->err, c->err_len, "esrrf: the device timepoint lost frames");
     rc = QS_EINVAL;
   }
-  if (!rc && sk->out && x->ring) {
-    rc = cl_collect(&x->ch, c->err, c->err_len);
-    if (!rc) rc = cl_ring_fold(x, sk->at + frames);
+  if (!rc && sk->out && x->wrap) rc = cl_collect(&x->ch, c->err, c->err_len);
+  if (!rc && sk->out && x->ring) rc = cl_ring_fold(x, end);
+  if (!rc && sk->out && x->blocks) {
+    rc = cl_window_finish(&x->win, s->q,
+                          (size_t)(end / x->win.every % x->win.blocks),
+                          sk->out, c->err, c->err_len);
+    if (!rc) rc = cl_session_mpc(x, c, sk->out);
+  } else if (!rc && sk->out) {
+    rc = cl_session_image(x, c, sk->out, NULL, c->err, c->err_len);
   }
-  if (!rc && sk->out)
-    rc = cl_session_finish(x, sk->out, NULL, c->err, c->err_len);
   if (rc) {
     cl_quiesce(s);
     cl_collect(&x->ch, NULL, 0);
     s->st.n = 0;
+    for (size_t b = 0; x->blocks && b < x->win.blocks; b++)
+      x->win.count[b] = 0;
+    x->staged = 0;
     sk->lost = 1;
   }
   return rc;
 }
 
-/* The sink's settle: the pending unit collected; a failure loses the
- * timepoint. */
-static int cl_session_settle(void *p, char *err, size_t err_len) {
+/* The sink's settle: the staged frames enqueued (their upload added to
+ * *up), everything collected; a failure loses the timepoint. */
+static int cl_session_settle(void *p, uint64_t *up, char *err,
+                             size_t err_len) {
   cl_session *x = p;
-  int rc = cl_collect(&x->ch, err, err_len);
+  uint64_t u0, d0, u1, d1;
+  cldev_transfers(x->device, &u0, &d0);
+  int rc = cl_session_drain(x, err, err_len);
+  cldev_transfers(x->device, &u1, &d1);
+  if (up) *up += u1 - u0;
   if (rc) {
     cl_quiesce(&x->ch);
     x->ch.st.n = 0;
+    x->staged = 0;
   }
   return rc;
 }
@@ -1135,8 +1296,8 @@ static int cl_session_run(const method_call *c, call_session *cs,
   chained *s = x ? &x->ch : NULL;
   /* device seconds and one-time costs so far (a new chain's setup is this
    * call's) */
-  double dev0 = s ? s->dev_s + s->st.dev_s : 0;
-  double once0 = s ? s->once + s->st.once_s : 0;
+  double dev0 = s ? s->dev_s + s->st.dev_s + x->win.dev_s : 0;
+  double once0 = s ? s->once + s->st.once_s + x->win.once_s : 0;
   int rc = QS_OK;
   sk->folded = 0;
   sk->lost = 0;
@@ -1162,23 +1323,25 @@ static int cl_session_run(const method_call *c, call_session *cs,
   s->g.frames = c->in[0].frames;
   s->g.fpt = s->g.frames;
   s->in[0].n = s->in[1].n = 0;
-  if (!sk->device_ok || (sk->ring && !x->ring)) {
+  if (!sk->device_ok || (sk->ring && !x->wrap)) {
     rc = esrrf_drive_sink(c, &s->g, s->batch, cl_maps, s, cs, sk);
-  } else if (!x->ring && s->st.n != sk->n0) {
+  } else if (!x->wrap && s->st.n + x->staged != sk->n0) {
     snprintf(c->err, c->err_len,
              "esrrf: the device timepoint holds %llu frames, not %llu",
-             (unsigned long long)s->st.n, (unsigned long long)sk->n0);
+             (unsigned long long)(s->st.n + x->staged),
+             (unsigned long long)sk->n0);
     rc = QS_EINVAL;
   } else {
-    sk->ringed = x->ring != NULL;
-    sk->finish = x->ring ? NULL : cl_session_finish;
+    sk->ringed = x->wrap != 0;
+    sk->finish = x->wrap ? NULL : cl_session_finish;
     sk->settle = cl_session_settle;
     sk->finish_state = x;
     rc = cl_session_frames(x, sk);
   }
   if (c->device_seconds)
-    *c->device_seconds += s->dev_s + s->st.dev_s - dev0;
-  if (c->once_seconds) *c->once_seconds += s->once + s->st.once_s - once0;
+    *c->device_seconds += s->dev_s + s->st.dev_s + x->win.dev_s - dev0;
+  if (c->once_seconds)
+    *c->once_seconds += s->once + s->st.once_s + x->win.once_s - once0;
   return rc;
 }
 #endif

@@ -11,11 +11,11 @@
  *   - or, when device_ok, an implementation with device statistics keeps
  *     the timepoint in its own session state (the OpenCL chain: cl_stat,
  *     as its batch call does) and leaves the partial alone.
- * With a sliding window (ring N) an implementation may keep the last N
- * maps itself (the OpenCL chain, on the device: sets ringed) and, when
- * `out` is set, give the statistic of the N frames ending with this
- * call's; the others fold into the partial (a block of K frames) and
- * ignore out.
+ * With a sliding window (ring N) an implementation may keep the window
+ * itself (the OpenCL chain, on the device: its last N maps or the
+ * statistics of its blocks of K frames; sets ringed) and, when `out` is
+ * set, give the statistic of the N frames ending with this call's; the
+ * others fold into the partial (a block of K frames) and ignore out.
  * When `out` is set the call completes the timepoint: its image (the
  * statistic, then the macro-pixel correction if the call's parameters ask
  * for it) goes to out and the accumulation starts over (the host partial
@@ -38,10 +38,16 @@ typedef struct esrrf_sink {
   float *out;             /* set: this call completes the timepoint (or,
                              sliding, a window update) */
   size_t ring;            /* sliding: the window N, for an implementation
-                             that keeps the last N maps itself (0:
+                             that keeps the window itself (0:
                              timepoints) */
+  size_t every;           /* sliding: K, the frames between updates (a
+                             divisor of N) */
   uint64_t at;            /* sliding: the stream's index of the call's
                              first frame */
+  uint64_t due;           /* frames after this call's until the next
+                             result completes (an implementation that
+                             queues work may drain when the next call
+                             completes it) */
   /* Set by the implementation: frames of this call folded (also on
    * failure: those before it), and for a timepoint kept on a device how
    * to finish it outside a call (the stream's short last timepoint), with
@@ -56,9 +62,10 @@ typedef struct esrrf_sink {
   int (*finish)(void *state, float *out, uint64_t *down, char *err,
                 size_t err_len);
   /* Set by an implementation whose work may still run after the call
-   * returns: waits for it; a failure (with a message) means the kept
-   * timepoint or window is lost. */
-  int (*settle)(void *state, char *err, size_t err_len);
+   * returns: enqueues what it held back and waits for everything, adding
+   * the bytes that uploads to *up; a failure (with a message) means the
+   * kept timepoint or window is lost. */
+  int (*settle)(void *state, uint64_t *up, char *err, size_t err_len);
   void *finish_state;
 } esrrf_sink;
 

@@ -218,6 +218,16 @@ static size_t stream_completes(const esrrf_stream *s, size_t count) {
   return n;
 }
 
+/* Frames after stream frame `end` (the end of a call) until the next
+ * result completes. */
+static uint64_t stream_due(const esrrf_stream *s, uint64_t end) {
+  if (!s->sliding)
+    return s->window - (s->cur_n + (end - s->frames)) % s->window;
+  uint64_t k = s->every, t = (end / k + 1) * k,
+           first = (s->valid_from + s->window + k - 1) / k * k;
+  return (t > first ? t : first) - end;
+}
+
 /* Queues img (taken) as the next result. */
 static void stream_queue(esrrf_stream *s, image *img, uint64_t first,
                          uint64_t frames, double t0) {
@@ -434,7 +444,9 @@ static int stream_call(esrrf_stream *s, const float *frames, size_t n,
                          .chunk = s->chunk < goal ? s->chunk : goal,
                          .out = img.data,
                          .ring = s->sliding ? s->window : 0,
-                         .at = s->frames};
+                         .every = s->every,
+                         .at = s->frames,
+                         .due = stream_due(s, end)};
   run_report rep;
   call_session_attach(s->e, s->cs, frames, &s->sink);
   rc = method_run(s->e, "esrrf", &rq, &maps, 1, &rep);
@@ -530,7 +542,7 @@ int esrrf_stream_end(esrrf_stream *s) {
   s->ended = 1;
   char why[256] = "";
   if (s->sink.settle &&
-      s->sink.settle(s->sink.finish_state, why, sizeof why) != QS_OK) {
+      s->sink.settle(s->sink.finish_state, &s->up, why, sizeof why) != QS_OK) {
     esrrf_partial_reset(&s->cur);
     s->cur_n = 0;
     return fail(s->err, sizeof s->err, QS_ECL,
