@@ -290,7 +290,8 @@ static int stream_for(const void *env, size_t b, size_t e, range_fn body,
   return e > b ? body(ctx, b, e, 0) : QS_OK;
 }
 
-/* One window update: ranges of STREAM_RANGE pixels. */
+/* One window update: ranges of STREAM_RANGE pixels. The bodies never
+ * fail (a loop is all or nothing for the stacks). */
 typedef struct window_job {
   esrrf_stream *s;
   float *out;
@@ -320,7 +321,7 @@ static int window_update(void *ctx, size_t b0, size_t e0, int worker) {
       memcpy(s->back.data + b * k, j->prev->data + b * k,
              (e - b) * k * sizeof(double));
     if (s->fresh >= 2) temporal_merge(&s->back, j->c, b, e);
-    temporal_window(j->two, 2, j->out, b, e);
+    if (j->out) temporal_window(j->two, 2, j->out, b, e);
   }
   return 0;
 }
@@ -339,14 +340,18 @@ static int window_update(void *ctx, size_t b0, size_t e0, int worker) {
 static int stream_window(esrrf_stream *s, double t0) {
   image img;
   int rc = image_alloc(&img, 1, s->rows_m, s->cols_m);
-  if (rc) return stream_lost(s, rc);
+  /* Without the image the result is lost but the stacks stay whole: a
+   * flip waits for the next update (every block then new since the last
+   * one), between flips `back` still takes the newest block. */
+  if (rc) img.data = NULL;
   size_t nb = s->n_blocks, ranges = (s->plane + STREAM_RANGE - 1) /
                                     STREAM_RANGE;
   for (size_t i = 0; i < nb; i++)
     s->order[i] = &s->blocks[(s->head + i) % nb];
   window_job j = {.s = s, .out = img.data};
   esrrf_partial after; /* back as it is once the newest block joins */
-  if (s->fresh == nb) {
+  if (s->fresh >= nb) {
+    if (rc) return stream_lost(s, rc);
     rc = stream_for(s, 0, ranges, window_flip, &j);
     for (size_t i = nb - 1; i-- > 1;) s->order[i]->n += s->order[i + 1]->n;
     s->fresh = 0;
@@ -358,8 +363,10 @@ static int stream_window(esrrf_stream *s, double t0) {
     after.n += j.c->n;
     j.two[0] = s->order[0];
     j.two[1] = s->fresh == 1 ? j.c : &after;
-    rc = stream_for(s, 0, ranges, window_update, &j);
+    int rf = stream_for(s, 0, ranges, window_update, &j);
     if (s->fresh >= 2) s->back.n += j.c->n;
+    if (rc) return stream_lost(s, rc);
+    rc = rf;
   }
   if (!rc && s->mpc)
     rc = temporal_mpc_with(stream_for, s, img.data, s->rows_m, s->cols_m,
