@@ -270,9 +270,9 @@ static int stream_blocks(esrrf_stream *s) {
   s->n_blocks = s->window / s->every;
   s->blocks = calloc(s->n_blocks, sizeof *s->blocks);
   s->order = calloc(s->n_blocks, sizeof *s->order);
-  int rc = s->blocks && s->order ? esrrf_partial_init(&s->back, s->temporal,
-                                                     s->rows_m, s->cols_m)
-                                  : QS_ENOMEM;
+  int rc = s->blocks && s->order
+               ? esrrf_partial_init(&s->back, s->temporal, s->rows_m, s->cols_m)
+               : QS_ENOMEM;
   for (size_t i = 0; !rc && i < s->n_blocks; i++)
     rc = esrrf_partial_init(&s->blocks[i], s->temporal, s->rows_m, s->cols_m);
   return rc;
@@ -295,7 +295,7 @@ static int stream_for(const void *env, size_t b, size_t e, range_fn body,
 typedef struct window_job {
   esrrf_stream *s;
   float *out;
-  const esrrf_partial *two[2]; /* between flips: the suffix and back */
+  const esrrf_partial *two[2];   /* between flips: the suffix and back */
   const esrrf_partial *prev, *c; /* the newest two blocks */
 } window_job;
 
