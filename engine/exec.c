@@ -106,6 +106,8 @@ int run_once(engine *e, const mstate *m, size_t impl, const image *in,
   call_init(e, r, &c, in, n_in, out, n_out, p, res->err, sizeof res->err);
   c.device_seconds = &res->device_s;
   c.once_seconds = &res->once_s;
+  res->work_s = -1;
+  c.work_seconds = &res->work_s;
   /* After an OpenCL device on the host's cores ran, the next CPU runs are
    * watched: CPU time the process spent outside the pool's threads during
    * the run (the OpenCL runtime's threads) marks it disturbed. */
@@ -170,7 +172,7 @@ void run_account(engine *e, prep *pr, size_t impl, const char *key,
     e->disturbed_runs++;
     return;
   }
-  double steady = res->wall - res->once_s;
+  double steady = res->work_s > 0 ? res->work_s : res->wall - res->once_s;
   if (steady < 0) steady = 0;
   if (!pr->json) pr->json = key_json(m->desc, pr->p);
   run_rec rec = {.key = key, .params = pr->json ? pr->json : "{}",

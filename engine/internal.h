@@ -205,6 +205,9 @@ int impl_select(engine *e, const mstate *m, const char *text,
 typedef struct run_result {
   int status;
   double wall, device_s, once_s; /* seconds; wall includes once_s */
+  double work_s; /* > 0: the implementation's own measure of its work
+                    (method_call.work_seconds), recorded instead of
+                    wall − once_s */
   int disturbed; /* other threads of the process ran meanwhile: the output
                     stands, the time is not recorded (exec.c) */
   uint64_t bytes_up, bytes_down;  /* OpenCL transfers of the run */

@@ -761,13 +761,13 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * for earlier frames is returned by the next push (or esrrf_stream_end)
  * that collects them; the timepoint (or, sliding, the window) they belong
  * to is lost, with the frames staged: timepoints start over with the next
- * frame, a window once N frames arrived after the failure. The recorded
- * time of a push is its wall time: its copy and, if it enqueues, its
- * enqueueing and the rest of the device work enqueued before; its device
- * seconds are those of the work it collected (a push that only stages
- * records its copy and no device time: its frames' device time goes to
- * the push that collects them). esrrf_stream_close discards frames still
- * staged.
+ * frame, a window once N frames arrived after the failure. A push's wall
+ * time is not its frames' work (it may only copy them, or wait for the
+ * frames before it), so the engine records for it its frames at the
+ * device seconds per frame measured over the stream so far (the first
+ * push waits for its frames and records its wall time); its device
+ * seconds are those of the work it collected. esrrf_stream_close discards
+ * frames still staged.
  * Memory, with P = R·M·C·M pixels and s = esrrf_partial_slots: timepoints
  * 8·s·P bytes (on an OpenCL device instead: its accumulators, 4·P·(2, 5
  * or 6) bytes, and one batch of its chain's buffers); sliding on the CPU

@@ -67,6 +67,14 @@ struct method_call {
    * one-time costs (program build, first launch of a new size). */
   double *device_seconds;
   double *once_seconds;
+  /* Written (> 0) by an implementation whose call does not do its own
+   * inputs' work between its start and its return: the live stream's
+   * OpenCL pushes, one of which may only stage its frames for a later
+   * push and another wait for all the frames before it. The seconds its
+   * inputs' work takes (for the stream: its frames at the device seconds
+   * per frame measured so far), which the engine records and learns
+   * instead of the wall time. Left as it is (not > 0): the wall time. */
+  double *work_seconds;
   char *err;
   size_t err_len;
   void *engine_; /* private */

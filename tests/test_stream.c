@@ -781,6 +781,59 @@ Test(stream, opencl_single_pushes_staged_while_the_device_works) {
 }
 #endif
 
+/* The walls the store recorded for a stream's pushes (newest first). */
+typedef struct push_walls {
+  double w[128];
+  size_t n;
+} push_walls;
+
+static int push_wall(void *ctx, const db_row *r) {
+  push_walls *p = ctx;
+  if (r->status == QS_OK && p->n < 128) p->w[p->n++] = r->wall;
+  return 0;
+}
+
+/* An OpenCL stream's pushes are recorded at the work of their frames, not
+ * at their wall time (opencl.c, method_call.work_seconds): 64 single
+ * frames pushed back to back, most of which only stage their frame while
+ * the device works and a few of which wait for all the frames before
+ * them, must not leave the store with walls of a copy (microseconds) next
+ * to walls of many frames. Every push is recorded, and the walls after
+ * the first stay within a factor 10 of one another (the device seconds
+ * per frame measured so far, times one frame); their wall times spread
+ * over more than a factor 100 here. */
+Test(stream, opencl_pushes_record_their_frames_work) {
+  engine *e = stream_engine();
+  char cl[QS_NAME_MAX];
+  cl_impl_or_skip(e, cl);
+  image st = noisy(64, 24, 20, 33);
+  static const size_t one[] = {1};
+  esrrf_stream *s = stream_open(e, AVG, 0, 30, 0, cl, 24, 20);
+  image res[4];
+  esrrf_stream_result info[4];
+  size_t n = stream_through(s, &st, one, 1, NULL, res, info, 4);
+  cr_assert_eq(n, 3);
+  for (size_t i = 0; i < n; i++)
+    image_free(&res[i]);
+  esrrf_stream_close(s);
+  push_walls p = {.n = 0};
+  db_filter f = {.method = "esrrf", .impl = cl};
+  cr_assert_eq(engine_db_query(e, &f, push_wall, &p), QS_OK, "%s",
+               engine_error(e));
+  cr_assert_eq(p.n, 64, "%zu pushes recorded", p.n);
+  double lo = INFINITY, hi = 0;
+  for (size_t i = 0; i + 1 < p.n; i++) { /* the oldest is the first push */
+    lo = p.w[i] < lo ? p.w[i] : lo;
+    hi = p.w[i] > hi ? p.w[i] : hi;
+  }
+  cr_assert_gt(lo, 0);
+  fprintf(stderr, "opencl stream: pushes recorded at %.3g to %.3g s\n", lo,
+          hi);
+  cr_expect_leq(hi / lo, 10, "recorded walls from %.3g to %.3g s", lo, hi);
+  image_free(&st);
+  engine_close(e);
+}
+
 /* The windows of a sliding stream with impl (N every K over st's frames,
  * pushed in uneven groups) against batch calls on their frames: within
  * tol of the peak, or (tol 0) their bits. *down receives the bytes the

@@ -978,6 +978,8 @@ typedef struct cl_session {
                              0 for timepoints */
   size_t staged;          /* frames in stage[ch.next], not yet enqueued */
   uint64_t stage_at;      /* the stream's index of the first */
+  size_t pend_n;          /* frames of the unit pending (ch.pend) */
+  uint64_t done_n;        /* frames of the units collected */
 } cl_session;
 
 static void cl_session_free(void *p) {
@@ -991,6 +993,14 @@ static void cl_session_free(void *p) {
 }
 
 static int cl_session_drain(cl_session *x, char *err, size_t err_len);
+
+/* cl_collect of the pending unit, counting its frames as done. */
+static int cl_session_collect(cl_session *x, char *err, size_t err_len) {
+  int rc = cl_collect(&x->ch, err, err_len);
+  x->done_n += x->pend_n;
+  x->pend_n = 0;
+  return rc;
+}
 
 /* The macro-pixel correction of a result, if asked for: on c's pool, or
  * serially when c is NULL (outside a call). */
@@ -1095,10 +1105,12 @@ static int cl_stage_flush(cl_session *x) {
     x->staged = 0;
   if (!x->staged) return QS_OK;
   cl_event ev[UNIT_EVENTS] = {NULL};
-  int rc = cl_unit(x, x->staged, x->stage_at, ev);
+  size_t n = x->staged;
+  int rc = cl_unit(x, n, x->stage_at, ev);
   x->staged = 0;
-  int prc = cl_collect(s, c->err, c->err_len);
+  int prc = cl_session_collect(x, c->err, c->err_len);
   memcpy(s->pend, ev, sizeof ev);
+  x->pend_n = n;
   return rc ? rc : prc;
 }
 
@@ -1129,7 +1141,7 @@ static int cl_session_drain(cl_session *x, char *err, size_t err_len) {
                      .err_len = err ? err_len : sizeof spare};
   s->c = &own;
   int rc = cl_stage_flush(x);
-  int prc = cl_collect(s, err, err_len);
+  int prc = cl_session_collect(x, err, err_len);
   s->c = c0;
   return rc ? rc : prc;
 }
@@ -1233,12 +1245,14 @@ static int cl_session_frames(cl_session *x, esrrf_sink *sk) {
    * is due everything goes through and is waited for (drain), so that the
    * frames completing it find the device idle: push to result is their
    * own work, not theirs behind a queue (the price: this call waits for
-   * the device, once a result) */
-  int drain = !sk->out && sk->due && sk->due <= frames;
+   * the device, once a result). The first call drains too: its wall time
+   * is the stream's first measure, and its device seconds per frame the
+   * next calls' (cl_session_run) */
+  int drain = !sk->out && ((sk->due && sk->due <= frames) || !x->done_n);
   if (!rc && x->staged &&
       (x->staged == s->batch || sk->out || drain || !cl_busy(s)))
     rc = cl_stage_flush(x);
-  if (!rc && drain) rc = cl_collect(s, c->err, c->err_len);
+  if (!rc && drain) rc = cl_session_collect(x, c->err, c->err_len);
   /* a window kept as blocks, whose next update's newest block is the one
    * filling: its older blocks are combined now, while the caller waits
    * anyway, so that the update reads two states, not N/K */
@@ -1250,7 +1264,8 @@ static int cl_session_frames(cl_session *x, esrrf_sink *sk) {
     snprintf(c->err, c->err_len, "esrrf: the device timepoint lost frames");
     rc = QS_EINVAL;
   }
-  if (!rc && sk->out && x->wrap) rc = cl_collect(&x->ch, c->err, c->err_len);
+  if (!rc && sk->out && x->wrap)
+    rc = cl_session_collect(x, c->err, c->err_len);
   if (!rc && sk->out && x->ring) rc = cl_ring_fold(x, end);
   if (!rc && sk->out && x->blocks) {
     rc = cl_window_finish(&x->win, s->q,
@@ -1262,7 +1277,7 @@ static int cl_session_frames(cl_session *x, esrrf_sink *sk) {
   }
   if (rc) {
     cl_quiesce(s);
-    cl_collect(&x->ch, NULL, 0);
+    cl_session_collect(x, NULL, 0);
     s->st.n = 0;
     for (size_t b = 0; x->blocks && b < x->win.blocks; b++)
       x->win.count[b] = 0;
@@ -1337,6 +1352,15 @@ static int cl_session_run(const method_call *c, call_session *cs,
     sk->settle = cl_session_settle;
     sk->finish_state = x;
     rc = cl_session_frames(x, sk);
+    /* what the engine records: this call's frames at the device seconds
+     * per frame of the units collected so far (including the results'
+     * kernels), not the call's wall time, which may cover only a copy
+     * (frames staged for a later call) or all the frames before it (a
+     * drain); the first calls, before any unit was collected, record
+     * their wall time */
+    double dev = s->dev_s + s->st.dev_s + x->win.dev_s;
+    if (!rc && c->work_seconds && x->done_n)
+      *c->work_seconds = dev / (double)x->done_n * (double)c->in[0].frames;
   }
   if (c->device_seconds)
     *c->device_seconds += s->dev_s + s->st.dev_s + x->win.dev_s - dev0;
