@@ -714,8 +714,9 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  *               timepoint as the batch call does.
  *   sliding     once N frames have arrived, and then every K frames, the
  *               statistic of the last N frames (N a multiple of K); equal
- *               to a batch call on exactly those frames up to double
- *               rounding (the window is merged from partials of K frames).
+ *               to a batch call on exactly those frames up to rounding
+ *               (the window is merged from statistics of K frames, in
+ *               another order than the batch call's fold).
  * How: each push runs method_run "esrrf" with temporal=none on the pushed
  * frames (at most ESRRF_STREAM_CHUNK at a time and ESRRF_STREAM_MAP_BYTES
  * of maps, at least one frame) inside the stream's implementation session:
@@ -732,10 +733,15 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * the device as its batch call does (bit-identical to it): only frames go
  * up (and its tables once, at the first push), only finished timepoints
  * come down. A sliding window on the CPU folds host partials of K frames;
- * on an OpenCL device it stays on the device in whichever form takes less
- * of its memory: the statistics of its N/K blocks of K frames (when
- * (N/K)·s + q <= N + s, s and q as below), which an update combines
- * in one pass (within rounding of the batch call on the window's frames),
+ * an update merges two of them, the oldest block (which holds the merge
+ * of the window's older blocks) and the merge of the blocks since, and
+ * every N/K updates the blocks are turned into such merges in place
+ * (about three partials read per update instead of N/K), on the engine's
+ * threads; on an OpenCL device it stays on the device in whichever form
+ * takes less of its memory: the statistics of its N/K blocks of K frames
+ * (when (N/K)·s + q <= N + s, s and q as below), which an update combines
+ * in one pass, most of it ahead of the update (within rounding of the
+ * batch call on the window's frames),
  * or the last N maps in a ring, which an update folds in time order (the
  * batch call's fold: its bits on exactly the window's frames); only the
  * window's image comes down (a device without room for either: maps come
@@ -771,8 +777,8 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * Memory, with P = R·M·C·M pixels and s = esrrf_partial_slots: timepoints
  * 8·s·P bytes (on an OpenCL device instead: its accumulators, 4·P·(2, 5
  * or 6) bytes, and one batch of its chain's buffers); sliding on the CPU
- * 8·s·P·(N/K + 1) (one partial per K frames of the window, and one to
- * merge them); sliding on OpenCL, on the device, 4·P·((N/K)·s + 1 + q)
+ * 8·s·P·(N/K + 2) (one partial per K frames of the window, the block
+ * being filled, and the merge of the newer blocks); sliding on OpenCL, on the device, 4·P·((N/K)·s + 1 + q)
  * for the blocks (s = 2, 5 or 6; q = 2, 5 or 7 for the sums an update
  * prepares ahead) or 4·P·(N + s + 1) for the ring and its accumulators,
  * plus one batch of the chain; plus the maps of one batch

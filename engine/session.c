@@ -85,3 +85,8 @@ int call_session_keep(call_session *s, const char *tag, void *state,
   s->n++;
   return QS_OK;
 }
+
+int call_session_for(engine *e, size_t begin, size_t end, range_fn body,
+                     void *ctx) {
+  return pool_for(e->pool, begin, end, SCHED_STATIC, 0, body, ctx);
+}

@@ -42,6 +42,13 @@ void call_session_detach(engine *e);
 /* The session of c when c runs on the claimed input, else NULL. */
 call_session *call_session_of(const method_call *c);
 
+/* Runs body over [begin, end) on e's pool (static schedule, the calling
+ * thread as worker 0) for the session's caller's own work between its
+ * calls (the live stream's window update); the first nonzero return of
+ * body. Not inside a call of e. */
+int call_session_for(engine *e, size_t begin, size_t end, range_fn body,
+                     void *ctx);
+
 /* The caller's sink given at the attach. */
 void *call_session_sink(const call_session *s);
 

@@ -283,11 +283,11 @@ static int stream_blocks(esrrf_stream *s) {
 #define STREAM_RANGE 4096
 
 /* Runs body over [b, e) for the stream's own work between calls (the
- * window update): on the calling thread. */
+ * window update): on the engine's pool. */
 static int stream_for(const void *env, size_t b, size_t e, range_fn body,
                       void *ctx) {
-  (void)env;
-  return e > b ? body(ctx, b, e, 0) : QS_OK;
+  const esrrf_stream *s = env;
+  return call_session_for(s->e, b, e, body, ctx);
 }
 
 /* One window update: ranges of STREAM_RANGE pixels. The bodies never
