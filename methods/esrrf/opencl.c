@@ -1305,14 +1305,22 @@ static int cl_session_settle(void *p, uint64_t *up, char *err,
   return rc;
 }
 
+/* The session's device seconds and one-time costs so far: the chain's,
+ * the statistic's and the window's (0 without a session). */
+static double cl_session_dev(const cl_session *x) {
+  return x ? x->ch.dev_s + x->ch.st.dev_s + x->win.dev_s : 0;
+}
+
+static double cl_session_once(const cl_session *x) {
+  return x ? x->ch.once + x->ch.st.once_s + x->win.once_s : 0;
+}
+
 static int cl_session_run(const method_call *c, call_session *cs,
                           esrrf_sink *sk) {
   cl_session *x = call_session_state(cs, "esrrf.opencl");
   chained *s = x ? &x->ch : NULL;
-  /* device seconds and one-time costs so far (a new chain's setup is this
-   * call's) */
-  double dev0 = s ? s->dev_s + s->st.dev_s + x->win.dev_s : 0;
-  double once0 = s ? s->once + s->st.once_s + x->win.once_s : 0;
+  /* so far (a new chain's setup is this call's) */
+  double dev0 = cl_session_dev(x), once0 = cl_session_once(x);
   int rc = QS_OK;
   sk->folded = 0;
   sk->lost = 0;
@@ -1356,16 +1364,14 @@ static int cl_session_run(const method_call *c, call_session *cs,
      * per frame of the units collected so far (including the results'
      * kernels), not the call's wall time, which may cover only a copy
      * (frames staged for a later call) or all the frames before it (a
-     * drain); the first calls, before any unit was collected, record
-     * their wall time */
-    double dev = s->dev_s + s->st.dev_s + x->win.dev_s;
+     * drain); the first call, which waits for its frames
+     * (cl_session_frames), records its wall time */
     if (!rc && c->work_seconds && x->done_n)
-      *c->work_seconds = dev / (double)x->done_n * (double)c->in[0].frames;
+      *c->work_seconds = cl_session_dev(x) / (double)x->done_n *
+                         (double)c->in[0].frames;
   }
-  if (c->device_seconds)
-    *c->device_seconds += s->dev_s + s->st.dev_s + x->win.dev_s - dev0;
-  if (c->once_seconds)
-    *c->once_seconds += s->once + s->st.once_s + x->win.once_s - once0;
+  if (c->device_seconds) *c->device_seconds += cl_session_dev(x) - dev0;
+  if (c->once_seconds) *c->once_seconds += cl_session_once(x) - once0;
   return rc;
 }
 #endif
