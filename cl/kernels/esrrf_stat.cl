@@ -194,35 +194,35 @@ __kernel void esrrf_stat_finish(__global const float *acc,
   }
 }
 
-/* A sliding window's statistic from `blocks` block states of `every`
- * frames each (block b's slot s of pixel i at acc[(b·slots + s)·plane +
- * i], each block folded by esrrf_fold with its own shift x0_b, the
- * block's first frame), combined in time order from block `oldest`
- * (wrapping) into the sums of the whole window shifted by the oldest
- * block's x0, X0. With d_b = x0_b − X0 (exact in double) and K = every,
- * a frame of block b has Y = y + d_b, so per block (sums in its own
- * shift, y = 0 at its first frame):
- *   avg   S   = Σ_b S_b
- *   var   Sy  = Σ_b (Sy_b + K·d_b)
- *         Sq  = Σ_b (Sq_b + 2·d_b·Sy_b + K·d_b²)
+/* A sliding window's statistic from states of `every`-frame blocks, in
+ * one buffer: state b's slot s of pixel i at acc[(b·slots + s)·plane + i],
+ * states 0 .. blocks − 1 the window's ring of blocks, state `blocks` (with
+ * three blocks or more) the running merge `back` of the host's two stacks
+ * (methods/esrrf/cl_stat.c, "sliding window"). A state is a block as
+ * esrrf_fold left it (shifted by its first frame x0, compensated pairs
+ * (s, c)) or, written here, the merge of consecutive blocks in the same
+ * layout: x0 the oldest block's, each sum a float pair (hi, lo: about
+ * 2^-48 of its value) in place of (s, c), and for tac2 `last` (the last
+ * frame's y relative to that x0) rounded to one float (its 7th float would
+ * cost every block a plane; the rounding's effect on the statistic is
+ * below 1e-8 of the peak on camera-like data, tests/test_clwin.c).
+ * Merge of A (older, x0_A) and B (newer, n_B frames, x0_B), with d = x0_B
+ * − x0_A (exact in double): a frame of B has Y = y + d, so
+ *   avg   S   = S_A + S_B
+ *   var   Sy  = Sy_A + Sy_B + n_B·d
+ *         Sq  = Sq_A + Sq_B + 2·d·Sy_B + n_B·d²
  *   tac2  Sy as var;
- *         P   = Σ_b [P_b + d_b·(2·Sy_b − last_b) + (K − 1)·d_b²]
- *               + Σ_{b not newest} (last_b + d_b)·d_{b+1}
- *         last = last_newest + d_newest
- * (inside a block Σ (y_t + d)(y_{t+1} + d) over its K − 1 pairs adds
- * d·(Σ_{t<K−1} y_t + Σ_{t>0} y_t) = d·((Sy_b − last_b) + Sy_b); the pair
- * across a block boundary is (last_b + d_b)·(0 + d_{b+1})). The window's
- * first Y is 0 as stat_value wants. In double where the device has it,
- * once per update; then stat_value over n = blocks·every.
- * mode 0: all the blocks into out. mode 1 (prepare, blocks >= 2): the
- * blocks but the newest into the running sums in `pre` (slot s of pixel
- * i at pre[s·plane + i]: Sy as a float pair hi, lo, then x0, Sq or P as a
- * pair, last + d as a pair; avg only Sy), nothing into out. mode 2: the
- * sums in pre, then the newest block, into out: an update whose older
- * blocks were combined while the newest was still filling reads two
- * states instead of `blocks`. A pair keeps a double to about 2^-48 of its
- * value (hi its float rounding, lo the rest), so modes 1 + 2 agree with
- * mode 0 to far below the float result's rounding, not to its bits. */
+ *         P   = P_A + P_B + d·(2·Sy_B − last_B) + (n_B − 1)·d² + last_A·d
+ *         last = last_B + d
+ * (inside B, Σ (y_t + d)(y_{t+1} + d) over its n_B − 1 pairs adds
+ * d·((Sy_B − last_B) + Sy_B) since B's first y is 0; the pair across the
+ * boundary is (last_A)·(0 + d)). The result keeps A's shift, so a
+ * window's first Y is 0 as stat_value wants. In double where the device
+ * has fp64. */
+typedef struct wsum {
+  finv x0, sy, s1, last;
+} wsum;
+
 inline void pair_store(finv v, __global float *p, long plane, int m) {
   float4 hi = convert_float4(v);
   fin_store(hi, p, m);
@@ -233,58 +233,116 @@ inline finv pair_load(__global const float *p, long plane, int m) {
   return fin_load(p, m) + fin_load(p + plane, m);
 }
 
-__kernel void esrrf_window_finish(__global const float *acc,
-                                  __global float *out, int every, int kind,
-                                  long plane, int blocks, int oldest,
-                                  __global float *pre, int mode) {
+inline wsum ws_load(__global const float *a, long plane, int kind, int m) {
+  wsum s;
+  s.x0 = s.s1 = s.last = 0;
+  if (kind == 0) {
+    s.sy = pair_load(a, plane, m);
+    return s;
+  }
+  s.x0 = fin_load(a, m);
+  s.sy = pair_load(a + plane, plane, m);
+  s.s1 = pair_load(a + 3 * plane, plane, m);
+  if (kind == 2) s.last = fin_load(a + 5 * plane, m);
+  return s;
+}
+
+inline void ws_store(wsum s, __global float *a, long plane, int kind, int m) {
+  if (kind == 0) {
+    pair_store(s.sy, a, plane, m);
+    return;
+  }
+  fin_store(convert_float4(s.x0), a, m); /* a float's value: exact */
+  pair_store(s.sy, a + plane, plane, m);
+  pair_store(s.s1, a + 3 * plane, plane, m);
+  if (kind == 2) fin_store(convert_float4(s.last), a + 5 * plane, m);
+}
+
+/* a (older) merged with b (newer, nb frames), in a's shift. */
+inline wsum ws_merge(wsum a, wsum b, finv nb, int kind) {
+  if (kind == 0) {
+    a.sy += b.sy;
+    return a;
+  }
+  finv d = b.x0 - a.x0;
+  if (kind == 1) {
+    a.s1 += b.s1 + 2 * d * b.sy + nb * d * d;
+  } else {
+    a.s1 += b.s1 + d * (2 * b.sy - b.last) + (nb - 1) * d * d + a.last * d;
+    a.last = b.last + d;
+  }
+  a.sy += b.sy + nb * d;
+  return a;
+}
+
+/* One step of the window (the host plans it, cl_stat.c's window_plan):
+ * without `flip`: G = back (back_n frames; none when 0) merged with the
+ * `grow` first of the rn blocks from state r0 (wrapping over `blocks`),
+ * written back as the new back when grow > 0; then R = state f (f_n
+ * frames), state f2 (f2_n frames; none when −1), G, and the remaining
+ * blocks, in time order. With `flip`: the
+ * rn blocks from r0 become in place their suffix merges (the block at j
+ * := the merge of blocks j .. rn − 1; the newest stays itself), R the
+ * merge of all. R goes to `out` as the statistic (dest −1), to state
+ * `dest` (dest >= 0: the same as f for the update's prepared sums) or
+ * nowhere (−2). */
+__kernel void esrrf_window_finish(__global float *acc, __global float *out,
+                                  int every, int kind, long plane, int blocks,
+                                  int f, int f_n, int f2, int f2_n,
+                                  int back_n, int r0, int rn, int grow,
+                                  int flip, int dest) {
   long slots = kind == 0 ? 2 : kind == 1 ? 5 : 6;
   for (long i = (long)get_global_id(0) * STAT_LANES,
             e = min(i + STAT_LANES, plane);
        i < e; i += FIN_LANES) {
     int m = (int)min((long)FIN_LANES, e - i);
-    finv k = (finv)every, x0 = 0, sy = 0, s1 = 0, prev = 0;
-    __global float *pr = pre + i;
-    int j0 = mode == 2 ? blocks - 1 : 0, j1 = mode == 1 ? blocks - 1 : blocks;
-    if (mode == 2) {
-      sy = pair_load(pr, plane, m);
-      if (kind) {
-        x0 = fin_load(pr + 2 * plane, m);
-        s1 = pair_load(pr + 3 * plane, plane, m);
+    __global float *base = acc + i;
+    long step = slots * plane;
+    finv k = (finv)every, n;
+    wsum r;
+    if (flip) {
+      int b = (r0 + rn - 1) % blocks;
+      r = ws_load(base + b * step, plane, kind, m);
+      n = k;
+      for (int j = rn - 2; j >= 0; j--) {
+        b = (r0 + j) % blocks;
+        r = ws_merge(ws_load(base + b * step, plane, kind, m), r, n, kind);
+        n += k;
+        ws_store(r, base + b * step, plane, kind, m);
       }
-      if (kind == 2) prev = pair_load(pr + 5 * plane, plane, m);
-    }
-    for (int j = j0; j < j1; j++) {
-      int b = oldest + j < blocks ? oldest + j : oldest + j - blocks;
-      __global const float *a = acc + (long)b * slots * plane + i;
-      if (kind == 0) {
-        sy += fin_load(a, m) + fin_load(a + plane, m);
-        continue;
+    } else {
+      wsum g = {0, 0, 0, 0};
+      finv gn = (finv)back_n;
+      int has = back_n > 0;
+      if (has) g = ws_load(base + blocks * step, plane, kind, m);
+      for (int j = 0; j < grow; j++) {
+        wsum c = ws_load(base + ((r0 + j) % blocks) * step, plane, kind, m);
+        g = has ? ws_merge(g, c, k, kind) : c;
+        gn += k;
+        has = 1;
       }
-      finv xb = fin_load(a, m);
-      if (j == 0) x0 = xb;
-      finv d = xb - x0;
-      finv syb = fin_load(a + plane, m) + fin_load(a + 2 * plane, m);
-      finv s1b = fin_load(a + 3 * plane, m) + fin_load(a + 4 * plane, m);
-      sy += syb + k * d;
-      if (kind == 1) {
-        s1 += s1b + 2 * d * syb + k * d * d;
-        continue;
+      if (grow > 0) ws_store(g, base + blocks * step, plane, kind, m);
+      r = ws_load(base + f * step, plane, kind, m);
+      n = (finv)f_n;
+      if (f2 >= 0) {
+        r = ws_merge(r, ws_load(base + f2 * step, plane, kind, m),
+                     (finv)f2_n, kind);
+        n += (finv)f2_n;
       }
-      finv lb = fin_load(a + 5 * plane, m);
-      s1 += s1b + d * (2 * syb - lb) + (k - 1) * d * d;
-      if (j > 0) s1 += prev * d;
-      prev = lb + d;
+      if (has) {
+        r = ws_merge(r, g, gn, kind);
+        n += gn;
+      }
+      for (int j = grow; j < rn; j++) {
+        r = ws_merge(
+            r, ws_load(base + ((r0 + j) % blocks) * step, plane, kind, m), k,
+            kind);
+        n += k;
+      }
     }
-    if (mode != 1) {
-      fin_store(stat_value(kind, k * (finv)blocks, sy, s1, prev), out + i,
-                m);
-      continue;
-    }
-    pair_store(sy, pr, plane, m);
-    if (kind) {
-      fin_store(convert_float4(x0), pr + 2 * plane, m);
-      pair_store(s1, pr + 3 * plane, plane, m);
-    }
-    if (kind == 2) pair_store(prev, pr + 5 * plane, plane, m);
+    if (dest == -1)
+      fin_store(stat_value(kind, n, r.sy, r.s1, r.last), out + i, m);
+    else if (dest >= 0)
+      ws_store(r, base + dest * step, plane, kind, m);
   }
 }

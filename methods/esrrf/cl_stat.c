@@ -214,16 +214,17 @@ int cl_stat_finish(cl_stat *st, cl_command_queue q, float *out, char *err,
 
 /* ------------------------------------------------ sliding window */
 
-size_t cl_window_pre_slots(int kind, size_t blocks) {
-  return blocks < 2 ? 0 : kind == 0 ? 2 : kind == 1 ? 5 : 7;
+size_t cl_window_back_slots(int kind, size_t blocks) {
+  return blocks < 3 ? 0 : cl_stat_slots(kind);
 }
 
 size_t cl_window_bytes(int kind, size_t plane, size_t blocks) {
-  size_t slots = cl_stat_slots(kind), pre = cl_window_pre_slots(kind, blocks);
+  size_t slots = cl_stat_slots(kind),
+         back = cl_window_back_slots(kind, blocks);
   size_t room = plane ? SIZE_MAX / sizeof(float) / plane : 0; /* planes */
-  if (!slots || room < 1 + pre || blocks > (room - 1 - pre) / slots)
+  if (!slots || room < 1 + back || blocks > (room - 1 - back) / slots)
     return 0;
-  return (blocks * slots + 1 + pre) * plane * sizeof(float);
+  return (blocks * slots + 1 + back) * plane * sizeof(float);
 }
 
 int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
@@ -246,34 +247,27 @@ int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
     return QS_EINVAL;
   }
   w->count = calloc(blocks, sizeof *w->count);
-  if (!w->count) {
+  w->id = calloc(blocks, sizeof *w->id);
+  w->hi = calloc(blocks, sizeof *w->hi);
+  if (!w->count || !w->id || !w->hi) {
     snprintf(err, err_len, "device window: no memory for %zu blocks", blocks);
     return QS_ENOMEM;
   }
-  int rc = stat_setup(d, kind, plane, blocks * cl_stat_slots(kind) * plane,
-                      "sliding window's block statistics",
-                      "esrrf_window_finish", &w->fold, &w->finish, &w->acc,
-                      &w->res, &w->once_s, err, err_len);
-  size_t pre = cl_window_pre_slots(kind, blocks);
-  if (!rc && pre)
-    rc = cldev_buffer(d, CL_MEM_READ_WRITE, pre * plane * sizeof(float), NULL,
-                      "sliding window's prepared sums", &w->pre, err,
-                      err_len);
-  /* the prepared sums' argument is set even where no mode reads them */
-  cl_mem pm = w->pre ? w->pre : w->res;
-  if (!rc)
-    rc = cl_status(clSetKernelArg(w->finish, 7, sizeof pm, &pm),
-                   "setting the window's arguments", err, err_len);
-  return rc;
+  size_t slots = cl_stat_slots(kind);
+  return stat_setup(
+      d, kind, plane,
+      (blocks * slots + cl_window_back_slots(kind, blocks)) * plane,
+      "sliding window's block statistics", "esrrf_window_finish", &w->fold,
+      &w->finish, &w->acc, &w->res, &w->once_s, err, err_len);
 }
 
 void cl_window_close(cl_window *w) {
   release_all(&w->fold, &w->finish, &w->acc, &w->res);
-  if (w->pre) clReleaseMemObject(w->pre);
-  w->pre = NULL;
-  w->pre_ok = 0;
   free(w->count);
+  free(w->id);
+  free(w->hi);
   w->count = NULL;
+  w->id = w->hi = NULL;
 }
 
 int cl_window_fold_at(cl_window *w, cl_command_queue q, cl_mem maps, size_t at,
@@ -290,7 +284,8 @@ int cl_window_fold_at(cl_window *w, cl_command_queue q, cl_mem maps, size_t at,
     return QS_EINVAL;
   }
   if (n == 0) return QS_OK;
-  if (b != (w->pre_oldest + w->blocks - 1) % w->blocks) w->pre_ok = 0;
+  /* a new block: a new number, holding only itself */
+  if (!first) w->id[b] = w->hi[b] = ++w->started;
   int rc = fold_args(w->fold, maps, w->plane, at, n, first > 0,
                      b * cl_stat_slots(w->kind) * w->plane, err, err_len);
   if (!rc)
@@ -301,53 +296,196 @@ int cl_window_fold_at(cl_window *w, cl_command_queue q, cl_mem maps, size_t at,
   return rc;
 }
 
-/* The window kernel in `mode` (esrrf_window_finish) for the update whose
- * oldest block is `oldest`, after checking that the blocks it reads (all,
- * or all but the newest for mode 1) are full. Waits. */
-static int window_launch(cl_window *w, cl_command_queue q, size_t oldest,
-                         int mode, char *err, size_t err_len) {
+/* One launch of esrrf_window_finish (its arguments after `blocks`), as
+ * window_plan decides it. */
+typedef struct wplan {
+  size_t f;      /* the oldest block's state, holding blocks i0 .. cov */
+  uint64_t f_n;  /* its frames */
+  long f2;       /* then a state holding the blocks after cov (−1 none) */
+  uint64_t f2_n; /* its frames */
+  int back;      /* then back */
+  size_t r0, rn; /* then rn blocks of their own from state r0 (wrapping) */
+  size_t grow;   /* the first `grow` of them join back (written) */
+  int flip;      /* instead: the rn blocks from r0 become suffixes */
+} wplan;
+
+/* The plan for positions [0, len) of the update whose oldest block is o
+ * (position j: block (o + j) mod blocks), all full, whose blocks are
+ * numbered consecutively when `cons`: the oldest block's state, the next
+ * state when it holds a merge (an update's prepared or suffix state
+ * written for the update after this one), back where it follows (the
+ * suffixes end there), then blocks of their own; a flip when nothing is
+ * merged yet and the suffixes can serve later updates (`flip_from`
+ * positions or more). `grow`: the blocks of their own join back when it
+ * is in use (or empty right after the suffixes), `grow_from` of them or
+ * more, and a later update reads back (the next oldest still a suffix).
+ * Without `cons` every block is used on its own. *done: the oldest state
+ * already holds all of [0, len) (a prepare stops there). QS_EINVAL when a
+ * block the positions need is held only inside a merge. */
+static int window_plan(const cl_window *w, size_t o, size_t len, int cons,
+                       size_t flip_from, size_t grow_from, wplan *p, int *done,
+                       char *err, size_t err_len) {
+  size_t nb = w->blocks;
+  uint64_t i0 = w->id[o], end = i0 + len - 1;
+  uint64_t cov = cons ? w->hi[o] : i0;
+  memset(p, 0, sizeof *p);
+  p->f = o;
+  p->f2 = -1;
+  p->f_n = (cov - i0 + 1) * w->every;
+  *done = cons && cov >= end;
+  if (*done) return QS_OK;
+  uint64_t next = cov + 1; /* the first block not yet held */
+  size_t at = (o + (size_t)(next - i0)) % nb;
+  if (cons && w->hi[at] > next && w->hi[at] <= end) {
+    p->f2 = (long)at;
+    p->f2_n = (w->hi[at] - next + 1) * w->every;
+    next = w->hi[at] + 1;
+  }
+  int adjoins = cons && w->stacks && next == w->s_hi + 1;
+  if (adjoins && w->back_n && w->s_hi + w->back_n <= end) {
+    p->back = 1;
+    next += w->back_n;
+  }
+  p->r0 = (o + (size_t)(next - i0)) % nb;
+  p->rn = (size_t)(end + 1 - next);
+  for (size_t j = 0; j <= p->rn; j++) {
+    size_t b = j < p->rn ? (p->r0 + j) % nb : o;
+    if (w->hi[b] != w->id[b] && (b != o || !cons)) {
+      snprintf(err, err_len,
+               "device window: block %zu holds a merge with other blocks "
+               "since an update of other blocks; the window combines again "
+               "once its blocks are refolded",
+               b);
+      return QS_EINVAL;
+    }
+  }
+  if (cons && cov == i0 && p->f2 < 0 && !p->back && len >= flip_from) {
+    p->flip = 1;
+    p->r0 = o;
+    p->rn = len;
+    p->f_n = 0;
+    return QS_OK;
+  }
+  size_t o1 = (o + 1) % nb;
+  int later = nb > 1 && w->id[o1] == i0 + 1 && w->id[o1] <= w->s_hi &&
+              w->hi[o1] == w->s_hi;
+  if (adjoins && (p->back || !w->back_n) && later &&
+      cl_window_back_slots(w->kind, nb) && p->rn >= grow_from && p->rn > 0)
+    p->grow = p->rn;
+  return QS_OK;
+}
+
+/* Runs plan p into out (dest −1), the oldest block's state (dest o) or
+ * nowhere (−2), after checking that the positions [0, len) are full;
+ * then the bookkeeping: the states written hold their merges, or after
+ * a failure are unknown (their counts 0: refold them). Waits. */
+static int window_run(cl_window *w, cl_command_queue q, size_t o, size_t len,
+                      const wplan *p, int dest, char *err, size_t err_len) {
+  size_t nb = w->blocks;
+  uint64_t i0 = w->id[o], end = i0 + len - 1;
+  cl_int a[10] = {(cl_int)p->f,
+                  (cl_int)p->f_n,
+                  (cl_int)p->f2,
+                  (cl_int)p->f2_n,
+                  (cl_int)(p->back ? w->back_n * w->every : 0),
+                  (cl_int)p->r0,
+                  (cl_int)p->rn,
+                  (cl_int)p->grow,
+                  p->flip,
+                  dest};
+  cl_int ce = (cl_int)w->every, cb = (cl_int)nb;
+  cl_int e = clSetKernelArg(w->finish, 2, sizeof ce, &ce);
+  e |= clSetKernelArg(w->finish, 5, sizeof cb, &cb);
+  for (int i = 0; i < 10; i++)
+    e |= clSetKernelArg(w->finish, 6 + (cl_uint)i, sizeof a[i], &a[i]);
+  int rc = cl_status(e, "setting the window's arguments", err, err_len);
+  if (!rc)
+    rc = stat_launch(w->dev, &w->global, &w->dev_s, &w->once_s, q, w->finish,
+                     "esrrf_window_finish", NULL, NULL, err, err_len);
+  size_t conv = p->flip ? p->rn - 1 : 0; /* suffixes written */
+  if (rc) {
+    for (size_t j = 0; j < conv; j++)
+      w->count[(o + j) % nb] = 0;
+    if (dest >= 0) w->count[o] = 0;
+    if (p->grow) w->back_n = 0, w->stacks = 0;
+    return rc;
+  }
+  w->reads += p->flip ? p->rn : 1 + (p->f2 >= 0) + (size_t)p->back + p->rn;
+  w->writes += conv + (p->grow > 0) + (dest >= 0);
+  if (p->flip) {
+    for (size_t j = 0; j < conv; j++)
+      w->hi[(o + j) % nb] = end;
+    w->stacks = 1;
+    w->s_hi = end;
+    w->back_n = 0;
+    w->flips++;
+  }
+  if (p->grow) w->back_n += p->grow;
+  if (dest >= 0) w->hi[o] = end;
+  return QS_OK;
+}
+
+/* Checks that the update from `oldest` can run: the positions [0, len)
+ * full (the newest need not be for a prepare). */
+static int window_check(const cl_window *w, size_t oldest, size_t len,
+                        const char *what, char *err, size_t err_len) {
   if (oldest >= w->blocks || !w->count) {
     snprintf(err, err_len, "device window: no block %zu of %zu (%s)", oldest,
              w->blocks, w->count ? "the oldest" : "not open");
     return QS_EINVAL;
   }
-  size_t newest = (oldest + w->blocks - 1) % w->blocks;
-  for (size_t b = 0; b < w->blocks; b++)
-    if (w->count[b] != w->every && (mode != 1 || b != newest)) {
+  for (size_t j = 0; j < len; j++) {
+    size_t b = (oldest + j) % w->blocks;
+    if (w->count[b] != w->every) {
       snprintf(err, err_len,
                "device window: block %zu holds %zu of its %zu frames, too "
                "few to %s",
-               b, w->count[b], w->every, mode == 1 ? "prepare" : "finish");
+               b, w->count[b], w->every, what);
       return QS_EINVAL;
     }
-  cl_int ce = (cl_int)w->every, cb = (cl_int)w->blocks, co = (cl_int)oldest;
-  cl_int cm = mode;
-  cl_int e = clSetKernelArg(w->finish, 2, sizeof ce, &ce);
-  e |= clSetKernelArg(w->finish, 5, sizeof cb, &cb);
-  e |= clSetKernelArg(w->finish, 6, sizeof co, &co);
-  e |= clSetKernelArg(w->finish, 8, sizeof cm, &cm);
-  int rc = cl_status(e, "setting the window's arguments", err, err_len);
-  if (!rc)
-    rc = stat_launch(w->dev, &w->global, &w->dev_s, &w->once_s, q, w->finish,
-                     "esrrf_window_finish", NULL, NULL, err, err_len);
-  return rc;
+  }
+  return QS_OK;
+}
+
+/* 1 when the blocks at positions [0, len) from o are numbered
+ * consecutively (in time order, as a stream's are). */
+static int window_consecutive(const cl_window *w, size_t o, size_t len) {
+  for (size_t j = 1; j < len; j++)
+    if (w->id[(o + j) % w->blocks] != w->id[o] + j) return 0;
+  return 1;
 }
 
 int cl_window_prepare(cl_window *w, cl_command_queue q, size_t oldest,
                       char *err, size_t err_len) {
-  w->pre_ok = 0;
-  if (!w->pre) return QS_OK;
-  int rc = window_launch(w, q, oldest, 1, err, err_len);
-  w->pre_oldest = oldest;
-  w->pre_ok = rc == QS_OK;
-  return rc;
+  size_t len = w->blocks - 1;
+  int rc = window_check(w, oldest, len, "prepare", err, err_len);
+  if (rc || len == 0) return rc;
+  /* blocks not numbered in time order, or one merged away: nothing to
+   * prepare, the update combines them (or says why it cannot) */
+  wplan p;
+  int done;
+  char spare[8];
+  if (!window_consecutive(w, oldest, len) ||
+      window_plan(w, oldest, len, 1, 2, 1, &p, &done, spare, sizeof spare) ||
+      done)
+    return QS_OK;
+  return window_run(w, q, oldest, len, &p, p.flip ? -2 : (int)oldest, err,
+                    err_len);
 }
 
 int cl_window_finish(cl_window *w, cl_command_queue q, size_t oldest,
                      float *out, char *err, size_t err_len) {
-  int mode = w->pre_ok && w->pre_oldest == oldest ? 2 : 0;
-  w->pre_ok = 0;
-  int rc = window_launch(w, q, oldest, mode, err, err_len);
+  size_t len = w->blocks;
+  int rc = window_check(w, oldest, len, "finish", err, err_len);
+  wplan p;
+  int done;
+  /* a flip only where its suffixes serve a later update (3 blocks or
+   * more); back grows here only when no prepare did it (two blocks of
+   * their own or more) */
+  if (!rc)
+    rc = window_plan(w, oldest, len, window_consecutive(w, oldest, len), 3, 2,
+                     &p, &done, err, err_len);
+  if (!rc) rc = window_run(w, q, oldest, len, &p, -1, err, err_len);
   if (!rc)
     rc = read_image(w->dev, q, w->res, w->plane, out, &w->dev_s, err, err_len);
   return rc;

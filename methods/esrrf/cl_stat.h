@@ -57,33 +57,59 @@ int cl_stat_fold_at(cl_stat *st, cl_command_queue q, cl_mem maps, size_t at,
 int cl_stat_finish(cl_stat *st, cl_command_queue q, float *out, char *err,
                    size_t err_len);
 
-/* A sliding window's statistic as `blocks` block states of `every` frames
- * each, in one device buffer (block b's slot s of pixel i at
+/* A sliding window's statistic as `blocks` block states of `every`
+ * frames each, in one device buffer (block b's slot s of pixel i at
  * acc[(b·slots + s)·plane + i]). Each block is folded like a timepoint
- * (esrrf_fold, shifted by the block's first map); an update combines the
+ * (esrrf_fold, shifted by the block's first map); an update merges the
  * blocks in time order into the window's statistic (esrrf_window_finish,
- * in double where the device has fp64). Not bit-identical to a cl_stat of
- * the same frames (a different summation): within ~1e-6 of the peak of the
- * double host fold on camera-like data (tests/test_clwin.c). Memory:
- * cl_window_bytes, (blocks·slots + 1 + pre)·plane floats (pre = 2, 5 or 7
- * for the prepared sums when blocks >= 2, else 0), against the N + 1
- * maps of a ring of N = blocks·every maps. */
+ * in double where the device has fp64) by two stacks, the host's scheme
+ * for its partials (methods/esrrf/stream.c): at a flip, when no block of
+ * the update's is part of a merge yet, the blocks become in place their
+ * suffix merges (block j := blocks j .. newest, in the blocks' own
+ * layout, cl/kernels/esrrf_stat.cl), so that the oldest block of each
+ * later update holds the merge of the old blocks still in the window;
+ * between flips `back` (one more state) merges the blocks completed
+ * since, and an update is oldest ⊕ back ⊕ the newest blocks: a constant
+ * number of states per update (about 3, plus the flip's N/K once every
+ * N/K − 1 updates) instead of N/K. cl_window_prepare does that merge,
+ * and the flip, ahead of the update into the oldest block's state, so the
+ * update itself reads two states.
+ * Which state holds what is the host's bookkeeping: blocks are numbered
+ * as they start (id), a state holds blocks id .. hi; a merge is used only
+ * where the update's blocks are numbered consecutively in time order (as
+ * a stream's are); otherwise the update combines the blocks one by one,
+ * and refuses (QS_EINVAL) when one of them was merged away. A block
+ * started over (a fold with first 0, e.g. after the stream lost its
+ * window and reset the counts) is a new number, so the stacks restart by
+ * themselves: the next update that finds no merge to use flips.
+ * Not bit-identical to a cl_stat of the same frames (a different
+ * summation): within ~1e-6 of the peak of the double host fold on
+ * camera-like data (tests/test_clwin.c). Memory: cl_window_bytes,
+ * (blocks·slots + back + 1)·plane floats (back = slots with three blocks
+ * or more, else 0), against the N + 1 maps of a ring of N = blocks·every
+ * maps. */
 typedef struct cl_window {
   cldev *dev;
   int kind;                    /* 0 avg, 1 var, 2 tac2 */
   size_t plane, blocks, every; /* pixels of a map; blocks; frames a block */
   cl_kernel fold, finish;      /* esrrf_fold, esrrf_window_finish */
-  cl_mem acc, res;             /* blocks·slots·plane floats; plane floats */
+  cl_mem acc, res;             /* (blocks + back)·slots·plane floats (back
+                                  the last state); plane floats */
   size_t global;               /* as cl_stat's */
   size_t *count;               /* frames folded into each block (host) */
-  cl_mem pre;                  /* the prepared sums (blocks >= 2) */
-  size_t pre_oldest;           /* the update they were prepared for */
-  int pre_ok;                  /* they hold its older blocks */
+  uint64_t *id, *hi;           /* each state holds blocks id[b] .. hi[b] */
+  uint64_t started;            /* blocks started so far (the last id) */
+  int stacks;                  /* a flip happened: s_hi and back_n hold */
+  uint64_t s_hi, back_n;       /* the suffixes end at block s_hi; back
+                                  holds blocks s_hi + 1 .. s_hi + back_n */
+  size_t flips, reads, writes; /* flips; states read and written by the
+                                  window's kernels (bookkeeping) */
   double dev_s, once_s;        /* device seconds; builds and first launches */
 } cl_window;
 
-/* The device bytes cl_window_open allocates (0 for an unknown kind). */
-size_t cl_window_pre_slots(int kind, size_t blocks);
+/* The planes of `back` (slots with 3 blocks or more, else 0), and the
+ * device bytes cl_window_open allocates (0 for an unknown kind). */
+size_t cl_window_back_slots(int kind, size_t blocks);
 size_t cl_window_bytes(int kind, size_t plane, size_t blocks);
 
 /* Program, kernels and buffers for `blocks` >= 1 blocks of `every` >= 1
@@ -96,35 +122,38 @@ void cl_window_close(cl_window *w);
 
 /* Enqueues the fold of n maps (map `at` on of `maps`, planes of w->plane
  * floats) into block b, which already holds `first` frames (0 starts the
- * block over, dropping what it held). `first` must be 0 or the frames the
- * block holds, and first + n <= every, else QS_EINVAL (nothing enqueued).
- * After `wait` (may be NULL). Without `keep` it waits and books the
- * device time in dev_s; with `keep` the event goes to *keep (the caller
- * waits, books and releases it), but a first launch is waited for and its
- * compilation booked in once_s. n == 0: nothing, *keep NULL. */
+ * block over as a new block, dropping what it held). `first` must be 0 or
+ * the frames the block holds, and first + n <= every, else QS_EINVAL
+ * (nothing enqueued). After `wait` (may be NULL). Without `keep` it waits
+ * and books the device time in dev_s; with `keep` the event goes to *keep
+ * (the caller waits, books and releases it), but a first launch is waited
+ * for and its compilation booked in once_s. n == 0: nothing, *keep NULL. */
 int cl_window_fold_at(cl_window *w, cl_command_queue q, cl_mem maps, size_t at,
                       size_t n, size_t b, size_t first, cl_event wait,
                       cl_event *keep, char *err, size_t err_len);
 
-/* Combines, for the update whose oldest block is `oldest`, every block
- * but the newest ((oldest + blocks − 1) mod blocks, which may still be
- * filling) into the prepared sums, so that its cl_window_finish reads
- * two states instead of `blocks`: work moved off the update, for the
- * call before it. Those blocks must hold `every` frames (else QS_EINVAL
- * with a message, nothing enqueued). Waits, books in dev_s. A later fold
- * into any block but that newest one drops the preparation. With one
- * block: nothing to prepare, QS_OK. */
+/* For the update whose oldest block is `oldest`: merges every block but
+ * the newest ((oldest + blocks − 1) mod blocks, which may still be
+ * filling) into the oldest block's state (the stacks' step, or a flip),
+ * so that its cl_window_finish reads two states: work moved off the
+ * update, for the call before it. Those blocks must hold `every` frames
+ * (else QS_EINVAL with a message, nothing enqueued). Waits, books in
+ * dev_s. Nothing to do (QS_OK) with one block, when the oldest state
+ * already holds them, or when the blocks are not numbered consecutively
+ * (the update then combines them itself). A failed kernel leaves the
+ * states it wrote unknown: their counts go to 0 (refold them). */
 int cl_window_prepare(cl_window *w, cl_command_queue q, size_t oldest,
                       char *err, size_t err_len);
 
 /* The window's image (w->plane floats) into out: the `blocks` blocks in
  * time order from block `oldest` (wrapping), each of which must hold
- * `every` frames (else QS_EINVAL with a message, nothing enqueued); the
- * combining kernel (from the prepared sums when they are this update's),
- * then one download counted by cldev_transfer. Waits (the queue is in
- * order: the folds enqueued before it are done); books both in dev_s.
- * The blocks are unchanged (the next update refolds only the block it
- * replaces). */
+ * `every` frames (else QS_EINVAL with a message, nothing enqueued),
+ * merged from the states that hold them (the stacks' step or a flip when
+ * no cl_window_prepare did it; QS_EINVAL when a block the update needs was
+ * merged away by an update of other blocks), then one download counted by
+ * cldev_transfer. Waits (the queue is in order: the folds enqueued before
+ * it are done); books both in dev_s. The states may be rewritten as
+ * merges; the next update refolds only the block it replaces. */
 int cl_window_finish(cl_window *w, cl_command_queue q, size_t oldest,
                      float *out, char *err, size_t err_len);
 #endif

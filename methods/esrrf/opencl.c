@@ -1180,7 +1180,7 @@ static int cl_session_open(cl_session *x, const method_call *c,
    * the ring of maps and its accumulators; a device without room for them
    * tries the ring */
   size_t sl = cl_stat_slots(sk->kind), nb = sk->every ? sk->ring / sk->every : 0;
-  size_t q = cl_window_pre_slots(sk->kind, nb); /* planes: nb·sl + q + 1
+  size_t q = cl_window_back_slots(sk->kind, nb); /* planes: nb·sl + q + 1
                                                    against N + sl + 1 */
   if (!rc && sk->device_ok && nb && sk->ring + sl >= q &&
       nb <= (sk->ring + sl - q) / sl) {
