@@ -1157,3 +1157,27 @@ Test(stream_cli, raw_frames_on_stdin) {
   dir_remove(dir);
 }
 #endif
+
+/* The device window's two stacks through the stream: a window of 40
+ * frames updated every 8 (5 blocks; s ≤ K, so every statistic keeps its
+ * window as block statistics, opencl.c) over 160 simulated camera frames
+ * pushed in uneven groups: 16 updates, at least 3 flips of the stacks
+ * whichever update or drain does them, each within 1e-5 of the peak of a
+ * batch call on exactly the window's frames, and only the 16 images come
+ * down. */
+Test(stream, opencl_sliding_window_by_two_stacks_equals_batch_of_the_window) {
+  engine *e = stream_engine();
+  char cl[QS_NAME_MAX];
+  if (!cl_impl_name(e, cl)) {
+    engine_close(e);
+    cr_skip_test("no available OpenCL implementation of esrrf");
+  }
+  image st = sim_stack(160, 9, 8, 41);
+  uint64_t down = 0;
+  sliding_windows(e, &st, cl, 40, 8, 1e-5, &down);
+  cr_expect_eq(down, 16 * 4 * (9 * 3) * (8 * 3),
+               "%llu bytes down: 16 windows of 27 x 24 floats expected",
+               (unsigned long long)down);
+  image_free(&st);
+  engine_close(e);
+}

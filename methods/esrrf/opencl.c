@@ -940,20 +940,25 @@ int esrrf_run_opencl(const method_call *c) {
  * Sliding window (sink->ring N, updated every K = sink->every frames),
  * kept on the device in whichever of two forms takes less of its memory
  * (P = R·M·C·M pixels, s = 2, 5 or 6 statistic slots):
- *   blocks  (N/K)·s + q ≤ N + s (K > s, about; q below): the statistics
- *           of the window's N/K blocks of K frames (cl_window: frame t
- *           folds into block (t / K) mod N/K, a block's first frame
- *           starting it over), and
- *           an update combines them in time order in one kernel (in double
- *           where the device has it): per frame one fold plus, per update,
- *           a pass over N/K block states instead of N maps, most of it
- *           done ahead: the call that drains before the update combines
- *           the older blocks (cl_window_prepare), so the update itself
- *           reads two states. Within rounding of the batch call on the
- *           window's frames (the blocks' sums are compensated as the batch
- *           call's are, only their combination differs).
- *           4·P·((N/K)·s + 1 + q) bytes, q = 2, 5 or 7 for the prepared
- *           sums.
+ *   blocks  (N/K)·s + q ≤ N + s (s ≤ K with three blocks or more; q
+ *           below): the statistics of the window's N/K blocks of K frames
+ *           (cl_window: frame t folds into block (t / K) mod N/K, a
+ *           block's first frame starting it over), merged by two stacks
+ *           (in double where the device has it): at a flip the blocks
+ *           become in place their suffix merges, between flips a running
+ *           merge `back` takes each completed block, and an update is the
+ *           oldest block's suffix ⊕ back ⊕ the newest block: per frame
+ *           one fold plus, per update, about three block states instead of
+ *           N/K (and the flip's N/K once every N/K − 1 updates), most of it
+ *           done ahead: the call that drains before the update merges the
+ *           older blocks into the oldest block's state, flipping when due
+ *           (cl_window_prepare), so the update itself reads two states;
+ *           without a drain (a push of K frames each time) the update
+ *           does the merge and, once every N/K, the flip. Within rounding
+ *           of the batch call on the window's frames (the blocks' sums are
+ *           compensated as the batch call's are, only their combination
+ *           differs). 4·P·((N/K)·s + 1 + q) bytes, q = s for back with
+ *           three blocks or more, else 0.
  *   maps    otherwise (an update every frame or two): the last N maps in a
  *           ring (map of stream frame t at slot t mod N), folded in time
  *           order from scratch into the accumulators at each update: the
@@ -1254,8 +1259,10 @@ static int cl_session_frames(cl_session *x, esrrf_sink *sk) {
     rc = cl_stage_flush(x);
   if (!rc && drain) rc = cl_session_collect(x, c->err, c->err_len);
   /* a window kept as blocks, whose next update's newest block is the one
-   * filling: its older blocks are combined now, while the caller waits
-   * anyway, so that the update reads two states, not N/K */
+   * filling: its older blocks are merged now into the oldest one's state
+   * (the stacks' step: about three states; the flip once every N/K − 1
+   * updates), while the caller waits anyway, so that the update reads
+   * two states */
   uint64_t end = sk->at + frames, upd = end + sk->due, k = x->win.every;
   if (!rc && drain && x->blocks && (upd - 1) / k == (end - 1) / k)
     rc = cl_window_prepare(&x->win, s->q, (size_t)(upd / k % x->win.blocks),
