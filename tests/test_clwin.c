@@ -1,10 +1,13 @@
 /* test_clwin.c — a sliding window's temporal statistic on the device as
- * block states (methods/esrrf/cl_stat.h, cl_window): every update of a
- * window over a camera-like stack, its frames folded in uneven units and
- * its ring of blocks wrapping, within 1e-5 of the peak of the double host
- * fold of exactly the window's frames (esrrf_partial_*), for avg, var and
- * tac2, short and long windows; the combination against a fresh cl_stat of
- * the same frames; transfer counts and device seconds; bad calls. */
+ * block states merged by two stacks (methods/esrrf/cl_stat.h, cl_window):
+ * every update of a window over a camera-like stack, its frames folded in
+ * uneven units and its ring of blocks wrapping, within 1e-5 of the peak of
+ * the double host fold of exactly the window's frames (esrrf_partial_*),
+ * for avg, var and tac2, short and long windows, over several flips of the
+ * stacks, prepared or not, one and two blocks, a window lost and
+ * restarted; the states an update reads (a constant, beyond the flips);
+ * the combination against a fresh cl_stat of the same frames; transfer
+ * counts and device seconds; bad calls. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
