@@ -313,7 +313,7 @@ static int stream_blocks(esrrf_stream *s) {
 static int stream_for(const void *env, size_t b, size_t e, range_fn body,
                       void *ctx) {
   const esrrf_stream *s = env;
-  return call_session_for(s->e, b, e, body, ctx);
+  return call_session_for(s->e, s->cs, b, e, body, ctx);
 }
 
 /* One window update: ranges of STREAM_RANGE pixels. The bodies never
