@@ -9,6 +9,7 @@
 
 #include "cl/clrt.h"
 #include "internal.h"
+#include "session.h"
 
 /* Outputs of at least TOUCH_MIN bytes have their pages provided before
  * any timed run: one write per 4 KiB page, spread over the pool. A fresh
@@ -104,6 +105,8 @@ int run_once(engine *e, const mstate *m, size_t impl, const image *in,
   memset(res, 0, sizeof *res);
   method_call c;
   call_init(e, r, &c, in, n_in, out, n_out, p, res->err, sizeof res->err);
+  call_session *cs = call_session_of(&c);
+  if (cs) call_session_runs(cs, &c);
   c.device_seconds = &res->device_s;
   c.once_seconds = &res->once_s;
   res->work_s = -1;

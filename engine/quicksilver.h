@@ -736,8 +736,9 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * an update merges two of them, the oldest block (which holds the merge
  * of the window's older blocks) and the merge of the blocks since, and
  * every N/K updates the blocks are turned into such merges in place
- * (about three partials read per update instead of N/K), on the engine's
- * threads; on an OpenCL device it stays on the device in whichever form
+ * (about three partials read per update instead of N/K), run as the
+ * implementation runs its loops (a serial one's on the calling thread
+ * alone, a threaded one's on the engine's threads); on an OpenCL device it stays on the device in whichever form
  * takes less of its memory: the statistics of its N/K blocks of K frames
  * (when (N/K)·s + q <= N + s, s and q as below), which an update combines
  * in one pass, most of it ahead of the update (within rounding of the
@@ -786,8 +787,11 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * OpenCL a host copy of two batches of input frames (8·R·C per frame of a
  * batch), the output the engine allocates for a push's chunk and never
  * writes (at most max(ESRRF_STREAM_MAP_BYTES, 4·P), virtual memory
- * mostly) and 4·P per result waiting to be taken (at most max_pending,
- * one more after esrrf_stream_end). */
+ * mostly), 4·P per result waiting to be taken (at most max_pending,
+ * one more after esrrf_stream_end) and 4·P for the next result's image:
+ * the push before the one that completes a result allocates it and
+ * touches its pages, so that faulting them in (8 to 46 ms for 26 MB on
+ * the machine measured) is not part of the result's latency. */
 #define ESRRF_STREAM_CHUNK 16
 #define ESRRF_STREAM_MAP_BYTES ((size_t)256 << 20)
 

@@ -15,6 +15,9 @@
 struct call_session {
   const float *claim;
   void *sink;
+  int serial;     /* the last call's loops: on the calling thread */
+  schedule sched; /* else on the pool with this schedule and chunk */
+  size_t chunk;
   size_t n;
   struct {
     const char *tag;
@@ -86,7 +89,15 @@ int call_session_keep(call_session *s, const char *tag, void *state,
   return QS_OK;
 }
 
-int call_session_for(engine *e, size_t begin, size_t end, range_fn body,
-                     void *ctx) {
-  return pool_for(e->pool, begin, end, SCHED_STATIC, 0, body, ctx);
+void call_session_runs(call_session *s, const method_call *c) {
+  s->serial = c->threads == 1;
+  s->sched = c->sched;
+  s->chunk = c->chunk;
+}
+
+int call_session_for(engine *e, const call_session *s, size_t begin,
+                     size_t end, range_fn body, void *ctx) {
+  if (s && s->serial) return end > begin ? body(ctx, begin, end, 0) : QS_OK;
+  return pool_for(e->pool, begin, end, s ? s->sched : SCHED_STATIC,
+                  s ? s->chunk : 0, body, ctx);
 }

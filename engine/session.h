@@ -42,12 +42,18 @@ void call_session_detach(engine *e);
 /* The session of c when c runs on the claimed input, else NULL. */
 call_session *call_session_of(const method_call *c);
 
-/* Runs body over [begin, end) on e's pool (static schedule, the calling
- * thread as worker 0) for the session's caller's own work between its
- * calls (the live stream's window update); the first nonzero return of
- * body. Not inside a call of e. */
-int call_session_for(engine *e, size_t begin, size_t end, range_fn body,
-                     void *ctx);
+/* Runs body over [begin, end) for the session's caller's own work between
+ * its calls (the live stream's window update) as the session's last call
+ * ran its loops: on e's pool with that implementation's schedule (the
+ * calling thread as worker 0), or, after a serial implementation, on the
+ * calling thread alone in one range (before any call: the pool, static).
+ * The first nonzero return of body. Not inside a call of e. */
+int call_session_for(engine *e, const call_session *s, size_t begin,
+                     size_t end, range_fn body, void *ctx);
+
+/* Records how c runs its loops, for call_session_for (the engine, at each
+ * call on the session's claimed input). */
+void call_session_runs(call_session *s, const method_call *c);
 
 /* The caller's sink given at the attach. */
 void *call_session_sink(const call_session *s);

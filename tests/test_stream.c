@@ -6,6 +6,7 @@
  * an all-on-device eSRRF call. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 
 #if QS_HAVE_OPENCL
 #include "internal.h"
+#include "session.h"
 #include "methods/esrrf/cl_stat.h"
 #endif
 
@@ -1036,6 +1038,100 @@ Test(stream, bad_input_is_refused_and_the_stream_goes_on) {
   esrrf_stream_close(s); /* two results never taken */
   esrrf_stream_close(NULL);
   image_free(&st);
+  engine_close(e);
+}
+
+/* The ranges a session's loop body saw (call_session_for). */
+typedef struct seen_ranges {
+  size_t n, lo[128], hi[128];
+  int worker[128], caller[128];
+  pthread_t self;
+  pthread_mutex_t mu;
+} seen_ranges;
+
+static int see_range(void *ctx, size_t b, size_t e, int worker) {
+  seen_ranges *s = ctx;
+  pthread_mutex_lock(&s->mu);
+  if (s->n < 128) {
+    s->lo[s->n] = b;
+    s->hi[s->n] = e;
+    s->worker[s->n] = worker;
+    s->caller[s->n] = pthread_equal(pthread_self(), s->self) != 0;
+    s->n++;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return 0;
+}
+
+/* [0, 100) through call_session_for; the ranges sorted by their start. */
+static void session_loop(engine *e, call_session *cs, seen_ranges *s) {
+  s->n = 0;
+  s->self = pthread_self();
+  cr_assert_eq(call_session_for(e, cs, 0, 100, see_range, s), QS_OK);
+  for (size_t i = 1; i < s->n; i++)
+    for (size_t j = i; j > 0 && s->lo[j] < s->lo[j - 1]; j--) {
+      size_t t = s->lo[j];
+      s->lo[j] = s->lo[j - 1], s->lo[j - 1] = t;
+      t = s->hi[j];
+      s->hi[j] = s->hi[j - 1], s->hi[j - 1] = t;
+    }
+  for (size_t i = 0; i < s->n; i++)
+    cr_assert_eq(s->lo[i], i ? s->hi[i - 1] : 0, "ranges tile [0, 100)");
+  cr_assert(s->n > 0 && s->hi[s->n - 1] == 100);
+}
+
+/* roberts_cross with impl on in, inside session cs claiming in. */
+static void session_call(engine *e, call_session *cs, image *in,
+                         const char *impl) {
+  run_request rq = {.inputs = in, .n_inputs = 1, .impl = impl};
+  image out[2];
+  call_session_attach(e, cs, in->data, NULL);
+  cr_assert_eq(method_run(e, "roberts_cross", &rq, out, 2, NULL), QS_OK, "%s",
+               engine_error(e));
+  call_session_detach(e);
+  image_free(&out[0]);
+  image_free(&out[1]);
+}
+
+/* The stream's own loops between its calls (window update, correction)
+ * run as its implementation runs its loops: after a serial one on the
+ * calling thread alone, in one range (they used the whole pool); after a
+ * threaded one with its schedule; before any call on the pool, static.
+ * A call on input the session does not claim changes nothing. */
+Test(stream, session_loops_follow_the_implementation) {
+  engine *e = stream_engine();
+  call_session *cs;
+  cr_assert_eq(call_session_open(&cs), QS_OK);
+  seen_ranges s = {.n = 0};
+  pthread_mutex_init(&s.mu, NULL);
+  image in, other;
+  cr_assert_eq(image_alloc(&in, 2, 16, 16), QS_OK);
+  cr_assert_eq(image_alloc(&other, 2, 16, 16), QS_OK);
+  session_loop(e, cs, &s);
+  cr_expect_eq(s.n, 2, "before any call: the pool's two threads, static");
+  session_call(e, cs, &in, "serial");
+  session_loop(e, cs, &s);
+  cr_expect(s.n == 1 && s.worker[0] == 0 && s.caller[0],
+            "after a serial call: one range on the calling thread (%zu)",
+            s.n);
+  session_call(e, cs, &in, "threaded_dynamic"); /* chunk 16 */
+  session_loop(e, cs, &s);
+  cr_expect_eq(s.n, 7, "after threaded_dynamic: its chunks of 16 (%zu)",
+               s.n);
+  session_call(e, cs, &in, "serial");
+  run_request rq = {.inputs = &other, .n_inputs = 1, .impl = "threaded"};
+  image out[2];
+  call_session_attach(e, cs, in.data, NULL);
+  cr_assert_eq(method_run(e, "roberts_cross", &rq, out, 2, NULL), QS_OK);
+  call_session_detach(e);
+  image_free(&out[0]);
+  image_free(&out[1]);
+  session_loop(e, cs, &s);
+  cr_expect_eq(s.n, 1, "a call on other input is not the session's");
+  call_session_close(cs);
+  pthread_mutex_destroy(&s.mu);
+  image_free(&in);
+  image_free(&other);
   engine_close(e);
 }
 

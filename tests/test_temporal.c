@@ -275,6 +275,32 @@ Test(temporal, mpc_equals_the_definition_serial_and_on_any_split) {
                   "mpc M %zu, %zu x %zu, pool %zu: differs from serial", m,
                   rows_m, cols_m, k);
       }
+      /* from a source into another image (a device's mapped result into
+       * the caller's): the same bits, the source untouched; serially (no
+       * call) and on a pool; magnification 0 copies */
+      float *src = malloc(px * sizeof *in);
+      cr_assert(src);
+      for (size_t k = 0; k < 3; k++) {
+        method_call c = {.threads = 2, .parallel_for = pools[k % 2]};
+        memcpy(src, in, px * sizeof *in);
+        memset(got, 0xff, px * sizeof *in); /* NaN: a pixel left unwritten */
+        cr_assert_eq(temporal_mpc_from(k < 2 ? &c : NULL, src, got, rows_m,
+                                       cols_m, (int)m),
+                     0);
+        cr_assert(memcmp(got, want, px * sizeof *in) == 0 &&
+                      memcmp(src, in, px * sizeof *in) == 0,
+                  "mpc M %zu, %zu x %zu into another image (%zu): differs "
+                  "or changed its source",
+                  m, rows_m, cols_m, k);
+        memset(got, 0xff, px * sizeof *in);
+        cr_assert_eq(temporal_mpc_from(k < 2 ? &c : NULL, src, got, rows_m,
+                                       cols_m, 0),
+                     0);
+        cr_assert(memcmp(got, in, px * sizeof *in) == 0,
+                  "magnification 0 is not a copy (%zu x %zu)", rows_m,
+                  cols_m);
+      }
+      free(src);
       free(in);
       free(want);
       free(got);

@@ -154,21 +154,46 @@ static int fold_args(cl_kernel fold, cl_mem maps, size_t plane, size_t at,
   return cl_status(e, "setting the fold's arguments", err, err_len);
 }
 
-/* The finished image `res` (plane floats) into out: one blocking download,
- * counted by cldev_transfer, its device time booked in *dev_s. */
-static int read_image(cldev *dev, cl_command_queue q, cl_mem res, size_t plane,
-                      float *out, double *dev_s, char *err, size_t err_len) {
+/* The finished image `res` (plane floats) into out by take(ctx, img, out)
+ * on the mapped buffer (a copy when take is NULL): one blocking map for
+ * reading, counted by cldev_transfer as a download, its device time booked
+ * in *dev_s. On a device in host memory (PoCL) the map copies nothing and
+ * take's pass is the only one over the image (a read into out, then a
+ * correction in place, made two: 4.5 ms of a 26 MB result here); on a
+ * discrete device the map is the download. The unmap is queued (the next
+ * command on q comes after it). */
+static int take_image(cldev *dev, cl_command_queue q, cl_mem res, size_t plane,
+                      cl_image_fn take, void *ctx, float *out, double *dev_s,
+                      char *err, size_t err_len) {
   cl_event ev = NULL;
+  cl_int e = CL_SUCCESS;
   size_t bytes = plane * sizeof(float);
-  int rc = cl_status(
-      clEnqueueReadBuffer(q, res, CL_TRUE, 0, bytes, out, 0, NULL, &ev),
-      "reading the timepoint image", err, err_len);
-  if (!rc) cldev_transfer(dev, 0, bytes);
+  const float *img = clEnqueueMapBuffer(q, res, CL_TRUE, CL_MAP_READ, 0, bytes,
+                                        0, NULL, &ev, &e);
+  int rc = cl_status(e, "reading the timepoint image", err, err_len);
+  if (!rc) {
+    cldev_transfer(dev, 0, bytes);
+    if (take)
+      rc = take(ctx, img, out);
+    else
+      memcpy(out, img, bytes);
+  }
+  if (img) {
+    int urc = cl_status(
+        clEnqueueUnmapMemObject(q, res, (void *)img, 0, NULL, NULL),
+        "releasing the timepoint image", err, err_len);
+    if (!rc) rc = urc;
+  }
   if (ev) {
     *dev_s += cl_event_seconds(ev);
     clReleaseEvent(ev);
   }
   return rc;
+}
+
+static int read_image(cldev *dev, cl_command_queue q, cl_mem res, size_t plane,
+                      float *out, double *dev_s, char *err, size_t err_len) {
+  return take_image(dev, q, res, plane, NULL, NULL, out, dev_s, err, err_len);
 }
 
 int cl_stat_fold(cl_stat *st, cl_command_queue q, cl_mem maps, size_t n,
@@ -192,6 +217,11 @@ int cl_stat_fold_at(cl_stat *st, cl_command_queue q, cl_mem maps, size_t at,
 
 int cl_stat_finish(cl_stat *st, cl_command_queue q, float *out, char *err,
                    size_t err_len) {
+  return cl_stat_finish_with(st, q, NULL, NULL, out, err, err_len);
+}
+
+int cl_stat_finish_with(cl_stat *st, cl_command_queue q, cl_image_fn take,
+                        void *ctx, float *out, char *err, size_t err_len) {
   if (st->n == 0 || (st->kind == 2 && st->n < 2)) {
     snprintf(err, err_len,
              "device statistic: %llu frame(s) folded, too few to finish",
@@ -206,8 +236,8 @@ int cl_stat_finish(cl_stat *st, cl_command_queue q, float *out, char *err,
         stat_launch(st->dev, &st->global, &st->dev_s, &st->once_s, q,
                     st->finish, "esrrf_stat_finish", NULL, NULL, err, err_len);
   if (!rc)
-    rc = read_image(st->dev, q, st->res, st->plane, out, &st->dev_s, err,
-                    err_len);
+    rc = take_image(st->dev, q, st->res, st->plane, take, ctx, out,
+                    &st->dev_s, err, err_len);
   st->n = 0;
   return rc;
 }

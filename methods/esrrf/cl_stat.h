@@ -57,6 +57,17 @@ int cl_stat_fold_at(cl_stat *st, cl_command_queue q, cl_mem maps, size_t at,
 int cl_stat_finish(cl_stat *st, cl_command_queue q, float *out, char *err,
                    size_t err_len);
 
+/* Makes out from a finished image img (plane floats, readable during the
+ * call only): a copy, or a correction on the way. Returns a status. */
+typedef int (*cl_image_fn)(void *ctx, const float *img, float *out);
+
+/* cl_stat_finish with out made by take(ctx, img, out) from the mapped
+ * image (a copy when take is NULL): the download and take's pass over the
+ * image are one pass on a device in host memory. take's failure is
+ * returned (the timepoint is over all the same). */
+int cl_stat_finish_with(cl_stat *st, cl_command_queue q, cl_image_fn take,
+                        void *ctx, float *out, char *err, size_t err_len);
+
 /* A sliding window's statistic as `blocks` block states of `every`
  * frames each, in one device buffer (block b's slot s of pixel i at
  * acc[(b·slots + s)·plane + i]). Each block is folded like a timepoint

@@ -380,19 +380,33 @@ static int cl_fold_frames(chained *s, size_t t0, size_t t1) {
   return rc;
 }
 
+/* A timepoint's image on its way from the device (cl_image_fn): the
+ * macro-pixel correction, if asked for, from the device's image into the
+ * caller's, on the call's pool (serially without a call: c NULL); else a
+ * copy. */
+typedef struct cl_take {
+  const method_call *c;
+  const esrrf_geom *g;
+} cl_take;
+
+static int cl_take_image(void *ctx, const float *img, float *out) {
+  const cl_take *t = ctx;
+  return temporal_mpc_from(t->c, img, out, (size_t)t->g->rows_m,
+                           (size_t)t->g->cols_m, t->g->mpc ? t->g->mag : 0);
+}
+
 static int cl_drive_device(chained *s) {
   const method_call *c = s->c;
   const esrrf_geom *g = &s->g;
   float *out = c->out[0].data;
+  cl_take take = {c, g};
   int rc = QS_OK;
   for (size_t t0 = 0, tp = 0; !rc && t0 < g->frames; t0 += g->fpt, tp++) {
     size_t t1 = t0 + g->fpt < g->frames ? t0 + g->fpt : g->frames;
     rc = cl_fold_frames(s, t0, t1);
-    float *img = out + tp * g->plane;
-    if (!rc) rc = cl_stat_finish(&s->st, s->q, img, c->err, c->err_len);
-    if (!rc && g->mpc)
-      rc = temporal_mpc_on(c, img, (size_t)g->rows_m, (size_t)g->cols_m,
-                           g->mag);
+    if (!rc)
+      rc = cl_stat_finish_with(&s->st, s->q, cl_take_image, &take,
+                               out + tp * g->plane, c->err, c->err_len);
   }
   if (rc) cl_quiesce(s);
   return rc;
@@ -1032,11 +1046,13 @@ static int cl_session_image(cl_session *x, const method_call *c, float *out,
     s->st.n = 0;
     return rc;
   }
+  cl_take take = {c, &s->g};
   cldev_transfers(x->device, &u0, &d0);
-  rc = cl_stat_finish(&s->st, s->q, out, err, err_len);
+  rc = cl_stat_finish_with(&s->st, s->q, cl_take_image, &take, out, err,
+                           err_len);
   cldev_transfers(x->device, &u1, &d1);
   if (down) *down += d1 - d0;
-  return rc ? rc : cl_session_mpc(x, c, out);
+  return rc;
 }
 
 /* The sink's finish (esrrf_stream_end's short last timepoint). */

@@ -55,6 +55,8 @@ struct esrrf_stream {
   esrrf_partial **order;  /* sliding, host: the ring oldest first */
   size_t fresh;           /* sliding, host: blocks since the last flip */
   esrrf_partial back;     /* sliding, host: their merge (from 2 on) */
+  image spare;          /* the next result's image, allocated and its
+                           pages touched ahead (stream_spare) */
   pending *q;           /* results, a ring of max_pending + 1 */
   size_t q_cap, q_head, q_n;
   uint64_t frames, results;
@@ -89,6 +91,7 @@ void esrrf_stream_close(esrrf_stream *s) {
   free(s->blocks);
   free(s->order);
   esrrf_partial_free(&s->back);
+  image_free(&s->spare);
   for (size_t i = 0; s->q && i < s->q_n; i++)
     image_free(&s->q[(s->q_head + i) % s->q_cap].img);
   free(s->q);
@@ -247,11 +250,34 @@ static int stream_lost(esrrf_stream *s, int rc) {
               (unsigned long long)s->results, status_message(rc));
 }
 
+/* A result's image: the spare when there is one. */
+static int stream_image(esrrf_stream *s, image *img) {
+  if (!s->spare.data) return image_alloc(img, 1, s->rows_m, s->cols_m);
+  *img = s->spare;
+  s->spare = (image){0};
+  return QS_OK;
+}
+
+/* The next result's image allocated now, each of its pages written once,
+ * so that the push completing the result does not pay for them: a fresh
+ * image of 26 MB (512 x 512 frames at M 5) took 8 to 46 ms to fault in
+ * here, a third of that push. Called by a push whose next push of as many
+ * frames completes a result; a failure leaves no spare (the result then
+ * allocates its own). One result's image more in the stream's memory. */
+static void stream_spare(esrrf_stream *s) {
+  if (s->spare.data || image_alloc(&s->spare, 1, s->rows_m, s->cols_m))
+    return;
+  unsigned char *p = (unsigned char *)s->spare.data;
+  size_t bytes = s->plane * sizeof(float);
+  for (size_t i = 0; i < bytes; i += 4096)
+    p[i] = 0;
+}
+
 /* The result of host partial p, finished here. */
 static int stream_emit(esrrf_stream *s, const esrrf_partial *p, uint64_t first,
                        double t0) {
   image img;
-  int rc = image_alloc(&img, 1, s->rows_m, s->cols_m);
+  int rc = stream_image(s, &img);
   if (!rc) rc = esrrf_partial_finish(p, s->mag, s->mpc, img.data);
   if (rc) {
     image_free(&img);
@@ -287,7 +313,7 @@ static int stream_blocks(esrrf_stream *s) {
 static int stream_for(const void *env, size_t b, size_t e, range_fn body,
                       void *ctx) {
   const esrrf_stream *s = env;
-  return call_session_for(s->e, b, e, body, ctx);
+  return call_session_for(s->e, s->cs, b, e, body, ctx);
 }
 
 /* One window update: ranges of STREAM_RANGE pixels. The bodies never
@@ -339,7 +365,7 @@ static int window_update(void *ctx, size_t b0, size_t e0, int worker) {
  * statistic within rounding. Then the macro-pixel correction. */
 static int stream_window(esrrf_stream *s, double t0) {
   image img;
-  int rc = image_alloc(&img, 1, s->rows_m, s->cols_m);
+  int rc = stream_image(s, &img);
   /* Without the image the result is lost but the stacks stay whole: a
    * flip waits for the next update (every block then new since the last
    * one), between flips `back` still takes the newest block. */
@@ -442,8 +468,10 @@ static int stream_call(esrrf_stream *s, const float *frames, size_t n,
   if (s->sliding ? s->ringed != 0 && end % s->every == 0 &&
                        end >= s->valid_from + s->window
                  : s->cur_n + n == goal)
-    rc = image_alloc(&img, 1, s->rows_m, s->cols_m);
+    rc = stream_image(s, &img);
   if (rc) return stream_lost(s, rc);
+  /* before the call: on a device the touching overlaps the units queued */
+  if (stream_due(s, end) <= n) stream_spare(s);
   s->sink = (esrrf_sink){.kind = s->temporal,
                          .partial = &s->cur,
                          .device_ok = 1,
@@ -568,8 +596,7 @@ int esrrf_stream_end(esrrf_stream *s) {
     rc = stream_emit(s, &s->cur, s->cur_first, t0);
   } else { /* on the device */
     image img;
-    rc = s->sink.finish ? image_alloc(&img, 1, s->rows_m, s->cols_m)
-                        : QS_EINVAL;
+    rc = s->sink.finish ? stream_image(s, &img) : QS_EINVAL;
     if (!rc)
       rc = s->sink.finish(s->sink.finish_state, img.data, &s->down, why,
                           sizeof why);

@@ -316,9 +316,9 @@ void temporal_mpc_sums(const float *map, size_t rows_m, size_t cols_m,
   }
 }
 
-/* Rows [r0, r1) divided by their phase row's divisors repeated over a
- * block. */
-void temporal_mpc_divide(float *map, size_t cols_m, int mag,
+/* Rows [r0, r1) of src divided by their phase row's divisors repeated
+ * over a block, into the same rows of dst (may be src). */
+void temporal_mpc_divide(const float *src, float *dst, size_t cols_m, int mag,
                          const float *corr, size_t r0, size_t r1) {
   size_t m = (size_t)mag, w = m * TEMPORAL_PAT;
   float pat[TEMPORAL_MAX_MAG * TEMPORAL_PAT];
@@ -334,21 +334,23 @@ void temporal_mpc_divide(float *map, size_t cols_m, int mag,
         pat[j] = c != 0 ? c : 1;
       }
     }
-    float *row = map + r * cols_m;
+    const float *row = src + r * cols_m;
+    float *to = dst + r * cols_m;
     size_t b = 0;
     for (; b + w <= cols_m; b += w)
-      for (size_t j = 0; j < w; j++) row[b + j] /= pat[j];
-    for (size_t j = 0; b + j < cols_m; j++) row[b + j] /= pat[j];
+      for (size_t j = 0; j < w; j++) to[b + j] = row[b + j] / pat[j];
+    for (size_t j = 0; b + j < cols_m; j++) to[b + j] = row[b + j] / pat[j];
   }
 }
 
 void temporal_mpc(float *map, size_t rows_m, size_t cols_m, int mag) {
   float corr[TEMPORAL_MAX_MAG * TEMPORAL_MAX_MAG];
   temporal_mpc_sums(map, rows_m, cols_m, mag, 0, (size_t)mag, corr);
-  temporal_mpc_divide(map, cols_m, mag, corr, 0, rows_m);
+  temporal_mpc_divide(map, map, cols_m, mag, corr, 0, rows_m);
 }
 
 typedef struct mpc_job {
+  const float *src;
   float *map;
   size_t rows_m, cols_m;
   int mag;
@@ -358,23 +360,38 @@ typedef struct mpc_job {
 static int mpc_sums_rows(void *ctx, size_t b, size_t e, int worker) {
   mpc_job *j = ctx;
   (void)worker;
-  temporal_mpc_sums(j->map, j->rows_m, j->cols_m, j->mag, b, e, j->corr);
+  temporal_mpc_sums(j->src, j->rows_m, j->cols_m, j->mag, b, e, j->corr);
   return 0;
 }
 
 static int mpc_divide_rows(void *ctx, size_t b, size_t e, int worker) {
   mpc_job *j = ctx;
   (void)worker;
-  temporal_mpc_divide(j->map, j->cols_m, j->mag, j->corr, b, e);
+  temporal_mpc_divide(j->src, j->map, j->cols_m, j->mag, j->corr, b, e);
   return 0;
+}
+
+static int copy_rows(void *ctx, size_t b, size_t e, int worker) {
+  mpc_job *j = ctx;
+  (void)worker;
+  memcpy(j->map + b * j->cols_m, j->src + b * j->cols_m,
+         (e - b) * j->cols_m * sizeof(float));
+  return 0;
+}
+
+int temporal_mpc_into(temporal_for_fn run, const void *env, const float *src,
+                      float *dst, size_t rows_m, size_t cols_m, int mag) {
+  mpc_job j = {.src = src, .map = dst, .rows_m = rows_m, .cols_m = cols_m,
+               .mag = mag};
+  if (!mag) return run(env, 0, rows_m, copy_rows, &j);
+  int rc = run(env, 0, (size_t)mag, mpc_sums_rows, &j);
+  if (!rc) rc = run(env, 0, rows_m, mpc_divide_rows, &j);
+  return rc;
 }
 
 int temporal_mpc_with(temporal_for_fn run, const void *env, float *map,
                       size_t rows_m, size_t cols_m, int mag) {
-  mpc_job j = {.map = map, .rows_m = rows_m, .cols_m = cols_m, .mag = mag};
-  int rc = run(env, 0, (size_t)mag, mpc_sums_rows, &j);
-  if (!rc) rc = run(env, 0, rows_m, mpc_divide_rows, &j);
-  return rc;
+  return temporal_mpc_into(run, env, map, map, rows_m, cols_m, mag);
 }
 
 static int call_for(const void *env, size_t b, size_t e, range_fn body,
@@ -386,6 +403,18 @@ static int call_for(const void *env, size_t b, size_t e, range_fn body,
 int temporal_mpc_on(const method_call *c, float *map, size_t rows_m,
                     size_t cols_m, int mag) {
   return temporal_mpc_with(call_for, c, map, rows_m, cols_m, mag);
+}
+
+static int serial_for(const void *env, size_t b, size_t e, range_fn body,
+                      void *ctx) {
+  (void)env;
+  return b < e ? body(ctx, b, e, 0) : 0;
+}
+
+int temporal_mpc_from(const method_call *c, const float *src, float *dst,
+                      size_t rows_m, size_t cols_m, int mag) {
+  return temporal_mpc_into(c ? call_for : serial_for, c, src, dst, rows_m,
+                           cols_m, mag);
 }
 
 /* ------------------------------------------------------- public partial */

@@ -104,12 +104,25 @@ typedef int (*temporal_for_fn)(const void *env, size_t b, size_t e,
 int temporal_mpc_with(temporal_for_fn run, const void *env, float *map,
                       size_t rows_m, size_t cols_m, int mag);
 
+/* temporal_mpc_with from src into dst (may be src): the same bits in dst,
+ * src unchanged when it is not dst; with mag 0 a copy (no correction), the
+ * rows on run. One pass over the map less than a copy, then the
+ * correction in place (a device's mapped result corrected on its way to
+ * the caller's image). */
+int temporal_mpc_into(temporal_for_fn run, const void *env, const float *src,
+                      float *dst, size_t rows_m, size_t cols_m, int mag);
+
+/* temporal_mpc_into on c's pool, or serially when c is NULL (outside a
+ * call). */
+int temporal_mpc_from(const method_call *c, const float *src, float *dst,
+                      size_t rows_m, size_t cols_m, int mag);
+
 /* The two passes of both, on ranges: the means of the phase rows [y0, y1)
- * into corr[y·mag + x] (mag × mag floats), then rows [r0, r1) of the map
- * divided by their phases' means. */
+ * into corr[y·mag + x] (mag × mag floats), then rows [r0, r1) of src
+ * divided by their phases' means into dst (may be src). */
 void temporal_mpc_sums(const float *map, size_t rows_m, size_t cols_m,
                        int mag, size_t y0, size_t y1, float *corr);
-void temporal_mpc_divide(float *map, size_t cols_m, int mag,
+void temporal_mpc_divide(const float *src, float *dst, size_t cols_m, int mag,
                          const float *corr, size_t r0, size_t r1);
 
 #endif
