@@ -222,10 +222,6 @@ __kernel void esrrf_stat_finish(__global const float *acc,
  * boundary is (last_A)·(0 + d)). The result keeps A's shift, so a
  * window's first Y is 0 as stat_value wants. In double where the device
  * has fp64. */
-typedef struct wsum {
-  finv x0, sy, s1, last;
-} wsum;
-
 inline void pair_store(finv v, __global float *p, long plane, int m) {
   float4 hi = convert_float4(v);
   fin_store(hi, p, m);
@@ -236,46 +232,51 @@ inline finv pair_load(__global const float *p, long plane, int m) {
   return fin_load(p, m) + fin_load(p + plane, m);
 }
 
-inline wsum ws_load(__global const float *a, long plane, int kind, int m) {
-  wsum s;
-  s.x0 = s.s1 = s.last = 0;
-  if (kind == 0) {
-    s.sy = pair_load(a, plane, m);
-    return s;
-  }
-  s.x0 = fin_load(a, m);
-  s.sy = pair_load(a + plane, plane, m);
-  s.s1 = pair_load(a + 3 * plane, plane, m);
-  if (kind == 2) s.last = fin_load(a + 5 * plane, m);
-  return s;
-}
+/* A state's sums from a into the variables X0, SY, S1, LAST (in a
+ * kernel with `kind`, `plane` and `m`). Macros on named variables: with
+ * functions taking the variables' addresses the device compiler (PoCL)
+ * kept them in memory, and the kernel took 1.6 times as long. */
+#define WS_LOAD(a, X0, SY, S1, LAST)                                         \
+  do {                                                                       \
+    if (kind == 0) {                                                         \
+      SY = pair_load((a), plane, m);                                         \
+    } else {                                                                 \
+      X0 = fin_load((a), m);                                                 \
+      SY = pair_load((a) + plane, plane, m);                                 \
+      S1 = pair_load((a) + 3 * plane, plane, m);                             \
+      if (kind == 2) LAST = fin_load((a) + 5 * plane, m);                    \
+    }                                                                        \
+  } while (0)
 
-inline void ws_store(wsum s, __global float *a, long plane, int kind, int m) {
+/* The sums X0 .. LAST of an older state merged with those of a newer one
+ * (BX0 .. BLAST, NB frames), in the older one's shift. */
+#define WS_MERGE(X0, SY, S1, LAST, BX0, BSY, BS1, BLAST, NB)                 \
+  do {                                                                       \
+    if (kind == 0) {                                                         \
+      SY += (BSY);                                                           \
+    } else {                                                                 \
+      finv d_ = (BX0) - (X0), nb_ = (NB);                                    \
+      if (kind == 1) {                                                       \
+        S1 += (BS1) + 2 * d_ * (BSY) + nb_ * d_ * d_;                        \
+      } else {                                                               \
+        S1 += (BS1) + d_ * (2 * (BSY) - (BLAST)) + (nb_ - 1) * d_ * d_ +     \
+              (LAST) * d_;                                                   \
+        LAST = (BLAST) + d_;                                                 \
+      }                                                                      \
+      SY += (BSY) + nb_ * d_;                                                \
+    }                                                                        \
+  } while (0)
+
+inline void ws_store(__global float *a, long plane, int kind, int m, finv x0,
+                     finv sy, finv s1, finv last) {
   if (kind == 0) {
-    pair_store(s.sy, a, plane, m);
+    pair_store(sy, a, plane, m);
     return;
   }
-  fin_store(convert_float4(s.x0), a, m); /* a float's value: exact */
-  pair_store(s.sy, a + plane, plane, m);
-  pair_store(s.s1, a + 3 * plane, plane, m);
-  if (kind == 2) fin_store(convert_float4(s.last), a + 5 * plane, m);
-}
-
-/* a (older) merged with b (newer, nb frames), in a's shift. */
-inline wsum ws_merge(wsum a, wsum b, finv nb, int kind) {
-  if (kind == 0) {
-    a.sy += b.sy;
-    return a;
-  }
-  finv d = b.x0 - a.x0;
-  if (kind == 1) {
-    a.s1 += b.s1 + 2 * d * b.sy + nb * d * d;
-  } else {
-    a.s1 += b.s1 + d * (2 * b.sy - b.last) + (nb - 1) * d * d + a.last * d;
-    a.last = b.last + d;
-  }
-  a.sy += b.sy + nb * d;
-  return a;
+  fin_store(convert_float4(x0), a, m); /* a float's value: exact */
+  pair_store(sy, a + plane, plane, m);
+  pair_store(s1, a + 3 * plane, plane, m);
+  if (kind == 2) fin_store(convert_float4(last), a + 5 * plane, m);
 }
 
 /* One step of the window (the host plans it, cl_stat.c's window_plan):
@@ -283,12 +284,11 @@ inline wsum ws_merge(wsum a, wsum b, finv nb, int kind) {
  * `grow` first of the rn blocks from state r0 (wrapping over `blocks`),
  * written back as the new back when grow > 0; then R = state f (f_n
  * frames), state f2 (f2_n frames; none when −1), G, and the remaining
- * blocks, in time order. With `flip`: the
- * rn blocks from r0 become in place their suffix merges (the block at j
- * := the merge of blocks j .. rn − 1; the newest stays itself), R the
- * merge of all. R goes to `out` as the statistic (dest −1), to state
- * `dest` (dest >= 0: the same as f for the update's prepared sums) or
- * nowhere (−2). */
+ * blocks, in time order. With `flip`: the rn blocks from r0 become in
+ * place their suffix merges (the block at j := the merge of blocks j ..
+ * rn − 1; the newest stays itself), R the merge of all. R goes to `out`
+ * as the statistic (dest −1), to state `dest` (dest >= 0: the same as f
+ * for the update's prepared sums) or nowhere (−2). */
 __kernel void esrrf_window_finish(__global float *acc, __global float *out,
                                   int every, int kind, long plane, int blocks,
                                   int f, int f_n, int f2, int f2_n,
@@ -301,51 +301,100 @@ __kernel void esrrf_window_finish(__global float *acc, __global float *out,
     int m = (int)min((long)FIN_LANES, e - i);
     __global float *base = acc + i;
     long step = slots * plane;
-    finv k = (finv)every, n;
-    wsum r;
+    finv k = (finv)every, n = 0;
+    finv x0 = 0, sy = 0, s1 = 0, last = 0;    /* R */
+    finv cx0 = 0, csy = 0, cs1 = 0, clast = 0; /* a state read */
     if (flip) {
       int b = (r0 + rn - 1) % blocks;
-      r = ws_load(base + b * step, plane, kind, m);
+      WS_LOAD(base + b * step, x0, sy, s1, last);
       n = k;
       for (int j = rn - 2; j >= 0; j--) {
         b = (r0 + j) % blocks;
-        r = ws_merge(ws_load(base + b * step, plane, kind, m), r, n, kind);
+        WS_LOAD(base + b * step, cx0, csy, cs1, clast);
+        WS_MERGE(cx0, csy, cs1, clast, x0, sy, s1, last, n);
+        x0 = cx0, sy = csy, s1 = cs1, last = clast;
         n += k;
-        ws_store(r, base + b * step, plane, kind, m);
+        ws_store(base + b * step, plane, kind, m, x0, sy, s1, last);
       }
     } else {
-      wsum g = {0, 0, 0, 0};
-      finv gn = (finv)back_n;
+      finv gx0 = 0, gsy = 0, gs1 = 0, glast = 0, gn = (finv)back_n;
       int has = back_n > 0;
-      if (has) g = ws_load(base + blocks * step, plane, kind, m);
+      if (has)
+        WS_LOAD(base + blocks * step, gx0, gsy, gs1, glast);
       for (int j = 0; j < grow; j++) {
-        wsum c = ws_load(base + ((r0 + j) % blocks) * step, plane, kind, m);
-        g = has ? ws_merge(g, c, k, kind) : c;
+        WS_LOAD(base + ((r0 + j) % blocks) * step, cx0, csy, cs1, clast);
+        if (has) {
+          WS_MERGE(gx0, gsy, gs1, glast, cx0, csy, cs1, clast, k);
+        } else {
+          gx0 = cx0, gsy = csy, gs1 = cs1, glast = clast;
+        }
         gn += k;
         has = 1;
       }
-      if (grow > 0) ws_store(g, base + blocks * step, plane, kind, m);
-      r = ws_load(base + f * step, plane, kind, m);
+      if (grow > 0)
+        ws_store(base + blocks * step, plane, kind, m, gx0, gsy, gs1, glast);
+      WS_LOAD(base + f * step, x0, sy, s1, last);
       n = (finv)f_n;
       if (f2 >= 0) {
-        r = ws_merge(r, ws_load(base + f2 * step, plane, kind, m),
-                     (finv)f2_n, kind);
+        WS_LOAD(base + f2 * step, cx0, csy, cs1, clast);
+        WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast,
+                 (finv)f2_n);
         n += (finv)f2_n;
       }
       if (has) {
-        r = ws_merge(r, g, gn, kind);
+        WS_MERGE(x0, sy, s1, last, gx0, gsy, gs1, glast, gn);
         n += gn;
       }
       for (int j = grow; j < rn; j++) {
-        r = ws_merge(
-            r, ws_load(base + ((r0 + j) % blocks) * step, plane, kind, m), k,
-            kind);
+        WS_LOAD(base + ((r0 + j) % blocks) * step, cx0, csy, cs1, clast);
+        WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, k);
         n += k;
       }
     }
     if (dest == -1)
-      fin_store(stat_value(kind, n, r.sy, r.s1, r.last), out + i, m);
+      fin_store(stat_value(kind, n, sy, s1, last), out + i, m);
     else if (dest >= 0)
-      ws_store(r, base + dest * step, plane, kind, m);
+      ws_store(base + dest * step, plane, kind, m, x0, sy, s1, last);
+  }
+}
+
+/* The update's common step, read only: state f (f_n frames), state f2
+ * (f2_n frames; none when −1), back (back_n frames; none when 0) and the
+ * rn blocks from state r0, merged in time order, to `out` as the
+ * statistic. esrrf_window_finish does the same with its other options
+ * off, but this smaller kernel, which writes no state, took about 0.65 of
+ * its time on PoCL (the update that completes a push). */
+__kernel void esrrf_window_image(__global const float *acc,
+                                 __global float *out, int every, int kind,
+                                 long plane, int blocks, int f, int f_n,
+                                 int f2, int f2_n, int back_n, int r0,
+                                 int rn) {
+  long slots = kind == 0 ? 2 : kind == 1 ? 5 : 6;
+  for (long i = (long)get_global_id(0) * STAT_LANES,
+            e = min(i + STAT_LANES, plane);
+       i < e; i += FIN_LANES) {
+    int m = (int)min((long)FIN_LANES, e - i);
+    __global const float *base = acc + i;
+    long step = slots * plane;
+    finv k = (finv)every, n = (finv)f_n;
+    finv x0 = 0, sy = 0, s1 = 0, last = 0;
+    finv cx0 = 0, csy = 0, cs1 = 0, clast = 0;
+    WS_LOAD(base + f * step, x0, sy, s1, last);
+    if (f2 >= 0) {
+      WS_LOAD(base + f2 * step, cx0, csy, cs1, clast);
+      WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, (finv)f2_n);
+      n += (finv)f2_n;
+    }
+    if (back_n > 0) {
+      WS_LOAD(base + blocks * step, cx0, csy, cs1, clast);
+      WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, (finv)back_n);
+      n += (finv)back_n;
+    }
+    for (int j = 0; j < rn; j++) {
+      WS_LOAD(base + ((r0 + j) % blocks) * step, cx0, csy, cs1, clast);
+      WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, k);
+      n += k;
+    }
+    fin_store(stat_value(kind, n, sy, s1, last), out + i, m);
   }
 }

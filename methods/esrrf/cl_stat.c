@@ -284,15 +284,36 @@ int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
     return QS_ENOMEM;
   }
   size_t slots = cl_stat_slots(kind);
-  return stat_setup(
+  int rc = stat_setup(
       d, kind, plane,
       (blocks * slots + cl_window_back_slots(kind, blocks)) * plane,
       "sliding window's block statistics", "esrrf_window_finish", &w->fold,
       &w->finish, &w->acc, &w->res, &w->once_s, err, err_len);
+  /* the update's read-only kernel (the program is the device's, built) */
+  cl_program prog;
+  cl_int e = CL_SUCCESS, ck = kind;
+  cl_long pl = (cl_long)plane;
+  if (!rc)
+    rc = cldev_program(d, "esrrf_stat.cl", CL_STAT_OPTIONS, &prog, &w->once_s,
+                       err, err_len);
+  if (!rc) {
+    w->image = clCreateKernel(prog, "esrrf_window_image", &e);
+    rc = cl_status(e, "esrrf_window_image", err, err_len);
+  }
+  if (!rc) {
+    e = clSetKernelArg(w->image, 0, sizeof w->acc, &w->acc);
+    e |= clSetKernelArg(w->image, 1, sizeof w->res, &w->res);
+    e |= clSetKernelArg(w->image, 3, sizeof ck, &ck);
+    e |= clSetKernelArg(w->image, 4, sizeof pl, &pl);
+    rc = cl_status(e, "setting the window's arguments", err, err_len);
+  }
+  return rc;
 }
 
 void cl_window_close(cl_window *w) {
   release_all(&w->fold, &w->finish, &w->acc, &w->res);
+  if (w->image) clReleaseKernel(w->image);
+  w->image = NULL;
   free(w->count);
   free(w->id);
   free(w->hi);
@@ -424,14 +445,19 @@ static int window_run(cl_window *w, cl_command_queue q, size_t o, size_t len,
                   p->flip,
                   dest};
   cl_int ce = (cl_int)w->every, cb = (cl_int)nb;
-  cl_int e = clSetKernelArg(w->finish, 2, sizeof ce, &ce);
-  e |= clSetKernelArg(w->finish, 5, sizeof cb, &cb);
-  for (int i = 0; i < 10; i++)
-    e |= clSetKernelArg(w->finish, 6 + (cl_uint)i, sizeof a[i], &a[i]);
+  /* an update that writes nothing: the read-only kernel, whose arguments
+   * are the first 7 of these (f .. rn) */
+  int ro = dest == -1 && !p->flip && !p->grow;
+  cl_kernel k = ro ? w->image : w->finish;
+  cl_int e = clSetKernelArg(k, 2, sizeof ce, &ce);
+  e |= clSetKernelArg(k, 5, sizeof cb, &cb);
+  for (int i = 0; i < (ro ? 7 : 10); i++)
+    e |= clSetKernelArg(k, 6 + (cl_uint)i, sizeof a[i], &a[i]);
   int rc = cl_status(e, "setting the window's arguments", err, err_len);
   if (!rc)
-    rc = stat_launch(w->dev, &w->global, &w->dev_s, &w->once_s, q, w->finish,
-                     "esrrf_window_finish", NULL, NULL, err, err_len);
+    rc = stat_launch(w->dev, &w->global, &w->dev_s, &w->once_s, q, k,
+                     ro ? "esrrf_window_image" : "esrrf_window_finish", NULL,
+                     NULL, err, err_len);
   size_t conv = p->flip ? p->rn - 1 : 0; /* suffixes written */
   if (rc) {
     for (size_t j = 0; j < conv; j++)
