@@ -288,12 +288,13 @@ inline void ws_store(__global float *a, long plane, int kind, int m, finv x0,
  * place their suffix merges (the block at j := the merge of blocks j ..
  * rn − 1; the newest stays itself), R the merge of all. R goes to `out`
  * as the statistic (dest −1), to state `dest` (dest >= 0: the same as f
- * for the update's prepared sums) or nowhere (−2). */
-__kernel void esrrf_window_finish(__global float *acc, __global float *out,
-                                  int every, int kind, long plane, int blocks,
-                                  int f, int f_n, int f2, int f2_n,
-                                  int back_n, int r0, int rn, int grow,
-                                  int flip, int dest) {
+ * for the update's prepared sums) or nowhere (−2). Two kernels, the flip
+ * and the rest (esrrf_window_flip, esrrf_window_finish, the same
+ * arguments): the device compiler makes each smaller kernel faster. */
+inline void window_step(__global float *acc, __global float *out,
+                        int every, int kind, long plane, int blocks, int f,
+                        int f_n, int f2, int f2_n, int back_n, int r0,
+                        int rn, int grow, int flip, int dest) {
   long slots = kind == 0 ? 2 : kind == 1 ? 5 : 6;
   for (long i = (long)get_global_id(0) * STAT_LANES,
             e = min(i + STAT_LANES, plane);
@@ -356,6 +357,26 @@ __kernel void esrrf_window_finish(__global float *acc, __global float *out,
     else if (dest >= 0)
       ws_store(base + dest * step, plane, kind, m, x0, sy, s1, last);
   }
+}
+
+__kernel void esrrf_window_finish(__global float *acc, __global float *out,
+                                  int every, int kind, long plane, int blocks,
+                                  int f, int f_n, int f2, int f2_n,
+                                  int back_n, int r0, int rn, int grow,
+                                  int flip, int dest) {
+  (void)flip;
+  window_step(acc, out, every, kind, plane, blocks, f, f_n, f2, f2_n, back_n,
+              r0, rn, grow, 0, dest);
+}
+
+__kernel void esrrf_window_flip(__global float *acc, __global float *out,
+                                int every, int kind, long plane, int blocks,
+                                int f, int f_n, int f2, int f2_n, int back_n,
+                                int r0, int rn, int grow, int flip,
+                                int dest) {
+  (void)flip;
+  window_step(acc, out, every, kind, plane, blocks, f, f_n, f2, f2_n, back_n,
+              r0, rn, grow, 1, dest);
 }
 
 /* The update's common step, read only: state f (f_n frames), state f2

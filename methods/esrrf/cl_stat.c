@@ -296,15 +296,17 @@ int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
   if (!rc)
     rc = cldev_program(d, "esrrf_stat.cl", CL_STAT_OPTIONS, &prog, &w->once_s,
                        err, err_len);
-  if (!rc) {
-    w->image = clCreateKernel(prog, "esrrf_window_image", &e);
-    rc = cl_status(e, "esrrf_window_image", err, err_len);
-  }
-  if (!rc) {
-    e = clSetKernelArg(w->image, 0, sizeof w->acc, &w->acc);
-    e |= clSetKernelArg(w->image, 1, sizeof w->res, &w->res);
-    e |= clSetKernelArg(w->image, 3, sizeof ck, &ck);
-    e |= clSetKernelArg(w->image, 4, sizeof pl, &pl);
+  static const char *const names[2] = {"esrrf_window_image",
+                                       "esrrf_window_flip"};
+  cl_kernel *ks[2] = {&w->image, &w->flip};
+  for (int j = 0; j < 2 && !rc; j++) {
+    *ks[j] = clCreateKernel(prog, names[j], &e);
+    rc = cl_status(e, names[j], err, err_len);
+    if (rc) break;
+    e = clSetKernelArg(*ks[j], 0, sizeof w->acc, &w->acc);
+    e |= clSetKernelArg(*ks[j], 1, sizeof w->res, &w->res);
+    e |= clSetKernelArg(*ks[j], 3, sizeof ck, &ck);
+    e |= clSetKernelArg(*ks[j], 4, sizeof pl, &pl);
     rc = cl_status(e, "setting the window's arguments", err, err_len);
   }
   return rc;
@@ -313,7 +315,8 @@ int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
 void cl_window_close(cl_window *w) {
   release_all(&w->fold, &w->finish, &w->acc, &w->res);
   if (w->image) clReleaseKernel(w->image);
-  w->image = NULL;
+  if (w->flip) clReleaseKernel(w->flip);
+  w->image = w->flip = NULL;
   free(w->count);
   free(w->id);
   free(w->hi);
@@ -448,7 +451,7 @@ static int window_run(cl_window *w, cl_command_queue q, size_t o, size_t len,
   /* an update that writes nothing: the read-only kernel, whose arguments
    * are the first 7 of these (f .. rn) */
   int ro = dest == -1 && !p->flip && !p->grow;
-  cl_kernel k = ro ? w->image : w->finish;
+  cl_kernel k = ro ? w->image : p->flip ? w->flip : w->finish;
   cl_int e = clSetKernelArg(k, 2, sizeof ce, &ce);
   e |= clSetKernelArg(k, 5, sizeof cb, &cb);
   for (int i = 0; i < (ro ? 7 : 10); i++)
@@ -456,8 +459,10 @@ static int window_run(cl_window *w, cl_command_queue q, size_t o, size_t len,
   int rc = cl_status(e, "setting the window's arguments", err, err_len);
   if (!rc)
     rc = stat_launch(w->dev, &w->global, &w->dev_s, &w->once_s, q, k,
-                     ro ? "esrrf_window_image" : "esrrf_window_finish", NULL,
-                     NULL, err, err_len);
+                     ro        ? "esrrf_window_image"
+                     : p->flip ? "esrrf_window_flip"
+                               : "esrrf_window_finish",
+                     NULL, NULL, err, err_len);
   size_t conv = p->flip ? p->rn - 1 : 0; /* suffixes written */
   if (rc) {
     for (size_t j = 0; j < conv; j++)

@@ -104,8 +104,8 @@ typedef struct cl_window {
   int kind;                    /* 0 avg, 1 var, 2 tac2 */
   size_t plane, blocks, every; /* pixels of a map; blocks; frames a block */
   cl_kernel fold, finish;      /* esrrf_fold, esrrf_window_finish */
-  cl_kernel image;             /* esrrf_window_image (an update's
-                                  read-only step) */
+  cl_kernel image, flip;       /* esrrf_window_image (an update's
+                                  read-only step), esrrf_window_flip */
   cl_mem acc, res;             /* (blocks + back)·slots·plane floats (back
                                   the last state); plane floats */
   size_t global;               /* as cl_stat's */
