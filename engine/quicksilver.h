@@ -740,9 +740,11 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * implementation runs its loops (a serial one's on the calling thread
  * alone, a threaded one's on the engine's threads); on an OpenCL device it stays on the device in whichever form
  * takes less of its memory: the statistics of its N/K blocks of K frames
- * (when (N/K)·s + q <= N + s, s and q as below), which an update combines
- * in one pass, most of it ahead of the update (within rounding of the
- * batch call on the window's frames),
+ * (when (N/K)·s + q <= N + s, s and q as below), merged by two stacks as
+ * on the CPU (about three block states per update, the flip's N/K once
+ * every N/K − 1 updates), most of it ahead of the update, which itself
+ * reads two states (within rounding of the batch call on the window's
+ * frames),
  * or the last N maps in a ring, which an update folds in time order (the
  * batch call's fold: its bits on exactly the window's frames); only the
  * window's image comes down (a device without room for either: maps come
@@ -779,9 +781,10 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * 8·s·P bytes (on an OpenCL device instead: its accumulators, 4·P·(2, 5
  * or 6) bytes, and one batch of its chain's buffers); sliding on the CPU
  * 8·s·P·(N/K + 2) (one partial per K frames of the window, the block
- * being filled, and the merge of the newer blocks); sliding on OpenCL, on the device, 4·P·((N/K)·s + 1 + q)
- * for the blocks (s = 2, 5 or 6; q = 2, 5 or 7 for the sums an update
- * prepares ahead) or 4·P·(N + s + 1) for the ring and its accumulators,
+ * being filled, and the merge of the newer blocks); sliding on OpenCL, on
+ * the device, 4·P·((N/K)·s + 1 + q) for the blocks (s = 2, 5 or 6; q = s
+ * for the merge of the newer blocks with three blocks or more, else 0) or
+ * 4·P·(N + s + 1) for the ring and its accumulators,
  * plus one batch of the chain; plus the maps of one batch
  * of the implementation, kept across pushes (4·P for the fused paths), on
  * OpenCL a host copy of two batches of input frames (8·R·C per frame of a

@@ -191,11 +191,6 @@ static int take_image(cldev *dev, cl_command_queue q, cl_mem res, size_t plane,
   return rc;
 }
 
-static int read_image(cldev *dev, cl_command_queue q, cl_mem res, size_t plane,
-                      float *out, double *dev_s, char *err, size_t err_len) {
-  return take_image(dev, q, res, plane, NULL, NULL, out, dev_s, err, err_len);
-}
-
 int cl_stat_fold(cl_stat *st, cl_command_queue q, cl_mem maps, size_t n,
                  cl_event wait, char *err, size_t err_len) {
   return cl_stat_fold_at(st, q, maps, 0, n, wait, NULL, err, err_len);
@@ -536,6 +531,12 @@ int cl_window_prepare(cl_window *w, cl_command_queue q, size_t oldest,
 
 int cl_window_finish(cl_window *w, cl_command_queue q, size_t oldest,
                      float *out, char *err, size_t err_len) {
+  return cl_window_finish_with(w, q, oldest, NULL, NULL, out, err, err_len);
+}
+
+int cl_window_finish_with(cl_window *w, cl_command_queue q, size_t oldest,
+                          cl_image_fn take, void *ctx, float *out, char *err,
+                          size_t err_len) {
   size_t len = w->blocks;
   int rc = window_check(w, oldest, len, "finish", err, err_len);
   wplan p;
@@ -548,7 +549,8 @@ int cl_window_finish(cl_window *w, cl_command_queue q, size_t oldest,
                      &p, &done, err, err_len);
   if (!rc) rc = window_run(w, q, oldest, len, &p, -1, err, err_len);
   if (!rc)
-    rc = read_image(w->dev, q, w->res, w->plane, out, &w->dev_s, err, err_len);
+    rc = take_image(w->dev, q, w->res, w->plane, take, ctx, out, &w->dev_s,
+                    err, err_len);
   return rc;
 }
 #endif

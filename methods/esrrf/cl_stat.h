@@ -169,6 +169,12 @@ int cl_window_prepare(cl_window *w, cl_command_queue q, size_t oldest,
  * merges; the next update refolds only the block it replaces. */
 int cl_window_finish(cl_window *w, cl_command_queue q, size_t oldest,
                      float *out, char *err, size_t err_len);
+
+/* cl_window_finish with out made by take(ctx, img, out) from the mapped
+ * image (as cl_stat_finish_with). */
+int cl_window_finish_with(cl_window *w, cl_command_queue q, size_t oldest,
+                          cl_image_fn take, void *ctx, float *out, char *err,
+                          size_t err_len);
 #endif
 
 #endif

@@ -1021,17 +1021,6 @@ static int cl_session_collect(cl_session *x, char *err, size_t err_len) {
   return rc;
 }
 
-/* The macro-pixel correction of a result, if asked for: on c's pool, or
- * serially when c is NULL (outside a call). */
-static int cl_session_mpc(cl_session *x, const method_call *c, float *out) {
-  const esrrf_geom *g = &x->ch.g;
-  size_t rows_m = (size_t)g->rows_m, cols_m = (size_t)g->cols_m;
-  if (!g->mpc) return QS_OK;
-  if (c) return temporal_mpc_on(c, out, rows_m, cols_m, g->mag);
-  temporal_mpc(out, rows_m, cols_m, g->mag);
-  return QS_OK;
-}
-
 /* The device timepoint's image into out (statistic, download, correction
  * on c's pool, or serially when c is NULL: outside a call); the
  * accumulation starts over. Enqueues the staged frames and collects
@@ -1291,10 +1280,11 @@ static int cl_session_frames(cl_session *x, esrrf_sink *sk) {
     rc = cl_session_collect(x, c->err, c->err_len);
   if (!rc && sk->out && x->ring) rc = cl_ring_fold(x, end);
   if (!rc && sk->out && x->blocks) {
-    rc = cl_window_finish(&x->win, s->q,
-                          (size_t)(end / x->win.every % x->win.blocks),
-                          sk->out, c->err, c->err_len);
-    if (!rc) rc = cl_session_mpc(x, c, sk->out);
+    cl_take take = {c, &s->g};
+    rc = cl_window_finish_with(&x->win, s->q,
+                               (size_t)(end / x->win.every % x->win.blocks),
+                               cl_take_image, &take, sk->out, c->err,
+                               c->err_len);
   } else if (!rc && sk->out) {
     rc = cl_session_image(x, c, sk->out, NULL, c->err, c->err_len);
   }
