@@ -28,7 +28,12 @@
 #define TOUCH_PAGE 4096
 #define TOUCH_BLOCK ((size_t)2 << 20)
 
-static int touch_blocks(void *ctx, size_t b, size_t e, int w) {
+size_t touch_ranges(const image *o) {
+  size_t n = o->frames * o->rows * o->cols * sizeof(float);
+  return (n + TOUCH_BLOCK - 1) / TOUCH_BLOCK;
+}
+
+int touch_blocks(void *ctx, size_t b, size_t e, int w) {
   (void)w;
   const image *o = ctx;
   size_t n = o->frames * o->rows * o->cols * sizeof(float);
@@ -55,8 +60,8 @@ int outputs_alloc(engine *e, const image *shape, size_t n, image *out) {
      * the session's state and leave the output unwritten: touching it
      * would cost every push the pages it never uses. */
     if (bytes >= TOUCH_MIN && !e->session)
-      pool_for(e->pool, 0, (bytes + TOUCH_BLOCK - 1) / TOUCH_BLOCK,
-               SCHED_STATIC, 0, touch_blocks, &out[i]);
+      pool_for(e->pool, 0, touch_ranges(&out[i]), SCHED_STATIC, 0,
+               touch_blocks, &out[i]);
   }
   return QS_OK;
 }

@@ -228,6 +228,12 @@ void run_account(engine *e, prep *pr, size_t impl, const char *key,
 int outputs_alloc(engine *e, const image *shape, size_t n, image *out);
 void outputs_free(image *out, size_t n);
 
+/* The pages of an image written once (zero over zero), as outputs_alloc
+ * provides them: touch_blocks over ranges [0, touch_ranges(img)) of 2 MiB
+ * blocks, ctx the image. */
+size_t touch_ranges(const image *img);
+int touch_blocks(void *ctx, size_t b, size_t e, int w);
+
 /* ---- choice.c */
 
 /* The storage behind a candidate's pointers. */

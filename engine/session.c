@@ -101,3 +101,7 @@ int call_session_for(engine *e, const call_session *s, size_t begin,
   return pool_for(e->pool, begin, end, s ? s->sched : SCHED_STATIC,
                   s ? s->chunk : 0, body, ctx);
 }
+
+void call_session_touch(engine *e, const call_session *s, const image *img) {
+  call_session_for(e, s, 0, touch_ranges(img), touch_blocks, (void *)img);
+}

@@ -51,6 +51,11 @@ call_session *call_session_of(const method_call *c);
 int call_session_for(engine *e, const call_session *s, size_t begin,
                      size_t end, range_fn body, void *ctx);
 
+/* The pages of img written once (zero over zero) by call_session_for, as
+ * the engine provides a call's fresh outputs: for an image the caller
+ * will fill later, off its timed path. */
+void call_session_touch(engine *e, const call_session *s, const image *img);
+
 /* Records how c runs its loops, for call_session_for (the engine, at each
  * call on the session's claimed input). */
 void call_session_runs(call_session *s, const method_call *c);

@@ -265,12 +265,8 @@ static int stream_image(esrrf_stream *s, image *img) {
  * frames completes a result; a failure leaves no spare (the result then
  * allocates its own). One result's image more in the stream's memory. */
 static void stream_spare(esrrf_stream *s) {
-  if (s->spare.data || image_alloc(&s->spare, 1, s->rows_m, s->cols_m))
-    return;
-  unsigned char *p = (unsigned char *)s->spare.data;
-  size_t bytes = s->plane * sizeof(float);
-  for (size_t i = 0; i < bytes; i += 4096)
-    p[i] = 0;
+  if (!s->spare.data && !image_alloc(&s->spare, 1, s->rows_m, s->cols_m))
+    call_session_touch(s->e, s->cs, &s->spare);
 }
 
 /* The result of host partial p, finished here. */
