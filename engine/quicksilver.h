@@ -743,7 +743,7 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * (when (N/K)·s + q <= N + s, s and q as below), merged by two stacks as
  * on the CPU (about three block states per update, the flip's N/K once
  * every N/K − 1 updates), most of it ahead of the update, which itself
- * reads two states (within rounding of the batch call on the window's
+ * reads three states (within rounding of the batch call on the window's
  * frames),
  * or the last N maps in a ring, which an update folds in time order (the
  * batch call's fold: its bits on exactly the window's frames); only the

@@ -19,6 +19,14 @@
  * errors, and the bits must not depend on the device compiler's choices. */
 #pragma OPENCL FP_CONTRACT OFF
 
+/* The statistic is fixed when the program is built (methods/esrrf/cl_stat.c
+ * builds one program per statistic): each kernel then holds only its
+ * statistic's arithmetic, with no branch on it. Against a kind passed at
+ * run time, the window's update took about 0.6 of the time on PoCL. */
+#ifndef STAT_KIND
+#error "esrrf_stat.cl is built with -DSTAT_KIND=0 (avg), 1 (var) or 2 (tac2)"
+#endif
+
 #ifdef cl_khr_fp64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 typedef double4 finv;
@@ -86,6 +94,24 @@ inline void fin_store(float4 v, __global float *p, int m) {
     p[j] = t[j];
 }
 
+/* CALL(i, m) for the work-item's STAT_LANES pixels from i in groups of m
+ * = FIN_LANES (in a kernel with `plane`), the lane count a constant where
+ * the group is full (all but a plane's last): fin_load and fin_store then
+ * compile to plain vector accesses. With the count known only at run
+ * time, a branch stayed in every access and the window's kernels ran at
+ * about a third of the speed on PoCL. */
+#define FOR_GROUPS(CALL)                                                     \
+  do {                                                                       \
+    long i_ = (long)get_global_id(0) * STAT_LANES;                           \
+    if (i_ + STAT_LANES <= plane) {                                          \
+      CALL(i_, FIN_LANES);                                                   \
+      CALL(i_ + FIN_LANES, FIN_LANES);                                       \
+    } else {                                                                 \
+      for (; i_ < plane; i_ += FIN_LANES)                                    \
+        CALL(i_, (int)min((long)FIN_LANES, plane - i_));                     \
+    }                                                                        \
+  } while (0)
+
 /* s + c += v, with c collecting the exact rounding error of s + v. */
 inline void csum(statv *s, statv *c, statv v) {
   statv t = *s + v, bp = t - *s;
@@ -107,8 +133,9 @@ inline void cprod(statv *s, statv *c, statv a, statv b) {
  * (the state from float `acc_offset` of acc), whose timepoint already has
  * `first` frames (0: the first of these maps starts it). */
 __kernel void esrrf_fold(__global const float *maps, __global float *acc,
-                         int n, int first, int kind, long plane,
-                         long offset, long acc_offset) {
+                         int n, int first, long plane, long offset,
+                         long acc_offset) {
+  const int kind = STAT_KIND;
   long i = (long)get_global_id(0) * STAT_LANES;
   if (i >= plane || n <= 0) return;
   int m = (int)min((long)STAT_LANES, plane - i);
@@ -173,25 +200,27 @@ inline float4 stat_value(int kind, finv dn, finv sy, finv s1, finv last) {
   return convert_float4(s / (dn - 1));
 }
 
-/* The statistic of the n frames folded (stat_value), FIN_LANES pixels at
- * a time. */
+/* The statistic of the n frames folded (stat_value), of the m pixels from
+ * i. */
+inline void stat_finish_at(__global const float *acc, __global float *out,
+                           long i, int m, int n, long plane) {
+  const int kind = STAT_KIND;
+  __global const float *a = acc + i;
+  finv dn = (finv)n, zero = 0;
+  finv sy = kind == 0 ? fin_load(a, m) + fin_load(a + plane, m)
+                      : fin_load(a + plane, m) + fin_load(a + 2 * plane, m);
+  finv s1 = kind == 0 ? zero
+                      : fin_load(a + 3 * plane, m) + fin_load(a + 4 * plane, m);
+  finv last = kind == 2 ? fin_load(a + 5 * plane, m) : zero;
+  fin_store(stat_value(kind, dn, sy, s1, last), out + i, m);
+}
+
+/* The statistic of the n frames folded, FIN_LANES pixels at a time. */
 __kernel void esrrf_stat_finish(__global const float *acc,
-                                __global float *out, int n, int kind,
-                                long plane) {
-  for (long i = (long)get_global_id(0) * STAT_LANES,
-            e = min(i + STAT_LANES, plane);
-       i < e; i += FIN_LANES) {
-    int m = (int)min((long)FIN_LANES, e - i);
-    __global const float *a = acc + i;
-    finv dn = (finv)n, zero = 0;
-    finv sy = kind == 0 ? fin_load(a, m) + fin_load(a + plane, m)
-                        : fin_load(a + plane, m) + fin_load(a + 2 * plane, m);
-    finv s1 = kind == 0 ? zero
-                        : fin_load(a + 3 * plane, m) +
-                              fin_load(a + 4 * plane, m);
-    finv last = kind == 2 ? fin_load(a + 5 * plane, m) : zero;
-    fin_store(stat_value(kind, dn, sy, s1, last), out + i, m);
-  }
+                                __global float *out, int n, long plane) {
+#define FINISH(I, M) stat_finish_at(acc, out, I, M, n, plane)
+  FOR_GROUPS(FINISH);
+#undef FINISH
 }
 
 /* A sliding window's statistic from states of `every`-frame blocks, in
@@ -279,6 +308,14 @@ inline void ws_store(__global float *a, long plane, int kind, int m, finv x0,
   if (kind == 2) fin_store(convert_float4(last), a + 5 * plane, m);
 }
 
+/* Position j of a run of blocks from state r0 in the ring of `blocks`
+ * (r0 < blocks, j < blocks): a compare instead of a division per pixel
+ * group and block (one cost a third of the update's time on PoCL). */
+inline int ring_at(int r0, int j, int blocks) {
+  int b = r0 + j;
+  return b < blocks ? b : b - blocks;
+}
+
 /* One step of the window (the host plans it, cl_stat.c's window_plan):
  * without `flip`: G = back (back_n frames; none when 0) merged with the
  * `grow` first of the rn blocks from state r0 (wrapping over `blocks`),
@@ -286,97 +323,100 @@ inline void ws_store(__global float *a, long plane, int kind, int m, finv x0,
  * frames), state f2 (f2_n frames; none when −1), G, and the remaining
  * blocks, in time order. With `flip`: the rn blocks from r0 become in
  * place their suffix merges (the block at j := the merge of blocks j ..
- * rn − 1; the newest stays itself), R the merge of all. R goes to `out`
- * as the statistic (dest −1), to state `dest` (dest >= 0: the same as f
- * for the update's prepared sums) or nowhere (−2). Two kernels, the flip
- * and the rest (esrrf_window_flip, esrrf_window_finish, the same
- * arguments): the device compiler makes each smaller kernel faster. */
-inline void window_step(__global float *acc, __global float *out,
-                        int every, int kind, long plane, int blocks, int f,
-                        int f_n, int f2, int f2_n, int back_n, int r0,
-                        int rn, int grow, int flip, int dest) {
+ * rn − 1; the newest stays itself), R the merge of all. With `to_out`,
+ * R goes to `out` as the statistic; without, nothing more is done after
+ * back or the suffixes are written (the step done ahead of an update,
+ * which then reads back itself: writing R into a state for the update to
+ * read instead cost the step two planes written to save it two read).
+ * Two kernels, the flip and the rest (esrrf_window_flip,
+ * esrrf_window_finish, the same arguments): the device compiler makes
+ * each smaller kernel faster. */
+inline void window_step_at(__global float *acc, __global float *out, long i,
+                           int m, int every, long plane, int blocks, int f,
+                           int f_n, int f2, int f2_n, int back_n, int r0,
+                           int rn, int grow, int flip, int to_out) {
+  const int kind = STAT_KIND;
   long slots = kind == 0 ? 2 : kind == 1 ? 5 : 6;
-  for (long i = (long)get_global_id(0) * STAT_LANES,
-            e = min(i + STAT_LANES, plane);
-       i < e; i += FIN_LANES) {
-    int m = (int)min((long)FIN_LANES, e - i);
-    __global float *base = acc + i;
-    long step = slots * plane;
-    finv k = (finv)every, n = 0;
-    finv x0 = 0, sy = 0, s1 = 0, last = 0;    /* R */
-    finv cx0 = 0, csy = 0, cs1 = 0, clast = 0; /* a state read */
-    if (flip) {
-      int b = (r0 + rn - 1) % blocks;
-      WS_LOAD(base + b * step, x0, sy, s1, last);
-      n = k;
-      for (int j = rn - 2; j >= 0; j--) {
-        b = (r0 + j) % blocks;
-        WS_LOAD(base + b * step, cx0, csy, cs1, clast);
-        WS_MERGE(cx0, csy, cs1, clast, x0, sy, s1, last, n);
-        x0 = cx0, sy = csy, s1 = cs1, last = clast;
-        n += k;
-        ws_store(base + b * step, plane, kind, m, x0, sy, s1, last);
-      }
-    } else {
-      finv gx0 = 0, gsy = 0, gs1 = 0, glast = 0, gn = (finv)back_n;
-      int has = back_n > 0;
-      if (has)
-        WS_LOAD(base + blocks * step, gx0, gsy, gs1, glast);
-      for (int j = 0; j < grow; j++) {
-        WS_LOAD(base + ((r0 + j) % blocks) * step, cx0, csy, cs1, clast);
-        if (has) {
-          WS_MERGE(gx0, gsy, gs1, glast, cx0, csy, cs1, clast, k);
-        } else {
-          gx0 = cx0, gsy = csy, gs1 = cs1, glast = clast;
-        }
-        gn += k;
-        has = 1;
-      }
-      if (grow > 0)
-        ws_store(base + blocks * step, plane, kind, m, gx0, gsy, gs1, glast);
-      WS_LOAD(base + f * step, x0, sy, s1, last);
-      n = (finv)f_n;
-      if (f2 >= 0) {
-        WS_LOAD(base + f2 * step, cx0, csy, cs1, clast);
-        WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast,
-                 (finv)f2_n);
-        n += (finv)f2_n;
-      }
-      if (has) {
-        WS_MERGE(x0, sy, s1, last, gx0, gsy, gs1, glast, gn);
-        n += gn;
-      }
-      for (int j = grow; j < rn; j++) {
-        WS_LOAD(base + ((r0 + j) % blocks) * step, cx0, csy, cs1, clast);
-        WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, k);
-        n += k;
-      }
+  __global float *base = acc + i;
+  long step = slots * plane;
+  finv k = (finv)every, n = 0;
+  finv x0 = 0, sy = 0, s1 = 0, last = 0;    /* R */
+  finv cx0 = 0, csy = 0, cs1 = 0, clast = 0; /* a state read */
+  if (flip) {
+    int b = ring_at(r0, rn - 1, blocks);
+    WS_LOAD(base + b * step, x0, sy, s1, last);
+    n = k;
+    for (int j = rn - 2; j >= 0; j--) {
+      b = ring_at(r0, j, blocks);
+      WS_LOAD(base + b * step, cx0, csy, cs1, clast);
+      WS_MERGE(cx0, csy, cs1, clast, x0, sy, s1, last, n);
+      x0 = cx0, sy = csy, s1 = cs1, last = clast;
+      n += k;
+      ws_store(base + b * step, plane, kind, m, x0, sy, s1, last);
     }
-    if (dest == -1)
-      fin_store(stat_value(kind, n, sy, s1, last), out + i, m);
-    else if (dest >= 0)
-      ws_store(base + dest * step, plane, kind, m, x0, sy, s1, last);
+  } else {
+    finv gx0 = 0, gsy = 0, gs1 = 0, glast = 0, gn = (finv)back_n;
+    int has = back_n > 0;
+    if (has)
+      WS_LOAD(base + blocks * step, gx0, gsy, gs1, glast);
+    for (int j = 0; j < grow; j++) {
+      WS_LOAD(base + ring_at(r0, j, blocks) * step, cx0, csy, cs1, clast);
+      if (has) {
+        WS_MERGE(gx0, gsy, gs1, glast, cx0, csy, cs1, clast, k);
+      } else {
+        gx0 = cx0, gsy = csy, gs1 = cs1, glast = clast;
+      }
+      gn += k;
+      has = 1;
+    }
+    if (grow > 0)
+      ws_store(base + blocks * step, plane, kind, m, gx0, gsy, gs1, glast);
+    if (!to_out) return;
+    WS_LOAD(base + f * step, x0, sy, s1, last);
+    n = (finv)f_n;
+    if (f2 >= 0) {
+      WS_LOAD(base + f2 * step, cx0, csy, cs1, clast);
+      WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast,
+               (finv)f2_n);
+      n += (finv)f2_n;
+    }
+    if (has) {
+      WS_MERGE(x0, sy, s1, last, gx0, gsy, gs1, glast, gn);
+      n += gn;
+    }
+    for (int j = grow; j < rn; j++) {
+      WS_LOAD(base + ring_at(r0, j, blocks) * step, cx0, csy, cs1, clast);
+      WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, k);
+      n += k;
+    }
   }
+  if (to_out) fin_store(stat_value(kind, n, sy, s1, last), out + i, m);
 }
 
 __kernel void esrrf_window_finish(__global float *acc, __global float *out,
-                                  int every, int kind, long plane, int blocks,
+                                  int every, long plane, int blocks,
                                   int f, int f_n, int f2, int f2_n,
                                   int back_n, int r0, int rn, int grow,
-                                  int flip, int dest) {
+                                  int flip, int to_out) {
   (void)flip;
-  window_step(acc, out, every, kind, plane, blocks, f, f_n, f2, f2_n, back_n,
-              r0, rn, grow, 0, dest);
+#define STEP(I, M)                                                           \
+  window_step_at(acc, out, I, M, every, plane, blocks, f, f_n, f2, f2_n,    \
+                 back_n, r0, rn, grow, 0, to_out)
+  FOR_GROUPS(STEP);
+#undef STEP
 }
 
 __kernel void esrrf_window_flip(__global float *acc, __global float *out,
-                                int every, int kind, long plane, int blocks,
+                                int every, long plane, int blocks,
                                 int f, int f_n, int f2, int f2_n, int back_n,
                                 int r0, int rn, int grow, int flip,
-                                int dest) {
+                                int to_out) {
   (void)flip;
-  window_step(acc, out, every, kind, plane, blocks, f, f_n, f2, f2_n, back_n,
-              r0, rn, grow, 1, dest);
+#define STEP(I, M)                                                           \
+  window_step_at(acc, out, I, M, every, plane, blocks, f, f_n, f2, f2_n,    \
+                 back_n, r0, rn, grow, 1, to_out)
+  FOR_GROUPS(STEP);
+#undef STEP
 }
 
 /* The update's common step, read only: state f (f_n frames), state f2
@@ -385,37 +425,44 @@ __kernel void esrrf_window_flip(__global float *acc, __global float *out,
  * statistic. esrrf_window_finish does the same with its other options
  * off, but this smaller kernel, which writes no state, took about 0.65 of
  * its time on PoCL (the update that completes a push). */
+inline void window_image_at(__global const float *acc, __global float *out,
+                            long i, int m, int every, long plane, int blocks,
+                            int f, int f_n, int f2, int f2_n, int back_n,
+                            int r0, int rn) {
+  const int kind = STAT_KIND;
+  long slots = kind == 0 ? 2 : kind == 1 ? 5 : 6;
+  __global const float *base = acc + i;
+  long step = slots * plane;
+  finv k = (finv)every, n = (finv)f_n;
+  finv x0 = 0, sy = 0, s1 = 0, last = 0;
+  finv cx0 = 0, csy = 0, cs1 = 0, clast = 0;
+  WS_LOAD(base + f * step, x0, sy, s1, last);
+  if (f2 >= 0) {
+    WS_LOAD(base + f2 * step, cx0, csy, cs1, clast);
+    WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, (finv)f2_n);
+    n += (finv)f2_n;
+  }
+  if (back_n > 0) {
+    WS_LOAD(base + blocks * step, cx0, csy, cs1, clast);
+    WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, (finv)back_n);
+    n += (finv)back_n;
+  }
+  for (int j = 0; j < rn; j++) {
+    WS_LOAD(base + ring_at(r0, j, blocks) * step, cx0, csy, cs1, clast);
+    WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, k);
+    n += k;
+  }
+  fin_store(stat_value(kind, n, sy, s1, last), out + i, m);
+}
+
 __kernel void esrrf_window_image(__global const float *acc,
-                                 __global float *out, int every, int kind,
+                                 __global float *out, int every,
                                  long plane, int blocks, int f, int f_n,
                                  int f2, int f2_n, int back_n, int r0,
                                  int rn) {
-  long slots = kind == 0 ? 2 : kind == 1 ? 5 : 6;
-  for (long i = (long)get_global_id(0) * STAT_LANES,
-            e = min(i + STAT_LANES, plane);
-       i < e; i += FIN_LANES) {
-    int m = (int)min((long)FIN_LANES, e - i);
-    __global const float *base = acc + i;
-    long step = slots * plane;
-    finv k = (finv)every, n = (finv)f_n;
-    finv x0 = 0, sy = 0, s1 = 0, last = 0;
-    finv cx0 = 0, csy = 0, cs1 = 0, clast = 0;
-    WS_LOAD(base + f * step, x0, sy, s1, last);
-    if (f2 >= 0) {
-      WS_LOAD(base + f2 * step, cx0, csy, cs1, clast);
-      WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, (finv)f2_n);
-      n += (finv)f2_n;
-    }
-    if (back_n > 0) {
-      WS_LOAD(base + blocks * step, cx0, csy, cs1, clast);
-      WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, (finv)back_n);
-      n += (finv)back_n;
-    }
-    for (int j = 0; j < rn; j++) {
-      WS_LOAD(base + ((r0 + j) % blocks) * step, cx0, csy, cs1, clast);
-      WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, k);
-      n += k;
-    }
-    fin_store(stat_value(kind, n, sy, s1, last), out + i, m);
-  }
+#define IMAGE(I, M)                                                          \
+  window_image_at(acc, out, I, M, every, plane, blocks, f, f_n, f2, f2_n,   \
+                  back_n, r0, rn)
+  FOR_GROUPS(IMAGE);
+#undef IMAGE
 }

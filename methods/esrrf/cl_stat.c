@@ -10,9 +10,17 @@
 #include "engine/timer.h"
 #include "methods/esrrf/cl_stat.h"
 
-/* Exact division in the finish (the bits must not depend on the device's
- * division); no contractions (the kernel also says so). */
-#define CL_STAT_OPTIONS "-cl-fp32-correctly-rounded-divide-sqrt"
+/* The program of statistic `kind` (esrrf_stat.cl built with STAT_KIND:
+ * kernels specialised to it), with exact division in the finish (the bits
+ * must not depend on the device's division; no contractions, the kernel
+ * also says so). Built once per device and statistic (clrt's cache). */
+static int stat_program(cldev *d, int kind, cl_program *prog, double *once_s,
+                        char *err, size_t err_len) {
+  char opts[96];
+  snprintf(opts, sizeof opts,
+           "-cl-fp32-correctly-rounded-divide-sqrt -DSTAT_KIND=%d", kind);
+  return cldev_program(d, "esrrf_stat.cl", opts, prog, once_s, err, err_len);
+}
 
 size_t cl_stat_slots(int kind) {
   static const size_t slots[] = {2, 5, 6};
@@ -41,8 +49,7 @@ static int stat_setup(cldev *d, int kind, size_t plane, size_t acc_floats,
                       double *once_s, char *err, size_t err_len) {
   cl_program prog;
   cl_int e = CL_SUCCESS;
-  int rc = cldev_program(d, "esrrf_stat.cl", CL_STAT_OPTIONS, &prog, once_s,
-                         err, err_len);
+  int rc = stat_program(d, kind, &prog, once_s, err, err_len);
   if (!rc) {
     *fold = clCreateKernel(prog, "esrrf_fold", &e);
     rc = cl_status(e, "esrrf_fold", err, err_len);
@@ -57,17 +64,14 @@ static int stat_setup(cldev *d, int kind, size_t plane, size_t acc_floats,
   if (!rc)
     rc = cldev_buffer(d, CL_MEM_WRITE_ONLY, plane * sizeof(float), NULL,
                       "timepoint image", res, err, err_len);
-  cl_int ck = kind;
   cl_long pl = (cl_long)plane, zero = 0;
   if (!rc) {
     e = clSetKernelArg(*fold, 1, sizeof *acc, acc);
-    e |= clSetKernelArg(*fold, 4, sizeof ck, &ck);
-    e |= clSetKernelArg(*fold, 5, sizeof pl, &pl);
-    e |= clSetKernelArg(*fold, 7, sizeof zero, &zero);
+    e |= clSetKernelArg(*fold, 4, sizeof pl, &pl);
+    e |= clSetKernelArg(*fold, 6, sizeof zero, &zero);
     e |= clSetKernelArg(*finish, 0, sizeof *acc, acc);
     e |= clSetKernelArg(*finish, 1, sizeof *res, res);
-    e |= clSetKernelArg(*finish, 3, sizeof ck, &ck);
-    e |= clSetKernelArg(*finish, 4, sizeof pl, &pl);
+    e |= clSetKernelArg(*finish, 3, sizeof pl, &pl);
     rc = cl_status(e, "setting the statistic's arguments", err, err_len);
   }
   return rc;
@@ -104,17 +108,21 @@ void cl_stat_close(cl_stat *st) {
   release_all(&st->fold, &st->finish, &st->acc, &st->res);
 }
 
-/* Runs kernel k over `global` work-items on dev after `wait`. Without
- * `keep` it waits for it and books its device time in *dev_s; with `keep`
- * the kernel's event goes to *keep (the caller books and releases it:
- * cl_event_seconds) and only a first launch (compilation for its size,
- * booked in *once_s as one-time cost) is waited for. */
-static int stat_launch(cldev *dev, const size_t *global, double *dev_s,
-                       double *once_s, cl_command_queue q, cl_kernel k,
-                       const char *name, cl_event wait, cl_event *keep,
-                       char *err, size_t err_len) {
+/* Runs kernel k (of statistic `kind`'s program) over `global` work-items
+ * on dev after `wait`. Without `keep` it waits for it and books its device
+ * time in *dev_s; with `keep` the kernel's event goes to *keep (the caller
+ * books and releases it: cl_event_seconds) and only a first launch
+ * (compilation for its size, booked in *once_s as one-time cost) is
+ * waited for. */
+static int stat_launch(cldev *dev, int kind, const size_t *global,
+                       double *dev_s, double *once_s, cl_command_queue q,
+                       cl_kernel k, const char *name, cl_event wait,
+                       cl_event *keep, char *err, size_t err_len) {
   cl_event ev = NULL;
-  int first = cldev_first_launch(dev, name, global, 1);
+  /* each statistic's program is its own: so is its first launch */
+  char key[64];
+  snprintf(key, sizeof key, "%s/%d", name, kind);
+  int first = cldev_first_launch(dev, key, global, 1);
   int64_t t0 = timer_ns();
   int rc =
       cl_status(clEnqueueNDRangeKernel(q, k, 1, NULL, global, NULL,
@@ -149,8 +157,8 @@ static int fold_args(cl_kernel fold, cl_mem maps, size_t plane, size_t at,
   cl_int e = clSetKernelArg(fold, 0, sizeof maps, &maps);
   e |= clSetKernelArg(fold, 2, sizeof cn, &cn);
   e |= clSetKernelArg(fold, 3, sizeof cf, &cf);
-  e |= clSetKernelArg(fold, 6, sizeof off, &off);
-  e |= clSetKernelArg(fold, 7, sizeof ao, &ao);
+  e |= clSetKernelArg(fold, 5, sizeof off, &off);
+  e |= clSetKernelArg(fold, 6, sizeof ao, &ao);
   return cl_status(e, "setting the fold's arguments", err, err_len);
 }
 
@@ -204,7 +212,7 @@ int cl_stat_fold_at(cl_stat *st, cl_command_queue q, cl_mem maps, size_t at,
   int rc =
       fold_args(st->fold, maps, st->plane, at, n, st->n > 0, 0, err, err_len);
   if (!rc)
-    rc = stat_launch(st->dev, &st->global, &st->dev_s, &st->once_s, q,
+    rc = stat_launch(st->dev, st->kind, &st->global, &st->dev_s, &st->once_s, q,
                      st->fold, "esrrf_fold", wait, keep, err, err_len);
   if (!rc) st->n += n;
   return rc;
@@ -228,7 +236,7 @@ int cl_stat_finish_with(cl_stat *st, cl_command_queue q, cl_image_fn take,
                      "setting the finish's arguments", err, err_len);
   if (!rc)
     rc =
-        stat_launch(st->dev, &st->global, &st->dev_s, &st->once_s, q,
+        stat_launch(st->dev, st->kind, &st->global, &st->dev_s, &st->once_s, q,
                     st->finish, "esrrf_stat_finish", NULL, NULL, err, err_len);
   if (!rc)
     rc = take_image(st->dev, q, st->res, st->plane, take, ctx, out,
@@ -286,11 +294,9 @@ int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
       &w->finish, &w->acc, &w->res, &w->once_s, err, err_len);
   /* the update's read-only kernel (the program is the device's, built) */
   cl_program prog;
-  cl_int e = CL_SUCCESS, ck = kind;
+  cl_int e = CL_SUCCESS;
   cl_long pl = (cl_long)plane;
-  if (!rc)
-    rc = cldev_program(d, "esrrf_stat.cl", CL_STAT_OPTIONS, &prog, &w->once_s,
-                       err, err_len);
+  if (!rc) rc = stat_program(d, kind, &prog, &w->once_s, err, err_len);
   static const char *const names[2] = {"esrrf_window_image",
                                        "esrrf_window_flip"};
   cl_kernel *ks[2] = {&w->image, &w->flip};
@@ -300,8 +306,7 @@ int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
     if (rc) break;
     e = clSetKernelArg(*ks[j], 0, sizeof w->acc, &w->acc);
     e |= clSetKernelArg(*ks[j], 1, sizeof w->res, &w->res);
-    e |= clSetKernelArg(*ks[j], 3, sizeof ck, &ck);
-    e |= clSetKernelArg(*ks[j], 4, sizeof pl, &pl);
+    e |= clSetKernelArg(*ks[j], 3, sizeof pl, &pl);
     rc = cl_status(e, "setting the window's arguments", err, err_len);
   }
   return rc;
@@ -338,7 +343,7 @@ int cl_window_fold_at(cl_window *w, cl_command_queue q, cl_mem maps, size_t at,
   int rc = fold_args(w->fold, maps, w->plane, at, n, first > 0,
                      b * cl_stat_slots(w->kind) * w->plane, err, err_len);
   if (!rc)
-    rc = stat_launch(w->dev, &w->global, &w->dev_s, &w->once_s, q, w->fold,
+    rc = stat_launch(w->dev, w->kind, &w->global, &w->dev_s, &w->once_s, q, w->fold,
                      "esrrf_fold", wait, keep, err, err_len);
   /* a failed fold leaves the block's state unknown: it must start over */
   w->count[b] = rc ? 0 : first + n;
@@ -361,8 +366,8 @@ typedef struct wplan {
 /* The plan for positions [0, len) of the update whose oldest block is o
  * (position j: block (o + j) mod blocks), all full, whose blocks are
  * numbered consecutively when `cons`: the oldest block's state, the next
- * state when it holds a merge (an update's prepared or suffix state
- * written for the update after this one), back where it follows (the
+ * state when it holds a merge (a suffix state written for a later
+ * update), back where it follows (the
  * suffixes end there), then blocks of their own; a flip when nothing is
  * merged yet and the suffixes can serve later updates (`flip_from`
  * positions or more). `grow`: the blocks of their own join back when it
@@ -424,12 +429,12 @@ static int window_plan(const cl_window *w, size_t o, size_t len, int cons,
   return QS_OK;
 }
 
-/* Runs plan p into out (dest −1), the oldest block's state (dest o) or
- * nowhere (−2), after checking that the positions [0, len) are full;
- * then the bookkeeping: the states written hold their merges, or after
- * a failure are unknown (their counts 0: refold them). Waits. */
+/* Runs plan p, its merge into out with `to_out` (else only back's growth
+ * or the flip), then the bookkeeping: the states written hold their
+ * merges, or after a failure are unknown (their counts 0: refold them).
+ * Waits. */
 static int window_run(cl_window *w, cl_command_queue q, size_t o, size_t len,
-                      const wplan *p, int dest, char *err, size_t err_len) {
+                      const wplan *p, int to_out, char *err, size_t err_len) {
   size_t nb = w->blocks;
   uint64_t i0 = w->id[o], end = i0 + len - 1;
   cl_int a[10] = {(cl_int)p->f,
@@ -441,19 +446,19 @@ static int window_run(cl_window *w, cl_command_queue q, size_t o, size_t len,
                   (cl_int)p->rn,
                   (cl_int)p->grow,
                   p->flip,
-                  dest};
+                  to_out};
   cl_int ce = (cl_int)w->every, cb = (cl_int)nb;
   /* an update that writes nothing: the read-only kernel, whose arguments
    * are the first 7 of these (f .. rn) */
-  int ro = dest == -1 && !p->flip && !p->grow;
+  int ro = to_out && !p->flip && !p->grow;
   cl_kernel k = ro ? w->image : p->flip ? w->flip : w->finish;
   cl_int e = clSetKernelArg(k, 2, sizeof ce, &ce);
-  e |= clSetKernelArg(k, 5, sizeof cb, &cb);
+  e |= clSetKernelArg(k, 4, sizeof cb, &cb);
   for (int i = 0; i < (ro ? 7 : 10); i++)
-    e |= clSetKernelArg(k, 6 + (cl_uint)i, sizeof a[i], &a[i]);
+    e |= clSetKernelArg(k, 5 + (cl_uint)i, sizeof a[i], &a[i]);
   int rc = cl_status(e, "setting the window's arguments", err, err_len);
   if (!rc)
-    rc = stat_launch(w->dev, &w->global, &w->dev_s, &w->once_s, q, k,
+    rc = stat_launch(w->dev, w->kind, &w->global, &w->dev_s, &w->once_s, q, k,
                      ro        ? "esrrf_window_image"
                      : p->flip ? "esrrf_window_flip"
                                : "esrrf_window_finish",
@@ -462,12 +467,13 @@ static int window_run(cl_window *w, cl_command_queue q, size_t o, size_t len,
   if (rc) {
     for (size_t j = 0; j < conv; j++)
       w->count[(o + j) % nb] = 0;
-    if (dest >= 0) w->count[o] = 0;
     if (p->grow) w->back_n = 0, w->stacks = 0;
     return rc;
   }
-  w->reads += p->flip ? p->rn : 1 + (p->f2 >= 0) + (size_t)p->back + p->rn;
-  w->writes += conv + (p->grow > 0) + (dest >= 0);
+  w->reads += p->flip ? p->rn
+              : to_out ? 1 + (p->f2 >= 0) + (size_t)p->back + p->rn
+                      : (size_t)p->back + p->grow;
+  w->writes += conv + (p->grow > 0);
   if (p->flip) {
     for (size_t j = 0; j < conv; j++)
       w->hi[(o + j) % nb] = end;
@@ -477,7 +483,6 @@ static int window_run(cl_window *w, cl_command_queue q, size_t o, size_t len,
     w->flips++;
   }
   if (p->grow) w->back_n += p->grow;
-  if (dest >= 0) w->hi[o] = end;
   return QS_OK;
 }
 
@@ -525,8 +530,8 @@ int cl_window_prepare(cl_window *w, cl_command_queue q, size_t oldest,
       window_plan(w, oldest, len, 1, 2, 1, &p, &done, spare, sizeof spare) ||
       done)
     return QS_OK;
-  return window_run(w, q, oldest, len, &p, p.flip ? -2 : (int)oldest, err,
-                    err_len);
+  if (!p.flip && !p.grow) return QS_OK;
+  return window_run(w, q, oldest, len, &p, 0, err, err_len);
 }
 
 int cl_window_finish(cl_window *w, cl_command_queue q, size_t oldest,
@@ -547,7 +552,7 @@ int cl_window_finish_with(cl_window *w, cl_command_queue q, size_t oldest,
   if (!rc)
     rc = window_plan(w, oldest, len, window_consecutive(w, oldest, len), 3, 2,
                      &p, &done, err, err_len);
-  if (!rc) rc = window_run(w, q, oldest, len, &p, -1, err, err_len);
+  if (!rc) rc = window_run(w, q, oldest, len, &p, 1, err, err_len);
   if (!rc)
     rc = take_image(w->dev, q, w->res, w->plane, take, ctx, out, &w->dev_s,
                     err, err_len);

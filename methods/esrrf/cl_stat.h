@@ -82,9 +82,9 @@ int cl_stat_finish_with(cl_stat *st, cl_command_queue q, cl_image_fn take,
  * between flips `back` (one more state) merges the blocks completed
  * since, and an update is oldest ⊕ back ⊕ the newest blocks: a constant
  * number of states per update (about 3, plus the flip's N/K once every
- * N/K − 1 updates) instead of N/K. cl_window_prepare does that merge,
- * and the flip, ahead of the update into the oldest block's state, so the
- * update itself reads two states.
+ * N/K − 1 updates) instead of N/K. cl_window_prepare grows back, and
+ * flips, ahead of the update, so the update itself reads three states
+ * (the oldest's suffix, back, the newest) and writes only its image.
  * Which state holds what is the host's bookkeeping: blocks are numbered
  * as they start (id), a state holds blocks id .. hi; a merge is used only
  * where the update's blocks are numbered consecutively in time order (as
@@ -145,14 +145,15 @@ int cl_window_fold_at(cl_window *w, cl_command_queue q, cl_mem maps, size_t at,
                       size_t n, size_t b, size_t first, cl_event wait,
                       cl_event *keep, char *err, size_t err_len);
 
-/* For the update whose oldest block is `oldest`: merges every block but
- * the newest ((oldest + blocks − 1) mod blocks, which may still be
- * filling) into the oldest block's state (the stacks' step, or a flip),
- * so that its cl_window_finish reads two states: work moved off the
- * update, for the call before it. Those blocks must hold `every` frames
+/* For the update whose oldest block is `oldest`: the stacks' step for
+ * every block but the newest ((oldest + blocks − 1) mod blocks, which may
+ * still be filling): back takes the blocks completed since it last grew,
+ * or the blocks flip, so that its cl_window_finish reads three states and
+ * writes nothing but its image: work moved off the update, for the call
+ * before it. Those blocks must hold `every` frames
  * (else QS_EINVAL with a message, nothing enqueued). Waits, books in
- * dev_s. Nothing to do (QS_OK) with one block, when the oldest state
- * already holds them, or when the blocks are not numbered consecutively
+ * dev_s. Nothing to do (QS_OK) with one or two blocks, when the oldest
+ * state already holds them, or when the blocks are not numbered consecutively
  * (the update then combines them itself). A failed kernel leaves the
  * states it wrote unknown: their counts go to 0 (refold them). */
 int cl_window_prepare(cl_window *w, cl_command_queue q, size_t oldest,

@@ -964,9 +964,9 @@ int esrrf_run_opencl(const method_call *c) {
  *           oldest block's suffix ⊕ back ⊕ the newest block: per frame
  *           one fold plus, per update, about three block states instead of
  *           N/K (and the flip's N/K once every N/K − 1 updates), most of it
- *           done ahead: the call that drains before the update merges the
- *           older blocks into the oldest block's state, flipping when due
- *           (cl_window_prepare), so the update itself reads two states;
+ *           done ahead: the call that drains before the update grows
+ *           back, or flips when due (cl_window_prepare), so the update
+ *           itself reads three states and writes only its image;
  *           without a drain (a push of K frames each time) the update
  *           does the merge and, once every N/K, the flip. Within rounding
  *           of the batch call on the window's frames (the blocks' sums are
@@ -1264,10 +1264,9 @@ static int cl_session_frames(cl_session *x, esrrf_sink *sk) {
     rc = cl_stage_flush(x);
   if (!rc && drain) rc = cl_session_collect(x, c->err, c->err_len);
   /* a window kept as blocks, whose next update's newest block is the one
-   * filling: its older blocks are merged now into the oldest one's state
-   * (the stacks' step: about three states; the flip once every N/K − 1
-   * updates), while the caller waits anyway, so that the update reads
-   * two states */
+   * filling: the stacks' step for its older blocks now (back grows; the
+   * flip once every N/K − 1 updates), while the caller waits anyway, so
+   * that the update reads three states and writes only its image */
   uint64_t end = sk->at + frames, upd = end + sk->due, k = x->win.every;
   if (!rc && drain && x->blocks && (upd - 1) / k == (end - 1) / k)
     rc = cl_window_prepare(&x->win, s->q, (size_t)(upd / k % x->win.blocks),
