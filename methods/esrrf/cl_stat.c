@@ -31,10 +31,10 @@ size_t cl_stat_bytes(int kind, size_t plane) {
   return (cl_stat_slots(kind) + 1) * plane * sizeof(float);
 }
 
-/* Work-items of the statistic's kernels for maps of `plane` pixels:
- * CL_STAT_LANES pixels each, rounded up to a multiple of 64. */
-static size_t cl_stat_global(size_t plane) {
-  return ((plane + CL_STAT_LANES - 1) / CL_STAT_LANES + 63) / 64 * 64;
+/* Work-items of a kernel of `lanes` pixels each for maps of `plane`
+ * pixels, rounded up to a multiple of 64. */
+static size_t cl_stat_global(size_t plane, size_t lanes) {
+  return ((plane + lanes - 1) / lanes + 63) / 64 * 64;
 }
 
 /* Program, the fold and the finishing kernel `finish_name`, an
@@ -83,7 +83,7 @@ int cl_stat_open(cl_stat *st, cldev *d, int kind, size_t plane, char *err,
   st->dev = d;
   st->kind = kind;
   st->plane = plane;
-  st->global = cl_stat_global(plane);
+  st->global = cl_stat_global(plane, CL_STAT_LANES);
   if (!cl_stat_slots(kind) || !plane) {
     snprintf(err, err_len, "device statistic: no statistic %d", kind);
     return QS_EINVAL;
@@ -268,7 +268,8 @@ int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
   w->plane = plane;
   w->blocks = blocks;
   w->every = every;
-  w->global = cl_stat_global(plane);
+  w->global = cl_stat_global(plane, CL_STAT_LANES);
+  w->flip_global = cl_stat_global(plane, CL_FLIP_LANES);
   if (!cl_stat_slots(kind) || !plane || !blocks || !every ||
       every > INT32_MAX || blocks > INT32_MAX / every ||
       (kind == 2 && blocks * every < 2) ||
@@ -458,7 +459,8 @@ static int window_run(cl_window *w, cl_command_queue q, size_t o, size_t len,
     e |= clSetKernelArg(k, 5 + (cl_uint)i, sizeof a[i], &a[i]);
   int rc = cl_status(e, "setting the window's arguments", err, err_len);
   if (!rc)
-    rc = stat_launch(w->dev, w->kind, &w->global, &w->dev_s, &w->once_s, q, k,
+    rc = stat_launch(w->dev, w->kind, p->flip ? &w->flip_global : &w->global,
+                     &w->dev_s, &w->once_s, q, k,
                      ro        ? "esrrf_window_image"
                      : p->flip ? "esrrf_window_flip"
                                : "esrrf_window_finish",
