@@ -6,6 +6,7 @@
  * for avg, var and tac2, short and long windows, over several flips of the
  * stacks, prepared or not, one and two blocks, a window lost and
  * restarted; the states an update reads (a constant, beyond the flips);
+ * each statistic's first launch booked as one-time cost;
  * the combination against a fresh cl_stat of the same frames; transfer
  * counts and device seconds; bad calls. */
 #include <criterion/criterion.h>
@@ -560,6 +561,37 @@ Test(window, bad_calls_are_refused_with_a_message) {
   host_stat(TAC2, maps, R, C, 2, 4, ref);
   cr_expect_leq(worst_rel(out, ref, PX), 1e-5);
   cl_window_close(&w);
+  free(maps);
+  bench_close(&b);
+}
+
+/* Each statistic's kernels are their own program (esrrf_stat.cl built
+ * for that statistic): its first fold at a size is a first launch, booked
+ * as one-time cost, even after another statistic's fold at that size in
+ * the same process; its second is not. */
+Test(window, each_statistic_books_its_own_first_launch) {
+  enum { R = 6, C = 7, PX = R * C };
+  float *maps = camera(2, PX, 6);
+  bench b;
+  bench_open(&b, maps, 2, PX);
+  char err[512] = "";
+  for (int kind = AVG; kind <= TAC2; kind++) {
+    cl_stat st;
+    cr_assert_eq(cl_stat_open(&st, b.dev, kind, PX, err, sizeof err), QS_OK,
+                 "%s", err);
+    for (int fold = 0; fold < 2; fold++) {
+      double once = st.once_s;
+      cr_assert_eq(cl_stat_fold(&st, b.q, b.maps, 2, NULL, err, sizeof err),
+                   QS_OK, "%s", err);
+      if (fold == 0)
+        cr_expect_gt(st.once_s, once, "statistic %d: first fold not booked",
+                     kind);
+      else
+        cr_expect_eq(st.once_s, once, "statistic %d: second fold booked",
+                     kind);
+    }
+    cl_stat_close(&st);
+  }
   free(maps);
   bench_close(&b);
 }
