@@ -393,9 +393,10 @@ __kernel void esrrf_window_finish(__global float *acc, __global float *out,
 #undef STEP
 }
 
-/* The flip over FLIP_GROUPS groups of FIN_LANES pixels per work-item
- * (the first `ng`, the last of them `mlast` pixels wide): block by block,
- * each block's run of the work-item's pixels at once. A work-item of one
+/* The flip (and back's growth, below) over FLIP_GROUPS groups of
+ * FIN_LANES pixels per work-item (the first `ng`, the last of them `mlast`
+ * pixels wide): block by block, each block's run of the work-item's
+ * pixels at once. A work-item of one
  * group went through all the blocks for it, so every block was a stream
  * of 16-byte steps: with ten blocks (34 streams read or written) a
  * block's flip took 3.6 times what it took with four. With runs of 16
@@ -404,6 +405,21 @@ __kernel void esrrf_window_finish(__global float *acc, __global float *out,
  * PoCL; 8 groups were as good for avg but no better than 1 for var and
  * tac2 (the device compiler's register allocation). */
 #define FLIP_GROUPS 16
+
+/* CALL(i, ng, mlast) for the work-item's run of FLIP_GROUPS groups from
+ * i (in a kernel with `plane`): all of them FIN_LANES wide (constants),
+ * or at a plane's end the ng groups left, the last mlast wide. */
+#define FOR_RUNS(CALL)                                                       \
+  do {                                                                       \
+    long i_ = (long)get_global_id(0) * FLIP_GROUPS * FIN_LANES;              \
+    if (i_ + FLIP_GROUPS * FIN_LANES <= plane) {                             \
+      CALL(i_, FLIP_GROUPS, FIN_LANES);                                      \
+    } else if (i_ < plane) {                                                 \
+      long left_ = plane - i_;                                               \
+      int ng_ = (int)((left_ + FIN_LANES - 1) / FIN_LANES);                  \
+      CALL(i_, ng_, (int)(left_ - (ng_ - 1) * FIN_LANES));                   \
+    }                                                                        \
+  } while (0)
 
 inline void window_flip_at(__global float *acc, __global float *out, long i,
                            int ng, int mlast, int every, long plane,
@@ -440,6 +456,62 @@ inline void window_flip_at(__global float *acc, __global float *out, long i,
   }
 }
 
+/* back's growth over FLIP_GROUPS groups of FIN_LANES pixels per
+ * work-item (the first `ng`, the last `mlast` pixels wide), block by block
+ * as the flip: back (back_n frames; none when 0) merged with the `grow`
+ * blocks from state r0, written back. */
+inline void window_grow_at(__global float *acc, long i, int ng, int mlast,
+                           int every, long plane, int blocks, int back_n,
+                           int r0, int grow) {
+  const int kind = STAT_KIND;
+  long slots = kind == 0 ? 2 : kind == 1 ? 5 : 6;
+  __global float *base = acc + i, *back = base + blocks * slots * plane;
+  long step = slots * plane;
+  finv k = (finv)every;
+  finv x0[FLIP_GROUPS], sy[FLIP_GROUPS], s1[FLIP_GROUPS], last[FLIP_GROUPS];
+  finv cx0 = 0, csy = 0, cs1 = 0, clast = 0;
+  for (int g = 0; g < ng; g++) {
+    int m = g == ng - 1 ? mlast : FIN_LANES;
+    x0[g] = sy[g] = s1[g] = last[g] = 0;
+    if (back_n > 0)
+      WS_LOAD(back + g * FIN_LANES, x0[g], sy[g], s1[g], last[g]);
+  }
+  for (int j = 0; j < grow; j++) {
+    __global float *a = base + ring_at(r0, j, blocks) * step;
+    for (int g = 0; g < ng; g++) {
+      int m = g == ng - 1 ? mlast : FIN_LANES;
+      WS_LOAD(a + g * FIN_LANES, cx0, csy, cs1, clast);
+      if (back_n > 0 || j > 0) {
+        WS_MERGE(x0[g], sy[g], s1[g], last[g], cx0, csy, cs1, clast, k);
+      } else {
+        x0[g] = cx0, sy[g] = csy, s1[g] = cs1, last[g] = clast;
+      }
+    }
+  }
+  for (int g = 0; g < ng; g++) {
+    int m = g == ng - 1 ? mlast : FIN_LANES;
+    ws_store(back + g * FIN_LANES, plane, kind, m, back_n == 0, x0[g], sy[g],
+             s1[g], last[g]);
+  }
+}
+
+/* The step ahead of an update that grows back and nothing else
+ * (esrrf_window_finish's arguments; f .. f2_n and rn, flip, to_out not
+ * used), FLIP_GROUPS·FIN_LANES pixels a work-item: as the flip, each
+ * block's run of the work-item's pixels at once. */
+__kernel void esrrf_window_grow(__global float *acc, __global float *out,
+                                int every, long plane, int blocks,
+                                int f, int f_n, int f2, int f2_n, int back_n,
+                                int r0, int rn, int grow, int flip,
+                                int to_out) {
+  (void)out, (void)f, (void)f_n, (void)f2, (void)f2_n, (void)rn;
+  (void)flip, (void)to_out;
+#define GROW(I, NG, MLAST)                                                   \
+  window_grow_at(acc, I, NG, MLAST, every, plane, blocks, back_n, r0, grow)
+  FOR_RUNS(GROW);
+#undef GROW
+}
+
 /* The flip, FLIP_GROUPS·FIN_LANES pixels a work-item: the rn blocks from
  * state r0 become in place their suffix merges (the block at j := the
  * merge of blocks j .. rn − 1; the newest stays itself), and with `to_out`
@@ -452,16 +524,10 @@ __kernel void esrrf_window_flip(__global float *acc, __global float *out,
                                 int to_out) {
   (void)f, (void)f_n, (void)f2, (void)f2_n, (void)back_n, (void)grow;
   (void)flip;
-  long i = (long)get_global_id(0) * FLIP_GROUPS * FIN_LANES;
-  if (i + FLIP_GROUPS * FIN_LANES <= plane) {
-    window_flip_at(acc, out, i, FLIP_GROUPS, FIN_LANES, every, plane, blocks,
-                   r0, rn, to_out);
-  } else if (i < plane) {
-    long left = plane - i;
-    int ng = (int)((left + FIN_LANES - 1) / FIN_LANES);
-    window_flip_at(acc, out, i, ng, (int)(left - (ng - 1) * FIN_LANES), every,
-                   plane, blocks, r0, rn, to_out);
-  }
+#define FLIP(I, NG, MLAST)                                                   \
+  window_flip_at(acc, out, I, NG, MLAST, every, plane, blocks, r0, rn, to_out)
+  FOR_RUNS(FLIP);
+#undef FLIP
 }
 
 /* The update's common step, read only: state f (f_n frames), state f2

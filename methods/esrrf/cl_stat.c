@@ -298,10 +298,10 @@ int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
   cl_int e = CL_SUCCESS;
   cl_long pl = (cl_long)plane;
   if (!rc) rc = stat_program(d, kind, &prog, &w->once_s, err, err_len);
-  static const char *const names[2] = {"esrrf_window_image",
-                                       "esrrf_window_flip"};
-  cl_kernel *ks[2] = {&w->image, &w->flip};
-  for (int j = 0; j < 2 && !rc; j++) {
+  static const char *const names[3] = {
+      "esrrf_window_image", "esrrf_window_flip", "esrrf_window_grow"};
+  cl_kernel *ks[3] = {&w->image, &w->flip, &w->grow};
+  for (int j = 0; j < 3 && !rc; j++) {
     *ks[j] = clCreateKernel(prog, names[j], &e);
     rc = cl_status(e, names[j], err, err_len);
     if (rc) break;
@@ -317,7 +317,8 @@ void cl_window_close(cl_window *w) {
   release_all(&w->fold, &w->finish, &w->acc, &w->res);
   if (w->image) clReleaseKernel(w->image);
   if (w->flip) clReleaseKernel(w->flip);
-  w->image = w->flip = NULL;
+  if (w->grow) clReleaseKernel(w->grow);
+  w->image = w->flip = w->grow = NULL;
   free(w->count);
   free(w->id);
   free(w->hi);
@@ -450,21 +451,27 @@ static int window_run(cl_window *w, cl_command_queue q, size_t o, size_t len,
                   to_out};
   cl_int ce = (cl_int)w->every, cb = (cl_int)nb;
   /* an update that writes nothing: the read-only kernel, whose arguments
-   * are the first 7 of these (f .. rn) */
+   * are the first 7 of these (f .. rn); a step that only grows back or
+   * flips: kernels that take runs of pixels, block by block */
   int ro = to_out && !p->flip && !p->grow;
-  cl_kernel k = ro ? w->image : p->flip ? w->flip : w->finish;
+  int runs = p->flip || (!to_out && p->grow);
+  cl_kernel k = ro        ? w->image
+                : p->flip ? w->flip
+                : runs    ? w->grow
+                          : w->finish;
+  const char *name = ro        ? "esrrf_window_image"
+                     : p->flip ? "esrrf_window_flip"
+                     : runs    ? "esrrf_window_grow"
+                               : "esrrf_window_finish";
   cl_int e = clSetKernelArg(k, 2, sizeof ce, &ce);
   e |= clSetKernelArg(k, 4, sizeof cb, &cb);
   for (int i = 0; i < (ro ? 7 : 10); i++)
     e |= clSetKernelArg(k, 5 + (cl_uint)i, sizeof a[i], &a[i]);
   int rc = cl_status(e, "setting the window's arguments", err, err_len);
   if (!rc)
-    rc = stat_launch(w->dev, w->kind, p->flip ? &w->flip_global : &w->global,
-                     &w->dev_s, &w->once_s, q, k,
-                     ro        ? "esrrf_window_image"
-                     : p->flip ? "esrrf_window_flip"
-                               : "esrrf_window_finish",
-                     NULL, NULL, err, err_len);
+    rc = stat_launch(w->dev, w->kind, runs ? &w->flip_global : &w->global,
+                     &w->dev_s, &w->once_s, q, k, name, NULL, NULL, err,
+                     err_len);
   size_t conv = p->flip ? p->rn - 1 : 0; /* suffixes written */
   if (rc) {
     for (size_t j = 0; j < conv; j++)

@@ -12,7 +12,8 @@
 #include "cl/clrt.h"
 
 /* Pixels per work-item of esrrf_stat.cl's kernels (its STAT_LANES), and
- * of its flip of a window's blocks (FLIP_GROUPS·FIN_LANES). */
+ * of its flip of a window's blocks and back's growth (FLIP_GROUPS ·
+ * FIN_LANES). */
 #define CL_STAT_LANES 8
 #define CL_FLIP_LANES 64
 
@@ -106,12 +107,14 @@ typedef struct cl_window {
   int kind;                    /* 0 avg, 1 var, 2 tac2 */
   size_t plane, blocks, every; /* pixels of a map; blocks; frames a block */
   cl_kernel fold, finish;      /* esrrf_fold, esrrf_window_finish */
-  cl_kernel image, flip;       /* esrrf_window_image (an update's
-                                  read-only step), esrrf_window_flip */
+  cl_kernel image, flip, grow; /* esrrf_window_image (an update's
+                                  read-only step), esrrf_window_flip,
+                                  esrrf_window_grow (a step ahead that
+                                  only grows back) */
   cl_mem acc, res;             /* (blocks + back)·slots·plane floats (back
                                   the last state); plane floats */
   size_t global;               /* as cl_stat's */
-  size_t flip_global;          /* the flip's work-items */
+  size_t flip_global;          /* the flip's and growth's work-items */
   size_t *count;               /* frames folded into each block (host) */
   uint64_t *id, *hi;           /* each state holds blocks id[b] .. hi[b] */
   uint64_t started;            /* blocks started so far (the last id) */
