@@ -113,6 +113,36 @@ inline void fin_store(float4 v, __global float *p, int m) {
     }                                                                        \
   } while (0)
 
+/* The window's kernels (all but esrrf_window_finish) take RUN_GROUPS
+ * groups of FIN_LANES pixels per work-item (the first `ng`, the last of
+ * them `mlast` pixels wide) and go state by state, each state's run of
+ * the work-item's pixels at once. With one group per work-item every
+ * state read or written was a stream of 16-byte steps, and with ten
+ * blocks (34 streams) a block's flip took 3.6 times what it took with
+ * four. With runs of 16 groups, at 1280² maps and ten blocks on PoCL
+ * (bench/window), the flip takes 6.6–9.7 ms instead of 16–22 (avg), 22–26
+ * instead of 44–71 (var), 23–31 instead of 52–100 (tac2); the growth of
+ * back 1.3–1.5 ms instead of 2.3–2.5 (avg); the update's image 1.4–1.8
+ * instead of 1.7–2.0 (avg), 3.8–3.9 instead of 6.0 (var). 8 groups were
+ * as good for avg but no better than 1 for var and tac2 (the device
+ * compiler's register allocation). */
+#define RUN_GROUPS 16
+
+/* CALL(i, ng, mlast) for the work-item's run of RUN_GROUPS groups from
+ * i (in a kernel with `plane`): all of them FIN_LANES wide (constants),
+ * or at a plane's end the ng groups left, the last mlast wide. */
+#define FOR_RUNS(CALL)                                                       \
+  do {                                                                       \
+    long i_ = (long)get_global_id(0) * RUN_GROUPS * FIN_LANES;              \
+    if (i_ + RUN_GROUPS * FIN_LANES <= plane) {                             \
+      CALL(i_, RUN_GROUPS, FIN_LANES);                                      \
+    } else if (i_ < plane) {                                                 \
+      long left_ = plane - i_;                                               \
+      int ng_ = (int)((left_ + FIN_LANES - 1) / FIN_LANES);                  \
+      CALL(i_, ng_, (int)(left_ - (ng_ - 1) * FIN_LANES));                   \
+    }                                                                        \
+  } while (0)
+
 /* s + c += v, with c collecting the exact rounding error of s + v. */
 inline void csum(statv *s, statv *c, statv v) {
   statv t = *s + v, bp = t - *s;
@@ -393,34 +423,8 @@ __kernel void esrrf_window_finish(__global float *acc, __global float *out,
 #undef STEP
 }
 
-/* The flip (and back's growth, below) over FLIP_GROUPS groups of
- * FIN_LANES pixels per work-item (the first `ng`, the last of them `mlast`
- * pixels wide): block by block, each block's run of the work-item's
- * pixels at once. A work-item of one
- * group went through all the blocks for it, so every block was a stream
- * of 16-byte steps: with ten blocks (34 streams read or written) a
- * block's flip took 3.6 times what it took with four. With runs of 16
- * groups, ten blocks of 1280² maps flip in 6.6–8.9 ms instead of 16–20
- * (avg), 22 instead of 44–49 (var), 23–28 instead of 52–62 (tac2) on
- * PoCL; 8 groups were as good for avg but no better than 1 for var and
- * tac2 (the device compiler's register allocation). */
-#define FLIP_GROUPS 16
 
-/* CALL(i, ng, mlast) for the work-item's run of FLIP_GROUPS groups from
- * i (in a kernel with `plane`): all of them FIN_LANES wide (constants),
- * or at a plane's end the ng groups left, the last mlast wide. */
-#define FOR_RUNS(CALL)                                                       \
-  do {                                                                       \
-    long i_ = (long)get_global_id(0) * FLIP_GROUPS * FIN_LANES;              \
-    if (i_ + FLIP_GROUPS * FIN_LANES <= plane) {                             \
-      CALL(i_, FLIP_GROUPS, FIN_LANES);                                      \
-    } else if (i_ < plane) {                                                 \
-      long left_ = plane - i_;                                               \
-      int ng_ = (int)((left_ + FIN_LANES - 1) / FIN_LANES);                  \
-      CALL(i_, ng_, (int)(left_ - (ng_ - 1) * FIN_LANES));                   \
-    }                                                                        \
-  } while (0)
-
+/* The flip for the run of ng groups from i (FOR_RUNS). */
 inline void window_flip_at(__global float *acc, __global float *out, long i,
                            int ng, int mlast, int every, long plane,
                            int blocks, int r0, int rn, int to_out) {
@@ -429,7 +433,7 @@ inline void window_flip_at(__global float *acc, __global float *out, long i,
   __global float *base = acc + i;
   long step = slots * plane;
   finv k = (finv)every, n = k;
-  finv x0[FLIP_GROUPS], sy[FLIP_GROUPS], s1[FLIP_GROUPS], last[FLIP_GROUPS];
+  finv x0[RUN_GROUPS], sy[RUN_GROUPS], s1[RUN_GROUPS], last[RUN_GROUPS];
   finv cx0 = 0, csy = 0, cs1 = 0, clast = 0;
   int b = ring_at(r0, rn - 1, blocks);
   for (int g = 0; g < ng; g++) {
@@ -456,7 +460,7 @@ inline void window_flip_at(__global float *acc, __global float *out, long i,
   }
 }
 
-/* back's growth over FLIP_GROUPS groups of FIN_LANES pixels per
+/* back's growth over RUN_GROUPS groups of FIN_LANES pixels per
  * work-item (the first `ng`, the last `mlast` pixels wide), block by block
  * as the flip: back (back_n frames; none when 0) merged with the `grow`
  * blocks from state r0, written back. */
@@ -468,7 +472,7 @@ inline void window_grow_at(__global float *acc, long i, int ng, int mlast,
   __global float *base = acc + i, *back = base + blocks * slots * plane;
   long step = slots * plane;
   finv k = (finv)every;
-  finv x0[FLIP_GROUPS], sy[FLIP_GROUPS], s1[FLIP_GROUPS], last[FLIP_GROUPS];
+  finv x0[RUN_GROUPS], sy[RUN_GROUPS], s1[RUN_GROUPS], last[RUN_GROUPS];
   finv cx0 = 0, csy = 0, cs1 = 0, clast = 0;
   for (int g = 0; g < ng; g++) {
     int m = g == ng - 1 ? mlast : FIN_LANES;
@@ -497,7 +501,7 @@ inline void window_grow_at(__global float *acc, long i, int ng, int mlast,
 
 /* The step ahead of an update that grows back and nothing else
  * (esrrf_window_finish's arguments; f .. f2_n and rn, flip, to_out not
- * used), FLIP_GROUPS·FIN_LANES pixels a work-item: as the flip, each
+ * used), RUN_GROUPS·FIN_LANES pixels a work-item: as the flip, each
  * block's run of the work-item's pixels at once. */
 __kernel void esrrf_window_grow(__global float *acc, __global float *out,
                                 int every, long plane, int blocks,
@@ -512,7 +516,7 @@ __kernel void esrrf_window_grow(__global float *acc, __global float *out,
 #undef GROW
 }
 
-/* The flip, FLIP_GROUPS·FIN_LANES pixels a work-item: the rn blocks from
+/* The flip, RUN_GROUPS·FIN_LANES pixels a work-item: the rn blocks from
  * state r0 become in place their suffix merges (the block at j := the
  * merge of blocks j .. rn − 1; the newest stays itself), and with `to_out`
  * the merge of all goes to `out` as the statistic. Its arguments are
@@ -536,44 +540,59 @@ __kernel void esrrf_window_flip(__global float *acc, __global float *out,
  * statistic. esrrf_window_finish does the same with its other options
  * off, but this smaller kernel, which writes no state, took about 0.65 of
  * its time on PoCL (the update that completes a push). */
+/* state A's sums (NB frames) merged into R[g] for the run's ng groups
+ * (in window_image_at) */
+#define RUN_MERGE(A, NB)                                                     \
+  for (int g = 0; g < ng; g++) {                                             \
+    int m = g == ng - 1 ? mlast : FIN_LANES;                                 \
+    WS_LOAD((A) + g * FIN_LANES, cx0, csy, cs1, clast);                      \
+    WS_MERGE(x0[g], sy[g], s1[g], last[g], cx0, csy, cs1, clast, NB);        \
+  }
+
 inline void window_image_at(__global const float *acc, __global float *out,
-                            long i, int m, int every, long plane, int blocks,
-                            int f, int f_n, int f2, int f2_n, int back_n,
-                            int r0, int rn) {
+                            long i, int ng, int mlast, int every, long plane,
+                            int blocks, int f, int f_n, int f2, int f2_n,
+                            int back_n, int r0, int rn) {
   const int kind = STAT_KIND;
   long slots = kind == 0 ? 2 : kind == 1 ? 5 : 6;
   __global const float *base = acc + i;
   long step = slots * plane;
   finv k = (finv)every, n = (finv)f_n;
-  finv x0 = 0, sy = 0, s1 = 0, last = 0;
+  finv x0[RUN_GROUPS], sy[RUN_GROUPS], s1[RUN_GROUPS], last[RUN_GROUPS];
   finv cx0 = 0, csy = 0, cs1 = 0, clast = 0;
-  WS_LOAD(base + f * step, x0, sy, s1, last);
+  for (int g = 0; g < ng; g++) {
+    int m = g == ng - 1 ? mlast : FIN_LANES;
+    x0[g] = sy[g] = s1[g] = last[g] = 0;
+    WS_LOAD(base + f * step + g * FIN_LANES, x0[g], sy[g], s1[g], last[g]);
+  }
   if (f2 >= 0) {
-    WS_LOAD(base + f2 * step, cx0, csy, cs1, clast);
-    WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, (finv)f2_n);
+    RUN_MERGE(base + f2 * step, (finv)f2_n);
     n += (finv)f2_n;
   }
   if (back_n > 0) {
-    WS_LOAD(base + blocks * step, cx0, csy, cs1, clast);
-    WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, (finv)back_n);
+    RUN_MERGE(base + blocks * step, (finv)back_n);
     n += (finv)back_n;
   }
   for (int j = 0; j < rn; j++) {
-    WS_LOAD(base + ring_at(r0, j, blocks) * step, cx0, csy, cs1, clast);
-    WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, k);
+    RUN_MERGE(base + ring_at(r0, j, blocks) * step, k);
     n += k;
   }
-  fin_store(stat_value(kind, n, sy, s1, last), out + i, m);
+  for (int g = 0; g < ng; g++) {
+    int m = g == ng - 1 ? mlast : FIN_LANES;
+    fin_store(stat_value(kind, n, sy[g], s1[g], last[g]),
+              out + i + g * FIN_LANES, m);
+  }
 }
+#undef RUN_MERGE
 
 __kernel void esrrf_window_image(__global const float *acc,
                                  __global float *out, int every,
                                  long plane, int blocks, int f, int f_n,
                                  int f2, int f2_n, int back_n, int r0,
                                  int rn) {
-#define IMAGE(I, M)                                                          \
-  window_image_at(acc, out, I, M, every, plane, blocks, f, f_n, f2, f2_n,   \
-                  back_n, r0, rn)
-  FOR_GROUPS(IMAGE);
+#define IMAGE(I, NG, MLAST)                                                  \
+  window_image_at(acc, out, I, NG, MLAST, every, plane, blocks, f, f_n, f2, \
+                  f2_n, back_n, r0, rn)
+  FOR_RUNS(IMAGE);
 #undef IMAGE
 }

@@ -269,7 +269,7 @@ int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
   w->blocks = blocks;
   w->every = every;
   w->global = cl_stat_global(plane, CL_STAT_LANES);
-  w->flip_global = cl_stat_global(plane, CL_FLIP_LANES);
+  w->run_global = cl_stat_global(plane, CL_RUN_LANES);
   if (!cl_stat_slots(kind) || !plane || !blocks || !every ||
       every > INT32_MAX || blocks > INT32_MAX / every ||
       (kind == 2 && blocks * every < 2) ||
@@ -451,10 +451,10 @@ static int window_run(cl_window *w, cl_command_queue q, size_t o, size_t len,
                   to_out};
   cl_int ce = (cl_int)w->every, cb = (cl_int)nb;
   /* an update that writes nothing: the read-only kernel, whose arguments
-   * are the first 7 of these (f .. rn); a step that only grows back or
-   * flips: kernels that take runs of pixels, block by block */
+   * are the first 7 of these (f .. rn); it, the flip and a step that only
+   * grows back take runs of pixels, state by state */
   int ro = to_out && !p->flip && !p->grow;
-  int runs = p->flip || (!to_out && p->grow);
+  int runs = ro || p->flip || (!to_out && p->grow);
   cl_kernel k = ro        ? w->image
                 : p->flip ? w->flip
                 : runs    ? w->grow
@@ -469,7 +469,7 @@ static int window_run(cl_window *w, cl_command_queue q, size_t o, size_t len,
     e |= clSetKernelArg(k, 5 + (cl_uint)i, sizeof a[i], &a[i]);
   int rc = cl_status(e, "setting the window's arguments", err, err_len);
   if (!rc)
-    rc = stat_launch(w->dev, w->kind, runs ? &w->flip_global : &w->global,
+    rc = stat_launch(w->dev, w->kind, runs ? &w->run_global : &w->global,
                      &w->dev_s, &w->once_s, q, k, name, NULL, NULL, err,
                      err_len);
   size_t conv = p->flip ? p->rn - 1 : 0; /* suffixes written */

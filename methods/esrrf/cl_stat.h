@@ -12,10 +12,10 @@
 #include "cl/clrt.h"
 
 /* Pixels per work-item of esrrf_stat.cl's kernels (its STAT_LANES), and
- * of its flip of a window's blocks and back's growth (FLIP_GROUPS ·
- * FIN_LANES). */
+ * of its window kernels that take runs (RUN_GROUPS · FIN_LANES: the
+ * update's image, the flip, back's growth). */
 #define CL_STAT_LANES 8
-#define CL_FLIP_LANES 64
+#define CL_RUN_LANES 64
 
 typedef struct cl_stat {
   cldev *dev;
@@ -114,7 +114,7 @@ typedef struct cl_window {
   cl_mem acc, res;             /* (blocks + back)·slots·plane floats (back
                                   the last state); plane floats */
   size_t global;               /* as cl_stat's */
-  size_t flip_global;          /* the flip's and growth's work-items */
+  size_t run_global;           /* work-items of the kernels on runs */
   size_t *count;               /* frames folded into each block (host) */
   uint64_t *id, *hi;           /* each state holds blocks id[b] .. hi[b] */
   uint64_t started;            /* blocks started so far (the last id) */
