@@ -99,8 +99,8 @@ inline void fin_store(float4 v, __global float *p, int m) {
  * = FIN_LANES (in a kernel with `plane`), the lane count a constant where
  * the group is full (all but a plane's last): fin_load and fin_store then
  * compile to plain vector accesses. With the count known only at run
- * time, a branch stayed in every access and the window's kernels ran at
- * about a third of the speed on PoCL. */
+ * time, a branch stayed in every access and the window's image kernel
+ * ran at about a third of the speed on PoCL. */
 #define FOR_GROUPS(CALL)                                                     \
   do {                                                                       \
     long i_ = (long)get_global_id(0) * STAT_LANES;                           \
@@ -113,8 +113,8 @@ inline void fin_store(float4 v, __global float *p, int m) {
     }                                                                        \
   } while (0)
 
-/* The window's kernels (all but esrrf_window_finish) take RUN_GROUPS
- * groups of FIN_LANES pixels per work-item (the first `ng`, the last of
+/* The window's kernels take RUN_GROUPS groups of FIN_LANES pixels per
+ * work-item (the first `ng`, the last of
  * them `mlast` pixels wide) and go state by state, each state's run of
  * the work-item's pixels at once. With one group per work-item every
  * state read or written was a stream of 16-byte steps, and with ten
@@ -350,80 +350,6 @@ inline int ring_at(int r0, int j, int blocks) {
   return b < blocks ? b : b - blocks;
 }
 
-/* One step of the window but a flip (the host plans it, cl_stat.c's
- * window_plan) for the m pixels from i: G = back (back_n frames; none
- * when 0) merged with the `grow` first of the rn blocks from state r0
- * (wrapping over `blocks`), written back as the new back when grow > 0;
- * then R = state f (f_n frames), state f2 (f2_n frames; none when −1), G,
- * and the remaining blocks, in time order. With `to_out`, R goes to `out`
- * as the statistic; without, nothing more is done after back is written
- * (the step done ahead of an update, which then reads back itself:
- * writing R into a state for the update to read instead cost the step two
- * planes written to save it two read). */
-inline void window_step_at(__global float *acc, __global float *out, long i,
-                           int m, int every, long plane, int blocks, int f,
-                           int f_n, int f2, int f2_n, int back_n, int r0,
-                           int rn, int grow, int to_out) {
-  const int kind = STAT_KIND;
-  long slots = kind == 0 ? 2 : kind == 1 ? 5 : 6;
-  __global float *base = acc + i;
-  long step = slots * plane;
-  finv k = (finv)every, n = 0;
-  finv x0 = 0, sy = 0, s1 = 0, last = 0;    /* R */
-  finv cx0 = 0, csy = 0, cs1 = 0, clast = 0; /* a state read */
-  finv gx0 = 0, gsy = 0, gs1 = 0, glast = 0, gn = (finv)back_n;
-  int has = back_n > 0;
-  if (has)
-    WS_LOAD(base + blocks * step, gx0, gsy, gs1, glast);
-  for (int j = 0; j < grow; j++) {
-    WS_LOAD(base + ring_at(r0, j, blocks) * step, cx0, csy, cs1, clast);
-    if (has) {
-      WS_MERGE(gx0, gsy, gs1, glast, cx0, csy, cs1, clast, k);
-    } else {
-      gx0 = cx0, gsy = csy, gs1 = cs1, glast = clast;
-    }
-    gn += k;
-    has = 1;
-  }
-  if (grow > 0)
-    ws_store(base + blocks * step, plane, kind, m, back_n == 0, gx0, gsy,
-             gs1, glast);
-  if (!to_out) return;
-  WS_LOAD(base + f * step, x0, sy, s1, last);
-  n = (finv)f_n;
-  if (f2 >= 0) {
-    WS_LOAD(base + f2 * step, cx0, csy, cs1, clast);
-    WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, (finv)f2_n);
-    n += (finv)f2_n;
-  }
-  if (has) {
-    WS_MERGE(x0, sy, s1, last, gx0, gsy, gs1, glast, gn);
-    n += gn;
-  }
-  for (int j = grow; j < rn; j++) {
-    WS_LOAD(base + ring_at(r0, j, blocks) * step, cx0, csy, cs1, clast);
-    WS_MERGE(x0, sy, s1, last, cx0, csy, cs1, clast, k);
-    n += k;
-  }
-  fin_store(stat_value(kind, n, sy, s1, last), out + i, m);
-}
-
-/* window_step_at over the work-item's pixels; its arguments are the
- * flip's (esrrf_window_flip, below), `flip` 0. */
-__kernel void esrrf_window_finish(__global float *acc, __global float *out,
-                                  int every, long plane, int blocks,
-                                  int f, int f_n, int f2, int f2_n,
-                                  int back_n, int r0, int rn, int grow,
-                                  int flip, int to_out) {
-  (void)flip;
-#define STEP(I, M)                                                           \
-  window_step_at(acc, out, I, M, every, plane, blocks, f, f_n, f2, f2_n,    \
-                 back_n, r0, rn, grow, to_out)
-  FOR_GROUPS(STEP);
-#undef STEP
-}
-
-
 /* The flip for the run of ng groups from i (FOR_RUNS). */
 inline void window_flip_at(__global float *acc, __global float *out, long i,
                            int ng, int mlast, int every, long plane,
@@ -499,10 +425,11 @@ inline void window_grow_at(__global float *acc, long i, int ng, int mlast,
   }
 }
 
-/* The step ahead of an update that grows back and nothing else
- * (esrrf_window_finish's arguments; f .. f2_n and rn, flip, to_out not
- * used), RUN_GROUPS·FIN_LANES pixels a work-item: as the flip, each
- * block's run of the work-item's pixels at once. */
+/* back's growth (a step ahead of an update, or an update's first step):
+ * back (back_n frames; none when 0) merged with the `grow` blocks from
+ * state r0, written back; RUN_GROUPS·FIN_LANES pixels a work-item. The
+ * window's kernels share one argument list (the host sets them the same
+ * way); here f .. f2_n and rn, flip, to_out are not used. */
 __kernel void esrrf_window_grow(__global float *acc, __global float *out,
                                 int every, long plane, int blocks,
                                 int f, int f_n, int f2, int f2_n, int back_n,
@@ -519,8 +446,8 @@ __kernel void esrrf_window_grow(__global float *acc, __global float *out,
 /* The flip, RUN_GROUPS·FIN_LANES pixels a work-item: the rn blocks from
  * state r0 become in place their suffix merges (the block at j := the
  * merge of blocks j .. rn − 1; the newest stays itself), and with `to_out`
- * the merge of all goes to `out` as the statistic. Its arguments are
- * esrrf_window_finish's (f .. back_n and grow not used). */
+ * the merge of all goes to `out` as the statistic (f .. back_n and grow
+ * not used). */
 __kernel void esrrf_window_flip(__global float *acc, __global float *out,
                                 int every, long plane, int blocks,
                                 int f, int f_n, int f2, int f2_n, int back_n,
@@ -534,12 +461,6 @@ __kernel void esrrf_window_flip(__global float *acc, __global float *out,
 #undef FLIP
 }
 
-/* The update's common step, read only: state f (f_n frames), state f2
- * (f2_n frames; none when −1), back (back_n frames; none when 0) and the
- * rn blocks from state r0, merged in time order, to `out` as the
- * statistic. esrrf_window_finish does the same with its other options
- * off, but this smaller kernel, which writes no state, took about 0.65 of
- * its time on PoCL (the update that completes a push). */
 /* state A's sums (NB frames) merged into R[g] for the run's ng groups
  * (in window_image_at) */
 #define RUN_MERGE(A, NB)                                                     \
@@ -549,6 +470,10 @@ __kernel void esrrf_window_flip(__global float *acc, __global float *out,
     WS_MERGE(x0[g], sy[g], s1[g], last[g], cx0, csy, cs1, clast, NB);        \
   }
 
+/* An update's merge for the run of ng groups from i, read only: state f
+ * (f_n frames), state f2 (f2_n frames; none when −1), back (back_n
+ * frames; none when 0) and the rn blocks from state r0, merged in time
+ * order, to `out` as the statistic. */
 inline void window_image_at(__global const float *acc, __global float *out,
                             long i, int ng, int mlast, int every, long plane,
                             int blocks, int f, int f_n, int f2, int f2_n,

@@ -291,17 +291,17 @@ int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
   int rc = stat_setup(
       d, kind, plane,
       (blocks * slots + cl_window_back_slots(kind, blocks)) * plane,
-      "sliding window's block statistics", "esrrf_window_finish", &w->fold,
-      &w->finish, &w->acc, &w->res, &w->once_s, err, err_len);
-  /* the update's read-only kernel (the program is the device's, built) */
+      "sliding window's block statistics", "esrrf_window_image", &w->fold,
+      &w->image, &w->acc, &w->res, &w->once_s, err, err_len);
+  /* the flip and back's growth (the program is the device's, built) */
   cl_program prog;
   cl_int e = CL_SUCCESS;
   cl_long pl = (cl_long)plane;
   if (!rc) rc = stat_program(d, kind, &prog, &w->once_s, err, err_len);
-  static const char *const names[3] = {
-      "esrrf_window_image", "esrrf_window_flip", "esrrf_window_grow"};
-  cl_kernel *ks[3] = {&w->image, &w->flip, &w->grow};
-  for (int j = 0; j < 3 && !rc; j++) {
+  static const char *const names[2] = {"esrrf_window_flip",
+                                       "esrrf_window_grow"};
+  cl_kernel *ks[2] = {&w->flip, &w->grow};
+  for (int j = 0; j < 2 && !rc; j++) {
     *ks[j] = clCreateKernel(prog, names[j], &e);
     rc = cl_status(e, names[j], err, err_len);
     if (rc) break;
@@ -314,11 +314,10 @@ int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
 }
 
 void cl_window_close(cl_window *w) {
-  release_all(&w->fold, &w->finish, &w->acc, &w->res);
-  if (w->image) clReleaseKernel(w->image);
+  release_all(&w->fold, &w->image, &w->acc, &w->res);
   if (w->flip) clReleaseKernel(w->flip);
   if (w->grow) clReleaseKernel(w->grow);
-  w->image = w->flip = w->grow = NULL;
+  w->flip = w->grow = NULL;
   free(w->count);
   free(w->id);
   free(w->hi);
@@ -352,8 +351,8 @@ int cl_window_fold_at(cl_window *w, cl_command_queue q, cl_mem maps, size_t at,
   return rc;
 }
 
-/* One launch of esrrf_window_finish (its arguments after `blocks`), as
- * window_plan decides it. */
+/* An update or a step ahead of it (the window kernels' arguments after
+ * `blocks`), as window_plan decides it. */
 typedef struct wplan {
   size_t f;      /* the oldest block's state, holding blocks i0 .. cov */
   uint64_t f_n;  /* its frames */
@@ -431,14 +430,34 @@ static int window_plan(const cl_window *w, size_t o, size_t len, int cons,
   return QS_OK;
 }
 
+/* Launches window kernel k (`name`) with arguments f .. to_out from a
+ * (the first n of them) over the runs' work-items; waits. */
+static int window_launch(cl_window *w, cl_command_queue q, cl_kernel k,
+                         const char *name, const cl_int *a, int n, char *err,
+                         size_t err_len) {
+  cl_int ce = (cl_int)w->every, cb = (cl_int)w->blocks;
+  cl_int e = clSetKernelArg(k, 2, sizeof ce, &ce);
+  e |= clSetKernelArg(k, 4, sizeof cb, &cb);
+  for (int i = 0; i < n; i++)
+    e |= clSetKernelArg(k, 5 + (cl_uint)i, sizeof a[i], &a[i]);
+  int rc = cl_status(e, "setting the window's arguments", err, err_len);
+  if (!rc)
+    rc = stat_launch(w->dev, w->kind, &w->run_global, &w->dev_s, &w->once_s,
+                     q, k, name, NULL, NULL, err, err_len);
+  return rc;
+}
+
 /* Runs plan p, its merge into out with `to_out` (else only back's growth
  * or the flip), then the bookkeeping: the states written hold their
  * merges, or after a failure are unknown (their counts 0: refold them).
- * Waits. */
+ * Waits. The flip and the growth are kernels of their own; an update
+ * that grows back itself (no step ahead did) grows it first, then merges
+ * from the grown back, the one state it reads twice. */
 static int window_run(cl_window *w, cl_command_queue q, size_t o, size_t len,
                       const wplan *p, int to_out, char *err, size_t err_len) {
   size_t nb = w->blocks;
   uint64_t i0 = w->id[o], end = i0 + len - 1;
+  cl_int ev = (cl_int)w->every;
   cl_int a[10] = {(cl_int)p->f,
                   (cl_int)p->f_n,
                   (cl_int)p->f2,
@@ -449,29 +468,24 @@ static int window_run(cl_window *w, cl_command_queue q, size_t o, size_t len,
                   (cl_int)p->grow,
                   p->flip,
                   to_out};
-  cl_int ce = (cl_int)w->every, cb = (cl_int)nb;
-  /* an update that writes nothing: the read-only kernel, whose arguments
-   * are the first 7 of these (f .. rn); it, the flip and a step that only
-   * grows back take runs of pixels, state by state */
-  int ro = to_out && !p->flip && !p->grow;
-  int runs = ro || p->flip || (!to_out && p->grow);
-  cl_kernel k = ro        ? w->image
-                : p->flip ? w->flip
-                : runs    ? w->grow
-                          : w->finish;
-  const char *name = ro        ? "esrrf_window_image"
-                     : p->flip ? "esrrf_window_flip"
-                     : runs    ? "esrrf_window_grow"
-                               : "esrrf_window_finish";
-  cl_int e = clSetKernelArg(k, 2, sizeof ce, &ce);
-  e |= clSetKernelArg(k, 4, sizeof cb, &cb);
-  for (int i = 0; i < (ro ? 7 : 10); i++)
-    e |= clSetKernelArg(k, 5 + (cl_uint)i, sizeof a[i], &a[i]);
-  int rc = cl_status(e, "setting the window's arguments", err, err_len);
-  if (!rc)
-    rc = stat_launch(w->dev, w->kind, runs ? &w->run_global : &w->global,
-                     &w->dev_s, &w->once_s, q, k, name, NULL, NULL, err,
-                     err_len);
+  int rc = QS_OK;
+  if (p->flip) {
+    rc = window_launch(w, q, w->flip, "esrrf_window_flip", a, 10, err,
+                       err_len);
+  } else {
+    if (p->grow)
+      rc = window_launch(w, q, w->grow, "esrrf_window_grow", a, 10, err,
+                         err_len);
+    /* the image's arguments are the first 7 (f .. rn): after a growth,
+     * back holds the grown blocks and the rest follow it (none so far:
+     * window_plan grows all of them) */
+    a[4] += (cl_int)p->grow * ev;
+    a[5] = (cl_int)((p->r0 + p->grow) % nb);
+    a[6] = (cl_int)(p->rn - p->grow);
+    if (!rc && to_out)
+      rc = window_launch(w, q, w->image, "esrrf_window_image", a, 7, err,
+                         err_len);
+  }
   size_t conv = p->flip ? p->rn - 1 : 0; /* suffixes written */
   if (rc) {
     for (size_t j = 0; j < conv; j++)
@@ -480,8 +494,10 @@ static int window_run(cl_window *w, cl_command_queue q, size_t o, size_t len,
     return rc;
   }
   w->reads += p->flip ? p->rn
-              : to_out ? 1 + (p->f2 >= 0) + (size_t)p->back + p->rn
-                      : (size_t)p->back + p->grow;
+              : (size_t)p->back + p->grow +
+                    (to_out ? 1 + (p->f2 >= 0) + (p->back || p->grow) +
+                                  p->rn - p->grow
+                            : 0);
   w->writes += conv + (p->grow > 0);
   if (p->flip) {
     for (size_t j = 0; j < conv; j++)

@@ -75,7 +75,7 @@ int cl_stat_finish_with(cl_stat *st, cl_command_queue q, cl_image_fn take,
  * frames each, in one device buffer (block b's slot s of pixel i at
  * acc[(b·slots + s)·plane + i]). Each block is folded like a timepoint
  * (esrrf_fold, shifted by the block's first map); an update merges the
- * blocks in time order into the window's statistic (esrrf_window_finish,
+ * blocks in time order into the window's statistic (esrrf_window_image,
  * in double where the device has fp64) by two stacks, the host's scheme
  * for its partials (methods/esrrf/stream.c): at a flip, when no block of
  * the update's is part of a merge yet, the blocks become in place their
@@ -106,11 +106,10 @@ typedef struct cl_window {
   cldev *dev;
   int kind;                    /* 0 avg, 1 var, 2 tac2 */
   size_t plane, blocks, every; /* pixels of a map; blocks; frames a block */
-  cl_kernel fold, finish;      /* esrrf_fold, esrrf_window_finish */
-  cl_kernel image, flip, grow; /* esrrf_window_image (an update's
-                                  read-only step), esrrf_window_flip,
-                                  esrrf_window_grow (a step ahead that
-                                  only grows back) */
+  cl_kernel fold, image;       /* esrrf_fold, esrrf_window_image (an
+                                  update's merge, read only) */
+  cl_kernel flip, grow;        /* esrrf_window_flip, esrrf_window_grow
+                                  (back takes completed blocks) */
   cl_mem acc, res;             /* (blocks + back)·slots·plane floats (back
                                   the last state); plane floats */
   size_t global;               /* as cl_stat's */
