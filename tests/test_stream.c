@@ -807,13 +807,15 @@ static int push_wall(void *ctx, const db_row *r) {
  * them, must not leave the store with walls of a copy (microseconds) next
  * to walls of many frames. Every push is recorded, and the walls after
  * the first (the device seconds per frame measured so far, times one
- * frame) stay within a factor 10 of one another between their 10th and
+ * frame) stay within a factor 30 of one another between their 10th and
  * 90th percentiles; recorded at their wall times, most pushes stage a
  * frame in microseconds and the rest wait milliseconds, and those
- * percentiles are 100 to 1000 apart. The extremes are not compared: in
- * a full test run on a loaded machine the highest recorded wall was once
- * 25 times the lowest (a device time per frame that runs high for a few
- * units moves every push recorded meanwhile). */
+ * percentiles are 100 to 1000 apart (about 1600 here). On a loaded
+ * machine the estimate itself spreads: a unit whose device time runs
+ * high while few frames are done raises every push recorded after it
+ * until more frames dilute it. In full test runs the highest wall was
+ * once 25 times the lowest, and once the 90th percentile 13 times the
+ * 10th; quiet, they are within 2.2. */
 Test(stream, opencl_pushes_record_their_frames_work) {
   engine *e = stream_engine();
   char cl[QS_NAME_MAX];
@@ -841,7 +843,7 @@ Test(stream, opencl_pushes_record_their_frames_work) {
           "opencl stream: pushes recorded at %.3g to %.3g s (10th to 90th "
           "percentile; all %.3g to %.3g s)\n",
           lo, hi, p.w[0], p.w[m - 1]);
-  cr_expect_leq(hi / lo, 10, "recorded walls from %.3g to %.3g s", lo, hi);
+  cr_expect_leq(hi / lo, 30, "recorded walls from %.3g to %.3g s", lo, hi);
   image_free(&st);
   engine_close(e);
 }
