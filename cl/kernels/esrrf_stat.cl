@@ -350,6 +350,22 @@ inline int ring_at(int r0, int j, int blocks) {
   return b < blocks ? b : b - blocks;
 }
 
+/* The sums of state A for the run's ng groups into the arrays x0, sy,
+ * s1, last (of RUN_GROUPS), and state A's (NB frames, newer) merged into
+ * them; in a function with ng, mlast, kind, plane and cx0 .. clast. */
+#define RUN_LOAD(A)                                                          \
+  for (int g = 0; g < ng; g++) {                                             \
+    int m = g == ng - 1 ? mlast : FIN_LANES;                                 \
+    x0[g] = sy[g] = s1[g] = last[g] = 0;                                     \
+    WS_LOAD((A) + g * FIN_LANES, x0[g], sy[g], s1[g], last[g]);              \
+  }
+#define RUN_MERGE(A, NB)                                                     \
+  for (int g = 0; g < ng; g++) {                                             \
+    int m = g == ng - 1 ? mlast : FIN_LANES;                                 \
+    WS_LOAD((A) + g * FIN_LANES, cx0, csy, cs1, clast);                      \
+    WS_MERGE(x0[g], sy[g], s1[g], last[g], cx0, csy, cs1, clast, NB);        \
+  }
+
 /* The flip for the run of ng groups from i (FOR_RUNS). */
 inline void window_flip_at(__global float *acc, __global float *out, long i,
                            int ng, int mlast, int every, long plane,
@@ -362,11 +378,7 @@ inline void window_flip_at(__global float *acc, __global float *out, long i,
   finv x0[RUN_GROUPS], sy[RUN_GROUPS], s1[RUN_GROUPS], last[RUN_GROUPS];
   finv cx0 = 0, csy = 0, cs1 = 0, clast = 0;
   int b = ring_at(r0, rn - 1, blocks);
-  for (int g = 0; g < ng; g++) {
-    int m = g == ng - 1 ? mlast : FIN_LANES;
-    x0[g] = sy[g] = s1[g] = last[g] = 0;
-    WS_LOAD(base + b * step + g * FIN_LANES, x0[g], sy[g], s1[g], last[g]);
-  }
+  RUN_LOAD(base + b * step);
   for (int j = rn - 2; j >= 0; j--) {
     b = ring_at(r0, j, blocks);
     for (int g = 0; g < ng; g++) {
@@ -400,24 +412,10 @@ inline void window_grow_at(__global float *acc, long i, int ng, int mlast,
   finv k = (finv)every;
   finv x0[RUN_GROUPS], sy[RUN_GROUPS], s1[RUN_GROUPS], last[RUN_GROUPS];
   finv cx0 = 0, csy = 0, cs1 = 0, clast = 0;
-  for (int g = 0; g < ng; g++) {
-    int m = g == ng - 1 ? mlast : FIN_LANES;
-    x0[g] = sy[g] = s1[g] = last[g] = 0;
-    if (back_n > 0)
-      WS_LOAD(back + g * FIN_LANES, x0[g], sy[g], s1[g], last[g]);
-  }
-  for (int j = 0; j < grow; j++) {
-    __global float *a = base + ring_at(r0, j, blocks) * step;
-    for (int g = 0; g < ng; g++) {
-      int m = g == ng - 1 ? mlast : FIN_LANES;
-      WS_LOAD(a + g * FIN_LANES, cx0, csy, cs1, clast);
-      if (back_n > 0 || j > 0) {
-        WS_MERGE(x0[g], sy[g], s1[g], last[g], cx0, csy, cs1, clast, k);
-      } else {
-        x0[g] = cx0, sy[g] = csy, s1[g] = cs1, last[g] = clast;
-      }
-    }
-  }
+  /* an empty back becomes the first block */
+  RUN_LOAD(back_n > 0 ? back : base + r0 * step);
+  for (int j = back_n > 0 ? 0 : 1; j < grow; j++)
+    RUN_MERGE(base + ring_at(r0, j, blocks) * step, k);
   for (int g = 0; g < ng; g++) {
     int m = g == ng - 1 ? mlast : FIN_LANES;
     ws_store(back + g * FIN_LANES, plane, kind, m, back_n == 0, x0[g], sy[g],
@@ -461,15 +459,6 @@ __kernel void esrrf_window_flip(__global float *acc, __global float *out,
 #undef FLIP
 }
 
-/* state A's sums (NB frames) merged into R[g] for the run's ng groups
- * (in window_image_at) */
-#define RUN_MERGE(A, NB)                                                     \
-  for (int g = 0; g < ng; g++) {                                             \
-    int m = g == ng - 1 ? mlast : FIN_LANES;                                 \
-    WS_LOAD((A) + g * FIN_LANES, cx0, csy, cs1, clast);                      \
-    WS_MERGE(x0[g], sy[g], s1[g], last[g], cx0, csy, cs1, clast, NB);        \
-  }
-
 /* An update's merge for the run of ng groups from i, read only: state f
  * (f_n frames), state f2 (f2_n frames; none when −1), back (back_n
  * frames; none when 0) and the rn blocks from state r0, merged in time
@@ -485,11 +474,7 @@ inline void window_image_at(__global const float *acc, __global float *out,
   finv k = (finv)every, n = (finv)f_n;
   finv x0[RUN_GROUPS], sy[RUN_GROUPS], s1[RUN_GROUPS], last[RUN_GROUPS];
   finv cx0 = 0, csy = 0, cs1 = 0, clast = 0;
-  for (int g = 0; g < ng; g++) {
-    int m = g == ng - 1 ? mlast : FIN_LANES;
-    x0[g] = sy[g] = s1[g] = last[g] = 0;
-    WS_LOAD(base + f * step + g * FIN_LANES, x0[g], sy[g], s1[g], last[g]);
-  }
+  RUN_LOAD(base + f * step);
   if (f2 >= 0) {
     RUN_MERGE(base + f2 * step, (finv)f2_n);
     n += (finv)f2_n;
@@ -508,7 +493,6 @@ inline void window_image_at(__global const float *acc, __global float *out,
               out + i + g * FIN_LANES, m);
   }
 }
-#undef RUN_MERGE
 
 __kernel void esrrf_window_image(__global const float *acc,
                                  __global float *out, int every,
