@@ -212,8 +212,8 @@ int cl_stat_fold_at(cl_stat *st, cl_command_queue q, cl_mem maps, size_t at,
   int rc =
       fold_args(st->fold, maps, st->plane, at, n, st->n > 0, 0, err, err_len);
   if (!rc)
-    rc = stat_launch(st->dev, st->kind, &st->global, &st->dev_s, &st->once_s, q,
-                     st->fold, "esrrf_fold", wait, keep, err, err_len);
+    rc = stat_launch(st->dev, st->kind, &st->global, &st->dev_s, &st->once_s,
+                     q, st->fold, "esrrf_fold", wait, keep, err, err_len);
   if (!rc) st->n += n;
   return rc;
 }
@@ -344,8 +344,8 @@ int cl_window_fold_at(cl_window *w, cl_command_queue q, cl_mem maps, size_t at,
   int rc = fold_args(w->fold, maps, w->plane, at, n, first > 0,
                      b * cl_stat_slots(w->kind) * w->plane, err, err_len);
   if (!rc)
-    rc = stat_launch(w->dev, w->kind, &w->global, &w->dev_s, &w->once_s, q, w->fold,
-                     "esrrf_fold", wait, keep, err, err_len);
+    rc = stat_launch(w->dev, w->kind, &w->global, &w->dev_s, &w->once_s, q,
+                     w->fold, "esrrf_fold", wait, keep, err, err_len);
   /* a failed fold leaves the block's state unknown: it must start over */
   w->count[b] = rc ? 0 : first + n;
   return rc;
@@ -368,10 +368,9 @@ typedef struct wplan {
  * (position j: block (o + j) mod blocks), all full, whose blocks are
  * numbered consecutively when `cons`: the oldest block's state, the next
  * state when it holds a merge (a suffix state written for a later
- * update), back where it follows (the
- * suffixes end there), then blocks of their own; a flip when nothing is
- * merged yet and the suffixes can serve later updates (`flip_from`
- * positions or more). `grow`: the blocks of their own join back when it
+ * update), back where it follows (the suffixes end there), then blocks of
+ * their own; a flip when nothing is merged yet and the suffixes can serve
+ * later updates (`flip_from` positions or more). `grow`: the blocks of their own join back when it
  * is in use (or empty right after the suffixes), `grow_from` of them or
  * more, and a later update reads back (the next oldest still a suffix).
  * Without `cons` every block is used on its own. *done: the oldest state
