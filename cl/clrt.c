@@ -33,6 +33,16 @@ typedef struct prog_entry {
   char *failure;
 } prog_entry;
 
+#if QS_HAVE_OPENCL
+/* A buffer released by its user, kept for the next request of the same
+ * flags and size (cldev_release). */
+typedef struct kept_buf {
+  cl_mem mem;
+  cl_mem_flags flags;
+  size_t bytes;
+} kept_buf;
+#endif
+
 struct cldev {
   clrt *rt;
   cldev_info info;
@@ -47,6 +57,11 @@ struct cldev {
   uint64_t *launches; /* hashes of (kernel, dims, global size) seen */
   size_t n_launches, cap_launches;
   _Atomic uint64_t bytes_up, bytes_down; /* cldev_transfer */
+#if QS_HAVE_OPENCL
+  kept_buf *kept;     /* released buffers kept for reuse, oldest first */
+  size_t n_kept, cap_kept;
+  uint64_t kept_bytes;
+#endif
 };
 
 struct clrt {
@@ -58,6 +73,7 @@ struct clrt {
   clrt_counters stats;
   clrt_fault_fn fault;
   void *fault_ctx;
+  int64_t keep; /* clrt_keep: < 0 the default, else bytes per device */
 };
 
 static int fail(char *err, size_t len, int status, const char *fmt, ...)
@@ -165,8 +181,15 @@ void clrt_fault(clrt *rt, clrt_fault_fn fn, void *ctx) {
   pthread_mutex_unlock(&rt->lock);
 }
 
+void clrt_keep(clrt *rt, int64_t bytes) {
+  if (!rt) return;
+  pthread_mutex_lock(&rt->lock);
+  rt->keep = bytes < 0 ? -1 : bytes;
+  pthread_mutex_unlock(&rt->lock);
+}
+
 clrt_counters clrt_stats(const clrt *rt) {
-  clrt_counters c = {0, 0, 0, 0, 0};
+  clrt_counters c = {0};
   if (!rt) return c;
   clrt *m = (clrt *)rt; /* the lock is not part of the value */
   pthread_mutex_lock(&m->lock);
@@ -604,6 +627,71 @@ int cldev_program(cldev *d, const char *file, const char *options,
                             err_len);
 }
 
+/* ------------------------------------------------------ buffers kept */
+
+/* Flags of a buffer whose storage is the device's own: only those are
+ * kept (one over host memory or with its contents copied in belongs to
+ * its request). */
+static int keepable(cl_mem_flags flags) {
+  return !(flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR |
+                    CL_MEM_ALLOC_HOST_PTR));
+}
+
+/* The most bytes d keeps; under rt->lock. */
+static uint64_t keep_max(const cldev *d) {
+  return d->rt->keep >= 0 ? (uint64_t)d->rt->keep : d->info.global_mem / 4;
+}
+
+/* Releases the oldest kept buffers until at most `max` bytes stay; under
+ * rt->lock. The released cl_mem go to out (room for d->n_kept), to be
+ * released outside the lock; returns how many. */
+static size_t kept_trim(cldev *d, uint64_t max, cl_mem *out) {
+  size_t drop = 0;
+  while (drop < d->n_kept && d->kept_bytes > max) {
+    d->kept_bytes -= d->kept[drop].bytes;
+    out[drop] = d->kept[drop].mem;
+    drop++;
+  }
+  memmove(d->kept, d->kept + drop, (d->n_kept - drop) * sizeof *d->kept);
+  d->n_kept -= drop;
+  return drop;
+}
+
+/* Every kept buffer released (an allocation failed, or the end). */
+static void kept_drop_all(cldev *d) {
+  pthread_mutex_lock(&d->rt->lock);
+  cl_mem *out = d->n_kept ? malloc(d->n_kept * sizeof *out) : NULL;
+  size_t n = 0;
+  if (out) {
+    n = kept_trim(d, 0, out);
+  } else { /* no room for the list: one at a time under the lock */
+    for (size_t i = 0; i < d->n_kept; i++) clReleaseMemObject(d->kept[i].mem);
+    d->n_kept = 0;
+    d->kept_bytes = 0;
+  }
+  pthread_mutex_unlock(&d->rt->lock);
+  for (size_t i = 0; i < n; i++) clReleaseMemObject(out[i]);
+  free(out);
+}
+
+/* A kept buffer of these flags and bytes, taken (the newest: the most
+ * likely still in cache), or NULL. */
+static cl_mem kept_take(cldev *d, cl_mem_flags flags, size_t bytes) {
+  cl_mem m = NULL;
+  pthread_mutex_lock(&d->rt->lock);
+  for (size_t i = d->n_kept; i-- > 0 && !m;) {
+    if (d->kept[i].flags != flags || d->kept[i].bytes != bytes) continue;
+    m = d->kept[i].mem;
+    d->kept_bytes -= bytes;
+    memmove(d->kept + i, d->kept + i + 1,
+            (d->n_kept - i - 1) * sizeof *d->kept);
+    d->n_kept--;
+    d->rt->stats.buffers_reused++;
+  }
+  pthread_mutex_unlock(&d->rt->lock);
+  return m;
+}
+
 int cldev_buffer(cldev *d, cl_mem_flags flags, size_t bytes, void *host,
                  const char *what, cl_mem *mem, char *err, size_t err_len) {
   if (mem) *mem = NULL;
@@ -617,13 +705,87 @@ int cldev_buffer(cldev *d, cl_mem_flags flags, size_t bytes, void *host,
   cl_context ctx = d->ctx;
   pthread_mutex_unlock(&d->rt->lock);
   if (status) return status;
-  if (rc == CL_SUCCESS) *mem = clCreateBuffer(ctx, flags, bytes, host, &rc);
+  if (rc == CL_SUCCESS && !host && keepable(flags))
+    *mem = kept_take(d, flags, bytes);
   if (*mem) return QS_OK;
+  int injected = rc != CL_SUCCESS;
+  if (!injected) *mem = clCreateBuffer(ctx, flags, bytes, host, &rc);
+  /* the kept buffers may be what the device lacks: once more without */
+  if (!*mem && !injected && (rc == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
+                rc == CL_OUT_OF_RESOURCES || rc == CL_OUT_OF_HOST_MEMORY) &&
+      d->n_kept) {
+    kept_drop_all(d);
+    *mem = clCreateBuffer(ctx, flags, bytes, host, &rc);
+  }
+  if (*mem) {
+    pthread_mutex_lock(&d->rt->lock);
+    d->rt->stats.buffers_made++;
+    pthread_mutex_unlock(&d->rt->lock);
+    return QS_OK;
+  }
   char msg[256];
   snprintf(msg, sizeof msg, "buffer %s of %zu bytes (%.1f MiB) on %s", what,
            bytes, (double)bytes / (1024.0 * 1024.0), d->info.slug);
   return cl_status(rc ? rc : CL_MEM_OBJECT_ALLOCATION_FAILURE, msg, err,
                    err_len);
+}
+
+int cldev_kept_fill(cldev *d, unsigned char byte, size_t *n) {
+  if (n) *n = 0;
+  if (!d) return QS_EINVAL;
+  pthread_mutex_lock(&d->rt->lock);
+  cl_int rc = CL_SUCCESS;
+  for (size_t i = 0; i < d->n_kept && rc == CL_SUCCESS; i++) {
+    rc = clEnqueueFillBuffer(d->queue, d->kept[i].mem, &byte, 1, 0,
+                             d->kept[i].bytes, 0, NULL, NULL);
+    if (rc == CL_SUCCESS && n) (*n)++;
+  }
+  if (rc == CL_SUCCESS && d->queue) rc = clFinish(d->queue);
+  pthread_mutex_unlock(&d->rt->lock);
+  return cl_status(rc, "filling the kept buffers", NULL, 0);
+}
+
+void cldev_release(cldev *d, cl_mem mem) {
+  if (!mem) return;
+  cl_mem_flags flags = 0;
+  size_t bytes = 0;
+  cl_uint refs = 0;
+  cl_mem parent = NULL;
+  cl_context ctx = NULL;
+  int keep =
+      d &&
+      clGetMemObjectInfo(mem, CL_MEM_FLAGS, sizeof flags, &flags, NULL) ==
+          CL_SUCCESS &&
+      clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) ==
+          CL_SUCCESS &&
+      clGetMemObjectInfo(mem, CL_MEM_REFERENCE_COUNT, sizeof refs, &refs,
+                         NULL) == CL_SUCCESS &&
+      clGetMemObjectInfo(mem, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent,
+                         &parent, NULL) == CL_SUCCESS &&
+      clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof ctx, &ctx, NULL) ==
+          CL_SUCCESS &&
+      refs == 1 && !parent && keepable(flags) && bytes > 0;
+  cl_mem *out = NULL;
+  size_t n_out = 0;
+  if (d) {
+    pthread_mutex_lock(&d->rt->lock);
+    uint64_t max = keep_max(d);
+    keep = keep && ctx == d->ctx && bytes <= max &&
+           grow((void **)&d->kept, &d->cap_kept, d->n_kept,
+                sizeof *d->kept) == QS_OK;
+    if (keep) {
+      d->kept[d->n_kept++] = (kept_buf){mem, flags, bytes};
+      d->kept_bytes += bytes;
+    }
+    /* over the bound (this one, or a lowered bound): the oldest go;
+     * without room for the list they stay until a next release */
+    if (d->kept_bytes > max && (out = malloc(d->n_kept * sizeof *out)))
+      n_out = kept_trim(d, max, out);
+    pthread_mutex_unlock(&d->rt->lock);
+  }
+  if (!keep) clReleaseMemObject(mem);
+  for (size_t i = 0; i < n_out; i++) clReleaseMemObject(out[i]);
+  free(out);
 }
 
 int cldev_first_launch(cldev *d, const char *kernel, const size_t *global,
@@ -681,6 +843,8 @@ int cl_status(cl_int code, const char *what, char *err, size_t err_len) {
 }
 
 static void dev_release(cldev *d) {
+  kept_drop_all(d);
+  free(d->kept);
   for (size_t i = 0; i < d->n_progs; i++)
     if (d->progs[i].prog) clReleaseProgram(d->progs[i].prog);
   if (d->queue) clReleaseCommandQueue(d->queue);
@@ -708,6 +872,7 @@ int clrt_open(clrt **out, int disabled, const char *cache_dir, char *err,
   clrt *rt = calloc(1, sizeof *rt);
   if (!rt) return fail(err, err_len, QS_ENOMEM, "clrt_open: out of memory");
   pthread_mutex_init(&rt->lock, NULL);
+  rt->keep = -1;
   int status = QS_OK;
   if (cache_dir && *cache_dir) {
     rt->cache_dir = malloc(strlen(cache_dir) + 1);

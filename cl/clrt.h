@@ -109,9 +109,28 @@ int cldev_program_text(cldev *d, const char *label, const char *text,
 
 /* A buffer of `bytes` on the device's context (clCreateBuffer with flags
  * and host, which may be NULL). Allocation failures give QS_EDEVMEM with a
- * message naming `what` and the size. The caller releases *mem. */
+ * message naming `what` and the size. The caller releases *mem, with
+ * cldev_release. A buffer of the device's own storage (no host pointer
+ * flag) may be one an earlier user released: same flags and size, its
+ * contents whatever that user left (as a new buffer's are undefined). */
 int cldev_buffer(cldev *d, cl_mem_flags flags, size_t bytes, void *host,
                  const char *what, cl_mem *mem, char *err, size_t err_len);
+
+/* Gives back a buffer of d's context (NULL: nothing). One of the device's
+ * own storage, held by nobody else, is kept for the next cldev_buffer of
+ * the same flags and size, the oldest kept released beyond the device's
+ * bound (clrt_keep); any other is released. A fresh buffer costs its
+ * allocation and, on a CPU device, a page fault per 4 KiB page at its
+ * first touch: 41 000 faults for a sliding-window stream of 256 x 256
+ * frames at M 5 (its window's blocks, 150 MB), a few percent of a
+ * 200-frame stream. The caller has no command on it still queued (its
+ * queues finished). d NULL: released. */
+void cldev_release(cldev *d, cl_mem mem);
+
+/* For tests: every buffer d keeps filled with `byte` (0xff: NaN floats),
+ * so that a user counting on what a buffer held shows; *n (may be NULL)
+ * receives how many. */
+int cldev_kept_fill(cldev *d, unsigned char byte, size_t *n);
 
 cl_device_id cldev_id(const cldev *d);
 
@@ -146,10 +165,18 @@ const char *cl_code_name(int code);
 /* Counters for tests and the benchmark: programs built from source,
  * loaded from the disk cache, served from memory, written to the disk
  * cache, and builds that failed (a failed build is remembered per device
- * and answered again, with its log, without another compile). */
+ * and answered again, with its log, without another compile); buffers
+ * created and buffers served from those kept (cldev_release). */
 typedef struct clrt_counters {
   unsigned long built, disk_hits, memory_hits, disk_writes, failures;
+  unsigned long buffers_made, buffers_reused;
 } clrt_counters;
+
+/* The most bytes of released buffers each device keeps for reuse
+ * (cldev_release): bytes >= 0, or < 0 for the default, a quarter of the
+ * device's global memory. Lowering it releases what is over at the next
+ * release on that device. */
+void clrt_keep(clrt *rt, int64_t bytes);
 clrt_counters clrt_stats(const clrt *rt);
 
 /* Removes every binary cache entry (and leftover temporary file) from the

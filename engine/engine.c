@@ -56,6 +56,21 @@ static int resolve(engine *e, const engine_options *o) {
                &no_cl, msg, sizeof msg))
     return engine_fail(e, QS_EENV, "%s", msg);
   e->no_opencl = o->no_opencl || no_cl;
+  /* kept device buffers: the option's MiB (< 0: none), else the
+   * environment's (0: none), else the default (-1) */
+  int64_t keep = -1;
+  long mb = o->device_cache_mb;
+  if (mb == 0) {
+    mb = -1;
+    if (env_int("QUICKSILVER_DEVICE_CACHE_MB",
+                getenv("QUICKSILVER_DEVICE_CACHE_MB"), 0, 1L << 30, &mb, msg,
+                sizeof msg))
+      return engine_fail(e, QS_EENV, "%s", msg);
+    if (mb >= 0) keep = (int64_t)mb << 20;
+  } else {
+    keep = mb < 0 ? 0 : (int64_t)(mb < (1L << 30) ? mb : 1L << 30) << 20;
+  }
+  e->device_keep = keep;
   e->no_calibration = o->no_calibration;
   e->calib_budget = o->calibration_budget > 0 ? o->calibration_budget : 0;
   e->calib_share = o->calibration_share > 0 && isfinite(o->calibration_share)
@@ -143,6 +158,7 @@ static int open_parts(engine *e) {
   int rc = clrt_open(&e->cl, e->no_opencl, kernels, msg, sizeof msg);
   free(kernels);
   if (rc) return engine_fail(e, rc, "OpenCL runtime: %s", msg);
+  clrt_keep(e->cl, e->device_keep);
   e->step = dispatch_step;
   rc = registry_builtins(e);
   if (rc) return rc;

@@ -95,6 +95,7 @@ struct engine {
   char err[QS_ERR_MAX];
   int threads;
   int no_opencl;
+  int64_t device_keep; /* bytes per device, < 0 the default (clrt_keep) */
   int no_calibration;
   double calib_budget, calib_share; /* engine_options' */
   uint64_t seed;

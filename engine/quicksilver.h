@@ -155,6 +155,12 @@ typedef struct engine_options {
    * calibration_budget seconds when that is > 0. */
   double calibration_share;
   double calibration_budget;
+  /* OpenCL buffers a call or stream released, kept per device for the
+   * next ones of the same size (a fresh buffer costs its allocation and,
+   * on a CPU device, a page fault per page at first touch): at most this
+   * many MiB per device; 0: $QUICKSILVER_DEVICE_CACHE_MB, else a quarter
+   * of the device's global memory; < 0: none kept. */
+  long device_cache_mb;
 } engine_options;
 
 #define QS_MAX_THREADS 256

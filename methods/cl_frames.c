@@ -187,8 +187,8 @@ int cl_frames_stream(const method_call *c, const cl_frames_job *job,
     if (rc) clFinish(q);
     dev_s += events_take(ev, nb + 1);
   }
-  for (size_t k = 0; k < nb; k++)
-    if (buf[k]) clReleaseMemObject(buf[k]);
+  /* every command finished (blocking reads, or clFinish) */
+  for (size_t k = 0; k < nb; k++) cldev_release(d, buf[k]);
   if (kern) clReleaseKernel(kern);
   if (c->device_seconds) *c->device_seconds += dev_s;
   if (c->once_seconds) *c->once_seconds += once;

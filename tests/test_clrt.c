@@ -456,6 +456,116 @@ Test(clrt, fault_hook_reaches_devmem_and_build_paths) {
   clrt_close(rt);
 }
 
+/* Released buffers of the device's own storage come back for the same
+ * flags and size, newest first, within the bound (oldest out first);
+ * host-pointer buffers, buffers someone else holds and a bound of 0 keep
+ * nothing; an injected failure still fails with a buffer of its size
+ * kept; the counters count both ways. */
+Test(clrt, released_buffers_serve_the_next_request) {
+  clrt *rt = open_or_skip(NULL);
+  cldev *d = clrt_device(rt, 0);
+  char err[512] = "";
+  cl_mem m[4], again;
+  clrt_counters c0 = clrt_stats(rt);
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(cldev_buffer(d, CL_MEM_READ_WRITE, 1000 + (size_t)i, NULL,
+                              "b", &m[i], err, sizeof err),
+                 QS_OK, "%s", err);
+  clrt_counters c1 = clrt_stats(rt);
+  cr_expect_eq(c1.buffers_made - c0.buffers_made, 4);
+  cr_expect_eq(c1.buffers_reused, c0.buffers_reused);
+  /* room for three of them: the oldest released goes */
+  clrt_keep(rt, 1001 + 1002 + 1003);
+  for (int i = 0; i < 4; i++) cldev_release(d, m[i]);
+  for (int i = 3; i > 0; i--) {
+    cr_assert_eq(cldev_buffer(d, CL_MEM_READ_WRITE, 1000 + (size_t)i, NULL,
+                              "b", &again, err, sizeof err),
+                 QS_OK);
+    cr_expect_eq(again, m[i], "size %d: not the released buffer", 1000 + i);
+    m[i] = again;
+  }
+  cr_assert_eq(cldev_buffer(d, CL_MEM_READ_WRITE, 1000, NULL, "b", &again,
+                            err, sizeof err),
+               QS_OK);
+  m[0] = again;
+  clrt_counters c2 = clrt_stats(rt);
+  cr_expect_eq(c2.buffers_reused - c1.buffers_reused, 3);
+  cr_expect_eq(c2.buffers_made - c1.buffers_made, 1);
+  /* other flags, another size: not served */
+  cldev_release(d, m[1]);
+  cr_assert_eq(cldev_buffer(d, CL_MEM_READ_ONLY, 1001, NULL, "b", &again,
+                            err, sizeof err),
+               QS_OK);
+  cr_expect_neq(again, m[1]);
+  cldev_release(d, again);
+  cr_assert_eq(cldev_buffer(d, CL_MEM_READ_WRITE, 1001, NULL, "b", &m[1],
+                            err, sizeof err),
+               QS_OK);
+  /* an injected failure fails though a buffer of its size is kept */
+  cldev_release(d, m[2]);
+  int buffer_fault[2] = {CLRT_BUFFER, CL_MEM_OBJECT_ALLOCATION_FAILURE};
+  clrt_fault(rt, fault_every, buffer_fault);
+  cr_expect_eq(cldev_buffer(d, CL_MEM_READ_WRITE, 1002, NULL, "b", &again,
+                            err, sizeof err),
+               QS_EDEVMEM);
+  cr_expect_null(again);
+  clrt_fault(rt, NULL, NULL);
+  cr_assert_eq(cldev_buffer(d, CL_MEM_READ_WRITE, 1002, NULL, "b", &again,
+                            err, sizeof err),
+               QS_OK);
+  cr_expect_eq(again, m[2]);
+  m[2] = again;
+  /* held by someone else: released, not kept */
+  clRetainMemObject(m[3]);
+  cldev_release(d, m[3]);
+  cr_assert_eq(cldev_buffer(d, CL_MEM_READ_WRITE, 1003, NULL, "b", &again,
+                            err, sizeof err),
+               QS_OK);
+  cr_expect_neq(again, m[3]);
+  clReleaseMemObject(m[3]);
+  m[3] = again;
+  /* a host pointer's buffer: never kept */
+  float host[256] = {0};
+  cl_mem h;
+  cr_assert_eq(cldev_buffer(d, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                            sizeof host, host, "h", &h, err, sizeof err),
+               QS_OK);
+  cldev_release(d, h);
+  cr_assert_eq(cldev_buffer(d, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                            sizeof host, host, "h", &again, err, sizeof err),
+               QS_OK);
+  cr_expect_neq(again, h);
+  cldev_release(d, again);
+  /* a bound of 0 keeps nothing */
+  clrt_keep(rt, 0);
+  cldev_release(d, m[0]);
+  clrt_counters c3 = clrt_stats(rt);
+  cr_assert_eq(cldev_buffer(d, CL_MEM_READ_WRITE, 1000, NULL, "b", &m[0],
+                            err, sizeof err),
+               QS_OK);
+  cr_expect_eq(clrt_stats(rt).buffers_reused, c3.buffers_reused);
+  /* the kept ones are filled on request, and released at the end */
+  clrt_keep(rt, -1);
+  for (int i = 0; i < 4; i++) cldev_release(d, m[i]);
+  size_t n = 0;
+  cr_expect_eq(cldev_kept_fill(d, 0xff, &n), QS_OK);
+  cr_expect_eq(n, 4);
+  cr_assert_eq(cldev_buffer(d, CL_MEM_READ_WRITE, 1000, NULL, "b", &again,
+                            err, sizeof err),
+               QS_OK);
+  cl_command_queue q;
+  cl_context ctx;
+  cr_assert_eq(cldev_queue(d, &ctx, &q, err, sizeof err), QS_OK);
+  unsigned char got[1000];
+  cr_assert_eq(clEnqueueReadBuffer(q, again, CL_TRUE, 0, sizeof got, got, 0,
+                                   NULL, NULL),
+               CL_SUCCESS);
+  for (size_t i = 0; i < sizeof got; i++)
+    cr_assert_eq(got[i], 0xff, "byte %zu", i);
+  cldev_release(d, again);
+  clrt_close(rt);
+}
+
 Test(clrt, first_launch_per_kernel_and_size) {
   clrt *rt = open_or_skip(NULL);
   cldev *d = clrt_device(rt, 0);

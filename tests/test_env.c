@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "env.h"
+#include "internal.h"
 #include "qs_test.h"
 #include "quicksilver.h"
 
@@ -74,6 +75,41 @@ Test(env, engine_rejects_garbage) {
   cr_assert_eq(engine_open(&e, NULL), QS_EENV);
   cr_assert_not_null(strstr(engine_error(e), "QUICKSILVER_NO_OPENCL"));
   engine_close(e);
+}
+
+/* The device buffers kept for reuse: the option's MiB (negative: none),
+ * else QUICKSILVER_DEVICE_CACHE_MB (0: none), else the default (-1: a
+ * quarter of each device's memory); garbage is refused by name. */
+Test(env, engine_reads_the_device_cache_bound) {
+  engine *e;
+  engine_options o = {.db_path = ":memory:", .no_opencl = 1};
+  unsetenv("QUICKSILVER_DEVICE_CACHE_MB");
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_expect_eq(e->device_keep, -1);
+  engine_close(e);
+  setenv("QUICKSILVER_DEVICE_CACHE_MB", "16", 1);
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_expect_eq(e->device_keep, 16 << 20);
+  engine_close(e);
+  setenv("QUICKSILVER_DEVICE_CACHE_MB", "0", 1);
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_expect_eq(e->device_keep, 0);
+  engine_close(e);
+  o.device_cache_mb = 64; /* the option wins */
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_expect_eq(e->device_keep, (int64_t)64 << 20);
+  engine_close(e);
+  o.device_cache_mb = -1;
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_expect_eq(e->device_keep, 0);
+  engine_close(e);
+  o.device_cache_mb = 0;
+  setenv("QUICKSILVER_DEVICE_CACHE_MB", "lots", 1);
+  cr_assert_eq(engine_open(&e, &o), QS_EENV);
+  cr_assert_not_null(e);
+  cr_expect_not_null(strstr(engine_error(e), "QUICKSILVER_DEVICE_CACHE_MB"));
+  engine_close(e);
+  unsetenv("QUICKSILVER_DEVICE_CACHE_MB");
 }
 
 Test(env, engine_db_path_sources) {

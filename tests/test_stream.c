@@ -1289,3 +1289,52 @@ Test(stream, opencl_sliding_window_by_two_stacks_equals_batch_of_the_window) {
   image_free(&st);
   engine_close(e);
 }
+
+#if QS_HAVE_OPENCL
+/* Every kept device buffer filled with 0xff bytes (NaN floats). */
+static void poison_kept(engine *e) {
+  for (size_t i = 0; i < clrt_count(e->cl); i++)
+    cr_assert_eq(cldev_kept_fill(clrt_device(e->cl, i), 0xff, NULL), QS_OK);
+}
+
+/* What a call or a stream releases, the device keeps for the next
+ * (cldev_release): a second eSRRF call on the same engine creates no
+ * buffer of the device's own storage (the chain's three, the two input
+ * slots, the statistic's two come back; only the tables, made from host
+ * data, are new), and with every kept buffer filled with NaN before it
+ * gives the first call's bits; a second sliding stream, its window's
+ * blocks taken from the first, still equals the batch call on each
+ * window. Nothing counts on what a buffer held. */
+Test(stream, opencl_calls_and_streams_reuse_the_device_buffers) {
+  engine *e = stream_engine();
+  char cl[QS_NAME_MAX];
+  cl_impl_or_skip(e, cl);
+  image st = sim_stack(40, 9, 8, 43);
+  for (int t = AVG; t <= TAC2; t++) {
+    image a = batch_run(e, &st, 0, 40, cl, t, 20);
+    poison_kept(e);
+    clrt_counters c0 = clrt_stats(e->cl);
+    image b = batch_run(e, &st, 0, 40, cl, t, 20);
+    clrt_counters c1 = clrt_stats(e->cl);
+    cr_expect_geq(c1.buffers_reused - c0.buffers_reused, 7, "%lu reused",
+                  c1.buffers_reused - c0.buffers_reused);
+    cr_assert_eq(a.frames, b.frames);
+    size_t n = a.frames * a.rows * a.cols;
+    cr_expect_eq(memcmp(a.data, b.data, n * sizeof(float)), 0,
+                 "temporal %d: other bits over reused buffers", t);
+    image_free(&a);
+    image_free(&b);
+  }
+  uint64_t down = 0;
+  sliding_windows(e, &st, cl, 20, 4, 1e-5, &down);
+  poison_kept(e);
+  clrt_counters c0 = clrt_stats(e->cl);
+  sliding_windows(e, &st, cl, 20, 4, 1e-5, &down);
+  clrt_counters c1 = clrt_stats(e->cl);
+  /* per statistic at least the chain's, the slots' and the window's */
+  cr_expect_geq(c1.buffers_reused - c0.buffers_reused, 3 * 7, "%lu reused",
+                c1.buffers_reused - c0.buffers_reused);
+  image_free(&st);
+  engine_close(e);
+}
+#endif

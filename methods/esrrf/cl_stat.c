@@ -94,18 +94,18 @@ int cl_stat_open(cl_stat *st, cldev *d, int kind, size_t plane, char *err,
                     &st->res, &st->once_s, err, err_len);
 }
 
-static void release_all(cl_kernel *fold, cl_kernel *finish, cl_mem *acc,
-                        cl_mem *res) {
+static void release_all(cldev *d, cl_kernel *fold, cl_kernel *finish,
+                        cl_mem *acc, cl_mem *res) {
   if (*fold) clReleaseKernel(*fold);
   if (*finish) clReleaseKernel(*finish);
-  if (*acc) clReleaseMemObject(*acc);
-  if (*res) clReleaseMemObject(*res);
+  cldev_release(d, *acc);
+  cldev_release(d, *res);
   *fold = *finish = NULL;
   *acc = *res = NULL;
 }
 
 void cl_stat_close(cl_stat *st) {
-  release_all(&st->fold, &st->finish, &st->acc, &st->res);
+  release_all(st->dev, &st->fold, &st->finish, &st->acc, &st->res);
 }
 
 /* Runs kernel k (of statistic `kind`'s program) over `global` work-items
@@ -314,7 +314,7 @@ int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
 }
 
 void cl_window_close(cl_window *w) {
-  release_all(&w->fold, &w->image, &w->acc, &w->res);
+  release_all(w->dev, &w->fold, &w->image, &w->acc, &w->res);
   if (w->flip) clReleaseKernel(w->flip);
   if (w->grow) clReleaseKernel(w->grow);
   w->flip = w->grow = NULL;

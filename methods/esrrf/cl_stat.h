@@ -36,7 +36,9 @@ size_t cl_stat_bytes(int kind, size_t plane);
 
 /* Program, kernels and buffers for maps of `plane` pixels on d.
  * QS_EDEVMEM / QS_EBUILD / QS_ECL with a message. On failure *st holds
- * nothing to release beyond cl_stat_close (safe). */
+ * nothing to release beyond cl_stat_close (safe). Close once the queues
+ * that used it finished: its buffers go back to the device
+ * (cldev_release) for a next call. */
 int cl_stat_open(cl_stat *st, cldev *d, int kind, size_t plane, char *err,
                  size_t err_len);
 void cl_stat_close(cl_stat *st);
@@ -133,7 +135,8 @@ size_t cl_window_bytes(int kind, size_t plane, size_t blocks);
 /* Program, kernels and buffers for `blocks` >= 1 blocks of `every` >= 1
  * maps of `plane` pixels on d. QS_EINVAL (bad kind or size), QS_ENOMEM,
  * QS_EDEVMEM / QS_EBUILD / QS_ECL with a message. On failure *w holds
- * nothing to release beyond cl_window_close (safe, also twice). */
+ * nothing to release beyond cl_window_close (safe, also twice). Close
+ * once the queues that used it finished, as cl_stat_close. */
 int cl_window_open(cl_window *w, cldev *d, int kind, size_t plane,
                    size_t blocks, size_t every, char *err, size_t err_len);
 void cl_window_close(cl_window *w);

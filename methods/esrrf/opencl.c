@@ -140,6 +140,7 @@ typedef struct slot {
 
 typedef struct chained {
   const method_call *c;
+  cldev *dev;             /* the device (c outlives no call) */
   esrrf_geom g;
   cl_command_queue q, qu; /* compute, upload */
   cl_kernel k[K_COUNT];
@@ -739,6 +740,7 @@ static int cl_setup(chained *s) {
   char *err = c->err;
   size_t len = c->err_len;
   cl_context ctx;
+  s->dev = c->device;
   int rc = cldev_queue(c->device, &ctx, &s->q, err, len);
   if (!rc) rc = cl_batch(c, g, &s->batch, err, len);
   /* a device with fused multiply-add in hardware takes it where esrrf.cl
@@ -855,10 +857,11 @@ static int cl_setup(chained *s) {
 /* Releases everything cl_setup and cl_stat_open made, and books the
  * device seconds into s. */
 static void cl_release(chained *s) {
+  /* the queues finished first: the buffers may serve a next call */
+  if (s->q) clFinish(s->q);
   cl_stat_close(&s->st);
   s->dev_s += s->st.dev_s;
   s->once += s->st.once_s;
-  if (s->q) clFinish(s->q);
   cl_chain_done(s);
   for (int k = 0; k < UNIT_EVENTS; k++)
     event_drop(s, &s->pend[k]);
@@ -869,18 +872,13 @@ static void cl_release(chained *s) {
   for (int i = 0; i < 2; i++) {
     event_drop(s, &s->in[i].up);
     if (s->in[i].freed) clReleaseEvent(s->in[i].freed); /* counted already */
-    if (s->in[i].mem) clReleaseMemObject(s->in[i].mem);
+    cldev_release(s->dev, s->in[i].mem);
   }
-  for (int b = 0; b < B_COUNT; b++)
-    if (s->buf[b]) clReleaseMemObject(s->buf[b]);
-  if (s->taps) clReleaseMemObject(s->taps);
-  if (s->gtaps) clReleaseMemObject(s->gtaps);
-  if (s->stab) clReleaseMemObject(s->stab);
-  if (s->vcand) clReleaseMemObject(s->vcand);
-  if (s->ex) clReleaseMemObject(s->ex);
-  if (s->vcand_at) clReleaseMemObject(s->vcand_at);
-  if (s->vrow) clReleaseMemObject(s->vrow);
-  if (s->vcls) clReleaseMemObject(s->vcls);
+  for (int b = 0; b < B_COUNT; b++) cldev_release(s->dev, s->buf[b]);
+  cl_mem tables[] = {s->taps, s->gtaps,    s->stab, s->vcand,
+                     s->ex,   s->vcand_at, s->vrow, s->vcls};
+  for (size_t i = 0; i < sizeof tables / sizeof *tables; i++)
+    cldev_release(s->dev, tables[i]);
   for (int i = 0; i < K_COUNT; i++)
     if (s->k[i]) clReleaseKernel(s->k[i]);
 }
@@ -1004,7 +1002,7 @@ typedef struct cl_session {
 static void cl_session_free(void *p) {
   cl_session *x = p;
   cl_release(&x->ch); /* waits for both queues, drops the pending unit */
-  if (x->ring) clReleaseMemObject(x->ring);
+  cldev_release(x->device, x->ring);
   cl_window_close(&x->win);
   free(x->stage[0]);
   free(x->stage[1]);
