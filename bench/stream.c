@@ -14,7 +14,9 @@
  * first launches, calibration; two more rounds of both sides so the heap
  * holds its working size), REPEATS (default 5) rounds of the batch call
  * on all FRAMES frames and the same frames pushed one at a time,
- * interleaved, the side going first alternating. Freed memory stays in
+ * interleaved, the side going first alternating; the stream's caller
+ * pops each result and hands its image back for the next
+ * (esrrf_stream_give), as a live display loop would. Freed memory stays in
  * the process (mallopt): on a VM with free page reporting, pages handed
  * back to the kernel are slow to touch again and would charge whichever
  * side comes next. Prints the min and median over the rounds of each
@@ -180,7 +182,7 @@ static int stream(engine *e, const image *st, size_t window, size_t every,
       image out;
       esrrf_stream_pop(s, &out, NULL, &got);
       done[f] |= (unsigned char)got;
-      image_free(&out);
+      if (got && esrrf_stream_give(s, &out)) image_free(&out);
     }
     lat[f] = now() - a;
   }

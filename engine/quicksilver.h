@@ -823,7 +823,7 @@ typedef struct esrrf_stream_options {
 } esrrf_stream_options;
 
 /* One result: the image is R·M × C·M floats, owned by the caller
- * (image_free). */
+ * (image_free, or esrrf_stream_give for the next result). */
 typedef struct esrrf_stream_result {
   uint64_t index;            /* 0, 1, ... in order of completion */
   uint64_t first, frames;    /* the frames it covers: [first, first +
@@ -856,6 +856,16 @@ QS_API int esrrf_stream_push(esrrf_stream *s, const image *frames);
  * *got 0 when none is waiting. info may be NULL. */
 QS_API int esrrf_stream_pop(esrrf_stream *s, image *out,
                             esrrf_stream_result *info, int *got);
+
+/* Hands a result's image back once the caller is done with it (a live
+ * display loop: pop, show, give): the stream writes a next result into it
+ * instead of allocating one, whose pages the system would zero and fault
+ * in again (26 MB a result for 512 x 512 frames at M 5). *img, of the
+ * result's size (1 × R·M × C·M, from esrrf_stream_pop or image_alloc), is
+ * taken: emptied, and freed at once when the stream holds one already.
+ * QS_EINVAL without an image or for one the library did not allocate
+ * (image_wrap), QS_ESHAPE for another size; nothing taken then. */
+QS_API int esrrf_stream_give(esrrf_stream *s, image *img);
 
 /* End of input. Timepoints: the frames of an unfinished timepoint become
  * its result, as the batch call's short last timepoint (none with 0

@@ -952,6 +952,79 @@ Test(stream, opencl_sliding_window_without_room_on_the_device) {
 }
 #endif
 
+/* A result's image given back (esrrf_stream_give) after the caller
+ * spoiled it with NaN: the next results, written into it, still give the
+ * batch call's bits (timepoints of 6) or equal it within 1e-5 of the peak
+ * (a window of 10 every 2), fused and, where there is one, OpenCL; an
+ * image of another size or over the caller's memory is refused and left
+ * to the caller. */
+Test(stream, results_written_into_images_given_back) {
+  engine *e = stream_engine();
+  image st = sim_stack(30, 9, 8, 47);
+  const char *impls[2] = {"fused", NULL};
+  char cl[QS_NAME_MAX];
+#if QS_HAVE_OPENCL
+  if (cl_impl_name(e, cl)) impls[1] = cl;
+#endif
+  size_t px = 9 * 8, plane = 27 * 24;
+  for (int k = 0; k < 2 && impls[k]; k++)
+    for (int sliding = 0; sliding < 2; sliding++) {
+      esrrf_stream *s = stream_open(e, VAR, sliding, sliding ? 10 : 6,
+                                    sliding ? 2 : 0, impls[k], 9, 8);
+      size_t n = 0, given = 0;
+      float *last = NULL; /* the image given back */
+      /* one allocation of the result's size after each give, kept to the
+       * end: a stream that freed what it was given would find its next
+       * image elsewhere, not at that freed address again */
+      image hold[16];
+      for (size_t f = 0; f < st.frames; f++) {
+        image one = image_wrap(st.data + f * px, 1, 9, 8);
+        cr_assert_eq(esrrf_stream_push(s, &one), QS_OK, "%s",
+                     esrrf_stream_error(s));
+        int got = 1;
+        while (got) {
+          image out, copy;
+          esrrf_stream_result info;
+          cr_assert_eq(esrrf_stream_pop(s, &out, &info, &got), QS_OK);
+          if (!got) break;
+          if (last)
+            cr_expect_eq(out.data, last, "%s result %zu: not written into "
+                         "the image given back", impls[k], n);
+          last = out.data;
+          cr_assert_eq(image_alloc(&copy, 1, 27, 24), QS_OK);
+          memcpy(copy.data, out.data, plane * sizeof(float));
+          expect_batch(e, &st, &copy, (size_t)info.first,
+                       (size_t)info.frames, impls[k], VAR,
+                       sliding ? 1e-5 : 0, "given back", n++);
+          for (size_t i = 0; i < plane; i++) out.data[i] = NAN;
+          cr_assert_eq(esrrf_stream_give(s, &out), QS_OK, "%s",
+                       esrrf_stream_error(s));
+          cr_assert_null(out.data);
+          cr_assert_lt(given, 16);
+          cr_assert_eq(image_alloc(&hold[given], 1, 27, 24), QS_OK);
+          given++;
+        }
+      }
+      cr_expect_eq(n, sliding ? 11 : 5, "%s: %zu results", impls[k], n);
+      cr_expect_eq(given, n);
+      for (size_t i = 0; i < given; i++) image_free(&hold[i]);
+      /* refused, nothing taken */
+      image wrong, wrapped = image_wrap(st.data, 1, 27, 24);
+      cr_assert_eq(image_alloc(&wrong, 1, 24, 27), QS_OK);
+      cr_expect_eq(esrrf_stream_give(s, &wrong), QS_ESHAPE);
+      cr_expect(strstr(esrrf_stream_error(s), "24 x 27"), "%s",
+                esrrf_stream_error(s));
+      cr_expect_not_null(wrong.data);
+      image_free(&wrong);
+      cr_expect_eq(esrrf_stream_give(s, &wrapped), QS_EINVAL);
+      cr_expect_eq(wrapped.data, st.data);
+      cr_expect_eq(esrrf_stream_give(s, NULL), QS_EINVAL);
+      esrrf_stream_close(s);
+    }
+  image_free(&st);
+  engine_close(e);
+}
+
 /* Bad input: options refused with a message; a frame of another size, a
  * NaN frame, too many waiting results: refused with nothing consumed, and
  * the stream goes on to give the same results as if they never came; a

@@ -113,7 +113,8 @@ static int results_drain(run_state *r) {
                (unsigned long long)(info.first + info.frames - 1),
                info.latency);
     int rc = result_write(r, &img);
-    image_free(&img);
+    /* written: the next result goes into it */
+    if (esrrf_stream_give(r->s, &img)) image_free(&img);
     if (rc) return rc;
   }
 }

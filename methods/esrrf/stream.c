@@ -55,8 +55,9 @@ struct esrrf_stream {
   esrrf_partial **order;  /* sliding, host: the ring oldest first */
   size_t fresh;           /* sliding, host: blocks since the last flip */
   esrrf_partial back;     /* sliding, host: their merge (from 2 on) */
-  image spare;          /* the next result's image, allocated and its
-                           pages touched ahead (stream_spare) */
+  image spare;          /* the next result's image: one given back
+                           (esrrf_stream_give), or allocated and its pages
+                           touched ahead (stream_spare) */
   pending *q;           /* results, a ring of max_pending + 1 */
   size_t q_cap, q_head, q_n;
   uint64_t frames, results;
@@ -608,6 +609,26 @@ int esrrf_stream_end(esrrf_stream *s) {
   esrrf_partial_reset(&s->cur);
   s->cur_n = 0;
   return rc;
+}
+
+int esrrf_stream_give(esrrf_stream *s, image *img) {
+  if (!s || !img || !img->data) return QS_EINVAL;
+  if (!img->owner_)
+    return fail(s->err, sizeof s->err, QS_EINVAL,
+                "esrrf stream: only an image the library allocated "
+                "(esrrf_stream_pop, image_alloc) can be given back");
+  if (img->frames != 1 || img->rows != s->rows_m || img->cols != s->cols_m)
+    return fail(s->err, sizeof s->err, QS_ESHAPE,
+                "esrrf stream: an image of %zu x %zu x %zu given back to a "
+                "stream of 1 x %zu x %zu results",
+                img->frames, img->rows, img->cols, s->rows_m, s->cols_m);
+  if (s->spare.data) {
+    image_free(img);
+  } else {
+    s->spare = *img;
+    *img = (image){0};
+  }
+  return QS_OK;
 }
 
 uint64_t esrrf_stream_frames(const esrrf_stream *s) {
