@@ -798,9 +798,12 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * writes (at most max(ESRRF_STREAM_MAP_BYTES, 4·P), virtual memory
  * mostly), 4·P per result waiting to be taken (at most max_pending,
  * one more after esrrf_stream_end) and 4·P for the next result's image:
- * the push before the one that completes a result allocates it and
- * touches its pages, so that faulting them in (8 to 46 ms for 26 MB on
- * the machine measured) is not part of the result's latency. */
+ * one the caller gave back (esrrf_stream_give), else the push before the
+ * one that completes a result allocates it and touches its pages, so
+ * that faulting them in (8 to 46 ms for 26 MB on the machine measured) is
+ * not part of the result's latency. A closed stream's device buffers stay
+ * with the device for the next call or stream of the same sizes, within
+ * the engine's bound (engine_options.device_cache_mb). */
 #define ESRRF_STREAM_CHUNK 16
 #define ESRRF_STREAM_MAP_BYTES ((size_t)256 << 20)
 
