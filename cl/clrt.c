@@ -657,21 +657,18 @@ static size_t kept_trim(cldev *d, uint64_t max, cl_mem *out) {
   return drop;
 }
 
-/* Every kept buffer released (an allocation failed, or the end). */
+/* Every kept buffer released (an allocation failed, or the end): the
+ * list taken under the lock, released outside it. */
 static void kept_drop_all(cldev *d) {
   pthread_mutex_lock(&d->rt->lock);
-  cl_mem *out = d->n_kept ? malloc(d->n_kept * sizeof *out) : NULL;
-  size_t n = 0;
-  if (out) {
-    n = kept_trim(d, 0, out);
-  } else { /* no room for the list: one at a time under the lock */
-    for (size_t i = 0; i < d->n_kept; i++) clReleaseMemObject(d->kept[i].mem);
-    d->n_kept = 0;
-    d->kept_bytes = 0;
-  }
+  kept_buf *all = d->kept;
+  size_t n = d->n_kept;
+  d->kept = NULL;
+  d->n_kept = d->cap_kept = 0;
+  d->kept_bytes = 0;
   pthread_mutex_unlock(&d->rt->lock);
-  for (size_t i = 0; i < n; i++) clReleaseMemObject(out[i]);
-  free(out);
+  for (size_t i = 0; i < n; i++) clReleaseMemObject(all[i].mem);
+  free(all);
 }
 
 /* A kept buffer of these flags and bytes, taken (the newest: the most
@@ -844,7 +841,6 @@ int cl_status(cl_int code, const char *what, char *err, size_t err_len) {
 
 static void dev_release(cldev *d) {
   kept_drop_all(d);
-  free(d->kept);
   for (size_t i = 0; i < d->n_progs; i++)
     if (d->progs[i].prog) clReleaseProgram(d->progs[i].prog);
   if (d->queue) clReleaseCommandQueue(d->queue);
