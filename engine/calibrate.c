@@ -159,6 +159,7 @@ static double slice_run(engine *e, prep *pr, size_t i, slice *sl,
              &res);
     *spent += res.wall;
     *once += res.once_s;
+    if (res.status && prog_cancelled(e)) return -1; /* the caller's stop */
     run_account(e, pr, i, sl->key, sl->work, &res, res.status);
     if (res.status) {
       hist *h = hist_get(m, i, pr->key, pr->work, 1);

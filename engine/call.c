@@ -7,18 +7,30 @@
 
 #include "internal.h"
 
-static int call_parallel_for(const method_call *c, size_t begin, size_t end,
-                             range_fn body, void *ctx) {
+static int pool_run(const method_call *c, size_t begin, size_t end,
+                    range_fn body, void *ctx) {
   const engine *e = c->engine_;
   return pool_for(e->pool, begin, end, c->sched, c->chunk, body, ctx);
 }
 
 /* A serial implementation's loops run on the calling thread alone: serial
  * is the one-thread reference the threaded schedules are measured against. */
-static int call_serial_for(const method_call *c, size_t begin, size_t end,
-                           range_fn body, void *ctx) {
+static int serial_run(const method_call *c, size_t begin, size_t end,
+                      range_fn body, void *ctx) {
   (void)c;
   return end > begin ? body(ctx, begin, end, 0) : QS_OK;
+}
+
+/* Either, in pieces checked for cancellation when the call has a progress
+ * hook (progress.c). */
+static int call_parallel_for(const method_call *c, size_t begin, size_t end,
+                             range_fn body, void *ctx) {
+  return prog_for(c, begin, end, body, ctx, pool_run);
+}
+
+static int call_serial_for(const method_call *c, size_t begin, size_t end,
+                           range_fn body, void *ctx) {
+  return prog_for(c, begin, end, body, ctx, serial_run);
 }
 
 /* Composite steps re-enter the dispatcher; their outputs belong to the
@@ -35,6 +47,7 @@ void call_init(engine *e, const rimpl *r, method_call *c, const image *in,
                                          ? call_serial_for
                                          : call_parallel_for,
                      .device = r->device,
-                     .step = e->step, .err = err, .err_len = err_len,
+                     .step = e->step, .advance = prog_advance,
+                     .err = err, .err_len = err_len,
                      .engine_ = e, .session_ = e->session};
 }

@@ -66,6 +66,12 @@ int method_run(engine *e, const char *method, const run_request *rq,
   prep pr;
   int rc = prep_call(e, method, rq, n_outputs, 0, &pr);
   if (rc) return rc;
+  /* A top-level call owns the progress hook; composite steps share it. */
+  int top = !e->in_step;
+  if (top && (rc = prog_open(e, rq))) {
+    prep_done(&pr);
+    return rc;
+  }
   mstate *m = pr.m;
   const method_desc *d = m->desc;
   cands cs;
@@ -78,7 +84,9 @@ int method_run(engine *e, const char *method, const run_request *rq,
   double calib = 0, calib_once = 0;
   unsigned char cold[QS_MAX_ESTIMATES];
   if (cands_cold(e, m, &cs, cold)) {
+    prog_counting(e, 0);
     calib = calibrate(e, &pr, cold, cands_known(&pr, &cs, cold), &calib_once);
+    prog_counting(e, 1);
     for (size_t i = 0; i < m->n_impls; i++)
       if (cold[i]) cand_refresh(e, &pr, &cs, i);
   }
@@ -91,6 +99,10 @@ int method_run(engine *e, const char *method, const run_request *rq,
   long pick = -1, last = -1;
   for (;;) {
     const char *why_pick = "forced";
+    if (prog_cancelled(e)) { /* in calibration, or before a fallback */
+      res.status = QS_ECANCELLED;
+      break;
+    }
     pick = cands_choose(e, &pr, &cs, &e->rng, &why_pick, est, src);
     if (pick < 0) break;
     if (!cs.exact && calib > 0 && src[pick] == SRC_MODEL)
@@ -99,14 +111,20 @@ int method_run(engine *e, const char *method, const run_request *rq,
     last = pick;
     run_once(e, m, (size_t)pick, pr.in, pr.n_in, outputs, d->n_outputs, pr.p,
              fallbacks > 0, &res);
+    if (res.status && prog_cancelled(e)) res.status = QS_ECANCELLED;
     run_account(e, &pr, (size_t)pick, pr.key, pr.work, &res, res.status);
-    if (res.status == QS_OK || cs.exact) break;
+    if (res.status == QS_OK || cs.exact || res.status == QS_ECANCELLED)
+      break;
     cs.c[pick].excluded = "failed";
     snprintf(cs.why[pick], sizeof cs.why[pick], "%.120s", res.err);
     fallbacks++;
     reason = "fallback";
   }
-  if (pick < 0 || res.status) {
+  if (res.status == QS_ECANCELLED) {
+    outputs_free(outputs, d->n_outputs);
+    rc = engine_fail(e, QS_ECANCELLED, "method %s: cancelled by the caller",
+                     d->name);
+  } else if (pick < 0 || res.status) {
     outputs_free(outputs, d->n_outputs);
     rc = res.status ? res.status : QS_EFAIL;
     rc = engine_fail(e, rc, "method %s: %s failed: %s%s", d->name,
@@ -129,6 +147,10 @@ int method_run(engine *e, const char *method, const run_request *rq,
   }
 done:
   if (report) report->record_status = e->rec_status;
+  if (top) {
+    if (rc == QS_OK) prog_finish(e);
+    prog_close(e);
+  }
   prep_done(&pr);
   return rc;
 }

@@ -131,9 +131,11 @@ int run_once(engine *e, const mstate *m, size_t impl, const image *in,
   }
   uint64_t up0, down0, up1, down1;
   cldev_transfers(c.device, &up0, &down0);
+  prog_own(e, &c);
   int64_t t0 = engine_now(e);
   int rc = r->def->run(&c);
   int64_t t1 = engine_now(e);
+  prog_own(e, NULL);
   cldev_transfers(c.device, &up1, &down1);
   res->bytes_up = up1 - up0;
   res->bytes_down = down1 - down0;
@@ -176,6 +178,7 @@ void run_account(engine *e, prep *pr, size_t impl, const char *key,
                  double work, const run_result *res, int status) {
   mstate *m = pr->m;
   rimpl *r = &m->impls[impl];
+  if (status == QS_ECANCELLED) return; /* neither a timing nor a failure */
   if (status == QS_OK && res->disturbed) { /* its time is not the impl's */
     e->disturbed_runs++;
     return;

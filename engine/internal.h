@@ -124,6 +124,7 @@ struct engine {
               const image *in, size_t n_in, const param *p, size_t n_p,
               image *out, size_t n_out);
   struct call_session *session; /* session.h: attached by its caller */
+  struct run_prog *prog; /* progress.c: the hook of the call under way */
   int in_step; /* composite steps under way (dispatch_step) */
 };
 
@@ -290,6 +291,34 @@ size_t calibrate_startable(const engine *e, const prep *pr,
  * cold, -1 if none. */
 double cands_known(const prep *pr, const cands *cs,
                    const unsigned char *cold);
+
+/* ---- progress.c: a call's progress hook and its cancellation. The
+ * dispatcher opens one per top-level call that has a hook (e->prog);
+ * composite steps and calibration runs share it. */
+typedef struct run_prog run_prog;
+int prog_open(engine *e, const run_request *rq);
+void prog_close(engine *e);
+/* Whether units reported now count (0 during calibration: its slices'
+ * frames are not the call's). */
+void prog_counting(engine *e, int on);
+/* The run whose units count from now on (run_once, top level only; NULL
+ * after it): its count begins at zero (a fallback's too); what was shown
+ * stays shown. */
+void prog_own(engine *e, const method_call *c);
+/* method_call.advance. */
+int prog_advance(const method_call *c, uint64_t n, uint64_t total);
+/* Calls the hook if it is due (or `force`); nonzero once cancelled. */
+int prog_poll(engine *e, int force);
+/* Nonzero once cancelled (no call of the hook). */
+int prog_cancelled(const engine *e);
+/* The last report: done == total (success). */
+void prog_finish(engine *e);
+/* call.c: a body split in pieces that checks cancellation between them
+ * (only while a hook is open). */
+int prog_for(const method_call *c, size_t begin, size_t end, range_fn body,
+             void *ctx,
+             int (*run)(const method_call *c, size_t begin, size_t end,
+                        range_fn body, void *ctx));
 
 /* ---- dispatch.c: a composite's step through method_run. */
 int dispatch_step(const method_call *c, const char *method, const char *impl,

@@ -82,7 +82,8 @@ extern "C" {
   X(QS_EDEVMEM, "device_memory", "not enough device memory")                 \
   X(QS_EIO, "io", "input/output error")                                      \
   X(QS_EFORMAT, "format", "malformed or unsupported file")                   \
-  X(QS_EEXISTS, "exists", "already exists")
+  X(QS_EEXISTS, "exists", "already exists")                                  \
+  X(QS_ECANCELLED, "cancelled", "cancelled by the caller")
 
 typedef enum qs_status {
 #define QS_STATUS_ENUM_(code, name, msg) code,
@@ -417,6 +418,18 @@ QS_API int method_impls(engine *e, const char *method, impl_info *out,
 
 /* ------------------------------------------------------------------ runs */
 
+/* A run's progress: `done` units of work out of `total` (frames for most
+ * implementations; total 0 while not yet known). The engine calls it
+ * about every PROGRESS_INTERVAL_MS of work (never per pixel), from one of
+ * its threads (never two at once), with `done` never decreasing within the
+ * call (a fallback to another implementation does not move it back), and
+ * once more with done == total when the call succeeds. A nonzero return
+ * cancels the call: the running implementation stops at its next check
+ * (a tile, a frame, a device batch), the call returns QS_ECANCELLED, its
+ * outputs are freed, and nothing of it is recorded as a timing. */
+typedef int (*progress_fn)(void *ctx, uint64_t done, uint64_t total);
+#define PROGRESS_INTERVAL_MS 50
+
 typedef struct run_request {
   const image *inputs;
   size_t n_inputs;
@@ -429,6 +442,9 @@ typedef struct run_request {
    * with fallback. A word that names an implementation and a kind
    * ("threaded") means the implementation. */
   const char *impl;
+  /* Progress and cancellation (NULL: none); see progress_fn. */
+  progress_fn progress;
+  void *progress_ctx;
 } run_request;
 
 /* The evidence behind an estimate, strongest first: "history" (runs of

@@ -75,6 +75,16 @@ struct method_call {
    * per frame measured so far), which the engine records and learns
    * instead of the wall time. Left as it is (not > 0): the wall time. */
   double *work_seconds;
+  /* Progress and cancellation (run_request.progress): an implementation
+   * reports `n` more units of work done out of `total` (frames, or its
+   * own unit, counted the same way by every thread) after each piece of
+   * work of a few milliseconds: a frame, a block of rows, a device batch.
+   * Safe from any pool thread. A nonzero return means the caller
+   * cancelled: stop and return QS_ECANCELLED. When the call has no
+   * progress hook it returns 0 at once. The engine also checks between
+   * the pieces it hands a parallel_for body, so a body that cannot report
+   * is still stopped within a piece. */
+  int (*advance)(const method_call *c, uint64_t n, uint64_t total);
   char *err;
   size_t err_len;
   void *engine_; /* private */

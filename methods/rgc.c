@@ -114,7 +114,8 @@ static int rgc_body(void *ctx, size_t begin, size_t end, int worker) {
     rgc_frame_rows(&f, r0, r0 + stop);
     it += stop;
   }
-  return QS_OK;
+  size_t total = j->c->in[2].frames * j->rows;
+  return j->c->advance(j->c, end - begin, total) ? QS_ECANCELLED : QS_OK;
 }
 
 static int rgc_run(const method_call *c) {

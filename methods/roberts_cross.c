@@ -32,6 +32,8 @@ static int rc_shape(const image *in, const double *p, image *out, char *err,
 }
 
 typedef struct rc_plan {
+  const method_call *c;
+  size_t total; /* rows of all frames */
   const float *in;
   float *gcol, *grow;
   size_t rows, cols;
@@ -54,12 +56,13 @@ static int rc_rows(void *ctx, size_t b, size_t e, int worker) {
       gr[c] = rc_row(up[c], row[c - 1], row[c], up[c - 1]);
     }
   }
-  return QS_OK;
+  return s->c->advance(s->c, e - b, s->total) ? QS_ECANCELLED : QS_OK;
 }
 
 static int rc_run(const method_call *c) {
   const image *in = &c->in[0];
-  rc_plan s = {in->data, c->out[0].data, c->out[1].data, in->rows, in->cols};
+  rc_plan s = {c, in->frames * in->rows, in->data, c->out[0].data,
+               c->out[1].data, in->rows, in->cols};
   return c->parallel_for(c, 0, in->frames * in->rows, rc_rows, &s);
 }
 

@@ -120,6 +120,8 @@ typedef struct sm_plan {
   cr_taps *rt, *ct; /* per output row, per output column */
   int c_lo, c_hi;   /* input columns that some output column reads */
   QS_ACC *sums;     /* cols column sums per worker */
+  const method_call *c;
+  size_t total;     /* output rows of all frames */
 } sm_plan;
 
 /* Output rows [b, e) of all frames flattened (frame-major). */
@@ -138,7 +140,7 @@ static int sm_rows(void *ctx, size_t b, size_t e, int worker) {
     cr_vsums(img, s->cols, rt, p, s->c_lo, s->c_hi);
     for (int j = 0; j < s->ocols; j++) o[j] = cr_hsum(p, &s->ct[j]);
   }
-  return QS_OK;
+  return s->c->advance(s->c, e - b, s->total) ? QS_ECANCELLED : QS_OK;
 }
 
 static int sm_run(const method_call *c) {
@@ -149,7 +151,9 @@ static int sm_run(const method_call *c) {
                .rows = (int)in->rows,
                .cols = (int)in->cols,
                .orows = (int)out->rows,
-               .ocols = (int)out->cols};
+               .ocols = (int)out->cols,
+               .c = c,
+               .total = in->frames * out->rows};
   int threads = c->threads > 0 ? c->threads : 1;
   s.rt = malloc(((size_t)s.orows + (size_t)s.ocols) * sizeof *s.rt);
   s.sums = malloc((size_t)threads * (size_t)s.cols * sizeof *s.sums);

@@ -374,6 +374,7 @@ static int cl_fold_frames(chained *s, size_t t0, size_t t1) {
     int prc = cl_collect(s, c->err, c->err_len);
     memcpy(s->pend, ev, sizeof ev);
     if (!rc) rc = prc;
+    if (!rc && c->advance(c, n, s->g.frames)) rc = QS_ECANCELLED;
   }
   int prc = cl_collect(s, c->err, c->err_len);
   if (!rc) rc = prc;

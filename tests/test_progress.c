@@ -1,0 +1,220 @@
+/* test_progress.c — progress and cancellation (run_request.progress): for
+ * every kind of built-in implementation, a call's reports never go back and
+ * end at the total; a hook that cancels stops a long call early with
+ * QS_ECANCELLED, empty outputs and no timing in the store; a call without
+ * a hook gives the same numbers as one with it. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "quicksilver.h"
+#include "qs_test.h"
+
+TestSuite(progress, .fini = qs_leak_check);
+
+typedef struct watch {
+  int calls;
+  uint64_t done, total;  /* the last report */
+  int monotonic;         /* no report went back */
+  int cancel_at;         /* cancel at this call (0: never) */
+  double cancelled_frac; /* done / total when it cancelled */
+} watch;
+
+static int hook(void *ctx, uint64_t done, uint64_t total) {
+  watch *w = ctx;
+  if (w->calls && total && w->total &&
+      (long double)done * w->total < (long double)w->done * total)
+    w->monotonic = 0;
+  if (total && done > total) w->monotonic = 0;
+  w->calls++;
+  w->done = done;
+  w->total = total;
+  if (w->cancel_at && w->calls >= w->cancel_at) {
+    w->cancelled_frac = total ? (double)done / (double)total : 0;
+    return 1;
+  }
+  return 0;
+}
+
+/* A noisy stack of f frames, r x c: camera-like background and signal. */
+static float *stack(size_t f, size_t r, size_t c) {
+  float *px = malloc(f * r * c * sizeof *px);
+  cr_assert(px);
+  uint64_t s = 88172645463325252ull;
+  for (size_t i = 0; i < f * r * c; i++) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    size_t y = (i / c) % r, x = i % c;
+    px[i] = 100.0f + 50.0f * (float)((x * 7 + y * 3) % 11) +
+            (float)(s % 1000) * 0.01f;
+  }
+  return px;
+}
+
+typedef struct job {
+  const char *method, *impl;
+  size_t f, r, c;
+  param p[4];
+  size_t n_p, n_out;
+} job;
+
+static engine *open_engine(void) {
+  engine *e;
+  engine_options o = {.db_path = ":memory:", .no_calibration = 1};
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  return e;
+}
+
+/* Rows of the store for the method (timings or failures). */
+static int count_row(void *ctx, const db_row *r) {
+  (void)r;
+  ++*(int *)ctx;
+  return 0;
+}
+
+static int rows_of(engine *e, const char *method) {
+  int n = 0;
+  db_filter f = {.method = method};
+  cr_assert_eq(engine_db_query(e, &f, count_row, &n), QS_OK, "%s",
+               engine_error(e));
+  return n;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Runs j with a watching hook; returns the status. */
+static int run_watched(engine *e, const job *j, watch *w, image *out,
+                       double *seconds) {
+  float *px = stack(j->f, j->r, j->c);
+  image in = image_wrap(px, j->f, j->r, j->c);
+  run_request rq = {.inputs = &in, .n_inputs = 1, .params = j->p,
+                    .n_params = j->n_p, .impl = j->impl, .progress = hook,
+                    .progress_ctx = w};
+  double t0 = now_s();
+  int rc = method_run(e, j->method, &rq, out, j->n_out, NULL);
+  *seconds = now_s() - t0;
+  free(px);
+  return rc;
+}
+
+/* The whole call reports monotonically up to its total; then a call that
+ * cancels at its second report returns early, cancelled, with nothing. */
+static void check(const job *j) {
+  engine *e = open_engine();
+  watch w = {.monotonic = 1};
+  image out[2];
+  double full;
+  int rc = run_watched(e, j, &w, out, &full);
+  cr_assert_eq(rc, QS_OK, "%s %s: %s", j->method, j->impl, engine_error(e));
+  cr_expect(w.calls >= 2, "%s %s: %d reports", j->method, j->impl, w.calls);
+  cr_expect(w.monotonic, "%s %s: a report went back", j->method, j->impl);
+  cr_expect(w.total > 0 && w.done == w.total,
+            "%s %s: last report %llu of %llu", j->method, j->impl,
+            (unsigned long long)w.done, (unsigned long long)w.total);
+  for (size_t i = 0; i < j->n_out; i++) image_free(&out[i]);
+  int before = rows_of(e, j->method);
+  cr_expect_eq(before, 1, "%s %s: %d rows after one call", j->method,
+               j->impl, before);
+
+  watch c = {.monotonic = 1, .cancel_at = 1};
+  double cut;
+  rc = run_watched(e, j, &c, out, &cut);
+  cr_assert_eq(rc, QS_ECANCELLED, "%s %s: %s", j->method, j->impl,
+               status_name(rc));
+  cr_expect(strstr(engine_error(e), "cancel") != NULL, "%s",
+            engine_error(e));
+  for (size_t i = 0; i < j->n_out; i++)
+    cr_expect(out[i].data == NULL, "%s %s: output %zu kept", j->method,
+              j->impl, i);
+  cr_expect_eq(rows_of(e, j->method), before, "%s %s: the cancelled run was "
+               "recorded", j->method, j->impl);
+  cr_expect(c.cancelled_frac < 0.5, "%s %s: cancelled at %.2f of the work",
+            j->method, j->impl, c.cancelled_frac);
+  /* the cancelled call stopped well before the whole call's time */
+  cr_expect(cut < 0.6 * full, "%s %s: cancelled call %.3f s, full %.3f s",
+            j->method, j->impl, cut, full);
+  engine_close(e);
+}
+
+#define SM_P                                                              \
+  {{"magnification_row", 8, NULL}, {"magnification_col", 8, NULL}}
+#define ES_P                                                              \
+  {{"magnification", 5, NULL}, {"radius", 1.5, NULL}}
+
+Test(progress, shift_magnify_serial) {
+  job j = {"shift_magnify", "serial", 60, 128, 128, SM_P, 2, 1};
+  check(&j);
+}
+
+Test(progress, shift_magnify_threaded) {
+  job j = {"shift_magnify", "threaded_dynamic", 60, 128, 128, SM_P, 2, 1};
+  check(&j);
+}
+
+Test(progress, roberts_cross_serial) {
+  job j = {"roberts_cross", "serial", 300, 256, 256, {{0}}, 0, 2};
+  check(&j);
+}
+
+Test(progress, esrrf_serial) {
+  job j = {"esrrf", "serial", 20, 48, 48, ES_P, 2, 1};
+  check(&j);
+}
+
+Test(progress, esrrf_fused) {
+  job j = {"esrrf", "fused", 40, 64, 64, ES_P, 2, 1};
+  check(&j);
+}
+
+Test(progress, esrrf_composed) {
+  job j = {"esrrf", "composed", 30, 48, 48, ES_P, 2, 1};
+  check(&j);
+}
+
+Test(progress, esrrf_opencl) {
+  engine *e = open_engine();
+  impl_info im[QS_MAX_ESTIMATES];
+  size_t n = 0;
+  cr_assert_eq(method_impls(e, "esrrf", im, QS_MAX_ESTIMATES, &n), QS_OK);
+  char name[QS_NAME_MAX] = "";
+  for (size_t i = 0; i < n && i < QS_MAX_ESTIMATES; i++)
+    if (im[i].kind == IMPL_OPENCL && im[i].available &&
+        !strncmp(im[i].name, "opencl:", 7))
+      snprintf(name, sizeof name, "%.63s", im[i].name);
+  engine_close(e);
+  if (!name[0]) cr_skip_test("no OpenCL device");
+  /* a batch at a time: a long stack in small frames */
+  job j = {"esrrf", name, 3000, 32, 32, ES_P, 2, 1};
+  check(&j);
+}
+
+/* The hook changes nothing in the numbers. */
+Test(progress, same_numbers) {
+  engine *e = open_engine();
+  float *px = stack(6, 40, 40);
+  image in = image_wrap(px, 6, 40, 40);
+  param p[] = ES_P;
+  watch w = {.monotonic = 1};
+  const char *impls[] = {"serial", "threaded_guided", "fused", "composed"};
+  for (size_t k = 0; k < 4; k++) {
+    image a, b;
+    run_request rq = {.inputs = &in, .n_inputs = 1, .params = p,
+                      .n_params = 2, .impl = impls[k]};
+    cr_assert_eq(method_run(e, "esrrf", &rq, &a, 1, NULL), QS_OK);
+    rq.progress = hook;
+    rq.progress_ctx = &w;
+    cr_assert_eq(method_run(e, "esrrf", &rq, &b, 1, NULL), QS_OK);
+    size_t n = a.frames * a.rows * a.cols;
+    cr_expect(!memcmp(a.data, b.data, n * sizeof(float)), "%s", impls[k]);
+    image_free(&a);
+    image_free(&b);
+  }
+  free(px);
+  engine_close(e);
+}
