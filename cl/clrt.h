@@ -68,8 +68,9 @@ const cldev_info *cldev_about(const cldev *d);
  * "device" when nothing is left. */
 void cl_slug(const char *name, char *out, size_t len);
 
-/* Embedded sources (the cl/kernels files by name, the methods/math
- * headers as "math/<name>.h"), includes resolved. NULL if unknown. The text is
+/* Embedded sources (the methods' kernels by file name, "rgc.cl", and the
+ * headers they include by path, "methods/rgc/rgc_math.h"), includes
+ * resolved. NULL if unknown. The text is
  * static and NUL-terminated; *len (may be NULL) receives its length. */
 const char *cl_source(const char *file, size_t *len);
 size_t cl_source_count(void);
@@ -92,7 +93,7 @@ int cldev_queue(cldev *d, cl_context *ctx, cl_command_queue *q, char *err,
                 size_t err_len);
 
 /* The program built from the embedded source `file` (e.g.
- * "shift_magnify.cl", with the methods/math headers it includes) and
+ * "shift_magnify.cl", with the math headers it includes) and
  * `options`: from memory, else the disk cache, else a build. The build log
  * goes into err on failure (QS_EBUILD). *seconds (may be NULL) receives the
  * time spent (0 for a memory hit). The program belongs to the device. */
@@ -101,7 +102,7 @@ int cldev_program(cldev *d, const char *file, const char *options,
                   size_t err_len);
 
 /* Like cldev_program for a source given as text (its includes already
- * resolved, e.g. built from cl_source("math/x.h") and a kernel); `label`
+ * resolved, e.g. built from cl_source("methods/m/x.h") and a kernel); `label`
  * names it in messages. Cached the same way, keyed by the text. */
 int cldev_program_text(cldev *d, const char *label, const char *text,
                        const char *options, cl_program *prog, double *seconds,

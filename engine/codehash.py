@@ -4,48 +4,66 @@ time, so that timings of an implementation whose code changed can never be
 taken for the new code's (the version an implementation records is its
 declared version combined with this hash; see registry.c).
 
-A method's code is, by the layout of the tree: methods/<m>.c and .h,
-methods/<m>/**, cl/kernels/<m>*.cl, plus EXTRA[<m>] (code of another
-method it runs or shares), plus what every method shares: methods/math/**,
-methods/*.h, methods/cl_frames.*, engine/pool.c (the schedules threaded
-implementations run on) and the library version. Over-inclusion only costs
-history; under-inclusion would keep stale timings, hence the wide shared
-set. Writes a C table and a depfile listing every file and directory read.
+A method's code is its folder, methods/<m>/**, and every file of the tree
+its files include with a quoted #include, followed transitively (so eSRRF's
+use of rgc's math, or rgc's vector variants' use of eSRRF's fused pass,
+count without a list kept by hand), plus what runs every method:
+engine/pool.c (the schedules threaded implementations run on) and the
+library version. Writes a C table and a depfile listing every file and
+directory read.
 
 Usage: codehash.py SOURCE_ROOT VERSION OUTPUT.c DEPFILE METHOD...
 """
-import glob
 import hashlib
 import os
+import re
 import sys
 
-EXTRA = {
-    # rgc's vectorised implementations run eSRRF's fused pass, whose
-    # headers (fused.h) include eSRRF's own (esrrf.h, temporal.h)
-    'rgc': ['methods/esrrf/rgc_vec.c', 'methods/esrrf/fused*',
-            'methods/esrrf/*.h'],
-    # esrrf runs rgc (composed) and shares its math (fused, kernels)
-    'esrrf': ['methods/rgc.c', 'methods/rgc.h', 'cl/kernels/rgc*.cl'],
-}
-SHARED = ['methods/math/**', 'methods/*.h', 'methods/cl_frames.*',
-          'engine/pool.c']
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+SHARED = ['engine/pool.c']
 
 
-def files_of(root, patterns):
-    out = set()
-    for p in patterns:
-        for f in glob.glob(os.path.join(root, p), recursive=True):
-            if os.path.isfile(f):
-                out.add(os.path.normpath(f))
-    return sorted(out)
+def resolve(root, including, name):
+    """The file a quoted include names: beside the includer, else from the
+    root of the tree (the include path the build and the kernels use)."""
+    for base in (os.path.dirname(including), root):
+        path = os.path.normpath(os.path.join(base, name))
+        if os.path.isfile(path):
+            return path
+    return None  # a system or generated header: not the method's code
+
+
+def closure(root, start):
+    """start and every file of the tree they include, transitively."""
+    seen, todo = set(), list(start)
+    while todo:
+        f = todo.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        with open(f, encoding='utf-8', errors='replace') as fh:
+            text = fh.read()
+        for name in INCLUDE.findall(text):
+            target = resolve(root, f, name)
+            if target and target not in seen:
+                todo.append(target)
+    return seen
+
+
+def method_files(root, method):
+    folder = os.path.join(root, 'methods', method)
+    own = []
+    for d, _, names in os.walk(folder):
+        own += [os.path.join(d, n) for n in names
+                if n.endswith(('.c', '.h', '.cl'))]
+    own += [os.path.join(root, s) for s in SHARED
+            if os.path.isfile(os.path.join(root, s))]
+    return sorted(closure(root, [os.path.normpath(f) for f in own]))
 
 
 def method_hash(root, version, method, read):
-    pats = [f'methods/{method}.c', f'methods/{method}.h',
-            f'methods/{method}/**', f'cl/kernels/{method}*.cl']
-    pats += EXTRA.get(method, []) + SHARED
     h = hashlib.sha256(version.encode())
-    for f in files_of(root, pats):
+    for f in method_files(root, method):
         read.add(f)
         h.update(os.path.relpath(f, root).encode() + b'\0')
         with open(f, 'rb') as fh:
@@ -68,8 +86,7 @@ def main():
     with open(output, 'w') as f:
         f.write(text)
     dirs = {os.path.dirname(f) for f in read}
-    dirs |= {os.path.join(root, d) for d in ('methods', 'methods/esrrf',
-                                             'methods/math', 'cl/kernels')}
+    dirs |= {os.path.join(root, 'methods', m) for m in methods}
     with open(depfile, 'w') as f:
         f.write(output + ': ' + ' '.join(sorted(read | dirs)) + '\n')
 

@@ -92,6 +92,13 @@ struct method_call {
                      call's input (engine/session.h), else NULL */
 };
 
+/* c->advance when the caller set one (a harness that builds its own
+ * method_call may leave it NULL), else 0: what implementations call. */
+static inline int method_advance(const method_call *c, uint64_t n,
+                                 uint64_t total) {
+  return c->advance ? c->advance(c, n, total) : 0;
+}
+
 typedef int (*impl_fn)(const method_call *c);
 
 /* One implementation of a method. For IMPL_OPENCL the engine registers one

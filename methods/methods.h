@@ -1,6 +1,7 @@
-/* methods.h — the descriptors of the methods that ship with quicksilver
- * (engine/builtin.c lists them) and what their implementation tables
- * share. Methods include only the engine's contract headers and cl/. */
+/* methods.h — what the built-in methods' implementation tables share, and
+ * their descriptors (methods/builtin_methods.h, generated from the list in
+ * methods/meson.build). Methods include only the engine's contract headers
+ * and cl/. */
 #ifndef QS_METHODS_H
 #define QS_METHODS_H
 
@@ -10,8 +11,7 @@
 #include "qs_config.h"
 #include "quicksilver_method.h"
 
-extern const method_desc method_shift_magnify, method_roberts_cross;
-extern const method_desc method_rgc, method_esrrf;
+#include "methods/builtin_methods.h"
 
 /* The CPU rows of an implementation table: one run function serves them
  * all through c->parallel_for, the schedule (and chunk) telling them apart:

@@ -27,28 +27,40 @@ def write(root, rel, text):
 
 
 with tempfile.TemporaryDirectory() as root:
-    write(root, 'methods/alpha.c', 'int alpha;\n')
-    write(root, 'methods/beta/beta.c', 'int beta;\n')
-    write(root, 'cl/kernels/beta.cl', 'kernel void k(void) {}\n')
-    write(root, 'methods/math/common.h', '#define X 1\n')
+    write(root, 'methods/alpha/alpha.c',
+          '#include "methods/shared/common.h"\nint alpha;\n')
+    write(root, 'methods/beta/beta.c', '#include "../shared/common.h"\n'
+          '#include "methods/alpha/alpha.h"\n#include <stdio.h>\nint beta;\n')
+    write(root, 'methods/alpha/alpha.h', '#define A 1\n')
+    write(root, 'methods/beta/beta.cl', 'kernel void k(void) {}\n')
+    write(root, 'methods/shared/common.h', '#define X 1\n')
+    write(root, 'methods/shared/unused.h', '#define U 1\n')
     write(root, 'engine/pool.c', 'int pool;\n')
     base = hashes(root)
     checks = [(len(base) == 2 and base['alpha'] != base['beta'],
                'two methods, two hashes')]
-    write(root, 'methods/alpha.c', 'int alpha = 2;\n')
+    write(root, 'methods/alpha/alpha.c',
+          '#include "methods/shared/common.h"\nint alpha = 2;\n')
     h = hashes(root)
     checks.append((h['alpha'] != base['alpha'], 'own code changes alpha'))
-    checks.append((h['beta'] == base['beta'], "alpha's code leaves beta"))
-    write(root, 'cl/kernels/beta.cl', 'kernel void k(void) { }\n')
+    checks.append((h['beta'] == base['beta'], "alpha's .c leaves beta"))
+    write(root, 'methods/beta/beta.cl', 'kernel void k(void) { }\n')
     h2 = hashes(root)
     checks.append((h2['beta'] != h['beta'], 'a kernel changes beta'))
-    write(root, 'methods/math/common.h', '#define X 2\n')
+    write(root, 'methods/shared/common.h', '#define X 2\n')
     h3 = hashes(root)
     checks.append((h3['alpha'] != h2['alpha'] and h3['beta'] != h2['beta'],
-                   'shared math changes both'))
+                   'an included shared header changes both'))
+    write(root, 'methods/alpha/alpha.h', '#define A 2\n')
+    h5 = hashes(root)
+    checks.append((h5['beta'] != h3['beta'],
+                   "alpha's header that beta includes changes beta"))
+    write(root, 'methods/shared/unused.h', '#define U 2\n')
+    checks.append((hashes(root) == h5, 'a header nobody includes counts for '
+                   'no method'))
     h4 = hashes(root, '1.1')
-    checks.append((h4['alpha'] != h3['alpha'], 'the library version counts'))
-    checks.append((hashes(root) == h3, 'the same tree, the same hashes'))
+    checks.append((h4['alpha'] != h5['alpha'], 'the library version counts'))
+    checks.append((hashes(root) == h5, 'the same tree, the same hashes'))
 print(f'1..{len(checks)}')
 for i, (ok, what) in enumerate(checks, 1):
     print(f"{'ok' if ok else 'not ok'} {i} - {what}")

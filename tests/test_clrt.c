@@ -14,7 +14,7 @@
 
 #include "cl/cache.h"
 #include "cl/clrt.h"
-#include "methods/math/catmull_rom.h"
+#include "methods/shift_magnify/catmull_rom.h"
 #include "qs_test.h"
 
 TestSuite(clrt, .fini = qs_leak_check);
@@ -85,10 +85,10 @@ static void cache_entry(const char *dir, char *path, size_t len) {
   cr_assert_eq(n, 1, "expected one cache entry in %s, found %d", dir, n);
 }
 
-/* A kernel over the Catmull-Rom weight of methods/math/catmull_rom.h, the
+/* A kernel over the Catmull-Rom weight of methods/shift_magnify/catmull_rom.h, the
  * header text as the runtime embeds it (includes resolved). Caller frees. */
 static char *cubic_source(void) {
-  const char *head = cl_source("math/catmull_rom.h", NULL);
+  const char *head = cl_source("methods/shift_magnify/catmull_rom.h", NULL);
   cr_assert_not_null(head);
   static const char body[] =
       "\n__kernel void cubic(__global const float *v, __global float *out) {\n"
@@ -163,7 +163,7 @@ Test(clrt, fingerprint_and_slug_stable_across_runtimes) {
 }
 
 Test(clrt, embedded_headers_have_includes_resolved) {
-  const char *cr = cl_source("math/catmull_rom.h", NULL);
+  const char *cr = cl_source("methods/shift_magnify/catmull_rom.h", NULL);
   cr_assert_not_null(cr);
   cr_expect_not_null(strstr(cr, "QS_MATH_COMMON_H"));
   cr_expect_null(strstr(cr, "#include \"common.h\""));

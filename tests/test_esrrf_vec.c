@@ -204,7 +204,7 @@ Test(esrrf_vec, parameter_grid_within_1e6_of_serial) {
  * a sinusoid plus noise the worst was 4.3e-7 of max |serial| at 16384
  * columns for fused, fused_vec and fused_avx2 alike; at 32768 the variants
  * reached 1.2e-6 and the scalar fused 8.9e-7, at 65536 all three 4.3e-6:
- * the shared model's limit (methods/math/rgc_fused.h), not the vector
+ * the shared model's limit (methods/rgc/rgc_fused.h), not the vector
  * code's. */
 Test(esrrf_vec, a_16384_pixel_wide_frame_within_1e6_of_serial) {
   engine *e = open_engine(2);

@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "method_harness.h"
-#include "methods/math/rgc_fused.h"
+#include "methods/rgc/rgc_fused.h"
 #include "methods/methods.h"
-#include "methods/rgc.h"
+#include "methods/rgc/rgc.h"
 #include "qs_test.h"
 
 TestSuite(rgc, .fini = qs_leak_check);

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "method_harness.h"
-#include "methods/cl_frames.h"
-#include "methods/math/roberts.h"
+#include "methods/shared/cl_frames.h"
+#include "methods/roberts_cross/roberts.h"
 #include "methods/methods.h"
 #include "qs_test.h"
 

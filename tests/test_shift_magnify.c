@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "method_harness.h"
-#include "methods/math/catmull_rom.h"
+#include "methods/shift_magnify/catmull_rom.h"
 #include "methods/methods.h"
 #include "qs_test.h"
 

@@ -1,5 +1,5 @@
 /* cl_stat.h — eSRRF's temporal statistic of one timepoint accumulated in
- * device buffers (cl/kernels/esrrf_stat.cl gives the scheme: shifted,
+ * device buffers (methods/esrrf/esrrf_stat.cl gives the scheme: shifted,
  * compensated float sums), so that a chained OpenCL eSRRF downloads only
  * the T images. Used by the batch OpenCL implementation and the live
  * stream; tests drive it directly. Internal to methods/. */
@@ -82,7 +82,7 @@ int cl_stat_finish_with(cl_stat *st, cl_command_queue q, cl_image_fn take,
  * for its partials (methods/esrrf/stream.c): at a flip, when no block of
  * the update's is part of a merge yet, the blocks become in place their
  * suffix merges (block j := blocks j .. newest, in the blocks' own
- * layout, cl/kernels/esrrf_stat.cl), so that the oldest block of each
+ * layout, methods/esrrf/esrrf_stat.cl), so that the oldest block of each
  * later update holds the merge of the old blocks still in the window;
  * between flips `back` (one more state) merges the blocks completed
  * since, and an update is oldest ⊕ back ⊕ the newest blocks: a constant

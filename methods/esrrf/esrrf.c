@@ -175,7 +175,7 @@ int esrrf_drive(const method_call *c, const esrrf_geom *g, size_t batch,
   if (g->kind == TEMPORAL_NONE) {
     for (size_t f = 0, n; (n = esrrf_batch_at(g, batch, f)) > 0; f += n) {
       int rc = maps(state, f, n, out + f * g->plane);
-      if (!rc && c->advance(c, n, g->frames)) rc = QS_ECANCELLED;
+      if (!rc && method_advance(c, n, g->frames)) rc = QS_ECANCELLED;
       if (rc) return rc;
     }
     return QS_OK;
@@ -203,7 +203,7 @@ int esrrf_drive(const method_call *c, const esrrf_geom *g, size_t batch,
       n = esrrf_batch_at(g, keep, f);
       rc = maps(state, f, n, buf);
       if (!rc) rc = esrrf_fold(c, g, &t, buf, n);
-      if (!rc && c->advance(c, n, g->frames)) rc = QS_ECANCELLED;
+      if (!rc && method_advance(c, n, g->frames)) rc = QS_ECANCELLED;
     }
     if (!rc) rc = esrrf_finish(c, g, &t, out + tp * g->plane);
   }

@@ -9,7 +9,7 @@
 
 #include "qs_config.h"
 
-#include "methods/rgc.h"
+#include "methods/rgc/rgc.h"
 #include "quicksilver_method.h"
 #include "temporal.h"
 

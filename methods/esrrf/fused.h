@@ -12,8 +12,8 @@
 #include <stddef.h>
 
 #include "methods/esrrf/esrrf.h"
-#include "methods/math/catmull_rom.h"
-#include "methods/math/rgc_fused.h"
+#include "methods/shift_magnify/catmull_rom.h"
+#include "methods/rgc/rgc_fused.h"
 
 /* Nodes of the weight table over [0, tSO]. */
 #define FZ_NODES 1024

@@ -1,5 +1,5 @@
 /* opencl.c — the OpenCL implementation of eSRRF (rgc's is in
- * methods/rgc.c).
+ * methods/rgc/rgc.c).
  *
  * eSRRF's chained path keeps everything on the device: one upload of the
  * raw frames, the half-pixel grids of the unit gradient (esrrf.cl, no ×2M
@@ -33,12 +33,12 @@
 
 #include "cl/clrt.h"
 #include "engine/timer.h"
-#include "methods/cl_frames.h"
+#include "methods/shared/cl_frames.h"
 #include "methods/esrrf/cl_stat.h"
 #include "methods/esrrf/sink.h"
 #include "methods/esrrf/esrrf.h"
-#include "methods/math/catmull_rom.h"
-#include "methods/math/rgc_fused.h"
+#include "methods/shift_magnify/catmull_rom.h"
+#include "methods/rgc/rgc_fused.h"
 #include "methods/methods.h"
 
 /* A batch holds at most this many bytes on the device (unless one frame
@@ -374,7 +374,7 @@ static int cl_fold_frames(chained *s, size_t t0, size_t t1) {
     int prc = cl_collect(s, c->err, c->err_len);
     memcpy(s->pend, ev, sizeof ev);
     if (!rc) rc = prc;
-    if (!rc && c->advance(c, n, s->g.frames)) rc = QS_ECANCELLED;
+    if (!rc && method_advance(c, n, s->g.frames)) rc = QS_ECANCELLED;
   }
   int prc = cl_collect(s, c->err, c->err_len);
   if (!rc) rc = prc;

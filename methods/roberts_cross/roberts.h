@@ -14,7 +14,7 @@
 #ifndef QS_MATH_ROBERTS_H
 #define QS_MATH_ROBERTS_H
 
-#include "common.h"
+#include "methods/shared/math_common.h"
 
 /* The stencil from its four values: up = I[r0,c], left = I[r,c0],
  * here = I[r,c], diag = I[r0,c0]. Callers that walk rows pass the clamped

@@ -20,7 +20,7 @@
 #ifndef QS_MATH_CATMULL_ROM_H
 #define QS_MATH_CATMULL_ROM_H
 
-#include "common.h"
+#include "methods/shared/math_common.h"
 
 /* The taps of one axis for one coordinate: the first in-image tap index, how
  * many consecutive taps are in the image (0 when the coordinate is outside

@@ -1,7 +1,7 @@
 /* cl_frames.c — see cl_frames.h. One call: program (cached by the
  * runtime), kernel, one set of batch buffers, then per batch: upload the
  * inputs, launch, read the outputs back. */
-#include "methods/cl_frames.h"
+#include "methods/shared/cl_frames.h"
 
 #if QS_HAVE_OPENCL
 #include <stdio.h>
@@ -186,7 +186,7 @@ int cl_frames_stream(const method_call *c, const cl_frames_job *job,
       rc = cl_status(clFinish(q), job->kernel, err, err_len);
     if (rc) clFinish(q);
     dev_s += events_take(ev, nb + 1);
-    if (!rc && c->advance(c, (uint64_t)nf, frames)) rc = QS_ECANCELLED;
+    if (!rc && method_advance(c, (uint64_t)nf, frames)) rc = QS_ECANCELLED;
   }
   /* every command finished (blocking reads, or clFinish) */
   for (size_t k = 0; k < nb; k++) cldev_release(d, buf[k]);

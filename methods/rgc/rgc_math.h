@@ -18,7 +18,7 @@
 #ifndef QS_MATH_RGC_H
 #define QS_MATH_RGC_H
 
-#include "common.h"
+#include "methods/shared/math_common.h"
 
 /* The reference's fixed gradient magnification relative to the output. */
 #define RGC_GM 2.0f

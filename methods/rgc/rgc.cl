@@ -8,7 +8,7 @@
  * The gradients are laid out as an rgc_grid the host describes: the
  * reference's ×2M images (the rgc method) or the compact half-pixel grid
  * (eSRRF's chained path), g_plane floats per frame. */
-#include "math/rgc.h"
+#include "methods/rgc/rgc_math.h"
 
 __kernel void rgc(__global const float *gx, __global const float *gy,
                   __global const float *img, __global float *out,

@@ -2,7 +2,7 @@
  * output pixel: global (out cols, out rows, frames in the batch). The math
  * is math/catmull_rom.h, the same code the C implementations run, in the
  * device's float (the reference's GPU precision). */
-#include "math/catmull_rom.h"
+#include "methods/shift_magnify/catmull_rom.h"
 
 __kernel void shift_magnify(__global const float *in, __global float *out,
                             int n_frames, int rows, int cols, float shift_row,

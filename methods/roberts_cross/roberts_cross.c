@@ -7,8 +7,8 @@
  * frames only, which leaves a single frame on one core). */
 #include <stdio.h>
 
-#include "methods/cl_frames.h"
-#include "methods/math/roberts.h"
+#include "methods/shared/cl_frames.h"
+#include "methods/roberts_cross/roberts.h"
 #include "methods/methods.h"
 
 static const slot_def rc_inputs[] = {{"image", "stack to differentiate"}};
@@ -56,7 +56,7 @@ static int rc_rows(void *ctx, size_t b, size_t e, int worker) {
       gr[c] = rc_row(up[c], row[c - 1], row[c], up[c - 1]);
     }
   }
-  return s->c->advance(s->c, e - b, s->total) ? QS_ECANCELLED : QS_OK;
+  return method_advance(s->c, e - b, s->total) ? QS_ECANCELLED : QS_OK;
 }
 
 static int rc_run(const method_call *c) {

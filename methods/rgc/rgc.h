@@ -2,7 +2,7 @@
  * files that build on it (eSRRF, the vectorised rgc passes, tests): its
  * parameter rows and their indices, the checks and constants of a call,
  * one frame of the reference RGC, and its implementations that live
- * outside methods/rgc.c. The per-pixel math is methods/math/rgc.h, shared
+ * outside methods/rgc/. The per-pixel math is methods/rgc/rgc_math.h, shared
  * with the OpenCL kernels. Internal to methods/. */
 #ifndef QS_METHODS_RGC_H
 #define QS_METHODS_RGC_H
@@ -11,7 +11,7 @@
 
 #include "qs_config.h"
 
-#include "methods/math/rgc.h"
+#include "methods/rgc/rgc_math.h"
 #include "quicksilver_method.h"
 
 /* The parameter rows rgc and esrrf share, first in both tables, in this
@@ -68,7 +68,7 @@ typedef struct rgc_frame {
  * only; the others are left as they are). */
 void rgc_frame_rows(const rgc_frame *f, size_t r0, size_t r1);
 
-/* rgc through the vectorised fused pass (methods/esrrf/rgc_vec.c):
+/* rgc through the vectorised fused pass (methods/rgc/rgc_vec.c):
  * portable, and AVX2 + FMA behind its probe. */
 int rgc_run_vec(const method_call *c);
 int rgc_run_avx2(const method_call *c);

@@ -89,7 +89,7 @@ static int rv_scalar(const method_call *c, const rgc_consts *k, int margin) {
     f.img = c->p[P_IW] != 0 ? img->data + fr * plane : NULL;
     f.out = c->out[0].data + fr * plane;
     rc = c->parallel_for(c, 0, img->rows, rv_scalar_rows, &f);
-    if (!rc && c->advance(c, 1, img->frames)) rc = QS_ECANCELLED;
+    if (!rc && method_advance(c, 1, img->frames)) rc = QS_ECANCELLED;
   }
   return rc;
 }
@@ -111,7 +111,7 @@ static int rv_frames(const method_call *c, fused *s) {
       s->frame = img->data + fr * g->plane;
       rc = c->parallel_for(c, 0, (size_t)g->rows_m, rv_weight_rows, s);
     }
-    if (!rc && c->advance(c, 1, g->frames)) rc = QS_ECANCELLED;
+    if (!rc && method_advance(c, 1, g->frames)) rc = QS_ECANCELLED;
   }
   return rc;
 }

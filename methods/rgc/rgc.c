@@ -9,8 +9,8 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "methods/cl_frames.h"
-#include "methods/rgc.h"
+#include "methods/shared/cl_frames.h"
+#include "methods/rgc/rgc.h"
 #include "methods/methods.h"
 
 int rgc_check(const double *p, size_t frames, size_t rows, size_t cols,
@@ -115,7 +115,7 @@ static int rgc_body(void *ctx, size_t begin, size_t end, int worker) {
     it += stop;
   }
   size_t total = j->c->in[2].frames * j->rows;
-  return j->c->advance(j->c, end - begin, total) ? QS_ECANCELLED : QS_OK;
+  return method_advance(j->c, end - begin, total) ? QS_ECANCELLED : QS_OK;
 }
 
 static int rgc_run(const method_call *c) {

@@ -1,6 +1,6 @@
 /* rgc_fused.h — the formulas of RGC's fused paths, written once for C
  * (fused.c, fused_vec.h, the host tables of methods/esrrf/opencl.c) and
- * OpenCL C (cl/kernels/esrrf.cl, which gets this text through cl/embed.py):
+ * OpenCL C (methods/esrrf/esrrf.cl, which gets this text through cl/embed.py):
  * the taps of the compact half-pixel gradient grid, the slope of the
  * distance weight, and the first-order model of a candidate sample with
  * its convergence term in the unit-gradient form (fused_vec.h derives
@@ -12,9 +12,9 @@
 #ifndef QS_MATH_RGC_FUSED_H
 #define QS_MATH_RGC_FUSED_H
 
-#include "catmull_rom.h"
-#include "common.h"
-#include "rgc.h"
+#include "methods/shift_magnify/catmull_rom.h"
+#include "methods/shared/math_common.h"
+#include "methods/rgc/rgc_math.h"
 
 /* The Catmull-Rom taps of index h (0 .. 2n) of the compact grid along an
  * axis of n input pixels magnified mag: the half-pixel sample h / 2, the

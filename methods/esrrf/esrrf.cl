@@ -24,10 +24,10 @@
  * same kernel on the lanes it weights: no ×M image in device memory.
  * The per-pixel math is the C code's: math/roberts.h, math/catmull_rom.h,
  * math/rgc.h, and the fused paths' model math/rgc_fused.h. */
-#include "math/catmull_rom.h"
-#include "math/rgc.h"
-#include "math/rgc_fused.h"
-#include "math/roberts.h"
+#include "methods/shift_magnify/catmull_rom.h"
+#include "methods/rgc/rgc_math.h"
+#include "methods/rgc/rgc_fused.h"
+#include "methods/roberts_cross/roberts.h"
 
 /* No contractions but where ESRRF_MAD says so: the separable sums round as
  * the C code does. */

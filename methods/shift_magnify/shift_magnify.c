@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "methods/cl_frames.h"
-#include "methods/math/catmull_rom.h"
+#include "methods/shared/cl_frames.h"
+#include "methods/shift_magnify/catmull_rom.h"
 #include "methods/methods.h"
 
 /* One list gives the parameter indices (SM_*, how the code reads p[]) and
@@ -140,7 +140,7 @@ static int sm_rows(void *ctx, size_t b, size_t e, int worker) {
     cr_vsums(img, s->cols, rt, p, s->c_lo, s->c_hi);
     for (int j = 0; j < s->ocols; j++) o[j] = cr_hsum(p, &s->ct[j]);
   }
-  return s->c->advance(s->c, e - b, s->total) ? QS_ECANCELLED : QS_OK;
+  return method_advance(s->c, e - b, s->total) ? QS_ECANCELLED : QS_OK;
 }
 
 static int sm_run(const method_call *c) {

@@ -1,7 +1,7 @@
 /* roberts_cross.cl — Roberts-cross gradients, one work-item per pixel:
  * global (cols, rows, frames in the batch). The stencil is math/roberts.h,
  * the same code the C implementations run. */
-#include "math/roberts.h"
+#include "methods/roberts_cross/roberts.h"
 
 __kernel void roberts_cross(__global const float *in, __global float *gcol,
                             __global float *grow, int n_frames) {
