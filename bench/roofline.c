@@ -63,6 +63,7 @@
 #include "methods/esrrf/temporal.h"
 #include "methods/methods.h"
 #include "quicksilver.h"
+#include "quicksilver_esrrf.h"
 
 #define MODEL_FLOPS 16.0
 

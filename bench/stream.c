@@ -44,6 +44,7 @@
 #include <time.h>
 
 #include "quicksilver.h"
+#include "quicksilver_esrrf.h"
 
 static double now(void) {
   struct timespec t;

@@ -147,6 +147,7 @@ lines = [
     "#define QUICKSILVER_PREFIXED_H",
     "",
     '#include "quicksilver_method.h"',
+    '#include "quicksilver_esrrf.h"',
     "",
     "#ifdef __cplusplus",
     'extern "C" {',

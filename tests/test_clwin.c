@@ -18,6 +18,7 @@
 
 #include "method_harness.h"
 #include "methods/esrrf/cl_stat.h"
+#include "methods/esrrf/quicksilver_esrrf.h"
 #include "qs_test.h"
 
 TestSuite(window, .fini = qs_leak_check);

@@ -11,6 +11,7 @@
 
 #include "args.h"
 #include "quicksilver.h"
+#include "quicksilver_esrrf.h"
 
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_DONE = -1 };
 

@@ -25,6 +25,7 @@
 #include <stddef.h>
 
 #include "quicksilver.h"
+#include "methods/esrrf/quicksilver_esrrf.h"
 #include "quicksilver_method.h"
 
 /* In the order of eSRRF's `temporal` choices. */

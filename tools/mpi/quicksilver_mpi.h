@@ -96,6 +96,7 @@
 #include <stdint.h>
 
 #include "quicksilver.h"
+#include "quicksilver_esrrf.h"
 
 #ifdef __cplusplus
 extern "C" {

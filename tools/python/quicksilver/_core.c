@@ -26,6 +26,7 @@
 #include <pythread.h>
 
 #include "quicksilver.h"
+#include "quicksilver_esrrf.h"
 
 #define MAX_SLOTS 16
 
