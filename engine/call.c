@@ -49,5 +49,8 @@ void call_init(engine *e, const rimpl *r, method_call *c, const image *in,
                      .device = r->device,
                      .step = e->step, .advance = prog_advance,
                      .err = err, .err_len = err_len,
-                     .engine_ = e, .session_ = e->session};
+                     .kept = plan_kept, .keep = plan_keep,
+                     .engine_ = e,
+                     .plan_ = e->in_run && !e->in_step ? e->plan : NULL};
+  c->arg = plan_arg_of(c);
 }

@@ -57,9 +57,18 @@ done:
   return rc;
 }
 
+/* A one-shot plan: the same path as a plan's run, without kept states. */
 int method_run(engine *e, const char *method, const run_request *rq,
                image *outputs, size_t n_outputs, run_report *report) {
   if (!e) return QS_EINVAL;
+  if (!e->in_step && e->plan)
+    return engine_fail(e, QS_EINVAL, "method_run: called from inside a "
+                                     "plan's run");
+  return dispatch_run(e, method, rq, outputs, n_outputs, report);
+}
+
+int dispatch_run(engine *e, const char *method, const run_request *rq,
+                 image *outputs, size_t n_outputs, run_report *report) {
   if (report) memset(report, 0, sizeof *report);
   if (!outputs && n_outputs) return engine_fail(e, QS_EINVAL, "no outputs");
   for (size_t i = 0; i < n_outputs; i++) outputs[i] = (image){0};
@@ -109,8 +118,10 @@ int method_run(engine *e, const char *method, const run_request *rq,
       why_pick = "calibration";
     if (fallbacks == 0) reason = why_pick;
     last = pick;
+    e->in_run = top;
     run_once(e, m, (size_t)pick, pr.in, pr.n_in, outputs, d->n_outputs, pr.p,
              fallbacks > 0, &res);
+    e->in_run = 0;
     if (res.status && prog_cancelled(e)) res.status = QS_ECANCELLED;
     run_account(e, &pr, (size_t)pick, pr.key, pr.work, &res, res.status);
     if (res.status == QS_OK || cs.exact || res.status == QS_ECANCELLED)

@@ -9,7 +9,6 @@
 
 #include "cl/clrt.h"
 #include "internal.h"
-#include "session.h"
 
 /* Outputs of at least TOUCH_MIN bytes have their pages provided before
  * any timed run: one write per 4 KiB page, spread over the pool. A fresh
@@ -56,10 +55,10 @@ int outputs_alloc(engine *e, const image *shape, size_t n, image *out) {
     }
     size_t bytes = shape[i].frames * shape[i].rows * shape[i].cols *
                    sizeof(float);
-    /* Under a session (the live stream) the implementation may fold into
-     * the session's state and leave the output unwritten: touching it
+    /* In a stateful plan (the live stream) the implementation may fold
+     * into the plan's state and leave the output unwritten: touching it
      * would cost every push the pages it never uses. */
-    if (bytes >= TOUCH_MIN && !e->session)
+    if (bytes >= TOUCH_MIN && !(e->plan && plan_stateful(e->plan)))
       pool_for(e->pool, 0, touch_ranges(&out[i]), SCHED_STATIC, 0,
                touch_blocks, &out[i]);
   }
@@ -110,8 +109,17 @@ int run_once(engine *e, const mstate *m, size_t impl, const image *in,
   memset(res, 0, sizeof *res);
   method_call c;
   call_init(e, r, &c, in, n_in, out, n_out, p, res->err, sizeof res->err);
-  call_session *cs = call_session_of(&c);
-  if (cs) call_session_runs(cs, &c);
+  if (c.plan_) {
+    plan_loops(c.plan_, &c);
+    int prc = plan_state_of(c.plan_, m, impl, &c, &c.state);
+    if (prc) {
+      if (!res->err[0])
+        snprintf(res->err, sizeof res->err, "%s: opening its plan: %s",
+                 r->name, status_message(prc));
+      res->status = prc;
+      return prc;
+    }
+  }
   c.device_seconds = &res->device_s;
   c.once_seconds = &res->once_s;
   res->work_s = -1;

@@ -124,18 +124,25 @@ struct engine {
   int (*step)(const method_call *c, const char *method, const char *impl,
               const image *in, size_t n_in, const param *p, size_t n_p,
               image *out, size_t n_out);
-  struct call_session *session; /* session.h: attached by its caller */
+  struct plan *plan;     /* plan.c: the plan whose run is under way */
+  int in_run;            /* the dispatcher's own run of the call (not a
+                            calibration slice): a plan's run reaches the
+                            implementation (call.c) */
   struct run_prog *prog; /* progress.c: the hook of the call under way */
   int in_step; /* composite steps under way (dispatch_step) */
 };
 
+/* plan.c: whether the plan's runs carry state an implementation keeps
+ * (a stateful plan: the live stream's). */
+int plan_stateful(const struct plan *p);
+
 /* Whether the call under way is one of its own: not a composite's step
- * (its time is part of the composite's) nor under a session (the live
- * stream's first push fixes the implementation for every push). Only such
- * a call may try a cold candidate on itself or skip calibration for it
- * (the small- and tiny-call rules, calibrate.c and choice.c). */
+ * (its time is part of the composite's) nor a stateful plan's run (the
+ * live stream's first push fixes the implementation for every push). Only
+ * such a call may try a cold candidate on itself or skip calibration for
+ * it (the small- and tiny-call rules, calibrate.c and choice.c). */
 static inline int engine_own_call(const engine *e) {
-  return !e->in_step && !e->session;
+  return !e->in_step && !(e->plan && plan_stateful(e->plan));
 }
 
 /* FNV-1a of a string continuing from h (start from FNV_SEED): hash tables
@@ -320,6 +327,25 @@ int prog_for(const method_call *c, size_t begin, size_t end, range_fn body,
              void *ctx,
              int (*run)(const method_call *c, size_t begin, size_t end,
                         range_fn body, void *ctx));
+
+/* ---- plan.c: a plan's side of its runs (exec.c, call.c). */
+/* c.state for implementation `impl` of the method (opened at the first run
+ * of it in the plan); QS_OK with *state NULL when it has no open. */
+int plan_state_of(struct plan *p, const mstate *m, size_t impl,
+                  const method_call *c, void **state);
+/* Records how c runs its loops (plan_for). */
+void plan_loops(struct plan *p, const method_call *c);
+/* The run's argument (method_call.arg) of c's plan, else NULL. */
+void *plan_arg_of(const method_call *c);
+/* method_call.kept and .keep. */
+void *plan_kept(const method_call *c, const char *tag);
+int plan_keep(const method_call *c, const char *tag, void *state,
+              void (*release)(void *state));
+
+/* ---- dispatch.c: method_run's path, which plan runs take too (e->plan
+ * set by plan.c around it). */
+int dispatch_run(engine *e, const char *method, const run_request *rq,
+                 image *outputs, size_t n_outputs, run_report *report);
 
 /* ---- dispatch.c: a composite's step through method_run. */
 int dispatch_step(const method_call *c, const char *method, const char *impl,

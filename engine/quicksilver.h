@@ -503,6 +503,38 @@ typedef struct run_report {
 QS_API int method_run(engine *e, const char *method, const run_request *rq,
                       image *outputs, size_t n_outputs, run_report *report);
 
+/* ----------------------------------------------------------------- plans */
+
+/* A plan, as FFTW's: a method, its parameters and the shapes of its inputs
+ * fixed once by method_open, which validates them, lets the agent choose
+ * for those shapes and opens the chosen implementation's state (tables,
+ * device programs and buffers: impl_def.open); plan_run then only works.
+ * Every plan_run is chosen, timed and recorded by the dispatcher exactly as
+ * a method_run call (history, model, calibration, fallback, the store,
+ * rq->progress), and an implementation chosen later gets its state opened
+ * at its first run. method_run is a plan opened, run once and closed
+ * (without states: an implementation then plans inside its run).
+ * rq->inputs give the shapes (data may be NULL); the plan copies what it
+ * needs of rq. A plan is used by one thread at a time, like its engine,
+ * which must outlive it. QS_EINVAL/QS_EPARAM/QS_ESHAPE as method_run. */
+typedef struct plan plan;
+QS_API int method_open(engine *e, const char *method, const run_request *rq,
+                       plan **out);
+
+/* Runs the plan on inputs of its shapes (each input's rows and columns as
+ * planned, frames at most as planned: a shorter last batch of a stream),
+ * outputs as method_run's. The message of a failure is engine_error of the
+ * plan's engine. */
+QS_API int plan_run(plan *p, const image *inputs, size_t n_inputs,
+                    image *outputs, size_t n_outputs, run_report *report);
+
+/* The implementation the last run used ("" before any run). */
+QS_API const char *plan_impl(const plan *p);
+
+/* Releases the plan and every state its implementations opened or kept.
+ * NULL is a no-op. */
+QS_API void plan_close(plan *p);
+
 /* What method_run would do for this request, without running anything or
  * touching the store: report->impl is the implementation it would run and
  * report->reason why ("forced", "history", "model", "static"); the

@@ -85,11 +85,25 @@ struct method_call {
    * the pieces it hands a parallel_for body, so a body that cannot report
    * is still stopped within a piece. */
   int (*advance)(const method_call *c, uint64_t n, uint64_t total);
+  /* Plans (method_open). `state` is what this implementation's open
+   * returned for the plan (NULL in one-shot calls, calibration slices,
+   * composite steps, or without an open: the run then plans for itself).
+   * keep/kept hold further state across the plan's runs under a tag (a
+   * string that lives as long as the plan, e.g. a literal), released by
+   * `release` at plan_close; keep replaces (and releases) a state kept
+   * under the same tag. Outside a plan's own run kept returns NULL and
+   * keep releases the state and returns QS_EUNAVAIL. `arg` is the plan
+   * run's method-specific argument (eSRRF's live stream: its fold,
+   * methods/esrrf/sink.h), else NULL. */
+  void *state;
+  void *(*kept)(const method_call *c, const char *tag);
+  int (*keep)(const method_call *c, const char *tag, void *state,
+              void (*release)(void *state));
+  void *arg;
   char *err;
   size_t err_len;
   void *engine_; /* private */
-  void *session_; /* private: the caller's implementation session on this
-                     call's input (engine/session.h), else NULL */
+  void *plan_;   /* private: the plan whose own run this is, else NULL */
 };
 
 /* c->advance when the caller set one (a harness that builds its own
@@ -121,6 +135,12 @@ typedef struct impl_def {
                     forgotten bump cannot revive stale timings) */
   schedule sched;
   size_t chunk;
+  /* Optional, for plans: open plans the work for the call's shapes (its
+   * inputs have no data) and returns the state every run of the plan with
+   * this implementation receives in method_call.state; close releases it.
+   * An implementation with an open still runs without one (state NULL). */
+  int (*open)(const method_call *c, void **state);
+  void (*close)(void *state);
 } impl_def;
 
 /* Registers a host program's method on this engine, after checking the

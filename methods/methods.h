@@ -20,13 +20,15 @@
  * chunks of chunk/4 from a shared counter (work stealing), threaded_guided
  * shrinking chunks. */
 #define QS_CPU_IMPLS(run, version, chunk)                                    \
-  {"serial", IMPL_SERIAL, run, NULL, version, SCHED_STATIC, 0},              \
-      {"threaded", IMPL_THREADED, run, NULL, version, SCHED_STATIC, 0},      \
+  {"serial", IMPL_SERIAL, run, NULL, version, SCHED_STATIC, 0, NULL, NULL}, \
+      {"threaded", IMPL_THREADED, run, NULL, version, SCHED_STATIC, 0, NULL, \
+       NULL},                                                                \
       {"threaded_static", IMPL_THREADED, run, NULL, version, SCHED_STATIC,   \
-       chunk},                                                               \
+       chunk, NULL, NULL},                                                   \
       {"threaded_dynamic", IMPL_THREADED, run, NULL, version, SCHED_DYNAMIC, \
-       (chunk) / 4 ? (chunk) / 4 : 1},                                       \
-      {"threaded_guided", IMPL_THREADED, run, NULL, version, SCHED_GUIDED, 1}
+       (chunk) / 4 ? (chunk) / 4 : 1, NULL, NULL},                           \
+      {"threaded_guided", IMPL_THREADED, run, NULL, version, SCHED_GUIDED, 1, \
+       NULL, NULL}
 
 /* Checks that `in` is a non-empty image whose sides fit an int
  * (the kernels index with int) and whose size fits QS_MAX_PIXELS; else a
@@ -57,11 +59,12 @@ static inline int method_check_input(const char *method, const image *in,
  * the row stays, unavailable, with the reason. */
 #if QS_HAVE_OPENCL
 #define QS_OPENCL_IMPL(run, version)                                         \
-  {"opencl", IMPL_OPENCL, run, cl_frames_probe, version, SCHED_STATIC, 0}
+  {"opencl", IMPL_OPENCL, run, cl_frames_probe, version, SCHED_STATIC, 0,   \
+   NULL, NULL}
 #else
 #define QS_OPENCL_IMPL(run, version)                                         \
   {"opencl", IMPL_OPENCL, method_no_opencl_run, method_no_opencl, version,  \
-   SCHED_STATIC, 0}
+   SCHED_STATIC, 0, NULL, NULL}
 #endif
 
 static inline int method_no_opencl(const method_call *c, char *why,

@@ -14,7 +14,7 @@ extern "C" int qs_header_cxx_probe(void) {
   // An implementation table entry and a call, as a C++ method author writes
   // them: the one-output call succeeds, the zero-output one does not.
   static const impl_def impls[] = {
-      {"serial", IMPL_SERIAL, cxx_impl, nullptr, 1, SCHED_STATIC, 0}};
+      {"serial", IMPL_SERIAL, cxx_impl, nullptr, 1, SCHED_STATIC, 0, nullptr, nullptr}};
   method_call c = {};
   if (impls[0].run(&c) != QS_EINVAL) return -1;
   c.n_out = 1;

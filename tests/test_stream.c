@@ -19,7 +19,7 @@
 
 #if QS_HAVE_OPENCL
 #include "internal.h"
-#include "session.h"
+#include "engine/plan.h"
 #include "methods/esrrf/cl_stat.h"
 #endif
 
@@ -598,7 +598,7 @@ static void expect_batch(engine *e, const image *st, image *r, size_t f0,
 /* Timepoints of 4 over 11 frames (the last one short, given at the end):
  * every statistic, frames pushed one at a time and in uneven groups, gives
  * method_run's bits with the same implementation (threaded, fused and
- * fused_vec forced, whose tables the stream's session keeps across pushes;
+ * fused_vec forced, whose tables the stream's plan keeps across pushes;
  * and whatever the engine chooses by itself). */
 Test(stream, timepoints_equal_method_run_bits) {
   engine *e = stream_engine();
@@ -637,7 +637,7 @@ Test(stream, timepoints_equal_method_run_bits) {
 
 #if QS_HAVE_OPENCL
 /* The OpenCL stream keeps its chain and the timepoint's accumulators on
- * the device across pushes (the stream's session): timepoints of 4 over 11
+ * the device across pushes (the stream's plan): timepoints of 4 over 11
  * frames, every statistic, one at a time and in uneven groups, give the
  * batch call's bits on the same device (both fold with cl_stat), and the
  * stream brings down exactly the 3 timepoints, 4·R·M·C·M bytes each (the
@@ -1126,7 +1126,7 @@ Test(stream, bad_input_is_refused_and_the_stream_goes_on) {
   engine_close(e);
 }
 
-/* The ranges a session's loop body saw (call_session_for). */
+/* The ranges a plan's loop body saw (plan_for). */
 typedef struct seen_ranges {
   size_t n, lo[128], hi[128];
   int worker[128], caller[128];
@@ -1148,11 +1148,11 @@ static int see_range(void *ctx, size_t b, size_t e, int worker) {
   return 0;
 }
 
-/* [0, 100) through call_session_for; the ranges sorted by their start. */
-static void session_loop(engine *e, call_session *cs, seen_ranges *s) {
+/* [0, 100) through plan_for; the ranges sorted by their start. */
+static void plan_loop(plan *p, seen_ranges *s) {
   s->n = 0;
   s->self = pthread_self();
-  cr_assert_eq(call_session_for(e, cs, 0, 100, see_range, s), QS_OK);
+  cr_assert_eq(plan_for(p, 0, 100, see_range, s), QS_OK);
   for (size_t i = 1; i < s->n; i++)
     for (size_t j = i; j > 0 && s->lo[j] < s->lo[j - 1]; j--) {
       size_t t = s->lo[j];
@@ -1165,15 +1165,11 @@ static void session_loop(engine *e, call_session *cs, seen_ranges *s) {
   cr_assert(s->n > 0 && s->hi[s->n - 1] == 100);
 }
 
-/* roberts_cross with impl on in, inside session cs claiming in. */
-static void session_call(engine *e, call_session *cs, image *in,
-                         const char *impl) {
-  run_request rq = {.inputs = in, .n_inputs = 1, .impl = impl};
+/* A run of plan p (roberts_cross) with impl on in. */
+static void plan_call(engine *e, plan *p, image *in, const char *impl) {
   image out[2];
-  call_session_attach(e, cs, in->data, NULL);
-  cr_assert_eq(method_run(e, "roberts_cross", &rq, out, 2, NULL), QS_OK, "%s",
-               engine_error(e));
-  call_session_detach(e);
+  cr_assert_eq(plan_run_arg(p, in, 1, NULL, impl, out, 2, NULL), QS_OK,
+               "%s", engine_error(e));
   image_free(&out[0]);
   image_free(&out[1]);
 }
@@ -1182,38 +1178,38 @@ static void session_call(engine *e, call_session *cs, image *in,
  * run as its implementation runs its loops: after a serial one on the
  * calling thread alone, in one range (they used the whole pool); after a
  * threaded one with its schedule; before any call on the pool, static.
- * A call on input the session does not claim changes nothing. */
-Test(stream, session_loops_follow_the_implementation) {
+ * A one-shot call between the plan's runs changes nothing. */
+Test(stream, plan_loops_follow_the_implementation) {
   engine *e = stream_engine();
-  call_session *cs;
-  cr_assert_eq(call_session_open(&cs), QS_OK);
   seen_ranges s = {.n = 0};
   pthread_mutex_init(&s.mu, NULL);
   image in, other;
   cr_assert_eq(image_alloc(&in, 2, 16, 16), QS_OK);
   cr_assert_eq(image_alloc(&other, 2, 16, 16), QS_OK);
-  session_loop(e, cs, &s);
+  plan *cs;
+  run_request pr = {.inputs = &in, .n_inputs = 1};
+  cr_assert_eq(method_open(e, "roberts_cross", &pr, &cs), QS_OK, "%s",
+               engine_error(e));
+  plan_loop(cs, &s);
   cr_expect_eq(s.n, 2, "before any call: the pool's two threads, static");
-  session_call(e, cs, &in, "serial");
-  session_loop(e, cs, &s);
+  plan_call(e, cs, &in, "serial");
+  plan_loop(cs, &s);
   cr_expect(s.n == 1 && s.worker[0] == 0 && s.caller[0],
             "after a serial call: one range on the calling thread (%zu)",
             s.n);
-  session_call(e, cs, &in, "threaded_dynamic"); /* chunk 16 */
-  session_loop(e, cs, &s);
+  plan_call(e, cs, &in, "threaded_dynamic"); /* chunk 16 */
+  plan_loop(cs, &s);
   cr_expect_eq(s.n, 7, "after threaded_dynamic: its chunks of 16 (%zu)",
                s.n);
-  session_call(e, cs, &in, "serial");
+  plan_call(e, cs, &in, "serial");
   run_request rq = {.inputs = &other, .n_inputs = 1, .impl = "threaded"};
   image out[2];
-  call_session_attach(e, cs, in.data, NULL);
   cr_assert_eq(method_run(e, "roberts_cross", &rq, out, 2, NULL), QS_OK);
-  call_session_detach(e);
   image_free(&out[0]);
   image_free(&out[1]);
-  session_loop(e, cs, &s);
-  cr_expect_eq(s.n, 1, "a call on other input is not the session's");
-  call_session_close(cs);
+  plan_loop(cs, &s);
+  cr_expect_eq(s.n, 1, "a one-shot call is not the plan's");
+  plan_close(cs);
   pthread_mutex_destroy(&s.mu);
   image_free(&in);
   image_free(&other);

@@ -169,9 +169,8 @@ int esrrf_drive(const method_call *c, const esrrf_geom *g, size_t batch,
                 esrrf_maps_fn maps, void *state) {
   float *out = c->out[0].data;
   if (batch == 0) batch = 1;
-  call_session *cs; /* the live stream's call: fold into its sink */
-  esrrf_sink *sk = esrrf_sink_of(c, &cs);
-  if (sk) return esrrf_drive_sink(c, g, batch, maps, state, cs, sk);
+  esrrf_sink *sk = esrrf_sink_of(c); /* the live stream's: fold into it */
+  if (sk) return esrrf_drive_sink(c, g, batch, maps, state, sk);
   if (g->kind == TEMPORAL_NONE) {
     for (size_t f = 0, n; (n = esrrf_batch_at(g, batch, f)) > 0; f += n) {
       int rc = maps(state, f, n, out + f * g->plane);
@@ -334,15 +333,15 @@ _Static_assert(sizeof esrrf_params / sizeof esrrf_params[0] == P_MPC + 1,
 
 static const impl_def esrrf_impls[] = {
     QS_CPU_IMPLS(esrrf_run_chain, 1, 8),
-    {"fused", IMPL_THREADED, esrrf_run_fused, NULL, 1, SCHED_DYNAMIC, 4},
+    {"fused", IMPL_THREADED, esrrf_run_fused, NULL, 1, SCHED_DYNAMIC, 4, NULL, NULL},
     {"fused_vec", IMPL_THREADED, esrrf_run_fused_vec, NULL, 2, SCHED_DYNAMIC,
-     4},
+     4, NULL, NULL},
     {"fused_avx2", IMPL_THREADED, esrrf_run_fused_avx2, esrrf_avx2_probe, 2,
-     SCHED_DYNAMIC, 4},
-    {"composed", IMPL_COMPOSITE, esrrf_run_composed, NULL, 1, SCHED_STATIC, 0},
+     SCHED_DYNAMIC, 4, NULL, NULL},
+    {"composed", IMPL_COMPOSITE, esrrf_run_composed, NULL, 1, SCHED_STATIC, 0, NULL, NULL},
 #if QS_HAVE_OPENCL
     {"opencl", IMPL_OPENCL, esrrf_run_opencl, esrrf_cl_probe, 2, SCHED_STATIC,
-     0},
+     0, NULL, NULL},
 #else
     QS_OPENCL_IMPL(NULL, 1),
 #endif

@@ -379,9 +379,9 @@ static fused *fz_open(const method_call *c, const fused_variant *var,
   return NULL;
 }
 
-/* --- the live stream's session (stream.c, sink.h; helper "stream") --- */
+/* --- the live stream's plan (stream.c, sink.h; helper "stream") --- */
 /* The stream's calls share one geometry: the first call's tables, grids
- * and variant state are kept in the stream's session for the later calls
+ * and variant state are kept in the stream's plan for the later calls
  * and released when the stream closes. */
 static void fz_session_free(void *p) {
   fused *s = p;
@@ -390,13 +390,13 @@ static void fz_session_free(void *p) {
 }
 
 static int fz_session_run(const method_call *c, const fused_variant *var,
-                          call_session *cs) {
-  fused *s = call_session_state(cs, "esrrf.fused");
+                          const method_call *cs) {
+  fused *s = cs->kept(cs, "esrrf.fused");
   int rc = QS_OK;
   if (!s || s->var != var) {
     s = fz_open(c, var, &rc);
     /* keep releases s itself when it fails */
-    if (s) rc = call_session_keep(cs, "esrrf.fused", s, fz_session_free);
+    if (s) rc = cs->keep(cs, "esrrf.fused", s, fz_session_free);
     if (rc) return rc;
   }
   s->c = c;
@@ -404,12 +404,11 @@ static int fz_session_run(const method_call *c, const fused_variant *var,
   s->g.fpt = s->g.frames;
   return esrrf_drive(c, &s->g, 1, fz_maps, s);
 }
-/* --- end of the live stream's session --- */
+/* --- end of the live stream's plan --- */
 
 int fused_run(const method_call *c, const fused_variant *var) {
   if (!var) var = &fused_scalar_pass;
-  call_session *cs; /* the live stream's call (sink.h) */
-  if (esrrf_sink_of(c, &cs)) return fz_session_run(c, var, cs);
+  if (esrrf_sink_of(c)) return fz_session_run(c, var, c);
   int rc;
   fused *s = fz_open(c, var, &rc);
   if (!s) return rc;

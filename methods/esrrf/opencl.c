@@ -884,13 +884,11 @@ static void cl_release(chained *s) {
     if (s->k[i]) clReleaseKernel(s->k[i]);
 }
 
-static int cl_session_run(const method_call *c, call_session *cs,
-                          esrrf_sink *sk);
+static int cl_session_run(const method_call *c, esrrf_sink *sk);
 
 int esrrf_run_opencl(const method_call *c) {
-  call_session *cs; /* the live stream's call (sink.h) */
-  esrrf_sink *sk = esrrf_sink_of(c, &cs);
-  if (sk && c->device) return cl_session_run(c, cs, sk);
+  esrrf_sink *sk = esrrf_sink_of(c); /* the live stream's (sink.h) */
+  if (sk && c->device) return cl_session_run(c, sk);
   chained s;
   memset(&s, 0, sizeof s);
   s.c = c;
@@ -911,9 +909,9 @@ int esrrf_run_opencl(const method_call *c) {
   return rc;
 }
 
-/* ------------------------------------------- the live stream's session */
+/* ------------------------------------------- the live stream's plan */
 
-/* In the stream's session (stream.c, sink.h) the chain — programs,
+/* In the stream's plan (stream.c, sink.h) the chain — programs,
  * kernels, tap and candidate tables, frame slots, grid and map buffers,
  * and the device accumulators — is set up by the first call and kept
  * until the stream closes: later calls only upload their frames, and only
@@ -1316,8 +1314,8 @@ static int cl_session_settle(void *p, uint64_t *up, char *err,
   return rc;
 }
 
-/* The session's device seconds and one-time costs so far: the chain's,
- * the statistic's and the window's (0 without a session). */
+/* The stream state's device seconds and one-time costs so far: the chain's,
+ * the statistic's and the window's (0 without one). */
 static double cl_session_dev(const cl_session *x) {
   return x ? x->ch.dev_s + x->ch.st.dev_s + x->win.dev_s : 0;
 }
@@ -1326,9 +1324,8 @@ static double cl_session_once(const cl_session *x) {
   return x ? x->ch.once + x->ch.st.once_s + x->win.once_s : 0;
 }
 
-static int cl_session_run(const method_call *c, call_session *cs,
-                          esrrf_sink *sk) {
-  cl_session *x = call_session_state(cs, "esrrf.opencl");
+static int cl_session_run(const method_call *c, esrrf_sink *sk) {
+  cl_session *x = c->kept(c, "esrrf.opencl");
   chained *s = x ? &x->ch : NULL;
   /* so far (a new chain's setup is this call's) */
   double dev0 = cl_session_dev(x), once0 = cl_session_once(x);
@@ -1348,7 +1345,7 @@ static int cl_session_run(const method_call *c, call_session *cs,
       cl_session_free(x);
       return rc;
     }
-    rc = call_session_keep(cs, "esrrf.opencl", x, cl_session_free);
+    rc = c->keep(c, "esrrf.opencl", x, cl_session_free);
     if (rc) return rc;
     s = &x->ch;
   }
@@ -1358,7 +1355,7 @@ static int cl_session_run(const method_call *c, call_session *cs,
   s->g.fpt = s->g.frames;
   s->in[0].n = s->in[1].n = 0;
   if (!sk->device_ok || (sk->ring && !x->wrap)) {
-    rc = esrrf_drive_sink(c, &s->g, s->batch, cl_maps, s, cs, sk);
+    rc = esrrf_drive_sink(c, &s->g, s->batch, cl_maps, s, sk);
   } else if (!x->wrap && s->st.n + x->staged != sk->n0) {
     snprintf(c->err, c->err_len,
              "esrrf: the device timepoint holds %llu frames, not %llu",

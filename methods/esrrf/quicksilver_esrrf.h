@@ -97,12 +97,13 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  *               to a batch call on exactly those frames up to rounding
  *               (the window is merged from statistics of K frames, in
  *               another order than the batch call's fold).
- * How: each push runs method_run "esrrf" with temporal=none on the pushed
- * frames (at most ESRRF_STREAM_CHUNK at a time and ESRRF_STREAM_MAP_BYTES
- * of maps, at least one frame) inside the stream's implementation session:
+ * How: the stream opens a plan of "esrrf" with temporal=none on its frame
+ * size (method_open), and each push runs it on the pushed frames (at most
+ * ESRRF_STREAM_CHUNK at a time and ESRRF_STREAM_MAP_BYTES of maps, at
+ * least one frame) with the stream's statistic as the run's argument:
  * the implementation folds the frames' maps into the stream's statistic
  * instead of writing them out, and keeps its state (tables, buffers, an
- * OpenCL chain) across pushes until esrrf_stream_close. The first push
+ * OpenCL chain) in the plan across pushes until esrrf_stream_close. The first push
  * lets the engine choose the implementation (history, model or
  * calibration as usual, or the options' impl); later pushes force that
  * one, so a stream's numbers come from one implementation. Every push is

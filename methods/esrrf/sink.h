@@ -1,16 +1,18 @@
-/* sink.h — what an eSRRF call feeds when it runs inside the live stream's
- * session (engine/session.h): the stream's statistic instead of per-frame
- * maps. The stream calls method_run "esrrf" with temporal=none on the
- * frames it was pushed (so that its key, choice and recorded timing are
- * those of any call on them); the implementation that runs on those frames
- * finds this sink and, instead of writing the maps to the output (which it
- * leaves as zeros), folds them into the timepoint:
+/* sink.h — what an eSRRF run feeds when it is a run of the live stream's
+ * plan (engine/plan.h): the stream's statistic instead of per-frame maps.
+ * The stream opens a plan of "esrrf" with temporal=none on its frame size
+ * and runs it on the frames it was pushed (so that each run's key, choice
+ * and recorded timing are those of any call on them), handing this sink as
+ * the run's argument (method_call.arg); the implementation, instead of
+ * writing the maps to the output (which it leaves as zeros), folds them
+ * into the timepoint:
  *   - the host partial (every CPU path, through esrrf_drive; an OpenCL
  *     chain when device_ok is 0), the same esrrf_fold the batch call uses,
  *     so the stream's bits are the batch call's;
  *   - or, when device_ok, an implementation with device statistics keeps
- *     the timepoint in its own session state (the OpenCL chain: cl_stat,
- *     as its batch call does) and leaves the partial alone.
+ *     the timepoint in state it keeps in the plan (method_call.keep: the
+ *     OpenCL chain's cl_stat, as its batch call does) and leaves the
+ *     partial alone.
  * With a sliding window (ring N) an implementation may keep the window
  * itself (the OpenCL chain, on the device: its last N maps or the
  * statistics of its blocks of K frames; sets ringed) and, when `out` is
@@ -25,7 +27,6 @@
 
 #include <stdint.h>
 
-#include "engine/session.h"
 #include "methods/esrrf/esrrf.h"
 
 typedef struct esrrf_sink {
@@ -69,17 +70,17 @@ typedef struct esrrf_sink {
   void *finish_state;
 } esrrf_sink;
 
-/* c's sink and session when c runs inside the stream's session (NULL
- * otherwise: *cs untouched). */
-esrrf_sink *esrrf_sink_of(const method_call *c, call_session **cs);
+/* c's sink when c is a run of the stream's plan, else NULL. */
+static inline esrrf_sink *esrrf_sink_of(const method_call *c) {
+  return c->arg;
+}
 
 /* The frames of c through maps() a batch at a time into a buffer the
- * session keeps (batch maps, allocated once), folded into sk->partial on
+ * plan keeps (batch maps, allocated once), folded into sk->partial on
  * c's pool, then finished into sk->out if set: esrrf_drive's body for a
  * call with a sink. QS_EINVAL when the partial does not hold sk->n0
  * frames (a failed run of the same call folded some already). */
 int esrrf_drive_sink(const method_call *c, const esrrf_geom *g, size_t batch,
-                     esrrf_maps_fn maps, void *state, call_session *cs,
-                     esrrf_sink *sk);
+                     esrrf_maps_fn maps, void *state, esrrf_sink *sk);
 
 #endif

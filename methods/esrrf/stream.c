@@ -1,8 +1,7 @@
 /* stream.c — the live eSRRF stream (quicksilver.h, "live eSRRF"): frames
- * pushed as they arrive go through method_run "esrrf" with temporal=none
- * (the engine chooses and records like any call) inside the stream's
- * implementation session (engine/session.h), whose sink (sink.h) makes the
- * implementation fold the frames into the stream's statistic instead of
+ * pushed as they arrive run a plan of "esrrf" with temporal=none (the
+ * engine chooses and records each run like any call) with the stream's
+ * sink (sink.h) as the run's argument, which makes the implementation fold the frames into the stream's statistic instead of
  * writing maps: the host partial with the batch call's own fold (so a
  * timepoint is the batch call's bits), or the OpenCL chain's device
  * accumulators, kept with the chain's buffers and tables across pushes.
@@ -19,6 +18,7 @@
 #include <time.h>
 
 #include "methods/esrrf/esrrf.h"
+#include "engine/plan.h"
 #include "methods/esrrf/sink.h"
 
 typedef struct pending {
@@ -41,7 +41,8 @@ struct esrrf_stream {
                              (host side) */
   uint64_t cur_n;         /* its frames (wherever they are folded) */
   uint64_t cur_first;     /* its first frame */
-  call_session *cs;       /* the implementation's kept state */
+  plan *plan;             /* esrrf, temporal none, on chunk frames: the
+                             implementation's kept state */
   esrrf_sink sink;        /* the last call's (finish: a device timepoint) */
   uint64_t up, down;      /* bytes moved by the stream's calls */
   int ringed;             /* sliding: -1 not known yet (before the first
@@ -85,7 +86,7 @@ static int fail(char *err, size_t len, int rc, const char *fmt, ...) {
 
 void esrrf_stream_close(esrrf_stream *s) {
   if (!s) return;
-  call_session_close(s->cs);
+  plan_close(s->plan);
   esrrf_partial_free(&s->cur);
   for (size_t i = 0; s->blocks && i < s->n_blocks; i++)
     esrrf_partial_free(&s->blocks[i]);
@@ -195,7 +196,14 @@ int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
                        "esrrf stream: no method "
                        "esrrf in this engine");
   if (!rc) rc = esrrf_partial_init(&s->cur, s->temporal, s->rows_m, s->cols_m);
-  if (!rc) rc = call_session_open(&s->cs);
+  if (!rc) {
+    image shape = {.frames = s->chunk, .rows = s->rows, .cols = s->cols};
+    run_request rq = {.inputs = &shape, .n_inputs = 1, .params = s->run_p,
+                      .n_params = s->n_run_p, .impl = s->want[0] ? s->want
+                                                                : NULL};
+    rc = method_open(e, "esrrf", &rq, &s->plan);
+    if (rc) fail(err, len, rc, "esrrf stream: %s", engine_error(e));
+  }
   s->ringed = -1;
   s->q_cap = s->max_pending + 1;
   if (!rc) s->q = calloc(s->q_cap, sizeof *s->q);
@@ -267,7 +275,7 @@ static int stream_image(esrrf_stream *s, image *img) {
  * allocates its own). One result's image more in the stream's memory. */
 static void stream_spare(esrrf_stream *s) {
   if (!s->spare.data && !image_alloc(&s->spare, 1, s->rows_m, s->cols_m))
-    call_session_touch(s->e, s->cs, &s->spare);
+    plan_touch(s->plan, &s->spare);
 }
 
 /* The result of host partial p, finished here. */
@@ -310,7 +318,7 @@ static int stream_blocks(esrrf_stream *s) {
 static int stream_for(const void *env, size_t b, size_t e, range_fn body,
                       void *ctx) {
   const esrrf_stream *s = env;
-  return call_session_for(s->e, s->cs, b, e, body, ctx);
+  return plan_for(s->plan, b, e, body, ctx);
 }
 
 /* One window update: ranges of STREAM_RANGE pixels. The bodies never
@@ -445,19 +453,12 @@ static int stream_advance(esrrf_stream *s, uint64_t n, image *img,
   return stream_window(s, t0);
 }
 
-/* n frames through the engine inside the stream's session; the first call
- * chooses. The implementation folds them (the sink); one that does not
+/* n frames through the stream's plan with the sink as the run's argument;
+ * the first run chooses. The implementation folds them (the sink); one that does not
  * know sinks gives their maps, folded here. */
 static int stream_call(esrrf_stream *s, const float *frames, size_t n,
                        double t0) {
   image in = image_wrap((float *)frames, n, s->rows, s->cols);
-  run_request rq = {.inputs = &in,
-                    .n_inputs = 1,
-                    .params = s->run_p,
-                    .n_params = s->n_run_p,
-                    .impl = s->impl[0]   ? s->impl
-                            : s->want[0] ? s->want
-                                         : NULL};
   size_t goal = s->sliding ? s->every : s->window;
   image img = {0}, maps = {0};
   int rc = QS_OK;
@@ -480,9 +481,8 @@ static int stream_call(esrrf_stream *s, const float *frames, size_t n,
                          .at = s->frames,
                          .due = stream_due(s, end)};
   run_report rep;
-  call_session_attach(s->e, s->cs, frames, &s->sink);
-  rc = method_run(s->e, "esrrf", &rq, &maps, 1, &rep);
-  call_session_detach(s->e);
+  rc = plan_run_arg(s->plan, &in, 1, &s->sink, s->impl[0] ? s->impl : NULL,
+                    &maps, 1, &rep);
   if (rc) {
     fail(s->err, sizeof s->err, rc, "esrrf stream: %s", engine_error(s->e));
     image_free(&img);
@@ -651,14 +651,8 @@ void esrrf_stream_transfers(const esrrf_stream *s, uint64_t *up,
 
 /* ------------------------------------------------- the calls' side */
 
-esrrf_sink *esrrf_sink_of(const method_call *c, call_session **cs) {
-  call_session *x = call_session_of(c);
-  esrrf_sink *sk = x ? call_session_sink(x) : NULL;
-  if (sk) *cs = x;
-  return sk;
-}
 
-/* The maps buffer a session keeps for esrrf_drive_sink. */
+/* The maps buffer the stream's plan keeps for esrrf_drive_sink. */
 typedef struct sink_maps {
   float *data;
   size_t planes;
@@ -671,7 +665,7 @@ static void sink_maps_free(void *p) {
 }
 
 int esrrf_drive_sink(const method_call *c, const esrrf_geom *g, size_t batch,
-                     esrrf_maps_fn maps, void *state, call_session *cs,
+                     esrrf_maps_fn maps, void *state,
                      esrrf_sink *sk) {
   esrrf_partial *t = sk->partial;
   sk->folded = 0;
@@ -684,7 +678,7 @@ int esrrf_drive_sink(const method_call *c, const esrrf_geom *g, size_t batch,
   }
   if (batch == 0) batch = 1;
   if (batch > g->frames) batch = g->frames;
-  sink_maps *m = call_session_state(cs, "esrrf.maps");
+  sink_maps *m = c->kept(c, "esrrf.maps");
   int rc = QS_OK;
   if (!m || m->planes < batch) {
     float *d = batch > SIZE_MAX / sizeof(float) / g->plane
@@ -702,8 +696,8 @@ int esrrf_drive_sink(const method_call *c, const esrrf_geom *g, size_t batch,
     if (m) free(m->data);
     k->data = d;
     k->planes = batch;
-    if (!m && (rc = call_session_keep(cs, "esrrf.maps", k, sink_maps_free))) {
-      snprintf(c->err, c->err_len, "esrrf: the stream's session is full");
+    if (!m && (rc = c->keep(c, "esrrf.maps", k, sink_maps_free))) {
+      snprintf(c->err, c->err_len, "esrrf: the stream's plan is full");
       return rc; /* k was released */
     }
     m = k;

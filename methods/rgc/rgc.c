@@ -196,9 +196,9 @@ _Static_assert(sizeof rgc_params / sizeof rgc_params[0] == RGC_N_PARAMS,
 static const impl_def rgc_impls[] = {
     QS_CPU_IMPLS(rgc_run, 1, 8),
     QS_OPENCL_IMPL(rgc_run_opencl, 1),
-    {"vec", IMPL_THREADED, rgc_run_vec, NULL, 1, SCHED_DYNAMIC, 4},
+    {"vec", IMPL_THREADED, rgc_run_vec, NULL, 1, SCHED_DYNAMIC, 4, NULL, NULL},
     {"avx2", IMPL_THREADED, rgc_run_avx2, rgc_avx2_probe, 1, SCHED_DYNAMIC,
-     4},
+     4, NULL, NULL},
 };
 
 static double rgc_work(const image *in, const double *p) {

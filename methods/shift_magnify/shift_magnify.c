@@ -143,44 +143,92 @@ static int sm_rows(void *ctx, size_t b, size_t e, int worker) {
   return method_advance(s->c, e - b, s->total) ? QS_ECANCELLED : QS_OK;
 }
 
+/* The tap tables of a frame size and the parameters: built by a plan's
+ * open (sm_open) or by a one-shot run for itself. Outputs rows x cols of
+ * frames rows_in x cols_in; `threads` column-sum rows. */
+typedef struct sm_tables {
+  cr_taps *rt, *ct;
+  int c_lo, c_hi;
+  QS_ACC *sums;
+  int threads;
+} sm_tables;
+
+static void sm_tables_free(void *p) {
+  sm_tables *t = p;
+  if (!t) return;
+  free(t->rt);
+  free(t->sums);
+  free(t);
+}
+
+static int sm_tables_of(const method_call *c, sm_tables **out) {
+  const image *in = &c->in[0];
+  image o;
+  char err[8];
+  *out = NULL;
+  int rc = sm_shape(c->in, c->p, &o, err, sizeof err);
+  if (rc) return rc;
+  int rows = (int)in->rows, cols = (int)in->cols;
+  int orows = (int)o.rows, ocols = (int)o.cols;
+  int threads = c->threads > 0 ? c->threads : 1;
+  sm_tables *t = calloc(1, sizeof *t);
+  if (t) {
+    t->rt = malloc(((size_t)orows + (size_t)ocols) * sizeof *t->rt);
+    t->sums = malloc((size_t)threads * (size_t)cols * sizeof *t->sums);
+  }
+  if (!t || !t->rt || !t->sums) {
+    sm_tables_free(t);
+    snprintf(c->err, c->err_len,
+             "shift_magnify: no memory for the tap tables (%d + %d entries)",
+             orows, ocols);
+    return QS_ENOMEM;
+  }
+  t->threads = threads;
+  t->ct = t->rt + orows;
+  float mr = (float)c->p[SM_MAG_ROW], mc = (float)c->p[SM_MAG_COL];
+  float sr = (float)c->p[SM_SHIFT_ROW], sc = (float)c->p[SM_SHIFT_COL];
+  for (int i = 0; i < orows; i++)
+    cr_taps_at(cr_source(i, mr, sr), rows, &t->rt[i]);
+  t->c_lo = cols;
+  t->c_hi = 0;
+  for (int j = 0; j < ocols; j++) {
+    cr_taps *tp = &t->ct[j];
+    if (!cr_taps_at(cr_source(j, mc, sc), cols, tp)) continue;
+    t->c_lo = QS_MIN(t->c_lo, tp->first);
+    t->c_hi = QS_MAX(t->c_hi, tp->first + tp->n);
+  }
+  *out = t;
+  return QS_OK;
+}
+
+static int sm_open(const method_call *c, void **state) {
+  return sm_tables_of(c, (sm_tables **)state);
+}
+
 static int sm_run(const method_call *c) {
   const image *in = &c->in[0];
   image *out = &c->out[0];
+  sm_tables *t = c->state, *own = NULL;
+  if (!t) {
+    int rc = sm_tables_of(c, &own);
+    if (rc) return rc;
+    t = own;
+  }
   sm_plan s = {.in = in->data,
                .out = out->data,
                .rows = (int)in->rows,
                .cols = (int)in->cols,
                .orows = (int)out->rows,
                .ocols = (int)out->cols,
+               .rt = t->rt,
+               .ct = t->ct,
+               .c_lo = t->c_lo,
+               .c_hi = t->c_hi,
+               .sums = t->sums,
                .c = c,
                .total = in->frames * out->rows};
-  int threads = c->threads > 0 ? c->threads : 1;
-  s.rt = malloc(((size_t)s.orows + (size_t)s.ocols) * sizeof *s.rt);
-  s.sums = malloc((size_t)threads * (size_t)s.cols * sizeof *s.sums);
-  if (!s.rt || !s.sums) {
-    free(s.rt);
-    free(s.sums);
-    snprintf(c->err, c->err_len,
-             "shift_magnify: no memory for the tap tables (%d + %d entries)",
-             s.orows, s.ocols);
-    return QS_ENOMEM;
-  }
-  s.ct = s.rt + s.orows;
-  float mr = (float)c->p[SM_MAG_ROW], mc = (float)c->p[SM_MAG_COL];
-  float sr = (float)c->p[SM_SHIFT_ROW], sc = (float)c->p[SM_SHIFT_COL];
-  for (int i = 0; i < s.orows; i++)
-    cr_taps_at(cr_source(i, mr, sr), s.rows, &s.rt[i]);
-  s.c_lo = s.cols;
-  s.c_hi = 0;
-  for (int j = 0; j < s.ocols; j++) {
-    cr_taps *t = &s.ct[j];
-    if (!cr_taps_at(cr_source(j, mc, sc), s.cols, t)) continue;
-    s.c_lo = QS_MIN(s.c_lo, t->first);
-    s.c_hi = QS_MAX(s.c_hi, t->first + t->n);
-  }
   int rc = c->parallel_for(c, 0, in->frames * out->rows, sm_rows, &s);
-  free(s.rt);
-  free(s.sums);
+  sm_tables_free(own);
   return rc;
 }
 
@@ -213,8 +261,16 @@ static const cl_frames_job sm_cl = {
 static int sm_run_cl(const method_call *c) { return cl_frames_run(c, &sm_cl); }
 #endif
 
+/* The CPU rows plan their tap tables at a plan's open. */
+#define SM_CPU(name, kind, sched, chunk)                                     \
+  {name, kind, sm_run, NULL, 1, sched, chunk, sm_open, sm_tables_free}
+
 static const impl_def sm_impls[] = {
-    QS_CPU_IMPLS(sm_run, 1, 16),
+    SM_CPU("serial", IMPL_SERIAL, SCHED_STATIC, 0),
+    SM_CPU("threaded", IMPL_THREADED, SCHED_STATIC, 0),
+    SM_CPU("threaded_static", IMPL_THREADED, SCHED_STATIC, 16),
+    SM_CPU("threaded_dynamic", IMPL_THREADED, SCHED_DYNAMIC, 4),
+    SM_CPU("threaded_guided", IMPL_THREADED, SCHED_GUIDED, 1),
     QS_OPENCL_IMPL(sm_run_cl, 1),
 };
 

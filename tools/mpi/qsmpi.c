@@ -188,7 +188,7 @@ static double estimate(ctx *c, size_t frames, const param *p, size_t n_p) {
   return -1;
 }
 
-static int plan(ctx *c, const char *method, const param *params,
+static int plan_chunks(ctx *c, const char *method, const param *params,
                 size_t n_params, size_t max_bytes, char *err, size_t len) {
   c->d = method_find(c->e, method);
   if (!c->d) {
@@ -1079,7 +1079,7 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
   if (!rc) rc = open_engine(c, o, why, sizeof why);
   size_t max_bytes = o && o->max_chunk_bytes ? o->max_chunk_bytes
                                              : (size_t)256 << 20;
-  if (!rc) rc = plan(c, method, params, n_params, max_bytes, why, sizeof why);
+  if (!rc) rc = plan_chunks(c, method, params, n_params, max_bytes, why, sizeof why);
   int worst = rc;
   MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, comm);
   if (!worst && paths && !gather_files) {

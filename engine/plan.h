@@ -1,0 +1,29 @@
+/* plan.h — what the live eSRRF stream (methods/esrrf/stream.c) uses of a
+ * plan beyond the public API: a run that hands the implementation a
+ * method-specific argument (method_call.arg: eSRRF's fold, sink.h) with an
+ * implementation named for it, and the stream's own loops between runs on
+ * the engine's pool as the plan's last run ran them. Internal to the
+ * library. */
+#ifndef QS_PLAN_H
+#define QS_PLAN_H
+
+#include "quicksilver_method.h"
+
+/* plan_run with arg (made a stateful plan: its runs try no cold candidate
+ * on themselves, engine_own_call) and impl (NULL: the plan's). */
+int plan_run_arg(plan *p, const image *inputs, size_t n_inputs, void *arg,
+                 const char *impl, image *outputs, size_t n_outputs,
+                 run_report *report);
+
+/* Runs body over [begin, end) as the plan's last run ran its loops: on the
+ * pool with that implementation's schedule (the calling thread as worker
+ * 0), after a serial one on the calling thread alone in one range (before
+ * any run: the pool, static). Not inside a run. */
+int plan_for(plan *p, size_t begin, size_t end, range_fn body, void *ctx);
+
+/* The pages of img written once (zero over zero) by plan_for, as the
+ * engine provides a call's fresh outputs: for an image the caller fills
+ * later, off its timed path. */
+void plan_touch(plan *p, const image *img);
+
+#endif
