@@ -51,7 +51,7 @@ from typing import Any, Iterator, Optional, Sequence, Union, overload
 import numpy as np
 
 from . import _core
-from ._errors import (STATUS, ConfigurationError, CopyError,
+from ._errors import (STATUS, CancelledError, ConfigurationError, CopyError,
                       DTypeError, Error, ExistsError, FileFormatError,
                       ImplementationError, OpenCLError, OutOfMemoryError,
                       ParameterError, ShapeError, SizeError, StoreError,
@@ -68,7 +68,7 @@ __all__ = [
     "ShapeError", "DTypeError", "CopyError", "UnknownMethodError",
     "UnknownImplementationError", "UnavailableError", "ImplementationError",
     "OpenCLError", "StoreError", "FileFormatError", "OutOfMemoryError",
-    "SizeError", "Stream", "StreamResult",
+    "SizeError", "Stream", "StreamResult", "Plan", "CancelledError",
     "ConfigurationError", "ExistsError", "STATUS",
 ]
 
@@ -561,6 +561,36 @@ class Engine:
             int(window), int(every), impl, int(max_pending))
         return Stream(core)
 
+    def open(self, method: str, *shapes: Union[Sequence[int], ArrayLike],
+             impl: Optional[str] = None, **params: ParamValue) -> "Plan":
+        """A plan of `method` for inputs of these shapes (``(frames, rows,
+        cols)`` tuples, or arrays whose shapes are taken): validated and
+        planned once, run many times with :meth:`Plan.run`, each run chosen,
+        timed and recorded like :meth:`run`. Use it as a context manager;
+        the engine cannot be closed while a plan on it is open::
+
+            with engine.open("shift_magnify", (100, 256, 256),
+                             magnification_row=2, magnification_col=2) as p:
+                for stack in stacks:
+                    out = p.run(stack)[0]
+
+        Runs take inputs of the planned rows and columns with at most the
+        planned frames (:class:`ShapeError` otherwise)."""
+        d = self._desc(method)
+        _check_keywords(method, d, params, ("impl",))
+        dims = []
+        for k, s in enumerate(shapes):
+            shp = tuple(np.shape(s)) if hasattr(s, "shape") else tuple(s)
+            if len(shp) == 2:
+                shp = (1,) + shp
+            if len(shp) != 3:
+                raise ShapeError(f"input {k}: shape {shp} is not (frames, "
+                                 "rows, cols)", STATUS["shape"], "shape")
+            dims.append(tuple(int(x) for x in shp))
+        core = self._core.open(method, dims, _param_items(params), impl)
+        names = [n for n, _ in d["outputs"]] if d else []
+        return Plan(core, names, self, method)
+
     @property
     def opencl_why(self) -> str:
         """Why the engine has no OpenCL device (``""`` when it has one)."""
@@ -657,6 +687,51 @@ class StreamResult:
     first: int
     frames: int
     latency: float
+
+
+class Plan:
+    """A plan (:meth:`Engine.open`): ``run(*arrays)`` returns a
+    :class:`Result` like :meth:`Engine.run`; ``impl`` is the last run's
+    implementation; ``close()`` (or leaving the ``with`` block) releases
+    what the plan's implementations prepared."""
+
+    def __init__(self, core: "_core.Plan", names: Sequence[str],
+                 engine: "Engine", method: str) -> None:
+        self._core = core
+        self._names = list(names)
+        self._engine = engine
+        self._method = method
+
+    def __enter__(self) -> "Plan":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run(self, *arrays: ArrayLike, copy: bool = True) -> Result:
+        """Runs the plan on inputs of its shapes (see :meth:`Engine.run`
+        for ``copy`` and the errors)."""
+        inputs = self._engine._inputs(self._method, arrays, copy)
+        outs, rep = self._core.run(inputs)
+        names = self._names or [str(k) for k in range(len(outs))]
+        return Result(names, outs, Report._from(rep))
+
+    @property
+    def impl(self) -> str:
+        """The implementation of the last run (``""`` before any)."""
+        return self._core.impl
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    def close(self) -> None:
+        """Releases the plan. Idempotent."""
+        self._core.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"impl={self.impl!r}"
+        return f"<quicksilver.Plan {self._method} {state}>"
 
 
 class Stream:

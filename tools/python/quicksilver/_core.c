@@ -141,7 +141,8 @@ static PyObject *image_to_array(image *img) {
 typedef struct {
   PyObject_HEAD engine *e;
   PyThread_type_lock lock;
-  Py_ssize_t streams; /* open live streams: the engine must outlive them */
+  Py_ssize_t streams; /* open live streams and plans: the engine must
+                         outlive them */
 } EngineObject;
 
 /* Takes the engine's lock, waiting without the GIL if another thread
@@ -267,7 +268,8 @@ static PyObject *Engine_close(EngineObject *self, PyObject *noargs) {
   if (self->streams > 0) {
     char msg[128];
     snprintf(msg, sizeof msg,
-             "%zd eSRRF stream(s) still open on this engine: close them "
+             "%zd eSRRF stream(s) or plan(s) still open on this engine: "
+             "close them "
              "first",
              self->streams);
     return raise_status(QS_EINVAL, msg);
@@ -1026,6 +1028,178 @@ static PyTypeObject StreamType = {
     .tp_getset = Stream_getset,
 };
 
+/* ---------------------------------------------------------------- plans */
+
+typedef struct {
+  PyObject_HEAD EngineObject *eng; /* strong: the engine outlives us */
+  plan *p;
+  size_t n_out;
+} PlanObject;
+
+static int plan_ready(PlanObject *self) {
+  if (self->p) return 1;
+  raise_status(QS_EINVAL, "the plan is closed");
+  return 0;
+}
+
+static void plan_release(PlanObject *self) {
+  if (!self->p) return;
+  engine_lock(self->eng);
+  plan_close(self->p);
+  engine_unlock(self->eng);
+  self->p = NULL;
+  self->eng->streams--;
+}
+
+static PyObject *Plan_close(PlanObject *self, PyObject *noargs) {
+  (void)noargs;
+  plan_release(self);
+  Py_RETURN_NONE;
+}
+
+static void Plan_dealloc(PlanObject *self) {
+  plan_release(self);
+  Py_XDECREF(self->eng);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* run(inputs) -> (outputs tuple, report dict), the GIL released. */
+static PyObject *Plan_run(PlanObject *self, PyObject *in_obj) {
+  PyObject *seq = PySequence_Fast(in_obj, "inputs must be a sequence");
+  image in[MAX_SLOTS], out[MAX_SLOTS];
+  size_t n_in = 0;
+  PyObject *result = NULL;
+  memset(out, 0, sizeof out);
+  if (!seq || inputs_wrap(seq, in, &n_in) < 0 || !plan_ready(self))
+    goto done;
+  engine_lock(self->eng);
+  run_report rep;
+  memset(&rep, 0, sizeof rep);
+  PyThreadState *ts = PyEval_SaveThread();
+  int rc = plan_run(self->p, in, n_in, out, self->n_out, &rep);
+  PyEval_RestoreThread(ts);
+  if (unlock_status(self->eng, rc) != QS_OK) goto done;
+  if (PyErr_CheckSignals() < 0) goto done;
+  PyObject *outs = PyTuple_New((Py_ssize_t)self->n_out);
+  for (size_t k = 0; outs && k < self->n_out; k++) {
+    PyObject *o = image_to_array(&out[k]);
+    if (!o)
+      Py_CLEAR(outs);
+    else
+      PyTuple_SET_ITEM(outs, (Py_ssize_t)k, o);
+  }
+  PyObject *rd = outs ? report_dict(&rep) : NULL;
+  if (rd)
+    result = Py_BuildValue("(NN)", outs, rd);
+  else
+    Py_XDECREF(outs);
+done:
+  for (size_t k = 0; k < MAX_SLOTS; k++) image_free(&out[k]);
+  Py_XDECREF(seq);
+  return result;
+}
+
+static PyObject *Plan_get_impl(PlanObject *self, void *c) {
+  (void)c;
+  return PyUnicode_FromString(self->p ? plan_impl(self->p) : "");
+}
+
+static PyObject *Plan_get_closed(PlanObject *self, void *c) {
+  (void)c;
+  return PyBool_FromLong(self->p == NULL);
+}
+
+static PyMethodDef Plan_methods_table[] = {
+    {"run", (PyCFunction)Plan_run, METH_O,
+     "run(inputs) -> (outputs, report)"},
+    {"close", (PyCFunction)Plan_close, METH_NOARGS, "close()"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Plan_getset[] = {
+    {"impl", (getter)Plan_get_impl, NULL, "the last run's implementation",
+     NULL},
+    {"closed", (getter)Plan_get_closed, NULL, "True once closed", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject PlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "quicksilver._core.Plan",
+    .tp_basicsize = sizeof(PlanObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "a plan: method_open's (quicksilver.h)",
+    .tp_dealloc = (destructor)Plan_dealloc,
+    .tp_methods = Plan_methods_table,
+    .tp_getset = Plan_getset,
+};
+
+/* open(method, shapes, params, impl) -> Plan; shapes a sequence of
+ * (frames, rows, cols). */
+static PyObject *Engine_open(EngineObject *self, PyObject *args) {
+  const char *method, *impl = NULL;
+  PyObject *shapes, *p_obj;
+  if (!PyArg_ParseTuple(args, "sOO|z", &method, &shapes, &p_obj, &impl))
+    return NULL;
+  PyObject *sh = PySequence_Fast(shapes, "shapes must be a sequence");
+  PyObject *p_seq =
+      sh ? PySequence_Fast(p_obj, "params must be a sequence") : NULL;
+  image in[MAX_SLOTS];
+  param p[QS_MAX_PARAMS];
+  size_t n_p = 0;
+  PyObject *result = NULL;
+  if (!p_seq || params_build(p_seq, p, QS_MAX_PARAMS, &n_p) < 0 ||
+      !engine_ready(self))
+    goto done;
+  Py_ssize_t n_in = PySequence_Fast_GET_SIZE(sh);
+  if (n_in > MAX_SLOTS) {
+    raise_status(QS_EINVAL, "too many inputs");
+    goto done;
+  }
+  for (Py_ssize_t k = 0; k < n_in; k++) {
+    Py_ssize_t f, r, c;
+    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(sh, k), "nnn", &f, &r,
+                          &c))
+      goto done;
+    if (f <= 0 || r <= 0 || c <= 0) {
+      raise_status(QS_ESHAPE, "shapes must be positive (frames, rows, cols)");
+      goto done;
+    }
+    in[k] = (image){.frames = (size_t)f, .rows = (size_t)r,
+                    .cols = (size_t)c};
+  }
+  run_request rq = {.inputs = in, .n_inputs = (size_t)n_in, .params = p,
+                    .n_params = n_p, .impl = impl};
+  engine_lock(self);
+  if (!self->e) {
+    engine_unlock(self);
+    engine_ready(self);
+    goto done;
+  }
+  plan *pl = NULL;
+  PyThreadState *ts = PyEval_SaveThread();
+  int rc = method_open(self->e, method, &rq, &pl);
+  PyEval_RestoreThread(ts);
+  const method_desc *d = rc ? NULL : method_find(self->e, method);
+  if (unlock_status(self, rc) != QS_OK) goto done;
+  PlanObject *po = PyObject_New(PlanObject, &PlanType);
+  if (!po) {
+    engine_lock(self);
+    plan_close(pl);
+    engine_unlock(self);
+    goto done;
+  }
+  Py_INCREF(self);
+  po->eng = self;
+  po->p = pl;
+  po->n_out = d && d->n_outputs < MAX_SLOTS ? d->n_outputs : MAX_SLOTS;
+  self->streams++;
+  result = (PyObject *)po;
+done:
+  Py_XDECREF(sh);
+  Py_XDECREF(p_seq);
+  return result;
+}
+
 /* esrrf_stream(rows, cols, params, sliding, window, every, impl,
  *              max_pending) -> Stream */
 static PyObject *Engine_esrrf_stream(EngineObject *self, PyObject *args) {
@@ -1106,6 +1280,8 @@ static PyMethodDef Engine_methods_table[] = {
      METH_VARARGS | METH_KEYWORDS,
      "db_forget(method, impl, device, key) -> n"},
     {"db_check", (PyCFunction)Engine_db_check, METH_NOARGS, "db_check()"},
+    {"open", (PyCFunction)Engine_open, METH_VARARGS,
+     "open(method, shapes, params, impl) -> Plan"},
     {"esrrf_stream", (PyCFunction)Engine_esrrf_stream, METH_VARARGS,
      "esrrf_stream(rows, cols, params, sliding, window, every, impl, "
      "max_pending) -> Stream"},
@@ -1157,7 +1333,8 @@ static struct PyModuleDef core_module = {
 
 PyMODINIT_FUNC PyInit__core(void) {
   import_array();
-  if (PyType_Ready(&EngineType) < 0 || PyType_Ready(&StreamType) < 0)
+  if (PyType_Ready(&EngineType) < 0 || PyType_Ready(&StreamType) < 0 ||
+      PyType_Ready(&PlanType) < 0)
     return NULL;
   PyObject *m = PyModule_Create(&core_module);
   if (!m) return NULL;

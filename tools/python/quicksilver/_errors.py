@@ -18,6 +18,7 @@ __all__ = [
     "UnknownMethodError", "UnknownImplementationError", "UnavailableError",
     "ImplementationError", "OpenCLError", "StoreError", "FileFormatError",
     "OutOfMemoryError", "SizeError", "ConfigurationError", "ExistsError",
+    "CancelledError",
     "STATUS",
 ]
 
@@ -108,6 +109,11 @@ class ExistsError(Error):
     """Something of that name exists already."""
 
 
+class CancelledError(Error):
+    """The call was cancelled by its progress callback (or Ctrl-C): it
+    stopped early, returned nothing and recorded no timing."""
+
+
 _BY_NAME: dict[str, type[Error]] = {
     "invalid": ParameterError,
     "no_memory": OutOfMemoryError,
@@ -130,6 +136,7 @@ _BY_NAME: dict[str, type[Error]] = {
     "io": FileFormatError,
     "format": FileFormatError,
     "exists": ExistsError,
+    "cancelled": CancelledError,
 }
 
 for _cls in (Error, *_BY_NAME.values(), DTypeError, CopyError):
