@@ -1,5 +1,7 @@
-/* test_esrrf_vec.c — the vectorised fused eSRRF variants (fused_vec, and
- * fused_avx2 where the CPU has AVX2 + FMA): within 1e-6 of max |serial| on
+/* test_esrrf_vec.c — the vectorised fused eSRRF variants (fused_vec,
+ * fused_avx2 where the CPU has AVX2 + FMA, fused_avx512 where it has
+ * AVX-512F; the tests that need one say so and skip where it is absent):
+ * within 1e-6 of max |serial| on
  * every eSRRF fixture of tests/data/reference (TAC2: as close as the
  * scalar fused, see vs_serial_as) and on their per-frame maps, on both real stacks and on a grid of
  * magnifications, radii, sensitivities and odd shapes; bit-identical
@@ -19,7 +21,7 @@
 
 TestSuite(esrrf_vec, .fini = qs_leak_check);
 
-static const char *const VEC[] = {"fused_vec", "fused_avx2"};
+static const char *const VEC[] = {"fused_vec", "fused_avx2", "fused_avx512"};
 #define N_VEC (sizeof VEC / sizeof *VEC)
 
 /* The accuracy contract of the variants against serial. */
@@ -244,4 +246,49 @@ Test(esrrf_vec, threaded_runs_equal_single_thread_bit_for_bit) {
 
 Test(esrrf_vec, avx2_listed_exactly_where_the_cpu_has_it) {
   vec_expect_listing("esrrf", "fused_avx2", "fused_vec");
+}
+
+Test(esrrf_vec, avx512_listed_exactly_where_the_cpu_has_it) {
+  vec_expect_avx512_listing("esrrf", "fused_avx512", "fused_avx2",
+                            "fused_vec");
+}
+
+/* The 16-lane variant on widths whose phases leave last groups of many
+ * lane counts, groups two at a time and alone, border groups on both
+ * sides: within 1e-6 of serial, and fused_avx2's bits exactly where the
+ * CPU runs both (a lane is a pixel; the two sum its candidates in the same
+ * order with the same fused operations, only the lane count differs). */
+Test(esrrf_vec, avx512_every_partial_group_within_1e6_of_serial) {
+  engine *e = open_engine(2);
+  char why[256];
+  if (!vec_listed(e, "esrrf", "fused_avx512", why, sizeof why)) {
+    engine_close(e);
+    cr_skip_test("fused_avx512 not checked here: %s", why);
+  }
+  int avx2 = vec_listed(e, "esrrf", "fused_avx2", why, sizeof why);
+  static const int mags[] = {5, 2, 8, 3};
+  int k = 0;
+  for (size_t m = 0; m < 4; m++)
+    for (size_t c = 9; c <= 49; c += 5, k++) {
+      image st = noisy(1, 14, c, (unsigned)k + 60);
+      param p[] = {{"magnification", mags[m], NULL},
+                   {"temporal", 0, "none"}};
+      image ref[1], out[1];
+      run_impl(e, "serial", &st, p, 2, ref);
+      run_impl(e, "fused_avx512", &st, p, 2, out);
+      char what[64];
+      snprintf(what, sizeof what, "M%d 14 x %zu", mags[m], c);
+      expect_close(out, ref, VEC_REL, what, "fused_avx512");
+      if (avx2) {
+        image b[1];
+        run_impl(e, "fused_avx2", &st, p, 2, b);
+        cr_expect(same_bits(out, b), "%s: fused_avx512 differs from "
+                  "fused_avx2", what);
+        image_free(b);
+      }
+      image_free(ref);
+      image_free(out);
+      image_free(&st);
+    }
+  engine_close(e);
 }

@@ -1,5 +1,6 @@
 /* test_rgc_vec.c — the vectorised implementations of the rgc method (vec,
- * and avx2 where the CPU has AVX2 + FMA): within 1e-6 of max |serial| on
+ * avx2 where the CPU has AVX2 + FMA, avx512 where it has AVX-512F; the
+ * tests that need one say so and skip where it is absent): within 1e-6 of max |serial| on
  * every rgc fixture of tests/data/reference, on the ×2M gradients of both
  * real stacks and on a grid of magnifications, radii, sensitivities and
  * shapes; serial's bits exactly on shapes the compact grid does not fit
@@ -18,7 +19,7 @@
 
 TestSuite(rgc_vec, .fini = qs_leak_check);
 
-static const char *const VEC[] = {"vec", "avx2"};
+static const char *const VEC[] = {"vec", "avx2", "avx512"};
 #define N_VEC (sizeof VEC / sizeof *VEC)
 
 /* The accuracy contract of the variants against serial. */
@@ -272,4 +273,45 @@ Test(rgc_vec, threaded_runs_equal_single_thread_bit_for_bit) {
 
 Test(rgc_vec, avx2_listed_exactly_where_the_cpu_has_it) {
   vec_expect_listing("rgc", "avx2", "vec");
+}
+
+Test(rgc_vec, avx512_listed_exactly_where_the_cpu_has_it) {
+  vec_expect_avx512_listing("rgc", "avx512", "avx2", "vec");
+}
+
+/* avx512 on the real mito stack at M 2, 5, 8 within 1e-6 of serial (the
+ * grid above runs it too where listed; this test says so where not). */
+Test(rgc_vec, avx512_real_stack_within_1e6_of_serial) {
+  engine *e = open_engine(2);
+  char why[256];
+  if (!vec_listed(e, "rgc", "avx512", why, sizeof why)) {
+    engine_close(e);
+    cr_skip_test("rgc avx512 not checked here: %s", why);
+  }
+  char path[1024], err[512];
+  snprintf(path, sizeof path, "%s/tests/data/real/%s", QS_SOURCE_ROOT,
+           "musical_cardiomyoblast_mito_100f.tif");
+  image full;
+  cr_assert_eq(tiff_read(path, &full, err, sizeof err), QS_OK, "%s", err);
+  image st = image_wrap(full.data, 2, full.rows, full.cols);
+  static const int mags[] = {2, 5, 8};
+  for (size_t k = 0; k < 3; k++) {
+    image in[3], ref[1], out[1];
+    rgc_inputs(e, &st, mags[k], in);
+    param p[] = {{"magnification", mags[k], NULL}};
+    run_impl(e, "rgc", "serial", in, 3, p, 1, ref, 1);
+    run_impl(e, "rgc", "avx512", in, 3, p, 1, out, 1);
+    double diff, peak;
+    harness_diff(out, ref, &diff, &peak);
+    cr_assert_gt(peak, 0);
+    fprintf(stderr, "mito M%d avx512 worst %.3g of max |serial| %.6g\n",
+            mags[k], diff / peak, peak);
+    cr_expect_leq(diff, VEC_REL * peak, "M%d: off by %.3g of max %.6g",
+                  mags[k], diff, peak);
+    image_free(ref);
+    image_free(out);
+    drop(in);
+  }
+  image_free(&full);
+  engine_close(e);
 }

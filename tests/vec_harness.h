@@ -65,6 +65,44 @@ static void vec_expect_listing(const char *method, const char *avx2,
   engine_close(e);
 }
 
+/* Whether this CPU reports what the AVX-512 variants use (AVX-512F, AVX2,
+ * FMA; GCC's test includes the OS's support for the 512-bit state). */
+static int vec_cpu_avx512(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
+         __builtin_cpu_supports("fma");
+#else
+  return 0;
+#endif
+}
+
+/* The listing contract of a method's AVX-512 variant: available exactly
+ * where the CPU reports AVX-512F (and the build has the code: a build
+ * with QS_NO_AVX512 or an old compiler says so), else its probe says why
+ * and names the best variant that remains (`avx2` or `portable`). */
+static void vec_expect_avx512_listing(const char *method, const char *avx512,
+                                      const char *avx2,
+                                      const char *portable) {
+  engine *e = open_engine(1);
+  char why[256] = "", why2[256] = "";
+  int has = vec_cpu_avx512();
+  int listed = vec_listed(e, method, avx512, why, sizeof why);
+  int has2 = vec_listed(e, method, avx2, why2, sizeof why2);
+  if (has && !listed)
+    cr_expect(strstr(why, "this build has no AVX-512 code"),
+              "%s %s not listed on a CPU with AVX-512F: %s", method, avx512,
+              why);
+  if (!has)
+    cr_expect(!listed, "%s %s listed on a CPU without AVX-512F", method,
+              avx512);
+  if (!listed)
+    cr_expect(strstr(why, "AVX-512") && strstr(why, has2 ? avx2 : portable),
+              "the probe says why and names %s: %s", has2 ? avx2 : portable,
+              why);
+  engine_close(e);
+}
+
 /* Same shape and the same bits. */
 static int same_bits(const image *a, const image *b) {
   return a->frames == b->frames && a->rows == b->rows && a->cols == b->cols &&

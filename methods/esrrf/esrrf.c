@@ -338,6 +338,8 @@ static const impl_def esrrf_impls[] = {
      4, NULL, NULL},
     {"fused_avx2", IMPL_THREADED, esrrf_run_fused_avx2, esrrf_avx2_probe, 2,
      SCHED_DYNAMIC, 4, NULL, NULL},
+    {"fused_avx512", IMPL_THREADED, esrrf_run_fused_avx512,
+     esrrf_avx512_probe, 1, SCHED_DYNAMIC, 4, NULL, NULL},
     {"composed", IMPL_COMPOSITE, esrrf_run_composed, NULL, 1, SCHED_STATIC, 0, NULL, NULL},
 #if QS_HAVE_OPENCL
     {"opencl", IMPL_OPENCL, esrrf_run_opencl, esrrf_cl_probe, 2, SCHED_STATIC,

@@ -128,12 +128,14 @@ void fused_free(fused *s);
 /* Runs eSRRF with the fused plan; var NULL: the scalar pass. */
 int fused_run(const method_call *c, const fused_variant *var);
 
-/* The passes: scalar (fused.c), vectorised portable (fused_vec.c) and
- * AVX2 + FMA (fused_avx2.c; NULL where it is not built, and never to be
- * run before esrrf_avx2_probe succeeds). bench/roofline times them alone. */
+/* The passes: scalar (fused.c), vectorised portable (fused_vec.c),
+ * AVX2 + FMA (fused_avx2.c) and AVX-512F (fused_avx512.c); the last two
+ * NULL where they are not built, and never to be run before their probe
+ * succeeds. bench/roofline times them alone. */
 extern const fused_variant fused_scalar_pass;
 const fused_variant *fused_vec_pass(void);
 const fused_variant *fused_avx2_pass(void);
+const fused_variant *fused_avx512_pass(void);
 
 /* The implementations of the vectorised variants, and the probe that lists
  * fused_avx2 only where the CPU has AVX2 and FMA. */
@@ -145,5 +147,18 @@ int esrrf_avx2_probe(const method_call *c, char *why, size_t why_len);
  * reports AVX2 and FMA, else QS_EUNAVAIL and why, naming the `portable`
  * implementation to use instead. Baseline code. */
 int fused_avx2_probe(const char *portable, char *why, size_t why_len);
+
+/* fused_avx512, and its probe: available where the build has the AVX-512
+ * pass (x86, a compiler with AVX-512) and the CPU reports AVX-512F, AVX2
+ * and FMA with the OS keeping the 512-bit state. */
+int esrrf_run_fused_avx512(const method_call *c);
+int esrrf_avx512_probe(const method_call *c, char *why, size_t why_len);
+
+/* The test behind the AVX-512 probes of eSRRF and rgc, as
+ * fused_avx2_probe: QS_OK, or QS_EUNAVAIL and why (the build or the CPU),
+ * naming the best variant that remains (`avx2` where the CPU has AVX2 and
+ * FMA, else `portable`). Baseline code. */
+int fused_avx512_probe(const char *avx2, const char *portable, char *why,
+                       size_t why_len);
 
 #endif

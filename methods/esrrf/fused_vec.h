@@ -1,8 +1,10 @@
 /* fused_vec.h — the vectorised RGC pass of eSRRF's fused plan (fused.h),
  * written once with GCC/Clang vector extensions and included by the files
  * that compile it for one instruction set each: fused_vec.c (baseline
- * flags, portable) and fused_avx2.c (AVX2 + FMA). The including file
- * defines FV_FMA(a, b, c) = a·b + c (fused or not) and FV_SQRT(v), then
+ * flags, portable), fused_avx2.c (AVX2 + FMA, 8 lanes) and fused_avx512.c
+ * (AVX-512F, 16 lanes, lane masks in mask registers). The including file
+ * defines FV_LANES, FV_FMA(a, b, c) = a·b + c (fused or not) and
+ * FV_SQRT(v), optionally the lane-mask operations (FV_MASK, below), then
  * uses fv_variant with fused_run.
  *
  * Layout. The lanes are FV_LANES output pixels of one row and one phase:
@@ -108,6 +110,23 @@ typedef struct fv_state {
 #ifndef FV_FMA
 #define FV_FMA(a, b, c) ((a) * (b) + (c))
 #endif
+
+/* Lane masks: which lanes a sum takes. By default a vector of all-ones or
+ * zero ints (what vector comparisons give) and a masked sum adds the
+ * lanes kept, 0 in the others; a file with mask registers (fused_avx512.c)
+ * defines FV_MASK, the type fv_m and the operations below, where a masked
+ * sum leaves the other lanes as they are. The two agree bit for bit: an
+ * accumulator starting at +0 never holds −0, so acc + 0 is acc. */
+#ifndef FV_MASK
+typedef fv_i fv_m;
+#define FV_ALL (~(fv_i){0})
+#define FV_LT(a, b) ((a) < (b))
+#define FV_LE(a, b) ((a) <= (b))
+#define FV_GE(a, b) ((a) >= (b))
+#define FV_NE(a, b) ((a) != (b))
+#define FV_AND(a, b) ((a) & (b))
+#define FV_ADD_IF(acc, m, v) ((acc) + fv_keep(m, v))
+#endif
 #ifndef FV_SQRT
 #define FV_SQRT(v) fv_sqrt_lanes(v)
 #endif
@@ -194,11 +213,11 @@ static void fv_soa_row(const fv_state *v, size_t a, size_t gw,
   }
 }
 
-/* One candidate for the lanes: the offsets dx, dy, the weight w, and the
- * convergence term u of the lanes whose gradient points inward (0 in the
- * others). */
-static inline void fv_term(const fv_row *r, size_t off, size_t gy_off,
-                           fv_f ex, fv_f *dx, fv_f *dy, fv_f *w, fv_f *u) {
+/* One candidate for the lanes: the offsets dx, dy, the weight w and the
+ * convergence term t; returns the lanes whose gradient points inward (the
+ * only ones whose t counts). */
+static inline fv_m fv_term(const fv_row *r, size_t off, size_t gy_off,
+                           fv_f ex, fv_f *dx, fv_f *dy, fv_f *w, fv_f *t) {
   const float *p = r->g + off;
   fv_f nx = fv_load(p), ny = fv_load(p + gy_off);
   *dx = fv_splat(r->dx0) + ex;
@@ -206,8 +225,8 @@ static inline void fv_term(const fv_row *r, size_t off, size_t gy_off,
   fv_f dot = RGC_UNIT_DOT(nx, ny, *dx, *dy, FV_FMA);
   *w = RGC_LIN(fv_splat(r->w0), fv_splat(r->wa), ex, FV_FMA);
   fv_f id = RGC_LIN(fv_splat(r->id0), fv_splat(r->qa), ex, FV_FMA);
-  *u = fv_keep(dot < (fv_f){0},
-               RGC_UNIT_TERM(nx, ny, *dx, *dy, *w, id, FV_FMA, fv_abs));
+  *t = RGC_UNIT_TERM(nx, ny, *dx, *dy, *w, id, FV_FMA, fv_abs);
+  return FV_LT(dot, (fv_f){0});
 }
 
 /* Where a group's lanes stand: lane k is pixel k0 + k of its phase. */
@@ -227,30 +246,30 @@ typedef struct fv_at {
 static inline void fv_group(const fv_row *r, int n_sure, int n,
                             const fv_at *at, int sure_done, fv_f *rgc,
                             fv_f *wsum) {
-  fv_f acc = *rgc, ws = *wsum, dx, dy, w, u;
+  fv_f acc = *rgc, ws = *wsum, dx, dy, w, t;
   fv_f ex = at->ex, zero = {0};
   if (!at->border && !sure_done) {
     for (int k = 0; k < n_sure; k++) {
-      fv_term(&r[k], at->k0, at->gy_off, ex, &dx, &dy, &w, &u);
-      acc += u;
+      fv_m in = fv_term(&r[k], at->k0, at->gy_off, ex, &dx, &dy, &w, &t);
+      acc = FV_ADD_IF(acc, in, t);
       ws += w;
     }
   }
   fv_f lane2 = {0}, top = fv_splat((float)at->col_max);
   for (int k = 0; k < FV_LANES; k++) lane2[k] = (float)(2 * k);
   for (int k = at->border ? 0 : n_sure; k < n; k++) {
-    fv_term(&r[k], at->k0, at->gy_off, ex, &dx, &dy, &w, &u);
-    fv_i in = ~(fv_i){0};
+    fv_m dot = fv_term(&r[k], at->k0, at->gy_off, ex, &dx, &dy, &w, &t);
+    fv_m in = FV_ALL;
     if (k >= n_sure) {
       fv_f d = FV_SQRT(dx * dx + dy * dy); /* not fused: the reference's d */
-      in = (d <= fv_splat(at->tso)) & (d != zero);
+      in = FV_AND(FV_LE(d, fv_splat(at->tso)), FV_NE(d, zero));
     }
     if (at->border) {
       fv_f raw = fv_splat((float)(r[k].col + 2 * (int)at->k0)) + lane2;
-      in &= (raw >= fv_splat(1.0f)) & (raw <= top);
+      in = FV_AND(in, FV_AND(FV_GE(raw, fv_splat(1.0f)), FV_LE(raw, top)));
     }
-    acc += fv_keep(in, u);
-    ws += fv_keep(in, w);
+    acc = FV_ADD_IF(acc, FV_AND(in, dot), t);
+    ws = FV_ADD_IF(ws, in, w);
   }
   *rgc = acc;
   *wsum = ws;
@@ -261,13 +280,13 @@ static inline void fv_group(const fv_row *r, int n_sure, int n,
  * same order, as two fv_group calls). */
 static inline void fv_sure2(const fv_row *r, int n_sure, const fv_at *a,
                             const fv_at *b, fv_f *rgc, fv_f *wsum) {
-  fv_f ra = {0}, wa = {0}, rb = {0}, wb = {0}, dx, dy, w, u;
+  fv_f ra = {0}, wa = {0}, rb = {0}, wb = {0}, dx, dy, w, t;
   for (int k = 0; k < n_sure; k++) {
-    fv_term(&r[k], a->k0, a->gy_off, a->ex, &dx, &dy, &w, &u);
-    ra += u;
+    fv_m in = fv_term(&r[k], a->k0, a->gy_off, a->ex, &dx, &dy, &w, &t);
+    ra = FV_ADD_IF(ra, in, t);
     wa += w;
-    fv_term(&r[k], b->k0, b->gy_off, b->ex, &dx, &dy, &w, &u);
-    rb += u;
+    in = fv_term(&r[k], b->k0, b->gy_off, b->ex, &dx, &dy, &w, &t);
+    rb = FV_ADD_IF(rb, in, t);
     wb += w;
   }
   rgc[0] = ra;
@@ -366,10 +385,10 @@ static void fv_intensity_row(const fv_state *v, int y, size_t cm, int x0,
     for (int k = 1; k < 4; k++) a = FV_FMA(w[k], fv_load(h[k] + x), a);
     memcpy(o + x, &a, sizeof a);
   }
-  for (; x < x1; x++) {
-    float a = 0;
-    for (int k = 0; k < 4; k++) a += w[k][0] * h[k][x];
-    o[x] = a;
+  for (; x < x1; x++) { /* the lanes' operations on one pixel */
+    fv_f a = FV_FMA(w[0], fv_splat(h[0][x]), (fv_f){0});
+    for (int k = 1; k < 4; k++) a = FV_FMA(w[k], fv_splat(h[k][x]), a);
+    o[x] = a[0];
   }
 }
 

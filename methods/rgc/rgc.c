@@ -199,6 +199,8 @@ static const impl_def rgc_impls[] = {
     {"vec", IMPL_THREADED, rgc_run_vec, NULL, 1, SCHED_DYNAMIC, 4, NULL, NULL},
     {"avx2", IMPL_THREADED, rgc_run_avx2, rgc_avx2_probe, 1, SCHED_DYNAMIC,
      4, NULL, NULL},
+    {"avx512", IMPL_THREADED, rgc_run_avx512, rgc_avx512_probe, 1,
+     SCHED_DYNAMIC, 4, NULL, NULL},
 };
 
 static double rgc_work(const image *in, const double *p) {

@@ -69,9 +69,11 @@ typedef struct rgc_frame {
 void rgc_frame_rows(const rgc_frame *f, size_t r0, size_t r1);
 
 /* rgc through the vectorised fused pass (methods/rgc/rgc_vec.c):
- * portable, and AVX2 + FMA behind its probe. */
+ * portable, AVX2 + FMA and AVX-512F, each behind its probe. */
 int rgc_run_vec(const method_call *c);
 int rgc_run_avx2(const method_call *c);
 int rgc_avx2_probe(const method_call *c, char *why, size_t why_len);
+int rgc_run_avx512(const method_call *c);
+int rgc_avx512_probe(const method_call *c, char *why, size_t why_len);
 
 #endif

@@ -1,7 +1,9 @@
-/* rgc_vec.c — `vec` and `avx2` of the rgc method: the standalone RGC step
- * on its ×2M gradient images through the vectorised pass of eSRRF's fused
- * plan (fused_vec.h), the portable build of it (fused_vec.c) and the
- * AVX2 + FMA one (fused_avx2.c, run only after fused_avx2_probe).
+/* rgc_vec.c — `vec`, `avx2` and `avx512` of the rgc method: the standalone
+ * RGC step on its ×2M gradient images through the vectorised pass of
+ * eSRRF's fused plan (fused_vec.h), the portable build of it
+ * (fused_vec.c), the AVX2 + FMA one (fused_avx2.c, run only after
+ * fused_avx2_probe) and the AVX-512F one (fused_avx512.c, only after
+ * fused_avx512_probe).
  *
  * RGC reads the ×2M gradients only at index n·M of the half-pixel grid
  * (clamped to the last row/column; math/rgc.h), so each frame's samples
@@ -168,5 +170,17 @@ int rgc_avx2_probe(const method_call *c, char *why, size_t why_len) {
 int rgc_run_avx2(const method_call *c) {
   int rc = rgc_avx2_probe(c, c->err, c->err_len);
   const fused_variant *var = fused_avx2_pass();
+  return rc ? rc : var ? rv_run(c, var) : QS_EUNAVAIL;
+}
+
+int rgc_avx512_probe(const method_call *c, char *why, size_t why_len) {
+  (void)c;
+  return fused_avx512_probe("avx2", "vec", why, why_len);
+}
+
+/* As rgc_run_avx2, with the AVX-512 pass. */
+int rgc_run_avx512(const method_call *c) {
+  int rc = rgc_avx512_probe(c, c->err, c->err_len);
+  const fused_variant *var = rc ? NULL : fused_avx512_pass();
   return rc ? rc : var ? rv_run(c, var) : QS_EUNAVAIL;
 }
