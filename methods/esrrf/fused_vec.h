@@ -229,6 +229,19 @@ static inline fv_m fv_term(const fv_row *r, size_t off, size_t gy_off,
   return FV_LT(dot, (fv_f){0});
 }
 
+/* rgc_finish for the lanes: the ratio where Wsum > 0 (the division is
+ * correctly rounded in both), then negatives to 0 (NaN and −0 kept, as
+ * there); with sens > 1 the power takes rgc_finish itself lane by lane. */
+static inline fv_f fv_finish(fv_f acc, fv_f ws, float sens) {
+  if (sens > 1) {
+    for (int k = 0; k < FV_LANES; k++) acc[k] = rgc_finish(acc[k], ws[k], sens);
+    return acc;
+  }
+  fv_f zero = {0};
+  fv_f q = fv_keep(ws > zero, acc / ws);
+  return fv_keep(~(q < zero), q);
+}
+
 /* Where a group's lanes stand: lane k is pixel k0 + k of its phase. */
 typedef struct fv_at {
   size_t k0, gy_off;
@@ -242,7 +255,8 @@ typedef struct fv_at {
  * and weights over the row's list: the sure candidates (unless sure_done),
  * then those near the disk edge, which take the exact distance and the
  * reference's test. A border group masks the lanes whose column tap is out
- * of bounds (0 < v <= n_m − 1 fails: raw column outside [1, col_max]). */
+ * of bounds (0 < v <= n_m − 1 fails: raw column outside [1, col_max]),
+ * for the candidates where some lane's is. */
 static inline void fv_group(const fv_row *r, int n_sure, int n,
                             const fv_at *at, int sure_done, fv_f *rgc,
                             fv_f *wsum) {
@@ -264,8 +278,9 @@ static inline void fv_group(const fv_row *r, int n_sure, int n,
       fv_f d = FV_SQRT(dx * dx + dy * dy); /* not fused: the reference's d */
       in = FV_AND(FV_LE(d, fv_splat(at->tso)), FV_NE(d, zero));
     }
-    if (at->border) {
-      fv_f raw = fv_splat((float)(r[k].col + 2 * (int)at->k0)) + lane2;
+    int lo = r[k].col + 2 * (int)at->k0; /* lane 0's raw column */
+    if (at->border && (lo < 1 || lo + 2 * (FV_LANES - 1) > at->col_max)) {
+      fv_f raw = fv_splat((float)lo) + lane2;
       in = FV_AND(in, FV_AND(FV_GE(raw, fv_splat(1.0f)), FV_LE(raw, top)));
     }
     acc = FV_ADD_IF(acc, FV_AND(in, dot), t);
@@ -457,11 +472,12 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
           fv_group(r, n_sure, n, &two[h], m == 2, &acc[h], &ws[h]);
           int k1 = k0 + h * FV_LANES;
           int lanes = v->nk[px] - k1 < FV_LANES ? v->nk[px] - k1 : FV_LANES;
-          for (int k = 0; k < lanes; k++) {
-            int x = v->x0[px] + (k1 + k) * mag;
-            float val = rgc_finish(acc[h][k], ws[h][k], g->k.sens);
-            o[x] = im ? val * im[x] : val;
-          }
+          fv_f val = fv_finish(acc[h], ws[h], g->k.sens);
+          int x = v->x0[px] + k1 * mag;
+          if (im)
+            for (int k = 0; k < lanes; k++, x += mag) o[x] = val[k] * im[x];
+          else
+            for (int k = 0; k < lanes; k++, x += mag) o[x] = val[k];
         }
         k0 += m * FV_LANES;
         gi += m;
