@@ -10,12 +10,16 @@
  * (its first FRAMES frames; ROWS COLS 0 take its size). IMPLS is a comma
  * list of esrrf implementations (default: every available CPU one, opencl
  * ones and auto; `-`: none). PASSES is a comma list of the RGC passes to
- * time alone (fused, fused_vec, fused_avx2; default all).
+ * time alone (fused, fused_vec, fused_avx2, fused_avx512; default all).
+ * Progress goes to stderr as each step starts; the report to stdout.
  *
- * 1. The machine: core clock from a chain of dependent integer adds (one
- *    cycle each), single-precision FMA throughput (AVX2 8-wide with twelve
- *    independent accumulators where the CPU has it, else SSE multiply+add)
- *    on one core and on all cores, and a stream triad a = b + s·c over
+ * 1. The machine: the core clock from the CPU's cycle counter over the
+ *    thread's CPU time (perf_event_open; not printed where there is no
+ *    counter), single-precision FMA throughput with the widest vectors
+ *    the CPU and the build have (AVX-512F 16-wide, else AVX2 8-wide, with
+ *    twelve independent accumulators; else SSE multiply+add), said by
+ *    name, on one core and on all cores (with AVX-512, the AVX2 peak
+ *    too, for reference), and a stream triad a = b + s·c over
  *    arrays far beyond the caches (bytes: 12 per element, write-allocate
  *    not counted).
  * 2. The work, counted exactly: every output pixel inside the margins of
@@ -49,13 +53,21 @@
  *    (temporal_mpc_on); compare with section 3's whole call.
  *
  * Run it on a quiet machine; it prints the load average it started with. */
+#define _GNU_SOURCE /* syscall, for perf_event_open */
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__linux__)
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "bench/input.h"
 #include "engine/pool.h"
@@ -73,36 +85,33 @@ static double now(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* ------------------------------------------------------------ machine */
-
-/* Core clock in GHz: 8 dependent adds per iteration, one cycle each. */
-static double clock_ghz(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  double best = 0;
-  for (int rep = 0; rep < 5; rep++) {
-    uint64_t n = 50000000, x = 0;
-    double t0 = now();
-    __asm__ volatile("1:\n\t"
-                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-                     "dec %1\n\tjnz 1b"
-                     : "+r"(x), "+r"(n));
-    double g = 8.0 * 50000000 / (now() - t0) / 1e9;
-    if (g > best) best = g;
-  }
-  return best;
-#else
-  return 0;
-#endif
+/* A progress line on stderr (the report is stdout): what runs now, with
+ * the seconds since the start. */
+static double g_start;
+static void progress(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "roofline %7.1f s: ", now() - g_start);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
 }
+
+/* ------------------------------------------------------------ machine */
 
 typedef struct peak_job {
   long iters;
-  int avx2;
+  int isa;
   double flops;
   float sink;
   pthread_barrier_t *bar;
 } peak_job;
+
+/* The instruction sets the peak loops use, widest last. */
+enum { ISA_SSE, ISA_AVX2, ISA_AVX512 };
+static const char *const ISA_NAME[] = {"SSE mul+add 4-wide",
+                                       "AVX2 FMA 8-wide",
+                                       "AVX-512F FMA 16-wide"};
 
 /* Twelve independent chains, named so that they live in registers (an
  * array indexed in a loop ends up in memory at -O2). */
@@ -129,7 +138,44 @@ __attribute__((target("avx2,fma"))) static float fma_loop(long iters) {
 #undef STEP
 #undef SUM
 }
+
+/* The same with 16-wide AVX-512F FMAs: 384 flops per iteration (built
+ * where the compiler has AVX-512, as methods/esrrf/fused_avx512.c). */
+#if (defined(__clang__) || __GNUC__ >= 5) && !defined(QS_NO_AVX512)
+#define ROOF_AVX512 1
+__attribute__((target("avx512f"))) static float fma512_loop(long iters) {
+  __m512 m = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+#define INIT(k) __m512 a##k = _mm512_set1_ps((float)(k));
+#define STEP(k) a##k = _mm512_fmadd_ps(a##k, m, b);
+#define SUM(k) s = _mm512_add_ps(s, a##k);
+  CHAINS(INIT)
+  for (long i = 0; i < iters; i++) {
+    CHAINS(STEP)
+  }
+  __m512 s = _mm512_setzero_ps();
+  CHAINS(SUM)
+  float out[16];
+  _mm512_storeu_ps(out, s);
+  return out[0];
+#undef INIT
+#undef STEP
+#undef SUM
+}
 #endif
+#endif
+
+/* The widest loop this build and CPU can run. */
+static int widest_isa(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+#if ROOF_AVX512
+  if (__builtin_cpu_supports("avx512f")) return ISA_AVX512;
+#endif
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return ISA_AVX2;
+#endif
+  return ISA_SSE;
+}
 
 /* 12 independent 4-wide multiply and add chains: 96 flops per iteration
  * (the baseline's best, no FMA). */
@@ -157,7 +203,14 @@ static void *peak_thread(void *arg) {
   peak_job *j = arg;
   pthread_barrier_wait(j->bar);
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (j->avx2) {
+#if ROOF_AVX512
+  if (j->isa == ISA_AVX512) {
+    j->sink = fma512_loop(j->iters);
+    j->flops = 384.0 * (double)j->iters;
+    return NULL;
+  }
+#endif
+  if (j->isa == ISA_AVX2) {
     j->sink = fma_loop(j->iters);
     j->flops = 192.0 * (double)j->iters;
     return NULL;
@@ -168,8 +221,8 @@ static void *peak_thread(void *arg) {
   return NULL;
 }
 
-/* GFLOP/s of `threads` threads each running the throughput loop. */
-static double peak_gflops(int threads, int avx2) {
+/* GFLOP/s of `threads` threads each running the throughput loop of isa. */
+static double peak_gflops(int threads, int isa) {
   double best = 0;
   for (int rep = 0; rep < 3; rep++) {
     pthread_t th[256];
@@ -177,7 +230,7 @@ static double peak_gflops(int threads, int avx2) {
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, (unsigned)threads + 1);
     for (int t = 0; t < threads; t++) {
-      jobs[t] = (peak_job){.iters = 20000000, .avx2 = avx2, .bar = &bar};
+      jobs[t] = (peak_job){.iters = 20000000, .isa = isa, .bar = &bar};
       pthread_create(&th[t], NULL, peak_thread, &jobs[t]);
     }
     pthread_barrier_wait(&bar);
@@ -191,6 +244,57 @@ static double peak_gflops(int threads, int avx2) {
     if (g > best) best = g;
   }
   return best;
+}
+
+/* The core clock in GHz while this thread runs the peak loop of isa: the
+ * CPU's cycle counter (user cycles of this thread, perf_event_open) over
+ * the thread's own CPU time, so other load on the machine does not bias
+ * it. 0, and why, where the kernel gives no cycle counter (a container
+ * or VM without one, perf_event_paranoid > 2): then no clock is printed
+ * rather than a guess (a chain of dependent adds, the former method, is
+ * folded by the renamer of recent cores and read 19 GHz on a 2.6 GHz
+ * Xeon). */
+static double clock_ghz(int isa, char *why, size_t why_len) {
+#if defined(__linux__)
+  struct perf_event_attr a;
+  memset(&a, 0, sizeof a);
+  a.size = sizeof a;
+  a.type = PERF_TYPE_HARDWARE;
+  a.config = PERF_COUNT_HW_CPU_CYCLES;
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+  if (fd < 0) {
+    snprintf(why, why_len, "no cycle counter: perf_event_open: %s",
+             strerror(errno));
+    return 0;
+  }
+  double best = 0;
+  for (int rep = 0; rep < 3; rep++) {
+    struct timespec c0, c1;
+    uint64_t n0 = 0, n1 = 0;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    if (read(fd, &n0, sizeof n0) != sizeof n0) break;
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, 1);
+    peak_job j = {.iters = 5000000, .isa = isa, .bar = &bar};
+    peak_thread(&j);
+    pthread_barrier_destroy(&bar);
+    if (read(fd, &n1, sizeof n1) != sizeof n1) break;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    double sec = (double)(c1.tv_sec - c0.tv_sec) +
+                 (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
+    double g = sec > 0 ? (double)(n1 - n0) / sec / 1e9 : 0;
+    if (g > best) best = g;
+  }
+  close(fd);
+  if (best <= 0) snprintf(why, why_len, "the cycle counter reads nothing");
+  return best;
+#else
+  snprintf(why, why_len, "no cycle counter on this system");
+  (void)isa;
+  return 0;
+#endif
 }
 
 typedef struct triad_job {
@@ -533,10 +637,13 @@ static void row(const char *name, double sec, int threads, double px,
                 double samples, const machine *m) {
   double peak = threads > 1 ? m->peakn : m->peak1;
   double gflops = samples * MODEL_FLOPS / sec / 1e9;
-  printf("  %-34s %3d  %9.4f s  %8.2f Mpx/s  %8.1f Msmp/s  %6.2f cyc/smp  "
+  char cyc[32] = "     - cyc/smp";
+  if (m->ghz > 0)
+    snprintf(cyc, sizeof cyc, "%6.2f cyc/smp",
+             sec * m->ghz * 1e9 * threads / samples);
+  printf("  %-34s %3d  %9.4f s  %8.2f Mpx/s  %8.1f Msmp/s  %s  "
          "%7.2f GFLOP/s  %5.1f %% peak\n",
-         name, threads, sec, px / sec / 1e6, samples / sec / 1e6,
-         m->ghz > 0 ? sec * m->ghz * 1e9 * threads / samples : 0, gflops,
+         name, threads, sec, px / sec / 1e6, samples / sec / 1e6, cyc, gflops,
          100 * gflops / peak);
 }
 
@@ -549,8 +656,11 @@ int main(int argc, char **argv) {
   int repeats = argc > 6 ? atoi(argv[6]) : 5;
   const char *kind = argc > 7 ? argv[7] : "sim";
   const char *impls = argc > 8 ? argv[8] : NULL;
-  const char *pass_list = argc > 9 ? argv[9] : "fused,fused_vec,fused_avx2";
+  const char *pass_list =
+      argc > 9 ? argv[9] : "fused,fused_vec,fused_avx2,fused_avx512";
+  setvbuf(stdout, NULL, _IOLBF, 0);
   if (repeats < 1 || repeats > 100) repeats = 5;
+  g_start = now();
   double load[3] = {0};
   FILE *la = fopen("/proc/loadavg", "r");
   if (la) {
@@ -560,22 +670,31 @@ int main(int argc, char **argv) {
   }
 
   machine m = {.cores = pool_cores()};
-  int avx2 = 0;
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-  avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
-  m.ghz = clock_ghz();
-  m.peak1 = peak_gflops(1, avx2);
-  m.peakn = peak_gflops(m.cores, avx2);
+  int isa = widest_isa();
+  char why_clock[160] = "";
+  progress("the machine: clock, %s peak on 1 and %d cores, triad",
+           ISA_NAME[isa], m.cores);
+  m.ghz = clock_ghz(isa, why_clock, sizeof why_clock);
+  m.peak1 = peak_gflops(1, isa);
+  m.peakn = peak_gflops(m.cores, isa);
+  double avx2_1 = isa > ISA_AVX2 ? peak_gflops(1, ISA_AVX2) : 0;
   m.bw1 = triad_gbs(1, (size_t)1 << 24);
   m.bwn = triad_gbs(m.cores, (size_t)1 << 24);
-  printf("machine: load %.2f %.2f %.2f, %d cores, clock %.2f GHz\n", load[0],
-         load[1], load[2], m.cores, m.ghz);
-  printf("  peak SP (%s): %.1f GFLOP/s 1 core (%.1f flop/cycle), %.1f "
-         "GFLOP/s %d cores\n",
-         avx2 ? "AVX2 FMA 8-wide" : "SSE mul+add 4-wide", m.peak1,
-         m.ghz > 0 ? m.peak1 / m.ghz : 0, m.peakn, m.cores);
+  printf("machine: load %.2f %.2f %.2f, %d cores, ", load[0], load[1],
+         load[2], m.cores);
+  if (m.ghz > 0)
+    printf("clock %.2f GHz (cycle counter over thread CPU time, under the "
+           "peak loop)\n", m.ghz);
+  else
+    printf("clock not measured (%s)\n", why_clock);
+  printf("  peak SP (%s, the widest this CPU and build have): %.1f GFLOP/s 1 "
+         "core", ISA_NAME[isa], m.peak1);
+  if (m.ghz > 0) printf(" (%.1f flop/cycle)", m.peak1 / m.ghz);
+  printf(", %.1f GFLOP/s %d cores; %% of peak below is of this\n", m.peakn,
+         m.cores);
+  if (avx2_1 > 0)
+    printf("  (%s: %.1f GFLOP/s 1 core, %.2fx less)\n", ISA_NAME[ISA_AVX2],
+           avx2_1, m.peak1 / avx2_1);
   printf("  triad: %.1f GB/s 1 core, %.1f GB/s %d cores\n", m.bw1, m.bwn,
          m.cores);
   printf("  pool: %.1f us per empty parallel loop on %d threads\n",
@@ -583,6 +702,7 @@ int main(int argc, char **argv) {
 
   image in;
   char err[512];
+  progress("the input (%s) and its samples", kind);
   if (bench_input(kind, frames, rows, cols, &in, err, sizeof err)) {
     fprintf(stderr, "input %s: %s\n", kind, err);
     return 1;
@@ -630,6 +750,7 @@ int main(int argc, char **argv) {
                         .impl = strcmp(names[i], "auto") ? names[i] : NULL};
       run_report rep;
       image out;
+      progress("whole call %s, run %d of %d", names[i], r + 2, repeats + 1);
       double t0 = now();
       if (method_run(e, "esrrf", &rq, &out, 1, &rep)) {
         fprintf(stderr, "esrrf %s: %s\n", names[i], engine_error(e));
@@ -664,15 +785,20 @@ int main(int argc, char **argv) {
     const fused_variant *pass;
   } passes[] = {{"fused (scalar)", "fused", &fused_scalar_pass},
                 {"fused_vec", "fused_vec", fused_vec_pass()},
-                {"fused_avx2", "fused_avx2", avx2 ? fused_avx2_pass() : NULL}};
+                {"fused_avx2", "fused_avx2",
+                 isa >= ISA_AVX2 ? fused_avx2_pass() : NULL},
+                {"fused_avx512", "fused_avx512",
+                 isa >= ISA_AVX512 ? fused_avx512_pass() : NULL}};
   printf("RGC pass alone (min of %d; %% of the peak of as many cores):\n",
          repeats);
-  for (size_t k = 0; k < 3; k++) {
+  for (size_t k = 0; k < sizeof passes / sizeof *passes; k++) {
     if (!passes[k].pass || !bench_in_list(pass_list, passes[k].key))
       continue;
     int thr[2] = {1, m.cores};
     for (int t = 0; t < 2; t++) {
       bench_ctx st;
+      progress("the RGC pass of %s on %d thread(s), %d runs", passes[k].key,
+               thr[t], repeats + 1);
       double s =
           rgc_pass_seconds(passes[k].pass, &in, p, thr[t], repeats, &st);
       if (s > 0) row(passes[k].name, s, thr[t], px, samples, &m);
@@ -693,6 +819,7 @@ int main(int argc, char **argv) {
     int thr[2] = {1, m.cores};
     for (int k = 0; k < 2; k++) {
       double fold, res, mpc;
+      progress("temporal %s on %d thread(s)", stat_names[st], thr[k]);
       stat_seconds(st, rows_m, cols_m, (int)mag, in.frames, thr[k],
                    repeats, &fold, &res, &mpc);
       if (fold <= 0) continue;
