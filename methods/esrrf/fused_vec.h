@@ -27,12 +27,14 @@
  * whose second-order terms are below 1e-9 relative. The offsets themselves
  * are exact (dx0 + e_x is the reference's float offset), so the
  * orientation test G·R < 0 and the cross product use the reference's
- * values; with unit G the convergence term is 1 − |Ĝ × R|·(1/d).
+ * values; with unit G the convergence term is 1 − |Ĝ × R|·(1/d), and the
+ * sample's w·(1 − |Ĝ × R|/d) is w − |Ĝ × R|·(w/d) with w/d to first order
+ * as well.
  * Candidates within the centre-rounding slack of the disk edge take the
  * exact distance (one square root) and the reference's test d <= tSO.
  *
- * Model per sample (one lane): 16 flops counting a multiply-add as two
- * (dx 1, G·R 3, G×R 3, w 2, 1/d 2, |G×R|/d 1, w·(1 − ·) 2, two sums 2),
+ * Model per sample (one lane): 15 flops counting a multiply-add as two
+ * (dx 1, G·R 3, G×R 3, w 2, w/d 2, w − |G×R|·(w/d) 2, two sums 2),
  * 8 bytes of grid (two floats, from L1: a row's grid taps stay there) and
  * a share of the candidate constants (broadcast, L1). Per output pixel:
  * n_c samples (n_c ≈ 40 at radius 1.5; bench/roofline counts them
@@ -61,9 +63,10 @@ typedef int32_t fv_i __attribute__((vector_size(4 * FV_LANES)));
 /* One candidate of a phase pair in vector form (per call). */
 typedef struct fv_cand {
   float dx0;       /* the representative's x offset */
-  float w0, id0;   /* weight and 1/d at d0 */
+  float w0;        /* weight at d0 */
   float wa, wb;    /* w'(d0)·dx0/d0, w'(d0)·dy0/d0 */
-  float qa, qb;    /* −dx0/d0³, −dy0/d0³: slopes of 1/d */
+  float p0;        /* w/d at d0 */
+  float pa, pb;    /* slopes of w/d along e_x, e_y */
   int j, col;      /* window row; raw grid column of lane 0 of the phase */
 } fv_cand;
 
@@ -71,7 +74,7 @@ typedef struct fv_cand {
  * loop reads, in one place. */
 typedef struct fv_row {
   const float *g;  /* unit gx of lane 0 of the first group (gy: + 2·w2) */
-  float dx0, dy, w0, id0, wa, qa;
+  float dx0, dy, w0, p0, wa, pa;
   int col;         /* raw grid column of lane 0 of the first group */
 } fv_row;
 
@@ -224,8 +227,11 @@ static inline fv_m fv_term(const fv_row *r, size_t off, size_t gy_off,
   *dy = fv_splat(r->dy);
   fv_f dot = RGC_UNIT_DOT(nx, ny, *dx, *dy, FV_FMA);
   *w = RGC_LIN(fv_splat(r->w0), fv_splat(r->wa), ex, FV_FMA);
-  fv_f id = RGC_LIN(fv_splat(r->id0), fv_splat(r->qa), ex, FV_FMA);
-  *t = RGC_UNIT_TERM(nx, ny, *dx, *dy, *w, id, FV_FMA, fv_abs);
+  fv_f pd = RGC_LIN(fv_splat(r->p0), fv_splat(r->pa), ex, FV_FMA);
+  /* RGC_UNIT_TERM's w·(1 − |Ĝ × R|·(1/d)) as w − |Ĝ × R|·(w/d), with w/d
+   * to first order in e_x like w and 1/d (its e_x² term is of the order
+   * of theirs): one multiply fewer */
+  *t = FV_FMA(-fv_abs(FV_FMA(ny, *dx, -(nx * *dy))), pd, *w);
   return FV_LT(dot, (fv_f){0});
 }
 
@@ -328,9 +334,9 @@ static int fv_row_list(const fv_state *v, const fz_tap *rt,
     r[n].dx0 = cd[k].dx0;
     r[n].dy = t->delta;
     r[n].w0 = cd[k].w0 + cd[k].wb * ey;
-    r[n].id0 = cd[k].id0 + cd[k].qb * ey;
+    r[n].p0 = cd[k].p0 + cd[k].pb * ey;
     r[n].wa = cd[k].wa;
-    r[n].qa = cd[k].qa;
+    r[n].pa = cd[k].pa;
     r[n].col = cd[k].col;
     n++;
   }
@@ -551,13 +557,16 @@ static int fv_plan_lists(fused *s, fv_state *v) {
           double dx0 = tx[c->i].delta, dy0 = ty[c->j].delta, d0 = c->d0;
           fv_cand *o = &v->cand[n++];
           rgc_lin lin = rgc_lin_at(dx0, dy0, d0, c->w0, c->w1);
+          /* w/d and its slopes: (w/d)' = w'/d − w/d² along d, times
+           * dx0/d0 (dy0/d0) along e_x (e_y), as rgc_lin_at's */
+          double w0 = c->w0, dp = (double)c->w1 / d0 - w0 / (d0 * d0);
           o->dx0 = (float)dx0;
           o->w0 = lin.w0;
-          o->id0 = lin.id0;
           o->wa = lin.wa;
           o->wb = lin.wb;
-          o->qa = lin.qa;
-          o->qb = lin.qb;
+          o->p0 = (float)(w0 / d0);
+          o->pa = (float)(dp * dx0 / d0);
+          o->pb = (float)(dp * dy0 / d0);
           o->j = c->j;
           o->col = base + c->i;
         }
