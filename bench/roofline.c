@@ -52,6 +52,20 @@
  *    per timepoint, the result and the macro-pixel correction
  *    (temporal_mpc_on); compare with section 3's whole call.
  *
+ * OpenCL mode:
+ *
+ *   roofline opencl [DEVICE [FRAMES ROWS COLS [MAG [RADIUS [REPEATS
+ *                   [INPUT [TEMPORAL]]]]]]]
+ *
+ * (DEVICE: a device slug or part of one, `-` for the first GPU, else the
+ * first device; defaults as above, TEMPORAL avg.) The device's own FP32
+ * FMA peak and copy bandwidth from two small kernels (cl_measure), then
+ * eSRRF forced onto that device (warm-up, then REPEATS runs), every
+ * kernel launch's device time read from its event, and per kernel the
+ * work by the written model (cl_model): achieved GFLOP/s and GB/s and
+ * their percentages of the measured peak and copy bandwidth. On PoCL it
+ * runs like on any device.
+ *
  * Run it on a quiet machine; it prints the load average it started with. */
 #define _GNU_SOURCE /* syscall, for perf_event_open */
 #include <math.h>
@@ -647,6 +661,429 @@ static void row(const char *name, double sec, int threads, double px,
          100 * gflops / peak);
 }
 
+
+/* ------------------------------------------------------- OpenCL mode */
+
+#if QS_HAVE_OPENCL
+#include <dlfcn.h>
+
+#include "cl/clrt.h"
+#include "methods/esrrf/cl_stat.h"
+
+/* Every kernel launch of the library goes through this definition (the
+ * bench links the static library, whose calls bind to it; the real one is
+ * the next in the search order): it keeps each launch's event, so that
+ * the device's own start and end of every eSRRF kernel can be read after
+ * the call, by kernel name. */
+#define CL_MAX_EVENTS 65536
+static struct {
+  cl_event ev[CL_MAX_EVENTS];
+  cl_kernel k[CL_MAX_EVENTS];
+  size_t n, lost;
+  int on;
+} g_launch;
+
+typedef cl_int (*enqueue_fn)(cl_command_queue, cl_kernel, cl_uint,
+                             const size_t *, const size_t *, const size_t *,
+                             cl_uint, const cl_event *, cl_event *);
+
+CL_API_ENTRY cl_int CL_API_CALL clEnqueueNDRangeKernel(
+    cl_command_queue q, cl_kernel k, cl_uint dim, const size_t *off,
+    const size_t *gws, const size_t *lws, cl_uint nw, const cl_event *wl,
+    cl_event *ev) {
+  static enqueue_fn real;
+  if (!real) {
+    void *f = dlsym(RTLD_NEXT, "clEnqueueNDRangeKernel");
+    memcpy(&real, &f, sizeof real);
+    if (!real) return CL_INVALID_OPERATION;
+  }
+  cl_event mine = NULL;
+  cl_int rc = real(q, k, dim, off, gws, lws, nw, wl, ev ? ev : &mine);
+  cl_event got = ev ? (rc == CL_SUCCESS ? *ev : NULL) : mine;
+  if (rc != CL_SUCCESS || !got) return rc;
+  if (g_launch.on && g_launch.n < CL_MAX_EVENTS) {
+    if (ev) clRetainEvent(got); /* the caller releases its own */
+    clRetainKernel(k);
+    g_launch.ev[g_launch.n] = got;
+    g_launch.k[g_launch.n++] = k;
+  } else {
+    g_launch.lost += g_launch.on;
+    if (!ev) clReleaseEvent(got);
+  }
+  return rc;
+}
+
+/* Device seconds per kernel name of the launches kept since the last
+ * call, and how many launches; releases them. */
+#define CL_KERNELS 12
+typedef struct kstat {
+  char name[64];
+  double sec;
+  long launches;
+} kstat;
+
+static int launches_take(kstat *ks, int max) {
+  int n = 0;
+  for (size_t i = 0; i < g_launch.n; i++) {
+    char name[64] = "";
+    clGetKernelInfo(g_launch.k[i], CL_KERNEL_FUNCTION_NAME, sizeof name,
+                    name, NULL);
+    clWaitForEvents(1, &g_launch.ev[i]);
+    double t = cl_event_seconds(g_launch.ev[i]);
+    int j = 0;
+    while (j < n && strcmp(ks[j].name, name)) j++;
+    if (j == n && n < max) {
+      ks[n] = (kstat){.launches = 0};
+      snprintf(ks[n++].name, sizeof ks[0].name, "%s", name);
+    }
+    if (j < n) {
+      ks[j].sec += t;
+      ks[j].launches++;
+    }
+    clReleaseEvent(g_launch.ev[i]);
+    clReleaseKernel(g_launch.k[i]);
+  }
+  g_launch.n = 0;
+  return n;
+}
+
+/* The device's limits, measured with two small kernels. peak: 8
+ * independent FMA chains per work-item of the device's native float vector
+ * width W (a GPU's is 1; a CPU device's, e.g. PoCL's, its SIMD width,
+ * which its compiler does not find across work-items in a loop like this):
+ * 16·W flops per step, the grid grown until a launch takes >= 50 ms;
+ * copy: float4 loads and stores
+ * between two buffers (bytes read + written). Both the best of 5 by the
+ * launch's events. */
+static const char *const ROOF_CL =
+    "#define FMA_STEP(a) a = fma(a, m, b)\n"
+    "__kernel void roof_fma(__global float *out, float mm, float bb, int n) "
+    "{\n"
+    "  VT m = mm, b = bb, x = (VT)((float)get_global_id(0) * 1e-9f);\n"
+    "  VT a0 = x, a1 = x + 1, a2 = x + 2, a3 = x + 3, a4 = x + 4,\n"
+    "     a5 = x + 5, a6 = x + 6, a7 = x + 7;\n"
+    "  for (int i = 0; i < n; i++) {\n"
+    "    FMA_STEP(a0); FMA_STEP(a1); FMA_STEP(a2); FMA_STEP(a3);\n"
+    "    FMA_STEP(a4); FMA_STEP(a5); FMA_STEP(a6); FMA_STEP(a7);\n"
+    "  }\n"
+    "  VT s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));\n"
+    "  float t = 0;\n"
+    "  for (int k = 0; k < W; k++) t += ((float *)&s)[k];\n"
+    "  out[get_global_id(0)] = t;\n"
+    "}\n"
+    "__kernel void roof_copy(__global const float4 *a, __global float4 *b) "
+    "{\n"
+    "  size_t i = get_global_id(0);\n"
+    "  b[i] = a[i];\n"
+    "}\n";
+
+typedef struct cl_peak {
+  double gflops, gbs;
+  int width; /* floats per chain (the native vector width) */
+} cl_peak;
+
+/* Runs kernel k over `global` items 5 times; the least device seconds. */
+static double cl_best(cl_command_queue q, cl_kernel k, size_t global) {
+  double best = 0;
+  for (int r = 0; r < 5; r++) {
+    cl_event ev = NULL;
+    int was = g_launch.on;
+    g_launch.on = 0;
+    cl_int rc = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL,
+                                       &ev);
+    g_launch.on = was;
+    if (rc != CL_SUCCESS) return 0;
+    clWaitForEvents(1, &ev);
+    double t = cl_event_seconds(ev);
+    clReleaseEvent(ev);
+    if (t > 0 && (best == 0 || t < best)) best = t;
+  }
+  return best;
+}
+
+static int cl_measure(cldev *d, cl_peak *pk, char *err, size_t len) {
+  cl_context ctx;
+  cl_command_queue q;
+  cl_program prog;
+  int rc = cldev_queue(d, &ctx, &q, err, len);
+  cl_uint w = 1;
+  clGetDeviceInfo(cldev_id(d), CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof w,
+                  &w, NULL);
+  if (w != 2 && w != 4 && w != 8 && w != 16) w = 1;
+  char opt[64];
+  snprintf(opt, sizeof opt, "-DW=%u -DVT=float%.0u", w, w > 1 ? w : 0);
+  pk->width = (int)w;
+  if (!rc)
+    rc = cldev_program_text(d, "roofline", ROOF_CL, opt, &prog, NULL, err,
+                            len);
+  if (rc) return rc;
+  const cldev_info *info = cldev_about(d);
+  cl_int e = CL_SUCCESS;
+  cl_kernel kf = clCreateKernel(prog, "roof_fma", &e);
+  cl_kernel kc = e == CL_SUCCESS ? clCreateKernel(prog, "roof_copy", &e)
+                                 : NULL;
+  /* the copy: 256 MiB a buffer on a GPU, 64 MiB on others (host memory),
+   * within the largest allocation */
+  size_t bytes = info->is_gpu ? (size_t)256 << 20 : (size_t)64 << 20;
+  if (info->max_alloc && bytes > info->max_alloc / 2)
+    bytes = (size_t)(info->max_alloc / 2) & ~(size_t)63;
+  size_t items = (size_t)info->compute_units * 1024;
+  if (items < 4096) items = 4096;
+  cl_mem out = NULL, a = NULL, b = NULL;
+  if (e == CL_SUCCESS)
+    rc = cldev_buffer(d, CL_MEM_READ_WRITE, ((size_t)64 << 20), NULL,
+                      "roofline out", &out, err, len);
+  if (!rc && e == CL_SUCCESS)
+    rc = cldev_buffer(d, CL_MEM_READ_WRITE, bytes, NULL, "roofline a", &a,
+                      err, len);
+  if (!rc && e == CL_SUCCESS)
+    rc = cldev_buffer(d, CL_MEM_READ_WRITE, bytes, NULL, "roofline b", &b,
+                      err, len);
+  if (!rc && e == CL_SUCCESS) {
+    float m = 0.999999f, bb = 1e-7f;
+    cl_int n = 1024;
+    e |= clSetKernelArg(kf, 0, sizeof out, &out);
+    e |= clSetKernelArg(kf, 1, sizeof m, &m);
+    e |= clSetKernelArg(kf, 2, sizeof bb, &bb);
+    e |= clSetKernelArg(kf, 3, sizeof n, &n);
+    e |= clSetKernelArg(kc, 0, sizeof a, &a);
+    e |= clSetKernelArg(kc, 1, sizeof b, &b);
+    /* fill a once (its contents do not matter, only that it is there) */
+    float zero = 0;
+    if (e == CL_SUCCESS)
+      e = clEnqueueFillBuffer(q, a, &zero, sizeof zero, 0, bytes, 0, NULL,
+                              NULL);
+    clFinish(q);
+  }
+  if (!rc && e == CL_SUCCESS) {
+    double t = 0;
+    /* grow the grid (at most 64 MiB of outputs) until a launch is long
+     * enough to time */
+    while ((t = cl_best(q, kf, items)) > 0 && t < 0.05 &&
+           items * 2 <= ((size_t)16 << 20))
+      items *= 2;
+    pk->gflops = t > 0 ? (double)items * 1024 * 16 * w / t / 1e9 : 0;
+    double tc = cl_best(q, kc, bytes / 16);
+    pk->gbs = tc > 0 ? 2.0 * (double)bytes / tc / 1e9 : 0;
+    progress("peak kernel: %zu work-items x 1024 steps of 8 x %u-wide "
+             "FMAs, %.4f s; copy %zu MiB, %.4f s", items, w, t, bytes >> 20,
+             tc);
+  }
+  if (e != CL_SUCCESS && !rc)
+    rc = cl_status(e, "running the roofline kernels", err, len);
+  if (kf) clReleaseKernel(kf);
+  if (kc) clReleaseKernel(kc);
+  cldev_release(d, out);
+  cldev_release(d, a);
+  cldev_release(d, b);
+  return rc;
+}
+
+/* The written work model of eSRRF's device kernels (cl/kernels/esrrf.cl,
+ * esrrf_stat.cl) for one call of F frames of R x C at magnification M:
+ * flops counting a multiply-add as two, bytes each kernel must move to or
+ * from device memory at least (every input read once, every output
+ * written once; re-reads that caches serve are not counted, so bytes/s
+ * is a lower bound on the traffic).
+ *   esrrf_gvsum  per (grid row, input column), (2R+1)·C: 4 row taps, each
+ *                both Roberts gradients (3 flops each) and two
+ *                multiply-adds: 40 flops; reads the frame (4·R·C), writes
+ *                two planes (8·(2R+1)·C).
+ *   esrrf_grid   per grid slot, (2R+1)·(2C+1): 4 column taps of both
+ *                planes (16) and the unit vector (|G|², 1/|G|, two
+ *                products: 7): 23 flops; reads 8·(2R+1)·C, writes
+ *                8·(2R+1)·(2C+1).
+ *   esrrf_magv   per (output row, input column), R·M·C: 4 taps, 8 flops;
+ *                reads 4·R·C, writes 4·R·M·C.
+ *   esrrf_rgc    per sample (counted exactly, as the CPU's section 2):
+ *                15 flops (fused_vec.h's model, which esrrf.cl shares);
+ *                per output pixel the intensity's 4 taps and the finish,
+ *                10; reads the grid (8·(2R+1)·(2C+1)) and the intensity
+ *                column sums (4·R·M·C), writes the map (4·R·M·C·M).
+ *   esrrf_fold   per map pixel: a compensated sum (4 flops), for VAR and
+ *                TAC2 a difference and a compensated product (+8); reads
+ *                each map (4), reads and writes the state once a launch
+ *                (8·slots a pixel).
+ *   esrrf_stat_finish  per output pixel and timepoint: 8 flops; reads the
+ *                state (4·slots), writes the image (4). */
+typedef struct kmodel {
+  const char *name;
+  double flops, bytes;
+} kmodel;
+
+static void cl_model(const char *name, long launches, double F, double R,
+                     double C, double M, double samples, int stat,
+                     double *flops, double *bytes) {
+  double plane = R * M * C * M, slots = (double)cl_stat_slots(stat);
+  *flops = *bytes = 0;
+  if (!strcmp(name, "esrrf_gvsum")) {
+    *flops = F * (2 * R + 1) * C * 40;
+    *bytes = F * (4 * R * C + 8 * (2 * R + 1) * C);
+  } else if (!strcmp(name, "esrrf_grid")) {
+    *flops = F * (2 * R + 1) * (2 * C + 1) * 23;
+    *bytes = F * (8 * (2 * R + 1) * C + 8 * (2 * R + 1) * (2 * C + 1));
+  } else if (!strcmp(name, "esrrf_magv")) {
+    *flops = F * R * M * C * 8;
+    *bytes = F * (4 * R * C + 4 * R * M * C);
+  } else if (!strcmp(name, "esrrf_rgc")) {
+    *flops = samples * MODEL_FLOPS + F * plane * 10;
+    *bytes = F * (8 * (2 * R + 1) * (2 * C + 1) + 4 * R * M * C + 4 * plane);
+  } else if (!strcmp(name, "esrrf_fold")) {
+    *flops = F * plane * (stat == TEMPORAL_AVG ? 4 : 12);
+    *bytes = F * plane * 4 + (double)launches * plane * 8 * slots;
+  } else if (!strcmp(name, "esrrf_stat_finish")) {
+    *flops = (double)launches * plane * 8;
+    *bytes = (double)launches * plane * (4 * slots + 4);
+  }
+}
+
+/* roofline opencl [DEVICE [FRAMES ROWS COLS [MAG [RADIUS [REPEATS [INPUT
+ * [TEMPORAL]]]]]]]: DEVICE a device slug or part of one (default: the
+ * first GPU, else the first device). */
+static int cl_main(int argc, char **argv) {
+  const char *want = argc > 1 && strcmp(argv[1], "-") ? argv[1] : NULL;
+  size_t frames = argc > 2 ? strtoul(argv[2], NULL, 10) : 20;
+  size_t rows = argc > 3 ? strtoul(argv[3], NULL, 10) : 256;
+  size_t cols = argc > 4 ? strtoul(argv[4], NULL, 10) : 256;
+  double mag = argc > 5 ? atof(argv[5]) : 5;
+  double radius = argc > 6 ? atof(argv[6]) : 1.5;
+  int repeats = argc > 7 ? atoi(argv[7]) : 5;
+  const char *kind = argc > 8 ? argv[8] : "sim";
+  const char *temporal = argc > 9 ? argv[9] : "avg";
+  if (repeats < 1 || repeats > 100) repeats = 5;
+  int stat = !strcmp(temporal, "var")    ? TEMPORAL_VAR
+             : !strcmp(temporal, "tac2") ? TEMPORAL_TAC2
+                                         : TEMPORAL_AVG;
+  char err[512] = "";
+  clrt *rt = NULL;
+  if (clrt_open(&rt, 0, NULL, err, sizeof err)) {
+    fprintf(stderr, "roofline opencl: %s\n", err);
+    return 1;
+  }
+  cldev *d = NULL;
+  for (size_t i = 0; i < clrt_count(rt) && !d; i++) {
+    const cldev_info *inf = cldev_about(clrt_device(rt, i));
+    if (want ? strstr(inf->slug, want) != NULL : inf->is_gpu)
+      d = clrt_device(rt, i);
+  }
+  if (!d && !want && clrt_count(rt)) d = clrt_device(rt, 0);
+  if (!d) {
+    fprintf(stderr, "roofline opencl: no device%s%s (%s)\n",
+            want ? " matching " : "", want ? want : "",
+            clrt_count(rt) ? "see `quicksilver devices`" : clrt_why(rt));
+    clrt_close(rt);
+    return 1;
+  }
+  const cldev_info *info = cldev_about(d);
+  double load[3] = {0};
+  FILE *la = fopen("/proc/loadavg", "r");
+  if (la) {
+    if (fscanf(la, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
+      load[0] = -1;
+    fclose(la);
+  }
+  printf("device: opencl:%s (%s, %s; %s, %u compute units, %u MHz, %.1f "
+         "GiB), load %.2f %.2f %.2f\n",
+         info->slug, info->name, info->platform, info->is_gpu ? "GPU" : "not a GPU",
+         info->compute_units, info->clock_mhz,
+         (double)info->global_mem / (1 << 30), load[0], load[1], load[2]);
+  progress("the device's FP32 FMA peak and copy bandwidth");
+  cl_peak pk = {0};
+  if (cl_measure(d, &pk, err, sizeof err)) {
+    fprintf(stderr, "roofline opencl: %s\n", err);
+    clrt_close(rt);
+    return 1;
+  }
+  printf("  peak FP32 FMA: %.1f GFLOP/s (%d-wide chains); copy: %.1f GB/s "
+         "(read + written; best of 5 by events)\n", pk.gflops, pk.width,
+         pk.gbs);
+  clrt_close(rt);
+
+  image in;
+  progress("the input (%s) and its samples", kind);
+  if (bench_input(kind, frames, rows, cols, &in, err, sizeof err)) {
+    fprintf(stderr, "input %s: %s\n", kind, err);
+    return 1;
+  }
+  double samples = (double)in.frames *
+                   samples_per_frame((int)in.rows, (int)in.cols, (int)mag,
+                                     radius);
+  printf("work: %s %zu x %zu x %zu, M %g, r %g, %s: %.0f samples\n", kind,
+         in.frames, in.rows, in.cols, mag, radius, temporal, samples);
+  engine_options o = {.db_path = ":memory:", .seed = 1};
+  engine *e = NULL;
+  if (engine_open(&e, &o)) {
+    fprintf(stderr, "engine_open: %s\n", e ? engine_error(e) : "");
+    engine_close(e);
+    image_free(&in);
+    return 1;
+  }
+  char impl[96];
+  snprintf(impl, sizeof impl, "opencl:%s", info->slug);
+  param pp[] = {{"magnification", mag, NULL},
+                {"radius", radius, NULL},
+                {"temporal", 0, temporal}};
+  kstat best[CL_KERNELS];
+  int nb = 0;
+  double best_dev = 0, best_wall = 0;
+  for (int r = -1; r < repeats; r++) {
+    progress("esrrf on %s, run %d of %d", impl, r + 2, repeats + 1);
+    run_request rq = {.inputs = &in, .n_inputs = 1, .params = pp,
+                      .n_params = 3, .impl = impl};
+    run_report rep;
+    image out;
+    g_launch.on = 1;
+    double t0 = now();
+    int rc = method_run(e, "esrrf", &rq, &out, 1, &rep);
+    double wall = now() - t0;
+    g_launch.on = 0;
+    kstat ks[CL_KERNELS];
+    int n = launches_take(ks, CL_KERNELS);
+    if (rc) {
+      fprintf(stderr, "esrrf %s: %s\n", impl, engine_error(e));
+      break;
+    }
+    image_free(&out);
+    double dev = 0;
+    for (int k = 0; k < n; k++) dev += ks[k].sec;
+    if (r >= 0 && (best_dev == 0 || dev < best_dev)) {
+      best_dev = dev;
+      best_wall = wall;
+      nb = n;
+      memcpy(best, ks, sizeof ks);
+    }
+  }
+  if (g_launch.lost)
+    printf("  (%zu launches past the bench's table were not timed)\n",
+           g_launch.lost);
+  printf("esrrf on %s, the run with the least kernel time of %d: wall %.4f "
+         "s, kernels %.4f s (%.1f frames/s by the kernels)\n",
+         impl, repeats, best_wall, best_dev,
+         best_dev > 0 ? (double)in.frames / best_dev : 0);
+  printf("  %-18s %8s %10s %10s %9s %8s %9s %8s\n", "kernel", "launches",
+         "seconds", "GFLOP", "GFLOP/s", "% peak", "GB/s", "% copy");
+  for (int k = 0; k < nb; k++) {
+    double fl, by;
+    cl_model(best[k].name, best[k].launches, (double)in.frames,
+             (double)in.rows, (double)in.cols, mag, samples, stat, &fl, &by);
+    double s = best[k].sec;
+    if (fl <= 0 && by <= 0) {
+      printf("  %-18s %8ld %10.5f %10s (no model)\n", best[k].name,
+             best[k].launches, s, "-");
+      continue;
+    }
+    double gf = s > 0 ? fl / s / 1e9 : 0, gb = s > 0 ? by / s / 1e9 : 0;
+    printf("  %-18s %8ld %10.5f %10.3f %9.1f %7.1f%% %9.1f %7.1f%%\n",
+           best[k].name, best[k].launches, s, fl / 1e9, gf,
+           pk.gflops > 0 ? 100 * gf / pk.gflops : 0, gb,
+           pk.gbs > 0 ? 100 * gb / pk.gbs : 0);
+  }
+  engine_close(e);
+  image_free(&in);
+  return 0;
+}
+#endif
+
 int main(int argc, char **argv) {
   size_t frames = argc > 1 ? strtoul(argv[1], NULL, 10) : 20;
   size_t rows = argc > 2 ? strtoul(argv[2], NULL, 10) : 256;
@@ -659,6 +1096,15 @@ int main(int argc, char **argv) {
   const char *pass_list =
       argc > 9 ? argv[9] : "fused,fused_vec,fused_avx2,fused_avx512";
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc > 1 && !strcmp(argv[1], "opencl")) {
+    g_start = now();
+#if QS_HAVE_OPENCL
+    return cl_main(argc - 1, argv + 1);
+#else
+    fprintf(stderr, "roofline opencl: this build has no OpenCL\n");
+    return 1;
+#endif
+  }
   if (repeats < 1 || repeats > 100) repeats = 5;
   g_start = now();
   double load[3] = {0};
