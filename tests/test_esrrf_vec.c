@@ -17,6 +17,7 @@
 #include "method_harness.h"
 #include "vec_harness.h"
 #include "qs_test.h"
+#include "simulate.h"
 #include "tiff.h"
 
 TestSuite(esrrf_vec, .fini = qs_leak_check);
@@ -290,5 +291,108 @@ Test(esrrf_vec, avx512_every_partial_group_within_1e6_of_serial) {
       image_free(out);
       image_free(&st);
     }
+  engine_close(e);
+}
+
+/* ------------------------------------------------ the accuracy claims */
+
+/* What README.md states of the vector and OpenCL paths against serial,
+ * pinned on simulated camera input (tools/simulate.c's defaults: blinking
+ * emitters, offset, background, shot and read noise) and on the real mito
+ * stack, for every such implementation this machine lists (OpenCL: the
+ * engine's OpenCL choice, PoCL here):
+ *   - the per-frame maps (temporal=none) and AVG outputs (macro-pixel
+ *     correction on, the default) within 1e-6 of serial's peak;
+ *   - VAR at sensitivity 4 and TAC2 with the macro-pixel correction are
+ *     ill-conditioned: from maps within 1e-6 (the first claim, the same
+ *     calls with temporal=none), the power of 4 and the correction's
+ *     division by phase means near zero amplify the last bits: 1.9e-6
+ *     here for VAR s4 on the mito stack, 4.4e-5 for TAC2 on a 12 x 48 x 40
+ *     simulated stack (fused_vec), and the scalar fused, which shares no
+ *     vector code, is 5.9e-5 from serial on the TAC2 fixture
+ *     (every_esrrf_fixture_within_1e6_of_serial); they are pinned within
+ *     5e-5 of serial's peak. */
+#define ACC_ILL 5e-5
+
+static image sim_stack(size_t frames, size_t rows, size_t cols) {
+  double v[SIM_N];
+  for (int k = 0; k < SIM_N; k++) v[k] = sim_params[k].def;
+  v[SIM_FRAMES] = (double)frames;
+  v[SIM_ROWS] = (double)rows;
+  v[SIM_COLS] = (double)cols;
+  image m;
+  char err[256];
+  cr_assert_eq(simulate(v, &m, NULL, err, sizeof err), QS_OK, "%s", err);
+  return m;
+}
+
+/* Runs impl (a name, or the kind "opencl") and returns whether it ran. */
+static int run_any(engine *e, const char *impl, const image *in,
+                   const param *p, size_t n_p, image *out) {
+  run_request rq = {.inputs = in, .n_inputs = 1, .params = p, .n_params = n_p,
+                    .impl = impl};
+  run_report rep;
+  int rc = method_run(e, "esrrf", &rq, out, 1, &rep);
+  if (rc == QS_EUNAVAIL) return 0;
+  cr_assert_eq(rc, QS_OK, "esrrf %s: %s", impl, engine_error(e));
+  cr_assert(!strncmp(rep.impl, impl, strlen(impl)), "%s ran as %s", impl,
+            rep.impl);
+  return 1;
+}
+
+/* Every vector variant listed and OpenCL against serial on in with p:
+ * within rel of serial's peak. Returns how many ran. */
+static int acc_check(engine *e, const image *in, const param *p, size_t n_p,
+                     double rel, const char *what) {
+  static const char *const impls[] = {"fused_vec", "fused_avx2",
+                                      "fused_avx512", "opencl"};
+  image ref[1];
+  run_any(e, "serial", in, p, n_p, ref);
+  int ran = 0;
+  for (size_t i = 0; i < 4; i++) {
+    char why[256];
+    if (i < 3 && !vec_listed(e, "esrrf", impls[i], why, sizeof why))
+      continue;
+    image out[1];
+    if (!run_any(e, impls[i], in, p, n_p, out)) continue;
+    expect_close(out, ref, rel, what, impls[i]);
+    image_free(out);
+    ran++;
+  }
+  image_free(ref);
+  return ran;
+}
+
+Test(esrrf_vec, accuracy_maps_and_avg_within_1e6_ill_conditioned_within_5e5) {
+  engine *e = open_engine(2);
+  char path[1024], err[512];
+  snprintf(path, sizeof path, "%s/tests/data/real/%s", QS_SOURCE_ROOT,
+           "musical_cardiomyoblast_mito_100f.tif");
+  image mito;
+  cr_assert_eq(tiff_read(path, &mito, err, sizeof err), QS_OK, "%s", err);
+  image stacks[2] = {sim_stack(10, 32, 32),
+                     image_wrap(mito.data, 10, mito.rows, mito.cols)};
+  const char *names[2] = {"sim 10x32x32", "mito 10f"};
+  for (int k = 0; k < 2; k++) {
+    char what[96];
+    param maps[] = {{"magnification", 5, NULL}, {"temporal", 0, "none"}};
+    snprintf(what, sizeof what, "%s maps", names[k]);
+    cr_expect_geq(acc_check(e, &stacks[k], maps, 2, VEC_REL, what), 1);
+    param avg[] = {{"magnification", 5, NULL}, {"temporal", 0, "avg"}};
+    snprintf(what, sizeof what, "%s avg", names[k]);
+    cr_expect_geq(acc_check(e, &stacks[k], avg, 2, VEC_REL, what), 1);
+    param var4[] = {{"magnification", 5, NULL},
+                    {"sensitivity", 4, NULL},
+                    {"temporal", 0, "var"}};
+    snprintf(what, sizeof what, "%s var s4", names[k]);
+    cr_expect_geq(acc_check(e, &stacks[k], var4, 3, ACC_ILL, what), 1);
+    param tac2[] = {{"magnification", 5, NULL},
+                    {"temporal", 0, "tac2"},
+                    {"macro_pixel_correction", 1, NULL}};
+    snprintf(what, sizeof what, "%s tac2 mpc", names[k]);
+    cr_expect_geq(acc_check(e, &stacks[k], tac2, 3, ACC_ILL, what), 1);
+  }
+  image_free(&stacks[0]);
+  image_free(&mito);
   engine_close(e);
 }
