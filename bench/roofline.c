@@ -67,7 +67,9 @@
  * runs like on any device.
  *
  * Run it on a quiet machine; it prints the load average it started with. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* syscall, for perf_event_open */
+#endif
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -133,48 +135,45 @@ static const char *const ISA_NAME[] = {"SSE mul+add 4-wide",
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-/* 12 independent 8-wide FMA chains: 192 flops per iteration. */
-__attribute__((target("avx2,fma"))) static float fma_loop(long iters) {
-  __m256 m = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-#define INIT(k) __m256 a##k = _mm256_set1_ps((float)(k));
-#define STEP(k) a##k = _mm256_fmadd_ps(a##k, m, b);
-#define SUM(k) s = _mm256_add_ps(s, a##k);
-  CHAINS(INIT)
-  for (long i = 0; i < iters; i++) {
-    CHAINS(STEP)
+/* The loop `name`: twelve independent FMA chains of the vector type VT
+ * (WIDTH floats, intrinsics of prefix P: both defined around each use),
+ * 24·WIDTH flops per iteration, compiled for the instruction sets `isa`. */
+#define PASTE_(a, b) a##b
+#define PASTE(a, b) PASTE_(a, b)
+#define PI(op) PASTE(P, op) /* P's intrinsic op */
+#define FMA_LOOP(name, isa, WIDTH)                                           \
+  __attribute__((target(isa))) static float name(long iters) {              \
+    VT m = PI(_set1_ps)(0.999999f), b = PI(_set1_ps)(1e-7f);                  \
+    CHAINS(FMA_INIT)                                                         \
+    for (long i = 0; i < iters; i++) {                                       \
+      CHAINS(FMA_STEP)                                                       \
+    }                                                                        \
+    VT s = PI(_setzero_ps)();                                                 \
+    CHAINS(FMA_SUM)                                                          \
+    float out[WIDTH];                                                        \
+    PI(_storeu_ps)(out, s);                                                   \
+    return out[0];                                                           \
   }
-  __m256 s = _mm256_setzero_ps();
-  CHAINS(SUM)
-  float out[8];
-  _mm256_storeu_ps(out, s);
-  return out[0];
-#undef INIT
-#undef STEP
-#undef SUM
-}
+#define FMA_INIT(k) VT a##k = PI(_set1_ps)((float)(k));
+#define FMA_STEP(k) a##k = PI(_fmadd_ps)(a##k, m, b);
+#define FMA_SUM(k) s = PI(_add_ps)(s, a##k);
 
-/* The same with 16-wide AVX-512F FMAs: 384 flops per iteration (built
- * where the compiler has AVX-512, as methods/esrrf/fused_avx512.c). */
+/* 8-wide AVX2 FMAs: 192 flops per iteration. */
+#define VT __m256
+#define P _mm256
+FMA_LOOP(fma_loop, "avx2,fma", 8)
+#undef VT
+#undef P
+
+/* 16-wide AVX-512F FMAs: 384 flops per iteration (built where the
+ * compiler has AVX-512, as methods/esrrf/fused_avx512.c). */
 #if (defined(__clang__) || __GNUC__ >= 5) && !defined(QS_NO_AVX512)
 #define ROOF_AVX512 1
-__attribute__((target("avx512f"))) static float fma512_loop(long iters) {
-  __m512 m = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-#define INIT(k) __m512 a##k = _mm512_set1_ps((float)(k));
-#define STEP(k) a##k = _mm512_fmadd_ps(a##k, m, b);
-#define SUM(k) s = _mm512_add_ps(s, a##k);
-  CHAINS(INIT)
-  for (long i = 0; i < iters; i++) {
-    CHAINS(STEP)
-  }
-  __m512 s = _mm512_setzero_ps();
-  CHAINS(SUM)
-  float out[16];
-  _mm512_storeu_ps(out, s);
-  return out[0];
-#undef INIT
-#undef STEP
-#undef SUM
-}
+#define VT __m512
+#define P _mm512
+FMA_LOOP(fma512_loop, "avx512f", 16)
+#undef VT
+#undef P
 #endif
 #endif
 
@@ -662,6 +661,38 @@ static void row(const char *name, double sec, int threads, double px,
 }
 
 
+/* The 1, 5 and 15 minute load averages (-1 first where unreadable). */
+static void read_load(double load[3]) {
+  load[0] = load[1] = load[2] = 0;
+  FILE *la = fopen("/proc/loadavg", "r");
+  if (!la) return;
+  if (fscanf(la, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
+    load[0] = -1;
+  fclose(la);
+}
+
+/* The input (bench/input.h's kind) into *in and an engine on an
+ * in-memory store into *e; 1 with a message on stderr if either fails
+ * (nothing left to free). */
+static int open_work(const char *kind, size_t frames, size_t rows,
+                     size_t cols, image *in, engine **e) {
+  char err[512];
+  progress("the input (%s) and its samples", kind);
+  if (bench_input(kind, frames, rows, cols, in, err, sizeof err)) {
+    fprintf(stderr, "input %s: %s\n", kind, err);
+    return 1;
+  }
+  engine_options o = {.db_path = ":memory:", .seed = 1};
+  *e = NULL;
+  if (engine_open(e, &o)) {
+    fprintf(stderr, "engine_open: %s\n", *e ? engine_error(*e) : "");
+    engine_close(*e);
+    image_free(in);
+    return 1;
+  }
+  return 0;
+}
+
 /* ------------------------------------------------------- OpenCL mode */
 
 #if QS_HAVE_OPENCL
@@ -975,13 +1006,8 @@ static int cl_main(int argc, char **argv) {
     return 1;
   }
   const cldev_info *info = cldev_about(d);
-  double load[3] = {0};
-  FILE *la = fopen("/proc/loadavg", "r");
-  if (la) {
-    if (fscanf(la, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
-      load[0] = -1;
-    fclose(la);
-  }
+  double load[3];
+  read_load(load);
   printf("device: opencl:%s (%s, %s; %s, %u compute units, %u MHz, %.1f "
          "GiB), load %.2f %.2f %.2f\n",
          info->slug, info->name, info->platform, info->is_gpu ? "GPU" : "not a GPU",
@@ -1000,24 +1026,13 @@ static int cl_main(int argc, char **argv) {
   clrt_close(rt);
 
   image in;
-  progress("the input (%s) and its samples", kind);
-  if (bench_input(kind, frames, rows, cols, &in, err, sizeof err)) {
-    fprintf(stderr, "input %s: %s\n", kind, err);
-    return 1;
-  }
+  engine *e;
+  if (open_work(kind, frames, rows, cols, &in, &e)) return 1;
   double samples = (double)in.frames *
                    samples_per_frame((int)in.rows, (int)in.cols, (int)mag,
                                      radius);
   printf("work: %s %zu x %zu x %zu, M %g, r %g, %s: %.0f samples\n", kind,
          in.frames, in.rows, in.cols, mag, radius, temporal, samples);
-  engine_options o = {.db_path = ":memory:", .seed = 1};
-  engine *e = NULL;
-  if (engine_open(&e, &o)) {
-    fprintf(stderr, "engine_open: %s\n", e ? engine_error(e) : "");
-    engine_close(e);
-    image_free(&in);
-    return 1;
-  }
   char impl[96];
   snprintf(impl, sizeof impl, "opencl:%s", info->slug);
   param pp[] = {{"magnification", mag, NULL},
@@ -1107,13 +1122,8 @@ int main(int argc, char **argv) {
   }
   if (repeats < 1 || repeats > 100) repeats = 5;
   g_start = now();
-  double load[3] = {0};
-  FILE *la = fopen("/proc/loadavg", "r");
-  if (la) {
-    if (fscanf(la, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
-      load[0] = -1;
-    fclose(la);
-  }
+  double load[3];
+  read_load(load);
 
   machine m = {.cores = pool_cores()};
   int isa = widest_isa();
@@ -1147,12 +1157,8 @@ int main(int argc, char **argv) {
          dispatch_us(m.cores), m.cores);
 
   image in;
-  char err[512];
-  progress("the input (%s) and its samples", kind);
-  if (bench_input(kind, frames, rows, cols, &in, err, sizeof err)) {
-    fprintf(stderr, "input %s: %s\n", kind, err);
-    return 1;
-  }
+  engine *e;
+  if (open_work(kind, frames, rows, cols, &in, &e)) return 1;
   double px = (double)in.frames * (double)in.rows * (double)in.cols * mag *
               mag;
   double samples =
@@ -1163,14 +1169,6 @@ int main(int argc, char **argv) {
          kind, in.frames, in.rows, in.cols, mag, radius, px, samples,
          samples / px, samples * MODEL_FLOPS, MODEL_FLOPS);
 
-  engine_options o = {.db_path = ":memory:", .seed = 1};
-  engine *e = NULL;
-  if (engine_open(&e, &o)) {
-    fprintf(stderr, "engine_open: %s\n", e ? engine_error(e) : "");
-    engine_close(e);
-    image_free(&in);
-    return 1;
-  }
   /* the implementations: the list given, or every available one */
   char names[32][64];
   int n = 0;
