@@ -257,12 +257,26 @@ typedef struct fv_at {
   int col_max;      /* largest raw grid column in bounds */
 } fv_at;
 
+/* The lanes of group `at` whose column tap of candidate r is out of bounds
+ * (0 < v <= n_m − 1 fails: raw column outside [1, col_max]) cleared from
+ * in; only a border group has such lanes, and only for the candidates
+ * whose lane-0 column is left of 1 or whose last lane's is past the last
+ * column. */
+static inline fv_m fv_cols_in(const fv_row *r, const fv_at *at, fv_m in) {
+  int lo = r->col + 2 * (int)at->k0; /* lane 0's raw column */
+  if (!at->border || (lo >= 1 && lo + 2 * (FV_LANES - 1) <= at->col_max))
+    return in;
+  fv_f raw = fv_splat((float)lo);
+  for (int k = 0; k < FV_LANES; k++) raw[k] += (float)(2 * k);
+  return FV_AND(in, FV_AND(FV_GE(raw, fv_splat(1.0f)),
+                           FV_LE(raw, fv_splat((float)at->col_max))));
+}
+
 /* The lanes of one group: adds to *rgc and *wsum the convergence terms
  * and weights over the row's list: the sure candidates (unless sure_done),
  * then those near the disk edge, which take the exact distance and the
- * reference's test. A border group masks the lanes whose column tap is out
- * of bounds (0 < v <= n_m − 1 fails: raw column outside [1, col_max]),
- * for the candidates where some lane's is. */
+ * reference's test; a border group's lanes with column taps out of bounds
+ * masked (fv_cols_in). */
 static inline void fv_group(const fv_row *r, int n_sure, int n,
                             const fv_at *at, int sure_done, fv_f *rgc,
                             fv_f *wsum) {
@@ -275,20 +289,14 @@ static inline void fv_group(const fv_row *r, int n_sure, int n,
       ws += w;
     }
   }
-  fv_f lane2 = {0}, top = fv_splat((float)at->col_max);
-  for (int k = 0; k < FV_LANES; k++) lane2[k] = (float)(2 * k);
-  for (int k = at->border ? 0 : n_sure; k < n; k++) {
+  for (int k = at->border && !sure_done ? 0 : n_sure; k < n; k++) {
     fv_m dot = fv_term(&r[k], at->k0, at->gy_off, ex, &dx, &dy, &w, &t);
     fv_m in = FV_ALL;
     if (k >= n_sure) {
       fv_f d = FV_SQRT(dx * dx + dy * dy); /* not fused: the reference's d */
       in = FV_AND(FV_LE(d, fv_splat(at->tso)), FV_NE(d, zero));
     }
-    int lo = r[k].col + 2 * (int)at->k0; /* lane 0's raw column */
-    if (at->border && (lo < 1 || lo + 2 * (FV_LANES - 1) > at->col_max)) {
-      fv_f raw = fv_splat((float)lo) + lane2;
-      in = FV_AND(in, FV_AND(FV_GE(raw, fv_splat(1.0f)), FV_LE(raw, top)));
-    }
+    in = fv_cols_in(&r[k], at, in);
     acc = FV_ADD_IF(acc, FV_AND(in, dot), t);
     ws = FV_ADD_IF(ws, in, w);
   }
@@ -296,19 +304,32 @@ static inline void fv_group(const fv_row *r, int n_sure, int n,
   *wsum = ws;
 }
 
-/* The sure candidates of two non-border groups in one pass: each
- * candidate's constants are loaded once for both (the same sums, in the
- * same order, as two fv_group calls). */
+/* The sure candidates of two groups in one pass: each candidate's
+ * constants are loaded once for both (the same sums, in the same order, as
+ * two fv_group calls; a border group's lanes masked as there). */
 static inline void fv_sure2(const fv_row *r, int n_sure, const fv_at *a,
                             const fv_at *b, fv_f *rgc, fv_f *wsum) {
   fv_f ra = {0}, wa = {0}, rb = {0}, wb = {0}, dx, dy, w, t;
-  for (int k = 0; k < n_sure; k++) {
-    fv_m in = fv_term(&r[k], a->k0, a->gy_off, a->ex, &dx, &dy, &w, &t);
-    ra = FV_ADD_IF(ra, in, t);
-    wa += w;
-    in = fv_term(&r[k], b->k0, b->gy_off, b->ex, &dx, &dy, &w, &t);
-    rb = FV_ADD_IF(rb, in, t);
-    wb += w;
+  if (!a->border && !b->border) {
+    for (int k = 0; k < n_sure; k++) {
+      fv_m in = fv_term(&r[k], a->k0, a->gy_off, a->ex, &dx, &dy, &w, &t);
+      ra = FV_ADD_IF(ra, in, t);
+      wa += w;
+      in = fv_term(&r[k], b->k0, b->gy_off, b->ex, &dx, &dy, &w, &t);
+      rb = FV_ADD_IF(rb, in, t);
+      wb += w;
+    }
+  } else {
+    for (int k = 0; k < n_sure; k++) {
+      fv_m dot = fv_term(&r[k], a->k0, a->gy_off, a->ex, &dx, &dy, &w, &t);
+      fv_m in = fv_cols_in(&r[k], a, FV_ALL);
+      ra = FV_ADD_IF(ra, FV_AND(in, dot), t);
+      wa = FV_ADD_IF(wa, in, w);
+      dot = fv_term(&r[k], b->k0, b->gy_off, b->ex, &dx, &dy, &w, &t);
+      in = fv_cols_in(&r[k], b, FV_ALL);
+      rb = FV_ADD_IF(rb, FV_AND(in, dot), t);
+      wb = FV_ADD_IF(wb, in, w);
+    }
   }
   rgc[0] = ra;
   wsum[0] = wa;
@@ -458,7 +479,7 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
       int n_sure = 0;
       int n = fv_row_list(v, rt, rok, &v->list[py * mag + px], ey, r,
                           &n_sure);
-      /* groups two at a time where neither is a border group */
+      /* groups two at a time (the last alone where their count is odd) */
       for (int k0 = 0, gi = v->ex_at[px]; k0 < v->nk[px];) {
         fv_at two[2] = {at, at};
         fv_f acc[2] = {{0}, {0}}, ws[2] = {{0}, {0}};
@@ -466,12 +487,11 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
         two[0].k0 = (size_t)k0;
         two[0].ex = v->ex[gi];
         two[0].border = v->border[gi];
-        if (k0 + FV_LANES < v->nk[px] && !two[0].border &&
-            !v->border[gi + 1]) {
+        if (k0 + FV_LANES < v->nk[px]) {
           m = 2;
           two[1].k0 = (size_t)(k0 + FV_LANES);
           two[1].ex = v->ex[gi + 1];
-          two[1].border = 0;
+          two[1].border = v->border[gi + 1];
           fv_sure2(r, n_sure, &two[0], &two[1], acc, ws);
         }
         for (int h = 0; h < m; h++) {
