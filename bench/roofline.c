@@ -910,8 +910,9 @@ static int cl_measure(cldev *d, cl_peak *pk, char *err, size_t len) {
   return rc;
 }
 
-/* The written work model of eSRRF's device kernels (cl/kernels/esrrf.cl,
- * esrrf_stat.cl) for one call of F frames of R x C at magnification M:
+/* The written work model of eSRRF's device kernels
+ * (methods/esrrf/esrrf.cl, esrrf_stat.cl) for one call of F frames of
+ * R x C at magnification M:
  * flops counting a multiply-add as two, bytes each kernel must move to or
  * from device memory at least (every input read once, every output
  * written once; re-reads that caches serve are not counted, so bytes/s
