@@ -63,6 +63,17 @@ static inline __m512 fv_inv_norm_avx512(__m512 g2) {
       _mm512_castpd256_pd512(_mm256_castps_pd(l)), _mm256_castps_pd(h), 1));
 }
 #define FV_INV_NORM(g2) ((fv_f)fv_inv_norm_avx512((__m512)(g2)))
+
+/* fused_vec.h's FV_SPLIT in one permutation: even lanes to the low half,
+ * odd lanes to the high half, two 8-float stores. */
+static inline void fv_split_avx512(__m512 v, float *even, float *odd) {
+  const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5,
+                                        7, 9, 11, 13, 15);
+  __m512d p = _mm512_castps_pd(_mm512_permutexvar_ps(idx, v));
+  _mm256_storeu_ps(even, _mm256_castpd_ps(_mm512_castpd512_pd256(p)));
+  _mm256_storeu_ps(odd, _mm256_castpd_ps(_mm512_extractf64x4_pd(p, 1)));
+}
+#define FV_SPLIT(v, even, odd) fv_split_avx512((__m512)(v), even, odd)
 #include "methods/esrrf/fused_vec.h"
 
 const fused_variant *fused_avx512_pass(void) { return &fv_variant; }

@@ -171,6 +171,18 @@ static inline fv_f fv_inv_norm_lanes(fv_f g2) {
   return g2;
 }
 
+/* Lanes 0, 2, 4, ... of v to even[0 .. FV_LANES / 2), lanes 1, 3, ... to
+ * odd[0 .. FV_LANES / 2) (the including file may give a shuffle). */
+#ifndef FV_SPLIT
+#define FV_SPLIT(v, even, odd) fv_split_lanes(v, even, odd)
+#endif
+static inline void fv_split_lanes(fv_f v, float *even, float *odd) {
+  for (int k = 0; k < FV_LANES / 2; k++) {
+    even[k] = v[2 * k];
+    odd[k] = v[2 * k + 1];
+  }
+}
+
 /* Row a of the unit-gradient grid from its samples gx, gy (2C + 1 each),
  * split by column parity; plane position q holds grid column
  * 2(q − lp) + parity: zero left of column 0 (taps there are masked),
@@ -188,11 +200,8 @@ static void fv_soa_row(const fv_state *v, size_t a, size_t gw,
     fv_i some = (x != zero) | (y != zero);
     fv_f inv = FV_INV_NORM(x * x + y * y);
     fv_f nx = fv_keep(some, x * inv), ny = fv_keep(some, y * inv);
-    for (int k = 0; k < FV_LANES; k++) {
-      size_t q = c + (size_t)k, h = q >> 1;
-      (q & 1 ? ox : ex)[h] = nx[k];
-      (q & 1 ? oy : ey)[h] = ny[k];
-    }
+    FV_SPLIT(nx, ex + c / 2, ox + c / 2); /* c is even */
+    FV_SPLIT(ny, ey + c / 2, oy + c / 2);
   }
   for (; c < gw; c++) {
     float nx = 0, ny = 0;
