@@ -272,10 +272,7 @@ Test(esrrf_vec, avx512_listed_exactly_where_the_cpu_has_it) {
 Test(esrrf_vec, avx512_every_partial_group_within_1e6_of_serial) {
   engine *e = open_engine(2);
   char why[256];
-  if (!vec_listed(e, "esrrf", "fused_avx512", why, sizeof why)) {
-    engine_close(e);
-    cr_skip_test("fused_avx512 not checked here: %s", why);
-  }
+  vec_require(e, "esrrf", "fused_avx512");
   int avx2 = vec_listed(e, "esrrf", "fused_avx2", why, sizeof why);
   static const int mags[] = {5, 2, 8, 3};
   int k = 0;

@@ -283,11 +283,7 @@ Test(rgc_vec, avx512_listed_exactly_where_the_cpu_has_it) {
  * grid above runs it too where listed; this test says so where not). */
 Test(rgc_vec, avx512_real_stack_within_1e6_of_serial) {
   engine *e = open_engine(2);
-  char why[256];
-  if (!vec_listed(e, "rgc", "avx512", why, sizeof why)) {
-    engine_close(e);
-    cr_skip_test("rgc avx512 not checked here: %s", why);
-  }
+  vec_require(e, "rgc", "avx512");
   char path[1024], err[512];
   snprintf(path, sizeof path, "%s/tests/data/real/%s", QS_SOURCE_ROOT,
            "musical_cardiomyoblast_mito_100f.tif");

@@ -103,6 +103,15 @@ static void vec_expect_avx512_listing(const char *method, const char *avx512,
   engine_close(e);
 }
 
+/* Skips the running test, visibly and saying why, where `method` does not
+ * list `impl` on this machine (closing e first). */
+static void vec_require(engine *e, const char *method, const char *impl) {
+  char why[256];
+  if (vec_listed(e, method, impl, why, sizeof why)) return;
+  engine_close(e);
+  cr_skip_test("%s %s not checked here: %s", method, impl, why);
+}
+
 /* Same shape and the same bits. */
 static int same_bits(const image *a, const image *b) {
   return a->frames == b->frames && a->rows == b->rows && a->cols == b->cols &&
