@@ -42,7 +42,11 @@
  *
  * Results depend on the lane layout only through the pixel, never on the
  * worker or the split of rows: threaded runs equal single-thread runs bit
- * for bit. Internal to methods/esrrf. */
+ * for bit. Nor on the lane count: a pixel sums its candidates in the same
+ * order whatever group it falls in (a border group masks per candidate
+ * what an inner group would not add), so the 8- and 16-lane builds with
+ * fused multiply-adds (fused_avx2, fused_avx512) give the same bits.
+ * Internal to methods/esrrf. */
 #ifndef QS_ESRRF_FUSED_VEC_H
 #define QS_ESRRF_FUSED_VEC_H
 
