@@ -22,11 +22,16 @@ Threads
     with two engines run in parallel. An engine serves one call at a time;
     a second thread calling the same engine waits its turn.
 
-Ctrl-C
-    The engine has no cancellation point inside a run: a run (or a stream
-    push) in progress
-    finishes (and its timing is recorded whole), then its outputs are
-    dropped and ``KeyboardInterrupt`` is raised as soon as the call returns.
+Progress and Ctrl-C
+    :meth:`Engine.run`, :meth:`Engine.benchmark` and the module-level
+    functions take ``progress=``: a callable ``f(done, total)`` called on
+    the calling thread about every 50 ms and once at the end with
+    ``done == total`` (a true return value cancels the call with
+    :class:`CancelledError`, an exception it raises cancels it and
+    propagates), or ``True`` for a tqdm bar when tqdm is installed.
+    Ctrl-C cancels the running call within a fraction of a second and
+    raises ``KeyboardInterrupt``; a cancelled call records no timing. A
+    stream push runs to its end, then ``KeyboardInterrupt`` is raised.
 
 Timing store
     Every run is timed and recorded in the engine's SQLite store (``db``;
@@ -51,6 +56,7 @@ from typing import Any, Iterator, Optional, Sequence, Union, overload
 import numpy as np
 
 from . import _core
+from . import _progress
 from ._errors import (STATUS, CancelledError, ConfigurationError, CopyError,
                       DTypeError, Error, ExistsError, FileFormatError,
                       ImplementationError, OpenCLError, OutOfMemoryError,
@@ -437,7 +443,8 @@ class Engine:
                      for k, a in enumerate(arrays))
 
     def run(self, method: str, *arrays: ArrayLike, impl: Optional[str] = None,
-            copy: bool = True, **params: ParamValue) -> Result:
+            copy: bool = True, progress: _progress.ProgressArg = None,
+            **params: ParamValue) -> Result:
         """Runs `method` on the input arrays with keyword parameters.
 
         Args:
@@ -450,6 +457,9 @@ class Engine:
                 comma-separated) restricts the choice.
             copy: False raises :class:`CopyError` instead of converting an
                 input that is not C-contiguous native float32.
+            progress: a callable ``f(done, total)`` (a true return value
+                cancels), or True for a tqdm bar; see the module's
+                "Progress and Ctrl-C".
             **params: the method's parameters by name; enums by name
                 (``temporal="var"``), booleans as bool.
 
@@ -462,28 +472,33 @@ class Engine:
                 or out-of-range parameter, NaN value.
             ShapeError, DTypeError, CopyError, UnknownMethodError,
             UnknownImplementationError, UnavailableError,
+            CancelledError: the progress callback returned true.
             ImplementationError: as named.
         """
         inputs = self._inputs(method, arrays, copy)
         d = self._desc(method)
-        _check_keywords(method, d, params, ("impl", "copy"))
-        outs, rep = self._core.run(method, inputs, _param_items(params), impl)
+        _check_keywords(method, d, params, ("impl", "copy", "progress"))
+        with _progress.callback(progress, method) as cb:
+            outs, rep = self._core.run(method, inputs, _param_items(params),
+                                       impl, cb)
         names = [n for n, _ in d["outputs"]] if d else [
             str(k) for k in range(len(outs))]
         return Result(names, outs, Report._from(rep))
 
     def benchmark(self, method: str, *arrays: ArrayLike,
                   impls: Optional[str] = None, warmup: int = 1,
-                  repeats: int = 5, **params: ParamValue) -> list[BenchEntry]:
+                  repeats: int = 5, progress: _progress.ProgressArg = None,
+                  **params: ParamValue) -> list[BenchEntry]:
         """Times every available implementation (or those in `impls`, names or
         kinds, comma-separated): `warmup` untimed then `repeats` timed runs
         each, all recorded in the store, each output checked against serial.
-        Fastest first."""
+        Fastest first. `progress` as in :meth:`run`."""
         inputs = self._inputs(method, arrays, True)
         _check_keywords(method, self._desc(method), params,
-                        ("impls", "warmup", "repeats"))
-        rows = self._core.benchmark(method, inputs, _param_items(params),
-                                    impls, int(warmup), int(repeats))
+                        ("impls", "warmup", "repeats", "progress"))
+        with _progress.callback(progress, method) as cb:
+            rows = self._core.benchmark(method, inputs, _param_items(params),
+                                        impls, int(warmup), int(repeats), cb)
         return [BenchEntry(**r) for r in rows]
 
     def methods(self) -> list[Method]:
@@ -837,13 +852,16 @@ def esrrf(stack: ArrayLike, magnification: int = 5, radius: float = 1.5,
           sensitivity: float = 1.0, frames_per_timepoint: int = 0,
           temporal: str = "avg", intensity_weighting: bool = True,
           macro_pixel_correction: bool = True,
-          impl: Optional[str] = None) -> np.ndarray:
+          impl: Optional[str] = None,
+          progress: _progress.ProgressArg = None) -> np.ndarray:
     """eSRRF of a stack ``(F, R, C)``: ``(T, R*M, C*M)`` float32 with
     ``T = ceil(F / frames_per_timepoint)`` (1 for 0), or ``(F, R*M, C*M)``
     for ``temporal="none"``. `temporal` is ``"avg"``, ``"var"``, ``"tac2"``
-    or ``"none"``. Runs on :func:`default_engine`."""
+    or ``"none"``; `progress` as in :meth:`Engine.run`. Runs on
+    :func:`default_engine`."""
     return default_engine().run(
-        "esrrf", stack, impl=impl, magnification=magnification,
+        "esrrf", stack, impl=impl, progress=progress,
+        magnification=magnification,
         radius=radius, sensitivity=sensitivity,
         frames_per_timepoint=frames_per_timepoint, temporal=temporal,
         intensity_weighting=intensity_weighting,
@@ -853,31 +871,37 @@ def esrrf(stack: ArrayLike, magnification: int = 5, radius: float = 1.5,
 def shift_magnify(image: ArrayLike, shift_row: float = 0.0,
                   shift_col: float = 0.0, magnification_row: float = 2.0,
                   magnification_col: float = 2.0,
-                  impl: Optional[str] = None) -> np.ndarray:
+                  impl: Optional[str] = None,
+                  progress: _progress.ProgressArg = None) -> np.ndarray:
     """Catmull-Rom shift and magnification of every frame:
     ``(F, int(R*mr), int(C*mc))`` float32. Runs on :func:`default_engine`."""
     return default_engine().run(
-        "shift_magnify", image, impl=impl, shift_row=shift_row,
+        "shift_magnify", image, impl=impl, progress=progress,
+        shift_row=shift_row,
         shift_col=shift_col, magnification_row=magnification_row,
         magnification_col=magnification_col)[0]
 
 
-def roberts_cross(image: ArrayLike,
-                  impl: Optional[str] = None) -> tuple[np.ndarray, np.ndarray]:
+def roberts_cross(image: ArrayLike, impl: Optional[str] = None,
+                  progress: _progress.ProgressArg = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """Roberts-cross gradients of every frame: ``(gradient_col,
     gradient_row)``, each the input's shape. Runs on :func:`default_engine`."""
-    res = default_engine().run("roberts_cross", image, impl=impl)
+    res = default_engine().run("roberts_cross", image, impl=impl,
+                               progress=progress)
     return res[0], res[1]
 
 
 def rgc(gradient_col: ArrayLike, gradient_row: ArrayLike, image: ArrayLike,
         magnification: int = 5, radius: float = 1.5, sensitivity: float = 1.0,
         intensity_weighting: bool = True,
-        impl: Optional[str] = None) -> np.ndarray:
+        impl: Optional[str] = None,
+        progress: _progress.ProgressArg = None) -> np.ndarray:
     """Radial gradient convergence from gradients magnified 2M
     ``(F, 2RM, 2CM)`` and the image magnified M ``(F, RM, CM)``:
     ``(F, RM, CM)``. Runs on :func:`default_engine`."""
     return default_engine().run(
         "rgc", gradient_col, gradient_row, image, impl=impl,
+        progress=progress,
         magnification=magnification, radius=radius, sensitivity=sensitivity,
         intensity_weighting=intensity_weighting)[0]

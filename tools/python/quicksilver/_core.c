@@ -13,9 +13,11 @@
  * the image, released with image_free when the last view goes. They do not
  * depend on the engine and outlive it.
  *
- * Threads: the GIL is released for the whole method_run / method_benchmark.
- * An engine serves one thread at a time (quicksilver.h): a lock per Engine
- * makes a second thread wait (without the GIL) instead of racing.
+ * Threads: the GIL is released for the whole method_run / method_benchmark,
+ * which run on a thread of their own while the caller watches for Ctrl-C
+ * and passes progress to Python ("progress and Ctrl-C" below). An engine
+ * serves one thread at a time (quicksilver.h): a lock per Engine makes a
+ * second thread wait (without the GIL) instead of racing.
  *
  * Errors: a nonzero status raises the Python class registered for it by
  * _set_errors (quicksilver._errors), called as cls(message, status, name).
@@ -429,11 +431,172 @@ static PyObject *report_dict(const run_report *r) {
                        (unsigned long long)r->bytes_down);
 }
 
-/* run(method, inputs, params, impl) -> (outputs tuple, report dict) */
+/* ------------------------------------------------ progress and Ctrl-C */
+
+/* A run or benchmark is made on a thread of its own while the calling
+ * thread waits without the GIL and takes it back every WATCH_MS, and at
+ * each progress report, to run the signal handlers (Ctrl-C raises
+ * KeyboardInterrupt there: Python runs handlers on its main thread only)
+ * and to call the Python progress callback. Either raising, or the
+ * callback returning true, cancels the call through the engine's progress
+ * hook (run_request.progress), which stops the running implementation at
+ * its next check. The engine's threads never touch Python. */
+#include <pthread.h>
+#include <time.h>
+
+#define WATCH_MS 20
+
+typedef struct watch {
+  pthread_mutex_t m;
+  pthread_cond_t cv;
+  int (*body)(void *);
+  void *arg;
+  int rc;
+  int finished; /* body returned */
+  int cancel;   /* the caller asks the engine to stop */
+  int fresh;    /* a report the caller has not passed on yet */
+  uint64_t done, total;
+} watch;
+
+/* The engine's progress hook: keeps the report for the caller, returns
+ * the caller's request to stop. */
+static int watch_hook(void *ctx, uint64_t done, uint64_t total) {
+  watch *w = ctx;
+  pthread_mutex_lock(&w->m);
+  w->done = done;
+  w->total = total;
+  w->fresh = 1;
+  int cancel = w->cancel;
+  pthread_cond_signal(&w->cv);
+  pthread_mutex_unlock(&w->m);
+  return cancel;
+}
+
+static void *watch_main(void *p) {
+  watch *w = p;
+  int rc = w->body(w->arg);
+  pthread_mutex_lock(&w->m);
+  w->rc = rc;
+  w->finished = 1;
+  pthread_cond_signal(&w->cv);
+  pthread_mutex_unlock(&w->m);
+  return NULL;
+}
+
+/* With the GIL: runs the signal handlers, then callback(done, total) when
+ * a report is fresh. Returns 1 when the call must stop: an exception is
+ * set (KeyboardInterrupt, the callback's) or the callback returned true. */
+static int watch_check(PyObject *callback, int fresh, uint64_t done,
+                       uint64_t total) {
+  if (PyErr_CheckSignals() < 0) return 1;
+  if (!fresh || !callback) return 0;
+  PyObject *r = PyObject_CallFunction(callback, "KK", (unsigned long long)done,
+                                      (unsigned long long)total);
+  int stop = r ? PyObject_IsTrue(r) : 1; /* -1: its __bool__ raised */
+  Py_XDECREF(r);
+  return stop != 0;
+}
+
+/* Runs body(arg), an engine call given rq (whose hook it sets), as the
+ * block above says; callback is NULL or None for none. Called and returns
+ * with the GIL held. Returns body's status; a Python exception is pending
+ * when one was raised during the call (the call was cancelled, or had
+ * already completed). */
+static int watch_call(int (*body)(void *), void *arg, run_request *rq,
+                      PyObject *callback) {
+  if (callback == Py_None) callback = NULL;
+  watch w = {.body = body, .arg = arg};
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_mutex_init(&w.m, NULL);
+  pthread_cond_init(&w.cv, &ca);
+  pthread_condattr_destroy(&ca);
+  rq->progress = watch_hook;
+  rq->progress_ctx = &w;
+  pthread_attr_t ta;
+  pthread_attr_init(&ta);
+  pthread_attr_setstacksize(&ta, (size_t)8 << 20);
+  pthread_t t;
+  int stop = 0;
+  PyThreadState *ts = PyEval_SaveThread();
+  int started = pthread_create(&t, &ta, watch_main, &w) == 0;
+  pthread_attr_destroy(&ta);
+  if (!started) /* no thread: the call runs here, uninterruptible */
+    watch_main(&w);
+  pthread_mutex_lock(&w.m);
+  for (;;) {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += WATCH_MS * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    while (!w.finished && !w.fresh &&
+           pthread_cond_timedwait(&w.cv, &w.m, &until) == 0) {
+    }
+    int finished = w.finished, fresh = w.fresh;
+    uint64_t done = w.done, total = w.total;
+    w.fresh = 0;
+    pthread_mutex_unlock(&w.m);
+    if (!stop) {
+      PyEval_RestoreThread(ts);
+      stop = watch_check(callback, fresh, done, total);
+      ts = PyEval_SaveThread();
+      if (stop) {
+        pthread_mutex_lock(&w.m);
+        w.cancel = 1;
+        pthread_mutex_unlock(&w.m);
+      }
+    }
+    if (finished) break;
+    pthread_mutex_lock(&w.m);
+  }
+  if (started) pthread_join(t, NULL);
+  PyEval_RestoreThread(ts);
+  pthread_cond_destroy(&w.cv);
+  pthread_mutex_destroy(&w.m);
+  return w.rc;
+}
+
+/* Releases the engine's lock after a watched call: a pending Python
+ * exception (Ctrl-C, the progress callback's) wins over the status. */
+static int watch_status(EngineObject *self, int rc) {
+  if (!PyErr_Occurred()) return unlock_status(self, rc);
+  engine_unlock(self);
+  return rc == QS_OK ? QS_ECANCELLED : rc;
+}
+
+/* method_run / method_benchmark as watch_call bodies. */
+typedef struct run_job {
+  engine *e;
+  const char *method, *impls;
+  const run_request *rq;
+  image *out;
+  size_t n_out;
+  run_report *rep;
+  int warmup, repeats;
+  bench_result *br;
+} run_job;
+
+static int run_body(void *p) {
+  run_job *j = p;
+  return method_run(j->e, j->method, j->rq, j->out, j->n_out, j->rep);
+}
+
+static int bench_body(void *p) {
+  run_job *j = p;
+  return method_benchmark(j->e, j->method, j->rq, j->impls, j->warmup,
+                          j->repeats, j->br);
+}
+
+/* run(method, inputs, params, impl, progress) -> (outputs tuple, report dict) */
 static PyObject *Engine_run(EngineObject *self, PyObject *args) {
   const char *method, *impl = NULL;
-  PyObject *in_obj, *p_obj;
-  if (!PyArg_ParseTuple(args, "sOO|z", &method, &in_obj, &p_obj, &impl))
+  PyObject *in_obj, *p_obj, *progress = NULL;
+  if (!PyArg_ParseTuple(args, "sOO|zO", &method, &in_obj, &p_obj, &impl,
+                        &progress))
     return NULL;
   PyObject *result = NULL;
   call_args ca;
@@ -450,14 +613,16 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
                     .impl = impl};
   run_report rep;
   memset(&rep, 0, sizeof rep);
-  int rc;
-  PyThreadState *ts = PyEval_SaveThread();
-  rc = method_run(self->e, method, &rq, out, n_out, &rep);
-  PyEval_RestoreThread(ts);
-  if (unlock_status(self, rc) != QS_OK) goto done;
-  /* Ctrl-C during the run: the run has completed and was recorded whole;
-   * its outputs are dropped and KeyboardInterrupt raised. */
-  if (PyErr_CheckSignals() < 0) goto done;
+  run_job j = {.e = self->e,
+               .method = method,
+               .rq = &rq,
+               .out = out,
+               .n_out = n_out,
+               .rep = &rep};
+  /* Ctrl-C (or a raising callback) cancels the run; one that comes too
+   * late finds it complete and recorded: its outputs are dropped. */
+  if (watch_status(self, watch_call(run_body, &j, &rq, progress)) != QS_OK)
+    goto done;
   PyObject *outs = PyTuple_New((Py_ssize_t)n_out);
   for (size_t k = 0; outs && k < n_out; k++) {
     PyObject *o = image_to_array(&out[k]);
@@ -487,13 +652,14 @@ static PyObject *bench_item(const void *base, size_t k) {
                        "max_rel_diff", b->max_rel_diff);
 }
 
-/* benchmark(method, inputs, params, impls, warmup, repeats) -> [dict] */
+/* benchmark(method, inputs, params, impls, warmup, repeats, progress)
+ * -> [dict] */
 static PyObject *Engine_benchmark(EngineObject *self, PyObject *args) {
   const char *method, *impls = NULL;
-  PyObject *in_obj, *p_obj;
+  PyObject *in_obj, *p_obj, *progress = NULL;
   int warmup = 1, repeats = 5;
-  if (!PyArg_ParseTuple(args, "sOO|zii", &method, &in_obj, &p_obj, &impls,
-                        &warmup, &repeats))
+  if (!PyArg_ParseTuple(args, "sOO|ziiO", &method, &in_obj, &p_obj, &impls,
+                        &warmup, &repeats, &progress))
     return NULL;
   PyObject *list = NULL;
   call_args ca;
@@ -504,11 +670,15 @@ static PyObject *Engine_benchmark(EngineObject *self, PyObject *args) {
                     .n_params = ca.n_p};
   bench_result br;
   memset(&br, 0, sizeof br);
-  int rc;
-  PyThreadState *ts = PyEval_SaveThread();
-  rc = method_benchmark(self->e, method, &rq, impls, warmup, repeats, &br);
-  PyEval_RestoreThread(ts);
-  if (unlock_status(self, rc) != QS_OK || PyErr_CheckSignals() < 0) goto done;
+  run_job j = {.e = self->e,
+               .method = method,
+               .impls = impls,
+               .rq = &rq,
+               .warmup = warmup,
+               .repeats = repeats,
+               .br = &br};
+  if (watch_status(self, watch_call(bench_body, &j, &rq, progress)) != QS_OK)
+    goto done;
   list = list_of(br.n < QS_MAX_ESTIMATES ? br.n : QS_MAX_ESTIMATES, bench_item,
                  br.entries);
 done:
@@ -1252,9 +1422,10 @@ static PyMethodDef Engine_methods_table[] = {
     {"close", (PyCFunction)Engine_close, METH_NOARGS,
      "close() -- flush timings and release the engine"},
     {"run", (PyCFunction)Engine_run, METH_VARARGS,
-     "run(method, inputs, params, impl) -> (outputs, report)"},
+     "run(method, inputs, params, impl, progress) -> (outputs, report)"},
     {"benchmark", (PyCFunction)Engine_benchmark, METH_VARARGS,
-     "benchmark(method, inputs, params, impls, warmup, repeats) -> list"},
+     "benchmark(method, inputs, params, impls, warmup, repeats, progress) "
+     "-> list"},
     {"methods", (PyCFunction)Engine_methods, METH_NOARGS,
      "methods() -> list of method descriptions"},
     {"impls", (PyCFunction)Engine_impls, METH_VARARGS,

@@ -110,8 +110,8 @@ class ExistsError(Error):
 
 
 class CancelledError(Error):
-    """The call was cancelled by its progress callback (or Ctrl-C): it
-    stopped early, returned nothing and recorded no timing."""
+    """The call was cancelled by its progress callback (a true return
+    value): it stopped early, returned nothing and recorded no timing."""
 
 
 _BY_NAME: dict[str, type[Error]] = {
