@@ -25,7 +25,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <numpy/arrayobject.h>
+#include <pthread.h>
 #include <pythread.h>
+#include <time.h>
 
 #include "quicksilver.h"
 #include "quicksilver_esrrf.h"
@@ -441,9 +443,6 @@ static PyObject *report_dict(const run_report *r) {
  * callback returning true, cancels the call through the engine's progress
  * hook (run_request.progress), which stops the running implementation at
  * its next check. The engine's threads never touch Python. */
-#include <pthread.h>
-#include <time.h>
-
 #define WATCH_MS 20
 
 typedef struct watch {
@@ -652,14 +651,13 @@ static PyObject *bench_item(const void *base, size_t k) {
                        "max_rel_diff", b->max_rel_diff);
 }
 
-/* benchmark(method, inputs, params, impls, warmup, repeats, progress)
- * -> [dict] */
+/* benchmark(method, inputs, params, impls, warmup, repeats) -> [dict] */
 static PyObject *Engine_benchmark(EngineObject *self, PyObject *args) {
   const char *method, *impls = NULL;
-  PyObject *in_obj, *p_obj, *progress = NULL;
+  PyObject *in_obj, *p_obj;
   int warmup = 1, repeats = 5;
-  if (!PyArg_ParseTuple(args, "sOO|ziiO", &method, &in_obj, &p_obj, &impls,
-                        &warmup, &repeats, &progress))
+  if (!PyArg_ParseTuple(args, "sOO|zii", &method, &in_obj, &p_obj, &impls,
+                        &warmup, &repeats))
     return NULL;
   PyObject *list = NULL;
   call_args ca;
@@ -677,7 +675,9 @@ static PyObject *Engine_benchmark(EngineObject *self, PyObject *args) {
                .warmup = warmup,
                .repeats = repeats,
                .br = &br};
-  if (watch_status(self, watch_call(bench_body, &j, &rq, progress)) != QS_OK)
+  /* The engine reports no progress from benchmarks: Ctrl-C takes effect
+   * when the benchmark returns (its runs are recorded). */
+  if (watch_status(self, watch_call(bench_body, &j, &rq, NULL)) != QS_OK)
     goto done;
   list = list_of(br.n < QS_MAX_ESTIMATES ? br.n : QS_MAX_ESTIMATES, bench_item,
                  br.entries);
@@ -1424,8 +1424,7 @@ static PyMethodDef Engine_methods_table[] = {
     {"run", (PyCFunction)Engine_run, METH_VARARGS,
      "run(method, inputs, params, impl, progress) -> (outputs, report)"},
     {"benchmark", (PyCFunction)Engine_benchmark, METH_VARARGS,
-     "benchmark(method, inputs, params, impls, warmup, repeats, progress) "
-     "-> list"},
+     "benchmark(method, inputs, params, impls, warmup, repeats) -> list"},
     {"methods", (PyCFunction)Engine_methods, METH_NOARGS,
      "methods() -> list of method descriptions"},
     {"impls", (PyCFunction)Engine_impls, METH_VARARGS,

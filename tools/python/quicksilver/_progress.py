@@ -1,6 +1,6 @@
 """Progress reports of a call: what the ``progress=`` argument of
-:meth:`quicksilver.Engine.run`, :meth:`~quicksilver.Engine.benchmark` and the
-module-level functions turns into for the compiled core.
+:meth:`quicksilver.Engine.run` and the module-level functions turns into for
+the compiled core.
 
 The engine reports ``(done, total)`` units of work (frames for most
 implementations; ``total`` is 0 while unknown) about every 50 ms, ``done``

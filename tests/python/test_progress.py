@@ -1,0 +1,157 @@
+"""Progress reports and cancellation of Python calls: the progress= callback
+(monotonic reports ending at done == total, a true return or an exception
+cancels with nothing recorded), progress=True, and Ctrl-C (SIGINT from a
+timer thread) cancelling a long call on the main thread.
+
+The long calls run eSRRF with the serial implementation on a camera-like
+stack that takes tens of seconds whole, so a call that ends within a
+couple of seconds of the request was cancelled, and its last report shows
+it stopped short of the total."""
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import quicksilver as qs
+
+# Seconds between the cancel request and the call's return, allowed: the
+# engine checks about every 50 ms; the rest is a loaded CI machine's slack.
+PROMPT = 3.0
+
+
+def camera(frames, rows, cols, seed=7):
+    rng = np.random.default_rng(seed)
+    return rng.poisson(100 + 50 * rng.random((frames, rows, cols))).astype(
+        np.float32)
+
+
+@pytest.fixture(scope="module")
+def long_stack():
+    """eSRRF x5 of this with the serial implementation takes ~15 s on a
+    quiet 2-core machine (~45 s loaded)."""
+    return camera(200, 64, 64)
+
+
+def test_reports_monotonic_and_end_at_total(engine):
+    seen = []
+    out = engine.run("esrrf", camera(24, 48, 48), impl="serial",
+                     magnification=4, progress=lambda d, t: seen.append((d, t)))
+    assert out["output"].shape == (1, 192, 192)
+    assert seen, "no progress report"
+    done = [d for d, _ in seen]
+    assert done == sorted(done), "done went back"
+    total = seen[-1][1]
+    assert total > 0 and seen[-1] == (total, total)
+    assert all(t in (0, total) for _, t in seen), seen
+    assert all(d <= total for d in done)
+
+
+def test_report_runs_on_calling_thread(engine, stack):
+    where = set()
+    res = {}
+
+    def call():
+        res["out"] = engine.run(
+            "esrrf", stack, impl="serial", magnification=2,
+            progress=lambda d, t: where.add(threading.get_ident()))
+
+    t = threading.Thread(target=call)
+    t.start()
+    t.join()
+    assert res["out"]["output"].shape == (1, 48, 40)
+    assert where == {t.ident}
+
+
+def test_true_return_cancels_promptly_nothing_recorded(engine, long_stack):
+    last = {}
+    asked = []
+
+    def stop(done, total):
+        last["done"], last["total"] = done, total
+        if done > 0 and not asked:
+            asked.append(time.monotonic())
+        return bool(asked)
+
+    with pytest.raises(qs.CancelledError) as err:
+        engine.run("esrrf", long_stack, impl="serial", magnification=5,
+                   progress=stop)
+    late = time.monotonic() - asked[0]
+    assert err.value.name == "cancelled"
+    assert late < PROMPT, f"returned {late:.2f} s after the request"
+    assert 0 < last["done"] < last["total"]
+    assert engine.db_rows(method="esrrf") == []
+
+
+def test_raising_callback_propagates_and_cancels(engine, long_stack):
+    class Stop(Exception):
+        pass
+
+    def boom(done, total):
+        if done > 0:
+            raise Stop("from the callback")
+
+    t0 = time.monotonic()
+    with pytest.raises(Stop, match="from the callback"):
+        engine.run("esrrf", long_stack, impl="serial", magnification=5,
+                   progress=boom)
+    assert time.monotonic() - t0 < 10 + PROMPT  # far short of a whole run
+    assert engine.db_rows(method="esrrf") == []
+    # the engine serves the next call
+    assert engine.run("esrrf", camera(4, 16, 16), magnification=2)[0].shape \
+        == (1, 32, 32)
+
+
+def test_sigint_from_timer_thread_cancels_long_call(engine, long_stack):
+    assert threading.current_thread() is threading.main_thread()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    sent = []
+
+    def interrupt():
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.5, interrupt)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            engine.run("esrrf", long_stack, impl="serial", magnification=5)
+    finally:
+        timer.cancel()
+    late = time.monotonic() - sent[0]
+    assert late < PROMPT, f"KeyboardInterrupt {late:.2f} s after SIGINT"
+    assert engine.db_rows(method="esrrf") == []
+
+
+def test_benchmark_ctrl_c_after_its_end(engine, stack):
+    """Benchmarks have no progress hook: SIGINT during one raises
+    KeyboardInterrupt when it returns."""
+    timer = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            engine.benchmark("esrrf", camera(40, 48, 48), impls="serial",
+                             warmup=0, repeats=2, magnification=4)
+    finally:
+        timer.cancel()
+
+
+def test_progress_true_and_bad_progress(engine, stack):
+    # a tqdm bar where tqdm is installed, nothing otherwise: same result
+    a = engine.run("esrrf", stack, magnification=2, impl="serial",
+                   progress=True)[0]
+    b = engine.run("esrrf", stack, magnification=2, impl="serial")[0]
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(TypeError, match="progress must be"):
+        engine.run("esrrf", stack, magnification=2, progress="yes")
+
+
+def test_module_functions_take_progress(stack, monkeypatch):
+    monkeypatch.setenv("QUICKSILVER_DB", ":memory:")
+    seen = []
+    out = qs.esrrf(stack, magnification=2, impl="serial",
+                   progress=lambda d, t: seen.append((d, t)))
+    assert out.shape == (1, 48, 40) and seen[-1][0] == seen[-1][1] > 0
