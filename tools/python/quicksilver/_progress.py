@@ -11,6 +11,7 @@ succeeds. The callback runs on the thread that made the call, with the GIL.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from typing import Callable, Iterator, Optional, Union
 
 #: ``None``/``False``: no reports; ``True``: a tqdm bar when tqdm is
@@ -29,7 +30,11 @@ def callback(progress: ProgressArg,
         return
     if progress is True:
         try:
-            from tqdm.auto import tqdm
+            with warnings.catch_warnings():
+                # tqdm.auto in Jupyter without ipywidgets: a text bar, and
+                # a warning saying so, which is noise here
+                warnings.simplefilter("ignore")
+                from tqdm.auto import tqdm
         except ImportError:
             yield None
             return

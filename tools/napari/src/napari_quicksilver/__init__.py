@@ -1,0 +1,12 @@
+"""napari-quicksilver: eSRRF super-resolution in napari, computed by the
+quicksilver engine (the fastest implementation it has timed on this
+machine) in a worker thread, with a progress bar and a Cancel button.
+
+The widget (:class:`EsrrfWidget`) is declared in ``napari.yaml`` and opens
+from *Plugins > eSRRF (quicksilver)*, or with
+``napari -w napari-quicksilver``.
+"""
+
+from ._widget import EsrrfWidget, result_layer_kwargs
+
+__all__ = ["EsrrfWidget", "result_layer_kwargs"]
