@@ -590,7 +590,7 @@ static int bench_body(void *p) {
                           j->repeats, j->br);
 }
 
-/* run(method, inputs, params, impl, progress) -> (outputs tuple, report dict) */
+/* run(method, inputs, params, impl, progress) -> (outputs, report dict) */
 static PyObject *Engine_run(EngineObject *self, PyObject *args) {
   const char *method, *impl = NULL;
   PyObject *in_obj, *p_obj, *progress = NULL;
