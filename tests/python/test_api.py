@@ -172,9 +172,8 @@ CTRL_C = textwrap.dedent("""
         e.run("esrrf", x, impl="serial")
         print("no interrupt")
     except KeyboardInterrupt:
-        # raised after the run completed, not before
-        print("interrupted", time.perf_counter() - t0 > 0.1)
-    # the interrupted run was recorded whole
+        print("interrupted", time.perf_counter() - t0 > 0.05)
+    # the run was cancelled: nothing recorded
     rows = e.db_rows(method="esrrf")
     print("recorded", [(r.impl, r.status, r.wall > 0.05) for r in rows])
     r = e.run("roberts_cross", x)  # the engine is still usable
@@ -183,10 +182,9 @@ CTRL_C = textwrap.dedent("""
 """)
 
 
-def test_ctrl_c_raises_keyboard_interrupt_after_the_run():
+def test_ctrl_c_cancels_the_run():
     out = subprocess.run([sys.executable, "-c", CTRL_C], capture_output=True,
                          text=True, timeout=300, env=dict(os.environ))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:3] == [
-        "interrupted True", "recorded [('serial', 'ok', True)]",
-        "after (6, 48, 48)"]
+        "interrupted True", "recorded []", "after (6, 48, 48)"]

@@ -3,7 +3,8 @@
 The widget's parameter fields are made from the engine's own description of
 eSRRF (names, defaults, ranges, docs as tooltips), so they follow the
 engine. Run takes the selected image layer as ``(frames, rows, cols)``,
-computes eSRRF through the quicksilver binding in a napari worker thread
+computes eSRRF through the quicksilver binding (its default engine, so the
+timings go to the user's store) in a napari worker thread
 (the GUI stays live), shows the engine's progress reports on a bar, and
 adds the result as a new image layer placed over its input: pixel size
 divided by the magnification, and the run's provenance (parameters,
@@ -134,8 +135,6 @@ class EsrrfWidget(Container):
     def __init__(self, napari_viewer: napari.Viewer) -> None:
         super().__init__(labels=True)
         self.viewer = napari_viewer
-        self._engine: Optional[qs.Engine] = None
-        self._engine_lock = threading.Lock()
         self._cancel = threading.Event()
         self._relay = _Relay()
         self._relay.progress.connect(self._on_progress)
@@ -165,7 +164,7 @@ class EsrrfWidget(Container):
                      self.status])
         self.run_button.changed.connect(self.run)
         self.cancel_button.changed.connect(self.cancel)
-        self.native.destroyed.connect(self._cancel.set)
+        self.native.destroyed.connect(lambda *_: self._cancel.set())
 
     # ------------------------------------------------------------ actions
 
@@ -211,10 +210,9 @@ class EsrrfWidget(Container):
                  ) -> Optional[tuple[np.ndarray, qs.Report, Optional[int]]]:
         """The output, report and implementation version; None when
         cancelled (no error: napari would show one as a failure)."""
-        with self._engine_lock:
-            if self._engine is None or self._engine.closed:
-                self._engine = qs.Engine()
-            eng = self._engine
+        # the module's engine: the user's timing store, closed (its last
+        # timings written) at exit; it serves one call at a time
+        eng = qs.default_engine()
 
         def report(done: int, total: int) -> bool:
             self._relay.progress.emit(done, total)
@@ -260,10 +258,3 @@ class EsrrfWidget(Container):
 
     def _say(self, text: str) -> None:
         self.status.value = text
-
-    def close_engine(self) -> None:
-        """Writes the engine's pending timings and releases it."""
-        with self._engine_lock:
-            if self._engine is not None:
-                self._engine.close()
-                self._engine = None
