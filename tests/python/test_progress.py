@@ -155,3 +155,31 @@ def test_module_functions_take_progress(stack, monkeypatch):
     out = qs.esrrf(stack, magnification=2, impl="serial",
                    progress=lambda d, t: seen.append((d, t)))
     assert out.shape == (1, 48, 40) and seen[-1][0] == seen[-1][1] > 0
+
+
+def test_plan_runs_report_and_cancel(engine, long_stack):
+    """A plan keeps the hook it was opened with: every run reports to its
+    own callback; Ctrl-C and a true return cancel a plan's run."""
+    with engine.open("esrrf", long_stack.shape, impl="serial",
+                     magnification=5) as plan:
+        small = camera(24, 48, 48)
+        with engine.open("esrrf", small.shape, impl="serial",
+                         magnification=4) as quick:
+            seen = []
+            out = quick.run(small, progress=lambda d, t: seen.append((d, t)))
+            assert out["output"].shape == (1, 192, 192)
+            assert seen and seen[-1][0] == seen[-1][1] > 0
+            assert quick.run(small)["output"].shape == (1, 192, 192)
+        with pytest.raises(qs.CancelledError):
+            plan.run(long_stack, progress=lambda d, t: d > 0)
+        timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        t0 = time.monotonic()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                plan.run(long_stack)
+        finally:
+            timer.cancel()
+        assert time.monotonic() - t0 < 0.5 + PROMPT
+    assert not [r for r in engine.db_rows(method="esrrf")
+                if r.key.startswith("esrrf(200x64x64;")]

@@ -23,13 +23,12 @@ Threads
     a second thread calling the same engine waits its turn.
 
 Progress and Ctrl-C
-    :meth:`Engine.run` and the module-level functions take ``progress=``:
-    a callable ``f(done, total)`` called on the calling thread about every
-    50 ms and once at the end with ``done == total`` (a true return value
-    cancels the call with :class:`CancelledError`, an exception it raises
-    cancels it and propagates), or ``True`` for a tqdm bar when tqdm is
-    installed.
-    Ctrl-C cancels the running call within a fraction of a second and
+    :meth:`Engine.run`, :meth:`Plan.run` and the module-level functions
+    take ``progress=``: a callable ``f(done, total)`` called on the calling
+    thread about every 50 ms and once at the end with ``done == total`` (a
+    true return value cancels the call with :class:`CancelledError`, an
+    exception it raises cancels it and propagates), or ``True`` for a tqdm
+    bar when tqdm is installed. Ctrl-C cancels the running call within a fraction of a second and
     raises ``KeyboardInterrupt``; a cancelled call records no timing. A
     benchmark or a stream push runs to its end (the engine has no progress
     hook there), then ``KeyboardInterrupt`` is raised.
@@ -722,11 +721,13 @@ class Plan:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def run(self, *arrays: ArrayLike, copy: bool = True) -> Result:
+    def run(self, *arrays: ArrayLike, copy: bool = True,
+            progress: _progress.ProgressArg = None) -> Result:
         """Runs the plan on inputs of its shapes (see :meth:`Engine.run`
-        for ``copy`` and the errors)."""
+        for ``copy``, ``progress`` and the errors)."""
         inputs = self._engine._inputs(self._method, arrays, copy)
-        outs, rep = self._core.run(inputs)
+        with _progress.callback(progress, self._method) as cb:
+            outs, rep = self._core.run(inputs, cb)
         names = self._names or [str(k) for k in range(len(outs))]
         return Result(names, outs, Report._from(rep))
 

@@ -435,14 +435,16 @@ static PyObject *report_dict(const run_report *r) {
 
 /* ------------------------------------------------ progress and Ctrl-C */
 
-/* A run or benchmark is made on a thread of its own while the calling
+/* A run, plan run or benchmark is made on a thread of its own while the calling
  * thread waits without the GIL and takes it back every WATCH_MS, and at
  * each progress report, to run the signal handlers (Ctrl-C raises
  * KeyboardInterrupt there: Python runs handlers on its main thread only)
  * and to call the Python progress callback. Either raising, or the
  * callback returning true, cancels the call through the engine's progress
  * hook (run_request.progress), which stops the running implementation at
- * its next check. The engine's threads never touch Python. */
+ * its next check. The engine's threads never touch Python. The hook's
+ * context is a slot that points to the call being watched (NULL between
+ * calls): a plan keeps the hook it was opened with for all its runs. */
 #define WATCH_MS 20
 
 typedef struct watch {
@@ -471,6 +473,13 @@ static int watch_hook(void *ctx, uint64_t done, uint64_t total) {
   return cancel;
 }
 
+/* The hook as run_request.progress, its context a watch_slot. */
+typedef watch *watch_slot;
+static int slot_hook(void *ctx, uint64_t done, uint64_t total) {
+  watch *w = *(watch_slot *)ctx;
+  return w ? watch_hook(w, done, total) : 0;
+}
+
 static void *watch_main(void *p) {
   watch *w = p;
   int rc = w->body(w->arg);
@@ -496,12 +505,12 @@ static int watch_check(PyObject *callback, int fresh, uint64_t done,
   return stop != 0;
 }
 
-/* Runs body(arg), an engine call given rq (whose hook it sets), as the
- * block above says; callback is NULL or None for none. Called and returns
- * with the GIL held. Returns body's status; a Python exception is pending
- * when one was raised during the call (the call was cancelled, or had
- * already completed). */
-static int watch_call(int (*body)(void *), void *arg, run_request *rq,
+/* Runs body(arg), an engine call whose progress hook is slot_hook with
+ * `slot` as context, as the block above says; callback is NULL or None for
+ * none. Called and returns with the GIL held. Returns body's status; a
+ * Python exception is pending when one was raised during the call (the
+ * call was cancelled, or had already completed). */
+static int watch_call(int (*body)(void *), void *arg, watch_slot *slot,
                       PyObject *callback) {
   if (callback == Py_None) callback = NULL;
   watch w = {.body = body, .arg = arg};
@@ -511,8 +520,7 @@ static int watch_call(int (*body)(void *), void *arg, run_request *rq,
   pthread_mutex_init(&w.m, NULL);
   pthread_cond_init(&w.cv, &ca);
   pthread_condattr_destroy(&ca);
-  rq->progress = watch_hook;
-  rq->progress_ctx = &w;
+  *slot = &w;
   pthread_attr_t ta;
   pthread_attr_init(&ta);
   pthread_attr_setstacksize(&ta, (size_t)8 << 20);
@@ -553,6 +561,7 @@ static int watch_call(int (*body)(void *), void *arg, run_request *rq,
     pthread_mutex_lock(&w.m);
   }
   if (started) pthread_join(t, NULL);
+  *slot = NULL;
   PyEval_RestoreThread(ts);
   pthread_cond_destroy(&w.cv);
   pthread_mutex_destroy(&w.m);
@@ -567,11 +576,14 @@ static int watch_status(EngineObject *self, int rc) {
   return rc == QS_OK ? QS_ECANCELLED : rc;
 }
 
-/* method_run / method_benchmark as watch_call bodies. */
+/* method_run / method_benchmark / plan_run as watch_call bodies. */
 typedef struct run_job {
   engine *e;
+  plan *p;
   const char *method, *impls;
   const run_request *rq;
+  const image *in;
+  size_t n_in;
   image *out;
   size_t n_out;
   run_report *rep;
@@ -582,6 +594,11 @@ typedef struct run_job {
 static int run_body(void *p) {
   run_job *j = p;
   return method_run(j->e, j->method, j->rq, j->out, j->n_out, j->rep);
+}
+
+static int plan_body(void *p) {
+  run_job *j = p;
+  return plan_run(j->p, j->in, j->n_in, j->out, j->n_out, j->rep);
 }
 
 static int bench_body(void *p) {
@@ -612,6 +629,9 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
                     .impl = impl};
   run_report rep;
   memset(&rep, 0, sizeof rep);
+  watch_slot slot = NULL;
+  rq.progress = slot_hook;
+  rq.progress_ctx = &slot;
   run_job j = {.e = self->e,
                .method = method,
                .rq = &rq,
@@ -620,7 +640,7 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
                .rep = &rep};
   /* Ctrl-C (or a raising callback) cancels the run; one that comes too
    * late finds it complete and recorded: its outputs are dropped. */
-  if (watch_status(self, watch_call(run_body, &j, &rq, progress)) != QS_OK)
+  if (watch_status(self, watch_call(run_body, &j, &slot, progress)) != QS_OK)
     goto done;
   PyObject *outs = PyTuple_New((Py_ssize_t)n_out);
   for (size_t k = 0; outs && k < n_out; k++) {
@@ -668,6 +688,9 @@ static PyObject *Engine_benchmark(EngineObject *self, PyObject *args) {
                     .n_params = ca.n_p};
   bench_result br;
   memset(&br, 0, sizeof br);
+  watch_slot slot = NULL;
+  rq.progress = slot_hook;
+  rq.progress_ctx = &slot;
   run_job j = {.e = self->e,
                .method = method,
                .impls = impls,
@@ -677,7 +700,7 @@ static PyObject *Engine_benchmark(EngineObject *self, PyObject *args) {
                .br = &br};
   /* The engine reports no progress from benchmarks: Ctrl-C takes effect
    * when the benchmark returns (its runs are recorded). */
-  if (watch_status(self, watch_call(bench_body, &j, &rq, NULL)) != QS_OK)
+  if (watch_status(self, watch_call(bench_body, &j, &slot, NULL)) != QS_OK)
     goto done;
   list = list_of(br.n < QS_MAX_ESTIMATES ? br.n : QS_MAX_ESTIMATES, bench_item,
                  br.entries);
@@ -1204,6 +1227,7 @@ typedef struct {
   PyObject_HEAD EngineObject *eng; /* strong: the engine outlives us */
   plan *p;
   size_t n_out;
+  watch_slot *slot; /* the plan's progress context (watch_call) */
 } PlanObject;
 
 static int plan_ready(PlanObject *self) {
@@ -1229,12 +1253,16 @@ static PyObject *Plan_close(PlanObject *self, PyObject *noargs) {
 
 static void Plan_dealloc(PlanObject *self) {
   plan_release(self);
+  PyMem_RawFree(self->slot);
   Py_XDECREF(self->eng);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* run(inputs) -> (outputs tuple, report dict), the GIL released. */
-static PyObject *Plan_run(PlanObject *self, PyObject *in_obj) {
+/* run(inputs, progress=None) -> (outputs tuple, report dict), watched as
+ * Engine.run. */
+static PyObject *Plan_run(PlanObject *self, PyObject *args) {
+  PyObject *in_obj, *progress = NULL;
+  if (!PyArg_ParseTuple(args, "O|O", &in_obj, &progress)) return NULL;
   PyObject *seq = PySequence_Fast(in_obj, "inputs must be a sequence");
   image in[MAX_SLOTS], out[MAX_SLOTS];
   size_t n_in = 0;
@@ -1245,11 +1273,15 @@ static PyObject *Plan_run(PlanObject *self, PyObject *in_obj) {
   engine_lock(self->eng);
   run_report rep;
   memset(&rep, 0, sizeof rep);
-  PyThreadState *ts = PyEval_SaveThread();
-  int rc = plan_run(self->p, in, n_in, out, self->n_out, &rep);
-  PyEval_RestoreThread(ts);
-  if (unlock_status(self->eng, rc) != QS_OK) goto done;
-  if (PyErr_CheckSignals() < 0) goto done;
+  run_job j = {.p = self->p,
+               .in = in,
+               .n_in = n_in,
+               .out = out,
+               .n_out = self->n_out,
+               .rep = &rep};
+  if (watch_status(self->eng,
+                   watch_call(plan_body, &j, self->slot, progress)) != QS_OK)
+    goto done;
   PyObject *outs = PyTuple_New((Py_ssize_t)self->n_out);
   for (size_t k = 0; outs && k < self->n_out; k++) {
     PyObject *o = image_to_array(&out[k]);
@@ -1280,8 +1312,8 @@ static PyObject *Plan_get_closed(PlanObject *self, void *c) {
 }
 
 static PyMethodDef Plan_methods_table[] = {
-    {"run", (PyCFunction)Plan_run, METH_O,
-     "run(inputs) -> (outputs, report)"},
+    {"run", (PyCFunction)Plan_run, METH_VARARGS,
+     "run(inputs, progress) -> (outputs, report)"},
     {"close", (PyCFunction)Plan_close, METH_NOARGS, "close()"},
     {NULL, NULL, 0, NULL},
 };
@@ -1317,7 +1349,10 @@ static PyObject *Engine_open(EngineObject *self, PyObject *args) {
   param p[QS_MAX_PARAMS];
   size_t n_p = 0;
   PyObject *result = NULL;
-  if (!p_seq || params_build(p_seq, p, QS_MAX_PARAMS, &n_p) < 0 ||
+  /* every run of the plan reports through this slot (watch_call) */
+  watch_slot *slot = PyMem_RawCalloc(1, sizeof *slot);
+  if (!slot) PyErr_NoMemory();
+  if (!slot || !p_seq || params_build(p_seq, p, QS_MAX_PARAMS, &n_p) < 0 ||
       !engine_ready(self))
     goto done;
   Py_ssize_t n_in = PySequence_Fast_GET_SIZE(sh);
@@ -1338,7 +1373,8 @@ static PyObject *Engine_open(EngineObject *self, PyObject *args) {
                     .cols = (size_t)c};
   }
   run_request rq = {.inputs = in, .n_inputs = (size_t)n_in, .params = p,
-                    .n_params = n_p, .impl = impl};
+                    .n_params = n_p, .impl = impl, .progress = slot_hook,
+                    .progress_ctx = slot};
   engine_lock(self);
   if (!self->e) {
     engine_unlock(self);
@@ -1362,9 +1398,12 @@ static PyObject *Engine_open(EngineObject *self, PyObject *args) {
   po->eng = self;
   po->p = pl;
   po->n_out = d && d->n_outputs < MAX_SLOTS ? d->n_outputs : MAX_SLOTS;
+  po->slot = slot;
+  slot = NULL;
   self->streams++;
   result = (PyObject *)po;
 done:
+  PyMem_RawFree(slot);
   Py_XDECREF(sh);
   Py_XDECREF(p_seq);
   return result;
