@@ -435,9 +435,9 @@ static PyObject *report_dict(const run_report *r) {
 
 /* ------------------------------------------------ progress and Ctrl-C */
 
-/* A run, plan run or benchmark is made on a thread of its own while the calling
- * thread waits without the GIL and takes it back every WATCH_MS, and at
- * each progress report, to run the signal handlers (Ctrl-C raises
+/* A run, plan run or benchmark is made on a thread of its own while the
+ * calling thread waits without the GIL and takes it back every WATCH_MS, and
+ * at each progress report, to run the signal handlers (Ctrl-C raises
  * KeyboardInterrupt there: Python runs handlers on its main thread only)
  * and to call the Python progress callback. Either raising, or the
  * callback returning true, cancels the call through the engine's progress
