@@ -384,6 +384,35 @@ def make_metrics(w, real, sim):
                      "only the smoothed one); resolution: the FIRE number")
 
 
+def make_decorr(w, real, sim):
+    import numpy as np
+    from nanopyx.core.analysis.decorr import DecorrAnalysis
+    rec, _, _ = odd_even_avg(real, 5, 1.5, 1)
+    full, _, _ = odd_even_avg(real_full(), 5, 1.5, 1)
+    cases = [("dc_real_m5", "sq_real_m5_rec", rec),
+             ("dc_full_m5", "dc_full_m5_in", full),
+             ("dc_sim_rect", "dc_sim_rect_in",
+              simulated(1, 64, 50, seed=SEED + 3)[0])]
+    for name, in_name, x in cases:
+        d = DecorrAnalysis()
+        d.run_analysis(x)
+        st = d.__reduce_cython__()[2]
+        # state order: a0, a_g, a_max, agm, d, d0, img, img_ref, kc, kc0,
+        # kc_gm, kc_max, ...
+        d_curves, d0 = np.asarray(st[4]), np.asarray(st[5])
+        curves = np.concatenate([d0[None], d_curves.T])[None]
+        w.case(name, "decorr", {},
+               "DecorrAnalysis().run_analysis(x)",
+               [slot(w, "image", in_name, x)],
+               [slot(w, "resolution", name + "_res",
+                     np.array([[[d.resolution, st[11], st[2], st[9]]]],
+                              np.float32)),
+                slot(w, "curves", name + "_curves", curves)],
+               TOL_METRIC,
+               notes="resolution: resolution, kc_max, a_max, kc0; curves: "
+                     "d0 then the 2 n_g curves of the blurred images")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(npxenv.ROOT, "tests",
@@ -402,6 +431,7 @@ def main():
     make_rgc(w, real, sim)
     make_esrrf(w, real, sim)
     make_metrics(w, real, sim)
+    make_decorr(w, real, sim)
     w.index()
     total = sum(os.path.getsize(os.path.join(args.out, f))
                 for f in os.listdir(args.out))

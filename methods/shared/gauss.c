@@ -18,10 +18,13 @@ static int gauss_axis0(void *ctx, size_t b, size_t e, int worker) {
   (void)worker;
   for (size_t r = b; r < e; r++)
     for (size_t c = 0; c < j->cols; c++) {
-      double s = 0;
-      for (long k = -j->radius; k <= j->radius; k++)
-        s += j->w[k + j->radius] *
-             j->in[gauss_reflect((long)r + k, j->rows) * j->cols + c];
+      /* scipy's order for a symmetric kernel: the centre, then pairs */
+      const float *col = j->in + c;
+      double s = (double)col[r * j->cols] * j->w[j->radius];
+      for (long k = 1; k <= j->radius; k++)
+        s += ((double)col[gauss_reflect((long)r - k, j->rows) * j->cols] +
+              (double)col[gauss_reflect((long)r + k, j->rows) * j->cols]) *
+             j->w[j->radius + k];
       j->out[r * j->cols + c] = (float)s;
     }
   return QS_OK;
@@ -34,9 +37,11 @@ static int gauss_axis1(void *ctx, size_t b, size_t e, int worker) {
   for (size_t r = b; r < e; r++) {
     const float *row = j->in + r * j->cols;
     for (size_t c = 0; c < j->cols; c++) {
-      double s = 0;
-      for (long k = -j->radius; k <= j->radius; k++)
-        s += j->w[k + j->radius] * row[gauss_reflect((long)c + k, j->cols)];
+      double s = (double)row[c] * j->w[j->radius];
+      for (long k = 1; k <= j->radius; k++)
+        s += ((double)row[gauss_reflect((long)c - k, j->cols)] +
+              (double)row[gauss_reflect((long)c + k, j->cols)]) *
+             j->w[j->radius + k];
       j->out[r * j->cols + c] = (float)s;
     }
   }
