@@ -15,7 +15,7 @@ typedef struct metric_case {
   size_t n_in, n_out;
 } metric_case;
 
-static void mc_load(const char *name, metric_case *c) {
+static inline void mc_load(const char *name, metric_case *c) {
   memset(c, 0, sizeof *c);
   char path[1024];
   snprintf(path, sizeof path, REF_DIR "%s.json", name);
@@ -32,12 +32,12 @@ static void mc_load(const char *name, metric_case *c) {
   cJSON_Delete(j);
 }
 
-static void mc_free(metric_case *c) {
+static inline void mc_free(metric_case *c) {
   for (size_t k = 0; k < c->n_in; k++) image_free(&c->in[k]);
   for (size_t k = 0; k < c->n_out; k++) image_free(&c->out[k]);
 }
 
-static engine *mc_engine(void) {
+static inline engine *mc_engine(void) {
   engine_options o = {.db_path = ":memory:", .no_calibration = 1, .seed = 1};
   engine *e = NULL;
   int rc = engine_open(&e, &o);
@@ -48,7 +48,7 @@ static engine *mc_engine(void) {
 
 /* Runs method on in[0..n_in) with impl (NULL: the engine's choice) and
  * parameters p; asserts success. */
-static void mc_run(engine *e, const char *method, const char *impl,
+static inline void mc_run(engine *e, const char *method, const char *impl,
                    const image *in, size_t n_in, const param *p, size_t n_p,
                    image *out, size_t n_out) {
   run_request rq = {.inputs = in, .n_inputs = n_in, .params = p,
@@ -60,7 +60,7 @@ static void mc_run(engine *e, const char *method, const char *impl,
 }
 
 /* |got − ref| <= tol·max(|ref|, floor). */
-static int mc_close(double got, double ref, double tol, double floor) {
+static inline int mc_close(double got, double ref, double tol, double floor) {
   double s = fabs(ref) > floor ? fabs(ref) : floor;
   return fabs(got - ref) <= tol * s;
 }
