@@ -120,11 +120,29 @@ done:
 
 /* ------------------------------------------------------------- the fit */
 
+/* Sides up to which the fit runs on cosine transforms (below); larger
+ * images blur in space at every step of the search. */
+#define SQ_DCT_MAX 2048
+
+/* The error of the fit at σ, computed in one of two ways that agree to
+ * rounding:
+ *  - in space: blur (gauss.h), least squares, RMS — a blur per σ;
+ *  - on cosine transforms: the 'reflect' Gaussian is diagonal in the
+ *    orthonormal DCT-II (its symmetric extension is the DCT's), with
+ *    gain H(k) = Σ_m w[m] cos(π k m / n) per axis, so with X and F the
+ *    transforms of the reconstruction and the reference, P = X·F and
+ *    Q = X², the blur's covariance with the reference is Σ H·P, its
+ *    variance Σ H²·Q (DC excluded), and the residual's energy
+ *    α²·ΣH²Q − 2α·ΣHP + ΣF² (the fitted β cancels the DC term): O(pixels)
+ *    per σ after two transforms, in double. */
 typedef struct sq_fit {
   const method_call *c;
   const float *ref, *rec; /* ref interpolated, reconstruction: n each */
-  float *blur, *tmp;      /* n each */
+  float *blur, *tmp;      /* n each (in space) */
   size_t rows, cols, n;
+  double *p, *q;          /* DCT: X·F and X², rows × cols (NULL: space) */
+  double *hy, *hx;        /* the gains per axis */
+  double srr, x0, f0;     /* Σ F² without DC; the DC terms */
   double alpha, beta;     /* of the last evaluation */
   int rc;
 } sq_fit;
@@ -148,18 +166,157 @@ static void sq_regress(const float *x, const float *y, size_t n, double *a,
   *b = my - *a * mx;
 }
 
+/* The gain of scipy's Gaussian of σ along an axis of n at frequencies
+ * 0 .. n − 1 (all 1 for σ <= 1e-15: no blur). */
+static int sq_gain(double sigma, size_t n, double *h) {
+  if (!(sigma > 1e-15)) {
+    for (size_t k = 0; k < n; k++) h[k] = 1;
+    return QS_OK;
+  }
+  long r = (long)(4.0 * sigma + 0.5);
+  double *w = malloc((size_t)(r + 1) * sizeof *w), sum = 0;
+  if (!w) return QS_ENOMEM;
+  for (long m = 0; m <= r; m++) {
+    w[m] = exp(-0.5 / (sigma * sigma) * (double)(m * m));
+    sum += m ? 2 * w[m] : w[m];
+  }
+  for (size_t k = 0; k < n; k++) {
+    double g = w[0];
+    for (long m = 1; m <= r; m++)
+      g += 2 * w[m] * cos(3.14159265358979323846 * (double)k * (double)m /
+                          (double)n);
+    h[k] = g / sum;
+  }
+  free(w);
+  return QS_OK;
+}
+
 /* The error at σ: RMS of α·blur(rec, σ) + β − ref, α and β fitted. */
 static double sq_error(sq_fit *f, double sigma) {
   if (f->rc) return INFINITY;
-  f->rc = gauss_blur(f->c, f->rec, f->blur, f->tmp, f->rows, f->cols, sigma);
-  if (f->rc) return INFINITY;
-  sq_regress(f->blur, f->ref, f->n, &f->alpha, &f->beta);
-  double s = 0;
-  for (size_t i = 0; i < f->n; i++) {
-    double e = f->alpha * f->blur[i] + f->beta - f->ref[i];
-    s += e * e;
+  if (!f->p) {
+    f->rc = gauss_blur(f->c, f->rec, f->blur, f->tmp, f->rows, f->cols, sigma);
+    if (f->rc) return INFINITY;
+    sq_regress(f->blur, f->ref, f->n, &f->alpha, &f->beta);
+    double s = 0;
+    for (size_t i = 0; i < f->n; i++) {
+      double e = f->alpha * f->blur[i] + f->beta - f->ref[i];
+      s += e * e;
+    }
+    return sqrt(s / (double)f->n);
   }
-  return sqrt(s / (double)f->n);
+  f->rc = sq_gain(sigma, f->rows, f->hy);
+  if (!f->rc) f->rc = sq_gain(sigma, f->cols, f->hx);
+  if (f->rc) return INFINITY;
+  double sp = 0, sq = 0;
+  for (size_t y = 0; y < f->rows; y++) {
+    const double *p = f->p + y * f->cols, *q = f->q + y * f->cols;
+    double hp = 0, hq = 0;
+    for (size_t x = 0; x < f->cols; x++) {
+      hp += f->hx[x] * p[x];
+      hq += f->hx[x] * f->hx[x] * q[x];
+    }
+    sp += f->hy[y] * hp;
+    sq += f->hy[y] * f->hy[y] * hq;
+  }
+  sp -= f->p[0]; /* the DC term (gain 1) */
+  sq -= f->q[0];
+  double rn = sqrt((double)f->n);
+  f->alpha = sq != 0 ? sp / sq : 0;
+  f->beta = f->f0 / rn - f->alpha * f->x0 / rn;
+  double e = f->alpha * f->alpha * sq - 2 * f->alpha * sp + f->srr;
+  return sqrt(e > 0 ? e / (double)f->n : 0);
+}
+
+typedef struct sq_dct_job {
+  const float *in;
+  double *tmp, *out;
+  const double *cr, *cc; /* orthonormal DCT-II matrices R × R, C × C */
+  size_t rows, cols;
+} sq_dct_job;
+
+static int sq_dct_rows(void *ctx, size_t b, size_t e, int worker) {
+  const sq_dct_job *j = ctx;
+  (void)worker;
+  for (size_t y = b; y < e; y++)
+    for (size_t k = 0; k < j->cols; k++) {
+      const double *c = j->cc + k * j->cols;
+      const float *row = j->in + y * j->cols;
+      double s = 0;
+      for (size_t x = 0; x < j->cols; x++) s += c[x] * row[x];
+      j->tmp[y * j->cols + k] = s;
+    }
+  return QS_OK;
+}
+
+static int sq_dct_cols(void *ctx, size_t b, size_t e, int worker) {
+  const sq_dct_job *j = ctx;
+  (void)worker;
+  for (size_t k = b; k < e; k++) {
+    double *o = j->out + k * j->cols;
+    for (size_t x = 0; x < j->cols; x++) o[x] = 0;
+    for (size_t y = 0; y < j->rows; y++) {
+      double c = j->cr[k * j->rows + y];
+      const double *t = j->tmp + y * j->cols;
+      for (size_t x = 0; x < j->cols; x++) o[x] += c * t[x];
+    }
+  }
+  return QS_OK;
+}
+
+static void sq_dct_matrix(double *m, size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    double s = sqrt((k ? 2.0 : 1.0) / (double)n);
+    for (size_t j = 0; j < n; j++)
+      m[k * n + j] = s * cos(3.14159265358979323846 * (double)k *
+                             (2.0 * (double)j + 1) / (2.0 * (double)n));
+  }
+}
+
+/* Prepares the fit on cosine transforms (f->p, f->q, ...); on QS_ENOMEM
+ * the caller falls back to the fit in space. */
+static int sq_fit_dct(sq_fit *f) {
+  size_t r = f->rows, c = f->cols, n = f->n;
+  double *cr = malloc(r * r * sizeof *cr), *cc = malloc(c * c * sizeof *cc);
+  double *tmp = malloc(n * sizeof *tmp), *x = malloc(n * sizeof *x);
+  double *p = malloc(n * sizeof *p), *q = malloc(n * sizeof *q);
+  double *h = malloc((r + c) * sizeof *h);
+  int rc = cr && cc && tmp && x && p && q && h ? QS_OK : QS_ENOMEM;
+  if (!rc) {
+    sq_dct_matrix(cr, r);
+    sq_dct_matrix(cc, c);
+    sq_dct_job j = {f->rec, tmp, x, cr, cc, r, c};
+    rc = f->c->parallel_for(f->c, 0, r, sq_dct_rows, &j);
+    if (!rc) rc = f->c->parallel_for(f->c, 0, r, sq_dct_cols, &j);
+    j.in = f->ref;
+    j.out = p;
+    if (!rc) rc = f->c->parallel_for(f->c, 0, r, sq_dct_rows, &j);
+    if (!rc) rc = f->c->parallel_for(f->c, 0, r, sq_dct_cols, &j);
+  }
+  if (!rc) {
+    f->x0 = x[0];
+    f->f0 = p[0];
+    f->srr = 0;
+    for (size_t i = 1; i < n; i++) f->srr += p[i] * p[i];
+    for (size_t i = 0; i < n; i++) {
+      double fi = p[i];
+      p[i] = x[i] * fi;
+      q[i] = x[i] * x[i];
+    }
+    f->p = p;
+    f->q = q;
+    f->hy = h;
+    f->hx = h + r;
+    p = q = h = NULL;
+  }
+  free(cr);
+  free(cc);
+  free(tmp);
+  free(x);
+  free(p);
+  free(q);
+  free(h);
+  return rc;
 }
 
 /* scipy.optimize.bracket from (xa, xb): a triple with f(xb) below both
@@ -395,6 +552,7 @@ static int sq_run(const method_call *c) {
   sq_fit f = {.c = c, .ref = ref, .rec = s->data, .blur = blur, .tmp = tmp,
               .rows = s->rows, .cols = s->cols, .n = n};
   double sigma = c->p[P_SIGMA];
+  if (s->rows <= SQ_DCT_MAX && s->cols <= SQ_DCT_MAX) sq_fit_dct(&f);
   if (sigma == 0) {
     double x[3] = {0, 4 / 2.35482 * (double)m}, y[3];
     sq_bracket(&f, x, y);
@@ -402,6 +560,9 @@ static int sq_run(const method_call *c) {
   }
   sq_error(&f, sigma); /* α, β at σ */
   rc = f.rc;
+  free(f.p);
+  free(f.q);
+  free(f.hy);
   if (rc) {
     snprintf(c->err, c->err_len, "squirrel: no memory for the blur");
     goto done;
