@@ -4,15 +4,18 @@
  * records it; what the points share is computed once per batch of frames
  * (the ×M intensity, the gradients, their ×2M images) or once per radius
  * (the convergence before the sensitivity's power and the intensity), and
- * the maps fold through the public partials (esrrf_partial_add), the
- * batch call's own fold: a point's reconstruction has the bits of eSRRF
- * run with the same implementations. */
+ * the maps fold through the partials' own fold (temporal_add, the batch
+ * call's): a point's reconstruction has the bits of eSRRF run with the
+ * same implementations. The powers and the folds, the sweep's own work,
+ * run in bands of pixels on the engine's number of threads. */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "methods/esrrf/temporal.h"
 #include "quicksilver_esrrf.h"
 #include "quicksilver_sweep.h"
 
@@ -26,6 +29,7 @@ typedef struct sweep {
   const esrrf_sweep_options *o;
   size_t rows, cols, frames, rm, cm, plane;
   int mag, frc, rsp, iw;
+  int threads;            /* the engine's, for the powers and folds */
   size_t nt, ns, nr;
   int temporal[3];
   char *err;
@@ -115,13 +119,84 @@ static esrrf_partial *sw_at(esrrf_partial *p, const sweep *s, size_t r,
 }
 
 /* The map of sensitivity sens from the convergence v (sensitivity 1, no
- * intensity): rgc's own finish (a power only above 1) and intensity. */
+ * intensity) for pixels [b, e): rgc's own finish (a power only above 1;
+ * x·x for 2, which is pow's exact result) and intensity. */
 static void sw_map(const float *v, const float *img, double sens, int iw,
-                   size_t n, float *out) {
-  for (size_t i = 0; i < n; i++) {
+                   size_t b, size_t e, float *out) {
+  for (size_t i = b; i < e; i++) {
     float x = v[i];
-    if (x >= 0 && sens > 1) x = (float)pow((double)x, sens);
+    if (x > 0 && sens > 1)
+      x = sens == 2 ? (float)((double)x * x) : (float)pow((double)x, sens);
+    else if (x < 0)
+      x = 0;
     out[i] = iw ? x * img[i] : x;
+  }
+}
+
+/* One batch of one radius folded into its points' statistics, a band of
+ * pixels per thread. */
+typedef struct sw_fold {
+  const sweep *s;
+  esrrf_partial *p;      /* the radius's statistics */
+  const float *raw, *mag; /* n planes each */
+  size_t n, f0, b, e;
+  float *map;            /* this band's thread: one plane */
+} sw_fold;
+
+static void *sw_fold_band(void *arg) {
+  const sw_fold *j = arg;
+  const sweep *s = j->s;
+  for (size_t si = 0; si < s->ns; si++) {
+    size_t seen[3] = {0, 0, 0};
+    for (size_t k = 0; k < j->n; k++) {
+      sw_map(j->raw + k * s->plane, j->mag + k * s->plane,
+             s->o->sensitivities[si], s->iw, j->b, j->e, j->map);
+      int half = (j->f0 + k) % 2 ? 1 : 2; /* odd frames 1, 3, ... */
+      for (size_t t = 0; t < s->nt; t++) {
+        esrrf_partial *a = &j->p[(t * s->ns + si) * 3];
+        temporal_add(&a[0], j->map, a[0].n + seen[0], j->b, j->e);
+        if (s->frc)
+          temporal_add(&a[half], j->map, a[half].n + seen[half], j->b, j->e);
+      }
+      seen[0]++;
+      seen[half]++;
+    }
+  }
+  return NULL;
+}
+
+/* Folds the batch's maps of one radius on up to `threads` threads;
+ * maps: threads planes of scratch. */
+static void sw_fold_batch(const sweep *s, esrrf_partial *p, const float *raw,
+                          const float *mag, size_t n, size_t f0, int threads,
+                          float *maps) {
+  sw_fold j[QS_MAX_THREADS];
+  pthread_t th[QS_MAX_THREADS];
+  int made[QS_MAX_THREADS] = {0};
+  size_t rows = s->rm, per = (rows + (size_t)threads - 1) / (size_t)threads;
+  int bands = 0;
+  for (int w = 0; w < threads; w++) {
+    size_t r0 = (size_t)w * per, r1 = r0 + per < rows ? r0 + per : rows;
+    if (r0 >= r1) break;
+    j[w] = (sw_fold){s, p, raw, mag, n, f0, r0 * s->cm, r1 * s->cm,
+                     maps + (size_t)w * s->plane};
+    bands++;
+    /* band 0 runs here; a band whose thread cannot start runs here too */
+    if (w > 0) made[w] = !pthread_create(&th[w], NULL, sw_fold_band, &j[w]);
+  }
+  for (int w = 0; w < bands; w++)
+    if (!made[w]) sw_fold_band(&j[w]);
+  for (int w = 1; w < bands; w++)
+    if (made[w]) pthread_join(th[w], NULL);
+  /* every band done: the frames' counts */
+  size_t odd = 0;
+  for (size_t k = 0; k < n; k++) odd += (f0 + k) % 2;
+  for (size_t i = 0; i < s->nt * s->ns; i++) {
+    p[3 * i].n += n;
+    if (s->frc) {
+      p[3 * i + 1].n += odd;
+      p[3 * i + 2].n += n - odd;
+    }
   }
 }
 
@@ -130,8 +205,9 @@ static int sw_pass(sweep *s, size_t r0, size_t r1, esrrf_partial *p,
                    size_t batch, uint64_t *done, uint64_t total) {
   const image *st = s->stack;
   size_t rc_px = s->rows * s->cols;
-  float *map = malloc(s->plane * sizeof *map);
-  if (!map) return sw_fail(s, QS_ENOMEM, "sweep: no memory for one map");
+  float *map = malloc((size_t)s->threads * s->plane * sizeof *map);
+  if (!map)
+    return sw_fail(s, QS_ENOMEM, "sweep: no memory for %d maps", s->threads);
   int rc = QS_OK;
   for (size_t f0 = 0; !rc && f0 < s->frames; f0 += batch) {
     size_t n = s->frames - f0 < batch ? s->frames - f0 : batch;
@@ -152,17 +228,9 @@ static int sw_pass(sweep *s, size_t r0, size_t r1, esrrf_partial *p,
                     {"sensitivity", 1, NULL},
                     {"intensity_weighting", 0, NULL}};
       rc = sw_step(s, "rgc", in, 3, rp, 4, &raw, 1);
-      for (size_t si = 0; !rc && si < s->ns; si++)
-        for (size_t k = 0; !rc && k < n; k++) {
-          sw_map(raw.data + k * s->plane, mag.data + k * s->plane,
-                 s->o->sensitivities[si], s->iw, s->plane, map);
-          int half = (f0 + k) % 2 ? 1 : 2; /* odd frames 1, 3, ... */
-          for (size_t t = 0; !rc && t < s->nt; t++) {
-            rc = esrrf_partial_add(sw_at(p, s, r - r0, t, si, 0), map, 1);
-            if (!rc && s->frc)
-              rc = esrrf_partial_add(sw_at(p, s, r - r0, t, si, half), map, 1);
-          }
-        }
+      if (!rc)
+        sw_fold_batch(s, sw_at(p, s, r - r0, 0, 0, 0), raw.data, mag.data, n,
+                      f0, s->threads, map);
       image_free(&raw);
     }
     image_free(&mag);
@@ -276,6 +344,9 @@ int esrrf_sweep(engine *e, const image *stack, const esrrf_sweep_options *o,
   s.frc = !o->no_frc;
   s.rsp = !o->no_rsp;
   s.iw = !o->no_intensity_weighting;
+  s.threads = engine_threads(e);
+  if (s.threads < 1) s.threads = 1;
+  if (s.threads > QS_MAX_THREADS) s.threads = QS_MAX_THREADS;
   s.nr = o->n_radii;
   s.ns = o->n_sensitivities;
   s.nt = o->temporal ? o->n_temporal : 1;
