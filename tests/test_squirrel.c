@@ -172,3 +172,24 @@ Test(squirrel, bad_inputs_name_the_field) {
   image_free(&two);
   engine_close(e);
 }
+
+Test(squirrel, metrics_without_the_map_are_the_same) {
+  metric_case c;
+  mc_load("sq_real_m5", &c);
+  engine *e = mc_engine();
+  image a[2], b[2];
+  param p = {"error_map", 0, "false"};
+  mc_run(e, "squirrel", "serial", c.in, 2, NULL, 0, a, 2);
+  mc_run(e, "squirrel", "serial", c.in, 2, &p, 1, b, 2);
+  cr_expect_eq(memcmp(a[1].data, b[1].data, 5 * sizeof(float)), 0);
+  float peak = 0;
+  for (size_t i = 0; i < b[0].rows * b[0].cols; i++)
+    peak = fmaxf(peak, fabsf(b[0].data[i]));
+  cr_expect_eq(peak, 0.0f, "no map: zeros");
+  for (int k = 0; k < 2; k++) {
+    image_free(&a[k]);
+    image_free(&b[k]);
+  }
+  engine_close(e);
+  mc_free(&c);
+}

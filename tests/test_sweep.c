@@ -73,7 +73,8 @@ static void check_against_separate_calls(const char *impl, long memory_mb) {
                    "eSRRF's", impl, radii[r], sens[si]);
       /* its metrics are squirrel's and frc's on those outputs */
       image in[2] = {*st, ref}, m[2];
-      mc_run(e, "squirrel", impl, in, 2, NULL, 0, m, 2);
+      param nomap = {"error_map", 0, NULL};
+      mc_run(e, "squirrel", impl, in, 2, &nomap, 1, m, 2);
       cr_expect_eq(pt->rsp, m[1].data[1], "RSP %.9g vs %.9g", pt->rsp,
                    m[1].data[1]);
       cr_expect_eq(pt->rse, m[1].data[0], "RSE %.9g vs %.9g", pt->rse,

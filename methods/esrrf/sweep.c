@@ -263,7 +263,8 @@ static int sw_score(sweep *s, esrrf_partial *p, esrrf_sweep_point *pt,
   pt->rsp = pt->rse = pt->sigma = pt->frc = NAN;
   if (s->rsp) {
     image in[2] = {*s->stack, rec}, out[2] = {{0}};
-    rc = sw_step(s, "squirrel", in, 2, NULL, 0, out, 2);
+    param mp = {"error_map", 0, NULL}; /* the metrics, not the map */
+    rc = sw_step(s, "squirrel", in, 2, &mp, 1, out, 2);
     if (!rc) {
       pt->rse = out[1].data[0];
       pt->rsp = out[1].data[1];

@@ -17,7 +17,10 @@
  *     the blur is no blur (NanoPyx reports such a σ as it is);
  *  4. the error map is |blur(α·rec + β, σ) − ref| with α, β, σ rounded to
  *     float (NanoPyx's), RSE its RMS, RSP the Pearson correlation of the
- *     blurred, rescaled reconstruction with the reference.
+ *     blurred, rescaled reconstruction with the reference (RSE and RSP
+ *     from the cosine transforms of step 3 up to 2048 pixels a side, so
+ *     they are the same with or without the map: error_map false skips
+ *     the map's blur).
  *
  * Outputs: `error_map` (1, R·M, C·M) and `metrics` (1, 1, 5): RSE, RSP,
  * σ (reconstruction pixels), α, β. */
@@ -31,7 +34,7 @@
 #include "methods/shared/gauss.h"
 
 enum { M_RSE, M_RSP, M_SIGMA, M_ALPHA, M_BETA, M_N };
-enum { P_SIGMA };
+enum { P_SIGMA, P_MAP };
 
 /* ------------------------------------------------- Fourier interpolation */
 
@@ -175,19 +178,46 @@ static int sq_gain(double sigma, size_t n, double *h) {
   }
   long r = (long)(4.0 * sigma + 0.5);
   double *w = malloc((size_t)(r + 1) * sizeof *w), sum = 0;
-  if (!w) return QS_ENOMEM;
+  double *cs = malloc(2 * n * sizeof *cs); /* cos(π j / n), j < 2n */
+  if (!w || !cs) {
+    free(w);
+    free(cs);
+    return QS_ENOMEM;
+  }
+  for (size_t j = 0; j < 2 * n; j++)
+    cs[j] = cos(3.14159265358979323846 * (double)j / (double)n);
   for (long m = 0; m <= r; m++) {
     w[m] = exp(-0.5 / (sigma * sigma) * (double)(m * m));
     sum += m ? 2 * w[m] : w[m];
   }
   for (size_t k = 0; k < n; k++) {
     double g = w[0];
-    for (long m = 1; m <= r; m++)
-      g += 2 * w[m] * cos(3.14159265358979323846 * (double)k * (double)m /
-                          (double)n);
+    for (long m = 1; m <= r; m++) g += 2 * w[m] * cs[(k * (size_t)m) % (2 * n)];
     h[k] = g / sum;
   }
   free(w);
+  free(cs);
+  return QS_OK;
+}
+
+/* Σ H·P and Σ H²·Q over the coefficients but DC, at σ (cosine path). */
+static int sq_sums(sq_fit *f, double sigma, double *sp, double *sq) {
+  int rc = sq_gain(sigma, f->rows, f->hy);
+  if (!rc) rc = sq_gain(sigma, f->cols, f->hx);
+  if (rc) return rc;
+  double a = 0, b = 0;
+  for (size_t y = 0; y < f->rows; y++) {
+    const double *p = f->p + y * f->cols, *q = f->q + y * f->cols;
+    double hp = 0, hq = 0;
+    for (size_t x = 0; x < f->cols; x++) {
+      hp += f->hx[x] * p[x];
+      hq += f->hx[x] * f->hx[x] * q[x];
+    }
+    a += f->hy[y] * hp;
+    b += f->hy[y] * f->hy[y] * hq;
+  }
+  *sp = a - f->p[0]; /* the DC term (gain 1) */
+  *sq = b - f->q[0];
   return QS_OK;
 }
 
@@ -205,22 +235,9 @@ static double sq_error(sq_fit *f, double sigma) {
     }
     return sqrt(s / (double)f->n);
   }
-  f->rc = sq_gain(sigma, f->rows, f->hy);
-  if (!f->rc) f->rc = sq_gain(sigma, f->cols, f->hx);
+  double sp, sq;
+  f->rc = sq_sums(f, sigma, &sp, &sq);
   if (f->rc) return INFINITY;
-  double sp = 0, sq = 0;
-  for (size_t y = 0; y < f->rows; y++) {
-    const double *p = f->p + y * f->cols, *q = f->q + y * f->cols;
-    double hp = 0, hq = 0;
-    for (size_t x = 0; x < f->cols; x++) {
-      hp += f->hx[x] * p[x];
-      hq += f->hx[x] * f->hx[x] * q[x];
-    }
-    sp += f->hy[y] * hp;
-    sq += f->hy[y] * f->hy[y] * hq;
-  }
-  sp -= f->p[0]; /* the DC term (gain 1) */
-  sq -= f->q[0];
   double rn = sqrt((double)f->n);
   f->alpha = sq != 0 ? sp / sq : 0;
   f->beta = f->f0 / rn - f->alpha * f->x0 / rn;
@@ -483,6 +500,8 @@ static const slot_def sq_outputs[] = {
 static const param_def sq_params[] = {
     [P_SIGMA] = {"sigma", PARAM_FLOAT, 0, 0, 1e6, 0, NULL,
                  "Gaussian sigma in reconstruction pixels (0: fitted)"},
+    [P_MAP] = {"error_map", PARAM_BOOL, 1, 0, 1, 0, NULL,
+               "compute the error map (false: zeros, metrics only)"},
 };
 
 static int sq_shape(const image *in, const double *p, image *out, char *err,
@@ -529,6 +548,8 @@ static int sq_run(const method_call *c) {
   float *mean = malloc(plane * sizeof *mean);
   float *ref = malloc(n * sizeof *ref), *blur = malloc(n * sizeof *blur);
   float *tmp = malloc(n * sizeof *tmp), *scaled = malloc(n * sizeof *scaled);
+  sq_fit f = {.c = c, .ref = ref, .rec = s->data, .blur = blur, .tmp = tmp,
+              .rows = s->rows, .cols = s->cols, .n = n};
   int rc = QS_OK;
   if (!mean || !ref || !blur || !tmp || !scaled) {
     rc = QS_ENOMEM;
@@ -537,7 +558,7 @@ static int sq_run(const method_call *c) {
   }
   for (size_t i = 0; i < plane; i++) {
     double sum = 0;
-    for (size_t f = 0; f < r->frames; f++) sum += r->data[f * plane + i];
+    for (size_t k = 0; k < r->frames; k++) sum += r->data[k * plane + i];
     mean[i] = (float)(sum / (double)r->frames);
   }
   if (m > 1)
@@ -549,8 +570,6 @@ static int sq_run(const method_call *c) {
              "squirrel: no memory for the reference's interpolation");
     goto done;
   }
-  sq_fit f = {.c = c, .ref = ref, .rec = s->data, .blur = blur, .tmp = tmp,
-              .rows = s->rows, .cols = s->cols, .n = n};
   double sigma = c->p[P_SIGMA];
   if (s->rows <= SQ_DCT_MAX && s->cols <= SQ_DCT_MAX) sq_fit_dct(&f);
   if (sigma == 0) {
@@ -560,32 +579,49 @@ static int sq_run(const method_call *c) {
   }
   sq_error(&f, sigma); /* α, β at σ */
   rc = f.rc;
-  free(f.p);
-  free(f.q);
-  free(f.hy);
   if (rc) {
     snprintf(c->err, c->err_len, "squirrel: no memory for the blur");
     goto done;
   }
-  /* NanoPyx keeps α, β and σ as float and blurs α·rec + β in float */
+  /* NanoPyx keeps α, β and σ as float and blurs α·rec + β */
   float a32 = (float)f.alpha, b32 = (float)f.beta, s32 = (float)sigma;
-  for (size_t i = 0; i < n; i++) scaled[i] = a32 * s->data[i] + b32;
-  rc = gauss_blur(c, scaled, blur, tmp, s->rows, s->cols, s32);
-  if (rc) goto done;
-  double se = 0;
-  float *map = c->out[0].data;
-  for (size_t i = 0; i < n; i++) {
-    float e = blur[i] - ref[i];
-    map[i] = fabsf(e);
-    se += (double)e * (double)e;
-  }
   float *met = c->out[1].data;
-  met[M_RSE] = (float)sqrt(se / (double)n);
-  met[M_RSP] = (float)sq_pearson(blur, ref, n);
   met[M_SIGMA] = s32;
   met[M_ALPHA] = a32;
   met[M_BETA] = b32;
+  if (f.p) {
+    /* RSE and RSP from the transforms (the blur's, at σ, α and β as
+     * float), so that they do not depend on whether the map is made */
+    double sp, sq, rn = sqrt((double)n);
+    rc = sq_sums(&f, s32, &sp, &sq);
+    if (rc) goto done;
+    double dc = (double)a32 * f.x0 + (double)b32 * rn - f.f0;
+    double e = (double)a32 * a32 * sq - 2.0 * a32 * sp + f.srr + dc * dc;
+    met[M_RSE] = (float)sqrt(e > 0 ? e / (double)n : 0);
+    met[M_RSP] = sq > 0 && f.srr > 0 && a32 != 0
+                     ? (float)((a32 > 0 ? sp : -sp) / sqrt(sq * f.srr))
+                     : 0;
+  }
+  if (c->p[P_MAP] != 0 || !f.p) {
+    for (size_t i = 0; i < n; i++) scaled[i] = a32 * s->data[i] + b32;
+    rc = gauss_blur(c, scaled, blur, tmp, s->rows, s->cols, s32);
+    if (rc) goto done;
+    double se = 0;
+    float *map = c->out[0].data;
+    for (size_t i = 0; i < n; i++) {
+      float e = blur[i] - ref[i];
+      if (c->p[P_MAP] != 0) map[i] = fabsf(e);
+      se += (double)e * (double)e;
+    }
+    if (!f.p) {
+      met[M_RSE] = (float)sqrt(se / (double)n);
+      met[M_RSP] = (float)sq_pearson(blur, ref, n);
+    }
+  }
 done:
+  free(f.p);
+  free(f.q);
+  free(f.hy);
   free(mean);
   free(ref);
   free(blur);
