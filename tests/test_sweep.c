@@ -178,9 +178,13 @@ Test(sweep, bad_input_names_the_parameter) {
   image_free(&st);
 }
 
+/* Records its calls and cancels at the first: seen[0] calls, seen[1] the
+ * frames done then, seen[2] the total. */
 static int cancel_at_first(void *ctx, uint64_t done, uint64_t total) {
-  (void)total;
-  *(uint64_t *)ctx = done;
+  uint64_t *seen = ctx;
+  seen[0]++;
+  seen[1] = done;
+  seen[2] = total;
   return 1;
 }
 
@@ -188,16 +192,23 @@ Test(sweep, progress_can_cancel) {
   metric_case c;
   mc_load("sq_real_m5", &c);
   engine *e = mc_engine();
-  uint64_t seen = 0;
+  uint64_t seen[3] = {0};
   esrrf_sweep_options o = {.radii = radii, .n_radii = 1,
                            .sensitivities = sens, .n_sensitivities = 1,
                            .magnification = 2, .progress = cancel_at_first,
-                           .progress_ctx = &seen};
+                           .progress_ctx = seen};
   esrrf_sweep_result res = {0};
   char err[256];
-  cr_expect_eq(esrrf_sweep(e, &c.in[0], &o, &res, err, sizeof err), QS_EFAIL);
+  cr_expect_eq(esrrf_sweep(e, &c.in[0], &o, &res, err, sizeof err),
+               QS_ECANCELLED);
   cr_expect(strstr(err, "cancelled") != NULL, "%s", err);
-  cr_expect_gt(seen, 0);
+  /* the steps of the first batch (16 frames) may end after the first
+   * nonzero return (a step that was done reports once more); the sweep
+   * stops before the next batch */
+  cr_expect_geq(seen[0], 1);
+  cr_expect_eq(seen[2], 20, "total: the stack's 20 frames, one pass");
+  cr_expect_lt(seen[1], 20, "stopped after %llu frames",
+               (unsigned long long)seen[1]);
   cr_expect_null(res.points);
   engine_close(e);
   mc_free(&c);

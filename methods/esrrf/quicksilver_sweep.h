@@ -65,9 +65,10 @@ typedef struct esrrf_sweep_options {
                                   (NULL: the engine chooses each) */
   long memory_mb;              /* the statistics' bound (0: 1024) */
   /* Called after each batch of frames with the frames done over all
-   * passes and their total; a nonzero return stops the sweep (QS_EFAIL,
-   * "cancelled"). NULL: none. */
-  int (*progress)(void *ctx, uint64_t done, uint64_t total);
+   * passes and their total, and from within every step (as run_request's
+   * hook, with the frames done so far); a nonzero return stops the sweep
+   * with QS_ECANCELLED. NULL: none. */
+  progress_fn progress;
   void *progress_ctx;
 } esrrf_sweep_options;
 
@@ -95,7 +96,8 @@ typedef struct esrrf_sweep_result {
  * magnification; QS_ESHAPE for a stack of fewer than 2 frames when FRC
  * is asked (odd and even frames), or too small for FRC; QS_EINVAL for a
  * NaN or infinite pixel; QS_ENOMEM; a step's own status with its message;
- * QS_EFAIL when progress cancelled. *out is written only on success. */
+ * QS_ECANCELLED when progress cancelled. *out is written only on
+ * success. */
 QS_API int esrrf_sweep(engine *e, const image *stack,
                        const esrrf_sweep_options *o, esrrf_sweep_result *out,
                        char *err, size_t err_len);

@@ -34,6 +34,7 @@ typedef struct sweep {
   int temporal[3];
   char *err;
   size_t err_len;
+  uint64_t done, total;   /* frames over all passes, for progress */
 } sweep;
 
 static int sw_fail(sweep *s, int rc, const char *fmt, ...) {
@@ -46,12 +47,26 @@ static int sw_fail(sweep *s, int rc, const char *fmt, ...) {
   return rc;
 }
 
+/* A step's progress hook: the caller's, at the frames done so far, so
+ * that a cancellation stops the step that runs. */
+static int sw_hook(void *ctx, uint64_t done, uint64_t total) {
+  const sweep *s = ctx;
+  (void)done;
+  (void)total;
+  return s->o->progress(s->o->progress_ctx, s->done, s->total);
+}
+
 /* One step through the engine; its message on failure. */
 static int sw_step(sweep *s, const char *method, const image *in, size_t n_in,
                    const param *p, size_t n_p, image *out, size_t n_out) {
   run_request rq = {.inputs = in, .n_inputs = n_in, .params = p,
-                    .n_params = n_p, .impl = s->o->impl};
+                    .n_params = n_p, .impl = s->o->impl,
+                    .progress = s->o->progress ? sw_hook : NULL,
+                    .progress_ctx = s};
   int rc = method_run(s->e, method, &rq, out, n_out, NULL);
+  if (rc == QS_ECANCELLED)
+    return sw_fail(s, rc, "sweep: cancelled after %llu of %llu frames",
+                   (unsigned long long)s->done, (unsigned long long)s->total);
   if (rc) return sw_fail(s, rc, "%s", engine_error(s->e));
   return QS_OK;
 }
@@ -202,7 +217,7 @@ static void sw_fold_batch(const sweep *s, esrrf_partial *p, const float *raw,
 
 /* One pass over the frames for radii [r0, r1): their statistics. */
 static int sw_pass(sweep *s, size_t r0, size_t r1, esrrf_partial *p,
-                   size_t batch, uint64_t *done, uint64_t total) {
+                   size_t batch) {
   const image *st = s->stack;
   size_t rc_px = s->rows * s->cols;
   float *map = malloc((size_t)s->threads * s->plane * sizeof *map);
@@ -238,11 +253,12 @@ static int sw_pass(sweep *s, size_t r0, size_t r1, esrrf_partial *p,
       image_free(&g[k]);
       image_free(&g2[k]);
     }
-    *done += n;
+    s->done += n;
     if (!rc && s->o->progress &&
-        s->o->progress(s->o->progress_ctx, *done, total))
-      rc = sw_fail(s, QS_EFAIL, "sweep: cancelled after %llu of %llu frames",
-                   (unsigned long long)*done, (unsigned long long)total);
+        s->o->progress(s->o->progress_ctx, s->done, s->total))
+      rc = sw_fail(s, QS_ECANCELLED,
+                   "sweep: cancelled after %llu of %llu frames",
+                   (unsigned long long)s->done, (unsigned long long)s->total);
   }
   free(map);
   return rc;
@@ -373,7 +389,7 @@ int esrrf_sweep(engine *e, const image *stack, const esrrf_sweep_options *o,
     rc = sw_fail(&s, QS_ENOMEM, "sweep: no memory for %zu points", np);
     goto fail;
   }
-  uint64_t done = 0, total = (uint64_t)s.frames * passes;
+  s.total = (uint64_t)s.frames * passes;
   for (size_t r0 = 0; !rc && r0 < s.nr; r0 += group) {
     size_t r1 = r0 + group < s.nr ? r0 + group : s.nr;
     for (size_t r = r0; !rc && r < r1; r++)
@@ -386,7 +402,7 @@ int esrrf_sweep(engine *e, const image *stack, const esrrf_sweep_options *o,
                            "sweep: no memory for the statistics of %zu "
                            "points (memory_mb %ld)",
                            group * s.ns * s.nt, o->memory_mb);
-    if (!rc) rc = sw_pass(&s, r0, r1, p, batch, &done, total);
+    if (!rc) rc = sw_pass(&s, r0, r1, p, batch);
     for (size_t r = r0; !rc && r < r1; r++)
       for (size_t t = 0; !rc && t < s.nt; t++)
         for (size_t si = 0; !rc && si < s.ns; si++) {
