@@ -150,10 +150,12 @@ typedef struct sq_fit {
   int rc;
 } sq_fit;
 
-/* The least-squares α, β of ref ≈ α·x + β (scipy's linregress). */
-static void sq_regress(const float *x, const float *y, size_t n, double *a,
-                       double *b) {
-  double mx = 0, my = 0, sxx = 0, sxy = 0;
+/* The means of x and y (n values) and their centred sums of squares and
+ * products, in double: m[0] mean x, m[1] mean y, m[2] Σdx², m[3] Σdx·dy,
+ * m[4] Σdy². */
+static void sq_moments(const float *x, const float *y, size_t n,
+                       double m[5]) {
+  double mx = 0, my = 0, sxx = 0, sxy = 0, syy = 0;
   for (size_t i = 0; i < n; i++) {
     mx += x[i];
     my += y[i];
@@ -161,12 +163,25 @@ static void sq_regress(const float *x, const float *y, size_t n, double *a,
   mx /= (double)n;
   my /= (double)n;
   for (size_t i = 0; i < n; i++) {
-    double dx = x[i] - mx;
+    double dx = x[i] - mx, dy = y[i] - my;
     sxx += dx * dx;
-    sxy += dx * (y[i] - my);
+    sxy += dx * dy;
+    syy += dy * dy;
   }
-  *a = sxx != 0 ? sxy / sxx : 0;
-  *b = my - *a * mx;
+  m[0] = mx;
+  m[1] = my;
+  m[2] = sxx;
+  m[3] = sxy;
+  m[4] = syy;
+}
+
+/* The least-squares α, β of ref ≈ α·x + β (scipy's linregress). */
+static void sq_regress(const float *x, const float *y, size_t n, double *a,
+                       double *b) {
+  double m[5];
+  sq_moments(x, y, n, m);
+  *a = m[2] != 0 ? m[3] / m[2] : 0;
+  *b = m[1] - *a * m[0];
 }
 
 /* The gain of scipy's Gaussian of σ along an axis of n at frequencies
@@ -468,20 +483,9 @@ static double sq_brent(sq_fit *f, const double br[3], const double fb3[3]) {
 /* Pearson's correlation of x and y (n values), in double; 0 when either
  * is constant (NanoPyx's). */
 static double sq_pearson(const float *x, const float *y, size_t n) {
-  double mx = 0, my = 0, sxy = 0, sxx = 0, syy = 0;
-  for (size_t i = 0; i < n; i++) {
-    mx += x[i];
-    my += y[i];
-  }
-  mx /= (double)n;
-  my /= (double)n;
-  for (size_t i = 0; i < n; i++) {
-    double dx = x[i] - mx, dy = y[i] - my;
-    sxy += dx * dy;
-    sxx += dx * dx;
-    syy += dy * dy;
-  }
-  return sxx == 0 || syy == 0 ? 0 : sxy / sqrt(sxx * syy);
+  double m[5];
+  sq_moments(x, y, n, m);
+  return m[2] == 0 || m[4] == 0 ? 0 : m[3] / sqrt(m[2] * m[4]);
 }
 
 /* ------------------------------------------------------------ the method */
