@@ -148,6 +148,7 @@ lines = [
     "",
     '#include "quicksilver_method.h"',
     '#include "quicksilver_esrrf.h"',
+    '#include "quicksilver_sweep.h"',
     "",
     "#ifdef __cplusplus",
     'extern "C" {',

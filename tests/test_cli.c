@@ -139,7 +139,7 @@ Test(cli, version_and_help) {
   cr_assert_str_eq(cJSON_GetObjectItem(j, "version")->valuestring, QS_VERSION);
   cJSON_Delete(j);
   const char *cmds[] = {"run",     "esrrf", "methods",  "bench",  "db",
-                        "devices", "diff",  "simulate", "version"};
+                        "devices", "diff",  "simulate", "version", "sweep"};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     r = qs(cmds[i], "--help", NULL);
     expect_status(r, 0, cmds[i]);
@@ -986,4 +986,60 @@ Test(cli, stream_output_is_appended_in_place) {
   cr_assert_neq(system(cmd), 0, "a temporary was left beside OUT");
   image_free(&got);
   image_free(&want);
+}
+
+/* The sweep: a small simulated stack through every output, and bad lists
+ * refused naming the flag with nothing written. */
+Test(cli, sweep_writes_table_maps_and_refuses_bad_lists) {
+  const char *in = path_in("s.tif"), *csv = path_in("t.csv");
+  const char *js = path_in("t.json"), *svg = path_in("maps");
+  expect_status(qs("simulate", "-o", in, "--frames", "6", "--size", "16x16",
+                   NULL),
+                0, "simulate");
+  result *r = qs("sweep", in, "--radius", "2:1:0.5", "--sensitivity", "1",
+                 "--csv", csv, NULL);
+  expect_status(r, 2, "empty range");
+  cr_expect(strstr(r->err, "--radius") != NULL, "%s", r->err);
+  r = qs("sweep", in, "--radius", "1,-1", "--sensitivity", "1", "--csv", csv,
+         NULL);
+  expect_status(r, 2, "negative radius");
+  cr_expect(strstr(r->err, "radius: -1") != NULL, "%s", r->err);
+  r = qs("sweep", in, "--radius", "1", "--sensitivity", "1,x", "--csv", csv,
+         NULL);
+  expect_status(r, 2, "not a number");
+  cr_expect(strstr(r->err, "--sensitivity") != NULL, "%s", r->err);
+  r = qs("sweep", in, "--radius", "1", "--sensitivity", "1", "--csv", in,
+         NULL);
+  expect_status(r, 2, "output is the input");
+  cr_expect(!file_exists(csv), "nothing written");
+  r = qs("sweep", in, "--radius", "1:2:0.5", "--sensitivity", "1,2",
+         "--magnification", "2", "--csv", csv, "--json-out", js, "--svg", svg,
+         "--json", NULL);
+  expect_status(r, 0, "sweep");
+  cJSON *j = json_of(r);
+  cJSON *pts = cJSON_GetObjectItem(j, "points");
+  cr_assert_eq(cJSON_GetArraySize(pts), 6);
+  cJSON *p0 = cJSON_GetArrayItem(pts, 0), *p5 = cJSON_GetArrayItem(pts, 5);
+  cr_expect_eq(cJSON_GetObjectItem(p0, "radius")->valuedouble, 1);
+  cr_expect_eq(cJSON_GetObjectItem(p5, "radius")->valuedouble, 2);
+  cr_expect_eq(cJSON_GetObjectItem(p5, "sensitivity")->valuedouble, 2);
+  double rsp = cJSON_GetObjectItem(p0, "rsp")->valuedouble;
+  cr_expect(rsp > 0 && rsp <= 1, "rsp %g", rsp);
+  cJSON_Delete(j);
+  char text[4096];
+  slurp_into(csv, text, sizeof text);
+  cr_expect(strncmp(text, "temporal,sensitivity,radius,rsp", 31) == 0, "%s",
+            text);
+  size_t lines = 0;
+  for (char *c = text; *c; c++) lines += *c == '\n';
+  cr_expect_eq(lines, 7, "header and 6 points: %s", text);
+  cr_expect(file_exists(js));
+  const char *maps[] = {"maps_qnr.svg", "maps_rsp.svg", "maps_frc.svg"};
+  for (int k = 0; k < 3; k++) {
+    slurp_into(path_in(maps[k]), text, sizeof text);
+    cr_expect(strstr(text, "<svg") == text, "%s: %.40s", maps[k], text);
+  }
+  r = qs("sweep", in, "--radius", "1", "--sensitivity", "1", "--frames", "2",
+         NULL);
+  expect_status(r, 2, "unknown flag");
 }

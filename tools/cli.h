@@ -103,6 +103,7 @@ int cmd_methods(cli *c, int argc, char **argv);
 int cmd_run(cli *c, int argc, char **argv);
 int cmd_esrrf(cli *c, int argc, char **argv);
 int cmd_stream(cli *c, int argc, char **argv); /* cmd_stream.c */
+int cmd_sweep(cli *c, int argc, char **argv);  /* cmd_sweep.c */
 int cmd_bench(cli *c, int argc, char **argv);
 
 #endif

@@ -17,6 +17,7 @@ static const command commands[] = {
     {"run", cmd_run, "run a method on TIFF stacks"},
     {"esrrf", cmd_esrrf, "eSRRF super-resolution (= run esrrf)"},
     {"stream", cmd_stream, "live eSRRF on frames as they arrive"},
+    {"sweep", cmd_sweep, "eSRRF radius x sensitivity sweep scored by RSP, FRC, QnR"},
     {"methods", cmd_methods, "methods, parameters and implementations"},
     {"bench", cmd_bench, "benchmark sweeps over sizes and implementations"},
     {"db", cmd_db, "inspect and maintain the timing store"},

@@ -1,4 +1,4 @@
-/* svg.c — log-log line plots as SVG (see svg.h). */
+/* svg.c — log-log line plots and heat maps as SVG (see svg.h). */
 #include "svg.h"
 
 #include <math.h>
@@ -127,5 +127,87 @@ int svg_loglog(const char *path, const char *title, const char *xlabel,
 #undef PX
 #undef PY
   fprintf(f, "</svg>\n");
+  return outfile_commit(&o, err, err_len);
+}
+
+/* A colour of the viridis-like ramp at t in [0, 1]. */
+static void ramp(double t, int rgb[3]) {
+  static const int stops[5][3] = {{68, 1, 84},
+                                  {59, 82, 139},
+                                  {33, 145, 140},
+                                  {94, 201, 98},
+                                  {253, 231, 37}};
+  t = t < 0 ? 0 : t > 1 ? 1 : t;
+  double p = t * 4;
+  int i = p >= 4 ? 3 : (int)p;
+  double f = p - i;
+  for (int k = 0; k < 3; k++)
+    rgb[k] = (int)(stops[i][k] + f * (stops[i + 1][k] - stops[i][k]) + 0.5);
+}
+
+int svg_heatmap(const char *path, const char *title, const char *xlabel,
+                const char *ylabel, const char *const *xlab, size_t nx,
+                const char *const *ylab, size_t ny, const double *values,
+                char *err, size_t err_len) {
+  enum { CELL = 64, ML = 110, MT = 60, MB = 60 };
+  double lo = INFINITY, hi = -INFINITY;
+  size_t best = (size_t)-1;
+  for (size_t i = 0; i < nx * ny; i++)
+    if (isfinite(values[i])) {
+      lo = fmin(lo, values[i]);
+      if (values[i] > hi) best = i;
+      hi = fmax(hi, values[i]);
+    }
+  outfile o;
+  int rc = outfile_open(&o, path, err, err_len);
+  if (rc) return rc;
+  FILE *f = o.f;
+  int w = ML + CELL * (int)nx + 40, h = MT + CELL * (int)ny + MB;
+  fprintf(f,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+          "height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n"
+          "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+          "<text x=\"%d\" y=\"28\" font-size=\"16\">",
+          w, h, ML);
+  text_escaped(f, title);
+  fprintf(f, "</text>\n");
+  for (size_t y = 0; y < ny; y++)
+    for (size_t x = 0; x < nx; x++) {
+      double v = values[y * nx + x];
+      int rgb[3] = {200, 200, 200};
+      if (isfinite(v)) ramp(hi > lo ? (v - lo) / (hi - lo) : 1, rgb);
+      int cx = ML + CELL * (int)x, cy = MT + CELL * (int)y;
+      fprintf(f,
+              "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+              "fill=\"rgb(%d,%d,%d)\"%s/>\n",
+              cx, cy, CELL, CELL, rgb[0], rgb[1], rgb[2],
+              y * nx + x == best ? " stroke=\"red\" stroke-width=\"3\"" : "");
+      fprintf(f,
+              "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" "
+              "fill=\"%s\">%.3g</text>\n",
+              cx + CELL / 2, cy + CELL / 2 + 4,
+              rgb[0] + rgb[1] + rgb[2] > 380 ? "black" : "white", v);
+    }
+  for (size_t x = 0; x < nx; x++) {
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">",
+            ML + CELL * (int)x + CELL / 2, MT + CELL * (int)ny + 18);
+    text_escaped(f, xlab[x]);
+    fprintf(f, "</text>\n");
+  }
+  for (size_t y = 0; y < ny; y++) {
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", ML - 8,
+            MT + CELL * (int)y + CELL / 2 + 4);
+    text_escaped(f, ylab[y]);
+    fprintf(f, "</text>\n");
+  }
+  fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">",
+          ML + CELL * (int)nx / 2, h - 15);
+  text_escaped(f, xlabel);
+  fprintf(f,
+          "</text>\n<text transform=\"translate(24,%d) rotate(-90)\" "
+          "text-anchor=\"middle\">",
+          MT + CELL * (int)ny / 2);
+  text_escaped(f, ylabel);
+  fprintf(f, "</text>\n</svg>\n");
   return outfile_commit(&o, err, err_len);
 }

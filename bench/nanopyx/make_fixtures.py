@@ -35,6 +35,8 @@ SEED = 20261122
 # Tolerances of the reference tests, relative to max |reference|.
 TOL_INTERP = 1e-6  # shift_magnify, roberts_cross
 TOL_RGC = 1e-5     # rgc, esrrf
+TOL_METRIC = 1e-4  # squirrel, frc, decorr: relative per value (see the
+                   # case notes for what the value is)
 
 
 def real_crop(frames, size):
@@ -279,6 +281,138 @@ def make_esrrf(w, real, sim):
            [slot(w, "output", "es_real_none_m2_out", out)], TOL_RGC)
 
 
+def real_full():
+    """The whole real stack (100 x 30 x 45) as float32."""
+    import tifffile
+    import numpy as np
+    paths = [os.path.join(d, REAL_STACK) for d in REAL_DIRS if d]
+    found = [p for p in paths if os.path.isfile(p)]
+    return np.ascontiguousarray(tifffile.imread(found[0]), dtype=np.float32)
+
+
+def odd_even_avg(x, m, r, s):
+    """NanoPyx's sweep halves: per-frame eSRRF maps (eSRRF_ST, unthreaded),
+    the mean of the odd frames (maps[1::2]) and of the even ones
+    (maps[::2]) as its calculate_eSRRF_temporal_correlations("AVG")."""
+    import numpy as np
+    from nanopyx.core.transform import eSRRF_ST
+    from nanopyx.core.transform.sr_temporal_correlations import \
+        calculate_eSRRF_temporal_correlations as tc
+    maps = np.asarray(eSRRF_ST(verbose=False).run(
+        x, magnification=m, radius=r, sensitivity=s,
+        doIntensityWeighting=True, run_type="unthreaded"))
+    return (np.asarray(tc(maps, "AVG")), np.asarray(tc(maps[1::2], "AVG")),
+            np.asarray(tc(maps[::2], "AVG")))
+
+
+def fire_state(f):
+    """FIRECalculator's smoothed curve (frequency, FRC) from its pickled
+    state (the curve is not otherwise exposed)."""
+    import numpy as np
+    state = f.__reduce_cython__()[2]
+    curves = [np.asarray(v) for v in state
+              if hasattr(v, "shape") and len(np.asarray(v).shape) == 2
+              and np.asarray(v).shape[1] == 3]
+    return curves[0]
+
+
+def make_metrics(w, real, sim):
+    import numpy as np
+    from nanopyx.core.transform.error_map import ErrorMap
+    from nanopyx.core.analysis.frc import FIRECalculator
+    from scipy.ndimage import gaussian_filter
+    full = real_full()
+    rng = np.random.default_rng(SEED + 1)
+    # SQUIRREL: reference = the stack (its mean is used), reconstruction
+    squirrel = [
+        ("sq_real_m5", "real_f20", real, 5),
+        ("sq_sim_m2", "sim_f20_16x16", sim, 2),
+    ]
+    for name, in_name, x, m in squirrel:
+        rec, _, _ = odd_even_avg(np.ascontiguousarray(x), m, 1.5, 1)
+        em = ErrorMap()
+        em.optimise(np.mean(x, axis=0), rec)
+        w.case(name, "squirrel", {},
+               "ErrorMap().optimise(np.mean(x, axis=0), rec) with rec the "
+               f"mean of eSRRF_ST(x, magnification={m}, radius=1.5) maps",
+               [slot(w, "reference", in_name, x),
+                slot(w, "reconstruction", name + "_rec", rec)],
+               [slot(w, "error_map", name + "_map", np.asarray(em.imRSE)),
+                slot(w, "metrics", name + "_metrics",
+                     np.array([[[em._vRSE, em._vRSP, em._sigma, em._alpha,
+                                 em._beta]]], np.float32))],
+               TOL_METRIC,
+               notes="metrics: RSE, RSP, sigma, alpha, beta")
+    # M = 1: a blurred copy with noise, sigma to be recovered
+    ref = np.mean(real, axis=0)
+    rec = (gaussian_filter(ref, 0.8) * 0.5 + 3 +
+           rng.normal(0, 0.5, ref.shape)).astype(np.float32)
+    em = ErrorMap()
+    em.optimise(ref, rec)
+    w.case("sq_real_m1", "squirrel", {},
+           "ErrorMap().optimise(ref, rec), rec = gaussian_filter(ref, 0.8) "
+           "* 0.5 + 3 + noise",
+           [slot(w, "reference", "real_mean", ref),
+            slot(w, "reconstruction", "sq_real_m1_rec", rec)],
+           [slot(w, "error_map", "sq_real_m1_map", np.asarray(em.imRSE)),
+            slot(w, "metrics", "sq_real_m1_metrics",
+                 np.array([[[em._vRSE, em._vRSP, em._sigma, em._alpha,
+                             em._beta]]], np.float32))],
+           TOL_METRIC, notes="metrics: RSE, RSP, sigma, alpha, beta")
+    # FRC: odd/even halves as NanoPyx's sweep makes them, and raw frames
+    pairs = []
+    _, odd, even = odd_even_avg(real, 5, 1.5, 1)
+    pairs.append(("frc_real_m5", odd, even))
+    _, odd, even = odd_even_avg(full, 5, 1.5, 1)
+    pairs.append(("frc_full_m5", odd, even))
+    s2 = simulated(2, 64, 50, seed=SEED + 2)
+    pairs.append(("frc_sim_rect", s2[0], s2[1]))
+    for name, a, b in pairs:
+        f = FIRECalculator()
+        fire = f.calculate_fire_number(a, b)
+        curve = fire_state(f)
+        w.case(name, "frc", {},
+               "FIRECalculator().calculate_fire_number(a, b)",
+               [slot(w, "image_a", name + "_a", a),
+                slot(w, "image_b", name + "_b", b)],
+               [slot(w, "curve", name + "_curve",
+                     np.ascontiguousarray(curve[:, :2].T)[None]),
+                slot(w, "resolution", name + "_fire",
+                     np.array([[[fire]]], np.float32))],
+               TOL_METRIC,
+               notes="curve: frequency and the smoothed FRC (NanoPyx keeps "
+                     "only the smoothed one); resolution: the FIRE number")
+
+
+def make_decorr(w, real, sim):
+    import numpy as np
+    from nanopyx.core.analysis.decorr import DecorrAnalysis
+    rec, _, _ = odd_even_avg(real, 5, 1.5, 1)
+    full, _, _ = odd_even_avg(real_full(), 5, 1.5, 1)
+    cases = [("dc_real_m5", "sq_real_m5_rec", rec),
+             ("dc_full_m5", "dc_full_m5_in", full),
+             ("dc_sim_rect", "dc_sim_rect_in",
+              simulated(1, 64, 50, seed=SEED + 3)[0])]
+    for name, in_name, x in cases:
+        d = DecorrAnalysis()
+        d.run_analysis(x)
+        st = d.__reduce_cython__()[2]
+        # state order: a0, a_g, a_max, agm, d, d0, img, img_ref, kc, kc0,
+        # kc_gm, kc_max, ...
+        d_curves, d0 = np.asarray(st[4]), np.asarray(st[5])
+        curves = np.concatenate([d0[None], d_curves.T])[None]
+        w.case(name, "decorr", {},
+               "DecorrAnalysis().run_analysis(x)",
+               [slot(w, "image", in_name, x)],
+               [slot(w, "resolution", name + "_res",
+                     np.array([[[d.resolution, st[11], st[2], st[9]]]],
+                              np.float32)),
+                slot(w, "curves", name + "_curves", curves)],
+               TOL_METRIC,
+               notes="resolution: resolution, kc_max, a_max, kc0; curves: "
+                     "d0 then the 2 n_g curves of the blurred images")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(npxenv.ROOT, "tests",
@@ -296,6 +430,8 @@ def main():
     make_roberts_cross(w, real, sim)
     make_rgc(w, real, sim)
     make_esrrf(w, real, sim)
+    make_metrics(w, real, sim)
+    make_decorr(w, real, sim)
     w.index()
     total = sum(os.path.getsize(os.path.join(args.out, f))
                 for f in os.listdir(args.out))

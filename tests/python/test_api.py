@@ -44,7 +44,8 @@ def test_report_fields(engine, stack):
 
 def test_methods_describe_params_and_impls(engine):
     ms = {m.name: m for m in engine.methods()}
-    assert set(ms) == {"shift_magnify", "roberts_cross", "rgc", "esrrf"}
+    assert set(ms) == {"shift_magnify", "roberts_cross", "rgc", "esrrf",
+                       "squirrel", "frc", "decorr"}
     es = ms["esrrf"]
     p = {x.name: x for x in es.params}
     assert p["magnification"].type == "int" and p["magnification"].default == 5

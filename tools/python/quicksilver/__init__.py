@@ -69,7 +69,7 @@ __version__: str = _core.VERSION
 __all__ = [
     "Engine", "Result", "Report", "Estimate", "BenchEntry", "Method",
     "Parameter", "Implementation", "Device", "Run", "Stat", "Best",
-    "default_engine", "esrrf",
+    "default_engine", "esrrf", "esrrf_sweep", "Sweep",
     "shift_magnify", "roberts_cross", "rgc", "Error", "ParameterError",
     "ShapeError", "DTypeError", "CopyError", "UnknownMethodError",
     "UnknownImplementationError", "UnavailableError", "ImplementationError",
@@ -604,6 +604,40 @@ class Engine:
         names = [n for n, _ in d["outputs"]] if d else []
         return Plan(core, names, self, method)
 
+    def esrrf_sweep(self, stack: ArrayLike, radii: Sequence[float],
+                    sensitivities: Sequence[float], *,
+                    temporal: Sequence[str] = ("avg",),
+                    magnification: int = 5,
+                    intensity_weighting: bool = True,
+                    macro_pixel_correction: bool = False,
+                    rsp: bool = True, frc: bool = True,
+                    keep_images: bool = False,
+                    impl: Optional[str] = None) -> "Sweep":
+        """eSRRF's parameter sweep over one stack (quicksilver_sweep.h):
+        every (temporal, sensitivity, radius) point scored by RSP and RSE
+        (SQUIRREL against the stack's mean), FRC (FIRE resolution between
+        the odd and even frames' reconstructions, reconstruction pixels, 0
+        when the curve never crosses 1/7) and QnR, NanoPyx's combination.
+        What the points share is computed once; each point's
+        reconstruction has the bits of :meth:`run` ``("esrrf", ...,
+        temporal=..., macro_pixel_correction=...)`` with the same
+        implementation. Arrays of the result are indexed
+        ``[temporal, sensitivity, radius]``."""
+        names = ("avg", "var", "tac2")
+        tv = []
+        for t in temporal:
+            if str(t).lower() not in names:
+                raise ParameterError(f"temporal: {t!r} is not one of avg, "
+                                     "var, tac2", name="param")
+            tv.append(names.index(str(t).lower()))
+        arr = _as_input(stack, True, "stack")
+        pts, passes = self._core.esrrf_sweep(
+            arr, [float(r) for r in radii],
+            [float(s) for s in sensitivities], tv, int(magnification),
+            bool(intensity_weighting), bool(macro_pixel_correction),
+            bool(rsp), bool(frc), bool(keep_images), impl)
+        return Sweep(pts, len(tv), len(sensitivities), len(radii), passes)
+
     @property
     def opencl_why(self) -> str:
         """Why the engine has no OpenCL device (``""`` when it has one)."""
@@ -846,6 +880,52 @@ def default_engine() -> Engine:
 def _close_default() -> None:
     if _default is not None:
         _default.close()
+
+
+class Sweep:
+    """The points of :meth:`Engine.esrrf_sweep`: numpy arrays of shape
+    ``(T, S, R)`` (temporal, sensitivity, radius) named ``radius``,
+    ``sensitivity``, ``rsp``, ``rse``, ``sigma``, ``frc``, ``qnr``; the
+    statistics' names in ``temporal``; ``images`` the reconstructions
+    ``(T, S, R, R*M, C*M)`` when kept (else None); ``passes`` over the
+    frames."""
+
+    def __init__(self, pts: list, nt: int, ns: int, nr: int,
+                 passes: int) -> None:
+        shape = (nt, ns, nr)
+        cols = list(zip(*pts)) if pts else [()] * 9
+        names = ("avg", "var", "tac2")
+        self.temporal = [names[int(t)] for t in cols[0][::ns * nr]]
+        self.sensitivity = np.asarray(cols[1], float).reshape(shape)
+        self.radius = np.asarray(cols[2], float).reshape(shape)
+        self.rsp = np.asarray(cols[3], float).reshape(shape)
+        self.rse = np.asarray(cols[4], float).reshape(shape)
+        self.sigma = np.asarray(cols[5], float).reshape(shape)
+        self.frc = np.asarray(cols[6], float).reshape(shape)
+        self.qnr = np.asarray(cols[7], float).reshape(shape)
+        imgs = cols[8]
+        self.images: Optional[np.ndarray] = None
+        if imgs and imgs[0] is not None:
+            self.images = np.stack([i[0] for i in imgs]).reshape(
+                shape + imgs[0].shape[1:])
+        self.passes = int(passes)
+
+    def best(self) -> tuple[str, float, float]:
+        """(temporal, sensitivity, radius) of the highest QnR."""
+        k = int(np.nanargmax(self.qnr))
+        t, s, r = np.unravel_index(k, self.qnr.shape)
+        return (self.temporal[t], float(self.sensitivity[t, s, r]),
+                float(self.radius[t, s, r]))
+
+    def __repr__(self) -> str:
+        return (f"Sweep({self.qnr.shape[0]} temporal x {self.qnr.shape[1]} "
+                f"sensitivities x {self.qnr.shape[2]} radii)")
+
+
+def esrrf_sweep(stack: ArrayLike, radii: Sequence[float],
+                sensitivities: Sequence[float], **kw: Any) -> Sweep:
+    """:meth:`Engine.esrrf_sweep` on :func:`default_engine`."""
+    return default_engine().esrrf_sweep(stack, radii, sensitivities, **kw)
 
 
 def esrrf(stack: ArrayLike, magnification: int = 5, radius: float = 1.5,

@@ -31,6 +31,7 @@
 
 #include "quicksilver.h"
 #include "quicksilver_esrrf.h"
+#include "quicksilver_sweep.h"
 
 #define MAX_SLOTS 16
 
@@ -1457,11 +1458,117 @@ static PyObject *Engine_esrrf_stream(EngineObject *self, PyObject *args) {
   return (PyObject *)so;
 }
 
+
+/* Doubles from a sequence of numbers into a new array (PyMem); NULL with
+ * the error set. */
+static double *doubles_of(PyObject *obj, const char *what, size_t *n) {
+  PyObject *seq = PySequence_Fast(obj, what);
+  if (!seq) return NULL;
+  Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
+  double *v = PyMem_Malloc((size_t)(len ? len : 1) * sizeof *v);
+  if (!v) {
+    Py_DECREF(seq);
+    PyErr_NoMemory();
+    return NULL;
+  }
+  for (Py_ssize_t k = 0; k < len; k++) {
+    v[k] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, k));
+    if (v[k] == -1 && PyErr_Occurred()) {
+      Py_DECREF(seq);
+      PyMem_Free(v);
+      return NULL;
+    }
+  }
+  Py_DECREF(seq);
+  *n = (size_t)len;
+  return v;
+}
+
+/* esrrf_sweep(stack, radii, sensitivities, temporal, magnification, iw,
+ * mpc, rsp, frc, keep_images, impl) -> (points, passes): one tuple per
+ * point in the result's order (temporal, sensitivity, radius, rsp, rse,
+ * sigma, frc, qnr, image or None). */
+static PyObject *Engine_esrrf_sweep(EngineObject *self, PyObject *args) {
+  PyObject *stack_obj, *r_obj, *s_obj, *t_obj;
+  int mag, iw, mpc, rsp, frc, keep;
+  const char *impl = NULL;
+  if (!PyArg_ParseTuple(args, "OOOOippppp|z", &stack_obj, &r_obj, &s_obj,
+                        &t_obj, &mag, &iw, &mpc, &rsp, &frc, &keep, &impl))
+    return NULL;
+  PyObject *one = PyTuple_Pack(1, stack_obj);
+  image st;
+  size_t n_in = 0;
+  if (!one) return NULL;
+  int ok = inputs_wrap(one, &st, &n_in) == 0;
+  size_t nr = 0, ns = 0, nt = 0;
+  double *radii = ok ? doubles_of(r_obj, "radii must be a sequence", &nr) : NULL;
+  double *sens = radii ? doubles_of(s_obj, "sensitivities must be a sequence", &ns) : NULL;
+  double *tv = sens ? doubles_of(t_obj, "temporal must be a sequence", &nt) : NULL;
+  PyObject *result = NULL;
+  if (!tv || !engine_ready(self)) goto done;
+  int temporal[3] = {0};
+  if (nt > 3) {
+    raise_status(QS_EPARAM, "temporal: at most 3 statistics");
+    goto done;
+  }
+  for (size_t k = 0; k < nt; k++) temporal[k] = (int)tv[k];
+  esrrf_sweep_options o = {.radii = radii, .n_radii = nr,
+                           .sensitivities = sens, .n_sensitivities = ns,
+                           .temporal = temporal, .n_temporal = nt,
+                           .magnification = mag,
+                           .no_intensity_weighting = !iw,
+                           .macro_pixel_correction = mpc,
+                           .no_rsp = !rsp, .no_frc = !frc,
+                           .keep_images = keep, .impl = impl};
+  esrrf_sweep_result res;
+  char msg[1024] = "";
+  engine_lock(self);
+  PyThreadState *ts = PyEval_SaveThread();
+  int rc = esrrf_sweep(self->e, &st, &o, &res, msg, sizeof msg);
+  PyEval_RestoreThread(ts);
+  engine_unlock(self);
+  if (rc != QS_OK) {
+    raise_status(rc, msg);
+    goto done;
+  }
+  PyObject *pts = PyList_New((Py_ssize_t)res.n_points);
+  for (size_t i = 0; pts && i < res.n_points; i++) {
+    esrrf_sweep_point *p = &res.points[i];
+    PyObject *img;
+    if (p->recon.data) {
+      img = image_to_array(&p->recon);
+    } else {
+      Py_INCREF(Py_None);
+      img = Py_None;
+    }
+    PyObject *t = img ? Py_BuildValue("(idddddddN)", p->temporal,
+                                      p->sensitivity, p->radius, p->rsp,
+                                      p->rse, p->sigma, p->frc, p->qnr, img)
+                      : NULL;
+    if (!t)
+      Py_CLEAR(pts);
+    else
+      PyList_SET_ITEM(pts, (Py_ssize_t)i, t);
+  }
+  size_t passes = res.passes;
+  esrrf_sweep_free(&res);
+  if (pts) result = Py_BuildValue("(Nn)", pts, (Py_ssize_t)passes);
+done:
+  Py_DECREF(one);
+  PyMem_Free(radii);
+  PyMem_Free(sens);
+  PyMem_Free(tv);
+  return result;
+}
+
 static PyMethodDef Engine_methods_table[] = {
     {"close", (PyCFunction)Engine_close, METH_NOARGS,
      "close() -- flush timings and release the engine"},
     {"run", (PyCFunction)Engine_run, METH_VARARGS,
      "run(method, inputs, params, impl, progress) -> (outputs, report)"},
+    {"esrrf_sweep", (PyCFunction)Engine_esrrf_sweep, METH_VARARGS,
+     "esrrf_sweep(stack, radii, sensitivities, temporal, magnification, iw, "
+     "mpc, rsp, frc, keep_images, impl) -> (points, passes)"},
     {"benchmark", (PyCFunction)Engine_benchmark, METH_VARARGS,
      "benchmark(method, inputs, params, impls, warmup, repeats) -> list"},
     {"methods", (PyCFunction)Engine_methods, METH_NOARGS,

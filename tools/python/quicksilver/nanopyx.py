@@ -2,18 +2,21 @@
 
 >>> from quicksilver.nanopyx import eSRRF      # was: from nanopyx import eSRRF
 >>> sr = eSRRF(stack, magnification=5, temporal_correlation="VAR")
+>>> from quicksilver.nanopyx import run_esrrf_parameter_sweep
+>>> qnr = run_esrrf_parameter_sweep(stack, 5, [1, 2, 4], [1, 1.5, 2],
+...                                 return_qnr=True)   # qnr[s, r]
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import esrrf
+from . import esrrf, esrrf_sweep
 from ._errors import ParameterError
 
-__all__ = ["eSRRF"]
+__all__ = ["eSRRF", "run_esrrf_parameter_sweep"]
 
 
 def eSRRF(image: Any, magnification: int = 5, radius: float = 1.5,
@@ -59,3 +62,48 @@ def eSRRF(image: Any, magnification: int = 5, radius: float = 1.5,
                 intensity_weighting=bool(doIntensityWeighting),
                 macro_pixel_correction=bool(macro_pixel_correction))
     return np.squeeze(out)
+
+
+def run_esrrf_parameter_sweep(img: Any, magnification: int = 2,
+                              sensitivities: Sequence[float] = (1, 2),
+                              radii: Sequence[float] = (1, 1.5),
+                              temporal_correlation: str = "AVG",
+                              use_decorr: bool = False,
+                              plot_sweep: bool = False,
+                              return_qnr: bool = False,
+                              n_frames: Optional[int] = None) -> Any:
+    """NanoPyx 2.1's ``nanopyx.methods.esrrf.parameter_sweep.
+    run_esrrf_parameter_sweep`` with its signature and return shape: the
+    QnR map ``(len(sensitivities), len(radii))`` float32 indexed ``[s, r]``
+    when `return_qnr`, else the ``(sensitivity, radius)`` of the highest
+    QnR. The points are quicksilver's sweep (RSP by SQUIRREL against the
+    stack's mean, FRC between the odd and even frames' AVG
+    reconstructions, QnR by NanoPyx's formula), sharing every stage the
+    points share.
+
+    use_decorr, plot_sweep and n_frames are accepted at their defaults
+    (False, False, None); other values raise
+    :class:`quicksilver.ParameterError`, since quicksilver's sweep scores
+    resolution by FRC over the whole stack and draws nothing (its CLI,
+    ``quicksilver sweep --svg``, writes heat maps).
+    """
+    if use_decorr:
+        raise ParameterError("use_decorr=True: the sweep scores resolution "
+                             "by FRC (quicksilver.Engine.run('decorr', ...) "
+                             "gives decorrelation analysis on an image)",
+                             name="param")
+    if plot_sweep:
+        raise ParameterError("plot_sweep=True: nothing is drawn here; "
+                             "`quicksilver sweep --svg` writes heat maps",
+                             name="param")
+    if n_frames is not None:
+        raise ParameterError("n_frames: blocks of frames are not swept; "
+                             "pass the block itself", name="param")
+    res = esrrf_sweep(img, list(radii), list(sensitivities),
+                      temporal=[str(temporal_correlation).lower()],
+                      magnification=magnification)
+    qnr = np.asarray(res.qnr[0], dtype=np.float32)
+    if return_qnr:
+        return qnr
+    s, r = np.unravel_index(int(np.argmax(qnr)), qnr.shape)
+    return list(sensitivities)[s], list(radii)[r]

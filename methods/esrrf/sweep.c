@@ -1,0 +1,454 @@
+/* sweep.c — eSRRF's parameter sweep (quicksilver_sweep.h): a client of
+ * the public API. Every step runs through method_run (shift_magnify,
+ * roberts_cross, rgc, squirrel, frc), so the engine chooses, times and
+ * records it; what the points share is computed once per batch of frames
+ * (the ×M intensity, the gradients, their ×2M images) or once per radius
+ * (the convergence before the sensitivity's power and the intensity), and
+ * the maps fold through the partials' own fold (temporal_add, the batch
+ * call's): a point's reconstruction has the bits of eSRRF run with the
+ * same implementations. The powers and the folds, the sweep's own work,
+ * run in bands of pixels on the engine's number of threads. */
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "methods/esrrf/temporal.h"
+#include "quicksilver_esrrf.h"
+#include "quicksilver_sweep.h"
+
+/* Frames through the steps at once, and their memory bound. */
+#define SW_MAX_BATCH 16
+#define SW_BATCH_BYTES ((size_t)256 << 20)
+
+typedef struct sweep {
+  engine *e;
+  const image *stack;
+  const esrrf_sweep_options *o;
+  size_t rows, cols, frames, rm, cm, plane;
+  int mag, frc, rsp, iw;
+  int threads;            /* the engine's, for the powers and folds */
+  size_t nt, ns, nr;
+  int temporal[3];
+  char *err;
+  size_t err_len;
+  uint64_t done, total;   /* frames over all passes, for progress */
+} sweep;
+
+static int sw_fail(sweep *s, int rc, const char *fmt, ...) {
+  if (s->err && s->err_len) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, s->err_len, fmt, ap);
+    va_end(ap);
+  }
+  return rc;
+}
+
+/* A step's progress hook: the caller's, at the frames done so far, so
+ * that a cancellation stops the step that runs. */
+static int sw_hook(void *ctx, uint64_t done, uint64_t total) {
+  const sweep *s = ctx;
+  (void)done;
+  (void)total;
+  return s->o->progress(s->o->progress_ctx, s->done, s->total);
+}
+
+/* One step through the engine; its message on failure. */
+static int sw_step(sweep *s, const char *method, const image *in, size_t n_in,
+                   const param *p, size_t n_p, image *out, size_t n_out) {
+  run_request rq = {.inputs = in, .n_inputs = n_in, .params = p,
+                    .n_params = n_p, .impl = s->o->impl,
+                    .progress = s->o->progress ? sw_hook : NULL,
+                    .progress_ctx = s};
+  int rc = method_run(s->e, method, &rq, out, n_out, NULL);
+  if (rc == QS_ECANCELLED)
+    return sw_fail(s, rc, "sweep: cancelled after %llu of %llu frames",
+                   (unsigned long long)s->done, (unsigned long long)s->total);
+  if (rc) return sw_fail(s, rc, "%s", engine_error(s->e));
+  return QS_OK;
+}
+
+static int sw_check(sweep *s, const image *st, const esrrf_sweep_options *o) {
+  if (!st || !st->data || !st->frames || !st->rows || !st->cols)
+    return sw_fail(s, QS_EINVAL, "stack: empty image");
+  if (!o) return sw_fail(s, QS_EINVAL, "options: NULL");
+  if (!o->n_radii || !o->radii)
+    return sw_fail(s, QS_EPARAM, "radius: no values to sweep");
+  if (!o->n_sensitivities || !o->sensitivities)
+    return sw_fail(s, QS_EPARAM, "sensitivity: no values to sweep");
+  for (size_t i = 0; i < o->n_radii; i++)
+    if (!(o->radii[i] > 0 && o->radii[i] <= 50))
+      return sw_fail(s, QS_EPARAM,
+                     "radius: %g is not in (0, 50] (value %zu of the sweep)",
+                     o->radii[i], i + 1);
+  for (size_t i = 0; i < o->n_sensitivities; i++)
+    if (!(o->sensitivities[i] >= 0 && o->sensitivities[i] <= 100))
+      return sw_fail(s, QS_EPARAM,
+                     "sensitivity: %g is not in [0, 100] (value %zu of the "
+                     "sweep)",
+                     o->sensitivities[i], i + 1);
+  if (o->temporal && o->n_temporal > 3)
+    return sw_fail(s, QS_EPARAM, "temporal: at most 3 statistics (avg, var, "
+                                 "tac2)");
+  if (o->temporal && !o->n_temporal)
+    return sw_fail(s, QS_EPARAM, "temporal: no values to sweep");
+  for (size_t i = 0; o->temporal && i < o->n_temporal; i++)
+    if (o->temporal[i] < 0 || o->temporal[i] > 2)
+      return sw_fail(s, QS_EPARAM,
+                     "temporal: %d is not one of 0 (avg), 1 (var), 2 (tac2)",
+                     o->temporal[i]);
+  if (o->magnification < 0 || o->magnification > 64)
+    return sw_fail(s, QS_EPARAM, "magnification: %d is not in [1, 64]",
+                   o->magnification);
+  size_t n;
+  if (image_pixels(st->frames, st->rows, st->cols, &n))
+    return sw_fail(s, QS_EOVERFLOW, "stack: %zu x %zu x %zu is too large",
+                   st->frames, st->rows, st->cols);
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(st->data[i]))
+      return sw_fail(s, QS_EINVAL,
+                     "stack: pixel %zu of frame %zu is not finite",
+                     i % (st->rows * st->cols), i / (st->rows * st->cols));
+  if (!o->no_frc && st->frames < 2)
+    return sw_fail(s, QS_ESHAPE,
+                   "frames: FRC compares the odd and the even frames; the "
+                   "stack has %zu (use no_frc, --no-frc)",
+                   st->frames);
+  for (size_t i = 0; o->temporal && i < o->n_temporal; i++)
+    if (o->temporal[i] == 2 && st->frames < (o->no_frc ? 2u : 4u))
+      return sw_fail(s, QS_ESHAPE,
+                     "frames: tac2 needs 2 frames per reconstruction (%s); "
+                     "the stack has %zu",
+                     o->no_frc ? "all frames" : "odd and even frames",
+                     st->frames);
+  return QS_OK;
+}
+
+/* The statistics of one radius: [t][s][k] with k 0 all, 1 odd, 2 even. */
+static esrrf_partial *sw_at(esrrf_partial *p, const sweep *s, size_t r,
+                            size_t t, size_t si, int k) {
+  return &p[((r * s->nt + t) * s->ns + si) * 3 + (size_t)k];
+}
+
+/* The map of sensitivity sens from the convergence v (sensitivity 1, no
+ * intensity) for pixels [b, e): rgc's own finish (a power only above 1;
+ * x·x for 2, which is pow's exact result) and intensity. */
+static void sw_map(const float *v, const float *img, double sens, int iw,
+                   size_t b, size_t e, float *out) {
+  for (size_t i = b; i < e; i++) {
+    float x = v[i];
+    if (x > 0 && sens > 1)
+      x = sens == 2 ? (float)((double)x * x) : (float)pow((double)x, sens);
+    else if (x < 0)
+      x = 0;
+    out[i] = iw ? x * img[i] : x;
+  }
+}
+
+/* One batch of one radius folded into its points' statistics, a band of
+ * pixels per thread. */
+typedef struct sw_fold {
+  const sweep *s;
+  esrrf_partial *p;      /* the radius's statistics */
+  const float *raw, *mag; /* n planes each */
+  size_t n, f0, b, e;
+  float *map;            /* this band's thread: one plane */
+} sw_fold;
+
+static void *sw_fold_band(void *arg) {
+  const sw_fold *j = arg;
+  const sweep *s = j->s;
+  for (size_t si = 0; si < s->ns; si++) {
+    size_t seen[3] = {0, 0, 0};
+    for (size_t k = 0; k < j->n; k++) {
+      sw_map(j->raw + k * s->plane, j->mag + k * s->plane,
+             s->o->sensitivities[si], s->iw, j->b, j->e, j->map);
+      int half = (j->f0 + k) % 2 ? 1 : 2; /* odd frames 1, 3, ... */
+      for (size_t t = 0; t < s->nt; t++) {
+        esrrf_partial *a = &j->p[(t * s->ns + si) * 3];
+        temporal_add(&a[0], j->map, a[0].n + seen[0], j->b, j->e);
+        if (s->frc)
+          temporal_add(&a[half], j->map, a[half].n + seen[half], j->b, j->e);
+      }
+      seen[0]++;
+      seen[half]++;
+    }
+  }
+  return NULL;
+}
+
+/* Folds the batch's maps of one radius on up to `threads` threads;
+ * maps: threads planes of scratch. */
+static void sw_fold_batch(const sweep *s, esrrf_partial *p, const float *raw,
+                          const float *mag, size_t n, size_t f0, int threads,
+                          float *maps) {
+  sw_fold j[QS_MAX_THREADS];
+  pthread_t th[QS_MAX_THREADS];
+  int made[QS_MAX_THREADS] = {0};
+  size_t rows = s->rm, per = (rows + (size_t)threads - 1) / (size_t)threads;
+  int bands = 0;
+  for (int w = 0; w < threads; w++) {
+    size_t r0 = (size_t)w * per, r1 = r0 + per < rows ? r0 + per : rows;
+    if (r0 >= r1) break;
+    j[w] = (sw_fold){s, p, raw, mag, n, f0, r0 * s->cm, r1 * s->cm,
+                     maps + (size_t)w * s->plane};
+    bands++;
+    /* band 0 runs here; a band whose thread cannot start runs here too */
+    if (w > 0) made[w] = !pthread_create(&th[w], NULL, sw_fold_band, &j[w]);
+  }
+  for (int w = 0; w < bands; w++)
+    if (!made[w]) sw_fold_band(&j[w]);
+  for (int w = 1; w < bands; w++)
+    if (made[w]) pthread_join(th[w], NULL);
+  /* every band done: the frames' counts */
+  size_t odd = 0;
+  for (size_t k = 0; k < n; k++) odd += (f0 + k) % 2;
+  for (size_t i = 0; i < s->nt * s->ns; i++) {
+    p[3 * i].n += n;
+    if (s->frc) {
+      p[3 * i + 1].n += odd;
+      p[3 * i + 2].n += n - odd;
+    }
+  }
+}
+
+/* One pass over the frames for radii [r0, r1): their statistics. */
+static int sw_pass(sweep *s, size_t r0, size_t r1, esrrf_partial *p,
+                   size_t batch) {
+  const image *st = s->stack;
+  size_t rc_px = s->rows * s->cols;
+  float *map = malloc((size_t)s->threads * s->plane * sizeof *map);
+  if (!map)
+    return sw_fail(s, QS_ENOMEM, "sweep: no memory for %d maps", s->threads);
+  int rc = QS_OK;
+  for (size_t f0 = 0; !rc && f0 < s->frames; f0 += batch) {
+    size_t n = s->frames - f0 < batch ? s->frames - f0 : batch;
+    image frames = image_wrap(st->data + f0 * rc_px, n, s->rows, s->cols);
+    image mag = {0}, g[2] = {{0}}, g2[2] = {{0}};
+    param sm[] = {{"magnification_row", s->mag, NULL},
+                  {"magnification_col", s->mag, NULL}};
+    param sm2[] = {{"magnification_row", 2 * s->mag, NULL},
+                   {"magnification_col", 2 * s->mag, NULL}};
+    rc = sw_step(s, "shift_magnify", &frames, 1, sm, 2, &mag, 1);
+    if (!rc) rc = sw_step(s, "roberts_cross", &frames, 1, NULL, 0, g, 2);
+    for (int k = 0; !rc && k < 2; k++)
+      rc = sw_step(s, "shift_magnify", &g[k], 1, sm2, 2, &g2[k], 1);
+    for (size_t r = r0; !rc && r < r1; r++) {
+      image in[3] = {g2[0], g2[1], mag}, raw = {0};
+      param rp[] = {{"magnification", s->mag, NULL},
+                    {"radius", s->o->radii[r], NULL},
+                    {"sensitivity", 1, NULL},
+                    {"intensity_weighting", 0, NULL}};
+      rc = sw_step(s, "rgc", in, 3, rp, 4, &raw, 1);
+      if (!rc)
+        sw_fold_batch(s, sw_at(p, s, r - r0, 0, 0, 0), raw.data, mag.data, n,
+                      f0, s->threads, map);
+      image_free(&raw);
+    }
+    image_free(&mag);
+    for (int k = 0; k < 2; k++) {
+      image_free(&g[k]);
+      image_free(&g2[k]);
+    }
+    s->done += n;
+    if (!rc && s->o->progress &&
+        s->o->progress(s->o->progress_ctx, s->done, s->total))
+      rc = sw_fail(s, QS_ECANCELLED,
+                   "sweep: cancelled after %llu of %llu frames",
+                   (unsigned long long)s->done, (unsigned long long)s->total);
+  }
+  free(map);
+  return rc;
+}
+
+/* The metrics of point pt from its statistics. */
+static int sw_score(sweep *s, esrrf_partial *p, esrrf_sweep_point *pt,
+                    float *tmp) {
+  image rec = {0};
+  int mpc = s->o->macro_pixel_correction != 0;
+  int rc = image_alloc(&rec, 1, s->rm, s->cm);
+  if (rc) return sw_fail(s, rc, "sweep: no memory for a reconstruction");
+  rc = esrrf_partial_finish(&p[0], s->mag, mpc, rec.data);
+  if (rc) {
+    image_free(&rec);
+    return sw_fail(s, rc, "sweep: the reconstruction could not be finished");
+  }
+  pt->rsp = pt->rse = pt->sigma = pt->frc = NAN;
+  if (s->rsp) {
+    image in[2] = {*s->stack, rec}, out[2] = {{0}};
+    param mp = {"error_map", 0, NULL}; /* the metrics, not the map */
+    rc = sw_step(s, "squirrel", in, 2, &mp, 1, out, 2);
+    if (!rc) {
+      pt->rse = out[1].data[0];
+      pt->rsp = out[1].data[1];
+      pt->sigma = out[1].data[2];
+    }
+    image_free(&out[0]);
+    image_free(&out[1]);
+  }
+  if (!rc && s->frc) {
+    image half[2];
+    for (int k = 0; k < 2; k++)
+      half[k] = image_wrap(tmp + (size_t)k * s->plane, 1, s->rm, s->cm);
+    rc = esrrf_partial_finish(&p[1], s->mag, mpc, half[0].data);
+    if (!rc) rc = esrrf_partial_finish(&p[2], s->mag, mpc, half[1].data);
+    if (rc) rc = sw_fail(s, rc, "sweep: the odd/even halves could not be "
+                                "finished");
+    image out[2] = {{0}};
+    if (!rc) rc = sw_step(s, "frc", half, 2, NULL, 0, out, 2);
+    if (!rc) pt->frc = out[1].data[0];
+    image_free(&out[0]);
+    image_free(&out[1]);
+  }
+  if (!rc && s->o->keep_images)
+    pt->recon = rec;
+  else
+    image_free(&rec);
+  return rc;
+}
+
+static double sw_logistic_k(double lo, double hi, double *x0) {
+  const double m1 = 0.075, m2 = 0.925;
+  double a1 = log((1 - m1) / m1), a2 = log((1 - m2) / m2);
+  /* NanoPyx computes these in float (its map is float32) */
+  float flo = (float)lo, fhi = (float)hi;
+  float fx0 = (float)((a2 * fhi - a1 * flo) / (a2 - a1));
+  *x0 = fx0;
+  return (float)(1 / (double)(fx0 - fhi) * a1);
+}
+
+void esrrf_sweep_qnr(const double *rsp, const double *frc, size_t n,
+                     double *qnr) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (size_t i = 0; i < n; i++)
+    if (isfinite((float)frc[i])) {
+      lo = fmin(lo, (float)frc[i]);
+      hi = fmax(hi, (float)frc[i]);
+    }
+  double x0 = 0, k = 0;
+  if (lo < hi) k = sw_logistic_k(lo, hi, &x0);
+  for (size_t i = 0; i < n; i++) {
+    float f = (float)frc[i];
+    double nf;
+    if (!(lo <= hi) || !isfinite(f))
+      nf = 0;
+    else if (lo == hi)
+      nf = 0.5;
+    else
+      nf = (float)(1 / ((double)expf((float)(-k * (double)(f - (float)x0))) + 1));
+    double den = rsp[i] + nf, q = den != 0 ? 2 * rsp[i] * nf / den : 0;
+    qnr[i] = isfinite(q) ? (float)q : 0;
+  }
+}
+
+int esrrf_sweep(engine *e, const image *stack, const esrrf_sweep_options *o,
+                esrrf_sweep_result *out, char *err, size_t err_len) {
+  sweep s = {.e = e, .stack = stack, .o = o, .err = err, .err_len = err_len};
+  if (err && err_len) err[0] = '\0';
+  if (!e || !out) return sw_fail(&s, QS_EINVAL, "sweep: NULL engine or result");
+  int rc = sw_check(&s, stack, o);
+  if (rc) return rc;
+  s.frames = stack->frames;
+  s.rows = stack->rows;
+  s.cols = stack->cols;
+  s.mag = o->magnification ? o->magnification : 5;
+  s.rm = s.rows * (size_t)s.mag;
+  s.cm = s.cols * (size_t)s.mag;
+  s.plane = s.rm * s.cm;
+  s.frc = !o->no_frc;
+  s.rsp = !o->no_rsp;
+  s.iw = !o->no_intensity_weighting;
+  s.threads = engine_threads(e);
+  if (s.threads < 1) s.threads = 1;
+  if (s.threads > QS_MAX_THREADS) s.threads = QS_MAX_THREADS;
+  s.nr = o->n_radii;
+  s.ns = o->n_sensitivities;
+  s.nt = o->temporal ? o->n_temporal : 1;
+  for (size_t t = 0; t < s.nt; t++) s.temporal[t] = o->temporal ? o->temporal[t] : 0;
+  /* statistics per radius, in bytes; radii per pass within the bound */
+  size_t slots = 0;
+  for (size_t t = 0; t < s.nt; t++) slots += esrrf_partial_slots(s.temporal[t]);
+  size_t per_r = s.ns * slots * (s.frc ? 3 : 1) * s.plane * sizeof(double);
+  size_t bound = (size_t)(o->memory_mb > 0 ? o->memory_mb : 1024) << 20;
+  size_t group = per_r ? bound / per_r : s.nr;
+  if (group < 1) group = 1;
+  if (group > s.nr) group = s.nr;
+  size_t per_frame = (s.plane * 11 + 2 * s.rows * s.cols) * sizeof(float);
+  size_t batch = SW_BATCH_BYTES / (per_frame ? per_frame : 1);
+  if (batch < 1) batch = 1;
+  if (batch > SW_MAX_BATCH) batch = SW_MAX_BATCH;
+  size_t np = s.nt * s.ns * s.nr, passes = (s.nr + group - 1) / group;
+  esrrf_sweep_point *pts = calloc(np, sizeof *pts);
+  esrrf_partial *p = calloc(group * s.nt * s.ns * 3, sizeof *p);
+  float *tmp = malloc(2 * s.plane * sizeof *tmp);
+  double *rsp = malloc(3 * np * sizeof *rsp), *frc = rsp + np, *qnr = frc + np;
+  if (!pts || !p || !tmp || !rsp) {
+    rc = sw_fail(&s, QS_ENOMEM, "sweep: no memory for %zu points", np);
+    goto fail;
+  }
+  s.total = (uint64_t)s.frames * passes;
+  for (size_t r0 = 0; !rc && r0 < s.nr; r0 += group) {
+    size_t r1 = r0 + group < s.nr ? r0 + group : s.nr;
+    for (size_t r = r0; !rc && r < r1; r++)
+      for (size_t t = 0; !rc && t < s.nt; t++)
+        for (size_t si = 0; !rc && si < s.ns; si++)
+          for (int k = 0; !rc && k < (s.frc ? 3 : 1); k++)
+            if (esrrf_partial_init(sw_at(p, &s, r - r0, t, si, k),
+                                   s.temporal[t], s.rm, s.cm))
+              rc = sw_fail(&s, QS_ENOMEM,
+                           "sweep: no memory for the statistics of %zu "
+                           "points (memory_mb %ld)",
+                           group * s.ns * s.nt, o->memory_mb);
+    if (!rc) rc = sw_pass(&s, r0, r1, p, batch);
+    for (size_t r = r0; !rc && r < r1; r++)
+      for (size_t t = 0; !rc && t < s.nt; t++)
+        for (size_t si = 0; !rc && si < s.ns; si++) {
+          esrrf_sweep_point *pt = &pts[(t * s.ns + si) * s.nr + r];
+          pt->radius = o->radii[r];
+          pt->sensitivity = o->sensitivities[si];
+          pt->temporal = s.temporal[t];
+          rc = sw_score(&s, sw_at(p, &s, r - r0, t, si, 0), pt, tmp);
+        }
+    for (size_t i = 0; i < group * s.nt * s.ns * 3; i++)
+      esrrf_partial_free(&p[i]);
+  }
+  if (rc) goto fail;
+  for (size_t t = 0; t < s.nt; t++) {
+    size_t n = s.ns * s.nr, b = t * n;
+    for (size_t i = 0; i < n; i++) {
+      rsp[i] = pts[b + i].rsp;
+      frc[i] = pts[b + i].frc;
+    }
+    esrrf_sweep_qnr(rsp, frc, n, qnr);
+    for (size_t i = 0; i < n; i++)
+      pts[b + i].qnr = s.rsp && s.frc ? qnr[i] : NAN;
+  }
+  free(p);
+  free(tmp);
+  free(rsp);
+  *out = (esrrf_sweep_result){.n_points = np, .n_radii = s.nr,
+                              .n_sensitivities = s.ns, .n_temporal = s.nt,
+                              .points = pts, .passes = passes};
+  return QS_OK;
+fail:
+  if (p)
+    for (size_t i = 0; i < group * s.nt * s.ns * 3; i++)
+      esrrf_partial_free(&p[i]);
+  for (size_t i = 0; pts && i < np; i++) image_free(&pts[i].recon);
+  free(pts);
+  free(p);
+  free(tmp);
+  free(rsp);
+  return rc;
+}
+
+void esrrf_sweep_free(esrrf_sweep_result *r) {
+  if (!r) return;
+  for (size_t i = 0; r->points && i < r->n_points; i++)
+    image_free(&r->points[i].recon);
+  free(r->points);
+  memset(r, 0, sizeof *r);
+}

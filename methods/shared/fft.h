@@ -1,0 +1,41 @@
+/* fft.h — two-dimensional complex FFTs for the quality metrics (frc,
+ * decorr, squirrel), on kissfft (BSD-3; float) with the rows and the
+ * columns of a transform split over the call's pool. A plan holds the
+ * twiddle tables of both sides, made once and shared read-only by the
+ * workers. Internal to methods/. */
+#ifndef QS_SHARED_FFT_H
+#define QS_SHARED_FFT_H
+
+#include <stddef.h>
+
+#include "quicksilver_method.h"
+
+/* One complex value, laid out as kissfft's kiss_fft_cpx (re, im). */
+typedef struct fft_cpx {
+  float r, i;
+} fft_cpx;
+
+typedef struct fft2 {
+  size_t rows, cols;
+  void *fwd_r, *fwd_c, *inv_r, *inv_c; /* kissfft configurations */
+  fft_cpx *tmp;                        /* per worker: 2·max(rows, cols) */
+  size_t stride;                       /* values of tmp per worker */
+  int workers;
+} fft2;
+
+/* Plans transforms of rows × cols for up to `workers` workers (the pool's
+ * threads). QS_ENOMEM with *p emptied on failure. */
+int fft2_plan(fft2 *p, size_t rows, size_t cols, int workers);
+void fft2_free(fft2 *p);
+
+/* In place: forward (inverse 0, numpy's fft2) or the unnormalised inverse
+ * (numpy's ifft2 times rows·cols) of the rows × cols values at d, rows and
+ * then columns on c's pool. */
+int fft2_run(const method_call *c, const fft2 *p, fft_cpx *d, int inverse);
+
+/* numpy's fftshift (inverse 0) and ifftshift (inverse 1) of a rows × cols
+ * array of `size`-byte items, from src into dst (distinct). */
+void fft_shift(const void *src, void *dst, size_t rows, size_t cols,
+               size_t size, int inverse);
+
+#endif

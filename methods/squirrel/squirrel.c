@@ -1,0 +1,657 @@
+/* squirrel.c — the squirrel method: SQUIRREL's error map between a
+ * super-resolved reconstruction and its diffraction-limited reference, as
+ * NanoPyx 2.1.5's ErrorMap computes it (Culley et al. 2018):
+ *
+ *  1. the reference is the mean of its frames (in double, rounded to
+ *     float), brought to the reconstruction's size by Fourier
+ *     interpolation (NanoPyx's fht_space_interpolation: mirror padding to
+ *     a square of a power-of-two side D, spectrum centred in a zero
+ *     spectrum M times larger, inverse transform, real part, rescaled to
+ *     the reference's min and max, centre cropped); M = 1 uses it as is;
+ *  2. for a σ, the reconstruction blurred by a Gaussian of σ (scipy's
+ *     gaussian_filter, methods/shared/gauss.h) is fitted to the reference
+ *     by least squares, ref ≈ α·blur + β; the error is the RMS of
+ *     α·blur + β − ref;
+ *  3. σ minimises that error: scipy's brent() started from the bracket
+ *     (0, 4/2.35482·M), whose bracketing search may step to σ <= 0, where
+ *     the blur is no blur (NanoPyx reports such a σ as it is);
+ *  4. the error map is |blur(α·rec + β, σ) − ref| with α, β, σ rounded to
+ *     float (NanoPyx's), RSE its RMS, RSP the Pearson correlation of the
+ *     blurred, rescaled reconstruction with the reference (RSE and RSP
+ *     from the cosine transforms of step 3 up to 2048 pixels a side, so
+ *     they are the same with or without the map: error_map false skips
+ *     the map's blur).
+ *
+ * Outputs: `error_map` (1, R·M, C·M) and `metrics` (1, 1, 5): RSE, RSP,
+ * σ (reconstruction pixels), α, β. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "methods/methods.h"
+#include "methods/shared/fft.h"
+#include "methods/shared/gauss.h"
+
+enum { M_RSE, M_RSP, M_SIGMA, M_ALPHA, M_BETA, M_N };
+enum { P_SIGMA, P_MAP };
+
+/* ------------------------------------------------- Fourier interpolation */
+
+/* NanoPyx's mirror padding of an h × w image to a d × d square (d the
+ * larger power of two of the sides): an odd number of tiles per axis,
+ * flipped on alternate tiles from the middle one, centre cropped. */
+static void sq_mirror(const float *img, size_t h, size_t w, size_t d,
+                      fft_cpx *out) {
+  size_t sw = (d + w - 1) / w, sh = (d + h - 1) / h;
+  if (sw % 2 == 0) sw++;
+  if (sh % 2 == 0) sh++;
+  size_t mw = (sw - 1) / 2, mh = (sh - 1) / 2;
+  size_t x0 = (sw * w - d) / 2, y0 = (sh * h - d) / 2;
+  for (size_t y = 0; y < d; y++) {
+    size_t py = y + y0, th = py / h, j = py % h;
+    /* tiles at an odd distance from the middle are flipped */
+    size_t q = ((th > mh ? th - mh : mh - th) % 2) ? h - 1 - j : j;
+    for (size_t x = 0; x < d; x++) {
+      size_t px = x + x0, tw = px / w, i = px % w;
+      size_t p = ((tw > mw ? tw - mw : mw - tw) % 2) ? w - 1 - i : i;
+      out[y * d + x] = (fft_cpx){img[q * w + p], 0};
+    }
+  }
+}
+
+static size_t sq_pow2(size_t n) {
+  size_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+/* The reference (h × w) interpolated × m into out (h·m × w·m). */
+static int sq_interpolate(const method_call *c, const float *img, size_t h,
+                          size_t w, size_t m, float *out) {
+  size_t d = sq_pow2(h > w ? h : w), dm = d * m;
+  fft2 small, big;
+  int rc = fft2_plan(&small, d, d, c->threads);
+  int rc2 = fft2_plan(&big, dm, dm, c->threads);
+  fft_cpx *a = malloc(d * d * sizeof *a), *b = calloc(dm * dm, sizeof *b);
+  fft_cpx *s = malloc(d * d * sizeof *s);
+  if (rc || rc2 || !a || !b || !s) {
+    rc = QS_ENOMEM;
+    goto done;
+  }
+  float lo = img[0], hi = img[0];
+  for (size_t i = 1; i < h * w; i++) {
+    lo = img[i] < lo ? img[i] : lo;
+    hi = img[i] > hi ? img[i] : hi;
+  }
+  sq_mirror(img, h, w, d, a);
+  rc = fft2_run(c, &small, a, 0);
+  if (rc) goto done;
+  /* fftshift, centred in the big spectrum, ifftshift: the big spectrum's
+   * unshifted index of small shifted index k is (k + o − dm/2) mod dm with
+   * o = (dm − d) / 2 */
+  fft_shift(a, s, d, d, sizeof *a, 0);
+  size_t o = (dm - d) / 2;
+  for (size_t y = 0; y < d; y++)
+    for (size_t x = 0; x < d; x++) {
+      size_t by = (y + o + dm - dm / 2) % dm, bx = (x + o + dm - dm / 2) % dm;
+      b[by * dm + bx] = s[y * d + x];
+    }
+  rc = fft2_run(c, &big, b, 1);
+  if (rc) goto done;
+  /* real part (the scale of the inverse does not matter: rescaled) */
+  float omin = b[0].r, omax = b[0].r;
+  for (size_t i = 1; i < dm * dm; i++) {
+    omin = b[i].r < omin ? b[i].r : omin;
+    omax = b[i].r > omax ? b[i].r : omax;
+  }
+  float scale = omax != omin ? (hi - lo) / (omax - omin) : 1;
+  size_t y0 = (dm - m * h) / 2, x0 = (dm - m * w) / 2;
+  for (size_t y = 0; y < m * h; y++)
+    for (size_t x = 0; x < m * w; x++) {
+      float v = b[(y + y0) * dm + x + x0].r;
+      out[y * m * w + x] = omax != omin ? (v - omin) * scale + lo : v;
+    }
+done:
+  fft2_free(&small);
+  fft2_free(&big);
+  free(a);
+  free(b);
+  free(s);
+  return rc;
+}
+
+/* ------------------------------------------------------------- the fit */
+
+/* Sides up to which the fit runs on cosine transforms (below); larger
+ * images blur in space at every step of the search. */
+#define SQ_DCT_MAX 2048
+
+/* The error of the fit at σ, computed in one of two ways that agree to
+ * rounding:
+ *  - in space: blur (gauss.h), least squares, RMS — a blur per σ;
+ *  - on cosine transforms: the 'reflect' Gaussian is diagonal in the
+ *    orthonormal DCT-II (its symmetric extension is the DCT's), with
+ *    gain H(k) = Σ_m w[m] cos(π k m / n) per axis, so with X and F the
+ *    transforms of the reconstruction and the reference, P = X·F and
+ *    Q = X², the blur's covariance with the reference is Σ H·P, its
+ *    variance Σ H²·Q (DC excluded), and the residual's energy
+ *    α²·ΣH²Q − 2α·ΣHP + ΣF² (the fitted β cancels the DC term): O(pixels)
+ *    per σ after two transforms, in double. */
+typedef struct sq_fit {
+  const method_call *c;
+  const float *ref, *rec; /* ref interpolated, reconstruction: n each */
+  float *blur, *tmp;      /* n each (in space) */
+  size_t rows, cols, n;
+  double *p, *q;          /* DCT: X·F and X², rows × cols (NULL: space) */
+  double *hy, *hx;        /* the gains per axis */
+  double srr, x0, f0;     /* Σ F² without DC; the DC terms */
+  double alpha, beta;     /* of the last evaluation */
+  int rc;
+} sq_fit;
+
+/* The means of x and y (n values) and their centred sums of squares and
+ * products, in double: m[0] mean x, m[1] mean y, m[2] Σdx², m[3] Σdx·dy,
+ * m[4] Σdy². */
+static void sq_moments(const float *x, const float *y, size_t n,
+                       double m[5]) {
+  double mx = 0, my = 0, sxx = 0, sxy = 0, syy = 0;
+  for (size_t i = 0; i < n; i++) {
+    mx += x[i];
+    my += y[i];
+  }
+  mx /= (double)n;
+  my /= (double)n;
+  for (size_t i = 0; i < n; i++) {
+    double dx = x[i] - mx, dy = y[i] - my;
+    sxx += dx * dx;
+    sxy += dx * dy;
+    syy += dy * dy;
+  }
+  m[0] = mx;
+  m[1] = my;
+  m[2] = sxx;
+  m[3] = sxy;
+  m[4] = syy;
+}
+
+/* The least-squares α, β of ref ≈ α·x + β (scipy's linregress). */
+static void sq_regress(const float *x, const float *y, size_t n, double *a,
+                       double *b) {
+  double m[5];
+  sq_moments(x, y, n, m);
+  *a = m[2] != 0 ? m[3] / m[2] : 0;
+  *b = m[1] - *a * m[0];
+}
+
+/* The gain of scipy's Gaussian of σ along an axis of n at frequencies
+ * 0 .. n − 1 (all 1 for σ <= 1e-15: no blur). */
+static int sq_gain(double sigma, size_t n, double *h) {
+  if (!(sigma > 1e-15)) {
+    for (size_t k = 0; k < n; k++) h[k] = 1;
+    return QS_OK;
+  }
+  long r = (long)(4.0 * sigma + 0.5);
+  double *w = malloc((size_t)(r + 1) * sizeof *w), sum = 0;
+  double *cs = malloc(2 * n * sizeof *cs); /* cos(π j / n), j < 2n */
+  if (!w || !cs) {
+    free(w);
+    free(cs);
+    return QS_ENOMEM;
+  }
+  for (size_t j = 0; j < 2 * n; j++)
+    cs[j] = cos(3.14159265358979323846 * (double)j / (double)n);
+  for (long m = 0; m <= r; m++) {
+    w[m] = exp(-0.5 / (sigma * sigma) * (double)(m * m));
+    sum += m ? 2 * w[m] : w[m];
+  }
+  for (size_t k = 0; k < n; k++) {
+    double g = w[0];
+    for (long m = 1; m <= r; m++) g += 2 * w[m] * cs[(k * (size_t)m) % (2 * n)];
+    h[k] = g / sum;
+  }
+  free(w);
+  free(cs);
+  return QS_OK;
+}
+
+/* Σ H·P and Σ H²·Q over the coefficients but DC, at σ (cosine path). */
+static int sq_sums(sq_fit *f, double sigma, double *sp, double *sq) {
+  int rc = sq_gain(sigma, f->rows, f->hy);
+  if (!rc) rc = sq_gain(sigma, f->cols, f->hx);
+  if (rc) return rc;
+  double a = 0, b = 0;
+  for (size_t y = 0; y < f->rows; y++) {
+    const double *p = f->p + y * f->cols, *q = f->q + y * f->cols;
+    double hp = 0, hq = 0;
+    for (size_t x = 0; x < f->cols; x++) {
+      hp += f->hx[x] * p[x];
+      hq += f->hx[x] * f->hx[x] * q[x];
+    }
+    a += f->hy[y] * hp;
+    b += f->hy[y] * f->hy[y] * hq;
+  }
+  *sp = a - f->p[0]; /* the DC term (gain 1) */
+  *sq = b - f->q[0];
+  return QS_OK;
+}
+
+/* The error at σ: RMS of α·blur(rec, σ) + β − ref, α and β fitted. */
+static double sq_error(sq_fit *f, double sigma) {
+  if (f->rc) return INFINITY;
+  if (!f->p) {
+    f->rc = gauss_blur(f->c, f->rec, f->blur, f->tmp, f->rows, f->cols, sigma);
+    if (f->rc) return INFINITY;
+    sq_regress(f->blur, f->ref, f->n, &f->alpha, &f->beta);
+    double s = 0;
+    for (size_t i = 0; i < f->n; i++) {
+      double e = f->alpha * f->blur[i] + f->beta - f->ref[i];
+      s += e * e;
+    }
+    return sqrt(s / (double)f->n);
+  }
+  double sp, sq;
+  f->rc = sq_sums(f, sigma, &sp, &sq);
+  if (f->rc) return INFINITY;
+  double rn = sqrt((double)f->n);
+  f->alpha = sq != 0 ? sp / sq : 0;
+  f->beta = f->f0 / rn - f->alpha * f->x0 / rn;
+  double e = f->alpha * f->alpha * sq - 2 * f->alpha * sp + f->srr;
+  return sqrt(e > 0 ? e / (double)f->n : 0);
+}
+
+typedef struct sq_dct_job {
+  const float *in;
+  double *tmp, *out;
+  const double *cr, *cc; /* orthonormal DCT-II matrices R × R, C × C */
+  size_t rows, cols;
+} sq_dct_job;
+
+static int sq_dct_rows(void *ctx, size_t b, size_t e, int worker) {
+  const sq_dct_job *j = ctx;
+  (void)worker;
+  for (size_t y = b; y < e; y++)
+    for (size_t k = 0; k < j->cols; k++) {
+      const double *c = j->cc + k * j->cols;
+      const float *row = j->in + y * j->cols;
+      double s = 0;
+      for (size_t x = 0; x < j->cols; x++) s += c[x] * row[x];
+      j->tmp[y * j->cols + k] = s;
+    }
+  return QS_OK;
+}
+
+static int sq_dct_cols(void *ctx, size_t b, size_t e, int worker) {
+  const sq_dct_job *j = ctx;
+  (void)worker;
+  for (size_t k = b; k < e; k++) {
+    double *o = j->out + k * j->cols;
+    for (size_t x = 0; x < j->cols; x++) o[x] = 0;
+    for (size_t y = 0; y < j->rows; y++) {
+      double c = j->cr[k * j->rows + y];
+      const double *t = j->tmp + y * j->cols;
+      for (size_t x = 0; x < j->cols; x++) o[x] += c * t[x];
+    }
+  }
+  return QS_OK;
+}
+
+static void sq_dct_matrix(double *m, size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    double s = sqrt((k ? 2.0 : 1.0) / (double)n);
+    for (size_t j = 0; j < n; j++)
+      m[k * n + j] = s * cos(3.14159265358979323846 * (double)k *
+                             (2.0 * (double)j + 1) / (2.0 * (double)n));
+  }
+}
+
+/* Prepares the fit on cosine transforms (f->p, f->q, ...); on QS_ENOMEM
+ * the caller falls back to the fit in space. */
+static int sq_fit_dct(sq_fit *f) {
+  size_t r = f->rows, c = f->cols, n = f->n;
+  double *cr = malloc(r * r * sizeof *cr), *cc = malloc(c * c * sizeof *cc);
+  double *tmp = malloc(n * sizeof *tmp), *x = malloc(n * sizeof *x);
+  double *p = malloc(n * sizeof *p), *q = malloc(n * sizeof *q);
+  double *h = malloc((r + c) * sizeof *h);
+  int rc = cr && cc && tmp && x && p && q && h ? QS_OK : QS_ENOMEM;
+  if (!rc) {
+    sq_dct_matrix(cr, r);
+    sq_dct_matrix(cc, c);
+    sq_dct_job j = {f->rec, tmp, x, cr, cc, r, c};
+    rc = f->c->parallel_for(f->c, 0, r, sq_dct_rows, &j);
+    if (!rc) rc = f->c->parallel_for(f->c, 0, r, sq_dct_cols, &j);
+    j.in = f->ref;
+    j.out = p;
+    if (!rc) rc = f->c->parallel_for(f->c, 0, r, sq_dct_rows, &j);
+    if (!rc) rc = f->c->parallel_for(f->c, 0, r, sq_dct_cols, &j);
+  }
+  if (!rc) {
+    f->x0 = x[0];
+    f->f0 = p[0];
+    f->srr = 0;
+    for (size_t i = 1; i < n; i++) f->srr += p[i] * p[i];
+    for (size_t i = 0; i < n; i++) {
+      double fi = p[i];
+      p[i] = x[i] * fi;
+      q[i] = x[i] * x[i];
+    }
+    f->p = p;
+    f->q = q;
+    f->hy = h;
+    f->hx = h + r;
+    p = q = h = NULL;
+  }
+  free(cr);
+  free(cc);
+  free(tmp);
+  free(x);
+  free(p);
+  free(q);
+  free(h);
+  return rc;
+}
+
+/* scipy.optimize.bracket from (xa, xb): a triple with f(xb) below both
+ * ends (golden steps and parabolic extrapolation, growth limit 110). */
+static void sq_bracket(sq_fit *f, double x[3], double y[3]) {
+  const double gold = 1.618034, tiny = 1e-21, grow = 110.0;
+  double xa = x[0], xb = x[1], fa = sq_error(f, xa), fb = sq_error(f, xb);
+  if (fa < fb) {
+    double t = xa;
+    xa = xb;
+    xb = t;
+    t = fa;
+    fa = fb;
+    fb = t;
+  }
+  double xc = xb + gold * (xb - xa), fc = sq_error(f, xc);
+  for (int iter = 0; fc < fb && iter <= 1000 && !f->rc; iter++) {
+    double t1 = (xb - xa) * (fb - fc), t2 = (xb - xc) * (fb - fa);
+    double val = t2 - t1, den = fabs(val) < tiny ? 2 * tiny : 2 * val;
+    double w = xb - ((xb - xc) * t2 - (xb - xa) * t1) / den, fw;
+    double wlim = xb + grow * (xc - xb);
+    if ((w - xc) * (xb - w) > 0) {
+      fw = sq_error(f, w);
+      if (fw < fc) {
+        xa = xb;
+        xb = w;
+        fa = fb;
+        fb = fw;
+        break;
+      } else if (fw > fb) {
+        xc = w;
+        fc = fw;
+        break;
+      }
+      w = xc + gold * (xc - xb);
+      fw = sq_error(f, w);
+    } else if ((w - wlim) * (wlim - xc) >= 0) {
+      w = wlim;
+      fw = sq_error(f, w);
+    } else if ((w - wlim) * (xc - w) > 0) {
+      fw = sq_error(f, w);
+      if (fw < fc) {
+        xb = xc;
+        xc = w;
+        w = xc + gold * (xc - xb);
+        fb = fc;
+        fc = fw;
+        fw = sq_error(f, w);
+      }
+    } else {
+      w = xc + gold * (xc - xb);
+      fw = sq_error(f, w);
+    }
+    xa = xb;
+    xb = xc;
+    xc = w;
+    fa = fb;
+    fb = fc;
+    fc = fw;
+  }
+  x[0] = xa;
+  x[1] = xb;
+  x[2] = xc;
+  y[0] = fa;
+  y[1] = fb;
+  y[2] = fc;
+}
+
+/* scipy.optimize.brent (tol 1.48e-8, at most 1000 iterations) from the
+ * bracket: Brent's parabolic interpolation with golden-section steps. */
+static double sq_brent(sq_fit *f, const double br[3], const double fb3[3]) {
+  const double tol = 1.48e-8, mintol = 1e-11, cg = 0.3819660;
+  double x = br[1], w = x, v = x, fx = fb3[1], fw = fx, fv = fx;
+  double a = br[0] < br[2] ? br[0] : br[2], b = br[0] < br[2] ? br[2] : br[0];
+  double deltax = 0, rat = 0;
+  for (int iter = 0; iter < 1000 && !f->rc; iter++) {
+    double tol1 = tol * fabs(x) + mintol, tol2 = 2 * tol1;
+    double xmid = 0.5 * (a + b);
+    if (fabs(x - xmid) < tol2 - 0.5 * (b - a)) break;
+    if (fabs(deltax) <= tol1) {
+      deltax = x >= xmid ? a - x : b - x;
+      rat = cg * deltax;
+    } else {
+      double t1 = (x - w) * (fx - fv), t2 = (x - v) * (fx - fw);
+      double p = (x - v) * t2 - (x - w) * t1;
+      t2 = 2 * (t2 - t1);
+      if (t2 > 0) p = -p;
+      t2 = fabs(t2);
+      double dx = deltax;
+      deltax = rat;
+      if (p > t2 * (a - x) && p < t2 * (b - x) && fabs(p) < fabs(0.5 * t2 * dx)) {
+        rat = p / t2;
+        double u = x + rat;
+        if (u - a < tol2 || b - u < tol2) rat = xmid - x >= 0 ? tol1 : -tol1;
+      } else {
+        deltax = x >= xmid ? a - x : b - x;
+        rat = cg * deltax;
+      }
+    }
+    double u = fabs(rat) < tol1 ? (rat >= 0 ? x + tol1 : x - tol1) : x + rat;
+    double fu = sq_error(f, u);
+    if (fu > fx) {
+      if (u < x)
+        a = u;
+      else
+        b = u;
+      if (fu <= fw || w == x) {
+        v = w;
+        w = u;
+        fv = fw;
+        fw = fu;
+      } else if (fu <= fv || v == x || v == w) {
+        v = u;
+        fv = fu;
+      }
+    } else {
+      if (u >= x)
+        a = x;
+      else
+        b = x;
+      v = w;
+      w = x;
+      x = u;
+      fv = fw;
+      fw = fx;
+      fx = fu;
+    }
+  }
+  return x;
+}
+
+/* Pearson's correlation of x and y (n values), in double; 0 when either
+ * is constant (NanoPyx's). */
+static double sq_pearson(const float *x, const float *y, size_t n) {
+  double m[5];
+  sq_moments(x, y, n, m);
+  return m[2] == 0 || m[4] == 0 ? 0 : m[3] / sqrt(m[2] * m[4]);
+}
+
+/* ------------------------------------------------------------ the method */
+
+static const slot_def sq_inputs[] = {
+    {"reference", "diffraction-limited reference (F, R, C): the raw stack, "
+                  "whose mean over frames is used, or its mean"},
+    {"reconstruction", "super-resolved image (1, R·M, C·M)"},
+};
+static const slot_def sq_outputs[] = {
+    {"error_map", "(1, R·M, C·M): |blurred, rescaled reconstruction − "
+                  "interpolated reference|"},
+    {"metrics", "(1, 1, 5): RSE, RSP, sigma (reconstruction pixels), alpha, "
+                "beta"},
+};
+static const param_def sq_params[] = {
+    [P_SIGMA] = {"sigma", PARAM_FLOAT, 0, 0, 1e6, 0, NULL,
+                 "Gaussian sigma in reconstruction pixels (0: fitted)"},
+    [P_MAP] = {"error_map", PARAM_BOOL, 1, 0, 1, 0, NULL,
+               "compute the error map (false: zeros, metrics only)"},
+};
+
+static int sq_shape(const image *in, const double *p, image *out, char *err,
+                    size_t err_len) {
+  (void)p;
+  for (int k = 0; k < 2; k++) {
+    int rc = method_check_input("squirrel", &in[k], err, err_len);
+    if (rc) return rc;
+  }
+  const image *r = &in[0], *s = &in[1];
+  if (s->frames != 1) {
+    snprintf(err, err_len,
+             "squirrel: reconstruction has %zu frames; one image expected",
+             s->frames);
+    return QS_ESHAPE;
+  }
+  size_t m = s->rows / r->rows;
+  if (m < 1 || s->rows != m * r->rows || s->cols != m * r->cols ||
+      m > 64) {
+    snprintf(err, err_len,
+             "squirrel: reconstruction is %zu x %zu, not the reference's %zu "
+             "x %zu times a magnification from 1 to 64",
+             s->rows, s->cols, r->rows, r->cols);
+    return QS_ESHAPE;
+  }
+  if (r->rows * r->cols < 2) {
+    snprintf(err, err_len, "squirrel: reference of one pixel");
+    return QS_ESHAPE;
+  }
+  out[0] = (image){.frames = 1, .rows = s->rows, .cols = s->cols};
+  out[1] = (image){.frames = 1, .rows = 1, .cols = M_N};
+  return QS_OK;
+}
+
+static double sq_work(const image *in, const double *p) {
+  (void)p;
+  return (double)in[1].rows * (double)in[1].cols * 64;
+}
+
+static int sq_run(const method_call *c) {
+  const image *r = &c->in[0], *s = &c->in[1];
+  size_t h = r->rows, w = r->cols, m = s->rows / r->rows;
+  size_t n = s->rows * s->cols, plane = h * w;
+  float *mean = malloc(plane * sizeof *mean);
+  float *ref = malloc(n * sizeof *ref), *blur = malloc(n * sizeof *blur);
+  float *tmp = malloc(n * sizeof *tmp), *scaled = malloc(n * sizeof *scaled);
+  sq_fit f = {.c = c, .ref = ref, .rec = s->data, .blur = blur, .tmp = tmp,
+              .rows = s->rows, .cols = s->cols, .n = n};
+  int rc = QS_OK;
+  if (!mean || !ref || !blur || !tmp || !scaled) {
+    rc = QS_ENOMEM;
+    snprintf(c->err, c->err_len, "squirrel: no memory for %zu pixels", n);
+    goto done;
+  }
+  for (size_t i = 0; i < plane; i++) {
+    double sum = 0;
+    for (size_t k = 0; k < r->frames; k++) sum += r->data[k * plane + i];
+    mean[i] = (float)(sum / (double)r->frames);
+  }
+  if (m > 1)
+    rc = sq_interpolate(c, mean, h, w, m, ref);
+  else
+    memcpy(ref, mean, n * sizeof *ref);
+  if (rc) {
+    snprintf(c->err, c->err_len,
+             "squirrel: no memory for the reference's interpolation");
+    goto done;
+  }
+  double sigma = c->p[P_SIGMA];
+  if (s->rows <= SQ_DCT_MAX && s->cols <= SQ_DCT_MAX) sq_fit_dct(&f);
+  if (sigma == 0) {
+    double x[3] = {0, 4 / 2.35482 * (double)m}, y[3];
+    sq_bracket(&f, x, y);
+    sigma = sq_brent(&f, x, y);
+  }
+  sq_error(&f, sigma); /* α, β at σ */
+  rc = f.rc;
+  if (rc) {
+    snprintf(c->err, c->err_len, "squirrel: no memory for the blur");
+    goto done;
+  }
+  /* NanoPyx keeps α, β and σ as float and blurs α·rec + β */
+  float a32 = (float)f.alpha, b32 = (float)f.beta, s32 = (float)sigma;
+  float *met = c->out[1].data;
+  met[M_SIGMA] = s32;
+  met[M_ALPHA] = a32;
+  met[M_BETA] = b32;
+  if (f.p) {
+    /* RSE and RSP from the transforms (the blur's, at σ, α and β as
+     * float), so that they do not depend on whether the map is made */
+    double sp, sq, rn = sqrt((double)n);
+    rc = sq_sums(&f, s32, &sp, &sq);
+    if (rc) goto done;
+    double dc = (double)a32 * f.x0 + (double)b32 * rn - f.f0;
+    double e = (double)a32 * a32 * sq - 2.0 * a32 * sp + f.srr + dc * dc;
+    met[M_RSE] = (float)sqrt(e > 0 ? e / (double)n : 0);
+    met[M_RSP] = sq > 0 && f.srr > 0 && a32 != 0
+                     ? (float)((a32 > 0 ? sp : -sp) / sqrt(sq * f.srr))
+                     : 0;
+  }
+  if (c->p[P_MAP] != 0 || !f.p) {
+    for (size_t i = 0; i < n; i++) scaled[i] = a32 * s->data[i] + b32;
+    rc = gauss_blur(c, scaled, blur, tmp, s->rows, s->cols, s32);
+    if (rc) goto done;
+    double se = 0;
+    float *map = c->out[0].data;
+    for (size_t i = 0; i < n; i++) {
+      float e = blur[i] - ref[i];
+      if (c->p[P_MAP] != 0) map[i] = fabsf(e);
+      se += (double)e * (double)e;
+    }
+    if (!f.p) {
+      met[M_RSE] = (float)sqrt(se / (double)n);
+      met[M_RSP] = (float)sq_pearson(blur, ref, n);
+    }
+  }
+done:
+  free(f.p);
+  free(f.q);
+  free(f.hy);
+  free(mean);
+  free(ref);
+  free(blur);
+  free(tmp);
+  free(scaled);
+  return rc;
+}
+
+static const impl_def sq_impls[] = {
+    {"serial", IMPL_SERIAL, sq_run, NULL, 1, SCHED_STATIC, 0},
+    {"threaded", IMPL_THREADED, sq_run, NULL, 1, SCHED_STATIC, 0},
+};
+
+const method_desc method_squirrel = {
+    .name = "squirrel",
+    .doc = "SQUIRREL error map of a reconstruction against its "
+           "diffraction-limited reference: RSE and RSP (NanoPyx's ErrorMap)",
+    .inputs = sq_inputs,
+    .n_inputs = 2,
+    .outputs = sq_outputs,
+    .n_outputs = 2,
+    .params = sq_params,
+    .n_params = sizeof sq_params / sizeof sq_params[0],
+    .impls = sq_impls,
+    .n_impls = sizeof sq_impls / sizeof sq_impls[0],
+    .shape = sq_shape,
+    .work = sq_work,
+    .tolerance = 1e-5,
+};

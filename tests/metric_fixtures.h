@@ -1,0 +1,68 @@
+/* metric_fixtures.h — what the tests of the quality metrics (test_frc.c,
+ * test_squirrel.c, test_decorr.c, test_sweep.c) share: an engine for
+ * tests, a NanoPyx metric case loaded by name (fixtures.h), and a method
+ * run with a forced implementation. Header-only; include after criterion. */
+#ifndef QS_TEST_METRIC_FIXTURES_H
+#define QS_TEST_METRIC_FIXTURES_H
+
+#include "fixtures.h"
+
+#define MC_SLOTS 4
+
+/* One case: its inputs and NanoPyx's outputs, in file order. */
+typedef struct metric_case {
+  image in[MC_SLOTS], out[MC_SLOTS];
+  size_t n_in, n_out;
+} metric_case;
+
+static inline void mc_load(const char *name, metric_case *c) {
+  memset(c, 0, sizeof *c);
+  char path[1024];
+  snprintf(path, sizeof path, REF_DIR "%s.json", name);
+  cJSON *j = json_load(path);
+  const cJSON *it;
+  cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "inputs")) {
+    cr_assert_lt(c->n_in, MC_SLOTS);
+    array_load(it, &c->in[c->n_in++]);
+  }
+  cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "outputs")) {
+    cr_assert_lt(c->n_out, MC_SLOTS);
+    array_load(it, &c->out[c->n_out++]);
+  }
+  cJSON_Delete(j);
+}
+
+static inline void mc_free(metric_case *c) {
+  for (size_t k = 0; k < c->n_in; k++) image_free(&c->in[k]);
+  for (size_t k = 0; k < c->n_out; k++) image_free(&c->out[k]);
+}
+
+static inline engine *mc_engine(void) {
+  engine_options o = {.db_path = ":memory:", .no_calibration = 1, .seed = 1};
+  engine *e = NULL;
+  int rc = engine_open(&e, &o);
+  cr_assert_eq(rc, QS_OK, "engine_open: %s",
+               e ? engine_error(e) : status_message(rc));
+  return e;
+}
+
+/* Runs method on in[0..n_in) with impl (NULL: the engine's choice) and
+ * parameters p; asserts success. */
+static inline void mc_run(engine *e, const char *method, const char *impl,
+                   const image *in, size_t n_in, const param *p, size_t n_p,
+                   image *out, size_t n_out) {
+  run_request rq = {.inputs = in, .n_inputs = n_in, .params = p,
+                    .n_params = n_p, .impl = impl};
+  memset(out, 0, n_out * sizeof *out);
+  int rc = method_run(e, method, &rq, out, n_out, NULL);
+  cr_assert_eq(rc, QS_OK, "%s with %s: %s: %s", method, impl ? impl : "auto",
+               status_name(rc), engine_error(e));
+}
+
+/* |got − ref| <= tol·max(|ref|, floor). */
+static inline int mc_close(double got, double ref, double tol, double floor) {
+  double s = fabs(ref) > floor ? fabs(ref) : floor;
+  return fabs(got - ref) <= tol * s;
+}
+
+#endif

@@ -1,0 +1,135 @@
+/* test_decorr.c — the decorr method: NanoPyx's DecorrAnalysis on its own
+ * fixtures (resolution, cut-off and every curve), serial = threaded bit
+ * for bit, a closed form (a finer structure gives a finer resolution),
+ * and bad inputs refused with the field named. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "metric_fixtures.h"
+#include "qs_test.h"
+#include "quicksilver.h"
+
+TestSuite(decorr, .fini = qs_leak_check);
+
+static void dc_case(const char *name, const char *impl) {
+  metric_case c;
+  mc_load(name, &c);
+  engine *e = mc_engine();
+  image out[2];
+  mc_run(e, "decorr", impl, c.in, 1, NULL, 0, out, 2);
+  const float *r = out[0].data, *n = c.out[0].data;
+  fprintf(stderr,
+          "decorr %-12s %-8s resolution %.7g (NanoPyx %.7g) kc_max %.7g "
+          "(%.7g) amplitude %.7g (%.7g) kc0 %.7g (%.7g)\n",
+          name, impl, r[0], n[0], r[1], n[1], r[2], n[2], r[3], n[3]);
+  /* the same cut-off radius: resolution and the cut-offs within 1e-4
+   * relative; the amplitude is a curve's value (see below): 2e-3 */
+  for (int k = 0; k < 4; k++)
+    cr_expect(mc_close(r[k], n[k], k == 2 ? 2e-3 : 1e-4, 1e-6),
+              "%s value %d: %.9g vs %.9g", name, k, r[k], n[k]);
+  /* Curves within 2e-2: NanoPyx sums each ring and the spectrum's norm
+   * in float (the norm over its threads, so its own curves carry errors
+   * near 1e-3 on 256 x 256); and radii 0 and 1 of the high-pass curves
+   * hold the DC bin of an image minus its blur, whose value is rounding
+   * noise in any FFT (its unit-modulus copy has a random phase), so they
+   * are not compared (the curves are cumulative: that noise still moves
+   * the next radii of a curve by up to 2e-2). The resolution and cut-offs
+   * above agree to float rounding. */
+  size_t total = c.out[1].rows * c.out[1].cols, nr = c.out[1].cols;
+  cr_assert_eq(out[1].rows * out[1].cols, total);
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < total; i++) {
+    double d = fabs(out[1].data[i] - c.out[1].data[i]);
+    if (isnan(c.out[1].data[i]) && isnan(out[1].data[i])) d = 0;
+    if (i >= nr && i % nr < 2) d = 0;
+    if (d > worst) at = i;
+    worst = fmax(worst, d);
+  }
+  fprintf(stderr, "decorr %-12s curves: worst %.3g (curve %zu, radius %zu: %.7g vs %.7g)\n", name, worst,
+          at / c.out[1].cols, at % c.out[1].cols, out[1].data[at], c.out[1].data[at]);
+  cr_expect_leq(worst, 2e-2, "%s curves differ by %.3g", name, worst);
+  image_free(&out[0]);
+  image_free(&out[1]);
+  engine_close(e);
+  mc_free(&c);
+}
+
+Test(decorr, nanopyx_real_m5) { dc_case("dc_real_m5", "serial"); }
+Test(decorr, nanopyx_full_m5) { dc_case("dc_full_m5", "serial"); }
+Test(decorr, nanopyx_sim_rect) { dc_case("dc_sim_rect", "serial"); }
+
+Test(decorr, serial_equals_threaded) {
+  metric_case c;
+  mc_load("dc_real_m5", &c);
+  engine *e = mc_engine();
+  image s[2], t[2];
+  mc_run(e, "decorr", "serial", c.in, 1, NULL, 0, s, 2);
+  mc_run(e, "decorr", "threaded", c.in, 1, NULL, 0, t, 2);
+  cr_expect_eq(memcmp(s[0].data, t[0].data, 4 * sizeof(float)), 0);
+  cr_expect_eq(memcmp(s[1].data, t[1].data,
+                      s[1].rows * s[1].cols * sizeof(float)),
+               0);
+  for (int k = 0; k < 2; k++) {
+    image_free(&s[k]);
+    image_free(&t[k]);
+  }
+  engine_close(e);
+  mc_free(&c);
+}
+
+/* Gaussian spots of width w on a grid: the finer the spots, the finer the
+ * resolution decorrelation finds. */
+static double spots_resolution(engine *e, double width) {
+  image img;
+  cr_assert_eq(image_alloc(&img, 1, 96, 96), QS_OK);
+  unsigned seed = 3;
+  for (size_t y = 0; y < 96; y++)
+    for (size_t x = 0; x < 96; x++) {
+      double v = 10;
+      for (int k = 0; k < 40; k++) {
+        double cy = 8 + (k * 37) % 80, cx = 8 + (k * 53) % 80;
+        double d2 = (y - cy) * (y - cy) + (x - cx) * (x - cx);
+        v += 100 * exp(-d2 / (2 * width * width));
+      }
+      seed = seed * 1103515245u + 12345u;
+      img.data[y * 96 + x] = (float)(v + 2 * ((seed >> 8) / 16777216.0));
+    }
+  image out[2];
+  mc_run(e, "decorr", "serial", &img, 1, NULL, 0, out, 2);
+  double r = out[0].data[0];
+  image_free(&img);
+  image_free(&out[0]);
+  image_free(&out[1]);
+  return r;
+}
+
+Test(decorr, finer_structure_finer_resolution) {
+  engine *e = mc_engine();
+  double fine = spots_resolution(e, 1.0), coarse = spots_resolution(e, 3.0);
+  fprintf(stderr, "decorr spots: width 1 -> %.4g px, width 3 -> %.4g px\n",
+          fine, coarse);
+  cr_expect_gt(fine, 0);
+  cr_expect_lt(fine, coarse, "width 1: %g, width 3: %g", fine, coarse);
+  engine_close(e);
+}
+
+Test(decorr, bad_inputs_name_the_field) {
+  engine *e = mc_engine();
+  image two;
+  cr_assert_eq(image_alloc(&two, 2, 16, 16), QS_OK);
+  image out[2];
+  run_request rq = {.inputs = &two, .n_inputs = 1};
+  cr_expect_eq(method_run(e, "decorr", &rq, out, 2, NULL), QS_ESHAPE);
+  cr_expect(strstr(engine_error(e), "image has 2 frames") != NULL, "%s",
+            engine_error(e));
+  two.frames = 1;
+  param p[] = {{"rmin", 0.6, NULL}, {"rmax", 0.5, NULL}};
+  rq.params = p;
+  rq.n_params = 2;
+  cr_expect_eq(method_run(e, "decorr", &rq, out, 2, NULL), QS_EPARAM);
+  cr_expect(strstr(engine_error(e), "rmin") != NULL, "%s", engine_error(e));
+  two.frames = 2;
+  image_free(&two);
+  engine_close(e);
+}

@@ -1,0 +1,195 @@
+/* test_squirrel.c — the squirrel method: NanoPyx's ErrorMap on its own
+ * fixtures (RSE, RSP, σ, α, β and the error map), closed forms (the
+ * reference against itself has RSP 1 and RSE 0; a known blur and gain are
+ * recovered), serial = threaded bit for bit, and bad inputs refused with
+ * the field named. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "metric_fixtures.h"
+#include "qs_test.h"
+#include "quicksilver.h"
+
+TestSuite(squirrel, .fini = qs_leak_check);
+
+static const char *const names[] = {"RSE", "RSP", "sigma", "alpha", "beta"};
+
+static void sq_case(const char *name, const char *impl) {
+  metric_case c;
+  mc_load(name, &c);
+  engine *e = mc_engine();
+  image out[2];
+  mc_run(e, "squirrel", impl, c.in, 2, NULL, 0, out, 2);
+  const float *m = out[1].data, *r = c.out[1].data;
+  fprintf(stderr, "squirrel %-11s %-8s", name, impl);
+  for (int k = 0; k < 5; k++)
+    fprintf(stderr, " %s %.7g (NanoPyx %.7g)", names[k], m[k], r[k]);
+  fputc('\n', stderr);
+  /* RSE and RSP within 1e-4 relative; σ, α, β as fitted (a flat error
+   * near the minimum lets σ move more than the metrics: 1e-3) */
+  cr_expect(mc_close(m[0], r[0], 1e-4, 0), "%s RSE %.9g vs %.9g", name, m[0],
+            r[0]);
+  cr_expect(mc_close(m[1], r[1], 1e-4, 0), "%s RSP %.9g vs %.9g", name, m[1],
+            r[1]);
+  for (int k = 2; k < 5; k++)
+    cr_expect(mc_close(m[k], r[k], 1e-3, 1e-3), "%s %s %.9g vs %.9g", name,
+              names[k], m[k], r[k]);
+  /* the error map within 1e-4 of its largest value */
+  size_t n = c.out[0].rows * c.out[0].cols;
+  cr_assert_eq(out[0].rows * out[0].cols, n);
+  double peak = 0, worst = 0;
+  for (size_t i = 0; i < n; i++) peak = fmax(peak, fabs(c.out[0].data[i]));
+  for (size_t i = 0; i < n; i++)
+    worst = fmax(worst, fabs(out[0].data[i] - c.out[0].data[i]));
+  cr_expect_leq(worst, 1e-4 * peak, "%s error map: worst %.3g of %.3g", name,
+                worst, peak);
+  image_free(&out[0]);
+  image_free(&out[1]);
+  engine_close(e);
+  mc_free(&c);
+}
+
+Test(squirrel, nanopyx_real_m5) { sq_case("sq_real_m5", "serial"); }
+Test(squirrel, nanopyx_sim_m2) { sq_case("sq_sim_m2", "serial"); }
+Test(squirrel, nanopyx_real_m1) { sq_case("sq_real_m1", "serial"); }
+Test(squirrel, nanopyx_threaded) { sq_case("sq_real_m5", "threaded"); }
+
+static void pattern(image *img, double scale) {
+  for (size_t y = 0; y < img->rows; y++)
+    for (size_t x = 0; x < img->cols; x++)
+      img->data[y * img->cols + x] =
+          (float)(100 + 60 * sin(0.9 * (double)x / scale) *
+                            cos(0.7 * (double)y / scale) +
+                  40 * ((x / (size_t)(3 * scale) + y / (size_t)(2 * scale)) %
+                        2));
+}
+
+Test(squirrel, reference_against_itself) {
+  engine *e = mc_engine();
+  image ref;
+  cr_assert_eq(image_alloc(&ref, 1, 24, 20), QS_OK);
+  pattern(&ref, 1);
+  image in[2] = {ref, ref}, out[2];
+  param p = {"sigma", 1e-20, NULL}; /* no blur */
+  mc_run(e, "squirrel", "serial", in, 2, &p, 1, out, 2);
+  cr_expect_float_eq(out[1].data[1], 1.0f, 1e-6, "RSP %.9g", out[1].data[1]);
+  cr_expect_leq(out[1].data[0], 1e-3, "RSE %.9g", out[1].data[0]);
+  cr_expect_float_eq(out[1].data[3], 1.0f, 1e-5, "alpha %.9g", out[1].data[3]);
+  image_free(&out[0]);
+  image_free(&out[1]);
+  image_free(&ref);
+  engine_close(e);
+}
+
+/* A reference that is the reconstruction blurred by σ = 1.5, times 2 plus
+ * 10: the fit finds σ, α = 1/2 and β = −5 (in the reconstruction's
+ * units: α·rec + β matches the reference). */
+Test(squirrel, known_blur_is_recovered) {
+  engine *e = mc_engine();
+  image rec, ref;
+  cr_assert_eq(image_alloc(&rec, 1, 48, 40), QS_OK);
+  cr_assert_eq(image_alloc(&ref, 1, 48, 40), QS_OK);
+  pattern(&rec, 1);
+  /* blur with the engine's own Gaussian (the fit must then be exact) */
+  image in[2] = {rec, rec}, out[2];
+  param p = {"sigma", 1.5, NULL};
+  mc_run(e, "squirrel", "serial", in, 2, &p, 1, out, 2);
+  /* out[0] = |blur(rec) − rec|, not the blur itself: build the blur as
+   * the method's fixed-σ map cannot give it; use a direct separable blur */
+  image_free(&out[0]);
+  image_free(&out[1]);
+  double w[13], s = 0;
+  for (int k = -6; k <= 6; k++) s += w[k + 6] = exp(-0.5 * k * k / 2.25);
+  for (size_t y = 0; y < 48; y++)
+    for (size_t x = 0; x < 40; x++) {
+      double v = 0;
+      for (int a = -6; a <= 6; a++)
+        for (int b = -6; b <= 6; b++) {
+          long yy = (long)y + a, xx = (long)x + b;
+          yy = yy < 0 ? -yy - 1 : yy >= 48 ? 95 - yy : yy;
+          xx = xx < 0 ? -xx - 1 : xx >= 40 ? 79 - xx : xx;
+          v += w[a + 6] * w[b + 6] * rec.data[yy * 40 + xx];
+        }
+      ref.data[y * 40 + x] = (float)(2 * v / (s * s) + 10);
+    }
+  image in2[2] = {ref, rec};
+  mc_run(e, "squirrel", "serial", in2, 2, NULL, 0, out, 2);
+  const float *m = out[1].data;
+  fprintf(stderr, "known blur: sigma %.6g alpha %.6g beta %.6g RSP %.8g\n",
+          m[2], m[3], m[4], m[1]);
+  cr_expect_float_eq(m[2], 1.5f, 2e-3, "sigma %.9g", m[2]);
+  cr_expect_float_eq(m[3], 2.0f, 1e-3, "alpha %.9g", m[3]);
+  cr_expect_float_eq(m[4], 10.0f, 0.1, "beta %.9g", m[4]);
+  cr_expect_gt(m[1], 0.99999f, "RSP %.9g", m[1]);
+  image_free(&out[0]);
+  image_free(&out[1]);
+  image_free(&rec);
+  image_free(&ref);
+  engine_close(e);
+  (void)in;
+}
+
+Test(squirrel, serial_equals_threaded) {
+  metric_case c;
+  mc_load("sq_sim_m2", &c);
+  engine *e = mc_engine();
+  image s[2], t[2];
+  mc_run(e, "squirrel", "serial", c.in, 2, NULL, 0, s, 2);
+  mc_run(e, "squirrel", "threaded", c.in, 2, NULL, 0, t, 2);
+  size_t n = s[0].rows * s[0].cols;
+  cr_expect_eq(memcmp(s[0].data, t[0].data, n * sizeof(float)), 0);
+  cr_expect_eq(memcmp(s[1].data, t[1].data, 5 * sizeof(float)), 0);
+  for (int k = 0; k < 2; k++) {
+    image_free(&s[k]);
+    image_free(&t[k]);
+  }
+  engine_close(e);
+  mc_free(&c);
+}
+
+Test(squirrel, bad_inputs_name_the_field) {
+  engine *e = mc_engine();
+  image ref, rec, two;
+  cr_assert_eq(image_alloc(&ref, 3, 10, 12), QS_OK);
+  cr_assert_eq(image_alloc(&rec, 1, 30, 35), QS_OK);
+  cr_assert_eq(image_alloc(&two, 2, 30, 36), QS_OK);
+  image out[2], in[2] = {ref, rec};
+  run_request rq = {.inputs = in, .n_inputs = 2};
+  cr_expect_eq(method_run(e, "squirrel", &rq, out, 2, NULL), QS_ESHAPE);
+  cr_expect(strstr(engine_error(e), "reconstruction is 30 x 35") != NULL,
+            "%s", engine_error(e));
+  in[1] = two;
+  cr_expect_eq(method_run(e, "squirrel", &rq, out, 2, NULL), QS_ESHAPE);
+  cr_expect(strstr(engine_error(e), "reconstruction has 2 frames") != NULL,
+            "%s", engine_error(e));
+  param p = {"sigma", -2, NULL};
+  rq.params = &p;
+  rq.n_params = 1;
+  cr_expect_eq(method_run(e, "squirrel", &rq, out, 2, NULL), QS_EPARAM);
+  cr_expect(strstr(engine_error(e), "sigma") != NULL, "%s", engine_error(e));
+  image_free(&ref);
+  image_free(&rec);
+  image_free(&two);
+  engine_close(e);
+}
+
+Test(squirrel, metrics_without_the_map_are_the_same) {
+  metric_case c;
+  mc_load("sq_real_m5", &c);
+  engine *e = mc_engine();
+  image a[2], b[2];
+  param p = {"error_map", 0, "false"};
+  mc_run(e, "squirrel", "serial", c.in, 2, NULL, 0, a, 2);
+  mc_run(e, "squirrel", "serial", c.in, 2, &p, 1, b, 2);
+  cr_expect_eq(memcmp(a[1].data, b[1].data, 5 * sizeof(float)), 0);
+  float peak = 0;
+  for (size_t i = 0; i < b[0].rows * b[0].cols; i++)
+    peak = fmaxf(peak, fabsf(b[0].data[i]));
+  cr_expect_eq(peak, 0.0f, "no map: zeros");
+  for (int k = 0; k < 2; k++) {
+    image_free(&a[k]);
+    image_free(&b[k]);
+  }
+  engine_close(e);
+  mc_free(&c);
+}

@@ -1,0 +1,215 @@
+/* test_sweep.c — eSRRF's parameter sweep (quicksilver_sweep.h): every
+ * point's reconstruction is the bits of eSRRF run with the same
+ * implementation, its RSP/RSE are squirrel's and its FRC frc's on those
+ * outputs (odd and even frames), the memory bound's radius groups change
+ * nothing, QnR follows NanoPyx's formula, and bad input is refused naming
+ * the parameter with nothing written. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "metric_fixtures.h"
+#include "qs_test.h"
+#include "quicksilver.h"
+#include "quicksilver_sweep.h"
+
+TestSuite(sweep, .fini = qs_leak_check);
+
+static const double radii[] = {1.0, 1.5};
+static const double sens[] = {1.0, 2.5, 4.0};
+
+/* eSRRF (AVG, no correction) of frames [first, F) by `step` with impl. */
+static image esrrf_of(engine *e, const image *st, size_t first, size_t step,
+                      double r, double s, const char *impl) {
+  size_t px = st->rows * st->cols, n = (st->frames - first + step - 1) / step;
+  image sub;
+  cr_assert_eq(image_alloc(&sub, n, st->rows, st->cols), QS_OK);
+  for (size_t k = 0; k < n; k++)
+    memcpy(sub.data + k * px, st->data + (first + k * step) * px,
+           px * sizeof(float));
+  param p[] = {{"magnification", 3, NULL},    {"radius", r, NULL},
+               {"sensitivity", s, NULL},      {"temporal", 0, "avg"},
+               {"macro_pixel_correction", 0, NULL}};
+  image out;
+  mc_run(e, "esrrf", impl, &sub, 1, p, 5, &out, 1);
+  image_free(&sub);
+  return out;
+}
+
+static void check_against_separate_calls(const char *impl, long memory_mb) {
+  metric_case c;
+  mc_load("sq_real_m5", &c); /* reference: the real crop, 20 x 16 x 16 */
+  image big; /* with 1 MiB, 2 x 2 tiles of it: one radius per pass */
+  const image *st = &c.in[0];
+  if (memory_mb == 1) {
+    cr_assert_eq(image_alloc(&big, 20, 32, 32), QS_OK);
+    for (size_t f = 0; f < 20; f++)
+      for (size_t y = 0; y < 32; y++)
+        for (size_t x = 0; x < 32; x++)
+          big.data[(f * 32 + y) * 32 + x] =
+              st->data[(f * 16 + y % 16) * 16 + x % 16] + (float)(x / 16);
+    st = &big;
+  }
+  engine *e = mc_engine();
+  esrrf_sweep_options o = {.radii = radii, .n_radii = 2,
+                           .sensitivities = sens, .n_sensitivities = 3,
+                           .magnification = 3, .keep_images = 1,
+                           .impl = impl, .memory_mb = memory_mb};
+  esrrf_sweep_result res;
+  char err[256];
+  int rc = esrrf_sweep(e, st, &o, &res, err, sizeof err);
+  cr_assert_eq(rc, QS_OK, "%s: %s", status_name(rc), err);
+  cr_assert_eq(res.n_points, 6);
+  if (memory_mb == 1) cr_expect_eq(res.passes, 2, "one radius per pass");
+  for (size_t si = 0; si < 3; si++)
+    for (size_t r = 0; r < 2; r++) {
+      const esrrf_sweep_point *pt = &res.points[si * 2 + r];
+      cr_assert_eq(pt->radius, radii[r]);
+      cr_assert_eq(pt->sensitivity, sens[si]);
+      image ref = esrrf_of(e, st, 0, 1, radii[r], sens[si], impl);
+      size_t n = ref.rows * ref.cols;
+      cr_assert_eq(pt->recon.rows * pt->recon.cols, n);
+      cr_expect_eq(memcmp(pt->recon.data, ref.data, n * sizeof(float)), 0,
+                   "%s r %g s %g: the sweep's reconstruction differs from "
+                   "eSRRF's", impl, radii[r], sens[si]);
+      /* its metrics are squirrel's and frc's on those outputs */
+      image in[2] = {*st, ref}, m[2];
+      param nomap = {"error_map", 0, NULL};
+      mc_run(e, "squirrel", impl, in, 2, &nomap, 1, m, 2);
+      cr_expect_eq(pt->rsp, m[1].data[1], "RSP %.9g vs %.9g", pt->rsp,
+                   m[1].data[1]);
+      cr_expect_eq(pt->rse, m[1].data[0], "RSE %.9g vs %.9g", pt->rse,
+                   m[1].data[0]);
+      image_free(&m[0]);
+      image_free(&m[1]);
+      image odd = esrrf_of(e, st, 1, 2, radii[r], sens[si], impl);
+      image even = esrrf_of(e, st, 0, 2, radii[r], sens[si], impl);
+      image h[2] = {odd, even};
+      mc_run(e, "frc", impl, h, 2, NULL, 0, m, 2);
+      cr_expect_eq(pt->frc, m[1].data[0], "FRC %.9g vs %.9g", pt->frc,
+                   m[1].data[0]);
+      image_free(&m[0]);
+      image_free(&m[1]);
+      image_free(&odd);
+      image_free(&even);
+      image_free(&ref);
+      cr_expect(pt->rsp > 0 && pt->rsp <= 1, "RSP %g", pt->rsp);
+      cr_expect(isfinite(pt->qnr), "QnR %g", pt->qnr);
+    }
+  esrrf_sweep_free(&res);
+  cr_expect_null(res.points);
+  engine_close(e);
+  if (memory_mb == 1) image_free(&big);
+  mc_free(&c);
+}
+
+Test(sweep, serial_equals_separate_calls) {
+  check_against_separate_calls("serial", 0);
+}
+Test(sweep, threaded_equals_separate_calls) {
+  check_against_separate_calls("threaded", 0);
+}
+Test(sweep, radius_groups_change_nothing) {
+  check_against_separate_calls("serial", 1);
+}
+
+Test(sweep, qnr_is_nanopyx_formula) {
+  double rsp[] = {0.5, 0.9, 0.7, 0.0}, frc[] = {2, 4, 3, 0}, q[4];
+  esrrf_sweep_qnr(rsp, frc, 4, q);
+  /* logistic over [0, 4], decreasing (a finer resolution scores higher):
+   * 0 -> 0.925, 4 -> 0.075 (NanoPyx's M2, M1) */
+  double a1 = log(0.925 / 0.075), a2 = log(0.075 / 0.925);
+  double x0 = (a2 * 4 - a1 * 0) / (a2 - a1), k = 1 / (x0 - 4) * a1;
+  for (int i = 0; i < 4; i++) {
+    double nf = 1 / (exp(-k * (frc[i] - x0)) + 1);
+    double want = rsp[i] + nf != 0 ? 2 * rsp[i] * nf / (rsp[i] + nf) : 0;
+    cr_expect_float_eq(q[i], want, 1e-6, "point %d: %.9g vs %.9g", i, q[i],
+                       want);
+  }
+  cr_expect_float_eq(1 / (exp(-k * (4 - x0)) + 1), 0.075, 1e-9);
+  cr_expect_float_eq(1 / (exp(-k * (0 - x0)) + 1), 0.925, 1e-9);
+}
+
+static void refused(const esrrf_sweep_options *o, const image *st, int want,
+                    const char *field) {
+  engine *e = mc_engine();
+  esrrf_sweep_result res;
+  memset(&res, 0xab, sizeof res);
+  esrrf_sweep_result untouched = res;
+  char err[256];
+  int rc = esrrf_sweep(e, st, o, &res, err, sizeof err);
+  cr_expect_eq(rc, want, "%s: got %s (%s)", field, status_name(rc), err);
+  cr_expect(strstr(err, field) == err, "message '%s' names '%s' first", err,
+            field);
+  cr_expect_eq(memcmp(&res, &untouched, sizeof res), 0, "result written");
+  engine_close(e);
+}
+
+Test(sweep, bad_input_names_the_parameter) {
+  image st;
+  cr_assert_eq(image_alloc(&st, 4, 12, 12), QS_OK);
+  for (size_t i = 0; i < 4 * 144; i++) st.data[i] = (float)(i % 13);
+  double neg[] = {1, -0.5}, nan_s[] = {NAN};
+  esrrf_sweep_options o = {.radii = radii, .n_radii = 0,
+                           .sensitivities = sens, .n_sensitivities = 1};
+  refused(&o, &st, QS_EPARAM, "radius");
+  o.n_radii = 2;
+  o.radii = neg;
+  refused(&o, &st, QS_EPARAM, "radius");
+  o.radii = radii;
+  o.n_sensitivities = 0;
+  refused(&o, &st, QS_EPARAM, "sensitivity");
+  o.sensitivities = nan_s;
+  o.n_sensitivities = 1;
+  refused(&o, &st, QS_EPARAM, "sensitivity");
+  o.sensitivities = sens;
+  int bad_t[] = {5};
+  o.temporal = bad_t;
+  o.n_temporal = 1;
+  refused(&o, &st, QS_EPARAM, "temporal");
+  o.temporal = NULL;
+  o.magnification = 100;
+  refused(&o, &st, QS_EPARAM, "magnification");
+  o.magnification = 2;
+  st.frames = 1;
+  refused(&o, &st, QS_ESHAPE, "frames");
+  st.frames = 4;
+  st.data[17] = NAN;
+  refused(&o, &st, QS_EINVAL, "stack");
+  image_free(&st);
+}
+
+/* Records its calls and cancels at the first: seen[0] calls, seen[1] the
+ * frames done then, seen[2] the total. */
+static int cancel_at_first(void *ctx, uint64_t done, uint64_t total) {
+  uint64_t *seen = ctx;
+  seen[0]++;
+  seen[1] = done;
+  seen[2] = total;
+  return 1;
+}
+
+Test(sweep, progress_can_cancel) {
+  metric_case c;
+  mc_load("sq_real_m5", &c);
+  engine *e = mc_engine();
+  uint64_t seen[3] = {0};
+  esrrf_sweep_options o = {.radii = radii, .n_radii = 1,
+                           .sensitivities = sens, .n_sensitivities = 1,
+                           .magnification = 2, .progress = cancel_at_first,
+                           .progress_ctx = seen};
+  esrrf_sweep_result res = {0};
+  char err[256];
+  cr_expect_eq(esrrf_sweep(e, &c.in[0], &o, &res, err, sizeof err),
+               QS_ECANCELLED);
+  cr_expect(strstr(err, "cancelled") != NULL, "%s", err);
+  /* the steps of the first batch (16 frames) may end after the first
+   * nonzero return (a step that was done reports once more); the sweep
+   * stops before the next batch */
+  cr_expect_geq(seen[0], 1);
+  cr_expect_eq(seen[2], 20, "total: the stack's 20 frames, one pass");
+  cr_expect_lt(seen[1], 20, "stopped after %llu frames",
+               (unsigned long long)seen[1]);
+  cr_expect_null(res.points);
+  engine_close(e);
+  mc_free(&c);
+}
