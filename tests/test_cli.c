@@ -987,3 +987,222 @@ Test(cli, stream_output_is_appended_in_place) {
   image_free(&got);
   image_free(&want);
 }
+
+/* ------------------------------------------------------------------------
+ * Images that keep their axes and pixel size, provenance in every output,
+ * and tools that do what their help says. */
+
+#include <tiffio.h>
+
+/* Runs the binary with stdin read from the file `in`. */
+static result *qs_stdin(const char *in, const char *first, ...) {
+  static result r;
+  char *argv[64];
+  int n = 0;
+  argv[n++] = QS_CLI;
+  va_list ap;
+  va_start(ap, first);
+  for (const char *a = first; a && n < 63; a = va_arg(ap, const char *))
+    argv[n++] = (char *)a;
+  va_end(ap);
+  argv[n] = NULL;
+  char out[400], err[400];
+  snprintf(out, sizeof out, "%s/stdout", dir);
+  snprintf(err, sizeof err, "%s/stderr", dir);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, in, O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  pid_t pid;
+  cr_assert_eq(posix_spawn(&pid, QS_CLI, &fa, NULL, argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  int st;
+  cr_assert_eq(waitpid(pid, &st, 0), pid);
+  cr_assert(WIFEXITED(st));
+  r.status = WEXITSTATUS(st);
+  slurp_into(out, r.out, sizeof r.out);
+  slurp_into(err, r.err, sizeof r.err);
+  return &r;
+}
+
+/* Writes stacks a and b (same shape) with libtiff as ImageJ writes a
+ * 2-channel hyperstack (TCYX: channel fastest), float32, 0.1 um pixels
+ * (XResolution 10 per unit, unit=micron). */
+static void write_hyperstack(const char *path, const image *a,
+                             const image *b) {
+  TIFF *t = TIFFOpen(path, "w");
+  cr_assert_not_null(t);
+  char desc[256];
+  snprintf(desc, sizeof desc,
+           "ImageJ=1.54f\nimages=%zu\nchannels=2\nframes=%zu\n"
+           "hyperstack=true\nmode=composite\nunit=micron\nloop=false\n",
+           2 * a->frames, a->frames);
+  for (size_t p = 0; p < 2 * a->frames; p++) {
+    const image *src = p % 2 ? b : a;
+    TIFFSetField(t, TIFFTAG_IMAGEWIDTH, (uint32_t)a->cols);
+    TIFFSetField(t, TIFFTAG_IMAGELENGTH, (uint32_t)a->rows);
+    TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 32);
+    TIFFSetField(t, TIFFTAG_SAMPLEFORMAT, SAMPLEFORMAT_IEEEFP);
+    TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 1);
+    TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+    TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, (uint32_t)a->rows);
+    TIFFSetField(t, TIFFTAG_XRESOLUTION, 10.0f);
+    TIFFSetField(t, TIFFTAG_YRESOLUTION, 10.0f);
+    TIFFSetField(t, TIFFTAG_RESOLUTIONUNIT, RESUNIT_NONE);
+    if (p == 0) TIFFSetField(t, TIFFTAG_IMAGEDESCRIPTION, desc);
+    size_t plane = a->rows * a->cols;
+    cr_assert_eq(TIFFWriteEncodedStrip(t, 0, src->data + (p / 2) * plane,
+                                       (tmsize_t)(plane * sizeof(float))),
+                 (tmsize_t)(plane * sizeof(float)));
+    cr_assert(TIFFWriteDirectory(t));
+  }
+  TIFFClose(t);
+}
+
+/* A 2-channel hyperstack is run per channel: each output channel equals
+ * eSRRF of that channel alone, bit for bit, the channel axis is kept, and
+ * the pixel size comes out divided by M (0.1 um in, 0.02 um out at M5);
+ * the provenance names the parameters, implementation, version and input,
+ * and `quicksilver info` reads it all back. */
+Test(cli, hyperstack_channels_run_apart_with_pixel_size_and_provenance) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+  const char *a = path_in("a.tif"), *b = path_in("b.tif"),
+             *hs = path_in("hs.tif"), *out = path_in("out.tif"),
+             *oa = path_in("oa.tif"), *ob = path_in("ob.tif");
+  expect_status(qs("simulate", "-o", a, "--frames", "10", "--size", "12x10",
+                   "--seed", "3", "-q", NULL),
+                0, "simulate a");
+  expect_status(qs("simulate", "-o", b, "--frames", "10", "--size", "12x10",
+                   "--seed", "4", "-q", NULL),
+                0, "simulate b");
+  image ia, ib;
+  char err[512];
+  cr_assert_eq(tiff_read(a, &ia, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(b, &ib, err, sizeof err), QS_OK, "%s", err);
+  write_hyperstack(hs, &ia, &ib);
+  result *r = qs("esrrf", hs, "-o", out, "--magnification", "5",
+                 "--frames-per-timepoint", "5", "--impl", "serial", NULL);
+  expect_status(r, 0, "esrrf on the hyperstack");
+  cr_assert_not_null(strstr(r->err, "channel 1"), "%s", r->err);
+  expect_status(qs("esrrf", a, "-o", oa, "--magnification", "5",
+                   "--frames-per-timepoint", "5", "--impl", "serial", "-q",
+                   NULL),
+                0, "esrrf on channel 0 alone");
+  expect_status(qs("esrrf", b, "-o", ob, "--magnification", "5",
+                   "--frames-per-timepoint", "5", "--impl", "serial", "-q",
+                   NULL),
+                0, "esrrf on channel 1 alone");
+  tiff_info info;
+  cr_assert_eq(tiff_info_of(out, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(info.pages, 4, "2 channels x 2 timepoints");
+  cr_assert_eq(info.meta.channels, 2);
+  cr_assert_eq(info.meta.frames, 2);
+  cr_assert_float_eq(info.meta.pixel_x, 0.02, 1e-9);
+  cr_assert_float_eq(info.meta.pixel_y, 0.02, 1e-9);
+  cr_assert_str_eq(info.meta.unit, "micron");
+  cJSON *p = cJSON_Parse(info.meta.provenance);
+  cr_assert_not_null(p, "provenance: %s", info.meta.provenance);
+  cr_assert_str_eq(cJSON_GetObjectItem(p, "method")->valuestring, "esrrf");
+  cr_assert_str_eq(cJSON_GetObjectItem(p, "impl")->valuestring, "serial");
+  cr_assert_str_eq(cJSON_GetObjectItem(p, "version")->valuestring,
+                   QS_VERSION);
+  cr_assert_str_eq(cJSON_GetObjectItem(p, "input")->valuestring, "hs.tif");
+  cJSON *pp = cJSON_GetObjectItem(p, "params");
+  cr_assert_eq(cJSON_GetObjectItem(pp, "magnification")->valuedouble, 5);
+  cr_assert_eq(cJSON_GetObjectItem(pp, "frames_per_timepoint")->valuedouble,
+               5);
+  cr_assert_str_eq(cJSON_GetObjectItem(pp, "temporal")->valuestring, "avg");
+  cJSON_Delete(p);
+  image got, wa, wb;
+  cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(oa, &wa, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(ob, &wb, err, sizeof err), QS_OK, "%s", err);
+  size_t plane = got.rows * got.cols;
+  cr_assert_eq(plane, 60 * 50);
+  for (size_t t = 0; t < 2; t++) {
+    cr_assert_eq(memcmp(got.data + (2 * t) * plane, wa.data + t * plane,
+                        plane * 4),
+                 0, "channel 0, timepoint %zu", t);
+    cr_assert_eq(memcmp(got.data + (2 * t + 1) * plane, wb.data + t * plane,
+                        plane * 4),
+                 0, "channel 1, timepoint %zu", t);
+  }
+  /* a single-channel output gets the pixel size too */
+  cr_assert_eq(tiff_info_of(oa, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(info.meta.pixel_x, 0, "a.tif has no pixel size");
+  /* info: text and JSON */
+  r = qs("info", out, NULL);
+  expect_status(r, 0, "info");
+  cr_assert_not_null(strstr(r->out, "2 channels"), "%s", r->out);
+  cr_assert_not_null(strstr(r->out, "0.02 micron"), "%s", r->out);
+  cr_assert_not_null(strstr(r->out, "\"impl\":\"serial\""), "%s", r->out);
+  cJSON *j = json_of(qs("info", out, "--json", NULL));
+  cr_assert_eq(cJSON_GetObjectItem(j, "channels")->valuedouble, 2);
+  cr_assert_float_eq(cJSON_GetObjectItem(j, "pixel_size")->valuedouble, 0.02,
+                     1e-9);
+  cr_assert_str_eq(cJSON_GetObjectItem(
+                       cJSON_GetObjectItem(j, "provenance"), "method")
+                       ->valuestring,
+                   "esrrf");
+  cJSON_Delete(j);
+  expect_status(qs("info", path_in("missing.tif"), NULL), 1, "info missing");
+  image_free(&ia), image_free(&ib), image_free(&got), image_free(&wa),
+      image_free(&wb);
+}
+
+/* Frames piped to stream without --dtype are refused rather than read as
+ * float32; the stream's output carries the pixel size / M and the
+ * provenance, and its summary says it waited. */
+Test(cli, stream_needs_dtype_on_stdin_and_keeps_metadata) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+  const char *raw = path_in("frames.u16"), *out = path_in("s.tif");
+  FILE *f = fopen(raw, "wb");
+  cr_assert_not_null(f);
+  for (int i = 0; i < 6 * 8 * 8; i++) {
+    uint16_t v = (uint16_t)(100 + (i * 37) % 500);
+    fwrite(&v, 2, 1, f);
+  }
+  fclose(f);
+  result *r = qs_stdin(raw, "stream", "-", "--size", "8x8", "-o", out,
+                       "--window", "3", NULL);
+  expect_status(r, 2, "stdin without --dtype");
+  cr_assert_not_null(strstr(r->err, "--dtype"), "%s", r->err);
+  cr_assert(!file_exists(out));
+  r = qs_stdin(raw, "stream", "-", "--size", "8x8", "--dtype", "uint16", "-o",
+               out, "--window", "3", "--magnification", "2", "--impl",
+               "serial", NULL);
+  expect_status(r, 0, "stdin with --dtype uint16");
+  cr_assert_not_null(strstr(r->err, "6 frames, 2 results"), "%s", r->err);
+  tiff_info info;
+  char err[512];
+  cr_assert_eq(tiff_info_of(out, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(info.pages, 2);
+  cJSON *p = cJSON_Parse(info.meta.provenance);
+  cr_assert_not_null(p, "provenance: %s", info.meta.provenance);
+  cr_assert_str_eq(cJSON_GetObjectItem(p, "impl")->valuestring, "serial");
+  cr_assert_eq(cJSON_GetObjectItem(p, "window")->valuedouble, 3);
+  cJSON_Delete(p);
+  /* from a TIFF with a pixel size, which is finished: it says it waits */
+  const char *in = path_in("in.tif"), *o2 = path_in("s2.tif");
+  image one;
+  cr_assert_eq(image_alloc(&one, 4, 8, 8), QS_OK);
+  for (size_t i = 0; i < 4 * 64; i++) one.data[i] = (float)(i % 13);
+  tiff_meta m;
+  tiff_meta_plain(&m, 4);
+  m.pixel_x = m.pixel_y = 0.1;
+  snprintf(m.unit, sizeof m.unit, "micron");
+  cr_assert_eq(tiff_write_meta(in, &one, 0, &m, err, sizeof err), QS_OK);
+  image_free(&one);
+  r = qs("stream", in, "-o", o2, "--window", "2", "--magnification", "5",
+         "--impl", "serial", "--idle", "0.3", "--poll-ms", "50", NULL);
+  expect_status(r, 0, "stream from a finished file");
+  cr_assert_not_null(strstr(r->err, "waiting for more frames"), "%s", r->err);
+  cr_assert_eq(tiff_info_of(o2, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_float_eq(info.meta.pixel_x, 0.02, 1e-9);
+  cr_assert_str_eq(info.meta.unit, "micron");
+}

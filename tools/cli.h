@@ -104,5 +104,6 @@ int cmd_run(cli *c, int argc, char **argv);
 int cmd_esrrf(cli *c, int argc, char **argv);
 int cmd_stream(cli *c, int argc, char **argv); /* cmd_stream.c */
 int cmd_bench(cli *c, int argc, char **argv);
+int cmd_info(cli *c, int argc, char **argv); /* cmd_misc.c */
 
 #endif
