@@ -1206,3 +1206,32 @@ Test(cli, stream_needs_dtype_on_stdin_and_keeps_metadata) {
   cr_assert_float_eq(info.meta.pixel_x, 0.02, 1e-9);
   cr_assert_str_eq(info.meta.unit, "micron");
 }
+
+/* One name per store command (db rows is db list, as Python's db_rows is
+ * db_list), global options before or after the command, plural-correct
+ * usage messages. */
+Test(cli, store_names_and_global_options_either_side) {
+  const char *in = path_in("g.tif"), *out = path_in("g-out.tif"),
+             *db = path_in("other.db");
+  expect_status(qs("simulate", "-o", in, "--frames", "2", "--size", "8x8",
+                   "-q", NULL),
+                0, "simulate");
+  expect_status(qs("--db", db, "-q", "run", "roberts_cross", in, "-o", out,
+                   "-o", path_in("g2.tif"), "--impl", "serial", NULL),
+                0, "globals first");
+  cJSON *a = json_of(qs("db", "list", "--json", "--db", db, NULL)),
+        *b = json_of(qs("--db", db, "db", "rows", "--json", NULL));
+  cr_assert_eq(cJSON_GetArraySize(a), 1, "the run went to --db");
+  cr_assert_eq(cJSON_GetArraySize(b), 1);
+  cJSON_Delete(a);
+  cJSON_Delete(b);
+  result *r = qs("db", "lst", NULL);
+  expect_status(r, 2, "db lst");
+  cr_assert_not_null(strstr(r->err, "did you mean 'list'"), "%s", r->err);
+  r = qs("esrrf", in, NULL);
+  expect_status(r, 2, "no output");
+  cr_assert_not_null(strstr(r->err, "give -o FILE once"), "%s", r->err);
+  r = qs("run", "roberts_cross", in, NULL);
+  cr_assert_not_null(strstr(r->err, "give -o FILE 1 to 2 times"), "%s",
+                     r->err);
+}

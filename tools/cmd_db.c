@@ -326,6 +326,8 @@ int cmd_db(cli *c, int argc, char **argv) {
                      "stats, best, export, import, prune, "
                      "forget, check)");
   const char *sub = a.pos[0];
+  /* Python's Engine.db_rows: the same listing under its other name */
+  if (!strcmp(sub, "rows")) sub = a.pos[0] = "list";
   size_t k = 0;
   while (k < n_subs && strcmp(subs[k], sub))
     k++;
