@@ -1235,3 +1235,29 @@ Test(cli, store_names_and_global_options_either_side) {
   cr_assert_not_null(strstr(r->err, "give -o FILE 1 to 2 times"), "%s",
                      r->err);
 }
+
+/* bench --budget: a step predicted past what is left of the budget is
+ * skipped and said so, never begun (serial eSRRF over 100 frames of
+ * 64 x 64 at M5, six runs, takes minutes; the budget is 20 s). */
+Test(cli, bench_skips_a_step_that_cannot_fit_the_budget) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+  const char *js = path_in("b.json");
+  time_t t0 = time(NULL);
+  result *r = qs("bench", "--method", "esrrf", "--sizes", "2x8x8,100x64x64",
+                 "--impl", "serial", "--budget", "20", "--json", js, NULL);
+  expect_status(r, 0, "bench");
+  cr_assert_not_null(strstr(r->err, "skipped esrrf 100x64x64"), "%s", r->err);
+  cr_assert_not_null(strstr(r->err, "predicted"), "%s", r->err);
+  char text[65536];
+  slurp_into(js, text, sizeof text);
+  cJSON *j = cJSON_Parse(text);
+  cr_assert_not_null(j, "%s", text);
+  cr_assert_eq(cJSON_GetObjectItem(j, "steps_done")->valuedouble, 1);
+  cr_assert_eq(cJSON_GetObjectItem(j, "steps_skipped")->valuedouble, 1);
+  cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "stopped_by_budget")));
+  /* termination, not speed: nothing like the minutes the step needs */
+  cr_assert_lt(cJSON_GetObjectItem(j, "seconds")->valuedouble, 20);
+  cr_assert_lt(difftime(time(NULL), t0), 60);
+  cJSON_Delete(j);
+}
