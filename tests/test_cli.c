@@ -5,6 +5,7 @@
  * uses its own store and directory. */
 /* mknod and makedev (a private device node in one test) */
 #define _DEFAULT_SOURCE
+#define _XOPEN_SOURCE 700 /* posix_openpt: a terminal for the progress line */
 #include <cJSON.h>
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -1260,4 +1261,60 @@ Test(cli, bench_skips_a_step_that_cannot_fit_the_budget) {
   cr_assert_lt(cJSON_GetObjectItem(j, "seconds")->valuedouble, 20);
   cr_assert_lt(difftime(time(NULL), t0), 60);
   cJSON_Delete(j);
+}
+
+/* A long call shows its progress on a terminal (stderr a pty here) and
+ * Ctrl-C cancels it at once: exit 130, nothing written. */
+Test(cli, progress_on_a_terminal_and_ctrl_c_cancels, .timeout = 120) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+  const char *in = path_in("long.tif"), *out = path_in("long-out.tif");
+  /* serial eSRRF at M5: a third of a second or more per 64 x 64 frame */
+  expect_status(qs("simulate", "-o", in, "--frames", "60", "--size", "64x64",
+                   "-q", NULL),
+                0, "simulate");
+  int master = posix_openpt(O_RDWR | O_NOCTTY);
+  cr_assert_geq(master, 0);
+  cr_assert_eq(grantpt(master), 0);
+  cr_assert_eq(unlockpt(master), 0);
+  char *argv[] = {QS_CLI, "esrrf", (char *)in, "-o", (char *)out, "--impl",
+                  "serial", NULL};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, ptsname(master), O_RDWR, 0);
+  pid_t pid;
+  cr_assert_eq(posix_spawn(&pid, QS_CLI, &fa, NULL, argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  struct timespec wait = {2, 500000000};
+  nanosleep(&wait, NULL);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  cr_assert_eq(kill(pid, SIGINT), 0);
+  int st;
+  cr_assert_eq(waitpid(pid, &st, 0), pid);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  static char text[65536];
+  size_t n = 0;
+  fcntl(master, F_SETFL, O_NONBLOCK);
+  for (ssize_t k; n < sizeof text - 1 &&
+                  (k = read(master, text + n, sizeof text - 1 - n)) > 0;)
+    n += (size_t)k;
+  text[n] = 0;
+  close(master);
+  cr_assert(WIFEXITED(st), "killed by the signal instead of cancelling");
+  cr_assert_eq(WEXITSTATUS(st), 130, "%s", text);
+  cr_assert_not_null(strstr(text, "cancelled (Ctrl-C)"), "%s", text);
+  cr_assert_not_null(strstr(text, "esrrf: "), "%s", text);
+  cr_assert_not_null(strstr(text, "/60)"), "a progress line: %s", text);
+  cr_assert(!file_exists(out));
+  /* termination, not speed: stopped long before the call's end */
+  double dt = (double)(t1.tv_sec - t0.tv_sec) +
+              1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  cr_assert_lt(dt, 10.0, "%.1f s after Ctrl-C", dt);
+  /* not on a terminal, or with -q / --json: no progress line */
+  result *r = qs("esrrf", in, "-o", out, "--impl", "serial", "--frames",
+                 "0:4", NULL);
+  expect_status(r, 0, "esrrf");
+  cr_assert_null(strstr(r->err, "\r"), "%s", r->err);
 }

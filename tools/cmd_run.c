@@ -435,11 +435,20 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
                       .params = a.params,
                       .n_params = a.n_params,
                       .impl = args_value(&a, "impl")};
+    char what[96];
+    snprintf(what, sizeof what, C > 1 ? "%s (channel %zu)" : "%s", d->name,
+             ch);
+    cli_progress prog;
+    if (!dry) cli_progress_begin(c, &prog, what, &rq);
     int st = dry ? method_estimate(e, d->name, &rq, &rep[ch])
                  : method_run(e, d->name, &rq, out + ch * d->n_outputs,
                               d->n_outputs, &rep[ch]);
+    int stopped = !dry && cli_progress_end(&prog);
     if (rep[ch].record_status) cli_record_warn(c);
-    if (st) {
+    if (st == QS_ECANCELLED && stopped) {
+      rc = cli_fail("%s: cancelled (Ctrl-C); nothing written", label);
+      rc = CLI_INTERRUPTED;
+    } else if (st) {
       rc = cli_status_exit(st);
       if (C > 1)
         cli_fail("%s: channel %zu: %s", label, ch, engine_error(e));
