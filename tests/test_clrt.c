@@ -786,17 +786,22 @@ Test(clrt, slugs_are_short_lowercase_words) {
 
 /* A device as PoCL describes a CPU (shares the host's cores and memory)
  * or, with gpu set, a device with memory of its own. */
+/* The identity hash of a device's strings, as discovery computes it. */
+static uint64_t ident_of(const char *platform, const char *vendor,
+                         const char *name, const char *driver,
+                         const char *version) {
+  const char *s[] = {platform, vendor, name, driver, version};
+  uint64_t h = HASH_SEED;
+  for (int i = 0; i < 5; i++) h = hash_str(h, s[i]);
+  return h;
+}
+
 static cldev_info fake_device(int gpu, uint64_t global_mem,
                               uint64_t max_alloc) {
   cldev_info in;
   memset(&in, 0, sizeof in);
-  uint64_t h = HASH_SEED;
-  h = hash_str(h, "Portable Computing Language");
-  h = hash_str(h, "GenuineIntel");
-  h = hash_str(h, "pthread-test-device");
-  h = hash_str(h, "3.1+debian");
-  h = hash_str(h, "OpenCL 3.0 PoCL");
-  in.ident = h;
+  in.ident = ident_of("Portable Computing Language", "GenuineIntel",
+                      "pthread-test-device", "3.1+debian", "OpenCL 3.0 PoCL");
   in.is_gpu = gpu;
   in.shares_host_cores = !gpu;
   in.compute_units = 2;
@@ -904,13 +909,9 @@ Test(clrt, old_rows_move_to_the_stable_fingerprint) {
   cldev_info in = *cldev_about(clrt_device(rt, 0));
   clrt_close(rt);
   /* dev_read's identity is the chain of the device's strings */
-  uint64_t h = HASH_SEED;
-  h = hash_str(h, in.platform);
-  h = hash_str(h, in.vendor);
-  h = hash_str(h, in.name);
-  h = hash_str(h, in.driver);
-  h = hash_str(h, in.version);
-  cr_expect_eq(h, in.ident);
+  cr_expect_eq(ident_of(in.platform, in.vendor, in.name, in.driver,
+                        in.version),
+               in.ident);
   char dir[64], db[128], old[2][17], err[1024];
   temp_dir(dir, sizeof dir);
   snprintf(db, sizeof db, "%s/t.db", dir);

@@ -250,7 +250,12 @@ int cmd_simulate(cli *c, int argc, char **argv) {
   sim_truth truth;
   if (simulate(v, &img, truth_path ? &truth : NULL, err, sizeof err))
     return cli_fail("%s", err);
-  int rc = tiff_write(out, &img, err, sizeof err);
+  /* the stack's pixel size, as a microscope's file would carry it */
+  tiff_meta m;
+  tiff_meta_plain(&m, img.frames);
+  m.pixel_x = m.pixel_y = v[SIM_PIXEL_SIZE] * 1e-3;
+  snprintf(m.unit, sizeof m.unit, "micron");
+  int rc = tiff_write_meta(out, &img, 0, &m, err, sizeof err);
   if (!rc && truth_path)
     rc = sim_truth_write(&truth, v[SIM_PIXEL_SIZE], truth_path, err,
                          sizeof err);

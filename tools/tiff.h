@@ -13,10 +13,14 @@
  * before anything is allocated; a compressed page may also not claim more
  * than about 4096 times its stored bytes.
  *
+ * Besides the pixels, a read reports the stack's axes, pixel size and
+ * provenance (tiff_meta, through tiff_info_of).
+ *
  * Writing: float32, one page per frame, in ImageJ's stack layout (the
  * pixel data of all pages contiguous, an ImageJ description on the first
- * page) so ImageJ opens it as a stack; BigTIFF when the file would pass
- * 4 GiB. The file appears whole or not at all (outfile.h). The layout is
+ * page, with the axes, unit and provenance of tiff_write_meta, and the
+ * resolution tags) so ImageJ opens it as a stack or hyperstack with its
+ * pixel size; BigTIFF when the file would pass 4 GiB. The file appears whole or not at all (outfile.h). The layout is
  * fixed by the page count and size alone (tiff_stack below), so several
  * processes can write the pages of one file, each its own, and a stack can
  * grow in place (tiff_append). */
