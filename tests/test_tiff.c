@@ -941,6 +941,12 @@ Test(tiff, imagej_hyperstack_axes_and_pixel_size) {
   cr_assert_eq(tiff_info_of(path, &info, err, sizeof err), QS_EFORMAT);
   cr_assert_not_null(strstr(err, "channels=4"), "%s", err);
   cr_assert_not_null(strstr(err, "frames=2"), "%s", err);
+  /* counts whose product wraps around 2^64: refused, never trusted */
+  write_axes(path,
+             "ImageJ=1.54f\nimages=6\nchannels=4294967297\n"
+             "slices=4294967297\nframes=1099511627776\n",
+             1, 2, 3, 0, 0);
+  cr_assert_eq(tiff_info_of(path, &info, err, sizeof err), QS_EFORMAT);
   dir_remove();
 }
 

@@ -423,12 +423,17 @@ static int meta_parse(const char *desc, float xr, float yr, uint16_t ru,
     }
   }
   if (axes) {
-    /* ImageJ may leave out the axis that holds the rest */
-    if (c && z && f && c * z * f != pages) {
-      if (!have_t && pages % (c * z) == 0) f = pages / (c * z);
-      else if (!have_z && pages % (c * f) == 0) z = pages / (c * f);
+    /* ImageJ may leave out the axis that holds the rest; products are
+     * formed only below the page count, so none can wrap around */
+    int fit = c && z && f && z <= pages / c && f <= pages / (c * z);
+    if (!(fit && c * z * f == pages) && c && z && f) {
+      if (!have_t && z <= pages / c && pages % (c * z) == 0)
+        f = pages / (c * z);
+      else if (!have_z && f <= pages / c && pages % (c * f) == 0)
+        z = pages / (c * f);
+      fit = z <= pages / c && f <= pages / (c * z);
     }
-    if (!c || !z || !f || c * z * f != pages)
+    if (!c || !z || !f || !fit || c * z * f != pages)
       return snprintf(why, why_len,
                       "its %s axes (channels=%zu, slices=%zu, frames=%zu) "
                       "do not make its %zu pages",
