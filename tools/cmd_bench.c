@@ -46,8 +46,8 @@ static void progress(void *ctx, const sweep_step *st, size_t done,
   if (c->quiet) return;
   if (!st) {
     if (c->tty) fprintf(stderr, "\r\033[K");
-    fprintf(stderr, "bench: %zu of %zu steps in %.1f s\n", done, total,
-            elapsed);
+    fprintf(stderr, "bench: %zu of %zu step%s in %.1f s\n", done, total,
+            total == 1 ? "" : "s", elapsed);
     return;
   }
   char what[200];
@@ -207,14 +207,14 @@ int cmd_bench(cli *c, int argc, char **argv) {
            status_name(w->entry.status));
   }
   if (r.stopped && interrupted)
-    cli_note(c, "bench: interrupted after %zu of %zu steps\n", r.steps_done,
-             r.steps_total);
+    cli_note(c, "bench: interrupted after %zu of %zu step%s\n", r.steps_done,
+             r.steps_total, r.steps_total == 1 ? "" : "s");
   else if (r.stopped)
     cli_note(c,
-             "bench: %.1f s budget: %zu of %zu steps run in %.1f s, %zu "
+             "bench: %.1f s budget: %zu of %zu step%s run in %.1f s, %zu "
              "skipped as predicted past it\n",
-             o.budget, r.steps_done, r.steps_total, r.seconds,
-             r.steps_skipped);
+             o.budget, r.steps_done, r.steps_total,
+             r.steps_total == 1 ? "" : "s", r.seconds, r.steps_skipped);
   sweep_free(&r);
   return rc;
 }
