@@ -446,7 +446,7 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
     int stopped = !dry && cli_progress_end(&prog);
     if (rep[ch].record_status) cli_record_warn(c);
     if (st == QS_ECANCELLED && stopped) {
-      rc = cli_fail("%s: cancelled (Ctrl-C); nothing written", label);
+      cli_fail("%s: cancelled (Ctrl-C); nothing written", label);
       rc = CLI_INTERRUPTED;
     } else if (st) {
       rc = cli_status_exit(st);
