@@ -756,22 +756,36 @@ static TIFFOpenOptions *open_options(reader *r) {
   return o;
 }
 
+/* Reads the memory source r (its pages, or its shape when r->info). */
+static int read_mem(reader *r, image *img, char *err, size_t err_len) {
+  if (r->size < 8 || !is_tiff_magic(r->mem))
+    return read_fail(r, QS_EFORMAT, err, err_len, "not a TIFF file");
+  TIFFOpenOptions *o = open_options(r);
+  if (!o) return read_fail(r, QS_ENOMEM, err, err_len, "out of memory");
+  TIFF *t = TIFFClientOpenExt(r->name, "rm", r, mem_read, mem_write, mem_seek,
+                              mem_close, mem_size, mem_map, mem_unmap, o);
+  TIFFOpenOptionsFree(o);
+  if (!t) return read_fail(r, QS_EFORMAT, err, err_len, "cannot open TIFF");
+  int rc = read_all(t, r, img, err, err_len);
+  TIFFClose(t);
+  return rc;
+}
+
 int tiff_read_mem(const void *data, size_t size, const char *name, image *img,
                   char *err, size_t err_len) {
   image empty = {0};
   *img = empty;
   reader r = {.name = name, .size = size, .mem = data, .count = SIZE_MAX};
-  if (size < 8 || !is_tiff_magic(data))
-    return read_fail(&r, QS_EFORMAT, err, err_len, "not a TIFF file");
-  TIFFOpenOptions *o = open_options(&r);
-  if (!o) return read_fail(&r, QS_ENOMEM, err, err_len, "out of memory");
-  TIFF *t = TIFFClientOpenExt(name, "rm", &r, mem_read, mem_write, mem_seek,
-                              mem_close, mem_size, mem_map, mem_unmap, o);
-  TIFFOpenOptionsFree(o);
-  if (!t) return read_fail(&r, QS_EFORMAT, err, err_len, "cannot open TIFF");
-  int rc = read_all(t, &r, img, err, err_len);
-  TIFFClose(t);
-  return rc;
+  return read_mem(&r, img, err, err_len);
+}
+
+int tiff_info_mem(const void *data, size_t size, const char *name,
+                  tiff_info *info, char *err, size_t err_len) {
+  memset(info, 0, sizeof *info);
+  reader r = {.name = name, .size = size, .mem = data, .count = SIZE_MAX,
+              .info = info};
+  image unused = {0};
+  return read_mem(&r, &unused, err, err_len);
 }
 
 /* Reads pages [r->first, r->first + r->count) of the file, or only its

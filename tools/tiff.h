@@ -104,6 +104,8 @@ void tiff_set_read_budget(uint64_t bytes);
 /* The same from memory; `name` is used in messages. */
 int tiff_read_mem(const void *data, size_t size, const char *name, image *img,
                   char *err, size_t err_len);
+int tiff_info_mem(const void *data, size_t size, const char *name,
+                  tiff_info *info, char *err, size_t err_len);
 
 /* Flags of tiff_write_flags and tiff_stack_*. */
 #define TIFF_BIG 1u /* BigTIFF even when a classic TIFF would do */
