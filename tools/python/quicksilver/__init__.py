@@ -638,15 +638,8 @@ class Engine:
         planned frames (:class:`ShapeError` otherwise)."""
         d = self._desc(method)
         _check_keywords(method, d, params, ("impl",))
-        dims = []
-        for k, s in enumerate(shapes):
-            shp = tuple(np.shape(s)) if hasattr(s, "shape") else tuple(s)
-            if len(shp) == 2:
-                shp = (1,) + shp
-            if len(shp) != 3:
-                raise ShapeError(f"input {k}: shape {shp} is not (frames, "
-                                 "rows, cols)", STATUS["shape"], "shape")
-            dims.append(tuple(int(x) for x in shp))
+        dims = [_as_shape(tuple(np.shape(s)) if hasattr(s, "shape")
+                          else tuple(s)) for s in shapes]
         core = self._core.open(method, dims, _param_items(params), impl)
         names = [n for n, _ in d["outputs"]] if d else []
         return Plan(core, names, self, method)

@@ -1079,7 +1079,7 @@ static PyObject *Plan_run(PlanObject *self, PyObject *in_obj) {
   size_t n_in = 0;
   PyObject *result = NULL;
   memset(out, 0, sizeof out);
-  if (!seq || inputs_wrap(seq, in, &n_in) < 0 || !plan_ready(self))
+  if (!seq || inputs_wrap(seq, in, &n_in, 0) < 0 || !plan_ready(self))
     goto done;
   engine_lock(self->eng);
   run_report rep;
