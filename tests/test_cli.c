@@ -1008,6 +1008,22 @@ Test(cli, stream_output_is_appended_in_place) {
 
 #include <tiffio.h>
 
+/* Skips the test in a build without eSRRF. */
+static void need_esrrf(void) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+}
+
+/* Simulates a stack of `frames` frames of RxC `size` into dir/leaf. */
+static const char *simulated(const char *leaf, const char *frames,
+                             const char *size, const char *seed) {
+  const char *p = path_in(leaf);
+  expect_status(qs("simulate", "-o", p, "--frames", frames, "--size", size,
+                   "--seed", seed, "-q", NULL),
+                0, "simulate");
+  return p;
+}
+
 /* Runs the binary with stdin read from the file `in`. */
 static result *qs_stdin(const char *in, const char *first, ...) {
   va_list ap;
@@ -1057,17 +1073,11 @@ static void write_hyperstack(const char *path, const image *a,
  * the provenance names the parameters, implementation, version and input,
  * and `quicksilver info` reads it all back. */
 Test(cli, hyperstack_channels_run_apart_with_pixel_size_and_provenance) {
-  if (qs("methods", "esrrf", NULL)->status != 0)
-    cr_skip_test("no esrrf method in this build");
-  const char *a = path_in("a.tif"), *b = path_in("b.tif"),
+  need_esrrf();
+  const char *a = simulated("a.tif", "10", "12x10", "3"),
+             *b = simulated("b.tif", "10", "12x10", "4"),
              *hs = path_in("hs.tif"), *out = path_in("out.tif"),
              *oa = path_in("oa.tif"), *ob = path_in("ob.tif");
-  expect_status(qs("simulate", "-o", a, "--frames", "10", "--size", "12x10",
-                   "--seed", "3", "-q", NULL),
-                0, "simulate a");
-  expect_status(qs("simulate", "-o", b, "--frames", "10", "--size", "12x10",
-                   "--seed", "4", "-q", NULL),
-                0, "simulate b");
   image ia, ib;
   char err[512];
   cr_assert_eq(tiff_read(a, &ia, err, sizeof err), QS_OK, "%s", err);
@@ -1151,8 +1161,7 @@ Test(cli, hyperstack_channels_run_apart_with_pixel_size_and_provenance) {
  * float32; the stream's output carries the pixel size / M and the
  * provenance, and its summary says it waited. */
 Test(cli, stream_needs_dtype_on_stdin_and_keeps_metadata) {
-  if (qs("methods", "esrrf", NULL)->status != 0)
-    cr_skip_test("no esrrf method in this build");
+  need_esrrf();
   const char *raw = path_in("frames.u16"), *out = path_in("s.tif");
   FILE *f = fopen(raw, "wb");
   cr_assert_not_null(f);
@@ -1204,11 +1213,8 @@ Test(cli, stream_needs_dtype_on_stdin_and_keeps_metadata) {
  * db_list), global options before or after the command, plural-correct
  * usage messages. */
 Test(cli, store_names_and_global_options_either_side) {
-  const char *in = path_in("g.tif"), *out = path_in("g-out.tif"),
-             *db = path_in("other.db");
-  expect_status(qs("simulate", "-o", in, "--frames", "2", "--size", "8x8",
-                   "-q", NULL),
-                0, "simulate");
+  const char *in = simulated("g.tif", "2", "8x8", "1"),
+             *out = path_in("g-out.tif"), *db = path_in("other.db");
   expect_status(qs("--db", db, "-q", "run", "roberts_cross", in, "-o", out,
                    "-o", path_in("g2.tif"), "--impl", "serial", NULL),
                 0, "globals first");
@@ -1233,8 +1239,7 @@ Test(cli, store_names_and_global_options_either_side) {
  * skipped and said so, never begun (serial eSRRF over 100 frames of
  * 64 x 64 at M5, six runs, takes minutes; the budget is 20 s). */
 Test(cli, bench_skips_a_step_that_cannot_fit_the_budget) {
-  if (qs("methods", "esrrf", NULL)->status != 0)
-    cr_skip_test("no esrrf method in this build");
+  need_esrrf();
   const char *js = path_in("b.json");
   time_t t0 = time(NULL);
   result *r = qs("bench", "--method", "esrrf", "--sizes", "2x8x8,100x64x64",
@@ -1258,13 +1263,10 @@ Test(cli, bench_skips_a_step_that_cannot_fit_the_budget) {
 /* A long call shows its progress on a terminal (stderr a pty here) and
  * Ctrl-C cancels it at once: exit 130, nothing written. */
 Test(cli, progress_on_a_terminal_and_ctrl_c_cancels, .timeout = 120) {
-  if (qs("methods", "esrrf", NULL)->status != 0)
-    cr_skip_test("no esrrf method in this build");
-  const char *in = path_in("long.tif"), *out = path_in("long-out.tif");
+  need_esrrf();
   /* serial eSRRF at M5: a third of a second or more per 64 x 64 frame */
-  expect_status(qs("simulate", "-o", in, "--frames", "60", "--size", "64x64",
-                   "-q", NULL),
-                0, "simulate");
+  const char *in = simulated("long.tif", "60", "64x64", "1"),
+             *out = path_in("long-out.tif");
   int master = posix_openpt(O_RDWR | O_NOCTTY);
   cr_assert_geq(master, 0);
   cr_assert_eq(grantpt(master), 0);
