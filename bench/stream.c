@@ -262,8 +262,14 @@ int main(int argc, char **argv) {
   size_t n_all = 0, n_fin = 0;
   /* warm-up: the batch call settles the implementation; a second round
    * of both leaves the process's heap at its working size */
+  /* progress on stderr (the results go to stdout): a step of a long
+   * sweep can take minutes */
+  double t_start = now();
+  fprintf(stderr, "bench_stream: warm-up (batch call, calibration)...\n");
   int rc = batch(e, &st, window, want, impl, &tb);
   for (int w = 0; !rc && w < 2; w++) {
+    fprintf(stderr, "bench_stream: warm-up round %d/2 with %s (%.1f s)\n",
+            w + 1, impl, now() - t_start);
     rc = stream(e, &st, window, every, impl, 0, &ts, lat, done);
     if (!rc) rc = batch(e, &st, window, impl, impl, &tb);
   }
@@ -271,6 +277,8 @@ int main(int argc, char **argv) {
    * drift of the machine falls on both sides and each pair's ratio
    * compares runs a few seconds apart */
   for (size_t r = 0; !rc && r < r_n; r++) {
+    fprintf(stderr, "bench_stream: round %zu/%zu (%.1f s)\n", r + 1, r_n,
+            now() - t_start);
     for (int k = 0; !rc && k < 2; k++) {
       int b_side = (k == 0) == (r % 2 == 0);
       if (b_side && do_b) rc = batch(e, &st, window, impl, impl, &tb);
@@ -325,8 +333,11 @@ int main(int argc, char **argv) {
            (unsigned long long)tb.down, (unsigned long long)ts.down);
     /* a live acquisition at PACE times the batch's frame rate: the
      * latency a camera sees when the stream keeps up */
-    if (pace > 0)
+    if (pace > 0) {
+      fprintf(stderr, "bench_stream: paced run at %.2f x (%.1f s)\n", pace,
+              now() - t_start);
       rc = stream(e, &st, window, every, impl, per / pace, &ts, lat, done);
+    }
     n_fin = 0;
     for (size_t f = 0; !rc && pace > 0 && f < frames; f++)
       if (done[f]) fin[n_fin++] = lat[f];

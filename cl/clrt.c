@@ -278,8 +278,7 @@ static void info_str(cl_device_id dev, cl_platform_id plat, cl_uint what,
   free(s);
 }
 
-static uint64_t info_num(cl_device_id dev, cl_uint what, size_t size,
-                         uint64_t *h) {
+static uint64_t info_num(cl_device_id dev, cl_uint what, size_t size) {
   unsigned char raw[8] = {0};
   uint64_t v = 0;
   if (size <= sizeof raw &&
@@ -292,17 +291,10 @@ static uint64_t info_num(cl_device_id dev, cl_uint what, size_t size,
       memcpy(&v, raw, sizeof v);
     }
   }
-  if (h) {
-    char text[24];
-    snprintf(text, sizeof text, "%llu", (unsigned long long)v);
-    *h = hash_str(*h, text);
-  }
   return v;
 }
 
-/* Reads the identity and limits of a device; the fingerprint hashes
- * platform, vendor, name, driver, version, compute units, clock (GPUs
- * only), global memory, largest allocation, largest work-group and fp64. */
+/* Reads the identity and limits of a device and its fingerprint. */
 static void dev_read(cldev *d) {
   cldev_info *in = &d->info;
   uint64_t h = HASH_SEED;
@@ -313,30 +305,25 @@ static void dev_read(cldev *d) {
   info_str(d->id, NULL, CL_DRIVER_VERSION, in->driver, sizeof in->driver, &h);
   info_str(d->id, NULL, CL_DEVICE_VERSION, in->version, sizeof in->version,
            &h);
+  in->ident = h;
   cl_device_type type = 0;
   clGetDeviceInfo(d->id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
   in->is_gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
   in->shares_host_cores = (type & CL_DEVICE_TYPE_CPU) != 0;
   in->compute_units =
-      (unsigned)info_num(d->id, CL_DEVICE_MAX_COMPUTE_UNITS, 4, &h);
-  /* A CPU device's clock is the current frequency read from the host
-   * (PoCL: /proc/cpuinfo), which moves with frequency scaling; hashing it
-   * would change the fingerprint, and orphan the timing history, with no
-   * hardware change. A GPU reports its fixed maximum. */
-  in->clock_mhz = (unsigned)info_num(d->id, CL_DEVICE_MAX_CLOCK_FREQUENCY, 4,
-                                     in->is_gpu ? &h : NULL);
-  in->global_mem = info_num(d->id, CL_DEVICE_GLOBAL_MEM_SIZE, 8, &h);
-  in->max_alloc = info_num(d->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, 8, &h);
-  in->local_mem = info_num(d->id, CL_DEVICE_LOCAL_MEM_SIZE, 8, NULL);
+      (unsigned)info_num(d->id, CL_DEVICE_MAX_COMPUTE_UNITS, 4);
+  in->clock_mhz =
+      (unsigned)info_num(d->id, CL_DEVICE_MAX_CLOCK_FREQUENCY, 4);
+  in->global_mem = info_num(d->id, CL_DEVICE_GLOBAL_MEM_SIZE, 8);
+  in->max_alloc = info_num(d->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, 8);
+  in->local_mem = info_num(d->id, CL_DEVICE_LOCAL_MEM_SIZE, 8);
   in->max_work_group = (size_t)info_num(d->id, CL_DEVICE_MAX_WORK_GROUP_SIZE,
-                                        sizeof(size_t), &h);
+                                        sizeof(size_t));
   char ext[4096];
   uint64_t ignored = 0;
   info_str(d->id, NULL, CL_DEVICE_EXTENSIONS, ext, sizeof ext, &ignored);
   in->fp64 = strstr(ext, "cl_khr_fp64") != NULL;
-  h = hash_str(h, in->fp64 ? "fp64" : "no-fp64");
-  snprintf(in->fingerprint, sizeof in->fingerprint, "%016llx",
-           (unsigned long long)h);
+  cl_fingerprint(in, in->fingerprint);
 }
 
 /* Gives every device a slug unique within rt: the name's slug, then "-2",

@@ -26,10 +26,7 @@ typedef struct cldev cldev;
 /* Limits and identity of a device, read once at discovery. The slug comes
  * from the device name ("pthread-haswell-amd-epyc"), [a-z0-9-], at most
  * about 32 characters, "-2", "-3", ... for later devices of the same name.
- * The fingerprint hashes (FNV-1a 64) platform, vendor, name, driver,
- * version, compute units, global memory, largest allocation, largest
- * work-group, fp64 and, for GPUs only, the clock: a CPU device reports the
- * host's current frequency, which moves without any hardware change. */
+ * The fingerprint names the device, not its mood (cl_fingerprint). */
 typedef struct cldev_info {
   char slug[48];        /* stable, lowercase, no spaces, unique here */
   char fingerprint[17]; /* 16 hex digits */
@@ -44,7 +41,28 @@ typedef struct cldev_info {
    * beside the engine's pool, so its threads compete with the CPU
    * implementations (see clrt.c on PoCL's threads). */
   int shares_host_cores;
+  /* FNV-1a 64 state after the platform, vendor, name, driver and version
+   * strings (each whole, untruncated, and a NUL): what the fingerprints
+   * start from. */
+  uint64_t ident;
 } cldev_info;
+
+/* The fingerprint of a device (16 hex digits and a NUL into out): its
+ * identity (ident), compute units, largest work-group and fp64 and, for a
+ * device with memory of its own (a GPU), its clock and the power-of-two
+ * class of its largest allocation. Never the global memory or, on a CPU
+ * device, the clock or allocation limit: PoCL reports them from the host's
+ * free memory and current frequency, which move (4.85 -> 8.34 GiB within
+ * ten minutes here) with no change to the device, and every timing of the
+ * device would start afresh. */
+void cl_fingerprint(const cldev_info *in, char out[17]);
+
+/* The fingerprint of the first scheme (before the one above), which also
+ * hashed the global memory and the largest allocation, for the values
+ * global_mem and max_alloc a store recorded then: the engine finds the
+ * rows of this device under its old names with it (store_device_merge). */
+void cl_fingerprint_v1(const cldev_info *in, uint64_t global_mem,
+                       uint64_t max_alloc, char out[17]);
 
 /* Discovers devices (no contexts yet). disabled != 0 gives zero devices
  * with a reason saying OpenCL was disabled. cache_dir: the binary cache

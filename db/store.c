@@ -675,6 +675,49 @@ int store_forget(store *s, const store_filter *f, size_t *removed, char *err,
   return status;
 }
 
+int store_device_merge(store *s, const char *from, const char *to,
+                       size_t *moved, char *err, size_t err_len) {
+  if (moved) *moved = 0;
+  if (!s || !from || !to || !*from || !*to || !strcmp(from, to))
+    return store_msg(err, err_len, QS_EINVAL,
+                     "store_device_merge: no store or fingerprints");
+  static const char *const sql[] = {
+      "UPDATE runs SET device = ?2 WHERE device = ?1",
+      /* the older name's first sighting is the device's */
+      "UPDATE devices SET first_seen = min(first_seen, (SELECT first_seen "
+      "FROM devices WHERE fingerprint = ?1)) WHERE fingerprint = ?2 AND "
+      "EXISTS (SELECT 1 FROM devices WHERE fingerprint = ?1)",
+      "DELETE FROM devices WHERE fingerprint = ?1"};
+  int status = store_begin(s, "merging a device's runs", err, err_len);
+  size_t n = 0, trimmed = 0;
+  for (size_t i = 0; status == QS_OK && i < sizeof sql / sizeof sql[0]; i++) {
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, sql[i], -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 1, from, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK && i < 2)
+      rc = sqlite3_bind_text(st, 2, to, -1, SQLITE_STATIC);
+    rc = rc == SQLITE_OK ? write_step(s, st) : rc;
+    if (rc == SQLITE_DONE && i == 0) n = (size_t)sqlite3_changes64(s->db);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+      status = store_fail(s, rc, "merging a device's runs", err, err_len);
+  }
+  /* the groups joined: numbered again by id, then bounded as any group */
+  if (status == QS_OK && n) {
+    int rc = store_exec(s, ST_RENUMBER);
+    status = rc == SQLITE_DONE
+                 ? store_trim_all(s, STORE_KEEP, &trimmed, err, err_len)
+                 : store_fail(s, rc, "renumbering runs", err, err_len);
+  }
+  if (status != QS_OK) {
+    store_rollback(s);
+    return status;
+  }
+  status = store_commit(s, "merging a device's runs", err, err_len);
+  if (status == QS_OK && moved) *moved = n;
+  return status;
+}
+
 int store_trim_all(store *s, size_t keep, size_t *n, char *err,
                    size_t err_len) {
   sqlite3_stmt *st = s->st[ST_TRIM_ALL];

@@ -91,6 +91,14 @@ int store_record_batch(store *s, const run_row *rows, size_t n, char *err,
 int store_device(store *s, const char *fingerprint, const char *name,
                  const char *info_json, char *err, size_t err_len);
 
+/* Moves every run recorded under fingerprint `from` to `to` (the same
+ * device under another fingerprint: an identity that changed its scheme),
+ * keeps the earlier first sighting on `to`'s device row and removes
+ * `from`'s, in one transaction; the joined groups are bounded to
+ * STORE_KEEP as any. *moved (may be NULL): runs moved. */
+int store_device_merge(store *s, const char *from, const char *to,
+                       size_t *moved, char *err, size_t err_len);
+
 /* A known device; first_seen and last_seen in unix seconds. */
 typedef struct device_row {
   const char *fingerprint;

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <cJSON.h>
+
 #include "cl/clrt.h"
 #include "db/store.h"
 #include "env.h"
@@ -116,6 +118,53 @@ static void cpu_identify(engine *e) {
            (unsigned long long)fnv1a(FNV_SEED, id));
 }
 
+/* Old names of OpenCL devices seen in the store: fingerprint and the
+ * memory sizes recorded with it. */
+typedef struct old_dev {
+  char fp[17];
+  uint64_t global_mem, max_alloc;
+} old_dev;
+
+typedef struct old_devs {
+  old_dev d[32];
+  size_t n;
+} old_devs;
+
+static int old_dev_add(void *ctx, const device_row *r) {
+  old_devs *o = ctx;
+  cJSON *j = cJSON_Parse(r->info);
+  const cJSON *kind = cJSON_GetObjectItem(j, "kind"),
+              *gm = cJSON_GetObjectItem(j, "global_mem"),
+              *ma = cJSON_GetObjectItem(j, "max_alloc");
+  if (o->n < sizeof o->d / sizeof o->d[0] && cJSON_IsString(kind) &&
+      !strcmp(kind->valuestring, "opencl") && cJSON_IsNumber(gm) &&
+      cJSON_IsNumber(ma) && strlen(r->fingerprint) == 16) {
+    old_dev *d = &o->d[o->n++];
+    snprintf(d->fp, sizeof d->fp, "%s", r->fingerprint);
+    d->global_mem = (uint64_t)gm->valuedouble;
+    d->max_alloc = (uint64_t)ma->valuedouble;
+  }
+  cJSON_Delete(j);
+  return 0;
+}
+
+/* Runs recorded under a device's first-scheme fingerprints (which hashed
+ * the global memory PoCL reports from the host's free RAM) move to its
+ * stable one: a row is this device's when the old scheme, fed the memory
+ * sizes recorded with it, gives its fingerprint exactly. */
+static int devices_migrate(engine *e, const cldev_info *d, const old_devs *o,
+                           char *msg, size_t len) {
+  for (size_t i = 0; i < o->n; i++) {
+    char v1[17];
+    cl_fingerprint_v1(d, o->d[i].global_mem, o->d[i].max_alloc, v1);
+    if (strcmp(v1, o->d[i].fp) || !strcmp(v1, d->fingerprint)) continue;
+    int rc = store_device_merge(e->store, o->d[i].fp, d->fingerprint, NULL,
+                                msg, len);
+    if (rc) return rc;
+  }
+  return QS_OK;
+}
+
 /* Device rows for the CPU and every OpenCL device; a failure here is the
  * store's and does not stop the engine. */
 static void devices_record(engine *e) {
@@ -123,6 +172,7 @@ static void devices_record(engine *e) {
   snprintf(info, sizeof info,
            "{\"kind\":\"cpu\",\"cores\":%d,\"threads\":%d}",
            pool_cores(), e->threads);
+  old_devs old = {.n = 0};
   int rc = store_device(e->store, e->cpu_fp, e->cpu_name, info, msg,
                         sizeof msg);
   if (rc) engine_record_fail(e, rc, msg);
@@ -139,6 +189,9 @@ static void devices_record(engine *e) {
     char name[300];
     snprintf(name, sizeof name, "%s (%s)", d->name, d->platform);
     rc = store_device(e->store, d->fingerprint, name, info, msg, sizeof msg);
+    if (!rc && i == 0) rc = store_devices(e->store, old_dev_add, &old, msg,
+                                          sizeof msg);
+    if (!rc) rc = devices_migrate(e, d, &old, msg, sizeof msg);
     if (rc) engine_record_fail(e, rc, msg);
   }
 }

@@ -5,6 +5,7 @@
  * uses its own store and directory. */
 /* mknod and makedev (a private device node in one test) */
 #define _DEFAULT_SOURCE
+#define _XOPEN_SOURCE 700 /* posix_openpt: a terminal for the progress line */
 #include <cJSON.h>
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -72,10 +73,11 @@ static void slurp_into(const char *path, char *buf, size_t len) {
   if (f) fclose(f);
 }
 
-/* Starts the binary with the NULL-terminated arguments (va_list), stdout
- * and stderr into the given files. */
-static pid_t spawn_va(const char *out, const char *err, const char *first,
-                      va_list ap) {
+/* Starts the binary with the NULL-terminated arguments (va_list), stdin
+ * from the file `in` (NULL: this process's), stdout and stderr into the
+ * given files. */
+static pid_t spawn_in(const char *in, const char *out, const char *err,
+                      const char *first, va_list ap) {
   char *argv[64];
   int n = 0;
   argv[n++] = QS_CLI;
@@ -84,6 +86,7 @@ static pid_t spawn_va(const char *out, const char *err, const char *first,
   argv[n] = NULL;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
+  if (in) posix_spawn_file_actions_addopen(&fa, 0, in, O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC,
                                    0644);
   posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC,
@@ -94,16 +97,18 @@ static pid_t spawn_va(const char *out, const char *err, const char *first,
   return pid;
 }
 
-/* Runs the binary with the NULL-terminated arguments. */
-static result *qs(const char *first, ...) {
+static pid_t spawn_va(const char *out, const char *err, const char *first,
+                      va_list ap) {
+  return spawn_in(NULL, out, err, first, ap);
+}
+
+/* Runs the binary with the arguments, stdin from `in` (NULL: ours). */
+static result *qs_va(const char *in, const char *first, va_list ap) {
   static result r;
   char out[400], err[400];
   snprintf(out, sizeof out, "%s/stdout", dir);
   snprintf(err, sizeof err, "%s/stderr", dir);
-  va_list ap;
-  va_start(ap, first);
-  pid_t pid = spawn_va(out, err, first, ap);
-  va_end(ap);
+  pid_t pid = spawn_in(in, out, err, first, ap);
   int st;
   cr_assert_eq(waitpid(pid, &st, 0), pid);
   cr_assert(WIFEXITED(st), "%s did not exit normally", first ? first : "");
@@ -111,6 +116,15 @@ static result *qs(const char *first, ...) {
   slurp_into(out, r.out, sizeof r.out);
   slurp_into(err, r.err, sizeof r.err);
   return &r;
+}
+
+/* Runs the binary with the NULL-terminated arguments. */
+static result *qs(const char *first, ...) {
+  va_list ap;
+  va_start(ap, first);
+  result *r = qs_va(NULL, first, ap);
+  va_end(ap);
+  return r;
 }
 
 static void expect_status(const result *r, int status, const char *what) {
@@ -1042,4 +1056,315 @@ Test(cli, sweep_writes_table_maps_and_refuses_bad_lists) {
   r = qs("sweep", in, "--radius", "1", "--sensitivity", "1", "--frames", "2",
          NULL);
   expect_status(r, 2, "unknown flag");
+}
+
+/* ------------------------------------------------------------------------
+ * Images that keep their axes and pixel size, provenance in every output,
+ * and tools that do what their help says. */
+
+#include <tiffio.h>
+
+/* Skips the test in a build without eSRRF. */
+static void need_esrrf(void) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+}
+
+/* Simulates a stack of `frames` frames of RxC `size` into dir/leaf. */
+static const char *simulated(const char *leaf, const char *frames,
+                             const char *size, const char *seed) {
+  const char *p = path_in(leaf);
+  expect_status(qs("simulate", "-o", p, "--frames", frames, "--size", size,
+                   "--seed", seed, "-q", NULL),
+                0, "simulate");
+  return p;
+}
+
+/* Runs the binary with stdin read from the file `in`. */
+static result *qs_stdin(const char *in, const char *first, ...) {
+  va_list ap;
+  va_start(ap, first);
+  result *r = qs_va(in, first, ap);
+  va_end(ap);
+  return r;
+}
+
+/* Writes stacks a and b (same shape) with libtiff as ImageJ writes a
+ * 2-channel hyperstack (TCYX: channel fastest), float32, 0.1 um pixels
+ * (XResolution 10 per unit, unit=micron). */
+static void write_hyperstack(const char *path, const image *a,
+                             const image *b) {
+  TIFF *t = TIFFOpen(path, "w");
+  cr_assert_not_null(t);
+  char desc[256];
+  snprintf(desc, sizeof desc,
+           "ImageJ=1.54f\nimages=%zu\nchannels=2\nframes=%zu\n"
+           "hyperstack=true\nmode=composite\nunit=micron\nloop=false\n",
+           2 * a->frames, a->frames);
+  for (size_t p = 0; p < 2 * a->frames; p++) {
+    const image *src = p % 2 ? b : a;
+    TIFFSetField(t, TIFFTAG_IMAGEWIDTH, (uint32_t)a->cols);
+    TIFFSetField(t, TIFFTAG_IMAGELENGTH, (uint32_t)a->rows);
+    TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 32);
+    TIFFSetField(t, TIFFTAG_SAMPLEFORMAT, SAMPLEFORMAT_IEEEFP);
+    TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 1);
+    TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+    TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, (uint32_t)a->rows);
+    TIFFSetField(t, TIFFTAG_XRESOLUTION, 10.0f);
+    TIFFSetField(t, TIFFTAG_YRESOLUTION, 10.0f);
+    TIFFSetField(t, TIFFTAG_RESOLUTIONUNIT, RESUNIT_NONE);
+    if (p == 0) TIFFSetField(t, TIFFTAG_IMAGEDESCRIPTION, desc);
+    size_t plane = a->rows * a->cols;
+    cr_assert_eq(TIFFWriteEncodedStrip(t, 0, src->data + (p / 2) * plane,
+                                       (tmsize_t)(plane * sizeof(float))),
+                 (tmsize_t)(plane * sizeof(float)));
+    cr_assert(TIFFWriteDirectory(t));
+  }
+  TIFFClose(t);
+}
+
+/* A 2-channel hyperstack is run per channel: each output channel equals
+ * eSRRF of that channel alone, bit for bit, the channel axis is kept, and
+ * the pixel size comes out divided by M (0.1 um in, 0.02 um out at M5);
+ * the provenance names the parameters, implementation, version and input,
+ * and `quicksilver info` reads it all back. */
+Test(cli, hyperstack_channels_run_apart_with_pixel_size_and_provenance) {
+  need_esrrf();
+  const char *a = simulated("a.tif", "10", "12x10", "3"),
+             *b = simulated("b.tif", "10", "12x10", "4"),
+             *hs = path_in("hs.tif"), *out = path_in("out.tif"),
+             *oa = path_in("oa.tif"), *ob = path_in("ob.tif");
+  image ia, ib;
+  char err[512];
+  cr_assert_eq(tiff_read(a, &ia, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(b, &ib, err, sizeof err), QS_OK, "%s", err);
+  write_hyperstack(hs, &ia, &ib);
+  result *r = qs("esrrf", hs, "-o", out, "--magnification", "5",
+                 "--frames-per-timepoint", "5", "--impl", "serial", NULL);
+  expect_status(r, 0, "esrrf on the hyperstack");
+  cr_assert_not_null(strstr(r->err, "channel 1"), "%s", r->err);
+  expect_status(qs("esrrf", a, "-o", oa, "--magnification", "5",
+                   "--frames-per-timepoint", "5", "--impl", "serial", "-q",
+                   NULL),
+                0, "esrrf on channel 0 alone");
+  expect_status(qs("esrrf", b, "-o", ob, "--magnification", "5",
+                   "--frames-per-timepoint", "5", "--impl", "serial", "-q",
+                   NULL),
+                0, "esrrf on channel 1 alone");
+  tiff_info info;
+  cr_assert_eq(tiff_info_of(out, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(info.pages, 4, "2 channels x 2 timepoints");
+  cr_assert_eq(info.meta.channels, 2);
+  cr_assert_eq(info.meta.frames, 2);
+  cr_assert_float_eq(info.meta.pixel_x, 0.02, 1e-9);
+  cr_assert_float_eq(info.meta.pixel_y, 0.02, 1e-9);
+  cr_assert_str_eq(info.meta.unit, "micron");
+  cJSON *p = cJSON_Parse(info.meta.provenance);
+  cr_assert_not_null(p, "provenance: %s", info.meta.provenance);
+  cr_assert_str_eq(cJSON_GetObjectItem(p, "method")->valuestring, "esrrf");
+  cr_assert_str_eq(cJSON_GetObjectItem(p, "impl")->valuestring, "serial");
+  cr_assert_str_eq(cJSON_GetObjectItem(p, "version")->valuestring,
+                   QS_VERSION);
+  cr_assert_str_eq(cJSON_GetObjectItem(p, "input")->valuestring, "hs.tif");
+  cJSON *pp = cJSON_GetObjectItem(p, "params");
+  cr_assert_eq(cJSON_GetObjectItem(pp, "magnification")->valuedouble, 5);
+  cr_assert_eq(cJSON_GetObjectItem(pp, "frames_per_timepoint")->valuedouble,
+               5);
+  cr_assert_str_eq(cJSON_GetObjectItem(pp, "temporal")->valuestring, "avg");
+  cJSON_Delete(p);
+  image got, wa, wb;
+  cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(oa, &wa, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(ob, &wb, err, sizeof err), QS_OK, "%s", err);
+  size_t plane = got.rows * got.cols;
+  cr_assert_eq(plane, 60 * 50);
+  for (size_t t = 0; t < 2; t++) {
+    cr_assert_eq(memcmp(got.data + (2 * t) * plane, wa.data + t * plane,
+                        plane * 4),
+                 0, "channel 0, timepoint %zu", t);
+    cr_assert_eq(memcmp(got.data + (2 * t + 1) * plane, wb.data + t * plane,
+                        plane * 4),
+                 0, "channel 1, timepoint %zu", t);
+  }
+  /* a single-channel output gets the pixel size too: simulate writes its
+   * 100 nm pixels */
+  cr_assert_eq(tiff_info_of(a, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_float_eq(info.meta.pixel_x, 0.1, 1e-9);
+  cr_assert_eq(tiff_info_of(oa, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_float_eq(info.meta.pixel_x, 0.02, 1e-9);
+  cr_assert_eq(info.meta.channels, 1);
+  /* info: text and JSON */
+  r = qs("info", out, NULL);
+  expect_status(r, 0, "info");
+  cr_assert_not_null(strstr(r->out, "2 channels"), "%s", r->out);
+  cr_assert_not_null(strstr(r->out, "0.02 micron"), "%s", r->out);
+  cr_assert_not_null(strstr(r->out, "\"impl\":\"serial\""), "%s", r->out);
+  cJSON *j = json_of(qs("info", out, "--json", NULL));
+  cr_assert_eq(cJSON_GetObjectItem(j, "channels")->valuedouble, 2);
+  cr_assert_float_eq(cJSON_GetObjectItem(j, "pixel_size")->valuedouble, 0.02,
+                     1e-9);
+  cr_assert_str_eq(cJSON_GetObjectItem(
+                       cJSON_GetObjectItem(j, "provenance"), "method")
+                       ->valuestring,
+                   "esrrf");
+  cJSON_Delete(j);
+  expect_status(qs("info", path_in("missing.tif"), NULL), 1, "info missing");
+  image_free(&ia), image_free(&ib), image_free(&got), image_free(&wa),
+      image_free(&wb);
+}
+
+/* Frames piped to stream without --dtype are refused rather than read as
+ * float32; the stream's output carries the pixel size / M and the
+ * provenance, and its summary says it waited. */
+Test(cli, stream_needs_dtype_on_stdin_and_keeps_metadata) {
+  need_esrrf();
+  const char *raw = path_in("frames.u16"), *out = path_in("s.tif");
+  FILE *f = fopen(raw, "wb");
+  cr_assert_not_null(f);
+  for (int i = 0; i < 6 * 8 * 8; i++) {
+    uint16_t v = (uint16_t)(100 + (i * 37) % 500);
+    fwrite(&v, 2, 1, f);
+  }
+  fclose(f);
+  result *r = qs_stdin(raw, "stream", "-", "--size", "8x8", "-o", out,
+                       "--window", "3", NULL);
+  expect_status(r, 2, "stdin without --dtype");
+  cr_assert_not_null(strstr(r->err, "--dtype"), "%s", r->err);
+  cr_assert(!file_exists(out));
+  r = qs_stdin(raw, "stream", "-", "--size", "8x8", "--dtype", "uint16", "-o",
+               out, "--window", "3", "--magnification", "2", "--impl",
+               "serial", NULL);
+  expect_status(r, 0, "stdin with --dtype uint16");
+  cr_assert_not_null(strstr(r->err, "6 frames, 2 results"), "%s", r->err);
+  tiff_info info;
+  char err[512];
+  cr_assert_eq(tiff_info_of(out, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(info.pages, 2);
+  cJSON *p = cJSON_Parse(info.meta.provenance);
+  cr_assert_not_null(p, "provenance: %s", info.meta.provenance);
+  cr_assert_str_eq(cJSON_GetObjectItem(p, "impl")->valuestring, "serial");
+  cr_assert_eq(cJSON_GetObjectItem(p, "window")->valuedouble, 3);
+  cJSON_Delete(p);
+  /* from a TIFF with a pixel size, which is finished: it says it waits */
+  const char *in = path_in("in.tif"), *o2 = path_in("s2.tif");
+  image one;
+  cr_assert_eq(image_alloc(&one, 4, 8, 8), QS_OK);
+  for (size_t i = 0; i < 4 * 64; i++) one.data[i] = (float)(i % 13);
+  tiff_meta m;
+  tiff_meta_plain(&m, 4);
+  m.pixel_x = m.pixel_y = 0.1;
+  snprintf(m.unit, sizeof m.unit, "micron");
+  cr_assert_eq(tiff_write_meta(in, &one, 0, &m, err, sizeof err), QS_OK);
+  image_free(&one);
+  r = qs("stream", in, "-o", o2, "--window", "2", "--magnification", "5",
+         "--impl", "serial", "--idle", "0.3", "--poll-ms", "50", NULL);
+  expect_status(r, 0, "stream from a finished file");
+  cr_assert_not_null(strstr(r->err, "waiting for more frames"), "%s", r->err);
+  cr_assert_eq(tiff_info_of(o2, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_float_eq(info.meta.pixel_x, 0.02, 1e-9);
+  cr_assert_str_eq(info.meta.unit, "micron");
+}
+
+/* One name per store command (db rows is db list, as Python's db_rows is
+ * db_list), global options before or after the command, plural-correct
+ * usage messages. */
+Test(cli, store_names_and_global_options_either_side) {
+  const char *in = simulated("g.tif", "2", "8x8", "1"),
+             *out = path_in("g-out.tif"), *db = path_in("other.db");
+  expect_status(qs("--db", db, "-q", "run", "roberts_cross", in, "-o", out,
+                   "-o", path_in("g2.tif"), "--impl", "serial", NULL),
+                0, "globals first");
+  cJSON *a = json_of(qs("db", "list", "--json", "--db", db, NULL)),
+        *b = json_of(qs("--db", db, "db", "rows", "--json", NULL));
+  cr_assert_eq(cJSON_GetArraySize(a), 1, "the run went to --db");
+  cr_assert_eq(cJSON_GetArraySize(b), 1);
+  cJSON_Delete(a);
+  cJSON_Delete(b);
+  result *r = qs("db", "lst", NULL);
+  expect_status(r, 2, "db lst");
+  cr_assert_not_null(strstr(r->err, "did you mean 'list'"), "%s", r->err);
+  r = qs("esrrf", in, NULL);
+  expect_status(r, 2, "no output");
+  cr_assert_not_null(strstr(r->err, "give -o FILE once"), "%s", r->err);
+  r = qs("run", "roberts_cross", in, NULL);
+  cr_assert_not_null(strstr(r->err, "give -o FILE 1 to 2 times"), "%s",
+                     r->err);
+}
+
+/* bench --budget: a step predicted past what is left of the budget is
+ * skipped and said so, never begun (serial eSRRF over 100 frames of
+ * 64 x 64 at M5, six runs, takes minutes; the budget is 20 s). */
+Test(cli, bench_skips_a_step_that_cannot_fit_the_budget) {
+  need_esrrf();
+  const char *js = path_in("b.json");
+  time_t t0 = time(NULL);
+  result *r = qs("bench", "--method", "esrrf", "--sizes", "2x8x8,100x64x64",
+                 "--impl", "serial", "--budget", "20", "--json", js, NULL);
+  expect_status(r, 0, "bench");
+  cr_assert_not_null(strstr(r->err, "skipped esrrf 100x64x64"), "%s", r->err);
+  cr_assert_not_null(strstr(r->err, "predicted"), "%s", r->err);
+  char text[65536];
+  slurp_into(js, text, sizeof text);
+  cJSON *j = cJSON_Parse(text);
+  cr_assert_not_null(j, "%s", text);
+  cr_assert_eq(cJSON_GetObjectItem(j, "steps_done")->valuedouble, 1);
+  cr_assert_eq(cJSON_GetObjectItem(j, "steps_skipped")->valuedouble, 1);
+  cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "stopped_by_budget")));
+  /* termination, not speed: nothing like the minutes the step needs */
+  cr_assert_lt(cJSON_GetObjectItem(j, "seconds")->valuedouble, 20);
+  cr_assert_lt(difftime(time(NULL), t0), 60);
+  cJSON_Delete(j);
+}
+
+/* A long call shows its progress on a terminal (stderr a pty here) and
+ * Ctrl-C cancels it at once: exit 130, nothing written. */
+Test(cli, progress_on_a_terminal_and_ctrl_c_cancels, .timeout = 120) {
+  need_esrrf();
+  /* serial eSRRF at M5: a third of a second or more per 64 x 64 frame */
+  const char *in = simulated("long.tif", "60", "64x64", "1"),
+             *out = path_in("long-out.tif");
+  int master = posix_openpt(O_RDWR | O_NOCTTY);
+  cr_assert_geq(master, 0);
+  cr_assert_eq(grantpt(master), 0);
+  cr_assert_eq(unlockpt(master), 0);
+  char *argv[] = {QS_CLI, "esrrf", (char *)in, "-o", (char *)out, "--impl",
+                  "serial", NULL};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, ptsname(master), O_RDWR, 0);
+  pid_t pid;
+  cr_assert_eq(posix_spawn(&pid, QS_CLI, &fa, NULL, argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  struct timespec wait = {2, 500000000};
+  nanosleep(&wait, NULL);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  cr_assert_eq(kill(pid, SIGINT), 0);
+  int st;
+  cr_assert_eq(waitpid(pid, &st, 0), pid);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  static char text[65536];
+  size_t n = 0;
+  fcntl(master, F_SETFL, O_NONBLOCK);
+  for (ssize_t k; n < sizeof text - 1 &&
+                  (k = read(master, text + n, sizeof text - 1 - n)) > 0;)
+    n += (size_t)k;
+  text[n] = 0;
+  close(master);
+  cr_assert(WIFEXITED(st), "killed by the signal instead of cancelling");
+  cr_assert_eq(WEXITSTATUS(st), 130, "%s", text);
+  cr_assert_not_null(strstr(text, "cancelled (Ctrl-C)"), "%s", text);
+  cr_assert_not_null(strstr(text, "esrrf: "), "%s", text);
+  cr_assert_not_null(strstr(text, "/60)"), "a progress line: %s", text);
+  cr_assert(!file_exists(out));
+  /* termination, not speed: stopped long before the call's end */
+  double dt = (double)(t1.tv_sec - t0.tv_sec) +
+              1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  cr_assert_lt(dt, 10.0, "%.1f s after Ctrl-C", dt);
+  /* not on a terminal, or with -q / --json: no progress line */
+  result *r = qs("esrrf", in, "-o", out, "--impl", "serial", "--frames",
+                 "0:4", NULL);
+  expect_status(r, 0, "esrrf");
+  cr_assert_null(strstr(r->err, "\r"), "%s", r->err);
 }

@@ -781,3 +781,191 @@ Test(clrt, slugs_are_short_lowercase_words) {
   cl_slug("averyveryverylongsingleword", out, 8);
   cr_expect_str_eq(out, "averyve");
 }
+
+/* ----------------------------------------------- stable device fingerprints */
+
+/* A device as PoCL describes a CPU (shares the host's cores and memory)
+ * or, with gpu set, a device with memory of its own. */
+/* The identity hash of a device's strings, as discovery computes it. */
+static uint64_t ident_of(const char *platform, const char *vendor,
+                         const char *name, const char *driver,
+                         const char *version) {
+  const char *s[] = {platform, vendor, name, driver, version};
+  uint64_t h = HASH_SEED;
+  for (int i = 0; i < 5; i++) h = hash_str(h, s[i]);
+  return h;
+}
+
+static cldev_info fake_device(int gpu, uint64_t global_mem,
+                              uint64_t max_alloc) {
+  cldev_info in;
+  memset(&in, 0, sizeof in);
+  in.ident = ident_of("Portable Computing Language", "GenuineIntel",
+                      "pthread-test-device", "3.1+debian", "OpenCL 3.0 PoCL");
+  in.is_gpu = gpu;
+  in.shares_host_cores = !gpu;
+  in.compute_units = 2;
+  in.clock_mhz = 2100;
+  in.global_mem = global_mem;
+  in.max_alloc = max_alloc;
+  in.max_work_group = 4096;
+  in.fp64 = 1;
+  return in;
+}
+
+#define GIB(x) ((uint64_t)((x) * 1073741824.0))
+
+/* Whether two devices get the same fingerprint. */
+static int same_fp(const cldev_info *a, const cldev_info *b) {
+  char fa[17], fb[17];
+  cl_fingerprint(a, fa);
+  cl_fingerprint(b, fb);
+  return !strcmp(fa, fb);
+}
+
+/* The same device reporting two memory sizes (PoCL follows the host's
+ * free RAM: 4.85 then 8.34 GiB, its largest allocation 1 then 2 GiB)
+ * keeps its fingerprint; the first scheme's changed with them. */
+Test(clrt, fingerprint_ignores_reported_memory) {
+  cldev_info a = fake_device(0, GIB(4.85), GIB(1)),
+             b = fake_device(0, GIB(8.34), GIB(2));
+  char fa[17], fb[17], va[17], vb[17];
+  cl_fingerprint(&a, fa);
+  cl_fingerprint(&b, fb);
+  cr_expect_str_eq(fa, fb);
+  cl_fingerprint_v1(&a, a.global_mem, a.max_alloc, va);
+  cl_fingerprint_v1(&b, b.global_mem, b.max_alloc, vb);
+  cr_expect_str_neq(va, vb, "the first scheme moved with the memory");
+  cr_expect_str_neq(fa, va);
+  /* the first scheme as it was: FNV-1a over the decimal texts (computed
+   * apart, in Python, for these strings) */
+  cldev_info c = fake_device(0, 5207959552ull, 1073741824ull);
+  char vc[17];
+  cl_fingerprint_v1(&c, c.global_mem, c.max_alloc, vc);
+  cr_expect_eq(c.ident, 0x0728d272fcef3d87ull);
+  cr_expect_str_eq(vc, "60dbd0b3abc99a6e");
+  /* what does name a device: identity, compute units, fp64; a CPU
+   * device's clock is the host's current frequency: ignored */
+  cldev_info d = a, e = a, f = a, g = a;
+  d.compute_units = 4;
+  e.ident ^= 1;
+  f.fp64 = 0;
+  g.clock_mhz = 2600;
+  cr_expect(!same_fp(&a, &d), "compute units");
+  cr_expect(!same_fp(&a, &e), "name, vendor or driver");
+  cr_expect(!same_fp(&a, &f), "fp64");
+  cr_expect(same_fp(&a, &g), "CPU clock");
+  /* a GPU: its global memory is ignored too, its clock and allocation
+   * class are not */
+  cldev_info x = fake_device(1, GIB(7.6), GIB(1.9)),
+             y = fake_device(1, GIB(7.8), GIB(1.95)), z = y, w = x;
+  z.max_alloc = GIB(4);
+  w.clock_mhz = 1500;
+  cr_expect(same_fp(&x, &y), "GPU, same allocation class");
+  cr_expect(!same_fp(&x, &z), "GPU, another allocation class");
+  cr_expect(!same_fp(&x, &w), "GPU clock");
+}
+
+#if QS_HAVE_OPENCL
+#include "db/store.h"
+
+static int count_device(void *ctx, const run_row *r) {
+  (void)r;
+  ++*(size_t *)ctx;
+  return 0;
+}
+
+static size_t runs_on(store *s, const char *fp) {
+  store_filter f = {.device = fp};
+  size_t n = 0;
+  char err[512];
+  cr_assert_eq(store_query(s, &f, count_device, &n, err, sizeof err), QS_OK,
+               "%s", err);
+  return n;
+}
+
+typedef struct seen {
+  const char *fp;
+  int found;
+  double first;
+} seen;
+
+static int find_device(void *ctx, const device_row *d) {
+  seen *s = ctx;
+  if (!strcmp(d->fingerprint, s->fp)) s->found = 1, s->first = d->first_seen;
+  return 0;
+}
+
+/* A store with this machine's device recorded under the first scheme at
+ * two reported memory sizes (two old names, rows under each): an engine
+ * that opens it moves both to the stable fingerprint, keeps the earlier
+ * first sighting, and leaves another device's rows alone. */
+Test(clrt, old_rows_move_to_the_stable_fingerprint) {
+  clrt *rt = open_or_skip(NULL);
+  cldev_info in = *cldev_about(clrt_device(rt, 0));
+  clrt_close(rt);
+  /* dev_read's identity is the chain of the device's strings */
+  cr_expect_eq(ident_of(in.platform, in.vendor, in.name, in.driver,
+                        in.version),
+               in.ident);
+  char dir[64], db[128], old[2][17], err[1024];
+  temp_dir(dir, sizeof dir);
+  snprintf(db, sizeof db, "%s/t.db", dir);
+  uint64_t mem[2][2] = {{GIB(4.85), GIB(1)}, {GIB(8.34), GIB(2)}};
+  store *s;
+  cr_assert_eq(store_open(&s, db, err, sizeof err), QS_OK, "%s", err);
+  for (int k = 0; k < 2; k++) {
+    cl_fingerprint_v1(&in, mem[k][0], mem[k][1], old[k]);
+    char info[256];
+    snprintf(info, sizeof info,
+             "{\"kind\":\"opencl\",\"global_mem\":%llu,\"max_alloc\":%llu}",
+             (unsigned long long)mem[k][0], (unsigned long long)mem[k][1]);
+    cr_assert_eq(store_device(s, old[k], "old name", info, err, sizeof err),
+                 QS_OK, "%s", err);
+    for (int i = 0; i < 3 + k; i++) {
+      run_row r = {.stamp = 1000.0 + 10 * k + i, .method = "shift_magnify",
+                   .impl = "opencl:x", .impl_version = 1, .device = old[k],
+                   .key = "k", .work = 1, .wall = 0.5 + i};
+      cr_assert_eq(store_record(s, &r, err, sizeof err), QS_OK, "%s", err);
+    }
+  }
+  /* another device of the same vendor: not this one, never moved */
+  cldev_info other = in;
+  other.ident ^= 0x5a;
+  char foreign[17];
+  cl_fingerprint_v1(&other, mem[0][0], mem[0][1], foreign);
+  cr_assert_eq(store_device(s, foreign, "another",
+                            "{\"kind\":\"opencl\",\"global_mem\":5207628595,"
+                            "\"max_alloc\":1073741824}",
+                            err, sizeof err),
+               QS_OK);
+  run_row r = {.stamp = 1, .method = "shift_magnify", .impl = "opencl:y",
+               .impl_version = 1, .device = foreign, .key = "k", .work = 1,
+               .wall = 1};
+  cr_assert_eq(store_record(s, &r, err, sizeof err), QS_OK, "%s", err);
+  seen before = {.fp = old[0]};
+  store_devices(s, find_device, &before, err, sizeof err);
+  store_close(s);
+
+  engine_options o = {.db_path = db};
+  engine *e = NULL;
+  cr_assert_eq(engine_open(&e, &o), QS_OK, "%s", engine_error(e));
+  engine_close(e);
+  cr_assert_eq(store_open(&s, db, err, sizeof err), QS_OK, "%s", err);
+  cr_expect_eq(runs_on(s, in.fingerprint), 7, "3 + 4 rows moved");
+  cr_expect_eq(runs_on(s, old[0]), 0);
+  cr_expect_eq(runs_on(s, old[1]), 0);
+  cr_expect_eq(runs_on(s, foreign), 1);
+  seen now = {.fp = in.fingerprint}, gone = {.fp = old[1]},
+       kept = {.fp = foreign};
+  store_devices(s, find_device, &now, err, sizeof err);
+  store_devices(s, find_device, &gone, err, sizeof err);
+  store_devices(s, find_device, &kept, err, sizeof err);
+  cr_expect(now.found && !gone.found && kept.found);
+  cr_expect_eq(now.first, before.first, "the first sighting is kept");
+  store_close(s);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
+}
+#endif

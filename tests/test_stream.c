@@ -1310,8 +1310,9 @@ Test(stream_cli, raw_frames_on_stdin) {
   snprintf(one, sizeof one, "%s/esrrf_000002.tif", dir);
   image st = noisy(10, 9, 8, 32);
   snprintf(cmd, sizeof cmd,
-           "%s --db :memory: esrrf --stream - --size 9x8 -o %s --out-dir %s "
-           "--window 4 --temporal tac2 --magnification 3 --impl fused -q",
+           "%s --db :memory: esrrf --stream - --size 9x8 --dtype float32 "
+           "-o %s --out-dir %s --window 4 --temporal tac2 --magnification 3 "
+           "--impl fused -q",
            QS_CLI, out, dir);
   FILE *p = popen(cmd, "w");
   cr_assert_not_null(p);
@@ -1324,7 +1325,7 @@ Test(stream_cli, raw_frames_on_stdin) {
                           want.cols);
   same_bits(one, &last);
   snprintf(cmd, sizeof cmd,
-           "%s --db :memory: stream - --size 9x8 -q "
+           "%s --db :memory: stream - --size 9x8 --dtype float32 -q "
            "</dev/null",
            QS_CLI);
   int rc = system(cmd);

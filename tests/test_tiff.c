@@ -855,3 +855,203 @@ Test(tiff, append_past_the_classic_limit_turns_bigtiff) {
   image_free(&img);
   dir_remove();
 }
+
+/* ------------------------------------------------ axes, units, provenance */
+
+/* A C-channel, T-frame stack of 4 x 5 uint16 pages written by libtiff with
+ * the given description and XResolution (0: none) / ResolutionUnit; page
+ * p holds the value 1000 * (its channel) + (its frame) everywhere, the
+ * channel being p % C (ImageJ's order) or p / T (OME's XYTCZ). */
+static void write_axes(const char *path, const char *desc, int c_fast,
+                       unsigned C, unsigned T, float xres, uint16_t unit) {
+  TIFF *t = TIFFOpen(path, "w");
+  cr_assert_not_null(t);
+  uint16_t px[20];
+  for (unsigned p = 0; p < C * T; p++) {
+    unsigned c = c_fast ? p % C : p / T, f = c_fast ? p / C : p % T;
+    for (int i = 0; i < 20; i++) px[i] = (uint16_t)(1000 * c + f);
+    TIFFSetField(t, TIFFTAG_IMAGEWIDTH, 5);
+    TIFFSetField(t, TIFFTAG_IMAGELENGTH, 4);
+    TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 16);
+    TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 1);
+    TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+    TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, 4);
+    if (p == 0 && desc) TIFFSetField(t, TIFFTAG_IMAGEDESCRIPTION, desc);
+    if (xres > 0) {
+      TIFFSetField(t, TIFFTAG_XRESOLUTION, xres);
+      TIFFSetField(t, TIFFTAG_YRESOLUTION, xres);
+      TIFFSetField(t, TIFFTAG_RESOLUTIONUNIT, unit);
+    }
+    cr_assert_eq(TIFFWriteEncodedStrip(t, 0, px, sizeof px), sizeof px);
+    cr_assert(TIFFWriteDirectory(t));
+  }
+  TIFFClose(t);
+}
+
+/* ImageJ's hyperstack: 2 channels x 50 frames, channel fastest, 0.1 um
+ * pixels as ImageJ writes them (XResolution 10 per unit, unit=micron). */
+Test(tiff, imagej_hyperstack_axes_and_pixel_size) {
+  dir_make();
+  const char *path = in_dir("tcyx.tif");
+  write_axes(path,
+             "ImageJ=1.54f\nimages=100\nchannels=2\nframes=50\n"
+             "hyperstack=true\nmode=composite\nunit=micron\nloop=false\n",
+             1, 2, 50, 10.0f, RESUNIT_NONE);
+  tiff_info info;
+  char err[512];
+  cr_assert_eq(tiff_info_of(path, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(info.pages, 100);
+  cr_assert_eq(info.meta.channels, 2);
+  cr_assert_eq(info.meta.slices, 1);
+  cr_assert_eq(info.meta.frames, 50);
+  cr_assert_str_eq(info.meta.order, "CZT");
+  cr_assert_float_eq(info.meta.pixel_x, 0.1, 1e-7);
+  cr_assert_float_eq(info.meta.pixel_y, 0.1, 1e-7);
+  cr_assert_str_eq(info.meta.unit, "micron");
+  /* the page of channel 1, frame 7 holds 1007 */
+  size_t pg = tiff_meta_page(&info.meta, 1, 0, 7);
+  cr_assert_eq(pg, 15);
+  image img;
+  cr_assert_eq(tiff_read_pages(path, pg, 1, &img, err, sizeof err), QS_OK);
+  cr_assert_eq(img.data[0], 1007.0f);
+  image_free(&img);
+  /* ImageJ's other spelling of micrometres, and a centimetre resolution
+   * without ImageJ's unit */
+  write_axes(path, "ImageJ=1.54f\nimages=4\nslices=4\nunit=\\u00B5m\n", 1, 1,
+             4, 4.0f, RESUNIT_NONE);
+  cr_assert_eq(tiff_info_of(path, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_str_eq(info.meta.unit, "micron");
+  cr_assert_float_eq(info.meta.pixel_x, 0.25, 1e-7);
+  cr_assert_eq(info.meta.channels, 1);
+  cr_assert_eq(info.meta.slices, 4);
+  write_axes(path, NULL, 1, 1, 3, 50000.0f, RESUNIT_CENTIMETER);
+  cr_assert_eq(tiff_info_of(path, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_float_eq(info.meta.pixel_x, 0.2, 1e-6);
+  cr_assert_str_eq(info.meta.unit, "micron");
+  cr_assert_eq(info.meta.frames, 3);
+  /* no resolution, no description: nothing is known */
+  write_axes(path, NULL, 1, 1, 3, 0, 0);
+  cr_assert_eq(tiff_info_of(path, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(info.meta.pixel_x, 0);
+  cr_assert_str_eq(info.meta.unit, "");
+  cr_assert_str_eq(info.meta.provenance, "");
+  /* axes that do not make the pages: refused, naming them */
+  write_axes(path, "ImageJ=1.54f\nimages=6\nchannels=4\nframes=2\n", 1, 2, 3,
+             0, 0);
+  cr_assert_eq(tiff_info_of(path, &info, err, sizeof err), QS_EFORMAT);
+  cr_assert_not_null(strstr(err, "channels=4"), "%s", err);
+  cr_assert_not_null(strstr(err, "frames=2"), "%s", err);
+  /* counts whose product wraps around 2^64: refused, never trusted */
+  write_axes(path,
+             "ImageJ=1.54f\nimages=6\nchannels=4294967297\n"
+             "slices=4294967297\nframes=1099511627776\n",
+             1, 2, 3, 0, 0);
+  cr_assert_eq(tiff_info_of(path, &info, err, sizeof err), QS_EFORMAT);
+  dir_remove();
+}
+
+/* OME-TIFF: the first Pixels element's sizes, order and physical size. */
+Test(tiff, ome_tiff_axes_and_pixel_size) {
+  dir_make();
+  const char *path = in_dir("ome.tif");
+  write_axes(path,
+             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<OME "
+             "xmlns=\"http://www.openmicroscopy.org/Schemas/OME/2016-06\">"
+             "<Image ID=\"Image:0\"><Pixels ID=\"Pixels:0\" "
+             "DimensionOrder=\"XYTCZ\" Type=\"uint16\" SizeX=\"5\" "
+             "SizeY=\"4\" SizeC=\"3\" SizeZ=\"1\" SizeT=\"6\" "
+             "PhysicalSizeX=\"65\" PhysicalSizeXUnit=\"nm\" "
+             "PhysicalSizeY=\"65\" PhysicalSizeYUnit=\"nm\">"
+             "<Channel ID=\"Channel:0:0\"/></Pixels></Image></OME>",
+             0, 3, 6, 0, 0);
+  tiff_info info;
+  char err[512];
+  cr_assert_eq(tiff_info_of(path, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(info.meta.channels, 3);
+  cr_assert_eq(info.meta.frames, 6);
+  cr_assert_str_eq(info.meta.order, "TCZ");
+  cr_assert_float_eq(info.meta.pixel_x, 65, 1e-9);
+  cr_assert_str_eq(info.meta.unit, "nm");
+  size_t pg = tiff_meta_page(&info.meta, 2, 0, 5);
+  image img;
+  cr_assert_eq(tiff_read_pages(path, pg, 1, &img, err, sizeof err), QS_OK);
+  cr_assert_eq(img.data[3], 2005.0f);
+  image_free(&img);
+  dir_remove();
+}
+
+/* What tiff_write_meta writes, libtiff and our reader read back: a
+ * 2-channel hyperstack in ImageJ's order, its pixel size as XResolution
+ * with unit=, and the provenance line; appending keeps them, also
+ * through the rewrite as a BigTIFF. */
+Test(tiff, written_axes_pixel_size_and_provenance_read_back) {
+  dir_make();
+  image img;
+  fill(&img, 6, 4, 5, 3);
+  tiff_meta m;
+  tiff_meta_plain(&m, 6);
+  m.channels = 2;
+  m.frames = 3;
+  m.pixel_x = m.pixel_y = 0.02;
+  snprintf(m.unit, sizeof m.unit, "micron");
+  snprintf(m.provenance, sizeof m.provenance,
+           "{\"method\":\"esrrf\",\"impl\":\"serial\"}");
+  const char *path = in_dir("hs.tif");
+  char err[512];
+  cr_assert_eq(tiff_write_meta(path, &img, 0, &m, err, sizeof err), QS_OK,
+               "%s", err);
+  tiff_info info;
+  cr_assert_eq(tiff_info_of(path, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(info.meta.channels, 2);
+  cr_assert_eq(info.meta.frames, 3);
+  cr_assert_float_eq(info.meta.pixel_x, 0.02, 1e-9);
+  cr_assert_str_eq(info.meta.unit, "micron");
+  cr_assert_str_eq(info.meta.provenance, m.provenance);
+  TIFF *t = TIFFOpen(path, "r");
+  cr_assert_not_null(t);
+  float xr = 0;
+  uint16_t ru = 0;
+  const char *desc = NULL;
+  cr_assert(TIFFGetField(t, TIFFTAG_XRESOLUTION, &xr));
+  cr_assert(TIFFGetField(t, TIFFTAG_RESOLUTIONUNIT, &ru));
+  cr_assert(TIFFGetField(t, TIFFTAG_IMAGEDESCRIPTION, &desc));
+  cr_assert_float_eq(xr, 50.0f, 1e-4);
+  cr_assert_eq(ru, RESUNIT_NONE);
+  cr_assert_not_null(strstr(desc, "\nhyperstack=true\n"), "%s", desc);
+  TIFFClose(t);
+  /* axes that do not make the pages: refused, nothing written */
+  m.frames = 4;
+  cr_assert_eq(tiff_write_meta(in_dir("bad.tif"), &img, 0, &m, err,
+                               sizeof err),
+               QS_EINVAL);
+  cr_assert_not_null(strstr(err, "frames=4"), "%s", err);
+  cr_assert_eq(access(in_dir("bad.tif"), F_OK), -1);
+  /* an appendable stack keeps the unit and provenance as it grows, also
+   * when it turns BigTIFF */
+  tiff_meta_plain(&m, 1);
+  m.pixel_x = m.pixel_y = 0.013;
+  snprintf(m.unit, sizeof m.unit, "micron");
+  snprintf(m.provenance, sizeof m.provenance, "{\"stream\":true}");
+  const char *grow = in_dir("grow.tif");
+  image one = image_wrap(img.data, 1, 4, 5);
+  cr_assert_eq(tiff_write_meta(grow, &one, TIFF_APPENDABLE, &m, err,
+                               sizeof err),
+               QS_OK, "%s", err);
+  struct stat st;
+  cr_assert_eq(stat(grow, &st), 0);
+  tiff_set_classic_limit((uint64_t)st.st_size + 250);
+  for (int k = 0; k < 3; k++) {
+    cr_assert_eq(tiff_append(grow, &one, err, sizeof err), QS_OK, "%s", err);
+    cr_assert_eq(tiff_info_of(grow, &info, err, sizeof err), QS_OK, "%s",
+                 err);
+    cr_assert_eq(info.pages, (size_t)k + 2);
+    cr_assert_float_eq(info.meta.pixel_x, 0.013, 1e-7);
+    cr_assert_str_eq(info.meta.provenance, "{\"stream\":true}");
+  }
+  t = TIFFOpen(grow, "r");
+  cr_assert(TIFFIsBigTIFF(t));
+  TIFFClose(t);
+  tiff_set_classic_limit(0);
+  image_free(&img);
+  dir_remove();
+}

@@ -1,10 +1,12 @@
 /* cli.c — the helpers the commands share (see cli.h). */
 #include "cli.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 const opt_def cli_globals[] = {
@@ -252,4 +254,53 @@ cJSON *cli_estimates_json(const run_report *r) {
     cJSON_AddItemToArray(arr, o);
   }
   return arr;
+}
+
+/* ------------------------------------------------ progress and Ctrl-C */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig) {
+  interrupted = 1;
+  signal(sig, SIG_DFL); /* a second Ctrl-C ends the process */
+}
+
+static double mono_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int on_progress(void *ctx, uint64_t done, uint64_t total) {
+  cli_progress *p = ctx;
+  if (interrupted) return 1;
+  const cli *c = p->c;
+  double t = mono_s();
+  /* a call under a second needs no progress line */
+  if (!c->tty || c->quiet || c->json || t - p->t0 < 1.0 ||
+      t - p->drawn < 0.2)
+    return 0;
+  p->drawn = t;
+  if (total)
+    fprintf(stderr, "\r\033[K%s: %3.0f%% (%llu/%llu) %.1f s", p->what,
+            100.0 * (double)done / (double)total, (unsigned long long)done,
+            (unsigned long long)total, t - p->t0);
+  else
+    fprintf(stderr, "\r\033[K%s: %.1f s", p->what, t - p->t0);
+  return 0;
+}
+
+void cli_progress_begin(const cli *c, cli_progress *p, const char *what,
+                        run_request *rq) {
+  *p = (cli_progress){.c = c, .what = what, .t0 = mono_s()};
+  interrupted = 0;
+  p->old = signal(SIGINT, on_interrupt);
+  rq->progress = on_progress;
+  rq->progress_ctx = p;
+}
+
+int cli_progress_end(cli_progress *p) {
+  signal(SIGINT, p->old == SIG_ERR ? SIG_DFL : p->old);
+  if (p->drawn) fprintf(stderr, "\r\033[K");
+  return interrupted != 0;
 }

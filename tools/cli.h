@@ -93,6 +93,26 @@ void cli_params_help(FILE *f, const param_def *defs, size_t n_defs);
 void cli_help(FILE *f, const char *synopsis, const opt_def *opts,
               const param_def *defs, size_t n_defs);
 
+/* A call's progress on stderr and Ctrl-C as its cancellation
+ * (run_request.progress): between cli_progress_begin and cli_progress_end
+ * the first SIGINT cancels the running call (it returns QS_ECANCELLED
+ * within a piece of work; a second SIGINT kills the process as usual),
+ * and on a terminal, unless -q or --json, a line "WHAT: 42% (420/1000)
+ * 3.1 s" is kept up to date once the call has run for a second, cleared
+ * at its end. The previous SIGINT disposition is restored at the end
+ * (outfile.h's cleanup of temporaries relies on it). */
+typedef struct cli_progress {
+  const cli *c;
+  const char *what;
+  double t0, drawn; /* start; last drawn (0: never) */
+  void (*old)(int);
+} cli_progress;
+void cli_progress_begin(const cli *c, cli_progress *p, const char *what,
+                        run_request *rq);
+/* Clears the line and restores SIGINT; nonzero when Ctrl-C was pressed. */
+int cli_progress_end(cli_progress *p);
+#define CLI_INTERRUPTED 130 /* exit status of a call stopped by Ctrl-C */
+
 /* The commands, each given argv from the command word on. */
 int cmd_version(cli *c, int argc, char **argv);
 int cmd_devices(cli *c, int argc, char **argv);
@@ -105,5 +125,6 @@ int cmd_esrrf(cli *c, int argc, char **argv);
 int cmd_stream(cli *c, int argc, char **argv); /* cmd_stream.c */
 int cmd_sweep(cli *c, int argc, char **argv);  /* cmd_sweep.c */
 int cmd_bench(cli *c, int argc, char **argv);
+int cmd_info(cli *c, int argc, char **argv); /* cmd_misc.c */
 
 #endif

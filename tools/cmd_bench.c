@@ -21,14 +21,33 @@ static void on_interrupt(int sig) {
   signal(sig, SIG_DFL);
 }
 
+static void skipped(void *ctx, const sweep_step *st, double predicted,
+                    double left) {
+  const cli *c = ctx;
+  if (c->quiet) return;
+  if (c->tty) fprintf(stderr, "\r\033[K");
+  if (predicted >= 0)
+    fprintf(stderr,
+            "bench: skipped %s %zux%zux%zu%s%s: predicted %.1f s, %.1f s of "
+            "the budget left\n",
+            st->method->name, st->size.frames, st->size.rows, st->size.cols,
+            st->params[0] ? " " : "", st->params, predicted, left);
+  else
+    fprintf(stderr,
+            "bench: skipped %s %zux%zux%zu%s%s: more work than a step "
+            "already past the budget\n",
+            st->method->name, st->size.frames, st->size.rows, st->size.cols,
+            st->params[0] ? " " : "", st->params);
+}
+
 static void progress(void *ctx, const sweep_step *st, size_t done,
                      size_t total, double elapsed) {
   const cli *c = ctx;
   if (c->quiet) return;
   if (!st) {
     if (c->tty) fprintf(stderr, "\r\033[K");
-    fprintf(stderr, "bench: %zu of %zu steps in %.1f s\n", done, total,
-            elapsed);
+    fprintf(stderr, "bench: %zu of %zu step%s in %.1f s\n", done, total,
+            total == 1 ? "" : "s", elapsed);
     return;
   }
   char what[200];
@@ -105,7 +124,9 @@ int cmd_bench(cli *c, int argc, char **argv) {
       {"impl", 0, "NAME|KIND,...", "implementations (default: all)"},
       {"repeats", 0, "N", "timed runs per implementation (default 5)"},
       {"warmup", 0, "N", "untimed runs first (default 1)"},
-      {"budget", 0, "SECONDS", "stop before a step that would pass this"},
+      {"budget", 0, "SECONDS",
+       "skip each step predicted to pass this (said on stderr); end when "
+       "it is spent"},
       {"csv", 0, "FILE", "every implementation's min and median as CSV"},
       {"json", 0, "FILE", "the same as JSON"},
       {"svg", 0, "FILE", "log-log plot of time against work"},
@@ -121,6 +142,7 @@ int cmd_bench(cli *c, int argc, char **argv) {
                      .warmup = 1,
                      .repeats = 5,
                      .progress = progress,
+                     .skipped = skipped,
                      .ctx = c,
                      .stop = &interrupted};
   size_t n;
@@ -185,13 +207,14 @@ int cmd_bench(cli *c, int argc, char **argv) {
            status_name(w->entry.status));
   }
   if (r.stopped && interrupted)
-    cli_note(c, "bench: interrupted after %zu of %zu steps\n", r.steps_done,
-             r.steps_total);
+    cli_note(c, "bench: interrupted after %zu of %zu step%s\n", r.steps_done,
+             r.steps_total, r.steps_total == 1 ? "" : "s");
   else if (r.stopped)
     cli_note(c,
-             "bench: stopped at the %.1f s budget after %zu of %zu "
-             "steps\n",
-             o.budget, r.steps_done, r.steps_total);
+             "bench: %.1f s budget: %zu of %zu step%s run in %.1f s, %zu "
+             "skipped as predicted past it\n",
+             o.budget, r.steps_done, r.steps_total,
+             r.steps_total == 1 ? "" : "s", r.seconds, r.steps_skipped);
   sweep_free(&r);
   return rc;
 }

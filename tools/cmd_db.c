@@ -262,7 +262,7 @@ static int db_prune(db_ctx *d) {
   size_t removed = 0;
   if (engine_db_prune(d->e, keep, days, &removed))
     return cli_fail("%s", engine_error(d->e));
-  printf("removed %zu runs\n", removed);
+  printf("removed %zu run%s\n", removed, removed == 1 ? "" : "s");
   return CLI_OK;
 }
 
@@ -277,7 +277,7 @@ static int db_forget(db_ctx *d) {
   size_t removed = 0;
   if (engine_db_forget(d->e, &f, &removed))
     return cli_fail("%s", engine_error(d->e));
-  printf("removed %zu runs\n", removed);
+  printf("removed %zu run%s\n", removed, removed == 1 ? "" : "s");
   return CLI_OK;
 }
 
@@ -326,6 +326,8 @@ int cmd_db(cli *c, int argc, char **argv) {
                      "stats, best, export, import, prune, "
                      "forget, check)");
   const char *sub = a.pos[0];
+  /* Python's Engine.db_rows: the same listing under its other name */
+  if (!strcmp(sub, "rows")) sub = a.pos[0] = "list";
   size_t k = 0;
   while (k < n_subs && strcmp(subs[k], sub))
     k++;

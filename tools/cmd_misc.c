@@ -1,4 +1,4 @@
-/* cmd_misc.c — the small commands: devices, diff, simulate. */
+/* cmd_misc.c — the small commands: devices, diff, simulate, info. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,7 +250,12 @@ int cmd_simulate(cli *c, int argc, char **argv) {
   sim_truth truth;
   if (simulate(v, &img, truth_path ? &truth : NULL, err, sizeof err))
     return cli_fail("%s", err);
-  int rc = tiff_write(out, &img, err, sizeof err);
+  /* the stack's pixel size, as a microscope's file would carry it */
+  tiff_meta m;
+  tiff_meta_plain(&m, img.frames);
+  m.pixel_x = m.pixel_y = v[SIM_PIXEL_SIZE] * 1e-3;
+  snprintf(m.unit, sizeof m.unit, "micron");
+  int rc = tiff_write_meta(out, &img, 0, &m, err, sizeof err);
   if (!rc && truth_path)
     rc = sim_truth_write(&truth, v[SIM_PIXEL_SIZE], truth_path, err,
                          sizeof err);
@@ -260,5 +265,75 @@ int cmd_simulate(cli *c, int argc, char **argv) {
   cli_note(c, "simulate: %zux%zux%zu written to %s%s%s\n", (size_t)v[0],
            (size_t)v[SIM_ROWS], (size_t)v[SIM_COLS], out,
            truth_path ? ", truth to " : "", truth_path ? truth_path : "");
+  return CLI_OK;
+}
+
+/* ---------------------------------------------------------------- info */
+
+/* "N channels x " style pieces of a stack's axes; the axes of size 1 are
+ * left out (all of them: "1 frame"). */
+static void axes_text(const tiff_meta *m, char *buf, size_t len) {
+  size_t n = 0, v[3] = {m->channels, m->slices, m->frames};
+  static const char *const one[3] = {"channel", "slice", "frame"};
+  buf[0] = 0;
+  for (int i = 0; i < 3; i++)
+    if (v[i] > 1 && n < len)
+      n += (size_t)snprintf(buf + n, len - n, "%s%zu %ss", n ? " x " : "",
+                            v[i], one[i]);
+  if (!n) snprintf(buf, len, "1 frame");
+}
+
+int cmd_info(cli *c, int argc, char **argv) {
+  args a;
+  CLI_ARGS_OR_RETURN(
+      cli_args(c, argc, argv, "info FILE.tif [--json]", NULL, NULL, 0, &a));
+  if (a.n_pos != 1) return cli_usage("info: give one TIFF file");
+  tiff_info in;
+  char err[1024];
+  if (tiff_info_of(a.pos[0], &in, err, sizeof err)) return cli_fail("%s", err);
+  const tiff_meta *m = &in.meta;
+  cJSON *prov = m->provenance[0] ? cJSON_Parse(m->provenance) : NULL;
+  if (c->json) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "path", a.pos[0]);
+    cJSON_AddNumberToObject(j, "pages", (double)in.pages);
+    cJSON_AddNumberToObject(j, "rows", (double)in.rows);
+    cJSON_AddNumberToObject(j, "cols", (double)in.cols);
+    cJSON_AddNumberToObject(j, "channels", (double)m->channels);
+    cJSON_AddNumberToObject(j, "slices", (double)m->slices);
+    cJSON_AddNumberToObject(j, "frames", (double)m->frames);
+    cJSON_AddStringToObject(j, "order", m->order);
+    if (m->pixel_x > 0) {
+      cJSON_AddNumberToObject(j, "pixel_size", m->pixel_x);
+      cJSON_AddNumberToObject(j, "pixel_size_y", m->pixel_y);
+      cJSON_AddStringToObject(j, "unit", m->unit);
+    } else {
+      cJSON_AddNullToObject(j, "pixel_size");
+    }
+    if (prov)
+      cJSON_AddItemToObject(j, "provenance", prov);
+    else if (m->provenance[0])
+      cJSON_AddStringToObject(j, "provenance", m->provenance);
+    else
+      cJSON_AddNullToObject(j, "provenance");
+    return cli_json_out(j);
+  }
+  char axes[128];
+  axes_text(m, axes, sizeof axes);
+  printf("%s: %zu page%s of %zux%zu (rows x cols)\n", a.pos[0], in.pages,
+         in.pages == 1 ? "" : "s", in.rows, in.cols);
+  printf("axes        %s (pages in %s order, fastest first)\n", axes,
+         m->order);
+  if (m->pixel_x > 0)
+    printf("pixel size  %.6g x %.6g %s (x, y)\n", m->pixel_x, m->pixel_y,
+           m->unit);
+  else
+    printf("pixel size  unknown\n");
+  if (!m->provenance[0]) {
+    printf("provenance  none (not written by quicksilver)\n");
+  } else {
+    printf("provenance  %s\n", m->provenance);
+  }
+  cJSON_Delete(prov);
   return CLI_OK;
 }

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "outfile.h"
+#include "provenance.h"
 #include "tiff.h"
 
 /* The method called `name`, or a usage error suggesting the nearest. */
@@ -189,8 +190,13 @@ static void report_text(const cli *c, const char *method, const run_report *r,
   else
     cli_note(c, "%s: %s in %.4f s (%s)", method, r->impl, r->seconds,
              r->reason);
-  if (r->calibration_seconds > 0)
+  /* calibration may time the untried implementations on slices and yet
+   * leave the choice to another one's history: say which */
+  if (r->calibration_seconds > 0 && !strcmp(r->reason, "calibration"))
     cli_note(c, ", %.4f s calibrating", r->calibration_seconds);
+  else if (r->calibration_seconds > 0)
+    cli_note(c, ", %.4f s timing untried implementations on slices",
+             r->calibration_seconds);
   if (r->bytes_up || r->bytes_down)
     cli_note(c, ", %.4f s on the device, %.1f MB up, %.1f MB down",
              r->device_seconds, (double)r->bytes_up * 1e-6,
@@ -209,6 +215,161 @@ static void report_text(const cli *c, const char *method, const run_report *r,
     cli_note(c, "  %-28s %12s  %-12s %d%s\n", e->impl, est, e->source, e->runs,
              strcmp(e->impl, r->impl) ? "" : dry ? "  <- would run" : "  <- ran");
   }
+}
+
+/* The inputs of one run, by channel: in[c * n_in + k] is channel c of
+ * input k, its frames the stack's one sequence (its frames, or its slices
+ * when it has no frames axis) within [first, first + count). */
+typedef struct inputs {
+  size_t n_in, channels;
+  image *in;
+  tiff_info info[16];
+} inputs;
+
+static void inputs_free(inputs *x) {
+  for (size_t i = 0; x->in && i < x->n_in * x->channels; i++)
+    image_free(&x->in[i]);
+  free(x->in);
+  x->in = NULL;
+}
+
+/* Channel c's frames [first, first + count) of the stack all (every page)
+ * with metadata m, into *out. */
+static int channel_of(const image *all, const tiff_meta *m, size_t c,
+                      size_t first, size_t count, image *out) {
+  size_t seq = m->slices > 1 ? m->slices : m->frames;
+  if (first >= seq) return QS_EINVAL;
+  if (count > seq - first) count = seq - first;
+  int rc = image_alloc(out, count, all->rows, all->cols);
+  size_t plane = all->rows * all->cols;
+  for (size_t s = 0; !rc && s < count; s++) {
+    size_t z = m->slices > 1 ? first + s : 0, t = m->slices > 1 ? 0 : first + s;
+    memcpy(out->data + s * plane,
+           all->data + tiff_meta_page(m, c, z, t) * plane,
+           plane * sizeof(float));
+  }
+  return rc;
+}
+
+/* Reads the method's inputs: each input's axes first. Channels are never
+ * mixed: a stack of C channels gives C runs (every input must have the
+ * same C); a stack with both slices and frames is refused naming them,
+ * as is a frame range past the end. Returns a CLI status (printed). */
+static int inputs_read(const char *label, char **paths, size_t n_in,
+                       size_t first, size_t count, inputs *x) {
+  char err[1024];
+  memset(x, 0, sizeof *x);
+  x->n_in = n_in;
+  for (size_t k = 0; k < n_in; k++) {
+    const tiff_meta *m = &x->info[k].meta;
+    if (tiff_info_of(paths[k], &x->info[k], err, sizeof err))
+      return cli_fail("%s", err);
+    if (m->slices > 1 && m->frames > 1)
+      return cli_usage("%s: %s has %zu channel%s x %zu slices (Z) x %zu "
+                       "frames (T); a method runs on one sequence of frames "
+                       "per channel: split the stack by slice first",
+                       label, paths[k], m->channels,
+                       m->channels == 1 ? "" : "s", m->slices, m->frames);
+    if (k && m->channels != x->info[0].meta.channels)
+      return cli_usage("%s: %s has %zu channel%s and %s %zu: inputs of one "
+                       "run must have the same channels",
+                       label, paths[0], x->info[0].meta.channels,
+                       x->info[0].meta.channels == 1 ? "" : "s", paths[k],
+                       m->channels);
+  }
+  x->channels = n_in ? x->info[0].meta.channels : 1;
+  x->in = calloc(x->channels * (n_in ? n_in : 1), sizeof *x->in);
+  if (!x->in) return cli_fail("%s: out of memory", label);
+  for (size_t k = 0; k < n_in; k++) {
+    int rc;
+    if (x->channels == 1) {
+      rc = tiff_read_pages(paths[k], first, count, &x->in[k], err,
+                           sizeof err);
+      if (rc) return rc == QS_EINVAL ? cli_usage("%s", err)
+                                     : cli_fail("%s", err);
+      continue;
+    }
+    image all;
+    if ((rc = tiff_read(paths[k], &all, err, sizeof err)))
+      return cli_fail("%s", err);
+    for (size_t c = 0; !rc && c < x->channels; c++)
+      rc = channel_of(&all, &x->info[k].meta, c, first, count,
+                      &x->in[c * n_in + k]);
+    image_free(&all);
+    if (rc == QS_EINVAL)
+      return cli_usage("%s: frame %zu asked of %s, whose channels have %zu",
+                       label, first, paths[k],
+                       x->info[k].meta.slices > 1 ? x->info[k].meta.slices
+                                                  : x->info[k].meta.frames);
+    if (rc) return cli_fail("%s: out of memory", label);
+  }
+  return CLI_OK;
+}
+
+/* The metadata of output `out` of channel 0 (of C, all the same shape):
+ * the channel axis kept, the pixel size of the first input that has one
+ * scaled by the ratio of sizes (an image magnified M times has pixels M
+ * times smaller), and the provenance `prov`. */
+static void output_meta(const inputs *x, const image *out, size_t C,
+                        const char *prov, tiff_meta *m) {
+  tiff_meta_plain(m, out->frames * C);
+  if (C > 1) {
+    m->channels = C;
+    m->frames = out->frames;
+  }
+  for (size_t k = 0; k < x->n_in; k++) {
+    const tiff_meta *im = &x->info[k].meta;
+    if (!(im->pixel_x > 0)) continue;
+    m->pixel_x = im->pixel_x * (double)x->info[k].cols / (double)out->cols;
+    m->pixel_y = im->pixel_y * (double)x->info[k].rows / (double)out->rows;
+    snprintf(m->unit, sizeof m->unit, "%s", im->unit);
+    break;
+  }
+  snprintf(m->provenance, sizeof m->provenance, "%s", prov);
+}
+
+/* Writes output k of every channel as one stack, channel fastest (ImageJ's
+ * hyperstack order). */
+static int output_write(const char *path, image *const *outs, size_t C,
+                        const tiff_meta *m, char *err, size_t err_len) {
+  if (C == 1) return tiff_write_meta(path, outs[0], 0, m, err, err_len);
+  const image *o = outs[0];
+  image all;
+  int rc = image_alloc(&all, o->frames * C, o->rows, o->cols);
+  if (rc) return snprintf(err, err_len, "%s: out of memory", path), rc;
+  size_t plane = o->rows * o->cols;
+  for (size_t c = 0; c < C; c++)
+    for (size_t f = 0; f < o->frames; f++)
+      memcpy(all.data + (f * C + c) * plane, outs[c]->data + f * plane,
+             plane * sizeof(float));
+  rc = tiff_write_meta(path, &all, 0, m, err, err_len);
+  image_free(&all);
+  return rc;
+}
+
+/* The provenance of a run: its parameters and inputs, and the
+ * implementation of each channel (one name when they agree). */
+static void run_provenance(const method_desc *d, const double *values,
+                           char **paths, size_t n_in, const run_report *rep,
+                           size_t C, char *out, size_t len) {
+  cJSON *j = prov_new(d, values, rep[0].impl, n_in ? paths[0] : NULL);
+  if (j && n_in > 1) {
+    cJSON *arr = cJSON_AddArrayToObject(j, "inputs");
+    for (size_t k = 0; k < n_in; k++) {
+      const char *slash = strrchr(paths[k], '/');
+      cJSON_AddItemToArray(arr,
+                           cJSON_CreateString(slash ? slash + 1 : paths[k]));
+    }
+  }
+  int same = 1;
+  for (size_t c = 1; c < C; c++) same &= !strcmp(rep[c].impl, rep[0].impl);
+  if (j && C > 1) cJSON_AddNumberToObject(j, "channels", (double)C);
+  if (j && !same) {
+    cJSON *arr = cJSON_AddArrayToObject(j, "impl_per_channel");
+    for (size_t c = 0; c < C; c++)
+      cJSON_AddItemToArray(arr, cJSON_CreateString(rep[c].impl));
+  }
+  prov_text(j, out, len);
 }
 
 /* argv[0] names the method; argv[1..] are inputs and options. */
@@ -240,9 +401,10 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
   size_t n_out = args_count(&a, "output");
   int dry = args_value(&a, "dry-run") != NULL;
   if ((n_out == 0 && !dry) || n_out > d->n_outputs)
-    return cli_usage("%s: give -o FILE %s%zu time%s", label,
-                     d->n_outputs > 1 ? "1 to " : "", d->n_outputs,
-                     d->n_outputs > 1 ? "s" : "");
+    return d->n_outputs > 1
+               ? cli_usage("%s: give -o FILE 1 to %zu times", label,
+                           d->n_outputs)
+               : cli_usage("%s: give -o FILE once", label);
   const char *outs[QS_MAX_ESTIMATES];
   for (size_t i = 0, k = 0; i < a.n_opts; i++)
     if (!strcmp(a.opts[i].def->name, "output") && k < QS_MAX_ESTIMATES)
@@ -259,66 +421,126 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
   if ((rc = frames_parse(args_value(&a, "frames"), &first, &count)))
     return rc;
 
-  image in[16] = {{0}}, out[16] = {{0}};
   if (d->n_inputs > 16 || d->n_outputs > 16)
     return cli_fail("%s: too many inputs or outputs", d->name);
-  for (size_t k = 0; k < d->n_inputs; k++)
-    if ((rc = tiff_read_pages(a.pos[k], first, count, &in[k], err,
-                              sizeof err))) {
-      rc = rc == QS_EINVAL ? cli_usage("%s", err) : cli_fail("%s", err);
-      goto done;
+  inputs x;
+  rc = inputs_read(label, (char **)a.pos, d->n_inputs, first, count, &x);
+  size_t C = x.channels ? x.channels : 1;
+  image *out = calloc(C * d->n_outputs, sizeof *out);
+  run_report *rep = calloc(C, sizeof *rep);
+  if (!rc && (!out || !rep)) rc = cli_fail("%s: out of memory", label);
+  for (size_t ch = 0; !rc && ch < C; ch++) {
+    run_request rq = {.inputs = x.in + ch * d->n_inputs,
+                      .n_inputs = d->n_inputs,
+                      .params = a.params,
+                      .n_params = a.n_params,
+                      .impl = args_value(&a, "impl")};
+    char what[96];
+    snprintf(what, sizeof what, C > 1 ? "%s (channel %zu)" : "%s", d->name,
+             ch);
+    cli_progress prog;
+    if (!dry) cli_progress_begin(c, &prog, what, &rq);
+    int st = dry ? method_estimate(e, d->name, &rq, &rep[ch])
+                 : method_run(e, d->name, &rq, out + ch * d->n_outputs,
+                              d->n_outputs, &rep[ch]);
+    int stopped = !dry && cli_progress_end(&prog);
+    if (rep[ch].record_status) cli_record_warn(c);
+    if (st == QS_ECANCELLED && stopped) {
+      cli_fail("%s: cancelled (Ctrl-C); nothing written", label);
+      rc = CLI_INTERRUPTED;
+    } else if (st) {
+      rc = cli_status_exit(st);
+      if (C > 1)
+        cli_fail("%s: channel %zu: %s", label, ch, engine_error(e));
+      else
+        cli_fail("%s: %s", label, engine_error(e));
     }
-  run_request rq = {.inputs = in,
-                    .n_inputs = d->n_inputs,
-                    .params = a.params,
-                    .n_params = a.n_params,
-                    .impl = args_value(&a, "impl")};
-  run_report rep;
-  memset(&rep, 0, sizeof rep);
-  int st = dry ? method_estimate(e, d->name, &rq, &rep)
-               : method_run(e, d->name, &rq, out, d->n_outputs, &rep);
-  if (rep.record_status) cli_record_warn(c);
-  if (st) {
-    rc = cli_status_exit(st);
-    cli_fail("%s: %s", label, engine_error(e));
-    goto done;
+    if (dry) break; /* every channel is the same call */
   }
+  if (rc) goto done;
   if (dry) {
     if (c->json) {
-      cJSON *j = report_json(d->name, &rep);
+      cJSON *j = report_json(d->name, &rep[0]);
       cJSON_AddBoolToObject(j, "dry_run", 1);
       rc = cli_json_out(j);
     } else {
-      report_text(c, d->name, &rep, 1, 1);
+      report_text(c, d->name, &rep[0], 1, 1);
     }
     goto done;
   }
-  for (size_t k = 0; k < n_out; k++)
-    if (tiff_write(outs[k], &out[k], err, sizeof err)) {
-      rc = cli_fail("%s", err);
+  char prov[TIFF_PROV_MAX];
+  run_provenance(d, values, (char **)a.pos, d->n_inputs, rep, C, prov,
+                 sizeof prov);
+  tiff_meta meta[16];
+  for (size_t k = 0; k < n_out; k++) {
+    image *per[64] = {NULL};
+    if (C > 64) {
+      rc = cli_fail("%s: more than 64 channels", label);
       goto done;
     }
+    for (size_t ch = 0; ch < C; ch++) {
+      per[ch] = &out[ch * d->n_outputs + k];
+      if (per[ch]->frames != per[0]->frames)
+        rc = cli_fail("%s: channels gave %zu and %zu frames", label,
+                      per[0]->frames, per[ch]->frames);
+    }
+    output_meta(&x, per[0], C, prov, &meta[k]);
+    if (rc || output_write(outs[k], per, C, &meta[k], err, sizeof err)) {
+      rc = rc ? rc : cli_fail("%s", err);
+      goto done;
+    }
+  }
   if (c->json) {
-    cJSON *j = report_json(d->name, &rep),
+    cJSON *j = report_json(d->name, &rep[0]),
           *o = cJSON_AddArrayToObject(j, "outputs");
     for (size_t k = 0; k < n_out; k++) {
-      cJSON *f = cJSON_CreateObject(), *s = cJSON_AddArrayToObject(f, "shape");
+      cJSON *f = cJSON_CreateObject(), *sh = cJSON_AddArrayToObject(f, "shape");
       cJSON_AddStringToObject(f, "path", outs[k]);
-      cJSON_AddItemToArray(s, cJSON_CreateNumber((double)out[k].frames));
-      cJSON_AddItemToArray(s, cJSON_CreateNumber((double)out[k].rows));
-      cJSON_AddItemToArray(s, cJSON_CreateNumber((double)out[k].cols));
+      if (C > 1)
+        cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)C));
+      cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)out[k].frames));
+      cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)out[k].rows));
+      cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)out[k].cols));
+      cJSON_AddStringToObject(f, "axes", C > 1 ? "CTYX" : "TYX");
+      if (meta[k].pixel_x > 0) {
+        cJSON_AddNumberToObject(f, "pixel_size", meta[k].pixel_x);
+        cJSON_AddStringToObject(f, "unit", meta[k].unit);
+      }
       cJSON_AddItemToArray(o, f);
     }
+    if (C > 1) {
+      cJSON *chs = cJSON_AddArrayToObject(j, "channels");
+      for (size_t ch = 0; ch < C; ch++)
+        cJSON_AddItemToArray(chs, report_json(d->name, &rep[ch]));
+    }
+    cJSON_AddItemToObject(j, "provenance", cJSON_Parse(prov));
     rc = cli_json_out(j);
   } else {
-    report_text(c, d->name, &rep, args_value(&a, "explain") != NULL, 0);
-    for (size_t k = 0; k < n_out; k++)
-      cli_note(c, "  %s: %zux%zux%zu -> %s\n", d->outputs[k].name,
-               out[k].frames, out[k].rows, out[k].cols, outs[k]);
+    for (size_t ch = 0; ch < C; ch++) {
+      char what[96];
+      snprintf(what, sizeof what, C > 1 ? "%s (channel %zu)" : "%s", d->name,
+               ch);
+      report_text(c, what, &rep[ch], args_value(&a, "explain") != NULL, 0);
+    }
+    for (size_t k = 0; k < n_out; k++) {
+      char px[96] = "";
+      if (meta[k].pixel_x > 0)
+        snprintf(px, sizeof px, ", pixel %.6g %s", meta[k].pixel_x,
+                 meta[k].unit);
+      if (C > 1)
+        cli_note(c, "  %s: %zu channels x %zux%zux%zu%s -> %s\n",
+                 d->outputs[k].name, C, out[k].frames, out[k].rows,
+                 out[k].cols, px, outs[k]);
+      else
+        cli_note(c, "  %s: %zux%zux%zu%s -> %s\n", d->outputs[k].name,
+                 out[k].frames, out[k].rows, out[k].cols, px, outs[k]);
+    }
   }
 done:
-  for (size_t k = 0; k < 16; k++)
-    image_free(&in[k]), image_free(&out[k]);
+  inputs_free(&x);
+  for (size_t k = 0; out && k < C * d->n_outputs; k++) image_free(&out[k]);
+  free(out);
+  free(rep);
   return rc;
 }
 

@@ -4,9 +4,13 @@
  *
  * Input: a TIFF stack that another program may still be writing (polled
  * for new pages every --poll-ms; the stream ends after --frames frames or
- * when the file has not grown for --idle seconds), or "-": raw frames on
- * standard input (--size RxC, --dtype float32|uint16, native byte order),
- * ending at end of file. Output: every result as it completes, into -o
+ * when the file has not grown for --idle seconds, which it says while it
+ * waits), or "-": raw frames on standard input (--size RxC and --dtype
+ * float32|uint16, both required: raw bytes do not say their type; native
+ * byte order), ending at end of file. A TIFF of several channels is
+ * refused (one stream is one channel). The results carry the input's
+ * pixel size / M and the provenance (parameters, window, implementation,
+ * version, input) in their description. Output: every result as it completes, into -o
  * OUT.tif (the first result written to a temporary and renamed over OUT;
  * each later one appended in place, tiff_append: a reader sees the stack
  * with or without it, never half a page) and/or --out-dir DIR (one
@@ -24,6 +28,7 @@
 
 #include "cli.h"
 #include "outfile.h"
+#include "provenance.h"
 #include "tiff.h"
 
 static const opt_def stream_opts[] = {
@@ -35,7 +40,7 @@ static const opt_def stream_opts[] = {
     {"every", 0, "K", "with --sliding: a result every K frames (1)"},
     {"sliding", 0, NULL, "a sliding window of the last N frames"},
     {"size", 0, "RxC", "frame size of raw input on stdin"},
-    {"dtype", 0, "T", "raw input type: float32 (default) or uint16"},
+    {"dtype", 0, "T", "raw input type: float32 or uint16 (required for -)"},
     {"frames", 0, "N", "stop after N frames (default: end of input)"},
     {"poll-ms", 0, "MS", "TIFF input: poll interval (200)"},
     {"idle", 0, "SECONDS",
@@ -65,6 +70,10 @@ typedef struct run_state {
   double *lat; /* per-frame latencies */
   size_t n_lat, cap_lat;
   double t_first, t_last; /* first frame read, last push done */
+  double t_start, waited; /* the command's start; seconds spent waiting
+                             for frames that did not come (--idle) */
+  tiff_meta meta;         /* of every result: pixel size, provenance */
+  cJSON *prov;            /* the provenance, until the impl is known */
 } run_state;
 
 static int lat_add(run_state *r, double v) {
@@ -84,14 +93,20 @@ static int lat_add(run_state *r, double v) {
  * then); the later ones are appended in place to the file we wrote. */
 static int result_write(run_state *r, const image *img) {
   char err[512];
+  if (r->prov) { /* the first result: the implementation is chosen now */
+    cJSON_AddStringToObject(r->prov, "impl", esrrf_stream_impl(r->s));
+    prov_text(r->prov, r->meta.provenance, sizeof r->meta.provenance);
+    r->prov = NULL;
+  }
   if (r->dir) {
     char path[4096];
     snprintf(path, sizeof path, "%s/esrrf_%06zu.tif", r->dir, r->n_res);
-    if (tiff_write(path, img, err, sizeof err)) return cli_fail("%s", err);
+    if (tiff_write_meta(path, img, 0, &r->meta, err, sizeof err))
+      return cli_fail("%s", err);
   }
   if (r->out && (r->n_res ? tiff_append(r->out, img, err, sizeof err)
-                            : tiff_write_flags(r->out, img, TIFF_APPENDABLE,
-                                               err, sizeof err)))
+                            : tiff_write_meta(r->out, img, TIFF_APPENDABLE,
+                                              &r->meta, err, sizeof err)))
     return cli_fail("%s", err);
   r->n_res++;
   return CLI_OK;
@@ -182,6 +197,7 @@ static int read_tiff(run_state *r, const char *path, size_t limit, double poll,
   size_t done = 0;
   double last_growth = now_s();
   char err[512] = "";
+  int told = 0; /* "waiting" said since the last growth */
   while (done < limit) {
     tiff_info info;
     int rc = tiff_info_of(path, &info, err, sizeof err);
@@ -203,14 +219,27 @@ static int read_tiff(run_state *r, const char *path, size_t limit, double poll,
       }
       if (!rc) {
         image_free(&pages);
+        if (told) r->waited += now_s() - last_growth;
         last_growth = now_s();
+        told = 0;
         continue;
       }
     }
-    if (now_s() - last_growth >= idle) {
+    double quiet = now_s() - last_growth;
+    if (quiet >= idle) {
+      r->waited += quiet;
       if (rc && done == 0) return cli_fail("%s", err);
       if (rc) cli_note(r->c, "quicksilver: %s\n", err);
+      if (told) cli_note(r->c, "stream: no new frame for %.1f s; done\n", idle);
       break;
+    }
+    /* a finished file and a slow camera look alike: say what we wait for */
+    if (!told && idle > 0) {
+      cli_note(r->c,
+               "stream: %zu frame%s read from %s; waiting for more frames "
+               "(ends after %.1f s without one: --idle)\n",
+               done, done == 1 ? "" : "s", path, idle);
+      told = 1;
     }
     sleep_s(poll);
   }
@@ -235,25 +264,59 @@ static int summary(run_state *r) {
     l99 = r->lat[(size_t)ceil(0.99 * (double)r->n_lat) - 1];
   }
   double fps = wall > 0 ? (double)frames / wall : 0;
+  double total = now_s() - r->t_start;
   if (r->c->json) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "impl", esrrf_stream_impl(r->s));
     cJSON_AddNumberToObject(j, "frames", (double)frames);
     cJSON_AddNumberToObject(j, "results", (double)r->n_res);
     cJSON_AddNumberToObject(j, "seconds", wall);
+    cJSON_AddNumberToObject(j, "total_seconds", total);
+    cJSON_AddNumberToObject(j, "waiting_seconds", r->waited);
     cJSON_AddNumberToObject(j, "frames_per_second", fps);
     cJSON_AddNumberToObject(j, "latency_min", lmin);
     cJSON_AddNumberToObject(j, "latency_median", lmed);
     cJSON_AddNumberToObject(j, "latency_p99", l99);
     return cli_json_out(j);
   }
+  /* the frames' span (first read to last push) is the stream's work;
+   * the whole command also waited for frames and wrote results */
   cli_note(r->c,
-           "stream: %llu frames, %zu results in %.3f s with %s: %.2f "
-           "frames/s; frame latency min %.4f s, median %.4f s, p99 %.4f s\n",
-           (unsigned long long)frames, r->n_res, wall,
+           "stream: %llu frame%s, %zu result%s; %.3f s from the first frame "
+           "to the last with %s: %.2f frames/s; %.3f s in all, %.3f s of it "
+           "waiting for frames; frame latency min %.4f s, median %.4f s, "
+           "p99 %.4f s\n",
+           (unsigned long long)frames, frames == 1 ? "" : "s", r->n_res,
+           r->n_res == 1 ? "" : "s", wall,
            esrrf_stream_impl(r->s)[0] ? esrrf_stream_impl(r->s) : "nothing",
-           fps, lmin, lmed, l99);
+           fps, total, r->waited, lmin, lmed, l99);
   return CLI_OK;
+}
+
+/* The metadata of every result: the input's pixel size divided by the
+ * magnification, the provenance (parameters, window, input; the
+ * implementation once the first push chose it: stream_impl_note). */
+static void stream_meta(run_state *r, const method_desc *d,
+                        const double *values, const tiff_info *in,
+                        const char *name, const esrrf_stream_options *o) {
+  tiff_meta_plain(&r->meta, 1);
+  double mag = 1;
+  for (size_t i = 0; i < d->n_params; i++)
+    if (!strcmp(d->params[i].name, "magnification")) mag = values[i];
+  if (in->meta.pixel_x > 0 && mag > 0) {
+    r->meta.pixel_x = in->meta.pixel_x / mag;
+    r->meta.pixel_y = in->meta.pixel_y / mag;
+    snprintf(r->meta.unit, sizeof r->meta.unit, "%s", in->meta.unit);
+  }
+  cJSON *j = prov_new(d, values, NULL, strcmp(name, "-") ? name : "stdin");
+  if (j) { /* the window, not frames_per_timepoint, cuts the frames */
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(j, "params"),
+                               "frames_per_timepoint");
+    cJSON_AddNumberToObject(j, "window", (double)o->window);
+    cJSON_AddBoolToObject(j, "sliding", o->sliding);
+    if (o->sliding) cJSON_AddNumberToObject(j, "every", (double)o->every);
+  }
+  r->prov = j;
 }
 
 /* Reads a size_t option within [lo, hi], default def. */
@@ -294,14 +357,20 @@ int cmd_stream(cli *c, int argc, char **argv) {
   int u16 = dtype && !strcmp(dtype, "uint16");
   if (dtype && !u16 && strcmp(dtype, "float32"))
     return cli_usage("stream: --dtype %s is not float32 or uint16", dtype);
+  run_state r = {.c = c, .t_start = now_s()};
+  tiff_info info;
+  memset(&info, 0, sizeof info);
   if (!strcmp(in, "-")) {
     const char *size = args_value(&a, "size");
     char x;
     if (!size || sscanf(size, "%zu%c%zu", &rows, &x, &cols) != 3 ||
         (x != 'x' && x != 'X') || !rows || !cols)
       return cli_usage("stream: raw input on stdin needs --size RxC");
+    /* raw bytes do not say their type; a guess reads uint16 as float32 */
+    if (!dtype)
+      return cli_usage("stream: raw input on stdin needs --dtype float32 or "
+                       "--dtype uint16");
   } else {
-    tiff_info info;
     char err[512];
     double t0 = now_s();
     /* the writer may not have written the first page yet */
@@ -309,6 +378,11 @@ int cmd_stream(cli *c, int argc, char **argv) {
       if (now_s() - t0 >= idle) return cli_fail("%s", err);
       sleep_s((double)poll_ms * 1e-3);
     }
+    if (info.meta.channels > 1)
+      return cli_usage("stream: %s has %zu channels; a stream runs on one "
+                       "channel (quicksilver esrrf runs each channel of a "
+                       "finished stack)",
+                       in, info.meta.channels);
     rows = info.rows;
     cols = info.cols;
   }
@@ -333,12 +407,18 @@ int cmd_stream(cli *c, int argc, char **argv) {
                             .window = window,
                             .every = every,
                             .impl = args_value(&a, "impl")};
-  run_state r = {.c = c, .out = out, .dir = dir};
+  r.out = out;
+  r.dir = dir;
   char err[512] = "";
   int rc = esrrf_stream_open(e, &o, &r.s, err, sizeof err);
   if (rc)
     return rc == QS_EPARAM || rc == QS_EINVAL ? cli_usage("%s", err)
                                               : cli_fail("%s", err);
+  /* every result: the input's pixel size / M, and what made it */
+  double values[QS_MAX_PARAMS];
+  if (!params_resolve(d->params, d->n_params, a.params, a.n_params, values,
+                      err, sizeof err))
+    stream_meta(&r, d, values, &info, in, &o);
   rc = !strcmp(in, "-")
            ? read_stdin(&r, rows, cols, u16, limit)
            : read_tiff(&r, in, limit, (double)poll_ms * 1e-3, idle);
@@ -349,6 +429,7 @@ int cmd_stream(cli *c, int argc, char **argv) {
   }
   if (!rc) rc = summary(&r);
   esrrf_stream_close(r.s);
+  cJSON_Delete(r.prov);
   free(r.lat);
   return rc;
 }

@@ -23,6 +23,8 @@ static const command commands[] = {
     {"db", cmd_db, "inspect and maintain the timing store"},
     {"devices", cmd_devices, "the CPU and the OpenCL devices"},
     {"diff", cmd_diff, "compare two TIFF stacks"},
+    {"info", cmd_info,
+     "a TIFF's shape, axes, pixel size and provenance"},
     {"simulate", cmd_simulate, "simulate a blinking-emitter stack"},
     {"version", cmd_version, "print the version"},
 };

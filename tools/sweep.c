@@ -295,6 +295,78 @@ static int rows_add(sweep_result *r, const sweep_step *st,
   return QS_OK;
 }
 
+/* An estimate that counts: the implementation can run. */
+static int est_usable(const run_estimate *x) {
+  return !strcmp(x->source, "history") || !strcmp(x->source, "model") ||
+         !strcmp(x->source, "scaled") || !strcmp(x->source, "none");
+}
+
+/* Whether the benchmark runs implementation `name` of kind `kind`: every
+ * one without a selection, else those named or of a kind named in the
+ * comma-separated `impls` ("cpu": every kind but OpenCL). */
+static int impl_selected(const char *impls, const char *name, impl_kind kind) {
+  if (!impls) return 1;
+  const char *k = impl_kind_name(kind);
+  for (const char *t = impls; *t;) {
+    size_t n = strcspn(t, ",");
+    if ((strlen(name) == n && !strncmp(t, name, n)) ||
+        (strlen(k) == n && !strncmp(t, k, n)) ||
+        (n == 3 && !strncmp(t, "cpu", 3) && strcmp(k, "opencl")))
+      return 1;
+    t += n + (t[n] == ',');
+  }
+  return 0;
+}
+
+/* Seconds the benchmark of step st on `in` is predicted to take, each
+ * implementation it runs `runs` times: the engine's steady estimate where
+ * it has one; for the others, one frame (two where one is refused) run
+ * with that implementation, scaled to the step's frames. */
+static double step_predict(engine *e, const sweep_step *st, const image *in,
+                           param *p, size_t np, const char *impls, int runs) {
+  run_request rq = {.inputs = in, .n_inputs = 1, .params = p, .n_params = np};
+  run_report rep;
+  impl_info info[QS_MAX_ESTIMATES];
+  size_t n_info = 0;
+  memset(&rep, 0, sizeof rep);
+  if (method_estimate(e, st->method->name, &rq, &rep) ||
+      method_impls(e, st->method->name, info, QS_MAX_ESTIMATES, &n_info))
+    return 0;
+  double total = 0;
+  for (size_t k = 0; k < rep.n_estimates && k < QS_MAX_ESTIMATES; k++) {
+    const run_estimate *x = &rep.estimates[k];
+    impl_kind kind = IMPL_KIND_COUNT;
+    for (size_t i = 0; i < n_info && i < QS_MAX_ESTIMATES; i++)
+      if (!strcmp(info[i].name, x->impl)) kind = info[i].kind;
+    if (!est_usable(x) || !impl_selected(impls, x->impl, kind)) continue;
+    if (x->seconds >= 0) {
+      total += x->seconds * runs;
+      continue;
+    }
+    image out[8] = {{0}};
+    int rc = QS_EINVAL;
+    size_t nf = 1;
+    double t = 0;
+    for (; rc && nf <= 2 && nf <= in->frames && st->method->n_outputs <= 8;
+         nf++) {
+      image probe = image_wrap(in->data, nf, in->rows, in->cols);
+      run_request one = rq;
+      one.inputs = &probe;
+      one.impl = x->impl;
+      run_report r1;
+      memset(&r1, 0, sizeof r1);
+      rc = method_run(e, st->method->name, &one, out, st->method->n_outputs,
+                      &r1);
+      /* steady time: a build or a first launch is not paid per run */
+      t = r1.seconds - r1.once_seconds > 0 ? r1.seconds - r1.once_seconds
+                                           : r1.seconds;
+      for (size_t j = 0; j < 8; j++) image_free(&out[j]);
+    }
+    if (!rc) total += t / (double)(nf - 1) * (double)in->frames * runs;
+  }
+  return total;
+}
+
 int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
               size_t err_len) {
   memset(r, 0, sizeof *r);
@@ -315,19 +387,29 @@ int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
    * builds left out, so they do not inflate the prediction). */
   const method_desc *rated[SWEEP_MAX_METHODS];
   double rate[SWEEP_MAX_METHODS];
-  size_t n_rated = 0;
+  /* per method, the least work of a step skipped for the budget: steps of
+   * more work are skipped without another prediction */
+  double over[SWEEP_MAX_METHODS];
+  const method_desc *over_m[SWEEP_MAX_METHODS];
+  size_t n_rated = 0, n_over = 0;
+  int runs = (o->warmup > 0 ? o->warmup : 0) + (o->repeats > 0 ? o->repeats : 1);
   for (size_t i = 0; i < n && !rc; i++) {
-    double elapsed = (double)(timer_ns() - t0) * 1e-9, predicted = 0;
-    size_t m = 0;
-    while (m < n_rated && rated[m] != steps[i].method)
-      m++;
-    if (m < n_rated) predicted = rate[m] * steps[i].work;
-    if ((o->budget > 0 && elapsed + predicted >= o->budget) ||
-        (o->stop && *o->stop)) {
+    double elapsed = (double)(timer_ns() - t0) * 1e-9, predicted = -1;
+    if ((o->budget > 0 && elapsed >= o->budget) || (o->stop && *o->stop)) {
       r->stopped = 1;
       break;
     }
-    if (o->progress) o->progress(o->ctx, &steps[i], i, n, elapsed);
+    size_t m = 0, v = 0;
+    while (m < n_rated && rated[m] != steps[i].method)
+      m++;
+    while (v < n_over && over_m[v] != steps[i].method)
+      v++;
+    if (m < n_rated) predicted = rate[m] * steps[i].work;
+    if (o->budget > 0 && v < n_over && steps[i].work >= over[v]) {
+      r->steps_skipped++;
+      if (o->skipped) o->skipped(o->ctx, &steps[i], -1, o->budget - elapsed);
+      continue;
+    }
     const image *in;
     int64_t s0 = timer_ns(); /* input simulation included */
     rc = input_for(cache, steps[i].size, &in, err, err_len);
@@ -335,10 +417,27 @@ int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
     char buf[128];
     param p[QS_MAX_PARAMS];
     snprintf(buf, sizeof buf, "%s", steps[i].params);
+    size_t np = variant_params(buf, p, QS_MAX_PARAMS);
+    /* a step that cannot finish within what is left of the budget is
+     * skipped (and said), not begun: a step cannot be stopped halfway */
+    if (o->budget > 0 && predicted < 0)
+      predicted = step_predict(e, &steps[i], in, p, np, o->impls, runs);
+    elapsed = (double)(timer_ns() - t0) * 1e-9;
+    if (o->budget > 0 && elapsed + predicted > o->budget) {
+      r->steps_skipped++;
+      if (v == n_over && n_over < SWEEP_MAX_METHODS) {
+        over_m[n_over] = steps[i].method;
+        over[n_over++] = steps[i].work;
+      }
+      if (o->skipped)
+        o->skipped(o->ctx, &steps[i], predicted, o->budget - elapsed);
+      continue;
+    }
+    if (o->progress) o->progress(o->ctx, &steps[i], i, n, elapsed);
     run_request rq = {.inputs = in,
                       .n_inputs = 1,
                       .params = p,
-                      .n_params = variant_params(buf, p, QS_MAX_PARAMS)};
+                      .n_params = np};
     bench_result br;
     memset(&br, 0, sizeof br);
     int st = method_benchmark(e, steps[i].method->name, &rq, o->impls,
@@ -359,8 +458,9 @@ int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
     if (m == n_rated && n_rated < SWEEP_MAX_METHODS)
       rated[n_rated++] = steps[i].method;
     if (m < n_rated && steps[i].work > 0) rate[m] = steady / steps[i].work;
-    r->steps_done = i + 1;
+    r->steps_done++;
   }
+  if (r->steps_skipped) r->stopped = 1;
   r->seconds = (double)(timer_ns() - t0) * 1e-9;
   if (o->progress) o->progress(o->ctx, NULL, r->steps_done, n, r->seconds);
   for (size_t i = 0; i < cache->n; i++)
@@ -412,6 +512,7 @@ int sweep_json(const sweep_result *r, const char *path, char *err,
   cJSON_AddNumberToObject(doc, "steps_done", (double)r->steps_done);
   cJSON_AddNumberToObject(doc, "steps_total", (double)r->steps_total);
   cJSON_AddBoolToObject(doc, "stopped_by_budget", r->stopped);
+  cJSON_AddNumberToObject(doc, "steps_skipped", (double)r->steps_skipped);
   cJSON_AddNumberToObject(doc, "seconds", r->seconds);
   cJSON *rows = cJSON_AddArrayToObject(doc, "rows");
   for (size_t i = 0; i < r->n; i++) {

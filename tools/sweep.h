@@ -2,8 +2,11 @@
  * variant) step goes through method_benchmark(), which times every
  * implementation (warm-up, repeats, min and median) and records each run in
  * the store. Inputs are simulated blinking-emitter stacks, deterministic
- * per size. Steps run from the least work to the most and the sweep stops
- * before a step that its time budget predicts it cannot finish. */
+ * per size. Steps run from the least work to the most. With a time
+ * budget, a step predicted not to finish in what is left of it is skipped
+ * (and reported), never begun: the prediction comes from the method's
+ * previous step, else the engine's estimates, else one or two frames run
+ * with serial; the sweep ends when the budget is spent. */
 #ifndef QS_SWEEP_H
 #define QS_SWEEP_H
 
@@ -32,6 +35,11 @@ typedef struct sweep_step {
  * end (step NULL, done = total when all ran). */
 typedef void (*sweep_progress_fn)(void *ctx, const sweep_step *step,
                                   size_t done, size_t total, double elapsed);
+/* Called for a step skipped for the budget: its predicted seconds (< 0:
+ * a step of its method with less work was predicted over already) and
+ * the seconds of the budget left. */
+typedef void (*sweep_skip_fn)(void *ctx, const sweep_step *step,
+                              double predicted, double left);
 
 typedef struct sweep_options {
   const char *methods; /* comma-separated; NULL: every method with one
@@ -42,6 +50,7 @@ typedef struct sweep_options {
   int warmup, repeats;
   double budget; /* seconds; <= 0: none */
   sweep_progress_fn progress;
+  sweep_skip_fn skipped; /* may be NULL */
   void *ctx;
   /* Nonzero (e.g. set by a signal handler) stops the sweep before its next
    * step, as the budget does; may be NULL. */
@@ -58,7 +67,9 @@ typedef struct sweep_result {
   sweep_row *rows;
   size_t n, cap;
   size_t steps_done, steps_total;
-  int stopped;    /* 1 when the budget (or *stop) ended the sweep early */
+  size_t steps_skipped; /* predicted past the budget, not begun */
+  int stopped; /* 1 when the budget (or *stop) ended the sweep early or
+                  made it skip steps */
   double seconds; /* wall time of the sweep */
   int threads;    /* the engine's pool threads */
 } sweep_result;

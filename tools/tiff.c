@@ -286,6 +286,211 @@ static int page_read(TIFF *t, reader *r, unsigned k, const page *p, float *dst,
   return rc;
 }
 
+/* ------------------------------------------------------------ metadata */
+
+void tiff_meta_plain(tiff_meta *m, size_t pages) {
+  memset(m, 0, sizeof *m);
+  m->channels = m->slices = 1;
+  m->frames = pages ? pages : 1;
+  memcpy(m->order, "CZT", 4);
+}
+
+size_t tiff_meta_page(const tiff_meta *m, size_t c, size_t z, size_t t) {
+  size_t pg = 0, stride = 1;
+  for (int i = 0; i < 3; i++) {
+    char a = m->order[i];
+    size_t at = a == 'C' ? c : a == 'Z' ? z : t;
+    size_t n = a == 'C' ? m->channels : a == 'Z' ? m->slices : m->frames;
+    pg += at * stride;
+    stride *= n;
+  }
+  return pg;
+}
+
+/* The text after "\n<key>=" (or "<key>=" at the start) of an ImageJ
+ * description, up to the end of its line, into buf; 0 when absent. */
+static int ij_value(const char *desc, const char *key, char *buf,
+                    size_t len) {
+  size_t k = strlen(key);
+  for (const char *p = desc; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+    if (!strncmp(p, key, k) && p[k] == '=') {
+      size_t n = strcspn(p + k + 1, "\r\n");
+      if (n >= len) n = len - 1;
+      memcpy(buf, p + k + 1, n);
+      buf[n] = 0;
+      return 1;
+    }
+  return 0;
+}
+
+/* The value of XML attribute `name` within [el, end), into buf. */
+static int xml_attr(const char *el, const char *end, const char *name,
+                    char *buf, size_t len) {
+  size_t k = strlen(name);
+  for (const char *p = el; p && p < end; p++) {
+    p = strstr(p, name);
+    if (!p || p >= end) return 0;
+    if ((p[-1] == ' ' || p[-1] == '\n' || p[-1] == '\t' || p[-1] == '\r') &&
+        p[k] == '=' && (p[k + 1] == '"' || p[k + 1] == '\'')) {
+      const char *v = p + k + 2, *q = strchr(v, p[k + 1]);
+      if (!q || q > end) return 0;
+      size_t n = (size_t)(q - v) < len ? (size_t)(q - v) : len - 1;
+      memcpy(buf, v, n);
+      buf[n] = 0;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* A unit's one spelling: every way of writing micrometres becomes
+ * "micron" (ImageJ's); other units are kept as written (printable ASCII,
+ * at most 15 characters), anything else is no unit. */
+static void unit_norm(const char *in, char *out, size_t len) {
+  static const char *const micron[] = {
+      "micron", "microns", "um", "\xc2\xb5m", "\xb5m", "\\u00B5m",
+      "\\u00b5m", "\xce\xbcm", "micrometer", "micrometre"};
+  out[0] = 0;
+  for (size_t i = 0; i < sizeof micron / sizeof micron[0]; i++)
+    if (!strcmp(in, micron[i])) {
+      snprintf(out, len, "micron");
+      return;
+    }
+  size_t n = strlen(in);
+  if (!n || n >= len || n >= 16) return;
+  for (size_t i = 0; i < n; i++)
+    if (in[i] < 0x21 || in[i] > 0x7e) return;
+  memcpy(out, in, n + 1);
+}
+
+/* A positive size in [1, 2^40], or 0. */
+static size_t count_of(const char *text) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  return end != text && !*end && !errno && v >= 1 && v <= (1ull << 40)
+             ? (size_t)v
+             : 0;
+}
+
+/* Axes, pixel size and provenance from a first page's description and
+ * resolution (xr, yr pixels per unit, 0 when absent; ResolutionUnit ru)
+ * into *m (see tiff_meta); pages is the stack's page count. QS_EFORMAT
+ * with what is wrong in why when the axes do not fit. */
+static int meta_parse(const char *desc, float xr, float yr, uint16_t ru,
+                      size_t pages, tiff_meta *m, char *why, size_t why_len) {
+  tiff_meta_plain(m, pages);
+  char v[64], unit[64] = "";
+  size_t c = 1, z = 1, f = 1;
+  int have_z = 0, have_t = 0, axes = 0;
+  const char *kind = "";
+  if (!strncmp(desc, "ImageJ=", 7)) {
+    kind = "ImageJ";
+    if (ij_value(desc, "channels", v, sizeof v)) c = count_of(v), axes = 1;
+    if (ij_value(desc, "slices", v, sizeof v)) z = count_of(v), have_z = 1;
+    if (ij_value(desc, "frames", v, sizeof v)) f = count_of(v), have_t = 1;
+    if (ij_value(desc, "unit", v, sizeof v)) snprintf(unit, sizeof unit, "%s", v);
+    axes |= have_z || have_t;
+  } else if (strstr(desc, "<OME") && strstr(desc, "<Pixels")) {
+    kind = "OME-TIFF";
+    const char *el = strstr(desc, "<Pixels"), *end = strchr(el, '>');
+    if (!end) end = el + strlen(el);
+    char order[16] = "XYCZT";
+    xml_attr(el, end, "DimensionOrder", order, sizeof order);
+    if (strlen(order) != 5 || strncmp(order, "XY", 2) ||
+        !strchr(order + 2, 'C') || !strchr(order + 2, 'Z') ||
+        !strchr(order + 2, 'T'))
+      return snprintf(why, why_len,
+                      "OME-XML DimensionOrder \"%s\" is not XY followed by "
+                      "C, Z and T",
+                      order),
+             QS_EFORMAT;
+    memcpy(m->order, order + 2, 4);
+    c = xml_attr(el, end, "SizeC", v, sizeof v) ? count_of(v) : 1;
+    z = xml_attr(el, end, "SizeZ", v, sizeof v) ? count_of(v) : 1;
+    f = xml_attr(el, end, "SizeT", v, sizeof v) ? count_of(v) : 1;
+    have_z = have_t = axes = 1;
+    if (xml_attr(el, end, "PhysicalSizeX", v, sizeof v)) {
+      m->pixel_x = strtod(v, NULL);
+      m->pixel_y = xml_attr(el, end, "PhysicalSizeY", v, sizeof v)
+                       ? strtod(v, NULL)
+                       : m->pixel_x;
+      if (!xml_attr(el, end, "PhysicalSizeXUnit", unit, sizeof unit))
+        snprintf(unit, sizeof unit, "um");
+      if (!(m->pixel_x > 0) || !(m->pixel_y > 0) ||
+          !isfinite(m->pixel_x) || !isfinite(m->pixel_y))
+        m->pixel_x = m->pixel_y = 0;
+    }
+  }
+  if (axes) {
+    /* ImageJ may leave out the axis that holds the rest; products are
+     * formed only below the page count, so none can wrap around */
+    int fit = c && z && f && z <= pages / c && f <= pages / (c * z);
+    if (!(fit && c * z * f == pages) && c && z && f) {
+      if (!have_t && z <= pages / c && pages % (c * z) == 0)
+        f = pages / (c * z);
+      else if (!have_z && f <= pages / c && pages % (c * f) == 0)
+        z = pages / (c * f);
+      fit = z <= pages / c && f <= pages / (c * z);
+    }
+    if (!c || !z || !f || !fit || c * z * f != pages)
+      return snprintf(why, why_len,
+                      "its %s axes (channels=%zu, slices=%zu, frames=%zu) "
+                      "do not make its %zu pages",
+                      kind, c, z, f, pages),
+             QS_EFORMAT;
+    m->channels = c;
+    m->slices = z;
+    m->frames = f;
+  }
+  /* Resolution tags: pixels per unit; ImageJ's unit= names the unit when
+   * ResolutionUnit is none, else centimetres or inches. */
+  int have_res = xr > 0 && isfinite(xr);
+  if (!(yr > 0) || !isfinite(yr)) yr = xr;
+  if (!m->pixel_x && have_res) {
+    if (unit[0] && ru == RESUNIT_NONE) {
+      m->pixel_x = 1.0 / xr, m->pixel_y = 1.0 / yr;
+    } else if (ru == RESUNIT_CENTIMETER) {
+      m->pixel_x = 1e4 / xr, m->pixel_y = 1e4 / yr;
+      snprintf(unit, sizeof unit, "micron");
+    } else if (ru == RESUNIT_INCH && !unit[0] && xr != 72 && xr != 1) {
+      m->pixel_x = 25400.0 / xr, m->pixel_y = 25400.0 / yr;
+      snprintf(unit, sizeof unit, "micron");
+    }
+  }
+  if (m->pixel_x) {
+    unit_norm(unit, m->unit, sizeof m->unit);
+    if (!m->unit[0]) m->pixel_x = m->pixel_y = 0;
+  }
+  /* what made the file, when this tool did */
+  static const char prov_key[] = "\nquicksilver=";
+  const char *p = strstr(desc, prov_key);
+  if (p) {
+    p += sizeof prov_key - 1;
+    size_t n = strcspn(p, "\r\n");
+    if (n >= sizeof m->provenance) n = sizeof m->provenance - 1;
+    memcpy(m->provenance, p, n);
+    m->provenance[n] = 0;
+  }
+  return QS_OK;
+}
+
+/* meta_parse of the current directory of t. */
+static int meta_read(TIFF *t, reader *r, size_t pages, tiff_meta *m,
+                     char *err, size_t err_len) {
+  const char *desc = NULL;
+  if (!TIFFGetField(t, TIFFTAG_IMAGEDESCRIPTION, &desc) || !desc) desc = "";
+  float xr = 0, yr = 0;
+  uint16_t ru = RESUNIT_INCH;
+  if (!TIFFGetField(t, TIFFTAG_XRESOLUTION, &xr)) xr = 0;
+  if (!TIFFGetField(t, TIFFTAG_YRESOLUTION, &yr)) yr = 0;
+  TIFFGetFieldDefaulted(t, TIFFTAG_RESOLUTIONUNIT, &ru);
+  char why[256];
+  if (meta_parse(desc, xr, yr, ru, pages, m, why, sizeof why))
+    return read_fail(r, QS_EFORMAT, err, err_len, "%s", why);
+  return QS_OK;
+}
+
 /* ImageJ announces its page count in the description; fewer pages means
  * a cut file (or a >4 GiB ImageJ stack, whose later pages have no
  * directory). 0 when not an ImageJ file. */
@@ -429,8 +634,11 @@ static int read_imagej_big(TIFF *t, reader *r, const page *first,
                      "holds %llu",
                      pages, (unsigned long long)held);
   if (r->info) {
-    *r->info = (tiff_info){pages, first->h, first->w};
-    return QS_OK;
+    r->info->pages = pages;
+    r->info->rows = first->h;
+    r->info->cols = first->w;
+    TIFFSetDirectory(t, 0);
+    return meta_read(t, r, pages, &r->info->meta, err, err_len);
   }
   int rc = range_check(r, pages, err, err_len);
   if (!rc) rc = budget_check(r, first->w, first->h, r->count, err, err_len);
@@ -495,8 +703,12 @@ static int read_all(TIFF *t, reader *r, image *img, char *err,
   if (r->info) {
     if (r->msg[0])
       return read_fail(r, QS_EFORMAT, err, err_len, "malformed TIFF");
-    *r->info = (tiff_info){n, first.h, first.w};
-    return QS_OK;
+    r->info->pages = n;
+    r->info->rows = first.h;
+    r->info->cols = first.w;
+    if (!TIFFSetDirectory(t, 0))
+      return read_fail(r, QS_EFORMAT, err, err_len, "cannot read page 0");
+    return meta_read(t, r, n, &r->info->meta, err, err_len);
   }
   int rc = range_check(r, n, err, err_len);
   if (!rc) rc = budget_check(r, first.w, first.h, r->count, err, err_len);
@@ -544,22 +756,36 @@ static TIFFOpenOptions *open_options(reader *r) {
   return o;
 }
 
+/* Reads the memory source r (its pages, or its shape when r->info). */
+static int read_mem(reader *r, image *img, char *err, size_t err_len) {
+  if (r->size < 8 || !is_tiff_magic(r->mem))
+    return read_fail(r, QS_EFORMAT, err, err_len, "not a TIFF file");
+  TIFFOpenOptions *o = open_options(r);
+  if (!o) return read_fail(r, QS_ENOMEM, err, err_len, "out of memory");
+  TIFF *t = TIFFClientOpenExt(r->name, "rm", r, mem_read, mem_write, mem_seek,
+                              mem_close, mem_size, mem_map, mem_unmap, o);
+  TIFFOpenOptionsFree(o);
+  if (!t) return read_fail(r, QS_EFORMAT, err, err_len, "cannot open TIFF");
+  int rc = read_all(t, r, img, err, err_len);
+  TIFFClose(t);
+  return rc;
+}
+
 int tiff_read_mem(const void *data, size_t size, const char *name, image *img,
                   char *err, size_t err_len) {
   image empty = {0};
   *img = empty;
   reader r = {.name = name, .size = size, .mem = data, .count = SIZE_MAX};
-  if (size < 8 || !is_tiff_magic(data))
-    return read_fail(&r, QS_EFORMAT, err, err_len, "not a TIFF file");
-  TIFFOpenOptions *o = open_options(&r);
-  if (!o) return read_fail(&r, QS_ENOMEM, err, err_len, "out of memory");
-  TIFF *t = TIFFClientOpenExt(name, "rm", &r, mem_read, mem_write, mem_seek,
-                              mem_close, mem_size, mem_map, mem_unmap, o);
-  TIFFOpenOptionsFree(o);
-  if (!t) return read_fail(&r, QS_EFORMAT, err, err_len, "cannot open TIFF");
-  int rc = read_all(t, &r, img, err, err_len);
-  TIFFClose(t);
-  return rc;
+  return read_mem(&r, img, err, err_len);
+}
+
+int tiff_info_mem(const void *data, size_t size, const char *name,
+                  tiff_info *info, char *err, size_t err_len) {
+  memset(info, 0, sizeof *info);
+  reader r = {.name = name, .size = size, .mem = data, .count = SIZE_MAX,
+              .info = info};
+  image unused = {0};
+  return read_mem(&r, &unused, err, err_len);
 }
 
 /* Reads pages [r->first, r->first + r->count) of the file, or only its
@@ -614,8 +840,7 @@ int tiff_read_pages(const char *path, size_t first, size_t count, image *img,
 
 int tiff_info_of(const char *path, tiff_info *info, char *err,
                  size_t err_len) {
-  tiff_info none = {0, 0, 0};
-  *info = none;
+  memset(info, 0, sizeof *info);
   reader r = {.name = path, .count = SIZE_MAX, .info = info};
   image unused = {0};
   return read_file(&r, &unused, err, err_len);
@@ -623,7 +848,7 @@ int tiff_info_of(const char *path, tiff_info *info, char *err,
 
 /* ------------------------------------------------------------- writing */
 
-enum { T_ASCII = 2, T_SHORT = 3, T_LONG = 4, T_LONG8 = 16 };
+enum { T_ASCII = 2, T_SHORT = 3, T_LONG = 4, T_RATIONAL = 5, T_LONG8 = 16 };
 
 /* One directory entry in the host's byte order (which the header
  * declares); the value is left-justified in its field. */
@@ -655,13 +880,29 @@ static unsigned char *ifd_entry(unsigned char *p, int big, uint16_t tag,
   return p + head + field;
 }
 
-/* The directory of one page; returns its size in bytes. */
+/* Where a described first page keeps its resolution: XResolution and
+ * YResolution as rationals (numerator, denominator) in the host's order,
+ * inline in a BigTIFF's 8-byte field, else at res_off and res_off + 8. */
+typedef struct res_tags {
+  uint32_t x[2], y[2];
+  uint64_t off;
+} res_tags;
+
+/* A rational's entry value: its offset (classic) or its 8 bytes (BigTIFF). */
+static uint64_t rational_value(int big, const uint32_t v[2], uint64_t off) {
+  uint64_t inline_v;
+  memcpy(&inline_v, v, 8);
+  return big ? inline_v : off;
+}
+
+/* The directory of one page; returns its size in bytes. A described page
+ * (desc_len > 0) carries the description and the resolution tags res. */
 static size_t ifd_build(unsigned char *buf, int big, size_t rows, size_t cols,
                         uint64_t data_off, uint64_t desc_off, size_t desc_len,
-                        uint64_t next) {
+                        const res_tags *res, uint64_t next) {
   uint64_t page_bytes = (uint64_t)rows * cols * 4;
   uint16_t off_type = big ? T_LONG8 : T_LONG;
-  uint64_t n = desc_len ? 12 : 11;
+  uint64_t n = desc_len ? 15 : 11;
   unsigned char *p = buf;
   if (big) {
     memcpy(p, &n, 8);
@@ -682,6 +923,13 @@ static size_t ifd_build(unsigned char *buf, int big, size_t rows, size_t cols,
   p = ifd_entry(p, big, 277, T_SHORT, 1, 1); /* SamplesPerPixel */
   p = ifd_entry(p, big, 278, T_LONG, 1, rows);
   p = ifd_entry(p, big, 279, off_type, 1, page_bytes);
+  if (desc_len) {
+    p = ifd_entry(p, big, 282, T_RATIONAL, 1,
+                  rational_value(big, res->x, res->off));
+    p = ifd_entry(p, big, 283, T_RATIONAL, 1,
+                  rational_value(big, res->y, res->off + 8));
+    p = ifd_entry(p, big, 296, T_SHORT, 1, 1); /* ResolutionUnit: none */
+  }
   p = ifd_entry(p, big, 339, T_SHORT, 1, 3); /* IEEE float */
   if (big) {
     memcpy(p, &next, 8);
@@ -699,15 +947,17 @@ static size_t ifd_build(unsigned char *buf, int big, size_t rows, size_t cols,
  * Where everything of a stack lies follows from (pages, rows, cols, flags)
  * alone, so that any process can write any page without asking anyone:
  *   the header (8 bytes; BigTIFF 16);
- *   when described, DESC_ROOM bytes for the ImageJ description (written at
- *   commit, once the range of the values is known);
+ *   DESC_ROOM bytes for the ImageJ description (written at commit, once
+ *   the range of the values is known), its last 16 the two resolution
+ *   rationals of a classic TIFF;
  *   the pixel data of every page, contiguous from data_off (8-aligned), as
  *   ImageJ reads a stack;
  *   one directory slot of `slot` bytes per page from ifd_base (8-aligned).
  *   Directory k lies at ifd_base + k * slot + ifd_shift: the shift puts
  *   its next-directory field on a 4-byte boundary (BigTIFF: 8), so that
  *   linking a page appended later (tiff_append) is one aligned write. */
-#define DESC_ROOM 256
+#define DESC_ROOM 2048
+#define DESC_MAX (DESC_ROOM - 16)
 
 static uint64_t round8(uint64_t v) { return (v + 7) & ~(uint64_t)7; }
 
@@ -723,12 +973,12 @@ static unsigned ifd_shift(int big, unsigned n) {
   return big ? (n % 2 ? 4u : 0u) : 2u;
 }
 
-static unsigned ifd_entries(const tiff_stack *s, size_t k) {
-  return s->described && k == 0 ? 12u : 11u;
-}
+/* Entries of directory k: the first page's carry the description and
+ * the resolution. */
+static unsigned ifd_entries(size_t k) { return k == 0 ? 15u : 11u; }
 
 static uint64_t ifd_at(const tiff_stack *s, size_t k) {
-  return s->ifd_base + k * s->slot + ifd_shift(s->big, ifd_entries(s, k));
+  return s->ifd_base + k * s->slot + ifd_shift(s->big, ifd_entries(k));
 }
 
 static uint64_t page_at(const tiff_stack *s, size_t k) {
@@ -747,14 +997,15 @@ static int layout(tiff_stack *s, size_t pages, size_t rows, size_t cols,
   s->pages = pages;
   s->rows = rows;
   s->cols = cols;
+  /* an appendable stack's description counts no pages */
   s->described = !(flags & TIFF_APPENDABLE);
   s->page_bytes = (uint64_t)rows * cols * 4;
   for (int big = (flags & TIFF_BIG) != 0; big < 2; big++) {
     s->big = big;
     s->head = big ? 16 : 8;
-    s->data_off = round8(s->head + (s->described ? DESC_ROOM : 0));
+    s->data_off = round8(s->head + DESC_ROOM);
     s->ifd_base = round8(s->data_off + pages * s->page_bytes);
-    s->slot = round8(ifd_bytes(big, 12) + 4);
+    s->slot = round8(ifd_bytes(big, 15) + 4);
     s->size = s->ifd_base + pages * s->slot;
     if (big || s->size <= UINT32_MAX) break;
   }
@@ -804,16 +1055,39 @@ static void stack_clear(tiff_stack *s) {
   s->fd = -1;
   s->lo = INFINITY;
   s->hi = -INFINITY;
+  tiff_meta_plain(&s->meta, 1);
 }
 
 /* Directory k as the layout has it, into buf (DESC_ROOM at most; desc_len
- * is page 0's description length, 1 before commit: an empty string). */
+ * is page 0's description length, 1 before commit: an empty string; res
+ * its resolution). */
 static size_t stack_ifd(const tiff_stack *s, size_t k, size_t desc_len,
-                        unsigned char *buf) {
-  size_t described = ifd_entries(s, k) == 12 ? desc_len : 0;
+                        const res_tags *res, unsigned char *buf) {
+  size_t described = k == 0 ? desc_len : 0;
   uint64_t next = k + 1 < s->pages ? ifd_at(s, k + 1) : 0;
   return ifd_build(buf, s->big, s->rows, s->cols, page_at(s, k), s->head,
-                   described, next);
+                   described, res, next);
+}
+
+/* A rational near v > 0 (v <= 0: 1/1): the denominator as large as keeps
+ * the numerator in 32 bits, at most 10^6. */
+static void rational_of(double v, uint32_t out[2]) {
+  out[0] = out[1] = 1;
+  if (!(v > 0) || !isfinite(v) || v >= 4e9) return;
+  double den = 1e6;
+  while (den > 1 && v * den >= 4e9) den /= 10;
+  double num = floor(v * den + 0.5);
+  if (num < 1) num = 1;
+  out[0] = (uint32_t)num;
+  out[1] = (uint32_t)den;
+}
+
+/* The resolution of a stack of meta m (pixels per unit; 1/1 unknown). */
+static res_tags stack_res(const tiff_stack *s, const tiff_meta *m) {
+  res_tags r = {.off = s->head + DESC_MAX};
+  rational_of(m && m->pixel_x > 0 ? 1.0 / m->pixel_x : 0, r.x);
+  rational_of(m && m->pixel_y > 0 ? 1.0 / m->pixel_y : 0, r.y);
+  return r;
 }
 
 /* Header, empty description and every directory of a created stack;
@@ -842,8 +1116,10 @@ static int stack_frame(tiff_stack *s) {
   for (size_t k0 = 0; !bad && k0 < s->pages; k0 += batch) {
     size_t n = s->pages - k0 < batch ? s->pages - k0 : batch;
     memset(buf, 0, (size_t)(n * s->slot));
+    res_tags res = stack_res(s, NULL);
     for (size_t k = k0; k < k0 + n; k++)
-      stack_ifd(s, k, 1, buf + (ifd_at(s, k) - s->ifd_base - k0 * s->slot));
+      stack_ifd(s, k, 1, &res,
+                buf + (ifd_at(s, k) - s->ifd_base - k0 * s->slot));
     bad = pwrite_all(s->fd, buf, (size_t)(n * s->slot),
                      s->ifd_base + k0 * s->slot);
   }
@@ -959,6 +1235,55 @@ int tiff_stack_close(tiff_stack *s, char *err, size_t err_len) {
   return rc;
 }
 
+/* The ImageJ description of s, its values within [lo, hi]: the page
+ * count and axes (not for an appendable stack), the unit, the range, the
+ * provenance (left out when it would not fit DESC_MAX). */
+static void describe(const tiff_stack *s, float lo, float hi, char *desc,
+                     size_t len) {
+  const tiff_meta *m = &s->meta;
+  if (!(lo <= hi)) lo = hi = 0; /* no value compares */
+  size_t n = (size_t)snprintf(desc, len, "ImageJ=1.11a\n");
+  if (s->described && m->channels > 1)
+    n += (size_t)snprintf(desc + n, len - n,
+                          "images=%zu\nchannels=%zu\nslices=%zu\nframes=%zu\n"
+                          "hyperstack=true\nmode=grayscale\n",
+                          s->pages, m->channels, m->slices, m->frames);
+  else if (s->described && s->pages > 1)
+    n += (size_t)snprintf(desc + n, len - n, "images=%zu\nslices=%zu\n",
+                          s->pages, s->pages);
+  if (m->pixel_x > 0 && m->unit[0])
+    n += (size_t)snprintf(desc + n, len - n, "unit=%s\n", m->unit);
+  if (s->described && s->pages > 1)
+    n += (size_t)snprintf(desc + n, len - n, "loop=false\n");
+  if (s->described)
+    n += (size_t)snprintf(desc + n, len - n, "min=%.9g\nmax=%.9g\n",
+                          (double)lo, (double)hi);
+  if (m->provenance[0] && n + strlen(m->provenance) + 14 < len)
+    snprintf(desc + n, len - n, "quicksilver=%s\n", m->provenance);
+}
+
+int tiff_stack_describe(tiff_stack *s, const tiff_meta *m, char *err,
+                        size_t err_len) {
+  if (!m) {
+    tiff_meta_plain(&s->meta, s->pages);
+    return QS_OK;
+  }
+  if (m->channels > 1 &&
+      (strcmp(m->order, "CZT") ||
+       m->channels * m->slices * m->frames != s->pages)) {
+    snprintf(err, err_len,
+             "%s: axes channels=%zu, slices=%zu, frames=%zu in order %.3s do "
+             "not describe %zu pages in ImageJ's order (CZT)",
+             stack_name(s), m->channels, m->slices, m->frames, m->order,
+             s->pages);
+    return QS_EINVAL;
+  }
+  s->meta = *m;
+  for (char *c = s->meta.provenance; *c; c++)
+    if (*c == '\n' || *c == '\r') *c = ' '; /* one line */
+  return QS_OK;
+}
+
 int tiff_stack_commit(tiff_stack *s, float lo, float hi, char *err,
                       size_t err_len) {
   if (!s->owner) {
@@ -966,24 +1291,16 @@ int tiff_stack_commit(tiff_stack *s, float lo, float hi, char *err,
              stack_name(s));
     return QS_EINVAL;
   }
-  int bad = 0;
-  if (s->described) {
-    if (!(lo <= hi)) lo = hi = 0; /* no value compares */
-    char desc[DESC_ROOM];
-    if (s->pages > 1)
-      snprintf(desc, sizeof desc,
-               "ImageJ=1.11a\nimages=%zu\nslices=%zu\nloop=false\n"
-               "min=%.9g\nmax=%.9g\n",
-               s->pages, s->pages, (double)lo, (double)hi);
-    else
-      snprintf(desc, sizeof desc, "ImageJ=1.11a\nmin=%.9g\nmax=%.9g\n",
-               (double)lo, (double)hi);
-    size_t desc_len = strlen(desc) + 1;
-    unsigned char ifd[256];
-    size_t len = stack_ifd(s, 0, desc_len, ifd);
-    bad = pwrite_all(s->fd, desc, desc_len, s->head) ||
-          pwrite_all(s->fd, ifd, len, ifd_at(s, 0));
-  }
+  char desc[DESC_MAX];
+  describe(s, lo, hi, desc, sizeof desc);
+  size_t desc_len = strlen(desc) + 1;
+  unsigned char ifd[512];
+  res_tags res = stack_res(s, &s->meta);
+  size_t len = stack_ifd(s, 0, desc_len, &res, ifd);
+  int bad = pwrite_all(s->fd, desc, desc_len, s->head) ||
+            pwrite_all(s->fd, ifd, len, ifd_at(s, 0)) ||
+            (!s->big && (pwrite_all(s->fd, res.x, 8, res.off) ||
+                         pwrite_all(s->fd, res.y, 8, res.off + 8)));
   if (bad) {
     snprintf(err, err_len, "%s: cannot write: %s", stack_name(s),
              strerror(errno));
@@ -1010,6 +1327,11 @@ int tiff_write(const char *path, const image *img, char *err, size_t err_len) {
 
 int tiff_write_flags(const char *path, const image *img, unsigned flags,
                      char *err, size_t err_len) {
+  return tiff_write_meta(path, img, flags, NULL, err, err_len);
+}
+
+int tiff_write_meta(const char *path, const image *img, unsigned flags,
+                    const tiff_meta *m, char *err, size_t err_len) {
   size_t n;
   if (!img || !img->data ||
       image_pixels(img->frames, img->rows, img->cols, &n) || n == 0 ||
@@ -1021,6 +1343,7 @@ int tiff_write_flags(const char *path, const image *img, unsigned flags,
   tiff_stack s;
   int rc = tiff_stack_create(&s, path, img->frames, img->rows, img->cols,
                              flags, err, err_len);
+  if (!rc) rc = tiff_stack_describe(&s, m, err, err_len);
   if (!rc) rc = tiff_stack_write(&s, 0, img->frames, img->data, err, err_len);
   if (rc) {
     tiff_stack_abort(&s);
@@ -1038,7 +1361,24 @@ typedef struct chain {
   uint64_t link;    /* position of the last directory's next field */
   uint64_t *offs;   /* every page's pixel data offset */
   size_t pages, cap;
+  char desc[DESC_ROOM + 1]; /* the first page's description, "" if none */
+  float xr, yr;             /* its resolution, 0 if none */
 } chain;
+
+/* A RATIONAL entry's value (count 1) of the file open as fd; 0 if it
+ * cannot be read. */
+static float entry_rational(int fd, const unsigned char *e, int big,
+                            uint64_t size) {
+  uint32_t v[2] = {0, 1};
+  if (big) {
+    memcpy(v, e + 12, 8);
+  } else {
+    uint32_t at;
+    memcpy(&at, e + 8, 4);
+    if ((uint64_t)at + 8 > size || pread_all(fd, v, 8, at)) return 0;
+  }
+  return v[1] ? (float)((double)v[0] / v[1]) : 0;
+}
 
 /* Adds a page's data offset; -1 without memory. */
 static int chain_push(chain *ch, uint64_t off) {
@@ -1154,6 +1494,10 @@ static int chain_walk(int fd, const char *path, size_t rows, size_t cols,
       uint16_t tag;
       memcpy(&tag, e, 2);
       uint64_t v = tag == 270 ? 0 : entry_value(e, ch->big);
+      if (!ch->pages && (tag == 282 || tag == 283)) {
+        float rv = entry_rational(fd, e, ch->big, ch->size);
+        *(tag == 282 ? &ch->xr : &ch->yr) = rv;
+      }
       if (tag == 256) w = v;
       if (tag == 257) h = v;
       if (tag == 258) bits = v;
@@ -1179,6 +1523,7 @@ static int chain_walk(int fd, const char *path, size_t rows, size_t cols,
         else if (at > ch->size || k > ch->size - at || pread_all(fd, text, k, at))
           k = 0;
         text[k] = 0;
+        if (!ch->pages) memcpy(ch->desc, text, k + 1);
         if (strstr(text, "images="))
           return append_fail(err, err_len, QS_EFORMAT, path,
                              "its description counts the stack's images "
@@ -1229,6 +1574,12 @@ static int append_as_big(int fd, const char *path, const chain *ch,
                              img->cols, TIFF_BIG | TIFF_APPENDABLE, err,
                              err_len);
   if (rc) return rc;
+  /* the unit, pixel size and provenance go with the pages */
+  tiff_meta m;
+  char why[256];
+  if (!meta_parse(ch->desc, ch->xr, ch->yr, RESUNIT_NONE, s.pages, &m, why,
+                  sizeof why))
+    rc = tiff_stack_describe(&s, &m, err, err_len);
   float *px = malloc((size_t)s.page_bytes);
   if (!px) rc = append_fail(err, err_len, QS_ENOMEM, path, "out of memory");
   for (size_t k = 0; !rc && k < ch->pages; k++) {
@@ -1291,7 +1642,8 @@ int tiff_append(const char *path, const image *img, char *err,
      * A reader sees the chain end before the page or after it, never a
      * page whose bytes are still on their way. */
     unsigned char dir[256];
-    size_t len = ifd_build(dir, ch.big, img->rows, img->cols, data, 0, 0, 0);
+    size_t len =
+        ifd_build(dir, ch.big, img->rows, img->cols, data, 0, 0, NULL, 0);
     const float *px = img->data + f * img->rows * img->cols;
     if (pwrite_all(fd, px, (size_t)page_bytes, data) ||
         pwrite_all(fd, dir, len, ifd) || fdatasync(fd)) {

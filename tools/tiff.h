@@ -13,10 +13,14 @@
  * before anything is allocated; a compressed page may also not claim more
  * than about 4096 times its stored bytes.
  *
+ * Besides the pixels, a read reports the stack's axes, pixel size and
+ * provenance (tiff_meta, through tiff_info_of).
+ *
  * Writing: float32, one page per frame, in ImageJ's stack layout (the
  * pixel data of all pages contiguous, an ImageJ description on the first
- * page) so ImageJ opens it as a stack; BigTIFF when the file would pass
- * 4 GiB. The file appears whole or not at all (outfile.h). The layout is
+ * page, with the axes, unit and provenance of tiff_write_meta, and the
+ * resolution tags) so ImageJ opens it as a stack or hyperstack with its
+ * pixel size; BigTIFF when the file would pass 4 GiB. The file appears whole or not at all (outfile.h). The layout is
  * fixed by the page count and size alone (tiff_stack below), so several
  * processes can write the pages of one file, each its own, and a stack can
  * grow in place (tiff_append). */
@@ -43,10 +47,46 @@ int tiff_read(const char *path, image *img, char *err, size_t err_len);
 int tiff_read_pages(const char *path, size_t first, size_t count, image *img,
                     char *err, size_t err_len);
 
+/* What a stack says about itself beside its pixels, read from its first
+ * page and written by tiff_write_meta.
+ *
+ * Axes: the pages of an ImageJ hyperstack (channels=, slices=, frames= in
+ * its description) or of an OME-TIFF (SizeC, SizeZ, SizeT and
+ * DimensionOrder of its first Pixels element) are channels x slices x
+ * frames, in `order` from the fastest-varying axis ("CZT": ImageJ's
+ * order; OME's DimensionOrder without its XY). A plain stack is
+ * 1 x 1 x pages, order "CZT". Counts that do not multiply to the page
+ * count are refused (QS_EFORMAT naming the axes).
+ *
+ * Pixel size: pixel_x and pixel_y (along columns and rows) in `unit`
+ * ("micron" for every spelling of micrometres: um, µm, ImageJ's \u00B5m;
+ * also "nm", "mm", "cm", "inch" or what the file says), from XResolution
+ * and YResolution (pixels per unit) with ResolutionUnit or ImageJ's
+ * unit=, or OME's PhysicalSizeX/Y; 0 and "" when the file does not say.
+ *
+ * Provenance: the JSON text of a "quicksilver=" line in the description
+ * (what made the file: see provenance.h), "" when there is none. */
+#define TIFF_PROV_MAX 1536
+typedef struct tiff_meta {
+  size_t channels, slices, frames;
+  char order[4];
+  double pixel_x, pixel_y;
+  char unit[16];
+  char provenance[TIFF_PROV_MAX];
+} tiff_meta;
+
+/* A plain stack's metadata: pages frames of one channel, no pixel size. */
+void tiff_meta_plain(tiff_meta *m, size_t pages);
+
+/* The page holding channel c, slice z, frame t of a stack of meta m. */
+size_t tiff_meta_page(const tiff_meta *m, size_t c, size_t z, size_t t);
+
 /* The shape of the stack at path without reading pixel data: pages (the
- * frames tiff_read would give), rows and columns. Errors as tiff_read. */
+ * frames tiff_read would give), rows and columns, and its metadata.
+ * Errors as tiff_read. */
 typedef struct tiff_info {
   size_t pages, rows, cols;
+  tiff_meta meta;
 } tiff_info;
 int tiff_info_of(const char *path, tiff_info *info, char *err,
                  size_t err_len);
@@ -64,6 +104,8 @@ void tiff_set_read_budget(uint64_t bytes);
 /* The same from memory; `name` is used in messages. */
 int tiff_read_mem(const void *data, size_t size, const char *name, image *img,
                   char *err, size_t err_len);
+int tiff_info_mem(const void *data, size_t size, const char *name,
+                  tiff_info *info, char *err, size_t err_len);
 
 /* Flags of tiff_write_flags and tiff_stack_*. */
 #define TIFF_BIG 1u /* BigTIFF even when a classic TIFF would do */
@@ -77,6 +119,16 @@ int tiff_read_mem(const void *data, size_t size, const char *name, image *img,
 int tiff_write(const char *path, const image *img, char *err, size_t err_len);
 int tiff_write_flags(const char *path, const image *img, unsigned flags,
                      char *err, size_t err_len);
+/* tiff_write_flags with metadata (NULL: none). The description names
+ * channels, frames and hyperstack=true when m->channels > 1 (img's frames
+ * are then the pages in m's order, which must be "CZT" and multiply to
+ * img->frames, else QS_EINVAL); unit= when a pixel size is known, with
+ * XResolution/YResolution = 1 / pixel size and ResolutionUnit none (as
+ * ImageJ writes them); the provenance as a "quicksilver=" line. With
+ * TIFF_APPENDABLE the description leaves out the page count and the
+ * axes, which appending would contradict. */
+int tiff_write_meta(const char *path, const image *img, unsigned flags,
+                    const tiff_meta *m, char *err, size_t err_len);
 
 /* A stack written in pieces, by one process or several (MPI ranks on a
  * shared filesystem), in the layout tiff_write gives (the bytes are the
@@ -109,6 +161,7 @@ typedef struct tiff_stack {
   outfile out; /* the creator's temporary */
   char *tmp;   /* the others': its name */
   float lo, hi; /* of the values written through this handle */
+  tiff_meta meta; /* the creator's, written at commit (tiff_stack_describe) */
 } tiff_stack;
 
 int tiff_stack_create(tiff_stack *s, const char *path, size_t pages,
@@ -125,6 +178,10 @@ void tiff_stack_range(const tiff_stack *s, float *lo, float *hi);
 int tiff_stack_close(tiff_stack *s, char *err, size_t err_len);
 int tiff_stack_commit(tiff_stack *s, float lo, float hi, char *err,
                       size_t err_len);
+/* The creator's metadata for the description its commit writes (copied;
+ * see tiff_write_meta). QS_EINVAL when m's axes do not fit the stack. */
+int tiff_stack_describe(tiff_stack *s, const tiff_meta *m, char *err,
+                        size_t err_len);
 void tiff_stack_abort(tiff_stack *s);
 
 /* Appends img's frames as pages at the end of the stack at path, in

@@ -73,8 +73,16 @@ SIZES_INTERP = [(1, 64, 64), (10, 256, 256), (100, 256, 256),
                 (10, 1024, 1024)]
 SIZES_ESRRF = [(100, 64, 64), (500, 64, 64), (10, 256, 256),
                (20, 256, 256), REAL_STACK, (2, 1024, 1024)]
-QUICK_INTERP = [(1, 64, 64), (10, 256, 256)]
-QUICK_ESRRF = [(100, 64, 64), (10, 256, 256)]
+# --quick: a smoke run in under two minutes on a shared 2-core machine (a
+# NanoPyx process spends seconds importing): one small case per method,
+# NanoPyx's reference, threaded, OpenCL and automatic run types against
+# quicksilver's automatic choice, serial and the Python binding, a short
+# time budget per contender.
+QUICK_INTERP = [(1, 64, 64)]
+QUICK_ESRRF = [(10, 64, 64)]
+QUICK_NPX = ["unthreaded", "threaded", "opencl", "auto"]
+QUICK_QS = ["serial", "auto"]
+QUICK_BUDGET, QUICK_REPEATS = 2.0, 3
 # The cases of the eSRRF speed goal (M = 5, radius 1.5, AVG).
 GOAL_ESRRF = [(100, 64, 64), (20, 256, 256), REAL_STACK]
 
@@ -128,7 +136,8 @@ def sweep(quick, methods, goal=False):
             cases.append(("roberts_cross", interp[i][0], {}, interp[i][1]))
         if "shift_magnify" in methods and i < len(interp):
             cases += [("shift_magnify", interp[i][0], sm_params(m),
-                       interp[i][1]) for m in (2.0, 5.0)]
+                       interp[i][1]) for m in ((2.0,) if quick else
+                                               (2.0, 5.0))]
         if "esrrf" in methods and i < len(esrrf):
             cases.append(("esrrf", esrrf[i][0], dict(ESRRF_PARAMS),
                           esrrf[i][1]))
@@ -502,6 +511,8 @@ class Harness:
                            [c for c in contenders if c[0] != "nanopyx"])
         rounds = max((w + r for w, r in plan.values()), default=0)
         for k in range(rounds):
+            print(f"   timing round {k + 1}/{rounds}", file=sys.stderr,
+                  flush=True)
             for c in order:
                 if c not in plan or k >= sum(plan[c]) or \
                         "error" in rows[c]:
@@ -775,7 +786,12 @@ def main():
     ap = argparse.ArgumentParser(
         description="quicksilver and NanoPyx side by side")
     ap.add_argument("--quick", action="store_true",
-                    help="the two smallest sizes of each method")
+                    help="a smoke run in under 2 minutes: one small case "
+                         "per method (shift_magnify at M 2 only), NanoPyx's "
+                         f"{', '.join(QUICK_NPX)} against quicksilver's "
+                         f"{', '.join(QUICK_QS)} and Python, "
+                         f"{QUICK_BUDGET:g} s and {QUICK_REPEATS} repeats "
+                         "per contender")
     ap.add_argument("--goal", action="store_true",
                     help="only the eSRRF cases of the speed goal: "
                          "100x64x64, 20x256x256 and the real stack "
@@ -787,8 +803,10 @@ def main():
     ap.add_argument("--out", default=os.path.join(npxenv.ROOT,
                                                   "build-compare",
                                                   "nanopyx"))
-    ap.add_argument("--build", default=os.path.join(npxenv.ROOT,
-                                                    "build-compare"))
+    ap.add_argument("--build", default="",
+                    help="quicksilver's build (default <root>/build-compare,"
+                         " a release build made on first use; --quick uses "
+                         "<root>/build when tools/test has made it)")
     ap.add_argument("--skip", default="",
                     help="case ids to leave out, comma-separated "
                          "(e.g. esrrf_500x64x64_m5)")
@@ -812,6 +830,16 @@ def main():
     ap.add_argument("--timeout", type=float, default=1800.0,
                     help="seconds before a single call is abandoned")
     args = ap.parse_args()
+    if not args.build:
+        dev = os.path.join(npxenv.ROOT, "build")
+        args.build = dev if args.quick and os.path.exists(
+            os.path.join(dev, "bench", "qs_run")) else os.path.join(
+                npxenv.ROOT, "build-compare")
+    if args.quick:
+        args.npx_run_types = args.npx_run_types or ",".join(QUICK_NPX)
+        args.qs_impls = args.qs_impls or ",".join(QUICK_QS)
+        args.budget = min(args.budget, QUICK_BUDGET)
+        args.repeats = min(args.repeats, QUICK_REPEATS)
     args.build = os.path.abspath(args.build)
     npxenv.reexec_in_venv()
     methods = args.methods.split(",")
@@ -822,19 +850,27 @@ def main():
             cid = case_id(method, shape, params, source)
             print(cid + (" (skipped)" if cid in skip else ""))
         return
+    t0 = time.monotonic()
+    print(f"compare: {len(cases)} case{'s' * (len(cases) != 1)}; building "
+          f"quicksilver in {args.build} if needed", file=sys.stderr,
+          flush=True)
     build(args.build)
     h = Harness(args)
     h.results["settings"]["goal"] = args.goal
-    for method, shape, params, source in cases:
+    for k, (method, shape, params, source) in enumerate(cases):
         cid = case_id(method, shape, params, source)
         if cid in skip:
             h.results.setdefault("skipped", []).append(cid)
             continue
+        print(f"compare: case {k + 1}/{len(cases)} {cid} "
+              f"({time.monotonic() - t0:.0f} s so far)", file=sys.stderr,
+              flush=True)
         h.run_case(method, shape, params, source)
     h.save()
     if args.results:
         splice(args.results, markdown(h.results))
-    print(f"wrote {h.out}/compare.md and compare.json", file=sys.stderr)
+    print(f"wrote {h.out}/compare.md and compare.json "
+          f"({time.monotonic() - t0:.0f} s)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -220,9 +220,33 @@ static void report_json(const qsm_report *r, const char *method, int status,
   cJSON_Delete(j);
 }
 
+/* Options given before the command (`quicksilver-mpi -q --db X esrrf`, as
+ * quicksilver accepts them) move after it, in order: argv[1..] becomes the
+ * command words, then those options, then the rest. */
+static void options_after_command(int argc, char **argv) {
+  int i = 1;
+  while (i < argc && argv[i][0] == '-' && strcmp(argv[i], "-h") &&
+         strcmp(argv[i], "--help") && strcmp(argv[i], "--")) {
+    const opt_def *o = opts;
+    const char *n = argv[i] + (argv[i][1] == '-' ? 2 : 1);
+    while (o->name && (argv[i][1] == '-' ? strcmp(o->name, n)
+                                         : (n[0] != o->short_name || n[1])))
+      o++;
+    i += 1 + (o->name && o->meta && !strchr(argv[i], '='));
+  }
+  if (i == 1 || i >= argc) return;
+  int words = 1 + (!strcmp(argv[i], "run") && i + 1 < argc);
+  char *moved[64];
+  int n = i - 1 < 64 ? i - 1 : 64;
+  memcpy(moved, argv + 1, (size_t)n * sizeof *argv);
+  memmove(argv + 1, argv + i, (size_t)words * sizeof *argv);
+  memcpy(argv + 1 + words, moved, (size_t)n * sizeof *argv);
+}
+
 /* Parses and runs; returns the exit status (the same on every rank, since
  * every rank parses the same arguments and qsm_run agrees on its status). */
 static int cli(int argc, char **argv) {
+  options_after_command(argc, argv);
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(NULL);
     return argc < 2 ? 2 : 0;
@@ -269,7 +293,10 @@ static int cli(int argc, char **argv) {
     status = 2;
   } else if (args_count(&a, "output") < 1 ||
              args_count(&a, "output") > d->n_outputs) {
-    say("give -o FILE 1 to %zu times", d->n_outputs);
+    if (d->n_outputs > 1)
+      say("give -o FILE 1 to %zu times", d->n_outputs);
+    else
+      say("give -o FILE once");
     status = 2;
   }
   size_t threads = 0;

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import atexit
 import difflib
+import functools
 import os
 import threading
 from dataclasses import dataclass, field
@@ -134,17 +135,22 @@ class Result(Sequence[np.ndarray]):
     """The outputs of a run, in the method's order and by name, and its report.
 
     ``res[0]``, ``res["output"]``, ``a, b = res`` and ``res.outputs`` all
-    work; ``res.names`` gives the output names and ``res.report`` the
-    :class:`Report`.
+    work; ``res.names`` gives the output names, ``res.report`` the
+    :class:`Report` and ``res.provenance`` what made them (a dict).
     """
 
-    __slots__ = ("outputs", "names", "report")
+    __slots__ = ("outputs", "names", "report", "provenance")
 
     def __init__(self, names: Sequence[str], outputs: Sequence[np.ndarray],
-                 report: Report) -> None:
+                 report: Report,
+                 provenance: Optional[dict[str, Any]] = None) -> None:
         self.outputs: tuple[np.ndarray, ...] = tuple(outputs)
         self.names: tuple[str, ...] = tuple(names)
         self.report: Report = report
+        #: What made the outputs, as the CLI writes it into a TIFF
+        #: (``quicksilver info``): tool, version, method, impl and every
+        #: parameter's value.
+        self.provenance: dict[str, Any] = dict(provenance or {})
 
     @overload
     def __getitem__(self, key: int) -> np.ndarray: ...
@@ -340,6 +346,45 @@ def _as_input(a: ArrayLike, copy: bool, slot: str) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.float32)
 
 
+def _as_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """A shape given for an estimate, as (frames, rows, cols)."""
+    if len(shape) == 2:
+        shape = (1,) + tuple(shape)
+    if len(shape) != 3 or not all(isinstance(n, (int, np.integer))
+                                  and n >= 0 for n in shape):
+        raise ShapeError(f"shape {shape!r}: expected (frames, rows, cols) or "
+                         "(rows, cols) of non-negative integers",
+                         name="shape")
+    return tuple(int(n) for n in shape)  # type: ignore[return-value]
+
+
+def _unknown_keyword(where: str, key: str, names: Sequence[str]) -> None:
+    """ParameterError for keyword `key` of `where`, naming the nearest of
+    `names` as the engine does for a method's parameters."""
+    near = difflib.get_close_matches(key, list(names), n=1, cutoff=0.6)
+    hint = (f"did you mean {near[0]}?" if near
+            else "parameters: " + ", ".join(names))
+    raise ParameterError(f'{where}: unknown parameter "{key}" ({hint})',
+                         name="param")
+
+
+def _keywords(fn: Any) -> Any:
+    """Unknown keywords of a module-level function raise ParameterError
+    naming the nearest one (as :meth:`Engine.run` does), not a bare
+    TypeError."""
+    code = fn.__code__
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kw: Any) -> Any:
+        for k in kw:
+            if k not in names:
+                _unknown_keyword(fn.__name__, k,
+                                 names[1:] if code.co_argcount else names)
+        return fn(*args, **kw)
+    return call
+
+
 def _param_items(params: dict[str, Any]) -> list[tuple[str, Any]]:
     items = []
     for name, value in params.items():
@@ -366,6 +411,20 @@ def _check_keywords(method: str, desc: Optional[dict[str, Any]],
         if near and not difflib.get_close_matches(k, names, n=1, cutoff=0.7):
             raise ParameterError(f'method {method}: unknown parameter "{k}" '
                                  f'(did you mean {near[0]}?)', name="param")
+
+
+def _provenance(method: str, desc: Optional[dict[str, Any]], impl: str,
+                params: dict[str, Any]) -> dict[str, Any]:
+    """The provenance of a run, with the fields and values the CLI writes
+    (tools/provenance.c): every parameter, given or default."""
+    values: dict[str, Any] = {}
+    for p in desc["params"] if desc else ():
+        v = params.get(p["name"], p["default"])
+        if isinstance(v, np.generic):
+            v = v.item()
+        values[p["name"]] = str(v).lower() if p["type"] == "enum" else v
+    return {"tool": "quicksilver", "version": __version__, "method": method,
+            "impl": impl, "params": values}
 
 
 # ------------------------------------------------------------- engine
@@ -483,7 +542,8 @@ class Engine:
                                        impl, cb)
         names = [n for n, _ in d["outputs"]] if d else [
             str(k) for k in range(len(outs))]
-        return Result(names, outs, Report._from(rep))
+        return Result(names, outs, Report._from(rep),
+                      _provenance(method, d, rep["impl"], params))
 
     def benchmark(self, method: str, *arrays: ArrayLike,
                   impls: Optional[str] = None, warmup: int = 1,
@@ -591,15 +651,8 @@ class Engine:
         planned frames (:class:`ShapeError` otherwise)."""
         d = self._desc(method)
         _check_keywords(method, d, params, ("impl",))
-        dims = []
-        for k, s in enumerate(shapes):
-            shp = tuple(np.shape(s)) if hasattr(s, "shape") else tuple(s)
-            if len(shp) == 2:
-                shp = (1,) + shp
-            if len(shp) != 3:
-                raise ShapeError(f"input {k}: shape {shp} is not (frames, "
-                                 "rows, cols)", STATUS["shape"], "shape")
-            dims.append(tuple(int(x) for x in shp))
+        dims = [_as_shape(tuple(np.shape(s)) if hasattr(s, "shape")
+                          else tuple(s)) for s in shapes]
         core = self._core.open(method, dims, _param_items(params), impl)
         names = [n for n, _ in d["outputs"]] if d else []
         return Plan(core, names, self, method)
@@ -643,26 +696,37 @@ class Engine:
         """Why the engine has no OpenCL device (``""`` when it has one)."""
         return self._core.opencl_why
 
-    def estimate(self, method: str, *arrays: ArrayLike,
+    def estimate(self, method: str,
+                 *arrays: Union[ArrayLike, tuple[int, ...]],
                  impl: Optional[str] = None, **params: ParamValue) -> Report:
         """What :meth:`run` would do for these inputs, without running or
         recording anything: ``impl`` and ``reason`` of the choice and every
-        implementation's estimate (the report's seconds stay 0)."""
-        inputs = self._inputs(method, arrays, True)
+        implementation's estimate (the report's seconds stay 0). An input
+        may be given by its shape alone, ``(frames, rows, cols)`` or
+        ``(rows, cols)``, as the C API's method_estimate takes it."""
+        d = self._desc(method)
+        slots = [s for s, _ in d["inputs"]] if d else []
+        inputs = tuple(
+            _as_shape(a) if isinstance(a, tuple) else
+            _as_input(a, True, slots[k] if k < len(slots) else str(k))
+            for k, a in enumerate(arrays))
         _check_keywords(method, self._desc(method), params, ("impl",))
         return Report._from(self._core.estimate(
             method, inputs, _param_items(params), impl))
 
     # ---------------------------------------------------- timing store
 
-    def db_rows(self, method: Optional[str] = None, impl: Optional[str] = None,
-                device: Optional[str] = None, key: Optional[str] = None,
-                limit: int = 0) -> list[Run]:
+    def db_list(self, method: Optional[str] = None,
+                impl: Optional[str] = None, device: Optional[str] = None,
+                key: Optional[str] = None, limit: int = 0) -> list[Run]:
         """Recorded runs matching every given field, newest first (at most
-        `limit`; 0: all). Timings still pending in the engine are written
-        first."""
+        `limit`; 0: all), as ``quicksilver db list``. Timings still pending
+        in the engine are written first."""
         return [Run(**r) for r in self._core.db_rows(
             method=method, impl=impl, device=device, key=key, limit=limit)]
+
+    #: :meth:`db_list` under its former name (``quicksilver db rows`` too).
+    db_rows = db_list
 
     def db_stats(self, method: Optional[str] = None,
                  impl: Optional[str] = None, device: Optional[str] = None,
@@ -859,6 +923,11 @@ class Stream:
         return self._core.closed
 
 
+def __dir__() -> list[str]:
+    """The public names only (not the modules this one uses)."""
+    return sorted(set(__all__) | {"__version__", "nanopyx"})
+
+
 # ------------------------------------------------ module-level shortcuts
 
 _default: Optional[Engine] = None
@@ -928,6 +997,7 @@ def esrrf_sweep(stack: ArrayLike, radii: Sequence[float],
     return default_engine().esrrf_sweep(stack, radii, sensitivities, **kw)
 
 
+@_keywords
 def esrrf(stack: ArrayLike, magnification: int = 5, radius: float = 1.5,
           sensitivity: float = 1.0, frames_per_timepoint: int = 0,
           temporal: str = "avg", intensity_weighting: bool = True,
@@ -948,6 +1018,7 @@ def esrrf(stack: ArrayLike, magnification: int = 5, radius: float = 1.5,
         macro_pixel_correction=macro_pixel_correction)[0]
 
 
+@_keywords
 def shift_magnify(image: ArrayLike, shift_row: float = 0.0,
                   shift_col: float = 0.0, magnification_row: float = 2.0,
                   magnification_col: float = 2.0,
@@ -962,6 +1033,7 @@ def shift_magnify(image: ArrayLike, shift_row: float = 0.0,
         magnification_col=magnification_col)[0]
 
 
+@_keywords
 def roberts_cross(image: ArrayLike, impl: Optional[str] = None,
                   progress: _progress.ProgressArg = None
                   ) -> tuple[np.ndarray, np.ndarray]:
@@ -972,6 +1044,7 @@ def roberts_cross(image: ArrayLike, impl: Optional[str] = None,
     return res[0], res[1]
 
 
+@_keywords
 def rgc(gradient_col: ArrayLike, gradient_row: ArrayLike, image: ArrayLike,
         magnification: int = 5, radius: float = 1.5, sensitivity: float = 1.0,
         intensity_weighting: bool = True,

@@ -298,7 +298,7 @@ static void Engine_dealloc(EngineObject *self) {
 
 /* Wraps each input array; they must be float32, C-contiguous, aligned,
  * native byte order, 3-D (the Python layer converts). */
-static int inputs_wrap(PyObject *seq, image *in, size_t *n) {
+static int inputs_wrap(PyObject *seq, image *in, size_t *n, int shapes) {
   Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
   if (len > MAX_SLOTS) {
     raise_status(QS_EINVAL, "too many inputs");
@@ -306,6 +306,15 @@ static int inputs_wrap(PyObject *seq, image *in, size_t *n) {
   }
   for (Py_ssize_t k = 0; k < len; k++) {
     PyObject *o = PySequence_Fast_GET_ITEM(seq, k);
+    /* an estimate needs shapes only: (frames, rows, cols), no pixels */
+    Py_ssize_t f, r, c;
+    if (shapes && PyTuple_Check(o) &&
+        PyArg_ParseTuple(o, "nnn", &f, &r, &c) && f >= 0 && r >= 0 &&
+        c >= 0) {
+      in[k] = image_wrap(NULL, (size_t)f, (size_t)r, (size_t)c);
+      continue;
+    }
+    PyErr_Clear();
     if (!PyArray_Check(o)) {
       PyErr_Format(PyExc_TypeError, "input %zd is not a numpy array", k);
       return -1;
@@ -380,12 +389,12 @@ typedef struct call_args {
 /* Converts inputs and parameters and takes the engine's lock. -1 with a
  * Python error set (lock not held) on failure; then call_end still. */
 static int call_begin(EngineObject *self, PyObject *in_obj, PyObject *p_obj,
-                      call_args *a) {
+                      call_args *a, int shapes) {
   a->n_in = a->n_p = 0;
   a->in_seq = PySequence_Fast(in_obj, "inputs must be a sequence");
   a->p_seq =
       a->in_seq ? PySequence_Fast(p_obj, "params must be a sequence") : NULL;
-  if (!a->p_seq || inputs_wrap(a->in_seq, a->in, &a->n_in) < 0 ||
+  if (!a->p_seq || inputs_wrap(a->in_seq, a->in, &a->n_in, shapes) < 0 ||
       params_build(a->p_seq, a->p, QS_MAX_PARAMS, &a->n_p) < 0 ||
       !engine_ready(self))
     return -1;
@@ -619,7 +628,7 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
   call_args ca;
   image out[MAX_SLOTS];
   memset(out, 0, sizeof out);
-  if (call_begin(self, in_obj, p_obj, &ca) < 0) goto done;
+  if (call_begin(self, in_obj, p_obj, &ca, 0) < 0) goto done;
   const method_desc *d = method_find(self->e, method);
   size_t n_out = d ? d->n_outputs : 0;
   if (n_out > MAX_SLOTS) n_out = MAX_SLOTS;
@@ -682,7 +691,7 @@ static PyObject *Engine_benchmark(EngineObject *self, PyObject *args) {
     return NULL;
   PyObject *list = NULL;
   call_args ca;
-  if (call_begin(self, in_obj, p_obj, &ca) < 0) goto done;
+  if (call_begin(self, in_obj, p_obj, &ca, 0) < 0) goto done;
   run_request rq = {.inputs = ca.in,
                     .n_inputs = ca.n_in,
                     .params = ca.p,
@@ -851,7 +860,7 @@ static PyObject *Engine_estimate(EngineObject *self, PyObject *args) {
     return NULL;
   PyObject *result = NULL;
   call_args ca;
-  if (call_begin(self, in_obj, p_obj, &ca) == 0) {
+  if (call_begin(self, in_obj, p_obj, &ca, 1) == 0) {
     run_request rq = {.inputs = ca.in,
                       .n_inputs = ca.n_in,
                       .params = ca.p,
@@ -1129,7 +1138,7 @@ static PyObject *Stream_push(StreamObject *self, PyObject *arr) {
   PyObject *one = PyTuple_Pack(1, arr);
   image in[MAX_SLOTS];
   size_t n = 0;
-  int bad = !one || inputs_wrap(one, in, &n) < 0;
+  int bad = !one || inputs_wrap(one, in, &n, 0) < 0;
   if (bad || !stream_ready(self)) {
     Py_XDECREF(one);
     return NULL;
@@ -1269,7 +1278,7 @@ static PyObject *Plan_run(PlanObject *self, PyObject *args) {
   size_t n_in = 0;
   PyObject *result = NULL;
   memset(out, 0, sizeof out);
-  if (!seq || inputs_wrap(seq, in, &n_in) < 0 || !plan_ready(self))
+  if (!seq || inputs_wrap(seq, in, &n_in, 0) < 0 || !plan_ready(self))
     goto done;
   engine_lock(self->eng);
   run_report rep;
@@ -1499,7 +1508,7 @@ static PyObject *Engine_esrrf_sweep(EngineObject *self, PyObject *args) {
   image st;
   size_t n_in = 0;
   if (!one) return NULL;
-  int ok = inputs_wrap(one, &st, &n_in) == 0;
+  int ok = inputs_wrap(one, &st, &n_in, 0) == 0;
   size_t nr = 0, ns = 0, nt = 0;
   double *radii = ok ? doubles_of(r_obj, "radii must be a sequence", &nr) : NULL;
   double *sens = radii ? doubles_of(s_obj, "sensitivities must be a sequence", &ns) : NULL;

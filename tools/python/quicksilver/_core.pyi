@@ -1,6 +1,6 @@
 """Type stubs of the compiled core (quicksilver._core); use the quicksilver
 package's Engine rather than this module directly."""
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -55,7 +55,8 @@ class Engine:
     def methods(self) -> list[dict[str, Any]]: ...
     def impls(self, method: str) -> list[dict[str, Any]]: ...
     def devices(self) -> list[dict[str, Any]]: ...
-    def estimate(self, method: str, inputs: Sequence[np.ndarray],
+    def estimate(self, method: str,
+                 inputs: Sequence[Union[np.ndarray, tuple[int, int, int]]],
                  params: Sequence[tuple[str, Any]], impl: Optional[str] = ...
                  ) -> dict[str, Any]: ...
     def db_rows(self, method: Optional[str] = ..., impl: Optional[str] = ...,

@@ -13,12 +13,20 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import esrrf, esrrf_sweep
+import re
+
+from . import _keywords, esrrf, esrrf_sweep
 from ._errors import ParameterError
 
 __all__ = ["eSRRF", "run_esrrf_parameter_sweep"]
 
 
+# quicksilver's parameter names as NanoPyx spells them, for messages
+_NAMES = {"temporal": "temporal_correlation",
+          "intensity_weighting": "doIntensityWeighting"}
+
+
+@_keywords
 def eSRRF(image: Any, magnification: int = 5, radius: float = 1.5,
           sensitivity: float = 1, frames_per_timepoint: int = 0,
           temporal_correlation: str = "AVG", use_fht: bool = False,
@@ -55,12 +63,18 @@ def eSRRF(image: Any, magnification: int = 5, radius: float = 1.5,
         raise ParameterError("pad_edges=True: edge padding is not "
                              "implemented; borders are zero as with "
                              "pad_edges=False", name="param")
-    out = esrrf(image, magnification=magnification, radius=radius,
-                sensitivity=sensitivity,
-                frames_per_timepoint=frames_per_timepoint,
-                temporal=str(temporal_correlation).lower(),
-                intensity_weighting=bool(doIntensityWeighting),
-                macro_pixel_correction=bool(macro_pixel_correction))
+    try:
+        out = esrrf(image, magnification=magnification, radius=radius,
+                    sensitivity=sensitivity,
+                    frames_per_timepoint=frames_per_timepoint,
+                    temporal=str(temporal_correlation).lower(),
+                    intensity_weighting=bool(doIntensityWeighting),
+                    macro_pixel_correction=bool(macro_pixel_correction))
+    except ParameterError as e:
+        # the engine names its own parameters; the caller used NanoPyx's
+        msg = re.sub(r"\b(" + "|".join(_NAMES) + r")\b",
+                     lambda m: _NAMES[m.group(1)], e.message)
+        raise ParameterError(msg, name=e.name) from None
     return np.squeeze(out)
 
 

@@ -1,0 +1,30 @@
+/* provenance.h — what made an output: the parameters, the implementation
+ * that ran, the library version and the input's name, as one line of JSON
+ * that the TIFF writer puts in the description ("quicksilver=...",
+ * tiff_meta.provenance) and `quicksilver info` reads back. Every command
+ * that writes results (run, esrrf, stream, the sweeps) builds it here, so
+ * the fields are named once:
+ *   {"tool":"quicksilver","version":"0.1.0","method":"esrrf",
+ *    "impl":"fused_avx2","params":{"magnification":5,...},"input":"a.tif"}
+ * Callers add their own members (the stream's window, a channel's impl)
+ * to the object before prov_text. */
+#ifndef QS_PROVENANCE_H
+#define QS_PROVENANCE_H
+
+#include <cJSON.h>
+#include <stddef.h>
+
+#include "quicksilver.h"
+
+/* A new object for method d with every parameter's resolved value
+ * (values[i] for d->params[i]: numbers, true/false, enum names), impl and
+ * input (NULL or "": left out; the input's name without its directory).
+ * NULL without memory. */
+cJSON *prov_new(const method_desc *d, const double *values, const char *impl,
+                const char *input);
+
+/* j as one line into out (cJSON deleted); QS_EINVAL when it does not fit
+ * len (out is then ""), QS_ENOMEM when j is NULL. */
+int prov_text(cJSON *j, char *out, size_t len);
+
+#endif
