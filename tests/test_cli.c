@@ -706,7 +706,9 @@ Test(cli, stale_temporaries_are_swept) {
                 "run");
   cr_assert(!file_exists(stale), "the dead process's temporary is still there");
   cr_assert(file_exists(live), "a live process's temporary was removed");
-  cr_assert(file_exists(other), "another output's temporary was removed");
+  /* the sweep takes the whole directory, not only the same output */
+  cr_assert(!file_exists(other),
+            "a dead process's temporary of another output was kept");
   /* SIGKILL in the middle of a write leaves a temporary with the pid... */
   setenv("QUICKSILVER_TEST_OUTFILE_STOP", "1", 1);
   pid_t pid = qs_start("run", "shift_magnify", in, "-o", out, NULL);
@@ -1367,4 +1369,173 @@ Test(cli, progress_on_a_terminal_and_ctrl_c_cancels, .timeout = 120) {
                  "0:4", NULL);
   expect_status(r, 0, "esrrf");
   cr_assert_null(strstr(r->err, "\r"), "%s", r->err);
+}
+
+/* ------------------------------------- hardening, second pass: outputs */
+
+static int has_lock(void) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -q 'qs-lock'", dir);
+  return system(cmd) == 0;
+}
+
+/* With OpenCL loaded (PoCL's LLVM holds SIGINT, SIGTERM and SIGHUP before
+ * any output is opened), a signal in the middle of a write still removes
+ * the temporary and the lock, and the process still dies of it. */
+Test(cli, signal_during_write_with_opencl_loaded_removes_the_temporary) {
+  const char *in = small_input();
+  const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+  unsetenv("QUICKSILVER_NO_OPENCL");
+  setenv("QUICKSILVER_TEST_OUTFILE_STOP", "1", 1);
+  for (size_t i = 0; i < 3; i++) {
+    const char *out = path_in("o.tif");
+    pid_t pid = qs_start("run", "shift_magnify", in, "-o", out, NULL);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+    cr_assert(WIFSTOPPED(st), "the write did not reach the seam");
+    cr_assert(has_tmp(), "no temporary file while writing");
+    kill(pid, sigs[i]);
+    kill(pid, SIGCONT);
+    st = wait_bounded(pid, 60, "signalled write");
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == sigs[i],
+              "signal %d: status %#x", sigs[i], st);
+    cr_assert(!has_tmp(), "signal %d: the temporary file was left behind",
+              sigs[i]);
+    cr_assert(!has_lock(), "signal %d: the lock file was left behind",
+              sigs[i]);
+    cr_assert(!file_exists(out));
+  }
+  unsetenv("QUICKSILVER_TEST_OUTFILE_STOP");
+  setenv("QUICKSILVER_NO_OPENCL", "1", 1);
+}
+
+/* A stack for the stream tests: 10 frames of 16 x 16. */
+static const char *stream_input(const char *leaf) {
+  const char *in = path_in(leaf);
+  expect_status(qs("simulate", "-o", in, "--frames", "10", "--size", "16x16",
+                   "--seed", "3", "-q", NULL),
+                0, "simulate");
+  return in;
+}
+
+/* --out-dir's numbered files are outputs: the input (or -o) named like a
+ * result in that directory is refused before any work, and left as it
+ * was. */
+Test(cli, stream_never_writes_over_its_input) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+  const char *in = stream_input("esrrf_000000.tif");
+  static unsigned char before[1 << 16], after[1 << 16];
+  size_t n = file_bytes(in, before, sizeof before);
+  char dotdir[512];
+  snprintf(dotdir, sizeof dotdir, "%s/.", dir);
+  const char *dirs[] = {dir, dotdir};
+  for (size_t i = 0; i < 2; i++) {
+    result *r = qs("stream", in, "--out-dir", dirs[i], "--window", "5",
+                   "--magnification", "2", "--idle", "0", NULL);
+    expect_status(r, 2, dirs[i]);
+    cr_assert_not_null(strstr(r->err, "is the input"), "%s", r->err);
+    cr_assert_eq(file_bytes(in, after, sizeof after), n);
+    cr_assert_eq(memcmp(before, after, n), 0, "the input was modified");
+  }
+  /* -o named like the first result of --out-dir */
+  const char *other = stream_input("in.tif");
+  result *r = qs("stream", other, "-o", path_in("esrrf_000001.tif"),
+                 "--out-dir", dir, "--window", "5", "--magnification", "2",
+                 "--idle", "0", NULL);
+  expect_status(r, 2, "-o inside --out-dir under a result's name");
+  cr_assert_not_null(strstr(r->err, "same file"), "%s", r->err);
+  cr_assert(!file_exists(path_in("esrrf_000001.tif")));
+  cr_assert(!has_tmp() && !has_lock(), "a temporary or lock was left");
+}
+
+/* Two streams on one -o: the second is refused before it reads a frame,
+ * and the first one's stack holds every result. */
+Test(cli, second_stream_on_the_same_output_is_refused) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+  const char *in = stream_input("in.tif"), *out = path_in("o.tif");
+  pid_t first = qs_start("stream", in, "-o", out, "--window", "1",
+                         "--magnification", "2", "--idle", "3", "-q", NULL);
+  for (int i = 0; i < 3000 && !has_lock(); i++)
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
+  cr_assert(has_lock(), "the first stream holds no lock on its output");
+  result *r = qs("stream", in, "-o", out, "--window", "1", "--magnification",
+                 "2", "--idle", "0", NULL);
+  expect_status(r, 1, "a second stream on the same -o");
+  cr_assert_not_null(strstr(r->err, "another process"), "%s", r->err);
+  /* and so is any other writer of it */
+  r = qs("run", "shift_magnify", in, "-o", out, NULL);
+  expect_status(r, 1, "run -o on a streamed output");
+  int st = wait_bounded(first, 120, "the first stream");
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+  tiff_info info;
+  char err[512];
+  cr_assert_eq(tiff_info_of(out, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(info.pages, 10, "10 results of windows of 1");
+  cr_assert(!has_lock(), "the lock outlived the stream");
+}
+
+/* Numbers are read strictly everywhere: a trailing word, a sign, "nan"
+ * are refused with the option named; an oversized frame says so. */
+Test(cli, numbers_are_parsed_strictly) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+  const char *in = stream_input("in.tif"), *out = path_in("o.tif");
+  static const char *const sizes[] = {"16x16junk", "16x", "x16", "-1x16",
+                                      " 16x16", "16x+16", "0x16"};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    result *r = qs("stream", "-", "-o", out, "--size", sizes[i], NULL);
+    expect_status(r, 2, sizes[i]);
+    cr_assert_not_null(strstr(r->err, "--size"), "%s: %s", sizes[i], r->err);
+  }
+  static const char *const idles[] = {"abc", "5s", "nan", "inf", "-1", ""};
+  for (size_t i = 0; i < sizeof idles / sizeof *idles; i++) {
+    result *r = qs("stream", in, "-o", out, "--idle", idles[i], NULL);
+    expect_status(r, 2, idles[i]);
+    cr_assert_not_null(strstr(r->err, "--idle"), "%s: %s", idles[i], r->err);
+  }
+  result *r = qs("stream", "-", "-o", out, "--size", "100000x100000", NULL);
+  cr_assert_neq(r->status, 0);
+  cr_assert_null(strstr(r->err, "0 x 0"), "%s", r->err);
+  cr_assert_not_null(strstr(r->err, "100000 x 100000"), "%s", r->err);
+  r = qs("stream", "-", "-o", out, "--size", "5000000000x5000000000", NULL);
+  expect_status(r, 2, "a frame past size_t");
+  cr_assert_not_null(strstr(r->err, "too large"), "%s", r->err);
+  /* the other commands that read numbers */
+  r = qs("simulate", "-o", out, "--size", "16x16junk", NULL);
+  expect_status(r, 2, "simulate --size 16x16junk");
+  r = qs("bench", "--method", "roberts_cross", "--sizes", "1x8x8junk", NULL);
+  expect_status(r, 2, "bench --sizes 1x8x8junk");
+  r = qs("diff", in, in, "--tolerance", "nan", NULL);
+  expect_status(r, 2, "diff --tolerance nan");
+  r = qs("db", "prune", "--older-than", "1e999", NULL);
+  expect_status(r, 2, "db prune --older-than 1e999");
+  cr_assert(!file_exists(out));
+}
+
+/* db export never writes over the store it exports (nor a FIFO). */
+Test(cli, db_export_onto_the_store_is_refused) {
+  const char *in = small_input();
+  expect_status(qs("run", "shift_magnify", in, "-o", path_in("o.tif"), "-q",
+                   NULL),
+                0, "run");
+  const char *db = getenv("QUICKSILVER_DB");
+  struct stat before, after;
+  cr_assert_eq(stat(db, &before), 0);
+  const char *sym = path_in("db.link");
+  cr_assert_eq(symlink(db, sym), 0);
+  const char *targets[] = {db, sym};
+  for (size_t i = 0; i < 2; i++) {
+    result *r = qs("db", "export", targets[i], NULL);
+    expect_status(r, 2, targets[i]);
+    cr_assert_not_null(strstr(r->err, "store"), "%s", r->err);
+  }
+  cr_assert_eq(stat(db, &after), 0);
+  cr_assert_eq(before.st_ino, after.st_ino, "the store was replaced");
+  const char *fifo = path_in("fifo");
+  cr_assert_eq(mkfifo(fifo, 0644), 0);
+  result *r = qs("db", "export", fifo, NULL);
+  expect_status(r, 2, "db export FIFO");
+  cr_assert_not_null(strstr(r->err, "FIFO"), "%s", r->err);
 }

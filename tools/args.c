@@ -4,6 +4,8 @@
 #include "args.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,12 +186,53 @@ size_t args_count(const args *a, const char *name) {
   return n;
 }
 
-int args_size(const char *text, size_t lo, size_t hi, size_t *out) {
-  if (!text || *text < '0' || *text > '9') return QS_EINVAL;
+/* Decimal digits at *s into *v (past the end in *s), refusing a sign,
+ * spaces and overflow: strtoull alone takes " 5", "+5" and "-5". */
+static int digits(const char **s, unsigned long long *v) {
+  if (**s < '0' || **s > '9') return QS_EINVAL;
   errno = 0;
   char *end;
-  unsigned long long v = strtoull(text, &end, 10);
-  if (*end || errno || v < lo || v > hi) return QS_EINVAL;
+  *v = strtoull(*s, &end, 10);
+  if (errno) return QS_EINVAL;
+  *s = end;
+  return QS_OK;
+}
+
+int args_size(const char *text, size_t lo, size_t hi, size_t *out) {
+  unsigned long long v;
+  if (!text || digits(&text, &v) || *text || v < lo || v > hi ||
+      v > SIZE_MAX)
+    return QS_EINVAL;
   *out = (size_t)v;
   return QS_OK;
+}
+
+int args_number(const char *text, double lo, double hi, double *out) {
+  /* strtod also takes leading spaces, "nan", "inf" and hex floats */
+  if (!text || !((*text >= '0' && *text <= '9') || *text == '.' ||
+                 ((*text == '-' || *text == '+') && text[1] &&
+                  ((text[1] >= '0' && text[1] <= '9') || text[1] == '.'))))
+    return QS_EINVAL;
+  for (const char *p = text; *p; p++)
+    if (*p == 'x' || *p == 'X') return QS_EINVAL;
+  errno = 0;
+  char *end;
+  double v = strtod(text, &end);
+  if (end == text || *end || errno == ERANGE || !isfinite(v) || v < lo ||
+      v > hi)
+    return QS_EINVAL;
+  *out = v;
+  return QS_OK;
+}
+
+int args_dims(const char *text, size_t n, size_t *out) {
+  for (size_t k = 0; k < n; k++) {
+    unsigned long long v;
+    if (!text || digits(&text, &v) || v == 0 || v > SIZE_MAX)
+      return QS_EINVAL;
+    out[k] = (size_t)v;
+    if (k + 1 < n && *text != 'x' && *text != 'X') return QS_EINVAL;
+    if (k + 1 < n) text++;
+  }
+  return *text ? QS_EINVAL : QS_OK;
 }

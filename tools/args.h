@@ -61,7 +61,16 @@ size_t args_count(const args *a, const char *name);
 /* The flag spelling of a parameter name ("frames-per-timepoint") into buf. */
 void args_flag_of(const char *param_name, char *buf, size_t len);
 
-/* Parses a non-negative integer (decimal) into *out within [lo, hi]. */
+/* Number parsing for every option (strict: the whole text, no spaces, no
+ * sign where none is meant; QS_EINVAL otherwise, the caller names the
+ * option):
+ * args_size   a non-negative decimal integer within [lo, hi];
+ * args_number a finite decimal number within [lo, hi] ("abc", "5s",
+ *             "nan", "inf", "0x10", "1e999" refused);
+ * args_dims   n positive integers joined by 'x' ("16x16", "4x16x16";
+ *             "16x16junk", "-1x5", "16x" refused). */
 int args_size(const char *text, size_t lo, size_t hi, size_t *out);
+int args_number(const char *text, double lo, double hi, double *out);
+int args_dims(const char *text, size_t n, size_t *out);
 
 #endif

@@ -158,9 +158,7 @@ int cmd_bench(cli *c, int argc, char **argv) {
     o.warmup = (int)n;
   }
   if ((t = args_value(&a, "budget"))) {
-    char *end;
-    o.budget = strtod(t, &end);
-    if (*end || !(o.budget > 0))
+    if (args_number(t, 0, HUGE_VAL, &o.budget) || !(o.budget > 0))
       return cli_usage("bench: --budget: \"%s\" is not seconds > 0", t);
   }
   /* The report files before the sweep: files, and three different ones. */

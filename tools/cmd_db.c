@@ -8,7 +8,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <sys/stat.h>
+
 #include "cli.h"
+#include "outfile.h"
 
 static void stamp_text(double stamp, char *buf, size_t len) {
   time_t t = (time_t)stamp;
@@ -218,6 +221,19 @@ static int db_file_op(db_ctx *d, const char *verb) {
     return cli_usage("db %s: needs one FILE argument", verb);
   const char *file = d->a->pos[1];
   if (!strcmp(verb, "export")) {
+    /* the output guards of every command; the store is an input here
+     * (":memory:" is no file) */
+    struct stat st;
+    const char *outs[1] = {file}, *ins[1] = {d->path};
+    size_t n_in = d->path && stat(d->path, &st) == 0 ? 1 : 0;
+    char err[1024];
+    int rc = outfile_check(outs, 1, ins, n_in, err, sizeof err);
+    if (rc == QS_EINVAL)
+      return cli_usage("db export: %s%s", err,
+                       n_in && strstr(err, "is the input")
+                           ? " (the timing store)"
+                           : "");
+    if (rc) return cli_fail("db export: %s", err);
     if (engine_db_export(d->e, file))
       return cli_fail("%s", engine_error(d->e));
     cli_note(d->c, "db: exported %s to %s\n", d->path, file);
@@ -250,9 +266,7 @@ static int db_prune(db_ctx *d) {
     return cli_usage("db prune: --keep: \"%s\" is not a positive count",
                      keep_t);
   if (days_t) {
-    char *end;
-    days = strtod(days_t, &end);
-    if (*end || !(days > 0))
+    if (args_number(days_t, 0, HUGE_VAL, &days) || !(days > 0))
       return cli_usage("db prune: --older-than: \"%s\" is not a number of "
                        "days > 0",
                        days_t);

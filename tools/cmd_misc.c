@@ -149,9 +149,7 @@ int cmd_diff(cli *c, int argc, char **argv) {
   const char *tol_text = args_value(&a, "tolerance");
   double tol = -1;
   if (tol_text) {
-    char *end;
-    tol = strtod(tol_text, &end);
-    if (*end || !(tol >= 0))
+    if (args_number(tol_text, 0, HUGE_VAL, &tol))
       return cli_usage("diff: --tolerance: \"%s\" is not a number >= 0",
                        tol_text);
   }
@@ -221,12 +219,11 @@ int cmd_simulate(cli *c, int argc, char **argv) {
   const char *size = args_value(&a, "size");
   char rows[32], cols[32];
   if (size) {
-    unsigned long r, cl;
-    char tail;
-    if (sscanf(size, "%lux%lu%c", &r, &cl, &tail) != 2)
+    size_t rc2[2];
+    if (args_dims(size, 2, rc2))
       return cli_usage("simulate: --size: \"%s\" is not ROWSxCOLS", size);
-    snprintf(rows, sizeof rows, "%lu", r);
-    snprintf(cols, sizeof cols, "%lu", cl);
+    snprintf(rows, sizeof rows, "%zu", rc2[0]);
+    snprintf(cols, sizeof cols, "%zu", rc2[1]);
     for (size_t i = 0; i < a.n_params; i++)
       if (a.params[i].name == sim_params[SIM_ROWS].name ||
           a.params[i].name == sim_params[SIM_COLS].name)

@@ -65,7 +65,7 @@ static void sleep_s(double s) {
 typedef struct run_state {
   cli *c;
   esrrf_stream *s;
-  const char *out, *dir;
+  const char *in, *out, *dir; /* in: NULL for stdin */
   size_t n_res;
   double *lat; /* per-frame latencies */
   size_t n_lat, cap_lat;
@@ -101,8 +101,12 @@ static int result_write(run_state *r, const image *img) {
   if (r->dir) {
     char path[4096];
     snprintf(path, sizeof path, "%s/esrrf_%06zu.tif", r->dir, r->n_res);
-    if (tiff_write_meta(path, img, 0, &r->meta, err, sizeof err))
-      return cli_fail("%s", err);
+    /* the numbered file is an output like -o: never the input, never -o */
+    const char *outs[2] = {path, r->out}, *ins[1] = {r->in};
+    int crc = outfile_check(outs, r->out ? 2 : 1, ins, r->in ? 1 : 0, err,
+                            sizeof err);
+    if (crc || tiff_write_meta(path, img, 0, &r->meta, err, sizeof err))
+      return cli_fail("stream: %s", err);
   }
   if (r->out && (r->n_res ? tiff_append(r->out, img, err, sizeof err)
                             : tiff_write_meta(r->out, img, TIFF_APPENDABLE,
@@ -319,6 +323,36 @@ static void stream_meta(run_state *r, const method_desc *d,
   r->prov = j;
 }
 
+/* Whether leaf is a name --out-dir gives a result: esrrf_<6+ digits>.tif. */
+static int numbered(const char *leaf) {
+  size_t n = strlen(leaf), d = 0;
+  if (strncmp(leaf, "esrrf_", 6) || n < 10 || strcmp(leaf + n - 4, ".tif"))
+    return 0;
+  for (size_t i = 6; i < n - 4; i++, d++)
+    if (leaf[i] < '0' || leaf[i] > '9') return 0;
+  return d >= 6;
+}
+
+/* Before any work: the input or -o named like a result inside --out-dir
+ * (the stream would write over it). */
+static int outdir_check(const char *dir, const char *in, const char *out,
+                        char *err, size_t len) {
+  const char *outs[3], *ins[1] = {in};
+  char p[2][4096];
+  size_t n = 0;
+  const char *named[2] = {in, out};
+  for (size_t k = 0; k < 2; k++) {
+    if (!named[k]) continue;
+    const char *slash = strrchr(named[k], '/'),
+               *leaf = slash ? slash + 1 : named[k];
+    if (!numbered(leaf)) continue;
+    snprintf(p[k], sizeof p[k], "%s/%s", dir, leaf);
+    outs[n++] = p[k];
+  }
+  if (out) outs[n++] = out;
+  return outfile_check(outs, n, ins, in ? 1 : 0, err, len);
+}
+
 /* Reads a size_t option within [lo, hi], default def. */
 static int opt_size(const args *a, const char *name, size_t lo, size_t hi,
                     size_t def, size_t *out) {
@@ -351,8 +385,11 @@ int cmd_stream(cli *c, int argc, char **argv) {
       opt_size(&a, "poll-ms", 1, 3600000, 200, &poll_ms))
     return CLI_USAGE;
   const char *idle_s = args_value(&a, "idle");
-  double idle = idle_s ? strtod(idle_s, NULL) : 10;
-  if (!(idle >= 0)) return cli_usage("stream: --idle %s", idle_s);
+  double idle = 10;
+  if (idle_s && args_number(idle_s, 0, 1e9, &idle))
+    return cli_usage("stream: --idle %s is not a number of seconds in "
+                     "[0, 1e9]",
+                     idle_s);
   const char *dtype = args_value(&a, "dtype");
   int u16 = dtype && !strcmp(dtype, "uint16");
   if (dtype && !u16 && strcmp(dtype, "float32"))
@@ -362,10 +399,18 @@ int cmd_stream(cli *c, int argc, char **argv) {
   memset(&info, 0, sizeof info);
   if (!strcmp(in, "-")) {
     const char *size = args_value(&a, "size");
-    char x;
-    if (!size || sscanf(size, "%zu%c%zu", &rows, &x, &cols) != 3 ||
-        (x != 'x' && x != 'X') || !rows || !cols)
-      return cli_usage("stream: raw input on stdin needs --size RxC");
+    size_t rc2[2], px;
+    if (!size || args_dims(size, 2, rc2))
+      return cli_usage("stream: raw input on stdin needs --size RxC%s%s%s",
+                       size ? " (got \"" : "", size ? size : "",
+                       size ? "\")" : "");
+    rows = rc2[0];
+    cols = rc2[1];
+    /* a frame's bytes must be representable (read_stdin's buffer) */
+    if (image_pixels(1, rows, cols, &px) || px > SIZE_MAX / sizeof(float))
+      return cli_usage("stream: --size %s: a frame of %zu x %zu pixels is "
+                       "too large",
+                       size, rows, cols);
     /* raw bytes do not say their type; a guess reads uint16 as float32 */
     if (!dtype)
       return cli_usage("stream: raw input on stdin needs --dtype float32 or "
@@ -399,6 +444,20 @@ int cmd_stream(cli *c, int argc, char **argv) {
     return crc == QS_EINVAL ? cli_usage("%s", cerr) : cli_fail("%s", cerr);
   if (dir && access(dir, W_OK) != 0)
     return cli_fail("stream: --out-dir %s is not a writable directory", dir);
+  const char *in_file = strcmp(in, "-") ? in : NULL;
+  if (dir && (crc = outdir_check(dir, in_file, out, cerr, sizeof cerr)))
+    return crc == QS_EINVAL ? cli_usage("stream: --out-dir: %s", cerr)
+                            : cli_fail("stream: --out-dir: %s", cerr);
+  /* exclusive for the whole stream: a second stream (or any writer) of
+   * the same -o or --out-dir is refused before it reads a frame */
+  char dslash[4096];
+  int lock_out = 0, lock_dir = 0;
+  if (dir) snprintf(dslash, sizeof dslash, "%s/", dir);
+  if ((out && (crc = outfile_lock(out, &lock_out, cerr, sizeof cerr))) ||
+      (dir && (crc = outfile_lock(dslash, &lock_dir, cerr, sizeof cerr)))) {
+    outfile_unlock(lock_out);
+    return cli_fail("stream: %s", cerr);
+  }
   esrrf_stream_options o = {.rows = rows,
                             .cols = cols,
                             .params = a.params,
@@ -409,11 +468,15 @@ int cmd_stream(cli *c, int argc, char **argv) {
                             .impl = args_value(&a, "impl")};
   r.out = out;
   r.dir = dir;
+  r.in = in_file;
   char err[512] = "";
   int rc = esrrf_stream_open(e, &o, &r.s, err, sizeof err);
-  if (rc)
+  if (rc) {
+    outfile_unlock(lock_out);
+    outfile_unlock(lock_dir);
     return rc == QS_EPARAM || rc == QS_EINVAL ? cli_usage("%s", err)
                                               : cli_fail("%s", err);
+  }
   /* every result: the input's pixel size / M, and what made it */
   double values[QS_MAX_PARAMS];
   if (!params_resolve(d->params, d->n_params, a.params, a.n_params, values,
@@ -430,6 +493,8 @@ int cmd_stream(cli *c, int argc, char **argv) {
   if (!rc) rc = summary(&r);
   esrrf_stream_close(r.s);
   cJSON_Delete(r.prov);
+  outfile_unlock(lock_out);
+  outfile_unlock(lock_dir);
   free(r.lat);
   return rc;
 }

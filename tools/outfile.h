@@ -4,10 +4,19 @@
  * is complete, so a failed or interrupted run never leaves a half file.
  *
  * Temporary names are "<destination>.qs-tmp-<pid>-XXXXXX". While one is
- * open, SIGINT, SIGTERM and SIGHUP (when their disposition is the default)
- * remove it before the process dies of the signal; one left by a SIGKILL or
- * a crash is removed by the next outfile_open of the same destination once
- * its process is gone. Writing to standard output ("-") is not offered:
+ * open, SIGINT, SIGTERM and SIGHUP remove it before the signal goes on to
+ * whatever handled it before (the default action, or a runtime's handler
+ * such as LLVM's, which PoCL loads: it holds these signals before any
+ * output is opened); an ignored signal stays ignored. One left by a SIGKILL
+ * or a crash is removed by the next outfile_open or outfile_lock of any
+ * file in the same directory once its process is gone.
+ *
+ * Exclusive: a destination is locked (flock on "<destination>.qs-lock",
+ * removed when released) from outfile_open to the commit or abort, and a
+ * long-lived writer (a stream appending results, an MPI run) holds it
+ * with outfile_lock for its whole life; a second writer of the same
+ * destination, in another process, is refused with QS_EBUSY before it
+ * writes anything. Writing to standard output ("-") is not offered:
  * outputs are files that other runs read back. */
 #ifndef QS_OUTFILE_H
 #define QS_OUTFILE_H
@@ -20,13 +29,16 @@ typedef struct outfile {
   char *path; /* destination */
   char *tmp;  /* temporary name beside it */
   int slot;   /* signal-cleanup slot + 1; 0: none */
+  int lock;   /* the destination's lock (outfile_lock) */
 } outfile;
 
 /* Creates the temporary file (mode 0666 less the umask, as fopen would),
- * after removing stale temporaries of the same destination. Refused before
- * anything is created: a destination that exists and is not a regular file
- * (directory, device, FIFO, socket; symlinks are followed) and "-", with
- * QS_EINVAL; an unwritable directory with QS_EIO. err names path. */
+ * after removing stale temporaries and lock files of its directory, and
+ * takes the destination's lock. Refused before anything is created: a
+ * destination that exists and is not a regular file (directory, device,
+ * FIFO, socket; symlinks are followed) and "-", with QS_EINVAL; an
+ * unwritable directory with QS_EIO; a destination another process is
+ * writing with QS_EBUSY. err names path. */
 int outfile_open(outfile *o, const char *path, char *err, size_t err_len);
 
 /* Flushes, closes and renames over the destination. On any failure the
@@ -54,8 +66,23 @@ int outfile_check(const char *const *outs, size_t n_out,
                   const char *const *ins, size_t n_in, char *err,
                   size_t err_len);
 
-/* Removes "<path>.qs-tmp-<pid>-*" files whose process no longer exists;
- * returns how many were removed. Called by outfile_open.
+/* Takes the exclusive lock on destination path for this process (*handle
+ * for outfile_unlock), refused with QS_EBUSY and a message naming path
+ * when another process holds it; the same process may then outfile_open
+ * path (and the stream's tiff_append it) as often as it likes. A path
+ * ending in '/' locks a directory's numbered outputs ("DIR/.qs-lock").
+ * Sweeps the directory first, as outfile_open does. */
+int outfile_lock(const char *path, int *handle, char *err, size_t err_len);
+
+/* Releases a lock outfile_lock took (0: nothing); its file is removed. */
+void outfile_unlock(int handle);
+
+/* Removes, from the directory of path, every "*.qs-tmp-<pid>-*" file
+ * whose process no longer exists and every empty "*.qs-lock" file nobody
+ * holds; returns how many were removed. Called by outfile_open and
+ * outfile_lock, so a temporary left by a SIGKILL goes at the next write
+ * into that directory (by another process: a process sweeps each
+ * directory once).
  *
  * Test seam: with QUICKSILVER_TEST_OUTFILE_STOP=1 in the environment,
  * outfile_open stops the process (SIGSTOP) once the temporary file exists,

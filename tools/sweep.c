@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "outfile.h"
 #include "simulate.h"
 
@@ -32,13 +33,12 @@ int sweep_sizes(const char *text, sweep_size *out, size_t max, size_t *n,
   const char *s = text;
   while (*s) {
     size_t len = strcspn(s, ",");
-    unsigned long f, r, c;
-    char tail;
+    size_t d[3] = {0, 0, 0};
     char one[64];
     snprintf(one, sizeof one, "%.*s", (int)(len < 63 ? len : 63), s);
     size_t px;
-    if (sscanf(one, "%lux%lux%lu%c", &f, &r, &c, &tail) != 3 || !f || !r ||
-        !c || image_pixels(f, r, c, &px)) {
+    if (len > 63 || args_dims(one, 3, d) ||
+        image_pixels(d[0], d[1], d[2], &px)) {
       snprintf(err, err_len, "size \"%s\" is not FRAMESxROWSxCOLS", one);
       return QS_EINVAL;
     }
@@ -46,7 +46,7 @@ int sweep_sizes(const char *text, sweep_size *out, size_t max, size_t *n,
       snprintf(err, err_len, "more than %zu sizes", max);
       return QS_EINVAL;
     }
-    out[(*n)++] = (sweep_size){f, r, c};
+    out[(*n)++] = (sweep_size){d[0], d[1], d[2]};
     s += len + (s[len] == ',');
   }
   if (!*n) {

@@ -208,7 +208,8 @@ int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
   s->q_cap = s->max_pending + 1;
   if (!rc) s->q = calloc(s->q_cap, sizeof *s->q);
   if (!rc && !s->q) rc = QS_ENOMEM;
-  if (rc == QS_ENOMEM || rc == QS_EOVERFLOW)
+  /* (a refusal of stream_setup keeps its own message) */
+  if ((rc == QS_ENOMEM || rc == QS_EOVERFLOW) && s->rows_m)
     fail(err, len, rc,
          "esrrf stream: no memory for the statistics of "
          "%zu x %zu maps",
