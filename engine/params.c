@@ -52,6 +52,8 @@ static int num_format(char *buf, size_t len, double v) {
 
 int params_format(const param_def *d, double v, char *buf, size_t len) {
   char name[QS_NAME_MAX];
+  if (!buf || !len) return 0;
+  if (!d) return snprintf(buf, len, "%s", "");
   switch (d->type) {
   case PARAM_INT:
     return snprintf(buf, len, "%.0f", v);
@@ -69,6 +71,7 @@ int params_format(const param_def *d, double v, char *buf, size_t len) {
 
 int params_check(const param_def *d, double v, char *err, size_t err_len) {
   char a[40], lo[40], hi[40];
+  if (!d) return snprintf(err, err_len, "no parameter definition"), QS_EINVAL;
   num_format(a, sizeof a, v);
   if (!isfinite(v)) {
     snprintf(err, err_len, "parameter %s: %s is not a finite number", d->name,
@@ -114,6 +117,14 @@ int params_parse(const param_def *d, const char *text, double *value,
   const char *t = text ? text : "";
   char *end = NULL;
   double v = NAN;
+  if (!d || !value)
+    return snprintf(err, err_len, "params_parse: no definition or no value"),
+           QS_EINVAL;
+  /* Numbers strictly as written: a sign, digits, a point and an exponent
+   * (strtod alone also takes leading spaces and hex: " 5", "0x10"). */
+  int plain = 1;
+  for (const char *p = t; plain && *p; p++)
+    plain = strchr("0123456789+-.eE", *p) != NULL;
   switch (d->type) {
   case PARAM_INT: {
     errno = 0;
@@ -146,6 +157,7 @@ int params_parse(const param_def *d, const char *text, double *value,
     break;
   }
   }
+  if (!plain && (d->type == PARAM_INT || d->type == PARAM_FLOAT)) v = NAN;
   if (isnan(v)) {
     static const char *const what[] = {"an integer", "a number",
                                        "a boolean (true/false/1/0)", "?"};
@@ -204,6 +216,12 @@ int params_resolve(const param_def *defs, size_t n, const param *given,
     snprintf(err, err_len, "%zu parameters declared (at most %d)", n,
              QS_MAX_PARAMS);
     return QS_EPARAM;
+  }
+  if ((n && (!defs || !values)) || (n_given && !given)) {
+    snprintf(err, err_len, "%s", n_given && !given
+                                     ? "parameters: a count with no array"
+                                     : "parameters: no definitions or values");
+    return QS_EINVAL;
   }
   unsigned char seen[QS_MAX_PARAMS] = {0};
   for (size_t i = 0; i < n; i++) values[i] = defs[i].def;

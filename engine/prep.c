@@ -68,9 +68,9 @@ int prep_call(engine *e, const char *method, const run_request *rq,
                        "method %s gives %zu output(s), room for %zu given",
                        d->name, d->n_outputs, n_outputs);
   char msg[512] = "";
-  int rc = params_resolve(d->params, d->n_params, rq->params,
-                          rq->params ? rq->n_params : 0, pr->p, msg,
-                          sizeof msg);
+  /* params NULL with n_params > 0 is refused there, never read */
+  int rc = params_resolve(d->params, d->n_params, rq->params, rq->n_params,
+                          pr->p, msg, sizeof msg);
   if (rc) return engine_fail(e, rc, "method %s: %s", d->name, msg);
   rc = shapes_of(e, d, rq->inputs, pr->p, pr->shape);
   if (rc) return rc;

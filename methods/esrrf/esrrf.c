@@ -10,6 +10,7 @@
  * statistics keep a few doubles per output pixel. */
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,49 @@ void esrrf_geom_of(const method_call *c, esrrf_geom *g) {
   g->kind = (temporal_kind)(int)c->p[P_TEMPORAL];
   g->fpt = esrrf_fpt(c->p, g->frames);
   g->mpc = c->p[P_MPC] != 0;
+}
+
+/* Index of the first NaN or infinity of p[0 .. n) (n if none): blocks
+ * scanned for an all-ones exponent field four pixels at a time (the
+ * exponent plus one carries into bit 31 only when it is all ones: and,
+ * add, or; about one instruction a pixel, where the per-pixel isfinite
+ * loop took 8: callgrind found it the stream's only cost over the batch
+ * call), the block with one searched pixel by pixel. */
+typedef uint32_t scan_u32x4 __attribute__((vector_size(16)));
+
+size_t esrrf_first_nonfinite(const float *p, size_t n) {
+  enum { BLOCK = 4096 };
+  for (size_t b = 0; b < n; b += BLOCK) {
+    size_t e = n - b < BLOCK ? n - b : BLOCK, i = 0;
+    scan_u32x4 acc = {0, 0, 0, 0};
+    for (; i + 4 <= e; i += 4) {
+      scan_u32x4 v;
+      memcpy(&v, p + b + i, sizeof v);
+      acc |= (v & 0x7f800000u) + 0x00800000u;
+    }
+    uint32_t any = acc[0] | acc[1] | acc[2] | acc[3];
+    for (; i < e; i++) {
+      uint32_t u;
+      memcpy(&u, p + b + i, sizeof u);
+      any |= (u & 0x7f800000u) + 0x00800000u;
+    }
+    if (any & 0x80000000u)
+      for (i = b; i < b + e; i++)
+        if (!isfinite(p[i])) return i;
+  }
+  return n;
+}
+
+int esrrf_check_finite(const image *in, char *err, size_t err_len) {
+  size_t px = in->rows * in->cols, n = in->frames * px;
+  size_t i = in->data ? esrrf_first_nonfinite(in->data, n) : n;
+  if (i == n) return QS_OK;
+  snprintf(err, err_len,
+           "input frame %zu has %g at row %zu, column %zu: eSRRF refuses "
+           "NaN and infinite pixels (one would spread over the whole image "
+           "through the macro-pixel correction); nothing was computed",
+           i / px, (double)in->data[i], i % px / in->cols, i % in->cols);
+  return QS_EINVAL;
 }
 
 static int esrrf_shape(const image *in, const double *p, image *out,
@@ -77,6 +121,8 @@ static int esrrf_shape(const image *in, const double *p, image *out,
   }
   if (kind == TEMPORAL_NONE) t = in->frames;
   rc = rgc_check(p, t, in->rows, in->cols, (size_t)p[P_MAG], err, err_len);
+  /* the pixels last, once the shape is known to be sound */
+  if (!rc) rc = esrrf_check_finite(in, err, err_len);
   if (rc) return rc;
   out[0].frames = t;
   out[0].rows = in->rows * (size_t)p[P_MAG];

@@ -34,6 +34,16 @@ typedef struct esrrf_geom {
 
 void esrrf_geom_of(const method_call *c, esrrf_geom *g);
 
+/* The NaN policy of eSRRF, one for the batch call and the live stream (so
+ * also MPI and Python): a NaN or infinite pixel is refused, naming its
+ * frame, row and column, before anything is computed. The index of the
+ * first such value of p[0 .. n) (n if none), fast enough to run on every
+ * input. */
+size_t esrrf_first_nonfinite(const float *p, size_t n);
+
+/* QS_EINVAL with that message when in (with data) holds one. */
+int esrrf_check_finite(const image *in, char *err, size_t err_len);
+
 /* Computes the RGC maps of frames [f0, f0 + n) into dst (n planes of
  * rows_m × cols_m whose margins are zero and must stay so). */
 typedef int (*esrrf_maps_fn)(void *state, size_t f0, size_t n, float *dst);

@@ -181,6 +181,7 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * the engine's bound (engine_options.device_cache_mb). */
 #define ESRRF_STREAM_CHUNK 16
 #define ESRRF_STREAM_MAP_BYTES ((size_t)256 << 20)
+#define ESRRF_STREAM_MAX_PENDING ((size_t)1 << 20)
 
 typedef struct esrrf_stream esrrf_stream;
 
@@ -197,7 +198,7 @@ typedef struct esrrf_stream_options {
   const char *impl;         /* as run_request.impl; NULL: the engine's
                                choice */
   size_t max_pending;       /* results held before a push is refused
-                               (0: 4) */
+                               (0: 4; at most ESRRF_STREAM_MAX_PENDING) */
 } esrrf_stream_options;
 
 /* One result: the image is R·M × C·M floats, owned by the caller
@@ -260,7 +261,7 @@ QS_API const char *esrrf_stream_impl(const esrrf_stream *s);
 /* Bytes the stream's calls moved to (*up) and from (*down) an OpenCL
  * device so far: their run_report counters, and the download of a short
  * last timepoint finished on the device by esrrf_stream_end (0 and 0 on
- * the CPU). */
+ * the CPU). Either pointer may be NULL. */
 QS_API void esrrf_stream_transfers(const esrrf_stream *s, uint64_t *up,
                                    uint64_t *down);
 

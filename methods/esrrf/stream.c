@@ -100,37 +100,6 @@ void esrrf_stream_close(esrrf_stream *s) {
   free(s);
 }
 
-/* Index of the first NaN or infinity of p[0 .. n) (n if none): blocks
- * scanned for an all-ones exponent field four pixels at a time (the
- * exponent plus one carries into bit 31 only when it is all ones: and,
- * add, or; about one instruction a pixel, where the per-pixel isfinite
- * loop took 8: callgrind found it the stream's only cost over the batch
- * call), the block with one searched pixel by pixel. */
-typedef uint32_t scan_u32x4 __attribute__((vector_size(16)));
-
-static size_t first_nonfinite(const float *p, size_t n) {
-  enum { BLOCK = 4096 };
-  for (size_t b = 0; b < n; b += BLOCK) {
-    size_t e = n - b < BLOCK ? n - b : BLOCK, i = 0;
-    scan_u32x4 acc = {0, 0, 0, 0};
-    for (; i + 4 <= e; i += 4) {
-      scan_u32x4 v;
-      memcpy(&v, p + b + i, sizeof v);
-      acc |= (v & 0x7f800000u) + 0x00800000u;
-    }
-    uint32_t any = acc[0] | acc[1] | acc[2] | acc[3];
-    for (; i < e; i++) {
-      uint32_t u;
-      memcpy(&u, p + b + i, sizeof u);
-      any |= (u & 0x7f800000u) + 0x00800000u;
-    }
-    if (any & 0x80000000u)
-      for (i = b; i < b + e; i++)
-        if (!isfinite(p[i])) return i;
-  }
-  return n;
-}
-
 /* Checks the options and resolves the parameters into s. */
 static int stream_setup(esrrf_stream *s, const esrrf_stream_options *o,
                         char *err, size_t len) {
@@ -187,6 +156,14 @@ int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
   if (out) *out = NULL;
   if (!e || !o || !out)
     return fail(err, len, QS_EINVAL, "esrrf stream: missing argument");
+  /* sizes and pointers checked before any arithmetic on them */
+  if (o->n_params && !o->params)
+    return fail(err, len, QS_EINVAL,
+                "esrrf stream: n_params %zu with no params", o->n_params);
+  if (o->max_pending > ESRRF_STREAM_MAX_PENDING)
+    return fail(err, len, QS_EINVAL,
+                "esrrf stream: max_pending %zu is more than %zu",
+                o->max_pending, (size_t)ESRRF_STREAM_MAX_PENDING);
   esrrf_stream *s = calloc(1, sizeof *s);
   if (!s) return fail(err, len, QS_ENOMEM, "esrrf stream: out of memory");
   s->e = e;
@@ -522,13 +499,18 @@ int esrrf_stream_push(esrrf_stream *s, const image *frames) {
   if (!frames || !frames->data || !frames->frames)
     return fail(s->err, sizeof s->err, QS_EINVAL,
                 "esrrf stream: no frames to push");
+  size_t all;
+  if (image_pixels(frames->frames, frames->rows, frames->cols, &all))
+    return fail(s->err, sizeof s->err, QS_EOVERFLOW,
+                "esrrf stream: a push of %zu x %zu x %zu pixels is too large",
+                frames->frames, frames->rows, frames->cols);
   if (frames->rows != s->rows || frames->cols != s->cols)
     return fail(s->err, sizeof s->err, QS_ESHAPE,
                 "esrrf stream: frame of %zu x %zu pushed into a stream of "
                 "%zu x %zu",
                 frames->rows, frames->cols, s->rows, s->cols);
   size_t px = s->rows * s->cols, count = frames->frames;
-  size_t i = first_nonfinite(frames->data, count * px);
+  size_t i = esrrf_first_nonfinite(frames->data, count * px);
   if (i < count * px)
     return fail(s->err, sizeof s->err, QS_EINVAL,
                 "esrrf stream: frame %zu of the push (stream frame %llu) "
@@ -646,8 +628,8 @@ const char *esrrf_stream_error(const esrrf_stream *s) {
 
 void esrrf_stream_transfers(const esrrf_stream *s, uint64_t *up,
                             uint64_t *down) {
-  *up = s ? s->up : 0;
-  *down = s ? s->down : 0;
+  if (up) *up = s ? s->up : 0;
+  if (down) *down = s ? s->down : 0;
 }
 
 /* ------------------------------------------------- the calls' side */

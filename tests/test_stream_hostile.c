@@ -1,0 +1,225 @@
+/* test_stream_hostile.c — the public C API tried as a careless or hostile
+ * host program would: NULL where a pointer is expected, counts with no
+ * array, sizes at SIZE_MAX, pushes too large to count, NaN and infinity in
+ * frames. Every case answers with a status and a message, never a crash
+ * (run under ASan/UBSan in CI); the eSRRF NaN policy is the same for the
+ * live stream and the batch call (README, "NaN and infinity"). Public
+ * header only, so it holds whatever the stream's insides become. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qs_test.h"
+#include "quicksilver.h"
+
+TestSuite(stream_hostile, .fini = qs_leak_check);
+
+static engine *open_cpu(void) {
+  engine_options eo = {.db_path = ":memory:", .no_opencl = 1, .threads = 2,
+                       .no_calibration = 1};
+  engine *e = NULL;
+  cr_assert_eq(engine_open(&e, &eo), QS_OK, "%s",
+               e ? engine_error(e) : "no engine");
+  return e;
+}
+
+static const param mag2[] = {{"magnification", 2, NULL}};
+
+static esrrf_stream_options options(size_t rows, size_t cols) {
+  return (esrrf_stream_options){.rows = rows,
+                                .cols = cols,
+                                .params = mag2,
+                                .n_params = 1,
+                                .window = 2,
+                                .impl = "serial"};
+}
+
+/* max_pending = SIZE_MAX made the queue's capacity wrap to 0 (a division
+ * by zero at the first push). */
+Test(stream_hostile, max_pending_at_size_max_is_refused) {
+  engine *e = open_cpu();
+  esrrf_stream_options o = options(8, 8);
+  o.max_pending = SIZE_MAX;
+  esrrf_stream *s = (esrrf_stream *)1;
+  char err[512] = "";
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EINVAL);
+  cr_assert_null(s);
+  cr_assert_not_null(strstr(err, "max_pending"), "%s", err);
+  o.max_pending = ESRRF_STREAM_MAX_PENDING; /* the largest allowed works */
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_OK, "%s",
+               err);
+  esrrf_stream_close(s);
+  engine_close(e);
+}
+
+/* params = NULL with n_params = 1 was read (a segfault in params.c), in
+ * the stream and in method_run alike. */
+Test(stream_hostile, count_of_params_without_params_is_refused) {
+  engine *e = open_cpu();
+  esrrf_stream_options o = options(8, 8);
+  o.params = NULL;
+  esrrf_stream *s = NULL;
+  char err[512] = "";
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EINVAL);
+  cr_assert_not_null(strstr(err, "params"), "%s", err);
+  image in;
+  cr_assert_eq(image_alloc(&in, 2, 8, 8), QS_OK);
+  memset(in.data, 0, 2 * 8 * 8 * sizeof(float));
+  run_request rq = {.inputs = &in, .n_inputs = 1, .params = NULL,
+                    .n_params = 1};
+  image out[1];
+  cr_assert_eq(method_run(e, "esrrf", &rq, out, 1, NULL), QS_EINVAL);
+  cr_assert_not_null(strstr(engine_error(e), "param"), "%s", engine_error(e));
+  cr_assert_eq(method_estimate(e, "esrrf", &rq, &(run_report){0}),
+               QS_EINVAL);
+  /* and the table functions themselves */
+  double v[QS_MAX_PARAMS];
+  const method_desc *d = method_find(e, "esrrf");
+  cr_assert_not_null(d);
+  cr_assert_eq(params_resolve(d->params, d->n_params, NULL, 3, v, err,
+                              sizeof err),
+               QS_EINVAL);
+  cr_assert_eq(params_resolve(NULL, 2, NULL, 0, v, err, sizeof err),
+               QS_EINVAL);
+  cr_assert_eq(params_resolve(d->params, d->n_params, NULL, 0, NULL, err,
+                              sizeof err),
+               QS_EINVAL);
+  cr_assert_eq(params_parse(NULL, "1", v, err, sizeof err), QS_EINVAL);
+  cr_assert_eq(params_parse(&d->params[0], "1", NULL, err, sizeof err),
+               QS_EINVAL);
+  cr_assert_eq(params_check(NULL, 1, err, sizeof err), QS_EINVAL);
+  image_free(&in);
+  engine_close(e);
+}
+
+/* Every public stream function with NULL where it takes a pointer. */
+Test(stream_hostile, null_pointers_are_answered) {
+  engine *e = open_cpu();
+  esrrf_stream_options o = options(8, 8);
+  esrrf_stream *s = NULL;
+  char err[512] = "";
+  cr_assert_eq(esrrf_stream_open(NULL, &o, &s, err, sizeof err), QS_EINVAL);
+  cr_assert_eq(esrrf_stream_open(e, NULL, &s, err, sizeof err), QS_EINVAL);
+  cr_assert_eq(esrrf_stream_open(e, &o, NULL, err, sizeof err), QS_EINVAL);
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, NULL, 0), QS_OK);
+  uint64_t up = 7, down = 7;
+  /* both counters optional: esrrf_stream_transfers(s, NULL, NULL) was a
+   * segfault */
+  esrrf_stream_transfers(s, NULL, NULL);
+  esrrf_stream_transfers(s, &up, NULL);
+  esrrf_stream_transfers(s, NULL, &down);
+  cr_assert_eq(up, 0);
+  cr_assert_eq(down, 0);
+  esrrf_stream_transfers(NULL, &up, &down);
+  cr_assert_eq(esrrf_stream_push(s, NULL), QS_EINVAL);
+  cr_assert_eq(esrrf_stream_push(NULL, NULL), QS_EINVAL);
+  image none = {0};
+  cr_assert_eq(esrrf_stream_push(s, &none), QS_EINVAL);
+  int got = 1;
+  image img;
+  cr_assert_eq(esrrf_stream_pop(s, NULL, NULL, &got), QS_EINVAL);
+  cr_assert_eq(got, 0);
+  cr_assert_eq(esrrf_stream_pop(s, &img, NULL, NULL), QS_EINVAL);
+  cr_assert_eq(esrrf_stream_pop(NULL, &img, NULL, &got), QS_EINVAL);
+  cr_assert_eq(esrrf_stream_give(s, NULL), QS_EINVAL);
+  cr_assert_eq(esrrf_stream_give(NULL, &none), QS_EINVAL);
+  cr_assert_eq(esrrf_stream_end(NULL), QS_EINVAL);
+  cr_assert_eq(esrrf_stream_frames(NULL), 0);
+  cr_assert_str_eq(esrrf_stream_impl(NULL), "");
+  cr_assert_str_eq(esrrf_stream_error(NULL), "");
+  esrrf_stream_close(NULL);
+  esrrf_stream_close(s);
+  engine_close(e);
+}
+
+/* A push whose pixel count does not fit size_t is refused before the
+ * frames are read (the NaN scan multiplied frames by rows by cols). */
+Test(stream_hostile, push_too_large_to_count_is_refused) {
+  engine *e = open_cpu();
+  esrrf_stream_options o = options(8, 8);
+  esrrf_stream *s = NULL;
+  char err[512] = "";
+  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_OK, "%s",
+               err);
+  float px[64] = {0};
+  image huge = image_wrap(px, SIZE_MAX / 16, 8, 8);
+  cr_assert_eq(esrrf_stream_push(s, &huge), QS_EOVERFLOW);
+  cr_assert_not_null(strstr(esrrf_stream_error(s), "too large"), "%s",
+                     esrrf_stream_error(s));
+  cr_assert_eq(esrrf_stream_frames(s), 0);
+  esrrf_stream_close(s);
+  engine_close(e);
+}
+
+/* Frame sizes past what the stream can hold: a message that says why, not
+ * "statistics of 0 x 0 maps". */
+Test(stream_hostile, oversized_frames_are_explained) {
+  engine *e = open_cpu();
+  const size_t sizes[][2] = {{100000, 100000}, {SIZE_MAX, 8}, {0, 8}};
+  for (size_t i = 0; i < 3; i++) {
+    esrrf_stream_options o = options(sizes[i][0], sizes[i][1]);
+    esrrf_stream *s = NULL;
+    char err[512] = "";
+    int rc = esrrf_stream_open(e, &o, &s, err, sizeof err);
+    cr_assert_neq(rc, QS_OK, "%zu x %zu", sizes[i][0], sizes[i][1]);
+    cr_assert_null(s);
+    cr_assert_null(strstr(err, "0 x 0"), "%s", err);
+    cr_assert_gt(strlen(err), 10, "no message: %s", err);
+  }
+  engine_close(e);
+}
+
+/* The NaN policy, one for batch and stream: a NaN or infinite pixel is
+ * refused with its frame, row and column named, nothing is computed. The
+ * batch call used to spread one NaN over the whole output (the macro-pixel
+ * correction divides by the image's mean) and return QS_OK. */
+Test(stream_hostile, nan_pixel_is_refused_alike_by_batch_and_stream) {
+  engine *e = open_cpu();
+  image in;
+  cr_assert_eq(image_alloc(&in, 10, 24, 24), QS_OK);
+  for (size_t i = 0; i < 10 * 24 * 24; i++)
+    in.data[i] = 100.0f + (float)(i % 7);
+  const float bad[] = {NAN, INFINITY, -INFINITY};
+  for (size_t k = 0; k < 3; k++) {
+    in.data[(6 * 24 + 5) * 24 + 17] = bad[k]; /* frame 6, row 5, col 17 */
+    run_request rq = {.inputs = &in, .n_inputs = 1, .params = mag2,
+                      .n_params = 1, .impl = "serial"};
+    image out[1];
+    int rc = method_run(e, "esrrf", &rq, out, 1, NULL);
+    cr_assert_eq(rc, QS_EINVAL, "batch: %s (%s)", status_name(rc),
+                 engine_error(e));
+    const char *m = engine_error(e);
+    cr_assert_not_null(strstr(m, "frame 6"), "%s", m);
+    cr_assert_not_null(strstr(m, "row 5"), "%s", m);
+    cr_assert_not_null(strstr(m, "column 17"), "%s", m);
+    cr_assert_null(out[0].data);
+    /* the stream: the same frame refused, with the same pixel named */
+    esrrf_stream_options o = options(24, 24);
+    esrrf_stream *s = NULL;
+    char err[512] = "";
+    cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_OK, "%s",
+                 err);
+    image f = image_wrap(in.data + 6 * 24 * 24, 1, 24, 24);
+    cr_assert_eq(esrrf_stream_push(s, &f), QS_EINVAL);
+    const char *sm = esrrf_stream_error(s);
+    cr_assert_not_null(strstr(sm, "row 5"), "%s", sm);
+    cr_assert_not_null(strstr(sm, "column 17"), "%s", sm);
+    esrrf_stream_close(s);
+  }
+  /* every implementation refuses it, not only the serial one */
+  run_request rq = {.inputs = &in, .n_inputs = 1, .params = mag2,
+                    .n_params = 1};
+  image out[1];
+  cr_assert_eq(method_run(e, "esrrf", &rq, out, 1, NULL), QS_EINVAL);
+  /* a finite stack again runs */
+  in.data[(6 * 24 + 5) * 24 + 17] = 100;
+  cr_assert_eq(method_run(e, "esrrf", &rq, out, 1, NULL), QS_OK, "%s",
+               engine_error(e));
+  for (size_t i = 0; i < out[0].rows * out[0].cols; i++)
+    cr_assert(isfinite(out[0].data[i]), "pixel %zu", i);
+  image_free(&out[0]);
+  image_free(&in);
+  engine_close(e);
+}
