@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -38,10 +39,14 @@ static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
  * OpenCL, holds these signals before any output is opened). */
 static struct sigaction prev_act[N_SIGNALS];
 
-static void on_fatal_signal(int sig) {
-  int saved = errno;
+void outfile_remove_all(void) {
   for (int i = 0; i < LIVE_MAX; i++)
     if (live_on[i]) unlink(live_path[i]);
+}
+
+static void on_fatal_signal(int sig) {
+  int saved = errno;
+  outfile_remove_all();
   /* Hand the signal on: to the handler found, or to the default action,
    * so the caller sees the usual status. The signal is blocked while this
    * handler runs, so the raised one is delivered once it returns. */
@@ -132,7 +137,17 @@ static int tmp_stale(const char *name) {
   long pid = strtol(at + strlen(TMP_TAG), &end, 10);
   if (pid <= 0 || *end != '-' || pid == (long)getpid()) return 0;
   /* EPERM means alive (another user's): only ESRCH is gone. */
-  return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+  if (kill((pid_t)pid, 0) != 0) return errno == ESRCH;
+  /* A zombie is gone too (killed, its parent not yet waiting: mpirun's
+   * ranks after SIGKILL, in a container whose init does not reap). */
+  char stat_path[64], buf[256];
+  snprintf(stat_path, sizeof stat_path, "/proc/%ld/stat", pid);
+  FILE *f = fopen(stat_path, "r");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f) fclose(f);
+  buf[n] = '\0';
+  const char *paren = strrchr(buf, ')'); /* the name may hold spaces */
+  return paren && paren[1] == ' ' && paren[2] == 'Z';
 }
 
 /* Removes the lock file full when nobody holds it (taken, then unlinked

@@ -77,6 +77,11 @@ int outfile_lock(const char *path, int *handle, char *err, size_t err_len);
 /* Releases a lock outfile_lock took (0: nothing); its file is removed. */
 void outfile_unlock(int handle);
 
+/* Removes every temporary and lock file this process has open now, for a
+ * path that ends the process without unwinding (MPI_Abort, an MPI error
+ * handler). Async-signal-safe; the outfiles stay to be aborted. */
+void outfile_remove_all(void);
+
 /* Removes, from the directory of path, every "*.qs-tmp-<pid>-*" file
  * whose process no longer exists and every empty "*.qs-lock" file nobody
  * holds; returns how many were removed. Called by outfile_open and

@@ -313,6 +313,161 @@ else
   not_ok "missing input" "exit $rc; $(cat fail.err)"
 fi
 
+# ------------------------------------------------ hostile: the outputs
+# The output guards of every writer: never an input (any spelling), never
+# the same output twice; nothing written, the input unchanged.
+mkdir guard
+cp in11.tif guard/in.tif
+ln -s in.tif guard/sym.tif
+ln guard/in.tif guard/hard.tif
+sum0=$(cksum <guard/in.tif)
+for o in guard/in.tif guard/./in.tif guard/sym.tif guard/hard.tif; do
+  mpi 2 esrrf guard/in.tif -o "$o" --magnification 2 -q 2>fail.err
+  rc=$?
+  if ((rc == 2)) && grep -q "is the input" fail.err &&
+    [[ $(cksum <guard/in.tif) == "$sum0" ]] &&
+    [[ -z "$(ls -A guard | grep -v -x -e in.tif -e sym.tif -e hard.tif)" ]]
+  then
+    ok "-o $o (the input) refused: exit 2, input unchanged"
+  else
+    not_ok "-o $o (the input) refused" "exit $rc; $(cat fail.err)"
+  fi
+done
+mpi 2 run roberts_cross in11.tif -o guard/g.tif -o guard/./g.tif -q \
+  2>fail.err
+rc=$?
+if ((rc == 2)) && grep -q "same file" fail.err && [[ ! -e guard/g.tif ]]; then
+  ok "the same output twice refused: exit 2, nothing written"
+else
+  not_ok "the same output twice" "exit $rc; $(cat fail.err)"
+fi
+
+# Ranks that would compute different things (another file of the same
+# shape on one rank, another parameter): refused before anything is
+# written, the message naming the rank.
+"$QS" simulate -o other11.tif --frames 11 --rows 20 --cols 18 -q --seed 9
+mpmd() { # args of rank 0 ;; args of rank 1
+  local a=() b=() seen=0
+  for x in "$@"; do
+    if [[ $x == ";;" ]]; then seen=1; elif ((seen)); then b+=("$x")
+    else a+=("$x"); fi
+  done
+  timeout 300 "$MPIRUN" --oversubscribe -n 1 "$QSM" "${a[@]}" --threads 1 : \
+    -n 1 "$QSM" "${b[@]}" --threads 1
+}
+mpmd esrrf in11.tif -o guard/m.tif --magnification 2 -q ";;" \
+  esrrf other11.tif -o guard/m.tif --magnification 2 -q 2>fail.err
+rc=$?
+if ((rc == 1)) && grep -q "rank 1 (.*): the pixels of its input" fail.err &&
+  [[ ! -e guard/m.tif && -z "$(ls -A guard | grep qs-)" ]]; then
+  ok "rank 1 reading another file of the same shape: refused, rank named"
+else
+  not_ok "ranks reading different files" "exit $rc; $(cat fail.err)"
+fi
+mpmd esrrf in11.tif -o guard/m.tif --magnification 2 -q ";;" \
+  esrrf in11.tif -o guard/m.tif --magnification 2 --radius 2 -q 2>fail.err
+rc=$?
+if ((rc == 1)) && grep -q "rank 1 (.*): its method, parameters" fail.err &&
+  [[ ! -e guard/m.tif ]]; then
+  ok "rank 1 given another --radius: refused, rank named, nothing written"
+else
+  not_ok "ranks given different parameters" "exit $rc; $(cat fail.err)"
+fi
+
+# Signals: a SIGTERM, SIGHUP or SIGINT that reaches the rank holding the
+# temporary (rank 0) removes it (and the lock) before that rank dies of it;
+# a second job on the same OUT is refused while the first holds it. What
+# mpirun does on a signal of its own or a rank's death is Open MPI's
+# choice: SIGCONT, then a second later SIGTERM or SIGKILL to the ranks. A
+# SIGKILL cannot be answered: the next write into that directory sweeps
+# what it left (the dead rank's pid is in the name).
+"$QS" simulate -o in400.tif --frames 400 --rows 32 --cols 32 -q --seed 6
+mkdir sig
+slow_job() { # a job that holds sig/o.tif's temporary for seconds ($job:
+  # mpirun itself, so that signals reach it, not a wrapper)
+  QUICKSILVER_MPI_SLOW=0:0.05 "$MPIRUN" --oversubscribe -n 2 \
+    "$QSM" esrrf in400.tif -o sig/o.tif --temporal none --magnification 2 \
+    --chunk-bytes 1 --impl serial --threads 1 -q >/dev/null 2>sig.err &
+  job=$!
+  for _ in $(seq 300); do
+    # the job well under way: every rank past its start
+    ls sig | grep -q qs-tmp && sleep 1 && return 0
+    sleep 0.05
+  done
+  return 1
+}
+gone() { # waits up to 10 s for sig/ to hold no temporary or lock
+  for _ in $(seq 200); do
+    [[ -z "$(ls -A sig | grep qs-)" ]] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+reaped() { # waits for the given pids to be gone or zombies
+  for r in "$@"; do
+    for _ in $(seq 100); do
+      [[ "$(ps -o stat= -p "$r" 2>/dev/null)" == Z* ]] && break
+      kill -0 "$r" 2>/dev/null || break
+      sleep 0.05
+    done
+  done
+}
+for how in TERM HUP INT; do
+  if ! slow_job; then
+    not_ok "a slow job for SIG$how started" "$(cat sig.err)"
+    kill "$job" 2>/dev/null
+    wait "$job"
+    continue
+  fi
+  if [[ $how == TERM ]]; then
+    mpi 2 esrrf in11.tif -o sig/o.tif --magnification 2 -q 2>fail.err
+    rc=$?
+    if ((rc == 1)) && grep -q "another process" fail.err; then
+      ok "a second job on an output being written is refused"
+    else
+      not_ok "a second job on the same output" "exit $rc; $(cat fail.err)"
+    fi
+  fi
+  rank0=$(pgrep -P "$job" | head -1)
+  kill -"$how" "$rank0"
+  wait "$job"
+  rc=$?
+  if ((rc != 0)) && gone && [[ ! -e sig/o.tif ]]; then
+    ok "SIG$how to the writing rank: exit $rc, no temporary, no lock left"
+  else
+    not_ok "SIG$how to the writing rank: nothing left" \
+      "exit $rc; $(ls -A sig); $(ps -eo pid,ppid,stat,args | grep '[q]uicksilver-mpi')"
+  fi
+  rm -f sig/*
+done
+for how in TERM INT rank; do
+  if ! slow_job; then
+    not_ok "a slow job for $how started" "$(cat sig.err)"
+    kill "$job" 2>/dev/null
+    wait "$job"
+    continue
+  fi
+  ranks=$(pgrep -P "$job")
+  # shellcheck disable=SC2086
+  if [[ $how == rank ]]; then kill -KILL $(tail -1 <<<"$ranks")
+  else kill -"$how" "$job"; fi
+  wait "$job"
+  rc=$?
+  # shellcheck disable=SC2086
+  reaped $ranks
+  mpi 2 esrrf in11.tif -o sig/p.tif --magnification 2 -q 2>fail.err
+  if ((rc != 0)) && [[ ! -e sig/o.tif && -e sig/p.tif &&
+    -z "$(ls -A sig | grep qs-)" ]]; then
+    label="SIG$how to mpirun"
+    [[ $how == rank ]] && label="a rank SIGKILLed"
+    ok "$label: exit $rc; after the next write in the directory nothing is left"
+  else
+    not_ok "$how: nothing left after the next write" \
+      "exit $rc; $(ls -A sig); $(cat fail.err)"
+  fi
+  rm -f sig/*
+done
+
 # Timing stores: one file per host by default, --db when given.
 host=$(hostname -s 2>/dev/null || hostname)
 host=${host%%.*}

@@ -13,7 +13,6 @@
  * the one error message; every rank exits with the same status: 0 success,
  * 1 failure (no output file is left), 2 usage. */
 #include <cJSON.h>
-#include <libgen.h>
 #include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +21,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "outfile.h"
 #include "quicksilver_mpi.h"
 
 static const opt_def opts[] = {
@@ -319,21 +319,27 @@ static int cli(int argc, char **argv) {
   size_t n_out = 0;
   for (size_t i = 0; i < a.n_opts && n_out < 16; i++)
     if (!strcmp(a.opts[i].def->name, "output")) outs[n_out++] = a.opts[i].value;
-  /* Refuse an unwritable output before any work (rank 0 decides). */
+  /* The guards of every writer before any work (rank 0 decides): no
+   * output is an input (any spelling, symlink, hard link), none is named
+   * twice or is not a regular file, every directory is writable; then
+   * each output is locked for the whole run, so a second run (or any
+   * writer) on the same output is refused instead of interleaving. */
   int bad = 0;
-  if (rank0)
-    for (size_t k = 0; k < n_out && !bad; k++) {
-      char copy[4096];
-      snprintf(copy, sizeof copy, "%s", outs[k]);
-      if (access(dirname(copy), W_OK) != 0) {
-        say("%s: cannot write into its directory", outs[k]);
-        bad = 1;
-      }
+  int locks[16] = {0};
+  if (rank0) {
+    int rc2 = outfile_check(outs, n_out, a.pos, a.n_pos, err, sizeof err);
+    for (size_t k = 0; k < n_out && !rc2; k++)
+      rc2 = outfile_lock(outs[k], &locks[k], err, sizeof err);
+    if (rc2) {
+      say("%s", err);
+      bad = rc2 == QS_EINVAL ? 2 : 1;
     }
+  }
   MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (bad) {
+    for (size_t k = 0; k < n_out; k++) outfile_unlock(locks[k]);
     engine_close(probe);
-    return 1;
+    return bad;
   }
   qsm_options o = {.impl = args_value(&a, "impl"),
                    .max_chunk_bytes = chunk_bytes,
@@ -352,8 +358,18 @@ static int cli(int argc, char **argv) {
     if (rc) say("%s failed: %s", d->name, err);
   }
   qsm_report_free(&rep);
+  for (size_t k = 0; k < n_out; k++) outfile_unlock(locks[k]);
   engine_close(probe);
   return rc ? 1 : 0;
+}
+
+static void on_mpi_error(MPI_Comm *comm, int *code, ...) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int n = 0;
+  outfile_remove_all();
+  MPI_Error_string(*code, msg, &n);
+  fprintf(stderr, "quicksilver-mpi: MPI error: %s\n", msg);
+  MPI_Abort(*comm, 1);
 }
 
 int main(int argc, char **argv) {
@@ -366,6 +382,11 @@ int main(int argc, char **argv) {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   rank0 = rank == 0;
+  /* An MPI error ends the job without unwinding: the output temporaries
+   * of this process go first. */
+  MPI_Errhandler eh;
+  MPI_Comm_create_errhandler(on_mpi_error, &eh);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh);
   int status = cli(argc, argv);
   fflush(stdout);
   MPI_Finalize();

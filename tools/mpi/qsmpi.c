@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "outfile.h"
 #include "tiff.h"
 
 #define QSM_MAX_IO 16
@@ -137,6 +138,14 @@ static int param_index(const method_desc *d, const char *name) {
 }
 
 /* -------------------------------------------------------------- phase 1 */
+
+/* Ends the job from a rank that cannot go on with the collectives: the
+ * output temporaries this process created go first (MPI_Abort does not
+ * unwind, and the others' SIGTERM may come after this process is gone). */
+static void qsm_abort(ctx *c) {
+  outfile_remove_all();
+  MPI_Abort(c->comm, 1);
+}
 
 static int open_engine(ctx *c, const qsm_options *o, char *err, size_t len) {
   engine_options eo = o ? o->engine : (engine_options){0};
@@ -308,6 +317,91 @@ static int plan_chunks(ctx *c, const char *method, const param *params,
     unit_bytes += (double)c->out_rows[k] * (double)c->out_cols[k] * 4;
   double cap = (double)max_bytes / (unit_bytes > 0 ? unit_bytes : 1);
   c->max_units = cap < 1 ? 1 : cap > 1e18 ? (uint64_t)1e18 : (uint64_t)cap;
+  return QS_OK;
+}
+
+/* ------------------------------------------------------------ agreement */
+
+/* 64-bit FNV-1a over n bytes, continuing from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s) {
+  return fnv(h, s ? s : "", s ? strlen(s) + 1 : 1);
+}
+
+/* What every rank must agree on before anything is written: [0] the
+ * method, every resolved parameter and the options that shape the work
+ * (implementation, gather, chunk cap, input and output counts); [1] every
+ * input's page count and page size; [2] the pixels of sample pages of
+ * every input (the first, the last and two between: reading all of them
+ * on every rank would undo the split), as float32 after decoding. A rank
+ * given another file of the same shape, another --radius, or a node whose
+ * copy of the input differs, is caught here. */
+static int agree_hash(ctx *c, const param *params, size_t n_params, int gather,
+                      size_t max_bytes, uint64_t h[3], char *err,
+                      size_t len) {
+  const uint64_t seed = 0xcbf29ce484222325ull;
+  double v[QS_MAX_PARAMS];
+  int rc = params_resolve(c->d->params, c->d->n_params, params, n_params, v,
+                          err, len);
+  if (rc) return rc;
+  h[0] = fnv_str(seed, c->d->name);
+  h[0] = fnv(h[0], v, c->d->n_params * sizeof *v);
+  h[0] = fnv_str(h[0], c->impl);
+  uint64_t opts[4] = {(uint64_t)gather, (uint64_t)max_bytes, c->n_in,
+                      c->n_out};
+  h[0] = fnv(h[0], opts, sizeof opts);
+  h[1] = fnv(seed, &c->frames, sizeof c->frames);
+  h[2] = seed;
+  for (size_t k = 0; k < c->n_in; k++) {
+    h[1] = fnv(h[1], &c->in_rows[k], sizeof c->in_rows[k]);
+    h[1] = fnv(h[1], &c->in_cols[k], sizeof c->in_cols[k]);
+    size_t at[4] = {0, c->frames / 3, 2 * c->frames / 3,
+                    c->frames ? c->frames - 1 : 0};
+    for (size_t j = 0; j < 4 && c->frames; j++) {
+      if (j && at[j] == at[j - 1]) continue;
+      image pg;
+      rc = tiff_read_pages(c->inputs[k], at[j], 1, &pg, err, len);
+      if (rc) return rc;
+      h[2] = fnv(h[2], &at[j], sizeof at[j]);
+      h[2] = fnv(h[2], pg.data, pg.rows * pg.cols * sizeof(float));
+      image_free(&pg);
+    }
+  }
+  return QS_OK;
+}
+
+/* Collective: every rank's three hashes against the root's. A rank that
+ * differs fails with a message naming what differs (the root names the
+ * rank in the job's one message). Returns this rank's status. */
+static int agree(ctx *c, const param *params, size_t n_params, int gather,
+                 size_t max_bytes, char *err, size_t len) {
+  uint64_t mine[3] = {0, 0, 0}, root[3];
+  int rc = agree_hash(c, params, n_params, gather, max_bytes, mine, err, len);
+  memcpy(root, mine, sizeof root);
+  MPI_Bcast(root, 3, MPI_UINT64_T, c->root, c->comm);
+  if (c->rank == c->root)
+    c->me.bytes_sent += sizeof root * (size_t)(c->size - 1);
+  else
+    c->me.bytes_received += sizeof root;
+  if (rc) return rc;
+  static const char *const what[3] = {
+      "its method, parameters or options",
+      "the shape of its input (pages, rows, columns)",
+      "the pixels of its input (sample pages)"};
+  for (int k = 0; k < 3; k++)
+    if (mine[k] != root[k]) {
+      set_err(err, len,
+              "%s differ from rank %d's: every rank must be given the same "
+              "arguments and read the same input files (%s); nothing was "
+              "written",
+              what[k], c->root, c->inputs[0]);
+      return QS_EMISMATCH;
+    }
   return QS_OK;
 }
 
@@ -680,7 +774,7 @@ static int work_within(ctx *c, char *err, size_t len) {
   size_t n_pieces = 0;
   size_t rows = c->in_rows[0] * (size_t)c->mag,
          cols = c->in_cols[0] * (size_t)c->mag;
-  if (!block) MPI_Abort(c->comm, 1); /* 8 bytes a rank */
+  if (!block) qsm_abort(c); /* 8 bytes a rank */
   int rc = injected(c, err, len);
   int brc = blocks_of(c, block, err, len); /* collective */
   if (!rc) rc = brc;
@@ -729,10 +823,10 @@ static int work_within(ctx *c, char *err, size_t len) {
       if (pieces[i].t == t) q = &pieces[i];
     if (!q) { /* an empty block between two sharing ranks */
       q = &empty;
-      if (esrrf_partial_init(&q->p, c->temporal, rows, cols)) MPI_Abort(c->comm, 1);
+      if (esrrf_partial_init(&q->p, c->temporal, rows, cols)) qsm_abort(c);
     }
     esrrf_partial next;
-    if (esrrf_partial_init(&next, c->temporal, rows, cols)) MPI_Abort(c->comm, 1);
+    if (esrrf_partial_init(&next, c->temporal, rows, cols)) qsm_abort(c);
     int i = c->rank - ra, g = rb - ra + 1;
     for (int step = 1; step < g; step *= 2) {
       if (i % (2 * step) == step) {
@@ -741,7 +835,7 @@ static int work_within(ctx *c, char *err, size_t len) {
       }
       if (i % (2 * step) == 0 && i + step < g) {
         recv_partial(c, &next, ra + i + step);
-        if (esrrf_partial_merge(&q->p, &next)) MPI_Abort(c->comm, 1);
+        if (esrrf_partial_merge(&q->p, &next)) qsm_abort(c);
       }
     }
     esrrf_partial_free(&next);
@@ -833,7 +927,7 @@ static int gather(ctx *c, image *outputs, char *err, size_t len) {
   uint64_t *counts = NULL;
   if (c->rank == c->root) {
     counts = calloc((size_t)c->size, sizeof *counts);
-    if (!counts) MPI_Abort(c->comm, 1); /* 8 bytes a rank */
+    if (!counts) qsm_abort(c); /* 8 bytes a rank */
   }
   MPI_Gather(&mine, 1, MPI_UINT64_T, counts, 1, MPI_UINT64_T, c->root,
              c->comm);
@@ -1082,6 +1176,11 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
   if (!rc) rc = plan_chunks(c, method, params, n_params, max_bytes, why, sizeof why);
   int worst = rc;
   MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, comm);
+  /* 1b: the same work everywhere, before anything is written */
+  if (!worst) {
+    rc = agree(c, params, n_params, gather_files, max_bytes, why, sizeof why);
+    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, comm);
+  }
   if (!worst && paths && !gather_files) {
     rc = direct_open(c, paths, why, sizeof why);
     worst = rc;
