@@ -14,6 +14,10 @@
 #include "qs_test.h"
 #include "quicksilver.h"
 
+#define FUZZ_NO_MAIN
+#include "fuzz/fuzz_stream.c"
+#include "fuzz/replay.h"
+
 TestSuite(stream_hostile, .fini = qs_leak_check);
 
 static engine *open_cpu(void) {
@@ -222,4 +226,10 @@ Test(stream_hostile, nan_pixel_is_refused_alike_by_batch_and_stream) {
   image_free(&out[0]);
   image_free(&in);
   engine_close(e);
+}
+
+/* The stream harness's seeds and every input fuzzing found troublesome
+ * (tests/fuzz/corpus/stream, tests/fuzz/regress/stream), replayed. */
+Test(stream_hostile, fuzz_inputs_replayed) {
+  cr_assert_geq(replay_kind("stream", stream_one), 7);
 }

@@ -58,7 +58,8 @@ import numpy as np
 
 from . import _core
 from . import _progress
-from ._errors import (STATUS, CancelledError, ConfigurationError, CopyError,
+from ._errors import (STATUS, CancelledError, ClosedError,
+                      ConfigurationError, CopyError,
                       DTypeError, Error, ExistsError, FileFormatError,
                       ImplementationError, OpenCLError, OutOfMemoryError,
                       ParameterError, ShapeError, SizeError, StoreError,
@@ -76,7 +77,7 @@ __all__ = [
     "UnknownImplementationError", "UnavailableError", "ImplementationError",
     "OpenCLError", "StoreError", "FileFormatError", "OutOfMemoryError",
     "SizeError", "Stream", "StreamResult", "Plan", "CancelledError",
-    "ConfigurationError", "ExistsError", "STATUS",
+    "ConfigurationError", "ExistsError", "ClosedError", "STATUS",
 ]
 
 ArrayLike = Union[np.ndarray, Sequence[Any]]
@@ -343,7 +344,9 @@ def _as_input(a: ArrayLike, copy: bool, slot: str) -> np.ndarray:
         raise CopyError(f"input {slot}: {why}; copy=False forbids the "
                         "conversion to a C-contiguous float32 array",
                         name="invalid")
-    return np.ascontiguousarray(arr, dtype=np.float32)
+    # np.ascontiguousarray returns an unaligned float32 array as it is: a
+    # new array (aligned, C order) is made instead
+    return np.array(arr, dtype=np.float32, order="C", copy=True)
 
 
 def _as_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:

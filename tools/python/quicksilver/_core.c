@@ -57,6 +57,37 @@ static PyObject *raise_status(int status, const char *msg) {
   return NULL;
 }
 
+/* Raises the class registered under "closed" (ClosedError) for a closed
+ * engine or stream: what = "engine" or "stream". Returns NULL. */
+static PyObject *raise_closed(const char *what) {
+  char msg[96];
+  snprintf(msg, sizeof msg, "the %s is closed", what);
+  PyObject *cls = error_map ? PyDict_GetItemString(error_map, "closed") : NULL;
+  if (!cls) return raise_status(QS_EINVAL, msg);
+  PyObject *exc = PyObject_CallFunction(cls, "sis", msg, QS_EINVAL,
+                                        status_name(QS_EINVAL));
+  if (exc) {
+    PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+  }
+  return NULL;
+}
+
+/* The UTF-8 of a str, refused (ParameterError naming `what`) when it holds
+ * a NUL: the library reads C strings, so "5\0junk" would be taken for
+ * "5". NULL with the error set. */
+static const char *utf8_whole(PyObject *s, const char *what) {
+  Py_ssize_t n;
+  const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+  if (u && strlen(u) != (size_t)n) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s \"%.60s\" holds a NUL character", what, u);
+    raise_status(QS_EPARAM, msg);
+    return NULL;
+  }
+  return u;
+}
+
 static PyObject *set_errors(PyObject *self, PyObject *map) {
   (void)self;
   if (!PyDict_Check(map)) {
@@ -169,11 +200,12 @@ static void engine_unlock(EngineObject *self) {
  * engine). Returns rc. */
 static int unlock_status(EngineObject *self, int rc) {
   char msg[1024] = "";
-  if (rc != QS_OK)
-    snprintf(msg, sizeof msg, "%s",
-             self->e ? engine_error(self->e) : "the engine is closed");
+  int closed = !self->e; /* closed by another thread while we waited */
+  if (rc != QS_OK && !closed)
+    snprintf(msg, sizeof msg, "%s", engine_error(self->e));
   engine_unlock(self);
-  if (rc != QS_OK) raise_status(rc, msg);
+  if (rc != QS_OK && closed) rc = QS_EINVAL, raise_closed("engine");
+  else if (rc != QS_OK) raise_status(rc, msg);
   return rc;
 }
 
@@ -191,7 +223,7 @@ static PyObject *list_of(size_t n, PyObject *(*item)(const void *, size_t),
 
 static int engine_ready(EngineObject *self) {
   if (self->e) return 1;
-  raise_status(QS_EINVAL, "the engine is closed");
+  raise_closed("engine");
   return 0;
 }
 
@@ -270,6 +302,10 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kw) {
 
 static PyObject *Engine_close(EngineObject *self, PyObject *noargs) {
   (void)noargs;
+  /* Counted under the engine's lock, which a running call holds: a
+   * stream opened (or a call begun) while this thread waited for the lock
+   * is seen here, and nothing a call uses is freed under it. */
+  engine_lock(self);
   if (self->streams > 0) {
     char msg[128];
     snprintf(msg, sizeof msg,
@@ -277,9 +313,9 @@ static PyObject *Engine_close(EngineObject *self, PyObject *noargs) {
              "close them "
              "first",
              self->streams);
+    engine_unlock(self);
     return raise_status(QS_EINVAL, msg);
   }
-  engine_lock(self);
   engine *e = self->e;
   self->e = NULL;
   /* Closing flushes pending timings to the store. */
@@ -356,9 +392,9 @@ static int params_build(PyObject *seq, param *p, size_t max, size_t *n) {
     }
     value = PyTuple_GET_ITEM(item, 1);
     memset(&p[k], 0, sizeof p[k]);
-    if (!(p[k].name = PyUnicode_AsUTF8(name))) return -1;
+    if (!(p[k].name = utf8_whole(name, "parameter name"))) return -1;
     if (PyUnicode_Check(value)) {
-      if (!(p[k].text = PyUnicode_AsUTF8(value))) return -1;
+      if (!(p[k].text = utf8_whole(value, p[k].name))) return -1;
     } else {
       p[k].value = PyFloat_AsDouble(value);
       if (p[k].value == -1.0 && PyErr_Occurred()) {
@@ -1098,26 +1134,32 @@ typedef struct {
   esrrf_stream *s;
 } StreamObject;
 
-/* Raises with the stream's own message for a failed stream call. */
-static PyObject *stream_raise(StreamObject *self, int rc) {
-  char msg[1024];
-  snprintf(msg, sizeof msg, "%s", esrrf_stream_error(self->s));
-  return raise_status(rc, msg);
-}
-
 static int stream_ready(StreamObject *self) {
   if (self->s) return 1;
-  raise_status(QS_EINVAL, "the stream is closed");
+  raise_closed("stream");
   return 0;
+}
+
+/* Takes the engine's lock for a stream call: 0 with the lock held and the
+ * stream still open (another thread may have closed it while this one
+ * waited), else -1 with ClosedError and the lock released. */
+static int stream_lock(StreamObject *self) {
+  engine_lock(self->eng);
+  if (self->s) return 0;
+  engine_unlock(self->eng);
+  raise_closed("stream");
+  return -1;
 }
 
 static void stream_close(StreamObject *self) {
   if (!self->s) return;
   engine_lock(self->eng);
-  esrrf_stream_close(self->s);
+  if (self->s) { /* not closed by another thread while we waited */
+    esrrf_stream_close(self->s);
+    self->s = NULL;
+    self->eng->streams--;
+  }
   engine_unlock(self->eng);
-  self->s = NULL;
-  self->eng->streams--;
 }
 
 static PyObject *Stream_close(StreamObject *self, PyObject *noargs) {
@@ -1143,13 +1185,18 @@ static PyObject *Stream_push(StreamObject *self, PyObject *arr) {
     Py_XDECREF(one);
     return NULL;
   }
-  engine_lock(self->eng);
+  if (stream_lock(self) < 0) {
+    Py_DECREF(one);
+    return NULL;
+  }
   PyThreadState *ts = PyEval_SaveThread();
   int rc = esrrf_stream_push(self->s, &in[0]);
+  char msg[1024] = "";
+  if (rc != QS_OK) snprintf(msg, sizeof msg, "%s", esrrf_stream_error(self->s));
   PyEval_RestoreThread(ts);
   engine_unlock(self->eng);
   Py_DECREF(one);
-  if (rc != QS_OK) return stream_raise(self, rc);
+  if (rc != QS_OK) return raise_status(rc, msg);
   if (PyErr_CheckSignals() < 0) return NULL;
   Py_RETURN_NONE;
 }
@@ -1161,12 +1208,14 @@ static PyObject *Stream_pop(StreamObject *self, PyObject *noargs) {
   image out = {0};
   esrrf_stream_result info;
   int got = 0;
-  engine_lock(self->eng);
+  if (stream_lock(self) < 0) return NULL;
   int rc = esrrf_stream_pop(self->s, &out, &info, &got);
+  char msg[1024] = "";
+  if (rc != QS_OK) snprintf(msg, sizeof msg, "%s", esrrf_stream_error(self->s));
   engine_unlock(self->eng);
   if (rc != QS_OK) {
     image_free(&out);
-    return stream_raise(self, rc);
+    return raise_status(rc, msg);
   }
   if (!got) Py_RETURN_NONE;
   PyObject *a = image_to_array(&out);
@@ -1178,13 +1227,14 @@ static PyObject *Stream_pop(StreamObject *self, PyObject *noargs) {
 
 static PyObject *Stream_end(StreamObject *self, PyObject *noargs) {
   (void)noargs;
-  if (!stream_ready(self)) return NULL;
-  engine_lock(self->eng);
+  if (!stream_ready(self) || stream_lock(self) < 0) return NULL;
   PyThreadState *ts = PyEval_SaveThread();
   int rc = esrrf_stream_end(self->s);
+  char msg[1024] = "";
+  if (rc != QS_OK) snprintf(msg, sizeof msg, "%s", esrrf_stream_error(self->s));
   PyEval_RestoreThread(ts);
   engine_unlock(self->eng);
-  if (rc != QS_OK) return stream_raise(self, rc);
+  if (rc != QS_OK) return raise_status(rc, msg);
   Py_RETURN_NONE;
 }
 
@@ -1450,20 +1500,32 @@ static PyObject *Engine_esrrf_stream(EngineObject *self, PyObject *args) {
                             .max_pending = (size_t)max_pending};
   esrrf_stream *st = NULL;
   char msg[1024] = "";
-  engine_lock(self);
-  int rc = esrrf_stream_open(self->e, &o, &st, msg, sizeof msg);
-  engine_unlock(self);
-  Py_DECREF(p_seq);
-  if (rc != QS_OK) return raise_status(rc, msg);
   StreamObject *so = PyObject_New(StreamObject, &StreamType);
   if (!so) {
-    esrrf_stream_close(st);
+    Py_DECREF(p_seq);
     return NULL;
+  }
+  so->eng = NULL;
+  so->s = NULL;
+  engine_lock(self);
+  if (!self->e) { /* closed by another thread while we waited */
+    engine_unlock(self);
+    Py_DECREF(p_seq);
+    Py_DECREF(so);
+    return raise_closed("engine");
+  }
+  int rc = esrrf_stream_open(self->e, &o, &st, msg, sizeof msg);
+  /* counted before the lock goes: a close() waiting for it sees it */
+  if (rc == QS_OK) self->streams++;
+  engine_unlock(self);
+  Py_DECREF(p_seq);
+  if (rc != QS_OK) {
+    Py_DECREF(so);
+    return raise_status(rc, msg);
   }
   Py_INCREF(self);
   so->eng = self;
   so->s = st;
-  self->streams++;
   return (PyObject *)so;
 }
 

@@ -18,7 +18,7 @@ __all__ = [
     "UnknownMethodError", "UnknownImplementationError", "UnavailableError",
     "ImplementationError", "OpenCLError", "StoreError", "FileFormatError",
     "OutOfMemoryError", "SizeError", "ConfigurationError", "ExistsError",
-    "CancelledError",
+    "CancelledError", "ClosedError",
     "STATUS",
 ]
 
@@ -114,6 +114,11 @@ class CancelledError(Error):
     value): it stopped early, returned nothing and recorded no timing."""
 
 
+class ClosedError(Error, ValueError):
+    """The engine (or stream) was closed: open another one. A ValueError,
+    as Python's own closed files raise."""
+
+
 _BY_NAME: dict[str, type[Error]] = {
     "invalid": ParameterError,
     "no_memory": OutOfMemoryError,
@@ -139,7 +144,7 @@ _BY_NAME: dict[str, type[Error]] = {
     "cancelled": CancelledError,
 }
 
-for _cls in (Error, *_BY_NAME.values(), DTypeError, CopyError):
+for _cls in (Error, *_BY_NAME.values(), DTypeError, CopyError, ClosedError):
     _cls.__module__ = "quicksilver"  # as users import them
 
 _NAMES: dict[int, str] = {code: name for name, code in STATUS.items()}
@@ -147,8 +152,10 @@ _NAMES: dict[int, str] = {code: name for name, code in STATUS.items()}
 
 def _register() -> None:
     """Tells the extension which class to raise for each status."""
-    mapping = {code: _BY_NAME.get(name, Error)
-               for name, code in STATUS.items() if name != "ok"}
+    mapping: dict[object, type[Error]] = {
+        code: _BY_NAME.get(name, Error)
+        for name, code in STATUS.items() if name != "ok"}
+    mapping["closed"] = ClosedError
     _core._set_errors(mapping)
 
 
