@@ -157,3 +157,53 @@ Test(params, esrrf_and_rgc_indices_name_their_rows) {
     }
   }
 }
+
+/* Numbers as written, nothing else: strtod and strtoll alone take leading
+ * spaces and hexadecimal, so " 5" and "0x10" used to be accepted. */
+Test(params, numbers_are_parsed_strictly) {
+  char err[256];
+  double v = -1;
+  static const char *const bad_int[] = {" 5", "0x10", "5 ", "+ 5", "5\t",
+                                        "\n5"};
+  for (size_t i = 0; i < sizeof bad_int / sizeof *bad_int; i++) {
+    cr_assert_eq(params_parse(&defs[0], bad_int[i], &v, err, sizeof err),
+                 QS_EPARAM, "\"%s\"", bad_int[i]);
+    cr_assert_not_null(strstr(err, "magnification"), "%s", err);
+  }
+  static const char *const bad_float[] = {" 1.5", "0x1p1", "1.5 ", "infinity",
+                                          "0X1"};
+  for (size_t i = 0; i < sizeof bad_float / sizeof *bad_float; i++)
+    cr_assert_eq(params_parse(&defs[4], bad_float[i], &v, err, sizeof err),
+                 QS_EPARAM, "\"%s\"", bad_float[i]);
+  cr_assert_eq(v, -1, "untouched by failures");
+  cr_assert_eq(params_parse(&defs[0], "+5", &v, err, sizeof err), QS_OK);
+  cr_assert_eq(v, 5);
+  cr_assert_eq(params_parse(&defs[4], "-.5e-1", &v, err, sizeof err), QS_OK);
+  cr_assert_eq(v, -0.05);
+}
+
+/* Every entry with NULL where it takes a pointer: a status, never a
+ * crash (params = NULL with n_params = 1 was read). */
+Test(params, null_pointers_and_counts_without_arrays) {
+  char err[256] = "";
+  double v[N_DEFS];
+  const param one[] = {{"radius", 2, NULL}};
+  cr_assert_eq(params_resolve(defs, N_DEFS, NULL, 1, v, err, sizeof err),
+               QS_EINVAL);
+  cr_assert_not_null(strstr(err, "no array"), "%s", err);
+  cr_assert_eq(params_resolve(NULL, 3, one, 1, v, err, sizeof err),
+               QS_EINVAL);
+  cr_assert_eq(params_resolve(defs, N_DEFS, one, 1, NULL, err, sizeof err),
+               QS_EINVAL);
+  cr_assert_eq(params_resolve(defs, N_DEFS, NULL, 0, v, err, sizeof err),
+               QS_OK, "no parameters given: the defaults");
+  cr_assert_eq(v[0], 5);
+  cr_assert_eq(params_parse(NULL, "1", v, err, sizeof err), QS_EINVAL);
+  cr_assert_eq(params_parse(&defs[0], "1", NULL, err, sizeof err), QS_EINVAL);
+  cr_assert_eq(params_parse(&defs[0], NULL, v, err, sizeof err), QS_EPARAM);
+  cr_assert_eq(params_check(NULL, 1, err, sizeof err), QS_EINVAL);
+  char buf[16] = "x";
+  cr_assert_eq(params_format(NULL, 1, buf, sizeof buf), 0);
+  cr_assert_str_eq(buf, "");
+  cr_assert_eq(params_format(&defs[0], 1, NULL, 0), 0);
+}
