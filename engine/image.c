@@ -9,6 +9,7 @@
 #include "quicksilver.h"
 
 int image_pixels(size_t frames, size_t rows, size_t cols, size_t *n) {
+  if (!n) return QS_EINVAL;
   *n = 0;
   if (frames == 0 || rows == 0 || cols == 0) return QS_OK;
   if (rows > QS_MAX_PIXELS / cols) return QS_EOVERFLOW;
@@ -57,6 +58,7 @@ static void *map_zeroed(size_t bytes, block *b) {
 
 int image_alloc(image *img, size_t frames, size_t rows, size_t cols) {
   image empty = {0};
+  if (!img) return QS_EINVAL;
   *img = empty;
   size_t n;
   int rc = image_pixels(frames, rows, cols, &n);

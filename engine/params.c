@@ -196,6 +196,7 @@ const char *name_nearest(const char *name, const char *(*at)(const void *,
                          const void *ctx, size_t n) {
   const char *best = NULL;
   size_t best_d = (size_t)-1;
+  if (!name || !at) return NULL;
   for (size_t i = 0; i < n; i++) {
     const char *c = at(ctx, i);
     size_t dist = name_distance(name, c);

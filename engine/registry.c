@@ -198,8 +198,11 @@ int registry_unknown(engine *e, const char *name) {
 int method_impls(engine *e, const char *method, impl_info *out, size_t max,
                  size_t *n) {
   if (!e) return QS_EINVAL;
-  mstate *m = registry_find(e, method);
   if (n) *n = 0;
+  if (max && !out)
+    return engine_fail(e, QS_EINVAL, "method_impls: no array for %zu entries",
+                       max);
+  mstate *m = registry_find(e, method);
   if (!m) return registry_unknown(e, method);
   double p[QS_MAX_PARAMS];
   for (size_t i = 0; i < m->desc->n_params; i++) p[i] = m->desc->params[i].def;

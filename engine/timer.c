@@ -29,8 +29,10 @@ static void mean_std(const double *x, size_t n, double *mean, double *std) {
 }
 
 int stats_of(const double *x, size_t n, stats *s) {
+  if (!s) return QS_EINVAL;
   memset(s, 0, sizeof *s);
-  if (n == 0) return QS_EINVAL;
+  if (n == 0 || !x) return QS_EINVAL;
+  if (n > SIZE_MAX / sizeof(double)) return QS_EOVERFLOW;
   double local[64];
   double *y = n <= 64 ? local : malloc(n * sizeof *y);
   if (!y) return QS_ENOMEM;

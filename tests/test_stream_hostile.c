@@ -233,3 +233,85 @@ Test(stream_hostile, nan_pixel_is_refused_alike_by_batch_and_stream) {
 Test(stream_hostile, fuzz_inputs_replayed) {
   cr_assert_geq(replay_kind("stream", stream_one), 7);
 }
+
+static int no_row(void *ctx, const db_row *r) {
+  (void)ctx;
+  (void)r;
+  return 0;
+}
+
+/* Every other public entry with NULL where it takes a pointer, and sizes
+ * at SIZE_MAX: a status (or an empty answer), never a crash. */
+Test(stream_hostile, every_public_function_answers_null) {
+  engine *e = open_cpu();
+  size_t n = 7;
+  cr_assert_neq(image_alloc(NULL, 1, 1, 1), QS_OK);
+  image img;
+  cr_assert_neq(image_alloc(&img, SIZE_MAX, SIZE_MAX, 2), QS_OK);
+  image_free(NULL);
+  cr_assert_neq(image_pixels(SIZE_MAX, 2, 1, &n), QS_OK);
+  cr_assert_neq(image_pixels(1, 1, 1, NULL), QS_OK);
+  cr_assert_neq(engine_open(NULL, NULL), QS_OK);
+  engine_close(NULL);
+  cr_assert_not_null(engine_error(NULL));
+  (void)engine_threads(NULL);
+  (void)engine_db_path(NULL);
+  (void)engine_opencl_why(NULL);
+  cr_assert_neq(engine_devices(NULL, NULL, 0, &n), QS_OK);
+  cr_assert_neq(engine_devices(e, NULL, 4, &n), QS_OK);
+  cr_assert_null(name_nearest(NULL, NULL, NULL, 3));
+  (void)method_nearest_name(NULL, "esrf");
+  (void)method_nearest_name(e, NULL);
+  char msg[64];
+  (void)engine_record_status(NULL, msg, sizeof msg);
+  (void)engine_record_status(e, NULL, 0);
+  cr_assert_eq(method_count(NULL), 0);
+  cr_assert_null(method_at(NULL, 0));
+  cr_assert_null(method_at(e, SIZE_MAX));
+  cr_assert_null(method_find(NULL, "esrrf"));
+  cr_assert_null(method_find(e, NULL));
+  cr_assert_neq(method_impls(e, NULL, NULL, 4, &n), QS_OK);
+  cr_assert_neq(method_impls(e, "esrrf", NULL, 4, &n), QS_OK);
+  image out[1];
+  run_report rep;
+  cr_assert_neq(method_run(NULL, "esrrf", NULL, out, 1, &rep), QS_OK);
+  cr_assert_neq(method_run(e, NULL, NULL, out, 1, &rep), QS_OK);
+  cr_assert_neq(method_run(e, "esrrf", NULL, out, 1, &rep), QS_OK);
+  cr_assert_neq(method_run(e, "esrrf", NULL, NULL, 1, &rep), QS_OK);
+  run_request rq = {.inputs = NULL, .n_inputs = 1};
+  cr_assert_neq(method_run(e, "esrrf", &rq, out, 1, NULL), QS_OK);
+  cr_assert_neq(method_estimate(e, "esrrf", &rq, NULL), QS_OK);
+  cr_assert_neq(method_estimate(e, "esrrf", NULL, &rep), QS_OK);
+  cr_assert_neq(method_benchmark(e, "esrrf", NULL, NULL, 0, 1, NULL), QS_OK);
+  bench_result br;
+  cr_assert_neq(method_benchmark(e, "esrrf", NULL, NULL, 0, 1, &br), QS_OK);
+  cr_assert_neq(engine_db_query(NULL, NULL, no_row, NULL), QS_OK);
+  (void)engine_db_query(e, NULL, NULL, NULL);
+  (void)engine_db_query(e, NULL, no_row, NULL);
+  (void)engine_db_stats(e, NULL, NULL, NULL);
+  (void)engine_db_best(e, NULL, NULL, NULL);
+  cr_assert_eq(db_key_is_slice(NULL), 0);
+  cr_assert_neq(engine_db_export(e, NULL), QS_OK);
+  cr_assert_neq(engine_db_import(e, NULL, NULL, NULL, NULL), QS_OK);
+  (void)engine_db_prune(e, 0, 0, NULL);
+  (void)engine_db_forget(e, NULL, NULL);
+  (void)engine_db_check(NULL);
+  cr_assert_neq(engine_db_move_aside(NULL, NULL, 0, NULL, 0), QS_OK);
+  cr_assert_neq(engine_db_remove(NULL, NULL, 0), QS_OK);
+  cr_assert_neq(stats_of(NULL, 3, NULL), QS_OK);
+  (void)esrrf_partial_slots(-1);
+  esrrf_partial p;
+  cr_assert_neq(esrrf_partial_init(NULL, 0, 4, 4), QS_OK);
+  cr_assert_neq(esrrf_partial_init(&p, 0, SIZE_MAX, SIZE_MAX), QS_OK);
+  esrrf_partial_free(NULL);
+  esrrf_partial_reset(NULL);
+  cr_assert_neq(esrrf_partial_add(NULL, NULL, 1), QS_OK);
+  cr_assert_eq(esrrf_partial_init(&p, 0, 4, 4), QS_OK);
+  cr_assert_neq(esrrf_partial_add(&p, NULL, 1), QS_OK);
+  cr_assert_neq(esrrf_partial_merge(&p, NULL), QS_OK);
+  cr_assert_neq(esrrf_partial_merge(NULL, &p), QS_OK);
+  cr_assert_neq(esrrf_partial_finish(&p, 2, 1, NULL), QS_OK);
+  cr_assert_neq(esrrf_partial_finish(NULL, 2, 1, NULL), QS_OK);
+  esrrf_partial_free(&p);
+  engine_close(e);
+}
