@@ -23,7 +23,7 @@ static void impl_fit(mstate *m, size_t i) {
     n += k->impl == i && k->n && !k->mismatch;
   double *works = n ? malloc(2 * n * sizeof *works) : NULL;
   if (n && !works) return; /* no model this time */
-  double *times = works + n;
+  double *times = works ? works + n : NULL; /* no arithmetic on NULL */
   /* m->all is newest key first; the fit keeps the newest when it must cut */
   size_t j = n;
   for (hist *k = m->all; k; k = k->sibling) {
