@@ -86,7 +86,9 @@ static pid_t spawn_in(const char *in, const char *out, const char *err,
   argv[n] = NULL;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  if (in) posix_spawn_file_actions_addopen(&fa, 0, in, O_RDONLY, 0);
+  /* no command waits on the test's own stdin (raw frames on "-") */
+  posix_spawn_file_actions_addopen(&fa, 0, in ? in : "/dev/null", O_RDONLY,
+                                   0);
   posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC,
                                    0644);
   posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC,
