@@ -558,7 +558,16 @@ static int run_chunk(ctx *c, uint64_t u0, uint64_t u1, char *err, size_t len) {
   k->u0 = u0;
   k->u1 = u1;
   int rc = read_frames(c, f0, f1, in, err, len);
-  if (!rc) rc = run_method(c, in, c->params, c->n_params, k->out, err, len);
+  if (!rc) {
+    rc = run_method(c, in, c->params, c->n_params, k->out, err, len);
+    /* the method counts frames from the chunk's first: say which pages
+     * of the input those are (a refused NaN names its frame) */
+    if (rc && strstr(err, "frame")) {
+      char why[1024];
+      snprintf(why, sizeof why, "%s", err);
+      set_err(err, len, "input pages [%zu, %zu): %s", f0, f1, why);
+    }
+  }
   for (size_t i = 0; !rc && i < c->d->n_outputs; i++)
     if (k->out[i].frames != u1 - u0) {
       set_err(err, len,
