@@ -7,7 +7,10 @@
  * open, SIGINT, SIGTERM and SIGHUP remove it before the signal goes on to
  * whatever handled it before (the default action, or a runtime's handler
  * such as LLVM's, which PoCL loads: it holds these signals before any
- * output is opened); an ignored signal stays ignored. One left by a SIGKILL
+ * output is opened); an ignored signal stays ignored. (A program whose own
+ * handler lets it live on after such a signal finds its temporary gone:
+ * the commit then fails naming the destination, nothing is half written;
+ * bench restores the disposition before it writes.) One left by a SIGKILL
  * or a crash is removed by the next outfile_open or outfile_lock of any
  * file in the same directory once its process is gone.
  *
