@@ -374,6 +374,48 @@ else
   not_ok "ranks given different parameters" "exit $rc; $(cat fail.err)"
 fi
 
+# The NaN policy of eSRRF, as one process: a NaN pixel (page 7, row 3,
+# column 5 of a 10-page stack) is refused naming the pages of the chunk
+# and the pixel; nothing is written.
+python3 - <<'PY'
+import struct
+rows, cols, pages = 12, 10, 10
+data = [100.0 + (i % 7) for i in range(rows * cols)]
+with open("nan.tif", "wb") as f:
+    f.write(b"II*\0" + struct.pack("<I", 8))
+    off = 8
+    for k in range(pages):
+        px = list(data)
+        if k == 7:
+            px[3 * cols + 5] = float("nan")
+        body = struct.pack("<%df" % len(px), *px)
+        tags = [(256, 4, 1, cols), (257, 4, 1, rows), (258, 3, 1, 32),
+                (259, 3, 1, 1), (262, 3, 1, 1), (273, 4, 1, 0),
+                (277, 3, 1, 1), (278, 4, 1, rows), (279, 4, 1, len(body)),
+                (339, 3, 1, 3)]
+        ifd_size = 2 + 12 * len(tags) + 4
+        data_at = off + ifd_size
+        nxt = 0 if k == pages - 1 else data_at + len(body)
+        f.write(struct.pack("<H", len(tags)))
+        for tag, typ, n, v in tags:
+            v = data_at if tag == 273 else v
+            f.write(struct.pack("<HHII", tag, typ, n, v) if typ == 4 else
+                    struct.pack("<HHIHH", tag, typ, n, v, 0))
+        f.write(struct.pack("<I", nxt))
+        f.write(body)
+        off = nxt
+PY
+mkdir nan
+mpi 2 esrrf nan.tif -o nan/o.tif --magnification 2 --temporal none -q \
+  2>fail.err
+rc=$?
+if ((rc == 1)) && grep -q "frame .* has nan at row 3, column 5" fail.err &&
+  grep -q "input pages \[" fail.err && [[ -z "$(ls -A nan)" ]]; then
+  ok "a NaN pixel: refused with its pages and place named, nothing written"
+else
+  not_ok "a NaN pixel over MPI" "exit $rc; $(cat fail.err); $(ls -A nan)"
+fi
+
 # Signals: a SIGTERM, SIGHUP or SIGINT that reaches the rank holding the
 # temporary (rank 0) removes it (and the lock) before that rank dies of it;
 # a second job on the same OUT is refused while the first holds it. What
