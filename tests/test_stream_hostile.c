@@ -13,6 +13,7 @@
 
 #include "qs_test.h"
 #include "quicksilver.h"
+#include "quicksilver_esrrf.h"
 
 #define FUZZ_NO_MAIN
 #include "fuzz/fuzz_stream.c"

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "quicksilver.h"
+#include "quicksilver_esrrf.h"
 
 static engine *stream_fuzz_engine(void) {
   static engine *e;
