@@ -23,7 +23,27 @@ def _frames(n=6, rows=16, cols=16, seed=1):
     return (100 + 20 * rng.random((n, rows, cols))).astype(np.float32)
 
 
-def test_close_racing_a_call_and_a_stream_open():
+def _open_stream(e):
+    return e.esrrf_stream(16, 16, window=2, impl="serial", magnification=2)
+
+
+def _use_stream(s, small):
+    s.push(small[:2])
+    r = s.pop()
+    assert r is not None and np.isfinite(r.image).all()
+
+
+def _open_plan(e):
+    return e.open("roberts_cross", (2, 16, 16), impl="serial")
+
+
+def _use_plan(p, small):
+    res = p.run(small[:2])
+    assert res[0].shape == (2, 16, 16)
+
+
+@pytest.mark.parametrize("kind", ["stream", "plan"])
+def test_close_racing_a_call_and_a_stream_open(kind):
     """One thread runs a long call, a second opens a stream (it waits for
     the call), a third closes the engine (it waits too). Whichever of the
     two gets the engine first, the other is refused with a clear error; the
@@ -44,9 +64,8 @@ def test_close_racing_a_call_and_a_stream_open():
 
         def opener():
             try:
-                got["stream"] = e.esrrf_stream(16, 16, window=2,
-                                               impl="serial",
-                                               magnification=2)
+                got["stream"] = (_open_stream if kind == "stream"
+                                 else _open_plan)(e)
             except qs.Error as x:
                 got["stream_error"] = x
 
@@ -71,11 +90,10 @@ def test_close_racing_a_call_and_a_stream_open():
         assert got["run"]["output"].shape == (1, 256, 256)
         if "stream" in got:
             # the stream came first: close() saw it and refused
-            assert "close_error" in got and "stream" in str(got["close_error"])
+            assert "close_error" in got and "still open" in str(
+                got["close_error"])
             s = got["stream"]
-            s.push(small[:2])
-            r = s.pop()
-            assert r is not None and np.isfinite(r.image).all()
+            (_use_stream if kind == "stream" else _use_plan)(s, small)
             s.close()
             e.close()
             outcomes.add("stream first")
@@ -186,6 +204,11 @@ def test_closed_stream_says_it_is_closed():
         for call in (lambda: s.push(_frames(n=1)), s.pop, s.end):
             with pytest.raises(qs.ClosedError, match="stream is closed"):
                 call()
+        p = _open_plan(e)
+        p.close()
+        p.close()
+        with pytest.raises(qs.ClosedError, match="plan is closed"):
+            p.run(_frames(n=2))
 
 
 def test_nan_pixel_refused_with_its_place_named():

@@ -1292,17 +1292,19 @@ typedef struct {
 
 static int plan_ready(PlanObject *self) {
   if (self->p) return 1;
-  raise_status(QS_EINVAL, "the plan is closed");
+  raise_closed("plan");
   return 0;
 }
 
 static void plan_release(PlanObject *self) {
   if (!self->p) return;
   engine_lock(self->eng);
-  plan_close(self->p);
+  if (self->p) { /* not closed by another thread while we waited */
+    plan_close(self->p);
+    self->p = NULL;
+    self->eng->streams--;
+  }
   engine_unlock(self->eng);
-  self->p = NULL;
-  self->eng->streams--;
 }
 
 static PyObject *Plan_close(PlanObject *self, PyObject *noargs) {
@@ -1331,6 +1333,11 @@ static PyObject *Plan_run(PlanObject *self, PyObject *args) {
   if (!seq || inputs_wrap(seq, in, &n_in, 0) < 0 || !plan_ready(self))
     goto done;
   engine_lock(self->eng);
+  if (!self->p) { /* closed by another thread while we waited */
+    engine_unlock(self->eng);
+    plan_ready(self);
+    goto done;
+  }
   run_report rep;
   memset(&rep, 0, sizeof rep);
   run_job j = {.p = self->p,
@@ -1446,11 +1453,14 @@ static PyObject *Engine_open(EngineObject *self, PyObject *args) {
   int rc = method_open(self->e, method, &rq, &pl);
   PyEval_RestoreThread(ts);
   const method_desc *d = rc ? NULL : method_find(self->e, method);
+  /* counted before the lock goes: a close() waiting for it sees it */
+  if (rc == QS_OK) self->streams++;
   if (unlock_status(self, rc) != QS_OK) goto done;
   PlanObject *po = PyObject_New(PlanObject, &PlanType);
   if (!po) {
     engine_lock(self);
     plan_close(pl);
+    self->streams--;
     engine_unlock(self);
     goto done;
   }
@@ -1460,7 +1470,6 @@ static PyObject *Engine_open(EngineObject *self, PyObject *args) {
   po->n_out = d && d->n_outputs < MAX_SLOTS ? d->n_outputs : MAX_SLOTS;
   po->slot = slot;
   slot = NULL;
-  self->streams++;
   result = (PyObject *)po;
 done:
   PyMem_RawFree(slot);
