@@ -162,15 +162,17 @@ Test(stream_hostile, push_too_large_to_count_is_refused) {
  * "statistics of 0 x 0 maps". */
 Test(stream_hostile, oversized_frames_are_explained) {
   engine *e = open_cpu();
+  /* the first at magnification 5 (the default): past the output's bound,
+   * refused before any allocation (one that only fails in malloc would
+   * abort under AddressSanitizer instead of returning NULL) */
   const size_t sizes[][2] = {{100000, 100000}, {SIZE_MAX, 8}, {0, 8}};
-  for (size_t i = 0; i < 4; i++) {
-    /* the last: magnification 5 (the default) past the output's bound */
-    esrrf_stream_options o = options(sizes[i % 3][0], sizes[i % 3][1]);
-    if (i == 3) o.params = NULL, o.n_params = 0;
+  for (size_t i = 0; i < 3; i++) {
+    esrrf_stream_options o = options(sizes[i][0], sizes[i][1]);
+    if (i == 0) o.params = NULL, o.n_params = 0;
     esrrf_stream *s = NULL;
     char err[512] = "";
     int rc = esrrf_stream_open(e, &o, &s, err, sizeof err);
-    cr_assert_neq(rc, QS_OK, "%zu x %zu", sizes[i % 3][0], sizes[i % 3][1]);
+    cr_assert_neq(rc, QS_OK, "%zu x %zu", sizes[i][0], sizes[i][1]);
     cr_assert_null(s);
     cr_assert_null(strstr(err, "0 x 0"), "%s", err);
     cr_assert_gt(strlen(err), 10, "no message: %s", err);
