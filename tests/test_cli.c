@@ -660,15 +660,20 @@ Test(cli, input_that_is_not_a_regular_file_does_not_block) {
   cr_assert(!file_exists(out));
 }
 
-/* A signal in the middle of a write removes the temporary file, and the
- * process ends by that signal. The write is held still by the outfile test
- * seam (the process stops itself once the temporary file exists). */
-Test(cli, signal_during_write_removes_the_temporary) {
+static int has_lock(void) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -q 'qs-lock'", dir);
+  return system(cmd) == 0;
+}
+
+/* Each signal of sigs[0..n) in the middle of a write (held still by the
+ * outfile test seam: the process stops itself once the temporary exists)
+ * removes the temporary and the lock, and the process dies of it. */
+static void signal_each(const int *sigs, size_t n) {
   const char *in = small_input();
-  const int sigs[] = {SIGTERM, SIGINT};
   setenv("QUICKSILVER_TEST_OUTFILE_STOP", "1", 1);
-  for (size_t i = 0; i < 2; i++) {
-    const char *out = path_in(i ? "int.tif" : "term.tif");
+  for (size_t i = 0; i < n; i++) {
+    const char *out = path_in("o.tif");
     pid_t pid = qs_start("run", "shift_magnify", in, "-o", out, NULL);
     int st;
     cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
@@ -677,11 +682,20 @@ Test(cli, signal_during_write_removes_the_temporary) {
     kill(pid, sigs[i]);
     kill(pid, SIGCONT);
     st = wait_bounded(pid, 60, "signalled write");
-    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == sigs[i], "status %d", st);
-    cr_assert(!has_tmp(), "the temporary file was left behind");
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == sigs[i],
+              "signal %d: status %#x", sigs[i], st);
+    cr_assert(!has_tmp(), "signal %d: the temporary file was left behind",
+              sigs[i]);
+    cr_assert(!has_lock(), "signal %d: the lock file was left behind",
+              sigs[i]);
     cr_assert(!file_exists(out));
   }
   unsetenv("QUICKSILVER_TEST_OUTFILE_STOP");
+}
+
+Test(cli, signal_during_write_removes_the_temporary) {
+  const int sigs[] = {SIGTERM, SIGINT};
+  signal_each(sigs, 2);
 }
 
 /* Temporaries of a process that died (SIGKILL) carry its pid and are
@@ -1375,39 +1389,13 @@ Test(cli, progress_on_a_terminal_and_ctrl_c_cancels, .timeout = 120) {
 
 /* ------------------------------------- hardening, second pass: outputs */
 
-static int has_lock(void) {
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -q 'qs-lock'", dir);
-  return system(cmd) == 0;
-}
-
 /* With OpenCL loaded (PoCL's LLVM holds SIGINT, SIGTERM and SIGHUP before
  * any output is opened), a signal in the middle of a write still removes
  * the temporary and the lock, and the process still dies of it. */
 Test(cli, signal_during_write_with_opencl_loaded_removes_the_temporary) {
-  const char *in = small_input();
   const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
   unsetenv("QUICKSILVER_NO_OPENCL");
-  setenv("QUICKSILVER_TEST_OUTFILE_STOP", "1", 1);
-  for (size_t i = 0; i < 3; i++) {
-    const char *out = path_in("o.tif");
-    pid_t pid = qs_start("run", "shift_magnify", in, "-o", out, NULL);
-    int st;
-    cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
-    cr_assert(WIFSTOPPED(st), "the write did not reach the seam");
-    cr_assert(has_tmp(), "no temporary file while writing");
-    kill(pid, sigs[i]);
-    kill(pid, SIGCONT);
-    st = wait_bounded(pid, 60, "signalled write");
-    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == sigs[i],
-              "signal %d: status %#x", sigs[i], st);
-    cr_assert(!has_tmp(), "signal %d: the temporary file was left behind",
-              sigs[i]);
-    cr_assert(!has_lock(), "signal %d: the lock file was left behind",
-              sigs[i]);
-    cr_assert(!file_exists(out));
-  }
-  unsetenv("QUICKSILVER_TEST_OUTFILE_STOP");
+  signal_each(sigs, 3);
   setenv("QUICKSILVER_NO_OPENCL", "1", 1);
 }
 

@@ -438,6 +438,13 @@ slow_job() { # a job that holds sig/o.tif's temporary for seconds ($job:
   done
   return 1
 }
+slow_started() { # what for: slow_job, or a failed test and the job ended
+  slow_job && return 0
+  not_ok "a slow job for $1 started" "$(cat sig.err)"
+  kill "$job" 2>/dev/null
+  wait "$job"
+  return 1
+}
 gone() { # waits up to 10 s for sig/ to hold no temporary or lock
   for _ in $(seq 200); do
     [[ -z "$(ls -A sig | grep qs-)" ]] && return 0
@@ -455,12 +462,7 @@ reaped() { # waits for the given pids to be gone or zombies
   done
 }
 for how in TERM HUP INT; do
-  if ! slow_job; then
-    not_ok "a slow job for SIG$how started" "$(cat sig.err)"
-    kill "$job" 2>/dev/null
-    wait "$job"
-    continue
-  fi
+  slow_started "SIG$how" || continue
   if [[ $how == TERM ]]; then
     mpi 2 esrrf in11.tif -o sig/o.tif --magnification 2 -q 2>fail.err
     rc=$?
@@ -483,12 +485,7 @@ for how in TERM HUP INT; do
   rm -f sig/*
 done
 for how in TERM INT rank; do
-  if ! slow_job; then
-    not_ok "a slow job for $how started" "$(cat sig.err)"
-    kill "$job" 2>/dev/null
-    wait "$job"
-    continue
-  fi
+  slow_started "$how" || continue
   ranks=$(pgrep -P "$job")
   # shellcheck disable=SC2086
   if [[ $how == rank ]]; then kill -KILL $(tail -1 <<<"$ranks")
