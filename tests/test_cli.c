@@ -1485,7 +1485,8 @@ Test(cli, numbers_are_parsed_strictly) {
     expect_status(r, 2, idles[i]);
     cr_assert_not_null(strstr(r->err, "--idle"), "%s: %s", idles[i], r->err);
   }
-  result *r = qs("stream", "-", "-o", out, "--size", "100000x100000", NULL);
+  result *r = qs("stream", "-", "-o", out, "--size", "100000x100000",
+                 "--dtype", "float32", NULL);
   cr_assert_neq(r->status, 0);
   cr_assert_null(strstr(r->err, "0 x 0"), "%s", r->err);
   cr_assert_not_null(strstr(r->err, "100000 x 100000"), "%s", r->err);
