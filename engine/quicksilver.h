@@ -373,8 +373,10 @@ typedef struct method_desc {
    * frames/rows/cols of every output (data untouched). On a mismatch it
    * returns QS_ESHAPE (or QS_EOVERFLOW / QS_EPARAM) with a message naming
    * the input and both shapes. The engine has already checked the input
-   * count and that no input is empty. NULL: every output takes the shape of
-   * the first input. */
+   * count and that no input is empty. An input's data is NULL when only
+   * shapes are known (method_estimate, plans), else its real pixels, which
+   * the rule may check (eSRRF refuses NaN there). NULL: every output takes
+   * the shape of the first input. */
   int (*shape)(const image *in, const double *p, image *out, char *err,
                size_t err_len);
   /* Scalar work size for nearness between keys; NULL: output pixels. */

@@ -168,10 +168,9 @@ static int step_work(const method_desc *d, sweep_step *st, char *err,
   size_t np = variant_params(buf, p, QS_MAX_PARAMS);
   int rc = params_resolve(d->params, d->n_params, p, np, v, err, err_len);
   if (rc) return rc;
-  /* shape() reads dimensions only; the pointer just marks "not empty" */
-  static float no_pixels;
-  image in =
-      image_wrap(&no_pixels, st->size.frames, st->size.rows, st->size.cols);
+  /* dimensions only: no pixels (a shape rule reads the pixels it is given,
+   * eSRRF's NaN check, so none may be pretended) */
+  image in = image_wrap(NULL, st->size.frames, st->size.rows, st->size.cols);
   image out[16];
   if (d->n_outputs > 16) return QS_EINVAL;
   for (size_t k = 0; k < d->n_outputs; k++)
