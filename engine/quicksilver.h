@@ -459,6 +459,13 @@ typedef struct run_estimate {
                            "mismatch", "device_memory" */
   int runs;             /* timings behind the estimate: runs of the key
                            (history), else keys fitted */
+  double optimistic;    /* the least seconds it could still take (its
+                           optimistic bound); < 0: not a candidate */
+  char state[16];       /* how the selection rule treats it: "best",
+                           "next" (tried on this call), "promising",
+                           "costly", "hopeless", "cold", "unmeasured" (see
+                           README, how the engine chooses); or why it was
+                           not a candidate */
 } run_estimate;
 
 typedef struct run_report {
