@@ -29,7 +29,8 @@
  * of the fixed cost the implementation's kind may carry is fixed (OpenCL:
  * all of t1, launches and transfers; a CPU kind: at most AGENT_CPU_FIXED
  * seconds, or the largest fixed cost fitted for the method's other CPU
- * implementations, fixed_seen) and the rest scales with the work. Nothing at all: 0 (calibration
+ * implementations, fixed_seen, up to AGENT_CPU_FIXED_MAX) and the rest
+ * scales with the work. Nothing at all: 0 (calibration
  * measures it first).
  * The incumbent is the best estimate among the candidates timed on the
  * key. Another candidate is tried on the call when its optimistic bound
@@ -46,6 +47,7 @@
 #define AGENT_MODEL_U 0.5
 #define AGENT_HORIZON 20.0
 #define AGENT_CPU_FIXED 1e-3
+#define AGENT_CPU_FIXED_MAX 10e-3
 /* A call whose best candidate is predicted under AGENT_SMALL_CALL seconds
  * is small: slices of it cost about as much as the call (each slice run
  * pays a run's fixed costs), so calibration stops at the first candidate's

@@ -48,9 +48,12 @@ double fixed_seen(mstate *m) {
     rimpl *r = &m->impls[i];
     if (r->def->kind == IMPL_OPENCL) continue;
     impl_fit(m, i);
-    if (r->fit_n >= 2 && r->fit_w1 == 0 && r->fit_a > a) a = r->fit_a;
+    /* a fit whose slope was clamped (a larger slice ran faster: noise)
+     * says nothing of the fixed cost */
+    if (r->fit_n >= 2 && r->fit_w1 == 0 && r->fit_b > 0 && r->fit_a > a)
+      a = r->fit_a;
   }
-  return a;
+  return a < AGENT_CPU_FIXED_MAX ? a : AGENT_CPU_FIXED_MAX;
 }
 
 static void cand_fill(mstate *m, size_t i, const prep *pr,
