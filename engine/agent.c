@@ -145,9 +145,9 @@ double agent_lower(const agent_cand *c, double work) {
   if (c->n_points == 1 && c->point_work > 0) {
     /* one size: as much of it fixed as the kind may carry */
     double t1 = c->fit_b * c->point_work;
-    double cap = c->fixed_seen > AGENT_CPU_FIXED ? c->fixed_seen
-                                                 : AGENT_CPU_FIXED;
-    double fixed = c->kind == IMPL_OPENCL || t1 < cap ? t1 : cap;
+    double fixed = c->kind == IMPL_OPENCL || t1 < AGENT_CPU_FIXED
+                       ? t1
+                       : AGENT_CPU_FIXED;
     double scaled = fixed + (t1 - fixed) * work / c->point_work;
     return (scaled < t ? scaled : t) * (1 - AGENT_NOISE) + once;
   }

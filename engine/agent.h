@@ -28,9 +28,11 @@
  * size (w1, t1) cannot tell a fixed cost from a per-work one: at best all
  * of the fixed cost the implementation's kind may carry is fixed (OpenCL:
  * all of t1, launches and transfers; a CPU kind: at most AGENT_CPU_FIXED
- * seconds, or the largest fixed cost fitted for the method's other CPU
- * implementations, fixed_seen, up to AGENT_CPU_FIXED_MAX) and the rest
- * scales with the work. Nothing at all: 0 (calibration
+ * seconds, a pool's wake-up and a call's tables many times over; a fixed
+ * cost learnt from the method's own fits was tried and dropped: under
+ * load a larger slice can run faster than a smaller one, and one noisy
+ * intercept then let every hopeless candidate look promising) and the
+ * rest scales with the work. Nothing at all: 0 (calibration
  * measures it first).
  * The incumbent is the best estimate among the candidates timed on the
  * key. Another candidate is tried on the call when its optimistic bound
@@ -47,7 +49,6 @@
 #define AGENT_MODEL_U 0.5
 #define AGENT_HORIZON 20.0
 #define AGENT_CPU_FIXED 1e-3
-#define AGENT_CPU_FIXED_MAX 10e-3
 /* A call whose best candidate is predicted under AGENT_SMALL_CALL seconds
  * is small: slices of it cost about as much as the call (each slice run
  * pays a run's fixed costs), so calibration stops at the first candidate's
@@ -80,10 +81,6 @@ typedef struct agent_cand {
   /* The work of the model's one point when it has a single one (0: not
    * known), for the optimistic bound (agent_lower). */
   double point_work;
-  /* The largest fixed cost per call seen among this method's CPU
-   * implementations fitted through two sizes or more (0: none): a CPU
-   * kind's bound allows that much, at least AGENT_CPU_FIXED. */
-  double fixed_seen;
   /* One-time seconds this call would pay on top of the steady estimate
    * (program builds, first launches of a size in this process); added to
    * the estimate and the bound. */

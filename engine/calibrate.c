@@ -226,6 +226,19 @@ static int calib_rank(const rimpl *r, double work) {
   }
 }
 
+/* The rank in a call's order: with a best known and large work, an
+ * OpenCL device on the host's cores goes first (it is the candidate a
+ * fixed cost per call hides longest, and its slice runs are cheap once its
+ * programs are cached); the CPU candidates then wait for the next call
+ * (host_cl_ran), as their timings right after it would share the cores
+ * with its runtime's threads. */
+static int warm_rank(const rimpl *r, double work, int warm) {
+  int k = calib_rank(r, work);
+  return warm && k == RANK_HOST_CL && work >= AGENT_SMALL_WORK ? -1 : k;
+}
+
+static int host_cl(const rimpl *r) { return calib_rank(r, 0) == RANK_HOST_CL; }
+
 /* Whether implementation i may start now with `left` seconds of budget
  * for a call predicted at `predicted` seconds: a cold OpenCL one has its
  * program builds and first launches ahead, which a call under
@@ -285,11 +298,12 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
    * lists each kind from its reference to its most refined variant (see
    * impl_def in quicksilver.h), and a budget that cannot reach them all
    * should reach the variant most likely to win. */
+  int warm = known >= 0;
   for (size_t i = m->n_impls; i-- > 0;) {
     if (cold[i] != CALIB_COLD) continue;
     size_t k = n++; /* insertion by rank, stable */
-    while (k > 0 && calib_rank(&m->impls[order[k - 1]], pr->work) >
-                        calib_rank(&m->impls[i], pr->work)) {
+    while (k > 0 && warm_rank(&m->impls[order[k - 1]], pr->work, warm) >
+                        warm_rank(&m->impls[i], pr->work, warm)) {
       order[k] = order[k - 1];
       k--;
     }
@@ -322,7 +336,7 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
   unsigned char twice[QS_MAX_ESTIMATES] = {0};
   double scale = -1; /* predicted full call / small-slice time */
   double slowest = 0; /* the longest small-slice run so far */
-  int small_stop = 0;
+  int small_stop = 0, cl_ran = 0;
   for (size_t k = 0; k < n; k++) {
     size_t i = order[k];
     double used = (double)(engine_now(e) - t0) * 1e-9;
@@ -333,6 +347,7 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
      * and, where the variants already differ several times over, often
      * as many times slower again */
     double pred = known >= 0 ? known : best * scale;
+    if (cl_ran && !host_cl(&m->impls[i])) continue;
     if (first >= 0 || known >= 0) {
       if (!may_start(m, i, budget - used, pred) ||
           budget - used <
@@ -340,6 +355,7 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
         continue;
     }
     small[i] = slice_run(e, pr, i, &sl, &spent, once);
+    cl_ran |= host_cl(&m->impls[i]);
     if (small[i] < 0) continue;
     if (small[i] > slowest) slowest = small[i];
     if (best < 0 || small[i] < best) best = small[i], first = (long)i;
@@ -385,13 +401,14 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
   for (size_t i = 0; i < m->n_impls; i++) {
     if (cold[i] == CALIB_SECOND && m->impls[i].fit_w1 > 0)
       small[i] = m->impls[i].fit_b * w_small;
+    if (cl_ran && !host_cl(&m->impls[i])) small[i] = -1;
     if (twice[i] || !(small[i] >= 0) || !(ref > 0)) {
       if (twice[i]) small[i] = -1; /* has its two sizes */
       continue;
     }
     agent_cand one = {.kind = m->impls[i].def->kind, .n_points = 1,
                       .fitted = 1, .fit_b = small[i] / w_small,
-                      .point_work = w_small, .fixed_seen = fixed_seen(m)};
+                      .point_work = w_small};
     if (cold[i] == CALIB_SECOND) one.point_work = m->impls[i].fit_w1,
                                  one.fit_b = m->impls[i].fit_b;
     if (!(agent_lower(&one, pr->work) < ref * (1 - AGENT_TIE)))
@@ -441,7 +458,7 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
      * that does not grow; if it does grow, the account pays it back */
     agent_cand one = {.kind = m->impls[next].def->kind, .n_points = 1,
                       .fitted = 1, .fit_b = small[next] / w_small,
-                      .point_work = w_small, .fixed_seen = fixed_seen(m)};
+                      .point_work = w_small};
     double t = agent_lower(&one, sl.work) / (1 - AGENT_NOISE);
     small[next] = -1;
     used = (double)(engine_now(e) - t0) * 1e-9;

@@ -42,20 +42,6 @@ static void impl_fit(mstate *m, size_t i) {
   free(works);
 }
 
-double fixed_seen(mstate *m) {
-  double a = 0;
-  for (size_t i = 0; i < m->n_impls; i++) {
-    rimpl *r = &m->impls[i];
-    if (r->def->kind == IMPL_OPENCL) continue;
-    impl_fit(m, i);
-    /* a fit whose slope was clamped (a larger slice ran faster: noise)
-     * says nothing of the fixed cost */
-    if (r->fit_n >= 2 && r->fit_w1 == 0 && r->fit_b > 0 && r->fit_a > a)
-      a = r->fit_a;
-  }
-  return a < AGENT_CPU_FIXED_MAX ? a : AGENT_CPU_FIXED_MAX;
-}
-
 static void cand_fill(mstate *m, size_t i, const prep *pr,
                       const method_call *c, int forced, agent_cand *a,
                       cand_buf *b, char *why, size_t why_len) {
@@ -88,7 +74,6 @@ static void cand_fill(mstate *m, size_t i, const prep *pr,
   a->fit_a = r->fit_a;
   a->fit_b = r->fit_b;
   if (r->fit_w1 > 0) a->n_points = 1, a->point_work = r->fit_w1;
-  a->fixed_seen = fixed_seen(m);
 }
 
 static const char *const source_names[] = {"none", "history", "model"};

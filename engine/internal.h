@@ -269,10 +269,6 @@ typedef struct cands {
 /* Selection, history and availability of every implementation for the
  * call; QS_EUNAVAIL (message set) when none can run. */
 int cands_build(engine *e, prep *pr, const run_request *rq, cands *cs);
-/* The largest fixed cost fitted (through two sizes or more, with a
- * positive slope) among the method's CPU implementations, at most
- * AGENT_CPU_FIXED_MAX: agent_cand.fixed_seen. */
-double fixed_seen(mstate *m);
 /* Refreshes candidate i from the history (after calibration added some). */
 void cand_refresh(engine *e, prep *pr, cands *cs, size_t i);
 /* Marks in cold[] the candidates calibration would run; returns how many. */
