@@ -7,34 +7,35 @@
 #include "cl/clrt.h"
 #include "internal.h"
 
-/* Calibration. The cold candidates run, in the order below, on a small
- * slice of the caller's input (twice when the first run had one-time
- * costs, so a steady time is recorded), while the budget lasts; then they
- * run on a second, larger slice, fastest first (OpenCL on the host's
- * cores still last), while the budget lasts. Two sizes give the fit a
- * fixed cost and a slope; an implementation left at one size is scaled
- * proportionally (which only overestimates it). Cold
- * candidates the budget leaves out stay cold: they are passed over for
- * this call and calibrated by later ones, each within its own budget.
+/* Calibration. The cold candidates (cands_cold: CALIB_COLD) run, in the
+ * order below, on a small slice of the caller's input (twice when the
+ * first run had one-time costs, so a steady time is recorded), while the
+ * budget lasts; then, on a second, larger slice, fastest first (OpenCL on
+ * the host's cores last), those whose one-size bound (agent_lower) could
+ * still beat the best predicted, with those timed at one size by an
+ * earlier call (CALIB_SECOND). Two sizes give the fit a fixed cost and a
+ * slope; a hopeless one left at one size is scaled proportionally (which
+ * only overestimates it). Candidates the budget leaves out stay cold:
+ * later calls calibrate them.
  *
  * Budget: share (engine_options.calibration_share, default CALIB_SHARE) of
- * the predicted full call, at least CALIB_FLOOR, at most
- * engine_options.calibration_budget when set. The floor lets a call of a
- * few ms calibrate something; at 2 ms it was 20-40 % of calls of 5-10 ms
- * (shift_magnify 10 x 256 x 256 spent 1.5 ms before a 5.3 ms call). The
- * prediction comes from the candidates already known, else from the
- * first candidate's runs on the small slice and on one twice as large
- * per side (a fit through two sizes; later candidates are assumed to
- * scale alike). So a call predicted under 0.1 s spends at most 10 ms,
- * one over 1 s at most 10 %; only the first run on the small slice
- * (needed for any number) and a run already started can overshoot, and a candidate starts only while
+ * the predicted full call, at least CALIB_FLOOR, plus the account carried
+ * across calls (calib_carry: what the calls so far allowed less what
+ * calibration spent), at most engine_options.calibration_budget when set.
+ * The floor lets a call of a few ms calibrate something; at 2 ms it was
+ * 20-40 % of calls of 5-10 ms (shift_magnify 10 x 256 x 256 spent 1.5 ms
+ * before a 5.3 ms call). The account makes an overshoot (the first run on
+ * a slice, a program build) cost later calls their calibration instead of
+ * recurring on each: eSRRF 20 x 256 x 256 spent 30-40 % of calls 3-8 each
+ * starting a scalar variant. The prediction comes from the candidates
+ * already known, else from the first candidate's runs on the small slice
+ * and on one twice as large per side (a fit through two sizes; later
+ * candidates are assumed to scale alike). A candidate starts only while
  * the budget left covers CALIB_NEXT times the slowest small-slice run so
  * far times the spread seen (slowest / fastest): eSRRF's variants on a
  * slice, in calibration order, take about 1, 0.5-1.5, 7-14 and 50-100
  * times the first (fused_avx2, fused_vec, fused, the unfused scalar
- * ones); a 50 x 256 x 256 call spent 11-14 % of itself calibrating when
- * the next could start with 4x the slowest so far left (the scalar one
- * started after fused and took two thirds of it).
+ * ones).
  *
  * Tiny calls (nothing known, and the first slices would hold half the
  * call or more: tiny_call) calibrate nothing: the static order's first
@@ -50,22 +51,23 @@
  * Order: the static preference by kind and work (small work: serial,
  * threaded, composite; large: threaded, composite, serial) with OpenCL on
  * a GPU first for large work, and OpenCL devices that share the host's
- * cores last of all, so that no CPU implementation is timed right after
- * them in calibration (their runtime's threads run on the same cores). A
- * cold OpenCL implementation (program builds and first launches ahead)
- * starts only when CALIB_CL_ONCE seconds of budget are left: kernel builds
- * stay off the path of calls predicted under 2.5 s, which meet OpenCL once
- * a larger call (or `quicksilver bench`) has timed it and the model
- * extrapolates.
+ * cores last in a cold call (no CPU implementation is timed right after
+ * them: their runtime's threads run on the same cores) but first in a
+ * warm call of large work, the CPU ones then waiting for the next call
+ * (warm_rank). A cold OpenCL implementation (program builds and first
+ * launches ahead) starts only for a call predicted at CALIB_CL_CALL
+ * seconds or more.
  *
  * Slices: the small one is 1/32 of the rows and columns, at least
  * CALIB_MIN_SIDE pixels per side, then halved per side (down to
  * CALIB_LEAST_SIDE) while it holds more than share / (2 n) of the call's
  * work for n candidates, so that all of them fit the budget once (an
  * eSRRF slice of 4 frames of 32 x 32 pixels is 1/20 of a 20 x 64 x 64
- * call); the second is as large as the budget left allows for all of
- * them, from 2x to 8x per side: on the small slice fixed costs dominate,
- * the second separates them from the per-pixel cost. */
+ * call), and down to CALIB_LEAST_SIDE when a best is known (the small run
+ * then only tells the hopeless from the rest); the second is as large as
+ * the budget left allows for all of them, from 2x to 8x per side: on the
+ * small slice fixed costs dominate, the second separates them from the
+ * per-pixel cost. */
 #define CALIB_SHARE 0.10
 #define CALIB_FLOOR 0.0005
 #define CALIB_CL_CALL 0.02
