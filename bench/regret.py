@@ -51,7 +51,9 @@ choose among them better than chance, and no regret among them is real.
 With --suite it runs the selection suite instead: the cases of SUITE
 (eSRRF at 20x256x256, 100x64x64 and on the real mito stack, rgc and
 shift_magnify at two sizes each, roberts_cross), each with and without
-OpenCL, CALLS automatic calls in a fresh store each time, for the engine
+OpenCL, CALLS automatic calls in a fresh store each time (after three
+unmeasured calls per engine that fill the device runtime's kernel caches),
+for the engine
 of --qs and, side by side at the same moment, for that of --before (an
 older build). The reference is the forced median of every implementation
 (the eSRRF cases: the vector paths and OpenCL, plus whatever an engine
@@ -333,6 +335,13 @@ def suite_case(engines, work, method, spec, params, only, calls, repeats,
     out = os.path.join(work, 'out.tif')
     db = os.path.join(work, 'suite.db')
     modes = [('opencl', ()), ('no-opencl', ('--no-opencl',))]
+    # warm-up, not measured: the device runtime's on-disk caches (PoCL
+    # compiles a work-group function per new global size) filled for the
+    # sizes the engines run, as on any machine after its first day
+    for (name, qs) in engines:
+        fresh(db)
+        for _ in range(3):
+            qs_run(qs, db, method, inp, out, params)
     seqs = {}
     for (name, qs) in engines:
         for mode, opts in modes:
