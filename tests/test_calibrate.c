@@ -401,6 +401,18 @@ static int which(const run_report *rep) {
   return -1;
 }
 
+/* Makes `calls` calls; returns the first that ran implementation i (0:
+ * none), rep the last call's report. */
+static int first_run_of(engine *e, const input *x, int i, int calls,
+                        run_report *rep) {
+  int found = 0;
+  for (int k = 1; k <= calls; k++) {
+    call(e, x, rep);
+    if (which(rep) == i && !found) found = k;
+  }
+  return found;
+}
+
 /* A device with a large fixed cost per call (50 ms, then 1 us/px) loses
  * on every slice (51 ms on 32x32 against fast's 2 ms, 25x) but wins on
  * the whole 512 x 512 input (0.31 s against 0.52 s). Its one slice size
@@ -414,11 +426,7 @@ Test(calibrate, fixed_cost_device_found_within_five_calls) {
   if (!e) cr_skip_test("no OpenCL device: the fixed-cost kind needs one");
   input x = call_input(1, 512, 512);
   run_report rep;
-  int found = 0;
-  for (int k = 1; k <= 10; k++) {
-    call(e, &x, &rep);
-    if (which(&rep) == C_CL && !found) found = k;
-  }
+  int found = first_run_of(e, &x, C_CL, 10, &rep);
   cr_assert(found >= 1 && found <= 5, "cl first ran the call at %d",
             found);
   cr_assert_eq(which(&rep), C_CL, "the last call ran %s", rep.impl);
@@ -462,11 +470,7 @@ Test(calibrate, candidate_unavailable_on_slices_is_not_waited_for) {
   engine *e = open_more(0, 0, &more_desc);
   input x = call_input(1, 512, 512);
   run_report rep;
-  int found = 0;
-  for (int k = 1; k <= 6; k++) {
-    call(e, &x, &rep);
-    if (which(&rep) == C_WHOLE && !found) found = k;
-  }
+  int found = first_run_of(e, &x, C_WHOLE, 6, &rep);
   cr_assert(found >= 1 && found <= 3, "whole first ran at call %d", found);
   cr_assert_eq(which(&rep), C_WHOLE);
   cr_assert_eq(cost[C_WHOLE].calls, cost[C_WHOLE].full_calls);
