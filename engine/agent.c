@@ -156,11 +156,16 @@ double agent_lower(const agent_cand *c, double work) {
 
 /* What the rule compares a candidate with: the incumbent's estimate, or
  * for one timed on the key the incumbent over as many of its newest runs
- * (equal footing), one-time costs included. */
+ * (equal footing), at least AGENT_FOOTING of them (one slow run of the
+ * incumbent, under load, is no reason to try a rival again), one-time
+ * costs included. */
 static double ref_for(const agent_cand *c, long inc, size_t i, double work) {
   int src;
   if (c[i].n_walls && c[inc].n_walls)
-    return newest_fast(&c[inc], c[i].n_walls) + c[inc].once;
+    return newest_fast(&c[inc], c[i].n_walls > AGENT_FOOTING
+                                    ? c[i].n_walls
+                                    : AGENT_FOOTING) +
+           c[inc].once;
   return agent_estimate(&c[inc], work, &src) + c[inc].once;
 }
 

@@ -37,8 +37,8 @@
  * The incumbent is the best estimate among the candidates timed on the
  * key. Another candidate is tried on the call when its optimistic bound
  * beats the incumbent by more than AGENT_TIE (the incumbent judged by as
- * many of its newest runs as the candidate has, since a fast-half mean
- * falls as runs accumulate) and what the try may cost over the incumbent
+ * many of its newest runs as the candidate has, at least AGENT_FOOTING,
+ * since a fast-half mean falls as runs accumulate) and what the try may cost over the incumbent
  * (its estimate less the incumbent's) is at most AGENT_HORIZON times what
  * it could save a call (the incumbent less its bound); the most promising
  * (lowest bound relative to the incumbent) first. A candidate whose bound
@@ -46,6 +46,7 @@
  * again while that holds. */
 #define AGENT_NOISE 0.15
 #define AGENT_TIE 0.05
+#define AGENT_FOOTING 4
 #define AGENT_MODEL_U 0.5
 #define AGENT_HORIZON 20.0
 #define AGENT_CPU_FIXED 1e-3

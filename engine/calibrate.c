@@ -281,10 +281,15 @@ size_t calibrate_startable(const engine *e, const prep *pr,
                             const unsigned char *cold, double known) {
   if (small_call(e, known)) return 0;
   if (known < 0 && tiny_call(e, pr)) return 0;
-  double budget = budget_for(e, known, calib_carry(e, pr->m));
+  double carry = calib_carry(e, pr->m);
+  double first = budget_for(e, known, carry > 0 ? carry : 0);
+  double second = budget_for(e, known, carry);
   size_t n = 0;
   for (size_t i = 0; i < pr->m->n_impls; i++)
-    n += cold[i] && (known < 0 || may_start(pr->m, i, budget, known));
+    n += cold[i] && (known < 0 ||
+                     may_start(pr->m, i,
+                               cold[i] == CALIB_COLD ? first : second,
+                               known));
   return n;
 }
 
@@ -313,7 +318,10 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
   }
   if (!calibrate_startable(e, pr, cold, known)) return 0; /* no slice made */
   double carry = calib_carry(e, m);
-  double budget = budget_for(e, known, carry);
+  /* a cold candidate's first run is owed no debt (what an earlier
+   * overshoot spent, while the best was slower, could block it for
+   * hundreds of calls); second sizes wait for the account */
+  double budget = budget_for(e, known, carry > 0 ? carry : 0);
   size_t rows = slice_side(pr->in[0].rows), cols = slice_side(pr->in[0].cols);
   slice sl;
   if (slice_make(e, pr, rows, cols, &sl)) return 0;
@@ -388,11 +396,13 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
       }
       small_stop = small_call(e, small[i] * scale);
     }
-    budget = budget_for(e, best * scale, carry);
+    budget = budget_for(e, best * scale, carry > 0 ? carry : 0);
     if (small_stop) break; /* the first prediction: a small call */
   }
   slice_done(d, &sl);
   double used = (double)(engine_now(e) - t0) * 1e-9;
+  budget = budget_for(e, known >= 0 ? known : first >= 0 ? best * scale : -1,
+                      carry);
   if (small_stop || !(w_small > 0) || used >= budget) return used;
   /* Hopeless on the small slice: even with as much fixed cost as its kind
    * may carry, its optimistic bound does not beat the best predicted
@@ -435,12 +445,14 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
     if ((rows2 == rows && cols2 == cols) ||
         slice_make(e, pr, rows2, cols2, &sl))
       return (double)(engine_now(e) - t0) * 1e-9;
-    int clash = 0;
+    int clash = 0, whole = rows2 == pr->in[0].rows && cols2 == pr->in[0].cols;
     for (size_t i = 0; i < m->n_impls; i++)
-      clash |= small[i] >= 0 && cold[i] == CALIB_SECOND &&
-               m->impls[i].fit_w1 == sl.work;
-    if (!clash || (rows2 == pr->in[0].rows && cols2 == pr->in[0].cols))
-      break;
+      if (small[i] >= 0 && cold[i] == CALIB_SECOND &&
+          m->impls[i].fit_w1 == sl.work) {
+        clash = 1;
+        if (whole) small[i] = -1; /* no other size to give it */
+      }
+    if (!clash || whole) break;
     slice_done(d, &sl);
     f *= 2;
   }

@@ -26,8 +26,13 @@ static void impl_fit(mstate *m, size_t i) {
   double *times = works + n;
   /* m->all is newest key first; the fit keeps the newest when it must cut */
   size_t j = n;
+  r->fit_once = 0;
+  r->fit_once_n = 0;
   for (hist *k = m->all; k; k = k->sibling) {
     if (k->impl != i || !k->n || k->mismatch) continue;
+    if (k->once > 0 && (r->fit_once <= 0 || k->once < r->fit_once))
+      r->fit_once = k->once;
+    r->fit_once_n += k->once_n;
     j--;
     works[j] = k->work;
     times[j] = hist_stats(k)->fast_mean;
@@ -74,6 +79,10 @@ static void cand_fill(mstate *m, size_t i, const prep *pr,
   a->fit_a = r->fit_a;
   a->fit_b = r->fit_b;
   if (r->fit_w1 > 0) a->n_points = 1, a->point_work = r->fit_w1;
+  /* a process that has not run the key pays its one-time costs (a new
+   * size's first launch at least): the least its other keys paid */
+  a->once = h && h->here ? 0 : r->fit_once;
+  a->once_known = r->fit_once_n > 1;
 }
 
 static const char *const source_names[] = {"none", "history", "model"};
