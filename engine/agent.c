@@ -154,19 +154,23 @@ double agent_lower(const agent_cand *c, double work) {
   return t * (1 - AGENT_MODEL_U) + once;
 }
 
-/* What the rule compares a candidate with: the incumbent's estimate, or
- * for one timed on the key the incumbent over as many of its newest runs
- * (equal footing), at least AGENT_FOOTING of them (one slow run of the
- * incumbent, under load, is no reason to try a rival again), one-time
- * costs included. */
+/* What the rule compares a candidate with: the incumbent's estimate; for
+ * one timed on the key, the lesser of that and the incumbent over as many
+ * of its newest runs as the rival has, at least AGENT_FOOTING. The newest
+ * runs judge the two on equal footing (a fast-half mean falls as runs
+ * accumulate, so a favourite's old lucky runs would keep beating a rival
+ * timed once), the whole window keeps a rival timed while the machine was
+ * quieter from being tried again each time the load rises. One-time costs
+ * included. */
 static double ref_for(const agent_cand *c, long inc, size_t i, double work) {
   int src;
-  if (c[i].n_walls && c[inc].n_walls)
-    return newest_fast(&c[inc], c[i].n_walls > AGENT_FOOTING
-                                    ? c[i].n_walls
-                                    : AGENT_FOOTING) +
-           c[inc].once;
-  return agent_estimate(&c[inc], work, &src) + c[inc].once;
+  double all = agent_estimate(&c[inc], work, &src) + c[inc].once;
+  if (!c[i].n_walls || !c[inc].n_walls) return all;
+  double newest = newest_fast(&c[inc], c[i].n_walls > AGENT_FOOTING
+                                           ? c[i].n_walls
+                                           : AGENT_FOOTING) +
+                  c[inc].once;
+  return newest < all ? newest : all;
 }
 
 enum { V_HOPELESS, V_COSTLY, V_PROMISING };

@@ -36,9 +36,11 @@
  * measures it first).
  * The incumbent is the best estimate among the candidates timed on the
  * key. Another candidate is tried on the call when its optimistic bound
- * beats the incumbent by more than AGENT_TIE (the incumbent judged by as
- * many of its newest runs as the candidate has, at least AGENT_FOOTING,
- * since a fast-half mean falls as runs accumulate) and what the try may cost over the incumbent
+ * beats the incumbent by more than AGENT_TIE (for a rival timed on the
+ * key, the incumbent judged by the lesser of its estimate and as many of
+ * its newest runs as the rival has, at least AGENT_FOOTING: a fast-half
+ * mean falls as runs accumulate, and a rival's old runs may date from a
+ * quieter machine) and what the try may cost over the incumbent
  * (its estimate less the incumbent's) is at most AGENT_HORIZON times what
  * it could save a call (the incumbent less its bound); the most promising
  * (lowest bound relative to the incumbent) first. A candidate whose bound
