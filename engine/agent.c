@@ -140,7 +140,7 @@ double agent_lower(const agent_cand *c, double work) {
   double once = c->once_known ? c->once : 0;
   if (src == SRC_HISTORY) {
     size_t n = c->n_walls < AGENT_WINDOW ? c->n_walls : AGENT_WINDOW;
-    return t * (1 - AGENT_NOISE / sqrt((double)n)) + once;
+    return t * (1 - AGENT_RUN_U / (double)n) + once;
   }
   if (c->n_points == 1 && c->point_work > 0) {
     /* one size: as much of it fixed as the kind may carry */

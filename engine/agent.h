@@ -22,7 +22,9 @@
 /* The one exploration rule (agent_choose). Every usable candidate has an
  * estimate and an optimistic bound (agent_lower): what it could still
  * take at best, given how much is known of it. Exact-key history of n runs:
- * the estimate less AGENT_NOISE / sqrt(n) of it. A model through two or
+ * the estimate less AGENT_RUN_U / n of it (one run here can be 2-3x its
+ * implementation's median: a cold call's run, a burst of load; a true
+ * best timed once on such a run must be tried again). A model through two or
  * more work sizes: half its prediction (AGENT_MODEL_U; a model fitted on
  * slices can miss the full call's time by that much). A model of one work
  * size (w1, t1) cannot tell a fixed cost from a per-work one: at best all
@@ -46,6 +48,7 @@
  * (lowest bound relative to the incumbent) first. A candidate whose bound
  * does not beat the incumbent is hopeless: neither run nor calibrated
  * again while that holds. */
+#define AGENT_RUN_U 0.5
 #define AGENT_NOISE 0.15
 #define AGENT_TIE 0.05
 #define AGENT_FOOTING 4

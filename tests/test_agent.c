@@ -200,9 +200,9 @@ Test(agent, model_only_candidate_is_verified_while_it_could_win) {
   agent_explain(c, 2, 1e6, 0, lo, st);
   cr_assert_str_eq(st[1], "hopeless");
   cr_assert_float_eq(lo[1], 1.1, 1e-12);
-  /* once measured (1.4 s), history against history: 1.4 x (1 - 0.15)
-   * = 1.19 cannot beat 1.0: the first stays */
-  double b[1] = {1.4};
+  /* once measured (2.2 s), history against history: 2.2 x (1 - 0.5)
+   * = 1.1 cannot beat 1.0: the first stays */
+  double b[1] = {2.2};
   c[1].walls = b;
   c[1].n_walls = 1;
   cr_assert_eq(agent_choose(c, 2, 1e6, 0, &rng, &why, NULL, NULL), 0);
@@ -235,14 +235,15 @@ Test(agent, one_size_bound_by_kind) {
   /* one-time costs count once more than one run showed them */
   double w[1] = {1.0};
   agent_cand h = {.kind = IMPL_OPENCL, .walls = w, .n_walls = 1, .once = 0.5};
-  cr_assert_float_eq(agent_lower(&h, 1), 0.85, 1e-12);
+  cr_assert_float_eq(agent_lower(&h, 1), 0.5, 1e-12);
   h.once_known = 1;
-  cr_assert_float_eq(agent_lower(&h, 1), 1.35, 1e-12);
+  cr_assert_float_eq(agent_lower(&h, 1), 1.0, 1e-12);
 }
 
-/* Candidates timed on the key: one whose bound beats the incumbent (the
- * lesser of its estimate and its newest runs, as many as the rival has and
- * at least AGENT_FOOTING) is run until its own runs tighten the bound. */
+/* Candidates timed on the key: one whose bound (its estimate less
+ * AGENT_RUN_U / n) beats the incumbent (the lesser of its estimate and its
+ * newest runs, as many as the rival has and at least AGENT_FOOTING) is run
+ * until its own runs tighten the bound. */
 Test(agent, timed_candidates_tried_until_their_bound_settles) {
   /* a: fast half 0.84 over its window, 1.0 over its newest runs; b: 0.9
    * each run; c: once at 2.0 */
@@ -256,20 +257,20 @@ Test(agent, timed_candidates_tried_until_their_bound_settles) {
   const char *why;
   double est[3];
   int src[3];
-  /* b against 0.84: 0.9 x 0.85 = 0.765 beats 0.84 x 0.95 = 0.798 */
+  /* b against 0.84: 0.9 x (1 - 0.5) = 0.45 beats 0.84 x 0.95 = 0.798 */
   cr_assert_eq(agent_choose(c, 3, 100, 0, &rng, &why, est, src), 1);
   cr_assert_str_eq(why, "exploration");
   cr_assert_float_eq(est[0], 0.84, 1e-12);
-  /* with 2 runs its bound, 0.9 (1 - 0.15 / sqrt 2) = 0.805, no longer
-   * does; c (2.0) never */
-  c[1].n_walls = 2;
-  cr_assert_eq(agent_choose(c, 3, 100, 0, &rng, &why, NULL, NULL), 0);
-  cr_assert_str_eq(why, "history");
-  /* a rival timed once at 0.95 while a's newest runs are 1.0 and its
-   * window 0.84: judged against the lesser, not tried */
-  for (int i = 0; i < 10; i++) b[i] = 0.95;
-  c[1].n_walls = 1;
-  cr_assert_eq(agent_choose(c, 3, 100, 0, &rng, &why, NULL, NULL), 0);
+  /* b keeps being tried while 0.9 (1 - 0.5 / n) < 0.798: until n = 5
+   * (0.81); c (2.0: at best 1.0) never */
+  size_t n = 1;
+  for (; n < 10; n++) {
+    c[1].n_walls = n;
+    long pick = agent_choose(c, 3, 100, 0, &rng, &why, NULL, NULL);
+    cr_assert_neq(pick, 2);
+    if (pick == 0) break;
+  }
+  cr_assert_eq(n, 5, "b settled after %zu runs", n);
   /* a clearly faster rival takes over as the incumbent */
   for (int i = 0; i < 10; i++) b[i] = 0.7;
   c[1].n_walls = 3;
@@ -293,10 +294,10 @@ Test(agent, small_call_tries_cold_cpu_candidates) {
   const char *why = NULL;
   cr_assert_eq(agent_choose(c, 5, 1e6, 0, &rng, &why, NULL, NULL), 2);
   cr_assert_str_eq(why, "exploration");
-  double t2[1] = {30e-6};
+  double t2[1] = {50e-6};
   c[2].walls = t2, c[2].n_walls = 1;
   cr_assert_eq(agent_choose(c, 5, 1e6, 0, &rng, &why, NULL, NULL), 1);
-  double t1[1] = {25e-6};
+  double t1[1] = {45e-6};
   c[1].walls = t1, c[1].n_walls = 1;
   cr_assert_eq(agent_choose(c, 5, 1e6, 0, &rng, &why, NULL, NULL), 3);
   cr_assert_str_eq(why, "exploration");

@@ -186,10 +186,22 @@ static void tries_each_on_the_call(engine *e, input *x, int settled) {
   }
   for (int i = 0; i < C_BASE; i++)
     cr_assert_eq(cost[i].full_calls, 1, "impl %d", i);
+  /* then those timed once within 2x of fast are tried again (one run
+   * here can be 2x its median), each at most twice more, and fast keeps
+   * the call */
+  int others = 0;
+  for (int k = 0; k < settled + 2 * (C_BASE - 1); k++) {
+    call(e, x, &rep);
+    cr_assert_eq(rep.calibration_seconds, 0);
+    if (strcmp(rep.impl, "fast")) {
+      cr_assert_str_eq(rep.reason, "exploration");
+      others++;
+    }
+  }
+  cr_assert_leq(others, 2 * (C_BASE - 1));
   for (int k = 0; k < settled; k++) {
     call(e, x, &rep);
     cr_assert_str_eq(rep.impl, "fast");
-    cr_assert_eq(rep.calibration_seconds, 0);
   }
 }
 
@@ -299,9 +311,9 @@ static const method_desc outer_desc = {
 /* The same small call as a composite's step: a step never tries a cold
  * candidate on the call (its time is part of the composite's, and the
  * composite's output would change with each one tried), so it calibrates
- * as any call and runs the fastest from its first run on. (Calibration's
- * second size may be as large as this small input: a slice run the size
- * of the call, at most one per candidate.) */
+ * as any call and runs the fastest on most calls. (Calibration's second
+ * size may be as large as this small input: a slice run the size of the
+ * call; and serial, within 2x, may be tried once on the call.) */
 Test(calibrate, steps_calibrate_instead_of_trying_on_the_call) {
   costs((int64_t[]){5000, 20000, 12000, 3000, 30000},
         (int64_t[]){10, 30, 5, 5, 10});
@@ -317,9 +329,9 @@ Test(calibrate, steps_calibrate_instead_of_trying_on_the_call) {
     cr_assert_eq(out[0].data[5], x.px[5]);
     image_free(&out[0]);
   }
-  cr_assert_geq(cost[C_FAST].full_calls, 6);
+  cr_assert_geq(cost[C_FAST].full_calls, 4);
   for (int i = 0; i < C_BASE; i++)
-    if (i != C_FAST) cr_assert_leq(cost[i].full_calls, 1, "impl %d", i);
+    if (i != C_FAST) cr_assert_leq(cost[i].full_calls, 2, "impl %d", i);
   free(x.px);
   engine_close(e);
 }
