@@ -151,7 +151,12 @@ double agent_lower(const agent_cand *c, double work) {
     double scaled = fixed + (t1 - fixed) * work / c->point_work;
     return (scaled < t ? scaled : t) * (1 - AGENT_NOISE) + once;
   }
-  return t * (1 - AGENT_MODEL_U) + once;
+  double reach = c->max_work;
+  for (size_t i = 0; !(c->max_work > 0) && c->works && i < c->n_points; i++)
+    if (c->works[i] > reach) reach = c->works[i];
+  double widen = reach > 0 && work > reach ? pow(reach / work, AGENT_REACH)
+                                           : 1;
+  return t * (1 - AGENT_MODEL_U) * widen + once;
 }
 
 /* What the rule compares a candidate with: the incumbent's estimate; for

@@ -26,7 +26,14 @@
  * implementation's median: a cold call's run, a burst of load; a true
  * best timed once on such a run must be tried again). A model through two or
  * more work sizes: half its prediction (AGENT_MODEL_U; a model fitted on
- * slices can miss the full call's time by that much). A model of one work
+ * slices can miss the full call's time by that much), and less again when
+ * it extrapolates: times (w_max / w)^AGENT_REACH for a call of work w
+ * beyond the largest work w_max it was fitted on (a slice of a few dozen
+ * pixels a side spends a share of its time on borders and vector
+ * remainders that the full call does not, and a burst of load on one
+ * short slice run steepens the slope: a variant that looks several times
+ * slower there can be the fastest on the call; an extrapolation over a
+ * large ratio is never tight). A model of one work
  * size (w1, t1) cannot tell a fixed cost from a per-work one: at best all
  * of the fixed cost the implementation's kind may carry is fixed (OpenCL:
  * all of t1, launches and transfers; a CPU kind: at most AGENT_CPU_FIXED
@@ -53,6 +60,7 @@
 #define AGENT_TIE 0.05
 #define AGENT_FOOTING 4
 #define AGENT_MODEL_U 0.5
+#define AGENT_REACH 0.125
 #define AGENT_HORIZON 20.0
 #define AGENT_CPU_FIXED 1e-3
 /* A call whose best candidate is predicted under AGENT_SMALL_CALL seconds
@@ -87,6 +95,9 @@ typedef struct agent_cand {
   /* The work of the model's one point when it has a single one (0: not
    * known), for the optimistic bound (agent_lower). */
   double point_work;
+  /* The largest work the model was fitted on (0: not known: the largest
+   * of works, if given), for the optimistic bound (agent_lower). */
+  double max_work;
   /* One-time seconds this call would pay on top of the steady estimate
    * (program builds, first launches of a size in this process); added to
    * the estimate and the bound. */

@@ -40,8 +40,11 @@ static void impl_fit(mstate *m, size_t i) {
   r->fit_n = n && !agent_fit(works, times, n, &r->fit_a, &r->fit_b) ? n : 0;
   /* one size (one point, or all at one work): its work, for the bound */
   r->fit_w1 = 0;
-  for (size_t k = 0; k < r->fit_n; k++)
+  r->fit_wmax = 0;
+  for (size_t k = 0; k < r->fit_n; k++) {
     r->fit_w1 = k == 0 || works[k] == r->fit_w1 ? works[k] : -1;
+    if (works[k] > r->fit_wmax) r->fit_wmax = works[k];
+  }
   if (r->fit_w1 < 0) r->fit_w1 = 0;
   r->fit_gen = r->gen;
   free(works);
@@ -78,6 +81,7 @@ static void cand_fill(mstate *m, size_t i, const prep *pr,
   a->fitted = r->fit_n > 0;
   a->fit_a = r->fit_a;
   a->fit_b = r->fit_b;
+  a->max_work = r->fit_wmax;
   if (r->fit_w1 > 0) a->n_points = 1, a->point_work = r->fit_w1;
   /* a process that has not run the key pays its one-time costs (a new
    * size's first launch at least): the least its other keys paid */

@@ -55,6 +55,7 @@ typedef struct rimpl {
   unsigned long gen, fit_gen;
   size_t fit_n;
   double fit_a, fit_b, fit_w1; /* fit_w1: the work of a one-point fit */
+  double fit_wmax;              /* the largest work fitted on */
   double fit_once;    /* least one-time seconds over its keys (history.c) */
   int fit_once_n;     /* runs over its keys that paid some */
 } rimpl;
