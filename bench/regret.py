@@ -48,10 +48,30 @@ it beat that one. Implementations whose paired ratio stays near 1 and win
 about half the rounds are one choice on this machine: no engine can
 choose among them better than chance, and no regret among them is real.
 
+With --suite it runs the selection suite instead: the cases of SUITE
+(eSRRF at 20x256x256, 100x64x64 and on the real mito stack, rgc and
+shift_magnify at two sizes each, roberts_cross), each with and without
+OpenCL, CALLS automatic calls in a fresh store each time (after three
+unmeasured calls per engine that fill the device runtime's kernel caches),
+for the engine
+of --qs and, side by side at the same moment, for that of --before (an
+older build). The reference is the forced median of every implementation
+(the eSRRF cases: the vector paths and OpenCL, plus whatever an engine
+chose; the scalar ones take seconds to minutes there), REPEATS
+interleaved rounds. For calls 1-10 and 11-30 it reports the mean decision
+regret (the chosen implementation's forced median over the best one's,
+"~" where the chosen one's fastest forced run is not slower than the
+best's median: within the noise), the calibration share of the calls'
+time, the regret of call 10's choice, whether every candidate within 2x
+of the best ran on a call by call 5, and the candidates no call or slice
+ever ran.
+
 Usage: regret.py [--qs PATH] [--work DIR] [--quick] [--cases I,J,...]
                  [--repeats N] [--warm N] [--cold N] [--seed N]
                  [--spread N]
                  [--json FILE] [--markdown FILE]
+       regret.py --suite [--before PATH] [--calls N] [--repeats N]
+                 [--cases I,J,...] [--json FILE] [--markdown FILE]
 """
 import argparse
 import json
@@ -88,6 +108,26 @@ CASES = [
      ['fused_avx2', 'fused_vec']),
 ]
 QUICK = [0, 1, 2, 4, 5, 7, 10]
+
+REAL = os.path.join(HERE, '..', 'tests', 'data', 'real',
+                    'musical_cardiomyoblast_mito_100f.tif')
+FAST_ESRRF = ['fused_avx2', 'fused_vec', 'opencl']
+# The selection suite (--suite): (method, input, parameters, forced-only
+# implementations or None for all). An input is a simulated size, the
+# real stack, or ('rgc', size): rgc's three inputs made from a simulated
+# stack as eSRRF makes them (gradients magnified 2M, the image M).
+SUITE = [
+    ('esrrf', (20, 256, 256), ['--magnification', '5'], FAST_ESRRF),
+    ('esrrf', (100, 64, 64), ['--magnification', '5'], FAST_ESRRF),
+    ('esrrf', REAL, ['--magnification', '5'], FAST_ESRRF),
+    ('rgc', ('rgc', (4, 64, 64)), ['--magnification', '5'], None),
+    ('rgc', ('rgc', (10, 128, 128)), ['--magnification', '5'], None),
+    ('shift_magnify', (10, 256, 256), ['--magnification-row', '2',
+                                       '--magnification-col', '2'], None),
+    ('shift_magnify', (16, 512, 512), ['--magnification-row', '2',
+                                       '--magnification-col', '2'], None),
+    ('roberts_cross', (10, 256, 256), [], None),
+]
 # Reasons of calls that gather evidence rather than use it: the settled
 # warm choice is the last warm call with another reason.
 LEARNING = ('verification', 'exploration')
@@ -100,8 +140,10 @@ def run(cmd, env=None):
     return p.stdout
 
 
-def qs_run(qs, db, method, inp, out, params, impl=None):
-    cmd = [qs, '--db', db, 'run', method, inp, '-o', out, '--json', '-q']
+def qs_run(qs, db, method, inp, out, params, impl=None, opts=()):
+    inp = inp if isinstance(inp, list) else [inp]
+    cmd = [qs, '--db', db, *opts, 'run', method, *inp, '-o', out, '--json',
+           '-q']
     cmd += params
     if impl:
         cmd += ['--impl', impl]
@@ -111,8 +153,8 @@ def qs_run(qs, db, method, inp, out, params, impl=None):
     return j
 
 
-def impls_of(qs, method):
-    j = json.loads(run([qs, '--db', ':memory:', 'methods', method,
+def impls_of(qs, method, opts=()):
+    j = json.loads(run([qs, '--db', ':memory:', *opts, 'methods', method,
                         '--json']))
     return [i['name'] for i in j[0]['impls'] if i['available']]
 
@@ -255,6 +297,181 @@ def spread(qs, work, method, size, params, rounds, rng, only=None):
     return '\n'.join(lines) + '\n', runs
 
 
+def suite_input(qs, work, spec):
+    """Path(s) of a suite case's input(s), made once in WORK."""
+    if isinstance(spec, str):
+        return spec
+    if spec[0] != 'rgc':
+        return stack(qs, work, spec)
+    f, r, c = spec[1]
+    base = stack(qs, work, spec[1])
+    tag = f'{f}x{r}x{c}'
+    gc, gr, img = (os.path.join(work, f'rgc_{n}_{tag}.tif')
+                   for n in ('gc', 'gr', 'img'))
+    if not os.path.exists(img):
+        g0, g1 = (os.path.join(work, f'rc_{n}_{tag}.tif') for n in 'cr')
+        run([qs, '--db', ':memory:', 'run', 'roberts_cross', base, '-o', g0,
+             '-o', g1, '-q'])
+        for src, dst in ((g0, gc), (g1, gr)):
+            run([qs, '--db', ':memory:', 'run', 'shift_magnify', src, '-o',
+                 dst, '--magnification-row', '10', '--magnification-col',
+                 '10', '-q'])
+        run([qs, '--db', ':memory:', 'run', 'shift_magnify', base, '-o', img,
+             '--magnification-row', '5', '--magnification-col', '5', '-q'])
+    return [gc, gr, img]
+
+
+def tried_in_store(qs, db, method):
+    j = json.loads(run([qs, '--db', db, '--json', 'db', 'list', '--method',
+                        method, '--limit', '1000000']))
+    return {x['impl'] for x in j if x['status'] == 'ok'}
+
+
+def suite_case(engines, work, method, spec, params, only, calls, repeats,
+               rng):
+    """One case: CALLS automatic calls per engine and OpenCL mode in a
+    fresh store each, interleaved forced runs for the reference."""
+    inp = suite_input(engines[-1][1], work, spec)
+    out = os.path.join(work, 'out.tif')
+    db = os.path.join(work, 'suite.db')
+    modes = [('opencl', ()), ('no-opencl', ('--no-opencl',))]
+    # warm-up, not measured: the device runtime's on-disk caches (PoCL
+    # compiles a work-group function per new global size) filled for the
+    # sizes the engines run, as on any machine after its first day
+    for (name, qs) in engines:
+        fresh(db)
+        for _ in range(3):
+            qs_run(qs, db, method, inp, out, params)
+    seqs = {}
+    for (name, qs) in engines:
+        for mode, opts in modes:
+            fresh(db)
+            seq = []
+            for k in range(calls):
+                j = qs_run(qs, db, method, inp, out, params, opts=opts)
+                seq.append({'impl': j['impl'], 'reason': j['reason'],
+                            's': j['seconds'],
+                            'calib': j['calibration_seconds'],
+                            'load': os.getloadavg()[0]})
+                if k == 4:
+                    tried5 = tried_in_store(qs, db, method)
+            seqs[(name, mode)] = {'calls': seq, 'tried5': sorted(tried5),
+                                  'tried': sorted(tried_in_store(qs, db,
+                                                                 method))}
+            fresh(db)
+    qs = engines[-1][1]
+    avail = impls_of(qs, method)
+    chosen = {c['impl'] for v in seqs.values() for c in v['calls']}
+    forced_set = [i for i in avail if only is None or i in chosen or
+                  any(i.startswith(o) for o in only)]
+    fresh(db)
+    runs = interleaved(qs, db, method, inp, out, params, forced_set,
+                       repeats, rng)
+    fresh(db)
+    med = {i: statistics.median(t) for i, t in runs.items()}
+    rows = []
+    for (name, mode), v in seqs.items():
+        pool = {i: t for i, t in med.items()
+                if mode == 'opencl' or not i.startswith('opencl')}
+        best = min(pool, key=pool.get)
+        oracle = pool[best]
+
+        def regret(impl):
+            return med[impl] / oracle - 1 if impl in med else float('nan')
+
+        def noise(impl):
+            return impl in runs and min(runs[impl]) <= \
+                statistics.median(runs[best])
+
+        def span(a, b):
+            part = v['calls'][a:b]
+            if not part:
+                return float('nan'), float('nan'), False
+            r = statistics.mean(regret(c['impl']) for c in part)
+            tot = sum(c['s'] + c['calib'] for c in part)
+            cal = sum(c['calib'] for c in part) / tot if tot else 0
+            within = all(noise(c['impl']) or regret(c['impl']) <= 0.05
+                         for c in part)
+            return r, cal, within
+        r10, c10, n10 = span(0, 10)
+        r30, c30, n30 = span(10, calls)
+        call10 = v['calls'][min(9, len(v['calls']) - 1)]['impl']
+        near = [i for i in pool if med[i] <= 2 * oracle]
+        ran5 = {c['impl'] for c in v['calls'][:5]}
+        avail_mode = [i for i in avail
+                      if mode == 'opencl' or not i.startswith('opencl')]
+        rows.append({
+            'method': method, 'input': label_of(spec), 'engine': name,
+            'mode': mode, 'oracle': best, 'oracle_s': oracle,
+            'regret_1_10': r10, 'regret_11_30': r30,
+            'calib_1_10': c10, 'calib_11_30': c30,
+            'call10': call10, 'call10_regret': regret(call10),
+            'call10_noise': noise(call10),
+            'near_not_run_by_5': sorted(set(near) - ran5),
+            'never_tried': sorted(set(avail_mode) - set(v['tried'])),
+            'load': statistics.mean(c['load'] for c in v['calls']),
+            'calls': v['calls'], 'tried5': v['tried5']})
+    return rows, {'forced': runs}
+
+
+def label_of(spec):
+    if isinstance(spec, str):
+        return os.path.basename(spec).split('_')[1] + ' (real)'
+    if spec[0] == 'rgc':
+        return 'x'.join(map(str, spec[1]))
+    return 'x'.join(map(str, spec))
+
+
+def suite_table(rows, load):
+    out = [f'load average at start {load[0]:.2f}, at end {load[1]:.2f} '
+           f'({os.cpu_count()} cores); fresh store per engine and mode; '
+           'regret against the best forced median ("~": the chosen one\'s '
+           'fastest forced run is within the best one\'s median)', '',
+           '| method | input | OpenCL | engine | best (median s) '
+           '| regret 1-10 | regret 11-30 | call 10: choice, regret '
+           '| calib 1-10 | calib 11-30 | within 2x, not run by call 5 '
+           '| never tried | load |',
+           '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+    for r in rows:
+        mark = '~' if r['call10_noise'] else ''
+        out.append(
+            f"| {r['method']} | {r['input']} | "
+            f"{'yes' if r['mode'] == 'opencl' else 'no'} | {r['engine']} | "
+            f"{r['oracle']} ({r['oracle_s']:.4g}) | {pct(r['regret_1_10'])} "
+            f"| {pct(r['regret_11_30'])} | {r['call10']} "
+            f"{mark}{pct(r['call10_regret'])} | {pct(r['calib_1_10'])} | "
+            f"{pct(r['calib_11_30'])} | "
+            f"{', '.join(r['near_not_run_by_5']) or '-'} | "
+            f"{', '.join(r['never_tried']) or '-'} | {r['load']:.1f} |")
+    return '\n'.join(out) + '\n'
+
+
+def suite_main(a):
+    engines = ([('before', a.before)] if a.before else []) + \
+        [('after' if a.before else 'engine', a.qs)]
+    pick = ([int(x) for x in a.cases.split(',')] if a.cases else
+            range(len(SUITE)))
+    load0 = os.getloadavg()[0]
+    rng = random.Random(a.seed)
+    rows, forced = [], []
+    for i in pick:
+        method, spec, params, only = SUITE[i]
+        print(f'suite: {method} {label_of(spec)}', file=sys.stderr,
+              flush=True)
+        r, f = suite_case(engines, a.work, method, spec, params, only,
+                          a.calls, a.repeats, rng)
+        rows += r
+        forced.append({'method': method, 'input': label_of(spec), **f})
+        text = suite_table(rows, (load0, os.getloadavg()[0]))
+        if a.markdown:  # after every case: a partial table survives
+            with open(a.markdown, 'w') as fh:
+                fh.write(text)
+        if a.json:
+            with open(a.json, 'w') as fh:
+                json.dump({'rows': rows, 'forced': forced}, fh, indent=1)
+    sys.stdout.write(suite_table(rows, (load0, os.getloadavg()[0])))
+
+
 def pct(x):
     return f'{100 * x:.0f} %'
 
@@ -340,8 +557,16 @@ def main():
                     '(overrides --quick)')
     ap.add_argument('--json')
     ap.add_argument('--markdown')
+    ap.add_argument('--suite', action='store_true',
+                    help='the selection suite (SUITE), see above')
+    ap.add_argument('--before', help='--suite: an older build of the CLI '
+                    'to run side by side')
+    ap.add_argument('--calls', type=int, default=30,
+                    help='--suite: automatic calls per engine and mode')
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
+    if a.suite:
+        return suite_main(a)
     pick = ([int(x) for x in a.cases.split(',')] if a.cases else
             QUICK if a.quick else range(len(CASES)))
     cases = [CASES[i] for i in pick]

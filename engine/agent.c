@@ -1,6 +1,9 @@
 /* agent.c — the selection policy (see agent.h): fast-half means of the
  * exact key, a robust linear model of time against work for unseen keys,
- * a static order for cold starts, and delay-aware exploration. */
+ * a static order for cold starts, one exploration rule (optimism under
+ * uncertainty: a candidate is tried while its optimistic bound could beat
+ * the best timed one, within what it could save) and delay-aware
+ * exploration. */
 #include "agent.h"
 
 #include <math.h>
@@ -130,64 +133,117 @@ static double newest_fast(const agent_cand *c, size_t m) {
   return agent_fast_mean(c->walls + (c->n_walls - m), m);
 }
 
-/* Whether candidate i, timed on the key, is within AGENT_CLOSE of the best
- * when the best is judged by as many of its newest runs as i has. */
-static int is_close(const agent_cand *c, size_t i, long best) {
-  if (c[i].excluded || !c[i].n_walls) return 0;
+double agent_lower(const agent_cand *c, double work) {
   int src;
-  return agent_estimate(&c[i], 0, &src) <=
-         AGENT_CLOSE * newest_fast(&c[best], c[i].n_walls);
+  double t = agent_estimate(c, work, &src);
+  if (src == SRC_NONE || !(t >= 0)) return 0;
+  double once = c->once_known ? c->once : 0;
+  if (src == SRC_HISTORY) {
+    size_t n = c->n_walls < AGENT_WINDOW ? c->n_walls : AGENT_WINDOW;
+    return t * (1 - AGENT_RUN_U / (double)n) + once;
+  }
+  if (c->n_points == 1 && c->point_work > 0) {
+    /* one size: as much of it fixed as the kind may carry */
+    double t1 = c->fit_b * c->point_work;
+    double fixed = c->kind == IMPL_OPENCL || t1 < AGENT_CPU_FIXED
+                       ? t1
+                       : AGENT_CPU_FIXED;
+    double scaled = fixed + (t1 - fixed) * work / c->point_work;
+    return (scaled < t ? scaled : t) * (1 - AGENT_NOISE) + once;
+  }
+  double reach = c->max_work;
+  for (size_t i = 0; !(c->max_work > 0) && c->works && i < c->n_points; i++)
+    if (c->works[i] > reach) reach = c->works[i];
+  double widen = reach > 0 && work > reach ? pow(reach / work, AGENT_REACH)
+                                           : 1;
+  return t * (1 - AGENT_MODEL_U) * widen + once;
 }
 
-/* The evidence rules of AGENT_CLOSE (agent.h) among the candidates timed
- * on the key, given the best by estimate. A fast-half mean falls as runs
- * accumulate (more chances of a lucky run), so a favourite with many runs
- * would otherwise keep beating a rival timed once or twice whatever their
- * true times; and a single run says little where runs vary by tens of
- * per cent. */
-static long agent_close(const agent_cand *c, size_t n, long best,
-                        uint64_t *rng, const char **reason) {
-  long few = -1, rival = -1;
-  size_t m = AGENT_WINDOW, close = 0;
-  unsigned char near[QS_MAX_ESTIMATES];
-  size_t k = n < QS_MAX_ESTIMATES ? n : QS_MAX_ESTIMATES;
-  for (size_t i = 0; i < k; i++) {
-    near[i] = (long)i == best || is_close(c, i, best);
-    if (!near[i]) continue;
-    close++;
-    if (c[i].n_walls < m) m = c[i].n_walls;
-    if (c[i].n_walls < AGENT_EVIDENCE &&
-        (few < 0 || c[i].n_walls < c[few].n_walls))
-      few = (long)i;
-    if ((long)i != best && (rival < 0 || c[i].n_walls < c[rival].n_walls))
-      rival = (long)i;
+/* What the rule compares a candidate with: the incumbent's estimate; for
+ * one timed on the key, the lesser of that and the incumbent over as many
+ * of its newest runs as the rival has, at least AGENT_FOOTING. The newest
+ * runs judge the two on equal footing (a fast-half mean falls as runs
+ * accumulate, so a favourite's old lucky runs would keep beating a rival
+ * timed once), the whole window keeps a rival timed while the machine was
+ * quieter from being tried again each time the load rises. One-time costs
+ * included. */
+static double ref_for(const agent_cand *c, long inc, size_t i, double work) {
+  int src;
+  double all = agent_estimate(&c[inc], work, &src) + c[inc].once;
+  if (!c[i].n_walls || !c[inc].n_walls) return all;
+  double newest = newest_fast(&c[inc], c[i].n_walls > AGENT_FOOTING
+                                           ? c[i].n_walls
+                                           : AGENT_FOOTING) +
+                  c[inc].once;
+  return newest < all ? newest : all;
+}
+
+enum { V_HOPELESS, V_COSTLY, V_PROMISING };
+
+/* The rule's verdict on candidate i against the incumbent; *score the
+ * bound over the reference (lower: more promising). */
+static int verdict(const agent_cand *c, long inc, size_t i, double work,
+                   double *score) {
+  int src;
+  double ref = ref_for(c, inc, i, work);
+  double lo = agent_lower(&c[i], work);
+  double t = agent_estimate(&c[i], work, &src) + c[i].once;
+  double inc_t = agent_estimate(&c[inc], work, &src) + c[inc].once;
+  *score = ref > 0 ? lo / ref : INFINITY;
+  if (!(lo < ref * (1 - AGENT_TIE))) return V_HOPELESS;
+  double cost = t > inc_t ? t - inc_t : 0;
+  return cost <= AGENT_HORIZON * (ref - lo) ? V_PROMISING : V_COSTLY;
+}
+
+/* The incumbent: the best estimate among the candidates timed on the key
+ * (-1: none). */
+static long incumbent(const agent_cand *c, size_t n, double work) {
+  long inc = -1;
+  double best = INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    int src;
+    if (c[i].excluded || !c[i].n_walls) continue;
+    double t = agent_estimate(&c[i], work, &src) + c[i].once;
+    if (t < best) best = t, inc = (long)i;
   }
-  if (few >= 0) { /* the best itself short of runs: simply the best */
-    if (few != best) *reason = "exploration";
-    return few;
-  }
-  if (close < 2) return best;
-  if (agent_random(rng) * AGENT_REVISIT < 1) {
-    *reason = "exploration";
-    return rival;
-  }
-  /* equal footing: the newest m runs of each; then ties to evidence */
-  double t[QS_MAX_ESTIMATES], lo = INFINITY;
-  for (size_t i = 0; i < k; i++) {
-    t[i] = INFINITY;
-    if (!near[i]) continue;
-    t[i] = newest_fast(&c[i], m);
-    if (t[i] < lo) lo = t[i];
-  }
-  long pick = best;
-  for (size_t i = 0; i < k; i++) {
-    if (!(t[i] <= lo * (1 + AGENT_TIE))) continue;
-    if (!(t[pick] <= lo * (1 + AGENT_TIE)) ||
-        c[i].n_walls > c[pick].n_walls ||
-        (c[i].n_walls == c[pick].n_walls && t[i] < t[pick]))
-      pick = (long)i;
+  return inc;
+}
+
+/* The candidate the exploration rule tries on the call (-1: none). */
+static long explore(const agent_cand *c, size_t n, double work, long inc) {
+  long pick = -1;
+  double pick_s = INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    double s;
+    if ((long)i == inc || c[i].excluded || agent_cold(&c[i])) continue;
+    if (verdict(c, inc, i, work, &s) != V_PROMISING) continue;
+    if (s < pick_s || (s == pick_s && c[i].n_walls < c[pick].n_walls))
+      pick = (long)i, pick_s = s;
   }
   return pick;
+}
+
+long agent_explain(const agent_cand *c, size_t n, double work, long pick,
+                   double *lower, const char **state) {
+  long inc = incumbent(c, n, work);
+  for (size_t i = 0; i < n; i++) {
+    double s;
+    lower[i] = c[i].excluded ? -1 : agent_lower(&c[i], work);
+    if (c[i].excluded)
+      state[i] = c[i].excluded;
+    else if ((long)i == pick && (long)i != inc && inc >= 0)
+      state[i] = "next";
+    else if ((long)i == inc)
+      state[i] = "best";
+    else if (agent_cold(&c[i]))
+      state[i] = "cold";
+    else if (inc < 0)
+      state[i] = "unmeasured";
+    else
+      state[i] = (const char *[]){"hopeless", "costly", "promising"}
+          [verdict(c, inc, i, work, &s)];
+  }
+  return inc;
 }
 
 long agent_choose(const agent_cand *c, size_t n, double work, int static_cold,
@@ -208,48 +264,43 @@ long agent_choose(const agent_cand *c, size_t n, double work, int static_cold,
       continue;
     }
     delays |= c[i].delayed;
-    if (t < best_t) best_t = t, best = (long)i;
+    if (t + c[i].once < best_t) best_t = t + c[i].once, best = (long)i;
   }
   if (any < 0) return -1;
   if (best < 0 || (cold && static_cold)) {
     *reason = "static";
     return agent_static(c, n, work);
   }
+  /* a best known only by its model runs on the key first */
+  long inc = incumbent(c, n, work);
+  if (inc < 0) {
+    *reason = "model";
+    return best;
+  }
+  best = inc;
   int src;
-  agent_estimate(&c[best], work, &src);
-  *reason = src == SRC_HISTORY ? "history" : "model";
-  /* A small call whose best has run on the key tries a cold CPU
-   * candidate on the call itself: calibrating it on a slice would cost
-   * about as much (agent.h). OpenCL ones wait for a larger call. */
-  if (cold && src == SRC_HISTORY && best_t < AGENT_SMALL_CALL) {
+  best_t = agent_estimate(&c[best], work, &src);
+  *reason = "history";
+  /* A small call tries a cold CPU candidate on the call itself:
+   * calibrating it on a slice would cost about as much (agent.h). OpenCL
+   * ones wait for a larger call. */
+  if (cold && best_t < AGENT_SMALL_CALL) {
     long k = small_call_cold(c, n, work);
     if (k >= 0) {
       *reason = "exploration";
       return k;
     }
   }
-  /* Verification: a candidate known here only by its model (other keys,
-   * calibration slices) and predicted within AGENT_VERIFY of the measured
-   * best runs once on this key, so that a model error (a slice that did
-   * not transfer, a disturbed calibration) costs one run, not every run. */
-  if (src == SRC_HISTORY) {
-    long verify = -1;
-    double verify_t = INFINITY;
-    for (size_t i = 0; i < n; i++) {
-      int s2;
-      if (c[i].excluded || c[i].n_walls) continue;
-      double t = agent_estimate(&c[i], work, &s2);
-      if (s2 == SRC_MODEL && t <= AGENT_VERIFY * best_t && t < verify_t)
-        verify = (long)i, verify_t = t;
+  /* a cold one that no slice can time is tried on the call itself */
+  for (size_t i = 0; cold && i < n; i++)
+    if (!c[i].excluded && c[i].no_slice && agent_cold(&c[i])) {
+      *reason = "exploration";
+      return (long)i;
     }
-    if (verify >= 0) {
-      *reason = "verification";
-      return verify;
-    }
-  }
-  if (src == SRC_HISTORY) {
-    best = agent_close(c, n, best, rng, reason);
-    if (strcmp(*reason, "history")) return best;
+  long k = explore(c, n, work, best);
+  if (k >= 0) {
+    *reason = c[k].n_walls ? "exploration" : "verification";
+    return k;
   }
   if (!delays) return best;
 

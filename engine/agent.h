@@ -19,18 +19,50 @@
 #define AGENT_DELAY_MIN 20
 /* Work below this is "small" for the static order (pixels or work units). */
 #define AGENT_SMALL_WORK 65536.0
-/* A candidate known only by its model and predicted within this factor of
- * the best measured one is run once on the key (agent_choose). */
-#define AGENT_VERIFY 1.5
-/* Evidence for close candidates (agent_choose): one timed within
- * AGENT_CLOSE of the best on the key (the best's fast-half mean taken over
- * as many of its newest runs as the other has) and with fewer than
- * AGENT_EVIDENCE
- * runs there is run (fewest runs first); close ones then compare on equal
- * numbers of their newest runs, and one within AGENT_TIE of the fastest
- * there counts as tied with it, the tie going to the one with more runs.
- * Once in AGENT_REVISIT calls (by the caller's random state) the close
- * runner-up with the fewest runs is run again. */
+/* The one exploration rule (agent_choose). Every usable candidate has an
+ * estimate and an optimistic bound (agent_lower): what it could still
+ * take at best, given how much is known of it. Exact-key history of n runs:
+ * the estimate less AGENT_RUN_U / n of it (one run here can be 2-3x its
+ * implementation's median: a cold call's run, a burst of load; a true
+ * best timed once on such a run must be tried again). A model through two or
+ * more work sizes: half its prediction (AGENT_MODEL_U; a model fitted on
+ * slices can miss the full call's time by that much), and less again when
+ * it extrapolates: times (w_max / w)^AGENT_REACH for a call of work w
+ * beyond the largest work w_max it was fitted on (a slice of a few dozen
+ * pixels a side spends a share of its time on borders and vector
+ * remainders that the full call does not, and a burst of load on one
+ * short slice run steepens the slope: a variant that looks several times
+ * slower there can be the fastest on the call; an extrapolation over a
+ * large ratio is never tight). A model of one work
+ * size (w1, t1) cannot tell a fixed cost from a per-work one: at best all
+ * of the fixed cost the implementation's kind may carry is fixed (OpenCL:
+ * all of t1, launches and transfers; a CPU kind: at most AGENT_CPU_FIXED
+ * seconds, a pool's wake-up and a call's tables many times over; a fixed
+ * cost learnt from the method's own fits was tried and dropped: under
+ * load a larger slice can run faster than a smaller one, and one noisy
+ * intercept then let every hopeless candidate look promising) and the
+ * rest scales with the work. Nothing at all: 0 (calibration
+ * measures it first).
+ * The incumbent is the best estimate among the candidates timed on the
+ * key. Another candidate is tried on the call when its optimistic bound
+ * beats the incumbent by more than AGENT_TIE (for a rival timed on the
+ * key, the incumbent judged by the lesser of its estimate and as many of
+ * its newest runs as the rival has, at least AGENT_FOOTING: a fast-half
+ * mean falls as runs accumulate, and a rival's old runs may date from a
+ * quieter machine) and what the try may cost over the incumbent
+ * (its estimate less the incumbent's) is at most AGENT_HORIZON times what
+ * it could save a call (the incumbent less its bound); the most promising
+ * (lowest bound relative to the incumbent) first. A candidate whose bound
+ * does not beat the incumbent is hopeless: neither run nor calibrated
+ * again while that holds. */
+#define AGENT_RUN_U 0.5
+#define AGENT_NOISE 0.15
+#define AGENT_TIE 0.05
+#define AGENT_FOOTING 4
+#define AGENT_MODEL_U 0.5
+#define AGENT_REACH 0.125
+#define AGENT_HORIZON 20.0
+#define AGENT_CPU_FIXED 1e-3
 /* A call whose best candidate is predicted under AGENT_SMALL_CALL seconds
  * is small: slices of it cost about as much as the call (each slice run
  * pays a run's fixed costs), so calibration stops at the first candidate's
@@ -38,10 +70,6 @@
  * own later calls, one a call, once the best has run on the key
  * (choice.c, calibrate.c). */
 #define AGENT_SMALL_CALL 1e-3
-#define AGENT_CLOSE 1.3
-#define AGENT_EVIDENCE 3
-#define AGENT_TIE 0.03
-#define AGENT_REVISIT 32
 
 /* What the dispatcher knows about one candidate implementation. */
 typedef struct agent_cand {
@@ -64,6 +92,22 @@ typedef struct agent_cand {
   /* Delay flag of (implementation, key). */
   int delayed;
   double factor, p;
+  /* The work of the model's one point when it has a single one (0: not
+   * known), for the optimistic bound (agent_lower). */
+  double point_work;
+  /* The largest work the model was fitted on (0: not known: the largest
+   * of works, if given), for the optimistic bound (agent_lower). */
+  double max_work;
+  /* One-time seconds this call would pay on top of the steady estimate
+   * (program builds, first launches of a size in this process); added to
+   * the estimate and the bound. */
+  double once;
+  /* once is known from more than one run (or is none): the optimistic
+   * bound includes it; a single run's may have filled the caches. */
+  int once_known;
+  /* Its probe refused the key's calibration slice: the call itself is the
+   * only place to time it (agent_choose tries it there). */
+  int no_slice;
 } agent_cand;
 
 enum agent_source { SRC_NONE, SRC_HISTORY, SRC_MODEL };
@@ -86,12 +130,29 @@ double agent_estimate(const agent_cand *c, double work, int *source);
 /* 1 if the candidate has no timing on this device at all (cold). */
 int agent_cold(const agent_cand *c);
 
+/* The optimistic bound of the candidate at `work` (see AGENT_NOISE), its
+ * one-time costs included once more than one run has shown them; 0 when
+ * nothing is known. */
+double agent_lower(const agent_cand *c, double work);
+
+/* Why the rule treats each candidate as it does, for a report: the
+ * incumbent's index (-1: none timed on the key) and per candidate its
+ * bound (lower[i]) and a verdict (state[i]): "best", "next" (the pick of
+ * an exploration), "promising" (could beat the best, tried after the
+ * next), "costly" (could beat it, but trying costs more than it could
+ * save), "hopeless" (cannot beat it), "cold" (no timing yet: calibration
+ * or a small call's try first), "unmeasured" (no incumbent to compare
+ * with) or the candidate's exclusion. pick is agent_choose's result. */
+long agent_explain(const agent_cand *c, size_t n, double work, long pick,
+                   double *lower, const char **state);
+
 /* Chooses among c[0..n): returns the index, or -1 if every candidate is
  * excluded. `reason` receives "history", "model", "verification" (a
- * model-only candidate within AGENT_VERIFY of the best measured one, run
- * once on the key), "exploration" (a close candidate short of evidence or
- * revisited, a delayed favourite's rival, or a cold CPU candidate tried on
- * a small call, AGENT_SMALL_CALL) or "static". With static_cold, any
+ * candidate known only by its model whose bound beats the best measured
+ * one, run on the key), "exploration" (a candidate timed on the key whose
+ * bound beats the best, a delayed favourite's rival, or a cold CPU
+ * candidate tried on a small call, AGENT_SMALL_CALL) or "static". With
+ * static_cold, any
  * usable cold candidate makes the choice
  * the static order by kind and work; otherwise cold candidates are passed
  * over while some candidate has an estimate. seconds[i] and source[i]

@@ -7,34 +7,35 @@
 #include "cl/clrt.h"
 #include "internal.h"
 
-/* Calibration. The cold candidates run, in the order below, on a small
- * slice of the caller's input (twice when the first run had one-time
- * costs, so a steady time is recorded), while the budget lasts; then they
- * run on a second, larger slice, fastest first (OpenCL on the host's
- * cores still last), while the budget lasts. Two sizes give the fit a
- * fixed cost and a slope; an implementation left at one size is scaled
- * proportionally (which only overestimates it). Cold
- * candidates the budget leaves out stay cold: they are passed over for
- * this call and calibrated by later ones, each within its own budget.
+/* Calibration. The cold candidates (cands_cold: CALIB_COLD) run, in the
+ * order below, on a small slice of the caller's input (twice when the
+ * first run had one-time costs, so a steady time is recorded), while the
+ * budget lasts; then, on a second, larger slice, fastest first (OpenCL on
+ * the host's cores last), those whose one-size bound (agent_lower) could
+ * still beat the best predicted, with those timed at one size by an
+ * earlier call (CALIB_SECOND). Two sizes give the fit a fixed cost and a
+ * slope; a hopeless one left at one size is scaled proportionally (which
+ * only overestimates it). Candidates the budget leaves out stay cold:
+ * later calls calibrate them.
  *
  * Budget: share (engine_options.calibration_share, default CALIB_SHARE) of
- * the predicted full call, at least CALIB_FLOOR, at most
- * engine_options.calibration_budget when set. The floor lets a call of a
- * few ms calibrate something; at 2 ms it was 20-40 % of calls of 5-10 ms
- * (shift_magnify 10 x 256 x 256 spent 1.5 ms before a 5.3 ms call). The
- * prediction comes from the candidates already known, else from the
- * first candidate's runs on the small slice and on one twice as large
- * per side (a fit through two sizes; later candidates are assumed to
- * scale alike). So a call predicted under 0.1 s spends at most 10 ms,
- * one over 1 s at most 10 %; only the first run on the small slice
- * (needed for any number) and a run already started can overshoot, and a candidate starts only while
+ * the predicted full call, at least CALIB_FLOOR, plus the account carried
+ * across calls (calib_carry: what the calls so far allowed less what
+ * calibration spent), at most engine_options.calibration_budget when set.
+ * The floor lets a call of a few ms calibrate something; at 2 ms it was
+ * 20-40 % of calls of 5-10 ms (shift_magnify 10 x 256 x 256 spent 1.5 ms
+ * before a 5.3 ms call). The account makes an overshoot (the first run on
+ * a slice, a program build) cost later calls their calibration instead of
+ * recurring on each: eSRRF 20 x 256 x 256 spent 30-40 % of calls 3-8 each
+ * starting a scalar variant. The prediction comes from the candidates
+ * already known, else from the first candidate's runs on the small slice
+ * and on one twice as large per side (a fit through two sizes; later
+ * candidates are assumed to scale alike). A candidate starts only while
  * the budget left covers CALIB_NEXT times the slowest small-slice run so
  * far times the spread seen (slowest / fastest): eSRRF's variants on a
  * slice, in calibration order, take about 1, 0.5-1.5, 7-14 and 50-100
  * times the first (fused_avx2, fused_vec, fused, the unfused scalar
- * ones); a 50 x 256 x 256 call spent 11-14 % of itself calibrating when
- * the next could start with 4x the slowest so far left (the scalar one
- * started after fused and took two thirds of it).
+ * ones).
  *
  * Tiny calls (nothing known, and the first slices would hold half the
  * call or more: tiny_call) calibrate nothing: the static order's first
@@ -50,25 +51,26 @@
  * Order: the static preference by kind and work (small work: serial,
  * threaded, composite; large: threaded, composite, serial) with OpenCL on
  * a GPU first for large work, and OpenCL devices that share the host's
- * cores last of all, so that no CPU implementation is timed right after
- * them in calibration (their runtime's threads run on the same cores). A
- * cold OpenCL implementation (program builds and first launches ahead)
- * starts only when CALIB_CL_ONCE seconds of budget are left: kernel builds
- * stay off the path of calls predicted under 2.5 s, which meet OpenCL once
- * a larger call (or `quicksilver bench`) has timed it and the model
- * extrapolates.
+ * cores last in a cold call (no CPU implementation is timed right after
+ * them: their runtime's threads run on the same cores) but first in a
+ * warm call of large work, the CPU ones then waiting for the next call
+ * (warm_rank). A cold OpenCL implementation (program builds and first
+ * launches ahead) starts only for a call predicted at CALIB_CL_CALL
+ * seconds or more.
  *
  * Slices: the small one is 1/32 of the rows and columns, at least
  * CALIB_MIN_SIDE pixels per side, then halved per side (down to
  * CALIB_LEAST_SIDE) while it holds more than share / (2 n) of the call's
  * work for n candidates, so that all of them fit the budget once (an
  * eSRRF slice of 4 frames of 32 x 32 pixels is 1/20 of a 20 x 64 x 64
- * call); the second is as large as the budget left allows for all of
- * them, from 2x to 8x per side: on the small slice fixed costs dominate,
- * the second separates them from the per-pixel cost. */
+ * call), and down to CALIB_LEAST_SIDE when a best is known (the small run
+ * then only tells the hopeless from the rest); the second is as large as
+ * the budget left allows for all of them, from 2x to 8x per side: on the
+ * small slice fixed costs dominate, the second separates them from the
+ * per-pixel cost. */
 #define CALIB_SHARE 0.10
 #define CALIB_FLOOR 0.0005
-#define CALIB_CL_ONCE 0.25
+#define CALIB_CL_CALL 0.02
 #define CALIB_MIN_SIDE 32
 #define CALIB_LEAST_SIDE 8
 #define CALIB_NEXT 4.0
@@ -151,7 +153,11 @@ static double slice_run(engine *e, prep *pr, size_t i, slice *sl,
   char why[128];
   call_init(e, &m->impls[i], &probe, sl->in, d->n_inputs, NULL, 0, pr->p,
             NULL, 0);
-  if (!registry_usable(&m->impls[i], &probe, why, sizeof why)) return -1;
+  if (!registry_usable(&m->impls[i], &probe, why, sizeof why)) {
+    hist *h = hist_get(m, i, pr->key, pr->work, 1);
+    if (h) h->no_slice = 1; /* the call itself will time it */
+    return -1;
+  }
   run_result res;
   double best = -1;
   for (int k = 0; k < 2; k++) {
@@ -173,10 +179,35 @@ static double slice_run(engine *e, prep *pr, size_t i, slice *sl,
   return best;
 }
 
-static double budget_for(const engine *e, double predicted) {
+/* What the method's calibration has left unspent of the budgets of the
+ * calls timed so far (each the share of its time, at least CALIB_FLOOR);
+ * negative: what it overspent (a slice run longer than expected, a
+ * program build), paid back by the next calls. Both sides come from the
+ * history (the newest AGENT_WINDOW runs per key), so the account holds
+ * across processes. */
+static double calib_carry(const engine *e, const mstate *m) {
+  double share = e->calib_share > 0 ? e->calib_share : CALIB_SHARE;
+  double credit = 0, spent = 0, w[AGENT_WINDOW];
+  for (const hist *h = m->all; h; h = h->sibling) {
+    size_t n = hist_walls(h, w);
+    int sliced = strstr(h->key, KEY_SLICE_MARK) != NULL;
+    for (size_t k = 0; k < n; k++)
+      if (sliced)
+        spent += w[k];
+      else
+        credit += share * w[k] > CALIB_FLOOR ? share * w[k] : CALIB_FLOOR;
+  }
+  return credit - spent;
+}
+
+/* Budget: the share of the predicted call (at least CALIB_FLOOR) plus the
+ * carry (calib_carry), at most engine_options.calibration_budget. */
+static double budget_for(const engine *e, double predicted, double carry) {
   double share = e->calib_share > 0 ? e->calib_share : CALIB_SHARE;
   double b = predicted > 0 ? share * predicted : 0;
   if (b < CALIB_FLOOR) b = CALIB_FLOOR;
+  b += carry;
+  if (b < 0) b = 0;
   if (e->calib_budget > 0 && b > e->calib_budget) b = e->calib_budget;
   return b;
 }
@@ -197,11 +228,27 @@ static int calib_rank(const rimpl *r, double work) {
   }
 }
 
-/* Whether implementation i may start now with `left` seconds of budget: a
- * cold OpenCL one has its program builds and first launches ahead. */
-static int may_start(const mstate *m, size_t i, double left) {
+/* The rank in a call's order: with a best known and large work, an
+ * OpenCL device on the host's cores goes first (it is the candidate a
+ * fixed cost per call hides longest, and its slice runs are cheap once its
+ * programs are cached); the CPU candidates then wait for the next call
+ * (host_cl_ran), as their timings right after it would share the cores
+ * with its runtime's threads. */
+static int warm_rank(const rimpl *r, double work, int warm) {
+  int k = calib_rank(r, work);
+  return warm && k == RANK_HOST_CL && work >= AGENT_SMALL_WORK ? -1 : k;
+}
+
+static int host_cl(const rimpl *r) { return calib_rank(r, 0) == RANK_HOST_CL; }
+
+/* Whether implementation i may start now with `left` seconds of budget
+ * for a call predicted at `predicted` seconds: a cold OpenCL one has its
+ * program builds and first launches ahead, which a call under
+ * CALIB_CL_CALL would take many calls to pay back. */
+static int may_start(const mstate *m, size_t i, double left,
+                     double predicted) {
   if (left <= 0) return 0;
-  return m->impls[i].def->kind != IMPL_OPENCL || left >= CALIB_CL_ONCE;
+  return m->impls[i].def->kind != IMPL_OPENCL || predicted >= CALIB_CL_CALL;
 }
 
 /* Whether a prediction makes the call small (AGENT_SMALL_CALL): its cold
@@ -234,10 +281,15 @@ size_t calibrate_startable(const engine *e, const prep *pr,
                             const unsigned char *cold, double known) {
   if (small_call(e, known)) return 0;
   if (known < 0 && tiny_call(e, pr)) return 0;
-  double budget = budget_for(e, known);
+  double carry = calib_carry(e, pr->m);
+  double first = budget_for(e, known, carry > 0 ? carry : 0);
+  double second = budget_for(e, known, carry);
   size_t n = 0;
   for (size_t i = 0; i < pr->m->n_impls; i++)
-    n += cold[i] && (known < 0 || may_start(pr->m, i, budget));
+    n += cold[i] && (known < 0 ||
+                     may_start(pr->m, i,
+                               cold[i] == CALIB_COLD ? first : second,
+                               known));
   return n;
 }
 
@@ -253,27 +305,35 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
    * lists each kind from its reference to its most refined variant (see
    * impl_def in quicksilver.h), and a budget that cannot reach them all
    * should reach the variant most likely to win. */
+  int warm = known >= 0;
   for (size_t i = m->n_impls; i-- > 0;) {
-    if (!cold[i]) continue;
+    if (cold[i] != CALIB_COLD) continue;
     size_t k = n++; /* insertion by rank, stable */
-    while (k > 0 && calib_rank(&m->impls[order[k - 1]], pr->work) >
-                        calib_rank(&m->impls[i], pr->work)) {
+    while (k > 0 && warm_rank(&m->impls[order[k - 1]], pr->work, warm) >
+                        warm_rank(&m->impls[i], pr->work, warm)) {
       order[k] = order[k - 1];
       k--;
     }
     order[k] = i;
   }
-  double budget = budget_for(e, known);
   if (!calibrate_startable(e, pr, cold, known)) return 0; /* no slice made */
+  double carry = calib_carry(e, m);
+  /* a cold candidate's first run is owed no debt (what an earlier
+   * overshoot spent, while the best was slower, could block it for
+   * hundreds of calls); second sizes wait for the account */
+  double budget = budget_for(e, known, carry > 0 ? carry : 0);
   size_t rows = slice_side(pr->in[0].rows), cols = slice_side(pr->in[0].cols);
   slice sl;
   if (slice_make(e, pr, rows, cols, &sl)) return 0;
   /* every candidate's small run should fit half the share: a slice over
    * share / (2 n) of the call's work is halved per side (not below
-   * CALIB_LEAST_SIDE, nor to a size the method refuses) */
+   * CALIB_LEAST_SIDE, nor to a size the method refuses). With a best
+   * known, the small slice only has to tell the hopeless from the rest
+   * (agent_lower): the least side, so that a candidate tens of times
+   * slower than the best costs a fraction of the call. */
   double share = e->calib_share > 0 ? e->calib_share : CALIB_SHARE;
-  double target = share / (2.0 * (double)n);
-  while (pr->work > 0 && sl.work / pr->work > target &&
+  double target = share / (2.0 * (double)(n ? n : 1));
+  while (pr->work > 0 && (known >= 0 || sl.work / pr->work > target) &&
          rows / 2 >= CALIB_LEAST_SIDE && cols / 2 >= CALIB_LEAST_SIDE) {
     slice smaller;
     if (slice_make(e, pr, rows / 2, cols / 2, &smaller)) break;
@@ -286,7 +346,7 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
   unsigned char twice[QS_MAX_ESTIMATES] = {0};
   double scale = -1; /* predicted full call / small-slice time */
   double slowest = 0; /* the longest small-slice run so far */
-  int small_stop = 0;
+  int small_stop = 0, cl_ran = 0;
   for (size_t k = 0; k < n; k++) {
     size_t i = order[k];
     double used = (double)(engine_now(e) - t0) * 1e-9;
@@ -296,13 +356,16 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
      * method's most refined variants first, so the next is rarely faster
      * and, where the variants already differ several times over, often
      * as many times slower again */
+    double pred = known >= 0 ? known : best * scale;
+    if (cl_ran && !host_cl(&m->impls[i])) continue;
     if (first >= 0 || known >= 0) {
-      if (!may_start(m, i, budget - used) ||
+      if (!may_start(m, i, budget - used, pred) ||
           budget - used <
               CALIB_NEXT * slowest * (best > 0 ? slowest / best : 1))
         continue;
     }
     small[i] = slice_run(e, pr, i, &sl, &spent, once);
+    cl_ran |= host_cl(&m->impls[i]);
     if (small[i] < 0) continue;
     if (small[i] > slowest) slowest = small[i];
     if (best < 0 || small[i] < best) best = small[i], first = (long)i;
@@ -333,31 +396,66 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
       }
       small_stop = small_call(e, small[i] * scale);
     }
-    budget = budget_for(e, best * scale);
+    budget = budget_for(e, best * scale, carry > 0 ? carry : 0);
     if (small_stop) break; /* the first prediction: a small call */
   }
   slice_done(d, &sl);
   double used = (double)(engine_now(e) - t0) * 1e-9;
-  if (first < 0 || !(w_small > 0) || used >= budget) return used;
-  if (small_stop) return used;
+  budget = budget_for(e, known >= 0 ? known : first >= 0 ? best * scale : -1,
+                      carry);
+  if (small_stop || !(w_small > 0) || used >= budget) return used;
+  /* Hopeless on the small slice: even with as much fixed cost as its kind
+   * may carry, its optimistic bound does not beat the best predicted
+   * (agent_lower): no second size. The others, and those timed at one
+   * size by an earlier call (CALIB_SECOND, at the time their one-point
+   * model predicts for the small slice), go on. */
+  double ref = known >= 0 ? known : first >= 0 ? best * scale : -1;
+  for (size_t i = 0; i < m->n_impls; i++) {
+    if (cold[i] == CALIB_SECOND && m->impls[i].fit_w1 > 0)
+      small[i] = m->impls[i].fit_b * w_small;
+    if (cl_ran && !host_cl(&m->impls[i])) small[i] = -1;
+    if (twice[i] || !(small[i] >= 0) || !(ref > 0)) {
+      if (twice[i]) small[i] = -1; /* has its two sizes */
+      continue;
+    }
+    agent_cand one = {.kind = m->impls[i].def->kind, .n_points = 1,
+                      .fitted = 1, .fit_b = small[i] / w_small,
+                      .point_work = w_small};
+    if (cold[i] == CALIB_SECOND) one.point_work = m->impls[i].fit_w1,
+                                 one.fit_b = m->impls[i].fit_b;
+    if (!(agent_lower(&one, pr->work) < ref * (1 - AGENT_TIE)))
+      small[i] = -1;
+  }
   /* the second size: as large as the budget left allows for all of them
    * (their small-slice times summed), 2x to 8x per side. All, not only
    * the fastest on the small slice: there a fixed cost (a pool's wake-up,
    * a kernel launch) dominates, and only a second size tells it from the
-   * per-pixel cost that decides the full call. */
+   * per-pixel cost that decides the full call. It is never the size of a
+   * CALIB_SECOND one's point. */
   double small_sum = 0;
-  for (size_t i = 0; i < m->n_impls; i++) {
-    if (twice[i]) small[i] = -1; /* has its two sizes */
+  for (size_t i = 0; i < m->n_impls; i++)
     if (small[i] >= 0) small_sum += small[i];
-  }
-  double grow_max = small_sum > 0 ? (budget - used) / small_sum : 0;
+  if (!(small_sum > 0)) return used;
+  double grow_max = (budget - used) / small_sum;
   size_t f = 2;
   while (f < 8 && (double)(4 * f * f) <= grow_max) f *= 2;
-  size_t rows2 = rows * f < pr->in[0].rows ? rows * f : pr->in[0].rows;
-  size_t cols2 = cols * f < pr->in[0].cols ? cols * f : pr->in[0].cols;
-  if ((rows2 == rows && cols2 == cols) || slice_make(e, pr, rows2, cols2, &sl))
-    return (double)(engine_now(e) - t0) * 1e-9;
-  double grow = sl.work / w_small;
+  for (;;) {
+    size_t rows2 = rows * f < pr->in[0].rows ? rows * f : pr->in[0].rows;
+    size_t cols2 = cols * f < pr->in[0].cols ? cols * f : pr->in[0].cols;
+    if ((rows2 == rows && cols2 == cols) ||
+        slice_make(e, pr, rows2, cols2, &sl))
+      return (double)(engine_now(e) - t0) * 1e-9;
+    int clash = 0, whole = rows2 == pr->in[0].rows && cols2 == pr->in[0].cols;
+    for (size_t i = 0; i < m->n_impls; i++)
+      if (small[i] >= 0 && cold[i] == CALIB_SECOND &&
+          m->impls[i].fit_w1 == sl.work) {
+        clash = 1;
+        if (whole) small[i] = -1; /* no other size to give it */
+      }
+    if (!clash || whole) break;
+    slice_done(d, &sl);
+    f *= 2;
+  }
   for (;;) { /* fastest on the small slice first, while the budget lasts */
     long next = -1;
     for (size_t i = 0; i < m->n_impls; i++) {
@@ -370,10 +468,15 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
         next = (long)i;
     }
     if (next < 0) break;
-    double t = small[next];
+    /* its cost there as its bound sees it (agent_lower): a fixed cost
+     * that does not grow; if it does grow, the account pays it back */
+    agent_cand one = {.kind = m->impls[next].def->kind, .n_points = 1,
+                      .fitted = 1, .fit_b = small[next] / w_small,
+                      .point_work = w_small};
+    double t = agent_lower(&one, sl.work) / (1 - AGENT_NOISE);
     small[next] = -1;
     used = (double)(engine_now(e) - t0) * 1e-9;
-    if (used + t * grow > budget) continue;
+    if (used + t > budget) continue;
     slice_run(e, pr, (size_t)next, &sl, &spent, once);
   }
   slice_done(d, &sl);

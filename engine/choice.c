@@ -26,13 +26,26 @@ static void impl_fit(mstate *m, size_t i) {
   double *times = works ? works + n : NULL; /* no arithmetic on NULL */
   /* m->all is newest key first; the fit keeps the newest when it must cut */
   size_t j = n;
+  r->fit_once = 0;
+  r->fit_once_n = 0;
   for (hist *k = m->all; k; k = k->sibling) {
     if (k->impl != i || !k->n || k->mismatch) continue;
+    if (k->once > 0 && (r->fit_once <= 0 || k->once < r->fit_once))
+      r->fit_once = k->once;
+    r->fit_once_n += k->once_n;
     j--;
     works[j] = k->work;
     times[j] = hist_stats(k)->fast_mean;
   }
   r->fit_n = n && !agent_fit(works, times, n, &r->fit_a, &r->fit_b) ? n : 0;
+  /* one size (one point, or all at one work): its work, for the bound */
+  r->fit_w1 = 0;
+  r->fit_wmax = 0;
+  for (size_t k = 0; k < r->fit_n; k++) {
+    r->fit_w1 = k == 0 || works[k] == r->fit_w1 ? works[k] : -1;
+    if (works[k] > r->fit_wmax) r->fit_wmax = works[k];
+  }
+  if (r->fit_w1 < 0) r->fit_w1 = 0;
   r->fit_gen = r->gen;
   free(works);
 }
@@ -52,6 +65,9 @@ static void cand_fill(mstate *m, size_t i, const prep *pr,
     a->delayed = h->delayed;
     a->factor = h->factor;
     a->p = h->p;
+    a->once = h->here ? 0 : h->once;
+    a->once_known = h->here || h->once_n != 1;
+    a->no_slice = h->no_slice;
     if (!a->excluded && !forced && h->mismatch) a->excluded = "mismatch";
     if (!a->excluded && !forced && h->failed &&
         m->runs - h->failed_at <= RETRY_AFTER)
@@ -65,6 +81,12 @@ static void cand_fill(mstate *m, size_t i, const prep *pr,
   a->fitted = r->fit_n > 0;
   a->fit_a = r->fit_a;
   a->fit_b = r->fit_b;
+  a->max_work = r->fit_wmax;
+  if (r->fit_w1 > 0) a->n_points = 1, a->point_work = r->fit_w1;
+  /* a process that has not run the key pays its one-time costs (a new
+   * size's first launch at least): the least its other keys paid */
+  a->once = h && h->here ? 0 : r->fit_once;
+  a->once_known = r->fit_once_n > 1;
 }
 
 static const char *const source_names[] = {"none", "history", "model"};
@@ -93,6 +115,7 @@ int cands_build(engine *e, prep *pr, const run_request *rq,
     memset(mask, 1, m->n_impls);
   }
   hist_load(e, m); /* without history the agent still chooses */
+  cs->work = pr->work;
   cs->usable = -1;
   for (size_t i = 0; i < m->n_impls; i++) {
     cand_refresh(e, pr, cs, i);
@@ -110,23 +133,53 @@ int cands_build(engine *e, prep *pr, const run_request *rq,
                                                        "was excluded");
 }
 
-/* Candidates that calibration would run (cold[i]); returns how many. */
+/* Candidates that calibration would run; returns how many. cold[i] is
+ * CALIB_COLD for one with no timing at all, CALIB_SECOND for one timed at
+ * a single work size (a fixed cost and a per-work one not yet told apart)
+ * whose optimistic bound could still beat the best known (agent_lower):
+ * it needs a second size (only against a best timed on the key or
+ * modelled through two sizes: among one-size models alone the call
+ * itself is the next timing). A hopeless one, or one whose probe refused the
+ * key's slice (tried on the call instead, agent_choose), is not
+ * calibrated. */
 size_t cands_cold(const engine *e, const mstate *m, const cands *cs,
-                         unsigned char *cold) {
+                  unsigned char *cold) {
   size_t n = 0;
+  double best = INFINITY;
   for (size_t i = 0; i < m->n_impls; i++) {
-    cold[i] = !cs->exact && !e->no_calibration && !cs->c[i].excluded &&
-              agent_cold(&cs->c[i]);
-    n += cold[i];
+    const agent_cand *c = &cs->c[i];
+    int src;
+    if (c->excluded || agent_cold(c) || c->point_work > 0) continue;
+    double t = agent_estimate(c, cs->work, &src) + c->once;
+    if (t < best) best = t;
+  }
+  for (size_t i = 0; i < m->n_impls; i++) {
+    const agent_cand *c = &cs->c[i];
+    cold[i] = 0;
+    if (cs->exact || e->no_calibration || c->excluded || c->no_slice)
+      continue;
+    if (agent_cold(c))
+      cold[i] = CALIB_COLD;
+    else if (!c->n_walls && c->point_work > 0 && best < INFINITY &&
+             agent_lower(c, cs->work) < best * (1 - AGENT_TIE))
+      cold[i] = CALIB_SECOND;
+    n += cold[i] != 0;
   }
   return n;
 }
 
-/* The estimates part of a report. */
+/* The estimates part of a report, with each candidate's optimistic bound
+ * and the rule's verdict on it (agent_explain; pick: the choice). */
 void report_estimates(run_report *report, const mstate *m,
                              const cands *cs, const double *est,
                              const int *src) {
   report->n_estimates = m->n_impls;
+  double lower[QS_MAX_ESTIMATES];
+  const char *state[QS_MAX_ESTIMATES];
+  long pick = -1;
+  for (size_t i = 0; i < m->n_impls; i++)
+    if (!strcmp(m->impls[i].name, report->impl)) pick = (long)i;
+  agent_explain(cs->c, m->n_impls, cs->work, pick, lower, state);
   for (size_t i = 0; i < m->n_impls; i++) {
     run_estimate *x = &report->estimates[i];
     const agent_cand *c = &cs->c[i];
@@ -137,6 +190,9 @@ void report_estimates(run_report *report, const mstate *m,
     if (src[i] == SRC_MODEL && c->n_points == 1) s = "scaled";
     if (c->excluded && strcmp(c->excluded, "not_selected")) s = c->excluded;
     snprintf(x->source, sizeof x->source, "%s", s);
+    x->optimistic = lower[i];
+    snprintf(x->state, sizeof x->state, "%s",
+             cs->exact && (long)i == pick ? "forced" : state[i]);
   }
 }
 
@@ -197,6 +253,7 @@ int choose_for_key(engine *e, mstate *m, const char *key, double work,
   memcpy(pr->p, p, m->desc->n_params * sizeof *p);
   snprintf(pr->key, sizeof pr->key, "%s", key);
   pr->work = work;
+  cs->work = work;
   memset(report, 0, sizeof *report);
   for (size_t i = 0; i < m->n_impls; i++) cand_refresh(e, pr, cs, i);
   double est[QS_MAX_ESTIMATES];

@@ -211,6 +211,7 @@ void run_account(engine *e, prep *pr, size_t impl, const char *key,
     if (st)
       agent_inform_with(prev, n, st, steady, &h->delayed, &h->factor, &h->p);
     hist_add(h, steady);
+    hist_once(h, res->once_s, 1);
     r->gen++;
     h->failed = 0;
     if (was != h->delayed) delay_spread(m, impl, key, work, h);

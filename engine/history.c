@@ -65,6 +65,16 @@ void hist_add(hist *h, double wall) {
   h->win_ok = 0;
 }
 
+/* A run's one-time costs (program builds, the first launch of a size)
+ * are paid again by each process that runs the key: a new process expects
+ * the least of them seen (the warm caches' case: the first run on a
+ * machine also fills them), one that has run it none. */
+void hist_once(hist *h, double once_s, int here) {
+  if (once_s > 0 && (h->once <= 0 || once_s < h->once)) h->once = once_s;
+  h->once_n += once_s > 0;
+  h->here |= here;
+}
+
 const stats *hist_stats(hist *h) {
   if (!h->n) return NULL;
   if (!h->win_ok) {
@@ -130,6 +140,7 @@ static int load_row(void *ctx, const run_row *r) {
     l->cap = cap;
   }
   l->rows[l->n++] = (loaded){h, r->wall};
+  hist_once(h, r->once_s, 0);
   return 0;
 }
 

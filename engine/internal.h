@@ -54,7 +54,10 @@ typedef struct rimpl {
    * fit_gen == gen; gen changes with every new timing of it. */
   unsigned long gen, fit_gen;
   size_t fit_n;
-  double fit_a, fit_b;
+  double fit_a, fit_b, fit_w1; /* fit_w1: the work of a one-point fit */
+  double fit_wmax;              /* the largest work fitted on */
+  double fit_once;    /* least one-time seconds over its keys (history.c) */
+  int fit_once_n;     /* runs over its keys that paid some */
 } rimpl;
 
 /* What the engine knows about one (method, implementation, device, key):
@@ -75,6 +78,10 @@ typedef struct hist {
   double factor, p;
   int failed;           /* failed in this process ... */
   long failed_at;       /* ... at this run count of the method */
+  double once;          /* least one-time seconds a run paid (history.c) */
+  int once_n;           /* runs that paid some */
+  int here;             /* ran in this process: its one-time costs paid */
+  int no_slice;         /* its probe refused this key's calibration slice */
 } hist;
 
 /* A registered method with its implementations and its history cache. */
@@ -259,6 +266,7 @@ typedef struct cands {
   char why[QS_MAX_ESTIMATES][128];
   int exact;   /* rq->impl names one implementation: forced */
   long usable; /* first candidate not excluded, -1 if none */
+  double work; /* the call's */
 } cands;
 
 /* Selection, history and availability of every implementation for the
@@ -283,6 +291,9 @@ void report_estimates(run_report *report, const mstate *m, const cands *cs,
  * report->impl ("" if none), reason and estimates. */
 int choose_for_key(engine *e, mstate *m, const char *key, double work,
                    const double *p, run_report *report);
+
+/* What calibration runs a candidate for (cands_cold). */
+enum { CALIB_COLD = 1, CALIB_SECOND = 2 };
 
 /* ---- calibrate.c: runs the cold candidates (cold[i]) on slices of the
  * call's input within the calibration budget and records their timings;
@@ -362,6 +373,9 @@ void call_init(engine *e, const rimpl *r, method_call *c, const image *in,
 hist *hist_get(mstate *m, size_t impl, const char *key, double work,
                int create);
 void hist_add(hist *h, double wall);
+/* Notes a successful run's one-time seconds (here: it ran in this
+ * process, which has paid them). */
+void hist_once(hist *h, double once_s, int here);
 /* Successful walls oldest first into out[AGENT_WINDOW]; returns count. */
 size_t hist_walls(const hist *h, double *out);
 /* Statistics of the ring (computed once per change); NULL when empty. */

@@ -461,6 +461,13 @@ typedef struct run_estimate {
                            "mismatch", "device_memory" */
   int runs;             /* timings behind the estimate: runs of the key
                            (history), else keys fitted */
+  double optimistic;    /* the least seconds it could still take (its
+                           optimistic bound); < 0: not a candidate */
+  char state[16];       /* how the selection rule treats it: "best",
+                           "next" (tried on this call), "promising",
+                           "costly", "hopeless", "cold", "unmeasured" (see
+                           README, how the engine chooses); or why it was
+                           not a candidate */
 } run_estimate;
 
 typedef struct run_report {
@@ -468,11 +475,12 @@ typedef struct run_report {
   char reason[16];        /* the evidence the choice used: "forced",
                              "history", "model", "scaled", "calibration"
                              (a model from this call's calibration),
-                             "verification" (known only by its model, within
-                             1.5x of the measured best: run once on the key),
-                             "exploration" (a close candidate short of
-                             runs, a close runner-up revisited, or a
-                             delayed favourite), "fallback" (after
+                             "verification" (known only by its model,
+                             whose optimistic bound beats the measured
+                             best: run on the key), "exploration" (one
+                             timed on the key whose bound beats the best,
+                             a cold one tried on a small call, or a
+                             delayed favourite's rival), "fallback" (after
                              failures), "static" (kind and size only) */
   double seconds;         /* wall seconds of the run that produced it */
   double device_seconds;  /* OpenCL: device time; else 0 */
@@ -499,7 +507,9 @@ typedef struct run_report {
  * on slices of the input (recorded under the slice's own key, marked as
  * db_key_is_slice tells) within the calibration budget (engine_options;
  * those the budget leaves out are passed over and calibrated by later
- * calls), unless no_calibration: a static order by kind and size. An
+ * calls), unless no_calibration: a static order by kind and size. One
+ * whose optimistic bound could beat the best timed on the key is tried on
+ * the call (README: how the engine chooses). An
  * implementation that fails is recorded, skipped for that key for the next
  * 20 runs of the method, and the next best runs. */
 QS_API int method_run(engine *e, const char *method, const run_request *rq,

@@ -165,49 +165,91 @@ Test(agent, random_is_uniform_and_seeded) {
   cr_assert_float_eq(sum / 10000, 0.5, 0.02);
 }
 
-/* A candidate known only by its model, predicted within AGENT_VERIFY of
- * the best measured one, runs once on the key; then its own history
- * decides. Farther than that, the measured best stays. */
-Test(agent, model_only_candidate_is_verified_once) {
+/* A candidate known only by a model through two sizes is tried on the key
+ * while half its prediction (AGENT_MODEL_U) beats the best measured one
+ * and the try costs at most AGENT_HORIZON times what it could save; then
+ * its own history decides. Beyond that it is hopeless. */
+Test(agent, model_only_candidate_is_verified_while_it_could_win) {
   double a[3] = {1.0, 1.0, 1.0};
   agent_cand c[2] = {
       {.kind = IMPL_SERIAL, .walls = a, .n_walls = 3},
       {.kind = IMPL_THREADED, .n_points = 2, .fitted = 1, .fit_a = 0,
-       .fit_b = 1.2e-6}};
+       .fit_b = 1.8e-6}};
   uint64_t rng = 1;
   const char *why = NULL;
-  double est[2];
+  double est[2], lo[2];
   int src[2];
-  /* model 1.2 s at work 1e6 against 1.0 s measured: within 1.5x */
+  const char *st[2];
+  /* model 1.8 s at work 1e6 against 1.0 s measured: at best 0.9 s, could
+   * save 0.1 s a call for a try costing 0.8 s (within 20x) */
   cr_assert_eq(agent_choose(c, 2, 1e6, 0, &rng, &why, est, src), 1);
   cr_assert_str_eq(why, "verification");
-  cr_assert_float_eq(est[1], 1.2, 1e-12);
-  cr_assert_eq(src[1], SRC_MODEL);
-  /* once measured (1.4 s, beyond AGENT_CLOSE), history against history:
-   * the first stays */
-  double b[1] = {1.4};
+  cr_assert_float_eq(est[1], 1.8, 1e-12);
+  cr_assert_float_eq(agent_lower(&c[1], 1e6), 0.9, 1e-12);
+  cr_assert_eq(agent_explain(c, 2, 1e6, 1, lo, st), 0);
+  cr_assert_str_eq(st[1], "next");
+  cr_assert_str_eq(st[0], "best");
+  /* at 1.95 s its bound (0.975 s) is within AGENT_TIE of 1.0 s: not
+   * worth a try */
+  c[1].fit_b = 1.95e-6;
+  cr_assert_eq(agent_choose(c, 2, 1e6, 0, &rng, &why, NULL, NULL), 0);
+  cr_assert_str_eq(why, "history");
+  /* predicted at 2.2 s: its bound (1.1 s) cannot beat 1.0 s: hopeless */
+  c[1].fit_b = 2.2e-6;
+  cr_assert_eq(agent_choose(c, 2, 1e6, 0, &rng, &why, NULL, NULL), 0);
+  agent_explain(c, 2, 1e6, 0, lo, st);
+  cr_assert_str_eq(st[1], "hopeless");
+  cr_assert_float_eq(lo[1], 1.1, 1e-12);
+  /* once measured (2.2 s), history against history: 2.2 x (1 - 0.5)
+   * = 1.1 cannot beat 1.0: the first stays */
+  double b[1] = {2.2};
   c[1].walls = b;
   c[1].n_walls = 1;
   cr_assert_eq(agent_choose(c, 2, 1e6, 0, &rng, &why, NULL, NULL), 0);
   cr_assert_str_eq(why, "history");
-  /* predicted at 1.6 s (beyond 1.5x): not worth a run */
+  /* excluded candidates are never tried */
   c[1].walls = NULL;
   c[1].n_walls = 0;
-  c[1].fit_b = 1.6e-6;
-  cr_assert_eq(agent_choose(c, 2, 1e6, 0, &rng, &why, NULL, NULL), 0);
-  cr_assert_str_eq(why, "history");
-  /* excluded candidates are never verified */
   c[1].fit_b = 1.1e-6;
   c[1].excluded = "failed";
   cr_assert_eq(agent_choose(c, 2, 1e6, 0, &rng, &why, NULL, NULL), 0);
   cr_assert_str_eq(why, "history");
 }
 
-Test(agent, close_candidates_earn_evidence_then_compare_fairly) {
-  /* a: many runs, its fast half holding old fast ones (0.84); b: run once
-   * at 0.9, within AGENT_CLOSE; c: once at 2.0, not close */
+/* A one-size model cannot tell fixed from per-work cost: at best all the
+ * fixed cost its kind may carry is fixed (OpenCL: all of it; a CPU kind:
+ * AGENT_CPU_FIXED), the rest scales. */
+Test(agent, one_size_bound_by_kind) {
+  agent_cand cl = {.kind = IMPL_OPENCL, .n_points = 1, .fitted = 1,
+                   .fit_b = 5e-3 / 1e4, .point_work = 1e4};
+  /* 5 ms on a slice of 1e4: scaled to 1e7 it is 5 s, at best 5 ms */
+  cr_assert_float_eq(agent_lower(&cl, 1e7), 5e-3 * (1 - AGENT_NOISE),
+                     1e-12);
+  agent_cand cpu = cl;
+  cpu.kind = IMPL_THREADED;
+  cr_assert_float_eq(agent_lower(&cpu, 1e7),
+                     (1e-3 + 4e-3 * 1e3) * (1 - AGENT_NOISE), 1e-12);
+  /* nothing known: anything */
+  agent_cand none = {.kind = IMPL_SERIAL};
+  cr_assert_eq(agent_lower(&none, 1e7), 0);
+  /* one-time costs count once more than one run showed them */
+  double w[1] = {1.0};
+  agent_cand h = {.kind = IMPL_OPENCL, .walls = w, .n_walls = 1, .once = 0.5};
+  cr_assert_float_eq(agent_lower(&h, 1), 0.5, 1e-12);
+  h.once_known = 1;
+  cr_assert_float_eq(agent_lower(&h, 1), 1.0, 1e-12);
+}
+
+/* Candidates timed on the key: one whose bound (its estimate less
+ * AGENT_RUN_U / n) beats the incumbent (the lesser of its estimate and its
+ * newest runs, as many as the rival has and at least AGENT_FOOTING) is run
+ * until its own runs tighten the bound. */
+Test(agent, timed_candidates_tried_until_their_bound_settles) {
+  /* a: fast half 0.84 over its window, 1.0 over its newest runs; b: 0.9
+   * each run; c: once at 2.0 */
   double a[10] = {0.8, 0.8, 0.8, 0.8, 1, 1, 1, 1, 1, 1};
-  double b[3] = {0.9, 0.9, 0.9}, cw[1] = {2.0};
+  double b[10], cw[1] = {2.0};
+  for (int i = 0; i < 10; i++) b[i] = 0.9;
   agent_cand c[3] = {{.kind = IMPL_THREADED, .walls = a, .n_walls = 10},
                      {.kind = IMPL_THREADED, .walls = b, .n_walls = 1},
                      {.kind = IMPL_SERIAL, .walls = cw, .n_walls = 1}};
@@ -215,64 +257,24 @@ Test(agent, close_candidates_earn_evidence_then_compare_fairly) {
   const char *why;
   double est[3];
   int src[3];
-  /* b is short of evidence: run until it has AGENT_EVIDENCE runs */
-  for (size_t n = 1; n < AGENT_EVIDENCE; n++) {
-    c[1].n_walls = n;
-    cr_assert_eq(agent_choose(c, 3, 100, 0, &rng, &why, est, src), 1);
-    cr_assert_str_eq(why, "exploration");
-  }
-  /* by fast-half means a leads (0.84 against 0.9); on their newest 3 runs
-   * each, b does (1.0 against 0.9) */
-  c[1].n_walls = 3;
-  cr_assert_float_eq(est[0], 0.84, 1e-12);
-  int revisits = 0, b_wins = 0;
-  for (int k = 0; k < 3200; k++) {
-    long pick = agent_choose(c, 3, 100, 0, &rng, &why, NULL, NULL);
-    cr_assert_neq(pick, 2, "c is not close: never run");
-    if (!strcmp(why, "exploration")) {
-      cr_assert_eq(pick, 1, "the revisit goes to the rival with fewer runs");
-      revisits++;
-    } else {
-      cr_assert_str_eq(why, "history");
-      b_wins += pick == 1;
-    }
-  }
-  cr_assert_eq(b_wins, 3200 - revisits);
-  /* about one call in AGENT_REVISIT (100 expected) */
-  cr_assert(revisits > 60 && revisits < 140, "%d revisits", revisits);
-  /* within AGENT_TIE on equal footing: a tie, won by the one with more
-   * runs (a: 1.0 against b's 0.99) */
-  for (int i = 0; i < 3; i++) b[i] = 0.99;
-  int a_wins = 0, calls = 0;
-  for (int k = 0; k < 200; k++) {
-    long pick = agent_choose(c, 3, 100, 0, &rng, &why, NULL, NULL);
-    if (strcmp(why, "history")) continue;
-    calls++;
-    a_wins += pick == 0;
-  }
-  cr_assert_eq(a_wins, calls);
-  /* beyond AGENT_TIE (0.95 against 1.0): the faster */
-  for (int i = 0; i < 3; i++) b[i] = 0.95;
-  for (int k = 0; k < 200; k++) {
-    long pick = agent_choose(c, 3, 100, 0, &rng, &why, NULL, NULL);
-    if (!strcmp(why, "history")) cr_assert_eq(pick, 1);
-  }
-}
-
-Test(agent, closeness_judges_the_favourite_by_as_many_runs) {
-  /* a's fast half (0.84) holds old lucky runs; b, run once at 1.2, is
-   * beyond 1.3x of that but within 1.3x of a's newest run (1.0): close,
-   * so it earns more runs */
-  double a[10] = {0.8, 0.8, 0.8, 0.8, 1, 1, 1, 1, 1, 1}, b[1] = {1.2};
-  agent_cand c[2] = {{.kind = IMPL_THREADED, .walls = a, .n_walls = 10},
-                     {.kind = IMPL_THREADED, .walls = b, .n_walls = 1}};
-  uint64_t rng = 3;
-  const char *why;
-  cr_assert_eq(agent_choose(c, 2, 100, 0, &rng, &why, NULL, NULL), 1);
+  /* b against 0.84: 0.9 x (1 - 0.5) = 0.45 beats 0.84 x 0.95 = 0.798 */
+  cr_assert_eq(agent_choose(c, 3, 100, 0, &rng, &why, est, src), 1);
   cr_assert_str_eq(why, "exploration");
-  /* at 1.4 it is not close: the favourite runs */
-  b[0] = 1.4;
-  cr_assert_eq(agent_choose(c, 2, 100, 0, &rng, &why, NULL, NULL), 0);
+  cr_assert_float_eq(est[0], 0.84, 1e-12);
+  /* b keeps being tried while 0.9 (1 - 0.5 / n) < 0.798: until n = 5
+   * (0.81); c (2.0: at best 1.0) never */
+  size_t n = 1;
+  for (; n < 10; n++) {
+    c[1].n_walls = n;
+    long pick = agent_choose(c, 3, 100, 0, &rng, &why, NULL, NULL);
+    cr_assert_neq(pick, 2);
+    if (pick == 0) break;
+  }
+  cr_assert_eq(n, 5, "b settled after %zu runs", n);
+  /* a clearly faster rival takes over as the incumbent */
+  for (int i = 0; i < 10; i++) b[i] = 0.7;
+  c[1].n_walls = 3;
+  cr_assert_eq(agent_choose(c, 3, 100, 0, &rng, &why, NULL, NULL), 1);
   cr_assert_str_eq(why, "history");
 }
 
@@ -292,10 +294,10 @@ Test(agent, small_call_tries_cold_cpu_candidates) {
   const char *why = NULL;
   cr_assert_eq(agent_choose(c, 5, 1e6, 0, &rng, &why, NULL, NULL), 2);
   cr_assert_str_eq(why, "exploration");
-  double t2[1] = {30e-6};
+  double t2[1] = {50e-6};
   c[2].walls = t2, c[2].n_walls = 1;
   cr_assert_eq(agent_choose(c, 5, 1e6, 0, &rng, &why, NULL, NULL), 1);
-  double t1[1] = {25e-6};
+  double t1[1] = {45e-6};
   c[1].walls = t1, c[1].n_walls = 1;
   cr_assert_eq(agent_choose(c, 5, 1e6, 0, &rng, &why, NULL, NULL), 3);
   cr_assert_str_eq(why, "exploration");

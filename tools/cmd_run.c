@@ -179,6 +179,29 @@ static cJSON *report_json(const char *method, const run_report *r) {
   return j;
 }
 
+/* The selection rule's verdict in words (README: how the engine
+ * chooses). */
+static const char *explain_state(const char *s) {
+  static const char *const says[][2] = {
+      {"best", "best timed on this input"},
+      {"next", "tried now: could beat the best"},
+      {"promising", "could beat the best: tried after the next"},
+      {"costly", "could beat the best, but a try costs more than it saves"},
+      {"hopeless", "no longer tried: cannot beat the best"},
+      {"cold", "not timed yet: calibration (within its budget) first"},
+      {"unmeasured", "no input timed yet to compare with"},
+      {"forced", "forced"},
+      {"not_selected", "not selected (--impl)"},
+      {"unavailable", "unavailable here"},
+      {"failed", "failed recently: skipped for a while"},
+      {"mismatch", "its output disagreed: never chosen"},
+      {"device_memory", "out of device memory at this size"},
+  };
+  for (size_t i = 0; i < sizeof says / sizeof *says; i++)
+    if (!strcmp(s, says[i][0])) return says[i][1];
+  return s;
+}
+
 static void report_text(const cli *c, const char *method, const run_report *r,
                         int explain, int dry) {
   if (dry)
@@ -206,13 +229,16 @@ static void report_text(const cli *c, const char *method, const run_report *r,
              r->fallbacks > 1 ? "s" : "");
   cli_note(c, "\n");
   if (!explain) return;
-  cli_note(c, "  %-28s %12s  %-12s %s\n", "implementation", "estimate",
-           "source", "runs");
+  cli_note(c, "  %-28s %12s  %-12s %4s  %12s  %s\n", "implementation",
+           "estimate", "source", "runs", "at best", "rule");
   for (size_t i = 0; i < r->n_estimates && i < QS_MAX_ESTIMATES; i++) {
     const run_estimate *e = &r->estimates[i];
-    char est[32] = "unknown";
+    char est[32] = "unknown", low[32] = "-";
     if (e->seconds >= 0) snprintf(est, sizeof est, "%.6f s", e->seconds);
-    cli_note(c, "  %-28s %12s  %-12s %d%s\n", e->impl, est, e->source, e->runs,
+    if (e->optimistic > 0) snprintf(low, sizeof low, "%.6f s", e->optimistic);
+    else if (e->optimistic == 0) snprintf(low, sizeof low, "any");
+    cli_note(c, "  %-28s %12s  %-12s %4d  %12s  %s%s\n", e->impl, est,
+             e->source, e->runs, low, explain_state(e->state),
              strcmp(e->impl, r->impl) ? "" : dry ? "  <- would run" : "  <- ran");
   }
 }
