@@ -35,9 +35,9 @@ def resolve(root, including, name):
 
 def closure(root, start):
     """start and every file of the tree they include, transitively."""
-    seen, todo = set(), list(start)
-    while todo:
-        f = todo.pop()
+    seen, queue = set(), list(start)
+    while queue:
+        f = queue.pop()
         if f in seen:
             continue
         seen.add(f)
@@ -46,7 +46,7 @@ def closure(root, start):
         for name in INCLUDE.findall(text):
             target = resolve(root, f, name)
             if target and target not in seen:
-                todo.append(target)
+                queue.append(target)
     return seen
 
 
