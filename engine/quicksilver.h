@@ -637,7 +637,10 @@ QS_API int engine_db_stats(engine *e, const db_filter *f, db_stat_fn fn,
  * this machine's devices (filtered by method and key), the choice
  * method_run makes for that key by the engine's own rule (history, then
  * model, never calibrating, never a cold implementation a small call would
- * try next): choice->impl, reason and the estimates.
+ * try next): choice->impl, reason and the estimates. choice->impl may be
+ * one the rule is still trying (reason "exploration" or "verification",
+ * its estimate's state "next"); the best known is then the estimate whose
+ * state is "best". */
  * Keys of other machines or older implementation versions do not count,
  * as in method_run. */
 typedef int (*db_best_fn)(void *ctx, const char *method, const char *key,

@@ -377,6 +377,93 @@ Test(cli, diff_reports_and_fails_on_mismatch) {
   expect_status(r, 1, "diff missing");
 }
 
+/* A store where serial has 3 runs of 10 ms on the caller's key and
+ * threaded one of 12 ms: threaded's optimistic bound (6 ms: one run can
+ * be far above its median) beats serial, so the next call tries it. db
+ * best must still name serial, the best known, word threaded's ratio as
+ * slower (12 / 10), and say that the next call tries threaded. Made by
+ * forced runs whose exported rows are given these walls and imported. */
+Test(cli, db_best_names_the_best_not_the_one_being_tried) {
+  const char *in = small_input(), *out = path_in("o.tif");
+  const char *impls[] = {"serial", "threaded"};
+  for (int i = 0; i < 2; i++)
+    expect_status(qs("run", "shift_magnify", in, "-o", out, "--impl",
+                     impls[i], "-q", NULL),
+                  0, impls[i]);
+  const char *dump = path_in("dump.json");
+  expect_status(qs("db", "export", dump, NULL), 0, "db export");
+  char text[1 << 16];
+  slurp_into(dump, text, sizeof text);
+  cJSON *doc = cJSON_Parse(text);
+  cr_assert_not_null(doc);
+  cJSON *runs = cJSON_GetObjectItem(doc, "runs"), *made = cJSON_CreateArray();
+  cJSON *row;
+  cJSON_ArrayForEach(row, runs) {
+    const char *impl = cJSON_GetObjectItem(row, "impl")->valuestring;
+    int serial = !strcmp(impl, "serial");
+    cr_assert(serial || !strcmp(impl, "threaded"), "%s", impl);
+    for (int k = 0; k < (serial ? 3 : 1); k++) {
+      cJSON *x = cJSON_Duplicate(row, 1);
+      cJSON_ReplaceItemInObject(x, "wall",
+                                cJSON_CreateNumber(serial ? 0.010 : 0.012));
+      cJSON_ReplaceItemInObject(
+          x, "stamp",
+          cJSON_CreateNumber(cJSON_GetObjectItem(row, "stamp")->valuedouble +
+                             k + 1));
+      cJSON_AddItemToArray(made, x);
+    }
+  }
+  cJSON_ReplaceItemInObject(doc, "runs", made);
+  char *j = cJSON_PrintUnformatted(doc);
+  cJSON_Delete(doc);
+  FILE *f = fopen(path_in("made.json"), "w");
+  cr_assert_not_null(f);
+  fputs(j, f);
+  fclose(f);
+  free(j);
+  const char *db = path_in("made.db");
+  expect_status(qs("--db", db, "db", "import", path_in("made.json"), NULL), 0,
+                "import");
+  result *r = qs("--db", db, "db", "best", NULL);
+  expect_status(r, 0, "db best");
+  cr_assert_not_null(strstr(r->out, "-> serial: 0.01 s (history, 3 runs)"),
+                     "%s", r->out);
+  cr_assert_not_null(strstr(r->out, "next best threaded is 1.20x slower"),
+                     "%s", r->out);
+  cr_assert_not_null(strstr(r->out, "the next call tries threaded "
+                                    "(exploration): it could take 0.006 s"),
+                     "%s", r->out);
+  cr_assert_null(strstr(r->out, "-> threaded"), "%s", r->out);
+  cJSON *b = json_of(qs("--db", db, "db", "best", "--json", NULL));
+  cJSON *o = cJSON_GetArrayItem(b, 0);
+  cr_assert_eq(cJSON_GetArraySize(b), 1);
+  cr_assert_str_eq(cJSON_GetObjectItem(o, "impl")->valuestring, "serial");
+  cr_assert_float_eq(cJSON_GetObjectItem(o, "seconds")->valuedouble, 0.010,
+                     1e-12);
+  cr_assert_str_eq(cJSON_GetObjectItem(o, "next")->valuestring, "threaded");
+  cr_assert_str_eq(cJSON_GetObjectItem(o, "next_reason")->valuestring,
+                   "exploration");
+  /* each estimate carries the rule's verdict and its optimistic bound */
+  cJSON *e;
+  int seen = 0;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(o, "estimates")) {
+    const char *impl = cJSON_GetObjectItem(e, "impl")->valuestring;
+    const char *state = cJSON_GetObjectItem(e, "state")->valuestring;
+    cJSON *lo = cJSON_GetObjectItem(e, "optimistic");
+    if (!strcmp(impl, "serial")) {
+      cr_assert_str_eq(state, "best");
+      cr_assert_float_eq(lo->valuedouble, 0.010 * (1 - 0.5 / 3), 1e-12);
+      seen++;
+    } else if (!strcmp(impl, "threaded")) {
+      cr_assert_str_eq(state, "next");
+      cr_assert_float_eq(lo->valuedouble, 0.006, 1e-12);
+      seen++;
+    }
+  }
+  cr_assert_eq(seen, 2);
+  cJSON_Delete(b);
+}
+
 Test(cli, db_export_import_round_trip) {
   const char *in = small_input(), *out = path_in("o.tif");
   for (int i = 0; i < 3; i++)

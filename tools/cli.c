@@ -251,6 +251,11 @@ cJSON *cli_estimates_json(const run_report *r) {
       cJSON_AddNullToObject(o, "seconds");
     cJSON_AddStringToObject(o, "source", x->source);
     cJSON_AddNumberToObject(o, "runs", x->runs);
+    if (x->optimistic >= 0)
+      cJSON_AddNumberToObject(o, "optimistic", x->optimistic);
+    else
+      cJSON_AddNullToObject(o, "optimistic");
+    cJSON_AddStringToObject(o, "state", x->state);
     cJSON_AddItemToArray(arr, o);
   }
   return arr;

@@ -81,7 +81,8 @@ void cli_note(const cli *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* A report's estimates as a JSON array of {impl, seconds (null when
- * unknown), source, runs}. */
+ * unknown), source, runs, optimistic (the optimistic bound; null: not a
+ * candidate), state (the selection rule's verdict)}. */
 cJSON *cli_estimates_json(const run_report *r);
 
 /* Prints j on stdout and frees it; CLI_FAIL if it could not be printed. */

@@ -147,10 +147,29 @@ static int db_stats(db_ctx *d) {
   return db_listing(d, engine_db_stats(d->e, &f, stat_group, d));
 }
 
-/* Per (method, key): the implementation method_run would choose for that
- * key here (the engine's own rule), and every estimate. Keys calibration
- * recorded on slices of a call's input are not keys the caller ran: they
- * are counted and left out unless --all. */
+/* The index of the estimate in state `state` (-1: none). */
+static long estimate_in(const run_report *r, const char *state) {
+  for (size_t k = 0; k < r->n_estimates && k < QS_MAX_ESTIMATES; k++)
+    if (!strcmp(r->estimates[k].state, state)) return (long)k;
+  return -1;
+}
+
+/* A ratio of seconds `other / best` in words: "1.39x slower" when other
+ * takes longer, "0.72x the time" when it is predicted faster (only a
+ * candidate not yet timed on the key can be: a model's prediction). */
+static void ratio_words(double ratio, char *buf, size_t len) {
+  if (ratio >= 1)
+    snprintf(buf, len, "%.2fx slower", ratio);
+  else
+    snprintf(buf, len, "%.2fx the time", ratio);
+}
+
+/* Per (method, key): the best known by the engine's own rule (the
+ * estimate agent_choose's verdict calls "best": the best timed on the
+ * key; with none timed there, its choice) and, when the next call would
+ * try another one (exploration, verification: state "next"), which one
+ * and why. Keys calibration recorded on slices of a call's input are not
+ * keys the caller ran: they are counted and left out unless --all. */
 static int best_key(void *ctx, const char *method, const char *key,
                     const run_report *r) {
   db_ctx *d = ctx;
@@ -162,42 +181,61 @@ static int best_key(void *ctx, const char *method, const char *key,
   long pick = -1;
   for (size_t k = 0; k < r->n_estimates; k++)
     if (!strcmp(r->estimates[k].impl, r->impl)) pick = (long)k;
+  long best = estimate_in(r, "best");
+  long next = estimate_in(r, "next");
+  if (best < 0) best = pick, next = -1; /* nothing timed on the key */
   if (d->arr) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "method", method);
     cJSON_AddStringToObject(o, "key", key);
     cJSON_AddBoolToObject(o, "slice", db_key_is_slice(key));
-    if (pick >= 0) {
-      cJSON_AddStringToObject(o, "impl", r->impl);
-      cJSON_AddNumberToObject(o, "seconds", r->estimates[pick].seconds);
+    if (best >= 0) {
+      cJSON_AddStringToObject(o, "impl", r->estimates[best].impl);
+      cJSON_AddNumberToObject(o, "seconds", r->estimates[best].seconds);
     } else {
       cJSON_AddNullToObject(o, "impl");
     }
-    cJSON_AddStringToObject(o, "reason", r->reason);
+    cJSON_AddStringToObject(o, "reason", best == pick ? r->reason : "history");
+    if (next >= 0) {
+      cJSON_AddStringToObject(o, "next", r->estimates[next].impl);
+      cJSON_AddStringToObject(o, "next_reason", r->reason);
+    } else {
+      cJSON_AddNullToObject(o, "next");
+    }
     cJSON_AddItemToObject(o, "estimates", cli_estimates_json(r));
     cJSON_AddItemToArray(d->arr, o);
     return 0;
   }
   printf("%s  %s\n", method, key);
-  if (pick < 0) {
+  if (best < 0) {
     printf("  no usable implementation recorded here\n");
     return 0;
   }
-  const run_estimate *b = &r->estimates[pick];
-  double runner = INFINITY;
+  const run_estimate *b = &r->estimates[best];
+  long runner = -1;
   for (size_t k = 0; k < r->n_estimates; k++)
-    if ((long)k != pick && r->estimates[k].seconds >= 0 &&
-        r->estimates[k].seconds < runner)
-      runner = r->estimates[k].seconds;
-  printf("  -> %s: %.4g s (%s, %d run%s)", r->impl, b->seconds, r->reason,
-         b->runs, b->runs == 1 ? "" : "s");
-  if (isfinite(runner) && b->seconds > 0)
-    printf("; next best is %.2fx slower", runner / b->seconds);
+    if ((long)k != best && r->estimates[k].seconds >= 0 &&
+        (runner < 0 || r->estimates[k].seconds < r->estimates[runner].seconds))
+      runner = (long)k;
+  printf("  -> %s: %.4g s (%s, %d run%s)", b->impl, b->seconds,
+         best == pick ? r->reason : "history", b->runs,
+         b->runs == 1 ? "" : "s");
+  if (runner >= 0 && b->seconds > 0) {
+    char words[64];
+    const run_estimate *x = &r->estimates[runner];
+    ratio_words(x->seconds / b->seconds, words, sizeof words);
+    printf("; next best %s is %s (%s)", x->impl, words, x->source);
+  }
   printf("\n");
+  if (next >= 0 && r->estimates[next].optimistic >= 0)
+    printf("     the next call tries %s (%s): it could take %.4g s at "
+           "best\n",
+           r->estimates[next].impl, r->reason, r->estimates[next].optimistic);
   if (d->c->verbose)
     for (size_t k = 0; k < r->n_estimates; k++)
-      printf("     %-28s %-12s %d\n", r->estimates[k].impl,
-             r->estimates[k].source, r->estimates[k].runs);
+      printf("     %-28s %-12s %d %s\n", r->estimates[k].impl,
+             r->estimates[k].source, r->estimates[k].runs,
+             r->estimates[k].state);
   return 0;
 }
 
