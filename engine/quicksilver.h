@@ -640,7 +640,7 @@ QS_API int engine_db_stats(engine *e, const db_filter *f, db_stat_fn fn,
  * try next): choice->impl, reason and the estimates. choice->impl may be
  * one the rule is still trying (reason "exploration" or "verification",
  * its estimate's state "next"); the best known is then the estimate whose
- * state is "best". */
+ * state is "best".
  * Keys of other machines or older implementation versions do not count,
  * as in method_run. */
 typedef int (*db_best_fn)(void *ctx, const char *method, const char *key,

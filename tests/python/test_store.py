@@ -50,11 +50,66 @@ def test_stats(filled):
 def test_best_is_the_engine_choice(filled, stack):
     best = {b.method: b for b in filled.db_best()}
     assert set(best) == {"roberts_cross", "esrrf"}
-    rc = best["roberts_cross"].choice
-    est = {x.impl: x.seconds for x in rc.estimates if x.seconds is not None}
-    assert rc.impl == min(est, key=est.get)
-    assert rc.impl == filled.estimate("roberts_cross", stack,
-                                      impl="serial,threaded_static").impl
+    b = best["roberts_cross"]
+    est = {x.impl: x.seconds for x in b.choice.estimates
+           if x.seconds is not None}
+    # the best known is the fastest estimate; the choice may be a rival
+    # the rule still tries (its optimistic bound beats the best)
+    assert b.impl == min(est, key=est.get)
+    assert b.seconds == est[b.impl]
+    assert b.choice.impl in (b.impl, b.next)
+    assert b.choice.impl == filled.estimate(
+        "roberts_cross", stack, impl="serial,threaded_static").impl
+
+
+def test_best_names_the_best_while_a_rival_is_tried(filled, tmp_path):
+    """3 serial runs of 10 ms and one threaded_static run of 12 ms on a
+    key: threaded_static's optimistic bound (half its one run) beats
+    serial, so the next call tries it; the best known is still serial.
+    Every estimate carries the rule's verdict and its bound."""
+    path = tmp_path / "export.json"
+    filled.db_export(path)
+    doc = json.loads(path.read_text())
+    rc = [r for r in doc["runs"] if r["method"] == "roberts_cross"]
+    one = {r["impl"]: r for r in rc}
+    runs = []
+    for impl, wall, n in (("serial", 0.010, 3), ("threaded_static", 0.012,
+                                                   1)):
+        for k in range(n):
+            runs.append(dict(one[impl], wall=wall,
+                             stamp=one[impl]["stamp"] + k + 1))
+    doc["runs"] = runs
+    made = tmp_path / "made.json"
+    made.write_text(json.dumps(doc))
+    with qs.Engine(db=tmp_path / "m.db", opencl=False) as e:
+        assert e.db_import(made) == (4, 0, 0)
+        (b,) = e.db_best()
+        assert b.impl == "serial"
+        assert b.seconds == pytest.approx(0.010)
+        assert b.next == "threaded_static"
+        assert b.choice.impl == "threaded_static"
+        assert b.choice.reason == "exploration"
+        est = {x.impl: x for x in b.choice.estimates}
+        assert est["serial"].state == "best"
+        assert est["serial"].optimistic == pytest.approx(0.010 * (1 - 0.5 / 3))
+        assert est["threaded_static"].state == "next"
+        assert est["threaded_static"].optimistic == pytest.approx(0.006)
+        assert est["threaded"].state == "cold"
+        assert est["threaded"].seconds is None
+        assert est["threaded"].optimistic == 0
+        (r,) = e.db_best(key=b.key)
+        assert r.impl == "serial"
+
+
+def test_report_estimates_carry_the_verdict(tmp_path, stack):
+    """A run's report: the implementation forced is "forced", the others
+    not selected, each with its bound (None: no candidate)."""
+    with qs.Engine(db=tmp_path / "v.db", opencl=False) as e:
+        rep = e.run("roberts_cross", stack, impl="serial").report
+        est = {x.impl: x for x in rep.estimates}
+        assert est["serial"].state == "forced"
+        assert est["threaded"].state == "not_selected"
+        assert est["threaded"].optimistic is None
 
 
 def test_export_forget_import(filled, tmp_path):

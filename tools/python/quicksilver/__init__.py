@@ -92,13 +92,24 @@ class Estimate:
     """The engine's prediction for one implementation at the time of a run.
 
     ``seconds`` is None when unknown; ``source`` is ``"history"``,
-    ``"model"``, ``"none"``, or why it was no candidate (``"unavailable"``,
-    ``"failed"``, ``"mismatch"``, ``"device_memory"``).
+    ``"model"``, ``"scaled"``, ``"none"``, or why it was no candidate
+    (``"unavailable"``, ``"failed"``, ``"mismatch"``, ``"device_memory"``).
+    ``optimistic`` is the least seconds it could still take by the
+    selection rule (its optimistic bound: 0 when nothing is known; None
+    when it is no candidate). ``state`` is the rule's verdict on it:
+    ``"best"`` (the best timed on the key), ``"next"`` (tried on this
+    call: it could beat the best), ``"promising"``, ``"costly"`` (could
+    beat the best, but a try costs more than it could save),
+    ``"hopeless"`` (no longer tried), ``"cold"`` (not timed yet),
+    ``"unmeasured"`` (nothing timed on the key to compare with),
+    ``"forced"``, or why it was no candidate (``"not_selected"``, ...).
     """
     impl: str
     seconds: Optional[float]
     source: str
     runs: int
+    optimistic: Optional[float] = None
+    state: str = ""
 
 
 @dataclass(frozen=True)
@@ -311,10 +322,37 @@ class Stat:
 @dataclass(frozen=True)
 class Best:
     """The engine's choice for one (method, key) of the store, by the rule
-    :meth:`Engine.run` applies (history, then model)."""
+    :meth:`Engine.run` applies (history, then model): ``choice`` is what
+    the next call would run, which may be a candidate the rule is still
+    trying (``choice.reason`` ``"exploration"`` or ``"verification"``);
+    :attr:`impl` is the best known, :attr:`next` the one being tried."""
     method: str
     key: str
     choice: Report
+
+    def _in(self, state: str) -> Optional[Estimate]:
+        return next((x for x in self.choice.estimates if x.state == state),
+                    None)
+
+    @property
+    def impl(self) -> str:
+        """The best known: the estimate the rule calls ``"best"`` (the
+        best timed on the key), else the choice (nothing timed there)."""
+        b = self._in("best")
+        return b.impl if b else self.choice.impl
+
+    @property
+    def seconds(self) -> Optional[float]:
+        """:attr:`impl`'s estimated seconds."""
+        return next((x.seconds for x in self.choice.estimates
+                     if x.impl == self.impl), None)
+
+    @property
+    def next(self) -> Optional[str]:
+        """The implementation the next call tries instead of :attr:`impl`
+        (its optimistic bound could beat it), or None."""
+        n = self._in("next")
+        return n.impl if n and self._in("best") else None
 
 
 # ------------------------------------------------------------- inputs

@@ -459,10 +459,13 @@ static PyObject *report_dict(const run_report *r) {
   for (size_t k = 0; est && k < r->n_estimates && k < QS_MAX_ESTIMATES; k++) {
     const run_estimate *x = &r->estimates[k];
     PyObject *s = seconds_or_none(x->seconds);
+    PyObject *lo = s ? seconds_or_none(x->optimistic) : NULL;
     PyObject *d =
-        s ? Py_BuildValue("{s:s,s:N,s:s,s:i}", "impl", x->impl, "seconds", s,
-                          "source", x->source, "runs", x->runs)
-          : NULL;
+        lo ? Py_BuildValue("{s:s,s:N,s:s,s:i,s:N,s:s}", "impl", x->impl,
+                           "seconds", s, "source", x->source, "runs",
+                           x->runs, "optimistic", lo, "state", x->state)
+           : NULL;
+    if (!lo) Py_XDECREF(s);
     if (!d || PyList_Append(est, d) < 0) Py_CLEAR(est);
     Py_XDECREF(d);
   }
