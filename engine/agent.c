@@ -215,7 +215,9 @@ static long explore(const agent_cand *c, size_t n, double work, long inc) {
   double pick_s = INFINITY;
   for (size_t i = 0; i < n; i++) {
     double s;
-    if ((long)i == inc || c[i].excluded || agent_cold(&c[i])) continue;
+    if ((long)i == inc || c[i].excluded || agent_cold(&c[i]) ||
+        c[i].second)
+      continue;
     if (verdict(c, inc, i, work, &s) != V_PROMISING) continue;
     if (s < pick_s || (s == pick_s && c[i].n_walls < c[pick].n_walls))
       pick = (long)i, pick_s = s;
@@ -239,6 +241,10 @@ long agent_explain(const agent_cand *c, size_t n, double work, long pick,
       state[i] = "cold";
     else if (inc < 0)
       state[i] = "unmeasured";
+    else if (verdict(c, inc, i, work, &s) == V_HOPELESS)
+      state[i] = "hopeless";
+    else if (c[i].second)
+      state[i] = "second";
     else
       state[i] = (const char *[]){"hopeless", "costly", "promising"}
           [verdict(c, inc, i, work, &s)];

@@ -108,6 +108,14 @@ typedef struct agent_cand {
   /* Its probe refused the key's calibration slice: the call itself is the
    * only place to time it (agent_choose tries it there). */
   int no_slice;
+  /* Known by a model of one work size (point_work) that calibration will
+   * give a second size: not tried on the call meanwhile (agent_choose).
+   * One size cannot tell a fixed cost from a per-work one, so its bound
+   * (agent_lower) is near 0 for a CPU kind timed on a slice of a few
+   * microseconds: a try on the call cost up to 100x the best (a threaded
+   * schedule at 1.7 s against 0.05 s), a second slice size a fraction of
+   * the call. */
+  int second;
 } agent_cand;
 
 enum agent_source { SRC_NONE, SRC_HISTORY, SRC_MODEL };
@@ -140,9 +148,11 @@ double agent_lower(const agent_cand *c, double work);
  * bound (lower[i]) and a verdict (state[i]): "best", "next" (the pick of
  * an exploration), "promising" (could beat the best, tried after the
  * next), "costly" (could beat it, but trying costs more than it could
- * save), "hopeless" (cannot beat it), "cold" (no timing yet: calibration
- * or a small call's try first), "unmeasured" (no incumbent to compare
- * with) or the candidate's exclusion. pick is agent_choose's result. */
+ * save), "hopeless" (cannot beat it), "second" (could beat it, timed at
+ * one size: calibration's second size first, agent_cand.second), "cold"
+ * (no timing yet: calibration or a small call's try first), "unmeasured"
+ * (no incumbent to compare with) or the candidate's exclusion. pick is
+ * agent_choose's result. */
 long agent_explain(const agent_cand *c, size_t n, double work, long pick,
                    double *lower, const char **state);
 

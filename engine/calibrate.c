@@ -74,6 +74,7 @@
 #define CALIB_MIN_SIDE 32
 #define CALIB_LEAST_SIDE 8
 #define CALIB_NEXT 4.0
+#define CALIB_THIN 0.5
 static size_t slice_side(size_t full) {
   size_t s = (full + 31) / 32;
   if (s < CALIB_MIN_SIDE) s = CALIB_MIN_SIDE;
@@ -212,6 +213,23 @@ static double budget_for(const engine *e, double predicted, double carry) {
   return b;
 }
 
+/* Work per input pixel (of the first input). */
+static double work_density(const image *in, double work) {
+  double px = (double)in->frames * (double)in->rows * (double)in->cols;
+  return px > 0 ? work / px : 0;
+}
+
+/* Whether a slice is thin: under CALIB_THIN times the call's work per
+ * input pixel. A method whose work counts only what it computes (rgc: the
+ * pixels inside its zero margin) says so for a slice that is mostly
+ * border; its runs there time fixed costs, which scaled to the call
+ * misled the model both ways (a 16 x 16 rgc image at M = 5 computes 2 x 2
+ * pixels; a schedule 100x slower than the best was chosen). */
+static int slice_thin(const prep *pr, const slice *sl) {
+  return work_density(sl->in, sl->work) <
+         CALIB_THIN * work_density(pr->in, pr->work);
+}
+
 /* Rank in the calibration order (lower first). */
 enum { RANK_HOST_CL = 6 };
 static int calib_rank(const rimpl *r, double work) {
@@ -282,14 +300,10 @@ size_t calibrate_startable(const engine *e, const prep *pr,
   if (small_call(e, known)) return 0;
   if (known < 0 && tiny_call(e, pr)) return 0;
   double carry = calib_carry(e, pr->m);
-  double first = budget_for(e, known, carry > 0 ? carry : 0);
-  double second = budget_for(e, known, carry);
+  double budget = budget_for(e, known, carry);
   size_t n = 0;
   for (size_t i = 0; i < pr->m->n_impls; i++)
-    n += cold[i] && (known < 0 ||
-                     may_start(pr->m, i,
-                               cold[i] == CALIB_COLD ? first : second,
-                               known));
+    n += cold[i] && (known < 0 || may_start(pr->m, i, budget, known));
   return n;
 }
 
@@ -318,13 +332,26 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
   }
   if (!calibrate_startable(e, pr, cold, known)) return 0; /* no slice made */
   double carry = calib_carry(e, m);
-  /* a cold candidate's first run is owed no debt (what an earlier
-   * overshoot spent, while the best was slower, could block it for
-   * hundreds of calls); second sizes wait for the account */
-  double budget = budget_for(e, known, carry > 0 ? carry : 0);
+  /* every run waits for the account, a cold candidate's first one too:
+   * owed no debt, each warm call of the real eSRRF stack (0.05 s) started
+   * one more scalar variant on a slice that took it 0.03-0.3 s, 30-50 %
+   * of calls 1-10 calibrating (the account holds the newest AGENT_WINDOW
+   * runs a key, so no overshoot blocks a method for longer) */
+  double budget = budget_for(e, known, carry);
   size_t rows = slice_side(pr->in[0].rows), cols = slice_side(pr->in[0].cols);
   slice sl;
   if (slice_make(e, pr, rows, cols, &sl)) return 0;
+  /* a thin slice (slice_thin) grows, 2x per side, up to the input's size */
+  while (slice_thin(pr, &sl) &&
+         (rows < pr->in[0].rows || cols < pr->in[0].cols)) {
+    slice larger;
+    size_t r2 = rows * 2 < pr->in[0].rows ? rows * 2 : pr->in[0].rows;
+    size_t c2 = cols * 2 < pr->in[0].cols ? cols * 2 : pr->in[0].cols;
+    if (slice_make(e, pr, r2, c2, &larger)) break;
+    slice_done(d, &sl);
+    sl = larger;
+    rows = r2, cols = c2;
+  }
   /* every candidate's small run should fit half the share: a slice over
    * share / (2 n) of the call's work is halved per side (not below
    * CALIB_LEAST_SIDE, nor to a size the method refuses). With a best
@@ -337,6 +364,10 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
          rows / 2 >= CALIB_LEAST_SIDE && cols / 2 >= CALIB_LEAST_SIDE) {
     slice smaller;
     if (slice_make(e, pr, rows / 2, cols / 2, &smaller)) break;
+    if (slice_thin(pr, &smaller)) {
+      slice_done(d, &smaller);
+      break;
+    }
     slice_done(d, &sl);
     sl = smaller;
     rows /= 2, cols /= 2;
@@ -347,6 +378,20 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
   double scale = -1; /* predicted full call / small-slice time */
   double slowest = 0; /* the longest small-slice run so far */
   int small_stop = 0, cl_ran = 0;
+  /* A warm call's CPU candidate starts only while the budget left covers
+   * CALIB_NEXT times the cheapest run earlier calls made on this same
+   * slice (its key), not on a sliver of budget a fraction of any run
+   * there. (Their spread is not carried over: a slow variant timed once
+   * would then keep a fast one declared after it from ever starting.) */
+  double seen_fast = -1;
+  for (size_t i = 0; known >= 0 && i < m->n_impls; i++) {
+    hist *h = m->impls[i].def->kind == IMPL_OPENCL
+                  ? NULL
+                  : hist_get(m, i, sl.key, sl.work, 0);
+    const stats *st = h && h->n ? hist_stats(h) : NULL;
+    if (st && st->fast_mean > 0 && (seen_fast < 0 || st->fast_mean < seen_fast))
+      seen_fast = st->fast_mean;
+  }
   for (size_t k = 0; k < n; k++) {
     size_t i = order[k];
     double used = (double)(engine_now(e) - t0) * 1e-9;
@@ -359,9 +404,11 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
     double pred = known >= 0 ? known : best * scale;
     if (cl_ran && !host_cl(&m->impls[i])) continue;
     if (first >= 0 || known >= 0) {
+      int cpu = m->impls[i].def->kind != IMPL_OPENCL;
+      double least = cpu && seen_fast > slowest ? seen_fast : slowest;
       if (!may_start(m, i, budget - used, pred) ||
           budget - used <
-              CALIB_NEXT * slowest * (best > 0 ? slowest / best : 1))
+              CALIB_NEXT * least * (best > 0 ? slowest / best : 1))
         continue;
     }
     small[i] = slice_run(e, pr, i, &sl, &spent, once);
@@ -396,7 +443,7 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
       }
       small_stop = small_call(e, small[i] * scale);
     }
-    budget = budget_for(e, best * scale, carry > 0 ? carry : 0);
+    budget = budget_for(e, best * scale, carry);
     if (small_stop) break; /* the first prediction: a small call */
   }
   slice_done(d, &sl);

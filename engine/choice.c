@@ -214,6 +214,17 @@ static void cold_show(cands *cs, size_t n, const char *const *was) {
   for (size_t i = 0; i < n; i++) cs->c[i].excluded = was[i];
 }
 
+/* Marks the candidates known by a model of one work size that
+ * calibration will time at a second one (agent_cand.second): with
+ * calibration on, one whose probe takes slices. */
+static void cands_second(const engine *e, cands *cs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    agent_cand *c = &cs->c[i];
+    c->second = !e->no_calibration && !c->n_walls && c->point_work > 0 &&
+                !c->no_slice;
+  }
+}
+
 /* The agent's pick among the candidates (forced: the usable one); *reason
  * says why. est/src receive every candidate's estimate. */
 long cands_choose(engine *e, const prep *pr, cands *cs,
@@ -230,6 +241,7 @@ long cands_choose(engine *e, const prep *pr, cands *cs,
    * small-call rule, agent.h; engine_own_call says why). */
   const char *was[QS_MAX_ESTIMATES];
   int own = e->no_calibration || engine_own_call(e);
+  cands_second(e, cs, m->n_impls);
   if (!own) cold_hide(cs, m->n_impls, was);
   long pick = agent_choose(cs->c, m->n_impls, pr->work, e->no_calibration,
                            rng, reason, est, src);
@@ -262,6 +274,7 @@ int choose_for_key(engine *e, mstate *m, const char *key, double work,
   uint64_t rng = e->rng;
   /* the best known: a cold one a small call would try next is no choice */
   const char *was[QS_MAX_ESTIMATES];
+  cands_second(e, cs, m->n_impls);
   cold_hide(cs, m->n_impls, was);
   long pick = agent_choose(cs->c, m->n_impls, work, 0, &rng, &reason, est,
                            src);

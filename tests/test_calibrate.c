@@ -517,3 +517,39 @@ Test(calibrate, candidate_unavailable_on_slices_is_not_waited_for) {
   free(x.px);
   engine_close(e);
 }
+
+/* mid costs 30 ns a pixel, no fixed cost: 15x fast's per-pixel cost, 31 ms
+ * on the 4 x 512 x 512 call against fast's 2.1 ms. On a slice of a few
+ * hundred pixels it takes microseconds, which one size cannot tell from a
+ * fixed cost (a CPU kind's bound takes all of it as fixed: near 0), so it
+ * could beat fast, and a try would cost less than 20 times what it could
+ * save. It is not tried on the call for that: it waits for its second
+ * slice size (agent_cand.second), which shows it hopeless. It never runs
+ * on the full input, and is calibrated at most twice (fails with the rule
+ * that tried a one-size candidate on the call: mid ran there, at 15x). */
+Test(calibrate, one_size_candidate_waits_for_its_second_size) {
+  costs((int64_t[]){0, 0, 0, 50000, 0},
+        (int64_t[]){100000, 100000, 300, 20, 100000});
+  engine *e = open_costed();
+  input x = call_input(4, 512, 512);
+  run_report rep;
+  int second = 0;
+  for (int k = 0; k < 12; k++) {
+    call(e, &x, &rep);
+    char why[1024] = "";
+    for (size_t i = 0; i < rep.n_estimates; i++)
+      snprintf(why + strlen(why), sizeof why - strlen(why), "\n%s %g %g %s",
+               rep.estimates[i].impl, rep.estimates[i].seconds,
+               rep.estimates[i].optimistic, rep.estimates[i].state);
+    cr_assert_str_eq(rep.impl, "fast", "call %d: %s (%s)%s", k + 1, rep.impl,
+                     rep.reason, why);
+    for (size_t i = 0; i < rep.n_estimates; i++)
+      second |= !strcmp(rep.estimates[i].impl, "mid") &&
+                !strcmp(rep.estimates[i].state, "second");
+  }
+  cr_assert_eq(cost[C_MID].full_calls, 0);
+  cr_assert_leq(cost[C_MID].calls, 2);
+  cr_assert(second, "mid was never waiting for its second size");
+  free(x.px);
+  engine_close(e);
+}

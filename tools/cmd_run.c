@@ -188,6 +188,7 @@ static const char *explain_state(const char *s) {
       {"promising", "could beat the best: tried after the next"},
       {"costly", "could beat the best, but a try costs more than it saves"},
       {"hopeless", "no longer tried: cannot beat the best"},
+      {"second", "could beat the best: a second slice size first"},
       {"cold", "not timed yet: calibration (within its budget) first"},
       {"unmeasured", "no input timed yet to compare with"},
       {"forced", "forced"},

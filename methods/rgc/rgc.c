@@ -203,10 +203,19 @@ static const impl_def rgc_impls[] = {
      SCHED_DYNAMIC, 4, NULL, NULL},
 };
 
+/* Work: the output pixels computed (those inside the zero margin, at
+ * least one row and column) times the window. A calibration slice is
+ * mostly margin (a 16 x 16 image at M = 5, radius 1.5: 2 x 2 computed
+ * pixels of 256), so counting every pixel made slices look 60 times
+ * cheaper per pixel than the call and chose a schedule 100 times slower
+ * than the best. */
 static double rgc_work(const image *in, const double *p) {
   double m = p[P_RADIUS] * 2 + 1;
-  return (double)in[2].frames * (double)in[2].rows * (double)in[2].cols * m *
-         m;
+  rgc_consts k = rgc_consts_of(p);
+  double edge = 2.0 * rgc_margin(k.fwhm, k.mag);
+  double rows = (double)in[2].rows - edge, cols = (double)in[2].cols - edge;
+  return (double)in[2].frames * (rows > 1 ? rows : 1) *
+         (cols > 1 ? cols : 1) * m * m;
 }
 
 const method_desc method_rgc = {
