@@ -465,8 +465,10 @@ typedef struct run_estimate {
                            optimistic bound); < 0: not a candidate */
   char state[16];       /* how the selection rule treats it: "best",
                            "next" (tried on this call), "promising",
-                           "costly", "hopeless", "cold", "unmeasured" (see
-                           README, how the engine chooses); or why it was
+                           "costly", "hopeless", "second" (timed at one
+                           slice size: a second size first), "cold",
+                           "unmeasured" (see README, how the engine
+                           chooses); "forced"; or why it was
                            not a candidate */
 } run_estimate;
 

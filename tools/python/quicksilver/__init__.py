@@ -100,7 +100,9 @@ class Estimate:
     ``"best"`` (the best timed on the key), ``"next"`` (tried on this
     call: it could beat the best), ``"promising"``, ``"costly"`` (could
     beat the best, but a try costs more than it could save),
-    ``"hopeless"`` (no longer tried), ``"cold"`` (not timed yet),
+    ``"hopeless"`` (no longer tried), ``"second"`` (could beat the best,
+    timed at one slice size: a second size first), ``"cold"`` (not timed
+    yet),
     ``"unmeasured"`` (nothing timed on the key to compare with),
     ``"forced"``, or why it was no candidate (``"not_selected"``, ...).
     """
