@@ -403,3 +403,43 @@ Test(rgc, bad_input) {
   cr_expect_eq(bad(huge, 2, 1.5, err, sizeof err), QS_EOVERFLOW);
   drop(in, 3);
 }
+
+/* Calibration's view of rgc: the work counts the pixels computed (inside
+ * the zero margin, int(1.5 x 5) = 7 a side here), and a slice's image has
+ * sides that are multiples of the magnification (the vector paths take
+ * the reference loop otherwise), the gradients twice as large, copied from
+ * the top-left of the first frame. (Fails on the rules that counted every
+ * pixel and sliced generically: 32 x 32 is no multiple of 5.) */
+Test(rgc, calibration_work_and_slices) {
+  double p[RGC_N_PARAMS];
+  for (size_t i = 0; i < RGC_N_PARAMS; i++) p[i] = RGC->params[i].def;
+  cr_assert_eq(p[P_MAG], 5);
+  cr_assert_float_eq(p[P_RADIUS], 1.5, 0);
+  image in[3];
+  make(in, 2, 64, 64, 5); /* image 2 x 320 x 320 */
+  for (size_t k = 0; k < 3; k++)
+    for (size_t i = 0; i < in[k].frames * in[k].rows * in[k].cols; i++)
+      in[k].data[i] = (float)(k * 1000003 + i);
+  cr_assert_float_eq(RGC->work(in, p), 2.0 * 306 * 306 * 16, 1e-6);
+  cr_assert_not_null(RGC->slice);
+  image sl[3];
+  cr_assert_eq(RGC->slice(in, p, 64, 64, sl), QS_OK);
+  cr_assert_eq(sl[2].frames, 1);
+  cr_assert_eq(sl[2].rows, 30);
+  cr_assert_eq(sl[2].cols, 30);
+  for (size_t k = 0; k < 2; k++) {
+    cr_assert_eq(sl[k].rows, 60);
+    cr_assert_eq(sl[k].cols, 60);
+  }
+  for (size_t k = 0; k < 3; k++)
+    cr_assert_eq(sl[k].data[2 * sl[k].cols + 3],
+                 in[k].data[2 * in[k].cols + 3]);
+  /* 30 x 30 computes 16 x 16 pixels; an image all margin counts one */
+  cr_assert_float_eq(RGC->work(sl, p), 16.0 * 16 * 16, 1e-9);
+  drop(sl, 3);
+  cr_assert_eq(RGC->slice(in, p, 8, 8, sl), QS_OK);
+  cr_assert_eq(sl[2].rows, 5);
+  cr_assert_float_eq(RGC->work(sl, p), 16.0, 1e-9);
+  drop(sl, 3);
+  drop(in, 3);
+}
