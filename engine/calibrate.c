@@ -75,6 +75,13 @@
 #define CALIB_LEAST_SIDE 8
 #define CALIB_NEXT 4.0
 #define CALIB_THIN 0.5
+/* A key's first CALIB_EARLY calls budget calibration_share of their time,
+ * later ones CALIB_LATE of that (goals: at most 10 % of calls 1-10, 2 %
+ * of calls 11-30; with the full share for good, the real eSRRF stack
+ * spent 10 % of calls 11-30 starting scalar variants 25-130x the
+ * incumbent). */
+#define CALIB_EARLY 10
+#define CALIB_LATE 0.2
 static size_t slice_side(size_t full) {
   size_t s = (full + 31) / 32;
   if (s < CALIB_MIN_SIDE) s = CALIB_MIN_SIDE;
@@ -189,24 +196,48 @@ static double slice_run(engine *e, prep *pr, size_t i, slice *sl,
 static double calib_carry(const engine *e, const mstate *m) {
   double share = e->calib_share > 0 ? e->calib_share : CALIB_SHARE;
   double credit = 0, spent = 0, w[AGENT_WINDOW];
+  int full = 0;
   for (const hist *h = m->all; h; h = h->sibling) {
     size_t n = hist_walls(h, w);
     int sliced = strstr(h->key, KEY_SLICE_MARK) != NULL;
-    for (size_t k = 0; k < n; k++)
+    full |= !sliced && n == AGENT_WINDOW;
+    for (size_t k = 0; k < n; k++) {
+      /* a key's first CALIB_EARLY runs (all still in its window) credit
+       * the share, later ones CALIB_LATE of it */
+      double f = n < AGENT_WINDOW && k < CALIB_EARLY ? 1 : CALIB_LATE;
       if (sliced)
         spent += w[k];
       else
-        credit += share * w[k] > CALIB_FLOOR ? share * w[k] : CALIB_FLOOR;
+        credit += f * (share * w[k] > CALIB_FLOOR ? share * w[k]
+                                                  : CALIB_FLOOR);
+    }
   }
-  return credit - spent;
+  /* A slice key keeps its few runs while a caller's key window rolls:
+   * once one is full, what is still owed is forgiven, so that no
+   * overshoot blocks a method for more than AGENT_WINDOW calls of a key. */
+  return full && credit < spent ? 0 : credit - spent;
 }
 
-/* Budget: the share of the predicted call (at least CALIB_FLOOR) plus the
- * carry (calib_carry), at most engine_options.calibration_budget. */
-static double budget_for(const engine *e, double predicted, double carry) {
+/* Whether the caller's key has had CALIB_EARLY runs or more (its share
+ * is then CALIB_LATE of calibration_share). */
+static int key_late(const prep *pr) {
+  size_t n = 0;
+  for (size_t i = 0; i < pr->m->n_impls; i++) {
+    hist *h = hist_get(pr->m, i, pr->key, pr->work, 0);
+    n += h ? h->n : 0;
+  }
+  return n >= CALIB_EARLY;
+}
+
+/* Budget: the share of the predicted call (at least CALIB_FLOOR; after
+ * the key's first CALIB_EARLY runs, CALIB_LATE of that) plus the carry
+ * (calib_carry), at most engine_options.calibration_budget. */
+static double budget_for(const engine *e, const prep *pr, double predicted,
+                         double carry) {
   double share = e->calib_share > 0 ? e->calib_share : CALIB_SHARE;
   double b = predicted > 0 ? share * predicted : 0;
   if (b < CALIB_FLOOR) b = CALIB_FLOOR;
+  if (key_late(pr)) b *= CALIB_LATE;
   b += carry;
   if (b < 0) b = 0;
   if (e->calib_budget > 0 && b > e->calib_budget) b = e->calib_budget;
@@ -300,7 +331,7 @@ size_t calibrate_startable(const engine *e, const prep *pr,
   if (small_call(e, known)) return 0;
   if (known < 0 && tiny_call(e, pr)) return 0;
   double carry = calib_carry(e, pr->m);
-  double budget = budget_for(e, known, carry);
+  double budget = budget_for(e, pr, known, carry);
   size_t n = 0;
   for (size_t i = 0; i < pr->m->n_impls; i++)
     n += cold[i] && (known < 0 || may_start(pr->m, i, budget, known));
@@ -337,7 +368,7 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
    * one more scalar variant on a slice that took it 0.03-0.3 s, 30-50 %
    * of calls 1-10 calibrating (the account holds the newest AGENT_WINDOW
    * runs a key, so no overshoot blocks a method for longer) */
-  double budget = budget_for(e, known, carry);
+  double budget = budget_for(e, pr, known, carry);
   size_t rows = slice_side(pr->in[0].rows), cols = slice_side(pr->in[0].cols);
   slice sl;
   if (slice_make(e, pr, rows, cols, &sl)) return 0;
@@ -443,12 +474,12 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
       }
       small_stop = small_call(e, small[i] * scale);
     }
-    budget = budget_for(e, best * scale, carry);
+    budget = budget_for(e, pr, best * scale, carry);
     if (small_stop) break; /* the first prediction: a small call */
   }
   slice_done(d, &sl);
   double used = (double)(engine_now(e) - t0) * 1e-9;
-  budget = budget_for(e, known >= 0 ? known : first >= 0 ? best * scale : -1,
+  budget = budget_for(e, pr, known >= 0 ? known : first >= 0 ? best * scale : -1,
                       carry);
   if (small_stop || !(w_small > 0) || used >= budget) return used;
   /* Hopeless on the small slice: even with as much fixed cost as its kind
