@@ -10,12 +10,12 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cl/cache.h"
+#include "engine/fail.h"
 #include "timer.h"
 
 #define WHY_MAX 512
@@ -75,18 +75,6 @@ struct clrt {
   void *fault_ctx;
   int64_t keep; /* clrt_keep: < 0 the default, else bytes per device */
 };
-
-static int fail(char *err, size_t len, int status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t len, int status, const char *fmt, ...) {
-  if (err && len) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-  }
-  return status;
-}
 
 /* ------------------------------------------------------------ error names */
 
@@ -437,7 +425,7 @@ static int queue_ensure(cldev *d, char *err, size_t err_len) {
 
 int cldev_queue(cldev *d, cl_context *ctx, cl_command_queue *q, char *err,
                 size_t err_len) {
-  if (!d) return fail(err, err_len, QS_EINVAL, "cldev_queue: no device");
+  if (!d) return fail_msg(err, err_len, QS_EINVAL, "cldev_queue: no device");
   pthread_mutex_lock(&d->rt->lock);
   int rc = queue_ensure(d, err, err_len);
   if (ctx) *ctx = rc ? NULL : d->ctx;
@@ -524,15 +512,16 @@ static int program_get(cldev *d, const char *label, const char *text,
     if (d->progs[i].key != key) continue;
     if (d->progs[i].failure) {
       rt->stats.failures++;
-      return fail(err, err_len, d->progs[i].status, "%s (remembered)",
-                  d->progs[i].failure);
+      return fail_msg(err, err_len, d->progs[i].status, "%s (remembered)",
+                      d->progs[i].failure);
     }
     rt->stats.memory_hits++;
     *out = d->progs[i].prog;
     return QS_OK;
   }
   if (grow((void **)&d->progs, &d->cap_progs, d->n_progs, sizeof *d->progs))
-    return fail(err, err_len, QS_ENOMEM, "building %s: out of memory", label);
+    return fail_msg(err, err_len, QS_ENOMEM, "building %s: out of memory",
+                    label);
   int64_t t0 = timer_ns();
   int injected = fault_ask(rt, CLRT_BUILD, label);
   if (injected) {
@@ -571,7 +560,7 @@ static int program_get(cldev *d, const char *label, const char *text,
         d->progs[d->n_progs].status = status;
         d->progs[d->n_progs++].failure = keep;
       }
-      return fail(err, err_len, status, "%s", msg);
+      return fail_msg(err, err_len, status, "%s", msg);
     }
     rt->stats.built++;
     binary_save(d, p, key);
@@ -591,8 +580,8 @@ int cldev_program_text(cldev *d, const char *label, const char *text,
   if (seconds) *seconds = 0;
   if (prog) *prog = NULL;
   if (!d || !text || !prog)
-    return fail(err, err_len, QS_EINVAL, "building %s: missing argument",
-                label ? label : "(unnamed)");
+    return fail_msg(err, err_len, QS_EINVAL, "building %s: missing argument",
+                    label ? label : "(unnamed)");
   pthread_mutex_lock(&d->rt->lock);
   int rc = program_get(d, label ? label : "(unnamed)", text,
                        options ? options : "", prog, seconds, err, err_len);
@@ -607,8 +596,9 @@ int cldev_program(cldev *d, const char *file, const char *options,
   if (!text) {
     if (prog) *prog = NULL;
     if (seconds) *seconds = 0;
-    return fail(err, err_len, QS_EINVAL,
-                "no embedded OpenCL source named \"%s\"", file ? file : "");
+    return fail_msg(err, err_len, QS_EINVAL,
+                    "no embedded OpenCL source named \"%s\"",
+                    file ? file : "");
   }
   return cldev_program_text(d, file, text, options, prog, seconds, err,
                             err_len);
@@ -681,8 +671,8 @@ int cldev_buffer(cldev *d, cl_mem_flags flags, size_t bytes, void *host,
   if (mem) *mem = NULL;
   if (!what) what = "buffer";
   if (!d || !mem || bytes == 0)
-    return fail(err, err_len, QS_EINVAL, "buffer %s: %s", what,
-                bytes ? "missing argument" : "zero bytes");
+    return fail_msg(err, err_len, QS_EINVAL, "buffer %s: %s", what,
+                    bytes ? "missing argument" : "zero bytes");
   pthread_mutex_lock(&d->rt->lock);
   int status = queue_ensure(d, err, err_len);
   cl_int rc = status ? CL_SUCCESS : fault_ask(d->rt, CLRT_BUFFER, what);
@@ -822,8 +812,8 @@ int cl_status(cl_int code, const char *what, char *err, size_t err_len) {
   default:
     status = QS_ECL;
   }
-  return fail(err, err_len, status, "%s: %s (%d)", what ? what : "OpenCL",
-              cl_code_name(code), (int)code);
+  return fail_msg(err, err_len, status, "%s: %s (%d)", what ? what : "OpenCL",
+                  cl_code_name(code), (int)code);
 }
 
 static void dev_release(cldev *d) {
@@ -853,7 +843,8 @@ int clrt_open(clrt **out, int disabled, const char *cache_dir, char *err,
               size_t err_len) {
   *out = NULL;
   clrt *rt = calloc(1, sizeof *rt);
-  if (!rt) return fail(err, err_len, QS_ENOMEM, "clrt_open: out of memory");
+  if (!rt)
+    return fail_msg(err, err_len, QS_ENOMEM, "clrt_open: out of memory");
   pthread_mutex_init(&rt->lock, NULL);
   rt->keep = -1;
   int status = QS_OK;
@@ -879,7 +870,7 @@ int clrt_open(clrt **out, int disabled, const char *cache_dir, char *err,
   }
   if (status) {
     clrt_close(rt);
-    return fail(err, err_len, status, "clrt_open: out of memory");
+    return fail_msg(err, err_len, status, "clrt_open: out of memory");
   }
   *out = rt;
   return QS_OK;

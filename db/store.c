@@ -8,7 +8,6 @@
  * rolled back and nothing is half-written. */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,16 +69,6 @@ static const char *const filter_cols[] = {"method", "impl", "device", "key"};
 
 /* ------------------------------------------------------------- helpers */
 
-int store_msg(char *err, size_t err_len, int status, const char *fmt, ...) {
-  if (err && err_len) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-  }
-  return status;
-}
-
 static int status_of(int rc) {
   switch (rc & 0xff) {
   case SQLITE_BUSY:
@@ -98,11 +87,11 @@ static int status_of(int rc) {
 /* The message of a file that store_open refuses and nobody should write. */
 static int corrupt_msg(const char *path, const char *why, char *err,
                        size_t err_len) {
-  return store_msg(err, err_len, QS_ECORRUPT,
-                   "timing store %s is not a database or is damaged (%s); "
-                   "it was left unchanged: move it aside (`quicksilver db "
-                   "check` offers to) and a new store will be created",
-                   path, why);
+  return fail_msg(err, err_len, QS_ECORRUPT,
+                  "timing store %s is not a database or is damaged (%s); "
+                  "it was left unchanged: move it aside (`quicksilver db "
+                  "check` offers to) and a new store will be created",
+                  path, why);
 }
 
 /* From now on the handle refuses to write: the file is damaged. */
@@ -117,15 +106,17 @@ static int is_corrupt(int rc) {
 }
 
 int store_writable(const store *s, char *err, size_t err_len) {
-  if (!s) return store_msg(err, err_len, QS_EINVAL, "no store");
+  if (!s) return fail_msg(err, err_len, QS_EINVAL, "no store");
   if (s->broken)
-    return store_msg(err, err_len, s->broken, "%s; nothing more is written "
-                     "to it by this process", s->broken_msg);
+    return fail_msg(err, err_len, s->broken,
+                    "%s; nothing more is written "
+                    "to it by this process",
+                    s->broken_msg);
   if (s->readonly)
-    return store_msg(err, err_len, QS_EIO,
-                     "timing store %s can only be read (file permissions or "
-                     "a read-only file system): nothing is written to it",
-                     s->path);
+    return fail_msg(err, err_len, QS_EIO,
+                    "timing store %s can only be read (file permissions or "
+                    "a read-only file system): nothing is written to it",
+                    s->path);
   return QS_OK;
 }
 
@@ -139,12 +130,12 @@ int store_fail(store *s, int rc, const char *what, char *err, size_t err_len) {
     return corrupt_msg(s->path, why, err, err_len);
   }
   if (status == QS_EBUSY)
-    return store_msg(err, err_len, status,
-                     "timing store %s: %s: %s (another writer held it for "
-                     "more than %d ms)",
-                     s->path, what, why, s->busy_ms);
-  return store_msg(err, err_len, status, "timing store %s: %s: %s", s->path,
-                   what, why);
+    return fail_msg(err, err_len, status,
+                    "timing store %s: %s: %s (another writer held it for "
+                    "more than %d ms)",
+                    s->path, what, why, s->busy_ms);
+  return fail_msg(err, err_len, status, "timing store %s: %s: %s", s->path,
+                  what, why);
 }
 
 int store_step(store *s, sqlite3_stmt *st) {
@@ -275,7 +266,7 @@ static int write_step(store *s, sqlite3_stmt *st) {
 static int make_parents(const char *path, char *err, size_t err_len) {
   size_t n = strlen(path);
   char *dir = malloc(n + 1);
-  if (!dir) return store_msg(err, err_len, QS_ENOMEM, "out of memory");
+  if (!dir) return fail_msg(err, err_len, QS_ENOMEM, "out of memory");
   memcpy(dir, path, n + 1);
   int status = QS_OK;
   for (char *p = dir + 1; *p && status == QS_OK; p++) {
@@ -283,12 +274,12 @@ static int make_parents(const char *path, char *err, size_t err_len) {
     *p = '\0';
     struct stat sb;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-      status = store_msg(err, err_len, QS_EIO,
-                         "timing store %s: cannot create directory %s: %s",
-                         path, dir, strerror(errno));
+      status = fail_msg(err, err_len, QS_EIO,
+                        "timing store %s: cannot create directory %s: %s",
+                        path, dir, strerror(errno));
     else if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-      status = store_msg(err, err_len, QS_EIO,
-                         "timing store %s: %s is not a directory", path, dir);
+      status = fail_msg(err, err_len, QS_EIO,
+                        "timing store %s: %s is not a directory", path, dir);
     *p = '/';
   }
   free(dir);
@@ -350,10 +341,10 @@ static int prepare(store *s, const char *sql, sqlite3_stmt **st, char *err,
 /* ------------------------------------------------------------ lifecycle */
 
 int store_open(store **out, const char *path, char *err, size_t err_len) {
-  if (!out) return store_msg(err, err_len, QS_EINVAL, "store_open: no handle");
+  if (!out) return fail_msg(err, err_len, QS_EINVAL, "store_open: no handle");
   *out = NULL;
   if (!path || !*path)
-    return store_msg(err, err_len, QS_EINVAL, "timing store: empty path");
+    return fail_msg(err, err_len, QS_EINVAL, "timing store: empty path");
   int memory = strcmp(path, ":memory:") == 0;
   int status = memory ? QS_OK : make_parents(path, err, err_len);
   if (status != QS_OK) return status;
@@ -361,7 +352,7 @@ int store_open(store **out, const char *path, char *err, size_t err_len) {
   store *s = calloc(1, sizeof *s);
   if (!s || !(s->path = malloc(strlen(path) + 1))) {
     free(s);
-    return store_msg(err, err_len, QS_ENOMEM, "timing store: out of memory");
+    return fail_msg(err, err_len, QS_ENOMEM, "timing store: out of memory");
   }
   strcpy(s->path, path);
   /* One thread at a time per handle (store.h): no per-call mutex. */
@@ -371,7 +362,7 @@ int store_open(store **out, const char *path, char *err, size_t err_len) {
   if (rc != SQLITE_OK) {
     if (!s->db) {
       store_close(s);
-      return store_msg(err, err_len, QS_ENOMEM, "timing store: out of memory");
+      return fail_msg(err, err_len, QS_ENOMEM, "timing store: out of memory");
     }
     status = store_fail(s, rc, "cannot open", err, err_len);
     store_close(s);
@@ -385,10 +376,10 @@ int store_open(store **out, const char *path, char *err, size_t err_len) {
     long ms = strtol(wait, &end, 10);
     if (end == wait || *end || errno || ms < 0 || ms > 600000) {
       store_close(s);
-      return store_msg(err, err_len, QS_EENV,
-                       "QUICKSILVER_DB_WAIT_MS: \"%s\" is not a number of "
-                       "milliseconds in [0, 600000]",
-                       wait);
+      return fail_msg(err, err_len, QS_EENV,
+                      "QUICKSILVER_DB_WAIT_MS: \"%s\" is not a number of "
+                      "milliseconds in [0, 600000]",
+                      wait);
     }
     s->busy_ms = (int)ms;
   }
@@ -411,23 +402,23 @@ int store_open(store **out, const char *path, char *err, size_t err_len) {
   if (rc != SQLITE_OK) {
     status = store_fail(s, rc, "reading the schema", err, err_len);
   } else if (version > STORE_SCHEMA) {
-    status = store_msg(err, err_len, QS_ESCHEMA,
-                       "timing store %s has schema version %d; this "
-                       "quicksilver reads up to %d: use a newer quicksilver "
-                       "or another store (QUICKSILVER_DB)",
-                       path, version, STORE_SCHEMA);
+    status = fail_msg(err, err_len, QS_ESCHEMA,
+                      "timing store %s has schema version %d; this "
+                      "quicksilver reads up to %d: use a newer quicksilver "
+                      "or another store (QUICKSILVER_DB)",
+                      path, version, STORE_SCHEMA);
   } else if (version == 0 && n > 0) {
-    status = store_msg(err, err_len, QS_EFORMAT,
-                       "timing store %s is an SQLite database of something "
-                       "else (it has tables but no store schema version); it "
-                       "was left unchanged: use another path (QUICKSILVER_DB)",
-                       path);
+    status = fail_msg(err, err_len, QS_EFORMAT,
+                      "timing store %s is an SQLite database of something "
+                      "else (it has tables but no store schema version); it "
+                      "was left unchanged: use another path (QUICKSILVER_DB)",
+                      path);
   } else if (s->readonly && version < STORE_SCHEMA) {
-    status = store_msg(err, err_len, QS_EIO,
-                       "timing store %s can only be read and has schema "
-                       "version %d, older than this quicksilver's %d: it "
-                       "cannot be brought up to date",
-                       path, version, STORE_SCHEMA);
+    status = fail_msg(err, err_len, QS_EIO,
+                      "timing store %s can only be read and has schema "
+                      "version %d, older than this quicksilver's %d: it "
+                      "cannot be brought up to date",
+                      path, version, STORE_SCHEMA);
   } else if (s->readonly) {
     status = QS_OK; /* read as it is: no journal mode or pragma to set */
   } else if (!memory && (rc = wal_enable(s)) != SQLITE_OK) {
@@ -492,10 +483,10 @@ static int row_ready(store *s, const run_row *in, size_t i, double now,
   char why[128];
   if (fields_check(run_fields, n_run_fields, r, why, sizeof why) == 0)
     return QS_OK;
-  return store_msg(err, err_len, QS_EINVAL,
-                   "timing store %s: run %zu (%s/%s) not recorded: %s",
-                   s->path, i, r->method ? r->method : "?",
-                   r->impl ? r->impl : "?", why);
+  return fail_msg(err, err_len, QS_EINVAL,
+                  "timing store %s: run %zu (%s/%s) not recorded: %s", s->path,
+                  i, r->method ? r->method : "?", r->impl ? r->impl : "?",
+                  why);
 }
 
 /* Inside an open transaction: adds r and trims its group. */
@@ -517,7 +508,7 @@ static int row_append(store *s, const run_row *r, char *err, size_t err_len) {
 int store_record_batch(store *s, const run_row *rows, size_t n, char *err,
                        size_t err_len) {
   if (!s || (!rows && n))
-    return store_msg(err, err_len, QS_EINVAL, "store_record: no store or row");
+    return fail_msg(err, err_len, QS_EINVAL, "store_record: no store or row");
   double now = store_now();
   run_row r;
   for (size_t i = 0; i < n; i++) {
@@ -537,20 +528,20 @@ int store_record_batch(store *s, const run_row *rows, size_t n, char *err,
 
 int store_record(store *s, const run_row *r, char *err, size_t err_len) {
   if (!r)
-    return store_msg(err, err_len, QS_EINVAL, "store_record: no store or row");
+    return fail_msg(err, err_len, QS_EINVAL, "store_record: no store or row");
   return store_record_batch(s, r, 1, err, err_len);
 }
 
 int store_device(store *s, const char *fingerprint, const char *name,
                  const char *info_json, char *err, size_t err_len) {
-  if (!s) return store_msg(err, err_len, QS_EINVAL, "store_device: no store");
+  if (!s) return fail_msg(err, err_len, QS_EINVAL, "store_device: no store");
   double now = store_now();
   device_row d = {fingerprint, name ? name : fingerprint,
                   info_json ? info_json : "{}", now, now};
   char why[128];
   if (fields_check(device_fields, n_device_fields, &d, why, sizeof why) != 0)
-    return store_msg(err, err_len, QS_EINVAL,
-                     "timing store %s: device not recorded: %s", s->path, why);
+    return fail_msg(err, err_len, QS_EINVAL,
+                    "timing store %s: device not recorded: %s", s->path, why);
   int status = store_begin(s, "recording a device", err, err_len);
   if (status != QS_OK) return status;
   int rc = store_put(s, ST_DEVICE, device_fields, n_device_fields, &d);
@@ -603,7 +594,7 @@ static int filter_bind(sqlite3_stmt *st, const store_filter *f) {
 int store_query(store *s, const store_filter *f, store_row_fn fn, void *ctx,
                 char *err, size_t err_len) {
   if (!s || !fn)
-    return store_msg(err, err_len, QS_EINVAL, "store_query: no store or fn");
+    return fail_msg(err, err_len, QS_EINVAL, "store_query: no store or fn");
   unsigned set = filter_set(f);
   /* Within one group seq follows id and comes in index order: no sort. */
   const char *order = set == STORE_FILTER_SETS - 1
@@ -635,7 +626,7 @@ int store_query(store *s, const store_filter *f, store_row_fn fn, void *ctx,
 int store_devices(store *s, store_device_fn fn, void *ctx, char *err,
                   size_t err_len) {
   if (!s || !fn)
-    return store_msg(err, err_len, QS_EINVAL, "store_devices: no store or fn");
+    return fail_msg(err, err_len, QS_EINVAL, "store_devices: no store or fn");
   sqlite3_stmt *st = s->st[ST_DEVICES];
   int rc, status = QS_OK;
   while ((rc = store_step(s, st)) == SQLITE_ROW) {
@@ -654,7 +645,7 @@ int store_devices(store *s, store_device_fn fn, void *ctx, char *err,
 int store_forget(store *s, const store_filter *f, size_t *removed, char *err,
                  size_t err_len) {
   if (removed) *removed = 0;
-  if (!s) return store_msg(err, err_len, QS_EINVAL, "store_forget: no store");
+  if (!s) return fail_msg(err, err_len, QS_EINVAL, "store_forget: no store");
   unsigned set = filter_set(f);
   int status =
       filter_stmt(s, s->forget, set, "DELETE FROM runs", "", err, err_len);
@@ -679,8 +670,8 @@ int store_device_merge(store *s, const char *from, const char *to,
                        size_t *moved, char *err, size_t err_len) {
   if (moved) *moved = 0;
   if (!s || !from || !to || !*from || !*to || !strcmp(from, to))
-    return store_msg(err, err_len, QS_EINVAL,
-                     "store_device_merge: no store or fingerprints");
+    return fail_msg(err, err_len, QS_EINVAL,
+                    "store_device_merge: no store or fingerprints");
   static const char *const sql[] = {
       "UPDATE runs SET device = ?2 WHERE device = ?1",
       /* the older name's first sighting is the device's */
@@ -732,10 +723,10 @@ int store_trim_all(store *s, size_t keep, size_t *n, char *err,
 int store_prune(store *s, size_t keep, double older_than_days, size_t *removed,
                 char *err, size_t err_len) {
   if (removed) *removed = 0;
-  if (!s) return store_msg(err, err_len, QS_EINVAL, "store_prune: no store");
+  if (!s) return fail_msg(err, err_len, QS_EINVAL, "store_prune: no store");
   if (isnan(older_than_days))
-    return store_msg(err, err_len, QS_EINVAL,
-                     "store_prune: older_than_days is not a number");
+    return fail_msg(err, err_len, QS_EINVAL,
+                    "store_prune: older_than_days is not a number");
   size_t n = 0;
   int status = store_begin(s, "pruning", err, err_len);
   if (status == QS_OK && keep > 0)
@@ -769,7 +760,7 @@ int store_prune(store *s, size_t keep, double older_than_days, size_t *removed,
 /* ---------------------------------------------------------------- check */
 
 int store_check(store *s, char *err, size_t err_len) {
-  if (!s) return store_msg(err, err_len, QS_EINVAL, "store_check: no store");
+  if (!s) return fail_msg(err, err_len, QS_EINVAL, "store_check: no store");
   sqlite3_stmt *st;
   int status = prepare(s, "PRAGMA integrity_check(8)", &st, err, err_len);
   if (status != QS_OK) return status;
@@ -795,17 +786,17 @@ int store_check(store *s, char *err, size_t err_len) {
 
 int store_unlink(const char *path, char *err, size_t err_len) {
   if (!path || !*path || strcmp(path, ":memory:") == 0)
-    return store_msg(err, err_len, QS_EINVAL, "store_unlink: no file");
+    return fail_msg(err, err_len, QS_EINVAL, "store_unlink: no file");
   static const char *const side[] = {"", "-wal", "-shm"};
   size_t n = strlen(path) + 8;
   char *name = malloc(n);
-  if (!name) return store_msg(err, err_len, QS_ENOMEM, "out of memory");
+  if (!name) return fail_msg(err, err_len, QS_ENOMEM, "out of memory");
   int status = QS_OK;
   for (int i = 0; i < 3 && status == QS_OK; i++) {
     snprintf(name, n, "%s%s", path, side[i]);
     if (unlink(name) != 0 && errno != ENOENT)
-      status = store_msg(err, err_len, QS_EIO, "cannot remove %s: %s", name,
-                         strerror(errno));
+      status = fail_msg(err, err_len, QS_EIO, "cannot remove %s: %s", name,
+                        strerror(errno));
   }
   free(name);
   return status;
@@ -814,13 +805,13 @@ int store_unlink(const char *path, char *err, size_t err_len) {
 int store_move_aside(const char *path, char *moved, size_t moved_len,
                      char *err, size_t err_len) {
   if (!path || !*path || strcmp(path, ":memory:") == 0)
-    return store_msg(err, err_len, QS_EINVAL,
-                     "store_move_aside: no file to move");
+    return fail_msg(err, err_len, QS_EINVAL,
+                    "store_move_aside: no file to move");
   size_t n = strlen(path) + 64;
   char *dst = malloc(n), *from = malloc(n), *to = malloc(n);
   int status = QS_OK;
   if (!dst || !from || !to) {
-    status = store_msg(err, err_len, QS_ENOMEM, "out of memory");
+    status = fail_msg(err, err_len, QS_ENOMEM, "out of memory");
     goto done;
   }
   /* A new name that nothing holds, main file first: it decides the suffix
@@ -831,16 +822,16 @@ int store_move_aside(const char *path, char *moved, size_t moved_len,
              i);
     if (link(path, dst) == 0) break;
     if (errno != EEXIST || i > 100) {
-      status = store_msg(err, err_len, QS_EIO,
-                         "timing store %s: cannot move it aside to %s: %s",
-                         path, dst, strerror(errno));
+      status = fail_msg(err, err_len, QS_EIO,
+                        "timing store %s: cannot move it aside to %s: %s",
+                        path, dst, strerror(errno));
       goto done;
     }
   }
   if (unlink(path) != 0) {
-    status = store_msg(err, err_len, QS_EIO,
-                       "timing store %s: moved to %s but cannot remove it: %s",
-                       path, dst, strerror(errno));
+    status = fail_msg(err, err_len, QS_EIO,
+                      "timing store %s: moved to %s but cannot remove it: %s",
+                      path, dst, strerror(errno));
     goto done;
   }
   static const char *const side[] = {"-wal", "-shm"};
@@ -848,9 +839,9 @@ int store_move_aside(const char *path, char *moved, size_t moved_len,
     snprintf(from, n, "%s%s", path, side[i]);
     snprintf(to, n, "%s%s", dst, side[i]);
     if (rename(from, to) != 0 && errno != ENOENT)
-      status = store_msg(err, err_len, QS_EIO,
-                         "timing store %s: cannot move %s aside: %s", path,
-                         from, strerror(errno));
+      status = fail_msg(err, err_len, QS_EIO,
+                        "timing store %s: cannot move %s aside: %s", path,
+                        from, strerror(errno));
   }
   if (moved && moved_len) snprintf(moved, moved_len, "%s", dst);
 done:

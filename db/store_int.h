@@ -10,6 +10,7 @@
 
 #include <cJSON.h>
 
+#include "engine/fail.h"
 #include "store.h"
 
 /* Statements prepared once per handle, after migration. Columns of `runs`
@@ -102,10 +103,6 @@ int store_step(store *s, sqlite3_stmt *st);
 /* Writes "timing store <path>: <what>: <sqlite's reason>" into err and
  * returns the status for rc (QS_EBUSY, QS_ECORRUPT, QS_ENOMEM or QS_EDB). */
 int store_fail(store *s, int rc, const char *what, char *err, size_t err_len);
-
-/* printf into err (may be NULL) and return status. */
-int store_msg(char *err, size_t err_len, int status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /* Runs one fixed statement to completion (BEGIN, COMMIT, ...) and resets
  * it. Returns the SQLite code (SQLITE_DONE on success). */

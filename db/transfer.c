@@ -27,7 +27,7 @@ static int dump(store *s, FILE *out, int stmt, const field *f, size_t n,
     cJSON *o = fields_json(f, n, obj);
     char *text = o ? cJSON_PrintUnformatted(o) : NULL;
     if (!text)
-      status = store_msg(err, err_len, QS_ENOMEM, "export: out of memory");
+      status = fail_msg(err, err_len, QS_ENOMEM, "export: out of memory");
     else if (fprintf(out, "%s\n  %s", first ? "" : ",", text) < 0)
       status = QS_EIO; /* reported with the path by the caller */
     first = 0;
@@ -47,22 +47,22 @@ static int export_target(const store *s, const char *path, char *err,
   struct stat dst, sb;
   if (stat(path, &dst) != 0) return QS_OK; /* a new name */
   if (!S_ISREG(dst.st_mode))
-    return store_msg(err, err_len, QS_EINVAL,
-                     "export to %s: it is not a regular file (a directory, "
-                     "device, FIFO or socket); name a file",
-                     path);
+    return fail_msg(err, err_len, QS_EINVAL,
+                    "export to %s: it is not a regular file (a directory, "
+                    "device, FIFO or socket); name a file",
+                    path);
   static const char *const side[] = {"", "-wal", "-shm"};
   size_t n = strlen(s->path) + 8;
   char *name = malloc(n);
-  if (!name) return store_msg(err, err_len, QS_ENOMEM, "out of memory");
+  if (!name) return fail_msg(err, err_len, QS_ENOMEM, "out of memory");
   int status = QS_OK;
   for (int i = 0; i < 3 && status == QS_OK; i++) {
     snprintf(name, n, "%s%s", s->path, side[i]);
     if (stat(name, &sb) == 0 && sb.st_dev == dst.st_dev &&
         sb.st_ino == dst.st_ino)
-      status = store_msg(err, err_len, QS_EINVAL,
-                         "export to %s: that is the timing store %s itself",
-                         path, name);
+      status = fail_msg(err, err_len, QS_EINVAL,
+                        "export to %s: that is the timing store %s itself",
+                        path, name);
   }
   free(name);
   return status;
@@ -70,23 +70,22 @@ static int export_target(const store *s, const char *path, char *err,
 
 int store_export(store *s, const char *path, char *err, size_t err_len) {
   if (!s || !path || !*path)
-    return store_msg(err, err_len, QS_EINVAL,
-                     "store_export: no store or path");
+    return fail_msg(err, err_len, QS_EINVAL, "store_export: no store or path");
   int checked = export_target(s, path, err, err_len);
   if (checked != QS_OK) return checked;
   size_t n = strlen(path) + 48;
   char *tmp = malloc(n);
-  if (!tmp) return store_msg(err, err_len, QS_ENOMEM, "export: out of memory");
+  if (!tmp) return fail_msg(err, err_len, QS_ENOMEM, "export: out of memory");
   /* The CLI's temporary naming (tools/outfile.h): recognisable, with the
    * pid, so a run killed mid-export leaves a name its sweep knows. */
   snprintf(tmp, n, "%s.qs-tmp-%ld-XXXXXX", path, (long)getpid());
   int fd = mkstemp(tmp);
   FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
   if (!out) {
-    int status = store_msg(err, err_len, QS_EIO,
-                           "export to %s: cannot "
-                           "create %s: %s",
-                           path, tmp, strerror(errno));
+    int status = fail_msg(err, err_len, QS_EIO,
+                          "export to %s: cannot "
+                          "create %s: %s",
+                          path, tmp, strerror(errno));
     if (fd >= 0) {
       close(fd);
       unlink(tmp);
@@ -119,8 +118,8 @@ int store_export(store *s, const char *path, char *err, size_t err_len) {
   if (fclose(out) != 0) status = status ? status : QS_EIO;
   if (status == QS_OK && rename(tmp, path) != 0) status = QS_EIO;
   if (status == QS_EIO)
-    store_msg(err, err_len, QS_EIO, "export to %s: %s", path,
-              strerror(errno ? errno : EIO));
+    fail_msg(err, err_len, QS_EIO, "export to %s: %s", path,
+             strerror(errno ? errno : EIO));
   if (status != QS_OK) unlink(tmp);
   free(tmp);
   return status;
@@ -138,15 +137,15 @@ static int slurp(const char *path, char **text, size_t *len, char *err,
   struct stat sb;
   if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
     close(fd);
-    return store_msg(err, err_len, QS_EIO,
-                     "import from %s: not a regular file", path);
+    return fail_msg(err, err_len, QS_EIO, "import from %s: not a regular file",
+                    path);
   }
   if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
   if (!f) {
-    int status = store_msg(err, err_len, QS_EIO,
-                           "import from %s: cannot open: %s", path,
-                           strerror(errno));
+    int status =
+        fail_msg(err, err_len, QS_EIO, "import from %s: cannot open: %s", path,
+                 strerror(errno));
     if (fd >= 0) close(fd);
     return status;
   }
@@ -165,11 +164,11 @@ static int slurp(const char *path, char **text, size_t *len, char *err,
     if (got == 0) break;
   }
   if (!buf || n + 1 >= cap)
-    status = store_msg(err, err_len, QS_ENOMEM,
-                       "import from %s: out of memory", path);
+    status = fail_msg(err, err_len, QS_ENOMEM, "import from %s: out of memory",
+                      path);
   else if (ferror(f))
-    status = store_msg(err, err_len, QS_EIO, "import from %s: cannot read: %s",
-                       path, strerror(errno));
+    status = fail_msg(err, err_len, QS_EIO, "import from %s: cannot read: %s",
+                      path, strerror(errno));
   fclose(f);
   if (status != QS_OK) {
     free(buf);
@@ -186,12 +185,12 @@ static int doc_check(const char *path, const cJSON *doc, const cJSON **devs,
                      const cJSON **runs, char *err, size_t err_len) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, "schema");
   if (!cJSON_IsObject(doc) || !cJSON_IsNumber(v))
-    return store_msg(err, err_len, QS_EFORMAT,
-                     "import from %s: no \"schema\" number: not a quicksilver "
-                     "store export; nothing imported",
-                     path);
+    return fail_msg(err, err_len, QS_EFORMAT,
+                    "import from %s: no \"schema\" number: not a quicksilver "
+                    "store export; nothing imported",
+                    path);
   if (v->valuedouble != STORE_DOC_SCHEMA)
-    return store_msg(
+    return fail_msg(
         err, err_len, QS_ESCHEMA,
         "import from %s: schema %g, this quicksilver reads schema %d; "
         "nothing imported",
@@ -199,10 +198,10 @@ static int doc_check(const char *path, const cJSON *doc, const cJSON **devs,
   *runs = cJSON_GetObjectItemCaseSensitive(doc, "runs");
   *devs = cJSON_GetObjectItemCaseSensitive(doc, "devices");
   if (!cJSON_IsArray(*runs) || (*devs && !cJSON_IsArray(*devs)))
-    return store_msg(err, err_len, QS_EFORMAT,
-                     "import from %s: \"runs\" (and \"devices\", if given) "
-                     "must be arrays; nothing imported",
-                     path);
+    return fail_msg(err, err_len, QS_EFORMAT,
+                    "import from %s: \"runs\" (and \"devices\", if given) "
+                    "must be arrays; nothing imported",
+                    path);
   return QS_OK;
 }
 
@@ -227,18 +226,18 @@ static size_t doc_rejects(const char *path, const cJSON *devs,
       void *obj = parts[p].f == run_fields ? (void *)&r : (void *)&d;
       if (fields_parse(parts[p].f, parts[p].n, row, obj, why, sizeof why) &&
           bad++ == 0)
-        store_msg(err, err_len, QS_EFORMAT, "%s[%d]: %s", parts[p].name, i,
-                  why);
+        fail_msg(err, err_len, QS_EFORMAT, "%s[%d]: %s", parts[p].name, i,
+                 why);
       i++;
     }
   }
   if (bad) {
     char first[256];
     snprintf(first, sizeof first, "%s", err ? err : "");
-    store_msg(err, err_len, QS_EFORMAT,
-              "import from %s: %zu malformed row%s (first: %s); nothing "
-              "imported",
-              path, bad, bad == 1 ? "" : "s", first);
+    fail_msg(err, err_len, QS_EFORMAT,
+             "import from %s: %zu malformed row%s (first: %s); nothing "
+             "imported",
+             path, bad, bad == 1 ? "" : "s", first);
   }
   return bad;
 }
@@ -281,8 +280,7 @@ int store_import(store *s, const char *path, size_t *added, size_t *skipped,
   if (skipped) *skipped = 0;
   if (rejected) *rejected = 0;
   if (!s || !path || !*path)
-    return store_msg(err, err_len, QS_EINVAL,
-                     "store_import: no store or path");
+    return fail_msg(err, err_len, QS_EINVAL, "store_import: no store or path");
   char *text;
   size_t len = 0;
   int status = slurp(path, &text, &len, err, err_len);
@@ -291,10 +289,10 @@ int store_import(store *s, const char *path, size_t *added, size_t *skipped,
   cJSON *doc = cJSON_ParseWithLengthOpts(text, len, &end, 0);
   const cJSON *devs = NULL, *runs = NULL;
   if (!doc)
-    status = store_msg(err, err_len, QS_EFORMAT,
-                       "import from %s: invalid JSON at byte %zu of %zu; "
-                       "nothing imported",
-                       path, end ? (size_t)(end - text) : (size_t)0, len);
+    status = fail_msg(err, err_len, QS_EFORMAT,
+                      "import from %s: invalid JSON at byte %zu of %zu; "
+                      "nothing imported",
+                      path, end ? (size_t)(end - text) : (size_t)0, len);
   else
     status = doc_check(path, doc, &devs, &runs, err, err_len);
   if (status == QS_OK && (bad = doc_rejects(path, devs, runs, err, err_len)))

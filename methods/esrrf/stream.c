@@ -10,15 +10,15 @@
  * N/K). Also the sink's side of esrrf_drive (esrrf_drive_sink). */
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "methods/esrrf/esrrf.h"
+#include "engine/fail.h"
 #include "engine/plan.h"
+#include "methods/esrrf/esrrf.h"
 #include "methods/esrrf/sink.h"
 
 typedef struct pending {
@@ -72,18 +72,6 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int fail(char *err, size_t len, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t len, int rc, const char *fmt, ...) {
-  if (err && len) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-  }
-  return rc;
-}
-
 void esrrf_stream_close(esrrf_stream *s) {
   if (!s) return;
   plan_close(s->plan);
@@ -110,22 +98,23 @@ static int stream_setup(esrrf_stream *s, const esrrf_stream_options *o,
   if (rc) return rc;
   s->temporal = (int)v[P_TEMPORAL];
   if (s->temporal == TEMPORAL_NONE)
-    return fail(err, len, QS_EPARAM,
-                "esrrf stream: temporal=none has no statistic to stream "
-                "(run method_run on each frame instead)");
+    return fail_msg(err, len, QS_EPARAM,
+                    "esrrf stream: temporal=none has no statistic to stream "
+                    "(run method_run on each frame instead)");
   if (!o->rows || !o->cols || o->rows > INT_MAX || o->cols > INT_MAX)
-    return fail(err, len, QS_ESHAPE, "esrrf stream: frame size %zu x %zu",
-                o->rows, o->cols);
+    return fail_msg(err, len, QS_ESHAPE, "esrrf stream: frame size %zu x %zu",
+                    o->rows, o->cols);
   size_t every = o->sliding ? (o->every ? o->every : 1) : o->window;
   if (o->window < (s->temporal == TEMPORAL_TAC2 ? 2u : 1u))
-    return fail(err, len, QS_EINVAL,
-                "esrrf stream: window %zu is too short (at least %d frames%s)",
-                o->window, s->temporal == TEMPORAL_TAC2 ? 2 : 1,
-                s->temporal == TEMPORAL_TAC2 ? " for tac2" : "");
+    return fail_msg(
+        err, len, QS_EINVAL,
+        "esrrf stream: window %zu is too short (at least %d frames%s)",
+        o->window, s->temporal == TEMPORAL_TAC2 ? 2 : 1,
+        s->temporal == TEMPORAL_TAC2 ? " for tac2" : "");
   if (o->sliding && o->window % every)
-    return fail(err, len, QS_EINVAL,
-                "esrrf stream: window %zu is not a multiple of every %zu",
-                o->window, every);
+    return fail_msg(err, len, QS_EINVAL,
+                    "esrrf stream: window %zu is not a multiple of every %zu",
+                    o->window, every);
   rc = rgc_check(v, 1, o->rows, o->cols, (size_t)v[P_MAG], err, len);
   if (rc) return rc;
   v[P_TEMPORAL] = TEMPORAL_NONE;
@@ -155,23 +144,23 @@ int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
                       esrrf_stream **out, char *err, size_t len) {
   if (out) *out = NULL;
   if (!e || !o || !out)
-    return fail(err, len, QS_EINVAL, "esrrf stream: missing argument");
+    return fail_msg(err, len, QS_EINVAL, "esrrf stream: missing argument");
   /* sizes and pointers checked before any arithmetic on them */
   if (o->n_params && !o->params)
-    return fail(err, len, QS_EINVAL,
-                "esrrf stream: n_params %zu with no params", o->n_params);
+    return fail_msg(err, len, QS_EINVAL,
+                    "esrrf stream: n_params %zu with no params", o->n_params);
   if (o->max_pending > ESRRF_STREAM_MAX_PENDING)
-    return fail(err, len, QS_EINVAL,
-                "esrrf stream: max_pending %zu is more than %zu",
-                o->max_pending, (size_t)ESRRF_STREAM_MAX_PENDING);
+    return fail_msg(err, len, QS_EINVAL,
+                    "esrrf stream: max_pending %zu is more than %zu",
+                    o->max_pending, (size_t)ESRRF_STREAM_MAX_PENDING);
   esrrf_stream *s = calloc(1, sizeof *s);
-  if (!s) return fail(err, len, QS_ENOMEM, "esrrf stream: out of memory");
+  if (!s) return fail_msg(err, len, QS_ENOMEM, "esrrf stream: out of memory");
   s->e = e;
   s->d = method_find(e, "esrrf");
   int rc = s->d ? stream_setup(s, o, err, len)
-                : fail(err, len, QS_ENOMETHOD,
-                       "esrrf stream: no method "
-                       "esrrf in this engine");
+                : fail_msg(err, len, QS_ENOMETHOD,
+                           "esrrf stream: no method "
+                           "esrrf in this engine");
   if (!rc) rc = esrrf_partial_init(&s->cur, s->temporal, s->rows_m, s->cols_m);
   if (!rc) {
     image shape = {.frames = s->chunk, .rows = s->rows, .cols = s->cols};
@@ -179,7 +168,7 @@ int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
                       .n_params = s->n_run_p, .impl = s->want[0] ? s->want
                                                                 : NULL};
     rc = method_open(e, "esrrf", &rq, &s->plan);
-    if (rc) fail(err, len, rc, "esrrf stream: %s", engine_error(e));
+    if (rc) fail_msg(err, len, rc, "esrrf stream: %s", engine_error(e));
   }
   s->ringed = -1;
   s->q_cap = s->max_pending + 1;
@@ -187,10 +176,10 @@ int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
   if (!rc && !s->q) rc = QS_ENOMEM;
   /* (a refusal of stream_setup keeps its own message) */
   if ((rc == QS_ENOMEM || rc == QS_EOVERFLOW) && s->rows_m)
-    fail(err, len, rc,
-         "esrrf stream: no memory for the statistics of "
-         "%zu x %zu maps",
-         s->rows_m, s->cols_m);
+    fail_msg(err, len, rc,
+             "esrrf stream: no memory for the statistics of "
+             "%zu x %zu maps",
+             s->rows_m, s->cols_m);
   if (rc) {
     esrrf_stream_close(s);
     return rc;
@@ -232,9 +221,9 @@ static void stream_queue(esrrf_stream *s, image *img, uint64_t first,
 }
 
 static int stream_lost(esrrf_stream *s, int rc) {
-  return fail(s->err, sizeof s->err, rc,
-              "esrrf stream: cannot finish result %llu (%s)",
-              (unsigned long long)s->results, status_message(rc));
+  return fail_msg(s->err, sizeof s->err, rc,
+                  "esrrf stream: cannot finish result %llu (%s)",
+                  (unsigned long long)s->results, status_message(rc));
 }
 
 /* A result's image: the spare when there is one. */
@@ -462,7 +451,8 @@ static int stream_call(esrrf_stream *s, const float *frames, size_t n,
   rc = plan_run_arg(s->plan, &in, 1, &s->sink, s->impl[0] ? s->impl : NULL,
                     &maps, 1, &rep);
   if (rc) {
-    fail(s->err, sizeof s->err, rc, "esrrf stream: %s", engine_error(s->e));
+    fail_msg(s->err, sizeof s->err, rc, "esrrf stream: %s",
+             engine_error(s->e));
     image_free(&img);
     if (s->sink.lost) { /* the kept timepoint or window starts over */
       s->frames += s->sink.folded;
@@ -494,35 +484,37 @@ int esrrf_stream_push(esrrf_stream *s, const image *frames) {
   double t0 = now_s();
   s->err[0] = '\0';
   if (s->ended)
-    return fail(s->err, sizeof s->err, QS_EINVAL,
-                "esrrf stream: push after the end of the stream");
+    return fail_msg(s->err, sizeof s->err, QS_EINVAL,
+                    "esrrf stream: push after the end of the stream");
   if (!frames || !frames->data || !frames->frames)
-    return fail(s->err, sizeof s->err, QS_EINVAL,
-                "esrrf stream: no frames to push");
+    return fail_msg(s->err, sizeof s->err, QS_EINVAL,
+                    "esrrf stream: no frames to push");
   size_t all;
   if (image_pixels(frames->frames, frames->rows, frames->cols, &all))
-    return fail(s->err, sizeof s->err, QS_EOVERFLOW,
-                "esrrf stream: a push of %zu x %zu x %zu pixels is too large",
-                frames->frames, frames->rows, frames->cols);
+    return fail_msg(
+        s->err, sizeof s->err, QS_EOVERFLOW,
+        "esrrf stream: a push of %zu x %zu x %zu pixels is too large",
+        frames->frames, frames->rows, frames->cols);
   if (frames->rows != s->rows || frames->cols != s->cols)
-    return fail(s->err, sizeof s->err, QS_ESHAPE,
-                "esrrf stream: frame of %zu x %zu pushed into a stream of "
-                "%zu x %zu",
-                frames->rows, frames->cols, s->rows, s->cols);
+    return fail_msg(s->err, sizeof s->err, QS_ESHAPE,
+                    "esrrf stream: frame of %zu x %zu pushed into a stream of "
+                    "%zu x %zu",
+                    frames->rows, frames->cols, s->rows, s->cols);
   size_t px = s->rows * s->cols, count = frames->frames;
   size_t i = esrrf_first_nonfinite(frames->data, count * px);
   if (i < count * px)
-    return fail(s->err, sizeof s->err, QS_EINVAL,
-                "esrrf stream: frame %zu of the push (stream frame %llu) "
-                "has %g at row %zu, column %zu; nothing was pushed",
-                i / px, (unsigned long long)(s->frames + i / px),
-                (double)frames->data[i], i % px / s->cols, i % s->cols);
+    return fail_msg(s->err, sizeof s->err, QS_EINVAL,
+                    "esrrf stream: frame %zu of the push (stream frame %llu) "
+                    "has %g at row %zu, column %zu; nothing was pushed",
+                    i / px, (unsigned long long)(s->frames + i / px),
+                    (double)frames->data[i], i % px / s->cols, i % s->cols);
   size_t done = stream_completes(s, count);
   if (s->q_n + done > s->max_pending)
-    return fail(s->err, sizeof s->err, QS_EOVERFLOW,
-                "esrrf stream: the push completes %zu result(s) and %zu are "
-                "waiting, more than max_pending %zu; pop them first",
-                done, s->q_n, s->max_pending);
+    return fail_msg(
+        s->err, sizeof s->err, QS_EOVERFLOW,
+        "esrrf stream: the push completes %zu result(s) and %zu are "
+        "waiting, more than max_pending %zu; pop them first",
+        done, s->q_n, s->max_pending);
   int rc = QS_OK;
   for (size_t f = 0, n; !rc && f < count; f += n) {
     /* chunks never cross a timepoint or a block */
@@ -560,15 +552,16 @@ int esrrf_stream_end(esrrf_stream *s) {
       s->sink.settle(s->sink.finish_state, &s->up, why, sizeof why) != QS_OK) {
     esrrf_partial_reset(&s->cur);
     s->cur_n = 0;
-    return fail(s->err, sizeof s->err, QS_ECL,
-                "esrrf stream: %s; the last %s is lost", why,
-                s->sliding ? "window" : "timepoint");
+    return fail_msg(s->err, sizeof s->err, QS_ECL,
+                    "esrrf stream: %s; the last %s is lost", why,
+                    s->sliding ? "window" : "timepoint");
   }
   if (s->sliding || s->cur_n == 0) return QS_OK;
   if (s->temporal == TEMPORAL_TAC2 && s->cur_n < 2)
-    return fail(s->err, sizeof s->err, QS_EINVAL,
-                "esrrf stream: the last timepoint has 1 frame, too few for "
-                "tac2; discarded");
+    return fail_msg(
+        s->err, sizeof s->err, QS_EINVAL,
+        "esrrf stream: the last timepoint has 1 frame, too few for "
+        "tac2; discarded");
   /* the queue has one slot beyond max_pending for this result */
   double t0 = now_s();
   int rc = QS_OK;
@@ -585,9 +578,9 @@ int esrrf_stream_end(esrrf_stream *s) {
     else if (s->sink.finish)
       image_free(&img);
     if (rc)
-      fail(s->err, sizeof s->err, rc,
-           "esrrf stream: cannot finish the last timepoint: %s",
-           why[0] ? why : status_message(rc));
+      fail_msg(s->err, sizeof s->err, rc,
+               "esrrf stream: cannot finish the last timepoint: %s",
+               why[0] ? why : status_message(rc));
   }
   esrrf_partial_reset(&s->cur);
   s->cur_n = 0;
@@ -597,14 +590,15 @@ int esrrf_stream_end(esrrf_stream *s) {
 int esrrf_stream_give(esrrf_stream *s, image *img) {
   if (!s || !img || !img->data) return QS_EINVAL;
   if (!img->owner_)
-    return fail(s->err, sizeof s->err, QS_EINVAL,
-                "esrrf stream: only an image the library allocated "
-                "(esrrf_stream_pop, image_alloc) can be given back");
+    return fail_msg(s->err, sizeof s->err, QS_EINVAL,
+                    "esrrf stream: only an image the library allocated "
+                    "(esrrf_stream_pop, image_alloc) can be given back");
   if (img->frames != 1 || img->rows != s->rows_m || img->cols != s->cols_m)
-    return fail(s->err, sizeof s->err, QS_ESHAPE,
-                "esrrf stream: an image of %zu x %zu x %zu given back to a "
-                "stream of 1 x %zu x %zu results",
-                img->frames, img->rows, img->cols, s->rows_m, s->cols_m);
+    return fail_msg(
+        s->err, sizeof s->err, QS_ESHAPE,
+        "esrrf stream: an image of %zu x %zu x %zu given back to a "
+        "stream of 1 x %zu x %zu results",
+        img->frames, img->rows, img->cols, s->rows_m, s->cols_m);
   if (s->spare.data) {
     image_free(img);
   } else {
