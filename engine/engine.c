@@ -19,17 +19,33 @@ const char *engine_error(const engine *e) { return e ? e->err : ""; }
 int engine_threads(const engine *e) { return e ? e->threads : 0; }
 const char *engine_db_path(const engine *e) { return e ? e->db_path : NULL; }
 
-/* $XDG_CACHE_HOME/quicksilver[/leaf], else $HOME/.cache/quicksilver[/leaf];
- * NULL when neither variable is set. */
-static char *cache_path(const char *leaf) {
+int engine_cores(void) { return pool_cores(); }
+
+int engine_cache_path(const char *leaf, char *buf, size_t len) {
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   const char *base = (xdg && *xdg) ? xdg : home;
-  if (!base || !*base) return NULL;
+  if (buf && len) buf[0] = 0;
+  if (!base || !*base) return QS_EUNAVAIL;
+  if (!leaf) leaf = "";
   const char *mid = (xdg && *xdg) ? "" : "/.cache";
-  size_t n = strlen(base) + strlen(mid) + strlen(leaf) + 16;
-  char *p = malloc(n);
-  if (p) snprintf(p, n, "%s%s/quicksilver%s%s", base, mid, *leaf ? "/" : "",
-                  leaf);
+  int k = snprintf(buf, len, "%s%s/quicksilver%s%s", base, mid,
+                   *leaf ? "/" : "", leaf);
+  if (k >= 0 && (size_t)k < len) return QS_OK;
+  if (buf && len) buf[0] = 0;
+  return QS_EOVERFLOW;
+}
+
+/* engine_cache_path in memory of its own; NULL without a place (or
+ * memory). */
+static char *cache_path(const char *leaf) {
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  size_t len = (xdg ? strlen(xdg) : 0) + (home ? strlen(home) : 0) +
+               strlen(leaf) + 32;
+  char *p = malloc(len);
+  if (p && engine_cache_path(leaf, p, len)) {
+    free(p);
+    p = NULL;
+  }
   return p;
 }
 

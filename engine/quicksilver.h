@@ -187,6 +187,17 @@ QS_API int engine_threads(const engine *e);
 /* Path of the timing store in use (":memory:" possible). */
 QS_API const char *engine_db_path(const engine *e);
 
+/* The host's online cores in [1, QS_MAX_THREADS]: an engine's threads
+ * when neither its options nor $QUICKSILVER_THREADS say. */
+QS_API int engine_cores(void);
+
+/* The engine's place for `leaf` (NULL: the folder itself) in the user's
+ * cache, $XDG_CACHE_HOME/quicksilver/leaf, else $HOME/.cache/quicksilver/
+ * leaf (the default store is leaf "timings.db"), into buf. QS_EUNAVAIL
+ * when neither variable is set, QS_EOVERFLOW when len is too short (buf
+ * is then ""). */
+QS_API int engine_cache_path(const char *leaf, char *buf, size_t len);
+
 /* The devices this engine runs on: entry 0 is the host CPU (the pool), then
  * one entry per OpenCL device in the order of their implementations. */
 typedef struct device_info {

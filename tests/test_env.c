@@ -128,3 +128,38 @@ Test(env, engine_db_path_sources) {
   cr_assert_str_eq(engine_db_path(e), ":memory:");
   engine_close(e);
 }
+
+/* The public rules a host program (the CLI, the MPI tool) takes instead of
+ * its own: the cache path the engine's default store lives in, and the
+ * core count behind threads 0. */
+Test(env, cache_path_and_cores) {
+  char buf[256], small[8];
+  const char *home = getenv("HOME");
+  char *saved = home ? strdup(home) : NULL;
+  setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
+  cr_assert_eq(engine_cache_path("timings-a.db", buf, sizeof buf), QS_OK);
+  cr_assert_str_eq(buf, "/tmp/xdg/quicksilver/timings-a.db");
+  cr_assert_eq(engine_cache_path(NULL, buf, sizeof buf), QS_OK);
+  cr_assert_str_eq(buf, "/tmp/xdg/quicksilver");
+  cr_assert_eq(engine_cache_path("timings.db", small, sizeof small),
+               QS_EOVERFLOW);
+  cr_assert_str_eq(small, "");
+  unsetenv("XDG_CACHE_HOME");
+  setenv("HOME", "/home/h", 1);
+  cr_assert_eq(engine_cache_path("timings.db", buf, sizeof buf), QS_OK);
+  cr_assert_str_eq(buf, "/home/h/.cache/quicksilver/timings.db");
+  unsetenv("HOME");
+  cr_assert_eq(engine_cache_path("timings.db", buf, sizeof buf), QS_EUNAVAIL);
+  cr_assert_str_eq(buf, "");
+  if (saved) setenv("HOME", saved, 1);
+  free(saved);
+
+  int cores = engine_cores();
+  cr_assert(cores >= 1 && cores <= QS_MAX_THREADS);
+  unsetenv("QUICKSILVER_THREADS");
+  engine *e;
+  engine_options o = {.db_path = ":memory:", .no_opencl = 1};
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_assert_eq(engine_threads(e), cores);
+  engine_close(e);
+}

@@ -128,11 +128,7 @@ int cli_args(cli *c, int argc, char **argv, const char *synopsis,
 
 /* --threads N; 0 means every online core, as QUICKSILVER_THREADS=0 does
  * (the engine's own 0 would defer to that variable instead). */
-static int threads_of(size_t n) {
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (n) return (int)n;
-  return cores < 1 ? 1 : cores > QS_MAX_THREADS ? QS_MAX_THREADS : (int)cores;
-}
+static int threads_of(size_t n) { return n ? (int)n : engine_cores(); }
 
 int cli_apply(cli *c, const args *a) {
   for (size_t i = 0; i < a->n_opts; i++) {

@@ -88,9 +88,8 @@ static int default_threads(void) {
                       &local);
   MPI_Comm_size(local, &n);
   MPI_Comm_free(&local);
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  long t = cores > 0 ? cores / n : 1;
-  return t < 1 ? 1 : (int)t;
+  int t = engine_cores() / (n > 0 ? n : 1);
+  return t < 1 ? 1 : t;
 }
 
 /* A rank's report field, for both the text table and the JSON: its JSON

@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,15 +74,6 @@ typedef struct ctx {
   double t0;
 } ctx;
 
-static void set_err(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t len, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, len, fmt, ap);
-  va_end(ap);
-}
-
 /* ------------------------------------------------------------- helpers */
 
 uint64_t qsm_chunk_units(uint64_t remaining, double my_rate, double total_rate,
@@ -106,13 +96,9 @@ void qsm_default_db(char *buf, size_t len) {
     }
     if (*p == '/' || *p == '\\') *p = '_';
   }
-  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  if (xdg && *xdg)
-    snprintf(buf, len, "%s/quicksilver/timings-%s.db", xdg, host);
-  else if (home && *home)
-    snprintf(buf, len, "%s/.cache/quicksilver/timings-%s.db", home, host);
-  else if (len)
-    buf[0] = 0;
+  char leaf[96];
+  snprintf(leaf, sizeof leaf, "timings-%s.db", host);
+  engine_cache_path(leaf, buf, len); /* "" without a place */
 }
 
 void qsm_report_free(qsm_report *r) {
@@ -157,12 +143,12 @@ static int open_engine(ctx *c, const qsm_options *o, char *err, size_t len) {
   }
   int rc = engine_open(&c->e, &eo);
   if (rc && !c->e) {
-    set_err(err, len, "cannot open an engine: %s", status_message(rc));
+    snprintf(err, len, "cannot open an engine: %s", status_message(rc));
     return rc;
   }
   /* A damaged store leaves an engine that runs without recording. */
   if (rc && rc != QS_ECORRUPT) {
-    set_err(err, len, "%s", engine_error(c->e));
+    snprintf(err, len, "%s", engine_error(c->e));
     return rc;
   }
   snprintf(c->me.db, sizeof c->me.db, "%s", engine_db_path(c->e));
@@ -201,22 +187,22 @@ static int plan_chunks(ctx *c, const char *method, const param *params,
                 size_t n_params, size_t max_bytes, char *err, size_t len) {
   c->d = method_find(c->e, method);
   if (!c->d) {
-    set_err(err, len, "unknown method '%s'", method);
+    snprintf(err, len, "unknown method '%s'", method);
     return QS_ENOMETHOD;
   }
   const method_desc *d = c->d;
   if (c->n_in != d->n_inputs || c->n_in > QSM_MAX_IO) {
-    set_err(err, len, "%s takes %zu input%s, got %zu", d->name, d->n_inputs,
-            d->n_inputs == 1 ? "" : "s", c->n_in);
+    snprintf(err, len, "%s takes %zu input%s, got %zu", d->name, d->n_inputs,
+             d->n_inputs == 1 ? "" : "s", c->n_in);
     return QS_EINVAL;
   }
   if (c->n_out > d->n_outputs || d->n_outputs > QSM_MAX_IO) {
-    set_err(err, len, "%s has %zu output%s, %zu asked for", d->name,
-            d->n_outputs, d->n_outputs == 1 ? "" : "s", c->n_out);
+    snprintf(err, len, "%s has %zu output%s, %zu asked for", d->name,
+             d->n_outputs, d->n_outputs == 1 ? "" : "s", c->n_out);
     return QS_EINVAL;
   }
   if (n_params > QS_MAX_PARAMS) {
-    set_err(err, len, "too many parameters (%zu)", n_params);
+    snprintf(err, len, "too many parameters (%zu)", n_params);
     return QS_EPARAM;
   }
   double frame_bytes = 0; /* one page of every input, as float */
@@ -230,9 +216,10 @@ static int plan_chunks(ctx *c, const char *method, const param *params,
     frame_bytes += (double)ti.rows * (double)ti.cols * sizeof(float);
     if (k == 0) c->frames = pages;
     if (pages != c->frames) {
-      set_err(err, len, "%s has %zu pages, %s has %zu: inputs split by frame "
-              "need the same number",
-              c->inputs[0], c->frames, c->inputs[k], pages);
+      snprintf(err, len,
+               "%s has %zu pages, %s has %zu: inputs split by frame "
+               "need the same number",
+               c->inputs[0], c->frames, c->inputs[k], pages);
       return QS_ESHAPE;
     }
   }
@@ -245,7 +232,7 @@ static int plan_chunks(ctx *c, const char *method, const param *params,
   run_report rep;
   rc = estimate_call(c, c->frames, params, n_params, &rep);
   if (rc) {
-    set_err(err, len, "%s", engine_error(c->e));
+    snprintf(err, len, "%s", engine_error(c->e));
     return rc;
   }
 
@@ -395,11 +382,11 @@ static int agree(ctx *c, const param *params, size_t n_params, int gather,
       "the pixels of its input (sample pages)"};
   for (int k = 0; k < 3; k++)
     if (mine[k] != root[k]) {
-      set_err(err, len,
-              "%s differ from rank %d's: every rank must be given the same "
-              "arguments and read the same input files (%s); nothing was "
-              "written",
-              what[k], c->root, c->inputs[0]);
+      snprintf(err, len,
+               "%s differ from rank %d's: every rank must be given the same "
+               "arguments and read the same input files (%s); nothing was "
+               "written",
+               what[k], c->root, c->inputs[0]);
       return QS_EMISMATCH;
     }
   return QS_OK;
@@ -503,7 +490,7 @@ static int run_method(ctx *c, image *in, const param *p, size_t n_p,
   memset(&rep, 0, sizeof rep);
   int rc = method_run(c->e, c->d->name, &rq, out, c->d->n_outputs, &rep);
   if (rc) {
-    set_err(err, len, "%s", engine_error(c->e));
+    snprintf(err, len, "%s", engine_error(c->e));
     return rc;
   }
   c->me.run_seconds += rep.seconds;
@@ -528,9 +515,9 @@ static int keep(ctx *c, chunk *k, char *err, size_t len) {
   for (size_t i = 0; i < c->n_out && !rc; i++) {
     const image *o = &k->out[i];
     if (o->rows != c->out_rows[i] || o->cols != c->out_cols[i]) {
-      set_err(err, len, "%s: output %s is %zux%zu, expected %zux%zu",
-              c->d->name, c->d->outputs[i].name, o->rows, o->cols,
-              c->out_rows[i], c->out_cols[i]);
+      snprintf(err, len, "%s: output %s is %zux%zu, expected %zux%zu",
+               c->d->name, c->d->outputs[i].name, o->rows, o->cols,
+               c->out_rows[i], c->out_cols[i]);
       rc = QS_ESHAPE;
       break;
     }
@@ -552,7 +539,7 @@ static int run_chunk(ctx *c, uint64_t u0, uint64_t u1, char *err, size_t len) {
   image in[QSM_MAX_IO] = {{0}};
   chunk *k = calloc(1, sizeof *k);
   if (!k) {
-    set_err(err, len, "out of memory");
+    snprintf(err, len, "out of memory");
     return QS_ENOMEM;
   }
   k->u0 = u0;
@@ -565,17 +552,17 @@ static int run_chunk(ctx *c, uint64_t u0, uint64_t u1, char *err, size_t len) {
     if (rc && strstr(err, "frame")) {
       char why[1024];
       snprintf(why, sizeof why, "%s", err);
-      set_err(err, len, "input pages [%zu, %zu): %s", f0, f1, why);
+      snprintf(err, len, "input pages [%zu, %zu): %.900s", f0, f1, why);
     }
   }
   for (size_t i = 0; !rc && i < c->d->n_outputs; i++)
     if (k->out[i].frames != u1 - u0) {
-      set_err(err, len,
-              "%s gives %zu frames of output %s for %llu units: its outputs "
-              "are not one frame per %s",
-              c->d->name, k->out[i].frames, c->d->outputs[i].name,
-              (unsigned long long)(u1 - u0),
-              c->by_timepoints ? "timepoint" : "input frame");
+      snprintf(err, len,
+               "%s gives %zu frames of output %s for %llu units: its outputs "
+               "are not one frame per %s",
+               c->d->name, k->out[i].frames, c->d->outputs[i].name,
+               (unsigned long long)(u1 - u0),
+               c->by_timepoints ? "timepoint" : "input frame");
       rc = QS_ESHAPE;
     }
   for (size_t i = 0; i < c->n_in; i++) image_free(&in[i]);
@@ -598,8 +585,8 @@ static int run_chunk(ctx *c, uint64_t u0, uint64_t u1, char *err, size_t len) {
 static int injected(ctx *c, char *err, size_t len) {
   if (c->fail_rank != c->rank) return QS_OK;
   /* as a device that fails to start */
-  set_err(err, len, "fault injected by QUICKSILVER_MPI_FAIL=%ld",
-          c->fail_rank);
+  snprintf(err, len, "fault injected by QUICKSILVER_MPI_FAIL=%ld",
+           c->fail_rank);
   return QS_EFAIL;
 }
 
@@ -607,7 +594,7 @@ static int injected(ctx *c, char *err, size_t len) {
 static int work(ctx *c, char *err, size_t len) {
   double *rates = calloc((size_t)c->size, sizeof *rates);
   int rc = rates ? injected(c, err, len) : QS_ENOMEM;
-  if (!rates) set_err(err, len, "out of memory");
+  if (!rates) snprintf(err, len, "out of memory");
   if (rc) {
     win_fail(c);
     free(rates);
@@ -661,7 +648,7 @@ static int blocks_of(ctx *c, uint64_t *block, char *err, size_t len) {
   double mine = estimate(c, 1, c->map_params, c->n_map_params);
   double *sec = calloc((size_t)c->size, sizeof *sec);
   if (!sec) {
-    set_err(err, len, "out of memory");
+    snprintf(err, len, "out of memory");
     return QS_ENOMEM;
   }
   MPI_Allgather(&mine, 1, MPI_DOUBLE, sec, 1, MPI_DOUBLE, c->comm);
@@ -705,14 +692,14 @@ static int fold(ctx *c, uint64_t f0, uint64_t f1, esrrf_partial *p, char *err,
       rc = run_method(c, in, c->map_params, c->n_map_params, maps, err, len);
     if (!rc && (maps[0].rows != p->rows || maps[0].cols != p->cols ||
                 maps[0].frames != b - a)) {
-      set_err(err, len, "esrrf maps of %zux%zux%zu, expected %llux%zux%zu",
-              maps[0].frames, maps[0].rows, maps[0].cols,
-              (unsigned long long)(b - a), p->rows, p->cols);
+      snprintf(err, len, "esrrf maps of %zux%zux%zu, expected %llux%zux%zu",
+               maps[0].frames, maps[0].rows, maps[0].cols,
+               (unsigned long long)(b - a), p->rows, p->cols);
       rc = QS_ESHAPE;
     }
     if (!rc) rc = esrrf_partial_add(p, maps[0].data, (size_t)(b - a));
-    if (rc && !err[0]) set_err(err, len, "esrrf partial: %s",
-                               status_message(rc));
+    if (rc && !err[0])
+      snprintf(err, len, "esrrf partial: %s", status_message(rc));
     for (size_t i = 0; i < QSM_MAX_IO; i++)
       image_free(&in[i]), image_free(&maps[i]);
     if (!rc) {
@@ -731,8 +718,8 @@ static int finish_piece(ctx *c, const piece *q, char *err, size_t len) {
   int rc = k ? image_alloc(&k->out[0], 1, q->p.rows, q->p.cols) : QS_ENOMEM;
   if (!rc) rc = esrrf_partial_finish(&q->p, c->mag, c->mpc, k->out[0].data);
   if (rc) {
-    set_err(err, len, "timepoint %llu: cannot finish its statistic: %s",
-            (unsigned long long)q->t, status_message(rc));
+    snprintf(err, len, "timepoint %llu: cannot finish its statistic: %s",
+             (unsigned long long)q->t, status_message(rc));
     if (k) image_free(&k->out[0]);
     free(k);
     return rc;
@@ -794,7 +781,7 @@ static int work_within(ctx *c, char *err, size_t len) {
     uint64_t t_lo = b0 / c->fpt, t_hi = (b1 - 1) / c->fpt;
     pieces = calloc((size_t)(t_hi - t_lo + 1), sizeof *pieces);
     if (!pieces) {
-      set_err(err, len, "out of memory");
+      snprintf(err, len, "out of memory");
       rc = QS_ENOMEM;
     }
     for (uint64_t t = t_lo; !rc && t <= t_hi; t++) {
@@ -803,7 +790,8 @@ static int work_within(ctx *c, char *err, size_t len) {
       piece *q = &pieces[n_pieces++];
       q->t = t;
       rc = esrrf_partial_init(&q->p, c->temporal, rows, cols);
-      if (rc) set_err(err, len, "no memory for a %zux%zu partial", rows, cols);
+      if (rc)
+        snprintf(err, len, "no memory for a %zux%zu partial", rows, cols);
       if (!rc) rc = fold(c, s0 > b0 ? s0 : b0, s1 < b1 ? s1 : b1, &q->p, err,
                          len);
       if (!rc && s0 >= b0 && s1 <= b1) { /* whole timepoint here */
@@ -911,8 +899,8 @@ static int gather(ctx *c, image *outputs, char *err, size_t len) {
   for (size_t i = 0; i < n && !rc; i++)
     if (all[4 * i] != -all[4 * i + 2] || all[4 * i + 1] != -all[4 * i + 3] ||
         all[4 * i] <= 0) {
-      set_err(err, len, "%s: chunks disagree on the shape of output %s",
-              c->d->name, c->d->outputs[i].name);
+      snprintf(err, len, "%s: chunks disagree on the shape of output %s",
+               c->d->name, c->d->outputs[i].name);
       rc = QS_ESHAPE;
     }
   if (rc) return rc;
@@ -927,8 +915,8 @@ static int gather(ctx *c, image *outputs, char *err, size_t len) {
   if (!ok) {
     if (c->rank == c->root)
       for (size_t i = 0; i < n; i++) image_free(&outputs[i]);
-    set_err(err, len, "rank %d: no memory for the whole output (%llu frames)",
-            c->root, (unsigned long long)c->out_frames);
+    snprintf(err, len, "rank %d: no memory for the whole output (%llu frames)",
+             c->root, (unsigned long long)c->out_frames);
     return QS_ENOMEM;
   }
   uint64_t mine = 0; /* output chunks held (not the chunks run) */
@@ -1057,7 +1045,7 @@ static int direct_open(ctx *c, const char *const *paths, char *err,
                              c->out_rows[k], c->out_cols[k], 0, err, len);
       if (!rc && snprintf(tmp, sizeof tmp, "%s",
                           tiff_stack_temp(&c->stack[k])) >= (int)sizeof tmp) {
-        set_err(err, len, "%s: path too long", paths[k]);
+        snprintf(err, len, "%s: path too long", paths[k]);
         rc = QS_EINVAL;
       }
     }
@@ -1081,7 +1069,7 @@ static int direct_open(ctx *c, const char *const *paths, char *err,
       c->me.bytes_sent += (sizeof n + (size_t)n) * (size_t)(c->size - 1);
     MPI_Allreduce(&mine, &rc, 1, MPI_INT, MPI_MAX, c->comm);
     win_count(c, sizeof mine, sizeof rc);
-    if (rc && !mine) set_err(err, len, "another rank cannot open %s", tmp);
+    if (rc && !mine) snprintf(err, len, "another rank cannot open %s", tmp);
   }
   if (rc) /* the ones opened and, on the root, created */
     for (size_t i = 0; i < k && i < c->n_out; i++)
@@ -1133,7 +1121,7 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
   image outs[QSM_MAX_IO] = {{0}};
   char why[1024] = "";
   if (!c) {
-    set_err(err, err_len, "out of memory");
+    snprintf(err, err_len, "out of memory");
     MPI_Abort(comm, 1); /* cannot take part in the collectives */
     return QS_ENOMEM;
   }
@@ -1162,8 +1150,8 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
     char *end;
     c->fail_rank = strtol(fail, &end, 10);
     if (*end || c->fail_rank < 0) {
-      set_err(why, sizeof why,
-              "QUICKSILVER_MPI_FAIL=%s: expected a rank number", fail);
+      snprintf(why, sizeof why,
+               "QUICKSILVER_MPI_FAIL=%s: expected a rank number", fail);
       rc = QS_EENV;
     }
   }
@@ -1174,8 +1162,9 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
     c->slow_rank = strtol(slow, &end, 10);
     c->slow_seconds = *end == ':' ? strtod(end + 1, &end) : -1;
     if (*end || c->slow_rank < 0 || !(c->slow_seconds >= 0)) {
-      set_err(why, sizeof why,
-              "QUICKSILVER_MPI_SLOW=%s: expected RANK:SECONDS_PER_UNIT", slow);
+      snprintf(why, sizeof why,
+               "QUICKSILVER_MPI_SLOW=%s: expected RANK:SECONDS_PER_UNIT",
+               slow);
       rc = QS_EENV;
     }
   }
@@ -1246,7 +1235,7 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
     snprintf(tot.msg, sizeof tot.msg, "a rank failed: %s",
              status_message(worst));
   }
-  set_err(err, err_len, "%s", tot.status ? tot.msg : "");
+  snprintf(err, err_len, "%s", tot.status ? tot.msg : "");
   for (size_t k = 0; k < QSM_MAX_IO; k++) {
     if (!tot.status && outputs && k < n_outputs && c->rank == c->root) {
       outputs[k] = outs[k];
