@@ -34,11 +34,17 @@ static int by_status_then_median(const void *pa, const void *pb) {
   return (a->median > b->median) - (a->median < b->median);
 }
 
+/* The benchmark's progress: runs done of all it plans (rq->progress). */
+typedef struct bench_prog {
+  uint64_t done, total;
+} bench_prog;
+
 /* Runs one implementation warmup + repeats times; the outputs of the last
- * run stay in out. Fills everything of *b but the comparison. */
+ * run stay in out. Fills everything of *b but the comparison. Each run
+ * done counts one in *bp. */
 static void bench_one(engine *e, prep *pr, size_t impl, int warmup,
                       int repeats, image *out, double *walls, run_result *res,
-                      bench_entry *b) {
+                      bench_entry *b, bench_prog *bp) {
   const mstate *m = pr->m;
   size_t n_out = m->desc->n_outputs;
   snprintf(b->impl, sizeof b->impl, "%s", m->impls[impl].name);
@@ -46,10 +52,12 @@ static void bench_one(engine *e, prep *pr, size_t impl, int warmup,
     if (run_once(e, m, impl, pr->in, pr->n_in, out, n_out, pr->p, 1, res))
       break;
     b->once_seconds += res->once_s;
+    prog_set(e, ++bp->done, bp->total);
   }
   for (int r = 0; !res->status && r < repeats; r++) {
     run_once(e, m, impl, pr->in, pr->n_in, out, n_out, pr->p, 1, res);
     if (res->status) break;
+    prog_set(e, ++bp->done, bp->total);
     double steady = res->wall - res->once_s;
     walls[b->runs++] = steady < 0 ? 0 : steady;
     b->once_seconds += res->once_s;
@@ -90,6 +98,12 @@ int method_benchmark(engine *e, const char *method, const run_request *rq,
   }
   hist_load(e, m);
   m->runs++;
+  /* rq->progress: counted in runs, each implementation's own units not */
+  if ((rc = prog_open(e, rq))) {
+    prep_done(&pr);
+    return rc;
+  }
+  prog_counting(e, 0);
 
   image out[QS_MAX_OUTPUTS], ref[QS_MAX_OUTPUTS];
   double *walls = malloc((size_t)repeats * sizeof *walls);
@@ -97,6 +111,7 @@ int method_benchmark(engine *e, const char *method, const run_request *rq,
              : engine_fail(e, QS_ENOMEM, "out of memory");
   if (rc) {
     free(walls);
+    prog_close(e);
     prep_done(&pr);
     return rc;
   }
@@ -109,19 +124,35 @@ int method_benchmark(engine *e, const char *method, const run_request *rq,
   if (serial >= 0) order[n_order++] = (size_t)serial;
   for (size_t i = 0; i < m->n_impls; i++)
     if ((long)i != serial) order[n_order++] = i;
+  bench_prog bp = {0};
+  for (size_t o = 0; o < n_order; o++)
+    if (mask[order[o]] || (long)order[o] == serial)
+      bp.total += (uint64_t)warmup + (mask[order[o]] ? (uint64_t)repeats : 1);
 
   for (size_t o = 0; o < n_order && !rc; o++) {
     size_t i = order[o];
     int is_ref = (long)i == serial;
     if (!mask[i] && !is_ref) continue;
+    /* the runs this implementation is planned for, done however it ends */
+    uint64_t after = bp.done + (uint64_t)warmup + (mask[i] ? repeats : 1);
     method_call c;
     char why[128];
     call_init(e, &m->impls[i], &c, pr.in, pr.n_in, NULL, 0, pr.p, NULL, 0);
-    if (!registry_usable(&m->impls[i], &c, why, sizeof why)) continue;
+    if (!registry_usable(&m->impls[i], &c, why, sizeof why)) {
+      if (prog_set(e, bp.done = after, bp.total))
+        rc = QS_ECANCELLED;
+      continue;
+    }
     bench_entry b = {.max_rel_diff = -1};
     run_result res = {0};
     bench_one(e, &pr, i, warmup, mask[i] ? repeats : 1, out, walls, &res,
-              &b);
+              &b, &bp);
+    /* cancelled (rq->progress): this implementation's runs are not
+     * recorded, the ones before it stay */
+    if (prog_cancelled(e) || prog_set(e, bp.done = after, bp.total)) {
+      rc = QS_ECANCELLED;
+      break;
+    }
     if (b.status == QS_OK && have_ref) {
       b.max_rel_diff = rel_diff(out, ref, n_out);
       if (!(b.max_rel_diff <= m->desc->tolerance)) {
@@ -155,6 +186,12 @@ int method_benchmark(engine *e, const char *method, const run_request *rq,
   outputs_free(out, n_out);
   free(walls);
   prep_done(&pr);
+  if (rc == QS_OK && result->n) prog_finish(e);
+  prog_close(e);
+  if (rc == QS_ECANCELLED)
+    return engine_fail(e, rc, "benchmark of %s cancelled by the caller "
+                       "after %zu implementation%s", m->desc->name,
+                       result->n, result->n == 1 ? "" : "s");
   if (rc) return rc;
   qsort(result->entries, result->n, sizeof *result->entries,
         by_status_then_median);

@@ -332,6 +332,9 @@ int prog_poll(engine *e, int force);
 int prog_cancelled(const engine *e);
 /* The last report: done == total (success). */
 void prog_finish(engine *e);
+/* Sets the count itself (method_benchmark: runs done of all it will make,
+ * with counting off so that no run's own units count) and polls. */
+int prog_set(engine *e, uint64_t done, uint64_t total);
 /* call.c: a body split in pieces that checks cancellation between them
  * (only while a hook is open). */
 int prog_for(const method_call *c, size_t begin, size_t end, range_fn body,

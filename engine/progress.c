@@ -131,6 +131,14 @@ void prog_finish(engine *e) {
   pthread_mutex_unlock(&pg->lock);
 }
 
+int prog_set(engine *e, uint64_t done, uint64_t total) {
+  run_prog *pg = e->prog;
+  if (!pg) return 0;
+  atomic_store(&pg->total, total);
+  atomic_store(&pg->done, done);
+  return prog_poll(e, 0);
+}
+
 /* ------------------------------------------------ pieces of a parallel_for */
 
 /* Pieces per thread of a parallel_for range: small enough for a check

@@ -576,7 +576,10 @@ QS_API int method_estimate(engine *e, const char *method,
  * comma-separated names or kinds), `warmup` untimed runs then `repeats`
  * timed runs each, all recorded in the store; each output is compared with
  * serial's within the method's tolerance and a mismatching implementation is
- * recorded with QS_EMISMATCH. Entries come back fastest first. */
+ * recorded with QS_EMISMATCH. Entries come back fastest first.
+ * rq->progress counts runs (warm-up and timed, of every implementation);
+ * a cancel returns QS_ECANCELLED: the implementation under way records
+ * nothing, those finished before stay recorded. */
 typedef struct bench_entry {
   char impl[QS_NAME_MAX];
   int status;            /* QS_OK, QS_EMISMATCH, or the failure */

@@ -1421,19 +1421,15 @@ Test(cli, bench_skips_a_step_that_cannot_fit_the_budget) {
   cJSON_Delete(j);
 }
 
-/* A long call shows its progress on a terminal (stderr a pty here) and
- * Ctrl-C cancels it at once: exit 130, nothing written. */
-Test(cli, progress_on_a_terminal_and_ctrl_c_cancels, .timeout = 120) {
-  need_esrrf();
-  /* serial eSRRF at M5: a third of a second or more per 64 x 64 frame */
-  const char *in = simulated("long.tif", "60", "64x64", "1"),
-             *out = path_in("long-out.tif");
+/* Runs the CLI with argv, stderr a terminal (a pty), sends it SIGINT
+ * after `delay` seconds, and waits: *st its wait status, text what it
+ * wrote on the terminal; returns the seconds from the signal to its end. */
+static double interrupted_on_a_terminal(char **argv, double delay, int *st,
+                                        char *text, size_t len) {
   int master = posix_openpt(O_RDWR | O_NOCTTY);
   cr_assert_geq(master, 0);
   cr_assert_eq(grantpt(master), 0);
   cr_assert_eq(unlockpt(master), 0);
-  char *argv[] = {QS_CLI, "esrrf", (char *)in, "-o", (char *)out, "--impl",
-                  "serial", NULL};
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
@@ -1441,22 +1437,37 @@ Test(cli, progress_on_a_terminal_and_ctrl_c_cancels, .timeout = 120) {
   pid_t pid;
   cr_assert_eq(posix_spawn(&pid, QS_CLI, &fa, NULL, argv, environ), 0);
   posix_spawn_file_actions_destroy(&fa);
-  struct timespec wait = {2, 500000000};
+  struct timespec wait = {(time_t)delay,
+                          (long)((delay - (double)(time_t)delay) * 1e9)};
   nanosleep(&wait, NULL);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   cr_assert_eq(kill(pid, SIGINT), 0);
-  int st;
-  cr_assert_eq(waitpid(pid, &st, 0), pid);
+  cr_assert_eq(waitpid(pid, st, 0), pid);
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  static char text[65536];
   size_t n = 0;
   fcntl(master, F_SETFL, O_NONBLOCK);
-  for (ssize_t k; n < sizeof text - 1 &&
-                  (k = read(master, text + n, sizeof text - 1 - n)) > 0;)
+  for (ssize_t k;
+       n < len - 1 && (k = read(master, text + n, len - 1 - n)) > 0;)
     n += (size_t)k;
   text[n] = 0;
   close(master);
+  return (double)(t1.tv_sec - t0.tv_sec) +
+         1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+}
+
+/* A long call shows its progress on a terminal (stderr a pty here) and
+ * Ctrl-C cancels it at once: exit 130, nothing written. */
+Test(cli, progress_on_a_terminal_and_ctrl_c_cancels, .timeout = 120) {
+  need_esrrf();
+  /* serial eSRRF at M5: a third of a second or more per 64 x 64 frame */
+  const char *in = simulated("long.tif", "60", "64x64", "1"),
+             *out = path_in("long-out.tif");
+  char *argv[] = {QS_CLI, "esrrf", (char *)in, "-o", (char *)out, "--impl",
+                  "serial", NULL};
+  int st;
+  static char text[65536];
+  double dt = interrupted_on_a_terminal(argv, 2.5, &st, text, sizeof text);
   cr_assert(WIFEXITED(st), "killed by the signal instead of cancelling");
   cr_assert_eq(WEXITSTATUS(st), 130, "%s", text);
   cr_assert_not_null(strstr(text, "cancelled (Ctrl-C)"), "%s", text);
@@ -1464,14 +1475,64 @@ Test(cli, progress_on_a_terminal_and_ctrl_c_cancels, .timeout = 120) {
   cr_assert_not_null(strstr(text, "/60)"), "a progress line: %s", text);
   cr_assert(!file_exists(out));
   /* termination, not speed: stopped long before the call's end */
-  double dt = (double)(t1.tv_sec - t0.tv_sec) +
-              1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
   cr_assert_lt(dt, 10.0, "%.1f s after Ctrl-C", dt);
   /* not on a terminal, or with -q / --json: no progress line */
   result *r = qs("esrrf", in, "-o", out, "--impl", "serial", "--frames",
                  "0:4", NULL);
   expect_status(r, 0, "esrrf");
   cr_assert_null(strstr(r->err, "\r"), "%s", r->err);
+}
+
+/* `quicksilver bench`: the step under way shows its runs, and Ctrl-C
+ * cancels it (not waiting for its end) and ends the sweep, keeping the
+ * steps before it. */
+Test(cli, bench_ctrl_c_cancels_the_step_under_way, .timeout = 120) {
+  need_esrrf();
+  const char *js = path_in("bench-int.json");
+  /* serial eSRRF at M5 on 60 x 64 x 64: many seconds per run */
+  char *argv[] = {QS_CLI, "bench", "--method", "esrrf", "--sizes",
+                  "2x16x16,60x64x64", "--params", "magnification=5",
+                  "--impl", "serial", "--warmup", "0", "--repeats", "3",
+                  "--json", (char *)js, NULL};
+  int st;
+  static char text[65536];
+  double dt = interrupted_on_a_terminal(argv, 3.0, &st, text, sizeof text);
+  cr_assert(WIFEXITED(st), "killed by the signal instead of cancelling");
+  cr_assert_eq(WEXITSTATUS(st), 0, "%s", text);
+  cr_assert_not_null(strstr(text, "interrupted after 1 of 2 steps"), "%s",
+                     text);
+  cr_assert_not_null(strstr(text, "2/2 esrrf 60x64x64"), "%s", text);
+  cr_assert_lt(dt, 10.0, "%.1f s after Ctrl-C", dt);
+  char doc[65536];
+  slurp_into(js, doc, sizeof doc);
+  cJSON *j = cJSON_Parse(doc);
+  cr_assert_not_null(j, "%s", doc);
+  cr_assert_eq(cJSON_GetObjectItem(j, "steps_done")->valuedouble, 1);
+  cJSON_Delete(j);
+}
+
+/* `quicksilver stream`: Ctrl-C ends the input as its end would; the
+ * results so far are completed and written. */
+Test(cli, stream_ctrl_c_ends_the_input, .timeout = 120) {
+  need_esrrf();
+  const char *in = simulated("st-long.tif", "60", "64x64", "1"),
+             *out = path_in("st-long-out.tif");
+  /* serial at M5, timepoints of 2 frames: a result every second or so */
+  char *argv[] = {QS_CLI, "stream", (char *)in, "-o", (char *)out,
+                  "--window", "2", "--magnification", "5", "--impl",
+                  "serial", "--idle", "0", NULL};
+  int st;
+  static char text[65536];
+  double dt = interrupted_on_a_terminal(argv, 4.0, &st, text, sizeof text);
+  cr_assert(WIFEXITED(st), "killed by the signal instead of ending");
+  cr_assert_eq(WEXITSTATUS(st), 0, "%s", text);
+  cr_assert_not_null(strstr(text, "input ended by Ctrl-C after"), "%s", text);
+  cr_assert_lt(dt, 10.0, "%.1f s after Ctrl-C", dt);
+  image got;
+  char err[512];
+  cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
+  cr_assert(got.frames >= 1 && got.frames < 30, "%zu results", got.frames);
+  image_free(&got);
 }
 
 /* ------------------------------------- hardening, second pass: outputs */

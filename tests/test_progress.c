@@ -252,3 +252,49 @@ Test(progress, same_numbers) {
   free(px);
   engine_close(e);
 }
+
+/* method_benchmark with a hook: counted in runs (warm-up and timed, of
+ * every implementation), reports monotonic and ending at the total; a
+ * hook that cancels stops it with QS_ECANCELLED, and the implementation
+ * it stopped records nothing. */
+Test(progress, benchmark) {
+  engine *e = open_engine();
+  param p[] = {{"magnification_row", 2, NULL}, {"magnification_col", 2, NULL}};
+  size_t f = 4;
+  for (;;) { /* a benchmark of at least 0.3 s, so a report comes */
+    float *px = stack(f, 128, 128);
+    image in = image_wrap(px, f, 128, 128);
+    watch w = {.monotonic = 1};
+    run_request rq = {.inputs = &in, .n_inputs = 1, .params = p,
+                      .n_params = 2, .progress = hook, .progress_ctx = &w};
+    bench_result br;
+    double t0 = now_s();
+    cr_assert_eq(method_benchmark(e, "shift_magnify", &rq,
+                                  "serial,threaded", 1, 3, &br),
+                 QS_OK, "%s", engine_error(e));
+    double took = now_s() - t0;
+    cr_expect(w.monotonic);
+    cr_expect_eq(w.total, br.n * 4, "%llu runs planned, %zu impls",
+                 (unsigned long long)w.total, br.n);
+    cr_expect_eq(w.done, w.total);
+    int before = rows_of(e, "shift_magnify");
+    watch c = {.monotonic = 1, .cancel_at = 1};
+    rq.progress_ctx = &c;
+    int rc = method_benchmark(e, "shift_magnify", &rq, "serial,threaded",
+                              1, 3, &br);
+    free(px);
+    if (took < 0.3 && f < 4096) {
+      f *= 2;
+      continue;
+    }
+    cr_expect_eq(rc, QS_ECANCELLED, "%s", status_name(rc));
+    cr_expect_not_null(strstr(engine_error(e), "cancelled"));
+    /* at most the implementations finished before the first report */
+    int added = rows_of(e, "shift_magnify") - before;
+    cr_expect(added < (int)(3 * w.total / 4), "%d rows after a cancel",
+              added);
+    cr_expect(c.cancelled_frac < 1.0);
+    break;
+  }
+  engine_close(e);
+}

@@ -260,11 +260,27 @@ cJSON *cli_estimates_json(const run_report *r) {
 /* ------------------------------------------------ progress and Ctrl-C */
 
 static volatile sig_atomic_t interrupted;
+static void (*before)(int); /* SIGINT's disposition before the catch */
 
 static void on_interrupt(int sig) {
   interrupted = 1;
-  signal(sig, SIG_DFL); /* a second Ctrl-C ends the process */
+  /* a second Ctrl-C ends the process as it would have (outfile.h's
+   * cleanup of temporaries, or the default) */
+  signal(sig, before == SIG_ERR || before == SIG_IGN ? SIG_DFL : before);
 }
+
+void (*cli_interrupt_catch(void))(int) {
+  interrupted = 0;
+  before = signal(SIGINT, SIG_DFL);
+  signal(SIGINT, on_interrupt);
+  return before;
+}
+
+void cli_interrupt_release(void (*old)(int)) {
+  signal(SIGINT, old == SIG_ERR ? SIG_DFL : old);
+}
+
+int cli_interrupted(void) { return interrupted != 0; }
 
 static double mono_s(void) {
   struct timespec t;
@@ -272,8 +288,7 @@ static double mono_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int on_progress(void *ctx, uint64_t done, uint64_t total) {
-  cli_progress *p = ctx;
+int cli_progress_report(cli_progress *p, uint64_t done, uint64_t total) {
   if (interrupted) return 1;
   const cli *c = p->c;
   double t = mono_s();
@@ -286,22 +301,30 @@ static int on_progress(void *ctx, uint64_t done, uint64_t total) {
     fprintf(stderr, "\r\033[K%s: %3.0f%% (%llu/%llu) %.1f s", p->what,
             100.0 * (double)done / (double)total, (unsigned long long)done,
             (unsigned long long)total, t - p->t0);
+  else if (done)
+    fprintf(stderr, "\r\033[K%s: %llu, %.1f s", p->what,
+            (unsigned long long)done, t - p->t0);
   else
     fprintf(stderr, "\r\033[K%s: %.1f s", p->what, t - p->t0);
   return 0;
 }
 
+static int on_progress(void *ctx, uint64_t done, uint64_t total) {
+  return cli_progress_report(ctx, done, total);
+}
+
 void cli_progress_begin(const cli *c, cli_progress *p, const char *what,
                         run_request *rq) {
   *p = (cli_progress){.c = c, .what = what, .t0 = mono_s()};
-  interrupted = 0;
-  p->old = signal(SIGINT, on_interrupt);
-  rq->progress = on_progress;
-  rq->progress_ctx = p;
+  p->old = cli_interrupt_catch();
+  if (rq) {
+    rq->progress = on_progress;
+    rq->progress_ctx = p;
+  }
 }
 
 int cli_progress_end(cli_progress *p) {
-  signal(SIGINT, p->old == SIG_ERR ? SIG_DFL : p->old);
+  cli_interrupt_release(p->old);
   if (p->drawn) fprintf(stderr, "\r\033[K");
   return interrupted != 0;
 }

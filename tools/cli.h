@@ -94,6 +94,14 @@ void cli_params_help(FILE *f, const param_def *defs, size_t n_defs);
 void cli_help(FILE *f, const char *synopsis, const opt_def *opts,
               const param_def *defs, size_t n_defs);
 
+/* Ctrl-C as a request to stop: from cli_interrupt_catch (which returns
+ * the previous SIGINT disposition) the first SIGINT sets
+ * cli_interrupted() and a second one ends the process as usual, until
+ * cli_interrupt_release(previous). */
+void (*cli_interrupt_catch(void))(int);
+void cli_interrupt_release(void (*old)(int));
+int cli_interrupted(void);
+
 /* A call's progress on stderr and Ctrl-C as its cancellation
  * (run_request.progress): between cli_progress_begin and cli_progress_end
  * the first SIGINT cancels the running call (it returns QS_ECANCELLED
@@ -110,6 +118,11 @@ typedef struct cli_progress {
 } cli_progress;
 void cli_progress_begin(const cli *c, cli_progress *p, const char *what,
                         run_request *rq);
+/* The hook cli_progress_begin sets in rq (which may be NULL: a loop of the
+ * CLI's own, such as the stream's, reports through this): draws the line
+ * when due (total 0: `done` alone, or only the time when done is 0 too);
+ * nonzero once Ctrl-C was pressed. */
+int cli_progress_report(cli_progress *p, uint64_t done, uint64_t total);
 /* Clears the line and restores SIGINT; nonzero when Ctrl-C was pressed. */
 int cli_progress_end(cli_progress *p);
 #define CLI_INTERRUPTED 130 /* exit status of a call stopped by Ctrl-C */

@@ -2,7 +2,6 @@
  * with progress on stderr, a summary on stdout, and CSV, JSON and SVG
  * files on request. */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,18 +11,32 @@
 #include "outfile.h"
 #include "svg.h"
 
-/* Ctrl-C ends the sweep after the current step, keeping what was
- * measured; a second one ends the process as usual. */
-static volatile int interrupted;
+/* What the progress line shows: the step under way (its place and name)
+ * and, within it, the runs of its benchmark. Ctrl-C cancels the step
+ * under way and ends the sweep, keeping the steps measured before it; a
+ * second one ends the process as usual. */
+typedef struct bench_ui {
+  const cli *c;
+  char line[160]; /* "[####....] 3/12 esrrf 1x256x256 m=2" */
+  double start;   /* monotonic seconds at the sweep's start */
+} bench_ui;
 
-static void on_interrupt(int sig) {
-  interrupted = 1;
-  signal(sig, SIG_DFL);
+/* The step's benchmark's progress (runs done / total): the step's line
+ * with them; nonzero once Ctrl-C was pressed. */
+static int on_runs(void *ctx, uint64_t done, uint64_t total) {
+  bench_ui *u = ctx;
+  if (cli_interrupted()) return 1;
+  if (!total || !u->line[0] || !u->c->tty || u->c->quiet) return 0;
+  fprintf(stderr, "\r\033[K%s  run %llu/%llu %6.1f s", u->line,
+          (unsigned long long)done, (unsigned long long)total,
+          1e-9 * (double)timer_ns() - u->start);
+  fflush(stderr);
+  return 0;
 }
 
 static void skipped(void *ctx, const sweep_step *st, double predicted,
                     double left) {
-  const cli *c = ctx;
+  const cli *c = ((const bench_ui *)ctx)->c;
   if (c->quiet) return;
   if (c->tty) fprintf(stderr, "\r\033[K");
   if (predicted >= 0)
@@ -42,7 +55,9 @@ static void skipped(void *ctx, const sweep_step *st, double predicted,
 
 static void progress(void *ctx, const sweep_step *st, size_t done,
                      size_t total, double elapsed) {
-  const cli *c = ctx;
+  bench_ui *u = ctx;
+  const cli *c = u->c;
+  u->line[0] = 0;
   if (c->quiet) return;
   if (!st) {
     if (c->tty) fprintf(stderr, "\r\033[K");
@@ -65,8 +80,9 @@ static void progress(void *ctx, const sweep_step *st, size_t done,
   for (size_t i = 0; i < BAR; i++)
     bar[i] = i < fill ? '#' : '.';
   bar[BAR] = 0;
-  fprintf(stderr, "\r\033[K[%s] %zu/%zu %.50s %6.1f s", bar, done + 1, total,
-          what, elapsed);
+  snprintf(u->line, sizeof u->line, "[%s] %zu/%zu %.50s", bar, done + 1,
+           total, what);
+  fprintf(stderr, "\r\033[K%s %6.1f s", u->line, elapsed);
   fflush(stderr);
 }
 
@@ -135,6 +151,7 @@ int cmd_bench(cli *c, int argc, char **argv) {
   CLI_ARGS_OR_RETURN(
       cli_args(c, argc, argv, "bench [options]", opts, NULL, 0, &a));
   if (a.n_pos) return cli_usage("bench: unexpected argument '%s'", a.pos[0]);
+  bench_ui ui = {.c = c};
   sweep_options o = {.methods = args_value(&a, "method"),
                      .sizes = args_value(&a, "sizes"),
                      .params = args_value(&a, "params"),
@@ -143,8 +160,9 @@ int cmd_bench(cli *c, int argc, char **argv) {
                      .repeats = 5,
                      .progress = progress,
                      .skipped = skipped,
-                     .ctx = c,
-                     .stop = &interrupted};
+                     .ctx = &ui,
+                     .run_progress = on_runs,
+                     .run_ctx = &ui};
   size_t n;
   const char *t;
   if ((t = args_value(&a, "repeats"))) {
@@ -175,9 +193,10 @@ int cmd_bench(cli *c, int argc, char **argv) {
   if (cli_engine(c, &e)) return CLI_FAIL;
   sweep_result r;
   char err[2048] = "";
-  void (*previous)(int) = signal(SIGINT, on_interrupt);
+  ui.start = 1e-9 * (double)timer_ns();
+  void (*previous)(int) = cli_interrupt_catch();
   int st = sweep_run(e, &o, &r, err, sizeof err);
-  signal(SIGINT, previous);
+  cli_interrupt_release(previous);
   cli_record_warn(c);
   if (st) {
     sweep_free(&r);
@@ -204,7 +223,7 @@ int cmd_bench(cli *c, int argc, char **argv) {
            w->entry.runs, w->entry.min, w->entry.median,
            status_name(w->entry.status));
   }
-  if (r.stopped && interrupted)
+  if (r.stopped && cli_interrupted())
     cli_note(c, "bench: interrupted after %zu of %zu step%s\n", r.steps_done,
              r.steps_total, r.steps_total == 1 ? "" : "s");
   else if (r.stopped)

@@ -74,6 +74,8 @@ typedef struct run_state {
                              for frames that did not come (--idle) */
   tiff_meta meta;         /* of every result: pixel size, provenance */
   cJSON *prov;            /* the provenance, until the impl is known */
+  cli_progress prog;      /* frames pushed; Ctrl-C ends the input */
+  uint64_t total;         /* frames to come when known (--frames), else 0 */
 } run_state;
 
 static int lat_add(run_state *r, double v) {
@@ -157,6 +159,8 @@ static int frame_push(run_state *r, float *data, size_t rows, size_t cols,
     cli_note(r->c, "frame %llu: %.4f s\n",
              (unsigned long long)(esrrf_stream_frames(r->s) - 1), lat);
   rc = lat_add(r, lat);
+  if (!r->c->verbose) /* its lines per frame say as much */
+    cli_progress_report(&r->prog, esrrf_stream_frames(r->s), r->total);
   return rc ? rc : results_drain(r);
 }
 
@@ -167,7 +171,7 @@ static int read_stdin(run_state *r, size_t rows, size_t cols, int u16,
   float *f = malloc(px * sizeof *f);
   unsigned char *raw = malloc(bytes);
   int rc = f && raw ? CLI_OK : cli_fail("stream: out of memory");
-  for (size_t n = 0; !rc && n < limit; n++) {
+  for (size_t n = 0; !rc && n < limit && !cli_interrupted(); n++) {
     size_t got = fread(raw, 1, bytes, stdin);
     double t = now_s();
     if (got < bytes) {
@@ -202,7 +206,7 @@ static int read_tiff(run_state *r, const char *path, size_t limit, double poll,
   double last_growth = now_s();
   char err[512] = "";
   int told = 0; /* "waiting" said since the last growth */
-  while (done < limit) {
+  while (done < limit && !cli_interrupted()) {
     tiff_info info;
     int rc = tiff_info_of(path, &info, err, sizeof err);
     /* a file being written can be momentarily unreadable */
@@ -212,7 +216,7 @@ static int read_tiff(run_state *r, const char *path, size_t limit, double poll,
       image pages;
       rc = tiff_read_pages(path, done, n, &pages, err, sizeof err);
       double t = now_s();
-      for (size_t k = 0; !rc && k < pages.frames; k++) {
+      for (size_t k = 0; !rc && k < pages.frames && !cli_interrupted(); k++) {
         int prc = frame_push(r, pages.data + k * pages.rows * pages.cols,
                              pages.rows, pages.cols, t);
         if (prc) {
@@ -482,9 +486,17 @@ int cmd_stream(cli *c, int argc, char **argv) {
   if (!params_resolve(d->params, d->n_params, a.params, a.n_params, values,
                       err, sizeof err))
     stream_meta(&r, d, values, &info, in, &o);
+  /* Ctrl-C ends the input as its end would: the results so far are
+   * completed and written */
+  r.total = limit < SIZE_MAX ? (uint64_t)limit : 0;
+  cli_progress_begin(c, &r.prog, "stream frames", NULL);
   rc = !strcmp(in, "-")
            ? read_stdin(&r, rows, cols, u16, limit)
            : read_tiff(&r, in, limit, (double)poll_ms * 1e-3, idle);
+  if (cli_progress_end(&r.prog))
+    cli_note(c, "stream: input ended by Ctrl-C after %llu frame%s\n",
+             (unsigned long long)esrrf_stream_frames(r.s),
+             esrrf_stream_frames(r.s) == 1 ? "" : "s");
   if (!rc) {
     if (esrrf_stream_end(r.s))
       cli_note(c, "quicksilver: %s\n", esrrf_stream_error(r.s));

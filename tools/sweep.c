@@ -394,7 +394,8 @@ int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
   int runs = (o->warmup > 0 ? o->warmup : 0) + (o->repeats > 0 ? o->repeats : 1);
   for (size_t i = 0; i < n && !rc; i++) {
     double elapsed = (double)(timer_ns() - t0) * 1e-9, predicted = -1;
-    if ((o->budget > 0 && elapsed >= o->budget) || (o->stop && *o->stop)) {
+    if ((o->budget > 0 && elapsed >= o->budget) ||
+        (o->run_progress && o->run_progress(o->run_ctx, 0, 0))) {
       r->stopped = 1;
       break;
     }
@@ -418,7 +419,7 @@ int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
     snprintf(buf, sizeof buf, "%s", steps[i].params);
     size_t np = variant_params(buf, p, QS_MAX_PARAMS);
     /* a step that cannot finish within what is left of the budget is
-     * skipped (and said), not begun: a step cannot be stopped halfway */
+     * skipped (and said), not begun: the budget stops no step halfway */
     if (o->budget > 0 && predicted < 0)
       predicted = step_predict(e, &steps[i], in, p, np, o->impls, runs);
     elapsed = (double)(timer_ns() - t0) * 1e-9;
@@ -436,11 +437,17 @@ int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
     run_request rq = {.inputs = in,
                       .n_inputs = 1,
                       .params = p,
-                      .n_params = np};
+                      .n_params = np,
+                      .progress = o->run_progress,
+                      .progress_ctx = o->run_ctx};
     bench_result br;
     memset(&br, 0, sizeof br);
     int st = method_benchmark(e, steps[i].method->name, &rq, o->impls,
                               o->warmup, o->repeats, &br);
+    if (st == QS_ECANCELLED) {
+      r->stopped = 1;
+      break;
+    }
     if (st) {
       bench_entry failed = {.status = st};
       snprintf(failed.impl, sizeof failed.impl, "%s",

@@ -52,9 +52,12 @@ typedef struct sweep_options {
   sweep_progress_fn progress;
   sweep_skip_fn skipped; /* may be NULL */
   void *ctx;
-  /* Nonzero (e.g. set by a signal handler) stops the sweep before its next
-   * step, as the budget does; may be NULL. */
-  const volatile int *stop;
+  /* Each step's benchmark's progress and cancellation (NULL: none): its
+   * run_request.progress (method_benchmark counts runs), also called with
+   * (0, 0) before each step. A nonzero return stops the sweep as the
+   * budget does; the step it cancels is left out of the result. */
+  progress_fn run_progress;
+  void *run_ctx;
 } sweep_options;
 
 /* One implementation measured at one step. */
@@ -68,7 +71,7 @@ typedef struct sweep_result {
   size_t n, cap;
   size_t steps_done, steps_total;
   size_t steps_skipped; /* predicted past the budget, not begun */
-  int stopped; /* 1 when the budget (or *stop) ended the sweep early or
+  int stopped; /* 1 when the budget (or run_progress) ended the sweep early or
                   made it skip steps */
   double seconds; /* wall time of the sweep */
   int threads;    /* the engine's pool threads */

@@ -126,17 +126,35 @@ def test_sigint_from_timer_thread_cancels_long_call(engine, long_stack):
     assert engine.db_rows(method="esrrf") == []
 
 
-def test_benchmark_ctrl_c_after_its_end(engine, stack):
-    """Benchmarks have no progress hook: SIGINT during one raises
-    KeyboardInterrupt when it returns."""
-    timer = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+def test_benchmark_reports_runs_and_ctrl_c_cancels(engine, stack,
+                                                   long_stack):
+    """A benchmark counts its runs (warm-up and timed, of every
+    implementation); SIGINT during one cancels the running implementation
+    promptly, which records nothing."""
+    seen = []
+    rows = engine.benchmark("shift_magnify", stack, impls="serial,threaded",
+                            warmup=1, repeats=2, magnification_row=2,
+                            magnification_col=2,
+                            progress=lambda d, t: seen.append((d, t)))
+    assert seen and seen[-1] == (3 * len(rows), 3 * len(rows))
+    assert all(a[0] * b[1] <= b[0] * a[1] for a, b in zip(seen, seen[1:]))
+    sent = []
+
+    def interrupt():
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.5, interrupt)
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            engine.benchmark("esrrf", camera(40, 48, 48), impls="serial",
-                             warmup=0, repeats=2, magnification=4)
+            engine.benchmark("esrrf", long_stack, impls="serial", warmup=0,
+                             repeats=2, magnification=5)
     finally:
         timer.cancel()
+    late = time.monotonic() - sent[0]
+    assert late < PROMPT, f"KeyboardInterrupt {late:.2f} s after SIGINT"
+    assert engine.db_rows(method="esrrf") == []
 
 
 def test_progress_true_and_bad_progress(engine, stack):

@@ -23,15 +23,16 @@ Threads
     a second thread calling the same engine waits its turn.
 
 Progress and Ctrl-C
-    :meth:`Engine.run`, :meth:`Plan.run` and the module-level functions
+    :meth:`Engine.run`, :meth:`Plan.run`, :meth:`Engine.benchmark` (its
+    count is runs) and the module-level functions
     take ``progress=``: a callable ``f(done, total)`` called on the calling
     thread about every 50 ms and once at the end with ``done == total`` (a
     true return value cancels the call with :class:`CancelledError`, an
     exception it raises cancels it and propagates), or ``True`` for a tqdm
     bar when tqdm is installed. Ctrl-C cancels the running call within a fraction of a second and
-    raises ``KeyboardInterrupt``; a cancelled call records no timing. A
-    benchmark or a stream push runs to its end (the engine has no progress
-    hook there), then ``KeyboardInterrupt`` is raised.
+    raises ``KeyboardInterrupt``; a cancelled call records no timing (a
+    cancelled benchmark keeps those of the implementations it finished). A
+    stream push runs to its end, then ``KeyboardInterrupt`` is raised.
 
 Timing store
     Every run is timed and recorded in the engine's SQLite store (``db``;
@@ -590,16 +591,20 @@ class Engine:
 
     def benchmark(self, method: str, *arrays: ArrayLike,
                   impls: Optional[str] = None, warmup: int = 1,
-                  repeats: int = 5, **params: ParamValue) -> list[BenchEntry]:
+                  repeats: int = 5, progress: _progress.ProgressArg = None,
+                  **params: ParamValue) -> list[BenchEntry]:
         """Times every available implementation (or those in `impls`, names or
         kinds, comma-separated): `warmup` untimed then `repeats` timed runs
         each, all recorded in the store, each output checked against serial.
-        Fastest first."""
+        Fastest first. `progress` as in :meth:`run`, counting runs;
+        cancelled (CancelledError, KeyboardInterrupt), the implementations
+        finished before stay recorded."""
         inputs = self._inputs(method, arrays, True)
         _check_keywords(method, self._desc(method), params,
-                        ("impls", "warmup", "repeats"))
-        rows = self._core.benchmark(method, inputs, _param_items(params),
-                                    impls, int(warmup), int(repeats))
+                        ("impls", "warmup", "repeats", "progress"))
+        with _progress.callback(progress, method) as cb:
+            rows = self._core.benchmark(method, inputs, _param_items(params),
+                                        impls, int(warmup), int(repeats), cb)
         return [BenchEntry(**r) for r in rows]
 
     def methods(self) -> list[Method]:

@@ -720,13 +720,14 @@ static PyObject *bench_item(const void *base, size_t k) {
                        "max_rel_diff", b->max_rel_diff);
 }
 
-/* benchmark(method, inputs, params, impls, warmup, repeats) -> [dict] */
+/* benchmark(method, inputs, params, impls, warmup, repeats, progress)
+ * -> [dict]; progress counts runs (method_benchmark) */
 static PyObject *Engine_benchmark(EngineObject *self, PyObject *args) {
   const char *method, *impls = NULL;
-  PyObject *in_obj, *p_obj;
+  PyObject *in_obj, *p_obj, *progress = NULL;
   int warmup = 1, repeats = 5;
-  if (!PyArg_ParseTuple(args, "sOO|zii", &method, &in_obj, &p_obj, &impls,
-                        &warmup, &repeats))
+  if (!PyArg_ParseTuple(args, "sOO|ziiO", &method, &in_obj, &p_obj, &impls,
+                        &warmup, &repeats, &progress))
     return NULL;
   PyObject *list = NULL;
   call_args ca;
@@ -747,9 +748,8 @@ static PyObject *Engine_benchmark(EngineObject *self, PyObject *args) {
                .warmup = warmup,
                .repeats = repeats,
                .br = &br};
-  /* The engine reports no progress from benchmarks: Ctrl-C takes effect
-   * when the benchmark returns (its runs are recorded). */
-  if (watch_status(self, watch_call(bench_body, &j, &slot, NULL)) != QS_OK)
+  if (watch_status(self, watch_call(bench_body, &j, &slot, progress)) !=
+      QS_OK)
     goto done;
   list = list_of(br.n < QS_MAX_ESTIMATES ? br.n : QS_MAX_ESTIMATES, bench_item,
                  br.entries);
