@@ -4,7 +4,8 @@ keeps the layering DESIGN.md states: no include cycle between files, none
 between folders, cl/ and db/ include nothing of methods/ and nothing of the
 engine beyond its public headers, and methods/ reach the engine only
 through its contract (the public headers, the clock, a plan's internal
-side for the live stream). Usage: layers.py SOURCE_ROOT. Prints TAP."""
+side for the live stream); engine/quicksilver.h names no method and
+stays within 650 lines. Usage: layers.py SOURCE_ROOT. Prints TAP."""
 import os
 import re
 import sys
@@ -104,8 +105,23 @@ method_leaks = [f"{a} -> {b}" for a, bs in edges.items() for b in bs
 file_cycles = cycles(edges)
 folder_cycles = cycles({k: sorted(v) for k, v in folder.items()})
 
+# The engine's public header speaks of the engine only, and stays short
+# enough to read: no declaration named for a method (its folder's name),
+# at most 650 lines.
+header = open(os.path.join(root, "engine", "quicksilver.h"),
+              encoding="utf-8").read()
+methods = sorted(d for d in os.listdir(os.path.join(root, "methods"))
+                 if os.path.isdir(os.path.join(root, "methods", d)) and
+                 d != "shared")
+method_names = [m for m in re.findall(r"QS_API[^;(]*?\b(\w+)\s*\(", header)
+                if any(m.startswith(x + "_") for x in methods)]
+header_lines = header.count("\n")
+
 checks = [
     (len(edges) > 50, f"{len(edges)} files read"),
+    (not method_names and header_lines <= 650,
+     f"engine/quicksilver.h: {header_lines} lines (at most 650), no "
+     f"method's function" + "".join(f"; {m}" for m in method_names)),
     (not file_cycles, "no include cycle between files" +
      "".join(f"; {' <-> '.join(c)}" for c in file_cycles)),
     (not folder_cycles, "no include cycle between folders " +
