@@ -1,32 +1,30 @@
-/* store.c — cost of the timing store's write and read paths on a warm,
- * file-backed store: one store_record per call (what a dispatch pays when
- * it records synchronously), store_record_batch per row, and reading one
- * group's history. Measured, never asserted.
+/* store.c — what the timing store costs a host program, through the public
+ * API alone, on a warm file-backed store (every group already holds 200
+ * runs): a warm method_run of a method that does nothing (bench/nop.h) on
+ * a file store against the same on an in-memory one (the difference is
+ * what recording costs a call, written as the engine writes: in batches of
+ * at most 64 runs or 250 ms); engine_db_import per row (the document
+ * parsed and its rows added in one transaction); and engine_db_query of
+ * one group's history. Measured, never asserted.
  *
  *   build/bench/store [path] [calls]
  *
  * path defaults to a temporary file (removed afterwards); calls to 5000.
  * Each line: min, median, p99, max and mean microseconds per call (or per
- * row for batches); the mean includes the WAL checkpoints (an fsync) that
- * land on some commits. */
+ * row for the import); the file store's mean includes its batched writes
+ * and the WAL checkpoints (an fsync) that land on some of them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "db/store.h"
-#include "timer.h"
+#include "nop.h"
 
-static char err[1024];
+enum { GROUP = 200, KEYS = 4 };
 
-static int die(int rc, const char *what) {
-  fprintf(stderr, "bench/store: %s: %s: %s\n", what, status_name(rc), err);
+static int die(engine *e, const char *what) {
+  fprintf(stderr, "bench/store: %s: %s\n", what, e ? engine_error(e) : "");
   return 1;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* Prints the distribution of x[0..n) (microseconds). */
@@ -34,27 +32,40 @@ static void report(const char *what, double *x, size_t n) {
   stats st;
   if (stats_of(x, n, &st) != QS_OK) return;
   qsort(x, n, sizeof *x, cmp);
-  printf("%-38s min %6.2f  median %6.2f  p99 %8.2f  max %9.2f  mean %7.2f "
+  printf("%-40s min %6.2f  median %6.2f  p99 %8.2f  max %9.2f  mean %7.2f "
          "us (n=%zu)\n",
          what, st.min, st.median, x[n * 99 / 100], st.max, st.mean, n);
 }
 
-static run_row row_of(const char *key, double wall) {
-  run_row r = {.method = "esrrf",
-               .impl = "threaded_dynamic",
-               .impl_version = 1,
-               .device = "cpu-0123456789abcdef",
-               .key = key,
-               .work = 262144,
-               .params = "{\"magnification\":5,\"radius\":1.5,"
-                         "\"sensitivity\":1,\"doIntensityWeighting\":true}",
-               .wall = wall,
-               .status = QS_OK,
-               .error = ""};
-  return r;
+static int open_nop(engine **e, const char *path) {
+  engine_options o = {.db_path = path, .no_opencl = 1};
+  return engine_open(e, &o) || method_register(*e, &nop_desc);
 }
 
-static int count_row(void *ctx, const run_row *r) {
+/* `calls` warm method_run calls of nop on key k % KEYS (inputs of 16,
+ * 24, 32, 40 rows: a group per key), each timed into t; the first `warm`
+ * calls untimed. */
+static int run_calls(engine *e, size_t warm, size_t calls, double *t) {
+  static float px[40 * 16];
+  image out[1];
+  for (size_t i = 0; i < warm + calls; i++) {
+    image in = image_wrap(px, 1, 16 + 8 * (i % KEYS), 16);
+    run_request rq = {.inputs = &in, .n_inputs = 1, .impl = "serial"};
+    int64_t t0 = timer_ns();
+    int rc = method_run(e, "nop", &rq, out, 1, NULL);
+    if (i >= warm) t[i - warm] = (double)(timer_ns() - t0) * 1e-3;
+    if (rc) return rc;
+    image_free(&out[0]);
+  }
+  return QS_OK;
+}
+
+static int first_key(void *ctx, const db_stat *s) {
+  snprintf(ctx, 256, "%s", s->key);
+  return 1;
+}
+
+static int count_row(void *ctx, const db_row *r) {
   (void)r;
   ++*(size_t *)ctx;
   return 0;
@@ -69,65 +80,66 @@ int main(int argc, char **argv) {
     int fd = mkstemp(tmp);
     if (fd < 0) return perror("mkstemp"), 1;
     close(fd);
+    unlink(tmp);
     path = tmp;
   }
-  store *s;
-  int rc = store_open(&s, path, err, sizeof err);
-  if (rc) return die(rc, "store_open");
   double *t = malloc(calls * sizeof *t);
   if (!t) return 1;
-  const char *keys[] = {"esrrf|1x256x256|m=5", "esrrf|10x256x256|m=5",
-                        "esrrf|1x512x512|m=5", "esrrf|100x64x64|m=2"};
+  engine *e = NULL, *mem = NULL;
+  if (open_nop(&e, path)) return die(e, "engine_open");
+  if (open_nop(&mem, ":memory:")) return die(mem, "engine_open :memory:");
+  /* warm: every group holds GROUP runs, as a used store does */
+  if (run_calls(e, 0, GROUP * KEYS, t)) return die(e, "warm");
+  printf("store %s (WAL), %d groups of %d runs\n", path, KEYS, GROUP);
+  if (run_calls(mem, GROUP * KEYS, calls, t)) return die(mem, "method_run");
+  report("method_run, store in memory", t, calls);
+  if (run_calls(e, 0, calls, t)) return die(e, "method_run");
+  report("method_run, file store (batched writes)", t, calls);
 
-  /* Warm: every group already holds STORE_KEEP rows, so each record also
-   * trims one. */
-  for (int i = 0; i < 4 * STORE_KEEP; i++) {
-    run_row r = row_of(keys[i % 4], 0.01 * i);
-    if ((rc = store_record(s, &r, err, sizeof err))) return die(rc, "warm");
-  }
-  for (size_t i = 0; i < calls; i++) {
-    run_row r = row_of(keys[i % 4], 0.001 * (double)i);
-    int64_t t0 = timer_ns();
-    rc = store_record(s, &r, err, sizeof err);
-    t[i] = (double)(timer_ns() - t0) * 1e-3;
-    if (rc) return die(rc, "store_record");
-  }
-  printf("store %s, synchronous=NORMAL, WAL\n", path);
-  report("store_record (1 row / commit)", t, calls);
-
-  for (size_t batch = 8; batch <= 64; batch *= 8) {
-    run_row b[64];
-    size_t n = 0;
-    for (size_t i = 0; i + batch <= calls; i += batch, n++) {
-      for (size_t j = 0; j < batch; j++)
-        b[j] = row_of(keys[j % 4], 0.001 * (double)(i + j));
-      int64_t t0 = timer_ns();
-      rc = store_record_batch(s, b, batch, err, sizeof err);
-      t[n] = (double)(timer_ns() - t0) * 1e-3 / (double)batch;
-      if (rc) return die(rc, "store_record_batch");
-    }
-    char what[64];
-    snprintf(what, sizeof what, "store_record_batch (%zu rows), per row",
-             batch);
-    report(what, t, n);
-  }
-
+  /* one group's history */
+  char key[256] = "";
+  db_filter f = {.method = "nop", .impl = "serial"};
+  engine_db_stats(e, &f, first_key, key);
+  f.key = key;
   size_t reads = calls / 10;
   for (size_t i = 0; i < reads; i++) {
-    store_filter f = {.method = "esrrf",
-                      .impl = "threaded_dynamic",
-                      .device = "cpu-0123456789abcdef",
-                      .key = keys[i % 4]};
     size_t got = 0;
     int64_t t0 = timer_ns();
-    rc = store_query(s, &f, count_row, &got, err, sizeof err);
+    int rc = engine_db_query(e, &f, count_row, &got);
     t[i] = (double)(timer_ns() - t0) * 1e-3;
-    if (rc || got != STORE_KEEP) return die(rc, "store_query");
+    if (rc || got < GROUP) return die(e, "engine_db_query");
   }
-  report("store_query (one group, 200 rows)", t, reads);
+  char what[64];
+  snprintf(what, sizeof what, "engine_db_query (one group, %d+ rows)", GROUP);
+  report(what, t, reads);
+
+  /* the whole store exported once, imported into fresh stores */
+  char doc[300], into[300];
+  snprintf(doc, sizeof doc, "%s.json", path);
+  snprintf(into, sizeof into, "%s.into", path);
+  if (engine_db_export(e, doc)) return die(e, "engine_db_export");
+  size_t n_imports = 10, rows = 0;
+  for (size_t i = 0; i < n_imports; i++) {
+    engine *in = NULL;
+    engine_options o = {.db_path = into, .no_opencl = 1};
+    if (engine_open(&in, &o)) return die(in, "engine_open (import)");
+    size_t added = 0;
+    int64_t t0 = timer_ns();
+    int rc = engine_db_import(in, doc, &added, NULL, NULL);
+    double us = (double)(timer_ns() - t0) * 1e-3;
+    if (rc || !added) return die(in, "engine_db_import");
+    rows = added;
+    t[i] = us / (double)added;
+    engine_close(in);
+    engine_db_remove(into, NULL, 0);
+  }
+  snprintf(what, sizeof what, "engine_db_import (%zu rows), per row", rows);
+  report(what, t, n_imports);
 
   free(t);
-  store_close(s);
-  if (path == tmp) store_unlink(tmp, NULL, 0);
+  engine_close(mem);
+  engine_close(e);
+  unlink(doc);
+  if (path == tmp) engine_db_remove(tmp, NULL, 0);
   return 0;
 }
