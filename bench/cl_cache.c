@@ -61,7 +61,8 @@ static double first_call(const char *dir, const char *method,
   const method_desc *d = method_find(e, method);
   if (method_run(e, method, &rq, out, d->n_outputs, &r) == QS_OK) {
     s = r.once_seconds;
-    for (size_t k = 0; k < d->n_outputs; k++) image_free(&out[k]);
+    for (size_t k = 0; k < d->n_outputs; k++)
+      image_free(&out[k]);
   } else {
     fprintf(stderr, "cl_cache: %s\n", engine_error(e));
   }
@@ -103,7 +104,8 @@ int main(int argc, char **argv) {
   }
   if (!rc) {
     printf("%s on %s: a new engine's first call, one-time seconds "
-           "(PoCL's cache off)\n", method, impl);
+           "(PoCL's cache off)\n",
+           method, impl);
     stats c, w;
     report("cold build", cold, repeats, &c);
     report("cached load", warm, repeats, &w);

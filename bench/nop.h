@@ -20,7 +20,8 @@ static const param_def nop_params[] = {
 static const impl_def nop_impls[] = {
     {"serial", IMPL_SERIAL, nop, NULL, 1, SCHED_STATIC, 0, NULL, NULL},
     {"threaded", IMPL_THREADED, nop, NULL, 1, SCHED_STATIC, 0, NULL, NULL},
-    {"threaded_dynamic", IMPL_THREADED, nop, NULL, 1, SCHED_DYNAMIC, 0, NULL, NULL},
+    {"threaded_dynamic", IMPL_THREADED, nop, NULL, 1, SCHED_DYNAMIC, 0, NULL,
+     NULL},
 };
 static const slot_def nop_in[] = {{"image", "input"}};
 static const slot_def nop_out[] = {{"out", "output"}};

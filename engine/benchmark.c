@@ -139,14 +139,13 @@ int method_benchmark(engine *e, const char *method, const run_request *rq,
     char why[128];
     call_init(e, &m->impls[i], &c, pr.in, pr.n_in, NULL, 0, pr.p, NULL, 0);
     if (!registry_usable(&m->impls[i], &c, why, sizeof why)) {
-      if (prog_set(e, bp.done = after, bp.total))
-        rc = QS_ECANCELLED;
+      if (prog_set(e, bp.done = after, bp.total)) rc = QS_ECANCELLED;
       continue;
     }
     bench_entry b = {.max_rel_diff = -1};
     run_result res = {0};
-    bench_one(e, &pr, i, warmup, mask[i] ? repeats : 1, out, walls, &res,
-              &b, &bp);
+    bench_one(e, &pr, i, warmup, mask[i] ? repeats : 1, out, walls, &res, &b,
+              &bp);
     /* cancelled (rq->progress): this implementation's runs are not
      * recorded, the ones before it stay */
     if (prog_cancelled(e) || prog_set(e, bp.done = after, bp.total)) {
@@ -189,9 +188,10 @@ int method_benchmark(engine *e, const char *method, const run_request *rq,
   if (rc == QS_OK && result->n) prog_finish(e);
   prog_close(e);
   if (rc == QS_ECANCELLED)
-    return engine_fail(e, rc, "benchmark of %s cancelled by the caller "
-                       "after %zu implementation%s", m->desc->name,
-                       result->n, result->n == 1 ? "" : "s");
+    return engine_fail(e, rc,
+                       "benchmark of %s cancelled by the caller "
+                       "after %zu implementation%s",
+                       m->desc->name, result->n, result->n == 1 ? "" : "s");
   if (rc) return rc;
   qsort(result->entries, result->n, sizeof *result->entries,
         by_status_then_median);

@@ -39,8 +39,8 @@ int engine_cache_path(const char *leaf, char *buf, size_t len) {
  * memory). */
 static char *cache_path(const char *leaf) {
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  size_t len = (xdg ? strlen(xdg) : 0) + (home ? strlen(home) : 0) +
-               strlen(leaf) + 32;
+  size_t len =
+      (xdg ? strlen(xdg) : 0) + (home ? strlen(home) : 0) + strlen(leaf) + 32;
   char *p = malloc(len);
   if (p && engine_cache_path(leaf, p, len)) {
     free(p);

@@ -1463,8 +1463,8 @@ Test(cli, progress_on_a_terminal_and_ctrl_c_cancels, .timeout = 120) {
   /* serial eSRRF at M5: a third of a second or more per 64 x 64 frame */
   const char *in = simulated("long.tif", "60", "64x64", "1"),
              *out = path_in("long-out.tif");
-  char *argv[] = {QS_CLI, "esrrf", (char *)in, "-o", (char *)out, "--impl",
-                  "serial", NULL};
+  char *argv[] = {QS_CLI,      "esrrf",  (char *)in, "-o",
+                  (char *)out, "--impl", "serial",   NULL};
   int st;
   static char text[65536];
   double dt = interrupted_on_a_terminal(argv, 2.5, &st, text, sizeof text);
@@ -1490,10 +1490,15 @@ Test(cli, bench_ctrl_c_cancels_the_step_under_way, .timeout = 120) {
   need_esrrf();
   const char *js = path_in("bench-int.json");
   /* serial eSRRF at M5 on 60 x 64 x 64: many seconds per run */
-  char *argv[] = {QS_CLI, "bench", "--method", "esrrf", "--sizes",
-                  "2x16x16,60x64x64", "--params", "magnification=5",
-                  "--impl", "serial", "--warmup", "0", "--repeats", "3",
-                  "--json", (char *)js, NULL};
+  char *argv[] = {QS_CLI,      "bench",
+                  "--method",  "esrrf",
+                  "--sizes",   "2x16x16,60x64x64",
+                  "--params",  "magnification=5",
+                  "--impl",    "serial",
+                  "--warmup",  "0",
+                  "--repeats", "3",
+                  "--json",    (char *)js,
+                  NULL};
   int st;
   static char text[65536];
   double dt = interrupted_on_a_terminal(argv, 3.0, &st, text, sizeof text);
@@ -1518,9 +1523,10 @@ Test(cli, stream_ctrl_c_ends_the_input, .timeout = 120) {
   const char *in = simulated("st-long.tif", "60", "64x64", "1"),
              *out = path_in("st-long-out.tif");
   /* serial at M5, timepoints of 2 frames: a result every second or so */
-  char *argv[] = {QS_CLI, "stream", (char *)in, "-o", (char *)out,
-                  "--window", "2", "--magnification", "5", "--impl",
-                  "serial", "--idle", "0", NULL};
+  char *argv[] = {QS_CLI,      "stream",   (char *)in, "-o",
+                  (char *)out, "--window", "2",        "--magnification",
+                  "5",         "--impl",   "serial",   "--idle",
+                  "0",         NULL};
   int st;
   static char text[65536];
   double dt = interrupted_on_a_terminal(argv, 4.0, &st, text, sizeof text);

@@ -265,12 +265,16 @@ Test(progress, benchmark) {
     float *px = stack(f, 128, 128);
     image in = image_wrap(px, f, 128, 128);
     watch w = {.monotonic = 1};
-    run_request rq = {.inputs = &in, .n_inputs = 1, .params = p,
-                      .n_params = 2, .progress = hook, .progress_ctx = &w};
+    run_request rq = {.inputs = &in,
+                      .n_inputs = 1,
+                      .params = p,
+                      .n_params = 2,
+                      .progress = hook,
+                      .progress_ctx = &w};
     bench_result br;
     double t0 = now_s();
-    cr_assert_eq(method_benchmark(e, "shift_magnify", &rq,
-                                  "serial,threaded", 1, 3, &br),
+    cr_assert_eq(method_benchmark(e, "shift_magnify", &rq, "serial,threaded",
+                                  1, 3, &br),
                  QS_OK, "%s", engine_error(e));
     double took = now_s() - t0;
     cr_expect(w.monotonic);
@@ -280,8 +284,8 @@ Test(progress, benchmark) {
     int before = rows_of(e, "shift_magnify");
     watch c = {.monotonic = 1, .cancel_at = 1};
     rq.progress_ctx = &c;
-    int rc = method_benchmark(e, "shift_magnify", &rq, "serial,threaded",
-                              1, 3, &br);
+    int rc = method_benchmark(e, "shift_magnify", &rq, "serial,threaded", 1, 3,
+                              &br);
     free(px);
     if (took < 0.3 && f < 4096) {
       f *= 2;
@@ -291,8 +295,7 @@ Test(progress, benchmark) {
     cr_expect_not_null(strstr(engine_error(e), "cancelled"));
     /* at most the implementations finished before the first report */
     int added = rows_of(e, "shift_magnify") - before;
-    cr_expect(added < (int)(3 * w.total / 4), "%d rows after a cancel",
-              added);
+    cr_expect(added < (int)(3 * w.total / 4), "%d rows after a cancel", added);
     cr_expect(c.cancelled_frac < 1.0);
     break;
   }

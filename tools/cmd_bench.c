@@ -80,8 +80,8 @@ static void progress(void *ctx, const sweep_step *st, size_t done,
   for (size_t i = 0; i < BAR; i++)
     bar[i] = i < fill ? '#' : '.';
   bar[BAR] = 0;
-  snprintf(u->line, sizeof u->line, "[%s] %zu/%zu %.50s", bar, done + 1,
-           total, what);
+  snprintf(u->line, sizeof u->line, "[%s] %zu/%zu %.50s", bar, done + 1, total,
+           what);
   fprintf(stderr, "\r\033[K%s %6.1f s", u->line, elapsed);
   fflush(stderr);
 }

@@ -748,8 +748,7 @@ static PyObject *Engine_benchmark(EngineObject *self, PyObject *args) {
                .warmup = warmup,
                .repeats = repeats,
                .br = &br};
-  if (watch_status(self, watch_call(bench_body, &j, &slot, progress)) !=
-      QS_OK)
+  if (watch_status(self, watch_call(bench_body, &j, &slot, progress)) != QS_OK)
     goto done;
   list = list_of(br.n < QS_MAX_ESTIMATES ? br.n : QS_MAX_ESTIMATES, bench_item,
                  br.entries);
