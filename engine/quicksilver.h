@@ -246,9 +246,9 @@ typedef enum param_type {
   QS_PARAM_ENUM = PARAM_ENUM
 } param_type;
 
-/* Flags of param_def. */
-#define PARAM_MIN_OPEN 1u /* the minimum itself is excluded */
-#define PARAM_MAX_OPEN 2u /* the maximum itself is excluded */
+/* Flags of param_def: the minimum, the maximum itself excluded. */
+#define PARAM_MIN_OPEN 1u
+#define PARAM_MAX_OPEN 2u
 
 /* One declared parameter of a method. */
 typedef struct param_def {
@@ -379,7 +379,7 @@ typedef struct impl_info {
                                cores, pool threads) */
 } impl_info;
 
-/* Fills up to max entries; *n receives the total. */
+/* Fills up to max entries; *n the total. */
 QS_API int method_impls(engine *e, const char *method, impl_info *out,
                         size_t max, size_t *n);
 
@@ -524,7 +524,6 @@ typedef struct bench_result {
   size_t n;
   bench_entry entries[QS_MAX_ESTIMATES];
 } bench_result;
-
 QS_API int method_benchmark(engine *e, const char *method,
                             const run_request *rq, const char *impls,
                             int warmup, int repeats, bench_result *result);
@@ -557,10 +556,9 @@ typedef struct db_row {
   const char *error;   /* "" on success */
 } db_row;
 
-/* Callbacks return nonzero to stop (that value is returned). */
+/* Rows newest first; callbacks return nonzero to stop (that value is
+ * returned). */
 typedef int (*db_row_fn)(void *ctx, const db_row *r);
-
-/* Rows newest first. */
 QS_API int engine_db_query(engine *e, const db_filter *f, db_row_fn fn,
                            void *ctx);
 
