@@ -91,6 +91,7 @@ typedef fv_i fv_m;
 #define FV_NE(a, b) ((a) != (b))
 #define FV_AND(a, b) ((a) & (b))
 #define FV_ADD_IF(acc, m, v) ((acc) + fv_keep(m, v))
+#define FV_SELECT(m, a, b) ((fv_f)(((m) & (fv_i)(a)) | (~(m) & (fv_i)(b))))
 #endif
 
 /* One candidate of a phase pair as the lane loop reads it (per call; a
@@ -112,6 +113,7 @@ typedef struct fv_rl {
   const fz_tap *rt;     /* the row's window taps: dy by window row */
   const float *base;    /* the grid at offset 0 */
   int n_sure, n;
+  float sw0, swa;       /* sums of w0 and wa over the sure candidates */
 } fv_rl;
 
 /* Catmull-Rom taps of one output row or column in float. */
@@ -124,6 +126,7 @@ typedef struct fv_taps {
  * of the pair) first, then those near its edge. */
 typedef struct fv_list {
   int at, n_sure, n;
+  float swa; /* the sure candidates' wa summed (fv_sum) */
 } fv_list;
 
 typedef struct fv_state {
@@ -136,11 +139,15 @@ typedef struct fv_state {
   fv_f *ex;          /* per column phase: groups of lane offsets e_x */
   unsigned char *border; /* per group: a lane has taps out of bounds */
   fv_f *dxv;         /* per group: win lane offsets along x, dx0_i + e_x */
-  fv_m *colin;       /* per group: win lane masks, column tap in bounds */
+  fv_m *colin;       /* per group: win lane masks, column tap in bounds,
+                      * then the lanes with a tap out of bounds */
   int *ex_at;        /* M + 1 offsets into ex and border */
   float *soa;        /* (2R + 1) rows of 4 planes of w2 floats */
   size_t w2;         /* floats per plane row */
   int lp;            /* plane positions left of grid column 0 */
+  float *sw0;        /* per output row and column phase: the sure
+                      * candidates' w0 + wb·e_y summed (fv_sum's order) */
+  int mag;
   char *rows;        /* per worker: a row's list (cand copy, w0, p0) */
   size_t row_bytes;
   fz_tap *rtaps;     /* per worker: win row taps */
@@ -289,46 +296,43 @@ fv_term(const fv_rl *r, int k, const fv_at *a, fv_f dy, fv_f *dx, fv_f *w,
 }
 
 /* The sure candidates (inside the disk for every pixel of the pair) for a
- * group that is not a border group. */
-static inline void fv_sure(const fv_rl *r, const fv_at *a, fv_f *rgc,
-                           fv_f *wsum) {
-  fv_f acc = *rgc, ws = *wsum, dx, w, t;
+ * group that is not a border group: their convergence terms. Their
+ * weights need no sum per sample: over the sure list w sums to
+ * sw0 + swa·e_x, which the caller starts *wsum with (fv_ws0). */
+static inline void fv_sure(const fv_rl *r, const fv_at *a, fv_f *rgc) {
+  fv_f acc = *rgc, dx, w, t;
   for (int k = 0; k < r->n_sure; k++) {
     fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
     fv_m in = fv_term(r, k, a, dy, &dx, &w, &t);
     acc = FV_ADD_IF(acc, in, t);
-    ws += w;
   }
   *rgc = acc;
-  *wsum = ws;
 }
 
 /* fv_sure for two groups in one pass: each candidate's constants are
  * loaded once for both (the same sums, in the same order). */
 static inline void fv_sure2(const fv_rl *r, const fv_at *a, const fv_at *b,
-                            fv_f *rgc, fv_f *wsum) {
-  fv_f ra = {0}, wa = {0}, rb = {0}, wb = {0}, dx, w, t;
+                            fv_f *rgc) {
+  fv_f ra = rgc[0], rb = rgc[1], dx, w, t;
   fv_at at = *a, bt = *b;
   for (int k = 0; k < r->n_sure; k++) {
     fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
     fv_m in = fv_term(r, k, &at, dy, &dx, &w, &t);
     ra = FV_ADD_IF(ra, in, t);
-    wa += w;
     in = fv_term(r, k, &bt, dy, &dx, &w, &t);
     rb = FV_ADD_IF(rb, in, t);
-    wb += w;
   }
   rgc[0] = ra;
-  wsum[0] = wa;
   rgc[1] = rb;
-  wsum[1] = wb;
 }
 
 /* The sure candidates for a border group: lanes whose column tap is out
- * of bounds masked (the same sums as fv_sure's for the other lanes). */
-static inline void fv_sure_border(const fv_rl *r, const fv_at *a, fv_f *rgc,
-                                  fv_f *wsum) {
-  fv_f acc = *rgc, ws = *wsum, dx, w, t;
+ * of bounds masked. The lanes with such a tap (`out`) sum their weights
+ * here; the others keep fv_sure's sums (what *wsum holds), so a pixel's
+ * sums do not depend on its group. */
+static inline void fv_sure_border(const fv_rl *r, const fv_at *a, fv_m out,
+                                  fv_f *rgc, fv_f *wsum) {
+  fv_f acc = *rgc, ws = {0}, dx, w, t;
   for (int k = 0; k < r->n_sure; k++) {
     fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
     fv_m dot = fv_term(r, k, a, dy, &dx, &w, &t);
@@ -337,7 +341,7 @@ static inline void fv_sure_border(const fv_rl *r, const fv_at *a, fv_f *rgc,
     ws = FV_ADD_IF(ws, in, w);
   }
   *rgc = acc;
-  *wsum = ws;
+  *wsum = FV_SELECT(out, ws, *wsum);
 }
 
 /* The candidates near the disk edge for one group: the exact distance and
@@ -358,14 +362,23 @@ static inline void fv_edge(const fv_rl *r, const fv_at *a, float tso,
   *wsum = ws;
 }
 
+/* a[0] + a[stride] + ... (n values) in that order, as the reference sums
+ * its weights (the same order keeps the rounding close to its). */
+static float fv_sum(const float *a, size_t stride, int n) {
+  float acc = 0;
+  for (int k = 0; k < n; k++) acc += a[(size_t)k * stride];
+  return acc;
+}
+
 /* The row's list for column phase px into *r: the phase pair's own when
  * the row's window rows are all in bounds and consecutive on the grid
  * (`regular`), else a copy in `own` of the candidates whose row tap is in
  * bounds with their grid offsets from the row's taps; and the per-row
  * terms w0 + wb·e_y, p0 + pb·e_y into w0, p0 (FV_LANES-padded). */
 static void fv_row_list(const fv_state *v, const fz_tap *rt, int regular,
-                        const unsigned char *rok, const fv_list *l, float ey,
+                        const unsigned char *rok, int y, int px, float ey,
                         fv_cand *own, float *w0, float *p0, fv_rl *r) {
+  const fv_list *l = &v->list[(y % v->mag) * v->mag + px];
   const fv_cand *cd = v->cand + l->at;
   const float *a0 = v->w0 + l->at, *b0 = v->wb + l->at;
   const float *a1 = v->p0 + l->at, *b1 = v->pb + l->at;
@@ -384,6 +397,8 @@ static void fv_row_list(const fv_state *v, const fz_tap *rt, int regular,
     r->n = l->n;
     r->n_sure = l->n_sure;
     r->base = v->soa + (size_t)rt[0].idx * 4 * v->w2;
+    r->sw0 = v->sw0[(size_t)y * (size_t)v->mag + (size_t)px];
+    r->swa = l->swa;
     return;
   }
   int n = 0;
@@ -402,6 +417,8 @@ static void fv_row_list(const fv_state *v, const fz_tap *rt, int regular,
   r->c = own;
   r->n = n;
   r->base = v->soa;
+  r->sw0 = fv_sum(w0, 1, r->n_sure);
+  r->swa = fv_sum(&own[0].wa, sizeof *own / sizeof(float), r->n_sure);
 }
 
 /* The ×M intensity, along x first: input row r of the frame magnified
@@ -518,30 +535,31 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
     float ey = rgc_shift(s->rep_y[py], y, mag);
     for (int px = 0; px < mag; px++) {
       fv_rl rl;
-      fv_row_list(v, rt, regular, rok, &v->list[py * mag + px], ey, own, w0r,
-                  p0r, &rl);
+      fv_row_list(v, rt, regular, rok, y, px, ey, own, w0r, p0r, &rl);
       int g0 = v->ex_at[px], ng = v->ex_at[px + 1] - g0;
       /* groups two at a time where neither is a border group, else alone */
       for (int k = 0; k < ng;) {
         int bord = v->border[g0 + k];
         int m = !bord && k + 1 < ng && !v->border[g0 + k + 1] ? 2 : 1;
         fv_at two[2];
-        fv_f acc[2] = {{0}, {0}}, ws[2] = {{0}, {0}};
+        fv_f acc[2] = {{0}, {0}}, ws[2];
         for (int h = 0; h < m; h++) {
           int gi = g0 + k + h;
           const float *at = rl.base + (size_t)(k + h) * FV_LANES;
           two[h] = (fv_at){.gx = at, .gy = at + 2 * v->w2, .ex = v->ex[gi],
                            .dxv = v->dxv + (size_t)gi * (size_t)win,
-                           .colin = v->border[gi]
-                                        ? v->colin + (size_t)gi * (size_t)win
-                                        : NULL};
+                           .colin = v->border[gi] ? v->colin +
+                                        (size_t)gi * (size_t)(win + 1)
+                                                  : NULL};
+          /* the sure candidates' weights summed: sw0 + swa·e_x */
+          ws[h] = FV_FMA(fv_splat(rl.swa), two[h].ex, fv_splat(rl.sw0));
         }
         if (m == 2)
-          fv_sure2(&rl, &two[0], &two[1], acc, ws);
+          fv_sure2(&rl, &two[0], &two[1], acc);
         else if (bord)
-          fv_sure_border(&rl, two, acc, ws);
+          fv_sure_border(&rl, two, two[0].colin[win], acc, ws);
         else
-          fv_sure(&rl, two, acc, ws);
+          fv_sure(&rl, two, acc);
         for (int h = 0; h < m; h++) {
           fv_edge(&rl, &two[h], g->k.tso, &acc[h], &ws[h]);
           int k1 = (k + h) * FV_LANES;
@@ -586,7 +604,7 @@ static int fv_plan_columns(fused *s, fv_state *v) {
   size_t ng = groups ? groups : 1, win = (size_t)s->win;
   v->ex = aligned_alloc(sizeof(fv_f), ng * sizeof(fv_f));
   v->dxv = aligned_alloc(sizeof(fv_f), ng * win * sizeof(fv_f));
-  v->colin = aligned_alloc(sizeof(fv_f), ng * win * sizeof(fv_m));
+  v->colin = aligned_alloc(sizeof(fv_f), ng * (win + 1) * sizeof(fv_m));
   v->border = calloc(ng, 1);
   if (!v->ex || !v->dxv || !v->colin || !v->border) return QS_ENOMEM;
   fv_f one = fv_splat(1.0f), cmax = fv_splat((float)(2 * (g->cols_m - 1)));
@@ -596,21 +614,26 @@ static int fv_plan_columns(fused *s, fv_state *v) {
     int base = (int)(RGC_GM * rgc_center(v->x0[px], mag)) + g->k.start;
     for (int gl = 0; gl < v->ex_at[px + 1] - v->ex_at[px]; gl++) {
       size_t gi = (size_t)(v->ex_at[px] + gl);
+      fv_f out = {0};
       for (int k = 0; k < FV_LANES; k++) {
         int x = v->x0[px] + (gl * FV_LANES + k) * mag;
         v->ex[gi][k] = rgc_shift(s->rep_x[px], x, mag);
-        if (gl * FV_LANES + k < v->nk[px] && s->nx[x] != s->win)
+        if (gl * FV_LANES + k < v->nk[px] && s->nx[x] != s->win) {
           v->border[gi] = 1;
+          out[k] = 1;
+        }
       }
       /* per window column: the lanes' x offsets, and which lanes' column
-       * tap passes the reference's bound (raw column in [1, 2·(CM − 1)]) */
+       * tap passes the reference's bound (raw column in [1, 2·(CM − 1)]);
+       * then the lanes with a tap out of bounds */
+      fv_m *cin = v->colin + gi * (win + 1);
       for (size_t i = 0; i < win; i++) {
         v->dxv[gi * win + i] = fv_splat(tx[i].delta) + v->ex[gi];
         fv_f raw = fv_splat((float)(base + (int)i + 2 * gl * FV_LANES));
         for (int k = 0; k < FV_LANES; k++) raw[k] += (float)(2 * k);
-        v->colin[gi * win + i] =
-            FV_AND(FV_GE(raw, one), FV_LE(raw, cmax));
+        cin[i] = FV_AND(FV_GE(raw, one), FV_LE(raw, cmax));
       }
+      cin[win] = FV_GE(out, one);
     }
   }
   return QS_OK;
@@ -665,7 +688,29 @@ static int fv_plan_lists(fused *s, fv_state *v) {
         if (pass == 0) l->n_sure = n - l->at;
       }
       l->n = n - l->at;
+      l->swa = fv_sum(&v->cand[l->at].wa, sizeof *v->cand / sizeof(float),
+                      l->n_sure);
       if (l->n > v->longest) v->longest = l->n;
+    }
+  /* sw0 of every row and phase, FV_LANES rows of one row phase at a time:
+   * each lane the scalar sum w0 + wb·e_y over the sure list in order */
+  size_t rm = (size_t)g->rows_m, m = (size_t)mag;
+  v->mag = mag;
+  v->sw0 = malloc(rm * m * sizeof *v->sw0);
+  if (!v->sw0) return QS_ENOMEM;
+  for (int py = 0; py < mag; py++)
+    for (int y0 = py; y0 < g->rows_m; y0 += FV_LANES * mag) {
+      fv_f e = {0};
+      for (int q = 0; q < FV_LANES && y0 + q * mag < g->rows_m; q++)
+        e[q] = rgc_shift(s->rep_y[py], y0 + q * mag, mag);
+      for (int px = 0; px < mag; px++) {
+        const fv_list *l = &v->list[py * mag + px];
+        fv_f acc = {0};
+        for (int k = l->at; k < l->at + l->n_sure; k++)
+          acc += fv_splat(v->w0[k]) + fv_splat(v->wb[k]) * e;
+        for (int q = 0; q < FV_LANES && y0 + q * mag < g->rows_m; q++)
+          v->sw0[(size_t)(y0 + q * mag) * m + (size_t)px] = acc[q];
+      }
     }
   return QS_OK;
 }
@@ -730,6 +775,7 @@ static void fv_done(fused *s) {
   if (!v) return;
   free(v->cand);
   free(v->w0);
+  free(v->sw0);
   free(v->dxv);
   free(v->colin);
   free(v->list);
