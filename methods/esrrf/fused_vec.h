@@ -212,6 +212,24 @@ static inline void fv_split_lanes(fv_f v, float *even, float *odd) {
   }
 }
 
+/* The padding of grid row a's planes (its gw columns made): zero on the
+ * left, the last column on the right. */
+static void fv_soa_pad(const fv_state *v, size_t a, size_t gw) {
+  float *o = v->soa + a * 4 * v->w2;
+  float *ex = o + (size_t)v->lp, *ox = o + v->w2 + (size_t)v->lp;
+  float *ey = o + 2 * v->w2 + (size_t)v->lp, *oy = o + 3 * v->w2 +
+                                                  (size_t)v->lp;
+  size_t last = gw - 1;
+  float lx = (last & 1 ? ox : ex)[last >> 1], ly = (last & 1 ? oy : ey)[last >> 1];
+  for (size_t q = 0; q < 2 * v->w2; q++) {
+    if (q == 2 * (size_t)v->lp) q += gw; /* skip the columns themselves */
+    if (q >= 2 * v->w2) break;
+    int left = q < 2 * (size_t)v->lp;
+    o[(q & 1) * v->w2 + (q >> 1)] = left ? 0 : lx;
+    o[(2 + (q & 1)) * v->w2 + (q >> 1)] = left ? 0 : ly;
+  }
+}
+
 /* Row a of the unit-gradient grid from its samples gx, gy (2C + 1 each),
  * split by column parity; plane position q holds grid column
  * 2(q − lp) + parity: zero left of column 0 (taps there are masked),
@@ -242,16 +260,7 @@ static void fv_soa_row(const fv_state *v, size_t a, size_t gw,
     (c & 1 ? ox : ex)[c >> 1] = nx;
     (c & 1 ? oy : ey)[c >> 1] = ny;
   }
-  /* the padding: zero on the left, the last column on the right */
-  size_t last = gw - 1;
-  float lx = (last & 1 ? ox : ex)[last >> 1], ly = (last & 1 ? oy : ey)[last >> 1];
-  for (size_t q = 0; q < 2 * v->w2; q++) {
-    if (q == 2 * (size_t)v->lp) q += gw; /* skip the columns themselves */
-    if (q >= 2 * v->w2) break;
-    int left = q < 2 * (size_t)v->lp;
-    o[(q & 1) * v->w2 + (q >> 1)] = left ? 0 : lx;
-    o[(2 + (q & 1)) * v->w2 + (q >> 1)] = left ? 0 : ly;
-  }
+  fv_soa_pad(v, a, gw);
 }
 
 /* rgc_finish for the lanes: the ratio where Wsum > 0 (the division is
@@ -442,6 +451,109 @@ static void fv_hx_row(const fused *s, size_t r) {
   }
 }
 
+/* Half of a lane vector in double, and in float. */
+typedef double fv_d __attribute__((vector_size(4 * FV_LANES)));
+typedef float fv_h __attribute__((vector_size(2 * FV_LANES)));
+#define FV_HALF (FV_LANES / 2)
+
+/* The unit gradient of one cell from its samples, as fv_soa_row. */
+static inline void fv_unit(float gx, float gy, float *nx, float *ny) {
+  *nx = *ny = 0;
+  if (gx != 0 || gy != 0) {
+    float inv = (float)(1 / sqrt((double)(gx * gx + gy * gy)));
+    *nx = gx * inv;
+    *ny = gy * inv;
+  }
+}
+
+/* Grid row a of eSRRF's own samples (s->roberts: fused.c's Catmull-Rom
+ * half-pixel samples of the Roberts gradients) made straight into the
+ * unit-gradient planes, FV_LANES cells of one column parity at a time:
+ * the column sums (cr_vsums) and the sums along the row (cr_hsum) with
+ * the same double operations in the same order, so the same floats as
+ * s->samples then fv_soa_row give; cells whose taps leave the image take
+ * cr_hsum itself. */
+static void fv_roberts_row(const fused *s, size_t a, int worker) {
+  const fv_state *v = s->vs;
+  int cols = s->g.cols;
+  size_t gw = 2 * (size_t)cols + 1, plane = (size_t)s->g.rows * (size_t)cols;
+  float *o = v->soa + a * 4 * v->w2;
+  const cr_taps *rt = &s->hr[a];
+  if (!rt->n) { /* no row taps: every sample 0 */
+    memset(o, 0, 4 * v->w2 * sizeof *o);
+    return;
+  }
+  QS_ACC *p[2];
+  p[0] = (QS_ACC *)((char *)s->sums +
+                    (size_t)worker * fused_stride(2 * (size_t)cols,
+                                                  sizeof *p[0]));
+  p[1] = p[0] + cols;
+  for (int g = 0; g < 2; g++) {
+    const float *img = s->grad + (size_t)g * plane;
+    if (rt->n != 4) {
+      cr_vsums(img, cols, rt, p[g], 0, cols);
+      continue;
+    }
+    const float *r0 = img + (size_t)rt->first * (size_t)cols;
+    const float *r[4] = {r0, r0 + cols, r0 + 2 * (size_t)cols,
+                         r0 + 3 * (size_t)cols};
+    fv_d w[4];
+    for (int k = 0; k < 4; k++) w[k] = (fv_d){0} + rt->w[k];
+    int c = 0;
+    for (; c + FV_HALF <= cols; c += FV_HALF) {
+      fv_d q = {0};
+      for (int k = 0; k < 4; k++) {
+        fv_h f;
+        memcpy(&f, r[k] + c, sizeof f);
+        q = q + __builtin_convertvector(f, fv_d) * w[k];
+      }
+      memcpy(p[g] + c, &q, sizeof q);
+    }
+    cr_vsums(img, cols, rt, p[g], c, cols);
+  }
+  /* along the row, per column parity: cells h = 2m + par whose four taps
+   * are in the image start at m - 2 (even) or m - 1 (odd) */
+  for (int par = 0; par < 2; par++) {
+    float *px = o + (size_t)par * v->w2 + (size_t)v->lp;
+    float *py = o + (size_t)(2 + par) * v->w2 + (size_t)v->lp;
+    int lo = par ? 1 : 2, hi = par ? cols - 2 : cols - 1, m = 0;
+    for (; m < lo && 2 * m + par < (int)gw; m++)
+      fv_unit(cr_hsum(p[0], &s->hc[2 * m + par]),
+              cr_hsum(p[1], &s->hc[2 * m + par]), &px[m], &py[m]);
+    if (hi > lo) {
+      const QS_ACC *tw = s->hc[2 * lo + par].w;
+      fv_d w[4];
+      for (int k = 0; k < 4; k++) w[k] = (fv_d){0} + tw[k];
+      int off = par ? -1 : -2;
+      for (; m + FV_LANES <= hi; m += FV_LANES) {
+        float g2[2][FV_LANES];
+        for (int g = 0; g < 2; g++)
+          for (int half = 0; half < 2; half++) {
+            const QS_ACC *at = p[g] + m + off + half * FV_HALF;
+            fv_d q = {0};
+            for (int k = 0; k < 4; k++) {
+              fv_d x;
+              memcpy(&x, at + k, sizeof x);
+              q = q + x * w[k];
+            }
+            fv_h f = __builtin_convertvector(q, fv_h);
+            memcpy(g2[g] + half * FV_HALF, &f, sizeof f);
+          }
+        fv_f x = fv_load(g2[0]), y = fv_load(g2[1]), zero = {0};
+        fv_i some = (x != zero) | (y != zero);
+        fv_f inv = FV_INV_NORM(x * x + y * y);
+        fv_f nx = fv_keep(some, x * inv), ny = fv_keep(some, y * inv);
+        memcpy(px + m, &nx, sizeof nx);
+        memcpy(py + m, &ny, sizeof ny);
+      }
+    }
+    for (; 2 * m + par < (int)gw; m++)
+      fv_unit(cr_hsum(p[0], &s->hc[2 * m + par]),
+              cr_hsum(p[1], &s->hc[2 * m + par]), &px[m], &py[m]);
+  }
+  fv_soa_pad(v, a, gw);
+}
+
 /* Grid rows [b, e) of the frame: their samples (s->samples), made into
  * the unit-gradient planes (or the cells, for a call without candidate
  * lists, where every pixel takes fused_pixel), and the rows of the
@@ -455,6 +567,12 @@ static int fv_grid_rows(void *ctx, size_t b, size_t e, int worker) {
                         (size_t)worker * fused_stride(2 * gw, sizeof *gx)),
         *gy = gx + gw;
   for (size_t a = b; a < e; a++) {
+    if (v->soa && s->roberts) {
+      fv_roberts_row(s, a, worker);
+      if (s->g.weight && a % 2 == 0 && a / 2 < (size_t)s->g.rows)
+        fv_hx_row(s, a / 2);
+      continue;
+    }
     s->samples(s, a, worker, gx, gy);
     if (v->soa)
       fv_soa_row(v, a, gw, gx, gy);
