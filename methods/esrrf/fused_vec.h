@@ -126,7 +126,7 @@ typedef struct fv_taps {
  * of the pair) first, then those near its edge. */
 typedef struct fv_list {
   int at, n_sure, n;
-  float swa; /* the sure candidates' wa summed (fv_sum) */
+  float swa; /* the sure candidates' wa summed (fv_sum_wa) */
 } fv_list;
 
 typedef struct fv_state {
@@ -371,11 +371,18 @@ static inline void fv_edge(const fv_rl *r, const fv_at *a, float tso,
   *wsum = ws;
 }
 
-/* a[0] + a[stride] + ... (n values) in that order, as the reference sums
- * its weights (the same order keeps the rounding close to its). */
-static float fv_sum(const float *a, size_t stride, int n) {
+/* a[0] + a[1] + ... (n values) in that order, as the reference sums its
+ * weights (the same order keeps the rounding close to its). */
+static float fv_sum(const float *a, int n) {
   float acc = 0;
-  for (int k = 0; k < n; k++) acc += a[(size_t)k * stride];
+  for (int k = 0; k < n; k++) acc += a[k];
+  return acc;
+}
+
+/* The same sum of the candidates' wa. */
+static float fv_sum_wa(const fv_cand *c, int n) {
+  float acc = 0;
+  for (int k = 0; k < n; k++) acc += c[k].wa;
   return acc;
 }
 
@@ -426,8 +433,8 @@ static void fv_row_list(const fv_state *v, const fz_tap *rt, int regular,
   r->c = own;
   r->n = n;
   r->base = v->soa;
-  r->sw0 = fv_sum(w0, 1, r->n_sure);
-  r->swa = fv_sum(&own[0].wa, sizeof *own / sizeof(float), r->n_sure);
+  r->sw0 = fv_sum(w0, r->n_sure);
+  r->swa = fv_sum_wa(own, r->n_sure);
 }
 
 /* The ×M intensity, along x first: input row r of the frame magnified
@@ -722,7 +729,10 @@ static int fv_plan_columns(fused *s, fv_state *v) {
   size_t ng = groups ? groups : 1, win = (size_t)s->win;
   v->ex = aligned_alloc(sizeof(fv_f), ng * sizeof(fv_f));
   v->dxv = aligned_alloc(sizeof(fv_f), ng * win * sizeof(fv_f));
-  v->colin = aligned_alloc(sizeof(fv_f), ng * (win + 1) * sizeof(fv_m));
+  /* (aligned_alloc takes whole multiples of the alignment) */
+  v->colin = aligned_alloc(sizeof(fv_f), (ng * (win + 1) * sizeof(fv_m) +
+                                          sizeof(fv_f) - 1) /
+                                             sizeof(fv_f) * sizeof(fv_f));
   v->border = calloc(ng, 1);
   if (!v->ex || !v->dxv || !v->colin || !v->border) return QS_ENOMEM;
   fv_f one = fv_splat(1.0f), cmax = fv_splat((float)(2 * (g->cols_m - 1)));
@@ -806,8 +816,7 @@ static int fv_plan_lists(fused *s, fv_state *v) {
         if (pass == 0) l->n_sure = n - l->at;
       }
       l->n = n - l->at;
-      l->swa = fv_sum(&v->cand[l->at].wa, sizeof *v->cand / sizeof(float),
-                      l->n_sure);
+      l->swa = fv_sum_wa(v->cand + l->at, l->n_sure);
       if (l->n > v->longest) v->longest = l->n;
     }
   /* sw0 of every row and phase, FV_LANES rows of one row phase at a time:
