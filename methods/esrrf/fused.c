@@ -366,6 +366,7 @@ static fused *fz_open(const method_call *c, const fused_variant *var,
   s->c = c;
   s->var = var;
   s->samples = fz_samples;
+  s->roberts = 1;
   esrrf_geom_of(c, &s->g);
   *rc = fz_plan(s);
   if (!*rc) *rc = var->plan(s);

@@ -77,6 +77,10 @@ struct fused {
    * Roberts gradients, rgc_vec.c from the ×2M images). */
   void (*samples)(const fused *s, size_t a, int worker, float *gx, float *gy);
   const void *samples_ctx;
+  int roberts;            /* samples are fused.c's: the Catmull-Rom
+                           * half-pixel samples of s->grad through s->hr,
+                           * s->hc and s->sums (a variant may make the
+                           * same floats its own way) */
   float *gtmp;            /* per worker: 2·(2C + 1) floats, one grid row's
                            * samples */
   float *dst;

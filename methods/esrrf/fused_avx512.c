@@ -49,6 +49,8 @@ typedef __mmask16 fv_m;
 #define FV_AND(a, b) ((fv_m)((a) & (b)))
 #define FV_ADD_IF(acc, m, v)                                                 \
   ((fv_f)_mm512_mask_add_ps((__m512)(acc), (m), (__m512)(acc), (__m512)(v)))
+#define FV_SELECT(m, a, b)                                                   \
+  ((fv_f)_mm512_mask_blend_ps((m), (__m512)(b), (__m512)(a)))
 
 /* fused_cell's 1/|G| = (float)(1 / sqrt((double)|G|²)) for sixteen lanes:
  * the same correctly rounded double operations, eight lanes at a time. */

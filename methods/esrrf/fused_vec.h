@@ -15,7 +15,15 @@
  * (gx, gy)/|G| in structure-of-arrays planes, padded on the right with
  * copies of the clamped last column so lanes past the image read valid
  * memory. The loop runs over the phase pair's candidate list (fused.c)
- * with the lanes' accumulators in registers.
+ * with the lanes' accumulators in registers. What does not change along
+ * a row is made once per call: per candidate its grid offset from the
+ * row's first window row and its slopes along e_x, per group of lanes
+ * the x offsets dx0_i + e_x of each window column and, for a border group
+ * (a lane whose column taps leave the image), the lane mask of each window
+ * column. Per row and phase only w and w/d at the row's e_y are made (one
+ * vector operation per FV_LANES candidates); a row whose window leaves
+ * the image or is clamped at its bottom takes a copy of the list without
+ * those rows. So every group, border or not, runs one tight loop.
  *
  * No square root or division per sample. A pixel's offsets differ from its
  * phase's representative (the one the candidates were made from) by the
@@ -64,56 +72,6 @@
 typedef float fv_f __attribute__((vector_size(4 * FV_LANES)));
 typedef int32_t fv_i __attribute__((vector_size(4 * FV_LANES)));
 
-/* One candidate of a phase pair in vector form (per call). */
-typedef struct fv_cand {
-  float dx0;       /* the representative's x offset */
-  float w0;        /* weight at d0 */
-  float wa, wb;    /* w'(d0)·dx0/d0, w'(d0)·dy0/d0 */
-  float p0;        /* w/d at d0 */
-  float pa, pb;    /* slopes of w/d along e_x, e_y */
-  int j, col;      /* window row; raw grid column of lane 0 of the phase */
-} fv_cand;
-
-/* One candidate for one output row (per row, per worker): what the lane
- * loop reads, in one place. */
-typedef struct fv_row {
-  const float *g;  /* unit gx of lane 0 of the first group (gy: + 2·w2) */
-  float dx0, dy, w0, p0, wa, pa;
-  int col;         /* raw grid column of lane 0 of the first group */
-} fv_row;
-
-/* Catmull-Rom taps of one output row or column in float. */
-typedef struct fv_taps {
-  int first, n;
-  float w[4];
-} fv_taps;
-
-/* One phase pair's list: sure candidates (inside the disk for every pixel
- * of the pair) first, then those near its edge. */
-typedef struct fv_list {
-  int at, n_sure, n;
-} fv_list;
-
-typedef struct fv_state {
-  fv_cand *cand;
-  fv_list *list;     /* M² */
-  int *x0, *nk;      /* per column phase: first column, count */
-  fv_f *ex;          /* per column phase: groups of lane offsets e_x */
-  unsigned char *border; /* per group: a lane has taps out of bounds */
-  int *ex_at;        /* M + 1 offsets into ex and border */
-  float *soa;        /* (2R + 1) rows of 4 planes of w2 floats */
-  size_t w2;         /* floats per plane row */
-  int lp;            /* plane positions left of grid column 0 */
-  fv_row *rows;      /* per worker: the longest list */
-  fz_tap *rtaps;     /* per worker: win row taps */
-  int longest;
-  /* ×M intensity (intensity weighting): Catmull-Rom taps per output row
-   * and column (catmull_rom.h's, weights in float), the frame magnified
-   * along x (R × C·M), and one output row of it per worker. */
-  fv_taps *irt, *ict;
-  float *hx, *irow;
-} fv_state;
-
 #ifndef FV_FMA
 #define FV_FMA(a, b, c) ((a) * (b) + (c))
 #endif
@@ -133,7 +91,74 @@ typedef fv_i fv_m;
 #define FV_NE(a, b) ((a) != (b))
 #define FV_AND(a, b) ((a) & (b))
 #define FV_ADD_IF(acc, m, v) ((acc) + fv_keep(m, v))
+#define FV_SELECT(m, a, b) ((fv_f)(((m) & (fv_i)(a)) | (~(m) & (fv_i)(b))))
 #endif
+
+/* One candidate of a phase pair as the lane loop reads it (per call; a
+ * row with window rows out of bounds or clamped takes a copy). off: the
+ * grid position (in floats) of lane 0's sample from the row's base, i.e.
+ * window row j's plane row plus the plane position of the candidate's
+ * column; the lane offsets along x come from the group's table by i. */
+typedef struct fv_cand {
+  int off;
+  unsigned char i, j; /* window column, row */
+  unsigned short pad;
+  float wa, pa;       /* slopes of w and of w/d along e_x */
+} fv_cand;
+
+/* One output row's list for one column phase: what the lane loops read. */
+typedef struct fv_rl {
+  const fv_cand *c;
+  const float *w0, *p0; /* per candidate: w and w/d at the row's e_y */
+  const fz_tap *rt;     /* the row's window taps: dy by window row */
+  const float *base;    /* the grid at offset 0 */
+  int n_sure, n;
+  float sw0, swa;       /* sums of w0 and wa over the sure candidates */
+} fv_rl;
+
+/* Catmull-Rom taps of one output row or column in float. */
+typedef struct fv_taps {
+  int first, n;
+  float w[4];
+} fv_taps;
+
+/* One phase pair's list: sure candidates (inside the disk for every pixel
+ * of the pair) first, then those near its edge. */
+typedef struct fv_list {
+  int at, n_sure, n;
+  float swa; /* the sure candidates' wa summed (fv_sum_wa) */
+} fv_list;
+
+typedef struct fv_state {
+  fv_cand *cand;
+  float *w0, *wb, *p0, *pb; /* per candidate, as cand: w and w/d at the
+                             * representative and their slopes along e_y
+                             * (FV_LANES floats of padding) */
+  fv_list *list;     /* M² */
+  int *x0, *nk;      /* per column phase: first column, count */
+  fv_f *ex;          /* per column phase: groups of lane offsets e_x */
+  unsigned char *border; /* per group: a lane has taps out of bounds */
+  fv_f *dxv;         /* per group: win lane offsets along x, dx0_i + e_x */
+  fv_m *colin;       /* per group: win lane masks, column tap in bounds,
+                      * then the lanes with a tap out of bounds */
+  int *ex_at;        /* M + 1 offsets into ex and border */
+  float *soa;        /* (2R + 1) rows of 4 planes of w2 floats */
+  size_t w2;         /* floats per plane row */
+  int lp;            /* plane positions left of grid column 0 */
+  float *sw0;        /* per output row and column phase: the sure
+                      * candidates' w0 + wb·e_y summed (fv_sum's order) */
+  int mag;
+  char *rows;        /* per worker: a row's list (cand copy, w0, p0) */
+  size_t row_bytes;
+  fz_tap *rtaps;     /* per worker: win row taps */
+  int longest;
+  /* ×M intensity (intensity weighting): Catmull-Rom taps per output row
+   * and column (catmull_rom.h's, weights in float), the frame magnified
+   * along x (R × C·M), and one output row of it per worker. */
+  fv_taps *irt, *ict;
+  float *hx, *irow;
+} fv_state;
+
 #ifndef FV_SQRT
 #define FV_SQRT(v) fv_sqrt_lanes(v)
 #endif
@@ -187,6 +212,24 @@ static inline void fv_split_lanes(fv_f v, float *even, float *odd) {
   }
 }
 
+/* The padding of grid row a's planes (its gw columns made): zero on the
+ * left, the last column on the right. */
+static void fv_soa_pad(const fv_state *v, size_t a, size_t gw) {
+  float *o = v->soa + a * 4 * v->w2;
+  float *ex = o + (size_t)v->lp, *ox = o + v->w2 + (size_t)v->lp;
+  float *ey = o + 2 * v->w2 + (size_t)v->lp, *oy = o + 3 * v->w2 +
+                                                  (size_t)v->lp;
+  size_t last = gw - 1;
+  float lx = (last & 1 ? ox : ex)[last >> 1], ly = (last & 1 ? oy : ey)[last >> 1];
+  for (size_t q = 0; q < 2 * v->w2; q++) {
+    if (q == 2 * (size_t)v->lp) q += gw; /* skip the columns themselves */
+    if (q >= 2 * v->w2) break;
+    int left = q < 2 * (size_t)v->lp;
+    o[(q & 1) * v->w2 + (q >> 1)] = left ? 0 : lx;
+    o[(2 + (q & 1)) * v->w2 + (q >> 1)] = left ? 0 : ly;
+  }
+}
+
 /* Row a of the unit-gradient grid from its samples gx, gy (2C + 1 each),
  * split by column parity; plane position q holds grid column
  * 2(q − lp) + parity: zero left of column 0 (taps there are masked),
@@ -217,35 +260,7 @@ static void fv_soa_row(const fv_state *v, size_t a, size_t gw,
     (c & 1 ? ox : ex)[c >> 1] = nx;
     (c & 1 ? oy : ey)[c >> 1] = ny;
   }
-  /* the padding: zero on the left, the last column on the right */
-  size_t last = gw - 1;
-  float lx = (last & 1 ? ox : ex)[last >> 1], ly = (last & 1 ? oy : ey)[last >> 1];
-  for (size_t q = 0; q < 2 * v->w2; q++) {
-    if (q == 2 * (size_t)v->lp) q += gw; /* skip the columns themselves */
-    if (q >= 2 * v->w2) break;
-    int left = q < 2 * (size_t)v->lp;
-    o[(q & 1) * v->w2 + (q >> 1)] = left ? 0 : lx;
-    o[(2 + (q & 1)) * v->w2 + (q >> 1)] = left ? 0 : ly;
-  }
-}
-
-/* One candidate for the lanes: the offsets dx, dy, the weight w and the
- * convergence term t; returns the lanes whose gradient points inward (the
- * only ones whose t counts). */
-static inline fv_m fv_term(const fv_row *r, size_t off, size_t gy_off,
-                           fv_f ex, fv_f *dx, fv_f *dy, fv_f *w, fv_f *t) {
-  const float *p = r->g + off;
-  fv_f nx = fv_load(p), ny = fv_load(p + gy_off);
-  *dx = fv_splat(r->dx0) + ex;
-  *dy = fv_splat(r->dy);
-  fv_f dot = RGC_UNIT_DOT(nx, ny, *dx, *dy, FV_FMA);
-  *w = RGC_LIN(fv_splat(r->w0), fv_splat(r->wa), ex, FV_FMA);
-  fv_f pd = RGC_LIN(fv_splat(r->p0), fv_splat(r->pa), ex, FV_FMA);
-  /* RGC_UNIT_TERM's w·(1 − |Ĝ × R|·(1/d)) as w − |Ĝ × R|·(w/d), with w/d
-   * to first order in e_x like w and 1/d (its e_x² term is of the order
-   * of theirs): one multiply fewer */
-  *t = FV_FMA(-fv_abs(FV_FMA(ny, *dx, -(nx * *dy))), pd, *w);
-  return FV_LT(dot, (fv_f){0});
+  fv_soa_pad(v, a, gw);
 }
 
 /* rgc_finish for the lanes: the ratio where Wsum > 0 (the division is
@@ -263,53 +278,92 @@ static inline fv_f fv_finish(fv_f acc, fv_f ws, float sens) {
 
 /* Where a group's lanes stand: lane k is pixel k0 + k of its phase. */
 typedef struct fv_at {
-  size_t k0, gy_off;
+  const float *gx, *gy; /* the row's grid at offset 0 for lane 0 */
   fv_f ex;
-  float tso;
-  int border;       /* some lane has column taps out of bounds */
-  int col_max;      /* largest raw grid column in bounds */
+  const fv_f *dxv;      /* by window column: dx0_i + e_x */
+  const fv_m *colin;    /* by window column: lanes whose tap is in bounds
+                         * (a border group's; NULL: all) */
 } fv_at;
 
-/* The lanes of group `at` whose column tap of candidate r is out of bounds
- * (0 < v <= n_m − 1 fails: raw column outside [1, col_max]) cleared from
- * in; only a border group has such lanes, and only for the candidates
- * whose lane-0 column is left of 1 or whose last lane's is past the last
- * column. */
-static inline fv_m fv_cols_in(const fv_row *r, const fv_at *at, fv_m in) {
-  int lo = r->col + 2 * (int)at->k0; /* lane 0's raw column */
-  if (!at->border || (lo >= 1 && lo + 2 * (FV_LANES - 1) <= at->col_max))
-    return in;
-  fv_f raw = fv_splat((float)lo);
-  for (int k = 0; k < FV_LANES; k++) raw[k] += (float)(2 * k);
-  return FV_AND(in, FV_AND(FV_GE(raw, fv_splat(1.0f)),
-                           FV_LE(raw, fv_splat((float)at->col_max))));
+/* Candidate c for the lanes of group a: the offsets dx, dy, the weight w
+ * and the convergence term *t; returns the lanes whose gradient points
+ * inward (the only ones whose t counts). */
+static inline __attribute__((always_inline)) fv_m
+fv_term(const fv_rl *r, int k, const fv_at *a, fv_f dy, fv_f *dx, fv_f *w,
+        fv_f *t) {
+  const fv_cand *c = &r->c[k];
+  fv_f nx = fv_load(a->gx + c->off), ny = fv_load(a->gy + c->off);
+  *dx = a->dxv[c->i];
+  fv_f dot = RGC_UNIT_DOT(nx, ny, *dx, dy, FV_FMA);
+  *w = RGC_LIN(fv_splat(r->w0[k]), fv_splat(c->wa), a->ex, FV_FMA);
+  fv_f pd = RGC_LIN(fv_splat(r->p0[k]), fv_splat(c->pa), a->ex, FV_FMA);
+  /* RGC_UNIT_TERM's w·(1 − |Ĝ × R|·(1/d)) as w − |Ĝ × R|·(w/d), with w/d
+   * to first order in e_x like w and 1/d (its e_x² term is of the order
+   * of theirs): one multiply fewer */
+  *t = FV_FMA(-fv_abs(FV_FMA(ny, *dx, -(nx * dy))), pd, *w);
+  return FV_LT(dot, (fv_f){0});
 }
 
-/* The lanes of one group: adds to *rgc and *wsum the convergence terms
- * and weights over the row's list: the sure candidates (unless sure_done),
- * then those near the disk edge, which take the exact distance and the
- * reference's test; a border group's lanes with column taps out of bounds
- * masked (fv_cols_in). */
-static inline void fv_group(const fv_row *r, int n_sure, int n,
-                            const fv_at *at, int sure_done, fv_f *rgc,
-                            fv_f *wsum) {
-  fv_f acc = *rgc, ws = *wsum, dx, dy, w, t;
-  fv_f ex = at->ex, zero = {0};
-  if (!at->border && !sure_done) {
-    for (int k = 0; k < n_sure; k++) {
-      fv_m in = fv_term(&r[k], at->k0, at->gy_off, ex, &dx, &dy, &w, &t);
-      acc = FV_ADD_IF(acc, in, t);
-      ws += w;
-    }
+/* The sure candidates (inside the disk for every pixel of the pair) for a
+ * group that is not a border group: their convergence terms. Their
+ * weights need no sum per sample: over the sure list w sums to
+ * sw0 + swa·e_x, which the caller starts *wsum with (fv_ws0). */
+static inline void fv_sure(const fv_rl *r, const fv_at *a, fv_f *rgc) {
+  fv_f acc = *rgc, dx, w, t;
+  for (int k = 0; k < r->n_sure; k++) {
+    fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
+    fv_m in = fv_term(r, k, a, dy, &dx, &w, &t);
+    acc = FV_ADD_IF(acc, in, t);
   }
-  for (int k = at->border && !sure_done ? 0 : n_sure; k < n; k++) {
-    fv_m dot = fv_term(&r[k], at->k0, at->gy_off, ex, &dx, &dy, &w, &t);
-    fv_m in = FV_ALL;
-    if (k >= n_sure) {
-      fv_f d = FV_SQRT(dx * dx + dy * dy); /* not fused: the reference's d */
-      in = FV_AND(FV_LE(d, fv_splat(at->tso)), FV_NE(d, zero));
-    }
-    in = fv_cols_in(&r[k], at, in);
+  *rgc = acc;
+}
+
+/* fv_sure for two groups in one pass: each candidate's constants are
+ * loaded once for both (the same sums, in the same order). */
+static inline void fv_sure2(const fv_rl *r, const fv_at *a, const fv_at *b,
+                            fv_f *rgc) {
+  fv_f ra = rgc[0], rb = rgc[1], dx, w, t;
+  fv_at at = *a, bt = *b;
+  for (int k = 0; k < r->n_sure; k++) {
+    fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
+    fv_m in = fv_term(r, k, &at, dy, &dx, &w, &t);
+    ra = FV_ADD_IF(ra, in, t);
+    in = fv_term(r, k, &bt, dy, &dx, &w, &t);
+    rb = FV_ADD_IF(rb, in, t);
+  }
+  rgc[0] = ra;
+  rgc[1] = rb;
+}
+
+/* The sure candidates for a border group: lanes whose column tap is out
+ * of bounds masked. The lanes with such a tap (`out`) sum their weights
+ * here; the others keep fv_sure's sums (what *wsum holds), so a pixel's
+ * sums do not depend on its group. */
+static inline void fv_sure_border(const fv_rl *r, const fv_at *a, fv_m out,
+                                  fv_f *rgc, fv_f *wsum) {
+  fv_f acc = *rgc, ws = {0}, dx, w, t;
+  for (int k = 0; k < r->n_sure; k++) {
+    fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
+    fv_m dot = fv_term(r, k, a, dy, &dx, &w, &t);
+    fv_m in = a->colin[r->c[k].i];
+    acc = FV_ADD_IF(acc, FV_AND(in, dot), t);
+    ws = FV_ADD_IF(ws, in, w);
+  }
+  *rgc = acc;
+  *wsum = FV_SELECT(out, ws, *wsum);
+}
+
+/* The candidates near the disk edge for one group: the exact distance and
+ * the reference's test d <= tSO (and d != 0), border lanes masked. */
+static inline void fv_edge(const fv_rl *r, const fv_at *a, float tso,
+                           fv_f *rgc, fv_f *wsum) {
+  fv_f acc = *rgc, ws = *wsum, dx, w, t, zero = {0};
+  for (int k = r->n_sure; k < r->n; k++) {
+    fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
+    fv_m dot = fv_term(r, k, a, dy, &dx, &w, &t);
+    fv_f d = FV_SQRT(dx * dx + dy * dy); /* not fused: the reference's d */
+    fv_m in = FV_AND(FV_LE(d, fv_splat(tso)), FV_NE(d, zero));
+    if (a->colin) in = FV_AND(in, a->colin[r->c[k].i]);
     acc = FV_ADD_IF(acc, FV_AND(in, dot), t);
     ws = FV_ADD_IF(ws, in, w);
   }
@@ -317,65 +371,70 @@ static inline void fv_group(const fv_row *r, int n_sure, int n,
   *wsum = ws;
 }
 
-/* The sure candidates of two groups in one pass: each candidate's
- * constants are loaded once for both (the same sums, in the same order, as
- * two fv_group calls; a border group's lanes masked as there). */
-static inline void fv_sure2(const fv_row *r, int n_sure, const fv_at *a,
-                            const fv_at *b, fv_f *rgc, fv_f *wsum) {
-  fv_f ra = {0}, wa = {0}, rb = {0}, wb = {0}, dx, dy, w, t;
-  if (!a->border && !b->border) {
-    for (int k = 0; k < n_sure; k++) {
-      fv_m in = fv_term(&r[k], a->k0, a->gy_off, a->ex, &dx, &dy, &w, &t);
-      ra = FV_ADD_IF(ra, in, t);
-      wa += w;
-      in = fv_term(&r[k], b->k0, b->gy_off, b->ex, &dx, &dy, &w, &t);
-      rb = FV_ADD_IF(rb, in, t);
-      wb += w;
-    }
-  } else {
-    for (int k = 0; k < n_sure; k++) {
-      fv_m dot = fv_term(&r[k], a->k0, a->gy_off, a->ex, &dx, &dy, &w, &t);
-      fv_m in = fv_cols_in(&r[k], a, FV_ALL);
-      ra = FV_ADD_IF(ra, FV_AND(in, dot), t);
-      wa = FV_ADD_IF(wa, in, w);
-      dot = fv_term(&r[k], b->k0, b->gy_off, b->ex, &dx, &dy, &w, &t);
-      in = fv_cols_in(&r[k], b, FV_ALL);
-      rb = FV_ADD_IF(rb, FV_AND(in, dot), t);
-      wb = FV_ADD_IF(wb, in, w);
-    }
-  }
-  rgc[0] = ra;
-  wsum[0] = wa;
-  rgc[1] = rb;
-  wsum[1] = wb;
+/* a[0] + a[1] + ... (n values) in that order, as the reference sums its
+ * weights (the same order keeps the rounding close to its). */
+static float fv_sum(const float *a, int n) {
+  float acc = 0;
+  for (int k = 0; k < n; k++) acc += a[k];
+  return acc;
 }
 
-/* The row's list for column phase px: the candidates whose row tap is in
- * bounds, with their grid rows and the row's corrections; *n_sure of them
- * sure. Returns how many. */
-static int fv_row_list(const fv_state *v, const fz_tap *rt,
-                       const unsigned char *rok, const fv_list *l, float ey,
-                       fv_row *r, int *n_sure) {
+/* The same sum of the candidates' wa. */
+static float fv_sum_wa(const fv_cand *c, int n) {
+  float acc = 0;
+  for (int k = 0; k < n; k++) acc += c[k].wa;
+  return acc;
+}
+
+/* The row's list for column phase px into *r: the phase pair's own when
+ * the row's window rows are all in bounds and consecutive on the grid
+ * (`regular`), else a copy in `own` of the candidates whose row tap is in
+ * bounds with their grid offsets from the row's taps; and the per-row
+ * terms w0 + wb·e_y, p0 + pb·e_y into w0, p0 (FV_LANES-padded). */
+static void fv_row_list(const fv_state *v, const fz_tap *rt, int regular,
+                        const unsigned char *rok, int y, int px, float ey,
+                        fv_cand *own, float *w0, float *p0, fv_rl *r) {
+  const fv_list *l = &v->list[(y % v->mag) * v->mag + px];
   const fv_cand *cd = v->cand + l->at;
+  const float *a0 = v->w0 + l->at, *b0 = v->wb + l->at;
+  const float *a1 = v->p0 + l->at, *b1 = v->pb + l->at;
+  r->rt = rt;
+  r->w0 = w0;
+  r->p0 = p0;
+  if (regular) {
+    fv_f e = fv_splat(ey);
+    for (int k = 0; k < l->n; k += FV_LANES) {
+      fv_f w = fv_load(a0 + k) + fv_load(b0 + k) * e;
+      fv_f p = fv_load(a1 + k) + fv_load(b1 + k) * e;
+      memcpy(w0 + k, &w, sizeof w);
+      memcpy(p0 + k, &p, sizeof p);
+    }
+    r->c = cd;
+    r->n = l->n;
+    r->n_sure = l->n_sure;
+    r->base = v->soa + (size_t)rt[0].idx * 4 * v->w2;
+    r->sw0 = v->sw0[(size_t)y * (size_t)v->mag + (size_t)px];
+    r->swa = l->swa;
+    return;
+  }
   int n = 0;
+  r->n_sure = -1;
   for (int k = 0; k < l->n; k++) {
-    if (k == l->n_sure) *n_sure = n;
-    if (!rok[cd[k].j]) continue;
-    const fz_tap *t = &rt[cd[k].j];
-    int q = cd[k].col + 2 * v->lp; /* >= 0: lp covers the window */
-    r[n].g = v->soa + (size_t)t->idx * 4 * v->w2 + (size_t)(q & 1) * v->w2 +
-             (size_t)(q >> 1);
-    r[n].dx0 = cd[k].dx0;
-    r[n].dy = t->delta;
-    r[n].w0 = cd[k].w0 + cd[k].wb * ey;
-    r[n].p0 = cd[k].p0 + cd[k].pb * ey;
-    r[n].wa = cd[k].wa;
-    r[n].pa = cd[k].pa;
-    r[n].col = cd[k].col;
+    if (k == l->n_sure) r->n_sure = n;
+    int j = cd[k].j;
+    if (!rok[j]) continue;
+    own[n] = cd[k];
+    own[n].off += (rt[j].idx - j) * 4 * (int)v->w2;
+    w0[n] = a0[k] + b0[k] * ey;
+    p0[n] = a1[k] + b1[k] * ey;
     n++;
   }
-  if (l->n_sure == l->n) *n_sure = n;
-  return n;
+  if (r->n_sure < 0) r->n_sure = n;
+  r->c = own;
+  r->n = n;
+  r->base = v->soa;
+  r->sw0 = fv_sum(w0, r->n_sure);
+  r->swa = fv_sum_wa(own, r->n_sure);
 }
 
 /* The ×M intensity, along x first: input row r of the frame magnified
@@ -399,6 +458,109 @@ static void fv_hx_row(const fused *s, size_t r) {
   }
 }
 
+/* Half of a lane vector in double, and in float. */
+typedef double fv_d __attribute__((vector_size(4 * FV_LANES)));
+typedef float fv_h __attribute__((vector_size(2 * FV_LANES)));
+#define FV_HALF (FV_LANES / 2)
+
+/* The unit gradient of one cell from its samples, as fv_soa_row. */
+static inline void fv_unit(float gx, float gy, float *nx, float *ny) {
+  *nx = *ny = 0;
+  if (gx != 0 || gy != 0) {
+    float inv = (float)(1 / sqrt((double)(gx * gx + gy * gy)));
+    *nx = gx * inv;
+    *ny = gy * inv;
+  }
+}
+
+/* Grid row a of eSRRF's own samples (s->roberts: fused.c's Catmull-Rom
+ * half-pixel samples of the Roberts gradients) made straight into the
+ * unit-gradient planes, FV_LANES cells of one column parity at a time:
+ * the column sums (cr_vsums) and the sums along the row (cr_hsum) with
+ * the same double operations in the same order, so the same floats as
+ * s->samples then fv_soa_row give; cells whose taps leave the image take
+ * cr_hsum itself. */
+static void fv_roberts_row(const fused *s, size_t a, int worker) {
+  const fv_state *v = s->vs;
+  int cols = s->g.cols;
+  size_t gw = 2 * (size_t)cols + 1, plane = (size_t)s->g.rows * (size_t)cols;
+  float *o = v->soa + a * 4 * v->w2;
+  const cr_taps *rt = &s->hr[a];
+  if (!rt->n) { /* no row taps: every sample 0 */
+    memset(o, 0, 4 * v->w2 * sizeof *o);
+    return;
+  }
+  QS_ACC *p[2];
+  p[0] = (QS_ACC *)((char *)s->sums +
+                    (size_t)worker * fused_stride(2 * (size_t)cols,
+                                                  sizeof *p[0]));
+  p[1] = p[0] + cols;
+  for (int g = 0; g < 2; g++) {
+    const float *img = s->grad + (size_t)g * plane;
+    if (rt->n != 4) {
+      cr_vsums(img, cols, rt, p[g], 0, cols);
+      continue;
+    }
+    const float *r0 = img + (size_t)rt->first * (size_t)cols;
+    const float *r[4] = {r0, r0 + cols, r0 + 2 * (size_t)cols,
+                         r0 + 3 * (size_t)cols};
+    fv_d w[4];
+    for (int k = 0; k < 4; k++) w[k] = (fv_d){0} + rt->w[k];
+    int c = 0;
+    for (; c + FV_HALF <= cols; c += FV_HALF) {
+      fv_d q = {0};
+      for (int k = 0; k < 4; k++) {
+        fv_h f;
+        memcpy(&f, r[k] + c, sizeof f);
+        q = q + __builtin_convertvector(f, fv_d) * w[k];
+      }
+      memcpy(p[g] + c, &q, sizeof q);
+    }
+    cr_vsums(img, cols, rt, p[g], c, cols);
+  }
+  /* along the row, per column parity: cells h = 2m + par whose four taps
+   * are in the image start at m - 2 (even) or m - 1 (odd) */
+  for (int par = 0; par < 2; par++) {
+    float *px = o + (size_t)par * v->w2 + (size_t)v->lp;
+    float *py = o + (size_t)(2 + par) * v->w2 + (size_t)v->lp;
+    int lo = par ? 1 : 2, hi = par ? cols - 2 : cols - 1, m = 0;
+    for (; m < lo && 2 * m + par < (int)gw; m++)
+      fv_unit(cr_hsum(p[0], &s->hc[2 * m + par]),
+              cr_hsum(p[1], &s->hc[2 * m + par]), &px[m], &py[m]);
+    if (hi > lo) {
+      const QS_ACC *tw = s->hc[2 * lo + par].w;
+      fv_d w[4];
+      for (int k = 0; k < 4; k++) w[k] = (fv_d){0} + tw[k];
+      int off = par ? -1 : -2;
+      for (; m + FV_LANES <= hi; m += FV_LANES) {
+        float g2[2][FV_LANES];
+        for (int g = 0; g < 2; g++)
+          for (int half = 0; half < 2; half++) {
+            const QS_ACC *at = p[g] + m + off + half * FV_HALF;
+            fv_d q = {0};
+            for (int k = 0; k < 4; k++) {
+              fv_d x;
+              memcpy(&x, at + k, sizeof x);
+              q = q + x * w[k];
+            }
+            fv_h f = __builtin_convertvector(q, fv_h);
+            memcpy(g2[g] + half * FV_HALF, &f, sizeof f);
+          }
+        fv_f x = fv_load(g2[0]), y = fv_load(g2[1]), zero = {0};
+        fv_i some = (x != zero) | (y != zero);
+        fv_f inv = FV_INV_NORM(x * x + y * y);
+        fv_f nx = fv_keep(some, x * inv), ny = fv_keep(some, y * inv);
+        memcpy(px + m, &nx, sizeof nx);
+        memcpy(py + m, &ny, sizeof ny);
+      }
+    }
+    for (; 2 * m + par < (int)gw; m++)
+      fv_unit(cr_hsum(p[0], &s->hc[2 * m + par]),
+              cr_hsum(p[1], &s->hc[2 * m + par]), &px[m], &py[m]);
+  }
+  fv_soa_pad(v, a, gw);
+}
+
 /* Grid rows [b, e) of the frame: their samples (s->samples), made into
  * the unit-gradient planes (or the cells, for a call without candidate
  * lists, where every pixel takes fused_pixel), and the rows of the
@@ -412,6 +574,12 @@ static int fv_grid_rows(void *ctx, size_t b, size_t e, int worker) {
                         (size_t)worker * fused_stride(2 * gw, sizeof *gx)),
         *gy = gx + gw;
   for (size_t a = b; a < e; a++) {
+    if (v->soa && s->roberts) {
+      fv_roberts_row(s, a, worker);
+      if (s->g.weight && a % 2 == 0 && a / 2 < (size_t)s->g.rows)
+        fv_hx_row(s, a / 2);
+      continue;
+    }
     s->samples(s, a, worker, gx, gy);
     if (v->soa)
       fv_soa_row(v, a, gw, gx, gy);
@@ -455,10 +623,12 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
   const esrrf_geom *g = &s->g;
   int mag = g->mag, win = s->win;
   size_t w = (size_t)worker;
-  fv_row *r = v->cand ? (fv_row *)((char *)v->rows +
-                                   w * fused_stride((size_t)v->longest,
-                                                    sizeof *r))
-                      : NULL;
+  /* the worker's row list: a candidate copy, then w0 and p0 */
+  char *rb = v->cand ? v->rows + w * v->row_bytes : NULL;
+  size_t nl = (size_t)(v->longest + FV_LANES);
+  fv_cand *own = (fv_cand *)rb;
+  float *w0r = rb ? (float *)(rb + fused_stride(nl, sizeof *own)) : NULL;
+  float *p0r = rb ? w0r + nl : NULL;
   fz_tap *rt = v->cand ? (fz_tap *)((char *)v->rtaps +
                                     w * fused_stride((size_t)win, sizeof *rt))
                        : NULL;
@@ -481,45 +651,52 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
       }
       continue;
     }
-    int py = y % mag;
-    for (int j = 0; j < win; j++)
+    int py = y % mag, regular = 1;
+    for (int j = 0; j < win; j++) {
       rok[j] = (unsigned char)fused_tap(y, j, g->rows, g->rows_m, &g->k,
                                         &rt[j]);
-    fv_at at = {.gy_off = 2 * v->w2, .tso = g->k.tso,
-                .col_max = 2 * (g->cols_m - 1)};
+      regular &= rok[j] && rt[j].idx == rt[0].idx + j;
+    }
     float ey = rgc_shift(s->rep_y[py], y, mag);
     for (int px = 0; px < mag; px++) {
-      int n_sure = 0;
-      int n = fv_row_list(v, rt, rok, &v->list[py * mag + px], ey, r,
-                          &n_sure);
-      /* groups two at a time (the last alone where their count is odd) */
-      for (int k0 = 0, gi = v->ex_at[px]; k0 < v->nk[px];) {
-        fv_at two[2] = {at, at};
-        fv_f acc[2] = {{0}, {0}}, ws[2] = {{0}, {0}};
-        int m = 1;
-        two[0].k0 = (size_t)k0;
-        two[0].ex = v->ex[gi];
-        two[0].border = v->border[gi];
-        if (k0 + FV_LANES < v->nk[px]) {
-          m = 2;
-          two[1].k0 = (size_t)(k0 + FV_LANES);
-          two[1].ex = v->ex[gi + 1];
-          two[1].border = v->border[gi + 1];
-          fv_sure2(r, n_sure, &two[0], &two[1], acc, ws);
-        }
+      fv_rl rl;
+      fv_row_list(v, rt, regular, rok, y, px, ey, own, w0r, p0r, &rl);
+      int g0 = v->ex_at[px], ng = v->ex_at[px + 1] - g0;
+      /* groups two at a time where neither is a border group, else alone */
+      for (int k = 0; k < ng;) {
+        int bord = v->border[g0 + k];
+        int m = !bord && k + 1 < ng && !v->border[g0 + k + 1] ? 2 : 1;
+        fv_at two[2];
+        fv_f acc[2] = {{0}, {0}}, ws[2];
         for (int h = 0; h < m; h++) {
-          fv_group(r, n_sure, n, &two[h], m == 2, &acc[h], &ws[h]);
-          int k1 = k0 + h * FV_LANES;
+          int gi = g0 + k + h;
+          const float *at = rl.base + (size_t)(k + h) * FV_LANES;
+          two[h] = (fv_at){.gx = at, .gy = at + 2 * v->w2, .ex = v->ex[gi],
+                           .dxv = v->dxv + (size_t)gi * (size_t)win,
+                           .colin = v->border[gi] ? v->colin +
+                                        (size_t)gi * (size_t)(win + 1)
+                                                  : NULL};
+          /* the sure candidates' weights summed: sw0 + swa·e_x */
+          ws[h] = FV_FMA(fv_splat(rl.swa), two[h].ex, fv_splat(rl.sw0));
+        }
+        if (m == 2)
+          fv_sure2(&rl, &two[0], &two[1], acc);
+        else if (bord)
+          fv_sure_border(&rl, two, two[0].colin[win], acc, ws);
+        else
+          fv_sure(&rl, two, acc);
+        for (int h = 0; h < m; h++) {
+          fv_edge(&rl, &two[h], g->k.tso, &acc[h], &ws[h]);
+          int k1 = (k + h) * FV_LANES;
           int lanes = v->nk[px] - k1 < FV_LANES ? v->nk[px] - k1 : FV_LANES;
           fv_f val = fv_finish(acc[h], ws[h], g->k.sens);
           int x = v->x0[px] + k1 * mag;
           if (im)
-            for (int k = 0; k < lanes; k++, x += mag) o[x] = val[k] * im[x];
+            for (int q = 0; q < lanes; q++, x += mag) o[x] = val[q] * im[x];
           else
-            for (int k = 0; k < lanes; k++, x += mag) o[x] = val[k];
+            for (int q = 0; q < lanes; q++, x += mag) o[x] = val[q];
         }
-        k0 += m * FV_LANES;
-        gi += m;
+        k += m;
       }
     }
   }
@@ -549,17 +726,44 @@ static int fv_plan_columns(fused *s, fv_state *v) {
     groups += (size_t)(v->nk[px] + FV_LANES - 1) / FV_LANES;
   }
   v->ex_at[mag] = (int)groups;
-  v->ex = aligned_alloc(sizeof(fv_f), (groups ? groups : 1) * sizeof(fv_f));
-  v->border = calloc(groups ? groups : 1, 1);
-  if (!v->ex || !v->border) return QS_ENOMEM;
-  for (int px = 0; px < mag; px++)
-    for (int gi = 0; gi < v->ex_at[px + 1] - v->ex_at[px]; gi++)
+  size_t ng = groups ? groups : 1, win = (size_t)s->win;
+  v->ex = aligned_alloc(sizeof(fv_f), ng * sizeof(fv_f));
+  v->dxv = aligned_alloc(sizeof(fv_f), ng * win * sizeof(fv_f));
+  /* (aligned_alloc takes whole multiples of the alignment) */
+  v->colin = aligned_alloc(sizeof(fv_f), (ng * (win + 1) * sizeof(fv_m) +
+                                          sizeof(fv_f) - 1) /
+                                             sizeof(fv_f) * sizeof(fv_f));
+  v->border = calloc(ng, 1);
+  if (!v->ex || !v->dxv || !v->colin || !v->border) return QS_ENOMEM;
+  fv_f one = fv_splat(1.0f), cmax = fv_splat((float)(2 * (g->cols_m - 1)));
+  for (int px = 0; px < mag; px++) {
+    const fz_tap *tx = s->tx + (size_t)s->rep_x[px] * win;
+    /* raw grid column of lane 0 of the phase for window column 0 */
+    int base = (int)(RGC_GM * rgc_center(v->x0[px], mag)) + g->k.start;
+    for (int gl = 0; gl < v->ex_at[px + 1] - v->ex_at[px]; gl++) {
+      size_t gi = (size_t)(v->ex_at[px] + gl);
+      fv_f out = {0};
       for (int k = 0; k < FV_LANES; k++) {
-        int x = v->x0[px] + (gi * FV_LANES + k) * mag;
-        v->ex[v->ex_at[px] + gi][k] = rgc_shift(s->rep_x[px], x, mag);
-        if (gi * FV_LANES + k < v->nk[px] && s->nx[x] != s->win)
-          v->border[v->ex_at[px] + gi] = 1;
+        int x = v->x0[px] + (gl * FV_LANES + k) * mag;
+        v->ex[gi][k] = rgc_shift(s->rep_x[px], x, mag);
+        if (gl * FV_LANES + k < v->nk[px] && s->nx[x] != s->win) {
+          v->border[gi] = 1;
+          out[k] = 1;
+        }
       }
+      /* per window column: the lanes' x offsets, and which lanes' column
+       * tap passes the reference's bound (raw column in [1, 2·(CM − 1)]);
+       * then the lanes with a tap out of bounds */
+      fv_m *cin = v->colin + gi * (win + 1);
+      for (size_t i = 0; i < win; i++) {
+        v->dxv[gi * win + i] = fv_splat(tx[i].delta) + v->ex[gi];
+        fv_f raw = fv_splat((float)(base + (int)i + 2 * gl * FV_LANES));
+        for (int k = 0; k < FV_LANES; k++) raw[k] += (float)(2 * k);
+        cin[i] = FV_AND(FV_GE(raw, one), FV_LE(raw, cmax));
+      }
+      cin[win] = FV_GE(out, one);
+    }
+  }
   return QS_OK;
 }
 
@@ -569,11 +773,15 @@ static int fv_plan_columns(fused *s, fv_state *v) {
 static int fv_plan_lists(fused *s, fv_state *v) {
   const esrrf_geom *g = &s->g;
   int mag = g->mag, win = s->win;
-  int total = s->cand_at[mag * mag];
-  v->cand = malloc((total ? (size_t)total : 1) * sizeof *v->cand);
-  if (!v->cand) return QS_ENOMEM;
+  size_t total = (size_t)s->cand_at[mag * mag];
+  v->cand = malloc((total ? total : 1) * sizeof *v->cand);
+  v->w0 = calloc(4 * (total + FV_LANES), sizeof *v->w0);
+  if (!v->cand || !v->w0) return QS_ENOMEM;
+  v->wb = v->w0 + total + FV_LANES;
+  v->p0 = v->wb + total + FV_LANES;
+  v->pb = v->p0 + total + FV_LANES;
   float tso = g->k.tso;
-  int n = 0;
+  int n = 0, row = 4 * (int)v->w2;
   for (int py = 0; py < mag; py++)
     for (int px = 0; px < mag; px++) {
       fv_list *l = &v->list[py * mag + px];
@@ -588,25 +796,48 @@ static int fv_plan_lists(fused *s, fv_state *v) {
           int edge = c->d0 >= tso - s->slack;
           if (c->d0 == 0 || edge != pass) continue;
           double dx0 = tx[c->i].delta, dy0 = ty[c->j].delta, d0 = c->d0;
-          fv_cand *o = &v->cand[n++];
           rgc_lin lin = rgc_lin_at(dx0, dy0, d0, c->w0, c->w1);
           /* w/d and its slopes: (w/d)' = w'/d − w/d² along d, times
            * dx0/d0 (dy0/d0) along e_x (e_y), as rgc_lin_at's */
           double w0 = c->w0, dp = (double)c->w1 / d0 - w0 / (d0 * d0);
-          o->dx0 = (float)dx0;
-          o->w0 = lin.w0;
-          o->wa = lin.wa;
-          o->wb = lin.wb;
-          o->p0 = (float)(w0 / d0);
-          o->pa = (float)(dp * dx0 / d0);
-          o->pb = (float)(dp * dy0 / d0);
-          o->j = c->j;
-          o->col = base + c->i;
+          int q = base + c->i + 2 * v->lp; /* >= 0: lp covers the window */
+          v->cand[n] = (fv_cand){.off = c->j * row + (q & 1) * (int)v->w2 +
+                                        (q >> 1),
+                                 .i = (unsigned char)c->i,
+                                 .j = (unsigned char)c->j,
+                                 .wa = lin.wa,
+                                 .pa = (float)(dp * dx0 / d0)};
+          v->w0[n] = lin.w0;
+          v->wb[n] = lin.wb;
+          v->p0[n] = (float)(w0 / d0);
+          v->pb[n] = (float)(dp * dy0 / d0);
+          n++;
         }
         if (pass == 0) l->n_sure = n - l->at;
       }
       l->n = n - l->at;
+      l->swa = fv_sum_wa(v->cand + l->at, l->n_sure);
       if (l->n > v->longest) v->longest = l->n;
+    }
+  /* sw0 of every row and phase, FV_LANES rows of one row phase at a time:
+   * each lane the scalar sum w0 + wb·e_y over the sure list in order */
+  size_t rm = (size_t)g->rows_m, m = (size_t)mag;
+  v->mag = mag;
+  v->sw0 = malloc(rm * m * sizeof *v->sw0);
+  if (!v->sw0) return QS_ENOMEM;
+  for (int py = 0; py < mag; py++)
+    for (int y0 = py; y0 < g->rows_m; y0 += FV_LANES * mag) {
+      fv_f e = {0};
+      for (int q = 0; q < FV_LANES && y0 + q * mag < g->rows_m; q++)
+        e[q] = rgc_shift(s->rep_y[py], y0 + q * mag, mag);
+      for (int px = 0; px < mag; px++) {
+        const fv_list *l = &v->list[py * mag + px];
+        fv_f acc = {0};
+        for (int k = l->at; k < l->at + l->n_sure; k++)
+          acc += fv_splat(v->w0[k]) + fv_splat(v->wb[k]) * e;
+        for (int q = 0; q < FV_LANES && y0 + q * mag < g->rows_m; q++)
+          v->sw0[(size_t)(y0 + q * mag) * m + (size_t)px] = acc[q];
+      }
     }
   return QS_OK;
 }
@@ -657,9 +888,10 @@ static int fv_plan(fused *s) {
   int rc = fv_plan_columns(s, v);
   if (!rc) rc = fv_plan_lists(s, v);
   if (!rc) {
-    v->rows = aligned_alloc(
-        64, threads * fused_stride((size_t)(v->longest ? v->longest : 1),
-                                   sizeof *v->rows));
+    size_t nl = (size_t)(v->longest + FV_LANES);
+    v->row_bytes = fused_stride(nl, sizeof(fv_cand)) +
+                   fused_stride(2 * nl, sizeof(float));
+    v->rows = aligned_alloc(64, threads * v->row_bytes);
     if (!v->rows) rc = QS_ENOMEM;
   }
   return rc;
@@ -669,6 +901,10 @@ static void fv_done(fused *s) {
   fv_state *v = s->vs;
   if (!v) return;
   free(v->cand);
+  free(v->w0);
+  free(v->sw0);
+  free(v->dxv);
+  free(v->colin);
   free(v->list);
   free(v->x0);
   free(v->ex);
