@@ -4,10 +4,12 @@
  * weighting), NanoPyx's outputs bit for bit on the reference fixtures,
  * every threaded implementation against serial bit for bit, OpenCL within
  * 1e-4 of the peak, the fused paths' model (math/rgc_fused.h) against the
- * exact values, and bad input. */
+ * exact values, the whole sensitivities' powers against pow, and bad
+ * input. */
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,6 +168,36 @@ Test(rgc, sensitivity_below_one_is_ignored_two_squares) {
   image_free(b);
   image_free(sq);
   drop(in, 3);
+}
+
+/* rgc_pow takes whole sensitivities without pow: its floats are pow's
+ * bits, over random floats in [2⁻¹²⁶, 1] (the convergence's range), on
+ * exact powers and beyond 1. */
+Test(rgc, whole_powers_are_pows_bits) {
+  uint32_t s = 7;
+  size_t bad = 0, n = 0;
+  for (int e = 2; e <= 8; e++)
+    for (long i = 0; i < 400000; i++) {
+      s = s * 1664525u + 1013904223u;
+      uint32_t b = (s >> 1) % (0x3f800001u - 0x00800000u) + 0x00800000u;
+      if (i % 3 == 1) b = 0x3a000000u + (s >> 1) % 0x05800001u; /* > 5e-4 */
+      if (i % 3 == 2) b = 0x3f800000u + (s >> 1) % 0x01000000u; /* [1, 4) */
+      if (i < 64) b = 0x3f800000u - ((uint32_t)i << 23); /* 2^-i */
+      float x, got, want = 0;
+      memcpy(&x, &b, sizeof x);
+      got = rgc_pow(x, (float)e);
+      want = (float)pow((double)x, (double)e);
+      n++;
+      if (memcmp(&got, &want, sizeof got)) {
+        if (bad++ < 5)
+          cr_log_error("%a^%d: %a, pow %a", (double)x, e, (double)got,
+                       (double)want);
+      }
+    }
+  cr_expect_eq(bad, 0, "%zu of %zu powers differ from pow's", bad, n);
+  /* the general path: not whole, or above 8 */
+  cr_expect_eq(rgc_pow(0.3f, 2.5f), (float)pow((double)0.3f, 2.5));
+  cr_expect_eq(rgc_pow(0.3f, 9.0f), (float)pow((double)0.3f, 9.0));
 }
 
 Test(rgc, intensity_weighting_multiplies_by_the_image) {

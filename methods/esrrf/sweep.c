@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "methods/esrrf/temporal.h"
+#include "methods/rgc/rgc_math.h"
 #include "quicksilver_esrrf.h"
 #include "quicksilver_sweep.h"
 
@@ -134,16 +135,13 @@ static esrrf_partial *sw_at(esrrf_partial *p, const sweep *s, size_t r,
 }
 
 /* The map of sensitivity sens from the convergence v (sensitivity 1, no
- * intensity) for pixels [b, e): rgc's own finish (a power only above 1;
- * x·x for 2, which is pow's exact result) and intensity. */
-static void sw_map(const float *v, const float *img, double sens, int iw,
+ * intensity: rgc_finish's ratio, >= 0) for pixels [b, e): rgc_finish's
+ * power of the float sensitivity, as eSRRF's pass takes it (v / 1 is v),
+ * and the intensity. */
+static void sw_map(const float *v, const float *img, float sens, int iw,
                    size_t b, size_t e, float *out) {
   for (size_t i = b; i < e; i++) {
-    float x = v[i];
-    if (x > 0 && sens > 1)
-      x = sens == 2 ? (float)((double)x * x) : (float)pow((double)x, sens);
-    else if (x < 0)
-      x = 0;
+    float x = rgc_finish(v[i], 1.0f, sens);
     out[i] = iw ? x * img[i] : x;
   }
 }
@@ -158,23 +156,30 @@ typedef struct sw_fold {
   float *map;            /* this band's thread: one plane */
 } sw_fold;
 
+/* Pixels per tile of a band: the tile's statistics of every point stay in
+ * cache while the batch's frames fold into them. */
+#define SW_TILE 1024
+
 static void *sw_fold_band(void *arg) {
   const sw_fold *j = arg;
   const sweep *s = j->s;
-  for (size_t si = 0; si < s->ns; si++) {
-    size_t seen[3] = {0, 0, 0};
-    for (size_t k = 0; k < j->n; k++) {
-      sw_map(j->raw + k * s->plane, j->mag + k * s->plane,
-             s->o->sensitivities[si], s->iw, j->b, j->e, j->map);
-      int half = (j->f0 + k) % 2 ? 1 : 2; /* odd frames 1, 3, ... */
-      for (size_t t = 0; t < s->nt; t++) {
-        esrrf_partial *a = &j->p[(t * s->ns + si) * 3];
-        temporal_add(&a[0], j->map, a[0].n + seen[0], j->b, j->e);
-        if (s->frc)
-          temporal_add(&a[half], j->map, a[half].n + seen[half], j->b, j->e);
+  for (size_t b = j->b; b < j->e; b += SW_TILE) {
+    size_t e = b + SW_TILE < j->e ? b + SW_TILE : j->e;
+    for (size_t si = 0; si < s->ns; si++) {
+      size_t seen[3] = {0, 0, 0};
+      for (size_t k = 0; k < j->n; k++) {
+        sw_map(j->raw + k * s->plane, j->mag + k * s->plane,
+               (float)s->o->sensitivities[si], s->iw, b, e, j->map);
+        int half = (j->f0 + k) % 2 ? 1 : 2; /* odd frames 1, 3, ... */
+        for (size_t t = 0; t < s->nt; t++) {
+          esrrf_partial *a = &j->p[(t * s->ns + si) * 3];
+          temporal_add(&a[0], j->map, a[0].n + seen[0], b, e);
+          if (s->frc)
+            temporal_add(&a[half], j->map, a[half].n + seen[half], b, e);
+        }
+        seen[0]++;
+        seen[half]++;
       }
-      seen[0]++;
-      seen[half]++;
     }
   }
   return NULL;

@@ -20,6 +20,11 @@
 
 #include "methods/shared/math_common.h"
 
+#if !QS_OPENCL
+#include <stdint.h>
+#include <string.h>
+#endif
+
 /* The reference's fixed gradient magnification relative to the output. */
 #define RGC_GM 2.0f
 
@@ -104,12 +109,50 @@ QS_INLINE float rgc_dk(float gx, float gy, float dx, float dy, float d) {
   return 1 - dk / d;
 }
 
+#if !QS_OPENCL
+/* (float)pow(x, n) for 0 < x and a whole n in [2, 8], bit for bit, without
+ * pow in all but about one input in 10⁷. x is a float (24 bits), so x² is
+ * exact in double and x^n by repeated products carries at most n − 2
+ * roundings (under n − 2 double ulps); pow's double is within one ulp of
+ * x^n. Both therefore round to the same float unless x^n lies within a few
+ * double ulps of a float rounding boundary (the 29 bits below a float's
+ * mantissa near 2²⁸), or outside float's normal range: those take pow. */
+static inline float rgc_pow_whole(float x, int n) {
+  double xd = x, x2 = xd * xd, y;
+  switch (n) {
+  case 2: return (float)x2;
+  case 3: y = x2 * xd; break;
+  case 4: y = x2 * x2; break;
+  case 5: y = x2 * x2 * xd; break;
+  case 6: y = x2 * x2 * x2; break;
+  case 7: y = x2 * x2 * x2 * xd; break;
+  default: y = (x2 * x2) * (x2 * x2); break;
+  }
+  uint64_t b;
+  memcpy(&b, &y, sizeof b);
+  int64_t low = (int64_t)(b & ((UINT64_C(1) << 29) - 1)) - (INT64_C(1) << 28);
+  if (low < 32 && low > -32) return (float)pow(xd, (double)n);
+  if (!(y >= 0x1p-126 && y < 0x1p127)) return (float)pow(xd, (double)n);
+  return (float)y;
+}
+#endif
+
+/* (float)pow(x, sens) for x >= 0, sens > 1: the reference's power (on the
+ * CPU through rgc_pow_whole for whole sensitivities up to 8, its bits). */
+QS_INLINE float rgc_pow(float x, float sens) {
+#if !QS_OPENCL
+  if (x > 0 && sens <= 8 && sens == (float)(int)sens)
+    return rgc_pow_whole(x, (int)sens);
+#endif
+  return (float)pow((QS_ACC)x, (QS_ACC)sens);
+}
+
 /* The ratio, the Wsum > 0 guard, then the sensitivity: a power only when
  * sens > 1 (the reference ignores sensitivity <= 1), negatives to 0. */
 QS_INLINE float rgc_finish(float rgc, float wsum, float sens) {
   rgc = wsum > 0 ? rgc / wsum : 0.0f;
   if (rgc >= 0 && sens > 1)
-    rgc = (float)pow((QS_ACC)rgc, (QS_ACC)sens);
+    rgc = rgc_pow(rgc, sens);
   else if (rgc < 0)
     rgc = 0;
   return rgc;
