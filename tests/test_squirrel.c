@@ -1,8 +1,8 @@
 /* test_squirrel.c — the squirrel method: NanoPyx's ErrorMap on its own
  * fixtures (RSE, RSP, σ, α, β and the error map), closed forms (the
  * reference against itself has RSP 1 and RSE 0; a known blur and gain are
- * recovered), serial = threaded bit for bit, and bad inputs refused with
- * the field named. */
+ * recovered), serial = threaded bit for bit, a batch of reconstructions
+ * scored as each alone, and bad inputs refused with the field named. */
 #include <criterion/criterion.h>
 #include <math.h>
 
@@ -147,20 +147,66 @@ Test(squirrel, serial_equals_threaded) {
   mc_free(&c);
 }
 
+/* A batch of reconstructions: each frame's map and metrics are those of a
+ * call with it alone (the reference made once serves them all). */
+static void batch_case(const char *impl) {
+  metric_case c;
+  mc_load("sq_real_m5", &c);
+  engine *e = mc_engine();
+  const image *rec = &c.in[1];
+  size_t n = rec->rows * rec->cols;
+  image batch;
+  cr_assert_eq(image_alloc(&batch, 3, rec->rows, rec->cols), QS_OK);
+  for (size_t i = 0; i < n; i++) {
+    batch.data[i] = rec->data[i];
+    batch.data[n + i] = rec->data[n - 1 - i];           /* unrelated */
+    batch.data[2 * n + i] = 3 * rec->data[i] + 7;       /* a gain */
+  }
+  image in[2] = {c.in[0], batch}, all[2];
+  mc_run(e, "squirrel", impl, in, 2, NULL, 0, all, 2);
+  cr_assert_eq(all[0].frames, 3);
+  cr_assert_eq(all[1].frames, 3);
+  for (size_t k = 0; k < 3; k++) {
+    image one = image_wrap(batch.data + k * n, 1, rec->rows, rec->cols);
+    image in1[2] = {c.in[0], one}, o[2];
+    mc_run(e, "squirrel", impl, in1, 2, NULL, 0, o, 2);
+    cr_expect_eq(memcmp(all[0].data + k * n, o[0].data, n * sizeof(float)),
+                 0, "%s: map of reconstruction %zu", impl, k);
+    cr_expect_eq(memcmp(all[1].data + k * 5, o[1].data, 5 * sizeof(float)),
+                 0, "%s: metrics of reconstruction %zu: RSP %.9g vs %.9g",
+                 impl, k, (double)all[1].data[k * 5 + 1],
+                 (double)o[1].data[1]);
+    image_free(&o[0]);
+    image_free(&o[1]);
+  }
+  /* and they are different reconstructions' numbers */
+  cr_expect_neq(all[1].data[1], all[1].data[6]);
+  image_free(&all[0]);
+  image_free(&all[1]);
+  image_free(&batch);
+  engine_close(e);
+  mc_free(&c);
+}
+
+Test(squirrel, batch_scores_each_alone) {
+  batch_case("serial");
+  batch_case("threaded");
+}
+
 Test(squirrel, bad_inputs_name_the_field) {
   engine *e = mc_engine();
   image ref, rec, two;
   cr_assert_eq(image_alloc(&ref, 3, 10, 12), QS_OK);
   cr_assert_eq(image_alloc(&rec, 1, 30, 35), QS_OK);
-  cr_assert_eq(image_alloc(&two, 2, 30, 36), QS_OK);
+  cr_assert_eq(image_alloc(&two, 2, 30, 37), QS_OK);
   image out[2], in[2] = {ref, rec};
   run_request rq = {.inputs = in, .n_inputs = 2};
   cr_expect_eq(method_run(e, "squirrel", &rq, out, 2, NULL), QS_ESHAPE);
   cr_expect(strstr(engine_error(e), "reconstruction is 30 x 35") != NULL,
             "%s", engine_error(e));
-  in[1] = two;
+  in[1] = two; /* a batch, but not the reference's size times M */
   cr_expect_eq(method_run(e, "squirrel", &rq, out, 2, NULL), QS_ESHAPE);
-  cr_expect(strstr(engine_error(e), "reconstruction has 2 frames") != NULL,
+  cr_expect(strstr(engine_error(e), "reconstruction is 30 x 37") != NULL,
             "%s", engine_error(e));
   param p = {"sigma", -2, NULL};
   rq.params = &p;

@@ -269,49 +269,74 @@ static int sw_pass(sweep *s, size_t r0, size_t r1, esrrf_partial *p,
   return rc;
 }
 
-/* The metrics of point pt from its statistics. */
-static int sw_score(sweep *s, esrrf_partial *p, esrrf_sweep_point *pt,
-                    float *tmp) {
-  image rec = {0};
+/* The points of radii [r0, r1) from their statistics p: the
+ * reconstructions, SQUIRREL of them all in one call (the reference made
+ * once), FRC of each point's odd and even halves; tmp: two planes. */
+static int sw_score(sweep *s, esrrf_partial *p, size_t r0, size_t r1,
+                    esrrf_sweep_point *pts, float *tmp) {
+  size_t per_r = s->nt * s->ns, np = (r1 - r0) * per_r;
   int mpc = s->o->macro_pixel_correction != 0;
-  int rc = image_alloc(&rec, 1, s->rm, s->cm);
-  if (rc) return sw_fail(s, rc, "sweep: no memory for a reconstruction");
-  rc = esrrf_partial_finish(&p[0], s->mag, mpc, rec.data);
-  if (rc) {
-    image_free(&rec);
-    return sw_fail(s, rc, "sweep: the reconstruction could not be finished");
+  image rec = {0};
+  int rc = image_alloc(&rec, np, s->rm, s->cm);
+  if (rc) return sw_fail(s, rc, "sweep: no memory for %zu reconstructions",
+                         np);
+  for (size_t g = 0; !rc && g < np; g++) {
+    size_t r = r0 + g / per_r, t = g % per_r / s->ns, si = g % s->ns;
+    esrrf_sweep_point *pt = &pts[(t * s->ns + si) * s->nr + r];
+    *pt = (esrrf_sweep_point){.radius = s->o->radii[r],
+                              .sensitivity = s->o->sensitivities[si],
+                              .temporal = s->temporal[t], .rsp = NAN,
+                              .rse = NAN, .sigma = NAN, .frc = NAN};
+    if (esrrf_partial_finish(sw_at(p, s, r - r0, t, si, 0), s->mag, mpc,
+                             rec.data + g * s->plane))
+      rc = sw_fail(s, QS_EINVAL,
+                   "sweep: the reconstruction could not be finished");
   }
-  pt->rsp = pt->rse = pt->sigma = pt->frc = NAN;
-  if (s->rsp) {
+  if (!rc && s->rsp) {
     image in[2] = {*s->stack, rec}, out[2] = {{0}};
     param mp = {"error_map", 0, NULL}; /* the metrics, not the map */
     rc = sw_step(s, "squirrel", in, 2, &mp, 1, out, 2);
-    if (!rc) {
-      pt->rse = out[1].data[0];
-      pt->rsp = out[1].data[1];
-      pt->sigma = out[1].data[2];
+    for (size_t g = 0; !rc && g < np; g++) {
+      size_t r = r0 + g / per_r, t = g % per_r / s->ns, si = g % s->ns;
+      esrrf_sweep_point *pt = &pts[(t * s->ns + si) * s->nr + r];
+      pt->rse = out[1].data[g * 5];
+      pt->rsp = out[1].data[g * 5 + 1];
+      pt->sigma = out[1].data[g * 5 + 2];
     }
     image_free(&out[0]);
     image_free(&out[1]);
   }
-  if (!rc && s->frc) {
-    image half[2];
-    for (int k = 0; k < 2; k++)
-      half[k] = image_wrap(tmp + (size_t)k * s->plane, 1, s->rm, s->cm);
-    rc = esrrf_partial_finish(&p[1], s->mag, mpc, half[0].data);
-    if (!rc) rc = esrrf_partial_finish(&p[2], s->mag, mpc, half[1].data);
-    if (rc) rc = sw_fail(s, rc, "sweep: the odd/even halves could not be "
-                                "finished");
-    image out[2] = {{0}};
-    if (!rc) rc = sw_step(s, "frc", half, 2, NULL, 0, out, 2);
-    if (!rc) pt->frc = out[1].data[0];
-    image_free(&out[0]);
-    image_free(&out[1]);
+  for (size_t g = 0; !rc && g < np; g++) {
+    size_t r = r0 + g / per_r, t = g % per_r / s->ns, si = g % s->ns;
+    esrrf_sweep_point *pt = &pts[(t * s->ns + si) * s->nr + r];
+    if (s->frc) {
+      image half[2];
+      for (int k = 0; k < 2; k++)
+        half[k] = image_wrap(tmp + (size_t)k * s->plane, 1, s->rm, s->cm);
+      rc = esrrf_partial_finish(sw_at(p, s, r - r0, t, si, 1), s->mag, mpc,
+                                half[0].data);
+      if (!rc)
+        rc = esrrf_partial_finish(sw_at(p, s, r - r0, t, si, 2), s->mag,
+                                  mpc, half[1].data);
+      if (rc)
+        rc = sw_fail(s, rc, "sweep: the odd/even halves could not be "
+                            "finished");
+      image out[2] = {{0}};
+      if (!rc) rc = sw_step(s, "frc", half, 2, NULL, 0, out, 2);
+      if (!rc) pt->frc = out[1].data[0];
+      image_free(&out[0]);
+      image_free(&out[1]);
+    }
+    if (!rc && s->o->keep_images) {
+      rc = image_alloc(&pt->recon, 1, s->rm, s->cm);
+      if (rc)
+        rc = sw_fail(s, rc, "sweep: no memory for a reconstruction");
+      else
+        memcpy(pt->recon.data, rec.data + g * s->plane,
+               s->plane * sizeof(float));
+    }
   }
-  if (!rc && s->o->keep_images)
-    pt->recon = rec;
-  else
-    image_free(&rec);
+  image_free(&rec);
   return rc;
 }
 
@@ -408,15 +433,7 @@ int esrrf_sweep(engine *e, const image *stack, const esrrf_sweep_options *o,
                            "points (memory_mb %ld)",
                            group * s.ns * s.nt, o->memory_mb);
     if (!rc) rc = sw_pass(&s, r0, r1, p, batch);
-    for (size_t r = r0; !rc && r < r1; r++)
-      for (size_t t = 0; !rc && t < s.nt; t++)
-        for (size_t si = 0; !rc && si < s.ns; si++) {
-          esrrf_sweep_point *pt = &pts[(t * s.ns + si) * s.nr + r];
-          pt->radius = o->radii[r];
-          pt->sensitivity = o->sensitivities[si];
-          pt->temporal = s.temporal[t];
-          rc = sw_score(&s, sw_at(p, &s, r - r0, t, si, 0), pt, tmp);
-        }
+    if (!rc) rc = sw_score(&s, p, r0, r1, pts, tmp);
     for (size_t i = 0; i < group * s.nt * s.ns * 3; i++)
       esrrf_partial_free(&p[i]);
   }

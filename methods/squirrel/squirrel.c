@@ -22,8 +22,11 @@
  *     they are the same with or without the map: error_map false skips
  *     the map's blur).
  *
- * Outputs: `error_map` (1, R·M, C·M) and `metrics` (1, 1, 5): RSE, RSP,
- * σ (reconstruction pixels), α, β. */
+ * Outputs: `error_map` (P, R·M, C·M) and `metrics` (P, 1, 5): RSE, RSP,
+ * σ (reconstruction pixels), α, β, for P reconstructions (frames of the
+ * second input) each scored on its own against the one reference, whose
+ * mean, interpolation and transform are made once: a reconstruction's
+ * numbers are those of a call with it alone. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +147,8 @@ typedef struct sq_fit {
   float *blur, *tmp;      /* n each (in space) */
   size_t rows, cols, n;
   double *p, *q;          /* DCT: X·F and X², rows × cols (NULL: space) */
+  double *x;              /* DCT: X */
+  const double *fr;       /* DCT: F, the reference's */
   double *hy, *hx;        /* the gains per axis */
   double srr, x0, f0;     /* Σ F² without DC; the DC terms */
   double alpha, beta;     /* of the last evaluation */
@@ -260,29 +265,36 @@ static double sq_error(sq_fit *f, double sigma) {
   return sqrt(e > 0 ? e / (double)f->n : 0);
 }
 
-typedef struct sq_dct_job {
+/* The orthonormal DCT-II of rows × cols images, its matrices made once
+ * for every image of a call. Each coefficient is a sum in double in the
+ * order of the pixels (rows: over x, then columns: over y); the passes
+ * run that order for many coefficients at once. */
+typedef struct sq_dct {
+  double *cr;  /* rows × rows: cr[k·rows + y] */
+  double *cct; /* cols × cols, transposed: cct[x·cols + k] */
+  double *tmp; /* rows × cols */
   const float *in;
-  double *tmp, *out;
-  const double *cr, *cc; /* orthonormal DCT-II matrices R × R, C × C */
+  double *out;
   size_t rows, cols;
-} sq_dct_job;
+} sq_dct;
 
 static int sq_dct_rows(void *ctx, size_t b, size_t e, int worker) {
-  const sq_dct_job *j = ctx;
+  const sq_dct *j = ctx;
   (void)worker;
-  for (size_t y = b; y < e; y++)
-    for (size_t k = 0; k < j->cols; k++) {
-      const double *c = j->cc + k * j->cols;
-      const float *row = j->in + y * j->cols;
-      double s = 0;
-      for (size_t x = 0; x < j->cols; x++) s += c[x] * row[x];
-      j->tmp[y * j->cols + k] = s;
+  for (size_t y = b; y < e; y++) {
+    double *t = j->tmp + y * j->cols;
+    const float *row = j->in + y * j->cols;
+    for (size_t k = 0; k < j->cols; k++) t[k] = 0;
+    for (size_t x = 0; x < j->cols; x++) {
+      const double *c = j->cct + x * j->cols, v = row[x];
+      for (size_t k = 0; k < j->cols; k++) t[k] += c[k] * v;
     }
+  }
   return QS_OK;
 }
 
 static int sq_dct_cols(void *ctx, size_t b, size_t e, int worker) {
-  const sq_dct_job *j = ctx;
+  const sq_dct *j = ctx;
   (void)worker;
   for (size_t k = b; k < e; k++) {
     double *o = j->out + k * j->cols;
@@ -296,59 +308,57 @@ static int sq_dct_cols(void *ctx, size_t b, size_t e, int worker) {
   return QS_OK;
 }
 
-static void sq_dct_matrix(double *m, size_t n) {
+/* The DCT-II matrix of side n, m[k·n + j] (transposed: m[j·n + k]). */
+static void sq_dct_matrix(double *m, size_t n, int transposed) {
   for (size_t k = 0; k < n; k++) {
     double s = sqrt((k ? 2.0 : 1.0) / (double)n);
     for (size_t j = 0; j < n; j++)
-      m[k * n + j] = s * cos(3.14159265358979323846 * (double)k *
-                             (2.0 * (double)j + 1) / (2.0 * (double)n));
+      m[transposed ? j * n + k : k * n + j] =
+          s * cos(3.14159265358979323846 * (double)k *
+                  (2.0 * (double)j + 1) / (2.0 * (double)n));
   }
 }
 
-/* Prepares the fit on cosine transforms (f->p, f->q, ...); on QS_ENOMEM
- * the caller falls back to the fit in space. */
-static int sq_fit_dct(sq_fit *f) {
-  size_t r = f->rows, c = f->cols, n = f->n;
-  double *cr = malloc(r * r * sizeof *cr), *cc = malloc(c * c * sizeof *cc);
-  double *tmp = malloc(n * sizeof *tmp), *x = malloc(n * sizeof *x);
-  double *p = malloc(n * sizeof *p), *q = malloc(n * sizeof *q);
-  double *h = malloc((r + c) * sizeof *h);
-  int rc = cr && cc && tmp && x && p && q && h ? QS_OK : QS_ENOMEM;
-  if (!rc) {
-    sq_dct_matrix(cr, r);
-    sq_dct_matrix(cc, c);
-    sq_dct_job j = {f->rec, tmp, x, cr, cc, r, c};
-    rc = f->c->parallel_for(f->c, 0, r, sq_dct_rows, &j);
-    if (!rc) rc = f->c->parallel_for(f->c, 0, r, sq_dct_cols, &j);
-    j.in = f->ref;
-    j.out = p;
-    if (!rc) rc = f->c->parallel_for(f->c, 0, r, sq_dct_rows, &j);
-    if (!rc) rc = f->c->parallel_for(f->c, 0, r, sq_dct_cols, &j);
+static void sq_dct_free(sq_dct *d) {
+  free(d->cr);
+  free(d->cct);
+  free(d->tmp);
+  memset(d, 0, sizeof *d);
+}
+
+static int sq_dct_open(sq_dct *d, size_t r, size_t c) {
+  *d = (sq_dct){.cr = malloc(r * r * sizeof(double)),
+                .cct = malloc(c * c * sizeof(double)),
+                .tmp = malloc(r * c * sizeof(double)), .rows = r, .cols = c};
+  if (!d->cr || !d->cct || !d->tmp) {
+    sq_dct_free(d);
+    return QS_ENOMEM;
   }
-  if (!rc) {
-    f->x0 = x[0];
-    f->f0 = p[0];
-    f->srr = 0;
-    for (size_t i = 1; i < n; i++) f->srr += p[i] * p[i];
-    for (size_t i = 0; i < n; i++) {
-      double fi = p[i];
-      p[i] = x[i] * fi;
-      q[i] = x[i] * x[i];
-    }
-    f->p = p;
-    f->q = q;
-    f->hy = h;
-    f->hx = h + r;
-    p = q = h = NULL;
+  sq_dct_matrix(d->cr, r, 0);
+  sq_dct_matrix(d->cct, c, 1);
+  return QS_OK;
+}
+
+/* out (rows × cols) = the DCT of in. */
+static int sq_dct_run(const method_call *c, sq_dct *d, const float *in,
+                      double *out) {
+  d->in = in;
+  d->out = out;
+  int rc = c->parallel_for(c, 0, d->rows, sq_dct_rows, d);
+  return rc ? rc : c->parallel_for(c, 0, d->rows, sq_dct_cols, d);
+}
+
+/* The fit of f->rec on cosine transforms (f->p, f->q, x0), given the
+ * reference's transform f->fr (f0, srr) and buffers f->x, f->p, f->q. */
+static int sq_fit_dct(sq_fit *f, sq_dct *d) {
+  int rc = sq_dct_run(f->c, d, f->rec, f->x);
+  if (rc) return rc;
+  f->x0 = f->x[0];
+  for (size_t i = 0; i < f->n; i++) {
+    f->p[i] = f->x[i] * f->fr[i];
+    f->q[i] = f->x[i] * f->x[i];
   }
-  free(cr);
-  free(cc);
-  free(tmp);
-  free(x);
-  free(p);
-  free(q);
-  free(h);
-  return rc;
+  return QS_OK;
 }
 
 /* scipy.optimize.bracket from (xa, xb): a triple with f(xb) below both
@@ -493,12 +503,13 @@ static double sq_pearson(const float *x, const float *y, size_t n) {
 static const slot_def sq_inputs[] = {
     {"reference", "diffraction-limited reference (F, R, C): the raw stack, "
                   "whose mean over frames is used, or its mean"},
-    {"reconstruction", "super-resolved image (1, R·M, C·M)"},
+    {"reconstruction", "super-resolved images (P, R·M, C·M), each scored "
+                       "on its own against the one reference"},
 };
 static const slot_def sq_outputs[] = {
-    {"error_map", "(1, R·M, C·M): |blurred, rescaled reconstruction − "
+    {"error_map", "(P, R·M, C·M): |blurred, rescaled reconstruction − "
                   "interpolated reference|"},
-    {"metrics", "(1, 1, 5): RSE, RSP, sigma (reconstruction pixels), alpha, "
+    {"metrics", "(P, 1, 5): RSE, RSP, sigma (reconstruction pixels), alpha, "
                 "beta"},
 };
 static const param_def sq_params[] = {
@@ -516,12 +527,6 @@ static int sq_shape(const image *in, const double *p, image *out, char *err,
     if (rc) return rc;
   }
   const image *r = &in[0], *s = &in[1];
-  if (s->frames != 1) {
-    snprintf(err, err_len,
-             "squirrel: reconstruction has %zu frames; one image expected",
-             s->frames);
-    return QS_ESHAPE;
-  }
   size_t m = s->rows / r->rows;
   if (m < 1 || s->rows != m * r->rows || s->cols != m * r->cols ||
       m > 64) {
@@ -535,16 +540,67 @@ static int sq_shape(const image *in, const double *p, image *out, char *err,
     snprintf(err, err_len, "squirrel: reference of one pixel");
     return QS_ESHAPE;
   }
-  out[0] = (image){.frames = 1, .rows = s->rows, .cols = s->cols};
-  out[1] = (image){.frames = 1, .rows = 1, .cols = M_N};
+  out[0] = (image){.frames = s->frames, .rows = s->rows, .cols = s->cols};
+  out[1] = (image){.frames = s->frames, .rows = 1, .cols = M_N};
   return QS_OK;
 }
 
 static double sq_work(const image *in, const double *p) {
   (void)p;
-  return (double)in[1].rows * (double)in[1].cols * 64;
+  return (double)in[1].frames * (double)in[1].rows * (double)in[1].cols * 64;
 }
 
+/* The metrics (and the map, if asked) of reconstruction f->rec into met
+ * and map; f's transforms prepared (f->p) or not (the fit in space). */
+static int sq_one(const method_call *c, sq_fit *f, float *scaled,
+                  float *met, float *map) {
+  size_t n = f->n;
+  double sigma = c->p[P_SIGMA];
+  if (sigma == 0) {
+    double x[3] = {0, 4 / 2.35482 * (double)(f->rows / c->in[0].rows)}, y[3];
+    sq_bracket(f, x, y);
+    sigma = sq_brent(f, x, y);
+  }
+  sq_error(f, sigma); /* α, β at σ */
+  if (f->rc) return f->rc;
+  /* NanoPyx keeps α, β and σ as float and blurs α·rec + β */
+  float a32 = (float)f->alpha, b32 = (float)f->beta, s32 = (float)sigma;
+  met[M_SIGMA] = s32;
+  met[M_ALPHA] = a32;
+  met[M_BETA] = b32;
+  if (f->p) {
+    /* RSE and RSP from the transforms (the blur's, at σ, α and β as
+     * float), so that they do not depend on whether the map is made */
+    double sp, sq, rn = sqrt((double)n);
+    int rc = sq_sums(f, s32, &sp, &sq);
+    if (rc) return rc;
+    double dc = (double)a32 * f->x0 + (double)b32 * rn - f->f0;
+    double e = (double)a32 * a32 * sq - 2.0 * a32 * sp + f->srr + dc * dc;
+    met[M_RSE] = (float)sqrt(e > 0 ? e / (double)n : 0);
+    met[M_RSP] = sq > 0 && f->srr > 0 && a32 != 0
+                     ? (float)((a32 > 0 ? sp : -sp) / sqrt(sq * f->srr))
+                     : 0;
+  }
+  if (c->p[P_MAP] != 0 || !f->p) {
+    for (size_t i = 0; i < n; i++) scaled[i] = a32 * f->rec[i] + b32;
+    int rc = gauss_blur(c, scaled, f->blur, f->tmp, f->rows, f->cols, s32);
+    if (rc) return rc;
+    double se = 0;
+    for (size_t i = 0; i < n; i++) {
+      float e = f->blur[i] - f->ref[i];
+      if (c->p[P_MAP] != 0) map[i] = fabsf(e);
+      se += (double)e * (double)e;
+    }
+    if (!f->p) {
+      met[M_RSE] = (float)sqrt(se / (double)n);
+      met[M_RSP] = (float)sq_pearson(f->blur, f->ref, n);
+    }
+  }
+  return QS_OK;
+}
+
+/* The reference (mean, interpolation and its transform) is made once for
+ * all the reconstructions, which are scored one by one. */
 static int sq_run(const method_call *c) {
   const image *r = &c->in[0], *s = &c->in[1];
   size_t h = r->rows, w = r->cols, m = s->rows / r->rows;
@@ -552,8 +608,10 @@ static int sq_run(const method_call *c) {
   float *mean = malloc(plane * sizeof *mean);
   float *ref = malloc(n * sizeof *ref), *blur = malloc(n * sizeof *blur);
   float *tmp = malloc(n * sizeof *tmp), *scaled = malloc(n * sizeof *scaled);
-  sq_fit f = {.c = c, .ref = ref, .rec = s->data, .blur = blur, .tmp = tmp,
-              .rows = s->rows, .cols = s->cols, .n = n};
+  sq_fit f0 = {.c = c, .ref = ref, .blur = blur, .tmp = tmp,
+               .rows = s->rows, .cols = s->cols, .n = n};
+  sq_dct d = {0};
+  double *fr = NULL, *x = NULL, *p = NULL, *q = NULL, *hs = NULL;
   int rc = QS_OK;
   if (!mean || !ref || !blur || !tmp || !scaled) {
     rc = QS_ENOMEM;
@@ -574,58 +632,46 @@ static int sq_run(const method_call *c) {
              "squirrel: no memory for the reference's interpolation");
     goto done;
   }
-  double sigma = c->p[P_SIGMA];
-  if (s->rows <= SQ_DCT_MAX && s->cols <= SQ_DCT_MAX) sq_fit_dct(&f);
-  if (sigma == 0) {
-    double x[3] = {0, 4 / 2.35482 * (double)m}, y[3];
-    sq_bracket(&f, x, y);
-    sigma = sq_brent(&f, x, y);
-  }
-  sq_error(&f, sigma); /* α, β at σ */
-  rc = f.rc;
-  if (rc) {
-    snprintf(c->err, c->err_len, "squirrel: no memory for the blur");
-    goto done;
-  }
-  /* NanoPyx keeps α, β and σ as float and blurs α·rec + β */
-  float a32 = (float)f.alpha, b32 = (float)f.beta, s32 = (float)sigma;
-  float *met = c->out[1].data;
-  met[M_SIGMA] = s32;
-  met[M_ALPHA] = a32;
-  met[M_BETA] = b32;
-  if (f.p) {
-    /* RSE and RSP from the transforms (the blur's, at σ, α and β as
-     * float), so that they do not depend on whether the map is made */
-    double sp, sq, rn = sqrt((double)n);
-    rc = sq_sums(&f, s32, &sp, &sq);
-    if (rc) goto done;
-    double dc = (double)a32 * f.x0 + (double)b32 * rn - f.f0;
-    double e = (double)a32 * a32 * sq - 2.0 * a32 * sp + f.srr + dc * dc;
-    met[M_RSE] = (float)sqrt(e > 0 ? e / (double)n : 0);
-    met[M_RSP] = sq > 0 && f.srr > 0 && a32 != 0
-                     ? (float)((a32 > 0 ? sp : -sp) / sqrt(sq * f.srr))
-                     : 0;
-  }
-  if (c->p[P_MAP] != 0 || !f.p) {
-    for (size_t i = 0; i < n; i++) scaled[i] = a32 * s->data[i] + b32;
-    rc = gauss_blur(c, scaled, blur, tmp, s->rows, s->cols, s32);
-    if (rc) goto done;
-    double se = 0;
-    float *map = c->out[0].data;
-    for (size_t i = 0; i < n; i++) {
-      float e = blur[i] - ref[i];
-      if (c->p[P_MAP] != 0) map[i] = fabsf(e);
-      se += (double)e * (double)e;
+  /* the fit on cosine transforms where they fit in memory, else in space */
+  if (s->rows <= SQ_DCT_MAX && s->cols <= SQ_DCT_MAX &&
+      !sq_dct_open(&d, s->rows, s->cols)) {
+    fr = malloc(n * sizeof *fr);
+    x = malloc(n * sizeof *x);
+    p = malloc(n * sizeof *p);
+    q = malloc(n * sizeof *q);
+    hs = malloc((s->rows + s->cols) * sizeof *hs);
+    if (fr && x && p && q && hs && !sq_dct_run(c, &d, ref, fr)) {
+      f0.fr = fr;
+      f0.x = x;
+      f0.hy = hs;
+      f0.hx = hs + s->rows;
+      f0.f0 = fr[0];
+      for (size_t i = 1; i < n; i++) f0.srr += fr[i] * fr[i];
     }
-    if (!f.p) {
-      met[M_RSE] = (float)sqrt(se / (double)n);
-      met[M_RSP] = (float)sq_pearson(blur, ref, n);
+  }
+  for (size_t k = 0; !rc && k < s->frames; k++) {
+    sq_fit f = f0;
+    f.rec = s->data + k * n;
+    if (f.fr) {
+      f.p = p;
+      f.q = q;
+      if (sq_fit_dct(&f, &d)) f.p = f.q = NULL; /* in space */
     }
+    rc = sq_one(c, &f, scaled, c->out[1].data + k * M_N,
+                c->out[0].data + k * n);
+    if (rc) {
+      snprintf(c->err, c->err_len, "squirrel: no memory for the blur");
+      break;
+    }
+    if (method_advance(c, k + 1, s->frames)) rc = QS_ECANCELLED;
   }
 done:
-  free(f.p);
-  free(f.q);
-  free(f.hy);
+  sq_dct_free(&d);
+  free(fr);
+  free(x);
+  free(p);
+  free(q);
+  free(hs);
   free(mean);
   free(ref);
   free(blur);
