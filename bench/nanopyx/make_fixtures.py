@@ -7,7 +7,9 @@ beside a JSON file naming the method, quicksilver's parameters, the NanoPyx
 call that made the output, the shapes, the tolerance the tests apply and the
 package versions. `index.json` lists the cases. Inputs are a crop of a real
 fluctuation stack (tests/data/reference/README.md says which) and simulated
-blinking emitters with a fixed seed.
+blinking emitters with a fixed seed. The metrics' OpenMP loops (DecorrAnalysis'
+apodisation and spectrum norm sum floats per thread) run on 2 threads, as the
+committed fixtures were made: OMP_NUM_THREADS is set to 2 here.
 
 Usage: python3 bench/nanopyx/make_fixtures.py [--out DIR]
 (creates or reuses the private NanoPyx environment, see npxenv.py).
@@ -18,6 +20,9 @@ import hashlib
 import json
 import os
 import sys
+
+# NanoPyx's float reductions depend on the thread count (see the docstring)
+os.environ["OMP_NUM_THREADS"] = "2"
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import npxenv  # noqa: E402

@@ -3,7 +3,7 @@
  * DecorrAnalysis computes it. Its steps, quirks kept for parity:
  *
  *  1. the edges are apodised (a raised cosine over 20 pixels towards the
- *     mean of the pixels outside the inscribed circle);
+ *     mean of the pixels outside the circle of radius w/2 − 20);
  *  2. the image is placed in a square of the next power-of-two side N
  *     filled with its first pixel, columns centred, rows from the top
  *     (NanoPyx's offset is applied to columns only);
@@ -20,6 +20,15 @@
  *     kc_max (0 when no curve has a maximum: NanoPyx then reports
  *     uninitialised memory).
  *
+ * NanoPyx's arithmetic is followed where it decides the curves' bits:
+ * its image halves are whole pixels (C division of ints: an odd side's
+ * centre is left of the middle), its edge mean and spectrum norm are float
+ * sums split between the two OpenMP threads the fixtures were made with,
+ * squares are summed in float; and the DC bin of each high-pass image is
+ * its sum in double (what numpy's transform gives), not kissfft's float
+ * noise: whether it is 0 adds or not 1 to every radius's normalised
+ * energy. The curves then agree with NanoPyx's within 3e-7.
+ *
  * Outputs: `resolution` (1, 1, 4): resolution (pixel_size units), kc_max,
  * its amplitude, kc0; `curves` (1, 1 + 2·n_g, n_r): d0, then the blurred
  * curves of both passes. */
@@ -33,6 +42,11 @@
 #include "methods/shared/gauss.h"
 
 #define DC_PI 3.14159265358979323846
+
+/* The row from which NanoPyx's norm of the spectrum is summed by its
+ * second thread: the fixtures were made with 2 OpenMP threads, whose
+ * float sums of the two halves of the rows are added at the end. */
+#define DC_NORM_SPLIT(n) ((n) / 2)
 
 enum { P_RMIN, P_RMAX, P_NR, P_NG, P_PIXEL_SIZE };
 enum { R_RES, R_KC, R_AMP, R_KC0, R_N };
@@ -51,25 +65,28 @@ typedef struct decorr {
 
 /* NanoPyx's apodisation of the h × w image in place. */
 static void dc_apodize(float *p, int h, int w) {
-  const int offset = 20;
-  float radius = (float)((double)w / 2 - offset);
-  float edge = 0;
+  /* NanoPyx's halves are whole (C division of ints): the centre of an
+   * odd side is the pixel left of the middle */
+  const int offset = 20, hh = h / 2, hw = w / 2;
+  float radius = (float)(hw - offset);
+  /* NanoPyx's float sum over columns on its two threads (the fixtures'):
+   * columns [0, ⌈w/2⌉) and the rest summed apart, then added */
+  float part[2] = {0, 0}, edge;
   long count = 0;
   for (int x = 0; x < w; x++)
     for (int y = 0; y < h; y++) {
-      float dist = (float)(pow(y - (double)h / 2, 2) + pow(x - (double)w / 2, 2));
-      if ((double)dist > pow(radius, 2)) {
-        edge += p[y * w + x];
+      long dist = (long)(y - hh) * (y - hh) + (long)(x - hw) * (x - hw);
+      if ((double)dist > (double)radius * radius) {
+        part[x >= (w + 1) / 2] += p[y * w + x];
         count++;
       }
     }
-  edge = count ? edge / (float)count : 0;
+  edge = count ? (part[0] + part[1]) / (float)count : 0;
   for (int x = 0; x < w; x++)
     for (int y = 0; y < h; y++) {
-      float x0 = (float)fabs(x - (double)w / 2), y0 = (float)fabs(y - (double)h / 2);
-      double ex = fabs(x0 - (double)w / 2), ey = fabs(y0 - (double)h / 2);
+      int ex = abs(abs(x - hw) - hw), ey = abs(abs(y - hh) - hh);
       if (ex <= offset || ey <= offset) {
-        float d = (float)fmin(ex, ey);
+        float d = (float)(ex < ey ? ex : ey);
         float c = (float)((cos(d * DC_PI / offset - DC_PI) + 1) / 2);
         p[y * w + x] = (float)(c * (p[y * w + x] - edge)) + edge;
       }
@@ -90,7 +107,7 @@ static void dc_ring(decorr *s, float crmin, float crmax) {
   for (int x = ox; x < ox + w; x++)
     for (int y = oy; y < oy + h; y++) {
       float dist = (float)(pow(x - (double)n / 2, 2) + pow(y - (double)n / 2, 2));
-      dist = (float)sqrt(4 * dist / (float)(n * n));
+      dist = (float)sqrt(4.0 * dist / (double)(float)(n * n)); /* in double */
       float k = (float)(x * n + y);
       if ((double)k > limit) return;
       if (!(dist >= 0 && dist <= crmax)) continue;
@@ -100,7 +117,7 @@ static void dc_ring(decorr *s, float crmin, float crmax) {
       if (d + nr >= 2 * nr) continue;
       size_t at = (size_t)y * s->n + (size_t)x;
       out[d] += s->re[at] * s->nre[at] + s->im[at] * s->nim[at];
-      out[d + nr] += (float)(pow(s->nre[at], 2) + pow(s->nim[at], 2));
+      out[d + nr] += powf(s->nre[at], 2) + powf(s->nim[at], 2); /* float */
     }
 }
 
@@ -117,19 +134,31 @@ static int dc_spectrum(decorr *s, const float *img, int zero_dc, float *cr) {
       s->re[y * n + x] = v->r;
       s->im[y * n + x] = v->i;
     }
-  if (zero_dc) s->re[n / 2 * n + n / 2] = s->im[n / 2 * n + n / 2] = 0;
-  double radius = (double)n * (double)n / 4, c = 0;
+  /* The DC bin is the image's sum: taken in double, rounded once, not
+   * the transform's rounding noise. Of an image minus its blur that sum
+   * is near 0, and whether it is exactly 0 decides whether the bin's
+   * unit-modulus copy adds 1 to every radius's normalised energy (numpy's
+   * transform gives the rounded sum here; kissfft's butterflies in float
+   * gave 0 for some nonzero sums, moving the curves' first radii by 3 %). */
+  double sum = 0;
+  for (size_t i = 0; i < nn; i++) sum += img[i];
+  s->re[n / 2 * n + n / 2] = zero_dc ? 0 : (float)sum;
+  s->im[n / 2 * n + n / 2] = 0;
+  double radius = (double)n * (double)n / 4;
+  float half[2] = {0, 0}; /* NanoPyx's float sum over rows, two threads */
   for (size_t y = 0; y < n; y++)
     for (size_t x = 0; x < n; x++) {
       size_t at = y * n + x;
-      double mag = sqrt(pow(s->re[at], 2) + pow(s->im[at], 2));
+      /* NanoPyx's magnitude: the squares summed in float */
+      float m2 = powf(s->re[at], 2) + powf(s->im[at], 2);
+      double mag = sqrt((double)m2);
       s->nre[at] = mag != 0 ? (float)(s->re[at] / mag) : 0;
       s->nim[at] = mag != 0 ? (float)(s->im[at] / mag) : 0;
       double dist = pow((double)y - (double)n / 2, 2) +
                     pow((double)x - (double)n / 2, 2);
-      if (dist < radius) c += (double)s->re[at] * s->re[at] + (double)s->im[at] * s->im[at];
+      if (dist < radius) half[y >= DC_NORM_SPLIT(n)] += m2;
     }
-  *cr = (float)sqrt(c);
+  *cr = (float)sqrt((double)(half[0] + half[1]));
   return QS_OK;
 }
 
@@ -276,7 +305,10 @@ static int dc_run(const method_call *c) {
       amp[ng] = pk[1];
       dc_best(kc, amp, ng + 1, 1, gm);
       dc_best(kc, amp, ng + 1, 0, mx);
-      float lo = fminf(gm[0], mx[0]) - 0.05f, hi = fmaxf(gm[0], mx[0]) + 0.3f;
+      /* in double, then float (NanoPyx's: fmin, fmax and the constants
+       * are double there) */
+      float lo = (float)(fmin(gm[0], mx[0]) - 0.05);
+      float hi = (float)(fmax(gm[0], mx[0]) + 0.3);
       crmin = lo < rmin ? rmin : lo;
       crmax = hi > rmax ? rmax : hi;
       float i1 = fminf(gm[2], mx[2]) - 1, i2 = fmaxf(gm[2], mx[2]);
