@@ -25,15 +25,20 @@
  * intensity from it (the numbers of the rgc step itself: bit-identical to
  * eSRRF run with the same implementation for its steps); every frame's
  * map folds into three statistics per point (all, odd, even frames) in the
- * same pass. Each step runs through method_run, so the engine chooses,
- * times and records it like any call (or runs the implementation the
- * options force).
+ * same pass, in tiles of pixels whose statistics stay in cache over a
+ * batch of frames. The scores of a group of radii take one SQUIRREL call
+ * for all its reconstructions (the stack's mean, its interpolation and
+ * its transform made once). Each step runs through method_run, so the
+ * engine chooses, times and records it like any call (or runs the
+ * implementation the options force).
  *
  * Memory: three statistics per point of R·M·C·M pixels in double (1, 2 or
  * 4 per pixel for avg, var, tac2); when the points would take more than
  * memory_mb, the radii are taken in groups, one pass over the frames per
  * group. Plus one batch of frames through the steps (the ×2M gradients:
- * 32·R·M·C·M bytes a frame) and, if asked, each point's reconstruction.
+ * 32·R·M·C·M bytes a frame), a group's reconstructions and SQUIRREL's
+ * (empty) maps of them (8·R·M·C·M bytes a point) and, if asked, each
+ * point's reconstruction.
  *
  * Compiles as C11 and C++; the library never prints. */
 #ifndef QUICKSILVER_SWEEP_H
