@@ -135,13 +135,19 @@ static esrrf_partial *sw_at(esrrf_partial *p, const sweep *s, size_t r,
 }
 
 /* The map of sensitivity sens from the convergence v (sensitivity 1, no
- * intensity: rgc_finish's ratio, >= 0) for pixels [b, e): rgc_finish's
- * power of the float sensitivity, as eSRRF's pass takes it (v / 1 is v),
- * and the intensity. */
+ * intensity: rgc_finish's ratio) for pixels [b, e): rgc_sens with the
+ * float sensitivity, as eSRRF's pass takes it, and the intensity. */
 static void sw_map(const float *v, const float *img, float sens, int iw,
                    size_t b, size_t e, float *out) {
+  if (!(sens > 1)) { /* no power: a loop the compiler vectorises */
+    for (size_t i = b; i < e; i++) {
+      float x = v[i] < 0 ? 0 : v[i];
+      out[i] = iw ? x * img[i] : x;
+    }
+    return;
+  }
   for (size_t i = b; i < e; i++) {
-    float x = rgc_finish(v[i], 1.0f, sens);
+    float x = rgc_sens(v[i], sens);
     out[i] = iw ? x * img[i] : x;
   }
 }

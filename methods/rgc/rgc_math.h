@@ -147,15 +147,19 @@ QS_INLINE float rgc_pow(float x, float sens) {
   return (float)pow((QS_ACC)x, (QS_ACC)sens);
 }
 
-/* The ratio, the Wsum > 0 guard, then the sensitivity: a power only when
- * sens > 1 (the reference ignores sensitivity <= 1), negatives to 0. */
-QS_INLINE float rgc_finish(float rgc, float wsum, float sens) {
-  rgc = wsum > 0 ? rgc / wsum : 0.0f;
+/* The sensitivity on a convergence ratio: a power only when sens > 1 (the
+ * reference ignores sensitivity <= 1), negatives to 0. */
+QS_INLINE float rgc_sens(float rgc, float sens) {
   if (rgc >= 0 && sens > 1)
     rgc = rgc_pow(rgc, sens);
   else if (rgc < 0)
     rgc = 0;
   return rgc;
+}
+
+/* The ratio, the Wsum > 0 guard, then the sensitivity (rgc_sens). */
+QS_INLINE float rgc_finish(float rgc, float wsum, float sens) {
+  return rgc_sens(wsum > 0 ? rgc / wsum : 0.0f, sens);
 }
 
 /* RGC of output pixel (yM, xM) of a rowsM × colsM output, before intensity
