@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "qs_test.h"
+#include "provenance.h"
 #include "tiff.h"
 
 #define FUZZ_NO_MAIN
@@ -1054,4 +1055,37 @@ Test(tiff, written_axes_pixel_size_and_provenance_read_back) {
   tiff_set_classic_limit(0);
   image_free(&img);
   dir_remove();
+}
+
+/* The implementations of several runs of one output (channels, MPI
+ * ranks): the set lists each name once, in the order first met, names
+ * that only share a prefix apart, nothing cut in the middle of a name;
+ * the per-run list appears only when the runs differ. */
+Test(provenance, implementation_set_and_per_run_list) {
+  const char *runs[] = {"fused_avx2", "serial,fused_avx2", "", "fused",
+                        "threaded,serial"};
+  char set[64];
+  prov_impl_set(runs, 5, set, sizeof set);
+  cr_assert_str_eq(set, "fused_avx2,serial,fused,threaded");
+  prov_impl_set(runs, 5, set, 12); /* "fused_avx2" and its NUL fit */
+  cr_assert_str_eq(set, "fused_avx2");
+  prov_impl_set(runs + 2, 1, set, sizeof set);
+  cr_assert_str_eq(set, "");
+  const char *same[] = {"serial", "serial", "serial"};
+  cJSON *j = cJSON_CreateObject();
+  prov_impl_each(j, "impl_per_rank", same, 3);
+  cr_assert_null(cJSON_GetObjectItem(j, "impl_per_rank"));
+  prov_impl_each(j, "impl_per_rank", runs, 5);
+  cJSON *a = cJSON_GetObjectItem(j, "impl_per_rank");
+  cr_assert_eq(cJSON_GetArraySize(a), 5);
+  cr_assert_str_eq(cJSON_GetArrayItem(a, 1)->valuestring, "serial,fused_avx2");
+  cr_assert_str_eq(cJSON_GetArrayItem(a, 2)->valuestring, "");
+  const char *inputs[] = {"/data/a.tif", "b.tif"};
+  prov_inputs(j, inputs, 1); /* one input: "input" says it */
+  cr_assert_null(cJSON_GetObjectItem(j, "inputs"));
+  prov_inputs(j, inputs, 2);
+  a = cJSON_GetObjectItem(j, "inputs");
+  cr_assert_str_eq(cJSON_GetArrayItem(a, 0)->valuestring, "a.tif");
+  cr_assert_str_eq(cJSON_GetArrayItem(a, 1)->valuestring, "b.tif");
+  cJSON_Delete(j);
 }

@@ -344,14 +344,7 @@ static void output_meta(const inputs *x, const image *out, size_t C,
     m->channels = C;
     m->frames = out->frames;
   }
-  for (size_t k = 0; k < x->n_in; k++) {
-    const tiff_meta *im = &x->info[k].meta;
-    if (!(im->pixel_x > 0)) continue;
-    m->pixel_x = im->pixel_x * (double)x->info[k].cols / (double)out->cols;
-    m->pixel_y = im->pixel_y * (double)x->info[k].rows / (double)out->rows;
-    snprintf(m->unit, sizeof m->unit, "%s", im->unit);
-    break;
-  }
+  tiff_meta_scaled(m, x->info, x->n_in, out->rows, out->cols);
   snprintf(m->provenance, sizeof m->provenance, "%s", prov);
 }
 
@@ -379,23 +372,14 @@ static int output_write(const char *path, image *const *outs, size_t C,
 static void run_provenance(const method_desc *d, const double *values,
                            char **paths, size_t n_in, const run_report *rep,
                            size_t C, char *out, size_t len) {
-  cJSON *j = prov_new(d, values, rep[0].impl, n_in ? paths[0] : NULL);
-  if (j && n_in > 1) {
-    cJSON *arr = cJSON_AddArrayToObject(j, "inputs");
-    for (size_t k = 0; k < n_in; k++) {
-      const char *slash = strrchr(paths[k], '/');
-      cJSON_AddItemToArray(arr,
-                           cJSON_CreateString(slash ? slash + 1 : paths[k]));
-    }
-  }
-  int same = 1;
-  for (size_t c = 1; c < C; c++) same &= !strcmp(rep[c].impl, rep[0].impl);
+  const char *impls[64];
+  char set[256];
+  for (size_t c = 0; c < C && c < 64; c++) impls[c] = rep[c].impl;
+  prov_impl_set(impls, C < 64 ? C : 64, set, sizeof set);
+  cJSON *j = prov_new(d, values, set, n_in ? paths[0] : NULL);
+  prov_inputs(j, (const char *const *)paths, n_in);
   if (j && C > 1) cJSON_AddNumberToObject(j, "channels", (double)C);
-  if (j && !same) {
-    cJSON *arr = cJSON_AddArrayToObject(j, "impl_per_channel");
-    for (size_t c = 0; c < C; c++)
-      cJSON_AddItemToArray(arr, cJSON_CreateString(rep[c].impl));
-  }
+  prov_impl_each(j, "impl_per_channel", impls, C < 64 ? C : 64);
   prov_text(j, out, len);
 }
 

@@ -4,6 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The name of path without its directories. */
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
 cJSON *prov_new(const method_desc *d, const double *values, const char *impl,
                 const char *input) {
   cJSON *j = cJSON_CreateObject();
@@ -25,11 +31,46 @@ cJSON *prov_new(const method_desc *d, const double *values, const char *impl,
       cJSON_AddNumberToObject(p, pd->name, values[i]);
     }
   }
-  if (input && *input) {
-    const char *slash = strrchr(input, '/');
-    cJSON_AddStringToObject(j, "input", slash ? slash + 1 : input);
-  }
+  if (input && *input) cJSON_AddStringToObject(j, "input", base_name(input));
   return j;
+}
+
+void prov_inputs(cJSON *j, const char *const *inputs, size_t n) {
+  cJSON *arr = j && n > 1 ? cJSON_AddArrayToObject(j, "inputs") : NULL;
+  for (size_t k = 0; arr && k < n; k++)
+    cJSON_AddItemToArray(arr, cJSON_CreateString(base_name(inputs[k])));
+}
+
+void prov_impl_set(const char *const *impls, size_t n, char *out,
+                   size_t len) {
+  if (!len) return;
+  out[0] = 0;
+  size_t used = 0;
+  for (size_t i = 0; i < n; i++)
+    for (const char *p = impls[i]; p && *p;) {
+      size_t k = strcspn(p, ",");
+      /* already listed: ",name," within ",out," */
+      int seen = 0;
+      for (const char *q = out; !seen && *q;) {
+        size_t m = strcspn(q, ",");
+        seen = m == k && !strncmp(q, p, k);
+        q += m + (q[m] == ',');
+      }
+      if (!seen && k && used + k + 1 < len) {
+        used += (size_t)snprintf(out + used, len - used, "%s%.*s",
+                                 used ? "," : "", (int)k, p);
+      }
+      p += k + (p[k] == ',');
+    }
+}
+
+void prov_impl_each(cJSON *j, const char *key, const char *const *impls,
+                    size_t n) {
+  int same = 1;
+  for (size_t i = 1; i < n; i++) same &= !strcmp(impls[i], impls[0]);
+  cJSON *arr = j && !same ? cJSON_AddArrayToObject(j, key) : NULL;
+  for (size_t i = 0; arr && i < n; i++)
+    cJSON_AddItemToArray(arr, cJSON_CreateString(impls[i]));
 }
 
 int prov_text(cJSON *j, char *out, size_t len) {

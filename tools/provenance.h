@@ -23,6 +23,20 @@
 cJSON *prov_new(const method_desc *d, const double *values, const char *impl,
                 const char *input);
 
+/* With several inputs (n > 1), an array "inputs" of their names (without
+ * directories) in j, beside prov_new's "input" (the first's). */
+void prov_inputs(cJSON *j, const char *const *inputs, size_t n);
+
+/* The implementations of several runs of one output (its channels, its
+ * MPI ranks): impls[i] is what run i used, one name or a comma-separated
+ * list, "" when it ran nothing. prov_impl_set writes the distinct names,
+ * in the order first met, comma-separated into out (cut at len);
+ * prov_impl_each adds them as an array `key` to j when they are not all
+ * the same. */
+void prov_impl_set(const char *const *impls, size_t n, char *out, size_t len);
+void prov_impl_each(cJSON *j, const char *key, const char *const *impls,
+                    size_t n);
+
 /* j as one line into out (cJSON deleted); QS_EINVAL when it does not fit
  * len (out is then ""), QS_ENOMEM when j is NULL. */
 int prov_text(cJSON *j, char *out, size_t len);

@@ -295,6 +295,18 @@ void tiff_meta_plain(tiff_meta *m, size_t pages) {
   memcpy(m->order, "CZT", 4);
 }
 
+void tiff_meta_scaled(tiff_meta *m, const tiff_info *in, size_t n,
+                      size_t rows, size_t cols) {
+  for (size_t k = 0; k < n && rows && cols; k++) {
+    const tiff_meta *im = &in[k].meta;
+    if (!(im->pixel_x > 0)) continue;
+    m->pixel_x = im->pixel_x * (double)in[k].cols / (double)cols;
+    m->pixel_y = im->pixel_y * (double)in[k].rows / (double)rows;
+    snprintf(m->unit, sizeof m->unit, "%s", im->unit);
+    return;
+  }
+}
+
 size_t tiff_meta_page(const tiff_meta *m, size_t c, size_t z, size_t t) {
   size_t pg = 0, stride = 1;
   for (int i = 0; i < 3; i++) {

@@ -91,6 +91,13 @@ typedef struct tiff_info {
 int tiff_info_of(const char *path, tiff_info *info, char *err,
                  size_t err_len);
 
+/* The pixel size of an output of rows x cols made from the stacks
+ * in[0..n): that of the first input that has one, scaled by the ratio of
+ * sizes (an image magnified M times has pixels M times smaller), with its
+ * unit, into m (its other fields untouched); none when no input has one. */
+void tiff_meta_scaled(tiff_meta *m, const tiff_info *in, size_t n,
+                      size_t rows, size_t cols);
+
 /* The read budget in bytes of float32 pixels one read may produce:
  * QUICKSILVER_READ_BUDGET_MB (MiB) when set, else three quarters of the
  * memory available now (MemAvailable), at least 64 MiB; a read over it is
