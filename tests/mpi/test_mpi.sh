@@ -7,7 +7,9 @@
 # also names how it was made) to the single process's; each rank must have
 # read exactly the pages of its own units (the report's per-rank page counts, checked by
 # check_report.py); a rank forced to fail must give a clear message from
-# rank 0, a non-zero exit and no file.
+# rank 0, a non-zero exit and no file. Every output says what the CLI's
+# says (check_meta.py: axes, pixel size / M, provenance) and which ranks
+# ran which implementations; a stack of several channels is refused.
 set -uo pipefail
 QSM=$1 QS=$2 CMP=$3 MPIRUN=$4 CHECK=$5
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -97,6 +99,9 @@ for c in "${cases[@]}"; do
       fi
       check "esrrf $name over $p ranks: each rank read only its own pages" \
         python3 "$CHECK" rep-$name-$p.json "$frames" "$fpt" 1 $p
+      check "esrrf $name over $p ranks: pixel size 0.1/2, axes, provenance" \
+        python3 "$here/check_meta.py" "$QS" out-$name-$p.tif ref-$name.tif \
+        rep-$name-$p.json 0.05
     else
       not_ok "esrrf $name over $p ranks runs" "$out"
     fi
@@ -132,6 +137,9 @@ for p in 2 3; do
       bash -c "'$CMP' gc.tif m-gc.tif bits && '$CMP' gr.tif m-gr.tif bits"
     check "roberts_cross over $p ranks: each rank read only its own pages" \
       python3 "$CHECK" rep-rc.json 11 1 1 $p
+    check "roberts_cross over $p ranks: both outputs described" bash -c \
+      "python3 '$here/check_meta.py' '$QS' m-gc.tif gc.tif rep-rc.json 0.1 &&
+       python3 '$here/check_meta.py' '$QS' m-gr.tif gr.tif rep-rc.json 0.1"
   else
     not_ok "roberts_cross over $p ranks runs" "$(cat err.txt)"
   fi
@@ -141,6 +149,8 @@ for p in 2 3; do
       "$CMP" rgc.tif m-rgc.tif bits
     check "rgc over $p ranks: each rank read only its own pages of each input" \
       python3 "$CHECK" rep-rgc.json 11 1 3 $p
+    check "rgc over $p ranks: its three inputs and pixel size described" \
+      python3 "$here/check_meta.py" "$QS" m-rgc.tif rgc.tif rep-rgc.json
   else
     not_ok "rgc over $p ranks runs" "$(cat err.txt)"
   fi
@@ -185,6 +195,9 @@ do
       check "$name over $p ranks, written $mode: same output, nothing beside it" \
         bash -c "'$CMP' io-ref.tif io/out.tif 1e-6 >/dev/null && \
           [[ \$(ls -A io) == out.tif ]]"
+      check "$name over $p ranks, written $mode: pixel size and provenance" \
+        python3 "$here/check_meta.py" "$QS" io/out.tif io-ref.tif rep-io.json \
+        0.05
       check "$name over $p ranks, written $mode: report and bytes" python3 -c "
 import json, sys
 r = json.load(open('rep-io.json'))
@@ -255,9 +268,12 @@ fi
 # Without a forced implementation each rank's engine chooses; the output
 # then agrees within the method's tolerance.
 if mpi 3 esrrf in11.tif -o auto.tif --magnification 2 --frames-per-timepoint 3 \
-  -q 2>err.txt; then
+  --json >rep-auto.json 2>err.txt; then
   check "esrrf over 3 ranks, each choosing its implementation, within 1e-4" \
     "$CMP" ref-avg-fpt3.tif auto.tif 1e-4
+  check "each choosing: the output names what every rank ran" \
+    python3 "$here/check_meta.py" "$QS" auto.tif ref-avg-fpt3.tif \
+    rep-auto.json 0.05
 else
   not_ok "esrrf over 3 ranks with the engine choosing runs" "$(cat err.txt)"
 fi
@@ -311,6 +327,53 @@ then
   ok "a missing input: exit 1 naming the file"
 else
   not_ok "missing input" "exit $rc; $(cat fail.err)"
+fi
+# A 2-channel ImageJ hyperstack (TCYX, channel fastest): its pages are
+# not one sequence of frames; split by frames, the ranks would mix the
+# channels. Refused naming the axes, nothing written.
+python3 - <<'PY'
+import struct
+rows, cols, C, T = 12, 10, 2, 4
+desc = (b"ImageJ=1.54f\nimages=%d\nchannels=%d\nframes=%d\n"
+        b"hyperstack=true\n\0" % (C * T, C, T))
+with open("hs.tif", "wb") as f:
+    f.write(b"II*\0" + struct.pack("<I", 8))
+    off = 8
+    for k in range(C * T):
+        body = struct.pack("<%df" % (rows * cols), *[100.0 + 10 * (k % C) +
+                                                     (i % 7) for i in
+                                                     range(rows * cols)])
+        tags = [(256, 4, 1, cols), (257, 4, 1, rows), (258, 3, 1, 32),
+                (259, 3, 1, 1), (262, 3, 1, 1), (273, 4, 1, 0),
+                (277, 3, 1, 1), (278, 4, 1, rows), (279, 4, 1, len(body)),
+                (339, 3, 1, 3)]
+        if k == 0:
+            tags.insert(5, (270, 2, len(desc), 0))
+        desc_at = off + 2 + 12 * len(tags) + 4
+        data_at = desc_at + (len(desc) if k == 0 else 0)
+        nxt = 0 if k == C * T - 1 else data_at + len(body)
+        f.write(struct.pack("<H", len(tags)))
+        for tag, typ, n, v in tags:
+            v = data_at if tag == 273 else desc_at if tag == 270 else v
+            f.write(struct.pack("<HHII", tag, typ, n, v) if typ in (2, 4) else
+                    struct.pack("<HHIHH", tag, typ, n, v, 0))
+        f.write(struct.pack("<I", nxt))
+        f.write(desc if k == 0 else b"")
+        f.write(body)
+        off = nxt
+PY
+if "$QS" info hs.tif | grep -q "2 channels x 4 frames"; then
+  ok "the 2-channel hyperstack reads as 2 channels x 4 frames"
+else
+  not_ok "the 2-channel hyperstack's axes" "$("$QS" info hs.tif 2>&1)"
+fi
+mpi 2 esrrf hs.tif -o fail/out.tif --temporal none -q 2>fail.err
+rc=$?
+if ((rc == 1)) && grep -q "hs.tif has 2 channels x 1 slice (Z) x 4 frames" \
+  fail.err && [[ -z "$(ls -A fail)" ]]; then
+  ok "a 2-channel stack: refused naming its axes, nothing written"
+else
+  not_ok "a 2-channel stack" "exit $rc; $(cat fail.err); $(ls -A fail)"
 fi
 
 # ------------------------------------------------ hostile: the outputs

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "describe.h"
 #include "outfile.h"
 #include "tiff.h"
 
@@ -50,6 +51,7 @@ typedef struct ctx {
   size_t out_rows[QSM_MAX_IO], out_cols[QSM_MAX_IO];
   int direct;            /* outputs written in place: stack[0..n_out) */
   tiff_stack stack[QSM_MAX_IO];
+  tiff_meta meta[QSM_MAX_IO]; /* the root's: what each output says */
   size_t fpt;            /* frames per unit */
   uint64_t units;
   int by_timepoints;
@@ -209,6 +211,7 @@ static int plan_chunks(ctx *c, const char *method, const param *params,
   for (size_t k = 0; k < c->n_in; k++) {
     tiff_info ti;
     int rc = tiff_info_of(c->inputs[k], &ti, err, len);
+    if (!rc) rc = qsm_axes_check(c->inputs[k], &ti.meta, err, len);
     if (rc) return rc;
     size_t pages = ti.pages;
     c->in_rows[k] = ti.rows;
@@ -1109,6 +1112,31 @@ static int direct_finish(ctx *c, int worst, char *err, size_t len) {
   return mine;
 }
 
+/* ------------------------------------------------------------ metadata */
+
+/* What the output files will say (describe.h): the implementations every
+ * rank ran, the pixel size, the provenance; on the root, given to the
+ * stacks written in place (or kept in c->meta for the gathered write).
+ * Collective; the root's status (QS_OK elsewhere). */
+static int describe_outputs(ctx *c, const param *params, size_t n_params,
+                            char *err, size_t len) {
+  const char *split = c->within          ? "within"
+                      : c->by_timepoints ? "timepoints"
+                                         : "frames";
+  uint64_t frames = c->out_frames;
+  int rc = qsm_describe(c->comm, c->root, c->d, c->inputs, c->n_in, params,
+                        n_params, c->me.impl, split, c->n_out, c->out_rows,
+                        c->out_cols, (size_t)frames, c->meta, err, len);
+  if (c->rank == c->root)
+    win_count(c, 0, sizeof c->me.impl * (size_t)(c->size - 1));
+  else
+    win_count(c, sizeof c->me.impl, 0);
+  for (size_t k = 0; !rc && c->direct && c->rank == c->root && k < c->n_out;
+       k++)
+    rc = tiff_stack_describe(&c->stack[k], &c->meta[k], err, len);
+  return rc;
+}
+
 /* ---------------------------------------------------------------- entry */
 
 static int run(MPI_Comm comm, const char *method, const char *const *inputs,
@@ -1205,13 +1233,23 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
   if (!worst) MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, comm);
   char gerr[512] = "";
   int grc = QS_OK;
-  if (direct) grc = direct_finish(c, worst, gerr, sizeof gerr);
-  if (!worst && !direct) grc = gather(c, outs, gerr, sizeof gerr);
+  /* the files' metadata (the root's status: a failure there removes them) */
+  if (!worst && paths)
+    grc = describe_outputs(c, params, n_params, gerr, sizeof gerr);
+  if (direct) {
+    int drc = direct_finish(c, worst ? worst : grc, gerr, sizeof gerr);
+    grc = grc ? grc : drc;
+  }
+  if (!worst && !direct) {
+    int drc = gather(c, outs, grc ? NULL : gerr, grc ? 0 : sizeof gerr);
+    grc = grc ? grc : drc;
+  }
   chunks_free(c);
   if (!worst && !grc && !direct && paths && c->rank == c->root)
     for (size_t k = 0; k < n_outputs && !grc; k++) {
       double t = MPI_Wtime();
-      grc = tiff_write(paths[k], &outs[k], gerr, sizeof gerr);
+      grc = tiff_write_meta(paths[k], &outs[k], 0, &c->meta[k], gerr,
+                            sizeof gerr);
       c->me.write_seconds += MPI_Wtime() - t;
       c->me.bytes_written +=
           (uint64_t)outs[k].frames * outs[k].rows * outs[k].cols * 4;

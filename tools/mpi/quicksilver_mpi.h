@@ -18,7 +18,15 @@
  * succeeded the root renames them into place; with options.gather they are
  * gathered in the root's memory and written by it. Either way nothing
  * appears at the output paths if any rank fails (the temporaries are
- * removed), and the files are byte-identical to one process's tiff_write.
+ * removed), and the files are laid out as one process's tiff_write_meta
+ * would write them. The files say what the quicksilver CLI's outputs say
+ * (`quicksilver info` reads it back): the input's pixel size scaled to the
+ * output (divided by M for eSRRF), the unit, and the provenance line of
+ * tools/provenance.h with "tool":"quicksilver-mpi", the ranks, the split,
+ * "impl" the set of implementations any rank ran and "impl_per_rank" when
+ * the ranks differ (describe.h). An input of several channels, or of
+ * slices and frames both, is refused (QS_ESHAPE naming its axes): its
+ * pages are not one sequence of frames.
  *
  * Splitting (a "unit" is what one output frame is made from):
  *  - esrrf with temporal avg/var/tac2: whole timepoints (frames_per_timepoint
