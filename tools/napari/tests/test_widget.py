@@ -4,12 +4,18 @@ tests/data/real/musical_cardiomyoblast_mito_100f.tif, adds a layer of the
 expected shape, scale, translation, pixels (those of a direct call to the
 binding with the same implementation) and provenance; Cancel stops a long
 run with nothing added; a screenshot of the viewer with the widget is saved
-in $QS_NAPARI_SHOTS (the README's picture).
+in $QS_NAPARI_SHOTS (the README's picture). Multi-channel time-lapses
+(an ImageJ TCYX TIFF as napari opens it, a layer with a labelled channel
+axis, one layer per channel) run per channel, each channel's result equal
+bit for bit to the quicksilver CLI's (`quicksilver esrrf` on the same
+TIFF, $QS_CLI) for that channel, with progress over all channels; Cancel
+during the second channel adds nothing.
 
 Run by tools/napari/test (under Xvfb: napari's canvas needs OpenGL)."""
 
 import os
 import pathlib
+import subprocess
 import time
 
 import numpy as np
@@ -140,3 +146,139 @@ def test_cancel_stops_a_long_run(make_napari_viewer, qtbot, mito):
     assert not [r for r in qs.default_engine().db_rows(method="esrrf")
                 if r.key.startswith("esrrf(400x90x135;")]
     assert widget.run_button.enabled and not widget.cancel_button.enabled
+
+
+# ----------------------------------------------------------- channels
+
+@pytest.fixture(scope="module")
+def hyperstack(tmp_path_factory):
+    """A 2-channel ImageJ hyperstack (TCYX, 40 timepoints of 30 x 45,
+    0.1 um pixels) made of the real stack's two halves, and the CLI's
+    eSRRF of it (serial, M5, 20 frames a timepoint): (path, TCYX pixels,
+    the CLI's output as T x C x rows x cols)."""
+    stack = tifffile.imread(MITO)
+    hs = np.stack([stack[:40], stack[60:100]], axis=1)
+    d = tmp_path_factory.mktemp("channels")
+    path = d / "hs.tif"
+    tifffile.imwrite(path, hs, imagej=True, resolution=(10.0, 10.0),
+                     metadata={"axes": "TCYX", "unit": "um"})
+    out = d / "cli.tif"
+    cli = os.environ.get("QS_CLI") or str(ROOT / "build/tools/quicksilver")
+    subprocess.run([cli, "esrrf", str(path), "-o", str(out),
+                    "--magnification", "5", "--frames-per-timepoint", "20",
+                    "--impl", "serial", "-q"], check=True,
+                   env=dict(os.environ, QUICKSILVER_DB=":memory:"))
+    ref = tifffile.imread(out)
+    assert ref.shape == (2, 2, 150, 225) and ref.dtype == np.float32
+    return path, hs, ref
+
+
+def run_widget(qtbot, widget, timeout_s=180):
+    seen = []
+    widget.progress.changed.connect(seen.append)
+    widget.last = ""
+    widget.run_button.native.click()
+    assert wait_done(qtbot, widget, timeout_s) == "done", widget.status.value
+    return seen
+
+
+def test_channel_split_rules():
+    """Which axis is the channel and which the frames, without a viewer."""
+    from napari.layers import Image
+    tczyx = np.zeros((4, 1, 3, 6, 7), np.float32)  # ImageJ TZCYX, Z = 1
+    chans = napari_quicksilver.channel_stacks(Image(tczyx, name="h"))
+    assert [c.stack.shape for c in chans] == [(4, 6, 7)] * 3
+    assert [(c.index, c.time_axis, c.count) for c in chans] == [
+        (0, 0, 3), (1, 0, 3), (2, 0, 3)]
+    # a labelled channel axis first (CTYX), names from the metadata
+    ctyx = np.arange(2 * 5 * 4 * 3, dtype=np.float32).reshape(2, 5, 4, 3)
+    lay = Image(ctyx, name="c", axis_labels=("c", "t", "y", "x"),
+                metadata={"channel_names": ["dna", "actin"]})
+    chans = napari_quicksilver.channel_stacks(lay)
+    assert [c.name for c in chans] == ["dna", "actin"]
+    np.testing.assert_array_equal(chans[1].stack, ctyx[1])
+    assert chans[1].time_axis == 1
+    # the axes string tifffile gives, channel last before rows
+    lay = Image(np.zeros((5, 2, 4, 3)), name="m", metadata={"axes": "ZCYX"})
+    assert napari_quicksilver.channel_axis_of(lay) == 1
+    # a 3-D layer is one channel; "none" keeps a 4-D one whole
+    assert len(napari_quicksilver.channel_stacks(Image(ctyx[0]))) == 1
+    with pytest.raises(ValueError, match="axes 0 and 1 both hold"):
+        napari_quicksilver.channel_stacks(Image(ctyx), axis="none")
+    # z and time both > 1 in a channel: refused naming them
+    with pytest.raises(ValueError, match="split z or time"):
+        napari_quicksilver.channel_stacks(Image(np.zeros((4, 2, 3, 6, 7))))
+    with pytest.raises(ValueError, match="rows or columns"):
+        napari_quicksilver.channel_stacks(Image(ctyx), axis=2)
+
+
+def test_hyperstack_runs_per_channel(make_napari_viewer, qtbot, hyperstack):
+    path, hs, ref = hyperstack
+    viewer = make_napari_viewer()
+    [layer] = viewer.open(str(path))  # napari's own TIFF reader: TCYX
+    assert layer.data.shape == (40, 2, 30, 45)
+    layer.scale = (2.0, 1.0, 0.1, 0.1)
+    widget = open_widget(viewer)
+    widget.reset_choices()
+    assert widget.image.value is layer
+    assert widget.channel_axis.value == "auto"
+    widget.params["frames_per_timepoint"].value = 20
+    widget.impl.value = "serial"
+    seen = run_widget(qtbot, widget)
+    # one bar over both channels: half way when the first ends
+    assert seen == sorted(seen) and 500 in seen and seen[-1] == 1000
+    outs = viewer.layers[1:]
+    assert [o.name for o in outs] == ["hs channel 0 eSRRF x5",
+                                      "hs channel 1 eSRRF x5"]
+    for c, o in enumerate(outs):
+        assert o.data.shape == (2, 150, 225)
+        np.testing.assert_allclose(o.scale, (40.0, 0.02, 0.02))
+        np.testing.assert_allclose(o.translate, (0.0, -0.05, -0.05))
+        meta = o.metadata["quicksilver"]
+        assert meta["channel"] == f"channel {c}" and meta["channels"] == 2
+        assert meta["channel_index"] == c and meta["impl"] == "serial"
+        # the CLI's channel c, bit for bit
+        np.testing.assert_array_equal(o.data, ref[:, c])
+    assert {o.blending for o in outs} == {"additive"}
+    assert outs[0].colormap.name != outs[1].colormap.name
+
+
+def test_one_layer_per_channel(make_napari_viewer, qtbot, hyperstack):
+    _, hs, ref = hyperstack
+    viewer = make_napari_viewer()
+    mito, er = viewer.add_image(hs, channel_axis=1, name=["mito", "er"],
+                                scale=(1.0, 0.1, 0.1))
+    widget = open_widget(viewer)
+    widget.reset_choices()
+    widget.image.value = mito
+    assert [lay for _, lay in widget._layer_choices()] == [er]
+    widget.more_channels.value = [er]
+    widget.params["frames_per_timepoint"].value = 20
+    widget.impl.value = "serial"
+    run_widget(qtbot, widget)
+    outs = viewer.layers[2:]
+    assert [o.name for o in outs] == ["mito eSRRF x5", "er eSRRF x5"]
+    for c, o in enumerate(outs):
+        np.testing.assert_allclose(o.scale, (20.0, 0.02, 0.02))
+        assert o.metadata["quicksilver"]["channel"] == ["mito", "er"][c]
+        assert o.colormap.name == [mito, er][c].colormap.name
+        np.testing.assert_array_equal(o.data, ref[:, c])
+
+
+def test_cancel_in_the_second_channel(make_napari_viewer, qtbot, mito):
+    viewer = make_napari_viewer()
+    # 2 channels of 100 frames of 60 x 90, serial: seconds each here
+    two = np.stack([np.tile(mito, (1, 2, 2))] * 2, axis=1)
+    viewer.add_image(two, name="two")
+    widget = open_widget(viewer)
+    widget.reset_choices()
+    widget.impl.value = "serial"
+    widget.run_button.native.click()
+    qtbot.waitUntil(lambda: widget.progress.value > 520, timeout=120000)
+    asked = time.monotonic()
+    widget.cancel_button.native.click()
+    assert wait_done(qtbot, widget, 60) == "cancelled", widget.status.value
+    assert time.monotonic() - asked < 5
+    assert widget.progress.value < 1000
+    # nothing of a cancelled run, not even its finished first channel
+    assert [lay.name for lay in viewer.layers] == ["two"]

@@ -7,6 +7,8 @@ from *Plugins > eSRRF (quicksilver)*, or with
 ``napari -w napari-quicksilver``.
 """
 
-from ._widget import EsrrfWidget, result_layer_kwargs
+from ._widget import (Channel, EsrrfWidget, channel_axis_of, channel_stacks,
+                      result_layer_kwargs)
 
-__all__ = ["EsrrfWidget", "result_layer_kwargs"]
+__all__ = ["Channel", "EsrrfWidget", "channel_axis_of", "channel_stacks",
+           "result_layer_kwargs"]
