@@ -124,24 +124,31 @@ def test_widget_runs_on_real_stack(make_napari_viewer, qtbot, mito):
     assert shot[..., :3].std() > 10
 
 
-def test_cancel_stops_a_long_run(make_napari_viewer, qtbot, mito):
-    viewer = make_napari_viewer()
-    # the real stack tiled to 400 frames of 90 x 135, serial: about a
-    # minute whole on this machine
-    big = np.tile(mito, (4, 3, 3))
-    viewer.add_image(big, name="big")
+def cancel_when(qtbot, viewer, data, name, above):
+    """Runs the widget (serial) on `data` as layer `name`, presses Cancel
+    once the progress passes `above` (of 1000): the run ends cancelled
+    within 5 s of it, short of the end, with no layer added; the widget."""
+    viewer.add_image(data, name=name)
     widget = open_widget(viewer)
     widget.reset_choices()
     widget.impl.value = "serial"
     widget.run_button.native.click()
-    qtbot.waitUntil(lambda: widget.progress.value > 0, timeout=60000)
+    qtbot.waitUntil(lambda: widget.progress.value > above, timeout=120000)
     asked = time.monotonic()
     widget.cancel_button.native.click()
     assert wait_done(qtbot, widget, 60) == "cancelled", widget.status.value
     late = time.monotonic() - asked
     assert late < 5, f"the run ended {late:.2f} s after Cancel"
     assert widget.progress.value < 1000
-    assert [lay.name for lay in viewer.layers] == ["big"]
+    assert [lay.name for lay in viewer.layers] == [name]
+    return widget
+
+
+def test_cancel_stops_a_long_run(make_napari_viewer, qtbot, mito):
+    viewer = make_napari_viewer()
+    # the real stack tiled to 400 frames of 90 x 135, serial: about a
+    # minute whole on this machine
+    widget = cancel_when(qtbot, viewer, np.tile(mito, (4, 3, 3)), "big", 0)
     # nothing of the cancelled run in the store (forced: no calibration)
     assert not [r for r in qs.default_engine().db_rows(method="esrrf")
                 if r.key.startswith("esrrf(400x90x135;")]
@@ -267,18 +274,7 @@ def test_one_layer_per_channel(make_napari_viewer, qtbot, hyperstack):
 
 def test_cancel_in_the_second_channel(make_napari_viewer, qtbot, mito):
     viewer = make_napari_viewer()
-    # 2 channels of 100 frames of 60 x 90, serial: seconds each here
+    # 2 channels (TCYX) of 100 frames of 60 x 90, serial: seconds each;
+    # cancelled in the second: nothing added, not even the first channel
     two = np.stack([np.tile(mito, (1, 2, 2))] * 2, axis=1)
-    viewer.add_image(two, name="two")
-    widget = open_widget(viewer)
-    widget.reset_choices()
-    widget.impl.value = "serial"
-    widget.run_button.native.click()
-    qtbot.waitUntil(lambda: widget.progress.value > 520, timeout=120000)
-    asked = time.monotonic()
-    widget.cancel_button.native.click()
-    assert wait_done(qtbot, widget, 60) == "cancelled", widget.status.value
-    assert time.monotonic() - asked < 5
-    assert widget.progress.value < 1000
-    # nothing of a cancelled run, not even its finished first channel
-    assert [lay.name for lay in viewer.layers] == ["two"]
+    cancel_when(qtbot, viewer, two, "two", 520)
