@@ -1194,20 +1194,18 @@ static result *qs_stdin(const char *in, const char *first, ...) {
   return r;
 }
 
-/* Writes stacks a and b (same shape) with libtiff as ImageJ writes a
- * 2-channel hyperstack (TCYX: channel fastest), float32, 0.1 um pixels
- * (XResolution 10 per unit, unit=micron). */
-static void write_hyperstack(const char *path, const image *a,
-                             const image *b) {
+/* Writes stacks a and b (same shape) with libtiff as channels 0 and 1 of
+ * one float32 stack described by desc (page 0), channel fastest (c_fast:
+ * ImageJ's order) or slowest (OME's XYTCZ), XResolution and YResolution
+ * xres per unit, ResolutionUnit none. */
+static void write_channels(const char *path, const image *a, const image *b,
+                           const char *desc, int c_fast, float xres) {
   TIFF *t = TIFFOpen(path, "w");
   cr_assert_not_null(t);
-  char desc[256];
-  snprintf(desc, sizeof desc,
-           "ImageJ=1.54f\nimages=%zu\nchannels=2\nframes=%zu\n"
-           "hyperstack=true\nmode=composite\nunit=micron\nloop=false\n",
-           2 * a->frames, a->frames);
-  for (size_t p = 0; p < 2 * a->frames; p++) {
-    const image *src = p % 2 ? b : a;
+  size_t T = a->frames;
+  for (size_t p = 0; p < 2 * T; p++) {
+    size_t c = c_fast ? p % 2 : p / T, f = c_fast ? p / 2 : p % T;
+    const image *src = c ? b : a;
     TIFFSetField(t, TIFFTAG_IMAGEWIDTH, (uint32_t)a->cols);
     TIFFSetField(t, TIFFTAG_IMAGELENGTH, (uint32_t)a->rows);
     TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 32);
@@ -1215,17 +1213,52 @@ static void write_hyperstack(const char *path, const image *a,
     TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 1);
     TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
     TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, (uint32_t)a->rows);
-    TIFFSetField(t, TIFFTAG_XRESOLUTION, 10.0f);
-    TIFFSetField(t, TIFFTAG_YRESOLUTION, 10.0f);
+    TIFFSetField(t, TIFFTAG_XRESOLUTION, xres);
+    TIFFSetField(t, TIFFTAG_YRESOLUTION, xres);
     TIFFSetField(t, TIFFTAG_RESOLUTIONUNIT, RESUNIT_NONE);
     if (p == 0) TIFFSetField(t, TIFFTAG_IMAGEDESCRIPTION, desc);
     size_t plane = a->rows * a->cols;
-    cr_assert_eq(TIFFWriteEncodedStrip(t, 0, src->data + (p / 2) * plane,
+    cr_assert_eq(TIFFWriteEncodedStrip(t, 0, src->data + f * plane,
                                        (tmsize_t)(plane * sizeof(float))),
                  (tmsize_t)(plane * sizeof(float)));
     cr_assert(TIFFWriteDirectory(t));
   }
   TIFFClose(t);
+}
+
+/* Stacks a and b as ImageJ writes a 2-channel hyperstack (TCYX: channel
+ * fastest), 0.1 um pixels (XResolution 10 per unit, unit=micron). */
+static void write_hyperstack(const char *path, const image *a,
+                             const image *b) {
+  char desc[256];
+  snprintf(desc, sizeof desc,
+           "ImageJ=1.54f\nimages=%zu\nchannels=2\nframes=%zu\n"
+           "hyperstack=true\nmode=composite\nunit=micron\nloop=false\n",
+           2 * a->frames, a->frames);
+  write_channels(path, a, b, desc, 1, 10.0f);
+}
+
+/* Output `out` (channels x timepoints, ImageJ's order) holds eSRRF of
+ * each channel alone (wa, wb: T timepoints each), bit for bit. */
+static void expect_channels(const char *out, const char *wa, const char *wb,
+                            size_t T) {
+  image got, ia, ib;
+  char err[512];
+  cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(wa, &ia, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(wb, &ib, err, sizeof err), QS_OK, "%s", err);
+  size_t plane = got.rows * got.cols;
+  cr_assert_eq(got.frames, 2 * T);
+  cr_assert_eq(ia.frames, T);
+  for (size_t t = 0; t < T; t++) {
+    cr_assert_eq(memcmp(got.data + (2 * t) * plane, ia.data + t * plane,
+                        plane * 4),
+                 0, "%s: channel 0, timepoint %zu", out, t);
+    cr_assert_eq(memcmp(got.data + (2 * t + 1) * plane, ib.data + t * plane,
+                        plane * 4),
+                 0, "%s: channel 1, timepoint %zu", out, t);
+  }
+  image_free(&got), image_free(&ia), image_free(&ib);
 }
 
 /* A 2-channel hyperstack is run per channel: each output channel equals
@@ -1277,20 +1310,8 @@ Test(cli, hyperstack_channels_run_apart_with_pixel_size_and_provenance) {
                5);
   cr_assert_str_eq(cJSON_GetObjectItem(pp, "temporal")->valuestring, "avg");
   cJSON_Delete(p);
-  image got, wa, wb;
-  cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
-  cr_assert_eq(tiff_read(oa, &wa, err, sizeof err), QS_OK, "%s", err);
-  cr_assert_eq(tiff_read(ob, &wb, err, sizeof err), QS_OK, "%s", err);
-  size_t plane = got.rows * got.cols;
-  cr_assert_eq(plane, 60 * 50);
-  for (size_t t = 0; t < 2; t++) {
-    cr_assert_eq(memcmp(got.data + (2 * t) * plane, wa.data + t * plane,
-                        plane * 4),
-                 0, "channel 0, timepoint %zu", t);
-    cr_assert_eq(memcmp(got.data + (2 * t + 1) * plane, wb.data + t * plane,
-                        plane * 4),
-                 0, "channel 1, timepoint %zu", t);
-  }
+  cr_assert_eq(info.rows * info.cols, 60 * 50);
+  expect_channels(out, oa, ob, 2);
   /* a single-channel output gets the pixel size too: simulate writes its
    * 100 nm pixels */
   cr_assert_eq(tiff_info_of(a, &info, err, sizeof err), QS_OK, "%s", err);
@@ -1314,8 +1335,57 @@ Test(cli, hyperstack_channels_run_apart_with_pixel_size_and_provenance) {
                    "esrrf");
   cJSON_Delete(j);
   expect_status(qs("info", path_in("missing.tif"), NULL), 1, "info missing");
-  image_free(&ia), image_free(&ib), image_free(&got), image_free(&wa),
-      image_free(&wb);
+  image_free(&ia), image_free(&ib);
+}
+
+/* An OME-TIFF of 2 channels, channel slowest (XYTCZ), 65 nm pixels: each
+ * channel's frames are found in that order and run apart, bit for bit
+ * the runs of each channel alone; the output is an ImageJ hyperstack
+ * (channel fastest) of 13 nm pixels. */
+Test(cli, ome_channels_in_their_order_run_apart) {
+  need_esrrf();
+  const char *a = simulated("a.tif", "10", "12x10", "3"),
+             *b = simulated("b.tif", "10", "12x10", "4"),
+             *ome = path_in("ome.tif"), *out = path_in("out.tif"),
+             *oa = path_in("oa.tif"), *ob = path_in("ob.tif");
+  image ia, ib;
+  char err[512];
+  cr_assert_eq(tiff_read(a, &ia, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(b, &ib, err, sizeof err), QS_OK, "%s", err);
+  char desc[640];
+  snprintf(desc, sizeof desc,
+           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<OME "
+           "xmlns=\"http://www.openmicroscopy.org/Schemas/OME/2016-06\">"
+           "<Image ID=\"Image:0\"><Pixels ID=\"Pixels:0\" "
+           "DimensionOrder=\"XYTCZ\" Type=\"float\" SizeX=\"%zu\" "
+           "SizeY=\"%zu\" SizeC=\"2\" SizeZ=\"1\" SizeT=\"%zu\" "
+           "PhysicalSizeX=\"65\" PhysicalSizeXUnit=\"nm\" "
+           "PhysicalSizeY=\"65\" PhysicalSizeYUnit=\"nm\">"
+           "</Pixels></Image></OME>",
+           ia.cols, ia.rows, ia.frames);
+  write_channels(ome, &ia, &ib, desc, 0, 1.0f);
+  const char *flags[] = {"--magnification", "5", "--frames-per-timepoint",
+                         "5", "--impl", "serial", "-q"};
+  expect_status(qs("esrrf", ome, "-o", out, flags[0], flags[1], flags[2],
+                   flags[3], flags[4], flags[5], flags[6], NULL),
+                0, "esrrf on the OME-TIFF");
+  expect_status(qs("esrrf", a, "-o", oa, flags[0], flags[1], flags[2],
+                   flags[3], flags[4], flags[5], flags[6], NULL),
+                0, "esrrf on channel 0 alone");
+  expect_status(qs("esrrf", b, "-o", ob, flags[0], flags[1], flags[2],
+                   flags[3], flags[4], flags[5], flags[6], NULL),
+                0, "esrrf on channel 1 alone");
+  tiff_info info;
+  cr_assert_eq(tiff_info_of(out, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(info.meta.channels, 2);
+  cr_assert_eq(info.meta.frames, 2);
+  cr_assert_str_eq(info.meta.order, "CZT");
+  /* written as a rational number of pixels per nm (1/13): to 1e-5 */
+  cr_assert_float_eq(info.meta.pixel_x, 13, 13e-5, "%.12g %s",
+                     info.meta.pixel_x, info.meta.unit);
+  cr_assert_str_eq(info.meta.unit, "nm");
+  expect_channels(out, oa, ob, 2);
+  image_free(&ia), image_free(&ib);
 }
 
 /* Frames piped to stream without --dtype are refused rather than read as
