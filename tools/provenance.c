@@ -41,8 +41,7 @@ void prov_inputs(cJSON *j, const char *const *inputs, size_t n) {
     cJSON_AddItemToArray(arr, cJSON_CreateString(base_name(inputs[k])));
 }
 
-void prov_impl_set(const char *const *impls, size_t n, char *out,
-                   size_t len) {
+void prov_impl_set(const char *const *impls, size_t n, char *out, size_t len) {
   if (!len) return;
   out[0] = 0;
   size_t used = 0;
@@ -67,7 +66,8 @@ void prov_impl_set(const char *const *impls, size_t n, char *out,
 void prov_impl_each(cJSON *j, const char *key, const char *const *impls,
                     size_t n) {
   int same = 1;
-  for (size_t i = 1; i < n; i++) same &= !strcmp(impls[i], impls[0]);
+  for (size_t i = 1; i < n; i++)
+    same &= !strcmp(impls[i], impls[0]);
   cJSON *arr = j && !same ? cJSON_AddArrayToObject(j, key) : NULL;
   for (size_t i = 0; arr && i < n; i++)
     cJSON_AddItemToArray(arr, cJSON_CreateString(impls[i]));

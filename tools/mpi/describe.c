@@ -54,8 +54,8 @@ int qsm_describe(MPI_Comm comm, int root, const method_desc *d,
   char mine[IMPL_BYTES] = "";
   snprintf(mine, sizeof mine, "%s", impl ? impl : "");
   char *all = rank == root ? calloc((size_t)size, IMPL_BYTES) : NULL;
-  const char **impls = rank == root ? calloc((size_t)size, sizeof *impls)
-                                    : NULL;
+  const char **impls =
+      rank == root ? calloc((size_t)size, sizeof *impls) : NULL;
   if (rank == root && (!all || !impls)) { /* cannot receive the gather */
     outfile_remove_all();
     MPI_Abort(comm, 1);
@@ -78,16 +78,16 @@ int qsm_describe(MPI_Comm comm, int root, const method_desc *d,
   for (size_t k = 0; !rc && k < n_in; k++)
     rc = tiff_info_of(inputs[k], &info[k], err, len);
   if (!rc)
-    rc = params_resolve(d->params, d->n_params, params, n_params, values,
-                        err, len);
+    rc = params_resolve(d->params, d->n_params, params, n_params, values, err,
+                        len);
   if (!rc) {
     rc = provenance(d, values, inputs, n_in, impls, size, split, 1, prov,
                     sizeof prov);
     if (rc == QS_EINVAL) /* too many ranks to list: the set alone */
       rc = provenance(d, values, inputs, n_in, impls, size, split, 0, prov,
                       sizeof prov);
-    if (rc) snprintf(err, len, "describing the outputs: %s",
-                     status_message(rc));
+    if (rc)
+      snprintf(err, len, "describing the outputs: %s", status_message(rc));
   }
   for (size_t k = 0; !rc && k < n_out; k++) {
     tiff_meta_plain(&meta[k], frames);
