@@ -884,7 +884,7 @@ static void recv_floats(ctx *c, float *p, size_t n, int from) {
  * returns the same status everywhere. */
 static int gather(ctx *c, image *outputs, char *err, size_t len) {
   size_t n = c->d->n_outputs;
-  int64_t ext[4 * QSM_MAX_IO], all[4 * QSM_MAX_IO];
+  int64_t ext[4 * QSM_MAX_IO] = {0}, all[4 * QSM_MAX_IO];
   for (size_t i = 0; i < n; i++) {
     const image *o = c->chunks ? &c->chunks->out[i] : NULL;
     ext[4 * i] = o ? (int64_t)o->rows : 0;        /* max */
