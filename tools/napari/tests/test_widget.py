@@ -142,11 +142,13 @@ def cancel_when(qtbot, viewer, data, name, above):
 
     widget.progress.changed.connect(press)
     widget.run_button.native.click()
+    ended = []
+    widget.worker.finished.connect(lambda: ended.append(1))
     try:
         assert wait_done(qtbot, widget, 900) == "cancelled", widget.status.value
-    finally:  # a failed check leaves no run behind to outlive the viewer
+    finally:  # no run (or its worker's last signals) outlives the viewer
         widget._cancel.set()
-        qtbot.waitUntil(lambda: widget.worker is None, timeout=60000)
+        qtbot.waitUntil(lambda: bool(ended), timeout=60000)
     late = time.monotonic() - asked[0]
     assert late < 5, f"the run ended {late:.2f} s after Cancel"
     assert 0 < widget.progress.value < 1000

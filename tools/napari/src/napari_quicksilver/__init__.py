@@ -8,7 +8,7 @@ from *Plugins > eSRRF (quicksilver)*, or with
 """
 
 from ._widget import (Channel, EsrrfWidget, channel_axis_of, channel_stacks,
-                      result_layer_kwargs)
+                      compute, result_layer_kwargs)
 
 __all__ = ["Channel", "EsrrfWidget", "channel_axis_of", "channel_stacks",
-           "result_layer_kwargs"]
+           "compute", "result_layer_kwargs"]

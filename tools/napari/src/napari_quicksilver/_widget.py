@@ -256,6 +256,45 @@ def result_layer_kwargs(layer: napari.layers.Image, out: np.ndarray,
     return kw
 
 
+def compute(channels: list[Channel], params: dict[str, Any],
+            impl: Optional[str], cancel: threading.Event,
+            progress: Any) -> Optional[list[tuple]]:
+    """eSRRF of every channel in turn (the worker thread's work): a list
+    of (channel, output, report, implementation version); None when
+    `cancel` was set (no error: napari would show one as a failure).
+    ``progress(done, 1000)`` runs once over all channels, each weighed by
+    its frames. A plain function, not the widget's method: napari's
+    worker names its function when it ends, which must not reach into a
+    widget that may be gone by then."""
+    # the module's engine: the user's timing store, closed (its last
+    # timings written) at exit; it serves one call at a time
+    eng = qs.default_engine()
+    weight = [c.stack.shape[0] for c in channels]
+    total_w, done_w = float(sum(weight)), 0.0
+    out = []
+    for ch, w in zip(channels, weight):
+        if cancel.is_set():
+            return None
+
+        def report(done: int, total: int, base: float = done_w,
+                   w: float = w) -> bool:
+            if total:
+                part = base + w * min(done, total) / total
+                progress(int(1000 * part / total_w), 1000)
+            return cancel.is_set()
+
+        try:
+            res = eng.run(METHOD, ch.stack, impl=impl, progress=report,
+                          **params)
+        except qs.CancelledError:
+            return None
+        version = next((i.version for i in eng.impls(METHOD)
+                        if i.name == res.report.impl), None)
+        out.append((ch, res["output"], res.report, version))
+        done_w += w
+    return out
+
+
 class EsrrfWidget(Container):
     """eSRRF of an image layer: parameters, Run, Cancel, progress.
 
@@ -371,7 +410,8 @@ class EsrrfWidget(Container):
         self._say(f"eSRRF of {layer.name} {shape}"
                   + (f", {len(channels)} channels" if len(channels) > 1
                      else "") + "...")
-        self.worker = create_worker(self._compute, channels, params, impl,
+        self.worker = create_worker(compute, channels, params, impl,
+                                    self._cancel, self._relay.progress.emit,
                                     _start_thread=False)
         self.worker.returned.connect(lambda r: self._on_result(params, r))
         self.worker.errored.connect(self._on_error)
@@ -382,43 +422,6 @@ class EsrrfWidget(Container):
         if self.worker is not None:
             self._cancel.set()
             self._say("cancelling...")
-
-    # ------------------------------------------------- the worker thread
-
-    def _compute(self, channels: list[Channel], params: dict[str, Any],
-                 impl: Optional[str]) -> Optional[list[tuple]]:
-        """Every channel in turn: (channel, output, report, implementation
-        version) each; None when cancelled (no error: napari would show one
-        as a failure). Progress runs once over all channels, each weighed
-        by its frames."""
-        # the module's engine: the user's timing store, closed (its last
-        # timings written) at exit; it serves one call at a time
-        eng = qs.default_engine()
-        weight = [c.stack.shape[0] for c in channels]
-        total_w, done_w = float(sum(weight)), 0.0
-        out = []
-        for ch, w in zip(channels, weight):
-            if self._cancel.is_set():
-                return None
-
-            def report(done: int, total: int, base: float = done_w,
-                       w: float = w) -> bool:
-                if total:
-                    part = base + w * min(done, total) / total
-                    self._relay.progress.emit(int(1000 * part / total_w),
-                                              1000)
-                return self._cancel.is_set()
-
-            try:
-                res = eng.run(METHOD, ch.stack, impl=impl, progress=report,
-                              **params)
-            except qs.CancelledError:
-                return None
-            version = next((i.version for i in eng.impls(METHOD)
-                            if i.name == res.report.impl), None)
-            out.append((ch, res["output"], res.report, version))
-            done_w += w
-        return out
 
     # ---------------------------------------------------- the GUI thread
 
