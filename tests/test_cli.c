@@ -1261,6 +1261,16 @@ static void expect_channels(const char *out, const char *wa, const char *wb,
   image_free(&got), image_free(&ia), image_free(&ib);
 }
 
+/* Two simulated single-channel stacks (10 frames of 12 x 10, seeds 3 and
+ * 4) at a.tif and b.tif (*a, *b), read into ia and ib. */
+static void two_stacks(const char **a, const char **b, image *ia, image *ib) {
+  char err[512];
+  *a = simulated("a.tif", "10", "12x10", "3");
+  *b = simulated("b.tif", "10", "12x10", "4");
+  cr_assert_eq(tiff_read(*a, ia, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(*b, ib, err, sizeof err), QS_OK, "%s", err);
+}
+
 /* A 2-channel hyperstack is run per channel: each output channel equals
  * eSRRF of that channel alone, bit for bit, the channel axis is kept, and
  * the pixel size comes out divided by M (0.1 um in, 0.02 um out at M5);
@@ -1268,14 +1278,11 @@ static void expect_channels(const char *out, const char *wa, const char *wb,
  * and `quicksilver info` reads it all back. */
 Test(cli, hyperstack_channels_run_apart_with_pixel_size_and_provenance) {
   need_esrrf();
-  const char *a = simulated("a.tif", "10", "12x10", "3"),
-             *b = simulated("b.tif", "10", "12x10", "4"),
-             *hs = path_in("hs.tif"), *out = path_in("out.tif"),
-             *oa = path_in("oa.tif"), *ob = path_in("ob.tif");
+  const char *a, *b, *hs = path_in("hs.tif"), *out = path_in("out.tif"),
+                    *oa = path_in("oa.tif"), *ob = path_in("ob.tif");
   image ia, ib;
   char err[512];
-  cr_assert_eq(tiff_read(a, &ia, err, sizeof err), QS_OK, "%s", err);
-  cr_assert_eq(tiff_read(b, &ib, err, sizeof err), QS_OK, "%s", err);
+  two_stacks(&a, &b, &ia, &ib);
   write_hyperstack(hs, &ia, &ib);
   result *r = qs("esrrf", hs, "-o", out, "--magnification", "5",
                  "--frames-per-timepoint", "5", "--impl", "serial", NULL);
@@ -1344,14 +1351,11 @@ Test(cli, hyperstack_channels_run_apart_with_pixel_size_and_provenance) {
  * (channel fastest) of 13 nm pixels. */
 Test(cli, ome_channels_in_their_order_run_apart) {
   need_esrrf();
-  const char *a = simulated("a.tif", "10", "12x10", "3"),
-             *b = simulated("b.tif", "10", "12x10", "4"),
-             *ome = path_in("ome.tif"), *out = path_in("out.tif"),
-             *oa = path_in("oa.tif"), *ob = path_in("ob.tif");
+  const char *a, *b, *ome = path_in("ome.tif"), *out = path_in("out.tif"),
+                    *oa = path_in("oa.tif"), *ob = path_in("ob.tif");
   image ia, ib;
   char err[512];
-  cr_assert_eq(tiff_read(a, &ia, err, sizeof err), QS_OK, "%s", err);
-  cr_assert_eq(tiff_read(b, &ib, err, sizeof err), QS_OK, "%s", err);
+  two_stacks(&a, &b, &ia, &ib);
   char desc[640];
   snprintf(desc, sizeof desc,
            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<OME "
