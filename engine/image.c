@@ -1,5 +1,6 @@
 /* image.c — float32 (frames, rows, cols) images: wrapping caller memory,
- * aligned allocation, overflow-checked sizes. */
+ * aligned allocation, overflow-checked sizes; image_free of a device image
+ * hands it to the record that holds it (devimg.c). */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MADV_HUGEPAGE */
 #include <stdint.h>
 #include <stdlib.h>
@@ -92,6 +93,13 @@ int image_alloc(image *img, size_t frames, size_t rows, size_t cols) {
 
 void image_free(image *img) {
   if (!img) return;
+  if (!img->data && img->owner_) {
+    /* a device image: its record's first member releases it (devimg.c) */
+    void (**release)(void *) = img->owner_;
+    (*release)(img->owner_);
+    *img = (image){0};
+    return;
+  }
   block *b = img->owner_;
   if (b && b->len) munmap(b->base, b->len);
   if (b && !b->len) free(b->base);

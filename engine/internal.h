@@ -38,6 +38,7 @@
 
 typedef struct store store;
 typedef struct clrt clrt;
+typedef struct devimg devimg;
 
 /* One implementation as this engine runs it: OpenCL ones expanded per
  * device. */
@@ -137,6 +138,7 @@ struct engine {
                             implementation (call.c) */
   struct run_prog *prog; /* progress.c: the hook of the call under way */
   int in_step; /* composite steps under way (dispatch_step) */
+  devimg *devimgs; /* devimg.c: the live device images this engine made */
 };
 
 /* plan.c: whether the plan's runs carry state an implementation keeps
@@ -198,6 +200,14 @@ typedef struct prep {
   char key[QS_KEY_MAX];
   double work;
   char *json; /* parameters as JSON, made on first record */
+  /* Device images (devimg.c): the device of the call's device inputs
+   * (cldev *; NULL: a host call, whose path is unchanged), the inputs in
+   * host memory for implementations of another place (pulled once, host
+   * inputs shared), and the bytes and seconds the engine moved. */
+  void *dev;
+  image host_in[QS_MAX_INPUTS];
+  int pulled;
+  uint64_t bytes_pulled, bytes_pushed;
 } prep;
 
 /* ---- prep.c */
@@ -355,6 +365,33 @@ void *plan_arg_of(const method_call *c);
 void *plan_kept(const method_call *c, const char *tag);
 int plan_keep(const method_call *c, const char *tag, void *state,
               void (*release)(void *state));
+
+/* ---- devimg.c: a call's device images. */
+/* Checks image `what` of a call: QS_OK with *dev NULL for a host image,
+ * the device (cldev *) of a live device image of this engine, else
+ * QS_EINVAL naming it (freed, or of another engine). */
+int devimg_check(engine *e, const image *img, const char *what, void **dev);
+/* Whether implementation r runs on the call's device images as they are
+ * (an OpenCL one of their device that declares device_images). */
+int devcall_native(const prep *pr, const rimpl *r);
+/* pr->host_in filled (device inputs pulled once, counted). */
+int devcall_pull(engine *e, prep *pr);
+/* Device outputs of the call's shapes on pr->dev (zeroed). */
+int devcall_outputs(engine *e, prep *pr, image *out, size_t n);
+/* Copies host images into device images of the same shapes (counted in
+ * pr->bytes_pushed). */
+int devcall_push(engine *e, prep *pr, const image *host, image *dev,
+                 size_t n);
+/* Zeroes a device image (a reused output). */
+int devimg_zero(engine *e, image *img);
+/* Seconds implementation r would spend on moves for this call (0 for a
+ * native one or a host call). */
+double devcall_transfer(engine *e, const prep *pr, const rimpl *r);
+/* Releases pr's pulled copies. */
+void devcall_done(prep *pr);
+/* engine_close: the buffers of every live device image released, the
+ * images left answering image_free only. */
+void devimg_close_all(engine *e);
 
 /* ---- dispatch.c: method_run's path, which plan runs take too (e->plan
  * set by plan.c around it). */

@@ -95,7 +95,8 @@ QS_API const char *status_message(int status);
 
 /* A float32 (frames, rows, cols) row-major image. `owner_` is private:
  * set when the memory is the image's (image_alloc, engine outputs), to be
- * released with image_free. */
+ * released with image_free. data NULL with owner_ set: a device
+ * image (quicksilver_image.h). */
 typedef struct image {
   float *data;
   size_t frames, rows, cols;
@@ -430,6 +431,8 @@ typedef struct run_estimate {
                            a second size first), "cold", "unmeasured"
                            (README: how the engine chooses); "forced"; or
                            why not a candidate */
+  double transfer_seconds; /* added to seconds when comparing: moving
+                              device images for it (quicksilver_image.h) */
 } run_estimate;
 
 typedef struct run_report {
@@ -452,7 +455,12 @@ typedef struct run_report {
                                       launches) in calibration_seconds */
   int record_status; /* engine_record_status at the call's return */
   uint64_t bytes_up, bytes_down; /* OpenCL: bytes moved host→device and
-                                    device→host by the run; else 0 */
+                                    device→host by the run, the engine's
+                                    moves of device images included */
+  uint64_t bytes_pulled, bytes_pushed; /* of those, the engine's moves of
+                                          device images for an
+                                          implementation of another place
+                                          (quicksilver_image.h) */
 } run_report;
 
 /* Runs `method` on the request. outputs[0..n_outputs) receive images the
@@ -644,5 +652,7 @@ QS_API int stats_of(const double *x, size_t n, stats *s);
 #ifdef __cplusplus
 }
 #endif
+
+#include "quicksilver_image.h"
 
 #endif /* QUICKSILVER_H */
