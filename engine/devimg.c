@@ -22,8 +22,15 @@ struct devimg {
   cl_mem mem;
 #endif
   size_t bytes;
-  devimg *prev, *next;         /* the engine's list */
+  int dead;                    /* freed, kept in the engine's grave */
+  devimg *prev, *next;         /* the engine's list, or its grave */
 };
+
+/* Records of freed device images the engine keeps (their buffers
+ * released) before it frees them: while kept, their addresses cannot be
+ * reused by a new device image, so a stale copy of a freed one is told
+ * from a live one, and freeing such a copy again does nothing. */
+#define DEVIMG_GRAVE 256
 
 /* Bytes of an image's pixels (shapes checked by the caller). */
 static size_t img_bytes(const image *img) {
@@ -57,19 +64,44 @@ static void devimg_unlink(devimg *d) {
   d->prev = d->next = NULL;
 }
 
-/* image_free of a device image. */
+/* image_free of a device image: the buffer released, the record kept in
+ * the grave while the engine is open (the oldest beyond DEVIMG_GRAVE
+ * freed), else freed. */
 static void devimg_release(void *self) {
   devimg *d = self;
-  if (d->e) {
-    devimg_unlink(d);
-#if QS_HAVE_OPENCL
-    cldev_release(d->dev, d->mem);
-#endif
+  if (d->dead) return; /* a stale copy freed again */
+  engine *e = d->e;
+  if (!e) {
+    free(d);
+    return;
   }
-  free(d);
+  devimg_unlink(d);
+#if QS_HAVE_OPENCL
+  cldev_release(d->dev, d->mem);
+  d->mem = NULL;
+#endif
+  d->dead = 1;
+  d->next = e->grave;
+  if (d->next) d->next->prev = d;
+  e->grave = d;
+  if (!e->grave_tail) e->grave_tail = d;
+  if (++e->n_grave > DEVIMG_GRAVE) {
+    devimg *old = e->grave_tail;
+    e->grave_tail = old->prev;
+    e->grave_tail->next = NULL;
+    e->n_grave--;
+    free(old);
+  }
 }
 
 void devimg_close_all(engine *e) {
+  while (e->grave) {
+    devimg *d = e->grave;
+    e->grave = d->next;
+    free(d);
+  }
+  e->grave_tail = NULL;
+  e->n_grave = 0;
   while (e->devimgs) {
     devimg *d = e->devimgs;
     devimg_unlink(d);
@@ -85,14 +117,14 @@ void devimg_close_all(engine *e) {
 const char *image_device(const image *img) {
   if (!img || img->data || !img->owner_) return "";
   const devimg *d = img->owner_;
-  return d->e ? d->name : "";
+  return d->e && !d->dead ? d->name : "";
 }
 
 void *image_cl_buffer(const image *img, const void *device) {
   if (!img || img->data || !img->owner_ || !device) return NULL;
   const devimg *d = img->owner_;
 #if QS_HAVE_OPENCL
-  return d->e && d->dev == device ? (void *)d->mem : NULL;
+  return d->e && !d->dead && d->dev == device ? (void *)d->mem : NULL;
 #else
   (void)d;
   return NULL;

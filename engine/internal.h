@@ -139,6 +139,8 @@ struct engine {
   struct run_prog *prog; /* progress.c: the hook of the call under way */
   int in_step; /* composite steps under way (dispatch_step) */
   devimg *devimgs; /* devimg.c: the live device images this engine made */
+  devimg *grave, *grave_tail; /* devimg.c: records of freed ones, newest */
+  size_t n_grave;             /* first */
 };
 
 /* plan.c: whether the plan's runs carry state an implementation keeps

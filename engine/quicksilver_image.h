@@ -6,7 +6,8 @@
  * its shape, and its private owner_ holds the buffer. It is made by
  * image_push (a host image copied up) or by method_run / plan_run (outputs
  * of a call whose inputs live on a device), read back by image_pull and
- * released by image_free, like any owned image. Included by quicksilver.h.
+ * released by image_free, like any owned image. A part of quicksilver.h
+ * (which includes it): programs include quicksilver.h.
  *
  * Calls take device images wherever they take images:
  *  - Outputs live where the inputs live: a call with an input on a device
@@ -32,14 +33,20 @@
  * A device image belongs to the engine that made it. Passing one to
  * another engine, or a copy of one already freed while its engine is open,
  * gives QS_EINVAL ("freed, or of another engine"); nothing is read from
- * it. engine_close releases the buffers of the device images still alive:
- * they then only answer image_free (and image_device, ""). Like a host
- * image's, freeing two copies of one device image is the caller's error.
+ * it. The engine keeps the records of its last 256 freed device images,
+ * so a copy of one of them is told apart for sure and freeing it again
+ * does nothing; beyond that (or after engine_close) a copy of a freed
+ * image is a dangling pointer, as a host image's would be.
+ * engine_close releases the buffers of the device images still alive:
+ * they then only answer image_free (and image_device, "").
  */
 #ifndef QUICKSILVER_IMAGE_H
 #define QUICKSILVER_IMAGE_H
 
-#include "quicksilver.h"
+/* A part of quicksilver.h, which includes it after its own types. */
+#ifndef QUICKSILVER_H
+#error "include quicksilver.h, not quicksilver_image.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {

@@ -416,6 +416,9 @@ Test(devimg, freed_foreign_orphaned_and_null_refused) {
   cr_expect_null(h.owner_);
   cr_expect_eq(method_estimate(e, "roberts_cross", &rq, &(run_report){0}),
                QS_EINVAL);
+  image again = copy; /* freeing a stale copy does nothing */
+  image_free(&again);
+  cr_expect_null(again.owner_);
 
   /* another engine's */
   cr_assert_eq(image_push(e, &x, dev, &d), QS_OK);
