@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_clock.h"
 #include "quicksilver_method.h"
 #include "qs_test.h"
 
@@ -471,6 +472,79 @@ Test(devimg, freed_foreign_orphaned_and_null_refused) {
   cr_expect_null(d.owner_);
   engine_close(f);
   free(px);
+}
+
+/* The agent's choice with the moves priced: a method whose CPU
+ * implementation costs 1 ms and whose device one 1.5 ms (on the injected
+ * clock) runs on the CPU for host input, and on the device for 16 MiB of
+ * device input, where the CPU would add a pull and a push. */
+static int cost_cpu(const method_call *c) {
+  (void)c;
+  fake_now += 1000000;
+  return QS_OK;
+}
+
+static int cost_dev(const method_call *c) {
+  /* it is handed its device's buffers, never host memory, for them */
+  if (!c->in[0].data && !image_cl_buffer(&c->in[0], c->device))
+    return QS_EFAIL;
+  fake_now += 1500000;
+  return QS_OK;
+}
+
+static const slot_def cost_slots[] = {{"image", "any"}};
+static const impl_def cost_impls[] = {
+    {"serial", IMPL_SERIAL, cost_cpu, NULL, 1, SCHED_STATIC, 0, NULL, NULL,
+     0},
+    {"opencl", IMPL_OPENCL, cost_dev, NULL, 1, SCHED_STATIC, 0, NULL, NULL,
+     1},
+};
+static const method_desc cost_desc = {
+    .name = "costed", .doc = "fixed costs", .inputs = cost_slots,
+    .n_inputs = 1, .outputs = cost_slots, .n_outputs = 1,
+    .impls = cost_impls, .n_impls = 2, .tolerance = 1};
+
+Test(devimg, transfers_priced_in_the_choice) {
+  engine *e;
+  engine_options o = {.db_path = ":memory:", .no_calibration = 1,
+                      .clock_ns = fake_clock, .seed = 1};
+  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  char dev[QS_NAME_MAX], impl[QS_NAME_MAX + 8];
+  need_device(e, dev, sizeof dev);
+  snprintf(impl, sizeof impl, "opencl:%s", dev);
+  cr_assert_eq(method_register(e, &cost_desc), QS_OK);
+  input x = make_input(1, 1024, 4096); /* 16 MiB */
+  image out, dx;
+  run_request rq = {.inputs = &x.im, .n_inputs = 1};
+  for (int i = 0; i < 8; i++) /* both timed on the key, closely */
+    for (int k = 0; k < 2; k++) {
+      rq.impl = k ? impl : "serial";
+      cr_assert_eq(method_run(e, "costed", &rq, &out, 1, NULL), QS_OK, "%s",
+                   engine_error(e));
+      image_free(&out);
+    }
+  run_report rep;
+  rq.impl = NULL;
+  cr_assert_eq(method_run(e, "costed", &rq, &out, 1, &rep), QS_OK);
+  cr_expect_str_eq(rep.impl, "serial", "host input: %s (%s)", rep.impl,
+                   rep.reason);
+  image_free(&out);
+  cr_assert_eq(image_push(e, &x.im, dev, &dx), QS_OK);
+  rq.inputs = &dx;
+  cr_assert_eq(method_run(e, "costed", &rq, &out, 1, &rep), QS_OK, "%s",
+               engine_error(e));
+  cr_expect_str_eq(rep.impl, impl, "device input: %s (%s)", rep.impl,
+                   rep.reason);
+  cr_expect_eq(rep.bytes_pulled + rep.bytes_pushed, 0);
+  double t_cpu = -1;
+  for (size_t i = 0; i < rep.n_estimates; i++)
+    if (!strcmp(rep.estimates[i].impl, "serial"))
+      t_cpu = rep.estimates[i].transfer_seconds;
+  cr_expect_gt(t_cpu, 5e-4, "the CPU's moves priced at %g s", t_cpu);
+  image_free(&out);
+  image_free(&dx);
+  free(x.px);
+  engine_close(e);
 }
 
 Test(devimg, without_opencl_push_is_unavailable) {
