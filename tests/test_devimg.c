@@ -42,6 +42,17 @@ static int need_device(engine *e, char *out, size_t len) {
   return d[1].gpu;
 }
 
+/* An engine with an OpenCL device (skips without one): the device's name
+ * into dev (QS_NAME_MAX), its implementations' name "opencl:<dev>" into
+ * impl (QS_NAME_MAX + 8), and *gpu (may be NULL) whether it is a GPU. */
+static engine *open_device(char *dev, char *impl, int *gpu) {
+  engine *e = open_engine();
+  int g = need_device(e, dev, QS_NAME_MAX);
+  snprintf(impl, QS_NAME_MAX + 8, "opencl:%s", dev);
+  if (gpu) *gpu = g;
+  return e;
+}
+
 static float *noisy(size_t n, uint64_t s) {
   float *px = malloc(n * sizeof *px);
   cr_assert(px);
@@ -213,10 +224,9 @@ Test(devimg, every_method_and_impl_same_bits_on_device_images) {
 /* Host and device inputs mixed: outputs on the device, the native
  * implementation binds the device ones and uploads the host one. */
 Test(devimg, mixed_host_and_device_inputs) {
-  engine *e = open_engine();
   char dev[QS_NAME_MAX], impl[QS_NAME_MAX + 8];
-  int gpu = need_device(e, dev, sizeof dev);
-  snprintf(impl, sizeof impl, "opencl:%s", dev);
+  int gpu;
+  engine *e = open_device(dev, impl, &gpu);
   const mcase *k = &cases[2]; /* rgc */
   float *px[3];
   image in[3], mix[3];
@@ -283,10 +293,8 @@ static void chain(engine *e, const image *x, const char *impl, int mag,
 }
 
 Test(devimg, esrrf_chain_on_device_moves_input_and_maps_once) {
-  engine *e = open_engine();
   char dev[QS_NAME_MAX], impl[QS_NAME_MAX + 8];
-  need_device(e, dev, sizeof dev);
-  snprintf(impl, sizeof impl, "opencl:%s", dev);
+  engine *e = open_device(dev, impl, NULL);
   const int mag = 2;
   float *px = noisy(4 * 24 * 28, 99);
   image x = image_wrap(px, 4, 24, 28), hmaps, dx, dmaps, back;
@@ -336,10 +344,8 @@ Test(devimg, esrrf_chain_on_device_moves_input_and_maps_once) {
  * agent prices those moves for CPU implementations and none for the
  * device's own. */
 Test(devimg, cpu_choice_pulled_once_and_moves_priced) {
-  engine *e = open_engine();
   char dev[QS_NAME_MAX], impl[QS_NAME_MAX + 8];
-  need_device(e, dev, sizeof dev);
-  snprintf(impl, sizeof impl, "opencl:%s", dev);
+  engine *e = open_device(dev, impl, NULL);
   float *px = noisy(2 * 64 * 64, 5);
   image x = image_wrap(px, 2, 64, 64), dx, out[2];
   cr_assert_eq(image_push(e, &x, dev, &dx), QS_OK);
@@ -379,10 +385,8 @@ Test(devimg, cpu_choice_pulled_once_and_moves_priced) {
 
 /* Plans take device images as inputs and give device outputs. */
 Test(devimg, plan_runs_on_device_images) {
-  engine *e = open_engine();
   char dev[QS_NAME_MAX], impl[QS_NAME_MAX + 8];
-  need_device(e, dev, sizeof dev);
-  snprintf(impl, sizeof impl, "opencl:%s", dev);
+  engine *e = open_device(dev, impl, NULL);
   float *px = noisy(3 * 20 * 24, 9);
   image x = image_wrap(px, 3, 20, 24), dx, h, d, back;
   param p[] = {{"magnification_row", 2, NULL},
