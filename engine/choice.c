@@ -56,7 +56,7 @@ static void cand_fill(mstate *m, size_t i, const prep *pr,
   rimpl *r = &m->impls[i];
   *a = (agent_cand){.kind = r->def->kind};
   if (!registry_usable(r, c, why, why_len)) a->excluded = "unavailable";
-  hist *h = hist_get(m, i, pr->key, pr->work, 0);
+  hist *h = hist_get(m, i, devcall_key(pr, r), pr->work, 0);
   if (h) {
     a->n_walls = hist_walls(h, b->walls);
     a->walls = b->walls;

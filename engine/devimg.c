@@ -342,6 +342,10 @@ int devcall_native(const prep *pr, const rimpl *r) {
          r->def->device_images;
 }
 
+const char *devcall_key(const prep *pr, const rimpl *r) {
+  return devcall_native(pr, r) ? pr->key_dev : pr->key;
+}
+
 int devcall_pull(engine *e, prep *pr) {
   if (pr->pulled) return QS_OK;
   for (size_t i = 0; i < pr->n_in; i++) {

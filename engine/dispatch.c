@@ -159,7 +159,8 @@ int dispatch_run(engine *e, const char *method, const run_request *rq,
              reused, &res);
     e->in_run = 0;
     if (res.status && prog_cancelled(e)) res.status = QS_ECANCELLED;
-    run_account(e, &pr, (size_t)pick, pr.key, pr.work, &res, res.status);
+    run_account(e, &pr, (size_t)pick, devcall_key(&pr, &m->impls[pick]),
+                pr.work, &res, res.status);
     if (res.status == QS_OK && !native &&
         (res.status = devcall_push(e, &pr, hout, outputs, d->n_outputs))) {
       snprintf(res.err, sizeof res.err, "%.500s", e->err);

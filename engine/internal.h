@@ -207,6 +207,9 @@ typedef struct prep {
    * host memory for implementations of another place (pulled once, host
    * inputs shared), and the bytes and seconds the engine moved. */
   void *dev;
+  char key_dev[QS_KEY_MAX]; /* key KEY_DEVICE_MARK: the key an
+                               implementation running on the device images
+                               themselves is timed under (no transfers) */
   image host_in[QS_MAX_INPUTS];
   int pulled;
   uint64_t bytes_pulled, bytes_pushed;
@@ -376,6 +379,9 @@ int devimg_check(engine *e, const image *img, const char *what, void **dev);
 /* Whether implementation r runs on the call's device images as they are
  * (an OpenCL one of their device that declares device_images). */
 int devcall_native(const prep *pr, const rimpl *r);
+/* The key implementation r is timed under for this call (pr->key, or
+ * pr->key_dev when it runs natively on device images). */
+const char *devcall_key(const prep *pr, const rimpl *r);
 /* pr->host_in filled (device inputs pulled once, counted). */
 int devcall_pull(engine *e, prep *pr);
 /* Device outputs of the call's shapes on pr->dev (zeroed). */
@@ -456,6 +462,10 @@ int key_text(const method_desc *d, const image *in, const double *p,
  * that the store tells calibration's rows from the caller's own keys
  * (db_key_is_slice) while the model still fits them by work. */
 #define KEY_SLICE_MARK "#slice"
+/* The key of a run on device images in place (devcall_native): its time
+ * has no transfers, unlike the same implementation's on host images, so it
+ * is learnt apart; the model still fits it by work. */
+#define KEY_DEVICE_MARK "@device"
 int key_slice_text(const method_desc *d, const image *in, const double *p,
                    char *buf, size_t len);
 double key_work(const method_desc *d, const image *in, const double *p,

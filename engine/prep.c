@@ -89,6 +89,11 @@ int prep_call(engine *e, const char *method, const run_request *rq,
   if (key_text(d, rq->inputs, pr->p, pr->key, sizeof pr->key))
     return engine_fail(e, QS_EOVERFLOW, "method %s: key longer than %d bytes",
                        d->name, QS_KEY_MAX);
+  if (pr->dev &&
+      snprintf(pr->key_dev, sizeof pr->key_dev, "%s" KEY_DEVICE_MARK,
+               pr->key) >= (int)sizeof pr->key_dev)
+    return engine_fail(e, QS_EOVERFLOW, "method %s: key longer than %d bytes",
+                       d->name, QS_KEY_MAX);
   pr->m = m;
   pr->in = rq->inputs;
   pr->n_in = rq->n_inputs;

@@ -26,6 +26,9 @@
  *  - The agent adds to each implementation's estimate the seconds those
  *    moves would take (bytes at the device's measured bandwidth:
  *    engine_device_bandwidth), shown apart in run_estimate.transfer_seconds.
+ *    A run on the device images themselves is recorded under the call's
+ *    key followed by "@device": it has no transfers, unlike the same
+ *    implementation's runs on host images, and is learnt apart.
  *  - Shape rules see no pixels of a device input (its data is NULL), as in
  *    method_estimate: eSRRF's refusal of NaN input is not made for it.
  *  - method_benchmark pulls device inputs once and runs on host memory.

@@ -546,6 +546,17 @@ Test(devimg, transfers_priced_in_the_choice) {
       t_cpu = rep.estimates[i].transfer_seconds;
   cr_expect_gt(t_cpu, 5e-4, "the CPU's moves priced at %g s", t_cpu);
   image_free(&out);
+  /* its run on the buffers (no transfers) is learnt apart from its runs
+   * on host memory: one run on device input, eight on host input */
+  for (int k = 0; k < 2; k++) {
+    rq.inputs = k ? &x.im : &dx;
+    cr_assert_eq(method_estimate(e, "costed", &rq, &rep), QS_OK);
+    for (size_t i = 0; i < rep.n_estimates; i++)
+      if (!strcmp(rep.estimates[i].impl, impl)) {
+        cr_expect_str_eq(rep.estimates[i].source, "history");
+        cr_expect_eq(rep.estimates[i].runs, k ? 8 : 1);
+      }
+  }
   image_free(&dx);
   free(x.px);
   engine_close(e);
