@@ -60,6 +60,11 @@ def test_calls_on_device_arrays_give_host_bits(cl_engine, stack, impl):
     with e.open("roberts_cross", stack.shape, impl=impl) as p:
         r = p.run(d)
         assert np.array_equal(np.asarray(r[0]), host[0])
+    # the stream and the sweep read host memory: pulled once
+    with e.esrrf_stream(stack.shape[1], stack.shape[2], window=4,
+                        magnification=2) as st:
+        st.push(d)
+        assert st.frames == stack.shape[0]
     est = e.estimate("roberts_cross", d)
     priced = {x.impl: x.transfer_seconds for x in est.estimates}
     assert priced["serial"] > 0 and priced["opencl:" + dev] == 0

@@ -411,12 +411,20 @@ def _host_view(a: Any, copy: bool, slot: str) -> Any:
                     ".cpu()); copy it first", name="invalid")
 
 
-def _as_input(a: ArrayLike, copy: bool, slot: str) -> Any:
+def _as_input(a: ArrayLike, copy: bool, slot: str,
+              device: bool = True) -> Any:
     """A C-contiguous native float32 3-D view of `a` (itself when it is one
-    already, or a DeviceArray as it is), converting once when needed and
-    allowed."""
+    already, or a DeviceArray as it is where the call takes device images:
+    `device`; else its pixels pulled once), converting once when needed
+    and allowed."""
     if isinstance(a, DeviceArray):
-        return a
+        if device:
+            return a
+        if not copy:
+            raise CopyError(f"input {slot}: a DeviceArray is read here from "
+                            "host memory; copy=False forbids the pull",
+                            name="invalid")
+        return a.pull()
     arr = np.asarray(_host_view(a, copy, slot))
     if arr.dtype.kind not in "uif":
         raise DTypeError(f"input {slot}: dtype {arr.dtype} is not a real "
@@ -799,7 +807,7 @@ class Engine:
                 raise ParameterError(f"temporal: {t!r} is not one of avg, "
                                      "var, tac2", name="param")
             tv.append(names.index(str(t).lower()))
-        arr = _as_input(stack, True, "stack")
+        arr = _as_input(stack, True, "stack", device=False)
         pts, passes = self._core.esrrf_sweep(
             arr, [float(r) for r in radii],
             [float(s) for s in sensitivities], tv, int(magnification),
@@ -999,7 +1007,7 @@ class Stream:
         frame size, :class:`ParameterError` for a NaN or infinite pixel or
         after :meth:`end`, :class:`SizeError` when more results would wait
         than ``max_pending``."""
-        self._core.push(_as_input(frames, True, "frames"))
+        self._core.push(_as_input(frames, True, "frames", device=False))
 
     def pop(self) -> Optional[StreamResult]:
         """The oldest completed result, or None when none is waiting."""
