@@ -77,6 +77,10 @@ static void devimg_release(void *self) {
   }
   devimg_unlink(d);
 #if QS_HAVE_OPENCL
+  /* cldev_release wants nothing queued on it (a zeroing may be) */
+  cl_context ctx;
+  cl_command_queue q;
+  if (cldev_queue(d->dev, &ctx, &q, NULL, 0) == QS_OK) clFinish(q);
   cldev_release(d->dev, d->mem);
   d->mem = NULL;
 #endif
@@ -211,12 +215,12 @@ int devimg_zero(engine *e, image *img) {
   cl_command_queue q;
   int rc = cldev_queue(r->dev, &ctx, &q, e->err, sizeof e->err);
   float zero = 0;
+  /* queued, not waited for: the queue is in order, so every later use of
+   * the buffer (a kernel, a copy, a release) comes after it */
   if (!rc)
     rc = cl_status(clEnqueueFillBuffer(q, r->mem, &zero, sizeof zero, 0,
                                        r->bytes, 0, NULL, NULL),
                    "zeroing a device image", e->err, sizeof e->err);
-  if (!rc) rc = cl_status(clFinish(q), "zeroing a device image", e->err,
-                          sizeof e->err);
   return rc;
 }
 #else
