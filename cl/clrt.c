@@ -57,6 +57,7 @@ struct cldev {
   uint64_t *launches; /* hashes of (kernel, dims, global size) seen */
   size_t n_launches, cap_launches;
   _Atomic uint64_t bytes_up, bytes_down; /* cldev_transfer */
+  double rate_bytes, rate_seconds; /* cldev_rate_note, under rt->lock */
 #if QS_HAVE_OPENCL
   kept_buf *kept;     /* released buffers kept for reuse, oldest first */
   size_t n_kept, cap_kept;
@@ -835,6 +836,22 @@ void cldev_transfer(cldev *d, uint64_t up, uint64_t down) {
 void cldev_transfers(cldev *d, uint64_t *up, uint64_t *down) {
   *up = d ? atomic_load_explicit(&d->bytes_up, memory_order_relaxed) : 0;
   *down = d ? atomic_load_explicit(&d->bytes_down, memory_order_relaxed) : 0;
+}
+
+void cldev_rate_note(cldev *d, uint64_t bytes, double seconds) {
+  if (!d || !(seconds > 0)) return;
+  pthread_mutex_lock(&d->rt->lock);
+  d->rate_bytes += (double)bytes;
+  d->rate_seconds += seconds;
+  pthread_mutex_unlock(&d->rt->lock);
+}
+
+double cldev_rate(cldev *d) {
+  if (!d) return 0;
+  pthread_mutex_lock(&d->rt->lock);
+  double r = d->rate_seconds > 0 ? d->rate_bytes / d->rate_seconds : 0;
+  pthread_mutex_unlock(&d->rt->lock);
+  return r;
 }
 
 /* ------------------------------------------------------------ open, close */

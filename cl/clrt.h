@@ -177,6 +177,12 @@ int cl_status(cl_int code, const char *what, char *err, size_t err_len);
 void cldev_transfer(cldev *d, uint64_t up, uint64_t down);
 void cldev_transfers(cldev *d, uint64_t *up, uint64_t *down);
 
+/* Bandwidth between host and device: the engine notes each timed whole
+ * copy it makes (bytes, seconds); cldev_rate is bytes per second over all
+ * of them, 0 before the first. */
+void cldev_rate_note(cldev *d, uint64_t bytes, double seconds);
+double cldev_rate(cldev *d);
+
 /* Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"), "CL_SUCCESS" for
  * 0, "unknown OpenCL error" otherwise. Static string. */
 const char *cl_code_name(int code);

@@ -127,6 +127,10 @@ static long small_call_cold(const agent_cand *c, size_t n, double work) {
 }
 
 /* Fast-half mean of the newest m of the candidate's walls. */
+/* What a call adds to a candidate's steady estimate: one-time costs and
+ * the moves of device images it needs. */
+static double extra(const agent_cand *c) { return c->once + c->transfer; }
+
 static double newest_fast(const agent_cand *c, size_t m) {
   if (m >= c->n_walls || m >= AGENT_WINDOW)
     return c->fast > 0 ? c->fast : agent_fast_mean(c->walls, c->n_walls);
@@ -137,7 +141,7 @@ double agent_lower(const agent_cand *c, double work) {
   int src;
   double t = agent_estimate(c, work, &src);
   if (src == SRC_NONE || !(t >= 0)) return 0;
-  double once = c->once_known ? c->once : 0;
+  double once = (c->once_known ? c->once : 0) + c->transfer;
   if (src == SRC_HISTORY) {
     size_t n = c->n_walls < AGENT_WINDOW ? c->n_walls : AGENT_WINDOW;
     return t * (1 - AGENT_RUN_U / (double)n) + once;
@@ -169,12 +173,12 @@ double agent_lower(const agent_cand *c, double work) {
  * included. */
 static double ref_for(const agent_cand *c, long inc, size_t i, double work) {
   int src;
-  double all = agent_estimate(&c[inc], work, &src) + c[inc].once;
+  double all = agent_estimate(&c[inc], work, &src) + extra(&c[inc]);
   if (!c[i].n_walls || !c[inc].n_walls) return all;
   double newest = newest_fast(&c[inc], c[i].n_walls > AGENT_FOOTING
                                            ? c[i].n_walls
                                            : AGENT_FOOTING) +
-                  c[inc].once;
+                  extra(&c[inc]);
   return newest < all ? newest : all;
 }
 
@@ -187,8 +191,8 @@ static int verdict(const agent_cand *c, long inc, size_t i, double work,
   int src;
   double ref = ref_for(c, inc, i, work);
   double lo = agent_lower(&c[i], work);
-  double t = agent_estimate(&c[i], work, &src) + c[i].once;
-  double inc_t = agent_estimate(&c[inc], work, &src) + c[inc].once;
+  double t = agent_estimate(&c[i], work, &src) + extra(&c[i]);
+  double inc_t = agent_estimate(&c[inc], work, &src) + extra(&c[inc]);
   *score = ref > 0 ? lo / ref : INFINITY;
   if (!(lo < ref * (1 - AGENT_TIE))) return V_HOPELESS;
   double cost = t > inc_t ? t - inc_t : 0;
@@ -203,7 +207,7 @@ static long incumbent(const agent_cand *c, size_t n, double work) {
   for (size_t i = 0; i < n; i++) {
     int src;
     if (c[i].excluded || !c[i].n_walls) continue;
-    double t = agent_estimate(&c[i], work, &src) + c[i].once;
+    double t = agent_estimate(&c[i], work, &src) + extra(&c[i]);
     if (t < best) best = t, inc = (long)i;
   }
   return inc;
@@ -270,7 +274,7 @@ long agent_choose(const agent_cand *c, size_t n, double work, int static_cold,
       continue;
     }
     delays |= c[i].delayed;
-    if (t + c[i].once < best_t) best_t = t + c[i].once, best = (long)i;
+    if (t + extra(&c[i]) < best_t) best_t = t + extra(&c[i]), best = (long)i;
   }
   if (any < 0) return -1;
   if (best < 0 || (cold && static_cold)) {
@@ -321,6 +325,7 @@ long agent_choose(const agent_cand *c, size_t n, double work, int static_cold,
     double t = agent_estimate(&c[i], work, &src);
     if (src == SRC_NONE || !(t > 0)) continue;
     if (c[i].delayed) t = t * (1 - c[i].p) + t * c[i].factor * c[i].p;
+    t += c[i].transfer;
     if (t < exp_best) exp_best = t, exp_arg = (long)i;
     w[i] = 1 / (t * t);
     total += w[i];

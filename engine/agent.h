@@ -105,6 +105,11 @@ typedef struct agent_cand {
   /* once is known from more than one run (or is none): the optimistic
    * bound includes it; a single run's may have filled the caches. */
   int once_known;
+  /* Seconds of moving device images this candidate needs on this call
+   * (inputs pulled to the host, outputs pushed back: bytes over the
+   * device's measured bandwidth, as StarPU's dmda adds them); certain, so
+   * added to the estimate and the bound alike. 0 for a host call. */
+  double transfer;
   /* Its probe refused the key's calibration slice: the call itself is the
    * only place to time it (agent_choose tries it there). */
   int no_slice;

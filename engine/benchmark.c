@@ -87,6 +87,15 @@ int method_benchmark(engine *e, const char *method, const run_request *rq,
   if (md) n_out = md->n_outputs;
   int rc = prep_call(e, method, rq, n_out, 0, &pr);
   if (rc) return rc;
+  if (pr.dev) { /* device inputs: pulled once, then a host benchmark */
+    rc = devcall_pull(e, &pr);
+    if (rc) {
+      prep_done(&pr);
+      return rc;
+    }
+    pr.in = pr.host_in;
+    pr.dev = NULL;
+  }
   mstate *m = pr.m;
   unsigned char mask[QS_MAX_ESTIMATES];
   int exact = 0;

@@ -56,7 +56,7 @@ static void cand_fill(mstate *m, size_t i, const prep *pr,
   rimpl *r = &m->impls[i];
   *a = (agent_cand){.kind = r->def->kind};
   if (!registry_usable(r, c, why, why_len)) a->excluded = "unavailable";
-  hist *h = hist_get(m, i, pr->key, pr->work, 0);
+  hist *h = hist_get(m, i, devcall_key(pr, r), pr->work, 0);
   if (h) {
     a->n_walls = hist_walls(h, b->walls);
     a->walls = b->walls;
@@ -99,6 +99,7 @@ void cand_refresh(engine *e, prep *pr, cands *cs, size_t i) {
             NULL, 0);
   cand_fill(pr->m, i, pr, &probe, cs->exact, &cs->c[i], &cs->buf[i],
             cs->why[i], sizeof cs->why[i]);
+  cs->c[i].transfer = devcall_transfer(e, pr, &pr->m->impls[i]);
 }
 
 /* Selection, history and availability of every implementation for the
@@ -150,7 +151,7 @@ size_t cands_cold(const engine *e, const mstate *m, const cands *cs,
     const agent_cand *c = &cs->c[i];
     int src;
     if (c->excluded || agent_cold(c) || c->point_work > 0) continue;
-    double t = agent_estimate(c, cs->work, &src) + c->once;
+    double t = agent_estimate(c, cs->work, &src) + c->once + c->transfer;
     if (t < best) best = t;
   }
   for (size_t i = 0; i < m->n_impls; i++) {
@@ -185,6 +186,7 @@ void report_estimates(run_report *report, const mstate *m,
     const agent_cand *c = &cs->c[i];
     snprintf(x->impl, sizeof x->impl, "%s", m->impls[i].name);
     x->seconds = est[i];
+    x->transfer_seconds = c->transfer;
     x->runs = (int)(c->n_walls ? c->n_walls : c->n_points);
     const char *s = source_names[src[i]];
     if (src[i] == SRC_MODEL && c->n_points == 1) s = "scaled";

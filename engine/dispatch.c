@@ -87,15 +87,27 @@ int dispatch_run(engine *e, const char *method, const run_request *rq,
   m->runs++; /* before the retry rule reads it */
   rc = cands_build(e, &pr, rq, &cs);
   if (rc) goto done;
-  rc = outputs_alloc(e, pr.shape, d->n_outputs, outputs);
+  /* outputs live where the inputs live (quicksilver_image.h) */
+  rc = pr.dev ? devcall_outputs(e, &pr, outputs, d->n_outputs)
+              : outputs_alloc(e, pr.shape, d->n_outputs, outputs);
   if (rc) goto done;
+  /* a device call's outputs in host memory, for an implementation of
+   * another place (then pushed to the device outputs) */
+  image hout[QS_MAX_OUTPUTS];
+  int have_hout = 0, used_dev = 0, used_host = 0;
 
   double calib = 0, calib_once = 0;
   unsigned char cold[QS_MAX_ESTIMATES];
   if (cands_cold(e, m, &cs, cold)) {
+    /* slices are cut from host memory: device inputs pulled (once) */
+    const image *own_in = pr.in;
+    if (pr.dev && devcall_pull(e, &pr) == QS_OK) pr.in = pr.host_in;
     prog_counting(e, 0);
-    calib = calibrate(e, &pr, cold, cands_known(&pr, &cs, cold), &calib_once);
+    if (!pr.dev || pr.pulled)
+      calib = calibrate(e, &pr, cold, cands_known(&pr, &cs, cold),
+                        &calib_once);
     prog_counting(e, 1);
+    pr.in = own_in;
     for (size_t i = 0; i < m->n_impls; i++)
       if (cold[i]) cand_refresh(e, &pr, &cs, i);
   }
@@ -118,12 +130,42 @@ int dispatch_run(engine *e, const char *method, const run_request *rq,
       why_pick = "calibration";
     if (fallbacks == 0) reason = why_pick;
     last = pick;
+    /* a device call: the implementation runs on the device images, or
+     * on host memory the engine moves (devimg.c) */
+    int native = !pr.dev || devcall_native(&pr, &m->impls[pick]);
+    const image *in = pr.in;
+    image *out = outputs;
+    int reused = fallbacks > 0;
+    if (pr.dev) {
+      int mrc = QS_OK;
+      if (!native) {
+        mrc = devcall_pull(e, &pr);
+        if (!mrc && !have_hout)
+          have_hout = !(mrc = outputs_alloc(e, pr.shape, d->n_outputs, hout));
+        in = pr.host_in;
+        out = hout;
+      }
+      if (mrc) { /* the move failed, not the implementation */
+        res = (run_result){.status = mrc};
+        snprintf(res.err, sizeof res.err, "%.500s", e->err);
+        break;
+      }
+      int *used = native ? &used_dev : &used_host;
+      reused = *used;
+      *used = 1;
+    }
     e->in_run = top;
-    run_once(e, m, (size_t)pick, pr.in, pr.n_in, outputs, d->n_outputs, pr.p,
-             fallbacks > 0, &res);
+    run_once(e, m, (size_t)pick, in, pr.n_in, out, d->n_outputs, pr.p,
+             reused, &res);
     e->in_run = 0;
     if (res.status && prog_cancelled(e)) res.status = QS_ECANCELLED;
-    run_account(e, &pr, (size_t)pick, pr.key, pr.work, &res, res.status);
+    run_account(e, &pr, (size_t)pick, devcall_key(&pr, &m->impls[pick]),
+                pr.work, &res, res.status);
+    if (res.status == QS_OK && !native &&
+        (res.status = devcall_push(e, &pr, hout, outputs, d->n_outputs))) {
+      snprintf(res.err, sizeof res.err, "%.500s", e->err);
+      break; /* the move failed, not the implementation */
+    }
     if (res.status == QS_OK || cs.exact || res.status == QS_ECANCELLED)
       break;
     cs.c[pick].excluded = "failed";
@@ -149,13 +191,16 @@ int dispatch_run(engine *e, const char *method, const run_request *rq,
     report->seconds = res.wall;
     report->device_seconds = res.device_s;
     report->once_seconds = res.once_s;
-    report->bytes_up = res.bytes_up;
-    report->bytes_down = res.bytes_down;
+    report->bytes_up = res.bytes_up + pr.bytes_pushed;
+    report->bytes_down = res.bytes_down + pr.bytes_pulled;
+    report->bytes_pulled = pr.bytes_pulled;
+    report->bytes_pushed = pr.bytes_pushed;
     report->calibration_seconds = calib;
     report->calibration_once_seconds = calib_once;
     report->fallbacks = fallbacks;
     report_estimates(report, m, &cs, est, src);
   }
+  if (have_hout) outputs_free(hout, d->n_outputs);
 done:
   if (report) report->record_status = e->rec_status;
   if (top) {

@@ -312,6 +312,7 @@ void engine_close(engine *e) {
   recorder_close(e);
   registry_free(e);
   store_close(e->store);
+  devimg_close_all(e); /* before their buffers' contexts go */
   clrt_close(e->cl);
   pool_destroy(e->pool);
   free(e->db_path);

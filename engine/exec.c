@@ -87,6 +87,10 @@ static int zero_blocks(void *ctx, size_t b, size_t e, int w) {
  * again first, outside the timed region. */
 static void outputs_zero(engine *e, image *out, size_t n_out) {
   for (size_t i = 0; i < n_out; i++) {
+    if (!out[i].data) { /* a device image */
+      devimg_zero(e, &out[i]);
+      continue;
+    }
     size_t n = out[i].frames * out[i].rows * out[i].cols;
     pool_for(e->pool, 0, (n + ZERO_BLOCK - 1) / ZERO_BLOCK, SCHED_STATIC, 0,
              zero_blocks, &out[i]);

@@ -1,5 +1,6 @@
 /* image.c — float32 (frames, rows, cols) images: wrapping caller memory,
- * aligned allocation, overflow-checked sizes. */
+ * aligned allocation, overflow-checked sizes; image_free of a device image
+ * hands it to the record that holds it (devimg.c). */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MADV_HUGEPAGE */
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,8 +25,11 @@ image image_wrap(float *data, size_t frames, size_t rows, size_t cols) {
   return img;
 }
 
-/* What an owned image holds: the block, and how to give it back. */
+/* What an owned image holds: the block, and how to give it back. Its
+ * first member is NULL; a device image's record (devimg.c) has there the
+ * function that releases it, which image_free calls instead. */
 typedef struct block {
+  void (*release)(void *self);
   void *base;
   size_t len; /* mapped length; 0 for a heap block */
 } block;
@@ -66,6 +70,7 @@ int image_alloc(image *img, size_t frames, size_t rows, size_t cols) {
   if (n == 0) return QS_EINVAL;
   block *b = malloc(sizeof *b);
   if (!b) return QS_ENOMEM;
+  b->release = NULL;
   /* n <= 2^36, so no byte count below overflows. */
   size_t bytes = n * sizeof(float);
   void *data = bytes >= HUGE_MIN ? map_zeroed(bytes, b) : NULL;
@@ -92,6 +97,12 @@ int image_alloc(image *img, size_t frames, size_t rows, size_t cols) {
 
 void image_free(image *img) {
   if (!img) return;
+  void (**release)(void *) = img->owner_;
+  if (release && *release) { /* a device image's record (devimg.c) */
+    (*release)(img->owner_);
+    *img = (image){0};
+    return;
+  }
   block *b = img->owner_;
   if (b && b->len) munmap(b->base, b->len);
   if (b && !b->len) free(b->base);

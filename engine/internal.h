@@ -38,6 +38,7 @@
 
 typedef struct store store;
 typedef struct clrt clrt;
+typedef struct devimg devimg;
 
 /* One implementation as this engine runs it: OpenCL ones expanded per
  * device. */
@@ -137,6 +138,9 @@ struct engine {
                             implementation (call.c) */
   struct run_prog *prog; /* progress.c: the hook of the call under way */
   int in_step; /* composite steps under way (dispatch_step) */
+  devimg *devimgs; /* devimg.c: the live device images this engine made */
+  devimg *grave, *grave_tail; /* devimg.c: records of freed ones, newest */
+  size_t n_grave;             /* first */
 };
 
 /* plan.c: whether the plan's runs carry state an implementation keeps
@@ -198,6 +202,17 @@ typedef struct prep {
   char key[QS_KEY_MAX];
   double work;
   char *json; /* parameters as JSON, made on first record */
+  /* Device images (devimg.c): the device of the call's device inputs
+   * (cldev *; NULL: a host call, whose path is unchanged), the inputs in
+   * host memory for implementations of another place (pulled once, host
+   * inputs shared), and the bytes and seconds the engine moved. */
+  void *dev;
+  char key_dev[QS_KEY_MAX]; /* key KEY_DEVICE_MARK: the key an
+                               implementation running on the device images
+                               themselves is timed under (no transfers) */
+  image host_in[QS_MAX_INPUTS];
+  int pulled;
+  uint64_t bytes_pulled, bytes_pushed;
 } prep;
 
 /* ---- prep.c */
@@ -356,6 +371,36 @@ void *plan_kept(const method_call *c, const char *tag);
 int plan_keep(const method_call *c, const char *tag, void *state,
               void (*release)(void *state));
 
+/* ---- devimg.c: a call's device images. */
+/* Checks image `what` of a call: QS_OK with *dev NULL for a host image,
+ * the device (cldev *) of a live device image of this engine, else
+ * QS_EINVAL naming it (freed, or of another engine). */
+int devimg_check(engine *e, const image *img, const char *what, void **dev);
+/* Whether implementation r runs on the call's device images as they are
+ * (an OpenCL one of their device that declares device_images). */
+int devcall_native(const prep *pr, const rimpl *r);
+/* The key implementation r is timed under for this call (pr->key, or
+ * pr->key_dev when it runs natively on device images). */
+const char *devcall_key(const prep *pr, const rimpl *r);
+/* pr->host_in filled (device inputs pulled once, counted). */
+int devcall_pull(engine *e, prep *pr);
+/* Device outputs of the call's shapes on pr->dev (zeroed). */
+int devcall_outputs(engine *e, prep *pr, image *out, size_t n);
+/* Copies host images into device images of the same shapes (counted in
+ * pr->bytes_pushed). */
+int devcall_push(engine *e, prep *pr, const image *host, image *dev,
+                 size_t n);
+/* Zeroes a device image (a reused output). */
+int devimg_zero(engine *e, image *img);
+/* Seconds implementation r would spend on moves for this call (0 for a
+ * native one or a host call). */
+double devcall_transfer(engine *e, const prep *pr, const rimpl *r);
+/* Releases pr's pulled copies. */
+void devcall_done(prep *pr);
+/* engine_close: the buffers of every live device image released, the
+ * images left answering image_free only. */
+void devimg_close_all(engine *e);
+
 /* ---- dispatch.c: method_run's path, which plan runs take too (e->plan
  * set by plan.c around it). */
 int dispatch_run(engine *e, const char *method, const run_request *rq,
@@ -417,6 +462,10 @@ int key_text(const method_desc *d, const image *in, const double *p,
  * that the store tells calibration's rows from the caller's own keys
  * (db_key_is_slice) while the model still fits them by work. */
 #define KEY_SLICE_MARK "#slice"
+/* The key of a run on device images in place (devcall_native): its time
+ * has no transfers, unlike the same implementation's on host images, so it
+ * is learnt apart; the model still fits it by work. */
+#define KEY_DEVICE_MARK "@device"
 int key_slice_text(const method_desc *d, const image *in, const double *p,
                    char *buf, size_t len);
 double key_work(const method_desc *d, const image *in, const double *p,

@@ -47,6 +47,9 @@ int prep_call(engine *e, const char *method, const run_request *rq,
   pr->m = NULL;
   pr->json = NULL;
   pr->key[0] = '\0';
+  pr->dev = NULL;
+  pr->pulled = 0;
+  pr->bytes_pulled = pr->bytes_pushed = 0;
   mstate *m = registry_find(e, method);
   if (!m) return registry_unknown(e, method);
   const method_desc *d = m->desc;
@@ -58,9 +61,18 @@ int prep_call(engine *e, const char *method, const run_request *rq,
                        rq->inputs ? rq->n_inputs : 0);
   for (size_t i = 0; i < d->n_inputs; i++) {
     int rc = shape_ok(e, d, "input", d->inputs[i].name, &rq->inputs[i]);
-    if (!rc && !rq->inputs[i].data && !shapes_only)
-      rc = engine_fail(e, QS_EINVAL, "method %s: input %s has no data",
-                       d->name, d->inputs[i].name);
+    char what[160];
+    snprintf(what, sizeof what, "method %s: input %s", d->name,
+             d->inputs[i].name);
+    void *dev = NULL;
+    if (!rc) rc = devimg_check(e, &rq->inputs[i], what, &dev);
+    if (!rc && dev && pr->dev && dev != pr->dev)
+      rc = engine_fail(e, QS_EINVAL, "%s is on another device than the "
+                       "inputs before it (move it with image_pull and "
+                       "image_push)", what);
+    if (dev) pr->dev = dev;
+    if (!rc && !dev && !rq->inputs[i].data && !shapes_only)
+      rc = engine_fail(e, QS_EINVAL, "%s has no data", what);
     if (rc) return rc;
   }
   if (n_outputs != d->n_outputs || d->n_outputs > QS_MAX_OUTPUTS)
@@ -77,6 +89,11 @@ int prep_call(engine *e, const char *method, const run_request *rq,
   if (key_text(d, rq->inputs, pr->p, pr->key, sizeof pr->key))
     return engine_fail(e, QS_EOVERFLOW, "method %s: key longer than %d bytes",
                        d->name, QS_KEY_MAX);
+  if (pr->dev &&
+      snprintf(pr->key_dev, sizeof pr->key_dev, "%s" KEY_DEVICE_MARK,
+               pr->key) >= (int)sizeof pr->key_dev)
+    return engine_fail(e, QS_EOVERFLOW, "method %s: key longer than %d bytes",
+                       d->name, QS_KEY_MAX);
   pr->m = m;
   pr->in = rq->inputs;
   pr->n_in = rq->n_inputs;
@@ -85,6 +102,7 @@ int prep_call(engine *e, const char *method, const run_request *rq,
 }
 
 void prep_done(prep *pr) {
+  devcall_done(pr);
   cJSON_free(pr->json);
   pr->json = NULL;
 }

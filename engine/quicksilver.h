@@ -93,9 +93,9 @@ QS_API const char *status_message(int status);
 
 /* ---------------------------------------------------------------- images */
 
-/* A float32 (frames, rows, cols) row-major image. `owner_` is private:
- * set when the memory is the image's (image_alloc, engine outputs), to be
- * released with image_free. */
+/* A float32 (frames, rows, cols) row-major image. `owner_` is private: set
+ * when the memory is the image's (image_alloc, outputs; image_free it);
+ * with data NULL, a device image (quicksilver_image.h). */
 typedef struct image {
   float *data;
   size_t frames, rows, cols;
@@ -430,6 +430,7 @@ typedef struct run_estimate {
                            a second size first), "cold", "unmeasured"
                            (README: how the engine chooses); "forced"; or
                            why not a candidate */
+  double transfer_seconds; /* moving device images for it (added) */
 } run_estimate;
 
 typedef struct run_report {
@@ -451,8 +452,8 @@ typedef struct run_report {
   double calibration_once_seconds; /* one-time costs (builds, first
                                       launches) in calibration_seconds */
   int record_status; /* engine_record_status at the call's return */
-  uint64_t bytes_up, bytes_down; /* OpenCL: bytes moved host→device and
-                                    device→host by the run; else 0 */
+  uint64_t bytes_up, bytes_down; /* moved host→device, device→host */
+  uint64_t bytes_pulled, bytes_pushed; /* device images moved by the engine */
 } run_report;
 
 /* Runs `method` on the request. outputs[0..n_outputs) receive images the
@@ -644,5 +645,6 @@ QS_API int stats_of(const double *x, size_t n, stats *s);
 #ifdef __cplusplus
 }
 #endif
+#include "quicksilver_image.h" /* device images, a part of this header */
 
 #endif /* QUICKSILVER_H */

@@ -141,7 +141,17 @@ typedef struct impl_def {
    * An implementation with an open still runs without one (state NULL). */
   int (*open)(const method_call *c, void **state);
   void (*close)(void *state);
+  /* IMPL_OPENCL: nonzero when it runs on device images of its device as
+   * they are (quicksilver_image.h): an input or output of c that is one
+   * has data NULL and its buffer in image_cl_buffer(img, c->device).
+   * 0: the engine hands it host memory, moving device images itself. */
+  int device_images;
 } impl_def;
+
+/* The OpenCL buffer (a cl_mem) of a device image on `device` (an OpenCL
+ * implementation's c->device), else NULL: a host image, or one of another
+ * device (which the engine never hands an implementation). */
+QS_API void *image_cl_buffer(const image *img, const void *device);
 
 /* Registers a host program's method on this engine, after checking the
  * descriptor against the limits above (QS_EINVAL naming the method and the

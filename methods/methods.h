@@ -55,12 +55,13 @@ static inline int method_check_input(const char *method, const image *in,
 
 /* The OpenCL row of an implementation table (the engine expands it per
  * device): `run` streams the frames through a kernel (cl_frames.h, whose
- * probe checks that a frame fits the device). In a build without OpenCL
+ * probe checks that a frame fits the device), binding device images of
+ * its device as they are (device_images). In a build without OpenCL
  * the row stays, unavailable, with the reason. */
 #if QS_HAVE_OPENCL
 #define QS_OPENCL_IMPL(run, version)                                         \
   {"opencl", IMPL_OPENCL, run, cl_frames_probe, version, SCHED_STATIC, 0,   \
-   NULL, NULL}
+   NULL, NULL, 1}
 #else
 #define QS_OPENCL_IMPL(run, version)                                         \
   {"opencl", IMPL_OPENCL, method_no_opencl_run, method_no_opencl, version,  \

@@ -14,7 +14,8 @@ root = os.path.abspath(sys.argv[1])
 FOLDERS = ("engine", "methods", "cl", "db")
 SEARCH = ("", "engine", os.path.join("methods", "esrrf"))  # -I of the build
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
-PUBLIC = {"engine/quicksilver.h", "engine/quicksilver_method.h",
+PUBLIC = {"engine/quicksilver.h", "engine/quicksilver_image.h",
+          "engine/quicksilver_method.h",
           "methods/esrrf/quicksilver_esrrf.h"}
 METHOD_MAY = PUBLIC | {"engine/timer.h", "engine/fail.h", "engine/plan.h"}
 

@@ -1,6 +1,9 @@
 /* cl_frames.c — see cl_frames.h. One call: program (cached by the
  * runtime), kernel, one set of batch buffers, then per batch: upload the
- * inputs, launch, read the outputs back. */
+ * inputs, launch, read the outputs back. Inputs and outputs that are
+ * device images of the call's device (image_cl_buffer) move nothing: when
+ * every buffer is one the kernel runs once on them; otherwise their batches
+ * are copied within the device. */
 #include "methods/shared/cl_frames.h"
 
 #if QS_HAVE_OPENCL
@@ -81,17 +84,24 @@ static float *frames_at(const method_call *c, size_t k, size_t f0) {
  * caller fills and empties per batch. */
 static int batch_bind(const method_call *c, cl_kernel kern, int zero_copy,
                       size_t f0, size_t n, const size_t *per_frame,
-                      cl_mem *buf) {
+                      cl_mem *const res, int direct, cl_mem *buf) {
   size_t nb = c->n_in + c->n_out;
   int rc = QS_OK;
   for (size_t k = 0; !rc && k < nb; k++) {
-    if (buf[k] && !zero_copy) continue;
+    int host_ptr = zero_copy && !res[k];
+    if (buf[k] && !host_ptr) continue;
     if (buf[k]) clReleaseMemObject(buf[k]);
     buf[k] = NULL;
+    if (res[k] && direct) { /* the device image itself */
+      buf[k] = res[k];
+      rc = cl_status(clSetKernelArg(kern, (cl_uint)k, sizeof buf[k], &buf[k]),
+                     "setting a buffer argument", c->err, c->err_len);
+      continue;
+    }
     cl_mem_flags fl = k < c->n_in ? CL_MEM_READ_ONLY : CL_MEM_WRITE_ONLY;
-    if (zero_copy) fl |= CL_MEM_USE_HOST_PTR;
+    if (host_ptr) fl |= CL_MEM_USE_HOST_PTR;
     rc = cldev_buffer(c->device, fl, n * per_frame[k],
-                      zero_copy ? frames_at(c, k, f0) : NULL,
+                      host_ptr ? frames_at(c, k, f0) : NULL,
                       k < c->n_in ? "input frames" : "output frames", &buf[k],
                       c->err, c->err_len);
     if (!rc)
@@ -120,7 +130,19 @@ int cl_frames_stream(const method_call *c, const cl_frames_job *job,
   int rc = d ? QS_OK : QS_EUNAVAIL;
   if (rc) snprintf(err, err_len, "%s: no OpenCL device given", job->kernel);
   if (!rc) rc = cldev_queue(d, &ctx, &q, err, err_len);
-  if (!rc) rc = batch_frames(c, max_frames, &batch, err, err_len);
+  /* the device images of this device among the buffers */
+  cl_mem res[CLF_MAX_BUFFERS] = {NULL};
+  size_t n_res = 0;
+  for (size_t k = 0; k < nb && k < CLF_MAX_BUFFERS; k++) {
+    res[k] = image_cl_buffer(k < c->n_in ? &c->in[k] : &c->out[k - c->n_in],
+                             d);
+    n_res += res[k] != NULL;
+  }
+  if (!rc && n_res == nb && !max_frames)
+    batch = c->in[0].frames; /* all on the device already: one launch */
+  else if (!rc)
+    rc = batch_frames(c, max_frames, &batch, err, err_len);
+  int direct = batch >= c->in[0].frames;
   if (!rc)
     rc = cldev_program(d, job->file, job->options, &prog, &build, err,
                        err_len);
@@ -137,8 +159,19 @@ int cl_frames_stream(const method_call *c, const cl_frames_job *job,
   size_t frames = c->in[0].frames;
   for (size_t f0 = 0; !rc && f0 < frames; f0 += batch) {
     cl_int nf = (cl_int)(frames - f0 < batch ? frames - f0 : batch);
-    rc = batch_bind(c, kern, zero_copy, f0, (size_t)nf, per_frame, buf);
-    for (size_t k = 0; !rc && !zero_copy && k < c->n_in; k++) {
+    rc = batch_bind(c, kern, zero_copy, f0, (size_t)nf, per_frame, res,
+                    direct, buf);
+    for (size_t k = 0; !rc && k < c->n_in; k++) {
+      if (res[k]) { /* a device image: its batch copied within the device */
+        if (!direct)
+          rc = cl_status(clEnqueueCopyBuffer(q, res[k], buf[k],
+                                             f0 * per_frame[k], 0,
+                                             (size_t)nf * per_frame[k], 0,
+                                             NULL, &ev[k]),
+                         "copying input frames", err, err_len);
+        continue;
+      }
+      if (zero_copy) continue;
       rc = cl_status(clEnqueueWriteBuffer(q, buf[k], CL_FALSE, 0,
                                           (size_t)nf * per_frame[k],
                                           frames_at(c, k, f0), 0, NULL,
@@ -165,6 +198,14 @@ int cl_frames_stream(const method_call *c, const cl_frames_job *job,
     }
     for (size_t k = c->n_in; !rc && k < nb; k++) {
       size_t bytes = (size_t)nf * per_frame[k];
+      if (res[k]) { /* a device image: written in place, or copied there */
+        if (!direct)
+          rc = cl_status(clEnqueueCopyBuffer(q, buf[k], res[k], 0,
+                                             f0 * per_frame[k], bytes, 0,
+                                             NULL, &ev[k]),
+                         "copying output frames", err, err_len);
+        continue;
+      }
       cldev_transfer(d, 0, bytes);
       if (!zero_copy) {
         rc = cl_status(clEnqueueReadBuffer(q, buf[k], CL_TRUE, 0, bytes,
@@ -182,14 +223,15 @@ int cl_frames_stream(const method_call *c, const cl_frames_job *job,
         rc = cl_status(clEnqueueUnmapMemObject(q, buf[k], at, 0, NULL, NULL),
                        "unmapping output frames", err, err_len);
     }
-    if (!rc && zero_copy)
+    if (!rc && (zero_copy || n_res))
       rc = cl_status(clFinish(q), job->kernel, err, err_len);
     if (rc) clFinish(q);
     dev_s += events_take(ev, nb + 1);
     if (!rc && method_advance(c, (uint64_t)nf, frames)) rc = QS_ECANCELLED;
   }
   /* every command finished (blocking reads, or clFinish) */
-  for (size_t k = 0; k < nb; k++) cldev_release(d, buf[k]);
+  for (size_t k = 0; k < nb; k++)
+    if (!(direct && res[k])) cldev_release(d, buf[k]);
   if (kern) clReleaseKernel(kern);
   if (c->device_seconds) *c->device_seconds += dev_s;
   if (c->once_seconds) *c->once_seconds += once;

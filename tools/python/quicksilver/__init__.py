@@ -79,6 +79,7 @@ __all__ = [
     "OpenCLError", "StoreError", "FileFormatError", "OutOfMemoryError",
     "SizeError", "Stream", "StreamResult", "Plan", "CancelledError",
     "ConfigurationError", "ExistsError", "ClosedError", "STATUS",
+    "DeviceArray",
 ]
 
 ArrayLike = Union[np.ndarray, Sequence[Any]]
@@ -106,6 +107,7 @@ class Estimate:
     yet),
     ``"unmeasured"`` (nothing timed on the key to compare with),
     ``"forced"``, or why it was no candidate (``"not_selected"``, ...).
+    ``transfer_seconds`` is what moving device arrays for it would add.
     """
     impl: str
     seconds: Optional[float]
@@ -113,6 +115,7 @@ class Estimate:
     runs: int
     optimistic: Optional[float] = None
     state: str = ""
+    transfer_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,10 @@ class Report:
     All times are wall seconds. ``record_status`` is ``"ok"`` while timings
     are being written to the store, else the status name of why not (see
     :attr:`Engine.record_status`); ``bytes_up``/``bytes_down`` are the bytes
-    an OpenCL run moved to and from the device (0 on the CPU).
+    an OpenCL run moved to and from the device (0 on the CPU), and the
+    engine's moves of :class:`DeviceArray` inputs and outputs for an
+    implementation of another place, which ``bytes_pulled``/
+    ``bytes_pushed`` give apart.
     """
     impl: str
     reason: str
@@ -138,6 +144,8 @@ class Report:
     record_status: str = "ok"
     bytes_up: int = 0
     bytes_down: int = 0
+    bytes_pulled: int = 0
+    bytes_pushed: int = 0
 
     @classmethod
     def _from(cls, d: dict[str, Any]) -> "Report":
@@ -360,10 +368,64 @@ class Best:
 
 # ------------------------------------------------------------- inputs
 
-def _as_input(a: ArrayLike, copy: bool, slot: str) -> np.ndarray:
+#: An image on an OpenCL device: ``Engine.push(array)`` makes one, and a
+#: call whose inputs are on a device gives its outputs as DeviceArrays
+#: there. ``pull()`` (or ``numpy.asarray``, through ``__array__``) copies
+#: the pixels to the host; ``shape``, ``dtype`` (float32) and ``device``
+#: describe it; ``free()`` releases the buffer at once (else when the last
+#: reference goes). Every call takes it as an input.
+DeviceArray = _core.DeviceArray
+
+_DLPACK_CPU = (1, 3)  # kDLCPU, kDLCUDAHost: memory the host reads
+
+
+def _host_view(a: Any, copy: bool, slot: str) -> Any:
+    """An array from another library as numpy sees it: the array interface
+    and ``__array__`` through np.asarray; a DLPack export of host memory
+    (CPU torch tensors, cupy's pinned ones) viewed without a copy; one in
+    a CUDA device's memory (cupy, torch on a GPU) copied to the host once,
+    since OpenCL cannot read it (copy=False refuses)."""
+    if isinstance(a, np.ndarray) or not hasattr(a, "__dlpack__"):
+        return a
+    try:
+        where = a.__dlpack_device__()[0]
+    except Exception:  # an exporter without its device: numpy's way
+        return a
+    if where in _DLPACK_CPU:
+        try:
+            return np.from_dlpack(a)
+        except (TypeError, BufferError, RuntimeError):
+            return a
+    if not copy:
+        raise CopyError(f"input {slot}: in a device's memory (DLPack "
+                        f"device type {where}) that OpenCL cannot read; "
+                        "copy=False forbids the one copy to the host",
+                        name="invalid")
+    for host in ("get", "cpu", "numpy"):  # cupy, torch, then generic
+        fn = getattr(a, host, None)
+        if callable(fn):
+            out = fn()
+            return out.numpy() if host == "cpu" else out
+    raise CopyError(f"input {slot}: in a device's memory (DLPack device type "
+                    f"{where}) and no way to copy it to the host (.get(), "
+                    ".cpu()); copy it first", name="invalid")
+
+
+def _as_input(a: ArrayLike, copy: bool, slot: str,
+              device: bool = True) -> Any:
     """A C-contiguous native float32 3-D view of `a` (itself when it is one
-    already), converting once when needed and allowed."""
-    arr = np.asarray(a)
+    already, or a DeviceArray as it is where the call takes device images:
+    `device`; else its pixels pulled once), converting once when needed
+    and allowed."""
+    if isinstance(a, DeviceArray):
+        if device:
+            return a
+        if not copy:
+            raise CopyError(f"input {slot}: a DeviceArray is read here from "
+                            "host memory; copy=False forbids the pull",
+                            name="invalid")
+        return a.pull()
+    arr = np.asarray(_host_view(a, copy, slot))
     if arr.dtype.kind not in "uif":
         raise DTypeError(f"input {slot}: dtype {arr.dtype} is not a real "
                          "number type (float32 is used as is; integer and "
@@ -544,6 +606,20 @@ class Engine:
         slots = [s for s, _ in d["inputs"]] if d else []
         return tuple(_as_input(a, copy, slots[k] if k < len(slots) else str(k))
                      for k, a in enumerate(arrays))
+
+    def push(self, array: ArrayLike,
+             device: Optional[str] = None) -> "DeviceArray":
+        """Copies `array` (converted as a run's input) to an OpenCL device:
+        ``device`` names it as :meth:`devices` does (``"<slug>"`` or
+        ``"opencl:<slug>"``; None: the first). The :class:`DeviceArray`
+        goes to any call; outputs of a call on device inputs stay on that
+        device, and implementations of that device read the buffers with
+        no copy (the others get host memory the engine moves once:
+        ``Report.bytes_pulled``/``bytes_pushed``)."""
+        arr = _as_input(array, True, "array")
+        if isinstance(arr, DeviceArray):
+            raise CopyError("push: already a DeviceArray", name="invalid")
+        return self._core.push(arr, device)
 
     def run(self, method: str, *arrays: ArrayLike, impl: Optional[str] = None,
             copy: bool = True, progress: _progress.ProgressArg = None,
@@ -731,7 +807,7 @@ class Engine:
                 raise ParameterError(f"temporal: {t!r} is not one of avg, "
                                      "var, tac2", name="param")
             tv.append(names.index(str(t).lower()))
-        arr = _as_input(stack, True, "stack")
+        arr = _as_input(stack, True, "stack", device=False)
         pts, passes = self._core.esrrf_sweep(
             arr, [float(r) for r in radii],
             [float(s) for s in sensitivities], tv, int(magnification),
@@ -931,7 +1007,7 @@ class Stream:
         frame size, :class:`ParameterError` for a NaN or infinite pixel or
         after :meth:`end`, :class:`SizeError` when more results would wait
         than ``max_pending``."""
-        self._core.push(_as_input(frames, True, "frames"))
+        self._core.push(_as_input(frames, True, "frames", device=False))
 
     def pop(self) -> Optional[StreamResult]:
         """The oldest completed result, or None when none is waiting."""

@@ -332,8 +332,167 @@ static void Engine_dealloc(EngineObject *self) {
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* ------------------------------------------------------- device arrays */
+
+/* An image on an OpenCL device (quicksilver_image.h) held for Python: the
+ * engine that made it is kept alive with it. Released under the engine's
+ * lock (image_free touches the engine's list), or alone once the engine
+ * is closed (its buffer went with the engine). */
+typedef struct {
+  PyObject_HEAD EngineObject *eng;
+  image img;
+} DevArrayObject;
+
+static PyTypeObject DevArrayType;
+
+/* Takes *img (a device image of eng) into a new DeviceArray; *img is
+ * emptied, freed on failure. */
+static PyObject *devarray_new(EngineObject *eng, image *img) {
+  DevArrayObject *d = PyObject_New(DevArrayObject, &DevArrayType);
+  if (!d) {
+    image_free(img);
+    return NULL;
+  }
+  Py_INCREF(eng);
+  d->eng = eng;
+  d->img = *img;
+  memset(img, 0, sizeof *img);
+  return (PyObject *)d;
+}
+
+static void devarray_release(DevArrayObject *self) {
+  if (!self->img.owner_) return;
+  if (self->eng && self->eng->e) {
+    engine_lock(self->eng);
+    image_free(&self->img);
+    engine_unlock(self->eng);
+  } else {
+    image_free(&self->img);
+  }
+}
+
+static void DevArray_dealloc(DevArrayObject *self) {
+  devarray_release(self);
+  Py_XDECREF(self->eng);
+  PyObject_Free(self);
+}
+
+/* An output: a DeviceArray for a device image, else an ndarray. */
+static PyObject *output_object(EngineObject *eng, image *img) {
+  if (!img->data && img->owner_) return devarray_new(eng, img);
+  return image_to_array(img);
+}
+
+static PyObject *DevArray_pull(DevArrayObject *self, PyObject *noargs) {
+  (void)noargs;
+  if (!self->img.owner_) return raise_closed("device array");
+  if (!engine_ready(self->eng)) return NULL;
+  image h;
+  engine_lock(self->eng);
+  int rc = self->eng->e ? image_pull(self->eng->e, &self->img, &h)
+                        : QS_EINVAL;
+  if (unlock_status(self->eng, rc) != QS_OK) return NULL;
+  return image_to_array(&h);
+}
+
+/* __array__(dtype=None, copy=None): the pixels pulled (always a copy). */
+static PyObject *DevArray_array(DevArrayObject *self, PyObject *args,
+                                PyObject *kw) {
+  static char *names[] = {"dtype", "copy", NULL};
+  PyObject *dtype = Py_None, *copy = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO", names, &dtype, &copy))
+    return NULL;
+  if (copy == Py_False) {
+    PyErr_SetString(PyExc_ValueError, "a DeviceArray's pixels are on the "
+                                      "device: reading them is a copy");
+    return NULL;
+  }
+  PyObject *a = DevArray_pull(self, NULL);
+  if (!a || dtype == Py_None) return a;
+  PyObject *b = PyObject_CallMethod(a, "astype", "O", dtype);
+  Py_DECREF(a);
+  return b;
+}
+
+static PyObject *DevArray_free(DevArrayObject *self, PyObject *noargs) {
+  (void)noargs;
+  devarray_release(self);
+  Py_RETURN_NONE;
+}
+
+static PyObject *DevArray_get_shape(DevArrayObject *self, void *c) {
+  (void)c;
+  return Py_BuildValue("(nnn)", (Py_ssize_t)self->img.frames,
+                       (Py_ssize_t)self->img.rows,
+                       (Py_ssize_t)self->img.cols);
+}
+
+static PyObject *DevArray_get_dtype(DevArrayObject *self, void *c) {
+  (void)self;
+  (void)c;
+  return (PyObject *)PyArray_DescrFromType(NPY_FLOAT32);
+}
+
+static PyObject *DevArray_get_device(DevArrayObject *self, void *c) {
+  (void)c;
+  return PyUnicode_FromString(image_device(&self->img));
+}
+
+static PyMethodDef DevArray_methods[] = {
+    {"pull", (PyCFunction)DevArray_pull, METH_NOARGS,
+     "pull() -> numpy array: the pixels copied to the host"},
+    {"__array__", (PyCFunction)(void (*)(void))DevArray_array,
+     METH_VARARGS | METH_KEYWORDS, "the pixels pulled (numpy's protocol)"},
+    {"free", (PyCFunction)DevArray_free, METH_NOARGS,
+     "free(): releases the device buffer now"},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef DevArray_getset[] = {
+    {"shape", (getter)DevArray_get_shape, NULL, "(frames, rows, cols)", NULL},
+    {"dtype", (getter)DevArray_get_dtype, NULL, "numpy.float32", NULL},
+    {"device", (getter)DevArray_get_device, NULL,
+     "the device's name; '' once freed or its engine closed", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject DevArrayType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "quicksilver._core.DeviceArray",
+    .tp_basicsize = sizeof(DevArrayObject),
+    .tp_dealloc = (destructor)DevArray_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "an image on an OpenCL device (Engine.push, or the outputs of "
+              "a call on device inputs)",
+    .tp_methods = DevArray_methods,
+    .tp_getset = DevArray_getset,
+};
+
+/* push(array, device) -> DeviceArray: a C-contiguous float32 3-D array
+ * copied to the device. */
+static PyObject *Engine_push(EngineObject *self, PyObject *args) {
+  PyObject *arr;
+  const char *device = NULL;
+  if (!PyArg_ParseTuple(args, "O!|z", &PyArray_Type, &arr, &device))
+    return NULL;
+  PyArrayObject *a = (PyArrayObject *)arr;
+  if (PyArray_TYPE(a) != NPY_FLOAT32 || PyArray_NDIM(a) != 3 ||
+      !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a) ||
+      !PyArray_ISNOTSWAPPED(a)) {
+    PyErr_SetString(PyExc_TypeError, "push: a C-contiguous, aligned, native "
+                                     "float32 3-D array");
+    return NULL;
+  }
+  if (!engine_ready(self)) return NULL;
+  const npy_intp *dm = PyArray_DIMS(a);
+  image host = image_wrap(PyArray_DATA(a), (size_t)dm[0], (size_t)dm[1],
+                          (size_t)dm[2]),
+        dev;
+  engine_lock(self);
+  int rc = self->e ? image_push(self->e, &host, device, &dev) : QS_EINVAL;
+  if (unlock_status(self, rc) != QS_OK) return NULL;
+  return devarray_new(self, &dev);
+}
+
 /* Wraps each input array; they must be float32, C-contiguous, aligned,
- * native byte order, 3-D (the Python layer converts). */
+ * native byte order, 3-D (the Python layer converts), or DeviceArrays. */
 static int inputs_wrap(PyObject *seq, image *in, size_t *n, int shapes) {
   Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
   if (len > MAX_SLOTS) {
@@ -351,6 +510,10 @@ static int inputs_wrap(PyObject *seq, image *in, size_t *n, int shapes) {
       continue;
     }
     PyErr_Clear();
+    if (PyObject_TypeCheck(o, &DevArrayType)) { /* the engine checks it */
+      in[k] = ((DevArrayObject *)o)->img;
+      continue;
+    }
     if (!PyArray_Check(o)) {
       PyErr_Format(PyExc_TypeError, "input %zd is not a numpy array", k);
       return -1;
@@ -461,16 +624,18 @@ static PyObject *report_dict(const run_report *r) {
     PyObject *s = seconds_or_none(x->seconds);
     PyObject *lo = s ? seconds_or_none(x->optimistic) : NULL;
     PyObject *d =
-        lo ? Py_BuildValue("{s:s,s:N,s:s,s:i,s:N,s:s}", "impl", x->impl,
+        lo ? Py_BuildValue("{s:s,s:N,s:s,s:i,s:N,s:s,s:d}", "impl", x->impl,
                            "seconds", s, "source", x->source, "runs",
-                           x->runs, "optimistic", lo, "state", x->state)
+                           x->runs, "optimistic", lo, "state", x->state,
+                           "transfer_seconds", x->transfer_seconds)
            : NULL;
     if (!lo) Py_XDECREF(s);
     if (!d || PyList_Append(est, d) < 0) Py_CLEAR(est);
     Py_XDECREF(d);
   }
   if (!est) return NULL;
-  return Py_BuildValue("{s:s,s:s,s:d,s:d,s:d,s:d,s:d,s:i,s:N,s:s,s:K,s:K}",
+  return Py_BuildValue("{s:s,s:s,s:d,s:d,s:d,s:d,s:d,s:i,s:N,s:s,s:K,s:K,s:K,"
+                       "s:K}",
                        "impl", r->impl, "reason", r->reason, "seconds",
                        r->seconds, "device_seconds", r->device_seconds,
                        "once_seconds", r->once_seconds, "calibration_seconds",
@@ -479,7 +644,9 @@ static PyObject *report_dict(const run_report *r) {
                        "estimates", est, "record_status",
                        status_name(r->record_status), "bytes_up",
                        (unsigned long long)r->bytes_up, "bytes_down",
-                       (unsigned long long)r->bytes_down);
+                       (unsigned long long)r->bytes_down, "bytes_pulled",
+                       (unsigned long long)r->bytes_pulled, "bytes_pushed",
+                       (unsigned long long)r->bytes_pushed);
 }
 
 /* ------------------------------------------------ progress and Ctrl-C */
@@ -693,7 +860,7 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
     goto done;
   PyObject *outs = PyTuple_New((Py_ssize_t)n_out);
   for (size_t k = 0; outs && k < n_out; k++) {
-    PyObject *o = image_to_array(&out[k]);
+    PyObject *o = output_object(self, &out[k]);
     if (!o)
       Py_CLEAR(outs);
     else
@@ -1353,7 +1520,7 @@ static PyObject *Plan_run(PlanObject *self, PyObject *args) {
     goto done;
   PyObject *outs = PyTuple_New((Py_ssize_t)self->n_out);
   for (size_t k = 0; outs && k < self->n_out; k++) {
-    PyObject *o = image_to_array(&out[k]);
+    PyObject *o = output_object(self->eng, &out[k]);
     if (!o)
       Py_CLEAR(outs);
     else
@@ -1646,6 +1813,8 @@ done:
 static PyMethodDef Engine_methods_table[] = {
     {"close", (PyCFunction)Engine_close, METH_NOARGS,
      "close() -- flush timings and release the engine"},
+    {"push", (PyCFunction)Engine_push, METH_VARARGS,
+     "push(array, device=None) -> DeviceArray"},
     {"run", (PyCFunction)Engine_run, METH_VARARGS,
      "run(method, inputs, params, impl, progress) -> (outputs, report)"},
     {"esrrf_sweep", (PyCFunction)Engine_esrrf_sweep, METH_VARARGS,
@@ -1732,11 +1901,13 @@ static struct PyModuleDef core_module = {
 PyMODINIT_FUNC PyInit__core(void) {
   import_array();
   if (PyType_Ready(&EngineType) < 0 || PyType_Ready(&StreamType) < 0 ||
-      PyType_Ready(&PlanType) < 0)
+      PyType_Ready(&PlanType) < 0 || PyType_Ready(&DevArrayType) < 0)
     return NULL;
   PyObject *m = PyModule_Create(&core_module);
   if (!m) return NULL;
   if (PyModule_AddObjectRef(m, "Engine", (PyObject *)&EngineType) < 0 ||
+      PyModule_AddObjectRef(m, "DeviceArray", (PyObject *)&DevArrayType) <
+          0 ||
       PyModule_AddStringConstant(m, "VERSION", QS_VERSION) < 0) {
     Py_DECREF(m);
     return NULL;
