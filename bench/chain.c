@@ -2,8 +2,8 @@
  * device images (quicksilver_image.h): shift_magnify of the image,
  * roberts_cross, shift_magnify of each gradient, rgc. On host images every
  * step uploads its inputs and reads its outputs back; on device images the
- * input goes up once (image_push), the steps run on the device's buffers
- * and the maps come down once (image_pull). Prints, for each, the wall
+ * input goes up once (qs_image_push), the steps run on the device's buffers
+ * and the maps come down once (qs_image_pull). Prints, for each, the wall
  * time (min and median of REPEATS after a warm-up) and the bytes moved
  * between host and device (the engine's counters), and checks that both
  * give the same bits (IMPL opencl) or agree within 1e-4 (auto, where each
@@ -28,51 +28,62 @@ typedef struct chain_cfg {
 } chain_cfg;
 
 /* The chain on x (host or device image) into *maps (of x's place). */
-static int chain_run(engine *e, const chain_cfg *k, const image *x,
-                     image *maps) {
-  param m1[] = {{"magnification_row", k->mag, NULL},
-                {"magnification_col", k->mag, NULL}};
-  param m2[] = {{"magnification_row", 2 * k->mag, NULL},
-                {"magnification_col", 2 * k->mag, NULL}};
-  param pr[] = {{"magnification", k->mag, NULL}};
-  image grad[2] = {{0}}, in[3] = {{0}};
-  run_request rq = {.inputs = x, .n_inputs = 1, .params = m1, .n_params = 2,
-                    .impl = k->impl};
-  int rc = method_run(e, "shift_magnify", &rq, &in[2], 1, NULL);
-  rq = (run_request){.inputs = x, .n_inputs = 1, .impl = k->impl};
-  if (!rc) rc = method_run(e, "roberts_cross", &rq, grad, 2, NULL);
+static int chain_run(qs_engine *e, const chain_cfg *k, const qs_image *x,
+                     qs_image *maps) {
+  qs_param m1[] = {{"magnification_row", k->mag, NULL},
+                   {"magnification_col", k->mag, NULL}};
+  qs_param m2[] = {{"magnification_row", 2 * k->mag, NULL},
+                   {"magnification_col", 2 * k->mag, NULL}};
+  qs_param pr[] = {{"magnification", k->mag, NULL}};
+  qs_image grad[2] = {{0}}, in[3] = {{0}};
+  qs_run_request rq = {.inputs = x,
+                       .n_inputs = 1,
+                       .params = m1,
+                       .n_params = 2,
+                       .impl = k->impl};
+  int rc = qs_method_run(e, "shift_magnify", &rq, &in[2], 1, NULL);
+  rq = (qs_run_request){.inputs = x, .n_inputs = 1, .impl = k->impl};
+  if (!rc) rc = qs_method_run(e, "roberts_cross", &rq, grad, 2, NULL);
   for (int i = 0; !rc && i < 2; i++) {
-    rq = (run_request){.inputs = &grad[i], .n_inputs = 1, .params = m2,
-                       .n_params = 2, .impl = k->impl};
-    rc = method_run(e, "shift_magnify", &rq, &in[i], 1, NULL);
+    rq = (qs_run_request){.inputs = &grad[i],
+                          .n_inputs = 1,
+                          .params = m2,
+                          .n_params = 2,
+                          .impl = k->impl};
+    rc = qs_method_run(e, "shift_magnify", &rq, &in[i], 1, NULL);
   }
-  rq = (run_request){.inputs = in, .n_inputs = 3, .params = pr,
-                     .n_params = 1, .impl = k->impl};
-  if (!rc) rc = method_run(e, "rgc", &rq, maps, 1, NULL);
-  for (int i = 0; i < 2; i++) image_free(&grad[i]);
-  for (int i = 0; i < 3; i++) image_free(&in[i]);
+  rq = (qs_run_request){.inputs = in,
+                        .n_inputs = 3,
+                        .params = pr,
+                        .n_params = 1,
+                        .impl = k->impl};
+  if (!rc) rc = qs_method_run(e, "rgc", &rq, maps, 1, NULL);
+  for (int i = 0; i < 2; i++)
+    qs_image_free(&grad[i]);
+  for (int i = 0; i < 3; i++)
+    qs_image_free(&in[i]);
   return rc;
 }
 
 /* One timed pass: host (device NULL) or device images; the maps in host
  * memory into *out, the seconds returned (< 0 on failure). */
-static double pass(engine *e, const chain_cfg *k, const image *x,
-                   const char *device, image *out) {
+static double pass(qs_engine *e, const chain_cfg *k, const qs_image *x,
+                   const char *device, qs_image *out) {
   double t0 = bench_now();
-  image dx = {0}, dm = {0};
+  qs_image dx = {0}, dm = {0};
   int rc = QS_OK;
   if (device) {
-    rc = image_push(e, x, device, &dx);
+    rc = qs_image_push(e, x, device, &dx);
     if (!rc) rc = chain_run(e, k, &dx, &dm);
-    if (!rc) rc = image_pull(e, &dm, out);
-    image_free(&dm);
-    image_free(&dx);
+    if (!rc) rc = qs_image_pull(e, &dm, out);
+    qs_image_free(&dm);
+    qs_image_free(&dx);
   } else {
     rc = chain_run(e, k, x, out);
   }
   double t = bench_now() - t0;
   if (rc) {
-    fprintf(stderr, "chain: %s\n", engine_error(e));
+    fprintf(stderr, "chain: %s\n", qs_engine_error(e));
     return -1;
   }
   return t;
@@ -91,25 +102,25 @@ int main(int argc, char **argv) {
   if (repeats < 1 || repeats > 1000) repeats = 5;
   double mag = argc > 6 ? atof(argv[6]) : 2;
   const char *input = argc > 7 ? argv[7] : "sim";
-  engine *e = bench_engine();
+  qs_engine *e = bench_engine();
   if (!e) return 1;
-  device_info dv[4];
+  qs_device_info dv[4];
   size_t nd = 0;
-  engine_devices(e, dv, 4, &nd);
+  qs_engine_devices(e, dv, 4, &nd);
   if (nd < 2) {
-    fprintf(stderr, "chain: no OpenCL device (%s)\n", engine_opencl_why(e));
-    engine_close(e);
+    fprintf(stderr, "chain: no OpenCL device (%s)\n", qs_engine_opencl_why(e));
+    qs_engine_close(e);
     return 1;
   }
   const char *dev = dv[1].name;
   char impl[QS_NAME_MAX + 8];
   snprintf(impl, sizeof impl, "opencl:%s", dev);
   chain_cfg k = {strcmp(argv[1], "auto") ? impl : NULL, mag};
-  image x;
+  qs_image x;
   char err[256];
   if (bench_input(input, frames, rows, cols, &x, err, sizeof err)) {
     fprintf(stderr, "chain: input %s: %s\n", input, err);
-    engine_close(e);
+    qs_engine_close(e);
     return 1;
   }
   printf("chain %s on %s: %zu x %zu x %zu, M %g, input %s, %d repeats\n",
@@ -117,25 +128,26 @@ int main(int argc, char **argv) {
          repeats);
   double *t[2] = {malloc((size_t)repeats * sizeof(double)),
                   malloc((size_t)repeats * sizeof(double))};
-  image ref[2] = {{0}};
+  qs_image ref[2] = {{0}};
   uint64_t moved[2][2] = {{0}};
   int bad = !t[0] || !t[1];
   for (int v = 0; v < 2 && !bad; v++) {
     const char *where = v ? dev : NULL;
-    image warm = {0};
+    qs_image warm = {0};
     bad = pass(e, &k, &x, where, &warm) < 0; /* warm-up: builds, sizes */
-    image_free(&warm);
+    qs_image_free(&warm);
     for (int r = 0; r < repeats && !bad; r++) {
       uint64_t u0, d0, u1, d1;
-      image out = {0};
-      engine_device_bytes(e, dev, &u0, &d0);
+      qs_image out = {0};
+      qs_engine_device_bytes(e, dev, &u0, &d0);
       t[v][r] = pass(e, &k, &x, where, &out);
-      engine_device_bytes(e, dev, &u1, &d1);
+      qs_engine_device_bytes(e, dev, &u1, &d1);
       bad = t[v][r] < 0;
       moved[v][0] = u1 - u0;
       moved[v][1] = d1 - d0;
       if (!ref[v].data) ref[v] = out;
-      else image_free(&out);
+      else
+        qs_image_free(&out);
     }
   }
   /* forced: the same implementations, the same bits; auto: each step's
@@ -167,10 +179,10 @@ int main(int argc, char **argv) {
            same ? (k.impl ? "same bits" : "within 1e-4") : "DIFFERENT");
   }
   for (int v = 0; v < 2; v++) {
-    image_free(&ref[v]);
+    qs_image_free(&ref[v]);
     free(t[v]);
   }
-  image_free(&x);
-  engine_close(e);
+  qs_image_free(&x);
+  qs_engine_close(e);
   return bad || !same;
 }

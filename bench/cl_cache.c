@@ -31,47 +31,48 @@ static int rm_one(const char *p, const struct stat *sb, int flag,
  * failure. */
 static double first_call(const char *dir, const char *method,
                          char impl[QS_NAME_MAX]) {
-  engine_options o = {.db_path = ":memory:", .cache_dir = dir};
-  engine *e = NULL;
+  qs_engine_options o = {.db_path = ":memory:", .cache_dir = dir};
+  qs_engine *e = NULL;
   double s = -1;
-  if (engine_open(&e, &o)) {
-    fprintf(stderr, "cl_cache: %s\n", e ? engine_error(e) : "engine_open");
-    engine_close(e);
+  if (qs_engine_open(&e, &o)) {
+    fprintf(stderr, "cl_cache: %s\n",
+            e ? qs_engine_error(e) : "qs_engine_open");
+    qs_engine_close(e);
     return -1;
   }
-  impl_info im[QS_MAX_IMPLS];
+  qs_impl_info im[QS_MAX_IMPLS];
   size_t n = 0;
-  method_impls(e, method, im, QS_MAX_IMPLS, &n);
+  qs_method_impls(e, method, im, QS_MAX_IMPLS, &n);
   impl[0] = 0;
   for (size_t i = 0; i < n && i < QS_MAX_IMPLS && !impl[0]; i++)
-    if (im[i].kind == IMPL_OPENCL && im[i].available)
+    if (im[i].kind == QS_IMPL_OPENCL && im[i].available)
       memcpy(impl, im[i].name, QS_NAME_MAX);
   if (!impl[0]) {
     fprintf(stderr, "cl_cache: no OpenCL implementation of %s here: %s\n",
-            method, engine_opencl_why(e));
-    engine_close(e);
+            method, qs_engine_opencl_why(e));
+    qs_engine_close(e);
     return -1;
   }
   static float px[2 * 32 * 32];
   for (size_t i = 0; i < sizeof px / sizeof *px; i++)
     px[i] = 100.0f + (float)((i * 7919) % 100);
-  image in = image_wrap(px, 2, 32, 32), out[QS_MAX_OUTPUTS];
-  run_request rq = {.inputs = &in, .n_inputs = 1, .impl = impl};
-  run_report r;
-  const method_desc *d = method_find(e, method);
-  if (method_run(e, method, &rq, out, d->n_outputs, &r) == QS_OK) {
+  qs_image in = qs_image_wrap(px, 2, 32, 32), out[QS_MAX_OUTPUTS];
+  qs_run_request rq = {.inputs = &in, .n_inputs = 1, .impl = impl};
+  qs_run_report r;
+  const qs_method_desc *d = qs_method_find(e, method);
+  if (qs_method_run(e, method, &rq, out, d->n_outputs, &r) == QS_OK) {
     s = r.once_seconds;
     for (size_t k = 0; k < d->n_outputs; k++)
-      image_free(&out[k]);
+      qs_image_free(&out[k]);
   } else {
-    fprintf(stderr, "cl_cache: %s\n", engine_error(e));
+    fprintf(stderr, "cl_cache: %s\n", qs_engine_error(e));
   }
-  engine_close(e);
+  qs_engine_close(e);
   return s;
 }
 
-static void report(const char *what, const double *x, int n, stats *s) {
-  stats_of(x, (size_t)n, s);
+static void report(const char *what, const double *x, int n, qs_stats *s) {
+  qs_stats_of(x, (size_t)n, s);
   printf("%-12s min %8.2f ms  median %8.2f ms  (%d runs)\n", what,
          s->min * 1e3, s->median * 1e3, n);
 }
@@ -84,7 +85,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   /* every cold build compiles from scratch; PoCL reads this when the
-   * platform starts, at the first engine_open */
+   * platform starts, at the first qs_engine_open */
   setenv("POCL_KERNEL_CACHE", "0", 1);
   double *cold = calloc((size_t)repeats, sizeof *cold);
   double *warm = calloc((size_t)repeats, sizeof *warm);
@@ -106,7 +107,7 @@ int main(int argc, char **argv) {
     printf("%s on %s: a new engine's first call, one-time seconds "
            "(PoCL's cache off)\n",
            method, impl);
-    stats c, w;
+    qs_stats c, w;
     report("cold build", cold, repeats, &c);
     report("cached load", warm, repeats, &w);
     printf("ratio        min %.1fx  median %.1fx  (goal >= 10x)\n",

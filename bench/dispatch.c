@@ -1,4 +1,4 @@
-/* dispatch.c — the dispatcher's own cost: method_run() of a registered
+/* dispatch.c — the dispatcher's own cost: qs_method_run() of a registered
  * method whose implementations do nothing, on a warm key, with a
  * file-backed store. What is measured is validation, key, selection from
  * the in-memory history, the call, and recording the row.
@@ -22,26 +22,26 @@
 
 /* One cold and one warm call of a built-in method on a ramp stack. */
 static void calibration_cost(const char *method, size_t frames, size_t rows,
-                             size_t cols, const param *p, size_t n_p) {
-  engine_options o = {.db_path = ":memory:"};
-  engine *e;
-  if (engine_open(&e, &o) || !method_find(e, method)) {
-    fprintf(stderr, "dispatch: %s: %s\n", method, engine_error(e));
-    engine_close(e);
+                             size_t cols, const qs_param *p, size_t n_p) {
+  qs_engine_options o = {.db_path = ":memory:"};
+  qs_engine *e;
+  if (qs_engine_open(&e, &o) || !qs_method_find(e, method)) {
+    fprintf(stderr, "dispatch: %s: %s\n", method, qs_engine_error(e));
+    qs_engine_close(e);
     return;
   }
   size_t n = frames * rows * cols;
   float *px = malloc(n * sizeof *px);
   if (!px) return;
   for (size_t i = 0; i < n; i++) px[i] = (float)((i * 7919) % 1000) * 0.01f;
-  image in = image_wrap(px, frames, rows, cols), out[1];
-  run_request rq = {.inputs = &in, .n_inputs = 1, .params = p,
-                    .n_params = n_p};
-  run_report r1, r2;
-  if (method_run(e, method, &rq, out, 1, &r1) == QS_OK) {
-    image_free(&out[0]);
-    if (method_run(e, method, &rq, out, 1, &r2) == QS_OK) {
-      image_free(&out[0]);
+  qs_image in = qs_image_wrap(px, frames, rows, cols), out[1];
+  qs_run_request rq = {
+      .inputs = &in, .n_inputs = 1, .params = p, .n_params = n_p};
+  qs_run_report r1, r2;
+  if (qs_method_run(e, method, &rq, out, 1, &r1) == QS_OK) {
+    qs_image_free(&out[0]);
+    if (qs_method_run(e, method, &rq, out, 1, &r2) == QS_OK) {
+      qs_image_free(&out[0]);
       double steady = r1.calibration_seconds - r1.calibration_once_seconds;
       printf("calibration: %s %zux%zux%zu\n"
              "  cold: calibration %.1f ms (%.1f ms of it one-time builds and "
@@ -56,7 +56,7 @@ static void calibration_cost(const char *method, size_t frames, size_t rows,
     }
   }
   free(px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* The first EARLY calls of a fresh engine on a fresh file store, with the
@@ -71,24 +71,24 @@ static int early_calls(const char *impl, double *t) {
   if (fd < 0) return -1;
   close(fd);
   unlink(path);
-  engine_options o = {.db_path = path, .no_opencl = 1};
-  engine *e;
-  if (engine_open(&e, &o) || method_register(e, &nop_desc)) {
-    engine_close(e);
+  qs_engine_options o = {.db_path = path, .no_opencl = 1};
+  qs_engine *e;
+  if (qs_engine_open(&e, &o) || qs_method_register(e, &nop_desc)) {
+    qs_engine_close(e);
     return -1;
   }
   static float px[16 * 16];
-  image in = image_wrap(px, 1, 16, 16), out[1];
-  run_request rq = {.inputs = &in, .n_inputs = 1, .impl = impl};
+  qs_image in = qs_image_wrap(px, 1, 16, 16), out[1];
+  qs_run_request rq = {.inputs = &in, .n_inputs = 1, .impl = impl};
   int rc = 0;
   for (int i = 0; i < EARLY && !rc; i++) {
-    int64_t t0 = timer_ns();
-    rc = method_run(e, "nop", &rq, out, 1, NULL);
-    t[i] = (double)(timer_ns() - t0) * 1e-3;
-    if (!rc) image_free(&out[0]);
+    int64_t t0 = qs_timer_ns();
+    rc = qs_method_run(e, "nop", &rq, out, 1, NULL);
+    t[i] = (double)(qs_timer_ns() - t0) * 1e-3;
+    if (!rc) qs_image_free(&out[0]);
   }
-  engine_close(e);
-  engine_db_remove(path, NULL, 0);
+  qs_engine_close(e);
+  qs_engine_db_remove(path, NULL, 0);
   return rc;
 }
 
@@ -136,52 +136,55 @@ int main(int argc, char **argv) {
     unlink(tmp);
     path = tmp;
   }
-  engine_options o = {.db_path = path, .no_opencl = 1};
-  engine *e;
-  if (engine_open(&e, &o) || method_register(e, &nop_desc)) {
-    fprintf(stderr, "dispatch: %s\n", engine_error(e));
-    engine_close(e);
+  qs_engine_options o = {.db_path = path, .no_opencl = 1};
+  qs_engine *e;
+  if (qs_engine_open(&e, &o) || qs_method_register(e, &nop_desc)) {
+    fprintf(stderr, "dispatch: %s\n", qs_engine_error(e));
+    qs_engine_close(e);
     return 1;
   }
   static float px[16 * 16];
-  image in = image_wrap(px, 1, 16, 16);
-  param p[] = {{"radius", 2.0, NULL}};
-  run_request rq = {.inputs = &in, .n_inputs = 1, .params = p, .n_params = 1};
+  qs_image in = qs_image_wrap(px, 1, 16, 16);
+  qs_param p[] = {{"radius", 2.0, NULL}};
+  qs_run_request rq = {
+      .inputs = &in, .n_inputs = 1, .params = p, .n_params = 1};
   double *t = malloc((size_t)runs * sizeof *t);
   if (!t) return 1;
-  run_report rep;
-  image out[1];
+  qs_run_report rep;
+  qs_image out[1];
   /* warm-up: calibration, history, caches */
   for (int i = 0; i < 200; i++) {
-    if (method_run(e, "nop", &rq, out, 1, &rep)) {
-      fprintf(stderr, "dispatch: %s\n", engine_error(e));
+    if (qs_method_run(e, "nop", &rq, out, 1, &rep)) {
+      fprintf(stderr, "dispatch: %s\n", qs_engine_error(e));
       return 1;
     }
-    image_free(&out[0]);
+    qs_image_free(&out[0]);
   }
-  int64_t all0 = timer_ns();
+  int64_t all0 = qs_timer_ns();
   for (long i = 0; i < runs; i++) {
-    int64_t t0 = timer_ns();
-    int rc = method_run(e, "nop", &rq, out, 1, &rep);
-    t[i] = (double)(timer_ns() - t0) * 1e-3;
-    if (rc) return fprintf(stderr, "dispatch: %s\n", engine_error(e)), 1;
-    image_free(&out[0]);
+    int64_t t0 = qs_timer_ns();
+    int rc = qs_method_run(e, "nop", &rq, out, 1, &rep);
+    t[i] = (double)(qs_timer_ns() - t0) * 1e-3;
+    if (rc) return fprintf(stderr, "dispatch: %s\n", qs_engine_error(e)), 1;
+    qs_image_free(&out[0]);
   }
-  double total = (double)(timer_ns() - all0) * 1e-3;
-  int64_t c0 = timer_ns();
-  engine_close(e);
-  double close_us = (double)(timer_ns() - c0) * 1e-3;
+  double total = (double)(qs_timer_ns() - all0) * 1e-3;
+  int64_t c0 = qs_timer_ns();
+  qs_engine_close(e);
+  double close_us = (double)(qs_timer_ns() - c0) * 1e-3;
   qsort(t, (size_t)runs, sizeof *t, cmp);
-  printf("dispatch: %ld warm method_run calls, file store %s\n", runs, path);
+  printf("dispatch: %ld warm qs_method_run calls, file store %s\n", runs,
+         path);
   printf("  min %.2f us  median %.2f us  p99 %.2f us  mean %.2f us  "
-         "(engine_close %.0f us)\n",
+         "(qs_engine_close %.0f us)\n",
          t[0], t[runs / 2], t[runs * 99 / 100], total / (double)runs,
          close_us);
   free(t);
   early_cost();
-  param sm[] = {{"magnification_row", 4, NULL}, {"magnification_col", 4, NULL}};
+  qs_param sm[] = {{"magnification_row", 4, NULL},
+                   {"magnification_col", 4, NULL}};
   calibration_cost("shift_magnify", 16, 512, 512, sm, 2);
   calibration_cost("esrrf", 100, 128, 128, NULL, 0);
-  if (path == tmp) engine_db_remove(tmp, NULL, 0);
+  if (path == tmp) qs_engine_db_remove(tmp, NULL, 0);
   return 0;
 }

@@ -58,41 +58,43 @@ int main(int argc, char **argv) {
   const char *temporal = a.extra, *kind = a.input;
   char(*impls)[64] = a.impls;
 
-  engine *e = bench_engine();
+  qs_engine *e = bench_engine();
   if (!e) return 1;
   int rc;
-  image st;
+  qs_image st;
   char err[512];
   if ((rc = bench_input(kind, frames, rows, cols, &st, err, sizeof err))) {
     fprintf(stderr, "input %s: %s\n", kind, err);
-    engine_close(e);
+    qs_engine_close(e);
     return 1;
   }
-  param p[] = {{"magnification", mag, NULL},
-               {"radius", radius, NULL},
-               {"temporal", 0, temporal}};
+  qs_param p[] = {{"magnification", mag, NULL},
+                  {"radius", radius, NULL},
+                  {"temporal", 0, temporal}};
   double base = rss_now(), out_mib = 0;
   double *t = calloc((size_t)repeats * BENCH_MAX_IMPLS, sizeof *t);
   double cpu[BENCH_MAX_IMPLS] = {0};
-  run_report rep[BENCH_MAX_IMPLS];
+  qs_run_report rep[BENCH_MAX_IMPLS];
   memset(rep, 0, sizeof rep);
   for (int k = -1; !rc && t && k < repeats; k++)
     for (int i = 0; !rc && i < n; i++) {
-      run_request rq = {.inputs = &st, .n_inputs = 1, .params = p,
-                        .n_params = 3,
-                        .impl = strcmp(impls[i], "auto") ? impls[i] : NULL};
-      image out;
+      qs_run_request rq = {.inputs = &st,
+                           .n_inputs = 1,
+                           .params = p,
+                           .n_params = 3,
+                           .impl = strcmp(impls[i], "auto") ? impls[i] : NULL};
+      qs_image out;
       double t0 = bench_now(), c0 = bench_cpu();
-      rc = method_run(e, "esrrf", &rq, &out, 1, &rep[i]);
+      rc = qs_method_run(e, "esrrf", &rq, &out, 1, &rep[i]);
       double c = bench_cpu() - c0;
       if (rc) {
-        fprintf(stderr, "esrrf %s: %s\n", impls[i], engine_error(e));
+        fprintf(stderr, "esrrf %s: %s\n", impls[i], qs_engine_error(e));
         break;
       }
       if (k >= 0) t[i * repeats + k] = bench_now() - t0;
       if (k >= 0 && (k == 0 || c < cpu[i])) cpu[i] = c;
       out_mib = (double)(out.frames * out.rows * out.cols * 4) / (1 << 20);
-      image_free(&out);
+      qs_image_free(&out);
     }
   double peak = rss_peak();
   const char *label = a.label;
@@ -115,7 +117,7 @@ int main(int argc, char **argv) {
            peak - base - out_mib, cpu[i]);
   }
   free(t);
-  image_free(&st);
-  engine_close(e);
+  qs_image_free(&st);
+  qs_engine_close(e);
   return rc ? 1 : 0;
 }

@@ -116,20 +116,20 @@ static inline int bench_args_parse(int argc, char **argv, const char *extra,
 
 /* An engine on a fresh in-memory store (it calibrates over its first
  * calls); NULL after saying why on stderr. */
-static inline engine *bench_engine(void) {
-  engine_options o = {.db_path = ":memory:", .seed = 1};
-  engine *e = NULL;
-  int rc = engine_open(&e, &o);
+static inline qs_engine *bench_engine(void) {
+  qs_engine_options o = {.db_path = ":memory:", .seed = 1};
+  qs_engine *e = NULL;
+  int rc = qs_engine_open(&e, &o);
   if (!rc) return e;
-  fprintf(stderr, "engine_open: %s\n", e ? engine_error(e)
-                                          : status_message(rc));
-  engine_close(e);
+  fprintf(stderr, "qs_engine_open: %s\n",
+          e ? qs_engine_error(e) : qs_status_message(rc));
+  qs_engine_close(e);
   return NULL;
 }
 
 /* Noiseless spots (bench/esrrf's former input): sigma 1.3 px on a 12-px
  * lattice, each on with probability 1/2, background 100. */
-static inline void bench_spots(image *m) {
+static inline void bench_spots(qs_image *m) {
   unsigned s = 12345u;
   for (size_t f = 0; f < m->frames; f++) {
     float *p = m->data + f * m->rows * m->cols;
@@ -150,9 +150,10 @@ static inline void bench_spots(image *m) {
 
 /* The input named by `kind` (see the head comment); 0 or a message. */
 static inline int bench_input(const char *kind, size_t frames, size_t rows,
-                      size_t cols, image *out, char *err, size_t len) {
+                              size_t cols, qs_image *out, char *err,
+                              size_t len) {
   if (!strcmp(kind, "spots")) {
-    int rc = image_alloc(out, frames, rows, cols);
+    int rc = qs_image_alloc(out, frames, rows, cols);
     if (!rc) bench_spots(out);
     return rc;
   }
@@ -166,19 +167,19 @@ static inline int bench_input(const char *kind, size_t frames, size_t rows,
     v[SIM_EMITTERS] = v[SIM_EMITTERS] * (double)(rows * cols) / 4096.0;
     return simulate(v, out, NULL, err, len);
   }
-  image full;
+  qs_image full;
   int rc = tiff_read(kind, &full, err, len);
   if (rc) return rc;
   if (frames > full.frames) frames = full.frames;
   rows = rows && rows < full.rows ? rows : full.rows;
   cols = cols && cols < full.cols ? cols : full.cols;
-  rc = image_alloc(out, frames, rows, cols);
+  rc = qs_image_alloc(out, frames, rows, cols);
   for (size_t f = 0; !rc && f < frames; f++)
     for (size_t r = 0; r < rows; r++)
       memcpy(out->data + (f * rows + r) * cols,
              full.data + (f * full.rows + r) * full.cols,
              cols * sizeof(float));
-  image_free(&full);
+  qs_image_free(&full);
   return rc;
 }
 

@@ -8,24 +8,25 @@
 
 #include "quicksilver_method.h"
 
-static int nop(const method_call *c) {
+static int nop(const qs_method_call *c) {
   (void)c;
   return QS_OK;
 }
 
-static const param_def nop_params[] = {
-    {"radius", PARAM_FLOAT, 1.5, 0, 10, PARAM_MIN_OPEN, NULL, "unused"},
-    {"magnification", PARAM_INT, 5, 1, 64, 0, NULL, "unused"},
+static const qs_param_def nop_params[] = {
+    {"radius", QS_PARAM_FLOAT, 1.5, 0, 10, QS_PARAM_MIN_OPEN, NULL, "unused"},
+    {"magnification", QS_PARAM_INT, 5, 1, 64, 0, NULL, "unused"},
 };
-static const impl_def nop_impls[] = {
-    {"serial", IMPL_SERIAL, nop, NULL, 1, SCHED_STATIC, 0, NULL, NULL},
-    {"threaded", IMPL_THREADED, nop, NULL, 1, SCHED_STATIC, 0, NULL, NULL},
-    {"threaded_dynamic", IMPL_THREADED, nop, NULL, 1, SCHED_DYNAMIC, 0, NULL,
+static const qs_impl_def nop_impls[] = {
+    {"serial", QS_IMPL_SERIAL, nop, NULL, 1, QS_SCHED_STATIC, 0, NULL, NULL},
+    {"threaded", QS_IMPL_THREADED, nop, NULL, 1, QS_SCHED_STATIC, 0, NULL,
      NULL},
+    {"threaded_dynamic", QS_IMPL_THREADED, nop, NULL, 1, QS_SCHED_DYNAMIC, 0,
+     NULL, NULL},
 };
-static const slot_def nop_in[] = {{"image", "input"}};
-static const slot_def nop_out[] = {{"out", "output"}};
-static const method_desc nop_desc = {
+static const qs_slot_def nop_in[] = {{"image", "input"}};
+static const qs_slot_def nop_out[] = {{"out", "output"}};
+static const qs_method_desc nop_desc = {
     .name = "nop",
     .doc = "does nothing, to time the dispatcher",
     .inputs = nop_in,

@@ -7,7 +7,7 @@
  * -I names an implementation or a kind, as run_request.impl; "auto" (the
  * default) lets the agent choose. Without --serve: WARMUP untimed runs,
  * REPEATS timed runs, then one JSON object on stdout with every repeat's wall
- * seconds (around method_run, so dispatch and output allocation count),
+ * seconds (around qs_method_run, so dispatch and output allocation count),
  * min, median, the implementation(s) used and the peak resident set of the
  * process (VmHWM). With --serve the process loads its inputs once and
  * answers stdin lines: "run [IMPL]" times one call (IMPL, else -I) and
@@ -40,8 +40,8 @@ typedef struct opts {
   int warmup, repeats, serve, list;
   long rss_before_kb; /* after the inputs are loaded */
   size_t n_in, n_p;
-  image in[MAX_IN];
-  param p[MAX_PARAMS];
+  qs_image in[MAX_IN];
+  qs_param p[MAX_PARAMS];
 } opts;
 
 static double now_s(void) {
@@ -76,7 +76,7 @@ static int usage(void) {
 }
 
 /* Reads FILE:F,R,C into a new image owned by the caller. */
-static int input_load(const char *spec, image *img) {
+static int input_load(const char *spec, qs_image *img) {
   const char *colon = strrchr(spec, ':');
   unsigned long long f, r, c;
   if (!colon || sscanf(colon + 1, "%llu,%llu,%llu", &f, &r, &c) != 3) {
@@ -91,9 +91,9 @@ static int input_load(const char *spec, image *img) {
   }
   memcpy(path, spec, len);
   path[len] = '\0';
-  int rc = image_alloc(img, (size_t)f, (size_t)r, (size_t)c);
+  int rc = qs_image_alloc(img, (size_t)f, (size_t)r, (size_t)c);
   if (rc) {
-    fprintf(stderr, "qs_run: %s: %s\n", path, status_message(rc));
+    fprintf(stderr, "qs_run: %s: %s\n", path, qs_status_message(rc));
     return 1;
   }
   size_t n = img->frames * img->rows * img->cols;
@@ -104,13 +104,13 @@ static int input_load(const char *spec, image *img) {
   if (got != n || extra) {
     fprintf(stderr, "qs_run: %s: expected exactly %zu float32 values\n", path,
             n);
-    image_free(img);
+    qs_image_free(img);
     return 1;
   }
   return 0;
 }
 
-static int outputs_write(const char *prefix, const image *out, size_t n) {
+static int outputs_write(const char *prefix, const qs_image *out, size_t n) {
   for (size_t k = 0; k < n; k++) {
     char path[4096];
     snprintf(path, sizeof path, "%s.%zu.f32", prefix, k);
@@ -127,24 +127,24 @@ static int outputs_write(const char *prefix, const image *out, size_t n) {
 
 /* One timed call. On success fills *sec and *rep and, when keep is set,
  * leaves the outputs in out (else frees them). */
-static int run_once(engine *e, const opts *o, const char *impl,
-                    const method_desc *d, image *out, int keep, double *sec,
-                    run_report *rep) {
-  run_request rq = {.inputs = o->in,
-                    .n_inputs = o->n_in,
-                    .params = o->p,
-                    .n_params = o->n_p,
-                    .impl = impl};
+static int run_once(qs_engine *e, const opts *o, const char *impl,
+                    const qs_method_desc *d, qs_image *out, int keep,
+                    double *sec, qs_run_report *rep) {
+  qs_run_request rq = {.inputs = o->in,
+                       .n_inputs = o->n_in,
+                       .params = o->p,
+                       .n_params = o->n_p,
+                       .impl = impl};
   double t0 = now_s();
-  int rc = method_run(e, o->method, &rq, out, d->n_outputs, rep);
+  int rc = qs_method_run(e, o->method, &rq, out, d->n_outputs, rep);
   *sec = now_s() - t0;
   if (rc) {
-    fprintf(stderr, "qs_run: %s: %s\n", o->method, engine_error(e));
+    fprintf(stderr, "qs_run: %s: %s\n", o->method, qs_engine_error(e));
     return 1;
   }
   if (!keep)
     for (size_t k = 0; k < d->n_outputs; k++)
-      image_free(&out[k]);
+      qs_image_free(&out[k]);
   return 0;
 }
 
@@ -153,7 +153,7 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static void json_shapes(const image *out, size_t n) {
+static void json_shapes(const qs_image *out, size_t n) {
   printf("\"shapes\":[");
   for (size_t k = 0; k < n; k++)
     printf("%s[%zu,%zu,%zu]", k ? "," : "", out[k].frames, out[k].rows,
@@ -161,9 +161,9 @@ static void json_shapes(const image *out, size_t n) {
   printf("]");
 }
 
-static int serve(engine *e, const opts *o, const method_desc *d) {
+static int serve(qs_engine *e, const opts *o, const qs_method_desc *d) {
   char line[256];
-  image out[MAX_OUT];
+  qs_image out[MAX_OUT];
   while (fgets(line, sizeof line, stdin)) {
     if (!strncmp(line, "quit", 4)) break;
     if (strncmp(line, "run", 3)) {
@@ -176,7 +176,7 @@ static int serve(engine *e, const opts *o, const method_desc *d) {
     if (sscanf(line + 3, " %63s", name) == 1)
       impl = strcmp(name, "auto") ? name : NULL;
     double sec;
-    run_report rep;
+    qs_run_report rep;
     int keep = o->out_prefix != NULL;
     if (run_once(e, o, impl, d, out, keep, &sec, &rep)) {
       printf("{\"error\":\"run failed\"}\n");
@@ -192,7 +192,7 @@ static int serve(engine *e, const opts *o, const method_desc *d) {
     if (keep) {
       int rc = outputs_write(o->out_prefix, out, d->n_outputs);
       for (size_t k = 0; k < d->n_outputs; k++)
-        image_free(&out[k]);
+        qs_image_free(&out[k]);
       if (rc) return 1;
     }
   }
@@ -202,9 +202,9 @@ static int serve(engine *e, const opts *o, const method_desc *d) {
   return 0;
 }
 
-static int batch(engine *e, const opts *o, const method_desc *d) {
-  image out[MAX_OUT];
-  run_report rep;
+static int batch(qs_engine *e, const opts *o, const qs_method_desc *d) {
+  qs_image out[MAX_OUT];
+  qs_run_report rep;
   double sec;
   for (int i = 0; i < o->warmup; i++)
     if (run_once(e, o, o->impl, d, out, 0, &sec, &rep)) return 1;
@@ -242,19 +242,19 @@ static int batch(engine *e, const opts *o, const method_desc *d) {
            peak_rss_kb());
     if (o->out_prefix) rc = outputs_write(o->out_prefix, out, d->n_outputs);
     for (size_t k = 0; k < d->n_outputs; k++)
-      image_free(&out[k]);
+      qs_image_free(&out[k]);
   }
   free(t);
   free(used);
   return rc;
 }
 
-static int list(engine *e, const opts *o) {
-  impl_info info[QS_MAX_ESTIMATES];
+static int list(qs_engine *e, const opts *o) {
+  qs_impl_info info[QS_MAX_ESTIMATES];
   size_t n = 0;
-  int rc = method_impls(e, o->method, info, QS_MAX_ESTIMATES, &n);
+  int rc = qs_method_impls(e, o->method, info, QS_MAX_ESTIMATES, &n);
   if (rc) {
-    fprintf(stderr, "qs_run: %s\n", engine_error(e));
+    fprintf(stderr, "qs_run: %s\n", qs_engine_error(e));
     return 1;
   }
   if (n > QS_MAX_ESTIMATES) n = QS_MAX_ESTIMATES;
@@ -309,7 +309,7 @@ static int opts_parse(int argc, char **argv, opts *o) {
       char *eq = strchr(argv[i], '=');
       if (!eq || o->n_p == MAX_PARAMS) return usage();
       *eq = '\0'; /* argv strings are writable and outlive the run */
-      o->p[o->n_p++] = (param){.name = argv[i], .text = eq + 1};
+      o->p[o->n_p++] = (qs_param){.name = argv[i], .text = eq + 1};
       break;
     }
     default:
@@ -325,16 +325,16 @@ static int opts_parse(int argc, char **argv, opts *o) {
 int main(int argc, char **argv) {
   opts o = {.warmup = 1, .repeats = 5};
   int rc = opts_parse(argc, argv, &o);
-  engine *e = NULL;
+  qs_engine *e = NULL;
   if (!rc) {
-    rc = engine_open(&e, NULL);
+    rc = qs_engine_open(&e, NULL);
     if (rc) {
       fprintf(stderr, "qs_run: engine: %s\n",
-              e ? engine_error(e) : status_message(rc));
+              e ? qs_engine_error(e) : qs_status_message(rc));
       rc = 1;
     }
   }
-  const method_desc *d = rc ? NULL : method_find(e, o.method);
+  const qs_method_desc *d = rc ? NULL : qs_method_find(e, o.method);
   if (!rc && (!d || d->n_outputs > MAX_OUT)) {
     fprintf(stderr, "qs_run: unknown method %s\n", o.method);
     rc = 2;
@@ -342,8 +342,8 @@ int main(int argc, char **argv) {
   o.rss_before_kb = peak_rss_kb();
   if (!rc)
     rc = o.list ? list(e, &o) : o.serve ? serve(e, &o, d) : batch(e, &o, d);
-  engine_close(e);
+  qs_engine_close(e);
   for (size_t k = 0; k < o.n_in; k++)
-    image_free(&o.in[k]);
+    qs_image_free(&o.in[k]);
   return rc;
 }

@@ -11,7 +11,7 @@
  * (intensity weighting on, sensitivity 1). Then one untimed round and
  * REPEATS timed rounds (default 5), each running every IMPL once in turn
  * (a, b, a, b, ...) so that drift of a shared machine hits all alike.
- * Prints per implementation: min and median wall seconds of method_run,
+ * Prints per implementation: min and median wall seconds of qs_method_run,
  * output megapixels per second at the median, and the median of the first
  * IMPL over this one's. "auto" is the engine's choice (a fresh in-memory
  * store: it calibrates over its first calls). Measured, never asserted. */
@@ -24,33 +24,37 @@
 #include "quicksilver.h"
 
 /* One method call with impl forced (NULL: the engine's choice). */
-static int call(engine *e, const char *method, const char *impl,
-                const image *in, size_t n_in, const param *p, size_t n_p,
-                image *out, size_t n_out, run_report *rep) {
-  run_request rq = {.inputs = in, .n_inputs = n_in, .params = p,
-                    .n_params = n_p, .impl = impl};
-  int rc = method_run(e, method, &rq, out, n_out, rep);
+static int call(qs_engine *e, const char *method, const char *impl,
+                const qs_image *in, size_t n_in, const qs_param *p, size_t n_p,
+                qs_image *out, size_t n_out, qs_run_report *rep) {
+  qs_run_request rq = {.inputs = in,
+                       .n_inputs = n_in,
+                       .params = p,
+                       .n_params = n_p,
+                       .impl = impl};
+  int rc = qs_method_run(e, method, &rq, out, n_out, rep);
   if (rc)
     fprintf(stderr, "%s %s: %s\n", method, impl ? impl : "auto",
-            engine_error(e));
+            qs_engine_error(e));
   return rc;
 }
 
 /* rgc's three inputs from the stack st at magnification mag. */
-static int make_inputs(engine *e, const image *st, double mag, image in[3]) {
-  image rc[2] = {{0}, {0}};
-  run_report rep;
+static int make_inputs(qs_engine *e, const qs_image *st, double mag,
+                       qs_image in[3]) {
+  qs_image rc[2] = {{0}, {0}};
+  qs_run_report rep;
   memset(in, 0, 3 * sizeof *in);
   int err = call(e, "roberts_cross", NULL, st, 1, NULL, 0, rc, 2, &rep);
   for (int k = 0; !err && k < 3; k++) {
     double m = k < 2 ? 2 * mag : mag;
-    param p[] = {{"magnification_row", m, NULL},
-                 {"magnification_col", m, NULL}};
+    qs_param p[] = {{"magnification_row", m, NULL},
+                    {"magnification_col", m, NULL}};
     err = call(e, "shift_magnify", NULL, k < 2 ? &rc[k] : st, 1, p, 2, &in[k],
                1, &rep);
   }
-  image_free(&rc[0]);
-  image_free(&rc[1]);
+  qs_image_free(&rc[0]);
+  qs_image_free(&rc[1]);
   return err;
 }
 
@@ -62,31 +66,31 @@ int main(int argc, char **argv) {
   double mag = a.mag, radius = a.radius;
   const char *kind = a.input;
   char(*impls)[64] = a.impls;
-  engine *e = bench_engine();
+  qs_engine *e = bench_engine();
   if (!e) return 1;
   int rc;
-  image st, in[3];
+  qs_image st, in[3];
   char err[512];
   if ((rc = bench_input(kind, frames, rows, cols, &st, err, sizeof err))) {
     fprintf(stderr, "input %s: %s\n", kind, err);
-    engine_close(e);
+    qs_engine_close(e);
     return 1;
   }
   rc = make_inputs(e, &st, mag, in);
-  param p[] = {{"magnification", mag, NULL}, {"radius", radius, NULL}};
+  qs_param p[] = {{"magnification", mag, NULL}, {"radius", radius, NULL}};
   double *t = calloc((size_t)repeats * BENCH_MAX_IMPLS, sizeof *t);
-  run_report rep[BENCH_MAX_IMPLS];
+  qs_run_report rep[BENCH_MAX_IMPLS];
   memset(rep, 0, sizeof rep);
   if (!t) rc = QS_ENOMEM;
   for (int k = -1; !rc && k < repeats; k++)
     for (int i = 0; !rc && i < n; i++) {
-      image out;
+      qs_image out;
       double t0 = bench_now();
       rc = call(e, "rgc", strcmp(impls[i], "auto") ? impls[i] : NULL, in, 3,
                 p, 2, &out, 1, &rep[i]);
       if (rc) break;
       if (k >= 0) t[i * repeats + k] = bench_now() - t0;
-      image_free(&out);
+      qs_image_free(&out);
     }
   const char *label = a.label;
   double first = 0;
@@ -106,8 +110,9 @@ int main(int argc, char **argv) {
            first / med, impls[0]);
   }
   free(t);
-  for (int k = 0; k < 3; k++) image_free(&in[k]);
-  image_free(&st);
-  engine_close(e);
+  for (int k = 0; k < 3; k++)
+    qs_image_free(&in[k]);
+  qs_image_free(&st);
+  qs_engine_close(e);
   return rc ? 1 : 0;
 }

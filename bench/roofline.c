@@ -378,7 +378,7 @@ static double dispatch_us(int threads) {
   for (int rep = 0; rep < 5; rep++) {
     double t0 = now();
     for (int k = 0; k < 1000; k++)
-      pool_for(p, 0, 64, SCHED_DYNAMIC, 1, empty_body, NULL);
+      pool_for(p, 0, 64, QS_SCHED_DYNAMIC, 1, empty_body, NULL);
     double us = (now() - t0) * 1e3;
     if (rep == 0 || us < best) best = us;
   }
@@ -456,7 +456,7 @@ static int timed_frame(fused *s) {
 #define MAX_STAGES 8
 #define MAX_WORKERS 64
 typedef struct stage {
-  range_fn fn;
+  qs_range_fn fn;
   size_t span;
   long calls;
   double wall, busy[MAX_WORKERS];
@@ -470,7 +470,7 @@ typedef struct bench_ctx {
 } bench_ctx;
 
 typedef struct timed_body {
-  range_fn fn;
+  qs_range_fn fn;
   void *ctx;
   stage *st;
 } timed_body;
@@ -483,8 +483,8 @@ static int timed_range(void *ctx, size_t b, size_t e, int worker) {
   return rc;
 }
 
-static int bench_for(const method_call *c, size_t b, size_t e, range_fn body,
-                     void *ctx) {
+static int bench_for(const qs_method_call *c, size_t b, size_t e,
+                     qs_range_fn body, void *ctx) {
   bench_ctx *h = c->engine_;
   stage *st = NULL;
   for (int k = 0; k < h->n_st && !st; k++)
@@ -526,22 +526,29 @@ static void print_stages(const bench_ctx *h, int threads) {
 
 /* Seconds of the RGC pass of `pass` over the whole stack (min of
  * repeats), on `threads` threads (1: inline). */
-static double rgc_pass_seconds(const fused_variant *pass, const image *in,
+static double rgc_pass_seconds(const fused_variant *pass, const qs_image *in,
                                const double *p, int threads, int repeats,
                                bench_ctx *stages) {
-  image out;
-  image shaped = {0};
+  qs_image out;
+  qs_image shaped = {0};
   char err[256];
   if (method_esrrf.shape(in, p, &shaped, err, sizeof err) ||
-      image_alloc(&out, shaped.frames, shaped.rows, shaped.cols))
+      qs_image_alloc(&out, shaped.frames, shaped.rows, shaped.cols))
     return 0;
   bench_ctx h = {NULL};
   if (threads > 1 && pool_create(&h.pool, threads)) h.pool = NULL;
-  method_call c = {.in = in, .n_in = 1, .out = &out, .n_out = 1, .p = p,
-                   .threads = h.pool ? threads : 1,
-                   .sched = SCHED_DYNAMIC, .chunk = 4,
-                   .parallel_for = bench_for, .err = err,
-                   .err_len = sizeof err, .engine_ = &h};
+  qs_method_call c = {.in = in,
+                      .n_in = 1,
+                      .out = &out,
+                      .n_out = 1,
+                      .p = p,
+                      .threads = h.pool ? threads : 1,
+                      .sched = QS_SCHED_DYNAMIC,
+                      .chunk = 4,
+                      .parallel_for = bench_for,
+                      .err = err,
+                      .err_len = sizeof err,
+                      .engine_ = &h};
   timed t = {.real = pass, .pool = h.pool,
              .wrap = {timed_plan, timed_frame, timed_done, pass->intensity}};
   g_timed = &t;
@@ -559,14 +566,14 @@ static double rgc_pass_seconds(const fused_variant *pass, const image *in,
   }
   if (stages) *stages = keep;
   if (h.pool) pool_destroy(h.pool);
-  image_free(&out);
+  qs_image_free(&out);
   return best;
 }
 
 /* ------------------------------------------------- temporal statistics */
 
 typedef struct stat_job {
-  esrrf_partial *t;
+  qs_esrrf_partial *t;
   const float *map;
   float *out;
   uint64_t n;
@@ -587,8 +594,8 @@ static int stat_result_rows(void *ctx, size_t b, size_t e, int worker) {
   return 0;
 }
 
-static int pool_call_for(const method_call *c, size_t b, size_t e,
-                         range_fn body, void *ctx) {
+static int pool_call_for(const qs_method_call *c, size_t b, size_t e,
+                         qs_range_fn body, void *ctx) {
   pool *pl = c->engine_;
   return pl ? pool_for(pl, b, e, c->sched, c->chunk, body, ctx)
             : body(ctx, b, e, 0);
@@ -602,19 +609,21 @@ static void stat_seconds(int kind, size_t rows_m, size_t cols_m, int mag,
                          double *fold, double *result, double *mpc) {
   *fold = *result = *mpc = 0;
   size_t px = rows_m * cols_m;
-  esrrf_partial t;
+  qs_esrrf_partial t;
   float *map = malloc(px * sizeof *map), *out = malloc(px * sizeof *out);
   pool *pl = NULL;
   if (threads > 1 && pool_create(&pl, threads)) pl = NULL;
-  if (!map || !out || esrrf_partial_init(&t, kind, rows_m, cols_m)) {
+  if (!map || !out || qs_esrrf_partial_init(&t, kind, rows_m, cols_m)) {
     free(map);
     free(out);
     if (pl) pool_destroy(pl);
     return;
   }
   for (size_t i = 0; i < px; i++) map[i] = 100 + (float)(i * 37 % 1001) / 7;
-  method_call c = {.threads = pl ? threads : 1, .sched = SCHED_STATIC,
-                   .parallel_for = pool_call_for, .engine_ = pl};
+  qs_method_call c = {.threads = pl ? threads : 1,
+                      .sched = QS_SCHED_STATIC,
+                      .parallel_for = pool_call_for,
+                      .engine_ = pl};
   stat_job j = {.t = &t, .map = map, .out = out, .cols = cols_m};
   for (int r = -1; r < repeats; r++) {
     double t0 = now();
@@ -633,7 +642,7 @@ static void stat_seconds(int kind, size_t rows_m, size_t cols_m, int mag,
     if (r >= 0 && (*result == 0 || t1 - t0 < *result)) *result = t1 - t0;
     if (r >= 0 && (*mpc == 0 || t2 - t1 < *mpc)) *mpc = t2 - t1;
   }
-  esrrf_partial_free(&t);
+  qs_esrrf_partial_free(&t);
   free(map);
   free(out);
   if (pl) pool_destroy(pl);
@@ -674,20 +683,20 @@ static void read_load(double load[3]) {
 /* The input (bench/input.h's kind) into *in and an engine on an
  * in-memory store into *e; 1 with a message on stderr if either fails
  * (nothing left to free). */
-static int open_work(const char *kind, size_t frames, size_t rows,
-                     size_t cols, image *in, engine **e) {
+static int open_work(const char *kind, size_t frames, size_t rows, size_t cols,
+                     qs_image *in, qs_engine **e) {
   char err[512];
   progress("the input (%s) and its samples", kind);
   if (bench_input(kind, frames, rows, cols, in, err, sizeof err)) {
     fprintf(stderr, "input %s: %s\n", kind, err);
     return 1;
   }
-  engine_options o = {.db_path = ":memory:", .seed = 1};
+  qs_engine_options o = {.db_path = ":memory:", .seed = 1};
   *e = NULL;
-  if (engine_open(e, &o)) {
-    fprintf(stderr, "engine_open: %s\n", *e ? engine_error(*e) : "");
-    engine_close(*e);
-    image_free(in);
+  if (qs_engine_open(e, &o)) {
+    fprintf(stderr, "qs_engine_open: %s\n", *e ? qs_engine_error(*e) : "");
+    qs_engine_close(*e);
+    qs_image_free(in);
     return 1;
   }
   return 0;
@@ -1026,8 +1035,8 @@ static int cl_main(int argc, char **argv) {
          pk.gbs);
   clrt_close(rt);
 
-  image in;
-  engine *e;
+  qs_image in;
+  qs_engine *e;
   if (open_work(kind, frames, rows, cols, &in, &e)) return 1;
   double samples = (double)in.frames *
                    samples_per_frame((int)in.rows, (int)in.cols, (int)mag,
@@ -1036,30 +1045,33 @@ static int cl_main(int argc, char **argv) {
          in.frames, in.rows, in.cols, mag, radius, temporal, samples);
   char impl[96];
   snprintf(impl, sizeof impl, "opencl:%s", info->slug);
-  param pp[] = {{"magnification", mag, NULL},
-                {"radius", radius, NULL},
-                {"temporal", 0, temporal}};
+  qs_param pp[] = {{"magnification", mag, NULL},
+                   {"radius", radius, NULL},
+                   {"temporal", 0, temporal}};
   kstat best[CL_KERNELS];
   int nb = 0;
   double best_dev = 0, best_wall = 0;
   for (int r = -1; r < repeats; r++) {
     progress("esrrf on %s, run %d of %d", impl, r + 2, repeats + 1);
-    run_request rq = {.inputs = &in, .n_inputs = 1, .params = pp,
-                      .n_params = 3, .impl = impl};
-    run_report rep;
-    image out;
+    qs_run_request rq = {.inputs = &in,
+                         .n_inputs = 1,
+                         .params = pp,
+                         .n_params = 3,
+                         .impl = impl};
+    qs_run_report rep;
+    qs_image out;
     g_launch.on = 1;
     double t0 = now();
-    int rc = method_run(e, "esrrf", &rq, &out, 1, &rep);
+    int rc = qs_method_run(e, "esrrf", &rq, &out, 1, &rep);
     double wall = now() - t0;
     g_launch.on = 0;
     kstat ks[CL_KERNELS];
     int n = launches_take(ks, CL_KERNELS);
     if (rc) {
-      fprintf(stderr, "esrrf %s: %s\n", impl, engine_error(e));
+      fprintf(stderr, "esrrf %s: %s\n", impl, qs_engine_error(e));
       break;
     }
-    image_free(&out);
+    qs_image_free(&out);
     double dev = 0;
     for (int k = 0; k < n; k++) dev += ks[k].sec;
     if (r >= 0 && (best_dev == 0 || dev < best_dev)) {
@@ -1094,8 +1106,8 @@ static int cl_main(int argc, char **argv) {
            pk.gflops > 0 ? 100 * gf / pk.gflops : 0, gb,
            pk.gbs > 0 ? 100 * gb / pk.gbs : 0);
   }
-  engine_close(e);
-  image_free(&in);
+  qs_engine_close(e);
+  qs_image_free(&in);
   return 0;
 }
 #endif
@@ -1157,8 +1169,8 @@ int main(int argc, char **argv) {
   printf("  pool: %.1f us per empty parallel loop on %d threads\n",
          dispatch_us(m.cores), m.cores);
 
-  image in;
-  engine *e;
+  qs_image in;
+  qs_engine *e;
   if (open_work(kind, frames, rows, cols, &in, &e)) return 1;
   double px = (double)in.frames * (double)in.rows * (double)in.cols * mag *
               mag;
@@ -1176,33 +1188,35 @@ int main(int argc, char **argv) {
   if (impls) {
     if (strcmp(impls, "-")) n = bench_impl_list(impls, names, 32);
   } else {
-    impl_info info[QS_MAX_ESTIMATES];
+    qs_impl_info info[QS_MAX_ESTIMATES];
     size_t ni = 0;
-    method_impls(e, "esrrf", info, QS_MAX_ESTIMATES, &ni);
+    qs_method_impls(e, "esrrf", info, QS_MAX_ESTIMATES, &ni);
     for (size_t i = 0; i < ni && i < QS_MAX_ESTIMATES && n < 31; i++)
       if (info[i].available && strcmp(info[i].name, "composed") &&
           strncmp(info[i].name, "threaded_", 9))
         snprintf(names[n++], sizeof names[0], "%.63s", info[i].name);
     snprintf(names[n++], sizeof names[0], "auto");
   }
-  param pp[] = {{"magnification", mag, NULL}, {"radius", radius, NULL}};
+  qs_param pp[] = {{"magnification", mag, NULL}, {"radius", radius, NULL}};
   double best[32] = {0};
   char chosen[32][64] = {{0}};
   for (int r = -1; r < repeats; r++)
     for (int i = 0; i < n; i++) {
-      run_request rq = {.inputs = &in, .n_inputs = 1, .params = pp,
-                        .n_params = 2,
-                        .impl = strcmp(names[i], "auto") ? names[i] : NULL};
-      run_report rep;
-      image out;
+      qs_run_request rq = {.inputs = &in,
+                           .n_inputs = 1,
+                           .params = pp,
+                           .n_params = 2,
+                           .impl = strcmp(names[i], "auto") ? names[i] : NULL};
+      qs_run_report rep;
+      qs_image out;
       progress("whole call %s, run %d of %d", names[i], r + 2, repeats + 1);
       double t0 = now();
-      if (method_run(e, "esrrf", &rq, &out, 1, &rep)) {
-        fprintf(stderr, "esrrf %s: %s\n", names[i], engine_error(e));
+      if (qs_method_run(e, "esrrf", &rq, &out, 1, &rep)) {
+        fprintf(stderr, "esrrf %s: %s\n", names[i], qs_engine_error(e));
         continue;
       }
       double t = now() - t0;
-      image_free(&out);
+      qs_image_free(&out);
       snprintf(chosen[i], sizeof chosen[0], "%.63s", rep.impl);
       if (r >= 0 && (best[i] == 0 || t < best[i])) best[i] = t;
     }
@@ -1260,7 +1274,7 @@ int main(int argc, char **argv) {
          rows_m, cols_m, repeats, in.frames);
   for (int st = TEMPORAL_AVG; st < TEMPORAL_NONE; st++) {
     double bytes = (double)(rows_m * cols_m) *
-                   (4 + 16 * (double)esrrf_partial_slots(st));
+                   (4 + 16 * (double)qs_esrrf_partial_slots(st));
     int thr[2] = {1, m.cores};
     for (int k = 0; k < 2; k++) {
       double fold, res, mpc;
@@ -1275,7 +1289,7 @@ int main(int argc, char **argv) {
              100 * bytes / fold / 1e9 / bw, 1e3 * res, 1e3 * mpc);
     }
   }
-  engine_close(e);
-  image_free(&in);
+  qs_engine_close(e);
+  qs_image_free(&in);
   return 0;
 }

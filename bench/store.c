@@ -1,10 +1,10 @@
 /* store.c — what the timing store costs a host program, through the public
  * API alone, on a warm file-backed store (every group already holds 200
- * runs): a warm method_run of a method that does nothing (bench/nop.h) on
+ * runs): a warm qs_method_run of a method that does nothing (bench/nop.h) on
  * a file store against the same on an in-memory one (the difference is
  * what recording costs a call, written as the engine writes: in batches of
- * at most 64 runs or 250 ms); engine_db_import per row (the document
- * parsed and its rows added in one transaction); and engine_db_query of
+ * at most 64 runs or 250 ms); qs_engine_db_import per row (the document
+ * parsed and its rows added in one transaction); and qs_engine_db_query of
  * one group's history. Measured, never asserted.
  *
  *   build/bench/store [path] [calls]
@@ -22,50 +22,50 @@
 
 enum { GROUP = 200, KEYS = 4 };
 
-static int die(engine *e, const char *what) {
-  fprintf(stderr, "bench/store: %s: %s\n", what, e ? engine_error(e) : "");
+static int die(qs_engine *e, const char *what) {
+  fprintf(stderr, "bench/store: %s: %s\n", what, e ? qs_engine_error(e) : "");
   return 1;
 }
 
 /* Prints the distribution of x[0..n) (microseconds). */
 static void report(const char *what, double *x, size_t n) {
-  stats st;
-  if (stats_of(x, n, &st) != QS_OK) return;
+  qs_stats st;
+  if (qs_stats_of(x, n, &st) != QS_OK) return;
   qsort(x, n, sizeof *x, cmp);
   printf("%-40s min %6.2f  median %6.2f  p99 %8.2f  max %9.2f  mean %7.2f "
          "us (n=%zu)\n",
          what, st.min, st.median, x[n * 99 / 100], st.max, st.mean, n);
 }
 
-static int open_nop(engine **e, const char *path) {
-  engine_options o = {.db_path = path, .no_opencl = 1};
-  return engine_open(e, &o) || method_register(*e, &nop_desc);
+static int open_nop(qs_engine **e, const char *path) {
+  qs_engine_options o = {.db_path = path, .no_opencl = 1};
+  return qs_engine_open(e, &o) || qs_method_register(*e, &nop_desc);
 }
 
-/* `calls` warm method_run calls of nop on key k % KEYS (inputs of 16,
+/* `calls` warm qs_method_run calls of nop on key k % KEYS (inputs of 16,
  * 24, 32, 40 rows: a group per key), each timed into t; the first `warm`
  * calls untimed. */
-static int run_calls(engine *e, size_t warm, size_t calls, double *t) {
+static int run_calls(qs_engine *e, size_t warm, size_t calls, double *t) {
   static float px[40 * 16];
-  image out[1];
+  qs_image out[1];
   for (size_t i = 0; i < warm + calls; i++) {
-    image in = image_wrap(px, 1, 16 + 8 * (i % KEYS), 16);
-    run_request rq = {.inputs = &in, .n_inputs = 1, .impl = "serial"};
-    int64_t t0 = timer_ns();
-    int rc = method_run(e, "nop", &rq, out, 1, NULL);
-    if (i >= warm) t[i - warm] = (double)(timer_ns() - t0) * 1e-3;
+    qs_image in = qs_image_wrap(px, 1, 16 + 8 * (i % KEYS), 16);
+    qs_run_request rq = {.inputs = &in, .n_inputs = 1, .impl = "serial"};
+    int64_t t0 = qs_timer_ns();
+    int rc = qs_method_run(e, "nop", &rq, out, 1, NULL);
+    if (i >= warm) t[i - warm] = (double)(qs_timer_ns() - t0) * 1e-3;
     if (rc) return rc;
-    image_free(&out[0]);
+    qs_image_free(&out[0]);
   }
   return QS_OK;
 }
 
-static int first_key(void *ctx, const db_stat *s) {
+static int first_key(void *ctx, const qs_db_stat *s) {
   snprintf(ctx, 256, "%s", s->key);
   return 1;
 }
 
-static int count_row(void *ctx, const db_row *r) {
+static int count_row(void *ctx, const qs_db_row *r) {
   (void)r;
   ++*(size_t *)ctx;
   return 0;
@@ -85,61 +85,62 @@ int main(int argc, char **argv) {
   }
   double *t = malloc(calls * sizeof *t);
   if (!t) return 1;
-  engine *e = NULL, *mem = NULL;
-  if (open_nop(&e, path)) return die(e, "engine_open");
-  if (open_nop(&mem, ":memory:")) return die(mem, "engine_open :memory:");
+  qs_engine *e = NULL, *mem = NULL;
+  if (open_nop(&e, path)) return die(e, "qs_engine_open");
+  if (open_nop(&mem, ":memory:")) return die(mem, "qs_engine_open :memory:");
   /* warm: every group holds GROUP runs, as a used store does */
   if (run_calls(e, 0, GROUP * KEYS, t)) return die(e, "warm");
   printf("store %s (WAL), %d groups of %d runs\n", path, KEYS, GROUP);
-  if (run_calls(mem, GROUP * KEYS, calls, t)) return die(mem, "method_run");
-  report("method_run, store in memory", t, calls);
-  if (run_calls(e, 0, calls, t)) return die(e, "method_run");
-  report("method_run, file store (batched writes)", t, calls);
+  if (run_calls(mem, GROUP * KEYS, calls, t)) return die(mem, "qs_method_run");
+  report("qs_method_run, store in memory", t, calls);
+  if (run_calls(e, 0, calls, t)) return die(e, "qs_method_run");
+  report("qs_method_run, file store (batched writes)", t, calls);
 
   /* one group's history */
   char key[256] = "";
-  db_filter f = {.method = "nop", .impl = "serial"};
-  engine_db_stats(e, &f, first_key, key);
+  qs_db_filter f = {.method = "nop", .impl = "serial"};
+  qs_engine_db_stats(e, &f, first_key, key);
   f.key = key;
   size_t reads = calls / 10;
   for (size_t i = 0; i < reads; i++) {
     size_t got = 0;
-    int64_t t0 = timer_ns();
-    int rc = engine_db_query(e, &f, count_row, &got);
-    t[i] = (double)(timer_ns() - t0) * 1e-3;
-    if (rc || got < GROUP) return die(e, "engine_db_query");
+    int64_t t0 = qs_timer_ns();
+    int rc = qs_engine_db_query(e, &f, count_row, &got);
+    t[i] = (double)(qs_timer_ns() - t0) * 1e-3;
+    if (rc || got < GROUP) return die(e, "qs_engine_db_query");
   }
   char what[64];
-  snprintf(what, sizeof what, "engine_db_query (one group, %d+ rows)", GROUP);
+  snprintf(what, sizeof what, "qs_engine_db_query (one group, %d+ rows)",
+           GROUP);
   report(what, t, reads);
 
   /* the whole store exported once, imported into fresh stores */
   char doc[300], into[300];
   snprintf(doc, sizeof doc, "%s.json", path);
   snprintf(into, sizeof into, "%s.into", path);
-  if (engine_db_export(e, doc)) return die(e, "engine_db_export");
+  if (qs_engine_db_export(e, doc)) return die(e, "qs_engine_db_export");
   size_t n_imports = 10, rows = 0;
   for (size_t i = 0; i < n_imports; i++) {
-    engine *in = NULL;
-    engine_options o = {.db_path = into, .no_opencl = 1};
-    if (engine_open(&in, &o)) return die(in, "engine_open (import)");
+    qs_engine *in = NULL;
+    qs_engine_options o = {.db_path = into, .no_opencl = 1};
+    if (qs_engine_open(&in, &o)) return die(in, "qs_engine_open (import)");
     size_t added = 0;
-    int64_t t0 = timer_ns();
-    int rc = engine_db_import(in, doc, &added, NULL, NULL);
-    double us = (double)(timer_ns() - t0) * 1e-3;
-    if (rc || !added) return die(in, "engine_db_import");
+    int64_t t0 = qs_timer_ns();
+    int rc = qs_engine_db_import(in, doc, &added, NULL, NULL);
+    double us = (double)(qs_timer_ns() - t0) * 1e-3;
+    if (rc || !added) return die(in, "qs_engine_db_import");
     rows = added;
     t[i] = us / (double)added;
-    engine_close(in);
-    engine_db_remove(into, NULL, 0);
+    qs_engine_close(in);
+    qs_engine_db_remove(into, NULL, 0);
   }
-  snprintf(what, sizeof what, "engine_db_import (%zu rows), per row", rows);
+  snprintf(what, sizeof what, "qs_engine_db_import (%zu rows), per row", rows);
   report(what, t, n_imports);
 
   free(t);
-  engine_close(mem);
-  engine_close(e);
+  qs_engine_close(mem);
+  qs_engine_close(e);
   unlink(doc);
-  if (path == tmp) engine_db_remove(tmp, NULL, 0);
+  if (path == tmp) qs_engine_db_remove(tmp, NULL, 0);
   return 0;
 }

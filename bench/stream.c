@@ -16,7 +16,7 @@
  * on all FRAMES frames and the same frames pushed one at a time,
  * interleaved, the side going first alternating; the stream's caller
  * pops each result and hands its image back for the next
- * (esrrf_stream_give), as a live display loop would. Freed memory stays in
+ * (qs_esrrf_stream_give), as a live display loop would. Freed memory stays in
  * the process (mallopt): on a VM with free page reporting, pages handed
  * back to the kernel are slow to touch again and would charge whichever
  * side comes next. Prints the min and median over the rounds of each
@@ -82,7 +82,7 @@ static double unit(uint64_t *s) {
 
 /* Background 100, spots of 800 photons (sigma 1.3 px) on a 10-px lattice
  * each on with probability 0.3, shot-like noise sqrt(v) and read noise 2. */
-static void fill(image *m) {
+static void fill(qs_image *m) {
   uint64_t s = 0x9E3779B97F4A7C15ull;
   for (size_t f = 0; f < m->frames; f++) {
     float *p = m->data + f * m->rows * m->cols;
@@ -110,57 +110,57 @@ static void fill(image *m) {
   }
 }
 
-static void params(param p[6], size_t window) {
-  const param all[6] = {{"magnification", 5, NULL},
-                        {"radius", 1.5, NULL},
-                        {"temporal", 0, NULL},
-                        {"macro_pixel_correction", 1, NULL},
-                        {"intensity_weighting", 1, NULL},
-                        {"frames_per_timepoint", (double)window, NULL}};
+static void params(qs_param p[6], size_t window) {
+  const qs_param all[6] = {{"magnification", 5, NULL},
+                           {"radius", 1.5, NULL},
+                           {"temporal", 0, NULL},
+                           {"macro_pixel_correction", 1, NULL},
+                           {"intensity_weighting", 1, NULL},
+                           {"frames_per_timepoint", (double)window, NULL}};
   memcpy(p, all, sizeof all);
 }
 
-static int batch(engine *e, const image *st, size_t window, const char *impl,
-                 char *chosen, side *sd) {
-  param p[6];
+static int batch(qs_engine *e, const qs_image *st, size_t window,
+                 const char *impl, char *chosen, side *sd) {
+  qs_param p[6];
   params(p, window);
-  run_request rq = {
+  qs_run_request rq = {
       .inputs = st, .n_inputs = 1, .params = p, .n_params = 6, .impl = impl};
-  image out[1];
-  run_report rep;
+  qs_image out[1];
+  qs_run_report rep;
   double t0 = now(), c0 = cpu();
-  int rc = method_run(e, "esrrf", &rq, out, 1, &rep);
+  int rc = qs_method_run(e, "esrrf", &rq, out, 1, &rep);
   sd->sec = now() - t0;
   sd->cpu = cpu() - c0;
   sd->down = rep.bytes_down;
   if (rc) {
-    fprintf(stderr, "bench_stream: batch: %s\n", engine_error(e));
+    fprintf(stderr, "bench_stream: batch: %s\n", qs_engine_error(e));
     return rc;
   }
   snprintf(chosen, QS_NAME_MAX, "%s", rep.impl);
-  image_free(out);
+  qs_image_free(out);
   return QS_OK;
 }
 
 /* Pushes every frame alone; lat receives each push's seconds (the push
  * and the pops after it), done[f] whether that push gave a result. */
-static int stream(engine *e, const image *st, size_t window, size_t every,
-                  const char *impl, double interval, side *sd, double *lat,
-                  unsigned char *done) {
-  param p[6];
+static int stream(qs_engine *e, const qs_image *st, size_t window,
+                  size_t every, const char *impl, double interval, side *sd,
+                  double *lat, unsigned char *done) {
+  qs_param p[6];
   params(p, window);
-  esrrf_stream_options o = {.rows = st->rows,
-                            .cols = st->cols,
-                            .params = p,
-                            .n_params = 6,
-                            .sliding = every > 0,
-                            .window = window,
-                            .every = every,
-                            .impl = impl,
-                            .max_pending = 1 << 20};
-  esrrf_stream *s;
+  qs_esrrf_stream_options o = {.rows = st->rows,
+                               .cols = st->cols,
+                               .params = p,
+                               .n_params = 6,
+                               .sliding = every > 0,
+                               .window = window,
+                               .every = every,
+                               .impl = impl,
+                               .max_pending = 1 << 20};
+  qs_esrrf_stream *s;
   char err[512];
-  int rc = esrrf_stream_open(e, &o, &s, err, sizeof err);
+  int rc = qs_esrrf_stream_open(e, &o, &s, err, sizeof err);
   if (rc) {
     fprintf(stderr, "bench_stream: %s\n", err);
     return rc;
@@ -168,7 +168,7 @@ static int stream(engine *e, const image *st, size_t window, size_t every,
   size_t px = st->rows * st->cols;
   double t0 = now(), c0 = cpu();
   for (size_t f = 0; !rc && f < st->frames; f++) {
-    image one = image_wrap(st->data + f * px, 1, st->rows, st->cols);
+    qs_image one = qs_image_wrap(st->data + f * px, 1, st->rows, st->cols);
     /* paced: frame f arrives at t0 + f · interval */
     for (double due = t0 + (double)f * interval; now() < due;) {
       double w = due - now();
@@ -176,24 +176,24 @@ static int stream(engine *e, const image *st, size_t window, size_t every,
       nanosleep(&ts, NULL);
     }
     double a = now();
-    rc = esrrf_stream_push(s, &one);
+    rc = qs_esrrf_stream_push(s, &one);
     int got = 1;
     done[f] = 0;
     while (!rc && got) {
-      image out;
-      esrrf_stream_pop(s, &out, NULL, &got);
+      qs_image out;
+      qs_esrrf_stream_pop(s, &out, NULL, &got);
       done[f] |= (unsigned char)got;
-      if (got && esrrf_stream_give(s, &out)) image_free(&out);
+      if (got && qs_esrrf_stream_give(s, &out)) qs_image_free(&out);
     }
     lat[f] = now() - a;
   }
-  if (!rc) rc = esrrf_stream_end(s);
+  if (!rc) rc = qs_esrrf_stream_end(s);
   sd->sec = now() - t0;
   sd->cpu = cpu() - c0;
   uint64_t up;
-  esrrf_stream_transfers(s, &up, &sd->down);
-  if (rc) fprintf(stderr, "bench_stream: %s\n", esrrf_stream_error(s));
-  esrrf_stream_close(s);
+  qs_esrrf_stream_transfers(s, &up, &sd->down);
+  if (rc) fprintf(stderr, "bench_stream: %s\n", qs_esrrf_stream_error(s));
+  qs_esrrf_stream_close(s);
   return rc;
 }
 
@@ -236,14 +236,15 @@ int main(int argc, char **argv) {
       pace < 0 || pace > 1 ||
       (strcmp(only, "both") && do_b && do_s))
     return 2;
-  engine *e;
-  engine_options eo = {.db_path = ":memory:"};
-  if (engine_open(&e, &eo)) {
-    fprintf(stderr, "bench_stream: %s\n", e ? engine_error(e) : "no engine");
-    engine_close(e);
+  qs_engine *e;
+  qs_engine_options eo = {.db_path = ":memory:"};
+  if (qs_engine_open(&e, &eo)) {
+    fprintf(stderr, "bench_stream: %s\n",
+            e ? qs_engine_error(e) : "no engine");
+    qs_engine_close(e);
     return 1;
   }
-  image st;
+  qs_image st;
   size_t r_n = (size_t)repeats;
   double *lat = malloc(frames * sizeof *lat);
   double *all = malloc(r_n * frames * sizeof *all);  /* every push */
@@ -254,7 +255,7 @@ int main(int argc, char **argv) {
   for (int k = 0; k < 6; k++)
     t[k] = malloc(r_n * sizeof *t[k]);
   if (!lat || !all || !fin || !done || !t[5] ||
-      image_alloc(&st, frames, size, size))
+      qs_image_alloc(&st, frames, size, size))
     return 1;
   fill(&st);
   char impl[QS_NAME_MAX];
@@ -350,13 +351,13 @@ int main(int argc, char **argv) {
              n_fin ? median(fin, n_fin) : 0,
              n_fin ? median(fin, n_fin) / per : 0, n_fin, ts.sec);
   }
-  image_free(&st);
+  qs_image_free(&st);
   free(lat);
   free(all);
   free(fin);
   free(done);
   for (int k = 0; k < 6; k++)
     free(t[k]);
-  engine_close(e);
+  qs_engine_close(e);
   return rc ? 1 : 0;
 }

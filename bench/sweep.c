@@ -48,43 +48,46 @@ int main(int argc, char **argv) {
   size_t ns = list(argc > 8 ? argv[8] : "1,2,3,4,5", sens, 64);
   int warmup = argc > 9 ? atoi(argv[9]) : 3;
   if (warmup < 0) warmup = 3;
-  image in;
+  qs_image in;
   char err[1024];
   if (bench_input(argv[1], frames, rows, cols, &in, err, sizeof err)) {
     fprintf(stderr, "%s\n", err);
     return 1;
   }
-  engine *e = bench_engine();
+  qs_engine *e = bench_engine();
   if (!e) return 1;
-  param p[] = {{"magnification", mag, NULL}};
-  run_request rq = {.inputs = &in, .n_inputs = 1, .params = p, .n_params = 1};
-  esrrf_sweep_options o = {.radii = radii, .n_radii = nr,
-                           .sensitivities = sens, .n_sensitivities = ns,
-                           .magnification = mag};
+  qs_param p[] = {{"magnification", mag, NULL}};
+  qs_run_request rq = {
+      .inputs = &in, .n_inputs = 1, .params = p, .n_params = 1};
+  qs_esrrf_sweep_options o = {.radii = radii,
+                              .n_radii = nr,
+                              .sensitivities = sens,
+                              .n_sensitivities = ns,
+                              .magnification = mag};
   double *te = calloc((size_t)repeats, sizeof *te);
   double *ts = calloc((size_t)repeats, sizeof *ts);
   char impl[QS_NAME_MAX] = "";
   int rc = 0;
   for (int k = -warmup; k < repeats && !rc; k++) { /* k < 0: warm-up */
-    image out;
-    run_report rep;
+    qs_image out;
+    qs_run_report rep;
     double t0 = bench_now();
-    rc = method_run(e, "esrrf", &rq, &out, 1, &rep);
+    rc = qs_method_run(e, "esrrf", &rq, &out, 1, &rep);
     double t1 = bench_now();
     if (rc) {
-      fprintf(stderr, "esrrf: %s\n", engine_error(e));
+      fprintf(stderr, "esrrf: %s\n", qs_engine_error(e));
       break;
     }
-    image_free(&out);
+    qs_image_free(&out);
     snprintf(impl, sizeof impl, "%s", rep.impl);
-    esrrf_sweep_result r;
-    rc = esrrf_sweep(e, &in, &o, &r, err, sizeof err);
+    qs_esrrf_sweep_result r;
+    rc = qs_esrrf_sweep(e, &in, &o, &r, err, sizeof err);
     double t2 = bench_now();
     if (rc) {
       fprintf(stderr, "sweep: %s\n", err);
       break;
     }
-    esrrf_sweep_free(&r);
+    qs_esrrf_sweep_free(&r);
     fprintf(stderr, "%s %d: esrrf %.4f s (%s), sweep %.4f s\n",
             k < 0 ? "warm-up" : "repeat", k < 0 ? k + warmup : k, t1 - t0,
             rep.impl, t2 - t1);
@@ -96,16 +99,17 @@ int main(int argc, char **argv) {
   if (!rc) {
     double me = bench_median(te, repeats), ms = bench_median(ts, repeats);
     printf("{\"input\": \"%s\", \"frames\": %zu, \"rows\": %zu, \"cols\": "
-           "%zu, \"magnification\": %d, \"points\": %zu, \"warmup\": %d, \"repeats\": %d, "
+           "%zu, \"magnification\": %d, \"points\": %zu, \"warmup\": %d, "
+           "\"repeats\": %d, "
            "\"threads\": %d,\n \"esrrf\": {\"impl\": \"%s\", \"min\": %.6f, "
            "\"median\": %.6f},\n \"sweep\": {\"min\": %.6f, \"median\": "
            "%.6f},\n \"ratio_of_medians\": %.3f}\n",
            argv[1], in.frames, in.rows, in.cols, mag, nr * ns, warmup, repeats,
-           engine_threads(e), impl, te[0], me, ts[0], ms, ms / me);
+           qs_engine_threads(e), impl, te[0], me, ts[0], ms, ms / me);
   }
   free(te);
   free(ts);
-  image_free(&in);
-  engine_close(e);
+  qs_image_free(&in);
+  qs_engine_close(e);
   return rc ? 1 : 0;
 }

@@ -60,8 +60,8 @@ static void show(const char *what, double *x, size_t n) {
     printf("  %-22s -\n", what);
     return;
   }
-  stats s;
-  stats_of(x, n, &s);
+  qs_stats s;
+  qs_stats_of(x, n, &s);
   printf("  %-22s min %7.2f  median %7.2f ms  (%zu)\n", what, s.min * 1e3,
          s.median * 1e3, n);
 }
@@ -171,9 +171,9 @@ int main(int argc, char **argv) {
   float *dst = rc || side % 5 ? NULL : malloc(px * sizeof *dst);
   double *mpc = dst ? malloc(updates * sizeof *mpc) : NULL;
   for (size_t i = 0; mpc && i < updates + 2; i++) {
-    int64_t t0 = timer_ns();
+    int64_t t0 = qs_timer_ns();
     temporal_mpc_from(NULL, host + i % MAPS * px, dst, side, side, 5);
-    if (i >= 2) mpc[i - 2] = (double)(timer_ns() - t0) * 1e-9;
+    if (i >= 2) mpc[i - 2] = (double)(qs_timer_ns() - t0) * 1e-9;
   }
   if (mpc) {
     printf("host, M 5, one thread:\n");

@@ -523,7 +523,7 @@ static int program_get(cldev *d, const char *label, const char *text,
   if (grow((void **)&d->progs, &d->cap_progs, d->n_progs, sizeof *d->progs))
     return fail_msg(err, err_len, QS_ENOMEM, "building %s: out of memory",
                     label);
-  int64_t t0 = timer_ns();
+  int64_t t0 = qs_timer_ns();
   int injected = fault_ask(rt, CLRT_BUILD, label);
   if (injected) {
     status = build_failed(d, NULL, injected, label, options, err, err_len);
@@ -571,7 +571,7 @@ static int program_get(cldev *d, const char *label, const char *text,
   d->progs[d->n_progs].status = QS_OK;
   d->progs[d->n_progs++].failure = NULL;
   *out = p;
-  if (seconds) *seconds = (double)(timer_ns() - t0) * 1e-9;
+  if (seconds) *seconds = (double)(qs_timer_ns() - t0) * 1e-9;
   return QS_OK;
 }
 

@@ -12,13 +12,13 @@
 
 #include "timer.h"
 
-int agent_window(const double *walls, size_t n, stats *s) {
+int agent_window(const double *walls, size_t n, qs_stats *s) {
   size_t k = n > AGENT_WINDOW ? AGENT_WINDOW : n;
-  return stats_of(walls + (n - k), k, s);
+  return qs_stats_of(walls + (n - k), k, s);
 }
 
 double agent_fast_mean(const double *walls, size_t n) {
-  stats s;
+  qs_stats s;
   return agent_window(walls, n, &s) ? -1 : s.fast_mean;
 }
 
@@ -94,12 +94,16 @@ double agent_random(uint64_t *state) {
   return (double)(z >> 11) / 9007199254740992.0;
 }
 
-static int static_rank(impl_kind k, double work) {
-  static const int small[] = {[IMPL_SERIAL] = 0, [IMPL_THREADED] = 1,
-                              [IMPL_COMPOSITE] = 2, [IMPL_OPENCL] = 3};
-  static const int large[] = {[IMPL_OPENCL] = 0, [IMPL_THREADED] = 1,
-                              [IMPL_COMPOSITE] = 2, [IMPL_SERIAL] = 3};
-  if ((unsigned)k > IMPL_COMPOSITE) return 4;
+static int static_rank(qs_impl_kind k, double work) {
+  static const int small[] = {[QS_IMPL_SERIAL] = 0,
+                              [QS_IMPL_THREADED] = 1,
+                              [QS_IMPL_COMPOSITE] = 2,
+                              [QS_IMPL_OPENCL] = 3};
+  static const int large[] = {[QS_IMPL_OPENCL] = 0,
+                              [QS_IMPL_THREADED] = 1,
+                              [QS_IMPL_COMPOSITE] = 2,
+                              [QS_IMPL_SERIAL] = 3};
+  if ((unsigned)k > QS_IMPL_COMPOSITE) return 4;
   return work < AGENT_SMALL_WORK ? small[k] : large[k];
 }
 
@@ -119,7 +123,7 @@ long agent_static(const agent_cand *c, size_t n, double work) {
 static long small_call_cold(const agent_cand *c, size_t n, double work) {
   long pick = -1;
   for (size_t i = n; i-- > 0;)
-    if (!c[i].excluded && c[i].kind != IMPL_OPENCL && agent_cold(&c[i]) &&
+    if (!c[i].excluded && c[i].kind != QS_IMPL_OPENCL && agent_cold(&c[i]) &&
         (pick < 0 ||
          static_rank(c[i].kind, work) < static_rank(c[pick].kind, work)))
       pick = (long)i;
@@ -149,7 +153,7 @@ double agent_lower(const agent_cand *c, double work) {
   if (c->n_points == 1 && c->point_work > 0) {
     /* one size: as much of it fixed as the kind may carry */
     double t1 = c->fit_b * c->point_work;
-    double fixed = c->kind == IMPL_OPENCL || t1 < AGENT_CPU_FIXED
+    double fixed = c->kind == QS_IMPL_OPENCL || t1 < AGENT_CPU_FIXED
                        ? t1
                        : AGENT_CPU_FIXED;
     double scaled = fixed + (t1 - fixed) * work / c->point_work;
@@ -343,7 +347,7 @@ long agent_choose(const agent_cand *c, size_t n, double work, int static_cold,
 
 int agent_inform(const double *walls, size_t n, double t, int *delayed,
                  double *factor, double *p) {
-  stats s;
+  qs_stats s;
   if (n == 0 || agent_window(walls, n, &s)) {
     *delayed = 0;
     return 0;
@@ -351,7 +355,7 @@ int agent_inform(const double *walls, size_t n, double t, int *delayed,
   return agent_inform_with(walls, n, &s, t, delayed, factor, p);
 }
 
-int agent_inform_with(const double *walls, size_t n, const stats *st,
+int agent_inform_with(const double *walls, size_t n, const qs_stats *st,
                       double t, int *delayed, double *factor, double *p) {
   size_t k = n > AGENT_WINDOW ? AGENT_WINDOW : n;
   if (k + 1 < AGENT_DELAY_MIN) {
@@ -359,7 +363,7 @@ int agent_inform_with(const double *walls, size_t n, const stats *st,
     return 0;
   }
   const double *x = walls + (n - k);
-  const stats s = *st;
+  const qs_stats s = *st;
   double limit = s.fast_mean + 4 * s.fast_std;
   if (!(t > limit) || !(s.fast_mean > 0)) {
     *delayed = 0;

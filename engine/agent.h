@@ -73,7 +73,7 @@
 
 /* What the dispatcher knows about one candidate implementation. */
 typedef struct agent_cand {
-  impl_kind kind;
+  qs_impl_kind kind;
   /* Why it cannot be chosen for this call (NULL: it can): "unavailable",
    * "failed" (skipped after a failure), "mismatch", "device_memory". */
   const char *excluded;
@@ -194,8 +194,8 @@ int agent_inform(const double *walls, size_t n, double t, int *delayed,
 /* The statistics agent_inform compares a run against: those of the newest
  * AGENT_WINDOW of walls (oldest first); n must be > 0. Callers that keep
  * them per key avoid re-sorting the window on every run. */
-int agent_window(const double *walls, size_t n, stats *s);
-int agent_inform_with(const double *walls, size_t n, const stats *s,
+int agent_window(const double *walls, size_t n, qs_stats *s);
+int agent_inform_with(const double *walls, size_t n, const qs_stats *s,
                       double t, int *delayed, double *factor, double *p);
 
 /* Uniform double in [0, 1) from a 64-bit state (never left at 0). */

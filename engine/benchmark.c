@@ -1,4 +1,4 @@
-/* benchmark.c — method_benchmark(): warm-up and repeats of every selected
+/* benchmark.c — qs_method_benchmark(): warm-up and repeats of every selected
  * implementation on the caller's input, every timed run recorded, outputs
  * compared with serial's, a ranking fastest first. */
 #include <math.h>
@@ -11,7 +11,7 @@
 
 /* max |a - ref| / max |ref| over every output; INFINITY where NaN or
  * infinity differ; the absolute difference when ref is all zero. */
-static double rel_diff(const image *a, const image *ref, size_t n) {
+static double rel_diff(const qs_image *a, const qs_image *ref, size_t n) {
   double top = 0, diff = 0;
   for (size_t k = 0; k < n; k++) {
     size_t px = ref[k].frames * ref[k].rows * ref[k].cols;
@@ -29,7 +29,7 @@ static double rel_diff(const image *a, const image *ref, size_t n) {
 }
 
 static int by_status_then_median(const void *pa, const void *pb) {
-  const bench_entry *a = pa, *b = pb;
+  const qs_bench_entry *a = pa, *b = pb;
   if ((a->status != 0) != (b->status != 0)) return a->status ? 1 : -1;
   return (a->median > b->median) - (a->median < b->median);
 }
@@ -42,9 +42,9 @@ typedef struct bench_prog {
 /* Runs one implementation warmup + repeats times; the outputs of the last
  * run stay in out. Fills everything of *b but the comparison. Each run
  * done counts one in *bp. */
-static void bench_one(engine *e, prep *pr, size_t impl, int warmup,
-                      int repeats, image *out, double *walls, run_result *res,
-                      bench_entry *b, bench_prog *bp) {
+static void bench_one(qs_engine *e, prep *pr, size_t impl, int warmup,
+                      int repeats, qs_image *out, double *walls,
+                      run_result *res, qs_bench_entry *b, bench_prog *bp) {
   const mstate *m = pr->m;
   size_t n_out = m->desc->n_outputs;
   snprintf(b->impl, sizeof b->impl, "%s", m->impls[impl].name);
@@ -63,17 +63,17 @@ static void bench_one(engine *e, prep *pr, size_t impl, int warmup,
     b->once_seconds += res->once_s;
   }
   b->status = res->status;
-  stats s;
-  if (b->runs && !stats_of(walls, (size_t)b->runs, &s)) {
+  qs_stats s;
+  if (b->runs && !qs_stats_of(walls, (size_t)b->runs, &s)) {
     b->min = s.min;
     b->median = s.median;
     b->fast_mean = s.fast_mean;
   }
 }
 
-int method_benchmark(engine *e, const char *method, const run_request *rq,
-                     const char *impls, int warmup, int repeats,
-                     bench_result *result) {
+int qs_method_benchmark(qs_engine *e, const char *method,
+                        const qs_run_request *rq, const char *impls,
+                        int warmup, int repeats, qs_bench_result *result) {
   if (!e) return QS_EINVAL;
   if (!result) return engine_fail(e, QS_EINVAL, "no result");
   memset(result, 0, sizeof *result);
@@ -83,7 +83,7 @@ int method_benchmark(engine *e, const char *method, const run_request *rq,
   if (rq && rq->impl && *rq->impl && !(impls && *impls)) impls = rq->impl;
   prep pr;
   size_t n_out = 0;
-  const method_desc *md = method_find(e, method);
+  const qs_method_desc *md = qs_method_find(e, method);
   if (md) n_out = md->n_outputs;
   int rc = prep_call(e, method, rq, n_out, 0, &pr);
   if (rc) return rc;
@@ -114,7 +114,7 @@ int method_benchmark(engine *e, const char *method, const run_request *rq,
   }
   prog_counting(e, 0);
 
-  image out[QS_MAX_OUTPUTS], ref[QS_MAX_OUTPUTS];
+  qs_image out[QS_MAX_OUTPUTS], ref[QS_MAX_OUTPUTS];
   double *walls = malloc((size_t)repeats * sizeof *walls);
   rc = walls ? outputs_alloc(e, pr.shape, n_out, out)
              : engine_fail(e, QS_ENOMEM, "out of memory");
@@ -128,7 +128,7 @@ int method_benchmark(engine *e, const char *method, const run_request *rq,
   /* serial first: it is the reference every other output is held to */
   long serial = -1;
   for (size_t i = 0; i < m->n_impls && serial < 0; i++)
-    if (m->impls[i].def->kind == IMPL_SERIAL) serial = (long)i;
+    if (m->impls[i].def->kind == QS_IMPL_SERIAL) serial = (long)i;
   size_t order[QS_MAX_ESTIMATES], n_order = 0;
   if (serial >= 0) order[n_order++] = (size_t)serial;
   for (size_t i = 0; i < m->n_impls; i++)
@@ -144,14 +144,14 @@ int method_benchmark(engine *e, const char *method, const run_request *rq,
     if (!mask[i] && !is_ref) continue;
     /* the runs this implementation is planned for, done however it ends */
     uint64_t after = bp.done + (uint64_t)warmup + (mask[i] ? repeats : 1);
-    method_call c;
+    qs_method_call c;
     char why[128];
     call_init(e, &m->impls[i], &c, pr.in, pr.n_in, NULL, 0, pr.p, NULL, 0);
     if (!registry_usable(&m->impls[i], &c, why, sizeof why)) {
       if (prog_set(e, bp.done = after, bp.total)) rc = QS_ECANCELLED;
       continue;
     }
-    bench_entry b = {.max_rel_diff = -1};
+    qs_bench_entry b = {.max_rel_diff = -1};
     run_result res = {0};
     bench_one(e, &pr, i, warmup, mask[i] ? repeats : 1, out, walls, &res, &b,
               &bp);

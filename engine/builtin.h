@@ -4,6 +4,6 @@
 
 #include "quicksilver.h"
 
-extern const method_desc *const builtin_methods[];
+extern const qs_method_desc *const builtin_methods[];
 
 #endif

@@ -90,14 +90,14 @@ static size_t slice_side(size_t full) {
 
 /* The generic slice: first frame of every input, top-left crop of the same
  * fraction of each input's size. */
-static int slice_generic(const method_desc *d, const image *in, size_t rows,
-                         size_t cols, image *out) {
+static int slice_generic(const qs_method_desc *d, const qs_image *in,
+                         size_t rows, size_t cols, qs_image *out) {
   for (size_t k = 0; k < d->n_inputs; k++) {
     size_t r = in[k].rows * rows / in[0].rows;
     size_t c = in[k].cols * cols / in[0].cols;
     r = r ? r : 1;
     c = c ? c : 1;
-    int rc = image_alloc(&out[k], 1, r, c);
+    int rc = qs_image_alloc(&out[k], 1, r, c);
     if (rc) {
       outputs_free(out, k);
       return rc;
@@ -112,20 +112,20 @@ static int slice_generic(const method_desc *d, const image *in, size_t rows,
 /* A slice of the call's input at `rows` x `cols` with its output shapes,
  * allocated outputs, key and work. slice_done releases it. */
 typedef struct slice {
-  image in[QS_MAX_INPUTS], out[QS_MAX_OUTPUTS];
+  qs_image in[QS_MAX_INPUTS], out[QS_MAX_OUTPUTS];
   char key[QS_KEY_MAX];
   double work;
 } slice;
 
-static void slice_done(const method_desc *d, slice *sl) {
+static void slice_done(const qs_method_desc *d, slice *sl) {
   outputs_free(sl->out, d->n_outputs);
   outputs_free(sl->in, d->n_inputs);
 }
 
-static int slice_make(engine *e, const prep *pr, size_t rows, size_t cols,
+static int slice_make(qs_engine *e, const prep *pr, size_t rows, size_t cols,
                       slice *sl) {
-  const method_desc *d = pr->m->desc;
-  image shape[QS_MAX_OUTPUTS];
+  const qs_method_desc *d = pr->m->desc;
+  qs_image shape[QS_MAX_OUTPUTS];
   char msg[512];
   memset(sl, 0, offsetof(slice, key));
   if (d->n_inputs > QS_MAX_INPUTS) return QS_EINVAL;
@@ -138,8 +138,8 @@ static int slice_make(engine *e, const prep *pr, size_t rows, size_t cols,
   if (!rc && d->shape) rc = d->shape(sl->in, pr->p, shape, msg, sizeof msg);
   if (!rc && !d->shape)
     for (size_t i = 0; i < d->n_outputs; i++)
-      shape[i] = (image){NULL, sl->in[0].frames, sl->in[0].rows,
-                         sl->in[0].cols, NULL};
+      shape[i] = (qs_image){NULL, sl->in[0].frames, sl->in[0].rows,
+                            sl->in[0].cols, NULL};
   if (!rc) rc = key_slice_text(d, sl->in, pr->p, sl->key, sizeof sl->key);
   if (!rc) rc = outputs_alloc(e, shape, d->n_outputs, sl->out);
   if (rc) {
@@ -153,11 +153,11 @@ static int slice_make(engine *e, const prep *pr, size_t rows, size_t cols,
 /* Runs implementation i on the slice, recorded under the slice's key;
  * returns the steady seconds, or -1 if it failed (then it is also skipped
  * for the caller's key) or its probe refuses the slice. */
-static double slice_run(engine *e, prep *pr, size_t i, slice *sl,
+static double slice_run(qs_engine *e, prep *pr, size_t i, slice *sl,
                         double *spent, double *once) {
   mstate *m = pr->m;
-  const method_desc *d = m->desc;
-  method_call probe;
+  const qs_method_desc *d = m->desc;
+  qs_method_call probe;
   char why[128];
   call_init(e, &m->impls[i], &probe, sl->in, d->n_inputs, NULL, 0, pr->p,
             NULL, 0);
@@ -193,7 +193,7 @@ static double slice_run(engine *e, prep *pr, size_t i, slice *sl,
  * program build), paid back by the next calls. Both sides come from the
  * history (the newest AGENT_WINDOW runs per key), so the account holds
  * across processes. */
-static double calib_carry(const engine *e, const mstate *m) {
+static double calib_carry(const qs_engine *e, const mstate *m) {
   double share = e->calib_share > 0 ? e->calib_share : CALIB_SHARE;
   double credit = 0, spent = 0, w[AGENT_WINDOW];
   int full = 0;
@@ -232,7 +232,7 @@ static int key_late(const prep *pr) {
 /* Budget: the share of the predicted call (at least CALIB_FLOOR; after
  * the key's first CALIB_EARLY runs, CALIB_LATE of that) plus the carry
  * (calib_carry), at most engine_options.calibration_budget. */
-static double budget_for(const engine *e, const prep *pr, double predicted,
+static double budget_for(const qs_engine *e, const prep *pr, double predicted,
                          double carry) {
   double share = e->calib_share > 0 ? e->calib_share : CALIB_SHARE;
   double b = predicted > 0 ? share * predicted : 0;
@@ -245,7 +245,7 @@ static double budget_for(const engine *e, const prep *pr, double predicted,
 }
 
 /* Work per input pixel (of the first input). */
-static double work_density(const image *in, double work) {
+static double work_density(const qs_image *in, double work) {
   double px = (double)in->frames * (double)in->rows * (double)in->cols;
   return px > 0 ? work / px : 0;
 }
@@ -266,14 +266,18 @@ enum { RANK_HOST_CL = 6 };
 static int calib_rank(const rimpl *r, double work) {
   int large = work >= AGENT_SMALL_WORK;
   switch (r->def->kind) {
-    case IMPL_SERIAL: return large ? 3 : 0;
-    case IMPL_THREADED: return large ? 1 : 1;
-    case IMPL_COMPOSITE: return 2;
-    case IMPL_OPENCL:
-      if (r->device && cldev_about(r->device)->shares_host_cores)
-        return RANK_HOST_CL;
-      return large ? 0 : 5;
-    default: return 7;
+  case QS_IMPL_SERIAL:
+    return large ? 3 : 0;
+  case QS_IMPL_THREADED:
+    return large ? 1 : 1;
+  case QS_IMPL_COMPOSITE:
+    return 2;
+  case QS_IMPL_OPENCL:
+    if (r->device && cldev_about(r->device)->shares_host_cores)
+      return RANK_HOST_CL;
+    return large ? 0 : 5;
+  default:
+    return 7;
   }
 }
 
@@ -297,13 +301,13 @@ static int host_cl(const rimpl *r) { return calib_rank(r, 0) == RANK_HOST_CL; }
 static int may_start(const mstate *m, size_t i, double left,
                      double predicted) {
   if (left <= 0) return 0;
-  return m->impls[i].def->kind != IMPL_OPENCL || predicted >= CALIB_CL_CALL;
+  return m->impls[i].def->kind != QS_IMPL_OPENCL || predicted >= CALIB_CL_CALL;
 }
 
 /* Whether a prediction makes the call small (AGENT_SMALL_CALL): its cold
  * CPU candidates are tried on later calls of the key itself. Only a call
  * of its own (engine_own_call): the others calibrate as any call. */
-static int small_call(const engine *e, double predicted) {
+static int small_call(const qs_engine *e, double predicted) {
   return engine_own_call(e) && predicted >= 0 &&
          predicted < AGENT_SMALL_CALL;
 }
@@ -316,9 +320,9 @@ static int small_call(const engine *e, double predicted) {
  * which times the exact key; its later calls try the other cold CPU
  * candidates one a call, as a small call's do (cands_choose). Only a
  * call of its own, as small_call. */
-static int tiny_call(const engine *e, const prep *pr) {
+static int tiny_call(const qs_engine *e, const prep *pr) {
   if (!engine_own_call(e) || pr->n_in == 0) return 0;
-  const image *in = &pr->in[0];
+  const qs_image *in = &pr->in[0];
   size_t r = slice_side(in->rows) * 2, c = slice_side(in->cols) * 2;
   double probe = (double)(r < in->rows ? r : in->rows) *
                  (double)(c < in->cols ? c : in->cols);
@@ -326,8 +330,8 @@ static int tiny_call(const engine *e, const prep *pr) {
   return call > 0 && 2 * probe >= call;
 }
 
-size_t calibrate_startable(const engine *e, const prep *pr,
-                            const unsigned char *cold, double known) {
+size_t calibrate_startable(const qs_engine *e, const prep *pr,
+                           const unsigned char *cold, double known) {
   if (small_call(e, known)) return 0;
   if (known < 0 && tiny_call(e, pr)) return 0;
   double carry = calib_carry(e, pr->m);
@@ -338,10 +342,10 @@ size_t calibrate_startable(const engine *e, const prep *pr,
   return n;
 }
 
-double calibrate(engine *e, prep *pr, const unsigned char *cold,
+double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
                  double known, double *once) {
   mstate *m = pr->m;
-  const method_desc *d = m->desc;
+  const qs_method_desc *d = m->desc;
   int64_t t0 = engine_now(e);
   double spent = 0, small[QS_MAX_ESTIMATES];
   size_t order[QS_MAX_ESTIMATES], n = 0;
@@ -416,10 +420,10 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
    * would then keep a fast one declared after it from ever starting.) */
   double seen_fast = -1;
   for (size_t i = 0; known >= 0 && i < m->n_impls; i++) {
-    hist *h = m->impls[i].def->kind == IMPL_OPENCL
+    hist *h = m->impls[i].def->kind == QS_IMPL_OPENCL
                   ? NULL
                   : hist_get(m, i, sl.key, sl.work, 0);
-    const stats *st = h && h->n ? hist_stats(h) : NULL;
+    const qs_stats *st = h && h->n ? hist_stats(h) : NULL;
     if (st && st->fast_mean > 0 && (seen_fast < 0 || st->fast_mean < seen_fast))
       seen_fast = st->fast_mean;
   }
@@ -435,7 +439,7 @@ double calibrate(engine *e, prep *pr, const unsigned char *cold,
     double pred = known >= 0 ? known : best * scale;
     if (cl_ran && !host_cl(&m->impls[i])) continue;
     if (first >= 0 || known >= 0) {
-      int cpu = m->impls[i].def->kind != IMPL_OPENCL;
+      int cpu = m->impls[i].def->kind != QS_IMPL_OPENCL;
       double least = cpu && seen_fast > slowest ? seen_fast : slowest;
       if (!may_start(m, i, budget - used, pred) ||
           budget - used <

@@ -51,7 +51,7 @@ static void impl_fit(mstate *m, size_t i) {
 }
 
 static void cand_fill(mstate *m, size_t i, const prep *pr,
-                      const method_call *c, int forced, agent_cand *a,
+                      const qs_method_call *c, int forced, agent_cand *a,
                       cand_buf *b, char *why, size_t why_len) {
   rimpl *r = &m->impls[i];
   *a = (agent_cand){.kind = r->def->kind};
@@ -60,7 +60,7 @@ static void cand_fill(mstate *m, size_t i, const prep *pr,
   if (h) {
     a->n_walls = hist_walls(h, b->walls);
     a->walls = b->walls;
-    const stats *st = hist_stats(h);
+    const qs_stats *st = hist_stats(h);
     a->fast = st ? st->fast_mean : 0;
     a->delayed = h->delayed;
     a->factor = h->factor;
@@ -93,8 +93,8 @@ static const char *const source_names[] = {"none", "history", "model"};
 
 
 /* Refreshes candidate i from the history (after calibration added some). */
-void cand_refresh(engine *e, prep *pr, cands *cs, size_t i) {
-  method_call probe;
+void cand_refresh(qs_engine *e, prep *pr, cands *cs, size_t i) {
+  qs_method_call probe;
   call_init(e, &pr->m->impls[i], &probe, pr->in, pr->n_in, NULL, 0, pr->p,
             NULL, 0);
   cand_fill(pr->m, i, pr, &probe, cs->exact, &cs->c[i], &cs->buf[i],
@@ -104,8 +104,7 @@ void cand_refresh(engine *e, prep *pr, cands *cs, size_t i) {
 
 /* Selection, history and availability of every implementation for the
  * call; QS_EUNAVAIL (message set) when none can run. */
-int cands_build(engine *e, prep *pr, const run_request *rq,
-                       cands *cs) {
+int cands_build(qs_engine *e, prep *pr, const qs_run_request *rq, cands *cs) {
   mstate *m = pr->m;
   unsigned char mask[QS_MAX_ESTIMATES];
   cs->exact = 0;
@@ -143,7 +142,7 @@ int cands_build(engine *e, prep *pr, const run_request *rq,
  * itself is the next timing). A hopeless one, or one whose probe refused the
  * key's slice (tried on the call instead, agent_choose), is not
  * calibrated. */
-size_t cands_cold(const engine *e, const mstate *m, const cands *cs,
+size_t cands_cold(const qs_engine *e, const mstate *m, const cands *cs,
                   unsigned char *cold) {
   size_t n = 0;
   double best = INFINITY;
@@ -171,9 +170,8 @@ size_t cands_cold(const engine *e, const mstate *m, const cands *cs,
 
 /* The estimates part of a report, with each candidate's optimistic bound
  * and the rule's verdict on it (agent_explain; pick: the choice). */
-void report_estimates(run_report *report, const mstate *m,
-                             const cands *cs, const double *est,
-                             const int *src) {
+void report_estimates(qs_run_report *report, const mstate *m, const cands *cs,
+                      const double *est, const int *src) {
   report->n_estimates = m->n_impls;
   double lower[QS_MAX_ESTIMATES];
   const char *state[QS_MAX_ESTIMATES];
@@ -182,7 +180,7 @@ void report_estimates(run_report *report, const mstate *m,
     if (!strcmp(m->impls[i].name, report->impl)) pick = (long)i;
   agent_explain(cs->c, m->n_impls, cs->work, pick, lower, state);
   for (size_t i = 0; i < m->n_impls; i++) {
-    run_estimate *x = &report->estimates[i];
+    qs_run_estimate *x = &report->estimates[i];
     const agent_cand *c = &cs->c[i];
     snprintf(x->impl, sizeof x->impl, "%s", m->impls[i].name);
     x->seconds = est[i];
@@ -219,7 +217,7 @@ static void cold_show(cands *cs, size_t n, const char *const *was) {
 /* Marks the candidates known by a model of one work size that
  * calibration will time at a second one (agent_cand.second): with
  * calibration on, one whose probe takes slices. */
-static void cands_second(const engine *e, cands *cs, size_t n) {
+static void cands_second(const qs_engine *e, cands *cs, size_t n) {
   for (size_t i = 0; i < n; i++) {
     agent_cand *c = &cs->c[i];
     c->second = !e->no_calibration && !c->n_walls && c->point_work > 0 &&
@@ -229,9 +227,8 @@ static void cands_second(const engine *e, cands *cs, size_t n) {
 
 /* The agent's pick among the candidates (forced: the usable one); *reason
  * says why. est/src receive every candidate's estimate. */
-long cands_choose(engine *e, const prep *pr, cands *cs,
-                         uint64_t *rng, const char **reason, double *est,
-                         int *src) {
+long cands_choose(qs_engine *e, const prep *pr, cands *cs, uint64_t *rng,
+                  const char **reason, double *est, int *src) {
   mstate *m = pr->m;
   if (cs->exact) {
     const char *unused;
@@ -255,8 +252,8 @@ long cands_choose(engine *e, const prep *pr, cands *cs,
   return pick;
 }
 
-int choose_for_key(engine *e, mstate *m, const char *key, double work,
-                   const double *p, run_report *report) {
+int choose_for_key(qs_engine *e, mstate *m, const char *key, double work,
+                   const double *p, qs_run_report *report) {
   prep *pr = calloc(1, sizeof *pr);
   cands *cs = calloc(1, sizeof *cs);
   if (!pr || !cs) {
@@ -288,7 +285,6 @@ int choose_for_key(engine *e, mstate *m, const char *key, double work,
   free(pr), free(cs);
   return QS_OK;
 }
-
 
 double cands_known(const prep *pr, const cands *cs,
                    const unsigned char *cold) {

@@ -10,8 +10,8 @@
 #include "db/store.h"
 #include "internal.h"
 
-/* The store, or the status engine_open met opening it. */
-static int need_store(engine *e) {
+/* The store, or the status qs_engine_open met opening it. */
+static int need_store(qs_engine *e) {
   if (e->store) return engine_flush(e);
   if (e->store_status)
     return engine_fail(e, e->store_status, "%s", e->store_err);
@@ -20,7 +20,7 @@ static int need_store(engine *e) {
 
 /* Rows were removed or added behind the history cache: read it again on
  * the next run of each method. */
-static void history_reset(engine *e) {
+static void history_reset(qs_engine *e) {
   for (size_t i = 0; i < e->n_methods; i++) {
     mstate *m = &e->methods[i];
     hist_free(m);
@@ -29,7 +29,7 @@ static void history_reset(engine *e) {
   }
 }
 
-static store_filter filter_of(const db_filter *f) {
+static store_filter filter_of(const qs_db_filter *f) {
   store_filter s = {0};
   if (f) s = (store_filter){f->method, f->impl, f->device, f->key, f->limit};
   return s;
@@ -38,23 +38,32 @@ static store_filter filter_of(const db_filter *f) {
 /* ------------------------------------------------------------------ rows */
 
 typedef struct row_ctx {
-  db_row_fn fn;
+  qs_db_row_fn fn;
   void *ctx;
   int stop; /* the callback's nonzero return */
 } row_ctx;
 
 static int row_pass(void *ctx, const run_row *r) {
   row_ctx *c = ctx;
-  db_row d = {.id = r->id, .stamp = r->stamp, .method = r->method,
-              .impl = r->impl, .impl_version = r->impl_version,
-              .device = r->device, .key = r->key, .work = r->work,
-              .params = r->params, .wall = r->wall,
-              .device_seconds = r->device_s, .once_seconds = r->once_s,
-              .status = r->status, .error = r->error};
+  qs_db_row d = {.id = r->id,
+                 .stamp = r->stamp,
+                 .method = r->method,
+                 .impl = r->impl,
+                 .impl_version = r->impl_version,
+                 .device = r->device,
+                 .key = r->key,
+                 .work = r->work,
+                 .params = r->params,
+                 .wall = r->wall,
+                 .device_seconds = r->device_s,
+                 .once_seconds = r->once_s,
+                 .status = r->status,
+                 .error = r->error};
   return c->stop = c->fn(c->ctx, &d);
 }
 
-int engine_db_query(engine *e, const db_filter *f, db_row_fn fn, void *ctx) {
+int qs_engine_db_query(qs_engine *e, const qs_db_filter *f, qs_db_row_fn fn,
+                       void *ctx) {
   if (!e || !fn) return QS_EINVAL;
   int rc = need_store(e);
   if (rc) return rc;
@@ -128,7 +137,8 @@ static int same_group(const srow *a, const srow *b) {
          !strcmp(a->impl, b->impl) && !strcmp(a->device, b->device);
 }
 
-int engine_db_stats(engine *e, const db_filter *f, db_stat_fn fn, void *ctx) {
+int qs_engine_db_stats(qs_engine *e, const qs_db_filter *f, qs_db_stat_fn fn,
+                       void *ctx) {
   if (!e || !fn) return QS_EINVAL;
   int rc = need_store(e);
   if (rc) return rc;
@@ -145,8 +155,9 @@ int engine_db_stats(engine *e, const db_filter *f, db_stat_fn fn, void *ctx) {
   } else {
     qsort(s.r, s.n, sizeof *s.r, srow_cmp);
     for (size_t i = 0, j; !rc && i < s.n; i = j) {
-      db_stat st = {s.r[i].method, s.r[i].key, s.r[i].impl, s.r[i].device,
-                    0, 0, 0, 0, 0, QS_OK};
+      qs_db_stat st = {
+          s.r[i].method, s.r[i].key, s.r[i].impl, s.r[i].device, 0, 0, 0, 0, 0,
+          QS_OK};
       for (j = i; j < s.n && same_group(&s.r[i], &s.r[j]); j++) {
         if (s.r[j].status == QS_OK) {
           walls[st.count++] = s.r[j].wall;
@@ -155,8 +166,8 @@ int engine_db_stats(engine *e, const db_filter *f, db_stat_fn fn, void *ctx) {
           st.failed++;
         }
       }
-      stats x;
-      if (st.count && !stats_of(walls, st.count, &x))
+      qs_stats x;
+      if (st.count && !qs_stats_of(walls, st.count, &x))
         st.min = x.min, st.median = x.median, st.fast_mean = x.fast_mean;
       rc = fn(ctx, &st);
     }
@@ -170,7 +181,7 @@ int engine_db_stats(engine *e, const db_filter *f, db_stat_fn fn, void *ctx) {
 
 /* Parameter values of a key from the row's JSON (names of the method's
  * table; numbers, booleans or enum names), defaults for the rest. */
-static void params_of_json(const method_desc *d, const char *json,
+static void params_of_json(const qs_method_desc *d, const char *json,
                            double *p) {
   for (size_t i = 0; i < d->n_params; i++) p[i] = d->params[i].def;
   cJSON *j = json ? cJSON_Parse(json) : NULL;
@@ -182,9 +193,9 @@ static void params_of_json(const method_desc *d, const char *json,
     else if (cJSON_IsBool(v))
       x = cJSON_IsTrue(v);
     else if (!cJSON_IsString(v) ||
-             params_parse(&d->params[i], v->valuestring, &x, NULL, 0))
+             qs_params_parse(&d->params[i], v->valuestring, &x, NULL, 0))
       continue;
-    if (!params_check(&d->params[i], x, NULL, 0)) p[i] = x;
+    if (!qs_params_check(&d->params[i], x, NULL, 0)) p[i] = x;
   }
   cJSON_Delete(j);
 }
@@ -200,8 +211,8 @@ static int json_first(void *ctx, const run_row *r) {
   return 1;
 }
 
-static int best_of_method(engine *e, mstate *m, const char *key,
-                          db_best_fn fn, void *ctx) {
+static int best_of_method(qs_engine *e, mstate *m, const char *key,
+                          qs_db_best_fn fn, void *ctx) {
   int rc = hist_load(e, m);
   if (rc) return rc;
   /* distinct keys, oldest first (m->all is newest first) */
@@ -215,7 +226,7 @@ static int best_of_method(engine *e, mstate *m, const char *key,
     for (size_t i = 0; !seen && i < k; i++) seen = !strcmp(keys[i]->key, h->key);
     if (!seen) keys[k++] = h;
   }
-  run_report *rep = malloc(sizeof *rep);
+  qs_run_report *rep = malloc(sizeof *rep);
   if (!rep) {
     free(keys);
     return engine_fail(e, QS_ENOMEM, "out of memory");
@@ -236,7 +247,8 @@ static int best_of_method(engine *e, mstate *m, const char *key,
   return rc;
 }
 
-int engine_db_best(engine *e, const db_filter *f, db_best_fn fn, void *ctx) {
+int qs_engine_db_best(qs_engine *e, const qs_db_filter *f, qs_db_best_fn fn,
+                      void *ctx) {
   if (!e || !fn) return QS_EINVAL;
   int rc = need_store(e);
   if (rc) return rc;
@@ -252,7 +264,7 @@ int engine_db_best(engine *e, const db_filter *f, db_best_fn fn, void *ctx) {
 
 /* ----------------------------------------------------------- maintenance */
 
-int engine_db_export(engine *e, const char *path) {
+int qs_engine_db_export(qs_engine *e, const char *path) {
   if (!e || !path) return QS_EINVAL;
   int rc = need_store(e);
   char msg[1024] = "";
@@ -260,8 +272,8 @@ int engine_db_export(engine *e, const char *path) {
   return rc ? engine_fail(e, rc, "%s", msg[0] ? msg : e->err) : QS_OK;
 }
 
-int engine_db_import(engine *e, const char *path, size_t *added,
-                     size_t *skipped, size_t *rejected) {
+int qs_engine_db_import(qs_engine *e, const char *path, size_t *added,
+                        size_t *skipped, size_t *rejected) {
   size_t a = 0, s = 0, r = 0;
   if (!e || !path) return QS_EINVAL;
   int rc = need_store(e);
@@ -274,8 +286,8 @@ int engine_db_import(engine *e, const char *path, size_t *added,
   return rc ? engine_fail(e, rc, "%s", msg[0] ? msg : e->err) : QS_OK;
 }
 
-int engine_db_prune(engine *e, size_t keep, double older_than_days,
-                    size_t *removed) {
+int qs_engine_db_prune(qs_engine *e, size_t keep, double older_than_days,
+                       size_t *removed) {
   size_t n = 0;
   if (!e) return QS_EINVAL;
   int rc = need_store(e);
@@ -287,7 +299,7 @@ int engine_db_prune(engine *e, size_t keep, double older_than_days,
   return rc ? engine_fail(e, rc, "%s", msg[0] ? msg : e->err) : QS_OK;
 }
 
-int engine_db_forget(engine *e, const db_filter *f, size_t *removed) {
+int qs_engine_db_forget(qs_engine *e, const qs_db_filter *f, size_t *removed) {
   size_t n = 0;
   if (!e) return QS_EINVAL;
   int rc = need_store(e);
@@ -299,7 +311,7 @@ int engine_db_forget(engine *e, const db_filter *f, size_t *removed) {
   return rc ? engine_fail(e, rc, "%s", msg[0] ? msg : e->err) : QS_OK;
 }
 
-int engine_db_check(engine *e) {
+int qs_engine_db_check(qs_engine *e) {
   if (!e) return QS_EINVAL;
   int rc = need_store(e);
   char msg[1024] = "";
@@ -307,13 +319,13 @@ int engine_db_check(engine *e) {
   return rc ? engine_fail(e, rc, "%s", msg[0] ? msg : e->err) : QS_OK;
 }
 
-int engine_db_move_aside(const char *path, char *moved, size_t moved_len,
-                         char *err, size_t err_len) {
+int qs_engine_db_move_aside(const char *path, char *moved, size_t moved_len,
+                            char *err, size_t err_len) {
   if (!path) return QS_EINVAL;
   return store_move_aside(path, moved, moved_len, err, err_len);
 }
 
-int engine_db_remove(const char *path, char *err, size_t err_len) {
+int qs_engine_db_remove(const char *path, char *err, size_t err_len) {
   if (!path) return QS_EINVAL;
   return store_unlink(path, err, err_len);
 }

@@ -14,8 +14,9 @@
 
 /* What a device image's owner_ points to. */
 struct devimg {
-  void (*release)(void *self); /* first member: image_free's way (image.c) */
-  engine *e;                   /* NULL once its engine closed */
+  void (*release)(
+      void *self); /* first member: qs_image_free's way (image.c) */
+  qs_engine *e;    /* NULL once its engine closed */
   cldev *dev;                  /* NULL once its engine closed */
   char name[48];               /* the device's slug */
 #if QS_HAVE_OPENCL
@@ -33,20 +34,21 @@ struct devimg {
 #define DEVIMG_GRAVE 256
 
 /* Bytes of an image's pixels (shapes checked by the caller). */
-static size_t img_bytes(const image *img) {
+static size_t img_bytes(const qs_image *img) {
   return img->frames * img->rows * img->cols * sizeof(float);
 }
 
 /* The record of a device image of this engine, found by address alone
  * (nothing is read from an image that is not on the list). */
-static devimg *devimg_find(const engine *e, const image *img) {
+static devimg *devimg_find(const qs_engine *e, const qs_image *img) {
   if (!img || img->data || !img->owner_) return NULL;
   for (devimg *d = e->devimgs; d; d = d->next)
     if ((void *)d == img->owner_) return d;
   return NULL;
 }
 
-int devimg_check(engine *e, const image *img, const char *what, void **dev) {
+int devimg_check(qs_engine *e, const qs_image *img, const char *what,
+                 void **dev) {
   *dev = NULL;
   if (!img || img->data || !img->owner_) return QS_OK;
   devimg *d = devimg_find(e, img);
@@ -64,13 +66,13 @@ static void devimg_unlink(devimg *d) {
   d->prev = d->next = NULL;
 }
 
-/* image_free of a device image: the buffer released, the record kept in
+/* qs_image_free of a device image: the buffer released, the record kept in
  * the grave while the engine is open (the oldest beyond DEVIMG_GRAVE
  * freed), else freed. */
 static void devimg_release(void *self) {
   devimg *d = self;
   if (d->dead) return; /* a stale copy freed again */
-  engine *e = d->e;
+  qs_engine *e = d->e;
   if (!e) {
     free(d);
     return;
@@ -98,7 +100,7 @@ static void devimg_release(void *self) {
   }
 }
 
-void devimg_close_all(engine *e) {
+void devimg_close_all(qs_engine *e) {
   while (e->grave) {
     devimg *d = e->grave;
     e->grave = d->next;
@@ -118,13 +120,13 @@ void devimg_close_all(engine *e) {
   }
 }
 
-const char *image_device(const image *img) {
+const char *qs_image_device(const qs_image *img) {
   if (!img || img->data || !img->owner_) return "";
   const devimg *d = img->owner_;
   return d->e && !d->dead ? d->name : "";
 }
 
-void *image_cl_buffer(const image *img, const void *device) {
+void *qs_image_cl_buffer(const qs_image *img, const void *device) {
   if (!img || img->data || !img->owner_ || !device) return NULL;
   const devimg *d = img->owner_;
 #if QS_HAVE_OPENCL
@@ -137,12 +139,12 @@ void *image_cl_buffer(const image *img, const void *device) {
 
 /* The device named `name` ("<slug>", "opencl:<slug>"; NULL or "opencl":
  * the first). */
-static int dev_named(engine *e, const char *name, cldev **out) {
+static int dev_named(qs_engine *e, const char *name, cldev **out) {
   *out = NULL;
   size_t n = clrt_count(e->cl);
   if (!n)
     return engine_fail(e, QS_EUNAVAIL, "no OpenCL device: %s",
-                       engine_opencl_why(e));
+                       qs_engine_opencl_why(e));
   if (!name || !*name || !strcmp(name, "opencl")) {
     *out = clrt_device(e->cl, 0);
     return QS_OK;
@@ -159,11 +161,11 @@ static int dev_named(engine *e, const char *name, cldev **out) {
 
 #if QS_HAVE_OPENCL
 /* A new device image of the shape on d, its buffer's contents undefined. */
-static int devimg_new(engine *e, cldev *d, size_t frames, size_t rows,
-                      size_t cols, image *out) {
-  *out = (image){0};
+static int devimg_new(qs_engine *e, cldev *d, size_t frames, size_t rows,
+                      size_t cols, qs_image *out) {
+  *out = (qs_image){0};
   size_t n;
-  int rc = image_pixels(frames, rows, cols, &n);
+  int rc = qs_image_pixels(frames, rows, cols, &n);
   if (!rc && !n) rc = QS_EINVAL;
   if (rc)
     return engine_fail(e, rc, "device image of %zu x %zu x %zu", frames,
@@ -184,18 +186,18 @@ static int devimg_new(engine *e, cldev *d, size_t frames, size_t rows,
   r->next = e->devimgs;
   if (r->next) r->next->prev = r;
   e->devimgs = r;
-  *out = (image){NULL, frames, rows, cols, r};
+  *out = (qs_image){NULL, frames, rows, cols, r};
   return QS_OK;
 }
 
 /* One blocking copy between host memory and a device image's buffer,
  * timed for the device's bandwidth and counted. */
-static int devimg_copy(engine *e, devimg *r, float *host, int up) {
+static int devimg_copy(qs_engine *e, devimg *r, float *host, int up) {
   cl_context ctx;
   cl_command_queue q;
   int rc = cldev_queue(r->dev, &ctx, &q, e->err, sizeof e->err);
   if (rc) return rc;
-  int64_t t0 = timer_ns();
+  int64_t t0 = qs_timer_ns();
   cl_int c = up ? clEnqueueWriteBuffer(q, r->mem, CL_TRUE, 0, r->bytes, host,
                                        0, NULL, NULL)
                 : clEnqueueReadBuffer(q, r->mem, CL_TRUE, 0, r->bytes, host,
@@ -203,12 +205,12 @@ static int devimg_copy(engine *e, devimg *r, float *host, int up) {
   rc = cl_status(c, up ? "pushing a device image" : "pulling a device image",
                  e->err, sizeof e->err);
   if (rc) return rc;
-  cldev_rate_note(r->dev, r->bytes, (double)(timer_ns() - t0) * 1e-9);
+  cldev_rate_note(r->dev, r->bytes, (double)(qs_timer_ns() - t0) * 1e-9);
   cldev_transfer(r->dev, up ? r->bytes : 0, up ? 0 : r->bytes);
   return QS_OK;
 }
 
-int devimg_zero(engine *e, image *img) {
+int devimg_zero(qs_engine *e, qs_image *img) {
   devimg *r = devimg_find(e, img);
   if (!r) return QS_OK;
   cl_context ctx;
@@ -224,22 +226,22 @@ int devimg_zero(engine *e, image *img) {
   return rc;
 }
 #else
-int devimg_zero(engine *e, image *img) {
+int devimg_zero(qs_engine *e, qs_image *img) {
   (void)e;
   (void)img;
   return QS_OK;
 }
 #endif
 
-int image_push(engine *e, const image *host, const char *device,
-               image *dev) {
-  if (dev) *dev = (image){0};
+int qs_image_push(qs_engine *e, const qs_image *host, const char *device,
+                  qs_image *dev) {
+  if (dev) *dev = (qs_image){0};
   if (!e) return QS_EINVAL;
   if (!host || !dev)
-    return engine_fail(e, QS_EINVAL, "image_push: %s is NULL",
+    return engine_fail(e, QS_EINVAL, "qs_image_push: %s is NULL",
                        !host ? "the host image" : "dev");
   if (!host->data)
-    return engine_fail(e, QS_EINVAL, "image_push: the image %s",
+    return engine_fail(e, QS_EINVAL, "qs_image_push: the image %s",
                        host->owner_ ? "is a device image already"
                                     : "has no data");
   cldev *d;
@@ -248,27 +250,27 @@ int image_push(engine *e, const image *host, const char *device,
 #if QS_HAVE_OPENCL
   rc = devimg_new(e, d, host->frames, host->rows, host->cols, dev);
   if (!rc) rc = devimg_copy(e, dev->owner_, host->data, 1);
-  if (rc) image_free(dev);
+  if (rc) qs_image_free(dev);
   return rc;
 #else
-  return engine_fail(e, QS_EUNAVAIL, "image_push: no OpenCL");
+  return engine_fail(e, QS_EUNAVAIL, "qs_image_push: no OpenCL");
 #endif
 }
 
-int image_pull(engine *e, const image *dev, image *host) {
-  if (host) *host = (image){0};
+int qs_image_pull(qs_engine *e, const qs_image *dev, qs_image *host) {
+  if (host) *host = (qs_image){0};
   if (!e) return QS_EINVAL;
   if (!dev || !host)
-    return engine_fail(e, QS_EINVAL, "image_pull: %s is NULL",
+    return engine_fail(e, QS_EINVAL, "qs_image_pull: %s is NULL",
                        !dev ? "the device image" : "host");
   void *d;
-  int rc = devimg_check(e, dev, "image_pull: the image", &d);
+  int rc = devimg_check(e, dev, "qs_image_pull: the image", &d);
   if (rc) return rc;
   if (!d && !dev->data)
-    return engine_fail(e, QS_EINVAL, "image_pull: the image has no data");
-  rc = image_alloc(host, dev->frames, dev->rows, dev->cols);
+    return engine_fail(e, QS_EINVAL, "qs_image_pull: the image has no data");
+  rc = qs_image_alloc(host, dev->frames, dev->rows, dev->cols);
   if (rc)
-    return engine_fail(e, rc, "image_pull: cannot allocate %zu x %zu x %zu",
+    return engine_fail(e, rc, "qs_image_pull: cannot allocate %zu x %zu x %zu",
                        dev->frames, dev->rows, dev->cols);
   if (!d) {
     memcpy(host->data, dev->data, img_bytes(dev));
@@ -277,12 +279,12 @@ int image_pull(engine *e, const image *dev, image *host) {
 #if QS_HAVE_OPENCL
   rc = devimg_copy(e, dev->owner_, host->data, 0);
 #endif
-  if (rc) image_free(host);
+  if (rc) qs_image_free(host);
   return rc;
 }
 
-int engine_device_bytes(engine *e, const char *device, uint64_t *up,
-                        uint64_t *down) {
+int qs_engine_device_bytes(qs_engine *e, const char *device, uint64_t *up,
+                           uint64_t *down) {
   if (up) *up = 0;
   if (down) *down = 0;
   if (!e) return QS_EINVAL;
@@ -302,20 +304,20 @@ int engine_device_bytes(engine *e, const char *device, uint64_t *up,
 
 /* Bytes per second to and from d: the timed copies so far, else a probe
  * (one push and one pull of PROBE_BYTES); 0 if it cannot be measured. */
-static double dev_rate(engine *e, cldev *d) {
+static double dev_rate(qs_engine *e, cldev *d) {
   double r = cldev_rate(d);
   if (r > 0) return r;
 #if QS_HAVE_OPENCL
-  image host, dev;
+  qs_image host, dev;
   char keep[QS_ERR_MAX];
   memcpy(keep, e->err, sizeof keep); /* a probe's failure is nobody's */
-  if (image_alloc(&host, 1, 1, PROBE_BYTES / sizeof(float)) == QS_OK) {
+  if (qs_image_alloc(&host, 1, 1, PROBE_BYTES / sizeof(float)) == QS_OK) {
     if (devimg_new(e, d, 1, 1, PROBE_BYTES / sizeof(float), &dev) == QS_OK) {
       if (!devimg_copy(e, dev.owner_, host.data, 1))
         devimg_copy(e, dev.owner_, host.data, 0);
-      image_free(&dev);
+      qs_image_free(&dev);
     }
-    image_free(&host);
+    qs_image_free(&host);
   }
   memcpy(e->err, keep, sizeof keep);
   r = cldev_rate(d);
@@ -323,12 +325,12 @@ static double dev_rate(engine *e, cldev *d) {
   return r;
 }
 
-int engine_device_bandwidth(engine *e, const char *device,
-                            double *bytes_per_second) {
+int qs_engine_device_bandwidth(qs_engine *e, const char *device,
+                               double *bytes_per_second) {
   if (bytes_per_second) *bytes_per_second = 0;
   if (!e) return QS_EINVAL;
   if (!bytes_per_second)
-    return engine_fail(e, QS_EINVAL, "engine_device_bandwidth: NULL");
+    return engine_fail(e, QS_EINVAL, "qs_engine_device_bandwidth: NULL");
   cldev *d;
   int rc = dev_named(e, device, &d);
   if (rc) return rc;
@@ -342,7 +344,7 @@ int engine_device_bandwidth(engine *e, const char *device,
 /* ------------------------------------------------- a call (dispatch.c) */
 
 int devcall_native(const prep *pr, const rimpl *r) {
-  return pr->dev && r->def->kind == IMPL_OPENCL && r->device == pr->dev &&
+  return pr->dev && r->def->kind == QS_IMPL_OPENCL && r->device == pr->dev &&
          r->def->device_images;
 }
 
@@ -350,7 +352,7 @@ const char *devcall_key(const prep *pr, const rimpl *r) {
   return devcall_native(pr, r) ? pr->key_dev : pr->key;
 }
 
-int devcall_pull(engine *e, prep *pr) {
+int devcall_pull(qs_engine *e, prep *pr) {
   if (pr->pulled) return QS_OK;
   for (size_t i = 0; i < pr->n_in; i++) {
     if (pr->in[i].data) {
@@ -358,10 +360,10 @@ int devcall_pull(engine *e, prep *pr) {
       pr->host_in[i].owner_ = NULL; /* shared, never freed here */
       continue;
     }
-    int rc = image_pull(e, &pr->in[i], &pr->host_in[i]);
+    int rc = qs_image_pull(e, &pr->in[i], &pr->host_in[i]);
     if (rc) {
       for (size_t k = 0; k < i; k++)
-        if (pr->host_in[k].owner_) image_free(&pr->host_in[k]);
+        if (pr->host_in[k].owner_) qs_image_free(&pr->host_in[k]);
       return rc;
     }
     pr->bytes_pulled += img_bytes(&pr->in[i]);
@@ -373,11 +375,11 @@ int devcall_pull(engine *e, prep *pr) {
 void devcall_done(prep *pr) {
   if (!pr->pulled) return;
   for (size_t i = 0; i < pr->n_in; i++)
-    if (pr->host_in[i].owner_) image_free(&pr->host_in[i]);
+    if (pr->host_in[i].owner_) qs_image_free(&pr->host_in[i]);
   pr->pulled = 0;
 }
 
-int devcall_outputs(engine *e, prep *pr, image *out, size_t n) {
+int devcall_outputs(qs_engine *e, prep *pr, qs_image *out, size_t n) {
 #if QS_HAVE_OPENCL
   for (size_t i = 0; i < n; i++) {
     int rc = devimg_new(e, pr->dev, pr->shape[i].frames, pr->shape[i].rows,
@@ -397,7 +399,7 @@ int devcall_outputs(engine *e, prep *pr, image *out, size_t n) {
 #endif
 }
 
-int devcall_push(engine *e, prep *pr, const image *host, image *dev,
+int devcall_push(qs_engine *e, prep *pr, const qs_image *host, qs_image *dev,
                  size_t n) {
 #if QS_HAVE_OPENCL
   for (size_t i = 0; i < n; i++) {
@@ -418,7 +420,7 @@ int devcall_push(engine *e, prep *pr, const image *host, image *dev,
 #endif
 }
 
-double devcall_transfer(engine *e, const prep *pr, const rimpl *r) {
+double devcall_transfer(qs_engine *e, const prep *pr, const rimpl *r) {
   if (!pr->dev || devcall_native(pr, r)) return 0;
   double bytes = 0;
   for (size_t i = 0; !pr->pulled && i < pr->n_in; i++)

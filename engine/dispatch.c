@@ -1,4 +1,4 @@
-/* dispatch.c — method_run() and method_estimate(), read top-down: prepare
+/* dispatch.c — qs_method_run() and qs_method_estimate(), read top-down: prepare
  * the call (prep.c), gather the candidates (choice.c), calibrate the cold
  * ones (calibrate.c), choose, execute and account (exec.c), fall back to
  * the next best on failure, report. Composite steps re-enter here. */
@@ -9,32 +9,36 @@
 #include "internal.h"
 
 /* Composite steps re-enter the dispatcher; their outputs belong to the
- * composite (image_free). */
-int dispatch_step(const method_call *c, const char *method,
-                  const char *impl, const image *in, size_t n_in,
-                  const param *p, size_t n_p, image *out, size_t n_out) {
-  engine *e = c->engine_;
-  run_request rq = {.inputs = in, .n_inputs = n_in, .params = p,
-                    .n_params = n_p, .impl = impl};
+ * composite (qs_image_free). */
+int dispatch_step(const qs_method_call *c, const char *method,
+                  const char *impl, const qs_image *in, size_t n_in,
+                  const qs_param *p, size_t n_p, qs_image *out, size_t n_out) {
+  qs_engine *e = c->engine_;
+  qs_run_request rq = {.inputs = in,
+                       .n_inputs = n_in,
+                       .params = p,
+                       .n_params = n_p,
+                       .impl = impl};
   e->in_step++;
-  int rc = method_run(e, method, &rq, out, n_out, NULL);
+  int rc = qs_method_run(e, method, &rq, out, n_out, NULL);
   e->in_step--;
   if (rc && c->err)
     snprintf(c->err, c->err_len, "step %s: %s", method, e->err);
   return rc;
 }
 
-int method_estimate(engine *e, const char *method, const run_request *rq,
-                    run_report *report) {
+int qs_method_estimate(qs_engine *e, const char *method,
+                       const qs_run_request *rq, qs_run_report *report) {
   if (!e) return QS_EINVAL;
-  if (!report) return engine_fail(e, QS_EINVAL, "method_estimate: no report");
+  if (!report)
+    return engine_fail(e, QS_EINVAL, "qs_method_estimate: no report");
   memset(report, 0, sizeof *report);
-  const method_desc *d = method_find(e, method);
+  const qs_method_desc *d = qs_method_find(e, method);
   prep pr;
   int rc = prep_call(e, method, rq, d ? d->n_outputs : 0, 1, &pr);
   if (rc) return rc;
   cands cs;
-  pr.m->runs++; /* as method_run counts the call before choosing */
+  pr.m->runs++; /* as qs_method_run counts the call before choosing */
   rc = cands_build(e, &pr, rq, &cs);
   pr.m->runs--;
   if (rc) goto done;
@@ -43,7 +47,7 @@ int method_estimate(engine *e, const char *method, const run_request *rq,
   double est[QS_MAX_ESTIMATES];
   int src[QS_MAX_ESTIMATES];
   const char *reason = "static";
-  uint64_t rng = e->rng; /* the draw the next method_run would make */
+  uint64_t rng = e->rng; /* the draw the next qs_method_run would make */
   long pick = cands_choose(e, &pr, &cs, &rng, &reason, est, src);
   if (n_cold && calibrate_startable(e, &pr, cold, cands_known(&pr, &cs, cold)))
     reason = "calibration";
@@ -58,20 +62,22 @@ done:
 }
 
 /* A one-shot plan: the same path as a plan's run, without kept states. */
-int method_run(engine *e, const char *method, const run_request *rq,
-               image *outputs, size_t n_outputs, run_report *report) {
+int qs_method_run(qs_engine *e, const char *method, const qs_run_request *rq,
+                  qs_image *outputs, size_t n_outputs, qs_run_report *report) {
   if (!e) return QS_EINVAL;
   if (!e->in_step && e->plan)
-    return engine_fail(e, QS_EINVAL, "method_run: called from inside a "
-                                     "plan's run");
+    return engine_fail(e, QS_EINVAL,
+                       "qs_method_run: called from inside a "
+                       "plan's run");
   return dispatch_run(e, method, rq, outputs, n_outputs, report);
 }
 
-int dispatch_run(engine *e, const char *method, const run_request *rq,
-                 image *outputs, size_t n_outputs, run_report *report) {
+int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
+                 qs_image *outputs, size_t n_outputs, qs_run_report *report) {
   if (report) memset(report, 0, sizeof *report);
   if (!outputs && n_outputs) return engine_fail(e, QS_EINVAL, "no outputs");
-  for (size_t i = 0; i < n_outputs; i++) outputs[i] = (image){0};
+  for (size_t i = 0; i < n_outputs; i++)
+    outputs[i] = (qs_image){0};
   prep pr;
   int rc = prep_call(e, method, rq, n_outputs, 0, &pr);
   if (rc) return rc;
@@ -82,7 +88,7 @@ int dispatch_run(engine *e, const char *method, const run_request *rq,
     return rc;
   }
   mstate *m = pr.m;
-  const method_desc *d = m->desc;
+  const qs_method_desc *d = m->desc;
   cands cs;
   m->runs++; /* before the retry rule reads it */
   rc = cands_build(e, &pr, rq, &cs);
@@ -93,14 +99,14 @@ int dispatch_run(engine *e, const char *method, const run_request *rq,
   if (rc) goto done;
   /* a device call's outputs in host memory, for an implementation of
    * another place (then pushed to the device outputs) */
-  image hout[QS_MAX_OUTPUTS];
+  qs_image hout[QS_MAX_OUTPUTS];
   int have_hout = 0, used_dev = 0, used_host = 0;
 
   double calib = 0, calib_once = 0;
   unsigned char cold[QS_MAX_ESTIMATES];
   if (cands_cold(e, m, &cs, cold)) {
     /* slices are cut from host memory: device inputs pulled (once) */
-    const image *own_in = pr.in;
+    const qs_image *own_in = pr.in;
     if (pr.dev && devcall_pull(e, &pr) == QS_OK) pr.in = pr.host_in;
     prog_counting(e, 0);
     if (!pr.dev || pr.pulled)
@@ -133,8 +139,8 @@ int dispatch_run(engine *e, const char *method, const run_request *rq,
     /* a device call: the implementation runs on the device images, or
      * on host memory the engine moves (devimg.c) */
     int native = !pr.dev || devcall_native(&pr, &m->impls[pick]);
-    const image *in = pr.in;
-    image *out = outputs;
+    const qs_image *in = pr.in;
+    qs_image *out = outputs;
     int reused = fallbacks > 0;
     if (pr.dev) {
       int mrc = QS_OK;
@@ -210,4 +216,3 @@ done:
   prep_done(&pr);
   return rc;
 }
-

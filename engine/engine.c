@@ -15,13 +15,15 @@
 #include "internal.h"
 #include "timer.h"
 
-const char *engine_error(const engine *e) { return e ? e->err : ""; }
-int engine_threads(const engine *e) { return e ? e->threads : 0; }
-const char *engine_db_path(const engine *e) { return e ? e->db_path : NULL; }
+const char *qs_engine_error(const qs_engine *e) { return e ? e->err : ""; }
+int qs_engine_threads(const qs_engine *e) { return e ? e->threads : 0; }
+const char *qs_engine_db_path(const qs_engine *e) {
+  return e ? e->db_path : NULL;
+}
 
-int engine_cores(void) { return pool_cores(); }
+int qs_engine_cores(void) { return pool_cores(); }
 
-int engine_cache_path(const char *leaf, char *buf, size_t len) {
+int qs_engine_cache_path(const char *leaf, char *buf, size_t len) {
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   const char *base = (xdg && *xdg) ? xdg : home;
   if (buf && len) buf[0] = 0;
@@ -35,14 +37,14 @@ int engine_cache_path(const char *leaf, char *buf, size_t len) {
   return QS_EOVERFLOW;
 }
 
-/* engine_cache_path in memory of its own; NULL without a place (or
+/* qs_engine_cache_path in memory of its own; NULL without a place (or
  * memory). */
 static char *cache_path(const char *leaf) {
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   size_t len =
       (xdg ? strlen(xdg) : 0) + (home ? strlen(home) : 0) + strlen(leaf) + 32;
   char *p = malloc(len);
-  if (p && engine_cache_path(leaf, p, len)) {
+  if (p && qs_engine_cache_path(leaf, p, len)) {
     free(p);
     p = NULL;
   }
@@ -57,7 +59,7 @@ static char *dup_or_null(const char *s) {
   return d;
 }
 
-static int resolve(engine *e, const engine_options *o) {
+static int resolve(qs_engine *e, const qs_engine_options *o) {
   char msg[512] = "";
   long threads = o->threads;
   if (threads <= 0) {
@@ -114,7 +116,7 @@ static int resolve(engine *e, const engine_options *o) {
 /* The CPU as a device: its model, the online cores and the pool's threads
  * hashed into a fingerprint, so that CPU timings from other hardware or
  * another thread count are not mistaken for this machine's. */
-static void cpu_identify(engine *e) {
+static void cpu_identify(qs_engine *e) {
   snprintf(e->cpu_name, sizeof e->cpu_name, "unknown CPU");
   FILE *f = fopen("/proc/cpuinfo", "r");
   char line[256];
@@ -168,8 +170,8 @@ static int old_dev_add(void *ctx, const device_row *r) {
  * the global memory PoCL reports from the host's free RAM) move to its
  * stable one: a row is this device's when the old scheme, fed the memory
  * sizes recorded with it, gives its fingerprint exactly. */
-static int devices_migrate(engine *e, const cldev_info *d, const old_devs *o,
-                           char *msg, size_t len) {
+static int devices_migrate(qs_engine *e, const cldev_info *d,
+                           const old_devs *o, char *msg, size_t len) {
   for (size_t i = 0; i < o->n; i++) {
     char v1[17];
     cl_fingerprint_v1(d, o->d[i].global_mem, o->d[i].max_alloc, v1);
@@ -183,7 +185,7 @@ static int devices_migrate(engine *e, const cldev_info *d, const old_devs *o,
 
 /* Device rows for the CPU and every OpenCL device; a failure here is the
  * store's and does not stop the engine. */
-static void devices_record(engine *e) {
+static void devices_record(qs_engine *e) {
   char info[512], msg[1024];
   snprintf(info, sizeof info,
            "{\"kind\":\"cpu\",\"cores\":%d,\"threads\":%d}",
@@ -212,13 +214,14 @@ static void devices_record(engine *e) {
   }
 }
 
-static int open_parts(engine *e) {
+static int open_parts(qs_engine *e) {
   char msg[1024] = "";
   if (pool_create(&e->pool, e->threads))
     return engine_fail(e, QS_ENOMEM, "cannot start %d pool threads",
                        e->threads);
   cpu_identify(e);
-  e->rng = e->seed ? e->seed : (uint64_t)timer_ns() ^ (uint64_t)(uintptr_t)e;
+  e->rng =
+      e->seed ? e->seed : (uint64_t)qs_timer_ns() ^ (uint64_t)(uintptr_t)e;
   char *kernels = NULL;
   if (e->cache_dir) {
     size_t n = strlen(e->cache_dir) + 16;
@@ -243,13 +246,13 @@ static int open_parts(engine *e) {
   return QS_OK;
 }
 
-const char *engine_opencl_why(const engine *e) {
+const char *qs_engine_opencl_why(const qs_engine *e) {
   if (!e) return "no engine";
   if (!e->cl) return "OpenCL runtime not started";
   return clrt_why(e->cl);
 }
 
-static void device_cpu(const engine *e, device_info *o) {
+static void device_cpu(const qs_engine *e, qs_device_info *o) {
   snprintf(o->name, sizeof o->name, "cpu");
   snprintf(o->fingerprint, sizeof o->fingerprint, "%s", e->cpu_fp);
   snprintf(o->model, sizeof o->model, "%s", e->cpu_name);
@@ -259,7 +262,7 @@ static void device_cpu(const engine *e, device_info *o) {
   o->compute_units = (unsigned)o->cores;
 }
 
-static void device_cl(const cldev_info *d, device_info *o) {
+static void device_cl(const cldev_info *d, qs_device_info *o) {
   snprintf(o->name, sizeof o->name, "%s", d->slug);
   snprintf(o->fingerprint, sizeof o->fingerprint, "%s", d->fingerprint);
   snprintf(o->model, sizeof o->model, "%s", d->name);
@@ -279,7 +282,8 @@ static void device_cl(const cldev_info *d, device_info *o) {
   o->fp64 = d->fp64;
 }
 
-int engine_devices(engine *e, device_info *out, size_t max, size_t *n) {
+int qs_engine_devices(qs_engine *e, qs_device_info *out, size_t max,
+                      size_t *n) {
   if (!e || (max && !out)) return QS_EINVAL;
   if (!e->pool) return engine_fail(e, QS_EINVAL, "engine not open");
   size_t cl = e->cl ? clrt_count(e->cl) : 0;
@@ -294,20 +298,20 @@ int engine_devices(engine *e, device_info *out, size_t max, size_t *n) {
   return QS_OK;
 }
 
-int engine_open(engine **out, const engine_options *options) {
-  static const engine_options defaults;
+int qs_engine_open(qs_engine **out, const qs_engine_options *options) {
+  static const qs_engine_options defaults;
   if (!out) return QS_EINVAL;
   *out = NULL;
-  engine *e = calloc(1, sizeof *e);
+  qs_engine *e = calloc(1, sizeof *e);
   if (!e) return QS_ENOMEM;
-  const engine_options *o = options ? options : &defaults;
+  const qs_engine_options *o = options ? options : &defaults;
   int rc = resolve(e, o);
   if (!rc) rc = open_parts(e);
   *out = e;
   return rc;
 }
 
-void engine_close(engine *e) {
+void qs_engine_close(qs_engine *e) {
   if (!e) return;
   recorder_close(e);
   registry_free(e);

@@ -27,27 +27,28 @@
 #define TOUCH_PAGE 4096
 #define TOUCH_BLOCK ((size_t)2 << 20)
 
-size_t touch_ranges(const image *o) {
+size_t touch_ranges(const qs_image *o) {
   size_t n = o->frames * o->rows * o->cols * sizeof(float);
   return (n + TOUCH_BLOCK - 1) / TOUCH_BLOCK;
 }
 
 int touch_blocks(void *ctx, size_t b, size_t e, int w) {
   (void)w;
-  const image *o = ctx;
+  const qs_image *o = ctx;
   size_t n = o->frames * o->rows * o->cols * sizeof(float);
   volatile unsigned char *base = (volatile unsigned char *)o->data;
   size_t hi = e * TOUCH_BLOCK < n ? e * TOUCH_BLOCK : n;
-  /* zero over zero: the contents stay what image_alloc promised */
+  /* zero over zero: the contents stay what qs_image_alloc promised */
   for (size_t at = b * TOUCH_BLOCK; at < hi; at += TOUCH_PAGE) base[at] = 0;
   base[hi - 1] = 0; /* the last page, when the block starts mid-page */
   return 0;
 }
 
-int outputs_alloc(engine *e, const image *shape, size_t n, image *out) {
+int outputs_alloc(qs_engine *e, const qs_image *shape, size_t n,
+                  qs_image *out) {
   for (size_t i = 0; i < n; i++) {
-    int rc = image_alloc(&out[i], shape[i].frames, shape[i].rows,
-                         shape[i].cols);
+    int rc =
+        qs_image_alloc(&out[i], shape[i].frames, shape[i].rows, shape[i].cols);
     if (rc) {
       outputs_free(out, i);
       return engine_fail(e, rc, "cannot allocate output %zu (%zux%zux%zu)",
@@ -59,14 +60,15 @@ int outputs_alloc(engine *e, const image *shape, size_t n, image *out) {
      * into the plan's state and leave the output unwritten: touching it
      * would cost every push the pages it never uses. */
     if (bytes >= TOUCH_MIN && !(e->plan && plan_stateful(e->plan)))
-      pool_for(e->pool, 0, touch_ranges(&out[i]), SCHED_STATIC, 0,
+      pool_for(e->pool, 0, touch_ranges(&out[i]), QS_SCHED_STATIC, 0,
                touch_blocks, &out[i]);
   }
   return QS_OK;
 }
 
-void outputs_free(image *out, size_t n) {
-  for (size_t i = 0; i < n; i++) image_free(&out[i]);
+void outputs_free(qs_image *out, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    qs_image_free(&out[i]);
 }
 
 /* Zeroes 1 MiB blocks of one output on the pool: the pages of a fresh output
@@ -75,7 +77,7 @@ enum { ZERO_BLOCK = (1 << 20) / sizeof(float) };
 
 static int zero_blocks(void *ctx, size_t b, size_t e, int w) {
   (void)w;
-  const image *o = ctx;
+  const qs_image *o = ctx;
   size_t n = o->frames * o->rows * o->cols;
   size_t lo = b * ZERO_BLOCK, hi = e * ZERO_BLOCK < n ? e * ZERO_BLOCK : n;
   memset(o->data + lo, 0, (hi - lo) * sizeof(float));
@@ -85,14 +87,14 @@ static int zero_blocks(void *ctx, size_t b, size_t e, int w) {
 /* Every output starts as zeros: outputs_alloc gives zeros, and a run that
  * reuses outputs (fallbacks, calibration, benchmark repeats) zeroes them
  * again first, outside the timed region. */
-static void outputs_zero(engine *e, image *out, size_t n_out) {
+static void outputs_zero(qs_engine *e, qs_image *out, size_t n_out) {
   for (size_t i = 0; i < n_out; i++) {
     if (!out[i].data) { /* a device image */
       devimg_zero(e, &out[i]);
       continue;
     }
     size_t n = out[i].frames * out[i].rows * out[i].cols;
-    pool_for(e->pool, 0, (n + ZERO_BLOCK - 1) / ZERO_BLOCK, SCHED_STATIC, 0,
+    pool_for(e->pool, 0, (n + ZERO_BLOCK - 1) / ZERO_BLOCK, QS_SCHED_STATIC, 0,
              zero_blocks, &out[i]);
   }
 }
@@ -105,13 +107,13 @@ static void outputs_zero(engine *e, image *out, size_t n_out) {
 #define DISTURB_MIN_NS 100000
 #define WATCH_RUNS 8
 
-int run_once(engine *e, const mstate *m, size_t impl, const image *in,
-             size_t n_in, image *out, size_t n_out, const double *p,
+int run_once(qs_engine *e, const mstate *m, size_t impl, const qs_image *in,
+             size_t n_in, qs_image *out, size_t n_out, const double *p,
              int reused, run_result *res) {
   const rimpl *r = &m->impls[impl];
   if (reused) outputs_zero(e, out, n_out);
   memset(res, 0, sizeof *res);
-  method_call c;
+  qs_method_call c;
   call_init(e, r, &c, in, n_in, out, n_out, p, res->err, sizeof res->err);
   if (c.plan_) {
     plan_loops(c.plan_, &c);
@@ -119,7 +121,7 @@ int run_once(engine *e, const mstate *m, size_t impl, const image *in,
     if (prc) {
       if (!res->err[0])
         snprintf(res->err, sizeof res->err, "%s: opening its plan: %s",
-                 r->name, status_message(prc));
+                 r->name, qs_status_message(prc));
       res->status = prc;
       return prc;
     }
@@ -131,15 +133,15 @@ int run_once(engine *e, const mstate *m, size_t impl, const image *in,
   /* After an OpenCL device on the host's cores ran, the next CPU runs are
    * watched: CPU time the process spent outside the pool's threads during
    * the run (the OpenCL runtime's threads) marks it disturbed. */
-  int watch = e->watch_runs > 0 && (r->def->kind == IMPL_SERIAL ||
-                                    r->def->kind == IMPL_THREADED);
+  int watch = e->watch_runs > 0 && (r->def->kind == QS_IMPL_SERIAL ||
+                                    r->def->kind == QS_IMPL_THREADED);
   int64_t proc0 = 0, pool0 = 0, real0 = 0;
   if (watch) {
     /* the process interval inside the pool's: the caller's own reads
      * never count as another thread's time */
     pool0 = pool_cpu_ns(e->pool);
     proc0 = pool_process_cpu_ns();
-    real0 = timer_ns();
+    real0 = qs_timer_ns();
   }
   uint64_t up0, down0, up1, down1;
   cldev_transfers(c.device, &up0, &down0);
@@ -152,20 +154,20 @@ int run_once(engine *e, const mstate *m, size_t impl, const image *in,
   res->bytes_up = up1 - up0;
   res->bytes_down = down1 - down0;
   if (watch) {
-    int64_t real = timer_ns() - real0;
+    int64_t real = qs_timer_ns() - real0;
     int64_t proc = pool_process_cpu_ns() - proc0;
     int64_t other = proc - (pool_cpu_ns(e->pool) - pool0);
     res->disturbed = other > DISTURB_MIN_NS &&
                      (double)other > DISTURB_SHARE * (double)real;
     e->watch_runs = res->disturbed ? WATCH_RUNS : e->watch_runs - 1;
   }
-  if (r->def->kind == IMPL_OPENCL && r->device &&
+  if (r->def->kind == QS_IMPL_OPENCL && r->device &&
       cldev_about(r->device)->shares_host_cores)
     e->watch_runs = WATCH_RUNS;
   res->wall = (double)(t1 - t0) * 1e-9;
   if (res->wall < 0) res->wall = 0;
-  if (rc && !res->err[0]) snprintf(res->err, sizeof res->err, "%s",
-                                   status_message(rc));
+  if (rc && !res->err[0])
+    snprintf(res->err, sizeof res->err, "%s", qs_status_message(rc));
   if (!rc) res->err[0] = '\0';
   res->status = rc;
   return rc;
@@ -175,9 +177,9 @@ int run_once(engine *e, const mstate *m, size_t impl, const image *in,
  * cores. */
 static void delay_spread(mstate *m, size_t impl, const char *key,
                          double work, const hist *src) {
-  if (m->impls[impl].def->kind != IMPL_THREADED) return;
+  if (m->impls[impl].def->kind != QS_IMPL_THREADED) return;
   for (size_t i = 0; i < m->n_impls; i++) {
-    if (i == impl || m->impls[i].def->kind != IMPL_THREADED) continue;
+    if (i == impl || m->impls[i].def->kind != QS_IMPL_THREADED) continue;
     hist *h = hist_get(m, i, key, work, src->delayed);
     if (!h) continue;
     h->delayed = src->delayed;
@@ -186,7 +188,7 @@ static void delay_spread(mstate *m, size_t impl, const char *key,
   }
 }
 
-void run_account(engine *e, prep *pr, size_t impl, const char *key,
+void run_account(qs_engine *e, prep *pr, size_t impl, const char *key,
                  double work, const run_result *res, int status) {
   mstate *m = pr->m;
   rimpl *r = &m->impls[impl];
@@ -198,11 +200,15 @@ void run_account(engine *e, prep *pr, size_t impl, const char *key,
   double steady = res->work_s > 0 ? res->work_s : res->wall - res->once_s;
   if (steady < 0) steady = 0;
   if (!pr->json) pr->json = key_json(m->desc, pr->p);
-  run_rec rec = {.key = key, .params = pr->json ? pr->json : "{}",
-                 .work = work, .wall = steady, .device_s = res->device_s,
-                 .once_s = res->once_s, .status = status,
+  run_rec rec = {.key = key,
+                 .params = pr->json ? pr->json : "{}",
+                 .work = work,
+                 .wall = steady,
+                 .device_s = res->device_s,
+                 .once_s = res->once_s,
+                 .status = status,
                  .error = status == QS_EMISMATCH && !res->err[0]
-                              ? status_message(status)
+                              ? qs_status_message(status)
                               : res->err};
   engine_record(e, m, r, &rec);
   hist *h = hist_get(m, impl, key, work, 1);
@@ -211,7 +217,7 @@ void run_account(engine *e, prep *pr, size_t impl, const char *key,
     double prev[AGENT_WINDOW];
     size_t n = hist_walls(h, prev);
     int was = h->delayed;
-    const stats *st = hist_stats(h);
+    const qs_stats *st = hist_stats(h);
     if (st)
       agent_inform_with(prev, n, st, steady, &h->delayed, &h->factor, &h->p);
     hist_add(h, steady);
@@ -230,4 +236,3 @@ void run_account(engine *e, prep *pr, size_t impl, const char *key,
   h->failed_at = m->runs;
   if (status == QS_EDEVMEM && work < r->oom_work) r->oom_work = work;
 }
-

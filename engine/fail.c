@@ -22,7 +22,7 @@ int fail_msg(char *err, size_t err_len, int status, const char *fmt, ...) {
   return status;
 }
 
-int engine_fail(engine *e, int status, const char *fmt, ...) {
+int engine_fail(qs_engine *e, int status, const char *fmt, ...) {
   if (!e) return status;
   va_list ap;
   va_start(ap, fmt);
@@ -31,7 +31,6 @@ int engine_fail(engine *e, int status, const char *fmt, ...) {
   return status;
 }
 
-int64_t engine_now(const engine *e) {
-  return e->clock_ns ? e->clock_ns(e->clock_ctx) : timer_ns();
+int64_t engine_now(const qs_engine *e) {
+  return e->clock_ns ? e->clock_ns(e->clock_ctx) : qs_timer_ns();
 }
-

@@ -75,7 +75,7 @@ void hist_once(hist *h, double once_s, int here) {
   h->here |= here;
 }
 
-const stats *hist_stats(hist *h) {
+const qs_stats *hist_stats(hist *h) {
   if (!h->n) return NULL;
   if (!h->win_ok) {
     double w[AGENT_WINDOW];
@@ -144,7 +144,7 @@ static int load_row(void *ctx, const run_row *r) {
   return 0;
 }
 
-int hist_load(engine *e, mstate *m) {
+int hist_load(qs_engine *e, mstate *m) {
   if (m->loaded) return QS_OK;
   m->loaded = 1;
   if (!e->store) return QS_OK;

@@ -1,5 +1,5 @@
 /* image.c — float32 (frames, rows, cols) images: wrapping caller memory,
- * aligned allocation, overflow-checked sizes; image_free of a device image
+ * aligned allocation, overflow-checked sizes; qs_image_free of a device image
  * hands it to the record that holds it (devimg.c). */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MADV_HUGEPAGE */
 #include <stdint.h>
@@ -9,7 +9,7 @@
 
 #include "quicksilver.h"
 
-int image_pixels(size_t frames, size_t rows, size_t cols, size_t *n) {
+int qs_image_pixels(size_t frames, size_t rows, size_t cols, size_t *n) {
   if (!n) return QS_EINVAL;
   *n = 0;
   if (frames == 0 || rows == 0 || cols == 0) return QS_OK;
@@ -20,14 +20,14 @@ int image_pixels(size_t frames, size_t rows, size_t cols, size_t *n) {
   return QS_OK;
 }
 
-image image_wrap(float *data, size_t frames, size_t rows, size_t cols) {
-  image img = {data, frames, rows, cols, NULL};
+qs_image qs_image_wrap(float *data, size_t frames, size_t rows, size_t cols) {
+  qs_image img = {data, frames, rows, cols, NULL};
   return img;
 }
 
 /* What an owned image holds: the block, and how to give it back. Its
  * first member is NULL; a device image's record (devimg.c) has there the
- * function that releases it, which image_free calls instead. */
+ * function that releases it, which qs_image_free calls instead. */
 typedef struct block {
   void (*release)(void *self);
   void *base;
@@ -60,12 +60,12 @@ static void *map_zeroed(size_t bytes, block *b) {
 #endif
 }
 
-int image_alloc(image *img, size_t frames, size_t rows, size_t cols) {
-  image empty = {0};
+int qs_image_alloc(qs_image *img, size_t frames, size_t rows, size_t cols) {
+  qs_image empty = {0};
   if (!img) return QS_EINVAL;
   *img = empty;
   size_t n;
-  int rc = image_pixels(frames, rows, cols, &n);
+  int rc = qs_image_pixels(frames, rows, cols, &n);
   if (rc) return rc;
   if (n == 0) return QS_EINVAL;
   block *b = malloc(sizeof *b);
@@ -95,18 +95,18 @@ int image_alloc(image *img, size_t frames, size_t rows, size_t cols) {
   return QS_OK;
 }
 
-void image_free(image *img) {
+void qs_image_free(qs_image *img) {
   if (!img) return;
   void (**release)(void *) = img->owner_;
   if (release && *release) { /* a device image's record (devimg.c) */
     (*release)(img->owner_);
-    *img = (image){0};
+    *img = (qs_image){0};
     return;
   }
   block *b = img->owner_;
   if (b && b->len) munmap(b->base, b->len);
   if (b && !b->len) free(b->base);
   free(b);
-  image empty = {0};
+  qs_image empty = {0};
   *img = empty;
 }

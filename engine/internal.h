@@ -12,7 +12,7 @@
  *   exec.c       one timed execution and its accounting
  *   choice.c     candidates, the agent's choice, estimates
  *   calibrate.c  timings on slices for cold implementations
- *   dispatch.c   method_run, method_estimate (and composite steps,
+ *   dispatch.c   qs_method_run, qs_method_estimate (and composite steps,
  *                reached from call.c through e->step, set at open)
  *   benchmark.c, dbapi.c, engine.c  the rest of the public API
  * agent.c (the policy), params.c, image.c, status.c, pool.c, env.c and
@@ -44,8 +44,8 @@ typedef struct devimg devimg;
  * device. */
 typedef struct rimpl {
   char name[QS_NAME_MAX];
-  const impl_def *def;
-  void *device;       /* cldev * for IMPL_OPENCL, else NULL */
+  const qs_impl_def *def;
+  void *device;       /* cldev * for QS_IMPL_OPENCL, else NULL */
   const char *devfp;  /* device fingerprint (the engine's CPU one for CPU) */
   int version;        /* recorded and matched in the store (registry.c) */
   char why[128];      /* non-empty: unavailable on this machine */
@@ -72,7 +72,7 @@ typedef struct hist {
   double work;
   double walls[AGENT_WINDOW]; /* ring of successful walls */
   size_t n, head;             /* count (<= AGENT_WINDOW), next slot */
-  stats win;                  /* of the ring, valid when win_ok */
+  qs_stats win;               /* of the ring, valid when win_ok */
   int win_ok;
   int mismatch;         /* a QS_EMISMATCH row exists: never chosen */
   int delayed;
@@ -87,11 +87,11 @@ typedef struct hist {
 
 /* A registered method with its implementations and its history cache. */
 typedef struct mstate {
-  const method_desc *desc;
+  const qs_method_desc *desc;
   rimpl *impls;
   size_t n_impls;
   int loaded;  /* the store's history has been read */
-  long runs;   /* method_run calls in this process */
+  long runs;   /* qs_method_run calls in this process */
   hist **buckets;
   size_t n_buckets, n_hist;
   hist *all;
@@ -100,7 +100,7 @@ typedef struct mstate {
 /* Rows waiting to be written to the store (see engine_record). */
 typedef struct pending pending;
 
-struct engine {
+struct qs_engine {
   char err[QS_ERR_MAX];
   int threads;
   int no_opencl;
@@ -125,14 +125,14 @@ struct engine {
   pending *queue;
   int watch_runs;       /* CPU runs still to watch for disturbance */
   long disturbed_runs;  /* runs whose timing was dropped as disturbed */
-  int rec_status;     /* engine_record_status; QS_OK: recording works */
+  int rec_status;       /* qs_engine_record_status; QS_OK: recording works */
   int rec_written;    /* a row has been written (the first goes at once) */
   char rec_msg[1024];
   /* Composite steps: dispatch_step, set at open (see call.c). */
-  int (*step)(const method_call *c, const char *method, const char *impl,
-              const image *in, size_t n_in, const param *p, size_t n_p,
-              image *out, size_t n_out);
-  struct plan *plan;     /* plan.c: the plan whose run is under way */
+  int (*step)(const qs_method_call *c, const char *method, const char *impl,
+              const qs_image *in, size_t n_in, const qs_param *p, size_t n_p,
+              qs_image *out, size_t n_out);
+  struct qs_plan *plan;  /* plan.c: the plan whose run is under way */
   int in_run;            /* the dispatcher's own run of the call (not a
                             calibration slice): a plan's run reaches the
                             implementation (call.c) */
@@ -145,14 +145,14 @@ struct engine {
 
 /* plan.c: whether the plan's runs carry state an implementation keeps
  * (a stateful plan: the live stream's). */
-int plan_stateful(const struct plan *p);
+int plan_stateful(const struct qs_plan *p);
 
 /* Whether the call under way is one of its own: not a composite's step
  * (its time is part of the composite's) nor a stateful plan's run (the
  * live stream's first push fixes the implementation for every push). Only
  * such a call may try a cold candidate on itself or skip calibration for
  * it (the small- and tiny-call rules, calibrate.c and choice.c). */
-static inline int engine_own_call(const engine *e) {
+static inline int engine_own_call(const qs_engine *e) {
   return !e->in_step && !(e->plan && plan_stateful(e->plan));
 }
 
@@ -167,25 +167,25 @@ static inline uint64_t fnv1a(uint64_t h, const char *s) {
 /* ---- fail.c */
 
 /* Sets the engine's error message (printf-style) and returns status. */
-int engine_fail(engine *e, int status, const char *fmt, ...)
+int engine_fail(qs_engine *e, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Nanoseconds from the engine's clock (injected or monotonic). */
-int64_t engine_now(const engine *e);
+int64_t engine_now(const qs_engine *e);
 
 /* ---- registry.c: expands and adds a descriptor (built-ins at open, with
  * builtin set: their versions include the code hash; host methods through
- * method_register); releases every method's state. */
-int registry_add(engine *e, const method_desc *d, int builtin);
-void registry_free(engine *e);
-mstate *registry_find(engine *e, const char *name);
+ * qs_method_register); releases every method's state. */
+int registry_add(qs_engine *e, const qs_method_desc *d, int builtin);
+void registry_free(qs_engine *e);
+mstate *registry_find(qs_engine *e, const char *name);
 /* Status QS_ENOMETHOD with a message suggesting the nearest name. */
-int registry_unknown(engine *e, const char *name);
-/* Registers the built-in table (engine_open). */
-int registry_builtins(engine *e);
+int registry_unknown(qs_engine *e, const char *name);
+/* Registers the built-in table (qs_engine_open). */
+int registry_builtins(qs_engine *e);
 /* Availability of one implementation for a call: "" when available, else
  * the reason in why. */
-int registry_usable(const rimpl *r, const method_call *c, char *why,
+int registry_usable(const rimpl *r, const qs_method_call *c, char *why,
                     size_t why_len);
 
 /* Longest key text. */
@@ -195,10 +195,10 @@ int registry_usable(const rimpl *r, const method_call *c, char *why,
  * and work. Filled by prep_call; prep_done releases it. */
 typedef struct prep {
   mstate *m;
-  const image *in;
+  const qs_image *in;
   size_t n_in;
   double p[QS_MAX_PARAMS];
-  image shape[QS_MAX_OUTPUTS]; /* dimensions only */
+  qs_image shape[QS_MAX_OUTPUTS]; /* dimensions only */
   char key[QS_KEY_MAX];
   double work;
   char *json; /* parameters as JSON, made on first record */
@@ -210,7 +210,7 @@ typedef struct prep {
   char key_dev[QS_KEY_MAX]; /* key KEY_DEVICE_MARK: the key an
                                implementation running on the device images
                                themselves is timed under (no transfers) */
-  image host_in[QS_MAX_INPUTS];
+  qs_image host_in[QS_MAX_INPUTS];
   int pulled;
   uint64_t bytes_pulled, bytes_pushed;
 } prep;
@@ -219,7 +219,7 @@ typedef struct prep {
 
 /* Steps 1-3 of a call (registry, parameters and shapes, key). On failure
  * the engine's message names the field; nothing is allocated. */
-int prep_call(engine *e, const char *method, const run_request *rq,
+int prep_call(qs_engine *e, const char *method, const qs_run_request *rq,
               size_t n_outputs, int shapes_only, prep *pr);
 void prep_done(prep *pr);
 
@@ -227,7 +227,7 @@ void prep_done(prep *pr);
  * comma-separated implementation names or kinds ("serial", "threaded",
  * "opencl", "composite", "cpu"). *exact is set when text is a single
  * implementation name. QS_ENOIMPL naming the unknown word. */
-int impl_select(engine *e, const mstate *m, const char *text,
+int impl_select(qs_engine *e, const mstate *m, const char *text,
                 unsigned char *mask, int *exact);
 
 /* ---- exec.c */
@@ -245,25 +245,26 @@ typedef struct run_result {
   uint64_t bytes_up, bytes_down;  /* OpenCL transfers of the run */
   char err[512];
 } run_result;
-int run_once(engine *e, const mstate *m, size_t impl, const image *in,
-             size_t n_in, image *out, size_t n_out, const double *p,
+int run_once(qs_engine *e, const mstate *m, size_t impl, const qs_image *in,
+             size_t n_in, qs_image *out, size_t n_out, const double *p,
              int reused, run_result *res);
 
 /* Records a run under (key, work) with `status` (res->status, or
  * QS_EMISMATCH from the benchmark) and updates the history cache: walls and
  * delay flags on success, the failure and out-of-memory skips otherwise. */
-void run_account(engine *e, prep *pr, size_t impl, const char *key,
+void run_account(qs_engine *e, prep *pr, size_t impl, const char *key,
                  double work, const run_result *res, int status);
 
 /* Allocates n zeroed outputs of the given shapes; on failure every one is
  * freed and emptied. */
-int outputs_alloc(engine *e, const image *shape, size_t n, image *out);
-void outputs_free(image *out, size_t n);
+int outputs_alloc(qs_engine *e, const qs_image *shape, size_t n,
+                  qs_image *out);
+void outputs_free(qs_image *out, size_t n);
 
 /* The pages of an image written once (zero over zero), as outputs_alloc
  * provides them: touch_blocks over ranges [0, touch_ranges(img)) of 2 MiB
  * blocks, ctx the image. */
-size_t touch_ranges(const image *img);
+size_t touch_ranges(const qs_image *img);
 int touch_blocks(void *ctx, size_t b, size_t e, int w);
 
 /* ---- choice.c */
@@ -286,26 +287,26 @@ typedef struct cands {
 
 /* Selection, history and availability of every implementation for the
  * call; QS_EUNAVAIL (message set) when none can run. */
-int cands_build(engine *e, prep *pr, const run_request *rq, cands *cs);
+int cands_build(qs_engine *e, prep *pr, const qs_run_request *rq, cands *cs);
 /* Refreshes candidate i from the history (after calibration added some). */
-void cand_refresh(engine *e, prep *pr, cands *cs, size_t i);
+void cand_refresh(qs_engine *e, prep *pr, cands *cs, size_t i);
 /* Marks in cold[] the candidates calibration would run; returns how many. */
-size_t cands_cold(const engine *e, const mstate *m, const cands *cs,
+size_t cands_cold(const qs_engine *e, const mstate *m, const cands *cs,
                   unsigned char *cold);
 /* The agent's pick (forced: the usable one), its reason and every
  * estimate (est, src). */
-long cands_choose(engine *e, const prep *pr, cands *cs, uint64_t *rng,
+long cands_choose(qs_engine *e, const prep *pr, cands *cs, uint64_t *rng,
                   const char **reason, double *est, int *src);
 /* The estimates part of a report. */
-void report_estimates(run_report *report, const mstate *m, const cands *cs,
+void report_estimates(qs_run_report *report, const mstate *m, const cands *cs,
                       const double *est, const int *src);
 
-/* The choice method_run makes for a recorded key (work and
+/* The choice qs_method_run makes for a recorded key (work and
  * parameter values p), from history and model, without calibrating or
  * running, passing over cold implementations (a small call's next try):
  * report->impl ("" if none), reason and estimates. */
-int choose_for_key(engine *e, mstate *m, const char *key, double work,
-                   const double *p, run_report *report);
+int choose_for_key(qs_engine *e, mstate *m, const char *key, double work,
+                   const double *p, qs_run_report *report);
 
 /* What calibration runs a candidate for (cands_cold). */
 enum { CALIB_COLD = 1, CALIB_SECOND = 2 };
@@ -315,11 +316,11 @@ enum { CALIB_COLD = 1, CALIB_SECOND = 2 };
  * `known` is the best prediction of the full call from the candidates
  * already known (< 0: none). Returns the seconds spent, *once the
  * one-time part of them. */
-double calibrate(engine *e, prep *pr, const unsigned char *cold,
+double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
                  double known, double *once);
 /* How many of the cold candidates calibration would start at all (0: it
  * would return at once, making no slice). */
-size_t calibrate_startable(const engine *e, const prep *pr,
+size_t calibrate_startable(const qs_engine *e, const prep *pr,
                            const unsigned char *cold, double known);
 /* choice.c: the best prediction among the usable candidates not marked
  * cold, -1 if none. */
@@ -330,52 +331,53 @@ double cands_known(const prep *pr, const cands *cs,
  * dispatcher opens one per top-level call that has a hook (e->prog);
  * composite steps and calibration runs share it. */
 typedef struct run_prog run_prog;
-int prog_open(engine *e, const run_request *rq);
-void prog_close(engine *e);
+int prog_open(qs_engine *e, const qs_run_request *rq);
+void prog_close(qs_engine *e);
 /* Whether units reported now count (0 during calibration: its slices'
  * frames are not the call's). */
-void prog_counting(engine *e, int on);
+void prog_counting(qs_engine *e, int on);
 /* The run whose units count from now on (run_once, top level only; NULL
  * after it): its count begins at zero (a fallback's too); what was shown
  * stays shown. */
-void prog_own(engine *e, const method_call *c);
+void prog_own(qs_engine *e, const qs_method_call *c);
 /* method_call.advance. */
-int prog_advance(const method_call *c, uint64_t n, uint64_t total);
+int prog_advance(const qs_method_call *c, uint64_t n, uint64_t total);
 /* Calls the hook if it is due (or `force`); nonzero once cancelled. */
-int prog_poll(engine *e, int force);
+int prog_poll(qs_engine *e, int force);
 /* Nonzero once cancelled (no call of the hook). */
-int prog_cancelled(const engine *e);
+int prog_cancelled(const qs_engine *e);
 /* The last report: done == total (success). */
-void prog_finish(engine *e);
-/* Sets the count itself (method_benchmark: runs done of all it will make,
+void prog_finish(qs_engine *e);
+/* Sets the count itself (qs_method_benchmark: runs done of all it will make,
  * with counting off so that no run's own units count) and polls. */
-int prog_set(engine *e, uint64_t done, uint64_t total);
+int prog_set(qs_engine *e, uint64_t done, uint64_t total);
 /* call.c: a body split in pieces that checks cancellation between them
  * (only while a hook is open). */
-int prog_for(const method_call *c, size_t begin, size_t end, range_fn body,
-             void *ctx,
-             int (*run)(const method_call *c, size_t begin, size_t end,
-                        range_fn body, void *ctx));
+int prog_for(const qs_method_call *c, size_t begin, size_t end,
+             qs_range_fn body, void *ctx,
+             int (*run)(const qs_method_call *c, size_t begin, size_t end,
+                        qs_range_fn body, void *ctx));
 
 /* ---- plan.c: a plan's side of its runs (exec.c, call.c). */
 /* c.state for implementation `impl` of the method (opened at the first run
  * of it in the plan); QS_OK with *state NULL when it has no open. */
-int plan_state_of(struct plan *p, const mstate *m, size_t impl,
-                  const method_call *c, void **state);
+int plan_state_of(struct qs_plan *p, const mstate *m, size_t impl,
+                  const qs_method_call *c, void **state);
 /* Records how c runs its loops (plan_for). */
-void plan_loops(struct plan *p, const method_call *c);
+void plan_loops(struct qs_plan *p, const qs_method_call *c);
 /* The run's argument (method_call.arg) of c's plan, else NULL. */
-void *plan_arg_of(const method_call *c);
+void *plan_arg_of(const qs_method_call *c);
 /* method_call.kept and .keep. */
-void *plan_kept(const method_call *c, const char *tag);
-int plan_keep(const method_call *c, const char *tag, void *state,
+void *plan_kept(const qs_method_call *c, const char *tag);
+int plan_keep(const qs_method_call *c, const char *tag, void *state,
               void (*release)(void *state));
 
 /* ---- devimg.c: a call's device images. */
 /* Checks image `what` of a call: QS_OK with *dev NULL for a host image,
  * the device (cldev *) of a live device image of this engine, else
  * QS_EINVAL naming it (freed, or of another engine). */
-int devimg_check(engine *e, const image *img, const char *what, void **dev);
+int devimg_check(qs_engine *e, const qs_image *img, const char *what,
+                 void **dev);
 /* Whether implementation r runs on the call's device images as they are
  * (an OpenCL one of their device that declares device_images). */
 int devcall_native(const prep *pr, const rimpl *r);
@@ -383,39 +385,39 @@ int devcall_native(const prep *pr, const rimpl *r);
  * pr->key_dev when it runs natively on device images). */
 const char *devcall_key(const prep *pr, const rimpl *r);
 /* pr->host_in filled (device inputs pulled once, counted). */
-int devcall_pull(engine *e, prep *pr);
+int devcall_pull(qs_engine *e, prep *pr);
 /* Device outputs of the call's shapes on pr->dev (zeroed). */
-int devcall_outputs(engine *e, prep *pr, image *out, size_t n);
+int devcall_outputs(qs_engine *e, prep *pr, qs_image *out, size_t n);
 /* Copies host images into device images of the same shapes (counted in
  * pr->bytes_pushed). */
-int devcall_push(engine *e, prep *pr, const image *host, image *dev,
+int devcall_push(qs_engine *e, prep *pr, const qs_image *host, qs_image *dev,
                  size_t n);
 /* Zeroes a device image (a reused output). */
-int devimg_zero(engine *e, image *img);
+int devimg_zero(qs_engine *e, qs_image *img);
 /* Seconds implementation r would spend on moves for this call (0 for a
  * native one or a host call). */
-double devcall_transfer(engine *e, const prep *pr, const rimpl *r);
+double devcall_transfer(qs_engine *e, const prep *pr, const rimpl *r);
 /* Releases pr's pulled copies. */
 void devcall_done(prep *pr);
-/* engine_close: the buffers of every live device image released, the
- * images left answering image_free only. */
-void devimg_close_all(engine *e);
+/* qs_engine_close: the buffers of every live device image released, the
+ * images left answering qs_image_free only. */
+void devimg_close_all(qs_engine *e);
 
-/* ---- dispatch.c: method_run's path, which plan runs take too (e->plan
+/* ---- dispatch.c: qs_method_run's path, which plan runs take too (e->plan
  * set by plan.c around it). */
-int dispatch_run(engine *e, const char *method, const run_request *rq,
-                 image *outputs, size_t n_outputs, run_report *report);
+int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
+                 qs_image *outputs, size_t n_outputs, qs_run_report *report);
 
-/* ---- dispatch.c: a composite's step through method_run. */
-int dispatch_step(const method_call *c, const char *method, const char *impl,
-                  const image *in, size_t n_in, const param *p, size_t n_p,
-                  image *out, size_t n_out);
+/* ---- dispatch.c: a composite's step through qs_method_run. */
+int dispatch_step(const qs_method_call *c, const char *method,
+                  const char *impl, const qs_image *in, size_t n_in,
+                  const qs_param *p, size_t n_p, qs_image *out, size_t n_out);
 
 /* ---- call.c: the call context handed to an implementation (err may be
  * NULL for probes at listing time). */
-void call_init(engine *e, const rimpl *r, method_call *c, const image *in,
-               size_t n_in, image *out, size_t n_out, const double *p,
-               char *err, size_t err_len);
+void call_init(qs_engine *e, const rimpl *r, qs_method_call *c,
+               const qs_image *in, size_t n_in, qs_image *out, size_t n_out,
+               const double *p, char *err, size_t err_len);
 
 /* ---- history.c: the in-memory cache of the store's history. */
 hist *hist_get(mstate *m, size_t impl, const char *key, double work,
@@ -427,9 +429,9 @@ void hist_once(hist *h, double once_s, int here);
 /* Successful walls oldest first into out[AGENT_WINDOW]; returns count. */
 size_t hist_walls(const hist *h, double *out);
 /* Statistics of the ring (computed once per change); NULL when empty. */
-const stats *hist_stats(hist *h);
+const qs_stats *hist_stats(hist *h);
 /* Reads the method's rows from the store once (idempotent). */
-int hist_load(engine *e, mstate *m);
+int hist_load(qs_engine *e, mstate *m);
 void hist_free(mstate *m);
 
 /* ---- recorder.c */
@@ -445,31 +447,31 @@ typedef struct run_rec {
 /* Queues a row for the store (written in batches: at most 64 rows or
  * 250 ms late, the first row at once) and returns; recording never fails a
  * run. */
-void engine_record(engine *e, const mstate *m, const rimpl *r,
+void engine_record(qs_engine *e, const mstate *m, const rimpl *r,
                    const run_rec *rec);
 /* Writes the queued rows now. */
-int engine_flush(engine *e);
+int engine_flush(qs_engine *e);
 /* Notes the first failure to record (store.c status and message): the
  * engine then stops writing to its store. */
-void engine_record_fail(engine *e, int status, const char *msg);
-/* Flushes and releases the queue (engine_close). */
-void recorder_close(engine *e);
+void engine_record_fail(qs_engine *e, int status, const char *msg);
+/* Flushes and releases the queue (qs_engine_close). */
+void recorder_close(qs_engine *e);
 
 /* ---- key.c: canonical key text, work and parameter JSON of a call. */
-int key_text(const method_desc *d, const image *in, const double *p,
+int key_text(const qs_method_desc *d, const qs_image *in, const double *p,
              char *buf, size_t len);
 /* The key of a calibration slice: key_text followed by KEY_SLICE_MARK, so
  * that the store tells calibration's rows from the caller's own keys
- * (db_key_is_slice) while the model still fits them by work. */
+ * (qs_db_key_is_slice) while the model still fits them by work. */
 #define KEY_SLICE_MARK "#slice"
 /* The key of a run on device images in place (devcall_native): its time
  * has no transfers, unlike the same implementation's on host images, so it
  * is learnt apart; the model still fits it by work. */
 #define KEY_DEVICE_MARK "@device"
-int key_slice_text(const method_desc *d, const image *in, const double *p,
-                   char *buf, size_t len);
-double key_work(const method_desc *d, const image *in, const double *p,
-                const image *out);
-char *key_json(const method_desc *d, const double *p); /* cJSON_free it */
+int key_slice_text(const qs_method_desc *d, const qs_image *in,
+                   const double *p, char *buf, size_t len);
+double key_work(const qs_method_desc *d, const qs_image *in, const double *p,
+                const qs_image *out);
+char *key_json(const qs_method_desc *d, const double *p); /* cJSON_free it */
 
 #endif

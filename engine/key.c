@@ -9,7 +9,7 @@
 
 #include "internal.h"
 
-int key_text(const method_desc *d, const image *in, const double *p,
+int key_text(const qs_method_desc *d, const qs_image *in, const double *p,
              char *buf, size_t len) {
   size_t at = 0;
   int n = snprintf(buf, len, "%s(", d->name);
@@ -21,7 +21,7 @@ int key_text(const method_desc *d, const image *in, const double *p,
   }
   for (size_t i = 0; n >= 0 && i < d->n_params; i++) {
     char v[64];
-    params_format(&d->params[i], p[i], v, sizeof v);
+    qs_params_format(&d->params[i], p[i], v, sizeof v);
     at += (size_t)n;
     n = snprintf(buf + (at < len ? at : len), at < len ? len - at : 0,
                  "%s%s=%s", i || d->n_inputs ? ";" : "", d->params[i].name,
@@ -34,8 +34,8 @@ int key_text(const method_desc *d, const image *in, const double *p,
   return at < len ? QS_OK : QS_EOVERFLOW;
 }
 
-int key_slice_text(const method_desc *d, const image *in, const double *p,
-                   char *buf, size_t len) {
+int key_slice_text(const qs_method_desc *d, const qs_image *in,
+                   const double *p, char *buf, size_t len) {
   int rc = key_text(d, in, p, buf, len);
   size_t at = rc ? 0 : strlen(buf);
   if (!rc && len - at <= strlen(KEY_SLICE_MARK)) rc = QS_EOVERFLOW;
@@ -44,13 +44,13 @@ int key_slice_text(const method_desc *d, const image *in, const double *p,
 }
 
 /* A caller's key always ends in ')': only a slice's ends in the mark. */
-int db_key_is_slice(const char *key) {
+int qs_db_key_is_slice(const char *key) {
   size_t n = key ? strlen(key) : 0, m = strlen(")" KEY_SLICE_MARK);
   return n > m && !strcmp(key + n - m, ")" KEY_SLICE_MARK);
 }
 
-double key_work(const method_desc *d, const image *in, const double *p,
-                const image *out) {
+double key_work(const qs_method_desc *d, const qs_image *in, const double *p,
+                const qs_image *out) {
   if (d->work) return d->work(in, p);
   double w = 0;
   for (size_t i = 0; i < d->n_outputs; i++)
@@ -58,16 +58,16 @@ double key_work(const method_desc *d, const image *in, const double *p,
   return w;
 }
 
-char *key_json(const method_desc *d, const double *p) {
+char *key_json(const qs_method_desc *d, const double *p) {
   cJSON *o = cJSON_CreateObject();
   for (size_t i = 0; o && i < d->n_params; i++) {
-    const param_def *pd = &d->params[i];
+    const qs_param_def *pd = &d->params[i];
     cJSON *v;
-    if (pd->type == PARAM_BOOL) {
+    if (pd->type == QS_PARAM_BOOL) {
       v = cJSON_CreateBool(p[i] != 0);
-    } else if (pd->type == PARAM_ENUM) {
+    } else if (pd->type == QS_PARAM_ENUM) {
       char s[QS_NAME_MAX];
-      params_format(pd, p[i], s, sizeof s);
+      qs_params_format(pd, p[i], s, sizeof s);
       v = cJSON_CreateString(s);
     } else {
       v = cJSON_CreateNumber(p[i]);

@@ -50,26 +50,27 @@ static int num_format(char *buf, size_t len, double v) {
   return snprintf(buf, len, "%s", t);
 }
 
-int params_format(const param_def *d, double v, char *buf, size_t len) {
+int qs_params_format(const qs_param_def *d, double v, char *buf, size_t len) {
   char name[QS_NAME_MAX];
   if (!buf || !len) return 0;
   if (!d) return snprintf(buf, len, "%s", "");
   switch (d->type) {
-  case PARAM_INT:
+  case QS_PARAM_INT:
     return snprintf(buf, len, "%.0f", v);
-  case PARAM_BOOL:
+  case QS_PARAM_BOOL:
     return snprintf(buf, len, "%s", v != 0 ? "true" : "false");
-  case PARAM_ENUM:
+  case QS_PARAM_ENUM:
     if (v >= 0 && choice_at(d->choices, (size_t)v, name, sizeof name))
       return snprintf(buf, len, "%s", name);
     return snprintf(buf, len, "%.0f", v);
-  case PARAM_FLOAT:
+  case QS_PARAM_FLOAT:
   default:
     return num_format(buf, len, v);
   }
 }
 
-int params_check(const param_def *d, double v, char *err, size_t err_len) {
+int qs_params_check(const qs_param_def *d, double v, char *err,
+                    size_t err_len) {
   char a[40], lo[40], hi[40];
   if (!d) return snprintf(err, err_len, "no parameter definition"), QS_EINVAL;
   num_format(a, sizeof a, v);
@@ -78,16 +79,16 @@ int params_check(const param_def *d, double v, char *err, size_t err_len) {
              a);
     return QS_EPARAM;
   }
-  if (d->type != PARAM_FLOAT && v != floor(v)) {
+  if (d->type != QS_PARAM_FLOAT && v != floor(v)) {
     snprintf(err, err_len, "parameter %s: %s is not an integer", d->name, a);
     return QS_EPARAM;
   }
-  if (d->type == PARAM_BOOL && v != 0 && v != 1) {
+  if (d->type == QS_PARAM_BOOL && v != 0 && v != 1) {
     snprintf(err, err_len, "parameter %s: %s is not a boolean (0 or 1)",
              d->name, a);
     return QS_EPARAM;
   }
-  if (d->type == PARAM_ENUM) {
+  if (d->type == QS_PARAM_ENUM) {
     size_t n = choice_count(d->choices);
     if (v < 0 || v >= (double)n) {
       snprintf(err, err_len, "parameter %s: index %s is not one of %s",
@@ -95,30 +96,32 @@ int params_check(const param_def *d, double v, char *err, size_t err_len) {
       return QS_EPARAM;
     }
   }
-  if ((d->type == PARAM_INT || d->type == PARAM_FLOAT) && d->min < d->max) {
-    int lo_bad = (d->flags & PARAM_MIN_OPEN) ? v <= d->min : v < d->min;
-    int hi_bad = (d->flags & PARAM_MAX_OPEN) ? v >= d->max : v > d->max;
+  if ((d->type == QS_PARAM_INT || d->type == QS_PARAM_FLOAT) &&
+      d->min < d->max) {
+    int lo_bad = (d->flags & QS_PARAM_MIN_OPEN) ? v <= d->min : v < d->min;
+    int hi_bad = (d->flags & QS_PARAM_MAX_OPEN) ? v >= d->max : v > d->max;
     if (lo_bad || hi_bad) {
       num_format(lo, sizeof lo, d->min);
       num_format(hi, sizeof hi, d->max);
-      snprintf(err, err_len, "parameter %s: %s is outside %c%s, %s%c",
-               d->name, a, (d->flags & PARAM_MIN_OPEN) ? '(' : '[', lo, hi,
-               (d->flags & PARAM_MAX_OPEN) ? ')' : ']');
+      snprintf(err, err_len, "parameter %s: %s is outside %c%s, %s%c", d->name,
+               a, (d->flags & QS_PARAM_MIN_OPEN) ? '(' : '[', lo, hi,
+               (d->flags & QS_PARAM_MAX_OPEN) ? ')' : ']');
       return QS_EPARAM;
     }
   }
   return QS_OK;
 }
 
-int params_parse(const param_def *d, const char *text, double *value,
-                 char *err, size_t err_len) {
+int qs_params_parse(const qs_param_def *d, const char *text, double *value,
+                    char *err, size_t err_len) {
   static const char *const yes[] = {"1", "true", "yes", "on"};
   static const char *const no[] = {"0", "false", "no", "off"};
   const char *t = text ? text : "";
   char *end = NULL;
   double v = NAN;
   if (!d || !value)
-    return snprintf(err, err_len, "params_parse: no definition or no value"),
+    return snprintf(err, err_len,
+                    "qs_params_parse: no definition or no value"),
            QS_EINVAL;
   /* Numbers strictly as written: a sign, digits, a point and an exponent
    * (strtod alone also takes leading spaces and hex: " 5", "0x10"). */
@@ -126,25 +129,25 @@ int params_parse(const param_def *d, const char *text, double *value,
   for (const char *p = t; plain && *p; p++)
     plain = strchr("0123456789+-.eE", *p) != NULL;
   switch (d->type) {
-  case PARAM_INT: {
+  case QS_PARAM_INT: {
     errno = 0;
     long long i = strtoll(t, &end, 10);
     if (end == t || *end || errno == ERANGE) break;
     v = (double)i;
     break;
   }
-  case PARAM_FLOAT:
+  case QS_PARAM_FLOAT:
     errno = 0;
     v = strtod(t, &end);
     if (end == t || *end || errno == ERANGE) v = NAN;
     break;
-  case PARAM_BOOL:
+  case QS_PARAM_BOOL:
     for (size_t i = 0; i < 4; i++) {
       if (!strcasecmp(t, yes[i])) v = 1;
       if (!strcasecmp(t, no[i])) v = 0;
     }
     break;
-  case PARAM_ENUM: {
+  case QS_PARAM_ENUM: {
     char name[QS_NAME_MAX];
     /* Any case: NanoPyx spells the temporal statistics AVG, VAR, TAC2. */
     for (size_t i = 0; choice_at(d->choices, i, name, sizeof name); i++)
@@ -157,15 +160,16 @@ int params_parse(const param_def *d, const char *text, double *value,
     break;
   }
   }
-  if (!plain && (d->type == PARAM_INT || d->type == PARAM_FLOAT)) v = NAN;
+  if (!plain && (d->type == QS_PARAM_INT || d->type == QS_PARAM_FLOAT))
+    v = NAN;
   if (isnan(v)) {
     static const char *const what[] = {"an integer", "a number",
                                        "a boolean (true/false/1/0)", "?"};
     snprintf(err, err_len, "parameter %s: \"%s\" is not %s", d->name, t,
-             what[d->type <= PARAM_BOOL ? d->type : 3]);
+             what[d->type <= QS_PARAM_BOOL ? d->type : 3]);
     return QS_EPARAM;
   }
-  int rc = params_check(d, v, err, err_len);
+  int rc = qs_params_check(d, v, err, err_len);
   if (!rc) *value = v;
   return rc;
 }
@@ -191,9 +195,9 @@ static size_t name_distance(const char *a, const char *b) {
   return row[lb];
 }
 
-const char *name_nearest(const char *name, const char *(*at)(const void *,
-                                                             size_t),
-                         const void *ctx, size_t n) {
+const char *qs_name_nearest(const char *name,
+                            const char *(*at)(const void *, size_t),
+                            const void *ctx, size_t n) {
   const char *best = NULL;
   size_t best_d = (size_t)-1;
   if (!name || !at) return NULL;
@@ -207,12 +211,12 @@ const char *name_nearest(const char *name, const char *(*at)(const void *,
 }
 
 static const char *def_name_at(const void *ctx, size_t i) {
-  return ((const param_def *)ctx)[i].name;
+  return ((const qs_param_def *)ctx)[i].name;
 }
 
-int params_resolve(const param_def *defs, size_t n, const param *given,
-                   size_t n_given, double *values, char *err,
-                   size_t err_len) {
+int qs_params_resolve(const qs_param_def *defs, size_t n,
+                      const qs_param *given, size_t n_given, double *values,
+                      char *err, size_t err_len) {
   if (n > QS_MAX_PARAMS) {
     snprintf(err, err_len, "%zu parameters declared (at most %d)", n,
              QS_MAX_PARAMS);
@@ -231,7 +235,7 @@ int params_resolve(const param_def *defs, size_t n, const param *given,
     size_t i = 0;
     while (i < n && strcmp(defs[i].name, name)) i++;
     if (i == n) {
-      const char *near = name_nearest(name, def_name_at, defs, n);
+      const char *near = qs_name_nearest(name, def_name_at, defs, n);
       snprintf(err, err_len, "unknown parameter \"%s\"%s%s%s", name,
                near ? " (did you mean " : "", near ? near : "",
                near ? "?)" : "");
@@ -242,9 +246,9 @@ int params_resolve(const param_def *defs, size_t n, const param *given,
       return QS_EPARAM;
     }
     int rc = given[g].text
-                 ? params_parse(&defs[i], given[g].text, &values[i], err,
-                                err_len)
-                 : params_check(&defs[i], given[g].value, err, err_len);
+                 ? qs_params_parse(&defs[i], given[g].text, &values[i], err,
+                                   err_len)
+                 : qs_params_check(&defs[i], given[g].value, err, err_len);
     if (rc) return rc;
     if (!given[g].text) values[i] = given[g].value;
   }

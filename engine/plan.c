@@ -20,16 +20,16 @@
  * buffer, and an OpenCL chain or a fused plan). */
 #define PLAN_KEPT 8
 
-struct plan {
-  engine *e;
-  const method_desc *d;
+struct qs_plan {
+  qs_engine *e;
+  const qs_method_desc *d;
   size_t m;                     /* the method's index in e->methods */
-  param params[QS_MAX_PARAMS];  /* resolved, by the descriptor's names */
+  qs_param params[QS_MAX_PARAMS]; /* resolved, by the descriptor's names */
   size_t n_params;
   char *impl;                   /* rq->impl, NULL: the agent */
-  progress_fn progress;
+  qs_progress_fn progress;
   void *progress_ctx;
-  image shape[QS_MAX_INPUTS];   /* planned shapes (no data) */
+  qs_image shape[QS_MAX_INPUTS]; /* planned shapes (no data) */
   size_t n_in;
   void *arg;                    /* the run under way's argument */
   int stateful;                 /* a run with an argument has been made */
@@ -44,39 +44,39 @@ struct plan {
   } kept[PLAN_KEPT];
   size_t n_kept;
   int serial;                   /* the last run's loops: calling thread */
-  schedule sched;               /* else the pool with these */
+  qs_schedule sched;            /* else the pool with these */
   size_t chunk;
   char last[QS_NAME_MAX];       /* the last run's implementation */
 };
 
-int plan_stateful(const plan *p) { return p && p->stateful; }
+int plan_stateful(const qs_plan *p) { return p && p->stateful; }
 
-const char *plan_impl(const plan *p) { return p ? p->last : ""; }
+const char *qs_plan_impl(const qs_plan *p) { return p ? p->last : ""; }
 
-int method_open(engine *e, const char *method, const run_request *rq,
-                plan **out) {
+int qs_method_open(qs_engine *e, const char *method, const qs_run_request *rq,
+                   qs_plan **out) {
   if (out) *out = NULL;
   if (!e) return QS_EINVAL;
   if (!out || !rq)
-    return engine_fail(e, QS_EINVAL, "method_open: %s is NULL",
+    return engine_fail(e, QS_EINVAL, "qs_method_open: %s is NULL",
                        !out ? "out" : "the request");
   if (rq->n_inputs > QS_MAX_INPUTS)
-    return engine_fail(e, QS_EINVAL, "method_open: %zu inputs (at most %d)",
+    return engine_fail(e, QS_EINVAL, "qs_method_open: %zu inputs (at most %d)",
                        rq->n_inputs, QS_MAX_INPUTS);
-  const method_desc *d = method_find(e, method);
+  const qs_method_desc *d = qs_method_find(e, method);
   prep pr;
   int rc = prep_call(e, method, rq, d ? d->n_outputs : 0, 1, &pr);
   if (rc) return rc;
-  plan *p = calloc(1, sizeof *p);
+  qs_plan *p = calloc(1, sizeof *p);
   if (!p) {
     prep_done(&pr);
-    return engine_fail(e, QS_ENOMEM, "method_open: out of memory");
+    return engine_fail(e, QS_ENOMEM, "qs_method_open: out of memory");
   }
   p->e = e;
   p->d = pr.m->desc;
   p->m = (size_t)(pr.m - e->methods);
   for (size_t i = 0; i < p->d->n_params; i++)
-    p->params[i] = (param){p->d->params[i].name, pr.p[i], NULL};
+    p->params[i] = (qs_param){p->d->params[i].name, pr.p[i], NULL};
   p->n_params = p->d->n_params;
   p->n_in = rq->n_inputs;
   for (size_t i = 0; i < rq->n_inputs; i++) {
@@ -89,22 +89,24 @@ int method_open(engine *e, const char *method, const run_request *rq,
   if (rq->impl && !(p->impl = strdup(rq->impl))) rc = QS_ENOMEM;
   prep_done(&pr);
   if (rc) {
-    plan_close(p);
-    return engine_fail(e, rc, "method_open: out of memory");
+    qs_plan_close(p);
+    return engine_fail(e, rc, "qs_method_open: out of memory");
   }
   /* The agent's choice for the planned shapes, opened now: planning
    * happens here, not in the first run (another choice later is opened
    * at its first run). */
-  run_report rep;
-  run_request est = {.inputs = p->shape, .n_inputs = p->n_in,
-                     .params = p->params, .n_params = p->n_params,
-                     .impl = p->impl};
-  if (method_estimate(e, p->d->name, &est, &rep) == QS_OK && rep.impl[0]) {
+  qs_run_report rep;
+  qs_run_request est = {.inputs = p->shape,
+                        .n_inputs = p->n_in,
+                        .params = p->params,
+                        .n_params = p->n_params,
+                        .impl = p->impl};
+  if (qs_method_estimate(e, p->d->name, &est, &rep) == QS_OK && rep.impl[0]) {
     mstate *m = &e->methods[p->m];
     for (size_t i = 0; i < m->n_impls; i++) {
       if (strcmp(m->impls[i].name, rep.impl) || !m->impls[i].def->open)
         continue;
-      method_call c;
+      qs_method_call c;
       char err[256] = "";
       double v[QS_MAX_PARAMS];
       for (size_t k = 0; k < p->n_params; k++) v[k] = p->params[k].value;
@@ -123,7 +125,7 @@ int method_open(engine *e, const char *method, const run_request *rq,
 
 /* Inputs of the plan's shapes: rows and columns as planned, frames at most
  * as planned. */
-static int plan_shapes(plan *p, const image *in, size_t n) {
+static int plan_shapes(qs_plan *p, const qs_image *in, size_t n) {
   if (n != p->n_in || (n && !in))
     return engine_fail(p->e, QS_EINVAL, "plan %s: %zu inputs, planned %zu",
                        p->d->name, n, p->n_in);
@@ -139,28 +141,31 @@ static int plan_shapes(plan *p, const image *in, size_t n) {
   return QS_OK;
 }
 
-int plan_run_arg(plan *p, const image *inputs, size_t n_inputs, void *arg,
-                 const char *impl, image *outputs, size_t n_outputs,
-                 run_report *report) {
+int plan_run_arg(qs_plan *p, const qs_image *inputs, size_t n_inputs,
+                 void *arg, const char *impl, qs_image *outputs,
+                 size_t n_outputs, qs_run_report *report) {
   if (!p) return QS_EINVAL;
-  engine *e = p->e;
+  qs_engine *e = p->e;
   if (report) memset(report, 0, sizeof *report);
-  for (size_t i = 0; outputs && i < n_outputs; i++) outputs[i] = (image){0};
+  for (size_t i = 0; outputs && i < n_outputs; i++)
+    outputs[i] = (qs_image){0};
   if (e->plan || e->in_step)
     return engine_fail(e, QS_EINVAL, "plan %s: run inside another run",
                        p->d->name);
   int rc = plan_shapes(p, inputs, n_inputs);
   if (rc) return rc;
-  run_request rq = {.inputs = inputs, .n_inputs = n_inputs,
-                    .params = p->params, .n_params = p->n_params,
-                    .impl = impl ? impl : p->impl,
-                    .progress = p->progress,
-                    .progress_ctx = p->progress_ctx};
+  qs_run_request rq = {.inputs = inputs,
+                       .n_inputs = n_inputs,
+                       .params = p->params,
+                       .n_params = p->n_params,
+                       .impl = impl ? impl : p->impl,
+                       .progress = p->progress,
+                       .progress_ctx = p->progress_ctx};
   p->arg = arg;
   if (arg) p->stateful = 1;
   e->plan = p;
-  run_report own;
-  run_report *rep = report ? report : &own;
+  qs_run_report own;
+  qs_run_report *rep = report ? report : &own;
   rc = dispatch_run(e, p->d->name, &rq, outputs, n_outputs, rep);
   e->plan = NULL;
   p->arg = NULL;
@@ -168,13 +173,13 @@ int plan_run_arg(plan *p, const image *inputs, size_t n_inputs, void *arg,
   return rc;
 }
 
-int plan_run(plan *p, const image *inputs, size_t n_inputs, image *outputs,
-             size_t n_outputs, run_report *report) {
+int qs_plan_run(qs_plan *p, const qs_image *inputs, size_t n_inputs,
+                qs_image *outputs, size_t n_outputs, qs_run_report *report) {
   return plan_run_arg(p, inputs, n_inputs, NULL, NULL, outputs, n_outputs,
                       report);
 }
 
-void plan_close(plan *p) {
+void qs_plan_close(qs_plan *p) {
   if (!p) return;
   while (p->n_kept--)
     if (p->kept[p->n_kept].release)
@@ -189,8 +194,8 @@ void plan_close(plan *p) {
 
 /* ----------------------------------------------- the runs' side (exec.c) */
 
-int plan_state_of(plan *p, const mstate *m, size_t impl,
-                  const method_call *c, void **state) {
+int plan_state_of(qs_plan *p, const mstate *m, size_t impl,
+                  const qs_method_call *c, void **state) {
   *state = NULL;
   if (impl >= QS_MAX_IMPLS || !m->impls[impl].def->open) return QS_OK;
   if (!p->opened[impl].opened) {
@@ -205,27 +210,27 @@ int plan_state_of(plan *p, const mstate *m, size_t impl,
   return QS_OK;
 }
 
-void plan_loops(plan *p, const method_call *c) {
+void plan_loops(qs_plan *p, const qs_method_call *c) {
   p->serial = c->threads == 1;
   p->sched = c->sched;
   p->chunk = c->chunk;
 }
 
-void *plan_arg_of(const method_call *c) {
-  const plan *p = c->plan_;
+void *plan_arg_of(const qs_method_call *c) {
+  const qs_plan *p = c->plan_;
   return p ? p->arg : NULL;
 }
 
-void *plan_kept(const method_call *c, const char *tag) {
-  const plan *p = c->plan_;
+void *plan_kept(const qs_method_call *c, const char *tag) {
+  const qs_plan *p = c->plan_;
   for (size_t i = 0; p && i < p->n_kept; i++)
     if (!strcmp(p->kept[i].tag, tag)) return p->kept[i].state;
   return NULL;
 }
 
-int plan_keep(const method_call *c, const char *tag, void *state,
+int plan_keep(const qs_method_call *c, const char *tag, void *state,
               void (*release)(void *state)) {
-  plan *p = c->plan_;
+  qs_plan *p = c->plan_;
   if (!p) {
     if (release) release(state);
     return QS_EUNAVAIL;
@@ -251,12 +256,13 @@ int plan_keep(const method_call *c, const char *tag, void *state,
 
 /* ------------------------------------------ the stream's loops (plan.h) */
 
-int plan_for(plan *p, size_t begin, size_t end, range_fn body, void *ctx) {
+int plan_for(qs_plan *p, size_t begin, size_t end, qs_range_fn body,
+             void *ctx) {
   if (p->serial) return end > begin ? body(ctx, begin, end, 0) : QS_OK;
-  return pool_for(p->e->pool, begin, end, p->serial ? SCHED_STATIC : p->sched,
-                  p->chunk, body, ctx);
+  return pool_for(p->e->pool, begin, end,
+                  p->serial ? QS_SCHED_STATIC : p->sched, p->chunk, body, ctx);
 }
 
-void plan_touch(plan *p, const image *img) {
+void plan_touch(qs_plan *p, const qs_image *img) {
   plan_for(p, 0, touch_ranges(img), touch_blocks, (void *)img);
 }

@@ -11,8 +11,8 @@
 
 typedef struct job {
   size_t begin, end, chunk;
-  schedule sched;
-  range_fn body;
+  qs_schedule sched;
+  qs_range_fn body;
   void *ctx;
   atomic_size_t next;   /* dynamic and guided: next unclaimed index */
   atomic_int error;     /* first nonzero body result */
@@ -55,7 +55,7 @@ static void share(job *j, int w, int t) {
   size_t c = j->chunk ? j->chunk : 1;
   in_loop = 1;
   switch (j->sched) {
-  case SCHED_STATIC:
+  case QS_SCHED_STATIC:
     if (j->chunk == 0) {
       size_t q = n / (size_t)t, r = n % (size_t)t, uw = (size_t)w;
       size_t b = j->begin + uw * q + (uw < r ? uw : r);
@@ -71,7 +71,7 @@ static void share(job *j, int w, int t) {
       }
     }
     break;
-  case SCHED_DYNAMIC:
+  case QS_SCHED_DYNAMIC:
     for (;;) {
       if (atomic_load_explicit(&j->error, memory_order_relaxed)) break;
       size_t b = atomic_fetch_add(&j->next, c);
@@ -80,7 +80,7 @@ static void share(job *j, int w, int t) {
       run_range(j, b, e, w);
     }
     break;
-  case SCHED_GUIDED:
+  case QS_SCHED_GUIDED:
   default:
     for (;;) {
       if (atomic_load_explicit(&j->error, memory_order_relaxed)) break;
@@ -171,8 +171,8 @@ void pool_destroy(pool *p) {
 
 int pool_threads(const pool *p) { return p ? p->threads : 1; }
 
-int pool_for(pool *p, size_t begin, size_t end, schedule sched, size_t chunk,
-             range_fn body, void *ctx) {
+int pool_for(pool *p, size_t begin, size_t end, qs_schedule sched,
+             size_t chunk, qs_range_fn body, void *ctx) {
   if (!body) return QS_EINVAL;
   if (end <= begin) return QS_OK;
   if (!p || p->threads == 1 || in_loop || end - begin == 1) {

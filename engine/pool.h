@@ -22,14 +22,14 @@ void pool_destroy(pool *p);
 int pool_threads(const pool *p);
 
 /* Runs body over [begin, end) in chunks handed out by `sched`:
- *  SCHED_STATIC, chunk 0: one contiguous, even block per thread;
- *  SCHED_STATIC, chunk c: chunks of c dealt round robin;
- *  SCHED_DYNAMIC: chunks of max(c, 1) from a shared counter;
- *  SCHED_GUIDED: remaining / (2 * threads) per grab, at least max(c, 1).
+ *  QS_SCHED_STATIC, chunk 0: one contiguous, even block per thread;
+ *  QS_SCHED_STATIC, chunk c: chunks of c dealt round robin;
+ *  QS_SCHED_DYNAMIC: chunks of max(c, 1) from a shared counter;
+ *  QS_SCHED_GUIDED: remaining / (2 * threads) per grab, at least max(c, 1).
  * A body returning nonzero stops the handing out of further chunks; the
  * first such value is returned once every running body has finished. */
-int pool_for(pool *p, size_t begin, size_t end, schedule sched, size_t chunk,
-             range_fn body, void *ctx);
+int pool_for(pool *p, size_t begin, size_t end, qs_schedule sched,
+             size_t chunk, qs_range_fn body, void *ctx);
 
 /* Number of online cores (at least 1). */
 int pool_cores(void);

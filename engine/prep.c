@@ -8,13 +8,13 @@
 
 #include "internal.h"
 
-static int shape_ok(engine *e, const method_desc *d, const char *what,
-                    const char *slot, const image *im) {
+static int shape_ok(qs_engine *e, const qs_method_desc *d, const char *what,
+                    const char *slot, const qs_image *im) {
   size_t n;
   if (!im->frames || !im->rows || !im->cols)
     return engine_fail(e, QS_ESHAPE, "method %s: %s %s is empty (%zux%zux%zu)",
                        d->name, what, slot, im->frames, im->rows, im->cols);
-  if (image_pixels(im->frames, im->rows, im->cols, &n))
+  if (qs_image_pixels(im->frames, im->rows, im->cols, &n))
     return engine_fail(e, QS_EOVERFLOW, "method %s: %s %s is too large "
                        "(%zux%zux%zu)", d->name, what, slot, im->frames,
                        im->rows, im->cols);
@@ -22,18 +22,18 @@ static int shape_ok(engine *e, const method_desc *d, const char *what,
 }
 
 /* Output shapes of the method for these inputs and parameters. */
-static int shapes_of(engine *e, const method_desc *d, const image *in,
-                     const double *p, image *shape) {
+static int shapes_of(qs_engine *e, const qs_method_desc *d, const qs_image *in,
+                     const double *p, qs_image *shape) {
   char msg[512] = "";
   memset(shape, 0, d->n_outputs * sizeof *shape);
   if (d->shape) {
     int rc = d->shape(in, p, shape, msg, sizeof msg);
     if (rc)
       return engine_fail(e, rc, "method %s: %s", d->name,
-                         msg[0] ? msg : status_message(rc));
+                         msg[0] ? msg : qs_status_message(rc));
   } else {
     for (size_t i = 0; i < d->n_outputs; i++)
-      shape[i] = (image){NULL, in[0].frames, in[0].rows, in[0].cols, NULL};
+      shape[i] = (qs_image){NULL, in[0].frames, in[0].rows, in[0].cols, NULL};
   }
   for (size_t i = 0; i < d->n_outputs; i++) {
     int rc = shape_ok(e, d, "output", d->outputs[i].name, &shape[i]);
@@ -42,7 +42,7 @@ static int shapes_of(engine *e, const method_desc *d, const image *in,
   return QS_OK;
 }
 
-int prep_call(engine *e, const char *method, const run_request *rq,
+int prep_call(qs_engine *e, const char *method, const qs_run_request *rq,
               size_t n_outputs, int shapes_only, prep *pr) {
   pr->m = NULL;
   pr->json = NULL;
@@ -52,7 +52,7 @@ int prep_call(engine *e, const char *method, const run_request *rq,
   pr->bytes_pulled = pr->bytes_pushed = 0;
   mstate *m = registry_find(e, method);
   if (!m) return registry_unknown(e, method);
-  const method_desc *d = m->desc;
+  const qs_method_desc *d = m->desc;
   if (!rq) return engine_fail(e, QS_EINVAL, "method %s: no request", d->name);
   if (rq->n_inputs != d->n_inputs || (rq->n_inputs && !rq->inputs))
     return engine_fail(e, QS_ESHAPE,
@@ -67,9 +67,11 @@ int prep_call(engine *e, const char *method, const run_request *rq,
     void *dev = NULL;
     if (!rc) rc = devimg_check(e, &rq->inputs[i], what, &dev);
     if (!rc && dev && pr->dev && dev != pr->dev)
-      rc = engine_fail(e, QS_EINVAL, "%s is on another device than the "
-                       "inputs before it (move it with image_pull and "
-                       "image_push)", what);
+      rc = engine_fail(e, QS_EINVAL,
+                       "%s is on another device than the "
+                       "inputs before it (move it with qs_image_pull and "
+                       "qs_image_push)",
+                       what);
     if (dev) pr->dev = dev;
     if (!rc && !dev && !rq->inputs[i].data && !shapes_only)
       rc = engine_fail(e, QS_EINVAL, "%s has no data", what);
@@ -81,8 +83,8 @@ int prep_call(engine *e, const char *method, const run_request *rq,
                        d->name, d->n_outputs, n_outputs);
   char msg[512] = "";
   /* params NULL with n_params > 0 is refused there, never read */
-  int rc = params_resolve(d->params, d->n_params, rq->params, rq->n_params,
-                          pr->p, msg, sizeof msg);
+  int rc = qs_params_resolve(d->params, d->n_params, rq->params, rq->n_params,
+                             pr->p, msg, sizeof msg);
   if (rc) return engine_fail(e, rc, "method %s: %s", d->name, msg);
   rc = shapes_of(e, d, rq->inputs, pr->p, pr->shape);
   if (rc) return rc;
@@ -111,7 +113,7 @@ static const char *rimpl_name_at(const void *ctx, size_t i) {
   return ((const rimpl *)ctx)[i].name;
 }
 
-int impl_select(engine *e, const mstate *m, const char *text,
+int impl_select(qs_engine *e, const mstate *m, const char *text,
                 unsigned char *mask, int *exact) {
   memset(mask, 0, m->n_impls);
   *exact = 0;
@@ -124,16 +126,17 @@ int impl_select(engine *e, const mstate *m, const char *text,
              s);
     int hit = 0;
     for (size_t i = 0; i < m->n_impls; i++) {
-      impl_kind k = m->impls[i].def->kind;
-      if (!strcmp(w, m->impls[i].name) || !strcmp(w, impl_kind_name(k)) ||
-          (!strcmp(w, "cpu") && k != IMPL_OPENCL)) {
+      qs_impl_kind k = m->impls[i].def->kind;
+      if (!strcmp(w, m->impls[i].name) || !strcmp(w, qs_impl_kind_name(k)) ||
+          (!strcmp(w, "cpu") && k != QS_IMPL_OPENCL)) {
         mask[i] = 1;
         hit = 1;
         if (!strcmp(w, m->impls[i].name)) *exact = 1;
       }
     }
     if (!hit) {
-      const char *near = name_nearest(w, rimpl_name_at, m->impls, m->n_impls);
+      const char *near =
+          qs_name_nearest(w, rimpl_name_at, m->impls, m->n_impls);
       return engine_fail(e, QS_ENOIMPL,
                          "method %s has no implementation or kind \"%s\"%s%s%s",
                          m->desc->name, w, near ? " (did you mean " : "",
@@ -146,4 +149,3 @@ int impl_select(engine *e, const mstate *m, const char *text,
   if (words != 1) *exact = 0;
   return QS_OK;
 }
-

@@ -3,7 +3,7 @@
  *
  * Implementations report units of work through method_call.advance from
  * any pool thread; the engine adds them up and calls the caller's hook
- * at most every PROGRESS_INTERVAL_MS, one thread at a time, with `done`
+ * at most every QS_PROGRESS_INTERVAL_MS, one thread at a time, with `done`
  * that never goes back. Once the hook returns nonzero the call is
  * cancelled for good: every later advance, poll and parallel_for piece
  * says so, and the dispatcher returns QS_ECANCELLED without recording a
@@ -19,18 +19,18 @@
 #include "internal.h"
 
 struct run_prog {
-  progress_fn fn;
+  qs_progress_fn fn;
   void *ctx;
   atomic_int cancelled;
   atomic_int counting;
-  const method_call *_Atomic owner;  /* the run whose units count */
+  const qs_method_call *_Atomic owner; /* the run whose units count */
   atomic_uint_fast64_t done, total; /* its count */
   atomic_int_fast64_t next_ns;      /* the hook is due from then on */
   pthread_mutex_t lock;             /* held while the hook runs */
   uint64_t shown_done, shown_total; /* the last report (under lock) */
 };
 
-int prog_open(engine *e, const run_request *rq) {
+int prog_open(qs_engine *e, const qs_run_request *rq) {
   e->prog = NULL;
   if (!rq || !rq->progress) return QS_OK;
   run_prog *pg = calloc(1, sizeof *pg);
@@ -41,13 +41,14 @@ int prog_open(engine *e, const run_request *rq) {
   atomic_init(&pg->counting, 1);
   atomic_init(&pg->done, 0);
   atomic_init(&pg->total, 0);
-  atomic_init(&pg->next_ns, timer_ns() + PROGRESS_INTERVAL_MS * 1000000LL);
+  atomic_init(&pg->next_ns,
+              qs_timer_ns() + QS_PROGRESS_INTERVAL_MS * 1000000LL);
   pthread_mutex_init(&pg->lock, NULL);
   e->prog = pg;
   return QS_OK;
 }
 
-void prog_close(engine *e) {
+void prog_close(qs_engine *e) {
   run_prog *pg = e->prog;
   if (!pg) return;
   pthread_mutex_destroy(&pg->lock);
@@ -55,11 +56,11 @@ void prog_close(engine *e) {
   e->prog = NULL;
 }
 
-void prog_counting(engine *e, int on) {
+void prog_counting(qs_engine *e, int on) {
   if (e->prog) atomic_store(&e->prog->counting, on);
 }
 
-void prog_own(engine *e, const method_call *c) {
+void prog_own(qs_engine *e, const qs_method_call *c) {
   run_prog *pg = e->prog;
   if (!pg || e->in_step) return;
   if (c && !atomic_load(&pg->counting)) c = NULL;
@@ -70,7 +71,7 @@ void prog_own(engine *e, const method_call *c) {
   atomic_store(&pg->owner, c);
 }
 
-int prog_cancelled(const engine *e) {
+int prog_cancelled(const qs_engine *e) {
   return e->prog && atomic_load(&e->prog->cancelled);
 }
 
@@ -90,27 +91,27 @@ static void prog_call(run_prog *pg, uint64_t done, uint64_t total) {
     atomic_store(&pg->cancelled, 1);
 }
 
-int prog_poll(engine *e, int force) {
+int prog_poll(qs_engine *e, int force) {
   run_prog *pg = e->prog;
   if (!pg) return 0;
   if (atomic_load(&pg->cancelled)) return 1;
-  int64_t now = timer_ns();
+  int64_t now = qs_timer_ns();
   if (!force && now < atomic_load(&pg->next_ns)) return 0;
   /* one caller at a time; a thread that finds the hook busy goes on */
   if (force) pthread_mutex_lock(&pg->lock);
   else if (pthread_mutex_trylock(&pg->lock)) return 0;
   if (!atomic_load(&pg->cancelled) &&
-      (force || timer_ns() >= atomic_load(&pg->next_ns))) {
+      (force || qs_timer_ns() >= atomic_load(&pg->next_ns))) {
     prog_call(pg, atomic_load(&pg->done), atomic_load(&pg->total));
     atomic_store(&pg->next_ns,
-                 timer_ns() + PROGRESS_INTERVAL_MS * 1000000LL);
+                 qs_timer_ns() + QS_PROGRESS_INTERVAL_MS * 1000000LL);
   }
   pthread_mutex_unlock(&pg->lock);
   return atomic_load(&pg->cancelled);
 }
 
-int prog_advance(const method_call *c, uint64_t n, uint64_t total) {
-  engine *e = c->engine_;
+int prog_advance(const qs_method_call *c, uint64_t n, uint64_t total) {
+  qs_engine *e = c->engine_;
   run_prog *pg = e ? e->prog : NULL;
   if (!pg) return 0;
   if (c == atomic_load(&pg->owner)) {
@@ -120,7 +121,7 @@ int prog_advance(const method_call *c, uint64_t n, uint64_t total) {
   return prog_poll(e, 0);
 }
 
-void prog_finish(engine *e) {
+void prog_finish(qs_engine *e) {
   run_prog *pg = e->prog;
   if (!pg || atomic_load(&pg->cancelled)) return;
   uint64_t total = atomic_load(&pg->total);
@@ -131,7 +132,7 @@ void prog_finish(engine *e) {
   pthread_mutex_unlock(&pg->lock);
 }
 
-int prog_set(engine *e, uint64_t done, uint64_t total) {
+int prog_set(qs_engine *e, uint64_t done, uint64_t total) {
   run_prog *pg = e->prog;
   if (!pg) return 0;
   atomic_store(&pg->total, total);
@@ -147,15 +148,15 @@ int prog_set(engine *e, uint64_t done, uint64_t total) {
 #define PIECES_PER_THREAD 16
 
 typedef struct piece_job {
-  const method_call *c;
-  range_fn body;
+  const qs_method_call *c;
+  qs_range_fn body;
   void *ctx;
   size_t piece;
 } piece_job;
 
 static int piece_body(void *ctx, size_t b, size_t e, int worker) {
   const piece_job *j = ctx;
-  engine *en = j->c->engine_;
+  qs_engine *en = j->c->engine_;
   for (size_t at = b; at < e;) {
     if (prog_poll(en, 0)) return QS_ECANCELLED;
     size_t hi = e - at > j->piece ? at + j->piece : e;
@@ -166,11 +167,11 @@ static int piece_body(void *ctx, size_t b, size_t e, int worker) {
   return QS_OK;
 }
 
-int prog_for(const method_call *c, size_t begin, size_t end, range_fn body,
-             void *ctx,
-             int (*run)(const method_call *c, size_t begin, size_t end,
-                        range_fn body, void *ctx)) {
-  engine *e = c->engine_;
+int prog_for(const qs_method_call *c, size_t begin, size_t end,
+             qs_range_fn body, void *ctx,
+             int (*run)(const qs_method_call *c, size_t begin, size_t end,
+                        qs_range_fn body, void *ctx)) {
+  qs_engine *e = c->engine_;
   if (!e || !e->prog || end <= begin) return run(c, begin, end, body, ctx);
   if (prog_poll(e, 0)) return QS_ECANCELLED;
   size_t threads = c->threads > 0 ? (size_t)c->threads : 1;

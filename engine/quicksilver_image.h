@@ -4,9 +4,9 @@
  * A device image is an `image` whose pixels are a buffer on one of the
  * engine's OpenCL devices: its data is NULL, its frames, rows and cols are
  * its shape, and its private owner_ holds the buffer. It is made by
- * image_push (a host image copied up) or by method_run / plan_run (outputs
- * of a call whose inputs live on a device), read back by image_pull and
- * released by image_free, like any owned image. A part of quicksilver.h
+ * qs_image_push (a host image copied up) or by qs_method_run / qs_plan_run (outputs
+ * of a call whose inputs live on a device), read back by qs_image_pull and
+ * released by qs_image_free, like any owned image. A part of quicksilver.h
  * (which includes it): programs include quicksilver.h.
  *
  * Calls take device images wherever they take images:
@@ -25,23 +25,23 @@
  *    refused, and the report shows the bytes.
  *  - The agent adds to each implementation's estimate the seconds those
  *    moves would take (bytes at the device's measured bandwidth:
- *    engine_device_bandwidth), shown apart in run_estimate.transfer_seconds.
+ *    qs_engine_device_bandwidth), shown apart in run_estimate.transfer_seconds.
  *    A run on the device images themselves is recorded under the call's
  *    key followed by "@device": it has no transfers, unlike the same
  *    implementation's runs on host images, and is learnt apart.
  *  - Shape rules see no pixels of a device input (its data is NULL), as in
- *    method_estimate: eSRRF's refusal of NaN input is not made for it.
- *  - method_benchmark pulls device inputs once and runs on host memory.
+ *    qs_method_estimate: eSRRF's refusal of NaN input is not made for it.
+ *  - qs_method_benchmark pulls device inputs once and runs on host memory.
  *
  * A device image belongs to the engine that made it. Passing one to
  * another engine, or a copy of one already freed while its engine is open,
  * gives QS_EINVAL ("freed, or of another engine"); nothing is read from
  * it. The engine keeps the records of its last 256 freed device images,
  * so a copy of one of them is told apart for sure and freeing it again
- * does nothing; beyond that (or after engine_close) a copy of a freed
+ * does nothing; beyond that (or after qs_engine_close) a copy of a freed
  * image is a dangling pointer, as a host image's would be.
- * engine_close releases the buffers of the device images still alive:
- * they then only answer image_free (and image_device, "").
+ * qs_engine_close releases the buffers of the device images still alive:
+ * they then only answer qs_image_free (and qs_image_device, "").
  */
 #ifndef QUICKSILVER_IMAGE_H
 #define QUICKSILVER_IMAGE_H
@@ -55,35 +55,35 @@
 extern "C" {
 #endif
 
-/* Copies a host image to `device` (its name as engine_devices gives it,
+/* Copies a host image to `device` (its name as qs_engine_devices gives it,
  * "<slug>", or "opencl:<slug>"; NULL or "opencl": the first OpenCL
- * device) into *dev, a device image to release with image_free. On
+ * device) into *dev, a device image to release with qs_image_free. On
  * failure *dev is emptied and the status is QS_EINVAL (NULL or empty
  * image, a host image that is itself a device image), QS_ENOIMPL (no such
  * device), QS_EUNAVAIL (no OpenCL device), QS_EDEVMEM or QS_ECL. */
-QS_API int image_push(engine *e, const image *host, const char *device,
-                      image *dev);
+QS_API int qs_image_push(qs_engine *e, const qs_image *host,
+                         const char *device, qs_image *dev);
 
 /* Copies a device image of this engine into *host, an image allocated by
- * the engine (image_free). A host image is copied too. On failure *host
+ * the engine (qs_image_free). A host image is copied too. On failure *host
  * is emptied: QS_EINVAL for a freed or foreign device image. */
-QS_API int image_pull(engine *e, const image *dev, image *host);
+QS_API int qs_image_pull(qs_engine *e, const qs_image *dev, qs_image *host);
 
 /* "" for a host image (or NULL); the device's name ("<slug>") for a
  * device image; "" too once its engine was closed. */
-QS_API const char *image_device(const image *img);
+QS_API const char *qs_image_device(const qs_image *img);
 
 /* Bytes moved host→device (up) and device→host (down) on `device` (as in
- * image_push) since the engine opened: pushes, pulls and every
+ * qs_image_push) since the engine opened: pushes, pulls and every
  * implementation's transfers. Either pointer may be NULL. */
-QS_API int engine_device_bytes(engine *e, const char *device, uint64_t *up,
-                               uint64_t *down);
+QS_API int qs_engine_device_bytes(qs_engine *e, const char *device,
+                                  uint64_t *up, uint64_t *down);
 
 /* Bytes per second between host and `device`, as measured by this
  * engine's pushes and pulls (a first estimate from a 4 MiB probe when
  * none was made yet); what the agent prices transfers at. */
-QS_API int engine_device_bandwidth(engine *e, const char *device,
-                                   double *bytes_per_second);
+QS_API int qs_engine_device_bandwidth(qs_engine *e, const char *device,
+                                      double *bytes_per_second);
 
 #ifdef __cplusplus
 }

@@ -14,7 +14,7 @@
  * call (about 50 us median, 200 us mean with WAL checkpoints, against 5 us
  * for the call). Runs wait in memory until FLUSH_ROWS are pending or the
  * oldest is FLUSH_NS old (checked at each record), and are written at
- * engine_close and before the store is read. A crash loses at most that
+ * qs_engine_close and before the store is read. A crash loses at most that
  * batch; the selection never waits for the store because the engine's own
  * history cache is updated at once. */
 #define FLUSH_ROWS 64
@@ -44,18 +44,18 @@ static const char *put_str(char **at, const char *s) {
 
 /* ---------------------------------------------- recording of timings */
 
-void engine_record_fail(engine *e, int status, const char *msg) {
+void engine_record_fail(qs_engine *e, int status, const char *msg) {
   if (e->rec_status || !status) return;
   e->rec_status = status;
   snprintf(e->rec_msg, sizeof e->rec_msg, "%s", msg);
 }
 
-int engine_record_status(const engine *e, char *msg, size_t len) {
+int qs_engine_record_status(const qs_engine *e, char *msg, size_t len) {
   if (msg && len) snprintf(msg, len, "%s", e ? e->rec_msg : "no engine");
   return e ? e->rec_status : QS_EINVAL;
 }
 
-int engine_flush(engine *e) {
+int engine_flush(qs_engine *e) {
   pending *q = e->queue;
   if (!q || !q->n) return QS_OK;
   char msg[1024] = "";
@@ -73,7 +73,7 @@ int engine_flush(engine *e) {
   return QS_OK;
 }
 
-void engine_record(engine *e, const mstate *m, const rimpl *r,
+void engine_record(qs_engine *e, const mstate *m, const rimpl *r,
                    const run_rec *rec) {
   if (!e->store || e->rec_status) return;
   if (!e->queue && !(e->queue = calloc(1, sizeof *e->queue))) return;
@@ -93,7 +93,7 @@ void engine_record(engine *e, const mstate *m, const rimpl *r,
       .work = rec->work, .params = put_str(&at, str[4]), .wall = rec->wall,
       .device_s = rec->device_s, .once_s = rec->once_s,
       .status = rec->status, .error = put_str(&at, str[5])};
-  int64_t now = timer_ns();
+  int64_t now = qs_timer_ns();
   if (q->n++ == 0) q->first_ns = now;
   /* The first row goes at once: a store that cannot take it is known in
    * that run's report. */
@@ -101,7 +101,7 @@ void engine_record(engine *e, const mstate *m, const rimpl *r,
     engine_flush(e);
 }
 
-void recorder_close(engine *e) {
+void recorder_close(qs_engine *e) {
   engine_flush(e);
   free(e->queue);
   e->queue = NULL;

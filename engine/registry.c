@@ -14,7 +14,7 @@
 
 /* Checks what the dispatcher relies on, so a bad descriptor fails at
  * registration with a message instead of misbehaving in a run. */
-static int desc_check(engine *e, const method_desc *d) {
+static int desc_check(qs_engine *e, const qs_method_desc *d) {
   char msg[256];
   if (!d || !d->name || !*d->name || strlen(d->name) >= QS_NAME_MAX)
     return engine_fail(e, QS_EINVAL, "method descriptor: missing or too long "
@@ -40,14 +40,14 @@ static int desc_check(engine *e, const method_desc *d) {
     if (!d->params[i].name)
       return engine_fail(e, QS_EINVAL, "method %s: parameter %zu has no name",
                          d->name, i);
-    if (params_check(&d->params[i], d->params[i].def, msg, sizeof msg))
+    if (qs_params_check(&d->params[i], d->params[i].def, msg, sizeof msg))
       return engine_fail(e, QS_EINVAL, "method %s: default of %s", d->name,
                          msg);
   }
   for (size_t i = 0; i < d->n_impls; i++) {
-    const impl_def *x = &d->impls[i];
+    const qs_impl_def *x = &d->impls[i];
     if (!x->name || !*x->name || !x->run || strlen(x->name) >= 32 ||
-        (unsigned)x->kind > IMPL_COMPOSITE)
+        (unsigned)x->kind > QS_IMPL_COMPOSITE)
       return engine_fail(e, QS_EINVAL,
                          "method %s: implementation %zu needs a short name, "
                          "a kind and a run function",
@@ -66,7 +66,7 @@ static int desc_check(engine *e, const method_desc *d) {
  * hash of the method's code (codehash.py), so that changed code never
  * meets its old timings even when nobody bumps the number; for a host
  * program's method, the declared version. Always >= 0. */
-static int version_of(const impl_def *x, int builtin, const char *method) {
+static int version_of(const qs_impl_def *x, int builtin, const char *method) {
   if (!builtin) return x->version;
   uint32_t h = 0;
   for (size_t i = 0; code_hashes[i].method; i++)
@@ -75,7 +75,7 @@ static int version_of(const impl_def *x, int builtin, const char *method) {
   return (int)(((uint32_t)x->version * 2654435761u ^ h) & 0x7fffffffu);
 }
 
-int registry_add(engine *e, const method_desc *d, int builtin) {
+int registry_add(qs_engine *e, const qs_method_desc *d, int builtin) {
   int rc = desc_check(e, d);
   if (rc) return rc;
   if (registry_find(e, d->name))
@@ -83,7 +83,7 @@ int registry_add(engine *e, const method_desc *d, int builtin) {
                        d->name);
   size_t devices = e->cl ? clrt_count(e->cl) : 0, n = 0;
   for (size_t i = 0; i < d->n_impls; i++)
-    n += d->impls[i].kind == IMPL_OPENCL && devices ? devices : 1;
+    n += d->impls[i].kind == QS_IMPL_OPENCL && devices ? devices : 1;
   if (n > QS_MAX_IMPLS)
     return engine_fail(e, QS_EINVAL,
                        "method %s: %zu implementations here (at most %d)",
@@ -99,8 +99,8 @@ int registry_add(engine *e, const method_desc *d, int builtin) {
   if (!r) return engine_fail(e, QS_ENOMEM, "out of memory");
   size_t k = 0;
   for (size_t i = 0; i < d->n_impls; i++) {
-    const impl_def *x = &d->impls[i];
-    if (x->kind != IMPL_OPENCL) {
+    const qs_impl_def *x = &d->impls[i];
+    if (x->kind != QS_IMPL_OPENCL) {
       r[k] = (rimpl){.def = x, .devfp = e->cpu_fp, .oom_work = INFINITY,
                      .gen = 1, .version = version_of(x, builtin, d->name)};
       snprintf(r[k].name, sizeof r[k].name, "%s", x->name);
@@ -129,7 +129,7 @@ int registry_add(engine *e, const method_desc *d, int builtin) {
   return QS_OK;
 }
 
-void registry_free(engine *e) {
+void registry_free(qs_engine *e) {
   for (size_t i = 0; i < e->n_methods; i++) {
     hist_free(&e->methods[i]);
     free(e->methods[i].impls);
@@ -139,14 +139,14 @@ void registry_free(engine *e) {
   e->n_methods = e->cap_methods = 0;
 }
 
-mstate *registry_find(engine *e, const char *name) {
+mstate *registry_find(qs_engine *e, const char *name) {
   if (!e || !name) return NULL;
   for (size_t i = 0; i < e->n_methods; i++)
     if (!strcmp(e->methods[i].desc->name, name)) return &e->methods[i];
   return NULL;
 }
 
-int registry_usable(const rimpl *r, const method_call *c, char *why,
+int registry_usable(const rimpl *r, const qs_method_call *c, char *why,
                     size_t why_len) {
   if (r->why[0]) {
     snprintf(why, why_len, "%s", r->why);
@@ -160,21 +160,21 @@ int registry_usable(const rimpl *r, const method_call *c, char *why,
   return 1;
 }
 
-int method_register(engine *e, const method_desc *desc) {
+int qs_method_register(qs_engine *e, const qs_method_desc *desc) {
   if (!e) return QS_EINVAL;
-  if (!e->pool) /* engine_open failed before the engine could run */
-    return engine_fail(e, QS_EINVAL, "method_register: engine not open");
+  if (!e->pool) /* qs_engine_open failed before the engine could run */
+    return engine_fail(e, QS_EINVAL, "qs_method_register: engine not open");
   return registry_add(e, desc, 0);
 }
 
-size_t method_count(const engine *e) { return e ? e->n_methods : 0; }
+size_t qs_method_count(const qs_engine *e) { return e ? e->n_methods : 0; }
 
-const method_desc *method_at(const engine *e, size_t i) {
+const qs_method_desc *qs_method_at(const qs_engine *e, size_t i) {
   return e && i < e->n_methods ? e->methods[i].desc : NULL;
 }
 
-const method_desc *method_find(const engine *e, const char *name) {
-  mstate *m = registry_find((engine *)e, name);
+const qs_method_desc *qs_method_find(const qs_engine *e, const char *name) {
+  mstate *m = registry_find((qs_engine *)e, name);
   return m ? m->desc : NULL;
 }
 
@@ -182,35 +182,35 @@ static const char *method_name_at(const void *ctx, size_t i) {
   return ((const mstate *)ctx)[i].desc->name;
 }
 
-const char *method_nearest_name(const engine *e, const char *name) {
+const char *qs_method_nearest_name(const qs_engine *e, const char *name) {
   if (!e || !name) return NULL;
-  return name_nearest(name, method_name_at, e->methods, e->n_methods);
+  return qs_name_nearest(name, method_name_at, e->methods, e->n_methods);
 }
 
-int registry_unknown(engine *e, const char *name) {
-  const char *near =
-      name_nearest(name ? name : "", method_name_at, e->methods, e->n_methods);
+int registry_unknown(qs_engine *e, const char *name) {
+  const char *near = qs_name_nearest(name ? name : "", method_name_at,
+                                     e->methods, e->n_methods);
   return engine_fail(e, QS_ENOMETHOD, "unknown method \"%s\"%s%s%s",
                      name ? name : "(null)", near ? " (did you mean " : "",
                      near ? near : "", near ? "?)" : "");
 }
 
-int method_impls(engine *e, const char *method, impl_info *out, size_t max,
-                 size_t *n) {
+int qs_method_impls(qs_engine *e, const char *method, qs_impl_info *out,
+                    size_t max, size_t *n) {
   if (!e) return QS_EINVAL;
   if (n) *n = 0;
   if (max && !out)
-    return engine_fail(e, QS_EINVAL, "method_impls: no array for %zu entries",
-                       max);
+    return engine_fail(e, QS_EINVAL,
+                       "qs_method_impls: no array for %zu entries", max);
   mstate *m = registry_find(e, method);
   if (!m) return registry_unknown(e, method);
   double p[QS_MAX_PARAMS];
   for (size_t i = 0; i < m->desc->n_params; i++) p[i] = m->desc->params[i].def;
   for (size_t i = 0; i < m->n_impls && i < max; i++) {
     const rimpl *r = &m->impls[i];
-    method_call c;
+    qs_method_call c;
     call_init(e, r, &c, NULL, 0, NULL, 0, p, NULL, 0);
-    impl_info *o = &out[i];
+    qs_impl_info *o = &out[i];
     memset(o, 0, sizeof *o);
     snprintf(o->name, sizeof o->name, "%s", r->name);
     o->kind = r->def->kind;
@@ -222,7 +222,7 @@ int method_impls(engine *e, const char *method, impl_info *out, size_t max,
   return QS_OK;
 }
 
-int registry_builtins(engine *e) {
+int registry_builtins(qs_engine *e) {
   for (size_t i = 0; builtin_methods[i]; i++) {
     int rc = registry_add(e, builtin_methods[i], 1);
     if (rc) return rc;

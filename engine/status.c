@@ -14,12 +14,12 @@ static const char *const messages[] = {
 #undef QS_STATUS_MSG_
 };
 
-const char *status_name(int status) {
+const char *qs_status_name(int status) {
   if (status < 0 || status >= QS_STATUS_COUNT) return "unknown";
   return names[status];
 }
 
-const char *status_message(int status) {
+const char *qs_status_message(int status) {
   if (status < 0 || status >= QS_STATUS_COUNT) return "unknown status";
   return messages[status];
 }
@@ -30,7 +30,7 @@ static const char *const kind_names[] = {
 #undef QS_IMPL_KIND_NAME_
 };
 
-const char *impl_kind_name(impl_kind k) {
-  if ((unsigned)k >= IMPL_KIND_COUNT) return "unknown";
+const char *qs_impl_kind_name(qs_impl_kind k) {
+  if ((unsigned)k >= QS_IMPL_KIND_COUNT) return "unknown";
   return kind_names[k];
 }

@@ -8,7 +8,7 @@
 
 #include "quicksilver.h"
 
-int64_t timer_ns(void) {
+int64_t qs_timer_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -28,7 +28,7 @@ static void mean_std(const double *x, size_t n, double *mean, double *std) {
   *std = sqrt(v / (double)n);
 }
 
-int stats_of(const double *x, size_t n, stats *s) {
+int qs_stats_of(const double *x, size_t n, qs_stats *s) {
   if (!s) return QS_EINVAL;
   memset(s, 0, sizeof *s);
   if (n == 0 || !x) return QS_EINVAL;

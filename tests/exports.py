@@ -4,8 +4,9 @@ declare with QS_API: nothing internal leaks (pool_*, store_*, clrt_*...),
 and nothing declared is missing. Also checks the split of the headers: the
 host header (the first) uses no type, enumerator or function of the
 method-authoring header (the second), which it can only name as the
-incomplete `struct impl_def`. Further headers (quicksilver_prefixed.h) add
-their functions to the declared set. Usage: exports.py HOST_HEADER
+incomplete `struct qs_impl_def`, and that every exported name carries the
+one project prefix qs_. Further headers add their functions to the
+declared set. Usage: exports.py HOST_HEADER
 METHOD_HEADER [HEADER...] LIBRARY NM. Prints TAP."""
 import re
 import subprocess
@@ -44,14 +45,16 @@ for t in texts[1:2]:
     authored |= set(re.findall(r"typedef\s+struct\s+\w+\s+(\w+)\s*;", t))
     for body in re.findall(r"enum\s+\w*\s*\{(.*?)\}", t, re.S):
         authored |= set(re.findall(r"\b([A-Z][A-Z0-9_]+)\b", body))
-host = re.sub(r"\bstruct\s+impl_def\b", "", texts[0])
+host = re.sub(r"\bstruct\s+qs_impl_def\b", "", texts[0])
 leaked = sorted(n for n in authored
                 if re.search(r"\b" + re.escape(n) + r"\b", host))
 leaked = [n for n in leaked if n not in ("run", "probe", "parallel_for",
                                          "step", "advance", "kept", "keep",
                                          "open", "close")]  # member names
 
-print("1..4")
+unprefixed = sorted(n for n in exported | declared if not n.startswith("qs_"))
+
+print("1..5")
 print(("ok" if declared else "not ok") +
       f" 1 - the headers declare {len(declared)} QS_API functions")
 print(("ok" if not extra else "not ok") + " 2 - no export beyond the headers" +
@@ -62,3 +65,6 @@ print(("ok" if not missing else "not ok") +
 print(("ok" if len(headers) > 1 and authored and not leaked else "not ok") +
       f" 4 - the host header uses none of the {len(authored)} names of the "
       "method header" + ("" if not leaked else ": " + ", ".join(leaked)))
+print(("ok" if not unprefixed else "not ok") +
+      " 5 - every public function is named qs_*" +
+      ("" if not unprefixed else ": " + ", ".join(unprefixed)))

@@ -20,7 +20,7 @@ static int64_t fake_clock(void *ctx) {
 /* A frames x rows x cols stack of small varied values; free x.px. */
 typedef struct input {
   float *px;
-  image im;
+  qs_image im;
 } input;
 
 static input make_input(size_t frames, size_t rows, size_t cols) {
@@ -29,7 +29,7 @@ static input make_input(size_t frames, size_t rows, size_t cols) {
   x.px = malloc(n * sizeof *x.px);
   cr_assert_not_null(x.px);
   for (size_t i = 0; i < n; i++) x.px[i] = (float)(i % 97) * 0.5f;
-  x.im = image_wrap(x.px, frames, rows, cols);
+  x.im = qs_image_wrap(x.px, frames, rows, cols);
   return x;
 }
 

@@ -42,7 +42,7 @@ static cJSON *json_load(const char *path) {
 
 /* Loads one array entry {file, shape} into a new image. The files are
  * little-endian float32; this machine is little-endian too (checked). */
-static void array_load(const cJSON *entry, image *img) {
+static void array_load(const cJSON *entry, qs_image *img) {
   const cJSON *file = cJSON_GetObjectItem(entry, "file");
   const cJSON *shape = cJSON_GetObjectItem(entry, "shape");
   cr_assert(cJSON_IsString(file) && cJSON_GetArraySize(shape) == 3,
@@ -50,7 +50,7 @@ static void array_load(const cJSON *entry, image *img) {
   size_t dim[3];
   for (int k = 0; k < 3; k++)
     dim[k] = (size_t)cJSON_GetArrayItem(shape, k)->valuedouble;
-  cr_assert_eq(image_alloc(img, dim[0], dim[1], dim[2]), QS_OK);
+  cr_assert_eq(qs_image_alloc(img, dim[0], dim[1], dim[2]), QS_OK);
   char path[1024];
   snprintf(path, sizeof path, REF_DIR "%s", file->valuestring);
   size_t len;

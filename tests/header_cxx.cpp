@@ -1,21 +1,26 @@
 // header_cxx.cpp — proves the public headers (quicksilver.h for host
-// programs, quicksilver_method.h for method authors, the generated
-// quicksilver_prefixed.h) compile and link as C++.
-#include "quicksilver_prefixed.h"
+// programs, quicksilver_method.h for method authors, and the eSRRF
+// headers) compile and link as C++.
+#include "quicksilver_esrrf.h"
+#include "quicksilver_method.h"
+#include "quicksilver_sweep.h"
 
-static int cxx_impl(const method_call *c) { return c->n_out ? QS_OK : QS_EINVAL; }
+static int cxx_impl(const qs_method_call *c) {
+  return c->n_out ? QS_OK : QS_EINVAL;
+}
 
 extern "C" int qs_header_cxx_probe(void) {
-  image img = image_wrap(nullptr, 1, 2, 3);
-  run_request rq = {};
+  qs_image img = qs_image_wrap(nullptr, 1, 2, 3);
+  qs_run_request rq = {};
   rq.inputs = &img;
   rq.n_inputs = 1;
   (void)rq;
   // An implementation table entry and a call, as a C++ method author writes
   // them: the one-output call succeeds, the zero-output one does not.
-  static const impl_def impls[] = {
-      {"serial", IMPL_SERIAL, cxx_impl, nullptr, 1, SCHED_STATIC, 0, nullptr, nullptr}};
-  method_call c = {};
+  static const qs_impl_def impls[] = {{"serial", QS_IMPL_SERIAL, cxx_impl,
+                                       nullptr, 1, QS_SCHED_STATIC, 0, nullptr,
+                                       nullptr}};
+  qs_method_call c = {};
   if (impls[0].run(&c) != QS_EINVAL) return -1;
   c.n_out = 1;
   if (impls[0].run(&c) != QS_OK) return -1;

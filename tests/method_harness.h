@@ -1,7 +1,7 @@
 /* method_harness.h — runs one implementation of a method descriptor
  * directly, without the dispatcher: the method_call is built here, with a
  * parallel_for over a pool of the test's own (inline for serial), outputs
- * shaped by the descriptor and allocated with image_alloc, and for OpenCL a
+ * shaped by the descriptor and allocated with qs_image_alloc, and for OpenCL a
  * device from a clrt the harness opens. Lets the method tests pin down
  * each implementation by itself. Header-only; include once per test. */
 #ifndef QS_METHOD_HARNESS_H
@@ -21,16 +21,16 @@ typedef struct harness {
   pool *pool; /* NULL for inline (serial) */
 } harness;
 
-static inline int harness_for(const method_call *c, size_t begin, size_t end,
-                       range_fn body, void *ctx) {
+static inline int harness_for(const qs_method_call *c, size_t begin,
+                              size_t end, qs_range_fn body, void *ctx) {
   const harness *h = c->engine_;
   if (!h->pool) /* serial: inline on the caller */
     return begin < end ? body(ctx, begin, end, 0) : QS_OK;
   return pool_for(h->pool, begin, end, c->sched, c->chunk, body, ctx);
 }
 
-static inline const impl_def *harness_impl(const method_desc *d,
-                                           const char *name) {
+static inline const qs_impl_def *harness_impl(const qs_method_desc *d,
+                                              const char *name) {
   for (size_t i = 0; i < d->n_impls; i++)
     if (!strcmp(d->impls[i].name, name)) return &d->impls[i];
   return NULL;
@@ -38,8 +38,9 @@ static inline const impl_def *harness_impl(const method_desc *d,
 
 /* Parameter values in table order: defaults, then `given` (n_given pairs
  * of name and value) over them. Unknown names give QS_EPARAM. */
-static inline int harness_params(const method_desc *d, const param *given,
-                          size_t n_given, double *p) {
+static inline int harness_params(const qs_method_desc *d,
+                                 const qs_param *given, size_t n_given,
+                                 double *p) {
   for (size_t i = 0; i < d->n_params; i++) p[i] = d->params[i].def;
   for (size_t g = 0; g < n_given; g++) {
     size_t i = 0;
@@ -51,14 +52,15 @@ static inline int harness_params(const method_desc *d, const param *given,
 }
 
 /* Runs implementation `impl` of d on `in` with parameters `given`; out
- * receives d->n_outputs images (freed by the caller with image_free, empty
- * on failure). device: the cldev for IMPL_OPENCL, else NULL. The message of
+ * receives d->n_outputs images (freed by the caller with qs_image_free, empty
+ * on failure). device: the cldev for QS_IMPL_OPENCL, else NULL. The message of
  * a failure goes into err. */
-static inline int harness_run(const method_desc *d, const char *impl,
-                       const image *in, const param *given, size_t n_given,
-                       image *out, void *device, char *err, size_t err_len) {
+static inline int harness_run(const qs_method_desc *d, const char *impl,
+                              const qs_image *in, const qs_param *given,
+                              size_t n_given, qs_image *out, void *device,
+                              char *err, size_t err_len) {
   double p[64];
-  const impl_def *def = harness_impl(d, impl);
+  const qs_impl_def *def = harness_impl(d, impl);
   for (size_t k = 0; k < d->n_outputs; k++) memset(&out[k], 0, sizeof *out);
   if (!def) {
     snprintf(err, err_len, "no implementation %s", impl);
@@ -68,42 +70,43 @@ static inline int harness_run(const method_desc *d, const char *impl,
     snprintf(err, err_len, "unknown parameter");
     return QS_EPARAM;
   }
-  image shaped[8] = {{0}};
+  qs_image shaped[8] = {{0}};
   int rc = d->shape(in, p, shaped, err, err_len);
   for (size_t k = 0; !rc && k < d->n_outputs; k++)
-    rc = image_alloc(&out[k], shaped[k].frames, shaped[k].rows,
-                     shaped[k].cols);
+    rc = qs_image_alloc(&out[k], shaped[k].frames, shaped[k].rows,
+                        shaped[k].cols);
   harness h = {NULL};
   double dev_s = 0, once_s = 0;
-  method_call c = {.in = in,
-                   .n_in = d->n_inputs,
-                   .out = out,
-                   .n_out = d->n_outputs,
-                   .p = p,
-                   .threads = def->kind == IMPL_THREADED ? HARNESS_THREADS
-                                                         : 1,
-                   .sched = def->sched,
-                   .chunk = def->chunk,
-                   .parallel_for = harness_for,
-                   .device = device,
-                   .device_seconds = &dev_s,
-                   .once_seconds = &once_s,
-                   .err = err,
-                   .err_len = err_len,
-                   .engine_ = &h};
-  if (!rc && def->kind == IMPL_THREADED)
+  qs_method_call c = {.in = in,
+                      .n_in = d->n_inputs,
+                      .out = out,
+                      .n_out = d->n_outputs,
+                      .p = p,
+                      .threads =
+                          def->kind == QS_IMPL_THREADED ? HARNESS_THREADS : 1,
+                      .sched = def->sched,
+                      .chunk = def->chunk,
+                      .parallel_for = harness_for,
+                      .device = device,
+                      .device_seconds = &dev_s,
+                      .once_seconds = &once_s,
+                      .err = err,
+                      .err_len = err_len,
+                      .engine_ = &h};
+  if (!rc && def->kind == QS_IMPL_THREADED)
     rc = pool_create(&h.pool, HARNESS_THREADS);
   if (!rc && def->probe) rc = def->probe(&c, err, err_len);
   if (!rc) rc = def->run(&c);
   if (h.pool) pool_destroy(h.pool);
   if (rc)
-    for (size_t k = 0; k < d->n_outputs; k++) image_free(&out[k]);
+    for (size_t k = 0; k < d->n_outputs; k++)
+      qs_image_free(&out[k]);
   return rc;
 }
 
 /* Fills img with a deterministic pseudo-random pattern in [-1, 1) scaled by
  * `scale`, seeded by `seed`. */
-static inline void harness_fill(image *img, unsigned seed, float scale) {
+static inline void harness_fill(qs_image *img, unsigned seed, float scale) {
   size_t n = img->frames * img->rows * img->cols;
   unsigned s = seed * 2654435761u + 1u;
   for (size_t i = 0; i < n; i++) {
@@ -113,8 +116,8 @@ static inline void harness_fill(image *img, unsigned seed, float scale) {
 }
 
 /* Max |a - b| and max |b| over all pixels of two same-shaped images. */
-static inline void harness_diff(const image *a, const image *b, double *diff,
-                         double *peak) {
+static inline void harness_diff(const qs_image *a, const qs_image *b,
+                                double *diff, double *peak) {
   size_t n = a->frames * a->rows * a->cols;
   *diff = 0;
   *peak = 0;
@@ -131,35 +134,39 @@ static inline void harness_diff(const image *a, const image *b, double *diff,
  * implementations, within d->tolerance of max |serial| for OpenCL ones.
  * Returns how many implementations ran; failures go into msg (first one)
  * and make the return negative. Unavailable ones are reported on stderr. */
-static inline int harness_engine_agree(const method_desc *d, const image *in,
-                                       const param *p, size_t n_p, char *msg,
-                                       size_t msg_len) {
-  engine *e;
-  engine_options opt = {.db_path = ":memory:", .threads = HARNESS_THREADS};
-  image ref[8], out[8];
-  impl_info info[QS_MAX_ESTIMATES];
+static inline int harness_engine_agree(const qs_method_desc *d,
+                                       const qs_image *in, const qs_param *p,
+                                       size_t n_p, char *msg, size_t msg_len) {
+  qs_engine *e;
+  qs_engine_options opt = {.db_path = ":memory:", .threads = HARNESS_THREADS};
+  qs_image ref[8], out[8];
+  qs_impl_info info[QS_MAX_ESTIMATES];
   size_t n = 0;
   int ran = 0, bad = 0;
-  if (engine_open(&e, &opt)) {
-    snprintf(msg, msg_len, "engine_open: %.256s", e ? engine_error(e) : "");
-    engine_close(e);
+  if (qs_engine_open(&e, &opt)) {
+    snprintf(msg, msg_len, "qs_engine_open: %.256s",
+             e ? qs_engine_error(e) : "");
+    qs_engine_close(e);
     return -1;
   }
   int rc = harness_run(d, "serial", in, p, n_p, ref, NULL, msg, msg_len);
-  if (!rc) rc = method_impls(e, d->name, info, QS_MAX_ESTIMATES, &n);
+  if (!rc) rc = qs_method_impls(e, d->name, info, QS_MAX_ESTIMATES, &n);
   for (size_t i = 0; !rc && i < n && i < QS_MAX_ESTIMATES; i++) {
     if (!info[i].available) {
       fprintf(stderr, "%s %s unavailable: %s\n", d->name, info[i].name,
               info[i].why);
       continue;
     }
-    run_request rq = {.inputs = in, .n_inputs = d->n_inputs, .params = p,
-                      .n_params = n_p, .impl = info[i].name};
-    run_report rep;
-    if (method_run(e, d->name, &rq, out, d->n_outputs, &rep)) {
+    qs_run_request rq = {.inputs = in,
+                         .n_inputs = d->n_inputs,
+                         .params = p,
+                         .n_params = n_p,
+                         .impl = info[i].name};
+    qs_run_report rep;
+    if (qs_method_run(e, d->name, &rq, out, d->n_outputs, &rep)) {
       if (!bad++)
         snprintf(msg, msg_len, "%.64s: %.256s", info[i].name,
-                 engine_error(e));
+                 qs_engine_error(e));
       continue;
     }
     ran++;
@@ -170,19 +177,20 @@ static inline int harness_engine_agree(const method_desc *d, const image *in,
                        out[k].rows == ref[k].rows && out[k].cols == ref[k].cols;
       if (same_shape) harness_diff(&out[k], &ref[k], &diff, &peak);
       int ok = same_shape && strcmp(rep.impl, info[i].name) == 0 &&
-               (info[i].kind == IMPL_OPENCL
+               (info[i].kind == QS_IMPL_OPENCL
                     ? diff <= d->tolerance * peak
                     : memcmp(out[k].data, ref[k].data, bytes) == 0);
       if (!ok && !bad++)
         snprintf(msg, msg_len,
                  "%.64s (report: %.64s) output %.64s disagrees with serial",
                  info[i].name, rep.impl, d->outputs[k].name);
-      image_free(&out[k]);
+      qs_image_free(&out[k]);
     }
   }
   if (!rc)
-    for (size_t k = 0; k < d->n_outputs; k++) image_free(&ref[k]);
-  engine_close(e);
+    for (size_t k = 0; k < d->n_outputs; k++)
+      qs_image_free(&ref[k]);
+  qs_engine_close(e);
   fprintf(stderr, "%s: %d implementations agree through the engine\n",
           d->name, ran);
   return rc || bad ? -1 : ran;

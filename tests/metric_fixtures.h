@@ -11,7 +11,7 @@
 
 /* One case: its inputs and NanoPyx's outputs, in file order. */
 typedef struct metric_case {
-  image in[MC_SLOTS], out[MC_SLOTS];
+  qs_image in[MC_SLOTS], out[MC_SLOTS];
   size_t n_in, n_out;
 } metric_case;
 
@@ -33,30 +33,36 @@ static inline void mc_load(const char *name, metric_case *c) {
 }
 
 static inline void mc_free(metric_case *c) {
-  for (size_t k = 0; k < c->n_in; k++) image_free(&c->in[k]);
-  for (size_t k = 0; k < c->n_out; k++) image_free(&c->out[k]);
+  for (size_t k = 0; k < c->n_in; k++)
+    qs_image_free(&c->in[k]);
+  for (size_t k = 0; k < c->n_out; k++)
+    qs_image_free(&c->out[k]);
 }
 
-static inline engine *mc_engine(void) {
-  engine_options o = {.db_path = ":memory:", .no_calibration = 1, .seed = 1};
-  engine *e = NULL;
-  int rc = engine_open(&e, &o);
-  cr_assert_eq(rc, QS_OK, "engine_open: %s",
-               e ? engine_error(e) : status_message(rc));
+static inline qs_engine *mc_engine(void) {
+  qs_engine_options o = {
+      .db_path = ":memory:", .no_calibration = 1, .seed = 1};
+  qs_engine *e = NULL;
+  int rc = qs_engine_open(&e, &o);
+  cr_assert_eq(rc, QS_OK, "qs_engine_open: %s",
+               e ? qs_engine_error(e) : qs_status_message(rc));
   return e;
 }
 
 /* Runs method on in[0..n_in) with impl (NULL: the engine's choice) and
  * parameters p; asserts success. */
-static inline void mc_run(engine *e, const char *method, const char *impl,
-                   const image *in, size_t n_in, const param *p, size_t n_p,
-                   image *out, size_t n_out) {
-  run_request rq = {.inputs = in, .n_inputs = n_in, .params = p,
-                    .n_params = n_p, .impl = impl};
+static inline void mc_run(qs_engine *e, const char *method, const char *impl,
+                          const qs_image *in, size_t n_in, const qs_param *p,
+                          size_t n_p, qs_image *out, size_t n_out) {
+  qs_run_request rq = {.inputs = in,
+                       .n_inputs = n_in,
+                       .params = p,
+                       .n_params = n_p,
+                       .impl = impl};
   memset(out, 0, n_out * sizeof *out);
-  int rc = method_run(e, method, &rq, out, n_out, NULL);
+  int rc = qs_method_run(e, method, &rq, out, n_out, NULL);
   cr_assert_eq(rc, QS_OK, "%s with %s: %s: %s", method, impl ? impl : "auto",
-               status_name(rc), engine_error(e));
+               qs_status_name(rc), qs_engine_error(e));
 }
 
 /* |got − ref| <= tol·max(|ref|, floor). */

@@ -13,8 +13,8 @@ TestSuite(agent, .fini = qs_leak_check);
 Test(agent, picks_fastest_by_fast_half) {
   /* a: always 2.0; b: fast half 1.0 but slow outliers (mean 3.0) */
   double a[4] = {2, 2, 2, 2}, b[4] = {1, 5, 1, 5};
-  agent_cand c[2] = {{.kind = IMPL_SERIAL, .walls = a, .n_walls = 4},
-                     {.kind = IMPL_THREADED, .walls = b, .n_walls = 4}};
+  agent_cand c[2] = {{.kind = QS_IMPL_SERIAL, .walls = a, .n_walls = 4},
+                     {.kind = QS_IMPL_THREADED, .walls = b, .n_walls = 4}};
   uint64_t rng = 1;
   const char *why = NULL;
   double est[2];
@@ -49,8 +49,8 @@ Test(agent, model_predicts_crossover) {
   double fixed_t[3] = {0.010, 0.010, 0.010};
   double px_t[3] = {0.001, 0.010, 0.100};
   agent_cand c[2] = {
-      {.kind = IMPL_OPENCL, .works = w, .times = fixed_t, .n_points = 3},
-      {.kind = IMPL_SERIAL, .works = w, .times = px_t, .n_points = 3}};
+      {.kind = QS_IMPL_OPENCL, .works = w, .times = fixed_t, .n_points = 3},
+      {.kind = QS_IMPL_SERIAL, .works = w, .times = px_t, .n_points = 3}};
   uint64_t rng = 7;
   const char *why;
   double est[2];
@@ -81,10 +81,10 @@ Test(agent, model_predicts_crossover) {
 }
 
 Test(agent, static_order_and_cold) {
-  agent_cand c[4] = {{.kind = IMPL_OPENCL},
-                     {.kind = IMPL_THREADED},
-                     {.kind = IMPL_SERIAL},
-                     {.kind = IMPL_COMPOSITE}};
+  agent_cand c[4] = {{.kind = QS_IMPL_OPENCL},
+                     {.kind = QS_IMPL_THREADED},
+                     {.kind = QS_IMPL_SERIAL},
+                     {.kind = QS_IMPL_COMPOSITE}};
   uint64_t rng = 3;
   const char *why;
   cr_assert(agent_cold(&c[0]));
@@ -125,10 +125,13 @@ Test(agent, delay_flags_explores_and_clears) {
   /* b: 1.0 delayed (factor 3, p 0.5 -> expected 2.0); a: 1.2 steady. The
    * winner changes, so the pick is random with weights 1/2^2 : 1/1.2^2 */
   double ta[3] = {1.2, 1.2, 1.2}, tb[3] = {1, 1, 1};
-  agent_cand c[2] = {
-      {.kind = IMPL_SERIAL, .walls = ta, .n_walls = 3},
-      {.kind = IMPL_THREADED, .walls = tb, .n_walls = 3, .delayed = 1,
-       .factor = 3, .p = 0.5}};
+  agent_cand c[2] = {{.kind = QS_IMPL_SERIAL, .walls = ta, .n_walls = 3},
+                     {.kind = QS_IMPL_THREADED,
+                      .walls = tb,
+                      .n_walls = 3,
+                      .delayed = 1,
+                      .factor = 3,
+                      .p = 0.5}};
   uint64_t rng = 12345;
   int picks[2] = {0, 0};
   const char *why;
@@ -171,10 +174,12 @@ Test(agent, random_is_uniform_and_seeded) {
  * its own history decides. Beyond that it is hopeless. */
 Test(agent, model_only_candidate_is_verified_while_it_could_win) {
   double a[3] = {1.0, 1.0, 1.0};
-  agent_cand c[2] = {
-      {.kind = IMPL_SERIAL, .walls = a, .n_walls = 3},
-      {.kind = IMPL_THREADED, .n_points = 2, .fitted = 1, .fit_a = 0,
-       .fit_b = 1.8e-6}};
+  agent_cand c[2] = {{.kind = QS_IMPL_SERIAL, .walls = a, .n_walls = 3},
+                     {.kind = QS_IMPL_THREADED,
+                      .n_points = 2,
+                      .fitted = 1,
+                      .fit_a = 0,
+                      .fit_b = 1.8e-6}};
   uint64_t rng = 1;
   const char *why = NULL;
   double est[2], lo[2];
@@ -220,21 +225,25 @@ Test(agent, model_only_candidate_is_verified_while_it_could_win) {
  * fixed cost its kind may carry is fixed (OpenCL: all of it; a CPU kind:
  * AGENT_CPU_FIXED), the rest scales. */
 Test(agent, one_size_bound_by_kind) {
-  agent_cand cl = {.kind = IMPL_OPENCL, .n_points = 1, .fitted = 1,
-                   .fit_b = 5e-3 / 1e4, .point_work = 1e4};
+  agent_cand cl = {.kind = QS_IMPL_OPENCL,
+                   .n_points = 1,
+                   .fitted = 1,
+                   .fit_b = 5e-3 / 1e4,
+                   .point_work = 1e4};
   /* 5 ms on a slice of 1e4: scaled to 1e7 it is 5 s, at best 5 ms */
   cr_assert_float_eq(agent_lower(&cl, 1e7), 5e-3 * (1 - AGENT_NOISE),
                      1e-12);
   agent_cand cpu = cl;
-  cpu.kind = IMPL_THREADED;
+  cpu.kind = QS_IMPL_THREADED;
   cr_assert_float_eq(agent_lower(&cpu, 1e7),
                      (1e-3 + 4e-3 * 1e3) * (1 - AGENT_NOISE), 1e-12);
   /* nothing known: anything */
-  agent_cand none = {.kind = IMPL_SERIAL};
+  agent_cand none = {.kind = QS_IMPL_SERIAL};
   cr_assert_eq(agent_lower(&none, 1e7), 0);
   /* one-time costs count once more than one run showed them */
   double w[1] = {1.0};
-  agent_cand h = {.kind = IMPL_OPENCL, .walls = w, .n_walls = 1, .once = 0.5};
+  agent_cand h = {
+      .kind = QS_IMPL_OPENCL, .walls = w, .n_walls = 1, .once = 0.5};
   cr_assert_float_eq(agent_lower(&h, 1), 0.5, 1e-12);
   h.once_known = 1;
   cr_assert_float_eq(agent_lower(&h, 1), 1.0, 1e-12);
@@ -250,9 +259,9 @@ Test(agent, timed_candidates_tried_until_their_bound_settles) {
   double a[10] = {0.8, 0.8, 0.8, 0.8, 1, 1, 1, 1, 1, 1};
   double b[10], cw[1] = {2.0};
   for (int i = 0; i < 10; i++) b[i] = 0.9;
-  agent_cand c[3] = {{.kind = IMPL_THREADED, .walls = a, .n_walls = 10},
-                     {.kind = IMPL_THREADED, .walls = b, .n_walls = 1},
-                     {.kind = IMPL_SERIAL, .walls = cw, .n_walls = 1}};
+  agent_cand c[3] = {{.kind = QS_IMPL_THREADED, .walls = a, .n_walls = 10},
+                     {.kind = QS_IMPL_THREADED, .walls = b, .n_walls = 1},
+                     {.kind = QS_IMPL_SERIAL, .walls = cw, .n_walls = 1}};
   uint64_t rng = 5;
   const char *why;
   double est[3];
@@ -285,11 +294,11 @@ Test(agent, timed_candidates_tried_until_their_bound_settles) {
  * best known only by its model, passes cold candidates over as before. */
 Test(agent, small_call_tries_cold_cpu_candidates) {
   double fast[1] = {20e-6};
-  agent_cand c[5] = {{.kind = IMPL_SERIAL, .walls = fast, .n_walls = 1},
-                     {.kind = IMPL_THREADED},
-                     {.kind = IMPL_THREADED},
-                     {.kind = IMPL_COMPOSITE},
-                     {.kind = IMPL_OPENCL}};
+  agent_cand c[5] = {{.kind = QS_IMPL_SERIAL, .walls = fast, .n_walls = 1},
+                     {.kind = QS_IMPL_THREADED},
+                     {.kind = QS_IMPL_THREADED},
+                     {.kind = QS_IMPL_COMPOSITE},
+                     {.kind = QS_IMPL_OPENCL}};
   uint64_t rng = 3;
   const char *why = NULL;
   cr_assert_eq(agent_choose(c, 5, 1e6, 0, &rng, &why, NULL, NULL), 2);
@@ -307,9 +316,9 @@ Test(agent, small_call_tries_cold_cpu_candidates) {
   cr_assert_eq(agent_choose(c, 5, 1e6, 0, &rng, &why, NULL, NULL), 0);
   cr_assert_str_eq(why, "history");
   /* small work: a cold serial one goes before the threaded ones */
-  agent_cand d[3] = {{.kind = IMPL_SERIAL},
-                     {.kind = IMPL_THREADED, .walls = fast, .n_walls = 1},
-                     {.kind = IMPL_THREADED}};
+  agent_cand d[3] = {{.kind = QS_IMPL_SERIAL},
+                     {.kind = QS_IMPL_THREADED, .walls = fast, .n_walls = 1},
+                     {.kind = QS_IMPL_THREADED}};
   cr_assert_eq(agent_choose(d, 3, 1000, 0, &rng, &why, NULL, NULL), 0);
   cr_assert_str_eq(why, "exploration");
   /* not small: cold ones are calibrated on slices, not tried here */
@@ -319,9 +328,9 @@ Test(agent, small_call_tries_cold_cpu_candidates) {
   cr_assert_str_eq(why, "history");
   /* a best known only by its model: it runs on the key first */
   double w[2] = {100, 200}, t[2] = {1e-6, 2e-6};
-  agent_cand m[2] = {{.kind = IMPL_SERIAL, .works = w, .times = t,
-                      .n_points = 2},
-                     {.kind = IMPL_THREADED}};
+  agent_cand m[2] = {
+      {.kind = QS_IMPL_SERIAL, .works = w, .times = t, .n_points = 2},
+      {.kind = QS_IMPL_THREADED}};
   cr_assert_eq(agent_choose(m, 2, 1000, 0, &rng, &why, NULL, NULL), 0);
   cr_assert_str_eq(why, "model");
   /* the static order for cold ones (no_calibration) is unchanged */

@@ -31,8 +31,8 @@ static struct {
 } cost[C_N];
 static size_t full_px; /* pixels of the test's call */
 
-static int body(const method_call *c, int which) {
-  const image *in = &c->in[0];
+static int body(const qs_method_call *c, int which) {
+  const qs_image *in = &c->in[0];
   size_t px = in->frames * in->rows * in->cols;
   int64_t ns = cost[which].fixed + cost[which].per_px10 * (int64_t)px / 10;
   if (px == cost[which].burst_px)
@@ -45,8 +45,8 @@ static int body(const method_call *c, int which) {
   return QS_OK;
 }
 
-#define RUN(name, which) \
-  static int name(const method_call *c) { return body(c, which); }
+#define RUN(name, which)                                                      \
+  static int name(const qs_method_call *c) { return body(c, which); }
 RUN(run_serial, C_SERIAL)
 RUN(run_slow, C_SLOW)
 RUN(run_mid, C_MID)
@@ -55,28 +55,34 @@ RUN(run_composed, C_COMPOSED)
 RUN(run_whole, C_WHOLE)
 RUN(run_cl, C_CL)
 
-static int same_shape(const image *in, const double *p, image *out,
+static int same_shape(const qs_image *in, const double *p, qs_image *out,
                       char *err, size_t len) {
   (void)p, (void)err, (void)len;
-  out[0] = (image){NULL, in[0].frames, in[0].rows, in[0].cols, NULL};
+  out[0] = (qs_image){NULL, in[0].frames, in[0].rows, in[0].cols, NULL};
   return QS_OK;
 }
 
 /* Declared as a method lists a kind: reference first, most refined last
  * (calibration tries the last-declared of a kind first). */
-static const impl_def impls[] = {
-    {"serial", IMPL_SERIAL, run_serial, NULL, 1, SCHED_STATIC, 0},
-    {"slow", IMPL_THREADED, run_slow, NULL, 1, SCHED_DYNAMIC, 1},
-    {"mid", IMPL_THREADED, run_mid, NULL, 1, SCHED_DYNAMIC, 1},
-    {"fast", IMPL_THREADED, run_fast, NULL, 1, SCHED_DYNAMIC, 1},
-    {"composed", IMPL_COMPOSITE, run_composed, NULL, 1, SCHED_STATIC, 0},
+static const qs_impl_def impls[] = {
+    {"serial", QS_IMPL_SERIAL, run_serial, NULL, 1, QS_SCHED_STATIC, 0},
+    {"slow", QS_IMPL_THREADED, run_slow, NULL, 1, QS_SCHED_DYNAMIC, 1},
+    {"mid", QS_IMPL_THREADED, run_mid, NULL, 1, QS_SCHED_DYNAMIC, 1},
+    {"fast", QS_IMPL_THREADED, run_fast, NULL, 1, QS_SCHED_DYNAMIC, 1},
+    {"composed", QS_IMPL_COMPOSITE, run_composed, NULL, 1, QS_SCHED_STATIC, 0},
 };
-static const slot_def slot_in[] = {{"stack", "input"}};
-static const slot_def slot_out[] = {{"out", "a copy"}};
-static const method_desc desc = {
-    .name = "costed", .doc = "copies its input at a known cost",
-    .inputs = slot_in, .n_inputs = 1, .outputs = slot_out, .n_outputs = 1,
-    .impls = impls, .n_impls = C_BASE, .shape = same_shape, .tolerance = 0};
+static const qs_slot_def slot_in[] = {{"stack", "input"}};
+static const qs_slot_def slot_out[] = {{"out", "a copy"}};
+static const qs_method_desc desc = {.name = "costed",
+                                    .doc = "copies its input at a known cost",
+                                    .inputs = slot_in,
+                                    .n_inputs = 1,
+                                    .outputs = slot_out,
+                                    .n_outputs = 1,
+                                    .impls = impls,
+                                    .n_impls = C_BASE,
+                                    .shape = same_shape,
+                                    .tolerance = 0};
 
 /* Costs in ns: fixed, and per pixel in tenths of a ns. */
 static void costs(const int64_t fixed[C_BASE],
@@ -87,12 +93,15 @@ static void costs(const int64_t fixed[C_BASE],
     cost[i].fixed = fixed[i], cost[i].per_px10 = per_px10[i];
 }
 
-static engine *open_costed(void) {
-  engine_options o = {.db_path = ":memory:", .threads = 2, .no_opencl = 1,
-                      .seed = 7, .clock_ns = fake_clock};
-  engine *e = NULL;
-  cr_assert_eq(engine_open(&e, &o), QS_OK, "%s", engine_error(e));
-  cr_assert_eq(method_register(e, &desc), QS_OK, "%s", engine_error(e));
+static qs_engine *open_costed(void) {
+  qs_engine_options o = {.db_path = ":memory:",
+                         .threads = 2,
+                         .no_opencl = 1,
+                         .seed = 7,
+                         .clock_ns = fake_clock};
+  qs_engine *e = NULL;
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK, "%s", qs_engine_error(e));
+  cr_assert_eq(qs_method_register(e, &desc), QS_OK, "%s", qs_engine_error(e));
   return e;
 }
 
@@ -101,13 +110,13 @@ static input call_input(size_t frames, size_t rows, size_t cols) {
   return make_input(frames, rows, cols);
 }
 
-static void call(engine *e, const input *x, run_report *rep) {
-  run_request rq = {.inputs = &x->im, .n_inputs = 1};
-  image out[1];
-  cr_assert_eq(method_run(e, "costed", &rq, out, 1, rep), QS_OK, "%s",
-               engine_error(e));
+static void call(qs_engine *e, const input *x, qs_run_report *rep) {
+  qs_run_request rq = {.inputs = &x->im, .n_inputs = 1};
+  qs_image out[1];
+  cr_assert_eq(qs_method_run(e, "costed", &rq, out, 1, rep), QS_OK, "%s",
+               qs_engine_error(e));
   cr_assert_eq(out[0].data[5], x->px[5]);
-  image_free(&out[0]);
+  qs_image_free(&out[0]);
 }
 
 static double slice_seconds(void) {
@@ -128,9 +137,9 @@ static double slice_seconds(void) {
 Test(calibrate, cold_and_warm_pick_the_known_fastest) {
   costs((int64_t[]){100000, 50000, 50000, 50000, 400000},
         (int64_t[]){300, 160, 80, 20, 120});
-  engine *e = open_costed();
+  qs_engine *e = open_costed();
   input x = call_input(4, 512, 512);
-  run_report rep;
+  qs_run_report rep;
   call(e, &x, &rep);
   cr_assert_str_eq(rep.impl, "fast");
   cr_assert_str_eq(rep.reason, "calibration");
@@ -172,15 +181,15 @@ Test(calibrate, cold_and_warm_pick_the_known_fastest) {
     cr_assert_eq(rep.calibration_seconds, 0);
   }
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* After the cold call of a small or tiny key: the next four calls try
  * one cold candidate each on the call itself (the most refined threaded
  * first), none calibrating, each then run once on the full key; from then
  * on fast, the fastest at this size, wins (`settled` calls checked). */
-static void tries_each_on_the_call(engine *e, input *x, int settled) {
-  run_report rep;
+static void tries_each_on_the_call(qs_engine *e, input *x, int settled) {
+  qs_run_report rep;
   const char *tried[] = {"fast", "mid", "slow", "composed"};
   for (int k = 0; k < 4; k++) {
     call(e, x, &rep);
@@ -218,9 +227,9 @@ static void tries_each_on_the_call(engine *e, input *x, int settled) {
 Test(calibrate, small_call_tries_candidates_on_the_call) {
   costs((int64_t[]){5000, 20000, 12000, 3000, 30000},
         (int64_t[]){10, 30, 5, 5, 10});
-  engine *e = open_costed();
+  qs_engine *e = open_costed();
   input x = call_input(1, 128, 200);
-  run_report rep;
+  qs_run_report rep;
   call(e, &x, &rep);
   cr_assert_str_eq(rep.impl, "serial");
   cr_assert_str_eq(rep.reason, "calibration");
@@ -232,14 +241,14 @@ Test(calibrate, small_call_tries_candidates_on_the_call) {
                    cost[C_COMPOSED].calls,
                0);
   /* the estimate names the next call's exploration */
-  run_request rq = {.inputs = &x.im, .n_inputs = 1};
-  run_report est;
-  cr_assert_eq(method_estimate(e, "costed", &rq, &est), QS_OK);
+  qs_run_request rq = {.inputs = &x.im, .n_inputs = 1};
+  qs_run_report est;
+  cr_assert_eq(qs_method_estimate(e, "costed", &rq, &est), QS_OK);
   cr_assert_str_eq(est.impl, "fast");
   cr_assert_str_eq(est.reason, "exploration");
   tries_each_on_the_call(e, &x, 5); /* fast: 15.8 us, serial 30.6 */
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* A tiny call (1 x 64 x 64, about 9 us): the slices would be a quarter
@@ -249,9 +258,9 @@ Test(calibrate, small_call_tries_candidates_on_the_call) {
 Test(calibrate, tiny_call_calibrates_nothing) {
   costs((int64_t[]){5000, 20000, 12000, 3000, 30000},
         (int64_t[]){10, 30, 5, 5, 10});
-  engine *e = open_costed();
+  qs_engine *e = open_costed();
   input x = call_input(1, 64, 64);
-  run_report rep;
+  qs_run_report rep;
   call(e, &x, &rep);
   cr_assert_str_eq(rep.impl, "serial");
   cr_assert_str_eq(rep.reason, "static");
@@ -262,7 +271,7 @@ Test(calibrate, tiny_call_calibrates_nothing) {
   for (int i = 0; i < C_BASE; i++) /* not one slice run */
     cr_assert_eq(cost[i].calls, cost[i].full_calls, "impl %d", i);
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* Variants that differ many times over on the slice (fast 2, mid 80,
@@ -276,9 +285,9 @@ Test(calibrate, tiny_call_calibrates_nothing) {
 Test(calibrate, spread_keeps_slower_variants_from_starting) {
   costs((int64_t[]){0, 0, 0, 0, 0},
         (int64_t[]){40000, 40000, 800, 20, 40000});
-  engine *e = open_costed();
+  qs_engine *e = open_costed();
   input x = call_input(20, 256, 256);
-  run_report rep;
+  qs_run_report rep;
   call(e, &x, &rep);
   cr_assert_str_eq(rep.impl, "fast");
   cr_assert_eq(cost[C_SLOW].calls + cost[C_SERIAL].calls +
@@ -288,29 +297,34 @@ Test(calibrate, spread_keeps_slower_variants_from_starting) {
   cr_assert_leq(rep.calibration_seconds, 0.5e-3, "%.6f",
                 rep.calibration_seconds);
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* A composite whose one step is the costed method on its input (a step,
- * as method_run, allocates its outputs: they are copied into the
+ * as qs_method_run, allocates its outputs: they are copied into the
  * composite's own). */
-static int run_outer(const method_call *c) {
-  image o[1];
+static int run_outer(const qs_method_call *c) {
+  qs_image o[1];
   int rc = c->step(c, "costed", NULL, c->in, 1, NULL, 0, o, 1);
   if (rc) return rc;
   size_t px = o[0].frames * o[0].rows * o[0].cols;
   memcpy(c->out[0].data, o[0].data, px * sizeof(float));
-  image_free(&o[0]);
+  qs_image_free(&o[0]);
   return QS_OK;
 }
-static const impl_def outer_impls[] = {
-    {"composite", IMPL_COMPOSITE, run_outer, NULL, 1, SCHED_STATIC, 0},
+static const qs_impl_def outer_impls[] = {
+    {"composite", QS_IMPL_COMPOSITE, run_outer, NULL, 1, QS_SCHED_STATIC, 0},
 };
-static const method_desc outer_desc = {
-    .name = "outer", .doc = "the costed method as a step",
-    .inputs = slot_in, .n_inputs = 1, .outputs = slot_out, .n_outputs = 1,
-    .impls = outer_impls, .n_impls = 1, .shape = same_shape,
-    .tolerance = 0};
+static const qs_method_desc outer_desc = {.name = "outer",
+                                          .doc = "the costed method as a step",
+                                          .inputs = slot_in,
+                                          .n_inputs = 1,
+                                          .outputs = slot_out,
+                                          .n_outputs = 1,
+                                          .impls = outer_impls,
+                                          .n_impls = 1,
+                                          .shape = same_shape,
+                                          .tolerance = 0};
 
 /* The same small call as a composite's step: a step never tries a cold
  * candidate on the call (its time is part of the composite's, and the
@@ -321,23 +335,24 @@ static const method_desc outer_desc = {
 Test(calibrate, steps_calibrate_instead_of_trying_on_the_call) {
   costs((int64_t[]){5000, 20000, 12000, 3000, 30000},
         (int64_t[]){10, 30, 5, 5, 10});
-  engine *e = open_costed();
-  cr_assert_eq(method_register(e, &outer_desc), QS_OK, "%s", engine_error(e));
+  qs_engine *e = open_costed();
+  cr_assert_eq(qs_method_register(e, &outer_desc), QS_OK, "%s",
+               qs_engine_error(e));
   input x = call_input(1, 64, 64);
-  run_request rq = {.inputs = &x.im, .n_inputs = 1};
+  qs_run_request rq = {.inputs = &x.im, .n_inputs = 1};
   for (int k = 0; k < 6; k++) {
-    image out[1];
-    run_report rep;
-    cr_assert_eq(method_run(e, "outer", &rq, out, 1, &rep), QS_OK, "%s",
-                 engine_error(e));
+    qs_image out[1];
+    qs_run_report rep;
+    cr_assert_eq(qs_method_run(e, "outer", &rq, out, 1, &rep), QS_OK, "%s",
+                 qs_engine_error(e));
     cr_assert_eq(out[0].data[5], x.px[5]);
-    image_free(&out[0]);
+    qs_image_free(&out[0]);
   }
   cr_assert_geq(cost[C_FAST].full_calls, 4);
   for (int i = 0; i < C_BASE; i++)
     if (i != C_FAST) cr_assert_leq(cost[i].full_calls, 2, "impl %d", i);
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* ------------------------------------------------- the exploration rule */
@@ -345,38 +360,51 @@ Test(calibrate, steps_calibrate_instead_of_trying_on_the_call) {
 /* A device with a fixed cost per call (an OpenCL kind: launches,
  * transfers) and one that only runs whole inputs, beside the costed
  * method's five. */
-static int probe_whole(const method_call *c, char *why, size_t len) {
+static int probe_whole(const qs_method_call *c, char *why, size_t len) {
   if (c->n_in == 0) return 0; /* listing: available */
-  const image *in = &c->in[0];
+  const qs_image *in = &c->in[0];
   if (in->frames * in->rows * in->cols >= full_px) return 0;
   snprintf(why, len, "whole inputs only");
   return 1;
 }
-static const impl_def more_impls[] = {
-    {"serial", IMPL_SERIAL, run_serial, NULL, 1, SCHED_STATIC, 0},
-    {"slow", IMPL_THREADED, run_slow, NULL, 1, SCHED_DYNAMIC, 1},
-    {"mid", IMPL_THREADED, run_mid, NULL, 1, SCHED_DYNAMIC, 1},
-    {"fast", IMPL_THREADED, run_fast, NULL, 1, SCHED_DYNAMIC, 1},
-    {"composed", IMPL_COMPOSITE, run_composed, NULL, 1, SCHED_STATIC, 0},
-    {"whole", IMPL_THREADED, run_whole, probe_whole, 1, SCHED_STATIC, 0},
-    {"cl", IMPL_OPENCL, run_cl, NULL, 1, SCHED_STATIC, 0},
+static const qs_impl_def more_impls[] = {
+    {"serial", QS_IMPL_SERIAL, run_serial, NULL, 1, QS_SCHED_STATIC, 0},
+    {"slow", QS_IMPL_THREADED, run_slow, NULL, 1, QS_SCHED_DYNAMIC, 1},
+    {"mid", QS_IMPL_THREADED, run_mid, NULL, 1, QS_SCHED_DYNAMIC, 1},
+    {"fast", QS_IMPL_THREADED, run_fast, NULL, 1, QS_SCHED_DYNAMIC, 1},
+    {"composed", QS_IMPL_COMPOSITE, run_composed, NULL, 1, QS_SCHED_STATIC, 0},
+    {"whole", QS_IMPL_THREADED, run_whole, probe_whole, 1, QS_SCHED_STATIC, 0},
+    {"cl", QS_IMPL_OPENCL, run_cl, NULL, 1, QS_SCHED_STATIC, 0},
 };
-static const impl_def cl_impls[] = {
-    {"serial", IMPL_SERIAL, run_serial, NULL, 1, SCHED_STATIC, 0},
-    {"slow", IMPL_THREADED, run_slow, NULL, 1, SCHED_DYNAMIC, 1},
-    {"mid", IMPL_THREADED, run_mid, NULL, 1, SCHED_DYNAMIC, 1},
-    {"fast", IMPL_THREADED, run_fast, NULL, 1, SCHED_DYNAMIC, 1},
-    {"composed", IMPL_COMPOSITE, run_composed, NULL, 1, SCHED_STATIC, 0},
-    {"cl", IMPL_OPENCL, run_cl, NULL, 1, SCHED_STATIC, 0},
+static const qs_impl_def cl_impls[] = {
+    {"serial", QS_IMPL_SERIAL, run_serial, NULL, 1, QS_SCHED_STATIC, 0},
+    {"slow", QS_IMPL_THREADED, run_slow, NULL, 1, QS_SCHED_DYNAMIC, 1},
+    {"mid", QS_IMPL_THREADED, run_mid, NULL, 1, QS_SCHED_DYNAMIC, 1},
+    {"fast", QS_IMPL_THREADED, run_fast, NULL, 1, QS_SCHED_DYNAMIC, 1},
+    {"composed", QS_IMPL_COMPOSITE, run_composed, NULL, 1, QS_SCHED_STATIC, 0},
+    {"cl", QS_IMPL_OPENCL, run_cl, NULL, 1, QS_SCHED_STATIC, 0},
 };
-static const method_desc cl_desc = {
-    .name = "costed", .doc = "copies its input at a known cost",
-    .inputs = slot_in, .n_inputs = 1, .outputs = slot_out, .n_outputs = 1,
-    .impls = cl_impls, .n_impls = 6, .shape = same_shape, .tolerance = 0};
-static const method_desc more_desc = {
-    .name = "costed", .doc = "copies its input at a known cost",
-    .inputs = slot_in, .n_inputs = 1, .outputs = slot_out, .n_outputs = 1,
-    .impls = more_impls, .n_impls = C_N, .shape = same_shape,
+static const qs_method_desc cl_desc = {.name = "costed",
+                                       .doc =
+                                           "copies its input at a known cost",
+                                       .inputs = slot_in,
+                                       .n_inputs = 1,
+                                       .outputs = slot_out,
+                                       .n_outputs = 1,
+                                       .impls = cl_impls,
+                                       .n_impls = 6,
+                                       .shape = same_shape,
+                                       .tolerance = 0};
+static const qs_method_desc more_desc = {
+    .name = "costed",
+    .doc = "copies its input at a known cost",
+    .inputs = slot_in,
+    .n_inputs = 1,
+    .outputs = slot_out,
+    .n_outputs = 1,
+    .impls = more_impls,
+    .n_impls = C_N,
+    .shape = same_shape,
     .tolerance = 0};
 
 /* Costs in the regime of a heavy method (a 512 x 512 call of half a
@@ -391,26 +419,31 @@ static void heavy_costs(int64_t whole_fixed, int64_t whole_px10,
 }
 
 /* NULL when OpenCL is wanted and no device is there (the test skips). */
-static engine *open_more(int opencl, double share, const method_desc *d) {
-  engine_options o = {.db_path = ":memory:", .threads = 2,
-                      .no_opencl = !opencl, .seed = 7,
-                      .clock_ns = fake_clock, .calibration_share = share};
-  engine *e = NULL;
-  cr_assert_eq(engine_open(&e, &o), QS_OK, "%s", engine_error(e));
-  cr_assert_eq(method_register(e, d), QS_OK, "%s", engine_error(e));
+static qs_engine *open_more(int opencl, double share,
+                            const qs_method_desc *d) {
+  qs_engine_options o = {.db_path = ":memory:",
+                         .threads = 2,
+                         .no_opencl = !opencl,
+                         .seed = 7,
+                         .clock_ns = fake_clock,
+                         .calibration_share = share};
+  qs_engine *e = NULL;
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK, "%s", qs_engine_error(e));
+  cr_assert_eq(qs_method_register(e, d), QS_OK, "%s", qs_engine_error(e));
   if (!opencl) return e;
-  impl_info info[QS_MAX_ESTIMATES];
+  qs_impl_info info[QS_MAX_ESTIMATES];
   size_t n;
-  cr_assert_eq(method_impls(e, "costed", info, QS_MAX_ESTIMATES, &n), QS_OK);
+  cr_assert_eq(qs_method_impls(e, "costed", info, QS_MAX_ESTIMATES, &n),
+               QS_OK);
   int cl = 0;
   for (size_t i = 0; i < n; i++)
-    cl |= info[i].kind == IMPL_OPENCL && info[i].available;
-  if (!cl) engine_close(e);
+    cl |= info[i].kind == QS_IMPL_OPENCL && info[i].available;
+  if (!cl) qs_engine_close(e);
   return cl ? e : NULL;
 }
 
 /* The implementation index of the costed one named in a report. */
-static int which(const run_report *rep) {
+static int which(const qs_run_report *rep) {
   for (int i = 0; i < C_N; i++)
     if (!strncmp(rep->impl, more_impls[i].name, strlen(more_impls[i].name)))
       return i;
@@ -419,8 +452,8 @@ static int which(const run_report *rep) {
 
 /* Makes `calls` calls; returns the first that ran implementation i (0:
  * none), rep the last call's report. */
-static int first_run_of(engine *e, const input *x, int i, int calls,
-                        run_report *rep) {
+static int first_run_of(qs_engine *e, const input *x, int i, int calls,
+                        qs_run_report *rep) {
   int found = 0;
   for (int k = 1; k <= calls; k++) {
     call(e, x, rep);
@@ -431,8 +464,8 @@ static int first_run_of(engine *e, const input *x, int i, int calls,
 
 /* Makes `calls` calls: implementation i must first run the call by call
  * `by` and run the last one; returns the first call that ran it. */
-static int runs_by(engine *e, const input *x, int i, int calls, int by) {
-  run_report rep;
+static int runs_by(qs_engine *e, const input *x, int i, int calls, int by) {
+  qs_run_report rep;
   int found = first_run_of(e, x, i, calls, &rep);
   cr_assert(found >= 1 && found <= by, "%s first ran the call at %d",
             more_impls[i].name, found);
@@ -449,13 +482,13 @@ static int runs_by(engine *e, const input *x, int i, int calls, int by) {
  * runs on the full input within the first 5 calls and keeps it. */
 Test(calibrate, fixed_cost_device_found_within_five_calls) {
   heavy_costs(0, 0, 50000000, 10000);
-  engine *e = open_more(1, 0, &cl_desc);
+  qs_engine *e = open_more(1, 0, &cl_desc);
   if (!e) cr_skip_test("no OpenCL device: the fixed-cost kind needs one");
   input x = call_input(1, 512, 512);
   int found = runs_by(e, &x, C_CL, 10, 5);
   cr_assert_geq(cost[C_CL].full_calls, 10 - found);
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* slow is 20x fast on every size with no fixed cost: on the 32x32 slice
@@ -466,9 +499,9 @@ Test(calibrate, fixed_cost_device_found_within_five_calls) {
  * (50x) run more than once; none of the three ever runs on the call. */
 Test(calibrate, hopeless_candidate_calibrated_at_most_once) {
   heavy_costs(0, 0, 0, 0);
-  engine *e = open_more(0, 0.5, &desc);
+  qs_engine *e = open_more(0, 0.5, &desc);
   input x = call_input(1, 512, 512);
-  run_report rep;
+  qs_run_report rep;
   for (int k = 0; k < 10; k++) {
     call(e, &x, &rep);
     cr_assert_str_eq(rep.impl, "fast", "call %d", k + 1);
@@ -480,7 +513,7 @@ Test(calibrate, hopeless_candidate_calibrated_at_most_once) {
     if (i == C_SLOW || i == C_SERIAL || i == C_COMPOSED)
       cr_assert_eq(cost[i].full_calls, 0, "impl %d", i);
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* mid (50 us + 1 ns/px) is the fastest on the whole 4 x 512 x 512 input
@@ -495,12 +528,12 @@ Test(calibrate, unlucky_slice_model_does_not_rule_out_the_fastest) {
   costs((int64_t[]){100000, 50000, 50000, 50000, 400000},
         (int64_t[]){300, 160, 10, 20, 120});
   cost[C_MID].burst = 12000, cost[C_MID].burst_px = 64 * 64;
-  engine *e = open_costed();
+  qs_engine *e = open_costed();
   input x = call_input(4, 512, 512);
   runs_by(e, &x, C_MID, 10, 5);
   cr_assert_eq(cost[C_MID].burst, 0, "the burst hit no 64x64 run");
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* whole runs only on whole inputs (its probe refuses every slice) and is
@@ -510,12 +543,12 @@ Test(calibrate, unlucky_slice_model_does_not_rule_out_the_fastest) {
  * its slice is refused once, not every call. */
 Test(calibrate, candidate_unavailable_on_slices_is_not_waited_for) {
   heavy_costs(50000, 10000, 0, 0);
-  engine *e = open_more(0, 0, &more_desc);
+  qs_engine *e = open_more(0, 0, &more_desc);
   input x = call_input(1, 512, 512);
   runs_by(e, &x, C_WHOLE, 6, 3);
   cr_assert_eq(cost[C_WHOLE].calls, cost[C_WHOLE].full_calls);
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* mid costs 30 ns a pixel, no fixed cost: 15x fast's per-pixel cost, 31 ms
@@ -530,9 +563,9 @@ Test(calibrate, candidate_unavailable_on_slices_is_not_waited_for) {
 Test(calibrate, one_size_candidate_waits_for_its_second_size) {
   costs((int64_t[]){0, 0, 0, 50000, 0},
         (int64_t[]){100000, 100000, 300, 20, 100000});
-  engine *e = open_costed();
+  qs_engine *e = open_costed();
   input x = call_input(4, 512, 512);
-  run_report rep;
+  qs_run_report rep;
   int second = 0;
   for (int k = 0; k < 12; k++) {
     call(e, &x, &rep);
@@ -551,5 +584,5 @@ Test(calibrate, one_size_candidate_waits_for_its_second_size) {
   cr_assert_leq(cost[C_MID].calls, 2);
   cr_assert(second, "mid was never waiting for its second size");
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }

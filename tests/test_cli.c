@@ -240,7 +240,7 @@ Test(cli, simulate_is_deterministic) {
   expect_status(qs("simulate", "-o", c, "--frames", "8", "--size", "24x20",
                    "--seed", "6", "-q", NULL),
                 0, "simulate c");
-  image ia, ib, ic;
+  qs_image ia, ib, ic;
   char err[512];
   cr_assert_eq(tiff_read(a, &ia, err, sizeof err), QS_OK, "%s", err);
   cr_assert_eq(tiff_read(b, &ib, err, sizeof err), QS_OK, "%s", err);
@@ -251,7 +251,7 @@ Test(cli, simulate_is_deterministic) {
   size_t n = 8 * 24 * 20 * sizeof(float);
   cr_assert_eq(memcmp(ia.data, ib.data, n), 0);
   cr_assert_neq(memcmp(ia.data, ic.data, n), 0);
-  image_free(&ia), image_free(&ib), image_free(&ic);
+  qs_image_free(&ia), qs_image_free(&ib), qs_image_free(&ic);
   FILE *f = fopen(t, "r");
   char line[128];
   cr_assert_not_null(f);
@@ -276,13 +276,13 @@ Test(cli, run_writes_output_and_reports) {
   expect_status(r, 0, "run");
   cr_assert_not_null(strstr(r->err, "shift_magnify: "), "%s", r->err);
   cr_assert_not_null(strstr(r->err, "estimate"), "--explain: %s", r->err);
-  image img;
+  qs_image img;
   char err[512];
   cr_assert_eq(tiff_read(out, &img, err, sizeof err), QS_OK, "%s", err);
   cr_assert_eq(img.frames, 3);
   cr_assert_eq(img.rows, 32);
   cr_assert_eq(img.cols, 36);
-  image_free(&img);
+  qs_image_free(&img);
 
   r = qs("run", "shift_magnify", in, "-o", out, "--impl", "serial", "--json",
          NULL);
@@ -1023,7 +1023,7 @@ Test(cli, temporal_choices_any_case_and_tac2_way_out) {
   cr_assert_eq(cJSON_GetArrayItem(shape, 0)->valuedouble, 2, "2 timepoints");
   cJSON_Delete(j);
   /* --frames reads that range of the stack: the same as the full read's */
-  image all, part;
+  qs_image all, part;
   char err[512];
   expect_status(qs("run", "shift_magnify", in, "-o", path_in("a.tif"),
                    "--frames", "1:3", "-q", NULL),
@@ -1037,8 +1037,8 @@ Test(cli, temporal_choices_any_case_and_tac2_way_out) {
   size_t plane = all.rows * all.cols;
   for (size_t i = 0; i < 2 * plane; i++)
     cr_assert_float_eq(part.data[i], all.data[plane + i], 1e-4);
-  image_free(&all);
-  image_free(&part);
+  qs_image_free(&all);
+  qs_image_free(&part);
   expect_status(qs("run", "shift_magnify", in, "-o", out, "--frames", "4:9",
                    NULL),
                 2, "range past the end");
@@ -1068,7 +1068,7 @@ Test(cli, stream_output_is_appended_in_place) {
   expect_status(qs("esrrf", in, "-o", ref, "--frames-per-timepoint", "3",
                    "--magnification", "2", "--impl", "serial", "-q", NULL),
                 0, "batch");
-  image got, want;
+  qs_image got, want;
   char err[512];
   cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
   cr_assert_eq(tiff_read(ref, &want, err, sizeof err), QS_OK, "%s", err);
@@ -1080,14 +1080,14 @@ Test(cli, stream_output_is_appended_in_place) {
                "the streamed stack equals the batch call's, bit for bit");
   for (size_t k = 0; k < 4; k++) {
     char leaf[64];
-    image one;
+    qs_image one;
     snprintf(leaf, sizeof leaf, "res/esrrf_%06zu.tif", k);
     cr_assert_eq(tiff_read(path_in(leaf), &one, err, sizeof err), QS_OK, "%s",
                  err);
     cr_assert_eq(memcmp(one.data, got.data + k * plane,
                         plane * sizeof(float)),
                  0, "result %zu", k);
-    image_free(&one);
+    qs_image_free(&one);
   }
   /* appended pages: no ImageJ page count for them to contradict */
   FILE *g = fopen(out, "rb");
@@ -1103,8 +1103,8 @@ Test(cli, stream_output_is_appended_in_place) {
   char cmd[600];
   snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -q qs-tmp", dir);
   cr_assert_neq(system(cmd), 0, "a temporary was left beside OUT");
-  image_free(&got);
-  image_free(&want);
+  qs_image_free(&got);
+  qs_image_free(&want);
 }
 
 /* The sweep: a small simulated stack through every output, and bad lists
@@ -1198,14 +1198,15 @@ static result *qs_stdin(const char *in, const char *first, ...) {
  * one float32 stack described by desc (page 0), channel fastest (c_fast:
  * ImageJ's order) or slowest (OME's XYTCZ), XResolution and YResolution
  * xres per unit, ResolutionUnit none. */
-static void write_channels(const char *path, const image *a, const image *b,
-                           const char *desc, int c_fast, float xres) {
+static void write_channels(const char *path, const qs_image *a,
+                           const qs_image *b, const char *desc, int c_fast,
+                           float xres) {
   TIFF *t = TIFFOpen(path, "w");
   cr_assert_not_null(t);
   size_t T = a->frames;
   for (size_t p = 0; p < 2 * T; p++) {
     size_t c = c_fast ? p % 2 : p / T, f = c_fast ? p / 2 : p % T;
-    const image *src = c ? b : a;
+    const qs_image *src = c ? b : a;
     TIFFSetField(t, TIFFTAG_IMAGEWIDTH, (uint32_t)a->cols);
     TIFFSetField(t, TIFFTAG_IMAGELENGTH, (uint32_t)a->rows);
     TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 32);
@@ -1228,8 +1229,8 @@ static void write_channels(const char *path, const image *a, const image *b,
 
 /* Stacks a and b as ImageJ writes a 2-channel hyperstack (TCYX: channel
  * fastest), 0.1 um pixels (XResolution 10 per unit, unit=micron). */
-static void write_hyperstack(const char *path, const image *a,
-                             const image *b) {
+static void write_hyperstack(const char *path, const qs_image *a,
+                             const qs_image *b) {
   char desc[256];
   snprintf(desc, sizeof desc,
            "ImageJ=1.54f\nimages=%zu\nchannels=2\nframes=%zu\n"
@@ -1242,7 +1243,7 @@ static void write_hyperstack(const char *path, const image *a,
  * each channel alone (wa, wb: T timepoints each), bit for bit. */
 static void expect_channels(const char *out, const char *wa, const char *wb,
                             size_t T) {
-  image got, ia, ib;
+  qs_image got, ia, ib;
   char err[512];
   cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
   cr_assert_eq(tiff_read(wa, &ia, err, sizeof err), QS_OK, "%s", err);
@@ -1258,12 +1259,13 @@ static void expect_channels(const char *out, const char *wa, const char *wb,
                         plane * 4),
                  0, "%s: channel 1, timepoint %zu", out, t);
   }
-  image_free(&got), image_free(&ia), image_free(&ib);
+  qs_image_free(&got), qs_image_free(&ia), qs_image_free(&ib);
 }
 
 /* Two simulated single-channel stacks (10 frames of 12 x 10, seeds 3 and
  * 4) at a.tif and b.tif (*a, *b), read into ia and ib. */
-static void two_stacks(const char **a, const char **b, image *ia, image *ib) {
+static void two_stacks(const char **a, const char **b, qs_image *ia,
+                       qs_image *ib) {
   char err[512];
   *a = simulated("a.tif", "10", "12x10", "3");
   *b = simulated("b.tif", "10", "12x10", "4");
@@ -1280,7 +1282,7 @@ Test(cli, hyperstack_channels_run_apart_with_pixel_size_and_provenance) {
   need_esrrf();
   const char *a, *b, *hs = path_in("hs.tif"), *out = path_in("out.tif"),
                     *oa = path_in("oa.tif"), *ob = path_in("ob.tif");
-  image ia, ib;
+  qs_image ia, ib;
   char err[512];
   two_stacks(&a, &b, &ia, &ib);
   write_hyperstack(hs, &ia, &ib);
@@ -1342,7 +1344,7 @@ Test(cli, hyperstack_channels_run_apart_with_pixel_size_and_provenance) {
                    "esrrf");
   cJSON_Delete(j);
   expect_status(qs("info", path_in("missing.tif"), NULL), 1, "info missing");
-  image_free(&ia), image_free(&ib);
+  qs_image_free(&ia), qs_image_free(&ib);
 }
 
 /* An OME-TIFF of 2 channels, channel slowest (XYTCZ), 65 nm pixels: each
@@ -1353,7 +1355,7 @@ Test(cli, ome_channels_in_their_order_run_apart) {
   need_esrrf();
   const char *a, *b, *ome = path_in("ome.tif"), *out = path_in("out.tif"),
                     *oa = path_in("oa.tif"), *ob = path_in("ob.tif");
-  image ia, ib;
+  qs_image ia, ib;
   char err[512];
   two_stacks(&a, &b, &ia, &ib);
   char desc[640];
@@ -1389,7 +1391,7 @@ Test(cli, ome_channels_in_their_order_run_apart) {
                      info.meta.pixel_x, info.meta.unit);
   cr_assert_str_eq(info.meta.unit, "nm");
   expect_channels(out, oa, ob, 2);
-  image_free(&ia), image_free(&ib);
+  qs_image_free(&ia), qs_image_free(&ib);
 }
 
 /* Frames piped to stream without --dtype are refused rather than read as
@@ -1426,15 +1428,15 @@ Test(cli, stream_needs_dtype_on_stdin_and_keeps_metadata) {
   cJSON_Delete(p);
   /* from a TIFF with a pixel size, which is finished: it says it waits */
   const char *in = path_in("in.tif"), *o2 = path_in("s2.tif");
-  image one;
-  cr_assert_eq(image_alloc(&one, 4, 8, 8), QS_OK);
+  qs_image one;
+  cr_assert_eq(qs_image_alloc(&one, 4, 8, 8), QS_OK);
   for (size_t i = 0; i < 4 * 64; i++) one.data[i] = (float)(i % 13);
   tiff_meta m;
   tiff_meta_plain(&m, 4);
   m.pixel_x = m.pixel_y = 0.1;
   snprintf(m.unit, sizeof m.unit, "micron");
   cr_assert_eq(tiff_write_meta(in, &one, 0, &m, err, sizeof err), QS_OK);
-  image_free(&one);
+  qs_image_free(&one);
   r = qs("stream", in, "-o", o2, "--window", "2", "--magnification", "5",
          "--impl", "serial", "--idle", "0.3", "--poll-ms", "50", NULL);
   expect_status(r, 0, "stream from a finished file");
@@ -1608,11 +1610,11 @@ Test(cli, stream_ctrl_c_ends_the_input, .timeout = 120) {
   cr_assert_eq(WEXITSTATUS(st), 0, "%s", text);
   cr_assert_not_null(strstr(text, "input ended by Ctrl-C after"), "%s", text);
   cr_assert_lt(dt, 10.0, "%.1f s after Ctrl-C", dt);
-  image got;
+  qs_image got;
   char err[512];
   cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
   cr_assert(got.frames >= 1 && got.frames < 30, "%zu results", got.frames);
-  image_free(&got);
+  qs_image_free(&got);
 }
 
 /* ------------------------------------- hardening, second pass: outputs */

@@ -947,10 +947,10 @@ Test(clrt, old_rows_move_to_the_stable_fingerprint) {
   store_devices(s, find_device, &before, err, sizeof err);
   store_close(s);
 
-  engine_options o = {.db_path = db};
-  engine *e = NULL;
-  cr_assert_eq(engine_open(&e, &o), QS_OK, "%s", engine_error(e));
-  engine_close(e);
+  qs_engine_options o = {.db_path = db};
+  qs_engine *e = NULL;
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK, "%s", qs_engine_error(e));
+  qs_engine_close(e);
   cr_assert_eq(store_open(&s, db, err, sizeof err), QS_OK, "%s", err);
   cr_expect_eq(runs_on(s, in.fingerprint), 7, "3 + 4 rows moved");
   cr_expect_eq(runs_on(s, old[0]), 0);

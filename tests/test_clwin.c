@@ -99,11 +99,11 @@ static double worst_rel(const float *got, const float *ref, size_t px) {
 /* The double host fold of maps [t0, t0 + n) into ref (rows × cols). */
 static void host_stat(int kind, const float *maps, size_t rows, size_t cols,
                       size_t t0, size_t n, float *ref) {
-  esrrf_partial p;
-  cr_assert_eq(esrrf_partial_init(&p, kind, rows, cols), QS_OK);
-  cr_assert_eq(esrrf_partial_add(&p, maps + t0 * rows * cols, n), QS_OK);
-  cr_assert_eq(esrrf_partial_finish(&p, 1, 0, ref), QS_OK);
-  esrrf_partial_free(&p);
+  qs_esrrf_partial p;
+  cr_assert_eq(qs_esrrf_partial_init(&p, kind, rows, cols), QS_OK);
+  cr_assert_eq(qs_esrrf_partial_add(&p, maps + t0 * rows * cols, n), QS_OK);
+  cr_assert_eq(qs_esrrf_partial_finish(&p, 1, 0, ref), QS_OK);
+  qs_esrrf_partial_free(&p);
 }
 
 /* What a streamed window did: its worst relative error over the updates,

@@ -1,5 +1,5 @@
 /* test_db_best.c — the keys calibration records on slices of a call's
- * input are marked as such in the store (db_key_is_slice), and
+ * input are marked as such in the store (qs_db_key_is_slice), and
  * `quicksilver db best` lists the caller's keys only, saying how many slice
  * keys it left out, unless --all. */
 #include <criterion/criterion.h>
@@ -14,14 +14,14 @@
 TestSuite(db_best, .fini = qs_leak_check);
 
 Test(db_best, slice_mark) {
-  cr_assert_eq(db_key_is_slice(NULL), 0);
-  cr_assert_eq(db_key_is_slice(""), 0);
-  cr_assert_eq(db_key_is_slice("#slice"), 0);
-  cr_assert_eq(db_key_is_slice(")#slice"), 0);
-  cr_assert_eq(db_key_is_slice("m(1x2x3;a=1)"), 0);
-  cr_assert_eq(db_key_is_slice("m(1x2x3;a=1)#slice"), 1);
-  cr_assert_eq(db_key_is_slice("m(1x2x3;a=1)#slicex"), 0);
-  cr_assert_eq(db_key_is_slice("m(1x2x3;a=1)#slice)"), 0);
+  cr_assert_eq(qs_db_key_is_slice(NULL), 0);
+  cr_assert_eq(qs_db_key_is_slice(""), 0);
+  cr_assert_eq(qs_db_key_is_slice("#slice"), 0);
+  cr_assert_eq(qs_db_key_is_slice(")#slice"), 0);
+  cr_assert_eq(qs_db_key_is_slice("m(1x2x3;a=1)"), 0);
+  cr_assert_eq(qs_db_key_is_slice("m(1x2x3;a=1)#slice"), 1);
+  cr_assert_eq(qs_db_key_is_slice("m(1x2x3;a=1)#slicex"), 0);
+  cr_assert_eq(qs_db_key_is_slice("m(1x2x3;a=1)#slice)"), 0);
 }
 
 typedef struct keys {
@@ -30,11 +30,11 @@ typedef struct keys {
 } keys;
 
 static int count_best(void *ctx, const char *method, const char *key,
-                      const run_report *r) {
+                      const qs_run_report *r) {
   keys *k = ctx;
   cr_assert_str_eq(method, "shift_magnify");
   cr_assert_neq(r->impl[0], '\0', "a choice for %s", key);
-  if (db_key_is_slice(key)) {
+  if (qs_db_key_is_slice(key)) {
     k->slices++;
     /* the same parameters as the call, on one frame of it */
     cr_assert_not_null(strstr(key, "shift_magnify(1x"), "%s", key);
@@ -49,34 +49,35 @@ static int count_best(void *ctx, const char *method, const char *key,
 
 /* One cold call (calibration on) into a store at db; returns its key. */
 static void cold_call(const char *db, char *key, size_t len) {
-  engine_options o = {.db_path = db, .no_opencl = 1};
-  engine *e = NULL;
-  cr_assert_eq(engine_open(&e, &o), QS_OK, "%s", e ? engine_error(e) : "");
-  image in;
-  cr_assert_eq(image_alloc(&in, 3, 96, 80), QS_OK);
+  qs_engine_options o = {.db_path = db, .no_opencl = 1};
+  qs_engine *e = NULL;
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK, "%s",
+               e ? qs_engine_error(e) : "");
+  qs_image in;
+  cr_assert_eq(qs_image_alloc(&in, 3, 96, 80), QS_OK);
   for (size_t i = 0; i < 3 * 96 * 80; i++)
     in.data[i] = (float)(i % 97);
-  run_request rq = {.inputs = &in, .n_inputs = 1};
-  image out;
-  run_report rep;
-  cr_assert_eq(method_run(e, "shift_magnify", &rq, &out, 1, &rep), QS_OK, "%s",
-               engine_error(e));
+  qs_run_request rq = {.inputs = &in, .n_inputs = 1};
+  qs_image out;
+  qs_run_report rep;
+  cr_assert_eq(qs_method_run(e, "shift_magnify", &rq, &out, 1, &rep), QS_OK,
+               "%s", qs_engine_error(e));
   cr_assert_str_eq(rep.reason, "calibration");
   snprintf(key, len,
            "shift_magnify(3x96x80;shift_row=0;shift_col=0;"
            "magnification_row=2;magnification_col=2)");
-  image_free(&out);
-  image_free(&in);
+  qs_image_free(&out);
+  qs_image_free(&in);
 
   /* the engine's own listing: the caller's key once, slices marked */
   keys k = {0};
   snprintf(k.caller_key, sizeof k.caller_key, "%s", key);
-  cr_assert_eq(engine_db_best(e, NULL, count_best, &k), QS_OK, "%s",
-               engine_error(e));
+  cr_assert_eq(qs_engine_db_best(e, NULL, count_best, &k), QS_OK, "%s",
+               qs_engine_error(e));
   cr_assert_eq(k.caller, 1);
   cr_assert_geq(k.slices, 1);
   cr_assert_eq(k.other, 0);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* Runs the CLI with args through the shell; stdout and stderr into files

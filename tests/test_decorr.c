@@ -14,8 +14,8 @@ TestSuite(decorr, .fini = qs_leak_check);
 static void dc_case(const char *name, const char *impl) {
   metric_case c;
   mc_load(name, &c);
-  engine *e = mc_engine();
-  image out[2];
+  qs_engine *e = mc_engine();
+  qs_image out[2];
   mc_run(e, "decorr", impl, c.in, 1, NULL, 0, out, 2);
   const float *r = out[0].data, *n = c.out[0].data;
   fprintf(stderr,
@@ -48,9 +48,9 @@ static void dc_case(const char *name, const char *impl) {
   cr_expect_eq(nan_differ, 0, "%s: %zu values NaN on one side only", name,
                nan_differ);
   cr_expect_leq(worst, 1e-6, "%s curves differ by %.3g", name, worst);
-  image_free(&out[0]);
-  image_free(&out[1]);
-  engine_close(e);
+  qs_image_free(&out[0]);
+  qs_image_free(&out[1]);
+  qs_engine_close(e);
   mc_free(&c);
 }
 
@@ -61,8 +61,8 @@ Test(decorr, nanopyx_sim_rect) { dc_case("dc_sim_rect", "serial"); }
 Test(decorr, serial_equals_threaded) {
   metric_case c;
   mc_load("dc_real_m5", &c);
-  engine *e = mc_engine();
-  image s[2], t[2];
+  qs_engine *e = mc_engine();
+  qs_image s[2], t[2];
   mc_run(e, "decorr", "serial", c.in, 1, NULL, 0, s, 2);
   mc_run(e, "decorr", "threaded", c.in, 1, NULL, 0, t, 2);
   cr_expect_eq(memcmp(s[0].data, t[0].data, 4 * sizeof(float)), 0);
@@ -70,18 +70,18 @@ Test(decorr, serial_equals_threaded) {
                       s[1].rows * s[1].cols * sizeof(float)),
                0);
   for (int k = 0; k < 2; k++) {
-    image_free(&s[k]);
-    image_free(&t[k]);
+    qs_image_free(&s[k]);
+    qs_image_free(&t[k]);
   }
-  engine_close(e);
+  qs_engine_close(e);
   mc_free(&c);
 }
 
 /* Gaussian spots of width w on a grid: the finer the spots, the finer the
  * resolution decorrelation finds. */
-static double spots_resolution(engine *e, double width) {
-  image img;
-  cr_assert_eq(image_alloc(&img, 1, 96, 96), QS_OK);
+static double spots_resolution(qs_engine *e, double width) {
+  qs_image img;
+  cr_assert_eq(qs_image_alloc(&img, 1, 96, 96), QS_OK);
   unsigned seed = 3;
   for (size_t y = 0; y < 96; y++)
     for (size_t x = 0; x < 96; x++) {
@@ -94,41 +94,42 @@ static double spots_resolution(engine *e, double width) {
       seed = seed * 1103515245u + 12345u;
       img.data[y * 96 + x] = (float)(v + 2 * ((seed >> 8) / 16777216.0));
     }
-  image out[2];
+  qs_image out[2];
   mc_run(e, "decorr", "serial", &img, 1, NULL, 0, out, 2);
   double r = out[0].data[0];
-  image_free(&img);
-  image_free(&out[0]);
-  image_free(&out[1]);
+  qs_image_free(&img);
+  qs_image_free(&out[0]);
+  qs_image_free(&out[1]);
   return r;
 }
 
 Test(decorr, finer_structure_finer_resolution) {
-  engine *e = mc_engine();
+  qs_engine *e = mc_engine();
   double fine = spots_resolution(e, 1.0), coarse = spots_resolution(e, 3.0);
   fprintf(stderr, "decorr spots: width 1 -> %.4g px, width 3 -> %.4g px\n",
           fine, coarse);
   cr_expect_gt(fine, 0);
   cr_expect_lt(fine, coarse, "width 1: %g, width 3: %g", fine, coarse);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 Test(decorr, bad_inputs_name_the_field) {
-  engine *e = mc_engine();
-  image two;
-  cr_assert_eq(image_alloc(&two, 2, 16, 16), QS_OK);
-  image out[2];
-  run_request rq = {.inputs = &two, .n_inputs = 1};
-  cr_expect_eq(method_run(e, "decorr", &rq, out, 2, NULL), QS_ESHAPE);
-  cr_expect(strstr(engine_error(e), "image has 2 frames") != NULL, "%s",
-            engine_error(e));
+  qs_engine *e = mc_engine();
+  qs_image two;
+  cr_assert_eq(qs_image_alloc(&two, 2, 16, 16), QS_OK);
+  qs_image out[2];
+  qs_run_request rq = {.inputs = &two, .n_inputs = 1};
+  cr_expect_eq(qs_method_run(e, "decorr", &rq, out, 2, NULL), QS_ESHAPE);
+  cr_expect(strstr(qs_engine_error(e), "image has 2 frames") != NULL, "%s",
+            qs_engine_error(e));
   two.frames = 1;
-  param p[] = {{"rmin", 0.6, NULL}, {"rmax", 0.5, NULL}};
+  qs_param p[] = {{"rmin", 0.6, NULL}, {"rmax", 0.5, NULL}};
   rq.params = p;
   rq.n_params = 2;
-  cr_expect_eq(method_run(e, "decorr", &rq, out, 2, NULL), QS_EPARAM);
-  cr_expect(strstr(engine_error(e), "rmin") != NULL, "%s", engine_error(e));
+  cr_expect_eq(qs_method_run(e, "decorr", &rq, out, 2, NULL), QS_EPARAM);
+  cr_expect(strstr(qs_engine_error(e), "rmin") != NULL, "%s",
+            qs_engine_error(e));
   two.frames = 2;
-  image_free(&two);
-  engine_close(e);
+  qs_image_free(&two);
+  qs_engine_close(e);
 }

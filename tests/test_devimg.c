@@ -20,22 +20,22 @@
 
 TestSuite(devimg, .fini = qs_leak_check);
 
-static engine *open_engine(void) {
-  engine *e;
-  engine_options o = {.db_path = ":memory:", .no_calibration = 1};
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
+static qs_engine *open_engine(void) {
+  qs_engine *e;
+  qs_engine_options o = {.db_path = ":memory:", .no_calibration = 1};
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
   return e;
 }
 
 /* The first OpenCL device's name into out, or skips the test; returns
  * whether it is a GPU (a CPU device shares host memory: a host input's
  * upload moves nothing there). */
-static int need_device(engine *e, char *out, size_t len) {
-  device_info d[4];
+static int need_device(qs_engine *e, char *out, size_t len) {
+  qs_device_info d[4];
   size_t n = 0;
-  cr_assert_eq(engine_devices(e, d, 4, &n), QS_OK);
+  cr_assert_eq(qs_engine_devices(e, d, 4, &n), QS_OK);
   if (n < 2) {
-    engine_close(e);
+    qs_engine_close(e);
     cr_skip_test("no OpenCL device");
   }
   snprintf(out, len, "%s", d[1].name);
@@ -45,8 +45,8 @@ static int need_device(engine *e, char *out, size_t len) {
 /* An engine with an OpenCL device (skips without one): the device's name
  * into dev (QS_NAME_MAX), its implementations' name "opencl:<dev>" into
  * impl (QS_NAME_MAX + 8), and *gpu (may be NULL) whether it is a GPU. */
-static engine *open_device(char *dev, char *impl, int *gpu) {
-  engine *e = open_engine();
+static qs_engine *open_device(char *dev, char *impl, int *gpu) {
+  qs_engine *e = open_engine();
   int g = need_device(e, dev, QS_NAME_MAX);
   snprintf(impl, QS_NAME_MAX + 8, "opencl:%s", dev);
   if (gpu) *gpu = g;
@@ -63,46 +63,47 @@ static float *noisy(size_t n, uint64_t s) {
   return px;
 }
 
-static size_t bytes_of(const image *m) {
+static size_t bytes_of(const qs_image *m) {
   return m->frames * m->rows * m->cols * sizeof(float);
 }
 
 Test(devimg, push_pull_round_trip_counted) {
-  engine *e = open_engine();
+  qs_engine *e = open_engine();
   char dev[QS_NAME_MAX];
   need_device(e, dev, sizeof dev);
   float *px = noisy(3 * 17 * 19, 7);
-  image host = image_wrap(px, 3, 17, 19), d, back;
+  qs_image host = qs_image_wrap(px, 3, 17, 19), d, back;
   uint64_t up0, down0, up1, down1;
-  cr_assert_eq(engine_device_bytes(e, dev, &up0, &down0), QS_OK);
-  cr_assert_eq(image_push(e, &host, dev, &d), QS_OK, "%s", engine_error(e));
+  cr_assert_eq(qs_engine_device_bytes(e, dev, &up0, &down0), QS_OK);
+  cr_assert_eq(qs_image_push(e, &host, dev, &d), QS_OK, "%s",
+               qs_engine_error(e));
   cr_expect_null(d.data);
   cr_expect_eq(d.frames, 3);
   cr_expect_eq(d.rows, 17);
   cr_expect_eq(d.cols, 19);
-  cr_expect_str_eq(image_device(&d), dev);
-  cr_expect_str_eq(image_device(&host), "");
-  cr_assert_eq(image_pull(e, &d, &back), QS_OK, "%s", engine_error(e));
+  cr_expect_str_eq(qs_image_device(&d), dev);
+  cr_expect_str_eq(qs_image_device(&host), "");
+  cr_assert_eq(qs_image_pull(e, &d, &back), QS_OK, "%s", qs_engine_error(e));
   cr_expect(!memcmp(back.data, px, bytes_of(&host)));
-  cr_assert_eq(engine_device_bytes(e, dev, &up1, &down1), QS_OK);
+  cr_assert_eq(qs_engine_device_bytes(e, dev, &up1, &down1), QS_OK);
   cr_expect_eq(up1 - up0, bytes_of(&host));
   cr_expect_eq(down1 - down0, bytes_of(&host));
   /* "opencl:<slug>" and NULL name the same device */
-  image d2;
+  qs_image d2;
   char full[QS_NAME_MAX + 8];
   snprintf(full, sizeof full, "opencl:%s", dev);
-  cr_expect_eq(image_push(e, &host, full, &d2), QS_OK);
-  image_free(&d2);
-  cr_expect_eq(image_push(e, &host, NULL, &d2), QS_OK);
-  image_free(&d2);
+  cr_expect_eq(qs_image_push(e, &host, full, &d2), QS_OK);
+  qs_image_free(&d2);
+  cr_expect_eq(qs_image_push(e, &host, NULL, &d2), QS_OK);
+  qs_image_free(&d2);
   double bw = 0;
-  cr_expect_eq(engine_device_bandwidth(e, dev, &bw), QS_OK);
+  cr_expect_eq(qs_engine_device_bandwidth(e, dev, &bw), QS_OK);
   cr_expect_gt(bw, 0);
-  image_free(&back);
-  image_free(&d);
+  qs_image_free(&back);
+  qs_image_free(&d);
   cr_expect_null(d.owner_);
   free(px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* One method, its inputs' shapes and parameters. */
@@ -110,7 +111,7 @@ typedef struct mcase {
   const char *method;
   size_t n_in;
   size_t shape[3][3];
-  param p[4];
+  qs_param p[4];
   size_t n_p;
 } mcase;
 
@@ -130,45 +131,48 @@ static const mcase cases[] = {
  * device inputs; the pulled outputs have the host run's bits, and the
  * report's moves are what the implementation's place implies. Returns how
  * many implementations ran natively on the device images. */
-static int same_bits(engine *e, const mcase *k, const char *dev) {
-  const method_desc *md = method_find(e, k->method);
+static int same_bits(qs_engine *e, const mcase *k, const char *dev) {
+  const qs_method_desc *md = qs_method_find(e, k->method);
   cr_assert(md, "%s", k->method);
   size_t n_out = md->n_outputs, in_bytes = 0, out_bytes = 0;
   float *px[3];
-  image in[3], din[3];
+  qs_image in[3], din[3];
   for (size_t i = 0; i < k->n_in; i++) {
     px[i] = noisy(k->shape[i][0] * k->shape[i][1] * k->shape[i][2], 11 + i);
-    in[i] = image_wrap(px[i], k->shape[i][0], k->shape[i][1],
-                       k->shape[i][2]);
-    cr_assert_eq(image_push(e, &in[i], dev, &din[i]), QS_OK);
+    in[i] =
+        qs_image_wrap(px[i], k->shape[i][0], k->shape[i][1], k->shape[i][2]);
+    cr_assert_eq(qs_image_push(e, &in[i], dev, &din[i]), QS_OK);
     in_bytes += bytes_of(&in[i]);
   }
-  impl_info impls[QS_MAX_IMPLS];
+  qs_impl_info impls[QS_MAX_IMPLS];
   size_t n_impls;
-  cr_assert_eq(method_impls(e, k->method, impls, QS_MAX_IMPLS, &n_impls),
+  cr_assert_eq(qs_method_impls(e, k->method, impls, QS_MAX_IMPLS, &n_impls),
                QS_OK);
   int native = 0;
   char native_name[QS_NAME_MAX + 8];
   snprintf(native_name, sizeof native_name, "opencl:%s", dev);
   for (size_t j = 0; j < n_impls; j++) {
     if (!impls[j].available) continue;
-    run_request rq = {.inputs = in, .n_inputs = k->n_in, .params = k->p,
-                      .n_params = k->n_p, .impl = impls[j].name};
-    image h[QS_MAX_OUTPUTS], d[QS_MAX_OUTPUTS], back;
-    run_report rep;
-    cr_assert_eq(method_run(e, k->method, &rq, h, n_out, NULL), QS_OK,
-                 "%s %s: %s", k->method, impls[j].name, engine_error(e));
+    qs_run_request rq = {.inputs = in,
+                         .n_inputs = k->n_in,
+                         .params = k->p,
+                         .n_params = k->n_p,
+                         .impl = impls[j].name};
+    qs_image h[QS_MAX_OUTPUTS], d[QS_MAX_OUTPUTS], back;
+    qs_run_report rep;
+    cr_assert_eq(qs_method_run(e, k->method, &rq, h, n_out, NULL), QS_OK,
+                 "%s %s: %s", k->method, impls[j].name, qs_engine_error(e));
     rq.inputs = din;
-    cr_assert_eq(method_run(e, k->method, &rq, d, n_out, &rep), QS_OK,
+    cr_assert_eq(qs_method_run(e, k->method, &rq, d, n_out, &rep), QS_OK,
                  "%s %s on device images: %s", k->method, impls[j].name,
-                 engine_error(e));
+                 qs_engine_error(e));
     cr_expect_str_eq(rep.impl, impls[j].name);
     out_bytes = 0;
     for (size_t o = 0; o < n_out; o++) {
-      cr_expect_str_eq(image_device(&d[o]), dev, "%s %s: output %zu",
+      cr_expect_str_eq(qs_image_device(&d[o]), dev, "%s %s: output %zu",
                        k->method, impls[j].name, o);
-      cr_assert_eq(image_pull(e, &d[o], &back), QS_OK);
-      if (impls[j].kind != IMPL_COMPOSITE) {
+      cr_assert_eq(qs_image_pull(e, &d[o], &back), QS_OK);
+      if (impls[j].kind != QS_IMPL_COMPOSITE) {
         cr_expect(!memcmp(back.data, h[o].data, bytes_of(&h[o])),
                   "%s %s: output %zu differs on device images", k->method,
                   impls[j].name, o);
@@ -183,9 +187,9 @@ static int same_bits(engine *e, const mcase *k, const char *dev) {
                       k->method, impls[j].name, o);
       }
       out_bytes += bytes_of(&h[o]);
-      image_free(&back);
-      image_free(&d[o]);
-      image_free(&h[o]);
+      qs_image_free(&back);
+      qs_image_free(&d[o]);
+      qs_image_free(&h[o]);
     }
     int here = !strcmp(impls[j].name, native_name) &&
                strcmp(k->method, "esrrf"); /* eSRRF's chain takes host */
@@ -203,14 +207,14 @@ static int same_bits(engine *e, const mcase *k, const char *dev) {
     }
   }
   for (size_t i = 0; i < k->n_in; i++) {
-    image_free(&din[i]);
+    qs_image_free(&din[i]);
     free(px[i]);
   }
   return native;
 }
 
 Test(devimg, every_method_and_impl_same_bits_on_device_images) {
-  engine *e = open_engine();
+  qs_engine *e = open_engine();
   char dev[QS_NAME_MAX];
   need_device(e, dev, sizeof dev);
   int native = 0;
@@ -218,7 +222,7 @@ Test(devimg, every_method_and_impl_same_bits_on_device_images) {
     native += same_bits(e, &cases[i], dev);
   /* roberts_cross, shift_magnify and rgc ran on the buffers */
   cr_expect_eq(native, 3);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* Host and device inputs mixed: outputs on the device, the native
@@ -226,86 +230,96 @@ Test(devimg, every_method_and_impl_same_bits_on_device_images) {
 Test(devimg, mixed_host_and_device_inputs) {
   char dev[QS_NAME_MAX], impl[QS_NAME_MAX + 8];
   int gpu;
-  engine *e = open_device(dev, impl, &gpu);
+  qs_engine *e = open_device(dev, impl, &gpu);
   const mcase *k = &cases[2]; /* rgc */
   float *px[3];
-  image in[3], mix[3];
+  qs_image in[3], mix[3];
   for (size_t i = 0; i < 3; i++) {
     px[i] = noisy(k->shape[i][0] * k->shape[i][1] * k->shape[i][2], 3 + i);
-    in[i] = mix[i] = image_wrap(px[i], k->shape[i][0], k->shape[i][1],
-                                k->shape[i][2]);
+    in[i] = mix[i] =
+        qs_image_wrap(px[i], k->shape[i][0], k->shape[i][1], k->shape[i][2]);
   }
-  cr_assert_eq(image_push(e, &in[0], dev, &mix[0]), QS_OK);
-  cr_assert_eq(image_push(e, &in[1], dev, &mix[1]), QS_OK);
-  run_request rq = {.inputs = in, .n_inputs = 3, .params = k->p,
-                    .n_params = k->n_p, .impl = impl};
-  image h, d, back;
-  run_report rep;
-  cr_assert_eq(method_run(e, "rgc", &rq, &h, 1, NULL), QS_OK);
+  cr_assert_eq(qs_image_push(e, &in[0], dev, &mix[0]), QS_OK);
+  cr_assert_eq(qs_image_push(e, &in[1], dev, &mix[1]), QS_OK);
+  qs_run_request rq = {.inputs = in,
+                       .n_inputs = 3,
+                       .params = k->p,
+                       .n_params = k->n_p,
+                       .impl = impl};
+  qs_image h, d, back;
+  qs_run_report rep;
+  cr_assert_eq(qs_method_run(e, "rgc", &rq, &h, 1, NULL), QS_OK);
   rq.inputs = mix;
-  cr_assert_eq(method_run(e, "rgc", &rq, &d, 1, &rep), QS_OK, "%s",
-               engine_error(e));
-  cr_expect_str_eq(image_device(&d), dev);
+  cr_assert_eq(qs_method_run(e, "rgc", &rq, &d, 1, &rep), QS_OK, "%s",
+               qs_engine_error(e));
+  cr_expect_str_eq(qs_image_device(&d), dev);
   cr_expect_eq(rep.bytes_pulled, 0);
   cr_expect_eq(rep.bytes_up, gpu ? bytes_of(&in[2]) : 0, "up %llu",
                (unsigned long long)rep.bytes_up);
   cr_expect_eq(rep.bytes_down, 0);
-  cr_assert_eq(image_pull(e, &d, &back), QS_OK);
+  cr_assert_eq(qs_image_pull(e, &d, &back), QS_OK);
   cr_expect(!memcmp(back.data, h.data, bytes_of(&h)));
-  image_free(&back);
-  image_free(&d);
-  image_free(&h);
-  image_free(&mix[0]);
-  image_free(&mix[1]);
+  qs_image_free(&back);
+  qs_image_free(&d);
+  qs_image_free(&h);
+  qs_image_free(&mix[0]);
+  qs_image_free(&mix[1]);
   for (size_t i = 0; i < 3; i++) free(px[i]);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* The chained example: eSRRF's steps (shift_magnify of the image,
  * roberts_cross, shift_magnify of each gradient, rgc) on device images
  * move the input up once and the maps down once, and give the bits of the
  * same steps on host images; the maps are eSRRF's per-frame maps. */
-static void chain(engine *e, const image *x, const char *impl, int mag,
-                  image *maps) {
-  param m1[] = {{"magnification_row", mag, NULL},
-                {"magnification_col", mag, NULL}};
-  param m2[] = {{"magnification_row", 2 * mag, NULL},
-                {"magnification_col", 2 * mag, NULL}};
-  param pr[] = {{"magnification", mag, NULL}};
-  image grad[2], rgc_in[3];
-  run_request rq = {.inputs = x, .n_inputs = 1, .params = m1, .n_params = 2,
-                    .impl = impl};
-  cr_assert_eq(method_run(e, "shift_magnify", &rq, &rgc_in[2], 1, NULL),
-               QS_OK, "%s", engine_error(e));
-  rq = (run_request){.inputs = x, .n_inputs = 1, .impl = impl};
-  cr_assert_eq(method_run(e, "roberts_cross", &rq, grad, 2, NULL), QS_OK);
+static void chain(qs_engine *e, const qs_image *x, const char *impl, int mag,
+                  qs_image *maps) {
+  qs_param m1[] = {{"magnification_row", mag, NULL},
+                   {"magnification_col", mag, NULL}};
+  qs_param m2[] = {{"magnification_row", 2 * mag, NULL},
+                   {"magnification_col", 2 * mag, NULL}};
+  qs_param pr[] = {{"magnification", mag, NULL}};
+  qs_image grad[2], rgc_in[3];
+  qs_run_request rq = {
+      .inputs = x, .n_inputs = 1, .params = m1, .n_params = 2, .impl = impl};
+  cr_assert_eq(qs_method_run(e, "shift_magnify", &rq, &rgc_in[2], 1, NULL),
+               QS_OK, "%s", qs_engine_error(e));
+  rq = (qs_run_request){.inputs = x, .n_inputs = 1, .impl = impl};
+  cr_assert_eq(qs_method_run(e, "roberts_cross", &rq, grad, 2, NULL), QS_OK);
   for (int i = 0; i < 2; i++) {
-    rq = (run_request){.inputs = &grad[i], .n_inputs = 1, .params = m2,
-                       .n_params = 2, .impl = impl};
-    cr_assert_eq(method_run(e, "shift_magnify", &rq, &rgc_in[i], 1, NULL),
+    rq = (qs_run_request){.inputs = &grad[i],
+                          .n_inputs = 1,
+                          .params = m2,
+                          .n_params = 2,
+                          .impl = impl};
+    cr_assert_eq(qs_method_run(e, "shift_magnify", &rq, &rgc_in[i], 1, NULL),
                  QS_OK);
-    image_free(&grad[i]);
+    qs_image_free(&grad[i]);
   }
-  rq = (run_request){.inputs = rgc_in, .n_inputs = 3, .params = pr,
-                     .n_params = 1, .impl = impl};
-  cr_assert_eq(method_run(e, "rgc", &rq, maps, 1, NULL), QS_OK);
-  for (int i = 0; i < 3; i++) image_free(&rgc_in[i]);
+  rq = (qs_run_request){.inputs = rgc_in,
+                        .n_inputs = 3,
+                        .params = pr,
+                        .n_params = 1,
+                        .impl = impl};
+  cr_assert_eq(qs_method_run(e, "rgc", &rq, maps, 1, NULL), QS_OK);
+  for (int i = 0; i < 3; i++)
+    qs_image_free(&rgc_in[i]);
 }
 
 Test(devimg, esrrf_chain_on_device_moves_input_and_maps_once) {
   char dev[QS_NAME_MAX], impl[QS_NAME_MAX + 8];
-  engine *e = open_device(dev, impl, NULL);
+  qs_engine *e = open_device(dev, impl, NULL);
   const int mag = 2;
   float *px = noisy(4 * 24 * 28, 99);
-  image x = image_wrap(px, 4, 24, 28), hmaps, dx, dmaps, back;
+  qs_image x = qs_image_wrap(px, 4, 24, 28), hmaps, dx, dmaps, back;
   chain(e, &x, impl, mag, &hmaps);
   uint64_t up0, down0, up1, down1;
-  cr_assert_eq(engine_device_bytes(e, dev, &up0, &down0), QS_OK);
-  cr_assert_eq(image_push(e, &x, dev, &dx), QS_OK);
+  cr_assert_eq(qs_engine_device_bytes(e, dev, &up0, &down0), QS_OK);
+  cr_assert_eq(qs_image_push(e, &x, dev, &dx), QS_OK);
   chain(e, &dx, impl, mag, &dmaps);
-  cr_expect_str_eq(image_device(&dmaps), dev);
-  cr_assert_eq(image_pull(e, &dmaps, &back), QS_OK);
-  cr_assert_eq(engine_device_bytes(e, dev, &up1, &down1), QS_OK);
+  cr_expect_str_eq(qs_image_device(&dmaps), dev);
+  cr_assert_eq(qs_image_pull(e, &dmaps, &back), QS_OK);
+  cr_assert_eq(qs_engine_device_bytes(e, dev, &up1, &down1), QS_OK);
   cr_expect_eq(up1 - up0, bytes_of(&x), "up %llu",
                (unsigned long long)(up1 - up0));
   cr_expect_eq(down1 - down0, bytes_of(&hmaps), "down %llu",
@@ -313,14 +327,17 @@ Test(devimg, esrrf_chain_on_device_moves_input_and_maps_once) {
   cr_expect(!memcmp(back.data, hmaps.data, bytes_of(&hmaps)),
             "device chain differs from the host chain");
   /* eSRRF's own per-frame maps, within its tolerance */
-  param ep[] = {{"magnification", mag, NULL},
-                {"temporal", 0, "none"},
-                {"macro_pixel_correction", 0, NULL}};
-  run_request rq = {.inputs = &x, .n_inputs = 1, .params = ep,
-                    .n_params = 3, .impl = "serial"};
-  image ref;
-  cr_assert_eq(method_run(e, "esrrf", &rq, &ref, 1, NULL), QS_OK, "%s",
-               engine_error(e));
+  qs_param ep[] = {{"magnification", mag, NULL},
+                   {"temporal", 0, "none"},
+                   {"macro_pixel_correction", 0, NULL}};
+  qs_run_request rq = {.inputs = &x,
+                       .n_inputs = 1,
+                       .params = ep,
+                       .n_params = 3,
+                       .impl = "serial"};
+  qs_image ref;
+  cr_assert_eq(qs_method_run(e, "esrrf", &rq, &ref, 1, NULL), QS_OK, "%s",
+               qs_engine_error(e));
   cr_assert_eq(ref.frames * ref.rows * ref.cols,
                back.frames * back.rows * back.cols);
   double top = 0, diff = 0;
@@ -331,13 +348,13 @@ Test(devimg, esrrf_chain_on_device_moves_input_and_maps_once) {
   }
   cr_expect_gt(top, 0);
   cr_expect_leq(diff, 1e-4 * top, "max diff %g of %g", diff, top);
-  image_free(&ref);
-  image_free(&back);
-  image_free(&dmaps);
-  image_free(&dx);
-  image_free(&hmaps);
+  qs_image_free(&ref);
+  qs_image_free(&back);
+  qs_image_free(&dmaps);
+  qs_image_free(&dx);
+  qs_image_free(&hmaps);
   free(px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* A CPU choice on device images: pulled once, pushed once, said so; the
@@ -345,24 +362,25 @@ Test(devimg, esrrf_chain_on_device_moves_input_and_maps_once) {
  * device's own. */
 Test(devimg, cpu_choice_pulled_once_and_moves_priced) {
   char dev[QS_NAME_MAX], impl[QS_NAME_MAX + 8];
-  engine *e = open_device(dev, impl, NULL);
+  qs_engine *e = open_device(dev, impl, NULL);
   float *px = noisy(2 * 64 * 64, 5);
-  image x = image_wrap(px, 2, 64, 64), dx, out[2];
-  cr_assert_eq(image_push(e, &x, dev, &dx), QS_OK);
-  run_request rq = {.inputs = &dx, .n_inputs = 1, .impl = "cpu"};
-  run_report rep;
-  cr_assert_eq(method_run(e, "roberts_cross", &rq, out, 2, &rep), QS_OK,
-               "%s", engine_error(e));
+  qs_image x = qs_image_wrap(px, 2, 64, 64), dx, out[2];
+  cr_assert_eq(qs_image_push(e, &x, dev, &dx), QS_OK);
+  qs_run_request rq = {.inputs = &dx, .n_inputs = 1, .impl = "cpu"};
+  qs_run_report rep;
+  cr_assert_eq(qs_method_run(e, "roberts_cross", &rq, out, 2, &rep), QS_OK,
+               "%s", qs_engine_error(e));
   cr_expect_eq(rep.bytes_pulled, bytes_of(&x));
   cr_expect_eq(rep.bytes_pushed, 2 * bytes_of(&x));
   cr_expect_eq(rep.bytes_down, bytes_of(&x));
   cr_expect_eq(rep.bytes_up, 2 * bytes_of(&x));
-  for (int i = 0; i < 2; i++) image_free(&out[i]);
+  for (int i = 0; i < 2; i++)
+    qs_image_free(&out[i]);
   rq.impl = NULL;
-  cr_assert_eq(method_estimate(e, "roberts_cross", &rq, &rep), QS_OK);
+  cr_assert_eq(qs_method_estimate(e, "roberts_cross", &rq, &rep), QS_OK);
   int seen_cpu = 0, seen_dev = 0;
   for (size_t i = 0; i < rep.n_estimates; i++) {
-    const run_estimate *x_ = &rep.estimates[i];
+    const qs_run_estimate *x_ = &rep.estimates[i];
     if (!strcmp(x_->impl, "serial")) {
       seen_cpu = 1;
       cr_expect_gt(x_->transfer_seconds, 0);
@@ -375,106 +393,109 @@ Test(devimg, cpu_choice_pulled_once_and_moves_priced) {
   cr_expect(seen_cpu && seen_dev);
   /* host inputs: nothing to price */
   rq.inputs = &x;
-  cr_assert_eq(method_estimate(e, "roberts_cross", &rq, &rep), QS_OK);
+  cr_assert_eq(qs_method_estimate(e, "roberts_cross", &rq, &rep), QS_OK);
   for (size_t i = 0; i < rep.n_estimates; i++)
     cr_expect_eq(rep.estimates[i].transfer_seconds, 0);
-  image_free(&dx);
+  qs_image_free(&dx);
   free(px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* Plans take device images as inputs and give device outputs. */
 Test(devimg, plan_runs_on_device_images) {
   char dev[QS_NAME_MAX], impl[QS_NAME_MAX + 8];
-  engine *e = open_device(dev, impl, NULL);
+  qs_engine *e = open_device(dev, impl, NULL);
   float *px = noisy(3 * 20 * 24, 9);
-  image x = image_wrap(px, 3, 20, 24), dx, h, d, back;
-  param p[] = {{"magnification_row", 2, NULL},
-               {"magnification_col", 2, NULL}};
-  run_request rq = {.inputs = &x, .n_inputs = 1, .params = p, .n_params = 2,
-                    .impl = impl};
-  cr_assert_eq(method_run(e, "shift_magnify", &rq, &h, 1, NULL), QS_OK);
-  cr_assert_eq(image_push(e, &x, dev, &dx), QS_OK);
-  plan *pl;
+  qs_image x = qs_image_wrap(px, 3, 20, 24), dx, h, d, back;
+  qs_param p[] = {{"magnification_row", 2, NULL},
+                  {"magnification_col", 2, NULL}};
+  qs_run_request rq = {
+      .inputs = &x, .n_inputs = 1, .params = p, .n_params = 2, .impl = impl};
+  cr_assert_eq(qs_method_run(e, "shift_magnify", &rq, &h, 1, NULL), QS_OK);
+  cr_assert_eq(qs_image_push(e, &x, dev, &dx), QS_OK);
+  qs_plan *pl;
   rq.inputs = &dx;
-  cr_assert_eq(method_open(e, "shift_magnify", &rq, &pl), QS_OK, "%s",
-               engine_error(e));
-  run_report rep;
-  cr_assert_eq(plan_run(pl, &dx, 1, &d, 1, &rep), QS_OK, "%s",
-               engine_error(e));
+  cr_assert_eq(qs_method_open(e, "shift_magnify", &rq, &pl), QS_OK, "%s",
+               qs_engine_error(e));
+  qs_run_report rep;
+  cr_assert_eq(qs_plan_run(pl, &dx, 1, &d, 1, &rep), QS_OK, "%s",
+               qs_engine_error(e));
   cr_expect_eq(rep.bytes_up + rep.bytes_down, 0);
-  cr_assert_eq(image_pull(e, &d, &back), QS_OK);
+  cr_assert_eq(qs_image_pull(e, &d, &back), QS_OK);
   cr_expect(!memcmp(back.data, h.data, bytes_of(&h)));
-  plan_close(pl);
-  image_free(&back);
-  image_free(&d);
-  image_free(&dx);
-  image_free(&h);
+  qs_plan_close(pl);
+  qs_image_free(&back);
+  qs_image_free(&d);
+  qs_image_free(&dx);
+  qs_image_free(&h);
   free(px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 Test(devimg, freed_foreign_orphaned_and_null_refused) {
-  engine *e = open_engine(), *f = open_engine();
+  qs_engine *e = open_engine(), *f = open_engine();
   char dev[QS_NAME_MAX];
   need_device(e, dev, sizeof dev);
   float *px = noisy(2 * 8 * 8, 1);
-  image x = image_wrap(px, 2, 8, 8), d, copy, out[2], h;
-  run_request rq = {.inputs = &copy, .n_inputs = 1};
+  qs_image x = qs_image_wrap(px, 2, 8, 8), d, copy, out[2], h;
+  qs_run_request rq = {.inputs = &copy, .n_inputs = 1};
 
   /* a copy of a freed one */
-  cr_assert_eq(image_push(e, &x, dev, &d), QS_OK);
+  cr_assert_eq(qs_image_push(e, &x, dev, &d), QS_OK);
   copy = d;
-  image_free(&d);
-  cr_expect_eq(method_run(e, "roberts_cross", &rq, out, 2, NULL), QS_EINVAL);
-  cr_expect(strstr(engine_error(e), "freed"), "%s", engine_error(e));
+  qs_image_free(&d);
+  cr_expect_eq(qs_method_run(e, "roberts_cross", &rq, out, 2, NULL),
+               QS_EINVAL);
+  cr_expect(strstr(qs_engine_error(e), "freed"), "%s", qs_engine_error(e));
   cr_expect_null(out[0].data);
   cr_expect_null(out[0].owner_);
-  cr_expect_eq(image_pull(e, &copy, &h), QS_EINVAL);
+  cr_expect_eq(qs_image_pull(e, &copy, &h), QS_EINVAL);
   cr_expect_null(h.owner_);
-  cr_expect_eq(method_estimate(e, "roberts_cross", &rq, &(run_report){0}),
-               QS_EINVAL);
-  image again = copy; /* freeing a stale copy does nothing */
-  image_free(&again);
+  cr_expect_eq(
+      qs_method_estimate(e, "roberts_cross", &rq, &(qs_run_report){0}),
+      QS_EINVAL);
+  qs_image again = copy; /* freeing a stale copy does nothing */
+  qs_image_free(&again);
   cr_expect_null(again.owner_);
 
   /* another engine's */
-  cr_assert_eq(image_push(e, &x, dev, &d), QS_OK);
+  cr_assert_eq(qs_image_push(e, &x, dev, &d), QS_OK);
   copy = d;
-  cr_expect_eq(method_run(f, "roberts_cross", &rq, out, 2, NULL), QS_EINVAL);
-  cr_expect(strstr(engine_error(f), "another engine"), "%s",
-            engine_error(f));
-  cr_expect_eq(image_pull(f, &d, &h), QS_EINVAL);
-  plan *pl;
-  cr_expect_eq(method_open(f, "roberts_cross", &rq, &pl), QS_EINVAL);
+  cr_expect_eq(qs_method_run(f, "roberts_cross", &rq, out, 2, NULL),
+               QS_EINVAL);
+  cr_expect(strstr(qs_engine_error(f), "another engine"), "%s",
+            qs_engine_error(f));
+  cr_expect_eq(qs_image_pull(f, &d, &h), QS_EINVAL);
+  qs_plan *pl;
+  cr_expect_eq(qs_method_open(f, "roberts_cross", &rq, &pl), QS_EINVAL);
 
   /* NULLs and misuse */
-  cr_expect_eq(image_push(NULL, &x, dev, &copy), QS_EINVAL);
-  cr_expect_eq(image_push(e, NULL, dev, &copy), QS_EINVAL);
-  cr_expect_eq(image_push(e, &x, dev, NULL), QS_EINVAL);
-  cr_expect_eq(image_push(e, &d, dev, &copy), QS_EINVAL);
-  cr_expect(strstr(engine_error(e), "device image already"), "%s",
-            engine_error(e));
+  cr_expect_eq(qs_image_push(NULL, &x, dev, &copy), QS_EINVAL);
+  cr_expect_eq(qs_image_push(e, NULL, dev, &copy), QS_EINVAL);
+  cr_expect_eq(qs_image_push(e, &x, dev, NULL), QS_EINVAL);
+  cr_expect_eq(qs_image_push(e, &d, dev, &copy), QS_EINVAL);
+  cr_expect(strstr(qs_engine_error(e), "device image already"), "%s",
+            qs_engine_error(e));
   cr_expect_null(copy.owner_);
-  cr_expect_eq(image_push(e, &x, "no-such-device", &copy), QS_ENOIMPL);
-  cr_expect_eq(image_pull(NULL, &d, &h), QS_EINVAL);
-  cr_expect_eq(image_pull(e, NULL, &h), QS_EINVAL);
-  cr_expect_eq(image_pull(e, &d, NULL), QS_EINVAL);
-  cr_expect_str_eq(image_device(NULL), "");
-  cr_expect_null(image_cl_buffer(NULL, NULL));
-  cr_expect_eq(engine_device_bytes(NULL, dev, NULL, NULL), QS_EINVAL);
-  cr_expect_eq(engine_device_bytes(e, "no-such-device", NULL, NULL),
+  cr_expect_eq(qs_image_push(e, &x, "no-such-device", &copy), QS_ENOIMPL);
+  cr_expect_eq(qs_image_pull(NULL, &d, &h), QS_EINVAL);
+  cr_expect_eq(qs_image_pull(e, NULL, &h), QS_EINVAL);
+  cr_expect_eq(qs_image_pull(e, &d, NULL), QS_EINVAL);
+  cr_expect_str_eq(qs_image_device(NULL), "");
+  cr_expect_null(qs_image_cl_buffer(NULL, NULL));
+  cr_expect_eq(qs_engine_device_bytes(NULL, dev, NULL, NULL), QS_EINVAL);
+  cr_expect_eq(qs_engine_device_bytes(e, "no-such-device", NULL, NULL),
                QS_ENOIMPL);
-  cr_expect_eq(engine_device_bandwidth(e, dev, NULL), QS_EINVAL);
-  image_free(NULL);
+  cr_expect_eq(qs_engine_device_bandwidth(e, dev, NULL), QS_EINVAL);
+  qs_image_free(NULL);
 
-  /* its engine closed under it: only image_free is left, and safe */
-  engine_close(e);
-  cr_expect_str_eq(image_device(&d), "");
-  cr_expect_eq(image_pull(f, &d, &h), QS_EINVAL);
-  image_free(&d);
+  /* its engine closed under it: only qs_image_free is left, and safe */
+  qs_engine_close(e);
+  cr_expect_str_eq(qs_image_device(&d), "");
+  cr_expect_eq(qs_image_pull(f, &d, &h), QS_EINVAL);
+  qs_image_free(&d);
   cr_expect_null(d.owner_);
-  engine_close(f);
+  qs_engine_close(f);
   free(px);
 }
 
@@ -482,61 +503,68 @@ Test(devimg, freed_foreign_orphaned_and_null_refused) {
  * implementation costs 1 ms and whose device one 1.5 ms (on the injected
  * clock) runs on the CPU for host input, and on the device for 16 MiB of
  * device input, where the CPU would add a pull and a push. */
-static int cost_cpu(const method_call *c) {
+static int cost_cpu(const qs_method_call *c) {
   (void)c;
   fake_now += 1000000;
   return QS_OK;
 }
 
-static int cost_dev(const method_call *c) {
+static int cost_dev(const qs_method_call *c) {
   /* it is handed its device's buffers, never host memory, for them */
-  if (!c->in[0].data && !image_cl_buffer(&c->in[0], c->device))
+  if (!c->in[0].data && !qs_image_cl_buffer(&c->in[0], c->device))
     return QS_EFAIL;
   fake_now += 1500000;
   return QS_OK;
 }
 
-static const slot_def cost_slots[] = {{"image", "any"}};
-static const impl_def cost_impls[] = {
-    {"serial", IMPL_SERIAL, cost_cpu, NULL, 1, SCHED_STATIC, 0, NULL, NULL,
-     0},
-    {"opencl", IMPL_OPENCL, cost_dev, NULL, 1, SCHED_STATIC, 0, NULL, NULL,
-     1},
+static const qs_slot_def cost_slots[] = {{"image", "any"}};
+static const qs_impl_def cost_impls[] = {
+    {"serial", QS_IMPL_SERIAL, cost_cpu, NULL, 1, QS_SCHED_STATIC, 0, NULL,
+     NULL, 0},
+    {"opencl", QS_IMPL_OPENCL, cost_dev, NULL, 1, QS_SCHED_STATIC, 0, NULL,
+     NULL, 1},
 };
-static const method_desc cost_desc = {
-    .name = "costed", .doc = "fixed costs", .inputs = cost_slots,
-    .n_inputs = 1, .outputs = cost_slots, .n_outputs = 1,
-    .impls = cost_impls, .n_impls = 2, .tolerance = 1};
+static const qs_method_desc cost_desc = {.name = "costed",
+                                         .doc = "fixed costs",
+                                         .inputs = cost_slots,
+                                         .n_inputs = 1,
+                                         .outputs = cost_slots,
+                                         .n_outputs = 1,
+                                         .impls = cost_impls,
+                                         .n_impls = 2,
+                                         .tolerance = 1};
 
 Test(devimg, transfers_priced_in_the_choice) {
-  engine *e;
-  engine_options o = {.db_path = ":memory:", .no_calibration = 1,
-                      .clock_ns = fake_clock, .seed = 1};
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  qs_engine *e;
+  qs_engine_options o = {.db_path = ":memory:",
+                         .no_calibration = 1,
+                         .clock_ns = fake_clock,
+                         .seed = 1};
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
   char dev[QS_NAME_MAX], impl[QS_NAME_MAX + 8];
   need_device(e, dev, sizeof dev);
   snprintf(impl, sizeof impl, "opencl:%s", dev);
-  cr_assert_eq(method_register(e, &cost_desc), QS_OK);
+  cr_assert_eq(qs_method_register(e, &cost_desc), QS_OK);
   input x = make_input(1, 1024, 4096); /* 16 MiB */
-  image out, dx;
-  run_request rq = {.inputs = &x.im, .n_inputs = 1};
+  qs_image out, dx;
+  qs_run_request rq = {.inputs = &x.im, .n_inputs = 1};
   for (int i = 0; i < 8; i++) /* both timed on the key, closely */
     for (int k = 0; k < 2; k++) {
       rq.impl = k ? impl : "serial";
-      cr_assert_eq(method_run(e, "costed", &rq, &out, 1, NULL), QS_OK, "%s",
-                   engine_error(e));
-      image_free(&out);
+      cr_assert_eq(qs_method_run(e, "costed", &rq, &out, 1, NULL), QS_OK, "%s",
+                   qs_engine_error(e));
+      qs_image_free(&out);
     }
-  run_report rep;
+  qs_run_report rep;
   rq.impl = NULL;
-  cr_assert_eq(method_run(e, "costed", &rq, &out, 1, &rep), QS_OK);
+  cr_assert_eq(qs_method_run(e, "costed", &rq, &out, 1, &rep), QS_OK);
   cr_expect_str_eq(rep.impl, "serial", "host input: %s (%s)", rep.impl,
                    rep.reason);
-  image_free(&out);
-  cr_assert_eq(image_push(e, &x.im, dev, &dx), QS_OK);
+  qs_image_free(&out);
+  cr_assert_eq(qs_image_push(e, &x.im, dev, &dx), QS_OK);
   rq.inputs = &dx;
-  cr_assert_eq(method_run(e, "costed", &rq, &out, 1, &rep), QS_OK, "%s",
-               engine_error(e));
+  cr_assert_eq(qs_method_run(e, "costed", &rq, &out, 1, &rep), QS_OK, "%s",
+               qs_engine_error(e));
   cr_expect_str_eq(rep.impl, impl, "device input: %s (%s)", rep.impl,
                    rep.reason);
   cr_expect_eq(rep.bytes_pulled + rep.bytes_pushed, 0);
@@ -545,31 +573,31 @@ Test(devimg, transfers_priced_in_the_choice) {
     if (!strcmp(rep.estimates[i].impl, "serial"))
       t_cpu = rep.estimates[i].transfer_seconds;
   cr_expect_gt(t_cpu, 5e-4, "the CPU's moves priced at %g s", t_cpu);
-  image_free(&out);
+  qs_image_free(&out);
   /* its run on the buffers (no transfers) is learnt apart from its runs
    * on host memory: one run on device input, eight on host input */
   for (int k = 0; k < 2; k++) {
     rq.inputs = k ? &x.im : &dx;
-    cr_assert_eq(method_estimate(e, "costed", &rq, &rep), QS_OK);
+    cr_assert_eq(qs_method_estimate(e, "costed", &rq, &rep), QS_OK);
     for (size_t i = 0; i < rep.n_estimates; i++)
       if (!strcmp(rep.estimates[i].impl, impl)) {
         cr_expect_str_eq(rep.estimates[i].source, "history");
         cr_expect_eq(rep.estimates[i].runs, k ? 8 : 1);
       }
   }
-  image_free(&dx);
+  qs_image_free(&dx);
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 Test(devimg, without_opencl_push_is_unavailable) {
-  engine *e;
-  engine_options o = {.db_path = ":memory:", .no_opencl = 1};
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  qs_engine *e;
+  qs_engine_options o = {.db_path = ":memory:", .no_opencl = 1};
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
   float px[4] = {1, 2, 3, 4};
-  image x = image_wrap(px, 1, 2, 2), d;
-  cr_expect_eq(image_push(e, &x, NULL, &d), QS_EUNAVAIL);
-  cr_expect(strstr(engine_error(e), "OpenCL"), "%s", engine_error(e));
+  qs_image x = qs_image_wrap(px, 1, 2, 2), d;
+  cr_expect_eq(qs_image_push(e, &x, NULL, &d), QS_EUNAVAIL);
+  cr_expect(strstr(qs_engine_error(e), "OpenCL"), "%s", qs_engine_error(e));
   cr_expect_null(d.owner_);
-  engine_close(e);
+  qs_engine_close(e);
 }

@@ -1,8 +1,8 @@
-/* test_dispatch.c — method_run's flow with a fake method registered through
- * method_register, whose run time the test sets through the injected clock:
+/* test_dispatch.c — qs_method_run's flow with a fake method registered through
+ * qs_method_register, whose run time the test sets through the injected clock:
  * validation errors with nothing recorded, forced implementations and kinds,
  * calibration once per cold implementation, fallback and retry, the key,
- * history across engine_close/engine_open, method_benchmark. */
+ * history across qs_engine_close/qs_engine_open, qs_method_benchmark. */
 #define _DEFAULT_SOURCE /* mincore */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -34,8 +34,8 @@ static struct {
   int calls, small_calls;
 } fake[F_N];
 
-static int fake_body(const method_call *c, int which) {
-  const image *in = &c->in[0];
+static int fake_body(const qs_method_call *c, int which) {
+  const qs_image *in = &c->in[0];
   size_t px = in->frames * in->rows * in->cols;
   fake[which].calls++;
   if (in->frames == 1 && in->rows <= 64) fake[which].small_calls++;
@@ -51,7 +51,7 @@ static int fake_body(const method_call *c, int which) {
 }
 
 #define FAKE_RUN(name, which)                                                 \
-  static int name(const method_call *c) { return fake_body(c, which); }
+  static int name(const qs_method_call *c) { return fake_body(c, which); }
 FAKE_RUN(run_serial, F_SERIAL)
 FAKE_RUN(run_threaded, F_THREADED)
 FAKE_RUN(run_dynamic, F_DYNAMIC)
@@ -59,13 +59,13 @@ FAKE_RUN(run_flaky, F_FLAKY)
 FAKE_RUN(run_opencl, F_OPENCL)
 FAKE_RUN(run_locked, F_LOCKED)
 
-static int probe_locked(const method_call *c, char *why, size_t len) {
+static int probe_locked(const qs_method_call *c, char *why, size_t len) {
   (void)c;
   snprintf(why, len, "locked by the test");
   return 1;
 }
 
-static int fake_shape(const image *in, const double *p, image *out,
+static int fake_shape(const qs_image *in, const double *p, qs_image *out,
                       char *err, size_t len) {
   (void)p;
   if (in[0].rows < 4) {
@@ -79,24 +79,25 @@ static int fake_shape(const image *in, const double *p, image *out,
   return QS_OK;
 }
 
-static const param_def fake_params[] = {
-    {"scale", PARAM_FLOAT, 2, 0, 100, PARAM_MIN_OPEN, NULL, "factor"},
-    {"mode", PARAM_ENUM, 0, 0, 0, 0, "copy|add", "mode"},
-    {"iters", PARAM_INT, 1, 1, 10, 0, NULL, "iterations"},
-    {"flag", PARAM_BOOL, 0, 0, 0, 0, NULL, "a switch"},
+static const qs_param_def fake_params[] = {
+    {"scale", QS_PARAM_FLOAT, 2, 0, 100, QS_PARAM_MIN_OPEN, NULL, "factor"},
+    {"mode", QS_PARAM_ENUM, 0, 0, 0, 0, "copy|add", "mode"},
+    {"iters", QS_PARAM_INT, 1, 1, 10, 0, NULL, "iterations"},
+    {"flag", QS_PARAM_BOOL, 0, 0, 0, 0, NULL, "a switch"},
 };
-static const impl_def fake_impls[] = {
-    {"serial", IMPL_SERIAL, run_serial, NULL, 1, SCHED_STATIC, 0},
-    {"threaded", IMPL_THREADED, run_threaded, NULL, 1, SCHED_STATIC, 0},
-    {"threaded_dynamic", IMPL_THREADED, run_dynamic, NULL, 1, SCHED_DYNAMIC,
-     4},
-    {"flaky", IMPL_COMPOSITE, run_flaky, NULL, 1, SCHED_STATIC, 0},
-    {"opencl", IMPL_OPENCL, run_opencl, NULL, 1, SCHED_STATIC, 0},
-    {"locked", IMPL_SERIAL, run_locked, probe_locked, 1, SCHED_STATIC, 0},
+static const qs_impl_def fake_impls[] = {
+    {"serial", QS_IMPL_SERIAL, run_serial, NULL, 1, QS_SCHED_STATIC, 0},
+    {"threaded", QS_IMPL_THREADED, run_threaded, NULL, 1, QS_SCHED_STATIC, 0},
+    {"threaded_dynamic", QS_IMPL_THREADED, run_dynamic, NULL, 1,
+     QS_SCHED_DYNAMIC, 4},
+    {"flaky", QS_IMPL_COMPOSITE, run_flaky, NULL, 1, QS_SCHED_STATIC, 0},
+    {"opencl", QS_IMPL_OPENCL, run_opencl, NULL, 1, QS_SCHED_STATIC, 0},
+    {"locked", QS_IMPL_SERIAL, run_locked, probe_locked, 1, QS_SCHED_STATIC,
+     0},
 };
-static const slot_def fake_in[] = {{"stack", "input"}};
-static const slot_def fake_out[] = {{"out", "output"}};
-static const method_desc fake_desc = {
+static const qs_slot_def fake_in[] = {{"stack", "input"}};
+static const qs_slot_def fake_out[] = {{"out", "output"}};
+static const qs_method_desc fake_desc = {
     .name = "fake",
     .doc = "scales its input",
     .inputs = fake_in,
@@ -124,20 +125,24 @@ static void fake_reset(void) {
 /* The fake's fixed costs (0.5 to 3 ms) dwarf its small calls, so the
  * tests of the choice give calibration a budget of 1000 times the
  * predicted call; the default budget has tests of its own. */
-static engine *open_fake_share(const char *db, int no_calibration,
-                               double share) {
-  engine_options o = {.db_path = db ? db : ":memory:", .threads = 2,
-                      .no_opencl = 1, .no_calibration = no_calibration,
-                      .seed = 42, .clock_ns = fake_clock,
-                      .calibration_share = share};
-  engine *e = NULL;
-  int rc = engine_open(&e, &o);
-  cr_assert_eq(rc, QS_OK, "engine_open: %s", engine_error(e));
-  cr_assert_eq(method_register(e, &fake_desc), QS_OK, "%s", engine_error(e));
+static qs_engine *open_fake_share(const char *db, int no_calibration,
+                                  double share) {
+  qs_engine_options o = {.db_path = db ? db : ":memory:",
+                         .threads = 2,
+                         .no_opencl = 1,
+                         .no_calibration = no_calibration,
+                         .seed = 42,
+                         .clock_ns = fake_clock,
+                         .calibration_share = share};
+  qs_engine *e = NULL;
+  int rc = qs_engine_open(&e, &o);
+  cr_assert_eq(rc, QS_OK, "qs_engine_open: %s", qs_engine_error(e));
+  cr_assert_eq(qs_method_register(e, &fake_desc), QS_OK, "%s",
+               qs_engine_error(e));
   return e;
 }
 
-static engine *open_fake(const char *db, int no_calibration) {
+static qs_engine *open_fake(const char *db, int no_calibration) {
   return open_fake_share(db, no_calibration, 1000.0);
 }
 
@@ -147,8 +152,8 @@ static int count_row(void *ctx, const run_row *r) {
   return 0;
 }
 
-static size_t rows_of(engine *e, const char *impl) {
-  cr_assert_eq(engine_flush(e), QS_OK, "%s", engine_error(e));
+static size_t rows_of(qs_engine *e, const char *impl) {
+  cr_assert_eq(engine_flush(e), QS_OK, "%s", qs_engine_error(e));
   size_t n = 0;
   store_filter f = {.method = "fake", .impl = impl};
   cr_assert_eq(store_query(e->store, &f, count_row, &n, NULL, 0), QS_OK);
@@ -170,9 +175,9 @@ static int count_status(void *ctx, const run_row *r) {
   return 0;
 }
 
-static size_t rows_with(engine *e, const char *impl, int status,
+static size_t rows_with(qs_engine *e, const char *impl, int status,
                         char *error) {
-  cr_assert_eq(engine_flush(e), QS_OK, "%s", engine_error(e));
+  cr_assert_eq(engine_flush(e), QS_OK, "%s", qs_engine_error(e));
   status_count s = {.status = status};
   store_filter f = {.method = "fake", .impl = impl};
   cr_assert_eq(store_query(e->store, &f, count_status, &s, NULL, 0), QS_OK);
@@ -180,12 +185,15 @@ static size_t rows_with(engine *e, const char *impl, int status,
   return s.n;
 }
 
-static int run(engine *e, const input *x, const param *p, size_t n_p,
-               const char *impl, run_report *rep) {
-  run_request rq = {.inputs = &x->im, .n_inputs = 1, .params = p,
-                    .n_params = n_p, .impl = impl};
-  image out[1];
-  int rc = method_run(e, "fake", &rq, out, 1, rep);
+static int run(qs_engine *e, const input *x, const qs_param *p, size_t n_p,
+               const char *impl, qs_run_report *rep) {
+  qs_run_request rq = {.inputs = &x->im,
+                       .n_inputs = 1,
+                       .params = p,
+                       .n_params = n_p,
+                       .impl = impl};
+  qs_image out[1];
+  int rc = qs_method_run(e, "fake", &rq, out, 1, rep);
   if (rc == QS_OK) {
     cr_assert_not_null(out[0].data);
     cr_assert_eq(out[0].rows, x->im.rows);
@@ -193,7 +201,7 @@ static int run(engine *e, const input *x, const param *p, size_t n_p,
   } else {
     cr_assert_null(out[0].data);
   }
-  image_free(&out[0]);
+  qs_image_free(&out[0]);
   return rc;
 }
 
@@ -201,65 +209,65 @@ static int run(engine *e, const input *x, const param *p, size_t n_p,
 
 Test(dispatch, validation_errors_record_nothing) {
   fake_reset();
-  engine *e = open_fake(NULL, 0);
+  qs_engine *e = open_fake(NULL, 0);
   input x = make_input(2, 16, 16);
-  run_report rep;
-  run_request rq = {.inputs = &x.im, .n_inputs = 1};
-  image out[1];
+  qs_run_report rep;
+  qs_run_request rq = {.inputs = &x.im, .n_inputs = 1};
+  qs_image out[1];
 
-  cr_assert_eq(method_run(e, "fkae", &rq, out, 1, &rep), QS_ENOMETHOD);
-  cr_assert_not_null(strstr(engine_error(e), "fkae"));
-  cr_assert_not_null(strstr(engine_error(e), "did you mean fake"));
+  cr_assert_eq(qs_method_run(e, "fkae", &rq, out, 1, &rep), QS_ENOMETHOD);
+  cr_assert_not_null(strstr(qs_engine_error(e), "fkae"));
+  cr_assert_not_null(strstr(qs_engine_error(e), "did you mean fake"));
 
-  param unknown[] = {{"scael", 3, NULL}};
+  qs_param unknown[] = {{"scael", 3, NULL}};
   cr_assert_eq(run(e, &x, unknown, 1, NULL, &rep), QS_EPARAM);
-  cr_assert_not_null(strstr(engine_error(e), "scael"));
-  cr_assert_not_null(strstr(engine_error(e), "did you mean scale"));
+  cr_assert_not_null(strstr(qs_engine_error(e), "scael"));
+  cr_assert_not_null(strstr(qs_engine_error(e), "did you mean scale"));
 
-  param bad_type[] = {{"iters", 0, "three"}};
+  qs_param bad_type[] = {{"iters", 0, "three"}};
   cr_assert_eq(run(e, &x, bad_type, 1, NULL, &rep), QS_EPARAM);
-  cr_assert_not_null(strstr(engine_error(e), "iters"));
+  cr_assert_not_null(strstr(qs_engine_error(e), "iters"));
 
-  param zero[] = {{"scale", 0, NULL}};
+  qs_param zero[] = {{"scale", 0, NULL}};
   cr_assert_eq(run(e, &x, zero, 1, NULL, &rep), QS_EPARAM);
-  cr_assert_not_null(strstr(engine_error(e), "scale"));
-  param nan_p[] = {{"scale", NAN, NULL}};
+  cr_assert_not_null(strstr(qs_engine_error(e), "scale"));
+  qs_param nan_p[] = {{"scale", NAN, NULL}};
   cr_assert_eq(run(e, &x, nan_p, 1, NULL, &rep), QS_EPARAM);
-  param big[] = {{"iters", 11, NULL}};
+  qs_param big[] = {{"iters", 11, NULL}};
   cr_assert_eq(run(e, &x, big, 1, NULL, &rep), QS_EPARAM);
-  param bad_enum[] = {{"mode", 0, "mul"}};
+  qs_param bad_enum[] = {{"mode", 0, "mul"}};
   cr_assert_eq(run(e, &x, bad_enum, 1, NULL, &rep), QS_EPARAM);
-  cr_assert_not_null(strstr(engine_error(e), "copy|add"));
+  cr_assert_not_null(strstr(qs_engine_error(e), "copy|add"));
 
   rq.n_inputs = 2;
-  cr_assert_eq(method_run(e, "fake", &rq, out, 1, &rep), QS_ESHAPE);
-  cr_assert_not_null(strstr(engine_error(e), "stack"));
+  cr_assert_eq(qs_method_run(e, "fake", &rq, out, 1, &rep), QS_ESHAPE);
+  cr_assert_not_null(strstr(qs_engine_error(e), "stack"));
   rq.n_inputs = 1;
-  image two[2];
-  cr_assert_eq(method_run(e, "fake", &rq, two, 2, &rep), QS_EINVAL);
-  cr_assert_not_null(strstr(engine_error(e), "1 output"));
+  qs_image two[2];
+  cr_assert_eq(qs_method_run(e, "fake", &rq, two, 2, &rep), QS_EINVAL);
+  cr_assert_not_null(strstr(qs_engine_error(e), "1 output"));
 
   input thin = make_input(1, 3, 16);
   cr_assert_eq(run(e, &thin, NULL, 0, NULL, &rep), QS_ESHAPE);
-  cr_assert_not_null(strstr(engine_error(e), "3 rows"));
+  cr_assert_not_null(strstr(qs_engine_error(e), "3 rows"));
 
   cr_assert_eq(run(e, &x, NULL, 0, "nope", &rep), QS_ENOIMPL);
-  cr_assert_not_null(strstr(engine_error(e), "nope"));
+  cr_assert_not_null(strstr(qs_engine_error(e), "nope"));
 
   for (int i = 0; i < F_N; i++) cr_assert_eq(fake[i].calls, 0);
   cr_assert_eq(rows_of(e, NULL), 0);
   free(thin.px);
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* ----------------------------------------------------------------- forced */
 
 Test(dispatch, forced_name_and_kind) {
   fake_reset();
-  engine *e = open_fake(NULL, 0);
+  qs_engine *e = open_fake(NULL, 0);
   input x = make_input(1, 32, 32);
-  run_report rep;
+  qs_run_report rep;
   cr_assert_eq(run(e, &x, NULL, 0, "threaded_dynamic", &rep), QS_OK);
   cr_assert_str_eq(rep.impl, "threaded_dynamic");
   cr_assert_str_eq(rep.reason, "forced");
@@ -277,22 +285,23 @@ Test(dispatch, forced_name_and_kind) {
 
   /* unavailable: by name (probe refuses), by kind (no device) */
   cr_assert_eq(run(e, &x, NULL, 0, "locked", &rep), QS_EUNAVAIL);
-  cr_assert_not_null(strstr(engine_error(e), "locked by the test"));
+  cr_assert_not_null(strstr(qs_engine_error(e), "locked by the test"));
   cr_assert_eq(run(e, &x, NULL, 0, "opencl", &rep), QS_EUNAVAIL);
-  cr_assert_not_null(strstr(engine_error(e), "OpenCL"));
+  cr_assert_not_null(strstr(qs_engine_error(e), "OpenCL"));
   cr_assert_eq(fake[F_LOCKED].calls + fake[F_OPENCL].calls, 0);
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* ------------------------------------------------------------ calibration */
 
 Test(dispatch, calibration_once_per_cold_impl) {
   fake_reset();
-  engine *e = open_fake(NULL, 0);
+  qs_engine *e = open_fake(NULL, 0);
   input x = make_input(4, 512, 512);
-  run_report rep;
-  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK, "%s", engine_error(e));
+  qs_run_report rep;
+  cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK, "%s",
+               qs_engine_error(e));
   cr_assert_str_eq(rep.reason, "calibration");
   cr_assert_gt(rep.calibration_seconds, 0);
   /* large work: threaded kinds first, the one declared last
@@ -333,14 +342,14 @@ Test(dispatch, calibration_once_per_cold_impl) {
   cr_assert_str_eq(rep.estimates[F_FLAKY].source, "model");
   free(x.px);
   free(y.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 Test(dispatch, no_calibration_uses_static_order) {
   fake_reset();
-  engine *e = open_fake(NULL, 1);
+  qs_engine *e = open_fake(NULL, 1);
   input small = make_input(1, 16, 16), large = make_input(2, 512, 512);
-  run_report rep;
+  qs_run_report rep;
   cr_assert_eq(run(e, &small, NULL, 0, NULL, &rep), QS_OK);
   cr_assert_str_eq(rep.reason, "static");
   cr_assert_str_eq(rep.impl, "serial");
@@ -351,16 +360,16 @@ Test(dispatch, no_calibration_uses_static_order) {
   for (int i = 0; i < F_N; i++) cr_assert_eq(fake[i].small_calls, i == 0);
   free(small.px);
   free(large.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* --------------------------------------------------------------- failures */
 
 Test(dispatch, failing_impl_falls_back_and_is_retried) {
   fake_reset();
-  engine *e = open_fake(NULL, 0);
+  qs_engine *e = open_fake(NULL, 0);
   input x = make_input(1, 128, 128);
-  run_report rep;
+  qs_run_report rep;
   cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
   cr_assert_str_eq(rep.impl, "flaky");
   fake[F_FLAKY].fail = QS_EFAIL;
@@ -388,7 +397,7 @@ Test(dispatch, failing_impl_falls_back_and_is_retried) {
   /* a forced implementation that fails is an error, recorded */
   fake[F_SERIAL].fail = QS_EFAIL;
   cr_assert_eq(run(e, &x, NULL, 0, "serial", &rep), QS_EFAIL);
-  cr_assert_not_null(strstr(engine_error(e), "failed on purpose"));
+  cr_assert_not_null(strstr(qs_engine_error(e), "failed on purpose"));
   cr_assert_eq(rows_with(e, "serial", QS_EFAIL, NULL), 1);
 
   /* every implementation failing: the call fails, each recorded */
@@ -397,15 +406,15 @@ Test(dispatch, failing_impl_falls_back_and_is_retried) {
   cr_assert_eq(run(e, &y, NULL, 0, NULL, &rep), QS_EFAIL);
   free(x.px);
   free(y.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 Test(dispatch, device_memory_skips_larger_work) {
   fake_reset();
-  engine *e = open_fake(NULL, 0);
+  qs_engine *e = open_fake(NULL, 0);
   input x = make_input(1, 128, 128), big = make_input(1, 256, 256),
         small = make_input(1, 64, 64);
-  run_report rep;
+  qs_run_report rep;
   cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
   cr_assert_str_eq(rep.impl, "flaky");
   fake[F_FLAKY].fail = QS_EDEVMEM;
@@ -420,14 +429,14 @@ Test(dispatch, device_memory_skips_larger_work) {
   free(x.px);
   free(big.px);
   free(small.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* -------------------------------------------------------------------- key */
 
 Test(dispatch, key_changes_with_every_parameter) {
   double base[4] = {2, 0, 1, 0};
-  image im = image_wrap(NULL, 2, 16, 16);
+  qs_image im = qs_image_wrap(NULL, 2, 16, 16);
   char k0[QS_KEY_MAX], k1[QS_KEY_MAX];
   cr_assert_eq(key_text(&fake_desc, &im, base, k0, sizeof k0), QS_OK);
   cr_assert_str_eq(k0, "fake(2x16x16;scale=2;mode=copy;iters=1;flag=false)");
@@ -439,7 +448,7 @@ Test(dispatch, key_changes_with_every_parameter) {
     cr_assert_eq(key_text(&fake_desc, &im, p, k1, sizeof k1), QS_OK);
     cr_assert_str_neq(k0, k1, "parameter %s", fake_params[i].name);
   }
-  image im2 = image_wrap(NULL, 2, 16, 17);
+  qs_image im2 = qs_image_wrap(NULL, 2, 16, 17);
   cr_assert_eq(key_text(&fake_desc, &im2, base, k1, sizeof k1), QS_OK);
   cr_assert_str_neq(k0, k1);
   cr_assert_eq(key_text(&fake_desc, &im, base, k1, 10), QS_EOVERFLOW);
@@ -460,12 +469,12 @@ Test(dispatch, history_persists_across_close_open) {
   close(fd);
   unlink(path);
   input x = make_input(2, 128, 128); /* slices: other keys */
-  run_report rep;
-  engine *e = open_fake(path, 0);
+  qs_run_report rep;
+  qs_engine *e = open_fake(path, 0);
   cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
   cr_assert_str_eq(rep.reason, "calibration");
   cr_assert_str_eq(rep.impl, "flaky");
-  engine_close(e);
+  qs_engine_close(e);
 
   memset(fake, 0, sizeof fake);
   fake_reset();
@@ -475,7 +484,7 @@ Test(dispatch, history_persists_across_close_open) {
   cr_assert_str_eq(rep.impl, "flaky");
   for (int i = 0; i < F_N; i++) cr_assert_eq(fake[i].small_calls, 0);
   cr_assert_eq(rep.estimates[F_FLAKY].runs, 1);
-  engine_close(e);
+  qs_engine_close(e);
 
   char side[sizeof path + 8];
   unlink(path);
@@ -490,13 +499,13 @@ Test(dispatch, history_persists_across_close_open) {
 
 Test(dispatch, benchmark_ranks_and_records_mismatch) {
   fake_reset();
-  engine *e = open_fake(NULL, 0);
+  qs_engine *e = open_fake(NULL, 0);
   fake[F_DYNAMIC].wrong = 1;
   input x = make_input(1, 64, 64);
-  run_request rq = {.inputs = &x.im, .n_inputs = 1};
-  bench_result br;
-  cr_assert_eq(method_benchmark(e, "fake", &rq, NULL, 1, 5, &br), QS_OK,
-               "%s", engine_error(e));
+  qs_run_request rq = {.inputs = &x.im, .n_inputs = 1};
+  qs_bench_result br;
+  cr_assert_eq(qs_method_benchmark(e, "fake", &rq, NULL, 1, 5, &br), QS_OK,
+               "%s", qs_engine_error(e));
   cr_assert_eq(br.n, 4); /* locked and opencl are not available */
   cr_assert_str_eq(br.entries[0].impl, "flaky");
   cr_assert_str_eq(br.entries[1].impl, "serial");
@@ -516,7 +525,7 @@ Test(dispatch, benchmark_ranks_and_records_mismatch) {
   /* never chosen for that key, even when made fastest */
   fake[F_DYNAMIC].fixed = 0;
   fake[F_DYNAMIC].per_px = 0;
-  run_report rep;
+  qs_run_report rep;
   fake[F_DYNAMIC].wrong = 0;
   cr_assert_eq(run(e, &x, NULL, 0, "cpu", &rep), QS_OK);
   cr_assert_str_eq(rep.impl, "flaky"); /* the agent, among the CPU ones */
@@ -524,43 +533,43 @@ Test(dispatch, benchmark_ranks_and_records_mismatch) {
   cr_assert_str_eq(rep.estimates[F_DYNAMIC].source, "mismatch");
 
   /* selection by names */
-  cr_assert_eq(method_benchmark(e, "fake", &rq, "serial,flaky", 0, 2, &br),
+  cr_assert_eq(qs_method_benchmark(e, "fake", &rq, "serial,flaky", 0, 2, &br),
                QS_OK);
   cr_assert_eq(br.n, 2);
-  cr_assert_eq(method_benchmark(e, "fake", &rq, "bogus", 0, 2, &br),
+  cr_assert_eq(qs_method_benchmark(e, "fake", &rq, "bogus", 0, 2, &br),
                QS_ENOIMPL);
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 Test(dispatch, listing) {
   fake_reset();
-  engine *e = open_fake(NULL, 0);
-  cr_assert_geq(method_count(e), 1);
-  cr_assert_eq(method_find(e, "fake"), &fake_desc);
-  cr_assert_eq(method_at(e, method_count(e) - 1), &fake_desc);
-  cr_assert_null(method_find(e, "nope"));
-  cr_assert_eq(method_register(e, &fake_desc), QS_EEXISTS);
-  impl_info info[QS_MAX_ESTIMATES];
+  qs_engine *e = open_fake(NULL, 0);
+  cr_assert_geq(qs_method_count(e), 1);
+  cr_assert_eq(qs_method_find(e, "fake"), &fake_desc);
+  cr_assert_eq(qs_method_at(e, qs_method_count(e) - 1), &fake_desc);
+  cr_assert_null(qs_method_find(e, "nope"));
+  cr_assert_eq(qs_method_register(e, &fake_desc), QS_EEXISTS);
+  qs_impl_info info[QS_MAX_ESTIMATES];
   size_t n = 0;
-  cr_assert_eq(method_impls(e, "fake", info, QS_MAX_ESTIMATES, &n), QS_OK);
+  cr_assert_eq(qs_method_impls(e, "fake", info, QS_MAX_ESTIMATES, &n), QS_OK);
   cr_assert_eq(n, F_N);
   cr_assert_str_eq(info[F_LOCKED].why, "locked by the test");
   cr_assert_eq(info[F_LOCKED].available, 0);
   cr_assert_eq(info[F_OPENCL].available, 0);
   cr_assert_eq(info[F_SERIAL].available, 1);
   cr_assert_eq(strncmp(info[F_SERIAL].device, "cpu-", 4), 0);
-  cr_assert_eq(method_impls(e, "nope", info, 1, &n), QS_ENOMETHOD);
-  engine_close(e);
+  cr_assert_eq(qs_method_impls(e, "nope", info, 1, &n), QS_ENOMETHOD);
+  qs_engine_close(e);
 }
 
 /* ------------------------------------------------------------------ delay */
 
 Test(dispatch, threaded_delay_flags_every_schedule) {
   fake_reset();
-  engine *e = open_fake(NULL, 0);
+  qs_engine *e = open_fake(NULL, 0);
   input x = make_input(1, 64, 64);
-  run_report rep;
+  qs_run_report rep;
   for (int i = 0; i < 25; i++)
     cr_assert_eq(run(e, &x, NULL, 0, "threaded", &rep), QS_OK);
   mstate *m = registry_find(e, "fake");
@@ -588,7 +597,7 @@ Test(dispatch, threaded_delay_flags_every_schedule) {
   cr_assert_eq(th->delayed, 0);
   cr_assert_eq(dyn->delayed, 0);
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* ---------------------------------------------------------- corrupt store */
@@ -602,17 +611,19 @@ Test(dispatch, corrupt_store_gives_usable_handle) {
   memset(junk, 'x', sizeof junk);
   cr_assert_eq(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
   close(fd);
-  engine_options o = {.db_path = path, .no_opencl = 1, .clock_ns = fake_clock};
-  engine *e = NULL;
-  cr_assert_eq(engine_open(&e, &o), QS_ECORRUPT);
+  qs_engine_options o = {
+      .db_path = path, .no_opencl = 1, .clock_ns = fake_clock};
+  qs_engine *e = NULL;
+  cr_assert_eq(qs_engine_open(&e, &o), QS_ECORRUPT);
   cr_assert_not_null(e);
-  cr_assert_not_null(strstr(engine_error(e), path), "%s", engine_error(e));
+  cr_assert_not_null(strstr(qs_engine_error(e), path), "%s",
+                     qs_engine_error(e));
   /* still usable: runs are served, just not recorded */
-  cr_assert_eq(method_register(e, &fake_desc), QS_OK);
+  cr_assert_eq(qs_method_register(e, &fake_desc), QS_OK);
   input x = make_input(1, 32, 32);
-  run_report rep;
+  qs_run_report rep;
   cr_assert_eq(run(e, &x, NULL, 0, "serial", &rep), QS_OK);
-  engine_close(e);
+  qs_engine_close(e);
   /* the file is left as it was, for the caller to move aside */
   FILE *f = fopen(path, "rb");
   cr_assert_not_null(f);
@@ -650,18 +661,21 @@ static int copy_row(void *ctx, const run_row *r) {
 
 Test(dispatch, run_rows_carry_the_call) {
   fake_reset();
-  engine *e = open_fake(NULL, 0);
+  qs_engine *e = open_fake(NULL, 0);
   input x = make_input(2, 16, 32);
-  param p[] = {{"mode", 0, "add"}, {"flag", 1, NULL}};
-  run_report rep;
-  run_request rq = {.inputs = &x.im, .n_inputs = 1, .params = p,
-                    .n_params = 2, .impl = "threaded"};
-  image out[1];
-  cr_assert_eq(method_run(e, "fake", &rq, out, 1, &rep), QS_OK);
+  qs_param p[] = {{"mode", 0, "add"}, {"flag", 1, NULL}};
+  qs_run_report rep;
+  qs_run_request rq = {.inputs = &x.im,
+                       .n_inputs = 1,
+                       .params = p,
+                       .n_params = 2,
+                       .impl = "threaded"};
+  qs_image out[1];
+  cr_assert_eq(qs_method_run(e, "fake", &rq, out, 1, &rep), QS_OK);
   /* scale 2 + add 1 + flag 1 */
   cr_assert_float_eq(out[0].data[3], x.px[3] * 4, 1e-6);
-  image_free(&out[0]);
-  cr_assert_eq(engine_flush(e), QS_OK, "%s", engine_error(e));
+  qs_image_free(&out[0]);
+  cr_assert_eq(engine_flush(e), QS_OK, "%s", qs_engine_error(e));
   row_copy c = {0};
   store_filter f = {.method = "fake"};
   cr_assert_eq(store_query(e->store, &f, copy_row, &c, NULL, 0), QS_OK);
@@ -679,14 +693,14 @@ Test(dispatch, run_rows_carry_the_call) {
   cr_assert_float_eq(c.wall, 2e-3 + 3e-9 * 1024, 1e-12);
   cr_assert_gt(c.stamp, 1.6e9); /* unix seconds */
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 Test(dispatch, delay_explores_then_clears) {
   fake_reset();
-  engine *e = open_fake(NULL, 0);
+  qs_engine *e = open_fake(NULL, 0);
   input x = make_input(1, 64, 64);
-  run_report rep;
+  qs_run_report rep;
   /* serial 1.041 ms against threaded 2.012 ms (both timed on this key):
    * serial wins */
   for (int i = 0; i < 3; i++) {
@@ -718,7 +732,7 @@ Test(dispatch, delay_explores_then_clears) {
   cr_assert_str_eq(rep.impl, "serial");
   cr_assert_geq(explored, 1);
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* The default budget: 10 % of the predicted call, at least 0.5 ms (a fifth
@@ -727,9 +741,9 @@ Test(dispatch, delay_explores_then_clears) {
  * and later calls calibrate them as the account allows. */
 Test(dispatch, calibration_budget_bounds_each_call) {
   fake_reset();
-  engine *e = open_fake_share(NULL, 0, 0);
+  qs_engine *e = open_fake_share(NULL, 0, 0);
   input x = make_input(1, 128, 128);
-  run_report rep;
+  qs_run_report rep;
   /* four candidates, 10 %: a slice holds at most 1/80 of the call, so
    * 32x32 (1/16) is halved twice: 8x8. Small work: serial first, on 8x8
    * and 16x16 (nothing known: two sizes predict the call at 1.16 ms, so
@@ -774,21 +788,24 @@ Test(dispatch, calibration_budget_bounds_each_call) {
   cr_assert_eq(fake[F_DYNAMIC].calls, 1);
   cr_assert_leq(fake[F_THREADED].calls, 1);
   cr_assert_leq(late, 0.1e-3 * 50 + overshoot, "calls 11-60: %.9f s", late);
-  engine_close(e);
+  qs_engine_close(e);
 
   /* an absolute cap below the floor: the first candidate's two runs, the
    * ones needed for any prediction, and nothing after them */
   fake_reset();
-  engine_options o = {.db_path = ":memory:", .threads = 2, .no_opencl = 1,
-                      .seed = 1, .clock_ns = fake_clock,
-                      .calibration_budget = 1e-4};
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
-  cr_assert_eq(method_register(e, &fake_desc), QS_OK);
+  qs_engine_options o = {.db_path = ":memory:",
+                         .threads = 2,
+                         .no_opencl = 1,
+                         .seed = 1,
+                         .clock_ns = fake_clock,
+                         .calibration_budget = 1e-4};
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
+  cr_assert_eq(qs_method_register(e, &fake_desc), QS_OK);
   cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
   cr_assert_float_eq(rep.calibration_seconds, serial_8 + serial_16, 1e-12);
   cr_assert_str_eq(rep.impl, "serial");
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* A candidate starts only while the budget left covers CALIB_NEXT (4)
@@ -797,14 +814,18 @@ Test(dispatch, calibration_budget_bounds_each_call) {
  * starts (threaded, 2 ms, would have overshot the budget). */
 Test(dispatch, calibration_starts_nothing_the_budget_left_cannot_cover) {
   fake_reset();
-  engine_options o = {.db_path = ":memory:", .threads = 2, .no_opencl = 1,
-                      .seed = 1, .clock_ns = fake_clock,
-                      .calibration_share = 1000, .calibration_budget = 8e-3};
-  engine *e = NULL;
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
-  cr_assert_eq(method_register(e, &fake_desc), QS_OK);
+  qs_engine_options o = {.db_path = ":memory:",
+                         .threads = 2,
+                         .no_opencl = 1,
+                         .seed = 1,
+                         .clock_ns = fake_clock,
+                         .calibration_share = 1000,
+                         .calibration_budget = 8e-3};
+  qs_engine *e = NULL;
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
+  cr_assert_eq(qs_method_register(e, &fake_desc), QS_OK);
   input x = make_input(4, 512, 512);
-  run_report rep;
+  qs_run_report rep;
   cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
   cr_assert_float_eq(rep.calibration_seconds,
                      3e-3 + 4e-9 * 1024 + 3e-3 + 4e-9 * 4096, 1e-12, "%.9f",
@@ -813,7 +834,7 @@ Test(dispatch, calibration_starts_nothing_the_budget_left_cannot_cover) {
   cr_assert_eq(fake[F_THREADED].calls + fake[F_FLAKY].calls +
                    fake[F_SERIAL].calls,
                0);
-  engine_close(e);
+  qs_engine_close(e);
   /* with 20 ms, 14 ms left cover 4 x 3 ms: threaded runs (2 ms); then 12
    * ms left fall short of 4 x 3.004 ms and flaky and serial wait.
    * threaded gets no second size: a CPU kind is taken to carry at most
@@ -823,8 +844,8 @@ Test(dispatch, calibration_starts_nothing_the_budget_left_cannot_cover) {
    * flaky, the fastest, is what the later calls find) */
   fake_reset();
   o.calibration_budget = 20e-3;
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
-  cr_assert_eq(method_register(e, &fake_desc), QS_OK);
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
+  cr_assert_eq(qs_method_register(e, &fake_desc), QS_OK);
   cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
   cr_assert_eq(fake[F_THREADED].small_calls, 1);
   cr_assert_eq(fake[F_FLAKY].calls + fake[F_SERIAL].calls, 0);
@@ -833,7 +854,7 @@ Test(dispatch, calibration_starts_nothing_the_budget_left_cannot_cover) {
                          3e-9 * 1024,
                      1e-12, "%.9f", rep.calibration_seconds);
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* -------------------------------------------- serial runs on one thread */
@@ -848,30 +869,35 @@ static int note_worker(void *ctx, size_t b, size_t e, int w) {
   return 0;
 }
 
-static int run_workers(const method_call *c) {
+static int run_workers(const qs_method_call *c) {
   c->out[0].data[0] = (float)c->threads;
   return c->parallel_for(c, 0, 1000, note_worker, NULL);
 }
 
-static const impl_def workers_impls[] = {
-    {"serial", IMPL_SERIAL, run_workers, NULL, 1, SCHED_STATIC, 0},
-    {"threaded", IMPL_THREADED, run_workers, NULL, 1, SCHED_STATIC, 0},
+static const qs_impl_def workers_impls[] = {
+    {"serial", QS_IMPL_SERIAL, run_workers, NULL, 1, QS_SCHED_STATIC, 0},
+    {"threaded", QS_IMPL_THREADED, run_workers, NULL, 1, QS_SCHED_STATIC, 0},
 };
 /* A one-input, one-output method of the fake's shape around `impls`, and
  * an engine (2 threads, no OpenCL, store in memory) that has it. */
 #define PROBE_DESC(var, nm, text, list)                                       \
-  static const method_desc var = {                                            \
-      .name = nm, .doc = text, .inputs = fake_in, .n_inputs = 1,              \
-      .outputs = fake_out, .n_outputs = 1, .impls = list,                     \
-      .n_impls = sizeof list / sizeof list[0], .shape = fake_shape,           \
-      .tolerance = 1e-6}
+  static const qs_method_desc var = {.name = nm,                              \
+                                     .doc = text,                             \
+                                     .inputs = fake_in,                       \
+                                     .n_inputs = 1,                           \
+                                     .outputs = fake_out,                     \
+                                     .n_outputs = 1,                          \
+                                     .impls = list,                           \
+                                     .n_impls = sizeof list / sizeof list[0], \
+                                     .shape = fake_shape,                     \
+                                     .tolerance = 1e-6}
 
-static engine *open_probe(const method_desc *d) {
-  engine_options o = {.db_path = ":memory:", .threads = 2, .no_opencl = 1,
-                      .seed = 1};
-  engine *e = NULL;
-  cr_assert_eq(engine_open(&e, &o), QS_OK, "%s", engine_error(e));
-  cr_assert_eq(method_register(e, d), QS_OK, "%s", engine_error(e));
+static qs_engine *open_probe(const qs_method_desc *d) {
+  qs_engine_options o = {
+      .db_path = ":memory:", .threads = 2, .no_opencl = 1, .seed = 1};
+  qs_engine *e = NULL;
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK, "%s", qs_engine_error(e));
+  cr_assert_eq(qs_method_register(e, d), QS_OK, "%s", qs_engine_error(e));
   return e;
 }
 
@@ -879,23 +905,23 @@ PROBE_DESC(workers_desc, "workers", "notes which pool workers its loop ran on",
            workers_impls);
 
 Test(dispatch, serial_loops_stay_on_the_calling_thread) {
-  engine *e = open_probe(&workers_desc);
+  qs_engine *e = open_probe(&workers_desc);
   float px[4 * 4] = {0};
-  image in = image_wrap(px, 1, 4, 4), out;
+  qs_image in = qs_image_wrap(px, 1, 4, 4), out;
   const char *impls[] = {"serial", "threaded"};
   const int want_threads[] = {1, 2}, want_seen[] = {1, 3};
   for (int i = 0; i < 2; i++) {
-    run_request rq = {.inputs = &in, .n_inputs = 1, .impl = impls[i]};
+    qs_run_request rq = {.inputs = &in, .n_inputs = 1, .impl = impls[i]};
     workers_seen = 0;
-    cr_assert_eq(method_run(e, "workers", &rq, &out, 1, NULL), QS_OK, "%s",
-                 engine_error(e));
+    cr_assert_eq(qs_method_run(e, "workers", &rq, &out, 1, NULL), QS_OK, "%s",
+                 qs_engine_error(e));
     cr_assert_eq((int)out.data[0], want_threads[i], "%s sees %g threads",
                  impls[i], out.data[0]);
     cr_assert_eq(workers_seen, want_seen[i], "%s ran on workers %#x",
                  impls[i], workers_seen);
-    image_free(&out);
+    qs_image_free(&out);
   }
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* The resident share of an output's pages and whether they read zero, as
@@ -903,8 +929,8 @@ Test(dispatch, serial_loops_stay_on_the_calling_thread) {
 static double resident_seen = -1;
 static int zero_seen;
 
-static int run_resident(const method_call *c) {
-  const image *o = &c->out[0];
+static int run_resident(const qs_method_call *c) {
+  const qs_image *o = &c->out[0];
   size_t bytes = o->frames * o->rows * o->cols * sizeof(float);
   long page = sysconf(_SC_PAGESIZE);
   uintptr_t lo = (uintptr_t)o->data & ~(uintptr_t)(page - 1);
@@ -926,8 +952,8 @@ static int run_resident(const method_call *c) {
   return QS_OK;
 }
 
-static const impl_def resident_impls[] = {
-    {"serial", IMPL_SERIAL, run_resident, NULL, 1, SCHED_STATIC, 0},
+static const qs_impl_def resident_impls[] = {
+    {"serial", QS_IMPL_SERIAL, run_resident, NULL, 1, QS_SCHED_STATIC, 0},
 };
 PROBE_DESC(resident_desc, "resident",
            "reports how much of its output is resident when it starts",
@@ -938,47 +964,47 @@ PROBE_DESC(resident_desc, "resident",
  * of fresh memory is not timed as the implementation's; it still reads as
  * zeros. */
 Test(dispatch, large_outputs_are_resident_before_the_run) {
-  engine *e = open_probe(&resident_desc);
+  qs_engine *e = open_probe(&resident_desc);
   input x = make_input(4, 1024, 1024); /* 16 MiB output */
-  run_request rq = {.inputs = &x.im, .n_inputs = 1, .impl = "serial"};
-  image out;
-  cr_assert_eq(method_run(e, "resident", &rq, &out, 1, NULL), QS_OK, "%s",
-               engine_error(e));
+  qs_run_request rq = {.inputs = &x.im, .n_inputs = 1, .impl = "serial"};
+  qs_image out;
+  cr_assert_eq(qs_method_run(e, "resident", &rq, &out, 1, NULL), QS_OK, "%s",
+               qs_engine_error(e));
   cr_assert_eq(resident_seen, 1.0, "%.3f of the output was resident",
                resident_seen);
   cr_assert(zero_seen, "the output did not start as zeros");
   cr_assert_eq(out.data[4 * 1024 * 1024 - 1], 1.0f);
-  image_free(&out);
+  qs_image_free(&out);
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* ------------------------------------------------------- public API calls */
 
 Test(dispatch, kind_names_and_nearest_names) {
-  cr_assert_str_eq(impl_kind_name(IMPL_SERIAL), "serial");
-  cr_assert_str_eq(impl_kind_name(IMPL_THREADED), "threaded");
-  cr_assert_str_eq(impl_kind_name(IMPL_OPENCL), "opencl");
-  cr_assert_str_eq(impl_kind_name(IMPL_COMPOSITE), "composite");
-  cr_assert_str_eq(impl_kind_name(IMPL_KIND_COUNT), "unknown");
-  cr_assert_str_eq(impl_kind_name((impl_kind)-1), "unknown");
-  engine *e = open_fake(NULL, 0);
-  cr_assert_str_eq(method_nearest_name(e, "fkae"), "fake");
-  cr_assert_str_eq(method_nearest_name(e, "roberts_cros"), "roberts_cross");
-  cr_assert_null(method_nearest_name(e, "zzzzzzzzzzzz"));
-  cr_assert_null(method_nearest_name(NULL, "fake"));
-  engine_close(e);
+  cr_assert_str_eq(qs_impl_kind_name(QS_IMPL_SERIAL), "serial");
+  cr_assert_str_eq(qs_impl_kind_name(QS_IMPL_THREADED), "threaded");
+  cr_assert_str_eq(qs_impl_kind_name(QS_IMPL_OPENCL), "opencl");
+  cr_assert_str_eq(qs_impl_kind_name(QS_IMPL_COMPOSITE), "composite");
+  cr_assert_str_eq(qs_impl_kind_name(QS_IMPL_KIND_COUNT), "unknown");
+  cr_assert_str_eq(qs_impl_kind_name((qs_impl_kind)-1), "unknown");
+  qs_engine *e = open_fake(NULL, 0);
+  cr_assert_str_eq(qs_method_nearest_name(e, "fkae"), "fake");
+  cr_assert_str_eq(qs_method_nearest_name(e, "roberts_cros"), "roberts_cross");
+  cr_assert_null(qs_method_nearest_name(e, "zzzzzzzzzzzz"));
+  cr_assert_null(qs_method_nearest_name(NULL, "fake"));
+  qs_engine_close(e);
 }
 
 Test(dispatch, estimate_predicts_the_next_run_and_runs_nothing) {
   fake_reset();
-  engine *e = open_fake(NULL, 0);
+  qs_engine *e = open_fake(NULL, 0);
   input x = make_input(2, 128, 128); /* not tiny: calibrates (calibrate.c) */
-  run_request rq = {.inputs = &x.im, .n_inputs = 1};
-  run_report est, rep;
-  /* cold: method_run would calibrate first */
-  cr_assert_eq(method_estimate(e, "fake", &rq, &est), QS_OK, "%s",
-               engine_error(e));
+  qs_run_request rq = {.inputs = &x.im, .n_inputs = 1};
+  qs_run_report est, rep;
+  /* cold: qs_method_run would calibrate first */
+  cr_assert_eq(qs_method_estimate(e, "fake", &rq, &est), QS_OK, "%s",
+               qs_engine_error(e));
   cr_assert_str_eq(est.reason, "calibration");
   cr_assert_eq(est.n_estimates, 6);
   for (size_t i = 0; i < est.n_estimates; i++)
@@ -988,11 +1014,11 @@ Test(dispatch, estimate_predicts_the_next_run_and_runs_nothing) {
                        est.estimates[i].impl);
   for (int i = 0; i < F_N; i++) cr_assert_eq(fake[i].calls, 0);
   cr_assert_eq(rows_of(e, NULL), 0);
-  /* warm: the estimate names what method_run then runs, for the same
+  /* warm: the estimate names what qs_method_run then runs, for the same
    * reason, with the same numbers */
   cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
   for (int k = 0; k < 3; k++) {
-    cr_assert_eq(method_estimate(e, "fake", &rq, &est), QS_OK);
+    cr_assert_eq(qs_method_estimate(e, "fake", &rq, &est), QS_OK);
     cr_assert_eq(est.seconds, 0);
     cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), QS_OK);
     cr_assert_str_eq(est.impl, rep.impl);
@@ -1001,30 +1027,30 @@ Test(dispatch, estimate_predicts_the_next_run_and_runs_nothing) {
       cr_assert_str_eq(est.estimates[i].source, rep.estimates[i].source);
   }
   /* forced, and shapes without data */
-  image shape_only = {NULL, 2, 64, 64, NULL};
-  run_request rs = {.inputs = &shape_only, .n_inputs = 1, .impl = "serial"};
-  cr_assert_eq(method_estimate(e, "fake", &rs, &est), QS_OK, "%s",
-               engine_error(e));
+  qs_image shape_only = {NULL, 2, 64, 64, NULL};
+  qs_run_request rs = {.inputs = &shape_only, .n_inputs = 1, .impl = "serial"};
+  cr_assert_eq(qs_method_estimate(e, "fake", &rs, &est), QS_OK, "%s",
+               qs_engine_error(e));
   cr_assert_str_eq(est.impl, "serial");
   cr_assert_str_eq(est.reason, "forced");
-  /* the same checks as method_run */
-  cr_assert_eq(method_estimate(e, "fkae", &rq, &est), QS_ENOMETHOD);
-  image thin = {NULL, 1, 2, 64, NULL};
+  /* the same checks as qs_method_run */
+  cr_assert_eq(qs_method_estimate(e, "fkae", &rq, &est), QS_ENOMETHOD);
+  qs_image thin = {NULL, 1, 2, 64, NULL};
   rs.inputs = &thin;
-  cr_assert_eq(method_estimate(e, "fake", &rs, &est), QS_ESHAPE);
+  cr_assert_eq(qs_method_estimate(e, "fake", &rs, &est), QS_ESHAPE);
   rs.inputs = &shape_only;
   rs.impl = "locked";
-  cr_assert_eq(method_estimate(e, "fake", &rs, &est), QS_EUNAVAIL);
-  cr_assert_eq(method_estimate(e, "fake", &rq, NULL), QS_EINVAL);
+  cr_assert_eq(qs_method_estimate(e, "fake", &rs, &est), QS_EUNAVAIL);
+  cr_assert_eq(qs_method_estimate(e, "fake", &rq, NULL), QS_EINVAL);
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 Test(dispatch, devices_list_the_cpu_first) {
-  engine *e = open_fake(NULL, 0);
-  device_info d[4];
+  qs_engine *e = open_fake(NULL, 0);
+  qs_device_info d[4];
   size_t n = 0;
-  cr_assert_eq(engine_devices(e, d, 4, &n), QS_OK);
+  cr_assert_eq(qs_engine_devices(e, d, 4, &n), QS_OK);
   cr_assert_eq(n, 1); /* no_opencl */
   cr_assert_str_eq(d[0].name, "cpu");
   cr_assert_eq(d[0].opencl, 0);
@@ -1032,14 +1058,14 @@ Test(dispatch, devices_list_the_cpu_first) {
   cr_assert_eq(d[0].threads, 2);
   cr_assert_geq(d[0].cores, 1);
   /* the fingerprint is the one CPU implementations record */
-  impl_info info[8];
+  qs_impl_info info[8];
   size_t ni;
-  cr_assert_eq(method_impls(e, "fake", info, 8, &ni), QS_OK);
+  cr_assert_eq(qs_method_impls(e, "fake", info, 8, &ni), QS_OK);
   cr_assert_str_eq(info[0].device, d[0].fingerprint);
-  cr_assert_neq(engine_opencl_why(e)[0], '\0');
-  cr_assert_eq(engine_devices(e, NULL, 0, &n), QS_OK);
+  cr_assert_neq(qs_engine_opencl_why(e)[0], '\0');
+  cr_assert_eq(qs_engine_devices(e, NULL, 0, &n), QS_OK);
   cr_assert_eq(n, 1);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 typedef struct api_rows {
@@ -1048,7 +1074,7 @@ typedef struct api_rows {
   int stop_after;
 } api_rows;
 
-static int api_row(void *ctx, const db_row *r) {
+static int api_row(void *ctx, const qs_db_row *r) {
   api_rows *a = ctx;
   a->n++;
   a->ok += r->status == QS_OK;
@@ -1058,7 +1084,7 @@ static int api_row(void *ctx, const db_row *r) {
   return a->stop_after && (int)a->n >= a->stop_after ? 7 : 0;
 }
 
-static int api_stat(void *ctx, const db_stat *s) {
+static int api_stat(void *ctx, const qs_db_stat *s) {
   api_rows *a = ctx;
   a->n++;
   a->ok += s->count;
@@ -1069,11 +1095,11 @@ static int api_stat(void *ctx, const db_stat *s) {
 typedef struct api_best {
   size_t n;
   char key[QS_KEY_MAX];
-  run_report rep;
+  qs_run_report rep;
 } api_best;
 
 static int api_best_fn(void *ctx, const char *method, const char *key,
-                       const run_report *r) {
+                       const qs_run_report *r) {
   api_best *b = ctx;
   cr_assert_str_eq(method, "fake");
   if (!strstr(key, "(2x128x128")) return 0; /* not a calibration slice */
@@ -1091,77 +1117,78 @@ Test(dispatch, store_calls_through_the_engine) {
   snprintf(db, sizeof db, "%s/t.db", dir);
   snprintf(dump, sizeof dump, "%s/dump.json", dir);
   snprintf(db2, sizeof db2, "%s/u.db", dir);
-  engine *e = open_fake(db, 0);
+  qs_engine *e = open_fake(db, 0);
   input x = make_input(2, 128, 128); /* not tiny: calibrates (calibrate.c) */
-  run_report rep;
+  qs_run_report rep;
   for (int i = 0; i < 4; i++) cr_assert_eq(run(e, &x, NULL, 0, NULL, &rep), 0);
   cr_assert_eq(run(e, &x, NULL, 0, "serial", &rep), 0);
 
   api_rows a = {0};
-  db_filter f = {.method = "fake"};
-  cr_assert_eq(engine_db_query(e, &f, api_row, &a), QS_OK, "%s",
-               engine_error(e));
+  qs_db_filter f = {.method = "fake"};
+  cr_assert_eq(qs_engine_db_query(e, &f, api_row, &a), QS_OK, "%s",
+               qs_engine_error(e));
   size_t all = a.n;
   cr_assert_eq(all, rows_of(e, NULL));
   a = (api_rows){.stop_after = 2};
-  cr_assert_eq(engine_db_query(e, &f, api_row, &a), 7);
+  cr_assert_eq(qs_engine_db_query(e, &f, api_row, &a), 7);
   cr_assert_eq(a.n, 2);
   a = (api_rows){0};
   f.impl = "serial";
   f.limit = 1;
-  cr_assert_eq(engine_db_query(e, &f, api_row, &a), QS_OK);
+  cr_assert_eq(qs_engine_db_query(e, &f, api_row, &a), QS_OK);
   cr_assert_eq(a.n, 1);
   cr_assert_str_eq(a.impl, "serial");
 
   a = (api_rows){0};
-  cr_assert_eq(engine_db_stats(e, NULL, api_stat, &a), QS_OK);
+  cr_assert_eq(qs_engine_db_stats(e, NULL, api_stat, &a), QS_OK);
   cr_assert_gt(a.n, 1);
   cr_assert_eq(a.ok, rows_with(e, NULL, QS_OK, NULL));
 
-  /* best: the choice method_run makes for the full key */
+  /* best: the choice qs_method_run makes for the full key */
   api_best b = {0};
-  db_filter fb = {.method = "fake"};
-  cr_assert_eq(engine_db_best(e, &fb, api_best_fn, &b), QS_OK, "%s",
-               engine_error(e));
+  qs_db_filter fb = {.method = "fake"};
+  cr_assert_eq(qs_engine_db_best(e, &fb, api_best_fn, &b), QS_OK, "%s",
+               qs_engine_error(e));
   cr_assert_eq(b.n, 1);
-  run_report next;
-  run_request rq = {.inputs = &x.im, .n_inputs = 1};
-  cr_assert_eq(method_estimate(e, "fake", &rq, &next), QS_OK);
+  qs_run_report next;
+  qs_run_request rq = {.inputs = &x.im, .n_inputs = 1};
+  cr_assert_eq(qs_method_estimate(e, "fake", &rq, &next), QS_OK);
   cr_assert_str_eq(b.rep.impl, next.impl);
   cr_assert_str_eq(b.rep.reason, "history");
-  db_filter bad = {.method = "fkae"};
-  cr_assert_eq(engine_db_best(e, &bad, api_best_fn, &b), QS_ENOMETHOD);
+  qs_db_filter bad = {.method = "fkae"};
+  cr_assert_eq(qs_engine_db_best(e, &bad, api_best_fn, &b), QS_ENOMETHOD);
 
   /* export, import into another store */
-  cr_assert_eq(engine_db_export(e, dump), QS_OK, "%s", engine_error(e));
-  engine *e2 = open_fake(db2, 0);
+  cr_assert_eq(qs_engine_db_export(e, dump), QS_OK, "%s", qs_engine_error(e));
+  qs_engine *e2 = open_fake(db2, 0);
   size_t added = 0, skipped = 0, rejected = 0;
-  cr_assert_eq(engine_db_import(e2, dump, &added, &skipped, &rejected), QS_OK,
-               "%s", engine_error(e2));
+  cr_assert_eq(qs_engine_db_import(e2, dump, &added, &skipped, &rejected),
+               QS_OK, "%s", qs_engine_error(e2));
   cr_assert_eq(added, all);
   cr_assert_eq(skipped + rejected, 0);
   /* the imported history is used: the same key is warm in e2 */
-  cr_assert_eq(method_estimate(e2, "fake", &rq, &next), QS_OK);
+  cr_assert_eq(qs_method_estimate(e2, "fake", &rq, &next), QS_OK);
   cr_assert_str_eq(next.reason, "history");
-  cr_assert_eq(engine_db_import(e2, dump, &added, &skipped, NULL), QS_OK);
+  cr_assert_eq(qs_engine_db_import(e2, dump, &added, &skipped, NULL), QS_OK);
   cr_assert_eq(added, 0);
   cr_assert_eq(skipped, all);
-  cr_assert_eq(engine_db_import(e2, "/nonexistent/x.json", NULL, NULL, NULL),
-               QS_EIO);
+  cr_assert_eq(
+      qs_engine_db_import(e2, "/nonexistent/x.json", NULL, NULL, NULL),
+      QS_EIO);
 
   /* forget: the engine re-reads its history, the key turns cold */
   size_t removed = 0;
-  db_filter every = {.method = "fake"};
-  cr_assert_eq(engine_db_forget(e2, &every, &removed), QS_OK);
+  qs_db_filter every = {.method = "fake"};
+  cr_assert_eq(qs_engine_db_forget(e2, &every, &removed), QS_OK);
   cr_assert_eq(removed, all);
-  cr_assert_eq(method_estimate(e2, "fake", &rq, &next), QS_OK);
+  cr_assert_eq(qs_method_estimate(e2, "fake", &rq, &next), QS_OK);
   cr_assert_str_eq(next.reason, "calibration");
-  engine_close(e2);
+  qs_engine_close(e2);
 
-  cr_assert_eq(engine_db_prune(e, 1, 0, &removed), QS_OK);
+  cr_assert_eq(qs_engine_db_prune(e, 1, 0, &removed), QS_OK);
   cr_assert_gt(removed, 0);
-  cr_assert_eq(engine_db_check(e), QS_OK, "%s", engine_error(e));
-  engine_close(e);
+  cr_assert_eq(qs_engine_db_check(e), QS_OK, "%s", qs_engine_error(e));
+  qs_engine_close(e);
 
   /* a damaged file: the engine opens without it; check says so; it can be
    * moved aside and removed */
@@ -1169,20 +1196,21 @@ Test(dispatch, store_calls_through_the_engine) {
   cr_assert_not_null(fp);
   for (int i = 0; i < 512; i++) fputs("not an SQLite file at all. ", fp);
   fclose(fp);
-  engine_options o = {.db_path = db, .no_opencl = 1, .threads = 1};
-  cr_assert_eq(engine_open(&e, &o), QS_ECORRUPT);
-  cr_assert_eq(engine_db_check(e), QS_ECORRUPT);
-  cr_assert_eq(engine_db_query(e, NULL, api_row, &a), QS_ECORRUPT);
-  engine_close(e);
+  qs_engine_options o = {.db_path = db, .no_opencl = 1, .threads = 1};
+  cr_assert_eq(qs_engine_open(&e, &o), QS_ECORRUPT);
+  cr_assert_eq(qs_engine_db_check(e), QS_ECORRUPT);
+  cr_assert_eq(qs_engine_db_query(e, NULL, api_row, &a), QS_ECORRUPT);
+  qs_engine_close(e);
   char moved[512], err[512];
-  cr_assert_eq(engine_db_move_aside(db, moved, sizeof moved, err, sizeof err),
-               QS_OK, "%s", err);
+  cr_assert_eq(
+      qs_engine_db_move_aside(db, moved, sizeof moved, err, sizeof err), QS_OK,
+      "%s", err);
   cr_assert_not_null(strstr(moved, ".corrupt-"));
   cr_assert_neq(access(moved, F_OK), -1);
   cr_assert_eq(access(db, F_OK), -1);
-  cr_assert_eq(engine_db_remove(moved, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(qs_engine_db_remove(moved, err, sizeof err), QS_OK, "%s", err);
   cr_assert_eq(access(moved, F_OK), -1);
-  cr_assert_eq(engine_db_remove(db2, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(qs_engine_db_remove(db2, err, sizeof err), QS_OK, "%s", err);
   cr_assert_eq(access(db2, F_OK), -1);
   unlink(dump);
   rmdir(dir);
@@ -1192,57 +1220,58 @@ Test(dispatch, store_calls_through_the_engine) {
 /* The descriptor limits are enforced when a method registers, not at its
  * first run. */
 Test(dispatch, limits_checked_at_registration) {
-  engine *e = open_fake(NULL, 0);
-  static slot_def many[QS_MAX_OUTPUTS + 1];
-  for (size_t i = 0; i <= QS_MAX_OUTPUTS; i++) many[i] = (slot_def){"o", "o"};
-  method_desc d = fake_desc;
+  qs_engine *e = open_fake(NULL, 0);
+  static qs_slot_def many[QS_MAX_OUTPUTS + 1];
+  for (size_t i = 0; i <= QS_MAX_OUTPUTS; i++)
+    many[i] = (qs_slot_def){"o", "o"};
+  qs_method_desc d = fake_desc;
   d.name = "too_many_outputs";
   d.outputs = many;
   d.n_outputs = QS_MAX_OUTPUTS + 1;
-  cr_assert_eq(method_register(e, &d), QS_EINVAL);
-  cr_assert_not_null(strstr(engine_error(e), "at most"), "%s",
-                     engine_error(e));
+  cr_assert_eq(qs_method_register(e, &d), QS_EINVAL);
+  cr_assert_not_null(strstr(qs_engine_error(e), "at most"), "%s",
+                     qs_engine_error(e));
   d = fake_desc;
   d.name = "too_many_inputs";
   d.inputs = many;
   d.n_inputs = QS_MAX_INPUTS + 1;
-  cr_assert_eq(method_register(e, &d), QS_EINVAL);
+  cr_assert_eq(qs_method_register(e, &d), QS_EINVAL);
   d = fake_desc;
   d.name = "too_many_params";
   d.n_params = QS_MAX_PARAMS + 1;
-  cr_assert_eq(method_register(e, &d), QS_EINVAL);
-  static impl_def impls[QS_MAX_IMPLS + 1];
+  cr_assert_eq(qs_method_register(e, &d), QS_EINVAL);
+  static qs_impl_def impls[QS_MAX_IMPLS + 1];
   static char names[QS_MAX_IMPLS + 1][8];
   for (size_t i = 0; i <= QS_MAX_IMPLS; i++) {
     snprintf(names[i], sizeof names[i], "i%zu", i);
-    impls[i] = (impl_def){names[i], IMPL_SERIAL, run_serial, NULL, 1,
-                          SCHED_STATIC, 0};
+    impls[i] = (qs_impl_def){names[i], QS_IMPL_SERIAL,  run_serial, NULL,
+                             1,        QS_SCHED_STATIC, 0};
   }
   d = fake_desc;
   d.name = "too_many_impls";
   d.impls = impls;
   d.n_impls = QS_MAX_IMPLS + 1;
-  cr_assert_eq(method_register(e, &d), QS_EINVAL);
+  cr_assert_eq(qs_method_register(e, &d), QS_EINVAL);
   d.n_impls = QS_MAX_IMPLS; /* at the limit: accepted */
-  cr_assert_eq(method_register(e, &d), QS_OK, "%s", engine_error(e));
-  cr_assert_not_null(method_find(e, "too_many_impls"));
-  cr_assert_null(method_find(e, "too_many_outputs"));
-  engine_close(e);
+  cr_assert_eq(qs_method_register(e, &d), QS_OK, "%s", qs_engine_error(e));
+  cr_assert_not_null(qs_method_find(e, "too_many_impls"));
+  cr_assert_null(qs_method_find(e, "too_many_outputs"));
+  qs_engine_close(e);
 }
 
 /* Built-in implementations record their declared version mixed with the
  * build-time hash of their method's code, every built-in has such a hash,
  * and a host program's method records its declared version. */
 Test(dispatch, versions_follow_the_code) {
-  engine *e = open_fake(NULL, 0);
-  impl_info info[QS_MAX_IMPLS];
+  qs_engine *e = open_fake(NULL, 0);
+  qs_impl_info info[QS_MAX_IMPLS];
   size_t n;
   size_t builtins = 0;
-  for (size_t i = 0; i < method_count(e); i++) {
-    const method_desc *d = method_at(e, i);
+  for (size_t i = 0; i < qs_method_count(e); i++) {
+    const qs_method_desc *d = qs_method_at(e, i);
     if (!strcmp(d->name, "fake")) continue;
     builtins++;
-    cr_assert_eq(method_impls(e, d->name, info, QS_MAX_IMPLS, &n), QS_OK);
+    cr_assert_eq(qs_method_impls(e, d->name, info, QS_MAX_IMPLS, &n), QS_OK);
     for (size_t k = 0; k < n; k++) {
       cr_assert_geq(info[k].version, 0);
       for (size_t j = 0; j < d->n_impls; j++)
@@ -1252,9 +1281,9 @@ Test(dispatch, versions_follow_the_code) {
     }
   }
   cr_assert_geq(builtins, 4);
-  cr_assert_eq(method_impls(e, "fake", info, QS_MAX_IMPLS, &n), QS_OK);
+  cr_assert_eq(qs_method_impls(e, "fake", info, QS_MAX_IMPLS, &n), QS_OK);
   for (size_t k = 0; k < n; k++) cr_assert_eq(info[k].version, 1);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* A run during which another thread of the process burns CPU (as an OpenCL
@@ -1275,7 +1304,7 @@ static void *spin_thread(void *arg) {
   return NULL;
 }
 
-static int run_spin(const method_call *c) {
+static int run_spin(const qs_method_call *c) {
   if (spin_other) {
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, spin_thread, NULL), 0);
@@ -1286,33 +1315,33 @@ static int run_spin(const method_call *c) {
 }
 
 Test(dispatch, disturbed_runs_are_not_recorded) {
-  static const impl_def impls[] = {
-      {"serial", IMPL_SERIAL, run_spin, NULL, 1, SCHED_STATIC, 0}};
-  method_desc d = fake_desc;
+  static const qs_impl_def impls[] = {
+      {"serial", QS_IMPL_SERIAL, run_spin, NULL, 1, QS_SCHED_STATIC, 0}};
+  qs_method_desc d = fake_desc;
   d.name = "spin";
   d.impls = impls;
   d.n_impls = 1;
   d.n_params = 0;
-  engine_options o = {.db_path = ":memory:", .threads = 2, .no_opencl = 1};
-  engine *e;
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
-  cr_assert_eq(method_register(e, &d), QS_OK, "%s", engine_error(e));
+  qs_engine_options o = {.db_path = ":memory:", .threads = 2, .no_opencl = 1};
+  qs_engine *e;
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
+  cr_assert_eq(qs_method_register(e, &d), QS_OK, "%s", qs_engine_error(e));
   input x = make_input(1, 8, 8);
-  run_request rq = {.inputs = &x.im, .n_inputs = 1, .impl = "serial"};
-  image out[1];
-  run_report rep;
+  qs_run_request rq = {.inputs = &x.im, .n_inputs = 1, .impl = "serial"};
+  qs_image out[1];
+  qs_run_report rep;
   /* quiet, watched: recorded */
   e->watch_runs = 8;
   spin_other = 0;
-  cr_assert_eq(method_run(e, "spin", &rq, out, 1, &rep), QS_OK);
-  image_free(&out[0]);
+  cr_assert_eq(qs_method_run(e, "spin", &rq, out, 1, &rep), QS_OK);
+  qs_image_free(&out[0]);
   cr_assert_eq(e->disturbed_runs, 0);
   cr_assert_eq(e->watch_runs, 7);
   /* disturbed: the output is there, the time is not */
   spin_other = 1;
-  cr_assert_eq(method_run(e, "spin", &rq, out, 1, &rep), QS_OK);
+  cr_assert_eq(qs_method_run(e, "spin", &rq, out, 1, &rep), QS_OK);
   cr_assert_float_eq(out[0].data[0], 1, 0);
-  image_free(&out[0]);
+  qs_image_free(&out[0]);
   cr_assert_eq(e->disturbed_runs, 1);
   cr_assert_eq(e->watch_runs, 8);
   cr_assert_eq(engine_flush(e), QS_OK);
@@ -1322,11 +1351,11 @@ Test(dispatch, disturbed_runs_are_not_recorded) {
   cr_assert_eq(n, 1, "only the quiet run is recorded");
   /* unwatched (no OpenCL on the host's cores ran): not checked */
   e->watch_runs = 0;
-  cr_assert_eq(method_run(e, "spin", &rq, out, 1, &rep), QS_OK);
-  image_free(&out[0]);
+  cr_assert_eq(qs_method_run(e, "spin", &rq, out, 1, &rep), QS_OK);
+  qs_image_free(&out[0]);
   cr_assert_eq(e->disturbed_runs, 1);
   free(x.px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* The report names the evidence of the choice for an unseen key, from the
@@ -1334,8 +1363,8 @@ Test(dispatch, disturbed_runs_are_not_recorded) {
  * scaled, calibration, the static order. */
 Test(dispatch, graded_evidence_is_reported) {
   fake_reset();
-  engine *e = open_fake(NULL, 0);
-  run_report rep;
+  qs_engine *e = open_fake(NULL, 0);
+  qs_run_report rep;
   const char *cpu[] = {"serial", "threaded", "threaded_dynamic", "flaky"};
   input a = make_input(1, 64, 64), b = make_input(1, 128, 128),
         c = make_input(1, 96, 96), d = make_input(2, 80, 80);
@@ -1361,40 +1390,40 @@ Test(dispatch, graded_evidence_is_reported) {
   /* the exact key */
   cr_assert_eq(run(e, &c, NULL, 0, NULL, &rep), QS_OK);
   cr_assert_str_eq(rep.reason, "history");
-  engine_close(e);
+  qs_engine_close(e);
   /* cold: calibration, or the static order without it */
   fake_reset();
   e = open_fake(NULL, 0);
   cr_assert_eq(run(e, &d, NULL, 0, NULL, &rep), QS_OK);
   cr_assert_str_eq(rep.reason, "calibration");
-  engine_close(e);
+  qs_engine_close(e);
   e = open_fake(NULL, 1);
   cr_assert_eq(run(e, &d, NULL, 0, NULL, &rep), QS_OK);
   cr_assert_str_eq(rep.reason, "static");
   cr_assert_str_eq(rep.estimates[F_SERIAL].source, "none");
-  engine_close(e);
+  qs_engine_close(e);
   free(a.px), free(b.px), free(c.px), free(d.px);
 }
 
-/* The built-in methods' shape rules take shapes only: method_estimate on
- * images without data answers, method_run refuses them. */
+/* The built-in methods' shape rules take shapes only: qs_method_estimate on
+ * images without data answers, qs_method_run refuses them. */
 Test(dispatch, builtin_estimate_takes_shapes_only) {
-  engine *e;
-  engine_options o = {.db_path = ":memory:", .no_opencl = 1};
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  qs_engine *e;
+  qs_engine_options o = {.db_path = ":memory:", .no_opencl = 1};
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
   const char *methods[] = {"esrrf", "shift_magnify", "roberts_cross"};
   for (size_t k = 0; k < 3; k++) {
-    image in = image_wrap(NULL, 4, 32, 32);
-    run_request rq = {.inputs = &in, .n_inputs = 1};
-    run_report est;
-    cr_assert_eq(method_estimate(e, methods[k], &rq, &est), QS_OK, "%s: %s",
-                 methods[k], engine_error(e));
+    qs_image in = qs_image_wrap(NULL, 4, 32, 32);
+    qs_run_request rq = {.inputs = &in, .n_inputs = 1};
+    qs_run_report est;
+    cr_assert_eq(qs_method_estimate(e, methods[k], &rq, &est), QS_OK, "%s: %s",
+                 methods[k], qs_engine_error(e));
     cr_assert_gt(est.n_estimates, 1, "%s", methods[k]);
-    image out[2] = {{0}, {0}};
-    cr_assert_eq(method_run(e, methods[k], &rq, out,
-                            method_find(e, methods[k])->n_outputs, NULL),
+    qs_image out[2] = {{0}, {0}};
+    cr_assert_eq(qs_method_run(e, methods[k], &rq, out,
+                               qs_method_find(e, methods[k])->n_outputs, NULL),
                  QS_EINVAL, "%s", methods[k]);
-    cr_assert_not_null(strstr(engine_error(e), "has no data"));
+    cr_assert_not_null(strstr(qs_engine_error(e), "has no data"));
   }
-  engine_close(e);
+  qs_engine_close(e);
 }

@@ -1,5 +1,5 @@
 /* test_env.c — environment knobs: valid, clamped and invalid values, and
- * their effect on engine_open. */
+ * their effect on qs_engine_open. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,86 +47,87 @@ Test(env, bool_values) {
 }
 
 Test(env, engine_reads_threads) {
-  engine *e;
+  qs_engine *e;
   setenv("QUICKSILVER_THREADS", "3", 1);
-  cr_assert_eq(engine_open(&e, NULL), QS_OK, "%s", engine_error(e));
-  cr_assert_eq(engine_threads(e), 3);
-  engine_close(e);
+  cr_assert_eq(qs_engine_open(&e, NULL), QS_OK, "%s", qs_engine_error(e));
+  cr_assert_eq(qs_engine_threads(e), 3);
+  qs_engine_close(e);
   setenv("QUICKSILVER_THREADS", "100000", 1);
-  cr_assert_eq(engine_open(&e, NULL), QS_OK);
-  cr_assert_eq(engine_threads(e), QS_MAX_THREADS);
-  engine_close(e);
+  cr_assert_eq(qs_engine_open(&e, NULL), QS_OK);
+  cr_assert_eq(qs_engine_threads(e), QS_MAX_THREADS);
+  qs_engine_close(e);
   /* An explicit option wins over the environment. */
-  engine_options o = {.threads = 2};
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
-  cr_assert_eq(engine_threads(e), 2);
-  engine_close(e);
+  qs_engine_options o = {.threads = 2};
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
+  cr_assert_eq(qs_engine_threads(e), 2);
+  qs_engine_close(e);
 }
 
 Test(env, engine_rejects_garbage) {
-  engine *e;
+  qs_engine *e;
   setenv("QUICKSILVER_THREADS", "lots", 1);
-  cr_assert_eq(engine_open(&e, NULL), QS_EENV);
+  cr_assert_eq(qs_engine_open(&e, NULL), QS_EENV);
   cr_assert_not_null(e);
-  cr_assert_not_null(strstr(engine_error(e), "QUICKSILVER_THREADS"));
-  engine_close(e);
+  cr_assert_not_null(strstr(qs_engine_error(e), "QUICKSILVER_THREADS"));
+  qs_engine_close(e);
   unsetenv("QUICKSILVER_THREADS");
   setenv("QUICKSILVER_NO_OPENCL", "perhaps", 1);
-  cr_assert_eq(engine_open(&e, NULL), QS_EENV);
-  cr_assert_not_null(strstr(engine_error(e), "QUICKSILVER_NO_OPENCL"));
-  engine_close(e);
+  cr_assert_eq(qs_engine_open(&e, NULL), QS_EENV);
+  cr_assert_not_null(strstr(qs_engine_error(e), "QUICKSILVER_NO_OPENCL"));
+  qs_engine_close(e);
 }
 
 /* The device buffers kept for reuse: the option's MiB (negative: none),
  * else QUICKSILVER_DEVICE_CACHE_MB (0: none), else the default (-1: a
  * quarter of each device's memory); garbage is refused by name. */
 Test(env, engine_reads_the_device_cache_bound) {
-  engine *e;
-  engine_options o = {.db_path = ":memory:", .no_opencl = 1};
+  qs_engine *e;
+  qs_engine_options o = {.db_path = ":memory:", .no_opencl = 1};
   unsetenv("QUICKSILVER_DEVICE_CACHE_MB");
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
   cr_expect_eq(e->device_keep, -1);
-  engine_close(e);
+  qs_engine_close(e);
   setenv("QUICKSILVER_DEVICE_CACHE_MB", "16", 1);
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
   cr_expect_eq(e->device_keep, 16 << 20);
-  engine_close(e);
+  qs_engine_close(e);
   setenv("QUICKSILVER_DEVICE_CACHE_MB", "0", 1);
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
   cr_expect_eq(e->device_keep, 0);
-  engine_close(e);
+  qs_engine_close(e);
   o.device_cache_mb = 64; /* the option wins */
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
   cr_expect_eq(e->device_keep, (int64_t)64 << 20);
-  engine_close(e);
+  qs_engine_close(e);
   o.device_cache_mb = -1;
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
   cr_expect_eq(e->device_keep, 0);
-  engine_close(e);
+  qs_engine_close(e);
   o.device_cache_mb = 0;
   setenv("QUICKSILVER_DEVICE_CACHE_MB", "lots", 1);
-  cr_assert_eq(engine_open(&e, &o), QS_EENV);
+  cr_assert_eq(qs_engine_open(&e, &o), QS_EENV);
   cr_assert_not_null(e);
-  cr_expect_not_null(strstr(engine_error(e), "QUICKSILVER_DEVICE_CACHE_MB"));
-  engine_close(e);
+  cr_expect_not_null(
+      strstr(qs_engine_error(e), "QUICKSILVER_DEVICE_CACHE_MB"));
+  qs_engine_close(e);
   unsetenv("QUICKSILVER_DEVICE_CACHE_MB");
 }
 
 Test(env, engine_db_path_sources) {
-  engine *e;
+  qs_engine *e;
   setenv("QUICKSILVER_DB", "/tmp/qs-env-test.db", 1);
-  cr_assert_eq(engine_open(&e, NULL), QS_OK);
-  cr_assert_str_eq(engine_db_path(e), "/tmp/qs-env-test.db");
-  engine_close(e);
+  cr_assert_eq(qs_engine_open(&e, NULL), QS_OK);
+  cr_assert_str_eq(qs_engine_db_path(e), "/tmp/qs-env-test.db");
+  qs_engine_close(e);
   unsetenv("QUICKSILVER_DB");
   setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
-  cr_assert_eq(engine_open(&e, NULL), QS_OK);
-  cr_assert_str_eq(engine_db_path(e), "/tmp/xdg/quicksilver/timings.db");
-  engine_close(e);
-  engine_options o = {.db_path = ":memory:"};
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
-  cr_assert_str_eq(engine_db_path(e), ":memory:");
-  engine_close(e);
+  cr_assert_eq(qs_engine_open(&e, NULL), QS_OK);
+  cr_assert_str_eq(qs_engine_db_path(e), "/tmp/xdg/quicksilver/timings.db");
+  qs_engine_close(e);
+  qs_engine_options o = {.db_path = ":memory:"};
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
+  cr_assert_str_eq(qs_engine_db_path(e), ":memory:");
+  qs_engine_close(e);
 }
 
 /* The public rules a host program (the CLI, the MPI tool) takes instead of
@@ -137,29 +138,30 @@ Test(env, cache_path_and_cores) {
   const char *home = getenv("HOME");
   char *saved = home ? strdup(home) : NULL;
   setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
-  cr_assert_eq(engine_cache_path("timings-a.db", buf, sizeof buf), QS_OK);
+  cr_assert_eq(qs_engine_cache_path("timings-a.db", buf, sizeof buf), QS_OK);
   cr_assert_str_eq(buf, "/tmp/xdg/quicksilver/timings-a.db");
-  cr_assert_eq(engine_cache_path(NULL, buf, sizeof buf), QS_OK);
+  cr_assert_eq(qs_engine_cache_path(NULL, buf, sizeof buf), QS_OK);
   cr_assert_str_eq(buf, "/tmp/xdg/quicksilver");
-  cr_assert_eq(engine_cache_path("timings.db", small, sizeof small),
+  cr_assert_eq(qs_engine_cache_path("timings.db", small, sizeof small),
                QS_EOVERFLOW);
   cr_assert_str_eq(small, "");
   unsetenv("XDG_CACHE_HOME");
   setenv("HOME", "/home/h", 1);
-  cr_assert_eq(engine_cache_path("timings.db", buf, sizeof buf), QS_OK);
+  cr_assert_eq(qs_engine_cache_path("timings.db", buf, sizeof buf), QS_OK);
   cr_assert_str_eq(buf, "/home/h/.cache/quicksilver/timings.db");
   unsetenv("HOME");
-  cr_assert_eq(engine_cache_path("timings.db", buf, sizeof buf), QS_EUNAVAIL);
+  cr_assert_eq(qs_engine_cache_path("timings.db", buf, sizeof buf),
+               QS_EUNAVAIL);
   cr_assert_str_eq(buf, "");
   if (saved) setenv("HOME", saved, 1);
   free(saved);
 
-  int cores = engine_cores();
+  int cores = qs_engine_cores();
   cr_assert(cores >= 1 && cores <= QS_MAX_THREADS);
   unsetenv("QUICKSILVER_THREADS");
-  engine *e;
-  engine_options o = {.db_path = ":memory:", .no_opencl = 1};
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
-  cr_assert_eq(engine_threads(e), cores);
-  engine_close(e);
+  qs_engine *e;
+  qs_engine_options o = {.db_path = ":memory:", .no_opencl = 1};
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
+  cr_assert_eq(qs_engine_threads(e), cores);
+  qs_engine_close(e);
 }

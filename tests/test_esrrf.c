@@ -18,7 +18,7 @@
 
 TestSuite(esrrf, .fini = qs_leak_check);
 
-static const method_desc *const ES = &method_esrrf;
+static const qs_method_desc *const ES = &method_esrrf;
 static const char *const CPU_IMPLS[] = {"serial", "threaded",
                                         "threaded_static",
                                         "threaded_dynamic",
@@ -35,21 +35,21 @@ typedef struct opts {
 static const opts DEFAULTS = {5, 1.5, 1, 1, 0, AVG, 1};
 
 /* The parameters of o, by name. */
-static void params_of(opts o, param p[7]) {
-  const param all[7] = {{"magnification", o.mag, NULL},
-                        {"radius", o.radius, NULL},
-                        {"sensitivity", o.sens, NULL},
-                        {"intensity_weighting", o.iw, NULL},
-                        {"frames_per_timepoint", o.fpt, NULL},
-                        {"temporal", o.temporal, NULL},
-                        {"macro_pixel_correction", o.mpc, NULL}};
+static void params_of(opts o, qs_param p[7]) {
+  const qs_param all[7] = {{"magnification", o.mag, NULL},
+                           {"radius", o.radius, NULL},
+                           {"sensitivity", o.sens, NULL},
+                           {"intensity_weighting", o.iw, NULL},
+                           {"frames_per_timepoint", o.fpt, NULL},
+                           {"temporal", o.temporal, NULL},
+                           {"macro_pixel_correction", o.mpc, NULL}};
   memcpy(p, all, sizeof all);
 }
 
 /* Runs impl (on device, for OpenCL) with the options o. */
-static int run_on(const char *impl, void *device, const image *in, opts o,
-                  image *out) {
-  param p[7];
+static int run_on(const char *impl, void *device, const qs_image *in, opts o,
+                  qs_image *out) {
+  qs_param p[7];
   params_of(o, p);
   char err[512] = "";
   int rc = harness_run(ES, impl, in, p, 7, out, device, err, sizeof err);
@@ -57,7 +57,7 @@ static int run_on(const char *impl, void *device, const image *in, opts o,
   return rc;
 }
 
-static int run(const char *impl, const image *in, opts o, image *out) {
+static int run(const char *impl, const qs_image *in, opts o, qs_image *out) {
   return run_on(impl, NULL, in, o, out);
 }
 
@@ -96,11 +96,11 @@ static double rng_unit(uint64_t *s) {
   return (double)(rng_next(s) >> 11) / 9007199254740992.0;
 }
 
-static image blinking(size_t f, size_t r, size_t c, const emitter *e,
-                      size_t n, double sigma, double p_on, double noise,
-                      uint64_t seed) {
-  image m;
-  cr_assert_eq(image_alloc(&m, f, r, c), QS_OK);
+static qs_image blinking(size_t f, size_t r, size_t c, const emitter *e,
+                         size_t n, double sigma, double p_on, double noise,
+                         uint64_t seed) {
+  qs_image m;
+  cr_assert_eq(qs_image_alloc(&m, f, r, c), QS_OK);
   uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
   for (size_t k = 0; k < f; k++) {
     int on[8];
@@ -122,14 +122,14 @@ static image blinking(size_t f, size_t r, size_t c, const emitter *e,
   return m;
 }
 
-static image random_stack(size_t f, size_t r, size_t c, uint64_t seed) {
+static qs_image random_stack(size_t f, size_t r, size_t c, uint64_t seed) {
   emitter e[3] = {{(double)r * 0.3, (double)c * 0.4},
                   {(double)r * 0.6, (double)c * 0.7},
                   {(double)r * 0.75, (double)c * 0.25}};
   return blinking(f, r, c, e, 3, 1.3, 0.5, 1, seed);
 }
 
-static double peak(const image *m) {
+static double peak(const qs_image *m) {
   double p = 0;
   for (size_t i = 0; i < m->frames * m->rows * m->cols; i++)
     if (fabs(m->data[i]) > p) p = fabs(m->data[i]);
@@ -138,9 +138,9 @@ static double peak(const image *m) {
 
 /* -------------------------------------------- the chain, step by step */
 
-static image step1(const method_desc *d, const image *in, const param *p,
-                   size_t np, image *second) {
-  image out[2];
+static qs_image step1(const qs_method_desc *d, const qs_image *in,
+                      const qs_param *p, size_t np, qs_image *second) {
+  qs_image out[2];
   char err[256];
   cr_assert_eq(harness_run(d, "serial", in, p, np, out, NULL, err, sizeof err),
                QS_OK, "%s: %s", d->name, err);
@@ -149,43 +149,44 @@ static image step1(const method_desc *d, const image *in, const param *p,
 }
 
 Test(esrrf, none_equals_the_chain_of_steps) {
-  image st = random_stack(3, 14, 11, 1);
+  qs_image st = random_stack(3, 14, 11, 1);
   opts o = DEFAULTS;
   o.temporal = NONE;
   o.sens = 2;
-  image es[1];
+  qs_image es[1];
   cr_assert_eq(run("serial", &st, o, es), QS_OK);
   cr_assert_eq(es[0].frames, 3);
   cr_assert_eq(es[0].rows, 70);
   cr_assert_eq(es[0].cols, 55);
 
-  param m1[] = {{"magnification_row", 5, NULL},
-                {"magnification_col", 5, NULL}};
-  param m2[] = {{"magnification_row", 10, NULL},
-                {"magnification_col", 10, NULL}};
-  image mag = step1(&method_shift_magnify, &st, m1, 2, NULL);
-  image gr, gc = step1(&method_roberts_cross, &st, NULL, 0, &gr);
-  image in[3] = {step1(&method_shift_magnify, &gc, m2, 2, NULL),
-                 step1(&method_shift_magnify, &gr, m2, 2, NULL), mag};
-  param pr[] = {{"magnification", 5, NULL},
-                {"radius", 1.5, NULL},
-                {"sensitivity", 2, NULL}};
-  image ref = step1(&method_rgc, in, pr, 3, NULL);
+  qs_param m1[] = {{"magnification_row", 5, NULL},
+                   {"magnification_col", 5, NULL}};
+  qs_param m2[] = {{"magnification_row", 10, NULL},
+                   {"magnification_col", 10, NULL}};
+  qs_image mag = step1(&method_shift_magnify, &st, m1, 2, NULL);
+  qs_image gr, gc = step1(&method_roberts_cross, &st, NULL, 0, &gr);
+  qs_image in[3] = {step1(&method_shift_magnify, &gc, m2, 2, NULL),
+                    step1(&method_shift_magnify, &gr, m2, 2, NULL), mag};
+  qs_param pr[] = {{"magnification", 5, NULL},
+                   {"radius", 1.5, NULL},
+                   {"sensitivity", 2, NULL}};
+  qs_image ref = step1(&method_rgc, in, pr, 3, NULL);
   size_t n = 3 * 70 * 55;
   cr_expect_eq(memcmp(es[0].data, ref.data, n * sizeof(float)), 0);
   cr_expect_gt(peak(&ref), 0);
-  image_free(&ref);
-  for (int i = 0; i < 3; i++) image_free(&in[i]);
-  image_free(&gc);
-  image_free(&gr);
-  image_free(es);
-  image_free(&st);
+  qs_image_free(&ref);
+  for (int i = 0; i < 3; i++)
+    qs_image_free(&in[i]);
+  qs_image_free(&gc);
+  qs_image_free(&gr);
+  qs_image_free(es);
+  qs_image_free(&st);
 }
 
 /* ------------------------------------------------- temporal statistics */
 
 /* Direct double statistic of maps[t0 .. t0 + n) at pixel i. */
-static double direct(const image *maps, size_t t0, size_t n, size_t i,
+static double direct(const qs_image *maps, size_t t0, size_t n, size_t i,
                      int kind) {
   size_t plane = maps->rows * maps->cols;
   double mu = 0;
@@ -208,7 +209,7 @@ static double direct(const image *maps, size_t t0, size_t n, size_t i,
 
 /* Checks every timepoint of `out` against the direct statistic of the
  * per-frame maps, within 1e-6 of that timepoint's peak. */
-static void check_stat(const image *maps, const image *out, size_t fpt,
+static void check_stat(const qs_image *maps, const qs_image *out, size_t fpt,
                        int kind) {
   size_t plane = maps->rows * maps->cols, frames = maps->frames;
   size_t tps = (frames + fpt - 1) / fpt;
@@ -234,11 +235,11 @@ static void check_stat(const image *maps, const image *out, size_t fpt,
 }
 
 Test(esrrf, statistics_equal_a_direct_double_computation) {
-  image st = random_stack(11, 12, 10, 2);
+  qs_image st = random_stack(11, 12, 10, 2);
   opts o = DEFAULTS;
   o.mag = 3;
   o.temporal = NONE;
-  image maps[1];
+  qs_image maps[1];
   cr_assert_eq(run("serial", &st, o, maps), QS_OK);
   o.mpc = 0;
   size_t fpts[] = {0, 4, 5, 11}; /* 11 = all; 4 leaves 3, 5 leaves 1 */
@@ -247,22 +248,22 @@ Test(esrrf, statistics_equal_a_direct_double_computation) {
       if (kind == TAC2 && fpts[k] == 5) continue; /* 1-frame timepoint */
       o.temporal = kind;
       o.fpt = (int)fpts[k];
-      image out[1];
+      qs_image out[1];
       cr_assert_eq(run("serial", &st, o, out), QS_OK);
       check_stat(maps, out, fpts[k] ? fpts[k] : 11, kind);
-      image_free(out);
+      qs_image_free(out);
     }
-  image_free(maps);
-  image_free(&st);
+  qs_image_free(maps);
+  qs_image_free(&st);
 }
 
 Test(esrrf, short_last_timepoint) {
-  image st = random_stack(7, 10, 10, 3);
+  qs_image st = random_stack(7, 10, 10, 3);
   opts o = DEFAULTS;
   o.mag = 2;
   o.mpc = 0;
   o.temporal = NONE;
-  image maps[1], out[1];
+  qs_image maps[1], out[1];
   cr_assert_eq(run("serial", &st, o, maps), QS_OK);
   o.temporal = AVG;
   o.fpt = 3; /* 3 + 3 + 1 */
@@ -273,31 +274,31 @@ Test(esrrf, short_last_timepoint) {
   cr_expect_eq(memcmp(out[0].data + 2 * plane, maps[0].data + 6 * plane,
                       plane * sizeof(float)),
                0);
-  image_free(out);
+  qs_image_free(out);
   o.temporal = VAR;
   cr_assert_eq(run("serial", &st, o, out), QS_OK);
   for (size_t i = 0; i < plane; i++)
     cr_assert_eq(out[0].data[2 * plane + i], 0.0f);
-  image_free(out);
+  qs_image_free(out);
   o.temporal = TAC2; /* 7 by 3 leaves 1 frame: refused before any work */
   char err[512];
-  param p[] = {{"frames_per_timepoint", 3, NULL}, {"temporal", TAC2, NULL}};
+  qs_param p[] = {{"frames_per_timepoint", 3, NULL}, {"temporal", TAC2, NULL}};
   cr_expect_eq(harness_run(ES, "serial", &st, p, 2, out, NULL, err,
                            sizeof err),
                QS_EPARAM);
   cr_expect(strstr(err, "frames_per_timepoint") && strstr(err, "tac2"),
             "%s", err);
   cr_expect_null(out[0].data);
-  image_free(maps);
-  image_free(&st);
+  qs_image_free(maps);
+  qs_image_free(&st);
 }
 
 Test(esrrf, macro_pixel_correction_gives_phase_means_of_one) {
-  image st = random_stack(6, 12, 13, 4);
+  qs_image st = random_stack(6, 12, 13, 4);
   opts o = DEFAULTS;
   o.mag = 4;
   o.fpt = 3;
-  image raw[1], cor[1];
+  qs_image raw[1], cor[1];
   o.mpc = 0;
   cr_assert_eq(run("serial", &st, o, raw), QS_OK);
   o.mpc = 1;
@@ -321,19 +322,19 @@ Test(esrrf, macro_pixel_correction_gives_phase_means_of_one) {
                   "timepoint %zu phase (%zu, %zu): mean %.9g", t, py, px,
                   after / (double)n);
       }
-  image_free(raw);
-  image_free(cor);
-  image_free(&st);
+  qs_image_free(raw);
+  qs_image_free(cor);
+  qs_image_free(&st);
 }
 
 /* -------------------------------------------------------- agreement */
 
 Test(esrrf, implementations_agree_with_serial) {
-  image st = random_stack(5, 17, 15, 5);
+  qs_image st = random_stack(5, 17, 15, 5);
   opts cases[3];
   agreement_cases(cases);
   for (int k = 0; k < 3; k++) {
-    image ref[1], out[1];
+    qs_image ref[1], out[1];
     cr_assert_eq(run("serial", &st, cases[k], ref), QS_OK);
     size_t n = ref[0].frames * ref[0].rows * ref[0].cols;
     double pk = peak(ref), diff;
@@ -342,7 +343,7 @@ Test(esrrf, implementations_agree_with_serial) {
       cr_assert_eq(run(CPU_IMPLS[i], &st, cases[k], out), QS_OK);
       cr_expect_eq(memcmp(out[0].data, ref[0].data, n * sizeof(float)), 0,
                    "case %d: %s differs from serial", k, CPU_IMPLS[i]);
-      image_free(out);
+      qs_image_free(out);
     }
     cr_assert_eq(run("fused", &st, cases[k], out), QS_OK);
     harness_diff(out, ref, &diff, &pk);
@@ -351,10 +352,10 @@ Test(esrrf, implementations_agree_with_serial) {
             k, diff, pk, diff / pk);
     cr_expect_leq(diff, 1e-6 * pk, "case %d: fused off by %.3g of %.3g", k,
                   diff, pk);
-    image_free(out);
-    image_free(ref);
+    qs_image_free(out);
+    qs_image_free(ref);
   }
-  image_free(&st);
+  qs_image_free(&st);
 }
 
 Test(esrrf, opencl_within_1e6_of_serial) {
@@ -362,7 +363,8 @@ Test(esrrf, opencl_within_1e6_of_serial) {
   clrt *rt;
   harness_cl_open(&rt, why, sizeof why);
   if (!rt) cr_skip_test("%s", why);
-  image stacks[2] = {random_stack(8, 17, 15, 8), random_stack(3, 19, 41, 9)};
+  qs_image stacks[2] = {random_stack(8, 17, 15, 8),
+                        random_stack(3, 19, 41, 9)};
   opts cases[4];
   agreement_cases(cases);
   cases[3] = DEFAULTS; /* one batch per frame: uploads overlap every one */
@@ -373,8 +375,8 @@ Test(esrrf, opencl_within_1e6_of_serial) {
   for (int sk = 0; sk < 2; sk++)
     for (size_t dv = 0; dv < clrt_count(rt); dv++)
       for (int k = 0; k < 4; k++) {
-        const image st = stacks[sk];
-        image ref[1], out[1];
+        const qs_image st = stacks[sk];
+        qs_image ref[1], out[1];
         cr_assert_eq(run("serial", &st, cases[k], ref), QS_OK);
         cr_assert_eq(run_on("opencl", clrt_device(rt, dv), &st, cases[k], out),
                      QS_OK);
@@ -387,42 +389,44 @@ Test(esrrf, opencl_within_1e6_of_serial) {
                 cldev_about(clrt_device(rt, dv))->slug, sk, k, diff, pk,
                 diff / pk);
         cr_expect_leq(diff, 1e-6 * pk, "stack %d case %d", sk, k);
-        image_free(out);
-        image_free(ref);
+        qs_image_free(out);
+        qs_image_free(ref);
       }
-  image_free(&stacks[0]);
-  image_free(&stacks[1]);
+  qs_image_free(&stacks[0]);
+  qs_image_free(&stacks[1]);
   clrt_close(rt);
 }
 
 /* Runs esrrf through the engine with impl forced; the report's impl must
  * be the one asked for. */
-static void engine_run(engine *e, const char *impl, const image *st, opts o,
-                       image *out) {
-  param p[7];
+static void engine_run(qs_engine *e, const char *impl, const qs_image *st,
+                       opts o, qs_image *out) {
+  qs_param p[7];
   params_of(o, p);
-  run_request rq = {.inputs = st, .n_inputs = 1, .params = p, .n_params = 7,
-                    .impl = impl};
-  run_report rep;
-  int rc = method_run(e, "esrrf", &rq, out, 1, &rep);
-  cr_assert_eq(rc, QS_OK, "%s: %s", impl, engine_error(e));
+  qs_run_request rq = {
+      .inputs = st, .n_inputs = 1, .params = p, .n_params = 7, .impl = impl};
+  qs_run_report rep;
+  int rc = qs_method_run(e, "esrrf", &rq, out, 1, &rep);
+  cr_assert_eq(rc, QS_OK, "%s: %s", impl, qs_engine_error(e));
   cr_assert_str_eq(rep.impl, impl);
 }
 
 Test(esrrf, composed_equals_what_its_steps_chose) {
-  image st = random_stack(8, 15, 13, 9);
+  qs_image st = random_stack(8, 15, 13, 9);
   opts cases[3];
   agreement_cases(cases);
   /* without OpenCL every step picks a CPU implementation, each bit for bit
    * the reference: composed must be serial exactly; with OpenCL steps may
    * run on a device, within the steps' tolerances */
   for (int cl = 0; cl < 2; cl++) {
-    engine_options eo = {.db_path = ":memory:", .no_opencl = !cl,
-                         .no_calibration = 1, .seed = 1};
-    engine *e = NULL;
-    cr_assert_eq(engine_open(&e, &eo), QS_OK);
+    qs_engine_options eo = {.db_path = ":memory:",
+                            .no_opencl = !cl,
+                            .no_calibration = 1,
+                            .seed = 1};
+    qs_engine *e = NULL;
+    cr_assert_eq(qs_engine_open(&e, &eo), QS_OK);
     for (int k = 0; k < 3; k++) {
-      image ref[1], out[1];
+      qs_image ref[1], out[1];
       engine_run(e, "serial", &st, cases[k], ref);
       engine_run(e, "composed", &st, cases[k], out);
       size_t n = ref[0].frames * ref[0].rows * ref[0].cols;
@@ -436,12 +440,12 @@ Test(esrrf, composed_equals_what_its_steps_chose) {
                      "case %d: composed of CPU steps differs from serial", k);
       else
         cr_expect_leq(diff, 1e-4 * pk, "case %d", k);
-      image_free(out);
-      image_free(ref);
+      qs_image_free(out);
+      qs_image_free(ref);
     }
-    engine_close(e);
+    qs_engine_close(e);
   }
-  image_free(&st);
+  qs_image_free(&st);
 }
 
 Test(esrrf, odd_geometries_agree) {
@@ -457,12 +461,12 @@ Test(esrrf, odd_geometries_agree) {
   char why[512];
   harness_cl_open(&rt, why, sizeof why);
   for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
-    image st = random_stack(g[k].f, g[k].r, g[k].c, 20 + k);
+    qs_image st = random_stack(g[k].f, g[k].r, g[k].c, 20 + k);
     opts o = DEFAULTS;
     o.mag = g[k].mag;
     o.radius = g[k].radius;
     o.temporal = VAR;
-    image ref[1], out[1];
+    qs_image ref[1], out[1];
     cr_assert_eq(run("serial", &st, o, ref), QS_OK, "geometry %zu", k);
     size_t n = ref[0].frames * ref[0].rows * ref[0].cols;
     for (size_t i = 0; i < n; i++)
@@ -478,10 +482,10 @@ Test(esrrf, odd_geometries_agree) {
       double tol = i == 0 ? 0 : 1e-6;
       cr_expect_leq(diff, tol * pk, "geometry %zu %s: %.3g of %.3g", k,
                     impls[i], diff, pk);
-      image_free(out);
+      qs_image_free(out);
     }
-    image_free(ref);
-    image_free(&st);
+    qs_image_free(ref);
+    qs_image_free(&st);
   }
   if (rt) clrt_close(rt);
 }
@@ -491,22 +495,23 @@ Test(esrrf, odd_geometries_agree) {
 Test(esrrf, real_stacks_give_finite_output_everywhere) {
   const char *files[] = {"mssr_donuts_100f.tif",
                          "musical_cardiomyoblast_mito_100f.tif"};
-  engine_options eo = {.db_path = ":memory:", .no_calibration = 1, .seed = 1};
-  engine *e = NULL;
-  cr_assert_eq(engine_open(&e, &eo), QS_OK);
-  impl_info impls[QS_MAX_ESTIMATES];
+  qs_engine_options eo = {
+      .db_path = ":memory:", .no_calibration = 1, .seed = 1};
+  qs_engine *e = NULL;
+  cr_assert_eq(qs_engine_open(&e, &eo), QS_OK);
+  qs_impl_info impls[QS_MAX_ESTIMATES];
   size_t n_impls = 0;
-  cr_assert_eq(method_impls(e, "esrrf", impls, QS_MAX_ESTIMATES, &n_impls),
+  cr_assert_eq(qs_method_impls(e, "esrrf", impls, QS_MAX_ESTIMATES, &n_impls),
                QS_OK);
   cr_assert_geq(n_impls, 7, "esrrf lists %zu implementations", n_impls);
   for (int k = 0; k < 2; k++) {
     char path[1024], err[512];
     snprintf(path, sizeof path, "%s/tests/data/real/%s", QS_SOURCE_ROOT,
              files[k]);
-    image full;
+    qs_image full;
     cr_assert_eq(tiff_read(path, &full, err, sizeof err), QS_OK, "%s", err);
     /* the first 10 frames keep the test short; every path sees them */
-    image st = image_wrap(full.data, 10, full.rows, full.cols);
+    qs_image st = qs_image_wrap(full.data, 10, full.rows, full.cols);
     opts o = DEFAULTS;
     o.fpt = 5;
     for (size_t i = 0; i < n_impls && i < QS_MAX_ESTIMATES; i++) {
@@ -515,7 +520,7 @@ Test(esrrf, real_stacks_give_finite_output_everywhere) {
                 impls[i].why);
         continue;
       }
-      image out[1];
+      qs_image out[1];
       engine_run(e, impls[i].name, &st, o, out);
       cr_expect_eq(out[0].frames, 2);
       cr_expect_eq(out[0].rows, 5 * full.rows);
@@ -527,11 +532,11 @@ Test(esrrf, real_stacks_give_finite_output_everywhere) {
         nonzero += out[0].data[p] != 0;
       }
       cr_expect_gt(nonzero, n / 2, "%s %s", files[k], impls[i].name);
-      image_free(out);
+      qs_image_free(out);
     }
-    image_free(&full);
+    qs_image_free(&full);
   }
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* -------------------------------------------------------- resolution */
@@ -555,20 +560,20 @@ Test(esrrf, resolves_two_emitters_the_mean_cannot) {
   double sigma = 1.2, fwhm = 2.3548 * sigma, sep = 0.6 * fwhm, ey = 12.0;
   emitter e[2] = {{ey, 12.0 - sep / 2}, {ey, 12.0 + sep / 2}};
   size_t frames = 100;
-  image st = blinking(frames, 24, 24, e, 2, sigma, 0.2, 1, 6);
+  qs_image st = blinking(frames, 24, 24, e, 2, sigma, 0.2, 1, 6);
   int mag = 5;
   opts o = DEFAULTS;
   o.sens = 2;
-  image out[1], mean[1];
+  qs_image out[1], mean[1];
   cr_assert_eq(run("fused", &st, o, out), QS_OK);
   /* the mean image, magnified the same way for a like-for-like profile */
-  image avg;
-  cr_assert_eq(image_alloc(&avg, 1, 24, 24), QS_OK);
+  qs_image avg;
+  cr_assert_eq(qs_image_alloc(&avg, 1, 24, 24), QS_OK);
   for (size_t f = 0; f < frames; f++)
     for (size_t i = 0; i < 24 * 24; i++)
       avg.data[i] += st.data[f * 24 * 24 + i] / (float)frames;
-  param m1[] = {{"magnification_row", mag, NULL},
-                {"magnification_col", mag, NULL}};
+  qs_param m1[] = {{"magnification_row", mag, NULL},
+                   {"magnification_col", mag, NULL}};
   char err[256];
   cr_assert_eq(harness_run(&method_shift_magnify, "serial", &avg, m1, 2, mean,
                            NULL, err, sizeof err),
@@ -603,18 +608,18 @@ Test(esrrf, resolves_two_emitters_the_mean_cannot) {
           sep, (double)(x0 + at[0]) / mag, (double)(x0 + at[1]) / mag,
           100 * (1 - dip / lower));
   cr_expect_leq(dip, 0.9 * lower, "dip %.4g vs peaks %.4g", dip, lower);
-  image_free(out);
-  image_free(mean);
-  image_free(&avg);
-  image_free(&st);
+  qs_image_free(out);
+  qs_image_free(mean);
+  qs_image_free(&avg);
+  qs_image_free(&st);
 }
 
 /* -------------------------------------------------------- bad input */
 
 Test(esrrf, bad_input) {
-  image st = random_stack(3, 8, 8, 7);
+  qs_image st = random_stack(3, 8, 8, 7);
   char err[512];
-  image out[1];
+  qs_image out[1];
   struct {
     const char *name;
     double value;
@@ -629,7 +634,7 @@ Test(esrrf, bad_input) {
       {"frames_per_timepoint", -1, QS_EPARAM, "frames_per_timepoint"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-    param p[] = {{cases[k].name, cases[k].value, NULL}};
+    qs_param p[] = {{cases[k].name, cases[k].value, NULL}};
     err[0] = 0;
     cr_expect_eq(harness_run(ES, "serial", &st, p, 1, out, NULL, err,
                              sizeof err),
@@ -638,12 +643,12 @@ Test(esrrf, bad_input) {
     cr_expect_null(out[0].data, "nothing written");
   }
   /* an output that would overflow: 2^17 x 2^17 magnified 64 times */
-  image huge = image_wrap(st.data, 1, (size_t)1 << 17, (size_t)1 << 17);
-  param p[] = {{"magnification", 64, NULL}};
+  qs_image huge = qs_image_wrap(st.data, 1, (size_t)1 << 17, (size_t)1 << 17);
+  qs_param p[] = {{"magnification", 64, NULL}};
   cr_expect_eq(harness_run(ES, "serial", &huge, p, 1, out, NULL, err,
                            sizeof err),
                QS_EOVERFLOW);
   cr_expect(strstr(err, "magnification") != NULL, "%s", err);
   cr_expect_null(out[0].data);
-  image_free(&st);
+  qs_image_free(&st);
 }

@@ -29,29 +29,29 @@ static const char *const VEC[] = {"fused_vec", "fused_avx2", "fused_avx512"};
 #define VEC_REL 1e-6
 
 /* Runs impl (a name, or the kind "opencl") and returns whether it ran. */
-static int run_any(engine *e, const char *impl, const image *in,
-                   const param *p, size_t n_p, image *out) {
-  run_request rq = {.inputs = in, .n_inputs = 1, .params = p, .n_params = n_p,
-                    .impl = impl};
-  run_report rep;
-  int rc = method_run(e, "esrrf", &rq, out, 1, &rep);
+static int run_any(qs_engine *e, const char *impl, const qs_image *in,
+                   const qs_param *p, size_t n_p, qs_image *out) {
+  qs_run_request rq = {
+      .inputs = in, .n_inputs = 1, .params = p, .n_params = n_p, .impl = impl};
+  qs_run_report rep;
+  int rc = qs_method_run(e, "esrrf", &rq, out, 1, &rep);
   if (rc == QS_EUNAVAIL) return 0;
-  cr_assert_eq(rc, QS_OK, "esrrf %s: %s", impl, engine_error(e));
+  cr_assert_eq(rc, QS_OK, "esrrf %s: %s", impl, qs_engine_error(e));
   cr_assert(!strncmp(rep.impl, impl, strlen(impl)), "%s ran as %s", impl,
             rep.impl);
   return 1;
 }
 
-static void run_impl(engine *e, const char *impl, const image *in,
-                     const param *p, size_t n_p, image *out) {
+static void run_impl(qs_engine *e, const char *impl, const qs_image *in,
+                     const qs_param *p, size_t n_p, qs_image *out) {
   cr_assert(run_any(e, impl, in, p, n_p, out), "esrrf %s: not available",
             impl);
 }
 
 /* Checks got against ref within rel · max |ref|; returns the worst
  * relative error. */
-static double expect_close(const image *got, const image *ref, double rel,
-                           const char *what, const char *impl) {
+static double expect_close(const qs_image *got, const qs_image *ref,
+                           double rel, const char *what, const char *impl) {
   cr_assert(got->frames == ref->frames && got->rows == ref->rows &&
                 got->cols == ref->cols,
             "%s %s: shape %zux%zux%zu, expected %zux%zux%zu", what, impl,
@@ -71,13 +71,13 @@ static double expect_close(const image *got, const image *ref, double rel,
  * max(VEC_REL, 2 × scalar fused's own distance) when `as_fused` (temporal
  * statistics whose conditioning amplifies last-bit differences of the
  * maps: TAC2), else within VEC_REL. Returns how many variants ran. */
-static int vs_serial_as(engine *e, const image *in, const param *p,
+static int vs_serial_as(qs_engine *e, const qs_image *in, const qs_param *p,
                         size_t n_p, const char *what, int as_fused) {
-  image ref[1];
+  qs_image ref[1];
   run_impl(e, "serial", in, p, n_p, ref);
   double rel = VEC_REL;
   if (as_fused) {
-    image sc[1];
+    qs_image sc[1];
     run_impl(e, "fused", in, p, n_p, sc);
     double diff, peak;
     harness_diff(sc, ref, &diff, &peak);
@@ -85,24 +85,24 @@ static int vs_serial_as(engine *e, const image *in, const param *p,
     fprintf(stderr, "%-28s %-11s worst %.3g (the scalar reference of the "
                     "family)\n",
             what, "fused", diff / peak);
-    image_free(sc);
+    qs_image_free(sc);
   }
   int ran = 0;
   for (size_t v = 0; v < N_VEC; v++) {
     char why[256];
     if (!vec_listed(e, "esrrf", VEC[v], why, sizeof why)) continue;
-    image out[1];
+    qs_image out[1];
     run_impl(e, VEC[v], in, p, n_p, out);
     expect_close(out, ref, rel, what, VEC[v]);
-    image_free(out);
+    qs_image_free(out);
     ran++;
   }
-  image_free(ref);
+  qs_image_free(ref);
   return ran;
 }
 
-static int vs_serial(engine *e, const image *in, const param *p, size_t n_p,
-                     const char *what) {
+static int vs_serial(qs_engine *e, const qs_image *in, const qs_param *p,
+                     size_t n_p, const char *what) {
   return vs_serial_as(e, in, p, n_p, what, 0);
 }
 
@@ -114,7 +114,7 @@ static int vs_serial(engine *e, const image *in, const param *p, size_t n_p,
  * listed implementation. */
 Test(esrrf_vec, every_esrrf_fixture_within_1e6_of_serial) {
   cJSON *index = json_load(REF_DIR "index.json");
-  engine *e = open_engine(2);
+  qs_engine *e = open_engine(2);
   int cases = 0, ran = 0;
   const cJSON *it;
   cJSON_ArrayForEach(it, cJSON_GetObjectItem(index, "cases")) {
@@ -125,13 +125,13 @@ Test(esrrf_vec, every_esrrf_fixture_within_1e6_of_serial) {
       cJSON_Delete(c);
       continue;
     }
-    param p[16], maps[16];
+    qs_param p[16], maps[16];
     size_t n_p = 0, n_m = 0;
     int tac2 = 0;
     const cJSON *q;
     cJSON_ArrayForEach(q, cJSON_GetObjectItem(c, "params")) {
       cr_assert_lt(n_p, 15);
-      p[n_p] = (param){.name = q->string};
+      p[n_p] = (qs_param){.name = q->string};
       if (cJSON_IsString(q))
         p[n_p].text = q->valuestring;
       else
@@ -143,17 +143,17 @@ Test(esrrf_vec, every_esrrf_fixture_within_1e6_of_serial) {
         maps[n_m++] = p[n_p];
       n_p++;
     }
-    maps[n_m++] = (param){.name = "temporal", .text = "none"};
-    image in;
+    maps[n_m++] = (qs_param){.name = "temporal", .text = "none"};
+    qs_image in;
     array_load(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "inputs"), 0), &in);
     ran += vs_serial_as(e, &in, p, n_p, it->valuestring, tac2);
     snprintf(what, sizeof what, "%s maps", it->valuestring);
     vs_serial(e, &in, maps, n_m, what);
-    image_free(&in);
+    qs_image_free(&in);
     cJSON_Delete(c);
     cases++;
   }
-  engine_close(e);
+  qs_engine_close(e);
   cJSON_Delete(index);
   cr_expect_geq(cases, 6, "only %d eSRRF fixtures found", cases);
   cr_expect_geq(ran, cases, "fused_vec must run on every CPU");
@@ -164,49 +164,50 @@ Test(esrrf_vec, every_esrrf_fixture_within_1e6_of_serial) {
 Test(esrrf_vec, real_stacks_within_1e6_of_serial) {
   const char *files[] = {"mssr_donuts_100f.tif",
                          "musical_cardiomyoblast_mito_100f.tif"};
-  engine *e = open_engine(2);
+  qs_engine *e = open_engine(2);
   for (int k = 0; k < 2; k++) {
     char path[1024], err[512], what[128];
     snprintf(path, sizeof path, "%s/tests/data/real/%s", QS_SOURCE_ROOT,
              files[k]);
-    image full;
+    qs_image full;
     cr_assert_eq(tiff_read(path, &full, err, sizeof err), QS_OK, "%s", err);
     /* 10 frames keep serial short */
-    image st = image_wrap(full.data, 10, full.rows, full.cols);
-    param avg[] = {{"magnification", 5, NULL}, {"radius", 1.5, NULL}};
+    qs_image st = qs_image_wrap(full.data, 10, full.rows, full.cols);
+    qs_param avg[] = {{"magnification", 5, NULL}, {"radius", 1.5, NULL}};
     snprintf(what, sizeof what, "%.14s M5 avg", files[k]);
     cr_expect_geq(vs_serial(e, &st, avg, 2, what), 1);
-    param none[] = {{"magnification", 2, NULL},
-                    {"radius", 2, NULL},
-                    {"sensitivity", 2, NULL},
-                    {"temporal", 0, "none"}};
+    qs_param none[] = {{"magnification", 2, NULL},
+                       {"radius", 2, NULL},
+                       {"sensitivity", 2, NULL},
+                       {"temporal", 0, "none"}};
     snprintf(what, sizeof what, "%.14s M2 none", files[k]);
     cr_expect_geq(vs_serial(e, &st, none, 4, what), 1);
-    image_free(&full);
+    qs_image_free(&full);
   }
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* -------------------------------------------------------- parameters */
 
 /* Every variant within 1e-6 of serial across VEC_GRID (vec_harness.h). */
 Test(esrrf_vec, parameter_grid_within_1e6_of_serial) {
-  engine *e = open_engine(2);
+  qs_engine *e = open_engine(2);
   for (size_t k = 0; k < N_VEC_GRID; k++) {
-    image st = noisy(2, VEC_GRID[k].rows, VEC_GRID[k].cols, (unsigned)k + 1);
-    param p[] = {{"magnification", VEC_GRID[k].mag, NULL},
-                 {"radius", VEC_GRID[k].radius, NULL},
-                 {"sensitivity", VEC_GRID[k].sens, NULL},
-                 {"intensity_weighting", VEC_GRID[k].iw, NULL},
-                 {"temporal", 0, "none"}};
+    qs_image st =
+        noisy(2, VEC_GRID[k].rows, VEC_GRID[k].cols, (unsigned)k + 1);
+    qs_param p[] = {{"magnification", VEC_GRID[k].mag, NULL},
+                    {"radius", VEC_GRID[k].radius, NULL},
+                    {"sensitivity", VEC_GRID[k].sens, NULL},
+                    {"intensity_weighting", VEC_GRID[k].iw, NULL},
+                    {"temporal", 0, "none"}};
     char what[128];
     snprintf(what, sizeof what, "M%d r%g s%g iw%d %zux%zu", VEC_GRID[k].mag,
              VEC_GRID[k].radius, VEC_GRID[k].sens, VEC_GRID[k].iw, VEC_GRID[k].rows,
              VEC_GRID[k].cols);
     cr_expect_geq(vs_serial(e, &st, p, 5, what), 1);
-    image_free(&st);
+    qs_image_free(&st);
   }
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* A wide frame: the per-sample bound of the first-order model
@@ -220,37 +221,37 @@ Test(esrrf_vec, parameter_grid_within_1e6_of_serial) {
  * the shared model's limit (methods/rgc/rgc_fused.h), not the vector
  * code's. */
 Test(esrrf_vec, a_16384_pixel_wide_frame_within_1e6_of_serial) {
-  engine *e = open_engine(2);
-  image st = noisy(1, 6, 16384, 41);
-  param p[] = {{"magnification", 5, NULL}, {"temporal", 0, "none"}};
+  qs_engine *e = open_engine(2);
+  qs_image st = noisy(1, 6, 16384, 41);
+  qs_param p[] = {{"magnification", 5, NULL}, {"temporal", 0, "none"}};
   cr_expect_geq(vs_serial(e, &st, p, 2, "6 x 16384, M 5"), 1);
-  image_free(&st);
-  engine_close(e);
+  qs_image_free(&st);
+  qs_engine_close(e);
 }
 
 /* ------------------------------------------------------------ threads */
 
 Test(esrrf_vec, threaded_runs_equal_single_thread_bit_for_bit) {
-  engine *one = open_engine(1), *many = open_engine(3);
+  qs_engine *one = open_engine(1), *many = open_engine(3);
   static const int mags[] = {5, 2, 8};
   for (size_t k = 0; k < 3; k++) {
-    image st = noisy(3, 29, 35, (unsigned)k + 7);
-    param p[] = {{"magnification", mags[k], NULL}, {"temporal", 0, "none"}};
+    qs_image st = noisy(3, 29, 35, (unsigned)k + 7);
+    qs_param p[] = {{"magnification", mags[k], NULL}, {"temporal", 0, "none"}};
     for (size_t v = 0; v < N_VEC; v++) {
       char why[256];
       if (!vec_listed(one, "esrrf", VEC[v], why, sizeof why)) continue;
-      image a[1], b[1];
+      qs_image a[1], b[1];
       run_impl(one, VEC[v], &st, p, 2, a);
       run_impl(many, VEC[v], &st, p, 2, b);
       cr_expect(same_bits(a, b), "%s M%d: 3 threads differ from 1", VEC[v],
                 mags[k]);
-      image_free(a);
-      image_free(b);
+      qs_image_free(a);
+      qs_image_free(b);
     }
-    image_free(&st);
+    qs_image_free(&st);
   }
-  engine_close(one);
-  engine_close(many);
+  qs_engine_close(one);
+  qs_engine_close(many);
 }
 
 /* ----------------------------------------------------------- listing */
@@ -270,7 +271,7 @@ Test(esrrf_vec, avx512_listed_exactly_where_the_cpu_has_it) {
  * CPU runs both (a lane is a pixel; the two sum its candidates in the same
  * order with the same fused operations, only the lane count differs). */
 Test(esrrf_vec, avx512_every_partial_group_within_1e6_of_serial) {
-  engine *e = open_engine(2);
+  qs_engine *e = open_engine(2);
   char why[256];
   vec_require(e, "esrrf", "fused_avx512");
   int avx2 = vec_listed(e, "esrrf", "fused_avx2", why, sizeof why);
@@ -278,27 +279,27 @@ Test(esrrf_vec, avx512_every_partial_group_within_1e6_of_serial) {
   int k = 0;
   for (size_t m = 0; m < 4; m++)
     for (size_t c = 9; c <= 49; c += 5, k++) {
-      image st = noisy(1, 14, c, (unsigned)k + 60);
-      param p[] = {{"magnification", mags[m], NULL},
-                   {"temporal", 0, "none"}};
-      image ref[1], out[1];
+      qs_image st = noisy(1, 14, c, (unsigned)k + 60);
+      qs_param p[] = {{"magnification", mags[m], NULL},
+                      {"temporal", 0, "none"}};
+      qs_image ref[1], out[1];
       run_impl(e, "serial", &st, p, 2, ref);
       run_impl(e, "fused_avx512", &st, p, 2, out);
       char what[64];
       snprintf(what, sizeof what, "M%d 14 x %zu", mags[m], c);
       expect_close(out, ref, VEC_REL, what, "fused_avx512");
       if (avx2) {
-        image b[1];
+        qs_image b[1];
         run_impl(e, "fused_avx2", &st, p, 2, b);
         cr_expect(same_bits(out, b), "%s: fused_avx512 differs from "
                   "fused_avx2", what);
-        image_free(b);
+        qs_image_free(b);
       }
-      image_free(ref);
-      image_free(out);
-      image_free(&st);
+      qs_image_free(ref);
+      qs_image_free(out);
+      qs_image_free(&st);
     }
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* ------------------------------------------------ the accuracy claims */
@@ -321,13 +322,13 @@ Test(esrrf_vec, avx512_every_partial_group_within_1e6_of_serial) {
  *     5e-5 of serial's peak. */
 #define ACC_ILL 5e-5
 
-static image sim_stack(size_t frames, size_t rows, size_t cols) {
+static qs_image sim_stack(size_t frames, size_t rows, size_t cols) {
   double v[SIM_N];
   for (int k = 0; k < SIM_N; k++) v[k] = sim_params[k].def;
   v[SIM_FRAMES] = (double)frames;
   v[SIM_ROWS] = (double)rows;
   v[SIM_COLS] = (double)cols;
-  image m;
+  qs_image m;
   char err[256];
   cr_assert_eq(simulate(v, &m, NULL, err, sizeof err), QS_OK, "%s", err);
   return m;
@@ -335,57 +336,57 @@ static image sim_stack(size_t frames, size_t rows, size_t cols) {
 
 /* Every vector variant listed and OpenCL against serial on in with p:
  * within rel of serial's peak. Returns how many ran. */
-static int acc_check(engine *e, const image *in, const param *p, size_t n_p,
-                     double rel, const char *what) {
+static int acc_check(qs_engine *e, const qs_image *in, const qs_param *p,
+                     size_t n_p, double rel, const char *what) {
   static const char *const impls[] = {"fused_vec", "fused_avx2",
                                       "fused_avx512", "opencl"};
-  image ref[1];
+  qs_image ref[1];
   run_any(e, "serial", in, p, n_p, ref);
   int ran = 0;
   for (size_t i = 0; i < 4; i++) {
     char why[256];
     if (i < 3 && !vec_listed(e, "esrrf", impls[i], why, sizeof why))
       continue;
-    image out[1];
+    qs_image out[1];
     if (!run_any(e, impls[i], in, p, n_p, out)) continue;
     expect_close(out, ref, rel, what, impls[i]);
-    image_free(out);
+    qs_image_free(out);
     ran++;
   }
-  image_free(ref);
+  qs_image_free(ref);
   return ran;
 }
 
 Test(esrrf_vec, accuracy_maps_and_avg_within_1e6_ill_conditioned_within_5e5) {
-  engine *e = open_engine(2);
+  qs_engine *e = open_engine(2);
   char path[1024], err[512];
   snprintf(path, sizeof path, "%s/tests/data/real/%s", QS_SOURCE_ROOT,
            "musical_cardiomyoblast_mito_100f.tif");
-  image mito;
+  qs_image mito;
   cr_assert_eq(tiff_read(path, &mito, err, sizeof err), QS_OK, "%s", err);
-  image stacks[2] = {sim_stack(10, 32, 32),
-                     image_wrap(mito.data, 10, mito.rows, mito.cols)};
+  qs_image stacks[2] = {sim_stack(10, 32, 32),
+                        qs_image_wrap(mito.data, 10, mito.rows, mito.cols)};
   const char *names[2] = {"sim 10x32x32", "mito 10f"};
   for (int k = 0; k < 2; k++) {
     char what[96];
-    param maps[] = {{"magnification", 5, NULL}, {"temporal", 0, "none"}};
+    qs_param maps[] = {{"magnification", 5, NULL}, {"temporal", 0, "none"}};
     snprintf(what, sizeof what, "%s maps", names[k]);
     cr_expect_geq(acc_check(e, &stacks[k], maps, 2, VEC_REL, what), 1);
-    param avg[] = {{"magnification", 5, NULL}, {"temporal", 0, "avg"}};
+    qs_param avg[] = {{"magnification", 5, NULL}, {"temporal", 0, "avg"}};
     snprintf(what, sizeof what, "%s avg", names[k]);
     cr_expect_geq(acc_check(e, &stacks[k], avg, 2, VEC_REL, what), 1);
-    param var4[] = {{"magnification", 5, NULL},
-                    {"sensitivity", 4, NULL},
-                    {"temporal", 0, "var"}};
+    qs_param var4[] = {{"magnification", 5, NULL},
+                       {"sensitivity", 4, NULL},
+                       {"temporal", 0, "var"}};
     snprintf(what, sizeof what, "%s var s4", names[k]);
     cr_expect_geq(acc_check(e, &stacks[k], var4, 3, ACC_ILL, what), 1);
-    param tac2[] = {{"magnification", 5, NULL},
-                    {"temporal", 0, "tac2"},
-                    {"macro_pixel_correction", 1, NULL}};
+    qs_param tac2[] = {{"magnification", 5, NULL},
+                       {"temporal", 0, "tac2"},
+                       {"macro_pixel_correction", 1, NULL}};
     snprintf(what, sizeof what, "%s tac2 mpc", names[k]);
     cr_expect_geq(acc_check(e, &stacks[k], tac2, 3, ACC_ILL, what), 1);
   }
-  image_free(&stacks[0]);
-  image_free(&mito);
-  engine_close(e);
+  qs_image_free(&stacks[0]);
+  qs_image_free(&mito);
+  qs_engine_close(e);
 }

@@ -15,10 +15,10 @@ TestSuite(frc, .fini = qs_leak_check);
 static void frc_case(const char *name, const char *impl) {
   metric_case c;
   mc_load(name, &c);
-  engine *e = mc_engine();
-  image out[2];
+  qs_engine *e = mc_engine();
+  qs_image out[2];
   mc_run(e, "frc", impl, c.in, 2, NULL, 0, out, 2);
-  const image *ref = &c.out[0]; /* (1, 2, rings): frequency, smoothed */
+  const qs_image *ref = &c.out[0]; /* (1, 2, rings): frequency, smoothed */
   size_t rings = ref->cols;
   cr_assert_eq(out[0].cols, rings, "%s: %zu rings, NanoPyx %zu", name,
                out[0].cols, rings);
@@ -40,9 +40,9 @@ static void frc_case(const char *name, const char *impl) {
   /* the same crossing: FIRE equal within the ring step (relative 1e-4) */
   cr_expect(mc_close(fire, nfire, 1e-4, 1e-6),
             "%s: FIRE %.9g, NanoPyx %.9g", name, fire, nfire);
-  image_free(&out[0]);
-  image_free(&out[1]);
-  engine_close(e);
+  qs_image_free(&out[0]);
+  qs_image_free(&out[1]);
+  qs_engine_close(e);
   mc_free(&c);
 }
 
@@ -55,7 +55,7 @@ Test(frc, nanopyx_threaded) {
 }
 
 /* A smooth random-ish image of n × m. */
-static void fill(image *img, unsigned seed, double noise) {
+static void fill(qs_image *img, unsigned seed, double noise) {
   for (size_t y = 0; y < img->rows; y++)
     for (size_t x = 0; x < img->cols; x++) {
       seed = seed * 1103515245u + 12345u;
@@ -66,11 +66,11 @@ static void fill(image *img, unsigned seed, double noise) {
 }
 
 Test(frc, itself_is_one_on_every_ring) {
-  engine *e = mc_engine();
-  image a;
-  cr_assert_eq(image_alloc(&a, 1, 70, 64), QS_OK);
+  qs_engine *e = mc_engine();
+  qs_image a;
+  cr_assert_eq(qs_image_alloc(&a, 1, 70, 64), QS_OK);
   fill(&a, 7, 40);
-  image in[2] = {a, a}, out[2];
+  qs_image in[2] = {a, a}, out[2];
   mc_run(e, "frc", "serial", in, 2, NULL, 0, out, 2);
   size_t rings = out[0].cols;
   cr_assert_eq(rings, 31);
@@ -80,75 +80,76 @@ Test(frc, itself_is_one_on_every_ring) {
     cr_expect_float_eq(out[0].data[2 * rings + r], 1.0f, 1e-6);
   }
   cr_expect_eq(out[1].data[0], 0.0f, "no crossing: FIRE 0 (NanoPyx's)");
-  image_free(&out[0]);
-  image_free(&out[1]);
-  image_free(&a);
-  engine_close(e);
+  qs_image_free(&out[0]);
+  qs_image_free(&out[1]);
+  qs_image_free(&a);
+  qs_engine_close(e);
 }
 
 Test(frc, serial_equals_threaded_and_half_bit_is_stricter) {
-  engine *e = mc_engine();
-  image a, b;
-  cr_assert_eq(image_alloc(&a, 1, 96, 96), QS_OK);
-  cr_assert_eq(image_alloc(&b, 1, 96, 96), QS_OK);
+  qs_engine *e = mc_engine();
+  qs_image a, b;
+  cr_assert_eq(qs_image_alloc(&a, 1, 96, 96), QS_OK);
+  cr_assert_eq(qs_image_alloc(&b, 1, 96, 96), QS_OK);
   fill(&a, 1, 400);
   fill(&b, 2, 400);
-  image in[2] = {a, b}, s[2], t[2], h[2];
+  qs_image in[2] = {a, b}, s[2], t[2], h[2];
   mc_run(e, "frc", "serial", in, 2, NULL, 0, s, 2);
   mc_run(e, "frc", "threaded", in, 2, NULL, 0, t, 2);
   cr_assert_eq(memcmp(s[0].data, t[0].data, 3 * s[0].cols * sizeof(float)), 0);
   cr_assert_eq(memcmp(s[1].data, t[1].data, 3 * sizeof(float)), 0);
   cr_expect_gt(s[1].data[0], 0, "noisy copies of one structure cross 1/7");
-  param p = {"threshold", 0, "half_bit"};
+  qs_param p = {"threshold", 0, "half_bit"};
   mc_run(e, "frc", "serial", in, 2, &p, 1, h, 2);
   /* the half-bit curve lies above 1/7 on these rings: an earlier crossing
    * (a lower frequency, a coarser resolution) */
   cr_expect_geq(h[1].data[0], s[1].data[0], "half-bit %g, 1/7 %g",
                 h[1].data[0], s[1].data[0]);
   for (int k = 0; k < 2; k++) {
-    image_free(&s[k]);
-    image_free(&t[k]);
-    image_free(&h[k]);
+    qs_image_free(&s[k]);
+    qs_image_free(&t[k]);
+    qs_image_free(&h[k]);
   }
-  image_free(&a);
-  image_free(&b);
-  engine_close(e);
+  qs_image_free(&a);
+  qs_image_free(&b);
+  qs_engine_close(e);
 }
 
 Test(frc, bad_inputs_name_the_field) {
-  engine *e = mc_engine();
-  image a, b, c;
-  cr_assert_eq(image_alloc(&a, 1, 32, 32), QS_OK);
-  cr_assert_eq(image_alloc(&b, 1, 32, 30), QS_OK);
-  cr_assert_eq(image_alloc(&c, 2, 32, 32), QS_OK);
-  image out[2];
-  image in1[2] = {a, b};
-  run_request rq = {.inputs = in1, .n_inputs = 2};
-  cr_expect_eq(method_run(e, "frc", &rq, out, 2, NULL), QS_ESHAPE);
-  cr_expect(strstr(engine_error(e), "image_b") != NULL, "%s", engine_error(e));
-  image in2[2] = {c, a};
+  qs_engine *e = mc_engine();
+  qs_image a, b, c;
+  cr_assert_eq(qs_image_alloc(&a, 1, 32, 32), QS_OK);
+  cr_assert_eq(qs_image_alloc(&b, 1, 32, 30), QS_OK);
+  cr_assert_eq(qs_image_alloc(&c, 2, 32, 32), QS_OK);
+  qs_image out[2];
+  qs_image in1[2] = {a, b};
+  qs_run_request rq = {.inputs = in1, .n_inputs = 2};
+  cr_expect_eq(qs_method_run(e, "frc", &rq, out, 2, NULL), QS_ESHAPE);
+  cr_expect(strstr(qs_engine_error(e), "image_b") != NULL, "%s",
+            qs_engine_error(e));
+  qs_image in2[2] = {c, a};
   rq.inputs = in2;
-  cr_expect_eq(method_run(e, "frc", &rq, out, 2, NULL), QS_ESHAPE);
-  cr_expect(strstr(engine_error(e), "image_a has 2 frames") != NULL, "%s",
-            engine_error(e));
-  image tiny;
-  cr_assert_eq(image_alloc(&tiny, 1, 8, 8), QS_OK);
-  image in3[2] = {tiny, tiny};
+  cr_expect_eq(qs_method_run(e, "frc", &rq, out, 2, NULL), QS_ESHAPE);
+  cr_expect(strstr(qs_engine_error(e), "image_a has 2 frames") != NULL, "%s",
+            qs_engine_error(e));
+  qs_image tiny;
+  cr_assert_eq(qs_image_alloc(&tiny, 1, 8, 8), QS_OK);
+  qs_image in3[2] = {tiny, tiny};
   rq.inputs = in3;
-  cr_expect_eq(method_run(e, "frc", &rq, out, 2, NULL), QS_ESHAPE);
-  cr_expect(strstr(engine_error(e), "too small") != NULL, "%s",
-            engine_error(e));
-  param p = {"pixel_size", -1, NULL};
+  cr_expect_eq(qs_method_run(e, "frc", &rq, out, 2, NULL), QS_ESHAPE);
+  cr_expect(strstr(qs_engine_error(e), "too small") != NULL, "%s",
+            qs_engine_error(e));
+  qs_param p = {"pixel_size", -1, NULL};
   rq.inputs = in1;
   in1[1] = a;
   rq.params = &p;
   rq.n_params = 1;
-  cr_expect_eq(method_run(e, "frc", &rq, out, 2, NULL), QS_EPARAM);
-  cr_expect(strstr(engine_error(e), "pixel_size") != NULL, "%s",
-            engine_error(e));
-  image_free(&a);
-  image_free(&b);
-  image_free(&c);
-  image_free(&tiny);
-  engine_close(e);
+  cr_expect_eq(qs_method_run(e, "frc", &rq, out, 2, NULL), QS_EPARAM);
+  cr_expect(strstr(qs_engine_error(e), "pixel_size") != NULL, "%s",
+            qs_engine_error(e));
+  qs_image_free(&a);
+  qs_image_free(&b);
+  qs_image_free(&c);
+  qs_image_free(&tiny);
+  qs_engine_close(e);
 }

@@ -1,5 +1,5 @@
-/* test_plan.c — plans (method_open, plan_run, plan_close): a plan's runs
- * give method_run's bits for every built-in method; open plans the chosen
+/* test_plan.c — plans (qs_method_open, qs_plan_run, qs_plan_close): a plan's runs
+ * give qs_method_run's bits for every built-in method; open plans the chosen
  * implementation once and its state reaches every run of the plan and
  * nothing else (one-shot calls, calibration slices); every run is recorded
  * like a call; shapes other than planned and misuse are refused with a
@@ -14,10 +14,10 @@
 
 TestSuite(plan, .fini = qs_leak_check);
 
-static engine *open_engine(int calibrate) {
-  engine *e;
-  engine_options o = {.db_path = ":memory:", .no_calibration = !calibrate};
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
+static qs_engine *open_engine(int calibrate) {
+  qs_engine *e;
+  qs_engine_options o = {.db_path = ":memory:", .no_calibration = !calibrate};
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
   return e;
 }
 
@@ -41,7 +41,7 @@ typedef struct counted {
 
 static counted *g; /* the test's counters (one test per process) */
 
-static int cnt_open(const method_call *c, void **state) {
+static int cnt_open(const qs_method_call *c, void **state) {
   g->opens++;
   g->opened_frames = c->in[0].frames;
   cr_expect_null(c->in[0].data, "open sees shapes only");
@@ -54,7 +54,7 @@ static void cnt_close(void *state) {
   g->closes++;
 }
 
-static int cnt_run(const method_call *c) {
+static int cnt_run(const qs_method_call *c) {
   if (c->state) {
     cr_expect_eq(c->state, g);
     g->runs_with_state++;
@@ -66,20 +66,20 @@ static int cnt_run(const method_call *c) {
   return QS_OK;
 }
 
-static int cnt_shape(const image *in, const double *p, image *out, char *err,
-                     size_t len) {
+static int cnt_shape(const qs_image *in, const double *p, qs_image *out,
+                     char *err, size_t len) {
   (void)p, (void)err, (void)len;
   *out = in[0];
   out->data = NULL;
   return QS_OK;
 }
 
-static const slot_def cnt_slots[] = {{"image", "any"}};
-static const impl_def cnt_impls[] = {
-    {"serial", IMPL_SERIAL, cnt_run, NULL, 1, SCHED_STATIC, 0, cnt_open,
+static const qs_slot_def cnt_slots[] = {{"image", "any"}};
+static const qs_impl_def cnt_impls[] = {
+    {"serial", QS_IMPL_SERIAL, cnt_run, NULL, 1, QS_SCHED_STATIC, 0, cnt_open,
      cnt_close},
 };
-static const method_desc cnt_desc = {
+static const qs_method_desc cnt_desc = {
     .name = "counted",
     .doc = "doubles its input; counts its plans",
     .inputs = cnt_slots,
@@ -92,7 +92,7 @@ static const method_desc cnt_desc = {
     .tolerance = 0,
 };
 
-static int count_row(void *ctx, const db_row *r) {
+static int count_row(void *ctx, const qs_db_row *r) {
   (void)r;
   ++*(int *)ctx;
   return 0;
@@ -101,141 +101,145 @@ static int count_row(void *ctx, const db_row *r) {
 Test(plan, open_once_state_in_every_run_closed_at_close) {
   counted c = {0};
   g = &c;
-  engine *e = open_engine(0);
-  cr_assert_eq(method_register(e, &cnt_desc), QS_OK, "%s", engine_error(e));
-  image shape = {.frames = 8, .rows = 4, .cols = 5};
-  run_request rq = {.inputs = &shape, .n_inputs = 1};
-  plan *p;
-  cr_assert_eq(method_open(e, "counted", &rq, &p), QS_OK, "%s",
-               engine_error(e));
+  qs_engine *e = open_engine(0);
+  cr_assert_eq(qs_method_register(e, &cnt_desc), QS_OK, "%s",
+               qs_engine_error(e));
+  qs_image shape = {.frames = 8, .rows = 4, .cols = 5};
+  qs_run_request rq = {.inputs = &shape, .n_inputs = 1};
+  qs_plan *p;
+  cr_assert_eq(qs_method_open(e, "counted", &rq, &p), QS_OK, "%s",
+               qs_engine_error(e));
   cr_expect_eq(c.opens, 1, "planned at open");
   cr_expect_eq(c.opened_frames, 8);
-  cr_expect_str_eq(plan_impl(p), "");
+  cr_expect_str_eq(qs_plan_impl(p), "");
   float *px = noisy(8 * 20);
   for (size_t frames = 8; frames >= 1; frames /= 2) {
-    image in = image_wrap(px, frames, 4, 5), out;
-    run_report rep;
-    cr_assert_eq(plan_run(p, &in, 1, &out, 1, &rep), QS_OK, "%s",
-                 engine_error(e));
+    qs_image in = qs_image_wrap(px, frames, 4, 5), out;
+    qs_run_report rep;
+    cr_assert_eq(qs_plan_run(p, &in, 1, &out, 1, &rep), QS_OK, "%s",
+                 qs_engine_error(e));
     cr_expect_eq(out.frames, frames);
     for (size_t i = 0; i < frames * 20; i++)
       cr_expect_eq(out.data[i], 2 * px[i]);
     cr_expect_str_eq(rep.impl, "serial");
-    image_free(&out);
+    qs_image_free(&out);
   }
   cr_expect_eq(c.opens, 1, "runs do not open again");
   cr_expect_eq(c.runs_with_state, 4);
-  cr_expect_str_eq(plan_impl(p), "serial");
+  cr_expect_str_eq(qs_plan_impl(p), "serial");
 
   /* a one-shot call in between has no plan state */
-  image in = image_wrap(px, 8, 4, 5), out;
-  run_request one = {.inputs = &in, .n_inputs = 1};
-  cr_assert_eq(method_run(e, "counted", &one, &out, 1, NULL), QS_OK);
-  image_free(&out);
+  qs_image in = qs_image_wrap(px, 8, 4, 5), out;
+  qs_run_request one = {.inputs = &in, .n_inputs = 1};
+  cr_assert_eq(qs_method_run(e, "counted", &one, &out, 1, NULL), QS_OK);
+  qs_image_free(&out);
   cr_expect_eq(c.runs_without, 1);
 
   /* every run recorded like a call */
   int rows = 0;
-  db_filter f = {.method = "counted"};
-  cr_assert_eq(engine_db_query(e, &f, count_row, &rows), QS_OK);
+  qs_db_filter f = {.method = "counted"};
+  cr_assert_eq(qs_engine_db_query(e, &f, count_row, &rows), QS_OK);
   cr_expect_eq(rows, 5, "4 plan runs and 1 call: %d rows", rows);
 
   cr_expect_eq(c.closes, 0);
-  plan_close(p);
+  qs_plan_close(p);
   cr_expect_eq(c.closes, 1);
   free(px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 Test(plan, shapes_and_misuse_refused) {
-  engine *e = open_engine(0);
-  image shape = {.frames = 4, .rows = 16, .cols = 16};
-  param sm[] = {{"magnification_row", 2, NULL}, {"magnification_col", 2,
-                                                  NULL}};
-  run_request rq = {.inputs = &shape, .n_inputs = 1, .params = sm,
-                    .n_params = 2};
-  plan *p = (plan *)&rq; /* must be cleared on failure */
-  cr_expect_eq(method_open(e, "no_such_method", &rq, &p), QS_ENOMETHOD);
+  qs_engine *e = open_engine(0);
+  qs_image shape = {.frames = 4, .rows = 16, .cols = 16};
+  qs_param sm[] = {{"magnification_row", 2, NULL},
+                   {"magnification_col", 2, NULL}};
+  qs_run_request rq = {
+      .inputs = &shape, .n_inputs = 1, .params = sm, .n_params = 2};
+  qs_plan *p = (qs_plan *)&rq; /* must be cleared on failure */
+  cr_expect_eq(qs_method_open(e, "no_such_method", &rq, &p), QS_ENOMETHOD);
   cr_expect_null(p);
-  param bad[] = {{"magnification_row", -1, NULL}};
-  run_request rb = {.inputs = &shape, .n_inputs = 1, .params = bad,
-                    .n_params = 1};
-  cr_expect_eq(method_open(e, "shift_magnify", &rb, &p), QS_EPARAM);
-  cr_expect(strstr(engine_error(e), "magnification_row"), "%s",
-            engine_error(e));
-  cr_expect_eq(method_open(e, "shift_magnify", NULL, &p), QS_EINVAL);
-  cr_expect_eq(method_open(e, "shift_magnify", &rq, NULL), QS_EINVAL);
-  cr_expect_eq(method_open(NULL, "shift_magnify", &rq, &p), QS_EINVAL);
+  qs_param bad[] = {{"magnification_row", -1, NULL}};
+  qs_run_request rb = {
+      .inputs = &shape, .n_inputs = 1, .params = bad, .n_params = 1};
+  cr_expect_eq(qs_method_open(e, "shift_magnify", &rb, &p), QS_EPARAM);
+  cr_expect(strstr(qs_engine_error(e), "magnification_row"), "%s",
+            qs_engine_error(e));
+  cr_expect_eq(qs_method_open(e, "shift_magnify", NULL, &p), QS_EINVAL);
+  cr_expect_eq(qs_method_open(e, "shift_magnify", &rq, NULL), QS_EINVAL);
+  cr_expect_eq(qs_method_open(NULL, "shift_magnify", &rq, &p), QS_EINVAL);
 
-  cr_assert_eq(method_open(e, "shift_magnify", &rq, &p), QS_OK);
+  cr_assert_eq(qs_method_open(e, "shift_magnify", &rq, &p), QS_OK);
   float *px = noisy(8 * 16 * 16);
-  image out;
-  image wide = image_wrap(px, 2, 16, 32);
-  cr_expect_eq(plan_run(p, &wide, 1, &out, 1, NULL), QS_ESHAPE);
-  cr_expect(strstr(engine_error(e), "planned"), "%s", engine_error(e));
-  image more = image_wrap(px, 8, 16, 16);
-  cr_expect_eq(plan_run(p, &more, 1, &out, 1, NULL), QS_ESHAPE);
+  qs_image out;
+  qs_image wide = qs_image_wrap(px, 2, 16, 32);
+  cr_expect_eq(qs_plan_run(p, &wide, 1, &out, 1, NULL), QS_ESHAPE);
+  cr_expect(strstr(qs_engine_error(e), "planned"), "%s", qs_engine_error(e));
+  qs_image more = qs_image_wrap(px, 8, 16, 16);
+  cr_expect_eq(qs_plan_run(p, &more, 1, &out, 1, NULL), QS_ESHAPE);
   cr_expect_null(out.data);
-  cr_expect_eq(plan_run(p, &more, 2, &out, 1, NULL), QS_EINVAL);
-  cr_expect_eq(plan_run(NULL, &more, 1, &out, 1, NULL), QS_EINVAL);
-  image ok = image_wrap(px, 3, 16, 16);
-  cr_expect_eq(plan_run(p, &ok, 1, &out, 1, NULL), QS_OK, "%s",
-               engine_error(e));
+  cr_expect_eq(qs_plan_run(p, &more, 2, &out, 1, NULL), QS_EINVAL);
+  cr_expect_eq(qs_plan_run(NULL, &more, 1, &out, 1, NULL), QS_EINVAL);
+  qs_image ok = qs_image_wrap(px, 3, 16, 16);
+  cr_expect_eq(qs_plan_run(p, &ok, 1, &out, 1, NULL), QS_OK, "%s",
+               qs_engine_error(e));
   cr_expect_eq(out.frames, 3);
   cr_expect_eq(out.rows, 32);
-  image_free(&out);
-  plan_close(p);
-  plan_close(NULL);
+  qs_image_free(&out);
+  qs_plan_close(p);
+  qs_plan_close(NULL);
   free(px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
-/* A plan's runs give method_run's bits, implementation by implementation,
+/* A plan's runs give qs_method_run's bits, implementation by implementation,
  * with calibration on (slices never see the plan's state). */
 typedef struct mcase {
   const char *method;
   size_t n_in, n_out;
   size_t f, r, c;
-  param p[4];
+  qs_param p[4];
   size_t n_p;
 } mcase;
 
 static void same_bits(const mcase *k, const char *impl) {
-  engine *e = open_engine(1);
+  qs_engine *e = open_engine(1);
   float *px[3];
-  image in[3], shape[3];
+  qs_image in[3], shape[3];
   for (size_t i = 0; i < k->n_in; i++) {
     size_t r = k->r, c = k->c;
     if (!strcmp(k->method, "rgc") && i < 2) r *= 2, c *= 2;
     px[i] = noisy(k->f * r * c);
-    in[i] = image_wrap(px[i], k->f, r, c);
+    in[i] = qs_image_wrap(px[i], k->f, r, c);
     shape[i] = in[i];
     shape[i].data = NULL;
   }
-  run_request rq = {.inputs = shape, .n_inputs = k->n_in, .params = k->p,
-                    .n_params = k->n_p, .impl = impl};
-  plan *p;
-  cr_assert_eq(method_open(e, k->method, &rq, &p), QS_OK, "%s %s: %s",
-               k->method, impl, engine_error(e));
-  image a[2], b[2];
+  qs_run_request rq = {.inputs = shape,
+                       .n_inputs = k->n_in,
+                       .params = k->p,
+                       .n_params = k->n_p,
+                       .impl = impl};
+  qs_plan *p;
+  cr_assert_eq(qs_method_open(e, k->method, &rq, &p), QS_OK, "%s %s: %s",
+               k->method, impl, qs_engine_error(e));
+  qs_image a[2], b[2];
   for (int round = 0; round < 2; round++) {
-    run_report rep;
-    cr_assert_eq(plan_run(p, in, k->n_in, a, k->n_out, &rep), QS_OK,
-                 "%s %s: %s", k->method, impl, engine_error(e));
+    qs_run_report rep;
+    cr_assert_eq(qs_plan_run(p, in, k->n_in, a, k->n_out, &rep), QS_OK,
+                 "%s %s: %s", k->method, impl, qs_engine_error(e));
     rq.inputs = in;
     rq.impl = rep.impl; /* the agent's pick, run again as a call */
-    cr_assert_eq(method_run(e, k->method, &rq, b, k->n_out, NULL), QS_OK);
+    cr_assert_eq(qs_method_run(e, k->method, &rq, b, k->n_out, NULL), QS_OK);
     for (size_t o = 0; o < k->n_out; o++) {
       size_t n = a[o].frames * a[o].rows * a[o].cols;
       cr_expect(!memcmp(a[o].data, b[o].data, n * sizeof(float)),
                 "%s %s: output %zu differs", k->method, impl, o);
-      image_free(&a[o]);
-      image_free(&b[o]);
+      qs_image_free(&a[o]);
+      qs_image_free(&b[o]);
     }
   }
-  plan_close(p);
+  qs_plan_close(p);
   for (size_t i = 0; i < k->n_in; i++) free(px[i]);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 Test(plan, runs_give_method_run_bits) {

@@ -23,7 +23,7 @@ static int mark(void *ctx, size_t b, size_t e, int w) {
   return 0;
 }
 
-static void check_once(pool *p, size_t begin, size_t n, schedule s,
+static void check_once(pool *p, size_t begin, size_t n, qs_schedule s,
                        size_t chunk) {
   visit v = {.begin = begin, .threads = pool_threads(p)};
   v.seen = calloc(n ? n : 1, 1);
@@ -41,10 +41,13 @@ static void check_once(pool *p, size_t begin, size_t n, schedule s,
 Test(pool, every_index_once) {
   const size_t sizes[] = {0, 1, 7, 1000003};
   const int threads[] = {1, 2, 8, 13};
-  const struct { schedule s; size_t chunk; } scheds[] = {
-      {SCHED_STATIC, 0}, {SCHED_STATIC, 1}, {SCHED_STATIC, 100},
-      {SCHED_DYNAMIC, 0}, {SCHED_DYNAMIC, 64}, {SCHED_GUIDED, 0},
-      {SCHED_GUIDED, 16}};
+  const struct {
+    qs_schedule s;
+    size_t chunk;
+  } scheds[] = {{QS_SCHED_STATIC, 0},   {QS_SCHED_STATIC, 1},
+                {QS_SCHED_STATIC, 100}, {QS_SCHED_DYNAMIC, 0},
+                {QS_SCHED_DYNAMIC, 64}, {QS_SCHED_GUIDED, 0},
+                {QS_SCHED_GUIDED, 16}};
   for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
     pool *p;
     cr_assert_eq(pool_create(&p, threads[t]), QS_OK);
@@ -59,7 +62,7 @@ Test(pool, every_index_once) {
 Test(pool, more_threads_than_work) {
   pool *p;
   cr_assert_eq(pool_create(&p, 16), QS_OK);
-  for (schedule s = SCHED_STATIC; s <= SCHED_GUIDED; s++)
+  for (qs_schedule s = QS_SCHED_STATIC; s <= QS_SCHED_GUIDED; s++)
     for (size_t n = 1; n < 20; n++) check_once(p, 0, n, s, 0);
   pool_destroy(p);
 }
@@ -76,8 +79,8 @@ Test(pool, back_to_back) {
   atomic_size_t total;
   atomic_init(&total, 0);
   for (int i = 0; i < 10000; i++)
-    cr_assert_eq(pool_for(p, 0, 10, (schedule)(i % 3), 0, add_range, &total),
-                 0);
+    cr_assert_eq(
+        pool_for(p, 0, 10, (qs_schedule)(i % 3), 0, add_range, &total), 0);
   cr_assert_eq(atomic_load(&total), 100000);
   pool_destroy(p);
 }
@@ -91,7 +94,7 @@ static int outer(void *ctx, size_t b, size_t e, int w) {
   (void)w;
   nest *n = ctx;
   for (size_t i = b; i < e; i++) {
-    int rc = pool_for(n->p, 0, 100, SCHED_DYNAMIC, 3, add_range, &n->inner);
+    int rc = pool_for(n->p, 0, 100, QS_SCHED_DYNAMIC, 3, add_range, &n->inner);
     if (rc) return rc;
   }
   return 0;
@@ -101,7 +104,7 @@ Test(pool, nested_runs_inline) {
   nest n;
   cr_assert_eq(pool_create(&n.p, 3), QS_OK);
   atomic_init(&n.inner, 0);
-  cr_assert_eq(pool_for(n.p, 0, 50, SCHED_STATIC, 0, outer, &n), 0);
+  cr_assert_eq(pool_for(n.p, 0, 50, QS_SCHED_STATIC, 0, outer, &n), 0);
   cr_assert_eq(atomic_load(&n.inner), 50 * 100);
   pool_destroy(n.p);
 }
@@ -122,7 +125,7 @@ Test(pool, error_stops_and_returns) {
   for (int threads = 1; threads <= 4; threads += 3) {
     pool *p;
     cr_assert_eq(pool_create(&p, threads), QS_OK);
-    for (schedule s = SCHED_STATIC; s <= SCHED_GUIDED; s++) {
+    for (qs_schedule s = QS_SCHED_STATIC; s <= QS_SCHED_GUIDED; s++) {
       errctx c;
       atomic_init(&c.after, 0);
       cr_assert_eq(pool_for(p, 0, 1000000, s, 1, fail_at_100, &c), QS_EFAIL);
@@ -140,7 +143,7 @@ Test(pool, many_pools) {
     cr_assert_eq(pool_create(&p, 1 + i % 4), QS_OK);
     atomic_size_t total;
     atomic_init(&total, 0);
-    cr_assert_eq(pool_for(p, 0, 8, SCHED_DYNAMIC, 1, add_range, &total), 0);
+    cr_assert_eq(pool_for(p, 0, 8, QS_SCHED_DYNAMIC, 1, add_range, &total), 0);
     cr_assert_eq(atomic_load(&total), 8);
     pool_destroy(p);
   }
@@ -150,8 +153,8 @@ Test(pool, bad_arguments) {
   pool *p;
   cr_assert_eq(pool_create(&p, 0), QS_OK); /* clamped to 1 */
   cr_assert_eq(pool_threads(p), 1);
-  cr_assert_eq(pool_for(p, 0, 10, SCHED_STATIC, 0, NULL, NULL), QS_EINVAL);
-  cr_assert_eq(pool_for(p, 10, 5, SCHED_STATIC, 0, add_range, NULL), 0);
+  cr_assert_eq(pool_for(p, 0, 10, QS_SCHED_STATIC, 0, NULL, NULL), QS_EINVAL);
+  cr_assert_eq(pool_for(p, 10, 5, QS_SCHED_STATIC, 0, add_range, NULL), 0);
   pool_destroy(p);
   pool_destroy(NULL);
   cr_assert_gt(pool_cores(), 0);

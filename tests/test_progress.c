@@ -69,30 +69,30 @@ static float *stack(size_t f, size_t r, size_t c) {
 typedef struct job {
   const char *method, *impl;
   size_t f, r, c;
-  param p[4];
+  qs_param p[4];
   size_t n_p, n_out;
 } job;
 
-static engine *open_engine(void) {
-  engine *e;
-  engine_options o = {.db_path = ":memory:", .no_calibration = 1,
-                      .threads = QS_TEST_THREADS};
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
+static qs_engine *open_engine(void) {
+  qs_engine *e;
+  qs_engine_options o = {
+      .db_path = ":memory:", .no_calibration = 1, .threads = QS_TEST_THREADS};
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
   return e;
 }
 
 /* Rows of the store for the method (timings or failures). */
-static int count_row(void *ctx, const db_row *r) {
+static int count_row(void *ctx, const qs_db_row *r) {
   (void)r;
   ++*(int *)ctx;
   return 0;
 }
 
-static int rows_of(engine *e, const char *method) {
+static int rows_of(qs_engine *e, const char *method) {
   int n = 0;
-  db_filter f = {.method = method};
-  cr_assert_eq(engine_db_query(e, &f, count_row, &n), QS_OK, "%s",
-               engine_error(e));
+  qs_db_filter f = {.method = method};
+  cr_assert_eq(qs_engine_db_query(e, &f, count_row, &n), QS_OK, "%s",
+               qs_engine_error(e));
   return n;
 }
 
@@ -103,15 +103,19 @@ static double now_s(void) {
 }
 
 /* Runs j with a watching hook; returns the status. */
-static int run_watched(engine *e, const job *j, watch *w, image *out,
+static int run_watched(qs_engine *e, const job *j, watch *w, qs_image *out,
                        double *seconds) {
   float *px = stack(j->f, j->r, j->c);
-  image in = image_wrap(px, j->f, j->r, j->c);
-  run_request rq = {.inputs = &in, .n_inputs = 1, .params = j->p,
-                    .n_params = j->n_p, .impl = j->impl, .progress = hook,
-                    .progress_ctx = w};
+  qs_image in = qs_image_wrap(px, j->f, j->r, j->c);
+  qs_run_request rq = {.inputs = &in,
+                       .n_inputs = 1,
+                       .params = j->p,
+                       .n_params = j->n_p,
+                       .impl = j->impl,
+                       .progress = hook,
+                       .progress_ctx = w};
   double t0 = now_s();
-  int rc = method_run(e, j->method, &rq, out, j->n_out, NULL);
+  int rc = qs_method_run(e, j->method, &rq, out, j->n_out, NULL);
   *seconds = now_s() - t0;
   free(px);
   return rc;
@@ -123,23 +127,24 @@ static int run_watched(engine *e, const job *j, watch *w, image *out,
  * outputs) until the whole call takes 0.4 s, so that a report comes long before its end on a fast
  * machine too. */
 static void check(const job *j0) {
-  engine *e = open_engine();
+  qs_engine *e = open_engine();
   job grown = *j0, *j = &grown;
   watch w;
-  image out[2];
+  qs_image out[2];
   double full;
   int rc;
   for (;;) {
     w = (watch){.monotonic = 1};
     rc = run_watched(e, j, &w, out, &full);
     cr_assert_eq(rc, QS_OK, "%s %s: %s", j->method, j->impl,
-                 engine_error(e));
+                 qs_engine_error(e));
     size_t bytes = 0; /* the next doubling's outputs at most 512 MiB */
     for (size_t i = 0; i < j->n_out; i++)
       bytes += out[i].frames * out[i].rows * out[i].cols * sizeof(float);
     if (full >= 0.4 || j->f >= 16 * j0->f || 2 * bytes > ((size_t)512 << 20))
       break;
-    for (size_t i = 0; i < j->n_out; i++) image_free(&out[i]);
+    for (size_t i = 0; i < j->n_out; i++)
+      qs_image_free(&out[i]);
     j->f *= 2;
   }
   cr_expect(w.calls >= 2, "%s %s: %d reports", j->method, j->impl, w.calls);
@@ -147,7 +152,8 @@ static void check(const job *j0) {
   cr_expect(w.total > 0 && w.done == w.total,
             "%s %s: last report %llu of %llu", j->method, j->impl,
             (unsigned long long)w.done, (unsigned long long)w.total);
-  for (size_t i = 0; i < j->n_out; i++) image_free(&out[i]);
+  for (size_t i = 0; i < j->n_out; i++)
+    qs_image_free(&out[i]);
   int before = rows_of(e, j->method);
   cr_expect(before >= 1, "%s %s: %d rows after the calls", j->method,
             j->impl, before);
@@ -157,9 +163,9 @@ static void check(const job *j0) {
   rc = run_watched(e, j, &c, out, &cut);
   double after = cpu_s() - c.cancelled_cpu;
   cr_assert_eq(rc, QS_ECANCELLED, "%s %s: %s", j->method, j->impl,
-               status_name(rc));
-  cr_expect(strstr(engine_error(e), "cancel") != NULL, "%s",
-            engine_error(e));
+               qs_status_name(rc));
+  cr_expect(strstr(qs_engine_error(e), "cancel") != NULL, "%s",
+            qs_engine_error(e));
   for (size_t i = 0; i < j->n_out; i++)
     cr_expect(out[i].data == NULL, "%s %s: output %zu kept", j->method,
               j->impl, i);
@@ -173,7 +179,7 @@ static void check(const job *j0) {
             "after the cancel (the whole call: %.3f s wall)", j->method,
             j->impl, after, full);
   (void)cut;
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 #define SM_P                                                              \
@@ -212,16 +218,16 @@ Test(progress, esrrf_composed) {
 }
 
 Test(progress, esrrf_opencl) {
-  engine *e = open_engine();
-  impl_info im[QS_MAX_ESTIMATES];
+  qs_engine *e = open_engine();
+  qs_impl_info im[QS_MAX_ESTIMATES];
   size_t n = 0;
-  cr_assert_eq(method_impls(e, "esrrf", im, QS_MAX_ESTIMATES, &n), QS_OK);
+  cr_assert_eq(qs_method_impls(e, "esrrf", im, QS_MAX_ESTIMATES, &n), QS_OK);
   char name[QS_NAME_MAX] = "";
   for (size_t i = 0; i < n && i < QS_MAX_ESTIMATES; i++)
-    if (im[i].kind == IMPL_OPENCL && im[i].available &&
+    if (im[i].kind == QS_IMPL_OPENCL && im[i].available &&
         !strncmp(im[i].name, "opencl:", 7))
       snprintf(name, sizeof name, "%.63s", im[i].name);
-  engine_close(e);
+  qs_engine_close(e);
   if (!name[0]) cr_skip_test("no OpenCL device");
   /* a batch at a time: a long stack in small frames */
   job j = {"esrrf", name, 3000, 32, 32, ES_P, 2, 1};
@@ -230,52 +236,56 @@ Test(progress, esrrf_opencl) {
 
 /* The hook changes nothing in the numbers. */
 Test(progress, same_numbers) {
-  engine *e = open_engine();
+  qs_engine *e = open_engine();
   float *px = stack(6, 40, 40);
-  image in = image_wrap(px, 6, 40, 40);
-  param p[] = ES_P;
+  qs_image in = qs_image_wrap(px, 6, 40, 40);
+  qs_param p[] = ES_P;
   watch w = {.monotonic = 1};
   const char *impls[] = {"serial", "threaded_guided", "fused", "composed"};
   for (size_t k = 0; k < 4; k++) {
-    image a, b;
-    run_request rq = {.inputs = &in, .n_inputs = 1, .params = p,
-                      .n_params = 2, .impl = impls[k]};
-    cr_assert_eq(method_run(e, "esrrf", &rq, &a, 1, NULL), QS_OK);
+    qs_image a, b;
+    qs_run_request rq = {.inputs = &in,
+                         .n_inputs = 1,
+                         .params = p,
+                         .n_params = 2,
+                         .impl = impls[k]};
+    cr_assert_eq(qs_method_run(e, "esrrf", &rq, &a, 1, NULL), QS_OK);
     rq.progress = hook;
     rq.progress_ctx = &w;
-    cr_assert_eq(method_run(e, "esrrf", &rq, &b, 1, NULL), QS_OK);
+    cr_assert_eq(qs_method_run(e, "esrrf", &rq, &b, 1, NULL), QS_OK);
     size_t n = a.frames * a.rows * a.cols;
     cr_expect(!memcmp(a.data, b.data, n * sizeof(float)), "%s", impls[k]);
-    image_free(&a);
-    image_free(&b);
+    qs_image_free(&a);
+    qs_image_free(&b);
   }
   free(px);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
-/* method_benchmark with a hook: counted in runs (warm-up and timed, of
+/* qs_method_benchmark with a hook: counted in runs (warm-up and timed, of
  * every implementation), reports monotonic and ending at the total; a
  * hook that cancels stops it with QS_ECANCELLED, and the implementation
  * it stopped records nothing. */
 Test(progress, benchmark) {
-  engine *e = open_engine();
-  param p[] = {{"magnification_row", 2, NULL}, {"magnification_col", 2, NULL}};
+  qs_engine *e = open_engine();
+  qs_param p[] = {{"magnification_row", 2, NULL},
+                  {"magnification_col", 2, NULL}};
   size_t f = 4;
   for (;;) { /* a benchmark of at least 0.3 s, so a report comes */
     float *px = stack(f, 128, 128);
-    image in = image_wrap(px, f, 128, 128);
+    qs_image in = qs_image_wrap(px, f, 128, 128);
     watch w = {.monotonic = 1};
-    run_request rq = {.inputs = &in,
-                      .n_inputs = 1,
-                      .params = p,
-                      .n_params = 2,
-                      .progress = hook,
-                      .progress_ctx = &w};
-    bench_result br;
+    qs_run_request rq = {.inputs = &in,
+                         .n_inputs = 1,
+                         .params = p,
+                         .n_params = 2,
+                         .progress = hook,
+                         .progress_ctx = &w};
+    qs_bench_result br;
     double t0 = now_s();
-    cr_assert_eq(method_benchmark(e, "shift_magnify", &rq, "serial,threaded",
-                                  1, 3, &br),
-                 QS_OK, "%s", engine_error(e));
+    cr_assert_eq(qs_method_benchmark(e, "shift_magnify", &rq,
+                                     "serial,threaded", 1, 3, &br),
+                 QS_OK, "%s", qs_engine_error(e));
     double took = now_s() - t0;
     cr_expect(w.monotonic);
     cr_expect_eq(w.total, br.n * 4, "%llu runs planned, %zu impls",
@@ -284,20 +294,20 @@ Test(progress, benchmark) {
     int before = rows_of(e, "shift_magnify");
     watch c = {.monotonic = 1, .cancel_at = 1};
     rq.progress_ctx = &c;
-    int rc = method_benchmark(e, "shift_magnify", &rq, "serial,threaded", 1, 3,
-                              &br);
+    int rc = qs_method_benchmark(e, "shift_magnify", &rq, "serial,threaded", 1,
+                                 3, &br);
     free(px);
     if (took < 0.3 && f < 4096) {
       f *= 2;
       continue;
     }
-    cr_expect_eq(rc, QS_ECANCELLED, "%s", status_name(rc));
-    cr_expect_not_null(strstr(engine_error(e), "cancelled"));
+    cr_expect_eq(rc, QS_ECANCELLED, "%s", qs_status_name(rc));
+    cr_expect_not_null(strstr(qs_engine_error(e), "cancelled"));
     /* at most the implementations finished before the first report */
     int added = rows_of(e, "shift_magnify") - before;
     cr_expect(added < (int)(3 * w.total / 4), "%d rows after a cancel", added);
     cr_expect(c.cancelled_frac < 1.0);
     break;
   }
-  engine_close(e);
+  qs_engine_close(e);
 }

@@ -33,9 +33,9 @@ typedef struct ref_case {
   const char *method;
   double tol;
   size_t n_in, n_out, n_p;
-  image in[MAX_SLOTS], out[MAX_SLOTS];
+  qs_image in[MAX_SLOTS], out[MAX_SLOTS];
   char out_slot[MAX_SLOTS][QS_NAME_MAX];
-  param p[MAX_PARAMS];
+  qs_param p[MAX_PARAMS];
   cJSON *json;
 } ref_case;
 
@@ -61,7 +61,7 @@ static void case_load(const char *name, ref_case *c) {
   /* Numbers by value, booleans as 0/1, enums by name. */
   cJSON_ArrayForEach(it, cJSON_GetObjectItem(c->json, "params")) {
     cr_assert_lt(c->n_p, MAX_PARAMS);
-    param *p = &c->p[c->n_p++];
+    qs_param *p = &c->p[c->n_p++];
     p->name = it->string;
     if (cJSON_IsString(it))
       p->text = it->valuestring;
@@ -74,9 +74,9 @@ static void case_load(const char *name, ref_case *c) {
 
 static void case_free(ref_case *c) {
   for (size_t k = 0; k < c->n_in; k++)
-    image_free(&c->in[k]);
+    qs_image_free(&c->in[k]);
   for (size_t k = 0; k < c->n_out; k++)
-    image_free(&c->out[k]);
+    qs_image_free(&c->out[k]);
   cJSON_Delete(c->json);
 }
 
@@ -87,7 +87,7 @@ typedef struct worst {
   float got, ref;
 } worst;
 
-static worst compare(const image *got, const image *ref) {
+static worst compare(const qs_image *got, const qs_image *ref) {
   size_t n = ref->frames * ref->rows * ref->cols;
   double peak = 0;
   for (size_t i = 0; i < n; i++)
@@ -113,22 +113,22 @@ static worst compare(const image *got, const image *ref) {
 
 /* Runs the case with `impl` and checks every output within tol; prints the
  * worst pixel. Returns the worst relative error over the outputs. */
-static double case_check(engine *e, const ref_case *c, const char *impl,
+static double case_check(qs_engine *e, const ref_case *c, const char *impl,
                          double tol) {
-  run_request rq = {.inputs = c->in,
-                    .n_inputs = c->n_in,
-                    .params = c->p,
-                    .n_params = c->n_p,
-                    .impl = impl};
-  image got[MAX_SLOTS];
+  qs_run_request rq = {.inputs = c->in,
+                       .n_inputs = c->n_in,
+                       .params = c->p,
+                       .n_params = c->n_p,
+                       .impl = impl};
+  qs_image got[MAX_SLOTS];
   memset(got, 0, sizeof got);
-  run_report rep;
-  int rc = method_run(e, c->method, &rq, got, c->n_out, &rep);
-  cr_assert_eq(rc, QS_OK, "%s with %s: %s: %s", c->name, impl, status_name(rc),
-               engine_error(e));
+  qs_run_report rep;
+  int rc = qs_method_run(e, c->method, &rq, got, c->n_out, &rep);
+  cr_assert_eq(rc, QS_OK, "%s with %s: %s: %s", c->name, impl,
+               qs_status_name(rc), qs_engine_error(e));
   double worst_rel = 0;
   for (size_t k = 0; k < c->n_out; k++) {
-    const image *r = &c->out[k];
+    const qs_image *r = &c->out[k];
     cr_expect(got[k].frames == r->frames && got[k].rows == r->rows &&
                   got[k].cols == r->cols,
               "%s %s with %s: shape %zux%zux%zu, NanoPyx %zux%zux%zu", c->name,
@@ -153,16 +153,17 @@ static double case_check(engine *e, const ref_case *c, const char *impl,
     if (w.rel > worst_rel) worst_rel = w.rel;
   }
   for (size_t k = 0; k < c->n_out; k++)
-    image_free(&got[k]);
+    qs_image_free(&got[k]);
   return worst_rel;
 }
 
-static engine *engine_for_tests(void) {
-  engine_options o = {.db_path = ":memory:", .no_calibration = 1, .seed = 1};
-  engine *e = NULL;
-  int rc = engine_open(&e, &o);
-  cr_assert_eq(rc, QS_OK, "engine_open: %s",
-               e ? engine_error(e) : status_message(rc));
+static qs_engine *engine_for_tests(void) {
+  qs_engine_options o = {
+      .db_path = ":memory:", .no_calibration = 1, .seed = 1};
+  qs_engine *e = NULL;
+  int rc = qs_engine_open(&e, &o);
+  cr_assert_eq(rc, QS_OK, "qs_engine_open: %s",
+               e ? qs_engine_error(e) : qs_status_message(rc));
   return e;
 }
 
@@ -195,10 +196,10 @@ static void method_check(const char *method, int all_impls) {
   size_t n;
   const char **names = cases_of(method, &n, &index);
   cr_assert_gt(n, 0, "no reference fixtures for %s", method);
-  engine *e = engine_for_tests();
-  const method_desc *d = method_find(e, method);
+  qs_engine *e = engine_for_tests();
+  const qs_method_desc *d = qs_method_find(e, method);
   if (!d) {
-    engine_close(e);
+    qs_engine_close(e);
     free(names);
     cJSON_Delete(index);
     cr_assert_fail(
@@ -206,10 +207,10 @@ static void method_check(const char *method, int all_impls) {
         n);
     return;
   }
-  impl_info impls[QS_MAX_ESTIMATES];
+  qs_impl_info impls[QS_MAX_ESTIMATES];
   size_t n_impls = 0;
-  cr_assert_eq(method_impls(e, method, impls, QS_MAX_ESTIMATES, &n_impls),
-               QS_OK, "%s", engine_error(e));
+  cr_assert_eq(qs_method_impls(e, method, impls, QS_MAX_ESTIMATES, &n_impls),
+               QS_OK, "%s", qs_engine_error(e));
   if (n_impls > QS_MAX_ESTIMATES) n_impls = QS_MAX_ESTIMATES;
   size_t checked = 0;
   for (size_t i = 0; i < n; i++) {
@@ -233,7 +234,7 @@ static void method_check(const char *method, int all_impls) {
     }
     case_free(&c);
   }
-  engine_close(e);
+  qs_engine_close(e);
   free(names);
   cJSON_Delete(index);
   if (all_impls && checked == 0)
@@ -245,12 +246,12 @@ static void method_check(const char *method, int all_impls) {
 /* Every built-in method (as registered, not a list kept here) has NanoPyx
  * fixtures. */
 Test(reference, index_covers_every_method) {
-  engine_options o = {.db_path = ":memory:", .no_opencl = 1, .threads = 1};
-  engine *e = NULL;
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
-  cr_assert_geq(method_count(e), 4);
-  for (size_t m = 0; m < method_count(e); m++) {
-    const char *method = method_at(e, m)->name;
+  qs_engine_options o = {.db_path = ":memory:", .no_opencl = 1, .threads = 1};
+  qs_engine *e = NULL;
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
+  cr_assert_geq(qs_method_count(e), 4);
+  for (size_t m = 0; m < qs_method_count(e); m++) {
+    const char *method = qs_method_at(e, m)->name;
     cJSON *index;
     size_t n;
     const char **names = cases_of(method, &n, &index);
@@ -258,7 +259,7 @@ Test(reference, index_covers_every_method) {
     free(names);
     cJSON_Delete(index);
   }
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 Test(reference, shift_magnify_serial) { method_check("shift_magnify", 0); }

@@ -21,7 +21,7 @@
 
 TestSuite(rgc, .fini = qs_leak_check);
 
-static const method_desc *const RGC = &method_rgc;
+static const qs_method_desc *const RGC = &method_rgc;
 static const char *const CPU_IMPLS[] = {"serial", "threaded",
                                         "threaded_static",
                                         "threaded_dynamic",
@@ -29,30 +29,31 @@ static const char *const CPU_IMPLS[] = {"serial", "threaded",
 
 /* Inputs for an R × C original at magnification m: gradients (f, 2Rm,
  * 2Cm), image (f, Rm, Cm). */
-static void make(image in[3], size_t f, size_t r, size_t c, int m) {
+static void make(qs_image in[3], size_t f, size_t r, size_t c, int m) {
   size_t rm = r * (size_t)m, cm = c * (size_t)m;
-  cr_assert_eq(image_alloc(&in[0], f, 2 * rm, 2 * cm), QS_OK);
-  cr_assert_eq(image_alloc(&in[1], f, 2 * rm, 2 * cm), QS_OK);
-  cr_assert_eq(image_alloc(&in[2], f, rm, cm), QS_OK);
+  cr_assert_eq(qs_image_alloc(&in[0], f, 2 * rm, 2 * cm), QS_OK);
+  cr_assert_eq(qs_image_alloc(&in[1], f, 2 * rm, 2 * cm), QS_OK);
+  cr_assert_eq(qs_image_alloc(&in[2], f, rm, cm), QS_OK);
 }
 
-static void drop(image *in, size_t n) {
-  for (size_t i = 0; i < n; i++) image_free(&in[i]);
+static void drop(qs_image *in, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    qs_image_free(&in[i]);
 }
 
-static int run(const char *impl, const image *in, int mag, double radius,
-               double sens, int iw, image *out) {
-  param p[] = {{"magnification", mag, NULL},
-               {"radius", radius, NULL},
-               {"sensitivity", sens, NULL},
-               {"intensity_weighting", iw, NULL}};
+static int run(const char *impl, const qs_image *in, int mag, double radius,
+               double sens, int iw, qs_image *out) {
+  qs_param p[] = {{"magnification", mag, NULL},
+                  {"radius", radius, NULL},
+                  {"sensitivity", sens, NULL},
+                  {"intensity_weighting", iw, NULL}};
   char err[512] = "";
   int rc = harness_run(RGC, impl, in, p, 4, out, NULL, err, sizeof err);
   if (rc) fprintf(stderr, "rgc %s: %s\n", impl, err);
   return rc;
 }
 
-static float at(const image *m, size_t f, size_t r, size_t c) {
+static float at(const qs_image *m, size_t f, size_t r, size_t c) {
   return m->data[(f * m->rows + r) * m->cols + c];
 }
 
@@ -71,20 +72,20 @@ Test(rgc, constants_as_the_reference_rounds_them) {
 }
 
 Test(rgc, zero_gradients_give_zero) {
-  image in[3], out[1];
+  qs_image in[3], out[1];
   make(in, 2, 9, 8, 3);
   harness_fill(&in[2], 3, 50.0f);
   cr_assert_eq(run("serial", in, 3, 1.5, 1, 1, out), QS_OK);
   size_t n = out[0].frames * out[0].rows * out[0].cols;
   for (size_t i = 0; i < n; i++) cr_assert_eq(out[0].data[i], 0.0f);
-  image_free(out);
+  qs_image_free(out);
   drop(in, 3);
 }
 
 /* Every gradient sample points at (sign -1) or away from (sign +1) the
  * centre of output pixel (ty, tx): G = sign·(v − centre), in the float
  * arithmetic RGC uses for its offsets, so G × R is exactly 0. */
-static void converge(image in[3], int mag, int ty, int tx, float sign) {
+static void converge(qs_image in[3], int mag, int ty, int tx, float sign) {
   float yc = rgc_center(ty, mag), xc = rgc_center(tx, mag);
   for (size_t f = 0; f < in[0].frames; f++)
     for (size_t p = 0; p < in[0].rows; p++)
@@ -99,7 +100,7 @@ static void converge(image in[3], int mag, int ty, int tx, float sign) {
 
 Test(rgc, converging_field_gives_one_diverging_zero) {
   int mag = 4, ty = 21, tx = 17;
-  image in[3], out[1];
+  qs_image in[3], out[1];
   make(in, 1, 12, 11, mag);
   harness_fill(&in[2], 4, 10.0f);
   converge(in, mag, ty, tx, -1);
@@ -109,23 +110,23 @@ Test(rgc, converging_field_gives_one_diverging_zero) {
     cr_expect_eq(at(out, 0, (size_t)ty, (size_t)tx), 1.0f,
                  "sensitivity %g: RGC %.9g at the convergence point", sens[s],
                  (double)at(out, 0, (size_t)ty, (size_t)tx));
-    image_free(out);
+    qs_image_free(out);
   }
   /* with intensity weighting: the image value itself */
   cr_assert_eq(run("serial", in, mag, 1.5, 1, 1, out), QS_OK);
   cr_expect_eq(at(out, 0, (size_t)ty, (size_t)tx),
                at(&in[2], 0, (size_t)ty, (size_t)tx));
-  image_free(out);
+  qs_image_free(out);
   converge(in, mag, ty, tx, +1);
   cr_assert_eq(run("serial", in, mag, 1.5, 1, 0, out), QS_OK);
   cr_expect_eq(at(out, 0, (size_t)ty, (size_t)tx), 0.0f);
-  image_free(out);
+  qs_image_free(out);
   drop(in, 3);
 }
 
 Test(rgc, margins_stay_zero) {
   int mag = 3;
-  image in[3], out[1];
+  qs_image in[3], out[1];
   make(in, 2, 10, 9, mag);
   for (int i = 0; i < 3; i++) harness_fill(&in[i], 10u + (unsigned)i, 5.0f);
   double radius = 2.0;
@@ -144,12 +145,12 @@ Test(rgc, margins_stay_zero) {
           inner += at(out, f, r, c) != 0.0f;
       }
   cr_expect_gt(inner, 100, "only %zu interior pixels are non-zero", inner);
-  image_free(out);
+  qs_image_free(out);
   drop(in, 3);
 }
 
 Test(rgc, sensitivity_below_one_is_ignored_two_squares) {
-  image in[3], a[1], b[1], sq[1];
+  qs_image in[3], a[1], b[1], sq[1];
   make(in, 1, 11, 10, 2);
   for (int i = 0; i < 3; i++) harness_fill(&in[i], 20u + (unsigned)i, 3.0f);
   cr_assert_eq(run("serial", in, 2, 1.5, 1, 0, a), QS_OK);
@@ -164,9 +165,9 @@ Test(rgc, sensitivity_below_one_is_ignored_two_squares) {
     nonzero += v != 0;
   }
   cr_expect_gt(nonzero, 10);
-  image_free(a);
-  image_free(b);
-  image_free(sq);
+  qs_image_free(a);
+  qs_image_free(b);
+  qs_image_free(sq);
   drop(in, 3);
 }
 
@@ -201,7 +202,7 @@ Test(rgc, whole_powers_are_pows_bits) {
 }
 
 Test(rgc, intensity_weighting_multiplies_by_the_image) {
-  image in[3], plain[1], iw[1];
+  qs_image in[3], plain[1], iw[1];
   make(in, 2, 8, 9, 3);
   for (int i = 0; i < 3; i++) harness_fill(&in[i], 30u + (unsigned)i, 7.0f);
   cr_assert_eq(run("serial", in, 3, 1.0, 1.5, 0, plain), QS_OK);
@@ -209,13 +210,13 @@ Test(rgc, intensity_weighting_multiplies_by_the_image) {
   size_t n = 2 * plain[0].rows * plain[0].cols;
   for (size_t i = 0; i < n; i++)
     cr_assert_eq(iw[0].data[i], plain[0].data[i] * in[2].data[i]);
-  image_free(plain);
-  image_free(iw);
+  qs_image_free(plain);
+  qs_image_free(iw);
   drop(in, 3);
 }
 
 Test(rgc, threaded_bit_identical_to_serial) {
-  image in[3], ref[1], out[1];
+  qs_image in[3], ref[1], out[1];
   make(in, 3, 13, 11, 4);
   for (int i = 0; i < 3; i++) harness_fill(&in[i], 40u + (unsigned)i, 9.0f);
   cr_assert_eq(run("serial", in, 4, 1.5, 2, 1, ref), QS_OK);
@@ -224,9 +225,9 @@ Test(rgc, threaded_bit_identical_to_serial) {
     cr_assert_eq(run(CPU_IMPLS[k], in, 4, 1.5, 2, 1, out), QS_OK);
     cr_expect_eq(memcmp(out[0].data, ref[0].data, n * sizeof(float)), 0,
                  "%s differs from serial", CPU_IMPLS[k]);
-    image_free(out);
+    qs_image_free(out);
   }
-  image_free(ref);
+  qs_image_free(ref);
   drop(in, 3);
 }
 
@@ -235,16 +236,16 @@ Test(rgc, opencl_within_1e4_of_serial_margins_zero) {
   clrt *rt;
   harness_cl_open(&rt, why, sizeof why);
   if (!rt) cr_skip_test("%s", why);
-  image in[3], ref[1], out[1];
+  qs_image in[3], ref[1], out[1];
   make(in, 3, 13, 11, 4);
   for (int i = 0; i < 3; i++) harness_fill(&in[i], 50u + (unsigned)i, 9.0f);
   double sens[] = {1, 2}, radius[] = {1.5, 1.0};
   for (size_t dv = 0; dv < clrt_count(rt); dv++)
     for (int k = 0; k < 2; k++) {
-      param p[] = {{"magnification", 4, NULL},
-                   {"radius", radius[k], NULL},
-                   {"sensitivity", sens[k], NULL},
-                   {"intensity_weighting", k, NULL}};
+      qs_param p[] = {{"magnification", 4, NULL},
+                      {"radius", radius[k], NULL},
+                      {"sensitivity", sens[k], NULL},
+                      {"intensity_weighting", k, NULL}};
       char err[512] = "";
       cr_assert_eq(run("serial", in, 4, radius[k], sens[k], k, ref), QS_OK);
       int rc = harness_run(RGC, "opencl", in, p, 4, out, clrt_device(rt, dv),
@@ -264,8 +265,8 @@ Test(rgc, opencl_within_1e4_of_serial_margins_zero) {
             if ((int)r < m || (int)r >= (int)out[0].rows - m || (int)c < m ||
                 (int)c >= (int)out[0].cols - m)
               cr_assert_eq(at(out, f, r, c), 0.0f);
-      image_free(out);
-      image_free(ref);
+      qs_image_free(out);
+      qs_image_free(ref);
     }
   drop(in, 3);
   clrt_close(rt);
@@ -308,12 +309,13 @@ Test(rgc, serial_matches_nanopyx_bit_for_bit) {
   for (size_t k = 0; k < sizeof FIXTURES / sizeof FIXTURES[0]; k++) {
     size_t f = FIXTURES[k].f, rm = FIXTURES[k].rm, cm = FIXTURES[k].cm;
     char name[256];
-    image in[3], out[1];
+    qs_image in[3], out[1];
     const char *slot[3] = {"gc2", "gr2", "mag"};
     for (int i = 0; i < 3; i++) {
       size_t s = i < 2 ? 2 : 1;
       snprintf(name, sizeof name, "%s_%s.f32", FIXTURES[k].inputs, slot[i]);
-      in[i] = image_wrap(load(name, f * s * rm * s * cm), f, s * rm, s * cm);
+      in[i] =
+          qs_image_wrap(load(name, f * s * rm * s * cm), f, s * rm, s * cm);
     }
     snprintf(name, sizeof name, "%s_out.f32", FIXTURES[k].name);
     float *ref = load(name, f * rm * cm);
@@ -325,7 +327,7 @@ Test(rgc, serial_matches_nanopyx_bit_for_bit) {
       differ += memcmp(&out[0].data[i], &ref[i], sizeof(float)) != 0;
     cr_expect_eq(differ, 0, "%s: %zu of %zu pixels differ", FIXTURES[k].name,
                  differ, f * rm * cm);
-    image_free(out);
+    qs_image_free(out);
     free(ref);
     for (int i = 0; i < 3; i++) free(in[i].data);
   }
@@ -333,10 +335,10 @@ Test(rgc, serial_matches_nanopyx_bit_for_bit) {
 
 /* -------------------------------------------------------- bad input */
 
-static int bad(const image *in, int mag, double radius, char *err,
+static int bad(const qs_image *in, int mag, double radius, char *err,
                size_t len) {
-  param p[] = {{"magnification", mag, NULL}, {"radius", radius, NULL}};
-  image out[1];
+  qs_param p[] = {{"magnification", mag, NULL}, {"radius", radius, NULL}};
+  qs_image out[1];
   int rc = harness_run(RGC, "serial", in, p, 2, out, NULL, err, len);
   cr_expect_null(out[0].data, "nothing is written on failure");
   return rc;
@@ -406,11 +408,11 @@ Test(rgc, grid_taps_reproduce_constants) {
 }
 
 Test(rgc, bad_input) {
-  image in[3];
+  qs_image in[3];
   char err[512];
   make(in, 1, 6, 5, 2);
   /* gradients not twice the image */
-  image wrong[3] = {in[0], in[1], in[2]};
+  qs_image wrong[3] = {in[0], in[1], in[2]};
   wrong[1].cols -= 1;
   cr_expect_eq(bad(wrong, 2, 1.5, err, sizeof err), QS_ESHAPE);
   cr_expect(strstr(err, "gradient_row") && strstr(err, "(1, 24, 19)") &&
@@ -428,10 +430,9 @@ Test(rgc, bad_input) {
   cr_expect_eq(bad(in, 2, NAN, err, sizeof err), QS_EPARAM);
   cr_expect(strstr(err, "radius") != NULL, "%s", err);
   /* sides beyond what the index arithmetic keeps exact */
-  image huge[3] = {
-      image_wrap(in[0].data, 1, 2, (size_t)1 << 24),
-      image_wrap(in[1].data, 1, 2, (size_t)1 << 24),
-      image_wrap(in[2].data, 1, 1, (size_t)1 << 23)};
+  qs_image huge[3] = {qs_image_wrap(in[0].data, 1, 2, (size_t)1 << 24),
+                      qs_image_wrap(in[1].data, 1, 2, (size_t)1 << 24),
+                      qs_image_wrap(in[2].data, 1, 1, (size_t)1 << 23)};
   cr_expect_eq(bad(huge, 2, 1.5, err, sizeof err), QS_EOVERFLOW);
   drop(in, 3);
 }
@@ -447,14 +448,14 @@ Test(rgc, calibration_work_and_slices) {
   for (size_t i = 0; i < RGC_N_PARAMS; i++) p[i] = RGC->params[i].def;
   cr_assert_eq(p[P_MAG], 5);
   cr_assert_float_eq(p[P_RADIUS], 1.5, 0);
-  image in[3];
+  qs_image in[3];
   make(in, 2, 64, 64, 5); /* image 2 x 320 x 320 */
   for (size_t k = 0; k < 3; k++)
     for (size_t i = 0; i < in[k].frames * in[k].rows * in[k].cols; i++)
       in[k].data[i] = (float)(k * 1000003 + i);
   cr_assert_float_eq(RGC->work(in, p), 2.0 * 306 * 306 * 16, 1e-6);
   cr_assert_not_null(RGC->slice);
-  image sl[3];
+  qs_image sl[3];
   cr_assert_eq(RGC->slice(in, p, 64, 64, sl), QS_OK);
   cr_assert_eq(sl[2].frames, 1);
   cr_assert_eq(sl[2].rows, 30);

@@ -14,16 +14,16 @@
 
 TestSuite(roberts_cross, .fini = qs_leak_check);
 
-static const method_desc *const RC = &method_roberts_cross;
+static const qs_method_desc *const RC = &method_roberts_cross;
 static const char *const CPU_IMPLS[] = {"threaded", "threaded_static",
                                         "threaded_dynamic",
                                         "threaded_guided"};
 
-static float px(const image *m, size_t f, size_t r, size_t c) {
+static float px(const qs_image *m, size_t f, size_t r, size_t c) {
   return m->data[(f * m->rows + r) * m->cols + c];
 }
 
-static int run(const char *impl, const image *in, image out[2]) {
+static int run(const char *impl, const qs_image *in, qs_image out[2]) {
   char err[256] = "";
   int rc = harness_run(RC, impl, in, NULL, 0, out, NULL, err, sizeof err);
   if (rc) fprintf(stderr, "%s: %s\n", impl, err);
@@ -32,11 +32,11 @@ static int run(const char *impl, const image *in, image out[2]) {
 
 /* Integer-valued data: the border zeros are exact. */
 Test(roberts_cross, borders) {
-  image m;
-  cr_assert_eq(image_alloc(&m, 2, 5, 6), QS_OK);
+  qs_image m;
+  cr_assert_eq(qs_image_alloc(&m, 2, 5, 6), QS_OK);
   harness_fill(&m, 1, 1000.0f);
   for (size_t i = 0; i < 60; i++) m.data[i] = (float)(int)m.data[i];
-  image g[2];
+  qs_image g[2];
   cr_assert_eq(run("serial", &m, g), QS_OK);
   for (size_t f = 0; f < 2; f++) {
     for (size_t c = 0; c < 6; c++) {
@@ -50,33 +50,33 @@ Test(roberts_cross, borders) {
       cr_expect_eq(px(&g[1], f, r, 0), want, "col 0 row %zu", r);
     }
   }
-  image_free(&g[0]);
-  image_free(&g[1]);
-  image_free(&m);
+  qs_image_free(&g[0]);
+  qs_image_free(&g[1]);
+  qs_image_free(&m);
 }
 
 Test(roberts_cross, ramp) {
-  image m;
-  cr_assert_eq(image_alloc(&m, 1, 9, 12), QS_OK);
+  qs_image m;
+  cr_assert_eq(qs_image_alloc(&m, 1, 9, 12), QS_OK);
   for (size_t r = 0; r < 9; r++)
     for (size_t c = 0; c < 12; c++) m.data[r * 12 + c] = 3.0f * r - 5.0f * c;
-  image g[2];
+  qs_image g[2];
   cr_assert_eq(run("serial", &m, g), QS_OK);
   for (size_t r = 1; r < 9; r++)
     for (size_t c = 1; c < 12; c++) {
       cr_expect_eq(px(&g[0], 0, r, c), -10.0f, "(%zu, %zu)", r, c);
       cr_expect_eq(px(&g[1], 0, r, c), 6.0f, "(%zu, %zu)", r, c);
     }
-  image_free(&g[0]);
-  image_free(&g[1]);
-  image_free(&m);
+  qs_image_free(&g[0]);
+  qs_image_free(&g[1]);
+  qs_image_free(&m);
 }
 
 Test(roberts_cross, rows_equal_stencil) {
-  image m;
-  cr_assert_eq(image_alloc(&m, 3, 7, 5), QS_OK);
+  qs_image m;
+  cr_assert_eq(qs_image_alloc(&m, 3, 7, 5), QS_OK);
   harness_fill(&m, 2, 3.7f);
-  image g[2];
+  qs_image g[2];
   cr_assert_eq(run("serial", &m, g), QS_OK);
   for (size_t f = 0; f < 3; f++)
     for (int r = 0; r < 7; r++)
@@ -88,47 +88,48 @@ Test(roberts_cross, rows_equal_stencil) {
         cr_expect_eq(memcmp(&a, &gc, sizeof a), 0, "col (%zu %d %d)", f, r, c);
         cr_expect_eq(memcmp(&b, &gr, sizeof b), 0, "row (%zu %d %d)", f, r, c);
       }
-  image_free(&g[0]);
-  image_free(&g[1]);
-  image_free(&m);
+  qs_image_free(&g[0]);
+  qs_image_free(&g[1]);
+  qs_image_free(&m);
 }
 
 Test(roberts_cross, threaded_bit_identical_to_serial) {
   size_t shapes[][3] = {{1, 1, 1}, {1, 300, 7}, {4, 33, 65}, {9, 2, 128}};
   for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
-    image m, ref[2];
-    cr_assert_eq(image_alloc(&m, shapes[k][0], shapes[k][1], shapes[k][2]),
+    qs_image m, ref[2];
+    cr_assert_eq(qs_image_alloc(&m, shapes[k][0], shapes[k][1], shapes[k][2]),
                  QS_OK);
     harness_fill(&m, 10 + (unsigned)k, 50.0f);
     size_t bytes = shapes[k][0] * shapes[k][1] * shapes[k][2] * sizeof(float);
     cr_assert_eq(run("serial", &m, ref), QS_OK);
     for (size_t i = 0; i < sizeof CPU_IMPLS / sizeof CPU_IMPLS[0]; i++) {
-      image g[2];
+      qs_image g[2];
       cr_assert_eq(run(CPU_IMPLS[i], &m, g), QS_OK);
       for (int o = 0; o < 2; o++) {
         cr_expect_eq(memcmp(g[o].data, ref[o].data, bytes), 0,
                      "%s output %d differs in case %zu", CPU_IMPLS[i], o, k);
-        image_free(&g[o]);
+        qs_image_free(&g[o]);
       }
     }
-    image_free(&ref[0]);
-    image_free(&ref[1]);
-    image_free(&m);
+    qs_image_free(&ref[0]);
+    qs_image_free(&ref[1]);
+    qs_image_free(&m);
   }
 }
 
 Test(roberts_cross, bad_input) {
   float px1[4] = {0};
-  image cases[] = {image_wrap(px1, 0, 2, 2), image_wrap(px1, 1, 0, 2),
-                   image_wrap(px1, 1, 2, 0),
-                   image_wrap(px1, 1, (size_t)1 << 32, 1),
-                   image_wrap(px1, (size_t)1 << 30, 1 << 10, 1 << 10)};
+  qs_image cases[] = {qs_image_wrap(px1, 0, 2, 2), qs_image_wrap(px1, 1, 0, 2),
+                      qs_image_wrap(px1, 1, 2, 0),
+                      qs_image_wrap(px1, 1, (size_t)1 << 32, 1),
+                      qs_image_wrap(px1, (size_t)1 << 30, 1 << 10, 1 << 10)};
   int want[] = {QS_EINVAL, QS_EINVAL, QS_EINVAL, QS_EOVERFLOW, QS_EOVERFLOW};
   for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
-    image out[2] = {{(float *)1, 7, 7, 7, NULL}, {(float *)1, 7, 7, 7, NULL}};
+    qs_image out[2] = {{(float *)1, 7, 7, 7, NULL},
+                       {(float *)1, 7, 7, 7, NULL}};
     char err[256] = "";
     int rc = RC->shape(&cases[k], NULL, out, err, sizeof err);
-    cr_expect_eq(rc, want[k], "case %zu: %s (%s)", k, status_name(rc), err);
+    cr_expect_eq(rc, want[k], "case %zu: %s (%s)", k, qs_status_name(rc), err);
     cr_expect(strstr(err, "roberts_cross: input"), "case %zu: \"%s\"", k,
               err);
     cr_expect(out[0].rows == 7 && out[1].rows == 7,
@@ -136,9 +137,9 @@ Test(roberts_cross, bad_input) {
   }
   char err[256] = "";
   cr_expect_eq(RC->shape(NULL, NULL, NULL, err, sizeof err), QS_EINVAL);
-  /* shapes only (method_estimate): no data is the engine's check */
-  image shape_only = image_wrap(NULL, 1, 2, 2);
-  image out[2] = {{NULL, 0, 0, 0, NULL}, {NULL, 0, 0, 0, NULL}};
+  /* shapes only (qs_method_estimate): no data is the engine's check */
+  qs_image shape_only = qs_image_wrap(NULL, 1, 2, 2);
+  qs_image out[2] = {{NULL, 0, 0, 0, NULL}, {NULL, 0, 0, 0, NULL}};
   cr_expect_eq(RC->shape(&shape_only, NULL, out, err, sizeof err), QS_OK);
   cr_expect(out[0].rows == 2 && out[1].cols == 2);
 }
@@ -153,9 +154,9 @@ Test(roberts_cross, opencl_within_tolerance_of_serial) {
     cldev *d = clrt_device(rt, dv);
     double worst = 0;
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
-      image m, ref[2], g[2];
-      cr_assert_eq(image_alloc(&m, shapes[k][0], shapes[k][1], shapes[k][2]),
-                   QS_OK);
+      qs_image m, ref[2], g[2];
+      cr_assert_eq(
+          qs_image_alloc(&m, shapes[k][0], shapes[k][1], shapes[k][2]), QS_OK);
       harness_fill(&m, 30 + (unsigned)k, 50.0f);
       cr_assert_eq(run("serial", &m, ref), QS_OK);
       char err[512] = "";
@@ -168,10 +169,10 @@ Test(roberts_cross, opencl_within_tolerance_of_serial) {
         if (rel > worst) worst = rel;
         cr_expect(rel <= RC->tolerance, "%s case %zu output %d: %.3g",
                   cldev_about(d)->slug, k, o, rel);
-        image_free(&g[o]);
-        image_free(&ref[o]);
+        qs_image_free(&g[o]);
+        qs_image_free(&ref[o]);
       }
-      image_free(&m);
+      qs_image_free(&m);
     }
     fprintf(stderr,
             "roberts_cross opencl:%s worst |opencl - serial| = %.3g of "
@@ -183,7 +184,7 @@ Test(roberts_cross, opencl_within_tolerance_of_serial) {
 
 #if QS_HAVE_OPENCL
 /* The OpenCL implementation with batches of two frames. */
-static int run_in_pairs(const method_call *c) {
+static int run_in_pairs(const qs_method_call *c) {
   static const cl_frames_job job = {.file = "roberts_cross.cl",
                                     .kernel = "roberts_cross"};
   return cl_frames_stream(c, &job, 2);
@@ -198,13 +199,18 @@ Test(roberts_cross, opencl_streams_batches) {
   char why[512] = "";
   harness_cl_open(&rt, why, sizeof why);
   if (!rt) cr_skip_test("%s", why);
-  impl_def pairs = {"opencl", IMPL_OPENCL, run_in_pairs, cl_frames_probe,
-                    1, SCHED_STATIC, 0};
-  method_desc d = *RC;
+  qs_impl_def pairs = {"opencl",
+                       QS_IMPL_OPENCL,
+                       run_in_pairs,
+                       cl_frames_probe,
+                       1,
+                       QS_SCHED_STATIC,
+                       0};
+  qs_method_desc d = *RC;
   d.impls = &pairs;
   d.n_impls = 1;
-  image m, ref[2], g[2];
-  cr_assert_eq(image_alloc(&m, 5, 19, 23), QS_OK);
+  qs_image m, ref[2], g[2];
+  cr_assert_eq(qs_image_alloc(&m, 5, 19, 23), QS_OK);
   harness_fill(&m, 99, 10.0f);
   cr_assert_eq(run("serial", &m, ref), QS_OK);
   char err[512] = "";
@@ -214,10 +220,10 @@ Test(roberts_cross, opencl_streams_batches) {
   for (int o = 0; o < 2; o++) {
     cr_expect_eq(memcmp(g[o].data, ref[o].data, 5 * 19 * 23 * sizeof(float)),
                  0, "output %d differs from serial", o);
-    image_free(&g[o]);
-    image_free(&ref[o]);
+    qs_image_free(&g[o]);
+    qs_image_free(&ref[o]);
   }
-  image_free(&m);
+  qs_image_free(&m);
   clrt_close(rt);
 #else
   cr_skip_test("no OpenCL device: OpenCL is not built in");
@@ -225,11 +231,11 @@ Test(roberts_cross, opencl_streams_batches) {
 }
 
 Test(roberts_cross, engine_runs_every_implementation) {
-  image m;
-  cr_assert_eq(image_alloc(&m, 3, 41, 37), QS_OK);
+  qs_image m;
+  cr_assert_eq(qs_image_alloc(&m, 3, 41, 37), QS_OK);
   harness_fill(&m, 5, 20.0f);
   char msg[512] = "";
   int ran = harness_engine_agree(RC, &m, NULL, 0, msg, sizeof msg);
   cr_expect_geq(ran, 5, "%d implementations ran: %s", ran, msg);
-  image_free(&m);
+  qs_image_free(&m);
 }

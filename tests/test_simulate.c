@@ -19,7 +19,7 @@ static void defaults(double *v) {
 }
 
 /* Mean and population variance of frame f. */
-static void frame_moments(const image *img, size_t f, double *mean,
+static void frame_moments(const qs_image *img, size_t f, double *mean,
                           double *var) {
   size_t n = img->rows * img->cols;
   const float *p = img->data + f * n;
@@ -35,7 +35,7 @@ Test(simulate, same_seed_same_stack_other_seed_other_stack) {
   defaults(v);
   v[SIM_FRAMES] = 20;
   char err[256];
-  image a, b, c;
+  qs_image a, b, c;
   sim_truth ta, tb;
   cr_assert_eq(simulate(v, &a, &ta, err, sizeof err), QS_OK, "%s", err);
   cr_assert_eq(simulate(v, &b, &tb, err, sizeof err), QS_OK, "%s", err);
@@ -48,9 +48,9 @@ Test(simulate, same_seed_same_stack_other_seed_other_stack) {
   cr_assert_eq(ta.n, tb.n);
   cr_assert_gt(ta.n, 0);
   cr_assert_eq(memcmp(ta.events, tb.events, ta.n * sizeof *ta.events), 0);
-  image_free(&a);
-  image_free(&b);
-  image_free(&c);
+  qs_image_free(&a);
+  qs_image_free(&b);
+  qs_image_free(&c);
   sim_truth_free(&ta);
   sim_truth_free(&tb);
 }
@@ -71,7 +71,7 @@ Test(simulate, shot_noise_is_poisson) {
     v[SIM_BACKGROUND] = lam;
     v[SIM_OFFSET] = 0;
     v[SIM_GAIN] = 1;
-    image img;
+    qs_image img;
     char err[256];
     cr_assert_eq(simulate(v, &img, NULL, err, sizeof err), QS_OK);
     double m, var, n = 256.0 * 256.0;
@@ -80,19 +80,19 @@ Test(simulate, shot_noise_is_poisson) {
     /* variance of the sample variance of a Poisson ~ (2 lam^2 + lam) / n */
     cr_assert_lt(fabs(var - lam), 5 * sqrt((2 * lam * lam + lam) / n),
                  "variance %g for %g", var, lam);
-    image_free(&img);
+    qs_image_free(&img);
   }
   /* gain and offset: mean = gain * lam + offset */
   v[SIM_BACKGROUND] = 50;
   v[SIM_GAIN] = 2;
   v[SIM_OFFSET] = 100;
-  image img;
+  qs_image img;
   char err[256];
   cr_assert_eq(simulate(v, &img, NULL, err, sizeof err), QS_OK);
   double m, var;
   frame_moments(&img, 0, &m, &var);
   cr_assert_lt(fabs(m - 200), 5 * 2 * sqrt(50 / 65536.0), "mean %g", m);
-  image_free(&img);
+  qs_image_free(&img);
 }
 
 /* One emitter always on, nothing else: each frame holds its photons (less
@@ -110,7 +110,7 @@ Test(simulate, psf_budget_and_centre) {
   v[SIM_FRAMES] = 4;
   v[SIM_ROWS] = v[SIM_COLS] = 48;
   v[SIM_SEED] = 7;
-  image img;
+  qs_image img;
   sim_truth t;
   char err[256];
   cr_assert_eq(simulate(v, &img, &t, err, sizeof err), QS_OK);
@@ -134,7 +134,7 @@ Test(simulate, psf_budget_and_centre) {
     double sigma = 0.21 * 600 / 1.4 / 100;
     cr_assert_lt(fabs(src / s - (sigma * sigma + 1.0 / 12)), 0.01);
   }
-  image_free(&img);
+  qs_image_free(&img);
   sim_truth_free(&t);
 }
 
@@ -147,7 +147,7 @@ Test(simulate, blinking_duty_cycle) {
   v[SIM_ROWS] = v[SIM_COLS] = 16;
   v[SIM_P_ON] = 0.1;
   v[SIM_P_OFF] = 0.2;
-  image img;
+  qs_image img;
   sim_truth t;
   char err[256];
   cr_assert_eq(simulate(v, &img, &t, err, sizeof err), QS_OK);
@@ -164,7 +164,7 @@ Test(simulate, blinking_duty_cycle) {
       if (on[f * 200 + e]) was++, stays += on[(f + 1) * 200 + e];
   cr_assert_lt(fabs(1 - stays / was - 0.2), 0.02, "p_off %g", 1 - stays / was);
   free(on);
-  image_free(&img);
+  qs_image_free(&img);
   sim_truth_free(&t);
 }
 
@@ -172,7 +172,7 @@ Test(simulate, truth_csv) {
   double v[SIM_N];
   defaults(v);
   v[SIM_FRAMES] = 10;
-  image img;
+  qs_image img;
   sim_truth t;
   char err[256], path[] = "/tmp/qs-truth-XXXXXX";
   int fd = mkstemp(path);
@@ -200,6 +200,6 @@ Test(simulate, truth_csv) {
   cr_assert_eq(
       sim_truth_write(&t, 100, "/nonexistent-dir/t.csv", err, sizeof err),
       QS_EIO);
-  image_free(&img);
+  qs_image_free(&img);
   sim_truth_free(&t);
 }

@@ -17,8 +17,8 @@ static const char *const names[] = {"RSE", "RSP", "sigma", "alpha", "beta"};
 static void sq_case(const char *name, const char *impl) {
   metric_case c;
   mc_load(name, &c);
-  engine *e = mc_engine();
-  image out[2];
+  qs_engine *e = mc_engine();
+  qs_image out[2];
   mc_run(e, "squirrel", impl, c.in, 2, NULL, 0, out, 2);
   const float *m = out[1].data, *r = c.out[1].data;
   fprintf(stderr, "squirrel %-11s %-8s", name, impl);
@@ -43,9 +43,9 @@ static void sq_case(const char *name, const char *impl) {
     worst = fmax(worst, fabs(out[0].data[i] - c.out[0].data[i]));
   cr_expect_leq(worst, 1e-4 * peak, "%s error map: worst %.3g of %.3g", name,
                 worst, peak);
-  image_free(&out[0]);
-  image_free(&out[1]);
-  engine_close(e);
+  qs_image_free(&out[0]);
+  qs_image_free(&out[1]);
+  qs_engine_close(e);
   mc_free(&c);
 }
 
@@ -54,7 +54,7 @@ Test(squirrel, nanopyx_sim_m2) { sq_case("sq_sim_m2", "serial"); }
 Test(squirrel, nanopyx_real_m1) { sq_case("sq_real_m1", "serial"); }
 Test(squirrel, nanopyx_threaded) { sq_case("sq_real_m5", "threaded"); }
 
-static void pattern(image *img, double scale) {
+static void pattern(qs_image *img, double scale) {
   for (size_t y = 0; y < img->rows; y++)
     for (size_t x = 0; x < img->cols; x++)
       img->data[y * img->cols + x] =
@@ -65,39 +65,39 @@ static void pattern(image *img, double scale) {
 }
 
 Test(squirrel, reference_against_itself) {
-  engine *e = mc_engine();
-  image ref;
-  cr_assert_eq(image_alloc(&ref, 1, 24, 20), QS_OK);
+  qs_engine *e = mc_engine();
+  qs_image ref;
+  cr_assert_eq(qs_image_alloc(&ref, 1, 24, 20), QS_OK);
   pattern(&ref, 1);
-  image in[2] = {ref, ref}, out[2];
-  param p = {"sigma", 1e-20, NULL}; /* no blur */
+  qs_image in[2] = {ref, ref}, out[2];
+  qs_param p = {"sigma", 1e-20, NULL}; /* no blur */
   mc_run(e, "squirrel", "serial", in, 2, &p, 1, out, 2);
   cr_expect_float_eq(out[1].data[1], 1.0f, 1e-6, "RSP %.9g", out[1].data[1]);
   cr_expect_leq(out[1].data[0], 1e-3, "RSE %.9g", out[1].data[0]);
   cr_expect_float_eq(out[1].data[3], 1.0f, 1e-5, "alpha %.9g", out[1].data[3]);
-  image_free(&out[0]);
-  image_free(&out[1]);
-  image_free(&ref);
-  engine_close(e);
+  qs_image_free(&out[0]);
+  qs_image_free(&out[1]);
+  qs_image_free(&ref);
+  qs_engine_close(e);
 }
 
 /* A reference that is the reconstruction blurred by σ = 1.5, times 2 plus
  * 10: the fit finds σ, α = 1/2 and β = −5 (in the reconstruction's
  * units: α·rec + β matches the reference). */
 Test(squirrel, known_blur_is_recovered) {
-  engine *e = mc_engine();
-  image rec, ref;
-  cr_assert_eq(image_alloc(&rec, 1, 48, 40), QS_OK);
-  cr_assert_eq(image_alloc(&ref, 1, 48, 40), QS_OK);
+  qs_engine *e = mc_engine();
+  qs_image rec, ref;
+  cr_assert_eq(qs_image_alloc(&rec, 1, 48, 40), QS_OK);
+  cr_assert_eq(qs_image_alloc(&ref, 1, 48, 40), QS_OK);
   pattern(&rec, 1);
   /* blur with the engine's own Gaussian (the fit must then be exact) */
-  image in[2] = {rec, rec}, out[2];
-  param p = {"sigma", 1.5, NULL};
+  qs_image in[2] = {rec, rec}, out[2];
+  qs_param p = {"sigma", 1.5, NULL};
   mc_run(e, "squirrel", "serial", in, 2, &p, 1, out, 2);
   /* out[0] = |blur(rec) − rec|, not the blur itself: build the blur as
    * the method's fixed-σ map cannot give it; use a direct separable blur */
-  image_free(&out[0]);
-  image_free(&out[1]);
+  qs_image_free(&out[0]);
+  qs_image_free(&out[1]);
   double w[13], s = 0;
   for (int k = -6; k <= 6; k++) s += w[k + 6] = exp(-0.5 * k * k / 2.25);
   for (size_t y = 0; y < 48; y++)
@@ -112,7 +112,7 @@ Test(squirrel, known_blur_is_recovered) {
         }
       ref.data[y * 40 + x] = (float)(2 * v / (s * s) + 10);
     }
-  image in2[2] = {ref, rec};
+  qs_image in2[2] = {ref, rec};
   mc_run(e, "squirrel", "serial", in2, 2, NULL, 0, out, 2);
   const float *m = out[1].data;
   fprintf(stderr, "known blur: sigma %.6g alpha %.6g beta %.6g RSP %.8g\n",
@@ -121,29 +121,29 @@ Test(squirrel, known_blur_is_recovered) {
   cr_expect_float_eq(m[3], 2.0f, 1e-3, "alpha %.9g", m[3]);
   cr_expect_float_eq(m[4], 10.0f, 0.1, "beta %.9g", m[4]);
   cr_expect_gt(m[1], 0.99999f, "RSP %.9g", m[1]);
-  image_free(&out[0]);
-  image_free(&out[1]);
-  image_free(&rec);
-  image_free(&ref);
-  engine_close(e);
+  qs_image_free(&out[0]);
+  qs_image_free(&out[1]);
+  qs_image_free(&rec);
+  qs_image_free(&ref);
+  qs_engine_close(e);
   (void)in;
 }
 
 Test(squirrel, serial_equals_threaded) {
   metric_case c;
   mc_load("sq_sim_m2", &c);
-  engine *e = mc_engine();
-  image s[2], t[2];
+  qs_engine *e = mc_engine();
+  qs_image s[2], t[2];
   mc_run(e, "squirrel", "serial", c.in, 2, NULL, 0, s, 2);
   mc_run(e, "squirrel", "threaded", c.in, 2, NULL, 0, t, 2);
   size_t n = s[0].rows * s[0].cols;
   cr_expect_eq(memcmp(s[0].data, t[0].data, n * sizeof(float)), 0);
   cr_expect_eq(memcmp(s[1].data, t[1].data, 5 * sizeof(float)), 0);
   for (int k = 0; k < 2; k++) {
-    image_free(&s[k]);
-    image_free(&t[k]);
+    qs_image_free(&s[k]);
+    qs_image_free(&t[k]);
   }
-  engine_close(e);
+  qs_engine_close(e);
   mc_free(&c);
 }
 
@@ -152,23 +152,23 @@ Test(squirrel, serial_equals_threaded) {
 static void batch_case(const char *impl) {
   metric_case c;
   mc_load("sq_real_m5", &c);
-  engine *e = mc_engine();
-  const image *rec = &c.in[1];
+  qs_engine *e = mc_engine();
+  const qs_image *rec = &c.in[1];
   size_t n = rec->rows * rec->cols;
-  image batch;
-  cr_assert_eq(image_alloc(&batch, 3, rec->rows, rec->cols), QS_OK);
+  qs_image batch;
+  cr_assert_eq(qs_image_alloc(&batch, 3, rec->rows, rec->cols), QS_OK);
   for (size_t i = 0; i < n; i++) {
     batch.data[i] = rec->data[i];
     batch.data[n + i] = rec->data[n - 1 - i];           /* unrelated */
     batch.data[2 * n + i] = 3 * rec->data[i] + 7;       /* a gain */
   }
-  image in[2] = {c.in[0], batch}, all[2];
+  qs_image in[2] = {c.in[0], batch}, all[2];
   mc_run(e, "squirrel", impl, in, 2, NULL, 0, all, 2);
   cr_assert_eq(all[0].frames, 3);
   cr_assert_eq(all[1].frames, 3);
   for (size_t k = 0; k < 3; k++) {
-    image one = image_wrap(batch.data + k * n, 1, rec->rows, rec->cols);
-    image in1[2] = {c.in[0], one}, o[2];
+    qs_image one = qs_image_wrap(batch.data + k * n, 1, rec->rows, rec->cols);
+    qs_image in1[2] = {c.in[0], one}, o[2];
     mc_run(e, "squirrel", impl, in1, 2, NULL, 0, o, 2);
     cr_expect_eq(memcmp(all[0].data + k * n, o[0].data, n * sizeof(float)),
                  0, "%s: map of reconstruction %zu", impl, k);
@@ -176,15 +176,15 @@ static void batch_case(const char *impl) {
                  0, "%s: metrics of reconstruction %zu: RSP %.9g vs %.9g",
                  impl, k, (double)all[1].data[k * 5 + 1],
                  (double)o[1].data[1]);
-    image_free(&o[0]);
-    image_free(&o[1]);
+    qs_image_free(&o[0]);
+    qs_image_free(&o[1]);
   }
   /* and they are different reconstructions' numbers */
   cr_expect_neq(all[1].data[1], all[1].data[6]);
-  image_free(&all[0]);
-  image_free(&all[1]);
-  image_free(&batch);
-  engine_close(e);
+  qs_image_free(&all[0]);
+  qs_image_free(&all[1]);
+  qs_image_free(&batch);
+  qs_engine_close(e);
   mc_free(&c);
 }
 
@@ -194,37 +194,38 @@ Test(squirrel, batch_scores_each_alone) {
 }
 
 Test(squirrel, bad_inputs_name_the_field) {
-  engine *e = mc_engine();
-  image ref, rec, two;
-  cr_assert_eq(image_alloc(&ref, 3, 10, 12), QS_OK);
-  cr_assert_eq(image_alloc(&rec, 1, 30, 35), QS_OK);
-  cr_assert_eq(image_alloc(&two, 2, 30, 37), QS_OK);
-  image out[2], in[2] = {ref, rec};
-  run_request rq = {.inputs = in, .n_inputs = 2};
-  cr_expect_eq(method_run(e, "squirrel", &rq, out, 2, NULL), QS_ESHAPE);
-  cr_expect(strstr(engine_error(e), "reconstruction is 30 x 35") != NULL,
-            "%s", engine_error(e));
+  qs_engine *e = mc_engine();
+  qs_image ref, rec, two;
+  cr_assert_eq(qs_image_alloc(&ref, 3, 10, 12), QS_OK);
+  cr_assert_eq(qs_image_alloc(&rec, 1, 30, 35), QS_OK);
+  cr_assert_eq(qs_image_alloc(&two, 2, 30, 37), QS_OK);
+  qs_image out[2], in[2] = {ref, rec};
+  qs_run_request rq = {.inputs = in, .n_inputs = 2};
+  cr_expect_eq(qs_method_run(e, "squirrel", &rq, out, 2, NULL), QS_ESHAPE);
+  cr_expect(strstr(qs_engine_error(e), "reconstruction is 30 x 35") != NULL,
+            "%s", qs_engine_error(e));
   in[1] = two; /* a batch, but not the reference's size times M */
-  cr_expect_eq(method_run(e, "squirrel", &rq, out, 2, NULL), QS_ESHAPE);
-  cr_expect(strstr(engine_error(e), "reconstruction is 30 x 37") != NULL,
-            "%s", engine_error(e));
-  param p = {"sigma", -2, NULL};
+  cr_expect_eq(qs_method_run(e, "squirrel", &rq, out, 2, NULL), QS_ESHAPE);
+  cr_expect(strstr(qs_engine_error(e), "reconstruction is 30 x 37") != NULL,
+            "%s", qs_engine_error(e));
+  qs_param p = {"sigma", -2, NULL};
   rq.params = &p;
   rq.n_params = 1;
-  cr_expect_eq(method_run(e, "squirrel", &rq, out, 2, NULL), QS_EPARAM);
-  cr_expect(strstr(engine_error(e), "sigma") != NULL, "%s", engine_error(e));
-  image_free(&ref);
-  image_free(&rec);
-  image_free(&two);
-  engine_close(e);
+  cr_expect_eq(qs_method_run(e, "squirrel", &rq, out, 2, NULL), QS_EPARAM);
+  cr_expect(strstr(qs_engine_error(e), "sigma") != NULL, "%s",
+            qs_engine_error(e));
+  qs_image_free(&ref);
+  qs_image_free(&rec);
+  qs_image_free(&two);
+  qs_engine_close(e);
 }
 
 Test(squirrel, metrics_without_the_map_are_the_same) {
   metric_case c;
   mc_load("sq_real_m5", &c);
-  engine *e = mc_engine();
-  image a[2], b[2];
-  param p = {"error_map", 0, "false"};
+  qs_engine *e = mc_engine();
+  qs_image a[2], b[2];
+  qs_param p = {"error_map", 0, "false"};
   mc_run(e, "squirrel", "serial", c.in, 2, NULL, 0, a, 2);
   mc_run(e, "squirrel", "serial", c.in, 2, &p, 1, b, 2);
   cr_expect_eq(memcmp(a[1].data, b[1].data, 5 * sizeof(float)), 0);
@@ -233,9 +234,9 @@ Test(squirrel, metrics_without_the_map_are_the_same) {
     peak = fmaxf(peak, fabsf(b[0].data[i]));
   cr_expect_eq(peak, 0.0f, "no map: zeros");
   for (int k = 0; k < 2; k++) {
-    image_free(&a[k]);
-    image_free(&b[k]);
+    qs_image_free(&a[k]);
+    qs_image_free(&b[k]);
   }
-  engine_close(e);
+  qs_engine_close(e);
   mc_free(&c);
 }

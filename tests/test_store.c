@@ -40,7 +40,7 @@ static void db_remove(const char *path) {
 static store *db_open(const char *path) {
   store *s = NULL;
   int rc = store_open(&s, path, err, sizeof err);
-  cr_assert_eq(rc, QS_OK, "store_open(%s): %s: %s", path, status_name(rc),
+  cr_assert_eq(rc, QS_OK, "store_open(%s): %s: %s", path, qs_status_name(rc),
                err);
   return s;
 }
@@ -65,7 +65,7 @@ static run_row row_make(const char *method, const char *impl,
 
 static void record(store *s, const run_row *r) {
   int rc = store_record(s, r, err, sizeof err);
-  cr_assert_eq(rc, QS_OK, "store_record: %s: %s", status_name(rc), err);
+  cr_assert_eq(rc, QS_OK, "store_record: %s: %s", qs_status_name(rc), err);
 }
 
 /* Rows copied out of a query. */
@@ -114,7 +114,7 @@ static void rows_free(rows *rs) {
 static rows query(store *s, const store_filter *f) {
   rows rs = {0};
   int rc = store_query(s, f, rows_add, &rs, err, sizeof err);
-  cr_assert_eq(rc, QS_OK, "store_query: %s: %s", status_name(rc), err);
+  cr_assert_eq(rc, QS_OK, "store_query: %s: %s", qs_status_name(rc), err);
   return rs;
 }
 
@@ -211,7 +211,7 @@ static void expect_refused_untouched(const char *path, int status,
   unsigned char *b0 = file_read(path, &n0);
   store *s = NULL;
   int rc = store_open(&s, path, err, sizeof err);
-  cr_expect_eq(rc, status, "%s: %s", status_name(rc), err);
+  cr_expect_eq(rc, status, "%s: %s", qs_status_name(rc), err);
   cr_expect_null(s);
   cr_expect(strstr(err, path), "message does not name the file: %s", err);
   cr_expect(strstr(err, needle), "message lacks \"%s\": %s", needle, err);
@@ -735,10 +735,10 @@ Test(store, damaged_page_is_found_by_check) {
     rows rs = {0};
     rc = store_query(s, NULL, rows_add, &rs, err, sizeof err);
     rows_free(&rs);
-    cr_expect_eq(rc, QS_ECORRUPT, "%s: %s", status_name(rc), err);
+    cr_expect_eq(rc, QS_ECORRUPT, "%s: %s", qs_status_name(rc), err);
     store_close(s);
   } else {
-    cr_expect_eq(rc, QS_ECORRUPT, "%s: %s", status_name(rc), err);
+    cr_expect_eq(rc, QS_ECORRUPT, "%s: %s", qs_status_name(rc), err);
   }
   file_expect_same(path, b, n);
   db_remove(path);
@@ -777,7 +777,7 @@ Test(store, move_aside_then_start_anew) {
 
 static void export_ok(store *s, const char *path) {
   int rc = store_export(s, path, err, sizeof err);
-  cr_assert_eq(rc, QS_OK, "store_export: %s: %s", status_name(rc), err);
+  cr_assert_eq(rc, QS_OK, "store_export: %s: %s", qs_status_name(rc), err);
 }
 
 Test(store, export_import_gives_identical_rows) {
@@ -856,8 +856,8 @@ static void import_refused(store *s, const char *doc, int status,
   rows before = query(s, NULL);
   size_t added = 9, skipped = 9, rejected = 9;
   int rc = store_import(s, doc, &added, &skipped, &rejected, err, sizeof err);
-  cr_expect_eq(rc, status, "%s instead of %s: %s", status_name(rc),
-               status_name(status), err);
+  cr_expect_eq(rc, status, "%s instead of %s: %s", qs_status_name(rc),
+               qs_status_name(status), err);
   cr_expect_eq(added, 0);
   cr_expect_eq(skipped, 0);
   cr_expect_eq(rejected, want_rejected);
@@ -938,7 +938,7 @@ Test(store, injected_faults_leave_nothing_half_written) {
       r.wall = 100 + nth;
       int rc = store_record(s, &r, err, sizeof err);
       cr_expect_eq(rc, faults[f].status, "fault %d at step %ld: %s (%s)",
-                   faults[f].code, nth, status_name(rc), err);
+                   faults[f].code, nth, qs_status_name(rc), err);
       cr_expect(strstr(err, path), "%s", err);
       cr_expect_eq(count(s, NULL), 1, "a row was half-written");
     }
@@ -1013,7 +1013,7 @@ static int writers_run(const char *path, int proc) {
     pthread_join(t[i], NULL);
     if (w[i].status && !status) {
       fprintf(stderr, "writer %d/%d: %s: %s\n", proc, i,
-              status_name(w[i].status), w[i].err);
+              qs_status_name(w[i].status), w[i].err);
       status = w[i].status;
     }
   }
@@ -1036,7 +1036,7 @@ Test(store, threads_and_processes_lose_no_row, .timeout = 240) {
     cr_assert_eq(waitpid(kids[p], &ws, 0), kids[p]);
     cr_expect(WIFEXITED(ws), "writer process %d died", p);
     cr_expect_eq(WEXITSTATUS(ws), QS_OK, "writer process %d: %s", p,
-                 status_name(WEXITSTATUS(ws)));
+                 qs_status_name(WEXITSTATUS(ws)));
   }
   s = db_open(path);
   size_t n = count(s, NULL);
@@ -1073,7 +1073,7 @@ Test(store, concurrent_first_open_creates_once) {
     int ws;
     waitpid(kids[p], &ws, 0);
     cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "opener %d: %s", p,
-              status_name(WEXITSTATUS(ws)));
+              qs_status_name(WEXITSTATUS(ws)));
   }
   store *s = db_open(path);
   cr_expect_eq(count(s, NULL), OPENERS);
@@ -1152,7 +1152,7 @@ Test(store, hidden_damage_is_found_before_the_first_write) {
     run_row r = row_make("m", "serial", "cpu", "k", 1);
     rc = store_record(s, &r, err, sizeof err);
     cr_assert_eq(rc, QS_ECORRUPT, "%s damage: %s: %s",
-                 kind ? "truncation" : "page", status_name(rc), err);
+                 kind ? "truncation" : "page", qs_status_name(rc), err);
     cr_assert(strstr(err, path) && strstr(err, "move it aside"), "%s", err);
     cr_assert_eq(store_device(s, "cpu-x", "x", NULL, err, sizeof err),
                  QS_ECORRUPT);
@@ -1229,25 +1229,25 @@ Test(store, read_only_file_is_read_not_written) {
 
 /* ------------------------------------------------ the engine's recorder */
 
-static engine *engine_on(const char *path, int *rc) {
-  engine_options o = {.db_path = path, .threads = 1, .no_opencl = 1,
-                      .seed = 7};
-  engine *e = NULL;
-  *rc = engine_open(&e, &o);
-  cr_assert_not_null(e, "%s", status_name(*rc));
+static qs_engine *engine_on(const char *path, int *rc) {
+  qs_engine_options o = {
+      .db_path = path, .threads = 1, .no_opencl = 1, .seed = 7};
+  qs_engine *e = NULL;
+  *rc = qs_engine_open(&e, &o);
+  cr_assert_not_null(e, "%s", qs_status_name(*rc));
   return e;
 }
 
 /* One shift_magnify call; returns its report's record_status. */
-static int run_small(engine *e) {
+static int run_small(qs_engine *e) {
   float px[2 * 8 * 8];
   for (size_t i = 0; i < sizeof px / sizeof *px; i++) px[i] = (float)i;
-  image in = image_wrap(px, 2, 8, 8), out = {0};
-  run_request rq = {.inputs = &in, .n_inputs = 1};
-  run_report rep;
-  int rc = method_run(e, "shift_magnify", &rq, &out, 1, &rep);
-  cr_assert_eq(rc, QS_OK, "%s", engine_error(e));
-  image_free(&out);
+  qs_image in = qs_image_wrap(px, 2, 8, 8), out = {0};
+  qs_run_request rq = {.inputs = &in, .n_inputs = 1};
+  qs_run_report rep;
+  int rc = qs_method_run(e, "shift_magnify", &rq, &out, 1, &rep);
+  cr_assert_eq(rc, QS_OK, "%s", qs_engine_error(e));
+  qs_image_free(&out);
   return rep.record_status;
 }
 
@@ -1264,12 +1264,12 @@ Test(store, engine_reports_timings_it_cannot_record) {
   char path[64];
   db_temp(path);
   int rc;
-  engine *e = engine_on(path, &rc);
+  qs_engine *e = engine_on(path, &rc);
   cr_assert_eq(rc, QS_OK);
   cr_assert_eq(run_small(e), QS_OK);
-  cr_assert_eq(engine_record_status(e, msg, sizeof msg), QS_OK);
+  cr_assert_eq(qs_engine_record_status(e, msg, sizeof msg), QS_OK);
   cr_assert_geq(rows_in(path), 1, "the first run waits in memory");
-  engine_close(e);
+  qs_engine_close(e);
 
   /* the lock held past the wait: reported, and no second wait */
   setenv("QUICKSILVER_DB_WAIT_MS", "100", 1);
@@ -1281,12 +1281,12 @@ Test(store, engine_reports_timings_it_cannot_record) {
   e = engine_on(path, &rc);
   cr_assert_eq(rc, QS_OK);
   cr_assert_eq(run_small(e), QS_EBUSY);
-  cr_assert_eq(engine_record_status(e, msg, sizeof msg), QS_EBUSY);
+  cr_assert_eq(qs_engine_record_status(e, msg, sizeof msg), QS_EBUSY);
   cr_assert(strstr(msg, path) && strstr(msg, "100 ms"), "%s", msg);
   sqlite3_exec(other, "COMMIT", NULL, NULL, NULL);
   sqlite3_close(other);
   cr_assert_eq(run_small(e), QS_EBUSY, "the engine stops writing");
-  engine_close(e);
+  qs_engine_close(e);
   cr_assert_eq(rows_in(path), before, "nothing written after the failure");
   unsetenv("QUICKSILVER_DB_WAIT_MS");
 
@@ -1299,11 +1299,11 @@ Test(store, engine_reports_timings_it_cannot_record) {
   for (size_t i = 4 * 4096; i < 5 * 4096; i++) b[i] = (unsigned char)(i * 5);
   file_write(path, b, n);
   e = engine_on(path, &rc);
-  cr_assert_eq(rc, QS_OK, "%s", engine_error(e));
+  cr_assert_eq(rc, QS_OK, "%s", qs_engine_error(e));
   cr_assert_eq(run_small(e), QS_ECORRUPT);
-  cr_assert_eq(engine_record_status(e, msg, sizeof msg), QS_ECORRUPT);
+  cr_assert_eq(qs_engine_record_status(e, msg, sizeof msg), QS_ECORRUPT);
   cr_assert(strstr(msg, path), "%s", msg);
-  engine_close(e);
+  qs_engine_close(e);
   file_expect_same(path, b, n);
   db_remove(path);
 
@@ -1318,8 +1318,8 @@ Test(store, engine_reports_timings_it_cannot_record) {
   e = engine_on(path, &rc);
   cr_assert_eq(rc, QS_EFORMAT);
   cr_assert_eq(run_small(e), QS_EFORMAT);
-  cr_assert_eq(engine_record_status(e, msg, sizeof msg), QS_EFORMAT);
-  engine_close(e);
+  cr_assert_eq(qs_engine_record_status(e, msg, sizeof msg), QS_EFORMAT);
+  qs_engine_close(e);
   file_expect_same(path, b, n);
   db_remove(path);
 }

@@ -1,6 +1,6 @@
 /* test_stream.c — the public eSRRF partial statistic (quicksilver.h, "live
  * eSRRF"): adding a timepoint's maps one by one and finishing gives
- * method_run's bits; exact merges of adjacent runs at every split; closed
+ * qs_method_run's bits; exact merges of adjacent runs at every split; closed
  * forms far from zero; bad input. The statistics on the device: within
  * 1e-5 of the double host fold on long stacks, and the transfer counts of
  * an all-on-device eSRRF call. */
@@ -29,20 +29,21 @@ enum { AVG, VAR, TAC2, NONE };
 
 /* eSRRF parameters: M 3, radius 1.5, the given statistic, all frames one
  * timepoint, with or without the correction. */
-static void es_params(param p[7], int temporal, int mpc) {
-  const param all[7] = {{"magnification", 3, NULL},
-                        {"radius", 1.5, NULL},
-                        {"sensitivity", 1, NULL},
-                        {"intensity_weighting", 1, NULL},
-                        {"frames_per_timepoint", 0, NULL},
-                        {"temporal", temporal, NULL},
-                        {"macro_pixel_correction", mpc, NULL}};
+static void es_params(qs_param p[7], int temporal, int mpc) {
+  const qs_param all[7] = {{"magnification", 3, NULL},
+                           {"radius", 1.5, NULL},
+                           {"sensitivity", 1, NULL},
+                           {"intensity_weighting", 1, NULL},
+                           {"frames_per_timepoint", 0, NULL},
+                           {"temporal", temporal, NULL},
+                           {"macro_pixel_correction", mpc, NULL}};
   memcpy(p, all, sizeof all);
 }
 
-static image es_run(const char *impl, const image *in, int temporal, int mpc) {
-  param p[7];
-  image out[1];
+static qs_image es_run(const char *impl, const qs_image *in, int temporal,
+                       int mpc) {
+  qs_param p[7];
+  qs_image out[1];
   char err[512] = "";
   es_params(p, temporal, mpc);
   int rc =
@@ -51,9 +52,9 @@ static image es_run(const char *impl, const image *in, int temporal, int mpc) {
   return out[0];
 }
 
-static image noisy(size_t f, size_t r, size_t c, unsigned seed) {
-  image m;
-  cr_assert_eq(image_alloc(&m, f, r, c), QS_OK);
+static qs_image noisy(size_t f, size_t r, size_t c, unsigned seed) {
+  qs_image m;
+  cr_assert_eq(qs_image_alloc(&m, f, r, c), QS_OK);
   harness_fill(&m, seed, 50);
   for (size_t i = 0; i < f * r * c; i++)
     m.data[i] += 200;
@@ -64,32 +65,33 @@ static image noisy(size_t f, size_t r, size_t c, unsigned seed) {
  * give the very bits of the batch call with the statistic: the same
  * formula in the same order. */
 Test(partial, add_and_finish_equal_method_run_bits) {
-  image st = noisy(7, 9, 8, 3);
+  qs_image st = noisy(7, 9, 8, 3);
   static const char *const impls[] = {"serial", "threaded_dynamic", "fused"};
   for (int k = 0; k < 3; k++) {
-    image maps = es_run(impls[k], &st, NONE, 0);
+    qs_image maps = es_run(impls[k], &st, NONE, 0);
     for (int t = AVG; t <= TAC2; t++)
       for (int mpc = 0; mpc <= 1; mpc++) {
-        image ref = es_run(impls[k], &st, t, mpc);
-        esrrf_partial p;
-        cr_assert_eq(esrrf_partial_init(&p, t, maps.rows, maps.cols), QS_OK);
+        qs_image ref = es_run(impls[k], &st, t, mpc);
+        qs_esrrf_partial p;
+        cr_assert_eq(qs_esrrf_partial_init(&p, t, maps.rows, maps.cols),
+                     QS_OK);
         for (size_t f = 0; f < maps.frames; f++)
-          cr_assert_eq(
-              esrrf_partial_add(&p, maps.data + f * maps.rows * maps.cols, 1),
-              QS_OK);
+          cr_assert_eq(qs_esrrf_partial_add(
+                           &p, maps.data + f * maps.rows * maps.cols, 1),
+                       QS_OK);
         cr_assert_eq(p.n, 7);
         float *out = malloc(maps.rows * maps.cols * sizeof *out);
-        cr_assert_eq(esrrf_partial_finish(&p, 3, mpc, out), QS_OK);
+        cr_assert_eq(qs_esrrf_partial_finish(&p, 3, mpc, out), QS_OK);
         cr_assert_eq(memcmp(out, ref.data, maps.rows * maps.cols * 4), 0,
                      "%s temporal %d mpc %d: not bit-identical", impls[k], t,
                      mpc);
         free(out);
-        esrrf_partial_free(&p);
-        image_free(&ref);
+        qs_esrrf_partial_free(&p);
+        qs_image_free(&ref);
       }
-    image_free(&maps);
+    qs_image_free(&maps);
   }
-  image_free(&st);
+  qs_image_free(&st);
 }
 
 /* Partials of [0, s) and [s, n) merged equal the partial of [0, n) up to
@@ -105,24 +107,24 @@ Test(partial, merge_at_every_split_equals_the_whole) {
     x[i] = 1.0e4f + (float)((s >> 40) % 1000) / 37.0f;
   }
   for (int t = AVG; t <= TAC2; t++) {
-    size_t k = esrrf_partial_slots(t);
-    esrrf_partial whole;
-    cr_assert_eq(esrrf_partial_init(&whole, t, R, C), QS_OK);
-    cr_assert_eq(esrrf_partial_add(&whole, x, N), QS_OK);
+    size_t k = qs_esrrf_partial_slots(t);
+    qs_esrrf_partial whole;
+    cr_assert_eq(qs_esrrf_partial_init(&whole, t, R, C), QS_OK);
+    cr_assert_eq(qs_esrrf_partial_add(&whole, x, N), QS_OK);
     float ref[PX], got[PX];
-    cr_assert_eq(esrrf_partial_finish(&whole, 1, 0, ref), QS_OK);
+    cr_assert_eq(qs_esrrf_partial_finish(&whole, 1, 0, ref), QS_OK);
     for (int a = 0; a <= N; a++)
       for (int b = a; b <= N; b++) {
-        esrrf_partial p[3];
+        qs_esrrf_partial p[3];
         int cut[4] = {0, a, b, N};
         for (int i = 0; i < 3; i++) {
-          cr_assert_eq(esrrf_partial_init(&p[i], t, R, C), QS_OK);
-          cr_assert_eq(esrrf_partial_add(&p[i], x + cut[i] * PX,
-                                         (size_t)(cut[i + 1] - cut[i])),
+          cr_assert_eq(qs_esrrf_partial_init(&p[i], t, R, C), QS_OK);
+          cr_assert_eq(qs_esrrf_partial_add(&p[i], x + cut[i] * PX,
+                                            (size_t)(cut[i + 1] - cut[i])),
                        QS_OK);
         }
-        cr_assert_eq(esrrf_partial_merge(&p[0], &p[1]), QS_OK);
-        cr_assert_eq(esrrf_partial_merge(&p[0], &p[2]), QS_OK);
+        cr_assert_eq(qs_esrrf_partial_merge(&p[0], &p[1]), QS_OK);
+        cr_assert_eq(qs_esrrf_partial_merge(&p[0], &p[2]), QS_OK);
         cr_assert_eq(p[0].n, N);
         for (size_t i = 0; i < PX * k; i++) {
           double w = whole.data[i], m = p[0].data[i];
@@ -130,15 +132,15 @@ Test(partial, merge_at_every_split_equals_the_whole) {
                     "temporal %d split %d/%d slot %zu: %.17g vs %.17g", t, a,
                     b, i, m, w);
         }
-        cr_assert_eq(esrrf_partial_finish(&p[0], 1, 0, got), QS_OK);
+        cr_assert_eq(qs_esrrf_partial_finish(&p[0], 1, 0, got), QS_OK);
         for (int i = 0; i < PX; i++)
           cr_assert(fabsf(got[i] - ref[i]) <= 1e-6f * fabsf(ref[i]) + 1e-6f,
                     "temporal %d split %d/%d pixel %d: %g vs %g", t, a, b, i,
                     (double)got[i], (double)ref[i]);
         for (int i = 0; i < 3; i++)
-          esrrf_partial_free(&p[i]);
+          qs_esrrf_partial_free(&p[i]);
       }
-    esrrf_partial_free(&whole);
+    qs_esrrf_partial_free(&whole);
   }
 }
 
@@ -151,58 +153,58 @@ Test(partial, closed_forms_far_from_zero) {
     x[t] = 1.0e6f + (float)t;
   const double want[3] = {1e6 + 2.5, 35.0 / 12.0, 1.75};
   for (int t = AVG; t <= TAC2; t++) {
-    esrrf_partial a, b;
-    cr_assert_eq(esrrf_partial_init(&a, t, 1, 1), QS_OK);
-    cr_assert_eq(esrrf_partial_init(&b, t, 1, 1), QS_OK);
-    cr_assert_eq(esrrf_partial_add(&a, x, 2), QS_OK);
-    cr_assert_eq(esrrf_partial_add(&b, x + 2, 4), QS_OK);
-    cr_assert_eq(esrrf_partial_merge(&a, &b), QS_OK);
+    qs_esrrf_partial a, b;
+    cr_assert_eq(qs_esrrf_partial_init(&a, t, 1, 1), QS_OK);
+    cr_assert_eq(qs_esrrf_partial_init(&b, t, 1, 1), QS_OK);
+    cr_assert_eq(qs_esrrf_partial_add(&a, x, 2), QS_OK);
+    cr_assert_eq(qs_esrrf_partial_add(&b, x + 2, 4), QS_OK);
+    cr_assert_eq(qs_esrrf_partial_merge(&a, &b), QS_OK);
     float out;
-    cr_assert_eq(esrrf_partial_finish(&a, 1, 0, &out), QS_OK);
+    cr_assert_eq(qs_esrrf_partial_finish(&a, 1, 0, &out), QS_OK);
     cr_assert_float_eq(out, want[t], 1e-6 * want[t], "temporal %d: %.9g", t,
                        (double)out);
-    esrrf_partial_free(&a);
-    esrrf_partial_free(&b);
+    qs_esrrf_partial_free(&a);
+    qs_esrrf_partial_free(&b);
   }
 }
 
 Test(partial, bad_input_is_refused) {
-  esrrf_partial p, q;
+  qs_esrrf_partial p, q;
   float x[6] = {1, 2, 3, 4, 5, 6}, out[6];
-  cr_assert_eq(esrrf_partial_init(&p, NONE, 2, 3), QS_EINVAL);
+  cr_assert_eq(qs_esrrf_partial_init(&p, NONE, 2, 3), QS_EINVAL);
   cr_assert_null(p.data);
-  cr_assert_eq(esrrf_partial_init(&p, -1, 2, 3), QS_EINVAL);
-  cr_assert_eq(esrrf_partial_init(&p, AVG, 0, 3), QS_EINVAL);
-  cr_assert_eq(esrrf_partial_init(&p, AVG, (size_t)1 << 40, 1 << 20),
+  cr_assert_eq(qs_esrrf_partial_init(&p, -1, 2, 3), QS_EINVAL);
+  cr_assert_eq(qs_esrrf_partial_init(&p, AVG, 0, 3), QS_EINVAL);
+  cr_assert_eq(qs_esrrf_partial_init(&p, AVG, (size_t)1 << 40, 1 << 20),
                QS_EOVERFLOW);
-  cr_assert_eq(esrrf_partial_slots(NONE), 0);
-  cr_assert_eq(esrrf_partial_init(&p, TAC2, 2, 3), QS_OK);
-  cr_assert_eq(esrrf_partial_finish(&p, 1, 0, out), QS_EINVAL, "empty");
-  cr_assert_eq(esrrf_partial_add(&p, x, 1), QS_OK);
-  cr_assert_eq(esrrf_partial_finish(&p, 1, 0, out), QS_EINVAL,
+  cr_assert_eq(qs_esrrf_partial_slots(NONE), 0);
+  cr_assert_eq(qs_esrrf_partial_init(&p, TAC2, 2, 3), QS_OK);
+  cr_assert_eq(qs_esrrf_partial_finish(&p, 1, 0, out), QS_EINVAL, "empty");
+  cr_assert_eq(qs_esrrf_partial_add(&p, x, 1), QS_OK);
+  cr_assert_eq(qs_esrrf_partial_finish(&p, 1, 0, out), QS_EINVAL,
                "tac2 of one frame");
-  cr_assert_eq(esrrf_partial_add(&p, NULL, 1), QS_EINVAL);
-  cr_assert_eq(esrrf_partial_add(&p, x, 1), QS_OK);
-  cr_assert_eq(esrrf_partial_finish(&p, 2, 1, out), QS_EINVAL,
+  cr_assert_eq(qs_esrrf_partial_add(&p, NULL, 1), QS_EINVAL);
+  cr_assert_eq(qs_esrrf_partial_add(&p, x, 1), QS_OK);
+  cr_assert_eq(qs_esrrf_partial_finish(&p, 2, 1, out), QS_EINVAL,
                "3 columns are not a multiple of magnification 2");
-  cr_assert_eq(esrrf_partial_finish(&p, 1, 0, out), QS_OK);
-  cr_assert_eq(esrrf_partial_init(&q, VAR, 2, 3), QS_OK);
-  cr_assert_eq(esrrf_partial_merge(&p, &q), QS_EINVAL, "other statistic");
-  esrrf_partial_free(&q);
-  cr_assert_eq(esrrf_partial_init(&q, TAC2, 3, 2), QS_OK);
-  cr_assert_eq(esrrf_partial_merge(&p, &q), QS_EINVAL, "other size");
+  cr_assert_eq(qs_esrrf_partial_finish(&p, 1, 0, out), QS_OK);
+  cr_assert_eq(qs_esrrf_partial_init(&q, VAR, 2, 3), QS_OK);
+  cr_assert_eq(qs_esrrf_partial_merge(&p, &q), QS_EINVAL, "other statistic");
+  qs_esrrf_partial_free(&q);
+  cr_assert_eq(qs_esrrf_partial_init(&q, TAC2, 3, 2), QS_OK);
+  cr_assert_eq(qs_esrrf_partial_merge(&p, &q), QS_EINVAL, "other size");
   cr_assert_eq(p.n, 2);
-  esrrf_partial_free(&q);
-  esrrf_partial_free(&p);
-  esrrf_partial_free(&p); /* emptied: safe */
-  cr_assert_eq(esrrf_partial_add(&p, x, 1), QS_EINVAL);
+  qs_esrrf_partial_free(&q);
+  qs_esrrf_partial_free(&p);
+  qs_esrrf_partial_free(&p); /* emptied: safe */
+  cr_assert_eq(qs_esrrf_partial_add(&p, x, 1), QS_EINVAL);
 }
 
 /* ------------------------------------------------ device statistics */
 
 /* A simulated camera stack (quicksilver simulate's defaults: background,
  * shot and read noise) of f frames of r × c. */
-static image sim_stack(size_t f, size_t r, size_t c, uint64_t seed) {
+static qs_image sim_stack(size_t f, size_t r, size_t c, uint64_t seed) {
   double v[SIM_N];
   char err[256];
   for (int i = 0; i < SIM_N; i++)
@@ -211,29 +213,29 @@ static image sim_stack(size_t f, size_t r, size_t c, uint64_t seed) {
   v[SIM_ROWS] = (double)r;
   v[SIM_COLS] = (double)c;
   v[SIM_SEED] = (double)seed;
-  image m;
+  qs_image m;
   cr_assert_eq(simulate(v, &m, NULL, err, sizeof err), QS_OK, "%s", err);
   return m;
 }
 
 /* The name of e's available OpenCL implementation of esrrf into name
  * (QS_NAME_MAX); 0 when there is none. */
-static int cl_impl_name(engine *e, char *name) {
-  impl_info info[QS_MAX_ESTIMATES];
+static int cl_impl_name(qs_engine *e, char *name) {
+  qs_impl_info info[QS_MAX_ESTIMATES];
   size_t n = 0;
-  cr_assert_eq(method_impls(e, "esrrf", info, QS_MAX_ESTIMATES, &n), QS_OK);
+  cr_assert_eq(qs_method_impls(e, "esrrf", info, QS_MAX_ESTIMATES, &n), QS_OK);
   name[0] = '\0';
   for (size_t i = 0; i < n && i < QS_MAX_ESTIMATES; i++)
-    if (info[i].kind == IMPL_OPENCL && info[i].available)
+    if (info[i].kind == QS_IMPL_OPENCL && info[i].available)
       snprintf(name, QS_NAME_MAX, "%.*s", QS_NAME_MAX - 1, info[i].name);
   return name[0] != '\0';
 }
 
 #if QS_HAVE_OPENCL
 /* cl_impl_name, or skip the test (closing e). */
-static void cl_impl_or_skip(engine *e, char *name) {
+static void cl_impl_or_skip(qs_engine *e, char *name) {
   if (!cl_impl_name(e, name)) {
-    engine_close(e);
+    qs_engine_close(e);
     cr_skip_test("no available OpenCL implementation of esrrf");
   }
 }
@@ -250,10 +252,10 @@ static clrt *cl_or_skip(void) {
   return rt;
 }
 
-static image es_run_on(void *dev, const image *in, int temporal, int mpc,
-                       int fpt) {
-  param p[7];
-  image out[1];
+static qs_image es_run_on(void *dev, const qs_image *in, int temporal, int mpc,
+                          int fpt) {
+  qs_param p[7];
+  qs_image out[1];
   char err[512] = "";
   es_params(p, temporal, mpc);
   p[4].value = fpt;
@@ -271,20 +273,21 @@ static image es_run_on(void *dev, const image *in, int temporal, int mpc,
 Test(device, statistics_match_the_double_host_fold) {
   clrt *rt = cl_or_skip();
   cldev *dev = clrt_device(rt, 0);
-  image st = sim_stack(300, 12, 10, 5);
-  image maps = es_run_on(dev, &st, NONE, 0, 0);
+  qs_image st = sim_stack(300, 12, 10, 5);
+  qs_image maps = es_run_on(dev, &st, NONE, 0, 0);
   size_t px = maps.rows * maps.cols;
   float *ref = malloc(px * sizeof *ref);
   for (int t = AVG; t <= TAC2; t++)
     for (int mpc = 0; mpc <= 1; mpc++) {
-      image got = es_run_on(dev, &st, t, mpc, 200);
+      qs_image got = es_run_on(dev, &st, t, mpc, 200);
       cr_assert_eq(got.frames, 2);
       for (size_t tp = 0; tp < 2; tp++) {
-        esrrf_partial p;
-        cr_assert_eq(esrrf_partial_init(&p, t, maps.rows, maps.cols), QS_OK);
+        qs_esrrf_partial p;
+        cr_assert_eq(qs_esrrf_partial_init(&p, t, maps.rows, maps.cols),
+                     QS_OK);
         size_t f0 = tp * 200, n = tp ? 100 : 200;
-        cr_assert_eq(esrrf_partial_add(&p, maps.data + f0 * px, n), QS_OK);
-        cr_assert_eq(esrrf_partial_finish(&p, 3, mpc, ref), QS_OK);
+        cr_assert_eq(qs_esrrf_partial_add(&p, maps.data + f0 * px, n), QS_OK);
+        cr_assert_eq(qs_esrrf_partial_finish(&p, 3, mpc, ref), QS_OK);
         double worst = 0, pk = 0;
         for (size_t i = 0; i < px; i++) {
           double d = fabs((double)got.data[tp * px + i] - ref[i]);
@@ -298,13 +301,13 @@ Test(device, statistics_match_the_double_host_fold) {
         cr_assert_gt(pk, 0);
         cr_expect_leq(worst, 1e-5 * pk, "statistic %d mpc %d tp %zu", t, mpc,
                       tp);
-        esrrf_partial_free(&p);
+        qs_esrrf_partial_free(&p);
       }
-      image_free(&got);
+      qs_image_free(&got);
     }
   free(ref);
-  image_free(&maps);
-  image_free(&st);
+  qs_image_free(&maps);
+  qs_image_free(&st);
   clrt_close(rt);
 }
 
@@ -329,10 +332,10 @@ Test(device, ten_thousand_frames_against_the_double_fold) {
   uint64_t s = 77;
   for (int t = AVG; t <= TAC2; t++) {
     cl_stat st;
-    esrrf_partial p;
+    qs_esrrf_partial p;
     cr_assert_eq(cl_stat_open(&st, dev, t, PX, err, sizeof err), QS_OK, "%s",
                  err);
-    cr_assert_eq(esrrf_partial_init(&p, t, 32, 32), QS_OK);
+    cr_assert_eq(qs_esrrf_partial_init(&p, t, 32, 32), QS_OK);
     for (int f0 = 0; f0 < F; f0 += B) {
       for (size_t i = 0; i < (size_t)B * PX; i++) {
         double g = 0;
@@ -348,11 +351,11 @@ Test(device, ten_thousand_frames_against_the_double_fold) {
                    CL_SUCCESS);
       cr_assert_eq(cl_stat_fold(&st, q, buf, B, NULL, err, sizeof err), QS_OK,
                    "%s", err);
-      cr_assert_eq(esrrf_partial_add(&p, maps, B), QS_OK);
+      cr_assert_eq(qs_esrrf_partial_add(&p, maps, B), QS_OK);
     }
     cr_assert_eq(cl_stat_finish(&st, q, got, err, sizeof err), QS_OK, "%s",
                  err);
-    cr_assert_eq(esrrf_partial_finish(&p, 1, 0, ref), QS_OK);
+    cr_assert_eq(qs_esrrf_partial_finish(&p, 1, 0, ref), QS_OK);
     double worst = 0, rel = 0, pk = 0;
     for (int i = 0; i < PX; i++) {
       double d = fabs((double)got[i] - ref[i]);
@@ -367,7 +370,7 @@ Test(device, ten_thousand_frames_against_the_double_fold) {
             F, t, worst, pk, worst / pk, rel);
     cr_expect_leq(worst, 1e-5 * pk, "statistic %d", t);
     cl_stat_close(&st);
-    esrrf_partial_free(&p);
+    qs_esrrf_partial_free(&p);
   }
   clReleaseMemObject(buf);
   free(maps);
@@ -387,12 +390,12 @@ Test(device, opencl_vector_lanes_match_serial) {
   clrt *rt = cl_or_skip();
   /* the last case's 64 columns give whole groups of lanes in the interior
    * (every tap in bounds: no masks, no square root per sample) */
-  image sts[2] = {sim_stack(3, 21, 45, 13), sim_stack(2, 40, 64, 17)};
+  qs_image sts[2] = {sim_stack(3, 21, 45, 13), sim_stack(2, 40, 64, 17)};
   static const double cases[3][3] = {{3, 1.5, 0}, {5, 2.5, 0}, {5, 1.5, 1}};
   for (int k = 0; k < 3; k++) {
-    const image st = sts[(int)cases[k][2]];
-    param p[7];
-    image ref[1], got[1];
+    const qs_image st = sts[(int)cases[k][2]];
+    qs_param p[7];
+    qs_image ref[1], got[1];
     char err[512] = "";
     es_params(p, NONE, 0);
     p[0].value = cases[k][0];
@@ -411,11 +414,11 @@ Test(device, opencl_vector_lanes_match_serial) {
             cases[k][0], cases[k][1], diff, pk, diff / pk);
     cr_assert_gt(pk, 0);
     cr_expect_leq(diff, 1e-6 * pk);
-    image_free(ref);
-    image_free(got);
+    qs_image_free(ref);
+    qs_image_free(got);
   }
-  image_free(&sts[0]);
-  image_free(&sts[1]);
+  qs_image_free(&sts[0]);
+  qs_image_free(&sts[1]);
   clrt_close(rt);
 }
 
@@ -426,12 +429,12 @@ Test(device, opencl_vector_lanes_match_serial) {
  * forms, about 70 KB); temporal=none downloads every map,
  * so on 100 frames at M = 5 the statistic moves 100x fewer bytes down. */
 Test(device, esrrf_downloads_only_the_timepoints) {
-  engine *e;
-  engine_options o = {.db_path = ":memory:", .threads = 2};
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
+  qs_engine *e;
+  qs_engine_options o = {.db_path = ":memory:", .threads = 2};
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
   char cl[QS_NAME_MAX];
   cl_impl_or_skip(e, cl);
-  image st = sim_stack(100, 16, 12, 9);
+  qs_image st = sim_stack(100, 16, 12, 9);
   const uint64_t plane = 16 * 5 * 12 * 5, up = 100 * 16 * 12 * 4;
   struct {
     int temporal, fpt;
@@ -442,16 +445,16 @@ Test(device, esrrf_downloads_only_the_timepoints) {
                {NONE, 0, 4 * 100 * plane}};
   uint64_t down[4], up0 = 0;
   for (int k = 0; k < 4; k++) {
-    param p[7];
+    qs_param p[7];
     es_params(p, cases[k].temporal, 1);
     p[0].value = 5;
     p[4].value = cases[k].fpt;
-    run_request rq = {
+    qs_run_request rq = {
         .inputs = &st, .n_inputs = 1, .params = p, .n_params = 7, .impl = cl};
-    image out[1];
-    run_report rep;
-    cr_assert_eq(method_run(e, "esrrf", &rq, out, 1, &rep), QS_OK, "%s",
-                 engine_error(e));
+    qs_image out[1];
+    qs_run_report rep;
+    cr_assert_eq(qs_method_run(e, "esrrf", &rq, out, 1, &rep), QS_OK, "%s",
+                 qs_engine_error(e));
     fprintf(stderr,
             "esrrf %s temporal %d fpt %d: %llu bytes up, %llu down, %.3g "
             "device seconds\n",
@@ -468,11 +471,11 @@ Test(device, esrrf_downloads_only_the_timepoints) {
     up0 = rep.bytes_up;
     cr_expect_gt(rep.device_seconds, 0);
     down[k] = rep.bytes_down;
-    image_free(out);
+    qs_image_free(out);
   }
   cr_expect_geq(down[3], 50 * down[0]);
-  image_free(&st);
-  engine_close(e);
+  qs_image_free(&st);
+  qs_engine_close(e);
 }
 #endif
 
@@ -480,46 +483,47 @@ Test(device, esrrf_downloads_only_the_timepoints) {
 
 TestSuite(stream, .fini = qs_leak_check);
 
-static engine *stream_engine(void) {
-  engine *e;
-  engine_options o = {.db_path = ":memory:", .threads = 2, .seed = 1};
-  cr_assert_eq(engine_open(&e, &o), QS_OK);
+static qs_engine *stream_engine(void) {
+  qs_engine *e;
+  qs_engine_options o = {.db_path = ":memory:", .threads = 2, .seed = 1};
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
   return e;
 }
 
-/* method_run of esrrf on frames [f0, f0 + n) of st with impl forced. */
-static image batch_run(engine *e, const image *st, size_t f0, size_t n,
-                       const char *impl, int temporal, int fpt) {
-  param p[7];
+/* qs_method_run of esrrf on frames [f0, f0 + n) of st with impl forced. */
+static qs_image batch_run(qs_engine *e, const qs_image *st, size_t f0,
+                          size_t n, const char *impl, int temporal, int fpt) {
+  qs_param p[7];
   es_params(p, temporal, 1);
   p[4].value = fpt;
   size_t px = st->rows * st->cols;
-  image in = image_wrap(st->data + f0 * px, n, st->rows, st->cols);
-  run_request rq = {
+  qs_image in = qs_image_wrap(st->data + f0 * px, n, st->rows, st->cols);
+  qs_run_request rq = {
       .inputs = &in, .n_inputs = 1, .params = p, .n_params = 7, .impl = impl};
-  image out[1];
-  cr_assert_eq(method_run(e, "esrrf", &rq, out, 1, NULL), QS_OK, "%s",
-               engine_error(e));
+  qs_image out[1];
+  cr_assert_eq(qs_method_run(e, "esrrf", &rq, out, 1, NULL), QS_OK, "%s",
+               qs_engine_error(e));
   return out[0];
 }
 
-static esrrf_stream *stream_open(engine *e, int temporal, int sliding,
-                                 size_t window, size_t every, const char *impl,
-                                 size_t rows, size_t cols) {
-  param p[7];
+static qs_esrrf_stream *stream_open(qs_engine *e, int temporal, int sliding,
+                                    size_t window, size_t every,
+                                    const char *impl, size_t rows,
+                                    size_t cols) {
+  qs_param p[7];
   es_params(p, temporal, 1);
-  esrrf_stream_options o = {.rows = rows,
-                            .cols = cols,
-                            .params = p,
-                            .n_params = 7,
-                            .sliding = sliding,
-                            .window = window,
-                            .every = every,
-                            .impl = impl,
-                            .max_pending = 8};
-  esrrf_stream *s;
+  qs_esrrf_stream_options o = {.rows = rows,
+                               .cols = cols,
+                               .params = p,
+                               .n_params = 7,
+                               .sliding = sliding,
+                               .window = window,
+                               .every = every,
+                               .impl = impl,
+                               .max_pending = 8};
+  qs_esrrf_stream *s;
   char err[512] = "";
-  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_OK, "%s",
+  cr_assert_eq(qs_esrrf_stream_open(e, &o, &s, err, sizeof err), QS_OK, "%s",
                err);
   return s;
 }
@@ -530,10 +534,10 @@ static esrrf_stream *stream_open(engine *e, int temporal, int sliding,
  * (room for the largest group), each group is pushed from there and
  * overwritten with NaN as soon as the push returns: a stream that kept
  * the caller's buffer instead of its frames would fold the NaN. */
-static size_t stream_through(esrrf_stream *s, const image *st,
+static size_t stream_through(qs_esrrf_stream *s, const qs_image *st,
                              const size_t *groups, size_t n_groups,
-                             float *scratch, image *res,
-                             esrrf_stream_result *info, size_t max) {
+                             float *scratch, qs_image *res,
+                             qs_esrrf_stream_result *info, size_t max) {
   size_t px = st->rows * st->cols, got_n = 0;
   for (size_t f = 0, g = 0; f <= st->frames; g++) {
     if (f < st->frames) {
@@ -541,21 +545,22 @@ static size_t stream_through(esrrf_stream *s, const image *st,
       if (n > st->frames - f) n = st->frames - f;
       float *src = st->data + f * px;
       if (scratch) src = memcpy(scratch, src, n * px * sizeof *src);
-      image in = image_wrap(src, n, st->rows, st->cols);
-      cr_assert_eq(esrrf_stream_push(s, &in), QS_OK, "%s",
-                   esrrf_stream_error(s));
+      qs_image in = qs_image_wrap(src, n, st->rows, st->cols);
+      cr_assert_eq(qs_esrrf_stream_push(s, &in), QS_OK, "%s",
+                   qs_esrrf_stream_error(s));
       for (size_t i = 0; scratch && i < n * px; i++)
         scratch[i] = NAN;
       f += n;
     } else {
-      cr_assert_eq(esrrf_stream_end(s), QS_OK, "%s", esrrf_stream_error(s));
+      cr_assert_eq(qs_esrrf_stream_end(s), QS_OK, "%s",
+                   qs_esrrf_stream_error(s));
       f++;
     }
     int got = 1;
     while (got) {
-      image out;
-      esrrf_stream_result in;
-      cr_assert_eq(esrrf_stream_pop(s, &out, &in, &got), QS_OK);
+      qs_image out;
+      qs_esrrf_stream_result in;
+      cr_assert_eq(qs_esrrf_stream_pop(s, &out, &in, &got), QS_OK);
       if (!got) break;
       cr_assert_lt(got_n, max);
       cr_assert_eq(in.index, got_n);
@@ -563,23 +568,23 @@ static size_t stream_through(esrrf_stream *s, const image *st,
       info[got_n++] = in;
     }
   }
-  cr_assert_eq(esrrf_stream_frames(s), st->frames);
+  cr_assert_eq(qs_esrrf_stream_frames(s), st->frames);
   return got_n;
 }
 
-static size_t stream_all(esrrf_stream *s, const image *st,
-                         const size_t *groups, size_t n_groups, image *res,
-                         esrrf_stream_result *info, size_t max) {
+static size_t stream_all(qs_esrrf_stream *s, const qs_image *st,
+                         const size_t *groups, size_t n_groups, qs_image *res,
+                         qs_esrrf_stream_result *info, size_t max) {
   return stream_through(s, st, groups, n_groups, NULL, res, info, max);
 }
 
 /* Result r (freed here) against impl's batch call on frames [f0, f0 +
  * len) of st with statistic t: within tol of the peak, or (tol 0) its
  * bits. what/i name it in a failure. */
-static void expect_batch(engine *e, const image *st, image *r, size_t f0,
-                         size_t len, const char *impl, int t, double tol,
-                         const char *what, size_t i) {
-  image ref = batch_run(e, st, f0, len, impl, t, 0);
+static void expect_batch(qs_engine *e, const qs_image *st, qs_image *r,
+                         size_t f0, size_t len, const char *impl, int t,
+                         double tol, const char *what, size_t i) {
+  qs_image ref = batch_run(e, st, f0, len, impl, t, 0);
   double diff, pk;
   harness_diff(r, &ref, &diff, &pk);
   cr_expect_gt(pk, 0);
@@ -591,31 +596,31 @@ static void expect_batch(engine *e, const image *st, image *r, size_t f0,
                         ref.rows * ref.cols * sizeof(float)),
                  0, "%s temporal %d %s %zu: %.3g of %.3g", impl, t, what, i,
                  diff, pk);
-  image_free(&ref);
-  image_free(r);
+  qs_image_free(&ref);
+  qs_image_free(r);
 }
 
 /* Timepoints of 4 over 11 frames (the last one short, given at the end):
  * every statistic, frames pushed one at a time and in uneven groups, gives
- * method_run's bits with the same implementation (threaded, fused and
+ * qs_method_run's bits with the same implementation (threaded, fused and
  * fused_vec forced, whose tables the stream's plan keeps across pushes;
  * and whatever the engine chooses by itself). */
 Test(stream, timepoints_equal_method_run_bits) {
-  engine *e = stream_engine();
-  image st = noisy(11, 9, 8, 21);
+  qs_engine *e = stream_engine();
+  qs_image st = noisy(11, 9, 8, 21);
   static const size_t one[] = {1}, uneven[] = {3, 1, 5, 2};
   const char *impls[] = {"threaded", "fused", "fused_vec", NULL};
   for (int k = 0; k < 4; k++)
     for (int t = AVG; t <= TAC2; t++)
       for (int how = 0; how < 2; how++) {
-        esrrf_stream *s = stream_open(e, t, 0, 4, 0, impls[k], 9, 8);
-        image res[4];
-        esrrf_stream_result info[4];
+        qs_esrrf_stream *s = stream_open(e, t, 0, 4, 0, impls[k], 9, 8);
+        qs_image res[4];
+        qs_esrrf_stream_result info[4];
         size_t n =
             stream_all(s, &st, how ? uneven : one, how ? 4 : 1, res, info, 4);
-        const char *impl = impls[k] ? impls[k] : esrrf_stream_impl(s);
+        const char *impl = impls[k] ? impls[k] : qs_esrrf_stream_impl(s);
         cr_assert(impl[0], "no implementation recorded");
-        image ref = batch_run(e, &st, 0, 11, impl, t, 4);
+        qs_image ref = batch_run(e, &st, 0, 11, impl, t, 4);
         cr_assert_eq(n, 3, "%zu results", n);
         cr_assert_eq(ref.frames, 3);
         size_t px = ref.rows * ref.cols;
@@ -626,13 +631,13 @@ Test(stream, timepoints_equal_method_run_bits) {
           cr_assert_eq(memcmp(res[i].data, ref.data + i * px, px * 4), 0,
                        "%s temporal %d %s: timepoint %zu differs", impl, t,
                        how ? "uneven" : "one by one", i);
-          image_free(&res[i]);
+          qs_image_free(&res[i]);
         }
-        image_free(&ref);
-        esrrf_stream_close(s);
+        qs_image_free(&ref);
+        qs_esrrf_stream_close(s);
       }
-  image_free(&st);
-  engine_close(e);
+  qs_image_free(&st);
+  qs_engine_close(e);
 }
 
 #if QS_HAVE_OPENCL
@@ -641,38 +646,38 @@ Test(stream, timepoints_equal_method_run_bits) {
  * frames, every statistic, one at a time and in uneven groups, give the
  * batch call's bits on the same device (both fold with cl_stat), and the
  * stream brings down exactly the 3 timepoints, 4·R·M·C·M bytes each (the
- * short last one finished at esrrf_stream_end); it uploads the frames once
+ * short last one finished at qs_esrrf_stream_end); it uploads the frames once
  * plus the chain's tables once, the same fixed amount for 11 frames as
  * for 7. */
 Test(stream, opencl_timepoints_on_the_device) {
-  engine *e = stream_engine();
+  qs_engine *e = stream_engine();
   char cl[QS_NAME_MAX];
   cl_impl_or_skip(e, cl);
-  image st = noisy(11, 9, 8, 23);
+  qs_image st = noisy(11, 9, 8, 23);
   static const size_t one[] = {1}, uneven[] = {3, 1, 5, 2};
   const uint64_t px = 9 * 8, plane = 9 * 3 * 8 * 3; /* M = 3 */
   uint64_t fixed = 0;
   for (int t = AVG; t <= TAC2; t++)
     for (int how = 0; how < 3; how++) {
       size_t frames = how == 2 ? 7 : 11; /* 7: two timepoints, 4 and 3 */
-      image in = image_wrap(st.data, frames, 9, 8);
-      esrrf_stream *s = stream_open(e, t, 0, 4, 0, cl, 9, 8);
-      image res[4];
-      esrrf_stream_result info[4];
+      qs_image in = qs_image_wrap(st.data, frames, 9, 8);
+      qs_esrrf_stream *s = stream_open(e, t, 0, 4, 0, cl, 9, 8);
+      qs_image res[4];
+      qs_esrrf_stream_result info[4];
       size_t n = stream_all(s, &in, how == 1 ? uneven : one, how == 1 ? 4 : 1,
                             res, info, 4);
-      cr_assert_str_eq(esrrf_stream_impl(s), cl);
-      image ref = batch_run(e, &in, 0, frames, cl, t, 4);
+      cr_assert_str_eq(qs_esrrf_stream_impl(s), cl);
+      qs_image ref = batch_run(e, &in, 0, frames, cl, t, 4);
       size_t tps = (frames + 3) / 4;
       cr_assert_eq(n, tps, "%zu results", n);
       cr_assert_eq(ref.frames, tps);
       for (size_t i = 0; i < n; i++) {
         cr_assert_eq(memcmp(res[i].data, ref.data + i * plane, plane * 4), 0,
                      "temporal %d push %d: timepoint %zu differs", t, how, i);
-        image_free(&res[i]);
+        qs_image_free(&res[i]);
       }
       uint64_t up, down;
-      esrrf_stream_transfers(s, &up, &down);
+      qs_esrrf_stream_transfers(s, &up, &down);
       cr_expect_eq(down, 4 * tps * plane, "temporal %d push %d: %llu down", t,
                    how, (unsigned long long)down);
       cr_assert_geq(up, 4 * frames * px);
@@ -683,11 +688,11 @@ Test(stream, opencl_timepoints_on_the_device) {
         fprintf(stderr, "opencl stream: %llu bytes of tables up once\n",
                 (unsigned long long)f);
       fixed = f;
-      image_free(&ref);
-      esrrf_stream_close(s);
+      qs_image_free(&ref);
+      qs_esrrf_stream_close(s);
     }
-  image_free(&st);
-  engine_close(e);
+  qs_image_free(&st);
+  qs_engine_close(e);
 }
 
 /* A push returns before the device has computed its frames (stream.c,
@@ -702,19 +707,19 @@ Test(stream, opencl_timepoints_on_the_device) {
  * 2.4e-5 of the peak from the CPU's double fold on window 1, the stream
  * 1.3e-5). */
 Test(stream, opencl_push_copies_the_frames_before_returning) {
-  engine *e = stream_engine();
+  qs_engine *e = stream_engine();
   char cl[QS_NAME_MAX];
   cl_impl_or_skip(e, cl);
-  image st = noisy(17, 9, 8, 27);
+  qs_image st = noisy(17, 9, 8, 27);
   const size_t px = 9 * 8, plane = 27 * 24;
   float *buf = malloc(px * sizeof *buf);
   cr_assert_not_null(buf);
   for (int sliding = 0; sliding < 2; sliding++) {
-    esrrf_stream *s =
+    qs_esrrf_stream *s =
         stream_open(e, TAC2, sliding, sliding ? 6 : 5, 3, cl, 9, 8);
     static const size_t one[] = {1};
-    image res[6];
-    esrrf_stream_result info[6];
+    qs_image res[6];
+    qs_esrrf_stream_result info[6];
     size_t n = stream_through(s, &st, one, 1, buf, res, info, 6);
     /* timepoints [0,5) [5,10) [10,15) [15,17); windows ending at 6, 9,
      * 12, 15 */
@@ -726,20 +731,20 @@ Test(stream, opencl_push_copies_the_frames_before_returning) {
                    sliding ? "window" : "timepoint", i);
     }
     uint64_t up, down;
-    esrrf_stream_transfers(s, &up, &down);
+    qs_esrrf_stream_transfers(s, &up, &down);
     cr_expect_eq(down, 4 * plane * sizeof(float), "%llu bytes down",
                  (unsigned long long)down);
-    esrrf_stream_close(s);
+    qs_esrrf_stream_close(s);
   }
   free(buf);
-  image_free(&st);
-  engine_close(e);
+  qs_image_free(&st);
+  qs_engine_close(e);
 }
 
 /* Single frames pushed back to back, faster than the device computes
  * them: a push that finds the device busy only stages its frame, and the
  * staged frames go through as one unit when the device is idle, a batch
- * is full, a result is due, or at esrrf_stream_end (opencl.c's live
+ * is full, a result is due, or at qs_esrrf_stream_end (opencl.c's live
  * section). Timepoints of 30 over 64 frames (the short last one staged
  * when the stream ends) and a window of 16 every 8 (units never crossing
  * a block of the device window), each statistic: the batch call's bits
@@ -747,18 +752,18 @@ Test(stream, opencl_push_copies_the_frames_before_returning) {
  * observable through the stream's counters (the frames go up once either
  * way), so this checks the bits and the transfers only. */
 Test(stream, opencl_single_pushes_staged_while_the_device_works) {
-  engine *e = stream_engine();
+  qs_engine *e = stream_engine();
   char cl[QS_NAME_MAX];
   cl_impl_or_skip(e, cl);
-  image st = noisy(64, 24, 20, 31);
+  qs_image st = noisy(64, 24, 20, 31);
   const size_t px = 24 * 20, plane = 72 * 60;
   for (int t = AVG; t <= TAC2; t++)
     for (int sliding = 0; sliding < 2; sliding++) {
-      esrrf_stream *s =
+      qs_esrrf_stream *s =
           stream_open(e, t, sliding, sliding ? 16 : 30, 8, cl, 24, 20);
       static const size_t one[] = {1};
-      image res[8];
-      esrrf_stream_result info[8];
+      qs_image res[8];
+      qs_esrrf_stream_result info[8];
       size_t n = stream_through(s, &st, one, 1, NULL, res, info, 8);
       /* timepoints [0,30) [30,60) [60,64); windows ending at 16, 24, ...,
        * 64 */
@@ -771,15 +776,15 @@ Test(stream, opencl_single_pushes_staged_while_the_device_works) {
                      sliding ? "window" : "timepoint", i);
       }
       uint64_t up, down;
-      esrrf_stream_transfers(s, &up, &down);
+      qs_esrrf_stream_transfers(s, &up, &down);
       cr_expect_eq(down, want * plane * sizeof(float),
                    "temporal %d: %llu bytes down", t,
                    (unsigned long long)down);
       cr_expect_geq(up, 64 * px * sizeof(float));
-      esrrf_stream_close(s);
+      qs_esrrf_stream_close(s);
     }
-  image_free(&st);
-  engine_close(e);
+  qs_image_free(&st);
+  qs_engine_close(e);
 }
 #endif
 
@@ -794,7 +799,7 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static int push_wall(void *ctx, const db_row *r) {
+static int push_wall(void *ctx, const qs_db_row *r) {
   push_walls *p = ctx;
   if (r->status == QS_OK && p->n < 128) p->w[p->n++] = r->wall;
   return 0;
@@ -817,23 +822,23 @@ static int push_wall(void *ctx, const db_row *r) {
  * once 25 times the lowest, and once the 90th percentile 13 times the
  * 10th; quiet, they are within 2.2. */
 Test(stream, opencl_pushes_record_their_frames_work) {
-  engine *e = stream_engine();
+  qs_engine *e = stream_engine();
   char cl[QS_NAME_MAX];
   cl_impl_or_skip(e, cl);
-  image st = noisy(64, 24, 20, 33);
+  qs_image st = noisy(64, 24, 20, 33);
   static const size_t one[] = {1};
-  esrrf_stream *s = stream_open(e, AVG, 0, 30, 0, cl, 24, 20);
-  image res[4];
-  esrrf_stream_result info[4];
+  qs_esrrf_stream *s = stream_open(e, AVG, 0, 30, 0, cl, 24, 20);
+  qs_image res[4];
+  qs_esrrf_stream_result info[4];
   size_t n = stream_through(s, &st, one, 1, NULL, res, info, 4);
   cr_assert_eq(n, 3);
   for (size_t i = 0; i < n; i++)
-    image_free(&res[i]);
-  esrrf_stream_close(s);
+    qs_image_free(&res[i]);
+  qs_esrrf_stream_close(s);
   push_walls p = {.n = 0};
-  db_filter f = {.method = "esrrf", .impl = cl};
-  cr_assert_eq(engine_db_query(e, &f, push_wall, &p), QS_OK, "%s",
-               engine_error(e));
+  qs_db_filter f = {.method = "esrrf", .impl = cl};
+  cr_assert_eq(qs_engine_db_query(e, &f, push_wall, &p), QS_OK, "%s",
+               qs_engine_error(e));
   cr_assert_eq(p.n, 64, "%zu pushes recorded", p.n);
   size_t m = p.n - 1; /* the oldest, the last row, is the first push */
   qsort(p.w, m, sizeof *p.w, cmp_double);
@@ -844,22 +849,22 @@ Test(stream, opencl_pushes_record_their_frames_work) {
           "percentile; all %.3g to %.3g s)\n",
           lo, hi, p.w[0], p.w[m - 1]);
   cr_expect_leq(hi / lo, 30, "recorded walls from %.3g to %.3g s", lo, hi);
-  image_free(&st);
-  engine_close(e);
+  qs_image_free(&st);
+  qs_engine_close(e);
 }
 
 /* The windows of a sliding stream with impl (N every K over st's frames,
  * pushed in uneven groups) against batch calls on their frames: within
  * tol of the peak, or (tol 0) their bits. *down receives the bytes the
  * stream brought down (the last statistic's stream). */
-static void sliding_windows(engine *e, const image *st, const char *impl,
+static void sliding_windows(qs_engine *e, const qs_image *st, const char *impl,
                             size_t N, size_t K, double tol, uint64_t *down) {
   static const size_t groups[] = {1, 4, 2, 3};
   size_t want = (st->frames - N) / K + 1;
   for (int t = AVG; t <= TAC2; t++) {
-    esrrf_stream *s = stream_open(e, t, 1, N, K, impl, 9, 8);
-    image res[16];
-    esrrf_stream_result info[16];
+    qs_esrrf_stream *s = stream_open(e, t, 1, N, K, impl, 9, 8);
+    qs_image res[16];
+    qs_esrrf_stream_result info[16];
     size_t n = stream_all(s, st, groups, 4, res, info, 16);
     cr_assert_eq(n, want, "%zu results", n);
     for (size_t i = 0; i < n; i++) {
@@ -868,8 +873,8 @@ static void sliding_windows(engine *e, const image *st, const char *impl,
       expect_batch(e, st, &res[i], K * i, N, impl, t, tol, "window", i);
     }
     uint64_t up;
-    esrrf_stream_transfers(s, &up, down);
-    esrrf_stream_close(s);
+    qs_esrrf_stream_transfers(s, &up, down);
+    qs_esrrf_stream_close(s);
   }
 }
 
@@ -883,8 +888,8 @@ static void sliding_windows(engine *e, const image *st, const char *impl,
  * them as its batch call does: the batch call's bits. A window of one
  * block (every = window) gives the batch call's bits. */
 Test(stream, sliding_window_equals_batch_of_the_window) {
-  engine *e = stream_engine();
-  image st = noisy(13, 9, 8, 22);
+  qs_engine *e = stream_engine();
+  qs_image st = noisy(13, 9, 8, 22);
   static const size_t groups[] = {1, 4, 2, 3};
   uint64_t down = 1;
   sliding_windows(e, &st, "fused", 6, 2, 1e-6, &down);
@@ -901,23 +906,23 @@ Test(stream, sliding_window_equals_batch_of_the_window) {
                  (unsigned long long)down);
   }
   for (int t = AVG; t <= TAC2; t++) {
-    image res[8];
-    esrrf_stream_result info[8];
-    esrrf_stream *s = stream_open(e, t, 1, 4, 4, "fused", 9, 8);
+    qs_image res[8];
+    qs_esrrf_stream_result info[8];
+    qs_esrrf_stream *s = stream_open(e, t, 1, 4, 4, "fused", 9, 8);
     size_t n = stream_all(s, &st, groups, 4, res, info, 8);
     cr_assert_eq(n, 3);
-    image ref = batch_run(e, &st, 0, 12, "fused", t, 4);
+    qs_image ref = batch_run(e, &st, 0, 12, "fused", t, 4);
     size_t px = ref.rows * ref.cols;
     for (size_t i = 0; i < n; i++) {
       cr_expect_eq(memcmp(res[i].data, ref.data + i * px, px * 4), 0,
                    "temporal %d block %zu", t, i);
-      image_free(&res[i]);
+      qs_image_free(&res[i]);
     }
-    image_free(&ref);
-    esrrf_stream_close(s);
+    qs_image_free(&ref);
+    qs_esrrf_stream_close(s);
   }
-  image_free(&st);
-  engine_close(e);
+  qs_image_free(&st);
+  qs_engine_close(e);
 }
 
 #if QS_HAVE_OPENCL
@@ -936,31 +941,31 @@ static int no_ring(void *ctx, clrt_op op, const char *what) {
  * of the peak of the batch call, which folds on the device), 4·P bytes a
  * frame (13 frames, and the 4 results stay on the host). */
 Test(stream, opencl_sliding_window_without_room_on_the_device) {
-  engine *e = stream_engine();
+  qs_engine *e = stream_engine();
   char cl[QS_NAME_MAX];
   cl_impl_or_skip(e, cl);
   cr_assert_not_null(e->cl);
   clrt_fault(e->cl, no_ring, NULL);
-  image st = noisy(13, 9, 8, 22);
+  qs_image st = noisy(13, 9, 8, 22);
   uint64_t down = 0;
   sliding_windows(e, &st, cl, 6, 2, 1e-5, &down);
   cr_expect_eq(down, 13 * 4 * (9 * 3) * (8 * 3), "%llu bytes down",
                (unsigned long long)down);
   clrt_fault(e->cl, NULL, NULL);
-  image_free(&st);
-  engine_close(e);
+  qs_image_free(&st);
+  qs_engine_close(e);
 }
 #endif
 
-/* A result's image given back (esrrf_stream_give) after the caller
+/* A result's image given back (qs_esrrf_stream_give) after the caller
  * spoiled it with NaN: the next results, written into it, still give the
  * batch call's bits (timepoints of 6) or equal it within 1e-5 of the peak
  * (a window of 10 every 2), fused and, where there is one, OpenCL; an
  * image of another size or over the caller's memory is refused and left
  * to the caller. */
 Test(stream, results_written_into_images_given_back) {
-  engine *e = stream_engine();
-  image st = sim_stack(30, 9, 8, 47);
+  qs_engine *e = stream_engine();
+  qs_image st = sim_stack(30, 9, 8, 47);
   const char *impls[2] = {"fused", NULL};
   char cl[QS_NAME_MAX];
 #if QS_HAVE_OPENCL
@@ -969,60 +974,61 @@ Test(stream, results_written_into_images_given_back) {
   size_t px = 9 * 8, plane = 27 * 24;
   for (int k = 0; k < 2 && impls[k]; k++)
     for (int sliding = 0; sliding < 2; sliding++) {
-      esrrf_stream *s = stream_open(e, VAR, sliding, sliding ? 10 : 6,
-                                    sliding ? 2 : 0, impls[k], 9, 8);
+      qs_esrrf_stream *s = stream_open(e, VAR, sliding, sliding ? 10 : 6,
+                                       sliding ? 2 : 0, impls[k], 9, 8);
       size_t n = 0, given = 0;
       float *last = NULL; /* the image given back */
       /* one allocation of the result's size after each give, kept to the
        * end: a stream that freed what it was given would find its next
        * image elsewhere, not at that freed address again */
-      image hold[16];
+      qs_image hold[16];
       for (size_t f = 0; f < st.frames; f++) {
-        image one = image_wrap(st.data + f * px, 1, 9, 8);
-        cr_assert_eq(esrrf_stream_push(s, &one), QS_OK, "%s",
-                     esrrf_stream_error(s));
+        qs_image one = qs_image_wrap(st.data + f * px, 1, 9, 8);
+        cr_assert_eq(qs_esrrf_stream_push(s, &one), QS_OK, "%s",
+                     qs_esrrf_stream_error(s));
         int got = 1;
         while (got) {
-          image out, copy;
-          esrrf_stream_result info;
-          cr_assert_eq(esrrf_stream_pop(s, &out, &info, &got), QS_OK);
+          qs_image out, copy;
+          qs_esrrf_stream_result info;
+          cr_assert_eq(qs_esrrf_stream_pop(s, &out, &info, &got), QS_OK);
           if (!got) break;
           if (last)
             cr_expect_eq(out.data, last, "%s result %zu: not written into "
                          "the image given back", impls[k], n);
           last = out.data;
-          cr_assert_eq(image_alloc(&copy, 1, 27, 24), QS_OK);
+          cr_assert_eq(qs_image_alloc(&copy, 1, 27, 24), QS_OK);
           memcpy(copy.data, out.data, plane * sizeof(float));
           expect_batch(e, &st, &copy, (size_t)info.first,
                        (size_t)info.frames, impls[k], VAR,
                        sliding ? 1e-5 : 0, "given back", n++);
           for (size_t i = 0; i < plane; i++) out.data[i] = NAN;
-          cr_assert_eq(esrrf_stream_give(s, &out), QS_OK, "%s",
-                       esrrf_stream_error(s));
+          cr_assert_eq(qs_esrrf_stream_give(s, &out), QS_OK, "%s",
+                       qs_esrrf_stream_error(s));
           cr_assert_null(out.data);
           cr_assert_lt(given, 16);
-          cr_assert_eq(image_alloc(&hold[given], 1, 27, 24), QS_OK);
+          cr_assert_eq(qs_image_alloc(&hold[given], 1, 27, 24), QS_OK);
           given++;
         }
       }
       cr_expect_eq(n, sliding ? 11 : 5, "%s: %zu results", impls[k], n);
       cr_expect_eq(given, n);
-      for (size_t i = 0; i < given; i++) image_free(&hold[i]);
+      for (size_t i = 0; i < given; i++)
+        qs_image_free(&hold[i]);
       /* refused, nothing taken */
-      image wrong, wrapped = image_wrap(st.data, 1, 27, 24);
-      cr_assert_eq(image_alloc(&wrong, 1, 24, 27), QS_OK);
-      cr_expect_eq(esrrf_stream_give(s, &wrong), QS_ESHAPE);
-      cr_expect(strstr(esrrf_stream_error(s), "24 x 27"), "%s",
-                esrrf_stream_error(s));
+      qs_image wrong, wrapped = qs_image_wrap(st.data, 1, 27, 24);
+      cr_assert_eq(qs_image_alloc(&wrong, 1, 24, 27), QS_OK);
+      cr_expect_eq(qs_esrrf_stream_give(s, &wrong), QS_ESHAPE);
+      cr_expect(strstr(qs_esrrf_stream_error(s), "24 x 27"), "%s",
+                qs_esrrf_stream_error(s));
       cr_expect_not_null(wrong.data);
-      image_free(&wrong);
-      cr_expect_eq(esrrf_stream_give(s, &wrapped), QS_EINVAL);
+      qs_image_free(&wrong);
+      cr_expect_eq(qs_esrrf_stream_give(s, &wrapped), QS_EINVAL);
       cr_expect_eq(wrapped.data, st.data);
-      cr_expect_eq(esrrf_stream_give(s, NULL), QS_EINVAL);
-      esrrf_stream_close(s);
+      cr_expect_eq(qs_esrrf_stream_give(s, NULL), QS_EINVAL);
+      qs_esrrf_stream_close(s);
     }
-  image_free(&st);
-  engine_close(e);
+  qs_image_free(&st);
+  qs_engine_close(e);
 }
 
 /* Bad input: options refused with a message; a frame of another size, a
@@ -1031,99 +1037,99 @@ Test(stream, results_written_into_images_given_back) {
  * push after the end is refused; a stream closed with results waiting
  * frees them (the leak check would say otherwise). */
 Test(stream, bad_input_is_refused_and_the_stream_goes_on) {
-  engine *e = stream_engine();
-  param p[7];
+  qs_engine *e = stream_engine();
+  qs_param p[7];
   char err[512] = "";
-  esrrf_stream *s;
+  qs_esrrf_stream *s;
   es_params(p, NONE, 1);
-  esrrf_stream_options o = {
+  qs_esrrf_stream_options o = {
       .rows = 9, .cols = 8, .params = p, .n_params = 7, .window = 4};
-  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EPARAM);
+  cr_assert_eq(qs_esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EPARAM);
   cr_assert_null(s);
   cr_assert(strstr(err, "none"), "%s", err);
   es_params(p, TAC2, 1);
   o.window = 1;
-  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EINVAL);
+  cr_assert_eq(qs_esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EINVAL);
   o.window = 6;
   o.sliding = 1;
   o.every = 4;
-  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EINVAL);
+  cr_assert_eq(qs_esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EINVAL);
   cr_assert(strstr(err, "multiple"), "%s", err);
   o.rows = 0;
   o.sliding = 0;
-  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_ESHAPE);
-  param bad[1] = {{"magnifcation", 2, NULL}};
+  cr_assert_eq(qs_esrrf_stream_open(e, &o, &s, err, sizeof err), QS_ESHAPE);
+  qs_param bad[1] = {{"magnifcation", 2, NULL}};
   o.rows = 9;
   o.params = bad;
   o.n_params = 1;
-  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EPARAM);
+  cr_assert_eq(qs_esrrf_stream_open(e, &o, &s, err, sizeof err), QS_EPARAM);
 
-  image st = noisy(8, 9, 8, 23), ref[2];
-  esrrf_stream_result info[2];
+  qs_image st = noisy(8, 9, 8, 23), ref[2];
+  qs_esrrf_stream_result info[2];
   size_t px = 9 * 8;
   s = stream_open(e, VAR, 0, 4, 0, "fused", 9, 8);
-  image wrong;
-  cr_assert_eq(image_alloc(&wrong, 1, 8, 9), QS_OK);
-  cr_assert_eq(esrrf_stream_push(s, &wrong), QS_ESHAPE);
-  cr_assert(strstr(esrrf_stream_error(s), "8 x 9"), "%s",
-            esrrf_stream_error(s));
-  image_free(&wrong);
-  image nan;
-  cr_assert_eq(image_alloc(&nan, 2, 9, 8), QS_OK);
+  qs_image wrong;
+  cr_assert_eq(qs_image_alloc(&wrong, 1, 8, 9), QS_OK);
+  cr_assert_eq(qs_esrrf_stream_push(s, &wrong), QS_ESHAPE);
+  cr_assert(strstr(qs_esrrf_stream_error(s), "8 x 9"), "%s",
+            qs_esrrf_stream_error(s));
+  qs_image_free(&wrong);
+  qs_image nan;
+  cr_assert_eq(qs_image_alloc(&nan, 2, 9, 8), QS_OK);
   nan.data[px + 5] = NAN;
-  cr_assert_eq(esrrf_stream_push(s, &nan), QS_EINVAL);
-  cr_assert(strstr(esrrf_stream_error(s), "frame 1"), "%s",
-            esrrf_stream_error(s));
-  cr_assert_eq(esrrf_stream_frames(s), 0, "nothing consumed");
-  image_free(&nan);
+  cr_assert_eq(qs_esrrf_stream_push(s, &nan), QS_EINVAL);
+  cr_assert(strstr(qs_esrrf_stream_error(s), "frame 1"), "%s",
+            qs_esrrf_stream_error(s));
+  cr_assert_eq(qs_esrrf_stream_frames(s), 0, "nothing consumed");
+  qs_image_free(&nan);
   /* past the scan's first block of 4096 pixels: pixel 4200 is frame 58,
    * row 3, column 0 */
-  cr_assert_eq(image_alloc(&nan, 60, 9, 8), QS_OK);
+  cr_assert_eq(qs_image_alloc(&nan, 60, 9, 8), QS_OK);
   nan.data[4200] = -INFINITY;
-  cr_assert_eq(esrrf_stream_push(s, &nan), QS_EINVAL);
-  cr_assert(strstr(esrrf_stream_error(s), "frame 58 ") &&
-                strstr(esrrf_stream_error(s), "-inf at row 3, column 0"),
-            "%s", esrrf_stream_error(s));
-  cr_assert_eq(esrrf_stream_frames(s), 0, "nothing consumed");
-  image_free(&nan);
+  cr_assert_eq(qs_esrrf_stream_push(s, &nan), QS_EINVAL);
+  cr_assert(strstr(qs_esrrf_stream_error(s), "frame 58 ") &&
+                strstr(qs_esrrf_stream_error(s), "-inf at row 3, column 0"),
+            "%s", qs_esrrf_stream_error(s));
+  cr_assert_eq(qs_esrrf_stream_frames(s), 0, "nothing consumed");
+  qs_image_free(&nan);
   static const size_t all[] = {8};
   cr_assert_eq(stream_all(s, &st, all, 1, ref, info, 2), 2);
-  image want = batch_run(e, &st, 0, 8, "fused", VAR, 4);
+  qs_image want = batch_run(e, &st, 0, 8, "fused", VAR, 4);
   for (int i = 0; i < 2; i++) {
     size_t mp = want.rows * want.cols;
     cr_expect_eq(memcmp(ref[i].data, want.data + i * mp, mp * 4), 0,
                  "timepoint %d", i);
-    image_free(&ref[i]);
+    qs_image_free(&ref[i]);
   }
-  image_free(&want);
-  cr_assert_eq(esrrf_stream_push(s, &st), QS_EINVAL, "after the end");
-  esrrf_stream_close(s);
+  qs_image_free(&want);
+  cr_assert_eq(qs_esrrf_stream_push(s, &st), QS_EINVAL, "after the end");
+  qs_esrrf_stream_close(s);
 
   /* max_pending 1: a push completing two timepoints is refused */
   es_params(p, AVG, 1);
-  o = (esrrf_stream_options){.rows = 9,
-                             .cols = 8,
-                             .params = p,
-                             .n_params = 7,
-                             .window = 2,
-                             .max_pending = 1,
-                             .impl = "fused"};
-  cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_OK, "%s",
+  o = (qs_esrrf_stream_options){.rows = 9,
+                                .cols = 8,
+                                .params = p,
+                                .n_params = 7,
+                                .window = 2,
+                                .max_pending = 1,
+                                .impl = "fused"};
+  cr_assert_eq(qs_esrrf_stream_open(e, &o, &s, err, sizeof err), QS_OK, "%s",
                err);
-  image four = image_wrap(st.data, 4, 9, 8),
-        two = image_wrap(st.data, 2, 9, 8);
-  cr_assert_eq(esrrf_stream_push(s, &four), QS_EOVERFLOW);
-  cr_assert_eq(esrrf_stream_frames(s), 0);
-  cr_assert_eq(esrrf_stream_push(s, &two), QS_OK);
-  cr_assert_eq(esrrf_stream_push(s, &two), QS_EOVERFLOW, "one is waiting");
-  image one = image_wrap(st.data, 1, 9, 8);
-  cr_assert_eq(esrrf_stream_push(s, &one), QS_OK, "completes nothing");
-  cr_assert_eq(esrrf_stream_end(s), QS_OK);
-  cr_assert_eq(esrrf_stream_end(s), QS_OK, "twice is harmless");
-  esrrf_stream_close(s); /* two results never taken */
-  esrrf_stream_close(NULL);
-  image_free(&st);
-  engine_close(e);
+  qs_image four = qs_image_wrap(st.data, 4, 9, 8),
+           two = qs_image_wrap(st.data, 2, 9, 8);
+  cr_assert_eq(qs_esrrf_stream_push(s, &four), QS_EOVERFLOW);
+  cr_assert_eq(qs_esrrf_stream_frames(s), 0);
+  cr_assert_eq(qs_esrrf_stream_push(s, &two), QS_OK);
+  cr_assert_eq(qs_esrrf_stream_push(s, &two), QS_EOVERFLOW, "one is waiting");
+  qs_image one = qs_image_wrap(st.data, 1, 9, 8);
+  cr_assert_eq(qs_esrrf_stream_push(s, &one), QS_OK, "completes nothing");
+  cr_assert_eq(qs_esrrf_stream_end(s), QS_OK);
+  cr_assert_eq(qs_esrrf_stream_end(s), QS_OK, "twice is harmless");
+  qs_esrrf_stream_close(s); /* two results never taken */
+  qs_esrrf_stream_close(NULL);
+  qs_image_free(&st);
+  qs_engine_close(e);
 }
 
 /* The ranges a plan's loop body saw (plan_for). */
@@ -1149,7 +1155,7 @@ static int see_range(void *ctx, size_t b, size_t e, int worker) {
 }
 
 /* [0, 100) through plan_for; the ranges sorted by their start. */
-static void plan_loop(plan *p, seen_ranges *s) {
+static void plan_loop(qs_plan *p, seen_ranges *s) {
   s->n = 0;
   s->self = pthread_self();
   cr_assert_eq(plan_for(p, 0, 100, see_range, s), QS_OK);
@@ -1166,12 +1172,13 @@ static void plan_loop(plan *p, seen_ranges *s) {
 }
 
 /* A run of plan p (roberts_cross) with impl on in. */
-static void plan_call(engine *e, plan *p, image *in, const char *impl) {
-  image out[2];
-  cr_assert_eq(plan_run_arg(p, in, 1, NULL, impl, out, 2, NULL), QS_OK,
-               "%s", engine_error(e));
-  image_free(&out[0]);
-  image_free(&out[1]);
+static void plan_call(qs_engine *e, qs_plan *p, qs_image *in,
+                      const char *impl) {
+  qs_image out[2];
+  cr_assert_eq(plan_run_arg(p, in, 1, NULL, impl, out, 2, NULL), QS_OK, "%s",
+               qs_engine_error(e));
+  qs_image_free(&out[0]);
+  qs_image_free(&out[1]);
 }
 
 /* The stream's own loops between its calls (window update, correction)
@@ -1180,16 +1187,16 @@ static void plan_call(engine *e, plan *p, image *in, const char *impl) {
  * threaded one with its schedule; before any call on the pool, static.
  * A one-shot call between the plan's runs changes nothing. */
 Test(stream, plan_loops_follow_the_implementation) {
-  engine *e = stream_engine();
+  qs_engine *e = stream_engine();
   seen_ranges s = {.n = 0};
   pthread_mutex_init(&s.mu, NULL);
-  image in, other;
-  cr_assert_eq(image_alloc(&in, 2, 16, 16), QS_OK);
-  cr_assert_eq(image_alloc(&other, 2, 16, 16), QS_OK);
-  plan *cs;
-  run_request pr = {.inputs = &in, .n_inputs = 1};
-  cr_assert_eq(method_open(e, "roberts_cross", &pr, &cs), QS_OK, "%s",
-               engine_error(e));
+  qs_image in, other;
+  cr_assert_eq(qs_image_alloc(&in, 2, 16, 16), QS_OK);
+  cr_assert_eq(qs_image_alloc(&other, 2, 16, 16), QS_OK);
+  qs_plan *cs;
+  qs_run_request pr = {.inputs = &in, .n_inputs = 1};
+  cr_assert_eq(qs_method_open(e, "roberts_cross", &pr, &cs), QS_OK, "%s",
+               qs_engine_error(e));
   plan_loop(cs, &s);
   cr_expect_eq(s.n, 2, "before any call: the pool's two threads, static");
   plan_call(e, cs, &in, "serial");
@@ -1202,18 +1209,18 @@ Test(stream, plan_loops_follow_the_implementation) {
   cr_expect_eq(s.n, 7, "after threaded_dynamic: its chunks of 16 (%zu)",
                s.n);
   plan_call(e, cs, &in, "serial");
-  run_request rq = {.inputs = &other, .n_inputs = 1, .impl = "threaded"};
-  image out[2];
-  cr_assert_eq(method_run(e, "roberts_cross", &rq, out, 2, NULL), QS_OK);
-  image_free(&out[0]);
-  image_free(&out[1]);
+  qs_run_request rq = {.inputs = &other, .n_inputs = 1, .impl = "threaded"};
+  qs_image out[2];
+  cr_assert_eq(qs_method_run(e, "roberts_cross", &rq, out, 2, NULL), QS_OK);
+  qs_image_free(&out[0]);
+  qs_image_free(&out[1]);
   plan_loop(cs, &s);
   cr_expect_eq(s.n, 1, "a one-shot call is not the plan's");
-  plan_close(cs);
+  qs_plan_close(cs);
   pthread_mutex_destroy(&s.mu);
-  image_free(&in);
-  image_free(&other);
-  engine_close(e);
+  qs_image_free(&in);
+  qs_image_free(&other);
+  qs_engine_close(e);
 }
 
 /* ------------------------------------------------------------ the CLI */
@@ -1240,9 +1247,9 @@ static void dir_remove(const char *dir) {
 
 /* fused's batch call on st with timepoints of 4 (the harness: the bits of
  * the CLI's engine, whose CPU implementations do not depend on threads). */
-static image fused_batch(const image *st, int temporal) {
-  param p[7];
-  image out[1];
+static qs_image fused_batch(const qs_image *st, int temporal) {
+  qs_param p[7];
+  qs_image out[1];
   char err[512] = "";
   es_params(p, temporal, 1);
   p[4].value = 4;
@@ -1252,15 +1259,15 @@ static image fused_batch(const image *st, int temporal) {
   return out[0];
 }
 
-static void same_bits(const char *path, const image *want) {
-  image got;
+static void same_bits(const char *path, const qs_image *want) {
+  qs_image got;
   char err[512];
   cr_assert_eq(tiff_read(path, &got, err, sizeof err), QS_OK, "%s", err);
   cr_assert_eq(got.frames, want->frames);
   cr_assert_eq(got.rows, want->rows);
   size_t n = got.frames * got.rows * got.cols;
   cr_expect_eq(memcmp(got.data, want->data, n * 4), 0, "%s differs", path);
-  image_free(&got);
+  qs_image_free(&got);
 }
 
 /* A TIFF that grows while the stream polls it (rewritten whole, 5 then
@@ -1270,7 +1277,7 @@ Test(stream_cli, tiff_still_being_written) {
   temp_dir(dir, sizeof dir);
   snprintf(in, sizeof in, "%s/in.tif", dir);
   snprintf(out, sizeof out, "%s/out.tif", dir);
-  image st = noisy(11, 9, 8, 31), first = image_wrap(st.data, 5, 9, 8);
+  qs_image st = noisy(11, 9, 8, 31), first = qs_image_wrap(st.data, 5, 9, 8);
   cr_assert_eq(tiff_write(in, &first, err, sizeof err), QS_OK, "%s", err);
   snprintf(cmd, sizeof cmd,
            "%s --db :memory: stream %s -o %s --window 4 --temporal var "
@@ -1282,7 +1289,7 @@ Test(stream_cli, tiff_still_being_written) {
   nanosleep(&half, NULL);
   cr_assert_eq(tiff_write(in, &st, err, sizeof err), QS_OK, "%s", err);
   cr_assert_eq(pclose(p), 0, "%s", cmd);
-  image want = fused_batch(&st, VAR);
+  qs_image want = fused_batch(&st, VAR);
   same_bits(out, &want);
   /* the input as the output: a usage error, the input untouched */
   snprintf(cmd, sizeof cmd,
@@ -1291,12 +1298,12 @@ Test(stream_cli, tiff_still_being_written) {
            QS_CLI, in, in);
   int rc = system(cmd);
   cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "-o the input: usage");
-  image again;
+  qs_image again;
   cr_assert_eq(tiff_read(in, &again, err, sizeof err), QS_OK, "%s", err);
   cr_assert_eq(memcmp(again.data, st.data, 11 * 9 * 8 * 4), 0);
-  image_free(&again);
-  image_free(&want);
-  image_free(&st);
+  qs_image_free(&again);
+  qs_image_free(&want);
+  qs_image_free(&st);
   dir_remove(dir);
 }
 
@@ -1308,7 +1315,7 @@ Test(stream_cli, raw_frames_on_stdin) {
   temp_dir(dir, sizeof dir);
   snprintf(out, sizeof out, "%s/out.tif", dir);
   snprintf(one, sizeof one, "%s/esrrf_000002.tif", dir);
-  image st = noisy(10, 9, 8, 32);
+  qs_image st = noisy(10, 9, 8, 32);
   snprintf(cmd, sizeof cmd,
            "%s --db :memory: esrrf --stream - --size 9x8 --dtype float32 "
            "-o %s --out-dir %s --window 4 --temporal tac2 --magnification 3 "
@@ -1319,10 +1326,10 @@ Test(stream_cli, raw_frames_on_stdin) {
   cr_assert_eq(fwrite(st.data, 4, 10 * 9 * 8, p), 10 * 9 * 8);
   cr_assert_eq(fwrite("abc", 1, 3, p), 3);
   cr_assert_eq(pclose(p), 0, "%s", cmd);
-  image want = fused_batch(&st, TAC2);
+  qs_image want = fused_batch(&st, TAC2);
   same_bits(out, &want);
-  image last = image_wrap(want.data + 2 * want.rows * want.cols, 1, want.rows,
-                          want.cols);
+  qs_image last = qs_image_wrap(want.data + 2 * want.rows * want.cols, 1,
+                                want.rows, want.cols);
   same_bits(one, &last);
   snprintf(cmd, sizeof cmd,
            "%s --db :memory: stream - --size 9x8 --dtype float32 -q "
@@ -1330,8 +1337,8 @@ Test(stream_cli, raw_frames_on_stdin) {
            QS_CLI);
   int rc = system(cmd);
   cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "no output: usage");
-  image_free(&want);
-  image_free(&st);
+  qs_image_free(&want);
+  qs_image_free(&st);
   dir_remove(dir);
 }
 #endif
@@ -1344,25 +1351,25 @@ Test(stream_cli, raw_frames_on_stdin) {
  * batch call on exactly the window's frames, and only the 16 images come
  * down. */
 Test(stream, opencl_sliding_window_by_two_stacks_equals_batch_of_the_window) {
-  engine *e = stream_engine();
+  qs_engine *e = stream_engine();
   char cl[QS_NAME_MAX];
   if (!cl_impl_name(e, cl)) {
-    engine_close(e);
+    qs_engine_close(e);
     cr_skip_test("no available OpenCL implementation of esrrf");
   }
-  image st = sim_stack(160, 9, 8, 41);
+  qs_image st = sim_stack(160, 9, 8, 41);
   uint64_t down = 0;
   sliding_windows(e, &st, cl, 40, 8, 1e-5, &down);
   cr_expect_eq(down, 16 * 4 * (9 * 3) * (8 * 3),
                "%llu bytes down: 16 windows of 27 x 24 floats expected",
                (unsigned long long)down);
-  image_free(&st);
-  engine_close(e);
+  qs_image_free(&st);
+  qs_engine_close(e);
 }
 
 #if QS_HAVE_OPENCL
 /* Every kept device buffer filled with 0xff bytes (NaN floats). */
-static void poison_kept(engine *e) {
+static void poison_kept(qs_engine *e) {
   for (size_t i = 0; i < clrt_count(e->cl); i++)
     cr_assert_eq(cldev_kept_fill(clrt_device(e->cl, i), 0xff, NULL), QS_OK);
 }
@@ -1376,15 +1383,15 @@ static void poison_kept(engine *e) {
  * blocks taken from the first, still equals the batch call on each
  * window. Nothing counts on what a buffer held. */
 Test(stream, opencl_calls_and_streams_reuse_the_device_buffers) {
-  engine *e = stream_engine();
+  qs_engine *e = stream_engine();
   char cl[QS_NAME_MAX];
   cl_impl_or_skip(e, cl);
-  image st = sim_stack(40, 9, 8, 43);
+  qs_image st = sim_stack(40, 9, 8, 43);
   for (int t = AVG; t <= TAC2; t++) {
-    image a = batch_run(e, &st, 0, 40, cl, t, 20);
+    qs_image a = batch_run(e, &st, 0, 40, cl, t, 20);
     poison_kept(e);
     clrt_counters c0 = clrt_stats(e->cl);
-    image b = batch_run(e, &st, 0, 40, cl, t, 20);
+    qs_image b = batch_run(e, &st, 0, 40, cl, t, 20);
     clrt_counters c1 = clrt_stats(e->cl);
     cr_expect_geq(c1.buffers_reused - c0.buffers_reused, 7, "%lu reused",
                   c1.buffers_reused - c0.buffers_reused);
@@ -1392,8 +1399,8 @@ Test(stream, opencl_calls_and_streams_reuse_the_device_buffers) {
     size_t n = a.frames * a.rows * a.cols;
     cr_expect_eq(memcmp(a.data, b.data, n * sizeof(float)), 0,
                  "temporal %d: other bits over reused buffers", t);
-    image_free(&a);
-    image_free(&b);
+    qs_image_free(&a);
+    qs_image_free(&b);
   }
   uint64_t down = 0;
   sliding_windows(e, &st, cl, 20, 4, 1e-5, &down);
@@ -1404,7 +1411,7 @@ Test(stream, opencl_calls_and_streams_reuse_the_device_buffers) {
   /* per statistic at least the chain's, the slots' and the window's */
   cr_expect_geq(c1.buffers_reused - c0.buffers_reused, 3 * 7, "%lu reused",
                 c1.buffers_reused - c0.buffers_reused);
-  image_free(&st);
-  engine_close(e);
+  qs_image_free(&st);
+  qs_engine_close(e);
 }
 #endif

@@ -18,30 +18,32 @@ static const double radii[] = {1.0, 1.5};
 static const double sens[] = {1.0, 2.5, 4.0};
 
 /* eSRRF (AVG, no correction) of frames [first, F) by `step` with impl. */
-static image esrrf_of(engine *e, const image *st, size_t first, size_t step,
-                      double r, double s, const char *impl) {
+static qs_image esrrf_of(qs_engine *e, const qs_image *st, size_t first,
+                         size_t step, double r, double s, const char *impl) {
   size_t px = st->rows * st->cols, n = (st->frames - first + step - 1) / step;
-  image sub;
-  cr_assert_eq(image_alloc(&sub, n, st->rows, st->cols), QS_OK);
+  qs_image sub;
+  cr_assert_eq(qs_image_alloc(&sub, n, st->rows, st->cols), QS_OK);
   for (size_t k = 0; k < n; k++)
     memcpy(sub.data + k * px, st->data + (first + k * step) * px,
            px * sizeof(float));
-  param p[] = {{"magnification", 3, NULL},    {"radius", r, NULL},
-               {"sensitivity", s, NULL},      {"temporal", 0, "avg"},
-               {"macro_pixel_correction", 0, NULL}};
-  image out;
+  qs_param p[] = {{"magnification", 3, NULL},
+                  {"radius", r, NULL},
+                  {"sensitivity", s, NULL},
+                  {"temporal", 0, "avg"},
+                  {"macro_pixel_correction", 0, NULL}};
+  qs_image out;
   mc_run(e, "esrrf", impl, &sub, 1, p, 5, &out, 1);
-  image_free(&sub);
+  qs_image_free(&sub);
   return out;
 }
 
 static void check_against_separate_calls(const char *impl, long memory_mb) {
   metric_case c;
   mc_load("sq_real_m5", &c); /* reference: the real crop, 20 x 16 x 16 */
-  image big; /* with 1 MiB, 2 x 2 tiles of it: one radius per pass */
-  const image *st = &c.in[0];
+  qs_image big; /* with 1 MiB, 2 x 2 tiles of it: one radius per pass */
+  const qs_image *st = &c.in[0];
   if (memory_mb == 1) {
-    cr_assert_eq(image_alloc(&big, 20, 32, 32), QS_OK);
+    cr_assert_eq(qs_image_alloc(&big, 20, 32, 32), QS_OK);
     for (size_t f = 0; f < 20; f++)
       for (size_t y = 0; y < 32; y++)
         for (size_t x = 0; x < 32; x++)
@@ -49,56 +51,60 @@ static void check_against_separate_calls(const char *impl, long memory_mb) {
               st->data[(f * 16 + y % 16) * 16 + x % 16] + (float)(x / 16);
     st = &big;
   }
-  engine *e = mc_engine();
-  esrrf_sweep_options o = {.radii = radii, .n_radii = 2,
-                           .sensitivities = sens, .n_sensitivities = 3,
-                           .magnification = 3, .keep_images = 1,
-                           .impl = impl, .memory_mb = memory_mb};
-  esrrf_sweep_result res;
+  qs_engine *e = mc_engine();
+  qs_esrrf_sweep_options o = {.radii = radii,
+                              .n_radii = 2,
+                              .sensitivities = sens,
+                              .n_sensitivities = 3,
+                              .magnification = 3,
+                              .keep_images = 1,
+                              .impl = impl,
+                              .memory_mb = memory_mb};
+  qs_esrrf_sweep_result res;
   char err[256];
-  int rc = esrrf_sweep(e, st, &o, &res, err, sizeof err);
-  cr_assert_eq(rc, QS_OK, "%s: %s", status_name(rc), err);
+  int rc = qs_esrrf_sweep(e, st, &o, &res, err, sizeof err);
+  cr_assert_eq(rc, QS_OK, "%s: %s", qs_status_name(rc), err);
   cr_assert_eq(res.n_points, 6);
   if (memory_mb == 1) cr_expect_eq(res.passes, 2, "one radius per pass");
   for (size_t si = 0; si < 3; si++)
     for (size_t r = 0; r < 2; r++) {
-      const esrrf_sweep_point *pt = &res.points[si * 2 + r];
+      const qs_esrrf_sweep_point *pt = &res.points[si * 2 + r];
       cr_assert_eq(pt->radius, radii[r]);
       cr_assert_eq(pt->sensitivity, sens[si]);
-      image ref = esrrf_of(e, st, 0, 1, radii[r], sens[si], impl);
+      qs_image ref = esrrf_of(e, st, 0, 1, radii[r], sens[si], impl);
       size_t n = ref.rows * ref.cols;
       cr_assert_eq(pt->recon.rows * pt->recon.cols, n);
       cr_expect_eq(memcmp(pt->recon.data, ref.data, n * sizeof(float)), 0,
                    "%s r %g s %g: the sweep's reconstruction differs from "
                    "eSRRF's", impl, radii[r], sens[si]);
       /* its metrics are squirrel's and frc's on those outputs */
-      image in[2] = {*st, ref}, m[2];
-      param nomap = {"error_map", 0, NULL};
+      qs_image in[2] = {*st, ref}, m[2];
+      qs_param nomap = {"error_map", 0, NULL};
       mc_run(e, "squirrel", impl, in, 2, &nomap, 1, m, 2);
       cr_expect_eq(pt->rsp, m[1].data[1], "RSP %.9g vs %.9g", pt->rsp,
                    m[1].data[1]);
       cr_expect_eq(pt->rse, m[1].data[0], "RSE %.9g vs %.9g", pt->rse,
                    m[1].data[0]);
-      image_free(&m[0]);
-      image_free(&m[1]);
-      image odd = esrrf_of(e, st, 1, 2, radii[r], sens[si], impl);
-      image even = esrrf_of(e, st, 0, 2, radii[r], sens[si], impl);
-      image h[2] = {odd, even};
+      qs_image_free(&m[0]);
+      qs_image_free(&m[1]);
+      qs_image odd = esrrf_of(e, st, 1, 2, radii[r], sens[si], impl);
+      qs_image even = esrrf_of(e, st, 0, 2, radii[r], sens[si], impl);
+      qs_image h[2] = {odd, even};
       mc_run(e, "frc", impl, h, 2, NULL, 0, m, 2);
       cr_expect_eq(pt->frc, m[1].data[0], "FRC %.9g vs %.9g", pt->frc,
                    m[1].data[0]);
-      image_free(&m[0]);
-      image_free(&m[1]);
-      image_free(&odd);
-      image_free(&even);
-      image_free(&ref);
+      qs_image_free(&m[0]);
+      qs_image_free(&m[1]);
+      qs_image_free(&odd);
+      qs_image_free(&even);
+      qs_image_free(&ref);
       cr_expect(pt->rsp > 0 && pt->rsp <= 1, "RSP %g", pt->rsp);
       cr_expect(isfinite(pt->qnr), "QnR %g", pt->qnr);
     }
-  esrrf_sweep_free(&res);
+  qs_esrrf_sweep_free(&res);
   cr_expect_null(res.points);
-  engine_close(e);
-  if (memory_mb == 1) image_free(&big);
+  qs_engine_close(e);
+  if (memory_mb == 1) qs_image_free(&big);
   mc_free(&c);
 }
 
@@ -114,7 +120,7 @@ Test(sweep, radius_groups_change_nothing) {
 
 Test(sweep, qnr_is_nanopyx_formula) {
   double rsp[] = {0.5, 0.9, 0.7, 0.0}, frc[] = {2, 4, 3, 0}, q[4];
-  esrrf_sweep_qnr(rsp, frc, 4, q);
+  qs_esrrf_sweep_qnr(rsp, frc, 4, q);
   /* logistic over [0, 4], decreasing (a finer resolution scores higher):
    * 0 -> 0.925, 4 -> 0.075 (NanoPyx's M2, M1) */
   double a1 = log(0.925 / 0.075), a2 = log(0.075 / 0.925);
@@ -129,28 +135,30 @@ Test(sweep, qnr_is_nanopyx_formula) {
   cr_expect_float_eq(1 / (exp(-k * (0 - x0)) + 1), 0.925, 1e-9);
 }
 
-static void refused(const esrrf_sweep_options *o, const image *st, int want,
-                    const char *field) {
-  engine *e = mc_engine();
-  esrrf_sweep_result res;
+static void refused(const qs_esrrf_sweep_options *o, const qs_image *st,
+                    int want, const char *field) {
+  qs_engine *e = mc_engine();
+  qs_esrrf_sweep_result res;
   memset(&res, 0xab, sizeof res);
-  esrrf_sweep_result untouched = res;
+  qs_esrrf_sweep_result untouched = res;
   char err[256];
-  int rc = esrrf_sweep(e, st, o, &res, err, sizeof err);
-  cr_expect_eq(rc, want, "%s: got %s (%s)", field, status_name(rc), err);
+  int rc = qs_esrrf_sweep(e, st, o, &res, err, sizeof err);
+  cr_expect_eq(rc, want, "%s: got %s (%s)", field, qs_status_name(rc), err);
   cr_expect(strstr(err, field) == err, "message '%s' names '%s' first", err,
             field);
   cr_expect_eq(memcmp(&res, &untouched, sizeof res), 0, "result written");
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 Test(sweep, bad_input_names_the_parameter) {
-  image st;
-  cr_assert_eq(image_alloc(&st, 4, 12, 12), QS_OK);
+  qs_image st;
+  cr_assert_eq(qs_image_alloc(&st, 4, 12, 12), QS_OK);
   for (size_t i = 0; i < 4 * 144; i++) st.data[i] = (float)(i % 13);
   double neg[] = {1, -0.5}, nan_s[] = {NAN};
-  esrrf_sweep_options o = {.radii = radii, .n_radii = 0,
-                           .sensitivities = sens, .n_sensitivities = 1};
+  qs_esrrf_sweep_options o = {.radii = radii,
+                              .n_radii = 0,
+                              .sensitivities = sens,
+                              .n_sensitivities = 1};
   refused(&o, &st, QS_EPARAM, "radius");
   o.n_radii = 2;
   o.radii = neg;
@@ -175,7 +183,7 @@ Test(sweep, bad_input_names_the_parameter) {
   st.frames = 4;
   st.data[17] = NAN;
   refused(&o, &st, QS_EINVAL, "stack");
-  image_free(&st);
+  qs_image_free(&st);
 }
 
 /* Records its calls and cancels at the first: seen[0] calls, seen[1] the
@@ -191,15 +199,18 @@ static int cancel_at_first(void *ctx, uint64_t done, uint64_t total) {
 Test(sweep, progress_can_cancel) {
   metric_case c;
   mc_load("sq_real_m5", &c);
-  engine *e = mc_engine();
+  qs_engine *e = mc_engine();
   uint64_t seen[3] = {0};
-  esrrf_sweep_options o = {.radii = radii, .n_radii = 1,
-                           .sensitivities = sens, .n_sensitivities = 1,
-                           .magnification = 2, .progress = cancel_at_first,
-                           .progress_ctx = seen};
-  esrrf_sweep_result res = {0};
+  qs_esrrf_sweep_options o = {.radii = radii,
+                              .n_radii = 1,
+                              .sensitivities = sens,
+                              .n_sensitivities = 1,
+                              .magnification = 2,
+                              .progress = cancel_at_first,
+                              .progress_ctx = seen};
+  qs_esrrf_sweep_result res = {0};
   char err[256];
-  cr_expect_eq(esrrf_sweep(e, &c.in[0], &o, &res, err, sizeof err),
+  cr_expect_eq(qs_esrrf_sweep(e, &c.in[0], &o, &res, err, sizeof err),
                QS_ECANCELLED);
   cr_expect(strstr(err, "cancelled") != NULL, "%s", err);
   /* the steps of the first batch (16 frames) may end after the first
@@ -210,6 +221,6 @@ Test(sweep, progress_can_cancel) {
   cr_expect_lt(seen[1], 20, "stopped after %llu frames",
                (unsigned long long)seen[1]);
   cr_expect_null(res.points);
-  engine_close(e);
+  qs_engine_close(e);
   mc_free(&c);
 }

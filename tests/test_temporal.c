@@ -108,7 +108,7 @@ static float def_result(int kind, const double *m, double n) {
 static const size_t CUTS[] = {0, 0, 1, 6, 6, 19, 30, PX};
 #define N_CUTS (sizeof CUTS / sizeof *CUTS)
 
-static void add_in_pieces(esrrf_partial *p, const float *x, uint64_t n) {
+static void add_in_pieces(qs_esrrf_partial *p, const float *x, uint64_t n) {
   for (size_t c = 0; c + 1 < N_CUTS; c++)
     temporal_add(p, x, n, CUTS[c], CUTS[c + 1]);
 }
@@ -122,9 +122,9 @@ static void expect_same_bits(const void *got, const void *want, size_t bytes,
 Test(temporal, fold_and_result_equal_the_definition_bit_for_bit) {
   for (int kind = TEMPORAL_AVG; kind < TEMPORAL_NONE; kind++) {
     rng_state = 0x9e3779b97f4a7c15u + (uint64_t)kind;
-    size_t k = esrrf_partial_slots(kind);
-    esrrf_partial p;
-    cr_assert_eq(esrrf_partial_init(&p, kind, 1, PX), QS_OK);
+    size_t k = qs_esrrf_partial_slots(kind);
+    qs_esrrf_partial p;
+    cr_assert_eq(qs_esrrf_partial_init(&p, kind, 1, PX), QS_OK);
     double ref[PX * 4];
     float x[PX], out[PX], want[PX];
     for (uint64_t n = 0; n < FRAMES; n++) {
@@ -142,7 +142,7 @@ Test(temporal, fold_and_result_equal_the_definition_bit_for_bit) {
         want[i] = def_result(kind, ref + i * k, (double)(n + 1));
       expect_same_bits(out, want, sizeof out, "result", kind, (size_t)n);
     }
-    esrrf_partial_free(&p);
+    qs_esrrf_partial_free(&p);
   }
 }
 
@@ -150,15 +150,15 @@ Test(temporal, merge_equals_the_definition_bit_for_bit) {
   for (int kind = TEMPORAL_AVG; kind < TEMPORAL_NONE; kind++)
     for (uint64_t split = 2; split < FRAMES - 1; split += 3) {
       rng_state = 0x2545f4914f6cdd1du + split + (uint64_t)kind;
-      size_t k = esrrf_partial_slots(kind);
-      esrrf_partial a, b;
-      cr_assert_eq(esrrf_partial_init(&a, kind, 1, PX), QS_OK);
-      cr_assert_eq(esrrf_partial_init(&b, kind, 1, PX), QS_OK);
+      size_t k = qs_esrrf_partial_slots(kind);
+      qs_esrrf_partial a, b;
+      cr_assert_eq(qs_esrrf_partial_init(&a, kind, 1, PX), QS_OK);
+      cr_assert_eq(qs_esrrf_partial_init(&b, kind, 1, PX), QS_OK);
       float x[PX];
       for (uint64_t f = 0; f < FRAMES; f++) {
         fill(x, PX);
-        esrrf_partial *to = f < split ? &a : &b;
-        cr_assert_eq(esrrf_partial_add(to, x, 1), QS_OK);
+        qs_esrrf_partial *to = f < split ? &a : &b;
+        cr_assert_eq(qs_esrrf_partial_add(to, x, 1), QS_OK);
       }
       double ref[PX * 4];
       memcpy(ref, a.data, PX * k * sizeof(double));
@@ -169,24 +169,24 @@ Test(temporal, merge_equals_the_definition_bit_for_bit) {
         temporal_merge(&a, &b, CUTS[c], CUTS[c + 1]);
       expect_same_bits(a.data, ref, PX * k * sizeof(double), "merge", kind,
                        (size_t)split);
-      esrrf_partial_free(&a);
-      esrrf_partial_free(&b);
+      qs_esrrf_partial_free(&a);
+      qs_esrrf_partial_free(&b);
     }
 }
 
 Test(temporal, a_partial_is_not_merged_into_itself) {
-  esrrf_partial p;
+  qs_esrrf_partial p;
   float x[PX];
   rng_state = 7;
   fill(x, PX);
-  cr_assert_eq(esrrf_partial_init(&p, TEMPORAL_VAR, 1, PX), QS_OK);
-  cr_assert_eq(esrrf_partial_add(&p, x, 1), QS_OK);
+  cr_assert_eq(qs_esrrf_partial_init(&p, TEMPORAL_VAR, 1, PX), QS_OK);
+  cr_assert_eq(qs_esrrf_partial_add(&p, x, 1), QS_OK);
   double before[2 * PX];
   memcpy(before, p.data, sizeof before);
-  cr_expect_eq(esrrf_partial_merge(&p, &p), QS_EINVAL);
+  cr_expect_eq(qs_esrrf_partial_merge(&p, &p), QS_EINVAL);
   cr_expect_eq(p.n, 1);
   cr_expect(memcmp(before, p.data, sizeof before) == 0);
-  esrrf_partial_free(&p);
+  qs_esrrf_partial_free(&p);
 }
 
 /* ------------------------------------------- macro-pixel correction */
@@ -210,14 +210,14 @@ static void def_mpc(float *map, size_t rows_m, size_t cols_m, size_t m) {
     }
 }
 
-typedef int (*pool_for)(const method_call *c, size_t b, size_t e,
-                        range_fn body, void *ctx);
+typedef int (*pool_for)(const qs_method_call *c, size_t b, size_t e,
+                        qs_range_fn body, void *ctx);
 
 /* Pools that run a loop's items in a different split and order than the
  * serial loop: one item at a time from the last, or two uneven halves with
  * the second first. */
-static int for_reversed(const method_call *c, size_t b, size_t e,
-                        range_fn body, void *ctx) {
+static int for_reversed(const qs_method_call *c, size_t b, size_t e,
+                        qs_range_fn body, void *ctx) {
   (void)c;
   for (size_t i = e; i > b; i--) {
     int rc = body(ctx, i - 1, i, (int)(i % 2));
@@ -226,8 +226,8 @@ static int for_reversed(const method_call *c, size_t b, size_t e,
   return 0;
 }
 
-static int for_halves(const method_call *c, size_t b, size_t e,
-                      range_fn body, void *ctx) {
+static int for_halves(const qs_method_call *c, size_t b, size_t e,
+                      qs_range_fn body, void *ctx) {
   (void)c;
   size_t mid = b + (e - b) / 3;
   int rc = body(ctx, mid, e, 1);
@@ -268,7 +268,7 @@ Test(temporal, mpc_equals_the_definition_serial_and_on_any_split) {
                 "mpc M %zu, %zu x %zu: serial differs from the definition",
                 m, rows_m, cols_m);
       for (size_t k = 0; k < 2; k++) {
-        method_call c = {.threads = 2, .parallel_for = pools[k]};
+        qs_method_call c = {.threads = 2, .parallel_for = pools[k]};
         memcpy(got, in, px * sizeof *in);
         cr_assert_eq(temporal_mpc_on(&c, got, rows_m, cols_m, (int)m), 0);
         cr_assert(memcmp(got, want, px * sizeof *in) == 0,
@@ -281,7 +281,7 @@ Test(temporal, mpc_equals_the_definition_serial_and_on_any_split) {
       float *src = malloc(px * sizeof *in);
       cr_assert(src);
       for (size_t k = 0; k < 3; k++) {
-        method_call c = {.threads = 2, .parallel_for = pools[k % 2]};
+        qs_method_call c = {.threads = 2, .parallel_for = pools[k % 2]};
         memcpy(src, in, px * sizeof *in);
         memset(got, 0xff, px * sizeof *in); /* NaN: a pixel left unwritten */
         cr_assert_eq(temporal_mpc_from(k < 2 ? &c : NULL, src, got, rows_m,
@@ -319,33 +319,35 @@ static const size_t WCUTS[] = {0, 0, 1, 3, 1000, 1027, 2048, 2049, WPX};
 
 /* n partials of `kind` over WPX pixels, part j holding 1 + (j·5 + seed) %
  * 3 frames (uneven runs), the frames filled from the test's generator. */
-static void make_parts(int kind, esrrf_partial *p, size_t n, uint64_t seed) {
+static void make_parts(int kind, qs_esrrf_partial *p, size_t n,
+                       uint64_t seed) {
   float x[WPX];
   rng_state = 0x853c49e6748fea9bu + seed * 977 + (uint64_t)kind;
   for (size_t j = 0; j < n; j++) {
-    cr_assert_eq(esrrf_partial_init(&p[j], kind, 1, WPX), QS_OK);
+    cr_assert_eq(qs_esrrf_partial_init(&p[j], kind, 1, WPX), QS_OK);
     size_t frames = 1 + (j * 5 + seed) % 3;
     for (size_t f = 0; f < frames; f++) {
       fill(x, WPX);
-      cr_assert_eq(esrrf_partial_add(&p[j], x, 1), QS_OK);
+      cr_assert_eq(qs_esrrf_partial_add(&p[j], x, 1), QS_OK);
     }
   }
 }
 
-static void free_parts(esrrf_partial *p, size_t n) {
-  for (size_t j = 0; j < n; j++) esrrf_partial_free(&p[j]);
+static void free_parts(qs_esrrf_partial *p, size_t n) {
+  for (size_t j = 0; j < n; j++)
+    qs_esrrf_partial_free(&p[j]);
 }
 
 /* The sequential reference: the parts merged one after another into an
  * empty partial with the public call, then the statistic. */
-static void sequential_window(int kind, const esrrf_partial *p, size_t n,
+static void sequential_window(int kind, const qs_esrrf_partial *p, size_t n,
                               float *want) {
-  esrrf_partial m;
-  cr_assert_eq(esrrf_partial_init(&m, kind, 1, WPX), QS_OK);
+  qs_esrrf_partial m;
+  cr_assert_eq(qs_esrrf_partial_init(&m, kind, 1, WPX), QS_OK);
   for (size_t j = 0; j < n; j++)
-    cr_assert_eq(esrrf_partial_merge(&m, &p[j]), QS_OK);
-  cr_assert_eq(esrrf_partial_finish(&m, 1, 0, want), QS_OK);
-  esrrf_partial_free(&m);
+    cr_assert_eq(qs_esrrf_partial_merge(&m, &p[j]), QS_OK);
+  cr_assert_eq(qs_esrrf_partial_finish(&m, 1, 0, want), QS_OK);
+  qs_esrrf_partial_free(&m);
 }
 
 /* temporal_window on uneven ranges gives the bits of the sequential
@@ -354,9 +356,9 @@ static void sequential_window(int kind, const esrrf_partial *p, size_t n,
 Test(temporal, window_equals_the_sequential_merges_bit_for_bit) {
   for (int kind = TEMPORAL_AVG; kind < TEMPORAL_NONE; kind++)
     for (size_t n = 1; n <= MAX_PARTS; n++) {
-      size_t k = esrrf_partial_slots(kind);
-      esrrf_partial p[MAX_PARTS];
-      const esrrf_partial *order[MAX_PARTS];
+      size_t k = qs_esrrf_partial_slots(kind);
+      qs_esrrf_partial p[MAX_PARTS];
+      const qs_esrrf_partial *order[MAX_PARTS];
       make_parts(kind, p, n, n);
       uint64_t total = 0;
       for (size_t j = 0; j < n; j++) {
@@ -406,9 +408,9 @@ Test(temporal, window_equals_the_sequential_merges_bit_for_bit) {
 Test(temporal, suffixes_equal_the_definition_and_the_window) {
   for (int kind = TEMPORAL_AVG; kind < TEMPORAL_NONE; kind++)
     for (size_t n = 1; n <= MAX_PARTS; n++) {
-      size_t k = esrrf_partial_slots(kind);
-      esrrf_partial p[MAX_PARTS];
-      esrrf_partial *parts[MAX_PARTS];
+      size_t k = qs_esrrf_partial_slots(kind);
+      qs_esrrf_partial p[MAX_PARTS];
+      qs_esrrf_partial *parts[MAX_PARTS];
       make_parts(kind, p, n, 7 + n);
       uint64_t total = 0;
       for (size_t j = 0; j < n; j++) {
@@ -455,15 +457,15 @@ Test(temporal, suffixes_equal_the_definition_and_the_window) {
       /* the window of suffix 1 and a newer part (part 0's frames moved
        * to the end: a block in place of the oldest) */
       if (n >= 2 && !(kind == TEMPORAL_TAC2 && p[1].n + p[0].n < 2)) {
-        const esrrf_partial *two[2] = {&p[1], &p[0]};
+        const qs_esrrf_partial *two[2] = {&p[1], &p[0]};
         temporal_window(two, 2, got, 0, WPX);
-        esrrf_partial m;
-        cr_assert_eq(esrrf_partial_init(&m, kind, 1, WPX), QS_OK);
-        cr_assert_eq(esrrf_partial_merge(&m, &p[1]), QS_OK);
-        cr_assert_eq(esrrf_partial_merge(&m, &p[0]), QS_OK);
-        cr_assert_eq(esrrf_partial_finish(&m, 1, 0, want), QS_OK);
+        qs_esrrf_partial m;
+        cr_assert_eq(qs_esrrf_partial_init(&m, kind, 1, WPX), QS_OK);
+        cr_assert_eq(qs_esrrf_partial_merge(&m, &p[1]), QS_OK);
+        cr_assert_eq(qs_esrrf_partial_merge(&m, &p[0]), QS_OK);
+        cr_assert_eq(qs_esrrf_partial_finish(&m, 1, 0, want), QS_OK);
         expect_same_bits(got, want, sizeof got, "suffix + newer", kind, n);
-        esrrf_partial_free(&m);
+        qs_esrrf_partial_free(&m);
       }
       free(ref);
       free_parts(p, n);
@@ -478,45 +480,51 @@ Test(temporal, suffixes_equal_the_definition_and_the_window) {
  * of one frame): every result within 1e-6 of the peak of a batch eSRRF
  * of exactly its window's frames, for every statistic, macro-pixel
  * correction on. */
-static void stream_windows_match_batch(engine *e, const image *st,
+static void stream_windows_match_batch(qs_engine *e, const qs_image *st,
                                        size_t window, size_t every) {
   size_t px = st->rows * st->cols;
   for (int t = TEMPORAL_AVG; t < TEMPORAL_NONE; t++) {
-    param p[7] = {{"magnification", 2, NULL},
-                  {"radius", 1.5, NULL},
-                  {"sensitivity", 1, NULL},
-                  {"intensity_weighting", 1, NULL},
-                  {"frames_per_timepoint", 0, NULL},
-                  {"temporal", t, NULL},
-                  {"macro_pixel_correction", 1, NULL}};
-    esrrf_stream_options o = {.rows = st->rows, .cols = st->cols,
-                              .params = p, .n_params = 7, .sliding = 1,
-                              .window = window, .every = every,
-                              .impl = "fused", .max_pending = 2};
-    esrrf_stream *s;
+    qs_param p[7] = {
+        {"magnification", 2, NULL},         {"radius", 1.5, NULL},
+        {"sensitivity", 1, NULL},           {"intensity_weighting", 1, NULL},
+        {"frames_per_timepoint", 0, NULL},  {"temporal", t, NULL},
+        {"macro_pixel_correction", 1, NULL}};
+    qs_esrrf_stream_options o = {.rows = st->rows,
+                                 .cols = st->cols,
+                                 .params = p,
+                                 .n_params = 7,
+                                 .sliding = 1,
+                                 .window = window,
+                                 .every = every,
+                                 .impl = "fused",
+                                 .max_pending = 2};
+    qs_esrrf_stream *s;
     char err[512] = "";
-    cr_assert_eq(esrrf_stream_open(e, &o, &s, err, sizeof err), QS_OK, "%s",
+    cr_assert_eq(qs_esrrf_stream_open(e, &o, &s, err, sizeof err), QS_OK, "%s",
                  err);
     size_t results = 0;
     for (size_t f = 0; f < st->frames; f++) {
-      image one = image_wrap(st->data + f * px, 1, st->rows, st->cols);
-      cr_assert_eq(esrrf_stream_push(s, &one), QS_OK, "%s",
-                   esrrf_stream_error(s));
-      image got;
-      esrrf_stream_result info;
+      qs_image one = qs_image_wrap(st->data + f * px, 1, st->rows, st->cols);
+      cr_assert_eq(qs_esrrf_stream_push(s, &one), QS_OK, "%s",
+                   qs_esrrf_stream_error(s));
+      qs_image got;
+      qs_esrrf_stream_result info;
       int have;
-      cr_assert_eq(esrrf_stream_pop(s, &got, &info, &have), QS_OK);
+      cr_assert_eq(qs_esrrf_stream_pop(s, &got, &info, &have), QS_OK);
       cr_assert_eq(have, f + 1 >= window && (f + 1) % every == 0,
                    "frame %zu", f);
       if (!have) continue;
       cr_assert_eq(info.first, f + 1 - window);
-      image in = image_wrap(st->data + info.first * px, window, st->rows,
-                            st->cols);
-      run_request rq = {.inputs = &in, .n_inputs = 1, .params = p,
-                        .n_params = 7, .impl = "fused"};
-      image ref;
-      cr_assert_eq(method_run(e, "esrrf", &rq, &ref, 1, NULL), QS_OK, "%s",
-                   engine_error(e));
+      qs_image in = qs_image_wrap(st->data + info.first * px, window, st->rows,
+                                  st->cols);
+      qs_run_request rq = {.inputs = &in,
+                           .n_inputs = 1,
+                           .params = p,
+                           .n_params = 7,
+                           .impl = "fused"};
+      qs_image ref;
+      cr_assert_eq(qs_method_run(e, "esrrf", &rq, &ref, 1, NULL), QS_OK, "%s",
+                   qs_engine_error(e));
       cr_assert_eq(ref.rows * ref.cols, got.rows * got.cols);
       double diff = 0, peak = 0;
       for (size_t i = 0; i < ref.rows * ref.cols; i++) {
@@ -529,26 +537,26 @@ static void stream_windows_match_batch(engine *e, const image *st,
                     "window %zu every %zu, temporal %d, result %zu: %.3g of "
                     "%.3g", window, every, t, results, diff, peak);
       results++;
-      image_free(&ref);
-      image_free(&got);
+      qs_image_free(&ref);
+      qs_image_free(&got);
     }
     cr_expect_eq(results, (st->frames - window) / every + 1);
-    esrrf_stream_close(s);
+    qs_esrrf_stream_close(s);
   }
 }
 
 Test(temporal, stream_windows_from_two_stacks_equal_the_batch) {
-  engine *e;
-  engine_options eo = {.db_path = ":memory:", .threads = 2, .seed = 1,
-                       .no_opencl = 1};
-  cr_assert_eq(engine_open(&e, &eo), QS_OK);
-  image st;
-  cr_assert_eq(image_alloc(&st, 25, 7, 6), QS_OK);
+  qs_engine *e;
+  qs_engine_options eo = {
+      .db_path = ":memory:", .threads = 2, .seed = 1, .no_opencl = 1};
+  cr_assert_eq(qs_engine_open(&e, &eo), QS_OK);
+  qs_image st;
+  cr_assert_eq(qs_image_alloc(&st, 25, 7, 6), QS_OK);
   rng_state = 0x51afd7ed558ccd1du;
   for (size_t i = 0; i < 25 * 7 * 6; i++)
     st.data[i] = (float)(200 + 50 * rng_unit());
   stream_windows_match_batch(e, &st, 10, 2);
   stream_windows_match_batch(e, &st, 3, 1);
-  image_free(&st);
-  engine_close(e);
+  qs_image_free(&st);
+  qs_engine_close(e);
 }

@@ -125,7 +125,7 @@ static void write_libtiff(const char *path, const char *mode, uint16_t fmt,
   free(buf);
 }
 
-static void check_values(const image *img, uint16_t fmt, uint16_t bits) {
+static void check_values(const qs_image *img, uint16_t fmt, uint16_t bits) {
   cr_assert_eq(img->frames, PAGES);
   cr_assert_eq(img->rows, H);
   cr_assert_eq(img->cols, W);
@@ -154,11 +154,11 @@ Test(tiff, every_sample_type_and_byte_order) {
       const char *path = in_dir("t.tif");
       write_libtiff(path, big_endian ? "wb" : "wl", types[k].fmt,
                     types[k].bits, 0, COMPRESSION_NONE);
-      image img;
+      qs_image img;
       int rc = tiff_read(path, &img, err, sizeof err);
       cr_assert_eq(rc, QS_OK, "%s", err);
       check_values(&img, types[k].fmt, types[k].bits);
-      image_free(&img);
+      qs_image_free(&img);
     }
   dir_remove();
 }
@@ -172,10 +172,10 @@ Test(tiff, tiled_and_compressed_pages) {
     for (int tiled = 0; tiled < 2; tiled++) {
       const char *path = in_dir("c.tif");
       write_libtiff(path, "wb", SAMPLEFORMAT_UINT, 16, tiled, comps[c]);
-      image img;
+      qs_image img;
       cr_assert_eq(tiff_read(path, &img, err, sizeof err), QS_OK, "%s", err);
       check_values(&img, SAMPLEFORMAT_UINT, 16);
-      image_free(&img);
+      qs_image_free(&img);
     }
   dir_remove();
 }
@@ -209,7 +209,7 @@ static void check_real(const char *leaf) {
   unsigned char *b = slurp(path, &n);
   cr_assert_eq(b[0], 'M');
   cr_assert_eq(b[1], 'M');
-  image img;
+  qs_image img;
   cr_assert_eq(tiff_read(path, &img, err, sizeof err), QS_OK, "%s", err);
   cr_assert_eq(img.frames, 100);
   uint32_t ifd = be32(b + 4), w = 0, h = 0;
@@ -236,15 +236,15 @@ static void check_real(const char *leaf) {
     ifd = be32(b + ifd + 2 + 12 * entries);
     cr_assert_lt(page, 100);
   }
-  image from_mem;
+  qs_image from_mem;
   cr_assert_eq(tiff_read_mem(b, n, leaf, &from_mem, err, sizeof err), QS_OK,
                "%s", err);
   cr_assert_eq(
       memcmp(from_mem.data, img.data,
              n < 1 ? 0 : img.frames * img.rows * img.cols * sizeof(float)),
       0);
-  image_free(&from_mem);
-  image_free(&img);
+  qs_image_free(&from_mem);
+  qs_image_free(&img);
   free(b);
 }
 
@@ -255,9 +255,9 @@ Test(tiff, real_big_endian_stacks) {
 
 static void expect_refused(const char *path, int status, const char *words) {
   char err[512] = "";
-  image img;
+  qs_image img;
   int rc = tiff_read(path, &img, err, sizeof err);
-  cr_assert_eq(rc, status, "%s: got %s (%s)", path, status_name(rc), err);
+  cr_assert_eq(rc, status, "%s: got %s (%s)", path, qs_status_name(rc), err);
   cr_assert_null(img.data);
   cr_assert_not_null(strstr(err, path), "message names the file: %s", err);
   if (words) cr_assert_not_null(strstr(err, words), "%s", err);
@@ -329,8 +329,8 @@ Test(tiff, rgb_refused) {
  * ImageJ description; page data is contiguous, as ImageJ requires. */
 static void check_written(unsigned flags) {
   dir_make();
-  image img;
-  cr_assert_eq(image_alloc(&img, 4, 6, 9), QS_OK);
+  qs_image img;
+  cr_assert_eq(qs_image_alloc(&img, 4, 6, 9), QS_OK);
   for (size_t i = 0; i < 4 * 6 * 9; i++)
     img.data[i] = (float)sin((double)i) * 1000.0f;
   img.data[5] = NAN;
@@ -338,7 +338,7 @@ static void check_written(unsigned flags) {
   char err[512];
   cr_assert_eq(tiff_write_flags(path, &img, flags, err, sizeof err), QS_OK,
                "%s", err);
-  image back;
+  qs_image back;
   cr_assert_eq(tiff_read(path, &back, err, sizeof err), QS_OK, "%s", err);
   cr_assert_eq(back.frames, 4);
   cr_assert_eq(back.rows, 6);
@@ -360,8 +360,8 @@ static void check_written(unsigned flags) {
     cr_assert_eq(TIFFGetStrileOffset(t, 0), first + d * 6 * 9 * 4);
   }
   TIFFClose(t);
-  image_free(&back);
-  image_free(&img);
+  qs_image_free(&back);
+  qs_image_free(&img);
   dir_remove();
 }
 
@@ -381,7 +381,7 @@ static size_t entries_in(const char *path) {
 Test(tiff, unwritable_destination_leaves_nothing) {
   dir_make();
   float px[4] = {1, 2, 3, 4};
-  image img = image_wrap(px, 1, 2, 2);
+  qs_image img = qs_image_wrap(px, 1, 2, 2);
   char err[512];
   int rc = tiff_write(in_dir("no/such/dir/out.tif"), &img, err, sizeof err);
   cr_assert_eq(rc, QS_EIO);
@@ -407,13 +407,13 @@ Test(tiff, fuzz_regressions_replayed) {
     if (e->d_name[0] == '.') continue;
     char file[1024];
     snprintf(file, sizeof file, "%s/%s", path, e->d_name);
-    image img;
+    qs_image img;
     int rc = tiff_read(file, &img, err, sizeof err);
     if (rc)
       cr_expect_neq(err[0], 0, "%s: a message", e->d_name);
     else
       cr_expect_gt(img.frames, 0);
-    image_free(&img);
+    qs_image_free(&img);
     seen++;
   }
   closedir(d);
@@ -436,8 +436,8 @@ static void rewrite(const char *path, const unsigned char *b, size_t n) {
 
 Test(tiff, imagej_single_directory_stack) {
   dir_make();
-  image img;
-  cr_assert_eq(image_alloc(&img, 5, 3, 4), QS_OK);
+  qs_image img;
+  cr_assert_eq(qs_image_alloc(&img, 5, 3, 4), QS_OK);
   for (size_t i = 0; i < 5 * 3 * 4; i++)
     img.data[i] = (float)i - 7.5f;
   const char *path = in_dir("big.tif");
@@ -452,11 +452,11 @@ Test(tiff, imagej_single_directory_stack) {
   size_t end = ifd + 2 + 12 * (size_t)entries;
   memset(b + end, 0, 4); /* no next directory, and none kept */
   rewrite(path, b, end + 4);
-  image back;
+  qs_image back;
   cr_assert_eq(tiff_read(path, &back, err, sizeof err), QS_OK, "%s", err);
   cr_assert_eq(back.frames, 5);
   cr_assert_eq(memcmp(back.data, img.data, 5 * 3 * 4 * sizeof(float)), 0);
-  image_free(&back);
+  qs_image_free(&back);
   /* a range of such a stack, and its page count */
   tiff_info info;
   cr_assert_eq(tiff_info_of(path, &info, err, sizeof err), QS_OK, "%s", err);
@@ -466,7 +466,7 @@ Test(tiff, imagej_single_directory_stack) {
   cr_assert_eq(back.frames, 2);
   cr_assert_eq(memcmp(back.data, img.data + 3 * 12, 2 * 12 * sizeof(float)),
                0);
-  image_free(&back);
+  qs_image_free(&back);
   /* announcing more images than the file can hold: refused */
   char *images = memmem(b, n, "images=5", 8);
   cr_assert_not_null(images);
@@ -474,7 +474,7 @@ Test(tiff, imagej_single_directory_stack) {
   rewrite(path, b, end + 4);
   expect_refused(path, QS_EFORMAT, "announces 9 images");
   free(b);
-  image_free(&img);
+  qs_image_free(&img);
   dir_remove();
 }
 
@@ -494,7 +494,7 @@ Test(tiff, page_count_and_range_read) {
   cr_assert_eq(info.pages, PAGES);
   cr_assert_eq(info.rows, H);
   cr_assert_eq(info.cols, W);
-  image all, part;
+  qs_image all, part;
   cr_assert_eq(tiff_read(path, &all, err, sizeof err), QS_OK, "%s", err);
   for (size_t first = 0; first < PAGES; first++)
     for (size_t count = 1; first + count <= PAGES; count++) {
@@ -504,12 +504,12 @@ Test(tiff, page_count_and_range_read) {
       cr_assert_eq(memcmp(part.data, all.data + first * W * H,
                           count * W * H * sizeof(float)),
                    0, "pages [%zu, %zu)", first, first + count);
-      image_free(&part);
+      qs_image_free(&part);
     }
   cr_assert_eq(tiff_read_pages(path, 1, SIZE_MAX, &part, err, sizeof err),
                QS_OK, "%s", err);
   cr_assert_eq(part.frames, PAGES - 1);
-  image_free(&part);
+  qs_image_free(&part);
   cr_assert_eq(tiff_read_pages(path, PAGES, 1, &part, err, sizeof err),
                QS_EINVAL);
   cr_assert_not_null(strstr(err, "a stack of 3"), "%s", err);
@@ -535,8 +535,8 @@ Test(tiff, page_count_and_range_read) {
                "%s", err);
   cr_assert_eq(memcmp(part.data, all.data + W * H, 2 * W * H * sizeof(float)),
                0);
-  image_free(&part);
-  image_free(&all);
+  qs_image_free(&part);
+  qs_image_free(&all);
   dir_remove();
 }
 
@@ -571,7 +571,7 @@ Test(tiff, decompression_bomb_refused_by_budget) {
   struct stat st;
   cr_assert_eq(stat(path, &st), 0);
   cr_assert_lt(st.st_size, 1 << 20, "the bomb is small on disk");
-  image img;
+  qs_image img;
   tiff_set_read_budget((uint64_t)40 << 20);
   cr_assert_eq(tiff_read(path, &img, err, sizeof err), QS_ENOMEM);
   cr_assert_null(img.data);
@@ -583,7 +583,7 @@ Test(tiff, decompression_bomb_refused_by_budget) {
                "%s", err);
   cr_assert_eq(img.frames, 1);
   cr_assert_eq(img.data[2048 * 2048 - 1], 0.0f);
-  image_free(&img);
+  qs_image_free(&img);
   /* the environment knob, when no budget is set by the program */
   tiff_set_read_budget(0);
   setenv("QUICKSILVER_READ_BUDGET_MB", "20", 1);
@@ -595,7 +595,7 @@ Test(tiff, decompression_bomb_refused_by_budget) {
   setenv("QUICKSILVER_READ_BUDGET_MB", "64", 1);
   cr_assert_eq(tiff_read(path, &img, err, sizeof err), QS_OK, "%s", err);
   cr_assert_eq(img.frames, 3);
-  image_free(&img);
+  qs_image_free(&img);
   unsetenv("QUICKSILVER_READ_BUDGET_MB");
   uint64_t budget;
   cr_assert_eq(tiff_read_budget(&budget, err, sizeof err), QS_OK);
@@ -608,7 +608,7 @@ Test(tiff, fifo_refused_without_blocking, .timeout = 20) {
   dir_make();
   const char *path = in_dir("f.tif");
   cr_assert_eq(mkfifo(path, 0644), 0);
-  image img;
+  qs_image img;
   char err[512];
   cr_assert_eq(tiff_read(path, &img, err, sizeof err), QS_EIO);
   cr_assert_not_null(strstr(err, "not a regular file"), "%s", err);
@@ -619,9 +619,9 @@ Test(tiff, fifo_refused_without_blocking, .timeout = 20) {
 
 /* ------------------------------------------ stacks written in pieces */
 
-static void fill(image *img, size_t frames, size_t rows, size_t cols,
+static void fill(qs_image *img, size_t frames, size_t rows, size_t cols,
                  float scale) {
-  cr_assert_eq(image_alloc(img, frames, rows, cols), QS_OK);
+  cr_assert_eq(qs_image_alloc(img, frames, rows, cols), QS_OK);
   for (size_t i = 0; i < frames * rows * cols; i++)
     img->data[i] = (float)cos((double)i * 0.37) * scale + (float)(i % 7);
 }
@@ -655,7 +655,7 @@ static void expect_same_file(const char *a, const char *b) {
  * tiff_write's of the whole image. */
 static void check_pieces(unsigned flags) {
   dir_make();
-  image img;
+  qs_image img;
   fill(&img, 7, 5, 6, 300);
   char err[512];
   const char *whole = in_dir("whole.tif"), *out = in_dir("out.tif");
@@ -690,12 +690,12 @@ static void check_pieces(unsigned flags) {
                QS_OK, "%s", err);
   cr_assert_neq(stat(tmp, &st), 0, "the temporary is renamed");
   expect_same_file(whole, out);
-  image back;
+  qs_image back;
   cr_assert_eq(tiff_read(out, &back, err, sizeof err), QS_OK, "%s", err);
   cr_assert_eq(back.frames, 7);
   cr_assert_eq(memcmp(back.data, img.data, 7 * plane * sizeof(float)), 0);
-  image_free(&back);
-  image_free(&img);
+  qs_image_free(&back);
+  qs_image_free(&img);
   cr_assert_eq(entries_in(dir), 2);
   dir_remove();
 }
@@ -705,7 +705,7 @@ Test(tiff, stack_pieces_bigtiff) { check_pieces(TIFF_BIG); }
 
 Test(tiff, stack_bad_ranges_and_aborts_leave_nothing) {
   dir_make();
-  image img;
+  qs_image img;
   fill(&img, 3, 4, 4, 1);
   char err[512];
   const char *out = in_dir("out.tif");
@@ -750,7 +750,7 @@ Test(tiff, stack_bad_ranges_and_aborts_leave_nothing) {
                QS_EINVAL);
   free(before);
   free(after);
-  image_free(&img);
+  qs_image_free(&img);
   dir_remove();
 }
 
@@ -758,32 +758,32 @@ Test(tiff, stack_bad_ranges_and_aborts_leave_nothing) {
  * pages so far, through our reader and through libtiff. */
 Test(tiff, append_page_by_page) {
   dir_make();
-  image img;
+  qs_image img;
   fill(&img, 9, 6, 5, 50);
   size_t plane = 6 * 5;
   char err[512];
   const char *out = in_dir("grow.tif");
-  image first = image_wrap(img.data, 1, 6, 5);
+  qs_image first = qs_image_wrap(img.data, 1, 6, 5);
   cr_assert_eq(tiff_write_flags(out, &first, TIFF_APPENDABLE, err, sizeof err),
                QS_OK, "%s", err);
   for (size_t k = 1; k < 9; k++) {
     /* the last two go in one call */
     size_t n = k == 7 ? 2 : 1;
-    image more = image_wrap(img.data + k * plane, n, 6, 5);
+    qs_image more = qs_image_wrap(img.data + k * plane, n, 6, 5);
     cr_assert_eq(tiff_append(out, &more, err, sizeof err), QS_OK, "%s", err);
     k += n - 1;
-    image back;
+    qs_image back;
     cr_assert_eq(tiff_read(out, &back, err, sizeof err), QS_OK, "%s", err);
     cr_assert_eq(back.frames, k + 1);
     cr_assert_eq(memcmp(back.data, img.data, (k + 1) * plane * 4), 0);
-    image_free(&back);
+    qs_image_free(&back);
     TIFF *t = TIFFOpen(out, "r");
     cr_assert_not_null(t);
     cr_assert_eq(TIFFNumberOfDirectories(t), k + 1);
     TIFFClose(t);
   }
   /* wrong size: refused, the stack unchanged */
-  image odd;
+  qs_image odd;
   fill(&odd, 1, 5, 6, 1);
   cr_assert_eq(tiff_append(out, &odd, err, sizeof err), QS_ESHAPE);
   cr_assert_not_null(strstr(err, "cannot append in place"), "%s", err);
@@ -793,7 +793,7 @@ Test(tiff, append_page_by_page) {
   /* an ImageJ stack's page count would be contradicted: refused, the file
    * untouched; a single described page may grow */
   const char *ij = in_dir("ij.tif"), *one = in_dir("one.tif");
-  image three = image_wrap(img.data, 3, 6, 5);
+  qs_image three = qs_image_wrap(img.data, 3, 6, 5);
   cr_assert_eq(tiff_write(ij, &three, err, sizeof err), QS_OK);
   size_t n0, n1;
   unsigned char *before = slurp_all(ij, &n0);
@@ -813,13 +813,13 @@ Test(tiff, append_page_by_page) {
   /* float32 of the right size, but in several strips: not ours */
   const char *lib = in_dir("lib.tif");
   write_libtiff(lib, "w", SAMPLEFORMAT_IEEEFP, 32, 0, COMPRESSION_NONE);
-  image page;
+  qs_image page;
   fill(&page, 1, H, W, 1);
   cr_assert_eq(tiff_append(lib, &page, err, sizeof err), QS_EFORMAT);
   cr_assert_not_null(strstr(err, "not one uncompressed strip"), "%s", err);
-  image_free(&page);
-  image_free(&odd);
-  image_free(&img);
+  qs_image_free(&page);
+  qs_image_free(&odd);
+  qs_image_free(&img);
   dir_remove();
 }
 
@@ -827,33 +827,33 @@ Test(tiff, append_page_by_page) {
  * rewritten once as a BigTIFF holding every page, then grows in place. */
 Test(tiff, append_past_the_classic_limit_turns_bigtiff) {
   dir_make();
-  image img;
+  qs_image img;
   fill(&img, 6, 8, 8, 9);
   size_t plane = 64;
   char err[512];
   const char *out = in_dir("big.tif");
-  image two = image_wrap(img.data, 2, 8, 8);
+  qs_image two = qs_image_wrap(img.data, 2, 8, 8);
   cr_assert_eq(tiff_write_flags(out, &two, TIFF_APPENDABLE, err, sizeof err),
                QS_OK);
   struct stat st;
   cr_assert_eq(stat(out, &st), 0);
   tiff_set_classic_limit((uint64_t)st.st_size + 420); /* one more page */
   for (size_t k = 2; k < 6; k++) {
-    image more = image_wrap(img.data + k * plane, 1, 8, 8);
+    qs_image more = qs_image_wrap(img.data + k * plane, 1, 8, 8);
     cr_assert_eq(tiff_append(out, &more, err, sizeof err), QS_OK, "%s", err);
     TIFF *t = TIFFOpen(out, "r");
     cr_assert_not_null(t);
     cr_assert_eq(TIFFIsBigTIFF(t) != 0, k >= 3, "page %zu", k);
     TIFFClose(t);
-    image back;
+    qs_image back;
     cr_assert_eq(tiff_read(out, &back, err, sizeof err), QS_OK, "%s", err);
     cr_assert_eq(back.frames, k + 1);
     cr_assert_eq(memcmp(back.data, img.data, (k + 1) * plane * 4), 0);
-    image_free(&back);
+    qs_image_free(&back);
   }
   tiff_set_classic_limit(0);
   cr_assert_eq(entries_in(dir), 1);
-  image_free(&img);
+  qs_image_free(&img);
   dir_remove();
 }
 
@@ -912,10 +912,10 @@ Test(tiff, imagej_hyperstack_axes_and_pixel_size) {
   /* the page of channel 1, frame 7 holds 1007 */
   size_t pg = tiff_meta_page(&info.meta, 1, 0, 7);
   cr_assert_eq(pg, 15);
-  image img;
+  qs_image img;
   cr_assert_eq(tiff_read_pages(path, pg, 1, &img, err, sizeof err), QS_OK);
   cr_assert_eq(img.data[0], 1007.0f);
-  image_free(&img);
+  qs_image_free(&img);
   /* ImageJ's other spelling of micrometres, and a centimetre resolution
    * without ImageJ's unit */
   write_axes(path, "ImageJ=1.54f\nimages=4\nslices=4\nunit=\\u00B5m\n", 1, 1,
@@ -974,10 +974,10 @@ Test(tiff, ome_tiff_axes_and_pixel_size) {
   cr_assert_float_eq(info.meta.pixel_x, 65, 1e-9);
   cr_assert_str_eq(info.meta.unit, "nm");
   size_t pg = tiff_meta_page(&info.meta, 2, 0, 5);
-  image img;
+  qs_image img;
   cr_assert_eq(tiff_read_pages(path, pg, 1, &img, err, sizeof err), QS_OK);
   cr_assert_eq(img.data[3], 2005.0f);
-  image_free(&img);
+  qs_image_free(&img);
   dir_remove();
 }
 
@@ -987,7 +987,7 @@ Test(tiff, ome_tiff_axes_and_pixel_size) {
  * through the rewrite as a BigTIFF. */
 Test(tiff, written_axes_pixel_size_and_provenance_read_back) {
   dir_make();
-  image img;
+  qs_image img;
   fill(&img, 6, 4, 5, 3);
   tiff_meta m;
   tiff_meta_plain(&m, 6);
@@ -1034,7 +1034,7 @@ Test(tiff, written_axes_pixel_size_and_provenance_read_back) {
   snprintf(m.unit, sizeof m.unit, "micron");
   snprintf(m.provenance, sizeof m.provenance, "{\"stream\":true}");
   const char *grow = in_dir("grow.tif");
-  image one = image_wrap(img.data, 1, 4, 5);
+  qs_image one = qs_image_wrap(img.data, 1, 4, 5);
   cr_assert_eq(tiff_write_meta(grow, &one, TIFF_APPENDABLE, &m, err,
                                sizeof err),
                QS_OK, "%s", err);
@@ -1053,7 +1053,7 @@ Test(tiff, written_axes_pixel_size_and_provenance_read_back) {
   cr_assert(TIFFIsBigTIFF(t));
   TIFFClose(t);
   tiff_set_classic_limit(0);
-  image_free(&img);
+  qs_image_free(&img);
   dir_remove();
 }
 

@@ -16,23 +16,25 @@
 #include "method_harness.h"
 
 /* An engine on an in-memory store, no calibration, `threads` workers. */
-static engine *open_engine(int threads) {
-  engine_options o = {.db_path = ":memory:", .no_calibration = 1, .seed = 1,
-                      .threads = threads};
-  engine *e = NULL;
-  int rc = engine_open(&e, &o);
-  cr_assert_eq(rc, QS_OK, "engine_open: %s",
-               e ? engine_error(e) : status_message(rc));
+static qs_engine *open_engine(int threads) {
+  qs_engine_options o = {.db_path = ":memory:",
+                         .no_calibration = 1,
+                         .seed = 1,
+                         .threads = threads};
+  qs_engine *e = NULL;
+  int rc = qs_engine_open(&e, &o);
+  cr_assert_eq(rc, QS_OK, "qs_engine_open: %s",
+               e ? qs_engine_error(e) : qs_status_message(rc));
   return e;
 }
 
 /* Whether the engine lists `impl` of `method` as available; why receives
  * the reason (fails the test if it is not listed at all). */
-static int vec_listed(engine *e, const char *method, const char *impl,
+static int vec_listed(qs_engine *e, const char *method, const char *impl,
                       char *why, size_t len) {
-  impl_info info[QS_MAX_ESTIMATES];
+  qs_impl_info info[QS_MAX_ESTIMATES];
   size_t n = 0;
-  cr_assert_eq(method_impls(e, method, info, QS_MAX_ESTIMATES, &n), QS_OK);
+  cr_assert_eq(qs_method_impls(e, method, info, QS_MAX_ESTIMATES, &n), QS_OK);
   for (size_t i = 0; i < n && i < QS_MAX_ESTIMATES; i++)
     if (!strcmp(info[i].name, impl)) {
       snprintf(why, len, "%s", info[i].why);
@@ -47,7 +49,7 @@ static int vec_listed(engine *e, const char *method, const char *impl,
  * names `portable`), `portable` everywhere. */
 static void vec_expect_listing(const char *method, const char *avx2,
                                const char *portable) {
-  engine *e = open_engine(1);
+  qs_engine *e = open_engine(1);
   char why[256] = "";
   int has = 0;
 #if defined(__x86_64__) || defined(__i386__)
@@ -62,7 +64,7 @@ static void vec_expect_listing(const char *method, const char *avx2,
               "the probe says why and names %s: %s", portable, why);
   cr_expect(vec_listed(e, method, portable, why, sizeof why), "%s %s: %s",
             method, portable, why);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* Whether this CPU reports what the AVX-512 variants use (AVX-512F, AVX2,
@@ -84,7 +86,7 @@ static int vec_cpu_avx512(void) {
 static void vec_expect_avx512_listing(const char *method, const char *avx512,
                                       const char *avx2,
                                       const char *portable) {
-  engine *e = open_engine(1);
+  qs_engine *e = open_engine(1);
   char why[256] = "", why2[256] = "";
   int has = vec_cpu_avx512();
   int listed = vec_listed(e, method, avx512, why, sizeof why);
@@ -100,20 +102,20 @@ static void vec_expect_avx512_listing(const char *method, const char *avx512,
     cr_expect(strstr(why, "AVX-512") && strstr(why, has2 ? avx2 : portable),
               "the probe says why and names %s: %s", has2 ? avx2 : portable,
               why);
-  engine_close(e);
+  qs_engine_close(e);
 }
 
 /* Skips the running test, visibly and saying why, where `method` does not
  * list `impl` on this machine (closing e first). */
-static void vec_require(engine *e, const char *method, const char *impl) {
+static void vec_require(qs_engine *e, const char *method, const char *impl) {
   char why[256];
   if (vec_listed(e, method, impl, why, sizeof why)) return;
-  engine_close(e);
+  qs_engine_close(e);
   cr_skip_test("%s %s not checked here: %s", method, impl, why);
 }
 
 /* Same shape and the same bits. */
-static int same_bits(const image *a, const image *b) {
+static int same_bits(const qs_image *a, const qs_image *b) {
   return a->frames == b->frames && a->rows == b->rows && a->cols == b->cols &&
          !memcmp(a->data, b->data,
                  a->frames * a->rows * a->cols * sizeof(float));
@@ -139,9 +141,9 @@ static const struct vec_case {
 #define N_VEC_GRID (sizeof VEC_GRID / sizeof *VEC_GRID)
 
 /* Spots on a background with noise: an input with gradients everywhere. */
-static image noisy(size_t f, size_t r, size_t c, unsigned seed) {
-  image m;
-  cr_assert_eq(image_alloc(&m, f, r, c), QS_OK);
+static qs_image noisy(size_t f, size_t r, size_t c, unsigned seed) {
+  qs_image m;
+  cr_assert_eq(qs_image_alloc(&m, f, r, c), QS_OK);
   harness_fill(&m, seed, 20.0f);
   for (size_t k = 0; k < f; k++)
     for (size_t y = 0; y < r; y++)

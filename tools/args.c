@@ -22,7 +22,7 @@ void args_flag_of(const char *param_name, char *buf, size_t len) {
 typedef struct flag_set {
   const opt_def *const *tables;
   size_t n_tables;
-  const param_def *defs;
+  const qs_param_def *defs;
   size_t n_defs;
   char flags[QS_MAX_PARAMS][QS_NAME_MAX]; /* parameter flag spellings */
 } flag_set;
@@ -56,7 +56,7 @@ static int unknown(const flag_set *f, const char *dashes, const char *what,
                    size_t len, char *err, size_t err_len) {
   char word[QS_NAME_MAX];
   snprintf(word, sizeof word, "%.*s", (int)(len < 63 ? len : 63), what);
-  const char *near = name_nearest(word, flag_at, f, flag_count(f));
+  const char *near = qs_name_nearest(word, flag_at, f, flag_count(f));
   if (near)
     snprintf(err, err_len, "unknown option %s%s (did you mean --%s?)", dashes,
              word, near);
@@ -89,8 +89,8 @@ static long find_param(const flag_set *f, const char *name, size_t len) {
 }
 
 int args_parse(int argc, char **argv, const opt_def *const *tables,
-               size_t n_tables, const param_def *defs, size_t n_defs, args *a,
-               char *err, size_t err_len) {
+               size_t n_tables, const qs_param_def *defs, size_t n_defs,
+               args *a, char *err, size_t err_len) {
   flag_set f = {tables, n_tables, defs, defs ? n_defs : 0, {{0}}};
   if (f.n_defs > QS_MAX_PARAMS) f.n_defs = QS_MAX_PARAMS;
   for (size_t i = 0; i < f.n_defs; i++)
@@ -164,7 +164,7 @@ int args_parse(int argc, char **argv, const opt_def *const *tables,
       snprintf(err, err_len, "too many parameters");
       return QS_EINVAL;
     }
-    param *q = &a->params[a->n_params++];
+    qs_param *q = &a->params[a->n_params++];
     q->name = defs[p].name;
     q->value = 0;
     q->text = value;

@@ -9,7 +9,7 @@
  *
  * Parsing keeps pointers into argv and into the tables, never copies: the
  * result lives as long as they do. Values are not interpreted here (the
- * parameter's declared type is, by params_parse / params_resolve). */
+ * parameter's declared type is, by qs_params_parse / qs_params_resolve). */
 #ifndef QS_ARGS_H
 #define QS_ARGS_H
 
@@ -37,7 +37,7 @@ typedef struct args {
   size_t n_pos;
   opt_hit opts[ARGS_MAX]; /* options, in order, repeats kept */
   size_t n_opts;
-  param params[QS_MAX_PARAMS]; /* parameter flags: name from the table,
+  qs_param params[QS_MAX_PARAMS]; /* parameter flags: name from the table,
                                   text from argv */
   size_t n_params;
 } args;
@@ -48,8 +48,8 @@ typedef struct args {
  * missing value, a parameter given twice or too many arguments, with a
  * message naming the flag (and the nearest valid one). */
 int args_parse(int argc, char **argv, const opt_def *const *tables,
-               size_t n_tables, const param_def *defs, size_t n_defs, args *a,
-               char *err, size_t err_len);
+               size_t n_tables, const qs_param_def *defs, size_t n_defs,
+               args *a, char *err, size_t err_len);
 
 /* The last value of option `name` (NULL if absent); for switches, a
  * non-NULL pointer to "" when given. */

@@ -71,30 +71,31 @@ int cli_json_out(cJSON *j) {
   return fflush(stdout) ? cli_fail("cannot write to stdout") : CLI_OK;
 }
 
-void cli_params_help(FILE *f, const param_def *defs, size_t n_defs) {
+void cli_params_help(FILE *f, const qs_param_def *defs, size_t n_defs) {
   static const char *const types[] = {"INT", "NUMBER", "true|false", "NAME"};
   if (n_defs) fprintf(f, "parameters:\n");
   for (size_t i = 0; i < n_defs; i++) {
-    const param_def *d = &defs[i];
+    const qs_param_def *d = &defs[i];
     char flag[QS_NAME_MAX], left[128], def[64], range[96] = "";
     args_flag_of(d->name, flag, sizeof flag);
     snprintf(left, sizeof left, "--%s %s", flag,
-             d->type == PARAM_ENUM ? d->choices : types[d->type]);
-    params_format(d, d->def, def, sizeof def);
-    if ((d->type == PARAM_INT || d->type == PARAM_FLOAT) && d->min < d->max) {
+             d->type == QS_PARAM_ENUM ? d->choices : types[d->type]);
+    qs_params_format(d, d->def, def, sizeof def);
+    if ((d->type == QS_PARAM_INT || d->type == QS_PARAM_FLOAT) &&
+        d->min < d->max) {
       char lo[40], hi[40];
-      params_format(d, d->min, lo, sizeof lo);
-      params_format(d, d->max, hi, sizeof hi);
+      qs_params_format(d, d->min, lo, sizeof lo);
+      qs_params_format(d, d->max, hi, sizeof hi);
       snprintf(range, sizeof range, ", range %s%s, %s%s",
-               d->flags & PARAM_MIN_OPEN ? "(" : "[", lo, hi,
-               d->flags & PARAM_MAX_OPEN ? ")" : "]");
+               d->flags & QS_PARAM_MIN_OPEN ? "(" : "[", lo, hi,
+               d->flags & QS_PARAM_MAX_OPEN ? ")" : "]");
     }
     fprintf(f, "  %-30s %s (default %s%s)\n", left, d->doc, def, range);
   }
 }
 
 void cli_help(FILE *f, const char *synopsis, const opt_def *opts,
-              const param_def *defs, size_t n_defs) {
+              const qs_param_def *defs, size_t n_defs) {
   fprintf(f, "usage: quicksilver %s\n", synopsis);
   const opt_def *tables[] = {opts, cli_globals};
   for (int t = 0; t < 2; t++) {
@@ -112,7 +113,7 @@ void cli_help(FILE *f, const char *synopsis, const opt_def *opts,
 }
 
 int cli_args(cli *c, int argc, char **argv, const char *synopsis,
-             const opt_def *opts, const param_def *defs, size_t n_defs,
+             const opt_def *opts, const qs_param_def *defs, size_t n_defs,
              args *a) {
   static const opt_def none[] = {{NULL, 0, NULL, NULL}};
   const opt_def *tables[] = {opts ? opts : none, cli_globals};
@@ -128,7 +129,7 @@ int cli_args(cli *c, int argc, char **argv, const char *synopsis,
 
 /* --threads N; 0 means every online core, as QUICKSILVER_THREADS=0 does
  * (the engine's own 0 would defer to that variable instead). */
-static int threads_of(size_t n) { return n ? (int)n : engine_cores(); }
+static int threads_of(size_t n) { return n ? (int)n : qs_engine_cores(); }
 
 int cli_apply(cli *c, const args *a) {
   for (size_t i = 0; i < a->n_opts; i++) {
@@ -182,7 +183,8 @@ void cli_prescan(cli *c, int argc, char **argv) {
 
 void cli_record_warn(cli *c) {
   char msg[1024];
-  if (c->store_warned || !c->e || !engine_record_status(c->e, msg, sizeof msg))
+  if (c->store_warned || !c->e ||
+      !qs_engine_record_status(c->e, msg, sizeof msg))
     return;
   c->store_warned = 1;
   if (!c->quiet)
@@ -192,22 +194,22 @@ void cli_record_warn(cli *c) {
             msg);
 }
 
-int cli_engine(cli *c, engine **e) {
+int cli_engine(cli *c, qs_engine **e) {
   if (!c->e) {
-    engine_options o = {
+    qs_engine_options o = {
         .db_path = c->db, .threads = c->threads, .no_opencl = c->no_opencl};
-    int rc = engine_open(&c->e, &o);
+    int rc = qs_engine_open(&c->e, &o);
     /* A store that cannot be used (damaged, newer schema, unwritable
      * place) leaves an engine that runs methods without recording them:
      * say so, and go on. */
     int store_only = rc == QS_ECORRUPT || rc == QS_ESCHEMA || rc == QS_EIO ||
                      rc == QS_EDB || rc == QS_EBUSY || rc == QS_EFORMAT;
-    if (rc && store_only && c->e && method_count(c->e) > 0) rc = QS_OK;
+    if (rc && store_only && c->e && qs_method_count(c->e) > 0) rc = QS_OK;
     if (!rc) cli_record_warn(c);
     /* Without HOME or XDG_CACHE_HOME there is no default place: the store
      * lives in memory, and that must not pass unnoticed. */
     const char *env_db = getenv("QUICKSILVER_DB");
-    if (!rc && !c->quiet && !strcmp(engine_db_path(c->e), ":memory:") &&
+    if (!rc && !c->quiet && !strcmp(qs_engine_db_path(c->e), ":memory:") &&
         !(c->db && !strcmp(c->db, ":memory:")) &&
         !(env_db && !strcmp(env_db, ":memory:")))
       fprintf(stderr,
@@ -215,8 +217,8 @@ int cli_engine(cli *c, engine **e) {
               "and no store was named (--db, QUICKSILVER_DB): timings are "
               "kept in memory and lost at exit\n");
     if (rc) {
-      cli_fail("%s", c->e ? engine_error(c->e) : status_message(rc));
-      engine_close(c->e);
+      cli_fail("%s", c->e ? qs_engine_error(c->e) : qs_status_message(rc));
+      qs_engine_close(c->e);
       c->e = NULL;
       return CLI_FAIL;
     }
@@ -225,7 +227,7 @@ int cli_engine(cli *c, engine **e) {
   return CLI_OK;
 }
 
-int cli_method_engine(cli *c, int argc, char **argv, engine **e) {
+int cli_method_engine(cli *c, int argc, char **argv, qs_engine **e) {
   cli_prescan(c, argc, argv);
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -235,10 +237,10 @@ int cli_method_engine(cli *c, int argc, char **argv, engine **e) {
   return cli_engine(c, e);
 }
 
-cJSON *cli_estimates_json(const run_report *r) {
+cJSON *cli_estimates_json(const qs_run_report *r) {
   cJSON *arr = cJSON_CreateArray();
   for (size_t i = 0; i < r->n_estimates && i < QS_MAX_ESTIMATES; i++) {
-    const run_estimate *x = &r->estimates[i];
+    const qs_run_estimate *x = &r->estimates[i];
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "impl", x->impl);
     if (x->seconds >= 0)
@@ -314,7 +316,7 @@ static int on_progress(void *ctx, uint64_t done, uint64_t total) {
 }
 
 void cli_progress_begin(const cli *c, cli_progress *p, const char *what,
-                        run_request *rq) {
+                        qs_run_request *rq) {
   *p = (cli_progress){.c = c, .what = what, .t0 = mono_s()};
   p->old = cli_interrupt_catch();
   if (rq) {

@@ -23,7 +23,7 @@ typedef struct cli {
   int verbose;    /* -v: more detail on stderr */
   int json;       /* --json: results as JSON on stdout */
   int tty;        /* stderr is a terminal */
-  engine *e;      /* opened by cli_engine, closed by main */
+  qs_engine *e;   /* opened by cli_engine, closed by main */
   int store_warned; /* "timings not recorded" was said (once a process) */
 } cli;
 
@@ -36,7 +36,7 @@ extern const opt_def cli_globals[];
  * with --help prints the command's usage (synopsis, options, parameters)
  * and returns CLI_DONE, which the command turns into exit status 0. */
 int cli_args(cli *c, int argc, char **argv, const char *synopsis,
-             const opt_def *opts, const param_def *defs, size_t n_defs,
+             const opt_def *opts, const qs_param_def *defs, size_t n_defs,
              args *a);
 
 /* Applies the globals found in a to c; CLI_DONE when --help is among
@@ -57,15 +57,15 @@ void cli_prescan(cli *c, int argc, char **argv);
 
 /* The engine, opened with the global options on first use. On failure the
  * reason is printed and CLI_FAIL returned. */
-int cli_engine(cli *c, engine **e);
+int cli_engine(cli *c, qs_engine **e);
 
 /* cli_prescan, then cli_engine for a command whose flags come from a
  * method's tables: with --help/-h among argv the engine needs no store and
  * no devices, so it opens in memory without OpenCL. */
-int cli_method_engine(cli *c, int argc, char **argv, engine **e);
+int cli_method_engine(cli *c, int argc, char **argv, qs_engine **e);
 
 /* Warns once per process (unless -q) when the engine's timings are not
- * being recorded (engine_record_status); the command still succeeds. */
+ * being recorded (qs_engine_record_status); the command still succeeds. */
 void cli_record_warn(cli *c);
 
 /* "quicksilver: <message>" on stderr; return CLI_FAIL / CLI_USAGE. */
@@ -83,16 +83,16 @@ void cli_note(const cli *c, const char *fmt, ...)
 /* A report's estimates as a JSON array of {impl, seconds (null when
  * unknown), source, runs, optimistic (the optimistic bound; null: not a
  * candidate), state (the selection rule's verdict)}. */
-cJSON *cli_estimates_json(const run_report *r);
+cJSON *cli_estimates_json(const qs_run_report *r);
 
 /* Prints j on stdout and frees it; CLI_FAIL if it could not be printed. */
 int cli_json_out(cJSON *j);
 
 /* Prints the usage of one command (its options and, when given, the
  * parameter flags) to f. */
-void cli_params_help(FILE *f, const param_def *defs, size_t n_defs);
+void cli_params_help(FILE *f, const qs_param_def *defs, size_t n_defs);
 void cli_help(FILE *f, const char *synopsis, const opt_def *opts,
-              const param_def *defs, size_t n_defs);
+              const qs_param_def *defs, size_t n_defs);
 
 /* Ctrl-C as a request to stop: from cli_interrupt_catch (which returns
  * the previous SIGINT disposition) the first SIGINT sets
@@ -117,7 +117,7 @@ typedef struct cli_progress {
   void (*old)(int);
 } cli_progress;
 void cli_progress_begin(const cli *c, cli_progress *p, const char *what,
-                        run_request *rq);
+                        qs_run_request *rq);
 /* The hook cli_progress_begin sets in rq (which may be NULL: a loop of the
  * CLI's own, such as the stream's, reports through this): draws the line
  * when due (total 0: `done` alone, or only the time when done is 0 too);

@@ -1,4 +1,4 @@
-/* cmd_bench.c — `quicksilver bench`: sweeps through method_benchmark()
+/* cmd_bench.c — `quicksilver bench`: sweeps through qs_method_benchmark()
  * with progress on stderr, a summary on stdout, and CSV, JSON and SVG
  * files on request. */
 #include <math.h>
@@ -29,7 +29,7 @@ static int on_runs(void *ctx, uint64_t done, uint64_t total) {
   if (!total || !u->line[0] || !u->c->tty || u->c->quiet) return 0;
   fprintf(stderr, "\r\033[K%s  run %llu/%llu %6.1f s", u->line,
           (unsigned long long)done, (unsigned long long)total,
-          1e-9 * (double)timer_ns() - u->start);
+          1e-9 * (double)qs_timer_ns() - u->start);
   fflush(stderr);
   return 0;
 }
@@ -189,11 +189,11 @@ int cmd_bench(cli *c, int argc, char **argv) {
   int st0 = outfile_check(files, n_files, NULL, 0, bad, sizeof bad);
   if (st0) return st0 == QS_EINVAL ? cli_usage("bench: %s", bad)
                                    : cli_fail("bench: %s", bad);
-  engine *e;
+  qs_engine *e;
   if (cli_engine(c, &e)) return CLI_FAIL;
   sweep_result r;
   char err[2048] = "";
-  ui.start = 1e-9 * (double)timer_ns();
+  ui.start = 1e-9 * (double)qs_timer_ns();
   void (*previous)(int) = cli_interrupt_catch();
   int st = sweep_run(e, &o, &r, err, sizeof err);
   cli_interrupt_release(previous);
@@ -221,7 +221,7 @@ int cmd_bench(cli *c, int argc, char **argv) {
            w->step.method->name, size,
            w->step.params[0] ? w->step.params : "-", w->entry.impl,
            w->entry.runs, w->entry.min, w->entry.median,
-           status_name(w->entry.status));
+           qs_status_name(w->entry.status));
   }
   if (r.stopped && cli_interrupted())
     cli_note(c, "bench: interrupted after %zu of %zu step%s\n", r.steps_done,

@@ -20,7 +20,7 @@ static void stamp_text(double stamp, char *buf, size_t len) {
   strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static cJSON *row_json(const db_row *r) {
+static cJSON *row_json(const qs_db_row *r) {
   cJSON *j = cJSON_CreateObject();
   char when[32];
   stamp_text(r->stamp, when, sizeof when);
@@ -40,7 +40,7 @@ static cJSON *row_json(const db_row *r) {
   cJSON_AddNumberToObject(j, "wall", r->wall);
   cJSON_AddNumberToObject(j, "device_seconds", r->device_seconds);
   cJSON_AddNumberToObject(j, "once_seconds", r->once_seconds);
-  cJSON_AddStringToObject(j, "status", status_name(r->status));
+  cJSON_AddStringToObject(j, "status", qs_status_name(r->status));
   cJSON_AddStringToObject(j, "error", r->error);
   return j;
 }
@@ -51,7 +51,7 @@ typedef struct db_ctx {
   cli *c;
   args *a;
   const char *path;
-  engine *e;
+  qs_engine *e;
   cJSON *arr;   /* --json: the array being filled */
   size_t count; /* entries printed */
   const char *last_method, *last_key;
@@ -60,16 +60,16 @@ typedef struct db_ctx {
   char prev[2][4096]; /* method and key of the previous stats group */
 } db_ctx;
 
-static int db_filter_of(const args *a, db_filter *f) {
-  *f = (db_filter){args_value(a, "method"), args_value(a, "impl"),
-                   args_value(a, "device"), args_value(a, "key"), 0};
+static int db_filter_of(const args *a, qs_db_filter *f) {
+  *f = (qs_db_filter){args_value(a, "method"), args_value(a, "impl"),
+                      args_value(a, "device"), args_value(a, "key"), 0};
   const char *lim = args_value(a, "limit");
   if (lim && args_size(lim, 1, (size_t)1 << 40, &f->limit))
     return cli_usage("db: --limit: \"%s\" is not a positive count", lim);
   return CLI_OK;
 }
 
-static int list_row(void *ctx, const db_row *r) {
+static int list_row(void *ctx, const qs_db_row *r) {
   db_ctx *d = ctx;
   d->count++;
   if (d->arr) {
@@ -79,7 +79,7 @@ static int list_row(void *ctx, const db_row *r) {
   char when[32];
   stamp_text(r->stamp, when, sizeof when);
   printf("%-6lld %s  %-14s %-26s %12.6f s  %-8s %s\n", (long long)r->id, when,
-         r->method, r->impl, r->wall, status_name(r->status), r->key);
+         r->method, r->impl, r->wall, qs_status_name(r->status), r->key);
   if (d->c->verbose && r->error[0]) printf("       error: %s\n", r->error);
   return 0;
 }
@@ -88,7 +88,7 @@ static int list_row(void *ctx, const db_row *r) {
 static int db_listing(db_ctx *d, int rc) {
   if (rc) {
     cJSON_Delete(d->arr);
-    return cli_fail("db: %s", engine_error(d->e));
+    return cli_fail("db: %s", qs_engine_error(d->e));
   }
   if (d->arr) return cli_json_out(d->arr);
   if (!d->count && !d->hidden)
@@ -97,14 +97,14 @@ static int db_listing(db_ctx *d, int rc) {
 }
 
 static int db_list(db_ctx *d) {
-  db_filter f;
+  qs_db_filter f;
   int rc = db_filter_of(d->a, &f);
   if (rc) return rc;
   d->arr = d->c->json ? cJSON_CreateArray() : NULL;
-  return db_listing(d, engine_db_query(d->e, &f, list_row, d));
+  return db_listing(d, qs_engine_db_query(d->e, &f, list_row, d));
 }
 
-static int stat_group(void *ctx, const db_stat *g) {
+static int stat_group(void *ctx, const qs_db_stat *g) {
   db_ctx *d = ctx;
   d->count++;
   if (d->arr) {
@@ -135,20 +135,20 @@ static int stat_group(void *ctx, const db_stat *g) {
            g->failed ? "  (+failures)" : "");
   else
     printf("  %-28s n=0    %zu failed (%s)\n", g->impl, g->failed,
-           status_name(g->status));
+           qs_status_name(g->status));
   return 0;
 }
 
 static int db_stats(db_ctx *d) {
-  db_filter f;
+  qs_db_filter f;
   int rc = db_filter_of(d->a, &f);
   if (rc) return rc;
   d->arr = d->c->json ? cJSON_CreateArray() : NULL;
-  return db_listing(d, engine_db_stats(d->e, &f, stat_group, d));
+  return db_listing(d, qs_engine_db_stats(d->e, &f, stat_group, d));
 }
 
 /* The index of the estimate in state `state` (-1: none). */
-static long estimate_in(const run_report *r, const char *state) {
+static long estimate_in(const qs_run_report *r, const char *state) {
   for (size_t k = 0; k < r->n_estimates && k < QS_MAX_ESTIMATES; k++)
     if (!strcmp(r->estimates[k].state, state)) return (long)k;
   return -1;
@@ -171,9 +171,9 @@ static void ratio_words(double ratio, char *buf, size_t len) {
  * and why. Keys calibration recorded on slices of a call's input are not
  * keys the caller ran: they are counted and left out unless --all. */
 static int best_key(void *ctx, const char *method, const char *key,
-                    const run_report *r) {
+                    const qs_run_report *r) {
   db_ctx *d = ctx;
-  if (!d->slices && db_key_is_slice(key)) {
+  if (!d->slices && qs_db_key_is_slice(key)) {
     d->hidden++;
     return 0;
   }
@@ -188,7 +188,7 @@ static int best_key(void *ctx, const char *method, const char *key,
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "method", method);
     cJSON_AddStringToObject(o, "key", key);
-    cJSON_AddBoolToObject(o, "slice", db_key_is_slice(key));
+    cJSON_AddBoolToObject(o, "slice", qs_db_key_is_slice(key));
     if (best >= 0) {
       cJSON_AddStringToObject(o, "impl", r->estimates[best].impl);
       cJSON_AddNumberToObject(o, "seconds", r->estimates[best].seconds);
@@ -211,7 +211,7 @@ static int best_key(void *ctx, const char *method, const char *key,
     printf("  no usable implementation recorded here\n");
     return 0;
   }
-  const run_estimate *b = &r->estimates[best];
+  const qs_run_estimate *b = &r->estimates[best];
   long runner = -1;
   for (size_t k = 0; k < r->n_estimates; k++)
     if ((long)k != best && r->estimates[k].seconds >= 0 &&
@@ -222,7 +222,7 @@ static int best_key(void *ctx, const char *method, const char *key,
          b->runs == 1 ? "" : "s");
   if (runner >= 0 && b->seconds > 0) {
     char words[64];
-    const run_estimate *x = &r->estimates[runner];
+    const qs_run_estimate *x = &r->estimates[runner];
     ratio_words(x->seconds / b->seconds, words, sizeof words);
     printf("; next best %s is %s (%s)", x->impl, words, x->source);
   }
@@ -240,12 +240,12 @@ static int best_key(void *ctx, const char *method, const char *key,
 }
 
 static int db_best(db_ctx *d) {
-  db_filter f;
+  qs_db_filter f;
   int rc = db_filter_of(d->a, &f);
   if (rc) return rc;
   d->arr = d->c->json ? cJSON_CreateArray() : NULL;
   d->slices = args_value(d->a, "all") != NULL;
-  rc = db_listing(d, engine_db_best(d->e, &f, best_key, d));
+  rc = db_listing(d, qs_engine_db_best(d->e, &f, best_key, d));
   if (d->hidden)
     fprintf(stderr,
             "quicksilver: db best: %zu calibration-slice key%s hidden "
@@ -272,20 +272,20 @@ static int db_file_op(db_ctx *d, const char *verb) {
                            ? " (the timing store)"
                            : "");
     if (rc) return cli_fail("db export: %s", err);
-    if (engine_db_export(d->e, file))
-      return cli_fail("%s", engine_error(d->e));
+    if (qs_engine_db_export(d->e, file))
+      return cli_fail("%s", qs_engine_error(d->e));
     cli_note(d->c, "db: exported %s to %s\n", d->path, file);
     return CLI_OK;
   }
   size_t added = 0, skipped = 0, rejected = 0;
-  int rc = engine_db_import(d->e, file, &added, &skipped, &rejected);
-  const char *err = engine_error(d->e);
+  int rc = qs_engine_db_import(d->e, file, &added, &skipped, &rejected);
+  const char *err = qs_engine_error(d->e);
   if (d->c->json) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "added", (double)added);
     cJSON_AddNumberToObject(j, "skipped", (double)skipped);
     cJSON_AddNumberToObject(j, "rejected", (double)rejected);
-    cJSON_AddStringToObject(j, "status", status_name(rc));
+    cJSON_AddStringToObject(j, "status", qs_status_name(rc));
     if (rc) cJSON_AddStringToObject(j, "error", err);
     cli_json_out(j);
   } else {
@@ -312,14 +312,14 @@ static int db_prune(db_ctx *d) {
   if (!keep_t && !days_t)
     return cli_usage("db prune: give --keep N and/or --older-than DAYS");
   size_t removed = 0;
-  if (engine_db_prune(d->e, keep, days, &removed))
-    return cli_fail("%s", engine_error(d->e));
+  if (qs_engine_db_prune(d->e, keep, days, &removed))
+    return cli_fail("%s", qs_engine_error(d->e));
   printf("removed %zu run%s\n", removed, removed == 1 ? "" : "s");
   return CLI_OK;
 }
 
 static int db_forget(db_ctx *d) {
-  db_filter f;
+  qs_db_filter f;
   int rc = db_filter_of(d->a, &f);
   if (rc) return rc;
   int all = args_value(d->a, "all") != NULL;
@@ -327,8 +327,8 @@ static int db_forget(db_ctx *d) {
     return cli_usage("db forget: give --method, --impl, --device or --key "
                      "(or --all to forget every run)");
   size_t removed = 0;
-  if (engine_db_forget(d->e, &f, &removed))
-    return cli_fail("%s", engine_error(d->e));
+  if (qs_engine_db_forget(d->e, &f, &removed))
+    return cli_fail("%s", qs_engine_error(d->e));
   printf("removed %zu run%s\n", removed, removed == 1 ? "" : "s");
   return CLI_OK;
 }
@@ -340,7 +340,7 @@ static int db_check_moved(db_ctx *d, const char *why) {
                     "starts on the next run) with:\n    quicksilver --db "
                     "'%s' db check --move-aside",
                     why, d->path);
-  if (engine_db_move_aside(d->path, moved, sizeof moved, err, sizeof err))
+  if (qs_engine_db_move_aside(d->path, moved, sizeof moved, err, sizeof err))
     return cli_fail("%s", err);
   printf("moved the damaged store %s to %s\n", d->path, moved);
   return CLI_OK;
@@ -384,7 +384,7 @@ int cmd_db(cli *c, int argc, char **argv) {
   while (k < n_subs && strcmp(subs[k], sub))
     k++;
   if (k == n_subs) {
-    const char *near = name_nearest(sub, sub_at, subs, n_subs);
+    const char *near = qs_name_nearest(sub, sub_at, subs, n_subs);
     if (near)
       return cli_usage("db: unknown subcommand '%s' (did you mean '%s'?)", sub,
                        near);
@@ -394,13 +394,14 @@ int cmd_db(cli *c, int argc, char **argv) {
    * needs the OpenCL devices and the pool's thread count: both are part of
    * the fingerprints its rows are matched against. */
   int best = !strcmp(sub, "best");
-  engine_options eo = {.db_path = c->db, .no_opencl = !best || c->no_opencl,
-                       .threads = best ? c->threads : 1};
-  engine *e = NULL;
-  int open_rc = engine_open(&e, &eo);
+  qs_engine_options eo = {.db_path = c->db,
+                          .no_opencl = !best || c->no_opencl,
+                          .threads = best ? c->threads : 1};
+  qs_engine *e = NULL;
+  int open_rc = qs_engine_open(&e, &eo);
   if (!e) return cli_fail("out of memory");
   char path[4096];
-  snprintf(path, sizeof path, "%s", engine_db_path(e));
+  snprintf(path, sizeof path, "%s", qs_engine_db_path(e));
   db_ctx d = {.c = c, .a = &a, .path = path, .e = e};
   int rc = CLI_OK;
   size_t want_pos =
@@ -414,20 +415,20 @@ int cmd_db(cli *c, int argc, char **argv) {
                    a.n_pos < want_pos ? "missing argument"
                                       : "unexpected argument");
   } else if (!strcmp(sub, "check") && open_rc && open_rc != QS_ECORRUPT) {
-    rc = cli_fail("%s", engine_error(e));
+    rc = cli_fail("%s", qs_engine_error(e));
   } else if (!strcmp(sub, "check")) {
-    if (engine_db_check(e)) {
+    if (qs_engine_db_check(e)) {
       char why[2048];
-      snprintf(why, sizeof why, "%s", engine_error(e));
-      engine_close(e); /* the store must be closed to be moved */
+      snprintf(why, sizeof why, "%s", qs_engine_error(e));
+      qs_engine_close(e); /* the store must be closed to be moved */
       return db_check_moved(&d, why);
     }
     printf("ok: %s passes SQLite's integrity check\n", path);
   } else if (open_rc == QS_ECORRUPT) {
     rc = cli_fail("%s\n  run 'quicksilver db check' for what to do",
-                  engine_error(e));
+                  qs_engine_error(e));
   } else if (open_rc) {
-    rc = cli_fail("%s", engine_error(e));
+    rc = cli_fail("%s", qs_engine_error(e));
   } else if (!strcmp(sub, "list")) {
     rc = db_list(&d);
   } else if (!strcmp(sub, "show")) {
@@ -446,6 +447,6 @@ int cmd_db(cli *c, int argc, char **argv) {
   } else {
     rc = db_forget(&d);
   }
-  engine_close(e);
+  qs_engine_close(e);
   return rc;
 }

@@ -11,7 +11,7 @@
 
 /* ------------------------------------------------------------- devices */
 
-static cJSON *device_json(const device_info *d) {
+static cJSON *device_json(const qs_device_info *d) {
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "slug", d->name);
   cJSON_AddStringToObject(j, "fingerprint", d->fingerprint);
@@ -40,21 +40,22 @@ int cmd_devices(cli *c, int argc, char **argv) {
       cli_args(c, argc, argv, "devices [--json]", NULL, NULL, 0, &a));
   if (a.n_pos) return cli_usage("devices: unexpected argument '%s'", a.pos[0]);
   /* Devices need no store: a private one in memory. */
-  engine_options eo = {.db_path = ":memory:", .no_opencl = c->no_opencl,
-                       .threads = c->threads};
-  engine *e = NULL;
-  int rc = engine_open(&e, &eo);
-  device_info dev[MAX_DEVICES];
+  qs_engine_options eo = {
+      .db_path = ":memory:", .no_opencl = c->no_opencl, .threads = c->threads};
+  qs_engine *e = NULL;
+  int rc = qs_engine_open(&e, &eo);
+  qs_device_info dev[MAX_DEVICES];
   size_t n = 0;
-  if (!rc) rc = engine_devices(e, dev, MAX_DEVICES, &n);
+  if (!rc) rc = qs_engine_devices(e, dev, MAX_DEVICES, &n);
   if (rc) {
-    rc = rc == QS_EENV ? cli_usage("%s", engine_error(e))
-                       : cli_fail("%s", e ? engine_error(e) : "out of memory");
-    engine_close(e);
+    rc = rc == QS_EENV
+             ? cli_usage("%s", qs_engine_error(e))
+             : cli_fail("%s", e ? qs_engine_error(e) : "out of memory");
+    qs_engine_close(e);
     return rc;
   }
   if (n > MAX_DEVICES) n = MAX_DEVICES;
-  const device_info *cpu = &dev[0];
+  const qs_device_info *cpu = &dev[0];
   if (c->json) {
     cJSON *j = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(j, "cpu");
     cJSON_AddStringToObject(o, "name", cpu->model);
@@ -64,14 +65,15 @@ int cmd_devices(cli *c, int argc, char **argv) {
     cJSON *cl = cJSON_AddArrayToObject(j, "opencl");
     for (size_t i = 1; i < n; i++)
       cJSON_AddItemToArray(cl, device_json(&dev[i]));
-    if (n < 2) cJSON_AddStringToObject(j, "opencl_why", engine_opencl_why(e));
-    engine_close(e);
+    if (n < 2)
+      cJSON_AddStringToObject(j, "opencl_why", qs_engine_opencl_why(e));
+    qs_engine_close(e);
     return cli_json_out(j);
   }
   printf("cpu: %s, %d cores\n", cpu->model, cpu->cores);
-  if (n < 2) printf("opencl: no devices (%s)\n", engine_opencl_why(e));
+  if (n < 2) printf("opencl: no devices (%s)\n", qs_engine_opencl_why(e));
   for (size_t i = 1; i < n; i++) {
-    const device_info *d = &dev[i];
+    const qs_device_info *d = &dev[i];
     printf("opencl:%s\n  fingerprint  %s\n  device       %s (%s, %s)\n"
            "  platform     %s\n  kind         %s, %u compute units at %u "
            "MHz%s\n  memory       %.2f GiB global, %.2f GiB max allocation, "
@@ -85,7 +87,7 @@ int cmd_devices(cli *c, int argc, char **argv) {
            (unsigned long long)(d->local_mem >> 10), d->max_work_group,
            d->fp64 ? "yes" : "no");
   }
-  engine_close(e);
+  qs_engine_close(e);
   return CLI_OK;
 }
 
@@ -98,7 +100,7 @@ typedef struct diff_stats {
 
 /* Differences of b against a (the reference) over pixels finite in both;
  * a pixel NaN in one and not the other counts as a mismatch. */
-static void diff_of(const image *a, const image *b, diff_stats *d) {
+static void diff_of(const qs_image *a, const qs_image *b, diff_stats *d) {
   size_t n = a->frames * a->rows * a->cols;
   double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0, sq = 0;
   memset(d, 0, sizeof *d);
@@ -121,7 +123,7 @@ static void diff_of(const image *a, const image *b, diff_stats *d) {
   if (va <= 0 && vb <= 0 && d->max_abs == 0) d->pearson = 1;
 }
 
-static cJSON *shape_json(const image *img) {
+static cJSON *shape_json(const qs_image *img) {
   cJSON *s = cJSON_CreateArray();
   cJSON_AddItemToArray(s, cJSON_CreateNumber((double)img->frames));
   cJSON_AddItemToArray(s, cJSON_CreateNumber((double)img->rows));
@@ -153,11 +155,11 @@ int cmd_diff(cli *c, int argc, char **argv) {
       return cli_usage("diff: --tolerance: \"%s\" is not a number >= 0",
                        tol_text);
   }
-  image img[2] = {{0}, {0}};
+  qs_image img[2] = {{0}, {0}};
   char err[1024];
   for (int k = 0; k < 2; k++)
     if (tiff_read(a.pos[k], &img[k], err, sizeof err)) {
-      image_free(&img[0]);
+      qs_image_free(&img[0]);
       return cli_fail("%s", err);
     }
   int same = img[0].frames == img[1].frames && img[0].rows == img[1].rows &&
@@ -194,8 +196,8 @@ int cmd_diff(cli *c, int argc, char **argv) {
     else
       fprintf(stderr, "quicksilver: diff: shapes differ\n");
   }
-  image_free(&img[0]);
-  image_free(&img[1]);
+  qs_image_free(&img[0]);
+  qs_image_free(&img[1]);
   return rc;
 }
 
@@ -229,13 +231,13 @@ int cmd_simulate(cli *c, int argc, char **argv) {
           a.params[i].name == sim_params[SIM_COLS].name)
         return cli_usage("simulate: --size and --rows/--cols together");
     if (a.n_params + 2 > QS_MAX_PARAMS) return cli_usage("too many options");
-    a.params[a.n_params++] = (param){sim_params[SIM_ROWS].name, 0, rows};
-    a.params[a.n_params++] = (param){sim_params[SIM_COLS].name, 0, cols};
+    a.params[a.n_params++] = (qs_param){sim_params[SIM_ROWS].name, 0, rows};
+    a.params[a.n_params++] = (qs_param){sim_params[SIM_COLS].name, 0, cols};
   }
   double v[SIM_N];
   char err[1024];
-  if (params_resolve(sim_params, SIM_N, a.params, a.n_params, v, err,
-                     sizeof err))
+  if (qs_params_resolve(sim_params, SIM_N, a.params, a.n_params, v, err,
+                        sizeof err))
     return cli_usage("simulate: %s", err);
   const char *truth_path = args_value(&a, "truth");
   /* Before the work: both outputs writable files, and not the same one. */
@@ -243,7 +245,7 @@ int cmd_simulate(cli *c, int argc, char **argv) {
   int bad = outfile_check(outs, truth_path ? 2 : 1, NULL, 0, err, sizeof err);
   if (bad) return bad == QS_EINVAL ? cli_usage("simulate: %s", err)
                                    : cli_fail("simulate: %s", err);
-  image img;
+  qs_image img;
   sim_truth truth;
   if (simulate(v, &img, truth_path ? &truth : NULL, err, sizeof err))
     return cli_fail("%s", err);
@@ -257,7 +259,7 @@ int cmd_simulate(cli *c, int argc, char **argv) {
     rc = sim_truth_write(&truth, v[SIM_PIXEL_SIZE], truth_path, err,
                          sizeof err);
   if (truth_path) sim_truth_free(&truth);
-  image_free(&img);
+  qs_image_free(&img);
   if (rc) return cli_fail("%s", err);
   cli_note(c, "simulate: %zux%zux%zu written to %s%s%s\n", (size_t)v[0],
            (size_t)v[SIM_ROWS], (size_t)v[SIM_COLS], out,

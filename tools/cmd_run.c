@@ -1,5 +1,5 @@
 /* cmd_run.c — `methods`, `run` and `esrrf`: the method tables drive the
- * flags, the help and the listing; method_run does the work. */
+ * flags, the help and the listing; qs_method_run does the work. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,43 +13,46 @@
 #include "tiff.h"
 
 /* The method called `name`, or a usage error suggesting the nearest. */
-static int method_lookup(engine *e, const char *name, const method_desc **d) {
-  *d = method_find(e, name);
+static int method_lookup(qs_engine *e, const char *name,
+                         const qs_method_desc **d) {
+  *d = qs_method_find(e, name);
   if (*d) return CLI_OK;
-  const char *near = method_nearest_name(e, name);
+  const char *near = qs_method_nearest_name(e, name);
   if (near)
     return cli_usage("unknown method '%s' (did you mean '%s'?)", name, near);
   return cli_usage("unknown method '%s' (see quicksilver methods)", name);
 }
 
-static cJSON *param_json(const param_def *d) {
+static cJSON *param_json(const qs_param_def *d) {
   static const char *const types[] = {"int", "float", "bool", "enum"};
   cJSON *j = cJSON_CreateObject();
   char text[64], flag[QS_NAME_MAX + 2] = "--";
   args_flag_of(d->name, flag + 2, sizeof flag - 2);
-  params_format(d, d->def, text, sizeof text);
+  qs_params_format(d, d->def, text, sizeof text);
   cJSON_AddStringToObject(j, "name", d->name);
   cJSON_AddStringToObject(j, "flag", flag);
   cJSON_AddStringToObject(j, "type", types[d->type]);
   cJSON_AddStringToObject(j, "default", text);
-  if ((d->type == PARAM_INT || d->type == PARAM_FLOAT) && d->min < d->max) {
+  if ((d->type == QS_PARAM_INT || d->type == QS_PARAM_FLOAT) &&
+      d->min < d->max) {
     cJSON_AddNumberToObject(j, "min", d->min);
     cJSON_AddNumberToObject(j, "max", d->max);
-    cJSON_AddBoolToObject(j, "min_open", (d->flags & PARAM_MIN_OPEN) != 0);
-    cJSON_AddBoolToObject(j, "max_open", (d->flags & PARAM_MAX_OPEN) != 0);
+    cJSON_AddBoolToObject(j, "min_open", (d->flags & QS_PARAM_MIN_OPEN) != 0);
+    cJSON_AddBoolToObject(j, "max_open", (d->flags & QS_PARAM_MAX_OPEN) != 0);
   }
-  if (d->type == PARAM_ENUM)
+  if (d->type == QS_PARAM_ENUM)
     cJSON_AddStringToObject(j, "choices", d->choices ? d->choices : "");
   cJSON_AddStringToObject(j, "doc", d->doc ? d->doc : "");
   return j;
 }
 
 /* One method: parameters and implementations (with availability). */
-static int method_show(cli *c, engine *e, const method_desc *d, cJSON *arr) {
-  impl_info info[QS_MAX_ESTIMATES];
+static int method_show(cli *c, qs_engine *e, const qs_method_desc *d,
+                       cJSON *arr) {
+  qs_impl_info info[QS_MAX_ESTIMATES];
   size_t n = 0;
-  if (method_impls(e, d->name, info, QS_MAX_ESTIMATES, &n))
-    return cli_fail("%s", engine_error(e));
+  if (qs_method_impls(e, d->name, info, QS_MAX_ESTIMATES, &n))
+    return cli_fail("%s", qs_engine_error(e));
   if (n > QS_MAX_ESTIMATES) n = QS_MAX_ESTIMATES;
   if (arr) {
     cJSON *m = cJSON_CreateObject(), *p, *im, *slots;
@@ -68,7 +71,7 @@ static int method_show(cli *c, engine *e, const method_desc *d, cJSON *arr) {
     for (size_t i = 0; i < n; i++) {
       cJSON *o = cJSON_CreateObject();
       cJSON_AddStringToObject(o, "name", info[i].name);
-      cJSON_AddStringToObject(o, "kind", impl_kind_name(info[i].kind));
+      cJSON_AddStringToObject(o, "kind", qs_impl_kind_name(info[i].kind));
       cJSON_AddNumberToObject(o, "version", info[i].version);
       cJSON_AddBoolToObject(o, "available", info[i].available);
       if (!info[i].available) cJSON_AddStringToObject(o, "why", info[i].why);
@@ -89,7 +92,8 @@ static int method_show(cli *c, engine *e, const method_desc *d, cJSON *arr) {
   cli_params_help(stdout, d->params, d->n_params);
   printf("implementations:\n");
   for (size_t i = 0; i < n; i++)
-    printf("  %-28s %-10s %s%s\n", info[i].name, impl_kind_name(info[i].kind),
+    printf("  %-28s %-10s %s%s\n", info[i].name,
+           qs_impl_kind_name(info[i].kind),
            info[i].available ? "available" : "unavailable: ",
            info[i].available ? "" : info[i].why);
   (void)c;
@@ -101,20 +105,20 @@ int cmd_methods(cli *c, int argc, char **argv) {
   CLI_ARGS_OR_RETURN(
       cli_args(c, argc, argv, "methods [NAME] [--json]", NULL, NULL, 0, &a));
   if (a.n_pos > 1) return cli_usage("methods: at most one NAME");
-  engine *e;
+  qs_engine *e;
   if (cli_engine(c, &e)) return CLI_FAIL;
   cJSON *arr = c->json ? cJSON_CreateArray() : NULL;
   int rc = CLI_OK;
   if (a.n_pos) {
-    const method_desc *d;
+    const qs_method_desc *d;
     rc = method_lookup(e, a.pos[0], &d);
     if (!rc) rc = method_show(c, e, d, arr);
   } else if (arr) {
-    for (size_t i = 0; !rc && i < method_count(e); i++)
-      rc = method_show(c, e, method_at(e, i), arr);
+    for (size_t i = 0; !rc && i < qs_method_count(e); i++)
+      rc = method_show(c, e, qs_method_at(e, i), arr);
   } else {
-    for (size_t i = 0; i < method_count(e); i++)
-      printf("%-16s %s\n", method_at(e, i)->name, method_at(e, i)->doc);
+    for (size_t i = 0; i < qs_method_count(e); i++)
+      printf("%-16s %s\n", qs_method_at(e, i)->name, qs_method_at(e, i)->doc);
     printf("\n'quicksilver methods NAME' shows parameters and "
            "implementations.\n");
   }
@@ -163,7 +167,7 @@ bad:
                    t);
 }
 
-static cJSON *report_json(const char *method, const run_report *r) {
+static cJSON *report_json(const char *method, const qs_run_report *r) {
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "method", method);
   cJSON_AddStringToObject(j, "impl", r->impl);
@@ -203,8 +207,8 @@ static const char *explain_state(const char *s) {
   return s;
 }
 
-static void report_text(const cli *c, const char *method, const run_report *r,
-                        int explain, int dry) {
+static void report_text(const cli *c, const char *method,
+                        const qs_run_report *r, int explain, int dry) {
   if (dry)
     cli_note(c, "%s: would run %s (%s)%s", method, r->impl[0] ? r->impl : "-",
              r->reason,
@@ -233,7 +237,7 @@ static void report_text(const cli *c, const char *method, const run_report *r,
   cli_note(c, "  %-28s %12s  %-12s %4s  %12s  %s\n", "implementation",
            "estimate", "source", "runs", "at best", "rule");
   for (size_t i = 0; i < r->n_estimates && i < QS_MAX_ESTIMATES; i++) {
-    const run_estimate *e = &r->estimates[i];
+    const qs_run_estimate *e = &r->estimates[i];
     char est[32] = "unknown", low[32] = "-";
     if (e->seconds >= 0) snprintf(est, sizeof est, "%.6f s", e->seconds);
     if (e->optimistic > 0) snprintf(low, sizeof low, "%.6f s", e->optimistic);
@@ -249,25 +253,25 @@ static void report_text(const cli *c, const char *method, const run_report *r,
  * when it has no frames axis) within [first, first + count). */
 typedef struct inputs {
   size_t n_in, channels;
-  image *in;
+  qs_image *in;
   tiff_info info[16];
 } inputs;
 
 static void inputs_free(inputs *x) {
   for (size_t i = 0; x->in && i < x->n_in * x->channels; i++)
-    image_free(&x->in[i]);
+    qs_image_free(&x->in[i]);
   free(x->in);
   x->in = NULL;
 }
 
 /* Channel c's frames [first, first + count) of the stack all (every page)
  * with metadata m, into *out. */
-static int channel_of(const image *all, const tiff_meta *m, size_t c,
-                      size_t first, size_t count, image *out) {
+static int channel_of(const qs_image *all, const tiff_meta *m, size_t c,
+                      size_t first, size_t count, qs_image *out) {
   size_t seq = m->slices > 1 ? m->slices : m->frames;
   if (first >= seq) return QS_EINVAL;
   if (count > seq - first) count = seq - first;
-  int rc = image_alloc(out, count, all->rows, all->cols);
+  int rc = qs_image_alloc(out, count, all->rows, all->cols);
   size_t plane = all->rows * all->cols;
   for (size_t s = 0; !rc && s < count; s++) {
     size_t z = m->slices > 1 ? first + s : 0, t = m->slices > 1 ? 0 : first + s;
@@ -316,13 +320,13 @@ static int inputs_read(const char *label, char **paths, size_t n_in,
                                      : cli_fail("%s", err);
       continue;
     }
-    image all;
+    qs_image all;
     if ((rc = tiff_read(paths[k], &all, err, sizeof err)))
       return cli_fail("%s", err);
     for (size_t c = 0; !rc && c < x->channels; c++)
       rc = channel_of(&all, &x->info[k].meta, c, first, count,
                       &x->in[c * n_in + k]);
-    image_free(&all);
+    qs_image_free(&all);
     if (rc == QS_EINVAL)
       return cli_usage("%s: frame %zu asked of %s, whose channels have %zu",
                        label, first, paths[k],
@@ -337,7 +341,7 @@ static int inputs_read(const char *label, char **paths, size_t n_in,
  * the channel axis kept, the pixel size of the first input that has one
  * scaled by the ratio of sizes (an image magnified M times has pixels M
  * times smaller), and the provenance `prov`. */
-static void output_meta(const inputs *x, const image *out, size_t C,
+static void output_meta(const inputs *x, const qs_image *out, size_t C,
                         const char *prov, tiff_meta *m) {
   tiff_meta_plain(m, out->frames * C);
   if (C > 1) {
@@ -350,12 +354,12 @@ static void output_meta(const inputs *x, const image *out, size_t C,
 
 /* Writes output k of every channel as one stack, channel fastest (ImageJ's
  * hyperstack order). */
-static int output_write(const char *path, image *const *outs, size_t C,
+static int output_write(const char *path, qs_image *const *outs, size_t C,
                         const tiff_meta *m, char *err, size_t err_len) {
   if (C == 1) return tiff_write_meta(path, outs[0], 0, m, err, err_len);
-  const image *o = outs[0];
-  image all;
-  int rc = image_alloc(&all, o->frames * C, o->rows, o->cols);
+  const qs_image *o = outs[0];
+  qs_image all;
+  int rc = qs_image_alloc(&all, o->frames * C, o->rows, o->cols);
   if (rc) return snprintf(err, err_len, "%s: out of memory", path), rc;
   size_t plane = o->rows * o->cols;
   for (size_t c = 0; c < C; c++)
@@ -363,14 +367,14 @@ static int output_write(const char *path, image *const *outs, size_t C,
       memcpy(all.data + (f * C + c) * plane, outs[c]->data + f * plane,
              plane * sizeof(float));
   rc = tiff_write_meta(path, &all, 0, m, err, err_len);
-  image_free(&all);
+  qs_image_free(&all);
   return rc;
 }
 
 /* The provenance of a run: its parameters and inputs, and the
  * implementation of each channel (one name when they agree). */
-static void run_provenance(const method_desc *d, const double *values,
-                           char **paths, size_t n_in, const run_report *rep,
+static void run_provenance(const qs_method_desc *d, const double *values,
+                           char **paths, size_t n_in, const qs_run_report *rep,
                            size_t C, char *out, size_t len) {
   const char *impls[64];
   char set[256];
@@ -386,9 +390,9 @@ static void run_provenance(const method_desc *d, const double *values,
 /* argv[0] names the method; argv[1..] are inputs and options. */
 static int run_method(cli *c, const char *label, const char *name, int argc,
                       char **argv) {
-  engine *e;
+  qs_engine *e;
   if (cli_method_engine(c, argc, argv, &e)) return CLI_FAIL;
-  const method_desc *d;
+  const qs_method_desc *d;
   int rc = method_lookup(e, name, &d);
   if (rc) return rc;
   char synopsis[256];
@@ -401,8 +405,8 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
       cli_args(c, argc, argv, synopsis, run_opts, d->params, d->n_params, &a));
   double values[QS_MAX_PARAMS];
   char err[2048];
-  if (params_resolve(d->params, d->n_params, a.params, a.n_params, values, err,
-                     sizeof err))
+  if (qs_params_resolve(d->params, d->n_params, a.params, a.n_params, values,
+                        err, sizeof err))
     return cli_usage("%s: %s", label, err);
   if (a.n_pos != d->n_inputs)
     return cli_usage("%s: %s takes %zu input file%s (%s%s), got %zu", label,
@@ -437,23 +441,23 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
   inputs x;
   rc = inputs_read(label, (char **)a.pos, d->n_inputs, first, count, &x);
   size_t C = x.channels ? x.channels : 1;
-  image *out = calloc(C * d->n_outputs, sizeof *out);
-  run_report *rep = calloc(C, sizeof *rep);
+  qs_image *out = calloc(C * d->n_outputs, sizeof *out);
+  qs_run_report *rep = calloc(C, sizeof *rep);
   if (!rc && (!out || !rep)) rc = cli_fail("%s: out of memory", label);
   for (size_t ch = 0; !rc && ch < C; ch++) {
-    run_request rq = {.inputs = x.in + ch * d->n_inputs,
-                      .n_inputs = d->n_inputs,
-                      .params = a.params,
-                      .n_params = a.n_params,
-                      .impl = args_value(&a, "impl")};
+    qs_run_request rq = {.inputs = x.in + ch * d->n_inputs,
+                         .n_inputs = d->n_inputs,
+                         .params = a.params,
+                         .n_params = a.n_params,
+                         .impl = args_value(&a, "impl")};
     char what[96];
     snprintf(what, sizeof what, C > 1 ? "%s (channel %zu)" : "%s", d->name,
              ch);
     cli_progress prog;
     if (!dry) cli_progress_begin(c, &prog, what, &rq);
-    int st = dry ? method_estimate(e, d->name, &rq, &rep[ch])
-                 : method_run(e, d->name, &rq, out + ch * d->n_outputs,
-                              d->n_outputs, &rep[ch]);
+    int st = dry ? qs_method_estimate(e, d->name, &rq, &rep[ch])
+                 : qs_method_run(e, d->name, &rq, out + ch * d->n_outputs,
+                                 d->n_outputs, &rep[ch]);
     int stopped = !dry && cli_progress_end(&prog);
     if (rep[ch].record_status) cli_record_warn(c);
     if (st == QS_ECANCELLED && stopped) {
@@ -462,9 +466,9 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
     } else if (st) {
       rc = cli_status_exit(st);
       if (C > 1)
-        cli_fail("%s: channel %zu: %s", label, ch, engine_error(e));
+        cli_fail("%s: channel %zu: %s", label, ch, qs_engine_error(e));
       else
-        cli_fail("%s: %s", label, engine_error(e));
+        cli_fail("%s: %s", label, qs_engine_error(e));
     }
     if (dry) break; /* every channel is the same call */
   }
@@ -484,7 +488,7 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
                  sizeof prov);
   tiff_meta meta[16];
   for (size_t k = 0; k < n_out; k++) {
-    image *per[64] = {NULL};
+    qs_image *per[64] = {NULL};
     if (C > 64) {
       rc = cli_fail("%s: more than 64 channels", label);
       goto done;
@@ -549,7 +553,8 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
   }
 done:
   inputs_free(&x);
-  for (size_t k = 0; out && k < C * d->n_outputs; k++) image_free(&out[k]);
+  for (size_t k = 0; out && k < C * d->n_outputs; k++)
+    qs_image_free(&out[k]);
   free(out);
   free(rep);
   return rc;

@@ -64,7 +64,7 @@ static void sleep_s(double s) {
 
 typedef struct run_state {
   cli *c;
-  esrrf_stream *s;
+  qs_esrrf_stream *s;
   const char *in, *out, *dir; /* in: NULL for stdin */
   size_t n_res;
   double *lat; /* per-frame latencies */
@@ -93,10 +93,10 @@ static int lat_add(run_state *r, double v) {
 /* Appends one result to the -o stack and writes it to --out-dir. The
  * first result replaces OUT atomically (an existing OUT stays whole until
  * then); the later ones are appended in place to the file we wrote. */
-static int result_write(run_state *r, const image *img) {
+static int result_write(run_state *r, const qs_image *img) {
   char err[512];
   if (r->prov) { /* the first result: the implementation is chosen now */
-    cJSON_AddStringToObject(r->prov, "impl", esrrf_stream_impl(r->s));
+    cJSON_AddStringToObject(r->prov, "impl", qs_esrrf_stream_impl(r->s));
     prov_text(r->prov, r->meta.provenance, sizeof r->meta.provenance);
     r->prov = NULL;
   }
@@ -121,10 +121,10 @@ static int result_write(run_state *r, const image *img) {
 /* Takes every waiting result. */
 static int results_drain(run_state *r) {
   for (;;) {
-    image img;
-    esrrf_stream_result info;
+    qs_image img;
+    qs_esrrf_stream_result info;
     int got;
-    esrrf_stream_pop(r->s, &img, &info, &got);
+    qs_esrrf_stream_pop(r->s, &img, &info, &got);
     if (!got) return CLI_OK;
     if (r->c->verbose)
       cli_note(r->c,
@@ -135,7 +135,7 @@ static int results_drain(run_state *r) {
                info.latency);
     int rc = result_write(r, &img);
     /* written: the next result goes into it */
-    if (esrrf_stream_give(r->s, &img)) image_free(&img);
+    if (qs_esrrf_stream_give(r->s, &img)) qs_image_free(&img);
     if (rc) return rc;
   }
 }
@@ -143,24 +143,25 @@ static int results_drain(run_state *r) {
 /* Pushes one frame read at time t_read. */
 static int frame_push(run_state *r, float *data, size_t rows, size_t cols,
                       double t_read) {
-  image f = image_wrap(data, 1, rows, cols);
-  int rc = esrrf_stream_push(r->s, &f);
+  qs_image f = qs_image_wrap(data, 1, rows, cols);
+  int rc = qs_esrrf_stream_push(r->s, &f);
   double t_done = now_s(), lat = t_done - t_read;
   if (!r->t_first) r->t_first = t_read;
   r->t_last = t_done;
-  if (rc == QS_EINVAL && !strstr(esrrf_stream_error(r->s), "after the end")) {
+  if (rc == QS_EINVAL &&
+      !strstr(qs_esrrf_stream_error(r->s), "after the end")) {
     /* a bad frame: skipped, the stream goes on */
     cli_note(r->c, "quicksilver: %s (frame skipped)\n",
-             esrrf_stream_error(r->s));
+             qs_esrrf_stream_error(r->s));
     return CLI_OK;
   }
-  if (rc) return cli_fail("%s", esrrf_stream_error(r->s));
+  if (rc) return cli_fail("%s", qs_esrrf_stream_error(r->s));
   if (r->c->verbose)
     cli_note(r->c, "frame %llu: %.4f s\n",
-             (unsigned long long)(esrrf_stream_frames(r->s) - 1), lat);
+             (unsigned long long)(qs_esrrf_stream_frames(r->s) - 1), lat);
   rc = lat_add(r, lat);
   if (!r->c->verbose) /* its lines per frame say as much */
-    cli_progress_report(&r->prog, esrrf_stream_frames(r->s), r->total);
+    cli_progress_report(&r->prog, qs_esrrf_stream_frames(r->s), r->total);
   return rc ? rc : results_drain(r);
 }
 
@@ -213,20 +214,20 @@ static int read_tiff(run_state *r, const char *path, size_t limit, double poll,
     if (!rc && info.pages > done) {
       size_t n = info.pages - done;
       if (n > limit - done) n = limit - done;
-      image pages;
+      qs_image pages;
       rc = tiff_read_pages(path, done, n, &pages, err, sizeof err);
       double t = now_s();
       for (size_t k = 0; !rc && k < pages.frames && !cli_interrupted(); k++) {
         int prc = frame_push(r, pages.data + k * pages.rows * pages.cols,
                              pages.rows, pages.cols, t);
         if (prc) {
-          image_free(&pages);
+          qs_image_free(&pages);
           return prc;
         }
         done++;
       }
       if (!rc) {
-        image_free(&pages);
+        qs_image_free(&pages);
         if (told) r->waited += now_s() - last_growth;
         last_growth = now_s();
         told = 0;
@@ -263,7 +264,7 @@ static int summary(run_state *r) {
   /* from the first frame read to the last push: the idle wait of a TIFF
    * input at its end is not the stream's time */
   double wall = r->t_last - r->t_first;
-  uint64_t frames = esrrf_stream_frames(r->s);
+  uint64_t frames = qs_esrrf_stream_frames(r->s);
   double lmin = 0, lmed = 0, l99 = 0;
   if (r->n_lat) {
     qsort(r->lat, r->n_lat, sizeof *r->lat, cmp_double);
@@ -275,7 +276,7 @@ static int summary(run_state *r) {
   double total = now_s() - r->t_start;
   if (r->c->json) {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "impl", esrrf_stream_impl(r->s));
+    cJSON_AddStringToObject(j, "impl", qs_esrrf_stream_impl(r->s));
     cJSON_AddNumberToObject(j, "frames", (double)frames);
     cJSON_AddNumberToObject(j, "results", (double)r->n_res);
     cJSON_AddNumberToObject(j, "seconds", wall);
@@ -296,7 +297,8 @@ static int summary(run_state *r) {
            "p99 %.4f s\n",
            (unsigned long long)frames, frames == 1 ? "" : "s", r->n_res,
            r->n_res == 1 ? "" : "s", wall,
-           esrrf_stream_impl(r->s)[0] ? esrrf_stream_impl(r->s) : "nothing",
+           qs_esrrf_stream_impl(r->s)[0] ? qs_esrrf_stream_impl(r->s)
+                                         : "nothing",
            fps, total, r->waited, lmin, lmed, l99);
   return CLI_OK;
 }
@@ -304,9 +306,9 @@ static int summary(run_state *r) {
 /* The metadata of every result: the input's pixel size divided by the
  * magnification, the provenance (parameters, window, input; the
  * implementation once the first push chose it: stream_impl_note). */
-static void stream_meta(run_state *r, const method_desc *d,
+static void stream_meta(run_state *r, const qs_method_desc *d,
                         const double *values, const tiff_info *in,
-                        const char *name, const esrrf_stream_options *o) {
+                        const char *name, const qs_esrrf_stream_options *o) {
   tiff_meta_plain(&r->meta, 1);
   double mag = 1;
   for (size_t i = 0; i < d->n_params; i++)
@@ -369,9 +371,9 @@ static int opt_size(const args *a, const char *name, size_t lo, size_t hi,
 }
 
 int cmd_stream(cli *c, int argc, char **argv) {
-  engine *e;
+  qs_engine *e;
   if (cli_method_engine(c, argc, argv, &e)) return CLI_FAIL;
-  const method_desc *d = method_find(e, "esrrf");
+  const qs_method_desc *d = qs_method_find(e, "esrrf");
   if (!d) return cli_fail("stream: no esrrf method");
   args a;
   CLI_ARGS_OR_RETURN(
@@ -411,7 +413,7 @@ int cmd_stream(cli *c, int argc, char **argv) {
     rows = rc2[0];
     cols = rc2[1];
     /* a frame's bytes must be representable (read_stdin's buffer) */
-    if (image_pixels(1, rows, cols, &px) || px > SIZE_MAX / sizeof(float))
+    if (qs_image_pixels(1, rows, cols, &px) || px > SIZE_MAX / sizeof(float))
       return cli_usage("stream: --size %s: a frame of %zu x %zu pixels is "
                        "too large",
                        size, rows, cols);
@@ -462,19 +464,19 @@ int cmd_stream(cli *c, int argc, char **argv) {
     outfile_unlock(lock_out);
     return cli_fail("stream: %s", cerr);
   }
-  esrrf_stream_options o = {.rows = rows,
-                            .cols = cols,
-                            .params = a.params,
-                            .n_params = a.n_params,
-                            .sliding = args_value(&a, "sliding") != NULL,
-                            .window = window,
-                            .every = every,
-                            .impl = args_value(&a, "impl")};
+  qs_esrrf_stream_options o = {.rows = rows,
+                               .cols = cols,
+                               .params = a.params,
+                               .n_params = a.n_params,
+                               .sliding = args_value(&a, "sliding") != NULL,
+                               .window = window,
+                               .every = every,
+                               .impl = args_value(&a, "impl")};
   r.out = out;
   r.dir = dir;
   r.in = in_file;
   char err[512] = "";
-  int rc = esrrf_stream_open(e, &o, &r.s, err, sizeof err);
+  int rc = qs_esrrf_stream_open(e, &o, &r.s, err, sizeof err);
   if (rc) {
     outfile_unlock(lock_out);
     outfile_unlock(lock_dir);
@@ -483,8 +485,8 @@ int cmd_stream(cli *c, int argc, char **argv) {
   }
   /* every result: the input's pixel size / M, and what made it */
   double values[QS_MAX_PARAMS];
-  if (!params_resolve(d->params, d->n_params, a.params, a.n_params, values,
-                      err, sizeof err))
+  if (!qs_params_resolve(d->params, d->n_params, a.params, a.n_params, values,
+                         err, sizeof err))
     stream_meta(&r, d, values, &info, in, &o);
   /* Ctrl-C ends the input as its end would: the results so far are
    * completed and written */
@@ -495,15 +497,15 @@ int cmd_stream(cli *c, int argc, char **argv) {
            : read_tiff(&r, in, limit, (double)poll_ms * 1e-3, idle);
   if (cli_progress_end(&r.prog))
     cli_note(c, "stream: input ended by Ctrl-C after %llu frame%s\n",
-             (unsigned long long)esrrf_stream_frames(r.s),
-             esrrf_stream_frames(r.s) == 1 ? "" : "s");
+             (unsigned long long)qs_esrrf_stream_frames(r.s),
+             qs_esrrf_stream_frames(r.s) == 1 ? "" : "s");
   if (!rc) {
-    if (esrrf_stream_end(r.s))
-      cli_note(c, "quicksilver: %s\n", esrrf_stream_error(r.s));
+    if (qs_esrrf_stream_end(r.s))
+      cli_note(c, "quicksilver: %s\n", qs_esrrf_stream_error(r.s));
     rc = results_drain(&r);
   }
   if (!rc) rc = summary(&r);
-  esrrf_stream_close(r.s);
+  qs_esrrf_stream_close(r.s);
   cJSON_Delete(r.prov);
   outfile_unlock(lock_out);
   outfile_unlock(lock_dir);

@@ -150,7 +150,7 @@ static void json_num(cJSON *o, const char *k, double v) {
     cJSON_AddNullToObject(o, k);
 }
 
-static cJSON *table_json(const esrrf_sweep_result *r, int mag,
+static cJSON *table_json(const qs_esrrf_sweep_result *r, int mag,
                          const char *in, double seconds) {
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "input", in);
@@ -160,7 +160,7 @@ static cJSON *table_json(const esrrf_sweep_result *r, int mag,
   cJSON_AddStringToObject(j, "version", QS_VERSION);
   cJSON *pts = cJSON_AddArrayToObject(j, "points");
   for (size_t i = 0; i < r->n_points; i++) {
-    const esrrf_sweep_point *p = &r->points[i];
+    const qs_esrrf_sweep_point *p = &r->points[i];
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "radius", p->radius);
     cJSON_AddNumberToObject(o, "sensitivity", p->sensitivity);
@@ -175,14 +175,14 @@ static cJSON *table_json(const esrrf_sweep_result *r, int mag,
   return j;
 }
 
-static int write_csv(const char *path, const esrrf_sweep_result *r, char *err,
-                     size_t len) {
+static int write_csv(const char *path, const qs_esrrf_sweep_result *r,
+                     char *err, size_t len) {
   outfile o;
   int rc = outfile_open(&o, path, err, len);
   if (rc) return rc;
   fprintf(o.f, "temporal,sensitivity,radius,rsp,rse,sigma,frc,qnr\n");
   for (size_t i = 0; i < r->n_points; i++) {
-    const esrrf_sweep_point *p = &r->points[i];
+    const qs_esrrf_sweep_point *p = &r->points[i];
     fprintf(o.f, "%s,%.17g,%.17g,%.9g,%.9g,%.9g,%.9g,%.9g\n",
             temporal_names[p->temporal], p->sensitivity, p->radius, p->rsp,
             p->rse, p->sigma, p->frc, p->qnr);
@@ -208,7 +208,7 @@ static int write_json(const char *path, cJSON *j, char *err, size_t len) {
 }
 
 /* The three heat maps of each statistic. */
-static int write_svgs(const char *prefix, const esrrf_sweep_result *r,
+static int write_svgs(const char *prefix, const qs_esrrf_sweep_result *r,
                       char *err, size_t len) {
   size_t nr = r->n_radii, ns = r->n_sensitivities;
   char (*xl)[32] = calloc(nr, 32), (*yl)[32] = calloc(ns, 32);
@@ -227,7 +227,7 @@ static int write_svgs(const char *prefix, const esrrf_sweep_result *r,
   static const char *const scores[] = {"qnr", "rsp", "frc"};
   for (size_t t = 0; !rc && t < r->n_temporal; t++)
     for (int k = 0; !rc && k < 3; k++) {
-      const esrrf_sweep_point *b = &r->points[t * nr * ns];
+      const qs_esrrf_sweep_point *b = &r->points[t * nr * ns];
       for (size_t i = 0; i < nr * ns; i++)
         v[i] = k == 0 ? b[i].qnr : k == 1 ? b[i].rsp : b[i].frc;
       char path[4096], title[128];
@@ -250,10 +250,10 @@ static int write_svgs(const char *prefix, const esrrf_sweep_result *r,
   return rc;
 }
 
-static int write_images(const char *dir, const esrrf_sweep_result *r,
+static int write_images(const char *dir, const qs_esrrf_sweep_result *r,
                         char *err, size_t len) {
   for (size_t i = 0; i < r->n_points; i++) {
-    const esrrf_sweep_point *p = &r->points[i];
+    const qs_esrrf_sweep_point *p = &r->points[i];
     char path[4096];
     snprintf(path, sizeof path, "%s/esrrf_%s_s%g_r%g.tif", dir,
              temporal_names[p->temporal], p->sensitivity, p->radius);
@@ -313,34 +313,43 @@ int cmd_sweep(cli *c, int argc, char **argv) {
   if (dir && (stat(dir, &sb) || !S_ISDIR(sb.st_mode)))
     return cli_usage("sweep: --out-dir %s is not a directory", dir);
 
-  image in = {0};
+  qs_image in = {0};
   if ((rc = tiff_read(a.pos[0], &in, err, sizeof err)))
     return rc == QS_EINVAL ? cli_usage("%s", err) : cli_fail("%s", err);
-  engine *e;
+  qs_engine *e;
   if (cli_engine(c, &e)) {
-    image_free(&in);
+    qs_image_free(&in);
     return CLI_FAIL;
   }
   progress pr = {.c = c};
-  esrrf_sweep_options o = {
-      .radii = radii, .n_radii = nr, .sensitivities = sens,
-      .n_sensitivities = ns, .temporal = temporal, .n_temporal = nt,
+  qs_esrrf_sweep_options o = {
+      .radii = radii,
+      .n_radii = nr,
+      .sensitivities = sens,
+      .n_sensitivities = ns,
+      .temporal = temporal,
+      .n_temporal = nt,
       .magnification = (int)mag,
-      .no_intensity_weighting = args_value(&a, "no-intensity-weighting") != NULL,
-      .macro_pixel_correction = args_value(&a, "macro-pixel-correction") != NULL,
+      .no_intensity_weighting =
+          args_value(&a, "no-intensity-weighting") != NULL,
+      .macro_pixel_correction =
+          args_value(&a, "macro-pixel-correction") != NULL,
       .no_frc = args_value(&a, "no-frc") != NULL,
       .no_rsp = args_value(&a, "no-rsp") != NULL,
-      .keep_images = dir != NULL, .impl = args_value(&a, "impl"),
-      .memory_mb = (long)mem, .progress = on_progress, .progress_ctx = &pr};
-  esrrf_sweep_result r = {0};
+      .keep_images = dir != NULL,
+      .impl = args_value(&a, "impl"),
+      .memory_mb = (long)mem,
+      .progress = on_progress,
+      .progress_ctx = &pr};
+  qs_esrrf_sweep_result r = {0};
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  int st = esrrf_sweep(e, &in, &o, &r, err, sizeof err);
+  int st = qs_esrrf_sweep(e, &in, &o, &r, err, sizeof err);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double secs = (double)(t1.tv_sec - t0.tv_sec) +
                 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
   if (pr.shown) fputc('\n', stderr);
-  image_free(&in);
+  qs_image_free(&in);
   cli_record_warn(c);
   if (st) return cli_status_exit(st) == CLI_USAGE
                      ? cli_usage("sweep: %s", err)
@@ -362,7 +371,7 @@ int cmd_sweep(cli *c, int argc, char **argv) {
            "radius", "RSP", "RSE", "FRC", "QnR");
     size_t best = 0;
     for (size_t i = 0; i < r.n_points; i++) {
-      const esrrf_sweep_point *p = &r.points[i];
+      const qs_esrrf_sweep_point *p = &r.points[i];
       printf("%-8s %11g %7g %9.4f %9.4g %9.4g %9.4f\n",
              temporal_names[p->temporal], p->sensitivity, p->radius, p->rsp,
              p->rse, p->frc, p->qnr);
@@ -376,6 +385,6 @@ int cmd_sweep(cli *c, int argc, char **argv) {
              r.points[best].radius, temporal_names[r.points[best].temporal]);
   }
   cJSON_Delete(j);
-  esrrf_sweep_free(&r);
+  qs_esrrf_sweep_free(&r);
   return rc;
 }

@@ -89,10 +89,10 @@ int main(int argc, char **argv) {
   for (size_t k = 0; k < N_COMMANDS; k++) {
     if (strcmp(commands[k].name, name)) continue;
     rc = commands[k].fn(&c, argc - i, argv + i);
-    engine_close(c.e);
+    qs_engine_close(c.e);
     return rc;
   }
-  const char *near = name_nearest(name, command_at, commands, N_COMMANDS);
+  const char *near = qs_name_nearest(name, command_at, commands, N_COMMANDS);
   if (near)
     return cli_usage("unknown command '%s' (did you mean '%s'?)", name, near);
   cli_usage("unknown command '%s'", name);

@@ -10,8 +10,8 @@ static const char *base_name(const char *path) {
   return slash ? slash + 1 : path;
 }
 
-cJSON *prov_new(const method_desc *d, const double *values, const char *impl,
-                const char *input) {
+cJSON *prov_new(const qs_method_desc *d, const double *values,
+                const char *impl, const char *input) {
   cJSON *j = cJSON_CreateObject();
   if (!j) return NULL;
   cJSON_AddStringToObject(j, "tool", "quicksilver");
@@ -20,12 +20,12 @@ cJSON *prov_new(const method_desc *d, const double *values, const char *impl,
   if (impl && *impl) cJSON_AddStringToObject(j, "impl", impl);
   cJSON *p = cJSON_AddObjectToObject(j, "params");
   for (size_t i = 0; p && i < d->n_params; i++) {
-    const param_def *pd = &d->params[i];
-    if (pd->type == PARAM_BOOL) {
+    const qs_param_def *pd = &d->params[i];
+    if (pd->type == QS_PARAM_BOOL) {
       cJSON_AddBoolToObject(p, pd->name, values[i] != 0);
-    } else if (pd->type == PARAM_ENUM) {
+    } else if (pd->type == QS_PARAM_ENUM) {
       char text[64];
-      params_format(pd, values[i], text, sizeof text);
+      qs_params_format(pd, values[i], text, sizeof text);
       cJSON_AddStringToObject(p, pd->name, text);
     } else {
       cJSON_AddNumberToObject(p, pd->name, values[i]);

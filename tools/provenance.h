@@ -20,8 +20,8 @@
  * (values[i] for d->params[i]: numbers, true/false, enum names), impl and
  * input (NULL or "": left out; the input's name without its directory).
  * NULL without memory. */
-cJSON *prov_new(const method_desc *d, const double *values, const char *impl,
-                const char *input);
+cJSON *prov_new(const qs_method_desc *d, const double *values,
+                const char *impl, const char *input);
 
 /* With several inputs (n > 1), an array "inputs" of their names (without
  * directories) in j, beside prov_new's "input" (the first's). */

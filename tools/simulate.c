@@ -8,38 +8,39 @@
 
 #include "outfile.h"
 
-const param_def sim_params[SIM_N] = {
-    [SIM_FRAMES] = {"frames", PARAM_INT, 200, 1, 1e7, 0, NULL,
+const qs_param_def sim_params[SIM_N] = {
+    [SIM_FRAMES] = {"frames", QS_PARAM_INT, 200, 1, 1e7, 0, NULL,
                     "frames in the stack"},
-    [SIM_ROWS] = {"rows", PARAM_INT, 64, 1, 65536, 0, NULL, "rows per frame"},
-    [SIM_COLS] = {"cols", PARAM_INT, 64, 1, 65536, 0, NULL,
+    [SIM_ROWS] = {"rows", QS_PARAM_INT, 64, 1, 65536, 0, NULL,
+                  "rows per frame"},
+    [SIM_COLS] = {"cols", QS_PARAM_INT, 64, 1, 65536, 0, NULL,
                   "columns per frame"},
-    [SIM_EMITTERS] = {"emitters", PARAM_INT, 30, 0, 1e7, 0, NULL,
+    [SIM_EMITTERS] = {"emitters", QS_PARAM_INT, 30, 0, 1e7, 0, NULL,
                       "blinking emitters"},
-    [SIM_FILAMENTS] = {"filaments", PARAM_INT, 0, 0, 1e5, 0, NULL,
+    [SIM_FILAMENTS] = {"filaments", QS_PARAM_INT, 0, 0, 1e5, 0, NULL,
                        "curved filaments carrying the emitters (0: one per "
                        "10 emitters)"},
-    [SIM_WAVELENGTH] = {"wavelength", PARAM_FLOAT, 600, 100, 2000, 0, NULL,
+    [SIM_WAVELENGTH] = {"wavelength", QS_PARAM_FLOAT, 600, 100, 2000, 0, NULL,
                         "emission wavelength, nm"},
-    [SIM_NA] = {"na", PARAM_FLOAT, 1.4, 0.05, 1.7, 0, NULL,
+    [SIM_NA] = {"na", QS_PARAM_FLOAT, 1.4, 0.05, 1.7, 0, NULL,
                 "numerical aperture of the objective"},
-    [SIM_PIXEL_SIZE] = {"pixel_size", PARAM_FLOAT, 100, 1, 10000, 0, NULL,
+    [SIM_PIXEL_SIZE] = {"pixel_size", QS_PARAM_FLOAT, 100, 1, 10000, 0, NULL,
                         "pixel size in the sample plane, nm"},
-    [SIM_PHOTONS] = {"photons", PARAM_FLOAT, 1000, 0, 1e9, 0, NULL,
+    [SIM_PHOTONS] = {"photons", QS_PARAM_FLOAT, 1000, 0, 1e9, 0, NULL,
                      "expected photons of an emitter in a frame it is on"},
-    [SIM_BACKGROUND] = {"background", PARAM_FLOAT, 20, 0, 1e9, 0, NULL,
+    [SIM_BACKGROUND] = {"background", QS_PARAM_FLOAT, 20, 0, 1e9, 0, NULL,
                         "expected background photons per pixel and frame"},
-    [SIM_P_ON] = {"p_on", PARAM_FLOAT, 0.1, 0, 1, 0, NULL,
+    [SIM_P_ON] = {"p_on", QS_PARAM_FLOAT, 0.1, 0, 1, 0, NULL,
                   "probability per frame that an off emitter turns on"},
-    [SIM_P_OFF] = {"p_off", PARAM_FLOAT, 0.2, 0, 1, 0, NULL,
+    [SIM_P_OFF] = {"p_off", QS_PARAM_FLOAT, 0.2, 0, 1, 0, NULL,
                    "probability per frame that an on emitter turns off"},
-    [SIM_GAIN] = {"gain", PARAM_FLOAT, 1, 0, 1e6, 0, NULL,
+    [SIM_GAIN] = {"gain", QS_PARAM_FLOAT, 1, 0, 1e6, 0, NULL,
                   "camera counts per photon"},
-    [SIM_OFFSET] = {"offset", PARAM_FLOAT, 100, 0, 1e9, 0, NULL,
+    [SIM_OFFSET] = {"offset", QS_PARAM_FLOAT, 100, 0, 1e9, 0, NULL,
                     "camera offset, counts"},
-    [SIM_READ_NOISE] = {"read_noise", PARAM_FLOAT, 2, 0, 1e6, 0, NULL,
+    [SIM_READ_NOISE] = {"read_noise", QS_PARAM_FLOAT, 2, 0, 1e6, 0, NULL,
                         "camera read noise (standard deviation), counts"},
-    [SIM_SEED] = {"seed", PARAM_INT, 1, 0, 9007199254740992.0, 0, NULL,
+    [SIM_SEED] = {"seed", QS_PARAM_INT, 1, 0, 9007199254740992.0, 0, NULL,
                   "random seed; equal seeds give equal stacks"},
 };
 
@@ -167,17 +168,17 @@ void sim_truth_free(sim_truth *t) {
   t->n = t->cap = 0;
 }
 
-int simulate(const double *v, image *out, sim_truth *truth, char *err,
+int simulate(const double *v, qs_image *out, sim_truth *truth, char *err,
              size_t err_len) {
   size_t frames = (size_t)v[SIM_FRAMES], rows = (size_t)v[SIM_ROWS],
          cols = (size_t)v[SIM_COLS], n_em = (size_t)v[SIM_EMITTERS];
   size_t n_fil = (size_t)v[SIM_FILAMENTS];
   if (n_fil == 0) n_fil = n_em / 10 + 1;
   if (truth) truth->events = NULL, truth->n = truth->cap = 0;
-  int rc = image_alloc(out, frames, rows, cols);
+  int rc = qs_image_alloc(out, frames, rows, cols);
   if (rc) {
     snprintf(err, err_len, "simulate: %zu frames of %zux%zu: %s", frames, rows,
-             cols, status_message(rc));
+             cols, qs_status_message(rc));
     return rc;
   }
   point *ctrl = malloc(4 * n_fil * sizeof *ctrl);
@@ -253,7 +254,7 @@ done:
   free(wr);
   free(wc);
   if (rc) {
-    image_free(out);
+    qs_image_free(out);
     sim_truth_free(truth);
   }
   return rc;

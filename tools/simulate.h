@@ -42,7 +42,7 @@ typedef enum sim_field {
 } sim_field;
 
 /* Declared options, indexed by sim_field. */
-extern const param_def sim_params[SIM_N];
+extern const qs_param_def sim_params[SIM_N];
 
 /* One frame in which one emitter was on. Positions in pixels, (0, 0) the
  * centre of the top-left pixel. */
@@ -57,10 +57,10 @@ typedef struct sim_truth {
   size_t n, cap;
 } sim_truth;
 
-/* Fills *out (allocated here; free with image_free) from the values v
- * (SIM_N of them, as checked by params_resolve against sim_params) and, when
+/* Fills *out (allocated here; free with qs_image_free) from the values v
+ * (SIM_N of them, as checked by qs_params_resolve against sim_params) and, when
  * truth is non-NULL, the ground truth (free with sim_truth_free). */
-int simulate(const double *v, image *out, sim_truth *truth, char *err,
+int simulate(const double *v, qs_image *out, sim_truth *truth, char *err,
              size_t err_len);
 
 void sim_truth_free(sim_truth *t);

@@ -38,7 +38,7 @@ int sweep_sizes(const char *text, sweep_size *out, size_t max, size_t *n,
     snprintf(one, sizeof one, "%.*s", (int)(len < 63 ? len : 63), s);
     size_t px;
     if (len > 63 || args_dims(one, 3, d) ||
-        image_pixels(d[0], d[1], d[2], &px)) {
+        qs_image_pixels(d[0], d[1], d[2], &px)) {
       snprintf(err, err_len, "size \"%s\" is not FRAMESxROWSxCOLS", one);
       return QS_EINVAL;
     }
@@ -59,8 +59,8 @@ int sweep_sizes(const char *text, sweep_size *out, size_t max, size_t *n,
 /* Variants of a "name=v1,v2;name2=v3" grid, as the cartesian product, for
  * the parameters the method declares (others are ignored: a grid may span
  * several methods). Each variant is "name=v;name2=v" text. */
-static int product_of(const method_desc *d, const char *grid, char out[][128],
-                      size_t *n, char *err, size_t err_len) {
+static int product_of(const qs_method_desc *d, const char *grid,
+                      char out[][128], size_t *n, char *err, size_t err_len) {
   *n = 1;
   out[0][0] = 0;
   const char *s = grid ? grid : "";
@@ -114,8 +114,8 @@ static int product_of(const method_desc *d, const char *grid, char out[][128],
 
 /* Grids separated by '|' give their variants one after the other
  * ("a=2;b=2|a=5;b=5" pairs values where a product would not). */
-static int variants_of(const method_desc *d, const char *grid, char out[][128],
-                       size_t *n, char *err, size_t err_len) {
+static int variants_of(const qs_method_desc *d, const char *grid,
+                       char out[][128], size_t *n, char *err, size_t err_len) {
   *n = 0;
   const char *s = grid ? grid : "";
   do {
@@ -143,14 +143,14 @@ static int variants_of(const method_desc *d, const char *grid, char out[][128],
 
 /* Splits a variant's text into params (pointing into buf, which it
  * modifies). */
-static size_t variant_params(char *buf, param *p, size_t max) {
+static size_t variant_params(char *buf, qs_param *p, size_t max) {
   size_t n = 0;
   for (char *s = buf; *s && n < max;) {
     char *semi = strchr(s, ';'), *eq = strchr(s, '=');
     if (semi) *semi = 0;
     if (eq) {
       *eq = 0;
-      p[n++] = (param){s, 0, eq + 1};
+      p[n++] = (qs_param){s, 0, eq + 1};
     }
     if (!semi) break;
     s = semi + 1;
@@ -159,19 +159,20 @@ static size_t variant_params(char *buf, param *p, size_t max) {
 }
 
 /* Work of a step from the method's own measure (or its output pixels). */
-static int step_work(const method_desc *d, sweep_step *st, char *err,
+static int step_work(const qs_method_desc *d, sweep_step *st, char *err,
                      size_t err_len) {
   char buf[128];
-  param p[QS_MAX_PARAMS];
+  qs_param p[QS_MAX_PARAMS];
   double v[QS_MAX_PARAMS];
   snprintf(buf, sizeof buf, "%s", st->params);
   size_t np = variant_params(buf, p, QS_MAX_PARAMS);
-  int rc = params_resolve(d->params, d->n_params, p, np, v, err, err_len);
+  int rc = qs_params_resolve(d->params, d->n_params, p, np, v, err, err_len);
   if (rc) return rc;
   /* dimensions only: no pixels (a shape rule reads the pixels it is given,
    * eSRRF's NaN check, so none may be pretended) */
-  image in = image_wrap(NULL, st->size.frames, st->size.rows, st->size.cols);
-  image out[16];
+  qs_image in =
+      qs_image_wrap(NULL, st->size.frames, st->size.rows, st->size.cols);
+  qs_image out[16];
   if (d->n_outputs > 16) return QS_EINVAL;
   for (size_t k = 0; k < d->n_outputs; k++)
     out[k] = in;
@@ -187,16 +188,16 @@ static int step_cmp(const void *a, const void *b) {
 }
 
 /* The grid: steps of every method, size and variant, least work first. */
-static int steps_build(engine *e, const sweep_options *o, sweep_step **out,
+static int steps_build(qs_engine *e, const sweep_options *o, sweep_step **out,
                        size_t *n, char *err, size_t err_len) {
-  const method_desc *ms[SWEEP_MAX_METHODS];
+  const qs_method_desc *ms[SWEEP_MAX_METHODS];
   size_t nm = 0;
   if (o->methods) {
     for (const char *s = o->methods; *s;) {
       size_t len = strcspn(s, ",");
       char name[QS_NAME_MAX];
       snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), s);
-      const method_desc *d = method_find(e, name);
+      const qs_method_desc *d = qs_method_find(e, name);
       if (!d) {
         snprintf(err, err_len, "unknown method \"%s\"", name);
         return QS_ENOMETHOD;
@@ -212,8 +213,8 @@ static int steps_build(engine *e, const sweep_options *o, sweep_step **out,
       s += len + (s[len] == ',');
     }
   } else {
-    for (size_t i = 0; i < method_count(e) && nm < SWEEP_MAX_METHODS; i++)
-      if (method_at(e, i)->n_inputs == 1) ms[nm++] = method_at(e, i);
+    for (size_t i = 0; i < qs_method_count(e) && nm < SWEEP_MAX_METHODS; i++)
+      if (qs_method_at(e, i)->n_inputs == 1) ms[nm++] = qs_method_at(e, i);
   }
   size_t cap = nm * SWEEP_MAX_SIZES * SWEEP_MAX_VARIANTS;
   sweep_step *st = calloc(cap ? cap : 1, sizeof *st);
@@ -253,11 +254,11 @@ static int steps_build(engine *e, const sweep_options *o, sweep_step **out,
 /* Simulated inputs, one per distinct size, kept for the whole sweep. */
 typedef struct input_cache {
   sweep_size size[SWEEP_MAX_SIZES * SWEEP_MAX_METHODS];
-  image img[SWEEP_MAX_SIZES * SWEEP_MAX_METHODS];
+  qs_image img[SWEEP_MAX_SIZES * SWEEP_MAX_METHODS];
   size_t n;
 } input_cache;
 
-static int input_for(input_cache *c, sweep_size s, const image **out,
+static int input_for(input_cache *c, sweep_size s, const qs_image **out,
                      char *err, size_t err_len) {
   for (size_t i = 0; i < c->n; i++)
     if (!memcmp(&c->size[i], &s, sizeof s)) {
@@ -281,7 +282,7 @@ static int input_for(input_cache *c, sweep_size s, const image **out,
 }
 
 static int rows_add(sweep_result *r, const sweep_step *st,
-                    const bench_entry *be) {
+                    const qs_bench_entry *be) {
   if (r->n == r->cap) {
     size_t cap = r->cap ? 2 * r->cap : 64;
     sweep_row *p = realloc(r->rows, cap * sizeof *p);
@@ -295,7 +296,7 @@ static int rows_add(sweep_result *r, const sweep_step *st,
 }
 
 /* An estimate that counts: the implementation can run. */
-static int est_usable(const run_estimate *x) {
+static int est_usable(const qs_run_estimate *x) {
   return !strcmp(x->source, "history") || !strcmp(x->source, "model") ||
          !strcmp(x->source, "scaled") || !strcmp(x->source, "none");
 }
@@ -303,9 +304,10 @@ static int est_usable(const run_estimate *x) {
 /* Whether the benchmark runs implementation `name` of kind `kind`: every
  * one without a selection, else those named or of a kind named in the
  * comma-separated `impls` ("cpu": every kind but OpenCL). */
-static int impl_selected(const char *impls, const char *name, impl_kind kind) {
+static int impl_selected(const char *impls, const char *name,
+                         qs_impl_kind kind) {
   if (!impls) return 1;
-  const char *k = impl_kind_name(kind);
+  const char *k = qs_impl_kind_name(kind);
   for (const char *t = impls; *t;) {
     size_t n = strcspn(t, ",");
     if ((strlen(name) == n && !strncmp(t, name, n)) ||
@@ -321,20 +323,22 @@ static int impl_selected(const char *impls, const char *name, impl_kind kind) {
  * implementation it runs `runs` times: the engine's steady estimate where
  * it has one; for the others, one frame (two where one is refused) run
  * with that implementation, scaled to the step's frames. */
-static double step_predict(engine *e, const sweep_step *st, const image *in,
-                           param *p, size_t np, const char *impls, int runs) {
-  run_request rq = {.inputs = in, .n_inputs = 1, .params = p, .n_params = np};
-  run_report rep;
-  impl_info info[QS_MAX_ESTIMATES];
+static double step_predict(qs_engine *e, const sweep_step *st,
+                           const qs_image *in, qs_param *p, size_t np,
+                           const char *impls, int runs) {
+  qs_run_request rq = {
+      .inputs = in, .n_inputs = 1, .params = p, .n_params = np};
+  qs_run_report rep;
+  qs_impl_info info[QS_MAX_ESTIMATES];
   size_t n_info = 0;
   memset(&rep, 0, sizeof rep);
-  if (method_estimate(e, st->method->name, &rq, &rep) ||
-      method_impls(e, st->method->name, info, QS_MAX_ESTIMATES, &n_info))
+  if (qs_method_estimate(e, st->method->name, &rq, &rep) ||
+      qs_method_impls(e, st->method->name, info, QS_MAX_ESTIMATES, &n_info))
     return 0;
   double total = 0;
   for (size_t k = 0; k < rep.n_estimates && k < QS_MAX_ESTIMATES; k++) {
-    const run_estimate *x = &rep.estimates[k];
-    impl_kind kind = IMPL_KIND_COUNT;
+    const qs_run_estimate *x = &rep.estimates[k];
+    qs_impl_kind kind = QS_IMPL_KIND_COUNT;
     for (size_t i = 0; i < n_info && i < QS_MAX_ESTIMATES; i++)
       if (!strcmp(info[i].name, x->impl)) kind = info[i].kind;
     if (!est_usable(x) || !impl_selected(impls, x->impl, kind)) continue;
@@ -342,31 +346,32 @@ static double step_predict(engine *e, const sweep_step *st, const image *in,
       total += x->seconds * runs;
       continue;
     }
-    image out[8] = {{0}};
+    qs_image out[8] = {{0}};
     int rc = QS_EINVAL;
     size_t nf = 1;
     double t = 0;
     for (; rc && nf <= 2 && nf <= in->frames && st->method->n_outputs <= 8;
          nf++) {
-      image probe = image_wrap(in->data, nf, in->rows, in->cols);
-      run_request one = rq;
+      qs_image probe = qs_image_wrap(in->data, nf, in->rows, in->cols);
+      qs_run_request one = rq;
       one.inputs = &probe;
       one.impl = x->impl;
-      run_report r1;
+      qs_run_report r1;
       memset(&r1, 0, sizeof r1);
-      rc = method_run(e, st->method->name, &one, out, st->method->n_outputs,
-                      &r1);
+      rc = qs_method_run(e, st->method->name, &one, out, st->method->n_outputs,
+                         &r1);
       /* steady time: a build or a first launch is not paid per run */
       t = r1.seconds - r1.once_seconds > 0 ? r1.seconds - r1.once_seconds
                                            : r1.seconds;
-      for (size_t j = 0; j < 8; j++) image_free(&out[j]);
+      for (size_t j = 0; j < 8; j++)
+        qs_image_free(&out[j]);
     }
     if (!rc) total += t / (double)(nf - 1) * (double)in->frames * runs;
   }
   return total;
 }
 
-int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
+int sweep_run(qs_engine *e, const sweep_options *o, sweep_result *r, char *err,
               size_t err_len) {
   memset(r, 0, sizeof *r);
   sweep_step *steps = NULL;
@@ -374,26 +379,26 @@ int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
   int rc = steps_build(e, o, &steps, &n, err, err_len);
   if (rc) return rc;
   r->steps_total = n;
-  r->threads = engine_threads(e);
+  r->threads = qs_engine_threads(e);
   input_cache *cache = calloc(1, sizeof *cache);
   if (!cache) {
     free(steps);
     return QS_ENOMEM;
   }
-  int64_t t0 = timer_ns();
+  int64_t t0 = qs_timer_ns();
   /* Steady seconds per unit of work of each method's latest step: a
    * step's cost is predicted from it (one-time costs such as OpenCL
    * builds left out, so they do not inflate the prediction). */
-  const method_desc *rated[SWEEP_MAX_METHODS];
+  const qs_method_desc *rated[SWEEP_MAX_METHODS];
   double rate[SWEEP_MAX_METHODS];
   /* per method, the least work of a step skipped for the budget: steps of
    * more work are skipped without another prediction */
   double over[SWEEP_MAX_METHODS];
-  const method_desc *over_m[SWEEP_MAX_METHODS];
+  const qs_method_desc *over_m[SWEEP_MAX_METHODS];
   size_t n_rated = 0, n_over = 0;
   int runs = (o->warmup > 0 ? o->warmup : 0) + (o->repeats > 0 ? o->repeats : 1);
   for (size_t i = 0; i < n && !rc; i++) {
-    double elapsed = (double)(timer_ns() - t0) * 1e-9, predicted = -1;
+    double elapsed = (double)(qs_timer_ns() - t0) * 1e-9, predicted = -1;
     if ((o->budget > 0 && elapsed >= o->budget) ||
         (o->run_progress && o->run_progress(o->run_ctx, 0, 0))) {
       r->stopped = 1;
@@ -410,19 +415,19 @@ int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
       if (o->skipped) o->skipped(o->ctx, &steps[i], -1, o->budget - elapsed);
       continue;
     }
-    const image *in;
-    int64_t s0 = timer_ns(); /* input simulation included */
+    const qs_image *in;
+    int64_t s0 = qs_timer_ns(); /* input simulation included */
     rc = input_for(cache, steps[i].size, &in, err, err_len);
     if (rc) break;
     char buf[128];
-    param p[QS_MAX_PARAMS];
+    qs_param p[QS_MAX_PARAMS];
     snprintf(buf, sizeof buf, "%s", steps[i].params);
     size_t np = variant_params(buf, p, QS_MAX_PARAMS);
     /* a step that cannot finish within what is left of the budget is
      * skipped (and said), not begun: the budget stops no step halfway */
     if (o->budget > 0 && predicted < 0)
       predicted = step_predict(e, &steps[i], in, p, np, o->impls, runs);
-    elapsed = (double)(timer_ns() - t0) * 1e-9;
+    elapsed = (double)(qs_timer_ns() - t0) * 1e-9;
     if (o->budget > 0 && elapsed + predicted > o->budget) {
       r->steps_skipped++;
       if (v == n_over && n_over < SWEEP_MAX_METHODS) {
@@ -434,22 +439,22 @@ int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
       continue;
     }
     if (o->progress) o->progress(o->ctx, &steps[i], i, n, elapsed);
-    run_request rq = {.inputs = in,
-                      .n_inputs = 1,
-                      .params = p,
-                      .n_params = np,
-                      .progress = o->run_progress,
-                      .progress_ctx = o->run_ctx};
-    bench_result br;
+    qs_run_request rq = {.inputs = in,
+                         .n_inputs = 1,
+                         .params = p,
+                         .n_params = np,
+                         .progress = o->run_progress,
+                         .progress_ctx = o->run_ctx};
+    qs_bench_result br;
     memset(&br, 0, sizeof br);
-    int st = method_benchmark(e, steps[i].method->name, &rq, o->impls,
-                              o->warmup, o->repeats, &br);
+    int st = qs_method_benchmark(e, steps[i].method->name, &rq, o->impls,
+                                 o->warmup, o->repeats, &br);
     if (st == QS_ECANCELLED) {
       r->stopped = 1;
       break;
     }
     if (st) {
-      bench_entry failed = {.status = st};
+      qs_bench_entry failed = {.status = st};
       snprintf(failed.impl, sizeof failed.impl, "%s",
                o->impls ? o->impls : "all");
       rc = rows_add(r, &steps[i], &failed);
@@ -460,17 +465,17 @@ int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
     for (size_t k = 0; k < br.n && k < QS_MAX_ESTIMATES; k++)
       if (br.entries[k].runs > 0)
         steady += (o->warmup + o->repeats) * br.entries[k].median;
-    if (st || steady <= 0) steady = (double)(timer_ns() - s0) * 1e-9;
+    if (st || steady <= 0) steady = (double)(qs_timer_ns() - s0) * 1e-9;
     if (m == n_rated && n_rated < SWEEP_MAX_METHODS)
       rated[n_rated++] = steps[i].method;
     if (m < n_rated && steps[i].work > 0) rate[m] = steady / steps[i].work;
     r->steps_done++;
   }
   if (r->steps_skipped) r->stopped = 1;
-  r->seconds = (double)(timer_ns() - t0) * 1e-9;
+  r->seconds = (double)(qs_timer_ns() - t0) * 1e-9;
   if (o->progress) o->progress(o->ctx, NULL, r->steps_done, n, r->seconds);
   for (size_t i = 0; i < cache->n; i++)
-    image_free(&cache->img[i]);
+    qs_image_free(&cache->img[i]);
   free(cache);
   free(steps);
   if (rc == QS_ENOMEM && !err[0]) snprintf(err, err_len, "out of memory");
@@ -491,14 +496,14 @@ int sweep_csv(const sweep_result *r, const char *path, char *err,
                "min_s,median_s,fast_mean_s,once_s,max_rel_diff\n");
   for (size_t i = 0; i < r->n; i++) {
     const sweep_row *w = &r->rows[i];
-    const bench_entry *b = &w->entry;
+    const qs_bench_entry *b = &w->entry;
     fprintf(o.f,
             "%s,%zu,%zu,%zu,\"%s\",%.17g,%s,%s,%d,%.9g,%.9g,%.9g,%.9g,"
             "%.3g\n",
             w->step.method->name, w->step.size.frames, w->step.size.rows,
             w->step.size.cols, w->step.params, w->step.work, b->impl,
-            status_name(b->status), b->runs, b->min, b->median, b->fast_mean,
-            b->once_seconds, b->max_rel_diff);
+            qs_status_name(b->status), b->runs, b->min, b->median,
+            b->fast_mean, b->once_seconds, b->max_rel_diff);
   }
   return outfile_commit(&o, err, err_len);
 }
@@ -531,7 +536,7 @@ int sweep_json(const sweep_result *r, const char *path, char *err,
     cJSON_AddStringToObject(o, "params", w->step.params);
     add_num(o, "work", w->step.work);
     cJSON_AddStringToObject(o, "impl", w->entry.impl);
-    cJSON_AddStringToObject(o, "status", status_name(w->entry.status));
+    cJSON_AddStringToObject(o, "status", qs_status_name(w->entry.status));
     cJSON_AddNumberToObject(o, "runs", w->entry.runs);
     add_num(o, "min", w->entry.min);
     add_num(o, "median", w->entry.median);

@@ -1,5 +1,5 @@
 /* sweep.h — benchmark sweeps: every (method, input size, parameter
- * variant) step goes through method_benchmark(), which times every
+ * variant) step goes through qs_method_benchmark(), which times every
  * implementation (warm-up, repeats, min and median) and records each run in
  * the store. Inputs are simulated blinking-emitter stacks, deterministic
  * per size. Steps run from the least work to the most. With a time
@@ -25,7 +25,7 @@ typedef struct sweep_size {
 /* One step of the grid. `params` is its parameter assignment as text
  * ("magnification=2"), "" for defaults. */
 typedef struct sweep_step {
-  const method_desc *method;
+  const qs_method_desc *method;
   sweep_size size;
   char params[128];
   double work; /* the method's work measure for this step */
@@ -46,24 +46,24 @@ typedef struct sweep_options {
                           input */
   const char *sizes;   /* "FxRxC,..."; NULL: the method's default sizes */
   const char *params;  /* "name=v1,v2;name2=v" grid; NULL: defaults */
-  const char *impls;   /* as method_benchmark; NULL: all */
+  const char *impls;   /* as qs_method_benchmark; NULL: all */
   int warmup, repeats;
   double budget; /* seconds; <= 0: none */
   sweep_progress_fn progress;
   sweep_skip_fn skipped; /* may be NULL */
   void *ctx;
   /* Each step's benchmark's progress and cancellation (NULL: none): its
-   * run_request.progress (method_benchmark counts runs), also called with
+   * run_request.progress (qs_method_benchmark counts runs), also called with
    * (0, 0) before each step. A nonzero return stops the sweep as the
    * budget does; the step it cancels is left out of the result. */
-  progress_fn run_progress;
+  qs_progress_fn run_progress;
   void *run_ctx;
 } sweep_options;
 
 /* One implementation measured at one step. */
 typedef struct sweep_row {
   sweep_step step;
-  bench_entry entry;
+  qs_bench_entry entry;
 } sweep_row;
 
 typedef struct sweep_result {
@@ -80,7 +80,7 @@ typedef struct sweep_result {
 /* Runs the sweep. QS_EINVAL / QS_ENOMETHOD / QS_EPARAM for a bad option
  * (message in err naming it); a step whose benchmark fails is recorded as
  * rows with that status and the sweep goes on. */
-int sweep_run(engine *e, const sweep_options *o, sweep_result *r, char *err,
+int sweep_run(qs_engine *e, const sweep_options *o, sweep_result *r, char *err,
               size_t err_len);
 void sweep_free(sweep_result *r);
 

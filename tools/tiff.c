@@ -623,7 +623,7 @@ static int range_check(reader *r, size_t n, char *err, size_t err_len) {
  * `pages` of them when the first page is laid out that way and the file
  * holds them all. */
 static int read_imagej_big(TIFF *t, reader *r, const page *first,
-                           unsigned long pages, image *img, char *err,
+                           unsigned long pages, qs_image *img, char *err,
                            size_t err_len) {
   uint16_t comp = COMPRESSION_NONE;
   TIFFGetFieldDefaulted(t, TIFFTAG_COMPRESSION, &comp);
@@ -655,11 +655,11 @@ static int read_imagej_big(TIFF *t, reader *r, const page *first,
   int rc = range_check(r, pages, err, err_len);
   if (!rc) rc = budget_check(r, first->w, first->h, r->count, err, err_len);
   if (rc) return rc;
-  rc = image_alloc(img, r->count, first->h, first->w);
+  rc = qs_image_alloc(img, r->count, first->h, first->w);
   if (rc)
     return read_fail(r, rc, err, err_len, "%zu pages of %ux%u pixels: %s",
                      r->count, (unsigned)first->h, (unsigned)first->w,
-                     status_message(rc));
+                     qs_status_message(rc));
   unsigned char *buf = malloc((size_t)page_bytes);
   size_t plane = (size_t)first->w * first->h;
   if (!buf) rc = read_fail(r, QS_ENOMEM, err, err_len, "out of memory");
@@ -678,11 +678,11 @@ static int read_imagej_big(TIFF *t, reader *r, const page *first,
     first->conv(buf, img->data + j * plane, plane);
   }
   free(buf);
-  if (rc) image_free(img);
+  if (rc) qs_image_free(img);
   return rc;
 }
 
-static int read_all(TIFF *t, reader *r, image *img, char *err,
+static int read_all(TIFF *t, reader *r, qs_image *img, char *err,
                     size_t err_len) {
   tdir_t n = TIFFNumberOfDirectories(t);
   if (r->msg[0] || n == 0)
@@ -725,11 +725,11 @@ static int read_all(TIFF *t, reader *r, image *img, char *err,
   int rc = range_check(r, n, err, err_len);
   if (!rc) rc = budget_check(r, first.w, first.h, r->count, err, err_len);
   if (rc) return rc;
-  rc = image_alloc(img, r->count, first.h, first.w);
+  rc = qs_image_alloc(img, r->count, first.h, first.w);
   if (rc)
     return read_fail(r, rc, err, err_len, "%zu pages of %ux%u pixels: %s",
                      r->count, (unsigned)first.h, (unsigned)first.w,
-                     status_message(rc));
+                     qs_status_message(rc));
   size_t plane = (size_t)first.w * first.h;
   size_t end = r->first + r->count;
   for (tdir_t d = 0; d < end && !rc; d++) {
@@ -747,7 +747,7 @@ static int read_all(TIFF *t, reader *r, image *img, char *err,
   }
   if (!rc && r->msg[0])
     rc = read_fail(r, QS_EFORMAT, err, err_len, "malformed TIFF");
-  if (rc) image_free(img);
+  if (rc) qs_image_free(img);
   return rc;
 }
 
@@ -769,7 +769,7 @@ static TIFFOpenOptions *open_options(reader *r) {
 }
 
 /* Reads the memory source r (its pages, or its shape when r->info). */
-static int read_mem(reader *r, image *img, char *err, size_t err_len) {
+static int read_mem(reader *r, qs_image *img, char *err, size_t err_len) {
   if (r->size < 8 || !is_tiff_magic(r->mem))
     return read_fail(r, QS_EFORMAT, err, err_len, "not a TIFF file");
   TIFFOpenOptions *o = open_options(r);
@@ -783,9 +783,9 @@ static int read_mem(reader *r, image *img, char *err, size_t err_len) {
   return rc;
 }
 
-int tiff_read_mem(const void *data, size_t size, const char *name, image *img,
-                  char *err, size_t err_len) {
-  image empty = {0};
+int tiff_read_mem(const void *data, size_t size, const char *name,
+                  qs_image *img, char *err, size_t err_len) {
+  qs_image empty = {0};
   *img = empty;
   reader r = {.name = name, .size = size, .mem = data, .count = SIZE_MAX};
   return read_mem(&r, img, err, err_len);
@@ -796,13 +796,13 @@ int tiff_info_mem(const void *data, size_t size, const char *name,
   memset(info, 0, sizeof *info);
   reader r = {.name = name, .size = size, .mem = data, .count = SIZE_MAX,
               .info = info};
-  image unused = {0};
+  qs_image unused = {0};
   return read_mem(&r, &unused, err, err_len);
 }
 
 /* Reads pages [r->first, r->first + r->count) of the file, or only its
  * shape when r->info is set. */
-static int read_file(reader *r, image *img, char *err, size_t err_len) {
+static int read_file(reader *r, qs_image *img, char *err, size_t err_len) {
   /* Without blocking: opening a FIFO for reading would wait for a writer
    * forever; it is refused below as not a regular file. */
   int fd = open(r->name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -836,13 +836,13 @@ static int read_file(reader *r, image *img, char *err, size_t err_len) {
   return rc;
 }
 
-int tiff_read(const char *path, image *img, char *err, size_t err_len) {
+int tiff_read(const char *path, qs_image *img, char *err, size_t err_len) {
   return tiff_read_pages(path, 0, SIZE_MAX, img, err, err_len);
 }
 
-int tiff_read_pages(const char *path, size_t first, size_t count, image *img,
-                    char *err, size_t err_len) {
-  image empty = {0};
+int tiff_read_pages(const char *path, size_t first, size_t count,
+                    qs_image *img, char *err, size_t err_len) {
+  qs_image empty = {0};
   *img = empty;
   reader r = {.name = path, .first = first, .count = count};
   if (count == 0)
@@ -854,7 +854,7 @@ int tiff_info_of(const char *path, tiff_info *info, char *err,
                  size_t err_len) {
   memset(info, 0, sizeof *info);
   reader r = {.name = path, .count = SIZE_MAX, .info = info};
-  image unused = {0};
+  qs_image unused = {0};
   return read_file(&r, &unused, err, err_len);
 }
 
@@ -1004,7 +1004,7 @@ static int layout(tiff_stack *s, size_t pages, size_t rows, size_t cols,
                   unsigned flags) {
   size_t n;
   if (!pages || !rows || !cols || rows > UINT32_MAX || cols > UINT32_MAX ||
-      image_pixels(pages, rows, cols, &n) || n > ((size_t)1 << 58))
+      qs_image_pixels(pages, rows, cols, &n) || n > ((size_t)1 << 58))
     return QS_EINVAL;
   s->pages = pages;
   s->rows = rows;
@@ -1333,20 +1333,21 @@ void tiff_stack_abort(tiff_stack *s) {
   stack_clear(s);
 }
 
-int tiff_write(const char *path, const image *img, char *err, size_t err_len) {
+int tiff_write(const char *path, const qs_image *img, char *err,
+               size_t err_len) {
   return tiff_write_flags(path, img, 0, err, err_len);
 }
 
-int tiff_write_flags(const char *path, const image *img, unsigned flags,
+int tiff_write_flags(const char *path, const qs_image *img, unsigned flags,
                      char *err, size_t err_len) {
   return tiff_write_meta(path, img, flags, NULL, err, err_len);
 }
 
-int tiff_write_meta(const char *path, const image *img, unsigned flags,
+int tiff_write_meta(const char *path, const qs_image *img, unsigned flags,
                     const tiff_meta *m, char *err, size_t err_len) {
   size_t n;
   if (!img || !img->data ||
-      image_pixels(img->frames, img->rows, img->cols, &n) || n == 0 ||
+      qs_image_pixels(img->frames, img->rows, img->cols, &n) || n == 0 ||
       img->rows > UINT32_MAX || img->cols > UINT32_MAX) {
     snprintf(err, err_len, "%s: nothing to write (empty or oversized image)",
              path);
@@ -1580,7 +1581,7 @@ static int chain_walk(int fd, const char *path, size_t rows, size_t cols,
  * BigTIFF (old pages copied one at a time, then the new ones) and renamed
  * over the old file, once. */
 static int append_as_big(int fd, const char *path, const chain *ch,
-                         const image *img, char *err, size_t err_len) {
+                         const qs_image *img, char *err, size_t err_len) {
   tiff_stack s;
   int rc = tiff_stack_create(&s, path, ch->pages + img->frames, img->rows,
                              img->cols, TIFF_BIG | TIFF_APPENDABLE, err,
@@ -1616,11 +1617,11 @@ void tiff_set_classic_limit(uint64_t bytes) {
   classic_limit = bytes && bytes < UINT32_MAX ? bytes : UINT32_MAX;
 }
 
-int tiff_append(const char *path, const image *img, char *err,
+int tiff_append(const char *path, const qs_image *img, char *err,
                 size_t err_len) {
   size_t n;
   if (!img || !img->data ||
-      image_pixels(img->frames, img->rows, img->cols, &n) || n == 0)
+      qs_image_pixels(img->frames, img->rows, img->cols, &n) || n == 0)
     return append_fail(err, err_len, QS_EINVAL, path, "nothing to append");
   int fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
   struct stat st;
@@ -1641,8 +1642,8 @@ int tiff_append(const char *path, const image *img, char *err,
     uint64_t ifd_end = ifd + ifd_bytes(ch.big, 11);
     if (!ch.big && ifd_end > classic_limit) {
       if (f) { /* the pages so far are in; the rest go through a rewrite */
-        image rest = image_wrap(img->data + f * img->rows * img->cols,
-                                img->frames - f, img->rows, img->cols);
+        qs_image rest = qs_image_wrap(img->data + f * img->rows * img->cols,
+                                      img->frames - f, img->rows, img->cols);
         rc = append_as_big(fd, path, &ch, &rest, err, err_len);
       } else {
         rc = append_as_big(fd, path, &ch, img, err, err_len);

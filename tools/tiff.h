@@ -33,19 +33,19 @@
 #include "outfile.h"
 #include "quicksilver.h"
 
-/* Reads the TIFF at path into *img (allocated with image_alloc; the caller
- * frees it with image_free). On failure *img is empty and the status is
+/* Reads the TIFF at path into *img (allocated with qs_image_alloc; the caller
+ * frees it with qs_image_free). On failure *img is empty and the status is
  * QS_EIO (cannot open or read), QS_EFORMAT (not a TIFF, truncated,
  * unsupported or inconsistent pages), QS_EOVERFLOW or QS_ENOMEM; err names
  * the file. */
-int tiff_read(const char *path, image *img, char *err, size_t err_len);
+int tiff_read(const char *path, qs_image *img, char *err, size_t err_len);
 
 /* Pages [first, first + count) of the stack at path into *img (count
  * frames); the pixel data of the other pages is not read (their
  * directories are, to check the stack). count SIZE_MAX: to the last page.
  * A range past the last page: QS_EINVAL with the page count in err. */
-int tiff_read_pages(const char *path, size_t first, size_t count, image *img,
-                    char *err, size_t err_len);
+int tiff_read_pages(const char *path, size_t first, size_t count,
+                    qs_image *img, char *err, size_t err_len);
 
 /* What a stack says about itself beside its pixels, read from its first
  * page and written by tiff_write_meta.
@@ -109,8 +109,8 @@ int tiff_read_budget(uint64_t *bytes, char *err, size_t err_len);
 void tiff_set_read_budget(uint64_t bytes);
 
 /* The same from memory; `name` is used in messages. */
-int tiff_read_mem(const void *data, size_t size, const char *name, image *img,
-                  char *err, size_t err_len);
+int tiff_read_mem(const void *data, size_t size, const char *name,
+                  qs_image *img, char *err, size_t err_len);
 int tiff_info_mem(const void *data, size_t size, const char *name,
                   tiff_info *info, char *err, size_t err_len);
 
@@ -123,8 +123,9 @@ int tiff_info_mem(const void *data, size_t size, const char *name,
 /* Writes img (frames >= 1) as a float32 multi-page TIFF at path. QS_EIO
  * with a message naming path on failure, and then no file is left behind
  * (an existing file at path is untouched). */
-int tiff_write(const char *path, const image *img, char *err, size_t err_len);
-int tiff_write_flags(const char *path, const image *img, unsigned flags,
+int tiff_write(const char *path, const qs_image *img, char *err,
+               size_t err_len);
+int tiff_write_flags(const char *path, const qs_image *img, unsigned flags,
                      char *err, size_t err_len);
 /* tiff_write_flags with metadata (NULL: none). The description names
  * channels, frames and hyperstack=true when m->channels > 1 (img's frames
@@ -134,7 +135,7 @@ int tiff_write_flags(const char *path, const image *img, unsigned flags,
  * ImageJ writes them); the provenance as a "quicksilver=" line. With
  * TIFF_APPENDABLE the description leaves out the page count and the
  * axes, which appending would contradict. */
-int tiff_write_meta(const char *path, const image *img, unsigned flags,
+int tiff_write_meta(const char *path, const qs_image *img, unsigned flags,
                     const tiff_meta *m, char *err, size_t err_len);
 
 /* A stack written in pieces, by one process or several (MPI ranks on a
@@ -203,7 +204,7 @@ void tiff_stack_abort(tiff_stack *s);
  * 4 GiB is rewritten once as a BigTIFF, whole, through a temporary and a
  * rename. Statuses: QS_EFORMAT (not such a stack), QS_ESHAPE (pages of
  * another size), QS_EIO; pages appended before a failure stay. */
-int tiff_append(const char *path, const image *img, char *err,
+int tiff_append(const char *path, const qs_image *img, char *err,
                 size_t err_len);
 /* Tests: the size past which tiff_append turns a classic file into a
  * BigTIFF (0: 4 GiB, the format's own limit). */

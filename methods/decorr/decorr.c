@@ -52,7 +52,7 @@ enum { P_RMIN, P_RMAX, P_NR, P_NG, P_PIXEL_SIZE };
 enum { R_RES, R_KC, R_AMP, R_KC0, R_N };
 
 typedef struct decorr {
-  const method_call *c;
+  const qs_method_call *c;
   size_t n;             /* N: the padded side */
   int n_r;
   fft2 plan;
@@ -234,8 +234,8 @@ static void dc_best(const float *kc, const float *a, int n, int gm,
   }
 }
 
-static int dc_run(const method_call *c) {
-  const image *in = &c->in[0];
+static int dc_run(const qs_method_call *c) {
+  const qs_image *in = &c->in[0];
   int h = (int)in->rows, w = (int)in->cols;
   int nr = (int)c->p[P_NR], ng = (int)c->p[P_NG];
   float rmin = (float)c->p[P_RMIN], rmax = (float)c->p[P_RMAX];
@@ -342,28 +342,29 @@ done:
 
 /* ------------------------------------------------------------ the method */
 
-static const slot_def dc_inputs[] = {{"image", "one image (1, R, C)"}};
-static const slot_def dc_outputs[] = {
+static const qs_slot_def dc_inputs[] = {{"image", "one image (1, R, C)"}};
+static const qs_slot_def dc_outputs[] = {
     {"resolution", "(1, 1, 4): resolution (pixel_size units; 0: none "
                    "found), kc_max, its amplitude, kc0"},
     {"curves", "(1, 1 + 2·n_g, n_r): d0, then the curves of the blurred "
                "images (first pass, refined pass)"},
 };
-static const param_def dc_params[] = {
-    [P_RMIN] = {"rmin", PARAM_FLOAT, 0, 0, 1, PARAM_MAX_OPEN, NULL,
+static const qs_param_def dc_params[] = {
+    [P_RMIN] = {"rmin", QS_PARAM_FLOAT, 0, 0, 1, QS_PARAM_MAX_OPEN, NULL,
                 "smallest normalised frequency of the curves"},
-    [P_RMAX] = {"rmax", PARAM_FLOAT, 1, 0, 1, PARAM_MIN_OPEN, NULL,
+    [P_RMAX] = {"rmax", QS_PARAM_FLOAT, 1, 0, 1, QS_PARAM_MIN_OPEN, NULL,
                 "largest normalised frequency of the curves"},
-    [P_NR] = {"n_r", PARAM_INT, 50, 2, 10000, 0, NULL,
+    [P_NR] = {"n_r", QS_PARAM_INT, 50, 2, 10000, 0, NULL,
               "radii sampled per curve"},
-    [P_NG] = {"n_g", PARAM_INT, 10, 2, 63, 0, NULL,
+    [P_NG] = {"n_g", QS_PARAM_INT, 10, 2, 63, 0, NULL,
               "Gaussian high-pass filters per pass"},
-    [P_PIXEL_SIZE] = {"pixel_size", PARAM_FLOAT, 1, 0, 1e9, PARAM_MIN_OPEN,
-                      NULL, "size of a pixel (the resolution's unit)"},
+    [P_PIXEL_SIZE] = {"pixel_size", QS_PARAM_FLOAT, 1, 0, 1e9,
+                      QS_PARAM_MIN_OPEN, NULL,
+                      "size of a pixel (the resolution's unit)"},
 };
 
-static int dc_shape(const image *in, const double *p, image *out, char *err,
-                    size_t err_len) {
+static int dc_shape(const qs_image *in, const double *p, qs_image *out,
+                    char *err, size_t err_len) {
   int rc = method_check_input("decorr", in, err, err_len);
   if (rc) return rc;
   if (in->frames != 1) {
@@ -381,24 +382,24 @@ static int dc_shape(const image *in, const double *p, image *out, char *err,
              p[P_RMAX]);
     return QS_EPARAM;
   }
-  out[0] = (image){.frames = 1, .rows = 1, .cols = R_N};
-  out[1] = (image){.frames = 1, .rows = 1 + 2 * (size_t)p[P_NG],
-                   .cols = (size_t)p[P_NR]};
+  out[0] = (qs_image){.frames = 1, .rows = 1, .cols = R_N};
+  out[1] = (qs_image){
+      .frames = 1, .rows = 1 + 2 * (size_t)p[P_NG], .cols = (size_t)p[P_NR]};
   return QS_OK;
 }
 
-static double dc_work(const image *in, const double *p) {
+static double dc_work(const qs_image *in, const double *p) {
   size_t n = 1;
   while (n < (in->rows > in->cols ? in->rows : in->cols)) n *= 2;
   return (double)n * (double)n * (2 * p[P_NG] + 1) * 64;
 }
 
-static const impl_def dc_impls[] = {
-    {"serial", IMPL_SERIAL, dc_run, NULL, 1, SCHED_STATIC, 0},
-    {"threaded", IMPL_THREADED, dc_run, NULL, 1, SCHED_STATIC, 0},
+static const qs_impl_def dc_impls[] = {
+    {"serial", QS_IMPL_SERIAL, dc_run, NULL, 1, QS_SCHED_STATIC, 0},
+    {"threaded", QS_IMPL_THREADED, dc_run, NULL, 1, QS_SCHED_STATIC, 0},
 };
 
-const method_desc method_decorr = {
+const qs_method_desc method_decorr = {
     .name = "decorr",
     .doc = "image resolution by decorrelation analysis (Descloux et al. "
            "2019; NanoPyx's DecorrAnalysis)",

@@ -123,7 +123,7 @@ static int stat_launch(cldev *dev, int kind, const size_t *global,
   char key[64];
   snprintf(key, sizeof key, "%s/%d", name, kind);
   int first = cldev_first_launch(dev, key, global, 1);
-  int64_t t0 = timer_ns();
+  int64_t t0 = qs_timer_ns();
   int rc =
       cl_status(clEnqueueNDRangeKernel(q, k, 1, NULL, global, NULL,
                                        wait ? 1 : 0, wait ? &wait : NULL, &ev),
@@ -131,14 +131,15 @@ static int stat_launch(cldev *dev, int kind, const size_t *global,
   if (!rc && (first || !keep))
     rc = cl_status(clWaitForEvents(1, &ev), name, err, err_len);
   if (!rc && keep) {
-    double wall = (double)(timer_ns() - t0) * 1e-9;
+    double wall = (double)(qs_timer_ns() - t0) * 1e-9;
     if (first && wall > cl_event_seconds(ev))
       *once_s += wall - cl_event_seconds(ev);
     *keep = ev;
     return QS_OK;
   }
   if (ev) {
-    double run = cl_event_seconds(ev), wall = (double)(timer_ns() - t0) * 1e-9;
+    double run = cl_event_seconds(ev),
+           wall = (double)(qs_timer_ns() - t0) * 1e-9;
     *dev_s += run;
     if (first && wall > run) *once_s += wall - run;
     clReleaseEvent(ev);

@@ -27,8 +27,8 @@ static size_t esrrf_fpt(const double *p, size_t frames) {
   return fpt == 0 || fpt > frames ? frames : fpt;
 }
 
-void esrrf_geom_of(const method_call *c, esrrf_geom *g) {
-  const image *in = &c->in[0];
+void esrrf_geom_of(const qs_method_call *c, esrrf_geom *g) {
+  const qs_image *in = &c->in[0];
   memset(g, 0, sizeof *g);
   g->frames = in->frames;
   g->rows = (int)in->rows;
@@ -76,7 +76,7 @@ size_t esrrf_first_nonfinite(const float *p, size_t n) {
   return n;
 }
 
-int esrrf_check_finite(const image *in, char *err, size_t err_len) {
+int esrrf_check_finite(const qs_image *in, char *err, size_t err_len) {
   size_t px = in->rows * in->cols, n = in->frames * px;
   size_t i = in->data ? esrrf_first_nonfinite(in->data, n) : n;
   if (i == n) return QS_OK;
@@ -88,7 +88,7 @@ int esrrf_check_finite(const image *in, char *err, size_t err_len) {
   return QS_EINVAL;
 }
 
-static int esrrf_shape(const image *in, const double *p, image *out,
+static int esrrf_shape(const qs_image *in, const double *p, qs_image *out,
                        char *err, size_t err_len) {
   int rc = method_check_input("esrrf", in, err, err_len);
   if (rc) return rc;
@@ -131,7 +131,7 @@ static int esrrf_shape(const image *in, const double *p, image *out,
 }
 
 /* Work: output pixels of every frame times the search window. */
-static double esrrf_work(const image *in, const double *p) {
+static double esrrf_work(const qs_image *in, const double *p) {
   double w = 2 * floor(2 * p[P_RADIUS]) + 1;
   return (double)in->frames * (double)in->rows * (double)in->cols * p[P_MAG] *
          p[P_MAG] * w * w;
@@ -139,14 +139,14 @@ static double esrrf_work(const image *in, const double *p) {
 
 /* Calibration: the first four frames at most, cropped top-left, one fewer
  * when tac2 would otherwise be left a 1-frame timepoint. */
-static int esrrf_slice(const image *in, const double *p, size_t rows,
-                       size_t cols, image *out) {
+static int esrrf_slice(const qs_image *in, const double *p, size_t rows,
+                       size_t cols, qs_image *out) {
   size_t frames = in->frames < 4 ? in->frames : 4;
   size_t fpt = esrrf_fpt(p, frames);
   if (p[P_TEMPORAL] == TEMPORAL_TAC2 && frames % fpt == 1) frames--;
   rows = rows < in->rows ? rows : in->rows;
   cols = cols < in->cols ? cols : in->cols;
-  int rc = image_alloc(out, frames, rows, cols);
+  int rc = qs_image_alloc(out, frames, rows, cols);
   if (rc) return rc;
   for (size_t f = 0; f < frames; f++)
     for (size_t r = 0; r < rows; r++)
@@ -159,7 +159,7 @@ static int esrrf_slice(const image *in, const double *p, size_t rows,
 
 typedef struct drive_job {
   const esrrf_geom *g;
-  esrrf_partial *t;  /* the timepoint's partial statistic */
+  qs_esrrf_partial *t; /* the timepoint's partial statistic */
   const float *maps; /* n maps */
   size_t n;
   float *out;        /* the timepoint's output map (results) */
@@ -193,17 +193,17 @@ size_t esrrf_batch_at(const esrrf_geom *g, size_t batch, size_t f) {
   return end - f < batch ? end - f : batch;
 }
 
-int esrrf_fold(const method_call *c, const esrrf_geom *g, esrrf_partial *t,
-               const float *maps, size_t n) {
+int esrrf_fold(const qs_method_call *c, const esrrf_geom *g,
+               qs_esrrf_partial *t, const float *maps, size_t n) {
   drive_job j = {.g = g, .t = t, .maps = maps, .n = n};
   int rc = c->parallel_for(c, 0, (size_t)g->rows_m, drive_add, &j);
   if (!rc) t->n += n;
   return rc;
 }
 
-int esrrf_finish(const method_call *c, const esrrf_geom *g,
-                 const esrrf_partial *t, float *out) {
-  drive_job j = {.g = g, .t = (esrrf_partial *)t, .out = out};
+int esrrf_finish(const qs_method_call *c, const esrrf_geom *g,
+                 const qs_esrrf_partial *t, float *out) {
+  drive_job j = {.g = g, .t = (qs_esrrf_partial *)t, .out = out};
   int rc = c->parallel_for(c, 0, (size_t)g->rows_m, drive_result, &j);
   if (!rc && g->mpc)
     rc = temporal_mpc_on(c, out, (size_t)g->rows_m, (size_t)g->cols_m,
@@ -211,7 +211,7 @@ int esrrf_finish(const method_call *c, const esrrf_geom *g,
   return rc;
 }
 
-int esrrf_drive(const method_call *c, const esrrf_geom *g, size_t batch,
+int esrrf_drive(const qs_method_call *c, const esrrf_geom *g, size_t batch,
                 esrrf_maps_fn maps, void *state) {
   float *out = c->out[0].data;
   if (batch == 0) batch = 1;
@@ -225,16 +225,16 @@ int esrrf_drive(const method_call *c, const esrrf_geom *g, size_t batch,
     }
     return QS_OK;
   }
-  esrrf_partial t;
+  qs_esrrf_partial t;
   size_t keep = batch < g->fpt ? batch : g->fpt;
   float *buf = NULL;
-  int rc = esrrf_partial_init(&t, g->kind, (size_t)g->rows_m,
-                              (size_t)g->cols_m);
+  int rc =
+      qs_esrrf_partial_init(&t, g->kind, (size_t)g->rows_m, (size_t)g->cols_m);
   if (!rc && keep > SIZE_MAX / sizeof(float) / g->plane) rc = QS_ENOMEM;
   if (!rc) buf = calloc(keep * g->plane, sizeof(float));
   if (!rc && !buf) rc = QS_ENOMEM;
   if (rc) {
-    esrrf_partial_free(&t);
+    qs_esrrf_partial_free(&t);
     snprintf(c->err, c->err_len,
              "esrrf: no memory for the temporal accumulators of %d x %d "
              "pixels",
@@ -243,7 +243,7 @@ int esrrf_drive(const method_call *c, const esrrf_geom *g, size_t batch,
   }
   for (size_t t0 = 0, tp = 0; !rc && t0 < g->frames; t0 += g->fpt, tp++) {
     size_t t1 = t0 + g->fpt < g->frames ? t0 + g->fpt : g->frames;
-    esrrf_partial_reset(&t);
+    qs_esrrf_partial_reset(&t);
     for (size_t f = t0, n; !rc && f < t1; f += n) {
       n = esrrf_batch_at(g, keep, f);
       rc = maps(state, f, n, buf);
@@ -252,16 +252,16 @@ int esrrf_drive(const method_call *c, const esrrf_geom *g, size_t batch,
     }
     if (!rc) rc = esrrf_finish(c, g, &t, out + tp * g->plane);
   }
-  esrrf_partial_free(&t);
+  qs_esrrf_partial_free(&t);
   free(buf);
   return rc;
 }
 
 /* ----------------------------------------------------- reference chain */
 
-int esrrf_sub(const method_call *c, const method_desc *d, const image *in,
-              image *out, const double *p) {
-  method_call s = *c;
+int esrrf_sub(const qs_method_call *c, const qs_method_desc *d,
+              const qs_image *in, qs_image *out, const double *p) {
+  qs_method_call s = *c;
   s.in = in;
   s.n_in = d->n_inputs;
   s.out = out;
@@ -272,7 +272,7 @@ int esrrf_sub(const method_call *c, const method_desc *d, const image *in,
 
 /* Per-frame buffers of the chain: everything of one frame, nothing more. */
 typedef struct chain {
-  const method_call *c;
+  const qs_method_call *c;
   esrrf_geom g;
   float *mag, *grad, *grad2; /* RM·CM; 2·R·C; 2·(2RM·2CM) */
   rgc_frame f;
@@ -293,19 +293,21 @@ static int chain_maps(void *state, size_t f0, size_t n, float *dst) {
   double sm1[4] = {0, 0, g->mag, g->mag}, sm2[4] = {0, 0, 2 * g->mag,
                                                      2 * g->mag};
   for (size_t k = 0; k < n; k++) {
-    image frame = image_wrap(s->c->in[0].data + (f0 + k) * rc_px, 1,
-                             (size_t)g->rows, (size_t)g->cols);
-    image mag = image_wrap(s->mag, 1, (size_t)g->rows_m, (size_t)g->cols_m);
-    image grad[2] = {
-        image_wrap(s->grad, 1, (size_t)g->rows, (size_t)g->cols),
-        image_wrap(s->grad + rc_px, 1, (size_t)g->rows, (size_t)g->cols)};
+    qs_image frame = qs_image_wrap(s->c->in[0].data + (f0 + k) * rc_px, 1,
+                                   (size_t)g->rows, (size_t)g->cols);
+    qs_image mag =
+        qs_image_wrap(s->mag, 1, (size_t)g->rows_m, (size_t)g->cols_m);
+    qs_image grad[2] = {
+        qs_image_wrap(s->grad, 1, (size_t)g->rows, (size_t)g->cols),
+        qs_image_wrap(s->grad + rc_px, 1, (size_t)g->rows, (size_t)g->cols)};
     int rc = QS_OK;
     if (g->weight) rc = esrrf_sub(s->c, &method_shift_magnify, &frame, &mag,
                                   sm1);
     if (!rc) rc = esrrf_sub(s->c, &method_roberts_cross, &frame, grad, NULL);
     for (int i = 0; !rc && i < 2; i++) {
-      image g2 = image_wrap(s->grad2 + i * g2_px, 1, 2 * (size_t)g->rows_m,
-                            2 * (size_t)g->cols_m);
+      qs_image g2 =
+          qs_image_wrap(s->grad2 + i * g2_px, 1, 2 * (size_t)g->rows_m,
+                        2 * (size_t)g->cols_m);
       rc = esrrf_sub(s->c, &method_shift_magnify, &grad[i], &g2, sm2);
     }
     if (rc) return rc;
@@ -316,7 +318,7 @@ static int chain_maps(void *state, size_t f0, size_t n, float *dst) {
   return QS_OK;
 }
 
-static int esrrf_run_chain(const method_call *c) {
+static int esrrf_run_chain(const qs_method_call *c) {
   chain s = {.c = c};
   esrrf_geom_of(c, &s.g);
   const esrrf_geom *g = &s.g;
@@ -349,25 +351,25 @@ static int esrrf_run_chain(const method_call *c) {
 
 /* ----------------------------------------------------------- descriptor */
 
-static const slot_def esrrf_inputs[] = {
+static const qs_slot_def esrrf_inputs[] = {
     {"image", "raw stack (F, R, C)"},
 };
-static const slot_def esrrf_outputs[] = {
+static const qs_slot_def esrrf_outputs[] = {
     {"output", "(T, R·M, C·M), T = ceil(F / frames_per_timepoint); "
                "temporal=none: the per-frame maps (F, R·M, C·M)"},
 };
 /* Rows at the index the code reads them by (esrrf.h's P_ enum): rgc's
  * shared rows fill P_MAG..P_IW, the rest are placed by index. */
-static const param_def esrrf_params[] = {
-    RGC_PARAM_ROWS
-    [P_FPT] = {"frames_per_timepoint", PARAM_INT, 0, 0, INT_MAX, 0, NULL,
-               "frames per output timepoint (0: all frames; the last may be "
-               "short)"},
-    [P_TEMPORAL] = {"temporal", PARAM_ENUM, TEMPORAL_AVG, 0, 0, 0,
+static const qs_param_def esrrf_params[] = {
+    RGC_PARAM_ROWS[P_FPT] =
+        {"frames_per_timepoint", QS_PARAM_INT, 0, 0, INT_MAX, 0, NULL,
+         "frames per output timepoint (0: all frames; the last may be "
+         "short)"},
+    [P_TEMPORAL] = {"temporal", QS_PARAM_ENUM, TEMPORAL_AVG, 0, 0, 0,
                     TEMPORAL_CHOICES,
                     "statistic over each timepoint's frames (none: the "
                     "per-frame maps)"},
-    [P_MPC] = {"macro_pixel_correction", PARAM_BOOL, 1, 0, 1, 0, NULL,
+    [P_MPC] = {"macro_pixel_correction", QS_PARAM_BOOL, 1, 0, 1, 0, NULL,
                "divide each sub-pixel phase by its mean (not with "
                "temporal=none)"},
 };
@@ -377,25 +379,27 @@ _Static_assert(P_MAG == 0 && P_RADIUS == 1 && P_SENS == 2 && P_IW == 3 &&
 _Static_assert(sizeof esrrf_params / sizeof esrrf_params[0] == P_MPC + 1,
                "one esrrf_params row per P_ index, P_MPC the last");
 
-static const impl_def esrrf_impls[] = {
+static const qs_impl_def esrrf_impls[] = {
     QS_CPU_IMPLS(esrrf_run_chain, 1, 8),
-    {"fused", IMPL_THREADED, esrrf_run_fused, NULL, 1, SCHED_DYNAMIC, 4, NULL, NULL},
-    {"fused_vec", IMPL_THREADED, esrrf_run_fused_vec, NULL, 3, SCHED_DYNAMIC,
-     4, NULL, NULL},
-    {"fused_avx2", IMPL_THREADED, esrrf_run_fused_avx2, esrrf_avx2_probe, 3,
-     SCHED_DYNAMIC, 4, NULL, NULL},
-    {"fused_avx512", IMPL_THREADED, esrrf_run_fused_avx512,
-     esrrf_avx512_probe, 1, SCHED_DYNAMIC, 4, NULL, NULL},
-    {"composed", IMPL_COMPOSITE, esrrf_run_composed, NULL, 1, SCHED_STATIC, 0, NULL, NULL},
+    {"fused", QS_IMPL_THREADED, esrrf_run_fused, NULL, 1, QS_SCHED_DYNAMIC, 4,
+     NULL, NULL},
+    {"fused_vec", QS_IMPL_THREADED, esrrf_run_fused_vec, NULL, 3,
+     QS_SCHED_DYNAMIC, 4, NULL, NULL},
+    {"fused_avx2", QS_IMPL_THREADED, esrrf_run_fused_avx2, esrrf_avx2_probe, 3,
+     QS_SCHED_DYNAMIC, 4, NULL, NULL},
+    {"fused_avx512", QS_IMPL_THREADED, esrrf_run_fused_avx512,
+     esrrf_avx512_probe, 1, QS_SCHED_DYNAMIC, 4, NULL, NULL},
+    {"composed", QS_IMPL_COMPOSITE, esrrf_run_composed, NULL, 1,
+     QS_SCHED_STATIC, 0, NULL, NULL},
 #if QS_HAVE_OPENCL
-    {"opencl", IMPL_OPENCL, esrrf_run_opencl, esrrf_cl_probe, 2, SCHED_STATIC,
-     0, NULL, NULL},
+    {"opencl", QS_IMPL_OPENCL, esrrf_run_opencl, esrrf_cl_probe, 2,
+     QS_SCHED_STATIC, 0, NULL, NULL},
 #else
     QS_OPENCL_IMPL(NULL, 1),
 #endif
 };
 
-const method_desc method_esrrf = {
+const qs_method_desc method_esrrf = {
     .name = "esrrf",
     .doc = "enhanced super-resolution radial fluctuations: RGC of every "
            "frame and a temporal statistic per timepoint",

@@ -32,7 +32,7 @@ typedef struct esrrf_geom {
   int mpc;                   /* macro-pixel correction */
 } esrrf_geom;
 
-void esrrf_geom_of(const method_call *c, esrrf_geom *g);
+void esrrf_geom_of(const qs_method_call *c, esrrf_geom *g);
 
 /* The NaN policy of eSRRF, one for the batch call and the live stream (so
  * also MPI and Python): a NaN or infinite pixel is refused, naming its
@@ -42,7 +42,7 @@ void esrrf_geom_of(const method_call *c, esrrf_geom *g);
 size_t esrrf_first_nonfinite(const float *p, size_t n);
 
 /* QS_EINVAL with that message when in (with data) holds one. */
-int esrrf_check_finite(const image *in, char *err, size_t err_len);
+int esrrf_check_finite(const qs_image *in, char *err, size_t err_len);
 
 /* Computes the RGC maps of frames [f0, f0 + n) into dst (n planes of
  * rows_m × cols_m whose margins are zero and must stay so). */
@@ -52,19 +52,19 @@ typedef int (*esrrf_maps_fn)(void *state, size_t f0, size_t n, float *dst);
  * across timepoints), accumulated frame by frame into the timepoint's
  * statistic, then the macro-pixel correction; with temporal=none the maps
  * go straight to the output. Memory: the accumulators and `batch` maps. */
-int esrrf_drive(const method_call *c, const esrrf_geom *g, size_t batch,
+int esrrf_drive(const qs_method_call *c, const esrrf_geom *g, size_t batch,
                 esrrf_maps_fn maps, void *state);
 
 /* Folds n maps (planes of the call's map size) into the partial t after
  * its frames, rows split over c's pool; advances t->n. */
-int esrrf_fold(const method_call *c, const esrrf_geom *g, esrrf_partial *t,
-               const float *maps, size_t n);
+int esrrf_fold(const qs_method_call *c, const esrrf_geom *g,
+               qs_esrrf_partial *t, const float *maps, size_t n);
 
 /* The timepoint's image from t: the statistic (on c's pool), then the
  * macro-pixel correction if the call asks for it. The same numbers as
- * esrrf_partial_finish. */
-int esrrf_finish(const method_call *c, const esrrf_geom *g,
-                 const esrrf_partial *t, float *out);
+ * qs_esrrf_partial_finish. */
+int esrrf_finish(const qs_method_call *c, const esrrf_geom *g,
+                 const qs_esrrf_partial *t, float *out);
 
 /* Frames of the batch esrrf_drive asks for at frame f (0 past the end), so
  * that an implementation can prepare the next batch ahead. */
@@ -73,15 +73,15 @@ size_t esrrf_batch_at(const esrrf_geom *g, size_t batch, size_t f);
 /* Runs the CPU implementation of method d (every CPU row of a table shares
  * one run function) on in → out with parameter values p, on c's pool and
  * schedule: the reference steps without the dispatcher. */
-int esrrf_sub(const method_call *c, const method_desc *d, const image *in,
-              image *out, const double *p);
+int esrrf_sub(const qs_method_call *c, const qs_method_desc *d,
+              const qs_image *in, qs_image *out, const double *p);
 
 /* The implementations in their own files. */
-int esrrf_run_fused(const method_call *c);
-int esrrf_run_composed(const method_call *c);
+int esrrf_run_fused(const qs_method_call *c);
+int esrrf_run_composed(const qs_method_call *c);
 #if QS_HAVE_OPENCL
-int esrrf_run_opencl(const method_call *c);
-int esrrf_cl_probe(const method_call *c, char *why, size_t why_len);
+int esrrf_run_opencl(const qs_method_call *c);
+int esrrf_cl_probe(const qs_method_call *c, char *why, size_t why_len);
 #endif
 
 #endif

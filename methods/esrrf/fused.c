@@ -254,8 +254,8 @@ static int fz_candidates(fused *s) {
 }
 
 /* A parallel loop run on the calling thread alone (worker 0). */
-static int fz_inline_for(const method_call *c, size_t b, size_t e,
-                         range_fn body, void *ctx) {
+static int fz_inline_for(const qs_method_call *c, size_t b, size_t e,
+                         qs_range_fn body, void *ctx) {
   (void)c;
   return b < e ? body(ctx, b, e, 0) : QS_OK;
 }
@@ -271,20 +271,20 @@ static int fz_maps(void *state, size_t f0, size_t n, float *dst) {
   const esrrf_geom *g = &s->g;
   size_t rc_px = (size_t)g->rows * (size_t)g->cols;
   double sm1[4] = {0, 0, g->mag, g->mag};
-  method_call alone = *s->c;
+  qs_method_call alone = *s->c;
   alone.parallel_for = fz_inline_for;
-  const method_call *rc_call = rc_px <= FZ_INLINE_PX ? &alone : s->c;
+  const qs_method_call *rc_call = rc_px <= FZ_INLINE_PX ? &alone : s->c;
   for (size_t k = 0; k < n; k++) {
-    image frame = image_wrap(s->c->in[0].data + (f0 + k) * rc_px, 1,
-                             (size_t)g->rows, (size_t)g->cols);
-    image grad[2] = {
-        image_wrap(s->grad, 1, (size_t)g->rows, (size_t)g->cols),
-        image_wrap(s->grad + rc_px, 1, (size_t)g->rows, (size_t)g->cols)};
+    qs_image frame = qs_image_wrap(s->c->in[0].data + (f0 + k) * rc_px, 1,
+                                   (size_t)g->rows, (size_t)g->cols);
+    qs_image grad[2] = {
+        qs_image_wrap(s->grad, 1, (size_t)g->rows, (size_t)g->cols),
+        qs_image_wrap(s->grad + rc_px, 1, (size_t)g->rows, (size_t)g->cols)};
     int rc = esrrf_sub(rc_call, &method_roberts_cross, &frame, grad, NULL);
     s->frame = frame.data;
     if (!rc && s->mag) {
-      image mag = image_wrap(s->mag, 1, (size_t)g->rows_m,
-                             (size_t)g->cols_m);
+      qs_image mag =
+          qs_image_wrap(s->mag, 1, (size_t)g->rows_m, (size_t)g->cols_m);
       rc = esrrf_sub(s->c, &method_shift_magnify, &frame, &mag, sm1);
     }
     s->dst = dst + k * g->plane;
@@ -358,7 +358,7 @@ const fused_variant fused_scalar_pass = {fz_pass_plan, fz_pass_frame,
                                          fz_pass_done, 0};
 
 /* A state for c with var's plan, or NULL with *rc (and c->err). */
-static fused *fz_open(const method_call *c, const fused_variant *var,
+static fused *fz_open(const qs_method_call *c, const fused_variant *var,
                       int *rc) {
   fused *s = calloc(1, sizeof *s);
   *rc = s ? QS_OK : QS_ENOMEM;
@@ -390,8 +390,8 @@ static void fz_session_free(void *p) {
   fused_free(s);
 }
 
-static int fz_session_run(const method_call *c, const fused_variant *var,
-                          const method_call *cs) {
+static int fz_session_run(const qs_method_call *c, const fused_variant *var,
+                          const qs_method_call *cs) {
   fused *s = cs->kept(cs, "esrrf.fused");
   int rc = QS_OK;
   if (!s || s->var != var) {
@@ -407,7 +407,7 @@ static int fz_session_run(const method_call *c, const fused_variant *var,
 }
 /* --- end of the live stream's plan --- */
 
-int fused_run(const method_call *c, const fused_variant *var) {
+int fused_run(const qs_method_call *c, const fused_variant *var) {
   if (!var) var = &fused_scalar_pass;
   if (esrrf_sink_of(c)) return fz_session_run(c, var, c);
   int rc;
@@ -433,4 +433,4 @@ void fused_free(fused *s) {
   free(s);
 }
 
-int esrrf_run_fused(const method_call *c) { return fused_run(c, NULL); }
+int esrrf_run_fused(const qs_method_call *c) { return fused_run(c, NULL); }

@@ -54,7 +54,7 @@ typedef struct fused_variant {
 } fused_variant;
 
 struct fused {
-  const method_call *c;
+  const qs_method_call *c;
   esrrf_geom g;
   int win;                /* window length end - start */
   fz_tap *ty, *tx;        /* per output row / column: win taps */
@@ -130,7 +130,7 @@ int fused_tables(fused *s);
 void fused_free(fused *s);
 
 /* Runs eSRRF with the fused plan; var NULL: the scalar pass. */
-int fused_run(const method_call *c, const fused_variant *var);
+int fused_run(const qs_method_call *c, const fused_variant *var);
 
 /* The passes: scalar (fused.c), vectorised portable (fused_vec.c),
  * AVX2 + FMA (fused_avx2.c) and AVX-512F (fused_avx512.c); the last two
@@ -143,9 +143,9 @@ const fused_variant *fused_avx512_pass(void);
 
 /* The implementations of the vectorised variants, and the probe that lists
  * fused_avx2 only where the CPU has AVX2 and FMA. */
-int esrrf_run_fused_vec(const method_call *c);
-int esrrf_run_fused_avx2(const method_call *c);
-int esrrf_avx2_probe(const method_call *c, char *why, size_t why_len);
+int esrrf_run_fused_vec(const qs_method_call *c);
+int esrrf_run_fused_avx2(const qs_method_call *c);
+int esrrf_avx2_probe(const qs_method_call *c, char *why, size_t why_len);
 
 /* The CPU test behind the AVX2 probes of eSRRF and rgc: QS_OK when the CPU
  * reports AVX2 and FMA, else QS_EUNAVAIL and why, naming the `portable`
@@ -155,8 +155,8 @@ int fused_avx2_probe(const char *portable, char *why, size_t why_len);
 /* fused_avx512, and its probe: available where the build has the AVX-512
  * pass (x86, a compiler with AVX-512) and the CPU reports AVX-512F, AVX2
  * and FMA with the OS keeping the 512-bit state. */
-int esrrf_run_fused_avx512(const method_call *c);
-int esrrf_avx512_probe(const method_call *c, char *why, size_t why_len);
+int esrrf_run_fused_avx512(const qs_method_call *c);
+int esrrf_avx512_probe(const qs_method_call *c, char *why, size_t why_len);
 
 /* The test behind the AVX-512 probes of eSRRF and rgc, as
  * fused_avx2_probe: QS_OK, or QS_EUNAVAIL and why (the build or the CPU),

@@ -42,7 +42,7 @@ static inline __m256 fv_inv_norm_avx2(__m256 g2) {
 
 const fused_variant *fused_avx2_pass(void) { return &fv_variant; }
 
-int esrrf_run_fused_avx2(const method_call *c) {
+int esrrf_run_fused_avx2(const qs_method_call *c) {
   return fused_run(c, &fv_variant);
 }
 
@@ -54,7 +54,7 @@ int esrrf_run_fused_avx2(const method_call *c) {
 
 const fused_variant *fused_avx2_pass(void) { return NULL; }
 
-int esrrf_run_fused_avx2(const method_call *c) {
+int esrrf_run_fused_avx2(const qs_method_call *c) {
   return esrrf_avx2_probe(c, c->err, c->err_len);
 }
 

@@ -80,7 +80,7 @@ static inline void fv_split_avx512(__m512 v, float *even, float *odd) {
 
 const fused_variant *fused_avx512_pass(void) { return &fv_variant; }
 
-int esrrf_run_fused_avx512(const method_call *c) {
+int esrrf_run_fused_avx512(const qs_method_call *c) {
   return fused_run(c, &fv_variant);
 }
 
@@ -92,7 +92,7 @@ int esrrf_run_fused_avx512(const method_call *c) {
 
 const fused_variant *fused_avx512_pass(void) { return NULL; }
 
-int esrrf_run_fused_avx512(const method_call *c) {
+int esrrf_run_fused_avx512(const qs_method_call *c) {
   return esrrf_avx512_probe(c, c->err, c->err_len);
 }
 

@@ -11,7 +11,7 @@
 
 const fused_variant *fused_vec_pass(void) { return &fv_variant; }
 
-int esrrf_run_fused_vec(const method_call *c) {
+int esrrf_run_fused_vec(const qs_method_call *c) {
   return fused_run(c, &fv_variant);
 }
 
@@ -29,7 +29,7 @@ int fused_avx2_probe(const char *portable, char *why, size_t why_len) {
   return QS_EUNAVAIL;
 }
 
-int esrrf_avx2_probe(const method_call *c, char *why, size_t why_len) {
+int esrrf_avx2_probe(const qs_method_call *c, char *why, size_t why_len) {
   (void)c;
   return fused_avx2_probe("fused_vec", why, why_len);
 }
@@ -61,7 +61,7 @@ int fused_avx512_probe(const char *avx2, const char *portable, char *why,
   return QS_EUNAVAIL;
 }
 
-int esrrf_avx512_probe(const method_call *c, char *why, size_t why_len) {
+int esrrf_avx512_probe(const qs_method_call *c, char *why, size_t why_len) {
   (void)c;
   return fused_avx512_probe("fused_avx2", "fused_vec", why, why_len);
 }

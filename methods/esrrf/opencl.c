@@ -96,8 +96,8 @@ static void cl_frame_bytes(const esrrf_geom *g, size_t *per_frame) {
 
 /* Frames per batch: what the device holds, at most ESRRF_CL_BATCH_BYTES
  * and at most a timepoint (esrrf_drive never asks for more). */
-static int cl_batch(const method_call *c, const esrrf_geom *g, size_t *batch,
-                    char *err, size_t err_len) {
+static int cl_batch(const qs_method_call *c, const esrrf_geom *g,
+                    size_t *batch, char *err, size_t err_len) {
   /* the buffers, the second input slot, the statistic's accumulators and
    * timepoint image (fixed) */
   size_t per_frame[B_COUNT + 3] = {0}, fixed[B_COUNT + 3] = {0}, sum = 0;
@@ -116,7 +116,7 @@ static int cl_batch(const method_call *c, const esrrf_geom *g, size_t *batch,
                           B_COUNT + 3, wanted, batch, err, err_len);
 }
 
-int esrrf_cl_probe(const method_call *c, char *why, size_t why_len) {
+int esrrf_cl_probe(const qs_method_call *c, char *why, size_t why_len) {
   if (!c || !c->device) {
     snprintf(why, why_len, "no OpenCL device given");
     return QS_EUNAVAIL;
@@ -139,7 +139,7 @@ typedef struct slot {
 } slot;
 
 typedef struct chained {
-  const method_call *c;
+  const qs_method_call *c;
   cldev *dev;             /* the device (c outlives no call) */
   esrrf_geom g;
   cl_command_queue q, qu; /* compute, upload */
@@ -183,17 +183,17 @@ static void event_drop(chained *s, cl_event *ev) {
  * compiles, once). */
 static int cl_launch(chained *s, int i, size_t n, cl_event wait,
                      cl_event *ev) {
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   size_t global[3] = {s->global[i][0], s->global[i][1], n};
   int first = cldev_first_launch(c->device, KERNEL_NAMES[i], global, 3);
-  int64_t t0 = timer_ns();
+  int64_t t0 = qs_timer_ns();
   int rc = cl_status(clEnqueueNDRangeKernel(s->q, s->k[i], 3, NULL,
                                             global, NULL, wait ? 1 : 0,
                                             wait ? &wait : NULL, ev),
                      KERNEL_NAMES[i], c->err, c->err_len);
   if (!rc && first) {
     rc = cl_status(clFinish(s->q), KERNEL_NAMES[i], c->err, c->err_len);
-    double wall = (double)(timer_ns() - t0) * 1e-9;
+    double wall = (double)(qs_timer_ns() - t0) * 1e-9;
     double run = cl_event_seconds(*ev);
     if (wall > run) s->once += wall - run;
   }
@@ -203,7 +203,7 @@ static int cl_launch(chained *s, int i, size_t n, cl_event wait,
 /* Starts the upload of frames [f0, f0 + n) into slot i once the kernels
  * that read its previous frames are done. */
 static int cl_upload(chained *s, int i, size_t f0, size_t n) {
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   slot *sl = &s->in[i];
   const float *src = c->in[0].data + f0 * s->per_frame[B_IN] / 4;
   event_drop(s, &sl->up);
@@ -239,7 +239,7 @@ static void cl_chain_done(chained *s) {
  * (valid until cl_chain_done). */
 static int cl_chain(chained *s, size_t f0, size_t n, cl_event *done) {
   cl_chain_done(s);
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   cl_event ev[K_COUNT] = {NULL};
   cl_int nf = (cl_int)n;
   int i = s->in[0].n == n && s->in[0].f0 == f0   ? 0
@@ -292,7 +292,7 @@ static void cl_quiesce(chained *s) {
 /* The maps of frames [f0, f0 + n): the chain, one download. */
 static int cl_maps(void *state, size_t f0, size_t n, float *dst) {
   chained *s = state;
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   cl_event done = NULL, rd = NULL;
   int rc = cl_chain(s, f0, n, &done);
   size_t bytes = n * s->per_frame[B_OUT];
@@ -360,7 +360,7 @@ static int cl_collect(chained *s, char *err, size_t err_len) {
  * from one batch to the next without a round trip through the host (at
  * most two batches in flight: the chain's two input slots). */
 static int cl_fold_frames(chained *s, size_t t0, size_t t1) {
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   int rc = QS_OK;
   for (size_t f = t0, n; !rc && f < t1; f += n) {
     cl_event done = NULL, ev[UNIT_EVENTS] = {NULL};
@@ -387,7 +387,7 @@ static int cl_fold_frames(chained *s, size_t t0, size_t t1) {
  * caller's, on the call's pool (serially without a call: c NULL); else a
  * copy. */
 typedef struct cl_take {
-  const method_call *c;
+  const qs_method_call *c;
   const esrrf_geom *g;
 } cl_take;
 
@@ -398,7 +398,7 @@ static int cl_take_image(void *ctx, const float *img, float *out) {
 }
 
 static int cl_drive_device(chained *s) {
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   const esrrf_geom *g = &s->g;
   float *out = c->out[0].data;
   cl_take take = {c, g};
@@ -418,7 +418,7 @@ static int cl_drive_device(chained *s) {
  * read-only buffers, counted with the call's fixed tables. */
 static int cl_lists_up(chained *s, void *cand, size_t cb, cl_mem *mc, void *at,
                        size_t ab, cl_mem *ma) {
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   int rc = cldev_buffer(c->device, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, cb,
                         cand, "candidate samples", mc, c->err, c->err_len);
   if (!rc)
@@ -458,7 +458,7 @@ static void cl_taps_of(const cr_taps *ct, cl_taps *t) {
  * lists. */
 static int cl_lane_table(chained *s) {
   const esrrf_geom *g = &s->g;
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   size_t m = (size_t)g->mag;
   size_t kp = ((size_t)g->cols + ESRRF_CL_MAX_LANES - 1) /
               ESRRF_CL_MAX_LANES * ESRRF_CL_MAX_LANES;
@@ -524,7 +524,7 @@ typedef struct cl_vcand_y {
  * py's pairs), so candidate e of row y is at vrow[vcls[y] + 3e]. */
 static int cl_row_tables(chained *s, const cl_vcand_y *cy, const cl_int *at) {
   const esrrf_geom *g = &s->g;
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   int m = g->mag, rows_m = g->rows_m;
   cl_int *cls = malloc((size_t)rows_m * sizeof *cls);
   float *ey = malloc((size_t)rows_m * sizeof *ey); /* distinct, per py */
@@ -588,7 +588,7 @@ static int cl_row_tables(chained *s, const cl_vcand_y *cy, const cl_int *at) {
  * Uploaded once per call (counted: s->cand_bytes). */
 static int cl_vcandidates(chained *s) {
   const esrrf_geom *g = &s->g;
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   size_t m = (size_t)g->mag, win = (size_t)(g->k.end - g->k.start);
   cl_vcand *cand = malloc(m * m * win * win * sizeof *cand);
   cl_vcand_y *cy = malloc(m * m * win * win * sizeof *cy);
@@ -644,7 +644,7 @@ static int cl_vcandidates(chained *s) {
  * columns' taps (cl_taps_of). */
 static int cl_slot_taps(chained *s, const cl_taps *ct) {
   const esrrf_geom *g = &s->g;
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   int gw, lp;
   cl_grid_layout(g, &gw, &lp);
   size_t lanes = (size_t)s->lanes, chunks = (size_t)gw / lanes;
@@ -696,7 +696,7 @@ static int cl_slot_taps(chained *s, const cl_taps *ct) {
  * in double rounded to float). */
 static int cl_tap_tables(chained *s) {
   const esrrf_geom *g = &s->g;
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   size_t gr = 2 * (size_t)g->rows + 1, gc = 2 * (size_t)g->cols + 1;
   size_t ni = g->weight ? (size_t)g->rows_m + (size_t)g->cols_m : 0;
   cl_taps *t = calloc(gr + gc + ni, sizeof *t);
@@ -736,7 +736,7 @@ static int cl_tap_tables(chained *s) {
 
 /* Programs, kernels, buffers and every argument but the frame counts. */
 static int cl_setup(chained *s) {
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   const esrrf_geom *g = &s->g;
   char *err = c->err;
   size_t len = c->err_len;
@@ -884,9 +884,9 @@ static void cl_release(chained *s) {
     if (s->k[i]) clReleaseKernel(s->k[i]);
 }
 
-static int cl_session_run(const method_call *c, esrrf_sink *sk);
+static int cl_session_run(const qs_method_call *c, esrrf_sink *sk);
 
-int esrrf_run_opencl(const method_call *c) {
+int esrrf_run_opencl(const qs_method_call *c) {
   esrrf_sink *sk = esrrf_sink_of(c); /* the live stream's (sink.h) */
   if (sk && c->device) return cl_session_run(c, sk);
   chained s;
@@ -925,7 +925,7 @@ int esrrf_run_opencl(const method_call *c) {
  * over its n frames, one fold over its n maps or one ring copy) when the
  * staging area holds a batch, when the call completes a result, when the
  * device has finished the unit before (checked without waiting) at the
- * end of a call, and by esrrf_stream_end (sink->settle). Then the unit
+ * end of a call, and by qs_esrrf_stream_end (sink->settle). Then the unit
  * before it is collected: waited for, its commands' statuses checked and
  * their device time booked. So in a saturated stream the frames pushed
  * while the device works gather into one unit and fold in one pass over
@@ -940,8 +940,8 @@ int esrrf_run_opencl(const method_call *c) {
  * copy and no device time; the device time of its frames goes to the call
  * that collects them). The last unit is collected by the next call that
  * enqueues, by a result (a call with sink->out waits for everything before
- * finishing), by esrrf_stream_end (sink->settle) or at close (discarded
- * with any staged frames: call esrrf_stream_end to see its errors). A
+ * finishing), by qs_esrrf_stream_end (sink->settle) or at close (discarded
+ * with any staged frames: call qs_esrrf_stream_end to see its errors). A
  * failure the device reports for a unit is returned by the call that
  * collects it; the stream's timepoint (or window ring) is then lost
  * (sink->lost), with the frames staged.
@@ -1022,7 +1022,7 @@ static int cl_session_collect(cl_session *x, char *err, size_t err_len) {
  * on c's pool, or serially when c is NULL: outside a call); the
  * accumulation starts over. Enqueues the staged frames and collects
  * everything first. */
-static int cl_session_image(cl_session *x, const method_call *c, float *out,
+static int cl_session_image(cl_session *x, const qs_method_call *c, float *out,
                             uint64_t *down, char *err, size_t err_len) {
   chained *s = &x->ch;
   uint64_t u0, d0, u1, d1;
@@ -1041,7 +1041,7 @@ static int cl_session_image(cl_session *x, const method_call *c, float *out,
   return rc;
 }
 
-/* The sink's finish (esrrf_stream_end's short last timepoint). */
+/* The sink's finish (qs_esrrf_stream_end's short last timepoint). */
 static int cl_session_finish(void *p, float *out, uint64_t *down, char *err,
                              size_t err_len) {
   return cl_session_image(p, NULL, out, down, err, err_len);
@@ -1055,7 +1055,7 @@ static int cl_session_finish(void *p, float *out, uint64_t *down, char *err,
  * its upload). */
 static int cl_unit(cl_session *x, size_t n, uint64_t t, cl_event *ev) {
   chained *s = &x->ch;
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   int i = s->next;
   slot *sl = &s->in[i];
   size_t bytes = n * s->per_frame[B_IN], f0 = 0;
@@ -1106,7 +1106,7 @@ static int cl_unit(cl_session *x, size_t n, uint64_t t, cl_event *ev) {
  * update uses that block (the stream's next window starts after them). */
 static int cl_stage_flush(cl_session *x) {
   chained *s = &x->ch;
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   uint64_t t = x->stage_at, k = x->win.every;
   if (x->blocks && t % k && x->win.count[t / k % x->win.blocks] != t % k)
     x->staged = 0;
@@ -1136,16 +1136,16 @@ static int cl_busy(const chained *s) {
   return 0;
 }
 
-/* Outside a call too (esrrf_stream_end): the staged frames enqueued and
+/* Outside a call too (qs_esrrf_stream_end): the staged frames enqueued and
  * everything collected. The chain reports through a call of its own on
  * the stream's device, whose messages go to err. */
 static int cl_session_drain(cl_session *x, char *err, size_t err_len) {
   chained *s = &x->ch;
   char spare[256];
-  const method_call *c0 = s->c;
-  method_call own = {.device = x->device,
-                     .err = err ? err : spare,
-                     .err_len = err ? err_len : sizeof spare};
+  const qs_method_call *c0 = s->c;
+  qs_method_call own = {.device = x->device,
+                        .err = err ? err : spare,
+                        .err_len = err ? err_len : sizeof spare};
   s->c = &own;
   int rc = cl_stage_flush(x);
   int prc = cl_session_collect(x, err, err_len);
@@ -1160,7 +1160,7 @@ static int cl_session_drain(cl_session *x, char *err, size_t err_len) {
  * would cost two, but not give the batch call's bits). */
 static int cl_ring_fold(cl_session *x, uint64_t t_end) {
   chained *s = &x->ch;
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   size_t n = x->ring_n, old = (size_t)(t_end % n);
   s->st.n = 0;
   int rc = cl_stat_fold_at(&s->st, s->q, x->ring, old, n - old, NULL, NULL,
@@ -1174,7 +1174,7 @@ static int cl_ring_fold(cl_session *x, uint64_t t_end) {
 /* The first call's setup of the kept chain: its buffers sized for the
  * stream's largest call, the accumulators, the staging areas and with a
  * sliding window the ring. */
-static int cl_session_open(cl_session *x, const method_call *c,
+static int cl_session_open(cl_session *x, const qs_method_call *c,
                            const esrrf_sink *sk) {
   chained *s = &x->ch;
   x->device = c->device;
@@ -1228,7 +1228,7 @@ static int cl_session_open(cl_session *x, const method_call *c,
  * (sk->lost), whose state it may have left half folded. */
 static int cl_session_frames(cl_session *x, esrrf_sink *sk) {
   chained *s = &x->ch;
-  const method_call *c = s->c;
+  const qs_method_call *c = s->c;
   int rc = QS_OK;
   size_t frames = c->in[0].frames, pf = s->per_frame[B_IN] / 4;
   for (size_t f = 0, n; !rc && f < frames; f += n) {
@@ -1324,7 +1324,7 @@ static double cl_session_once(const cl_session *x) {
   return x ? x->ch.once + x->ch.st.once_s + x->win.once_s : 0;
 }
 
-static int cl_session_run(const method_call *c, esrrf_sink *sk) {
+static int cl_session_run(const qs_method_call *c, esrrf_sink *sk) {
   cl_session *x = c->kept(c, "esrrf.opencl");
   chained *s = x ? &x->ch : NULL;
   /* so far (a new chain's setup is this call's) */

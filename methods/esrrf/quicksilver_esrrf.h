@@ -21,13 +21,13 @@ extern "C" {
 /* eSRRF's temporal statistic of one timepoint as a partial that can be
  * built from any run of consecutive RGC maps, merged exactly with the
  * partial of the run that follows it, and finished into the timepoint's
- * image. The batch call (method_run "esrrf" with a temporal statistic), the
+ * image. The batch call (qs_method_run "esrrf" with a temporal statistic), the
  * live stream and a distributed run all fold through these functions, so a
  * timepoint's frames added one after another and finished give the very
- * bits method_run gives for those maps.
+ * bits qs_method_run gives for those maps.
  *
  * temporal is eSRRF's choice index: 0 avg, 1 var, 2 tac2 (none has no
- * statistic). Every pixel keeps esrrf_partial_slots(temporal) doubles in
+ * statistic). Every pixel keeps qs_esrrf_partial_slots(temporal) doubles in
  * `data`, pixel-major (slot s of pixel i at data[i * slots + s]), so that a
  * partial can be sent as n and its data; with y_t = x_t − x_0 (x_0 the
  * partial's first map):
@@ -41,47 +41,46 @@ extern "C" {
  * rounding, far below the float output's ulp. A merge is exact up to
  * double rounding (not bit-identical to adding the same maps one by one:
  * a different order of the same sums). */
-typedef struct esrrf_partial {
+typedef struct qs_esrrf_partial {
   int temporal;       /* 0 avg, 1 var, 2 tac2 */
   size_t rows, cols;  /* the maps: R·M × C·M */
   uint64_t n;         /* maps folded in (0: empty) */
   double *data;       /* rows · cols · slots doubles, owned */
-} esrrf_partial;
+} qs_esrrf_partial;
 
 /* Doubles per pixel of a statistic (1, 2, 4); 0 for anything else. */
-QS_API size_t esrrf_partial_slots(int temporal);
+QS_API size_t qs_esrrf_partial_slots(int temporal);
 
 /* An empty partial for maps of rows × cols. QS_EINVAL for a temporal
  * index that has no statistic or a zero side, QS_EOVERFLOW / QS_ENOMEM.
  * On failure *p is emptied (data NULL). */
-QS_API int esrrf_partial_init(esrrf_partial *p, int temporal, size_t rows,
-                              size_t cols);
+QS_API int qs_esrrf_partial_init(qs_esrrf_partial *p, int temporal,
+                                 size_t rows, size_t cols);
 
 /* Releases data and empties *p (safe on an emptied partial). */
-QS_API void esrrf_partial_free(esrrf_partial *p);
+QS_API void qs_esrrf_partial_free(qs_esrrf_partial *p);
 
 /* Empties the partial for a new timepoint, keeping its memory. */
-QS_API void esrrf_partial_reset(esrrf_partial *p);
+QS_API void qs_esrrf_partial_reset(qs_esrrf_partial *p);
 
 /* Folds `count` consecutive maps (count planes of rows × cols floats, in
  * time order) into the partial after the maps it holds. */
-QS_API int esrrf_partial_add(esrrf_partial *p, const float *maps,
-                             size_t count);
+QS_API int qs_esrrf_partial_add(qs_esrrf_partial *p, const float *maps,
+                                size_t count);
 
 /* Merges `next`, the partial of the maps that immediately follow those of
  * `into` in time, into `into` (either may be empty). Both must have the
  * same statistic and size (QS_EINVAL otherwise, into untouched). */
-QS_API int esrrf_partial_merge(esrrf_partial *into,
-                               const esrrf_partial *next);
+QS_API int qs_esrrf_partial_merge(qs_esrrf_partial *into,
+                                  const qs_esrrf_partial *next);
 
 /* The timepoint's image into out (rows × cols floats): the statistic over
  * the n maps (avg: mean; var: population variance; tac2: lag-1
  * autocovariance about the mean over n − 1), then, if mpc, the macro-pixel
  * correction for magnification mag (rows and cols multiples of it, 1 <=
  * mag <= 64). QS_EINVAL when n is 0, n < 2 for tac2, or mag does not fit. */
-QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
-                                float *out);
-
+QS_API int qs_esrrf_partial_finish(const qs_esrrf_partial *p, int mag, int mpc,
+                                   float *out);
 
 /* The live stream: eSRRF over frames pushed as they are acquired, results
  * as they complete.
@@ -89,8 +88,8 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * Modes (window N, every K):
  *   timepoints  every N frames give one image: the batch call's
  *               timepoints (frames_per_timepoint N), the same numbers as
- *               method_run on the same frames with the same
- *               implementation; esrrf_stream_end gives the short last
+ *               qs_method_run on the same frames with the same
+ *               implementation; qs_esrrf_stream_end gives the short last
  *               timepoint as the batch call does.
  *   sliding     once N frames have arrived, and then every K frames, the
  *               statistic of the last N frames (N a multiple of K); equal
@@ -98,12 +97,12 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  *               (the window is merged from statistics of K frames, in
  *               another order than the batch call's fold).
  * How: the stream opens a plan of "esrrf" with temporal=none on its frame
- * size (method_open), and each push runs it on the pushed frames (at most
- * ESRRF_STREAM_CHUNK at a time and ESRRF_STREAM_MAP_BYTES of maps, at
+ * size (qs_method_open), and each push runs it on the pushed frames (at most
+ * QS_ESRRF_STREAM_CHUNK at a time and QS_ESRRF_STREAM_MAP_BYTES of maps, at
  * least one frame) with the stream's statistic as the run's argument:
  * the implementation folds the frames' maps into the stream's statistic
  * instead of writing them out, and keeps its state (tables, buffers, an
- * OpenCL chain) in the plan across pushes until esrrf_stream_close. The first push
+ * OpenCL chain) in the plan across pushes until qs_esrrf_stream_close. The first push
  * lets the engine choose the implementation (history, model or
  * calibration as usual, or the options' impl); later pushes force that
  * one, so a stream's numbers come from one implementation. Every push is
@@ -136,7 +135,7 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * push that does not fill a batch only stages its frames; the frames
  * staged are enqueued together (one pass of the chain and of the fold
  * over all of them, as in the batch call) when a push finds the device
- * idle, fills a batch or completes a result, and at esrrf_stream_end;
+ * idle, fills a batch or completes a result, and at qs_esrrf_stream_end;
  * enqueueing collects the work enqueued before (at most two batches of
  * frames in flight). So in a stream pushed faster than the device
  * computes, frames gather into batches: the stream costs about what the
@@ -147,8 +146,8 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * queued behind earlier frames (in a stream pushed faster than the device
  * computes, that push is where the caller waits for the device to catch
  * up). A push that completes a result waits for all its work, so a
- * result is complete when esrrf_stream_pop gives it. A failure the device reports
- * for earlier frames is returned by the next push (or esrrf_stream_end)
+ * result is complete when qs_esrrf_stream_pop gives it. A failure the device reports
+ * for earlier frames is returned by the next push (or qs_esrrf_stream_end)
  * that collects them; the timepoint (or, sliding, the window) they belong
  * to is lost, with the frames staged: timepoints start over with the next
  * frame, a window once N frames arrived after the failure. A push's wall
@@ -156,9 +155,9 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * frames before it), so the engine records for it its frames at the
  * device seconds per frame measured over the stream so far (the first
  * push waits for its frames and records its wall time); its device
- * seconds are those of the work it collected. esrrf_stream_close discards
+ * seconds are those of the work it collected. qs_esrrf_stream_close discards
  * frames still staged.
- * Memory, with P = R·M·C·M pixels and s = esrrf_partial_slots: timepoints
+ * Memory, with P = R·M·C·M pixels and s = qs_esrrf_partial_slots: timepoints
  * 8·s·P bytes (on an OpenCL device instead: its accumulators, 4·P·(2, 5
  * or 6) bytes, and one batch of its chain's buffers); sliding on the CPU
  * 8·s·P·(N/K + 2) (one partial per K frames of the window, the block
@@ -170,24 +169,24 @@ QS_API int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
  * of the implementation, kept across pushes (4·P for the fused paths), on
  * OpenCL a host copy of two batches of input frames (8·R·C per frame of a
  * batch), the output the engine allocates for a push's chunk and never
- * writes (at most max(ESRRF_STREAM_MAP_BYTES, 4·P), virtual memory
+ * writes (at most max(QS_ESRRF_STREAM_MAP_BYTES, 4·P), virtual memory
  * mostly), 4·P per result waiting to be taken (at most max_pending,
- * one more after esrrf_stream_end) and 4·P for the next result's image:
- * one the caller gave back (esrrf_stream_give), else the push before the
+ * one more after qs_esrrf_stream_end) and 4·P for the next result's image:
+ * one the caller gave back (qs_esrrf_stream_give), else the push before the
  * one that completes a result allocates it and touches its pages, so
  * that faulting them in (8 to 46 ms for 26 MB on the machine measured) is
  * not part of the result's latency. A closed stream's device buffers stay
  * with the device for the next call or stream of the same sizes, within
  * the engine's bound (engine_options.device_cache_mb). */
-#define ESRRF_STREAM_CHUNK 16
-#define ESRRF_STREAM_MAP_BYTES ((size_t)256 << 20)
-#define ESRRF_STREAM_MAX_PENDING ((size_t)1 << 20)
+#define QS_ESRRF_STREAM_CHUNK 16
+#define QS_ESRRF_STREAM_MAP_BYTES ((size_t)256 << 20)
+#define QS_ESRRF_STREAM_MAX_PENDING ((size_t)1 << 20)
 
-typedef struct esrrf_stream esrrf_stream;
+typedef struct qs_esrrf_stream qs_esrrf_stream;
 
-typedef struct esrrf_stream_options {
+typedef struct qs_esrrf_stream_options {
   size_t rows, cols;        /* frame size R × C */
-  const param *params;      /* eSRRF's parameters by name, as method_run
+  const qs_param *params;   /* eSRRF's parameters by name, as qs_method_run
                                takes them (frames_per_timepoint is
                                ignored: window says it; temporal must
                                have a statistic) */
@@ -198,80 +197,81 @@ typedef struct esrrf_stream_options {
   const char *impl;         /* as run_request.impl; NULL: the engine's
                                choice */
   size_t max_pending;       /* results held before a push is refused
-                               (0: 4; at most ESRRF_STREAM_MAX_PENDING) */
-} esrrf_stream_options;
+                               (0: 4; at most QS_ESRRF_STREAM_MAX_PENDING) */
+} qs_esrrf_stream_options;
 
 /* One result: the image is R·M × C·M floats, owned by the caller
- * (image_free, or esrrf_stream_give for the next result). */
-typedef struct esrrf_stream_result {
+ * (qs_image_free, or qs_esrrf_stream_give for the next result). */
+typedef struct qs_esrrf_stream_result {
   uint64_t index;            /* 0, 1, ... in order of completion */
   uint64_t first, frames;    /* the frames it covers: [first, first +
                                 frames) of the pushed sequence */
   double latency;            /* seconds from the push of its last frame to
                                 its completion */
-} esrrf_stream_result;
+} qs_esrrf_stream_result;
 
 /* Opens a stream on e (which must outlive it and is used by the stream's
  * calls: one thread at a time, as always). QS_EPARAM / QS_EINVAL /
  * QS_ESHAPE / QS_ENOMEM with a message in err (may be NULL). *s is NULL
  * on failure. */
-QS_API int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
-                             esrrf_stream **s, char *err, size_t err_len);
+QS_API int qs_esrrf_stream_open(qs_engine *e, const qs_esrrf_stream_options *o,
+                                qs_esrrf_stream **s, char *err,
+                                size_t err_len);
 
 /* Pushes frames->frames frames of frames->rows × frames->cols. The whole
  * push is checked first and refused with nothing consumed: QS_ESHAPE for
  * another frame size, QS_EINVAL for a NaN or infinite pixel (the message
- * names the frame and pixel) or after esrrf_stream_end, QS_EOVERFLOW when
+ * names the frame and pixel) or after qs_esrrf_stream_end, QS_EOVERFLOW when
  * the results it would complete exceed max_pending (take them with
- * esrrf_stream_pop first). A failure of the computation itself
+ * qs_esrrf_stream_pop first). A failure of the computation itself
  * (QS_ENOMEM, an implementation error) keeps the frames folded before
  * it: those of the earlier chunks and the failing chunk's frames that the
- * implementation had folded (esrrf_stream_frames says how many), except
+ * implementation had folded (qs_esrrf_stream_frames says how many), except
  * that a failure of the device's timepoint or window loses it (above).
  * The stream stays usable after any of these. */
-QS_API int esrrf_stream_push(esrrf_stream *s, const image *frames);
+QS_API int qs_esrrf_stream_push(qs_esrrf_stream *s, const qs_image *frames);
 
 /* The next completed result, oldest first: *got 1 and out/info filled, or
  * *got 0 when none is waiting. info may be NULL. */
-QS_API int esrrf_stream_pop(esrrf_stream *s, image *out,
-                            esrrf_stream_result *info, int *got);
+QS_API int qs_esrrf_stream_pop(qs_esrrf_stream *s, qs_image *out,
+                               qs_esrrf_stream_result *info, int *got);
 
 /* Hands a result's image back once the caller is done with it (a live
  * display loop: pop, show, give): the stream writes a next result into it
  * instead of allocating one, whose pages the system would zero and fault
  * in again (26 MB a result for 512 x 512 frames at M 5). *img, of the
- * result's size (1 × R·M × C·M, from esrrf_stream_pop or image_alloc), is
+ * result's size (1 × R·M × C·M, from qs_esrrf_stream_pop or qs_image_alloc), is
  * taken: emptied, and freed at once when the stream holds one already.
  * QS_EINVAL without an image or for one the library did not allocate
- * (image_wrap), QS_ESHAPE for another size; nothing taken then. */
-QS_API int esrrf_stream_give(esrrf_stream *s, image *img);
+ * (qs_image_wrap), QS_ESHAPE for another size; nothing taken then. */
+QS_API int qs_esrrf_stream_give(qs_esrrf_stream *s, qs_image *img);
 
 /* End of input. Timepoints: the frames of an unfinished timepoint become
  * its result, as the batch call's short last timepoint (none with 0
  * frames; discarded, with QS_EINVAL and a message, when tac2 has 1).
  * Sliding: frames since the last update are discarded (no window ends
  * there). Later pushes give QS_EINVAL. */
-QS_API int esrrf_stream_end(esrrf_stream *s);
+QS_API int qs_esrrf_stream_end(qs_esrrf_stream *s);
 
 /* Frames pushed so far, and the implementation chosen ("" before the
  * first push). The string lives as long as the stream. */
-QS_API uint64_t esrrf_stream_frames(const esrrf_stream *s);
-QS_API const char *esrrf_stream_impl(const esrrf_stream *s);
+QS_API uint64_t qs_esrrf_stream_frames(const qs_esrrf_stream *s);
+QS_API const char *qs_esrrf_stream_impl(const qs_esrrf_stream *s);
 
 /* Bytes the stream's calls moved to (*up) and from (*down) an OpenCL
  * device so far: their run_report counters, and the download of a short
- * last timepoint finished on the device by esrrf_stream_end (0 and 0 on
+ * last timepoint finished on the device by qs_esrrf_stream_end (0 and 0 on
  * the CPU). Either pointer may be NULL. */
-QS_API void esrrf_stream_transfers(const esrrf_stream *s, uint64_t *up,
-                                   uint64_t *down);
+QS_API void qs_esrrf_stream_transfers(const qs_esrrf_stream *s, uint64_t *up,
+                                      uint64_t *down);
 
 /* Message of the last failure on this stream ("" if none). */
-QS_API const char *esrrf_stream_error(const esrrf_stream *s);
+QS_API const char *qs_esrrf_stream_error(const qs_esrrf_stream *s);
 
 /* Frees the stream, including results not taken (discarded) and an
  * OpenCL push's work still in flight (waited for; a failure it had is not
- * reported: esrrf_stream_end reports it). */
-QS_API void esrrf_stream_close(esrrf_stream *s);
+ * reported: qs_esrrf_stream_end reports it). */
+QS_API void qs_esrrf_stream_close(qs_esrrf_stream *s);
 
 #ifdef __cplusplus
 }

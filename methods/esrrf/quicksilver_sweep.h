@@ -28,7 +28,7 @@
  * same pass, in tiles of pixels whose statistics stay in cache over a
  * batch of frames. The scores of a group of radii take one SQUIRREL call
  * for all its reconstructions (the stack's mean, its interpolation and
- * its transform made once). Each step runs through method_run, so the
+ * its transform made once). Each step runs through qs_method_run, so the
  * engine chooses, times and records it like any call (or runs the
  * implementation the options force).
  *
@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 /* What to sweep. Zero-initialised fields mean the defaults given. */
-typedef struct esrrf_sweep_options {
+typedef struct qs_esrrf_sweep_options {
   const double *radii;         /* > 0 each (rgc's range); at least one */
   size_t n_radii;
   const double *sensitivities; /* >= 0 each; at least one */
@@ -73,27 +73,27 @@ typedef struct esrrf_sweep_options {
    * passes and their total, and from within every step (as run_request's
    * hook, with the frames done so far); a nonzero return stops the sweep
    * with QS_ECANCELLED. NULL: none. */
-  progress_fn progress;
+  qs_progress_fn progress;
   void *progress_ctx;
-} esrrf_sweep_options;
+} qs_esrrf_sweep_options;
 
 /* One point of the grid. */
-typedef struct esrrf_sweep_point {
+typedef struct qs_esrrf_sweep_point {
   double radius, sensitivity;
   int temporal;
   double rsp, rse, sigma; /* SQUIRREL; sigma in reconstruction pixels */
   double frc;             /* FIRE resolution, reconstruction pixels */
   double qnr;
-  image recon;            /* keep_images: (1, R·M, C·M); else empty */
-} esrrf_sweep_point;
+  qs_image recon; /* keep_images: (1, R·M, C·M); else empty */
+} qs_esrrf_sweep_point;
 
 /* The points, temporal outermost, then sensitivity, then radius: point
  * ((t · S) + s) · R + r, as NanoPyx's QnR[s, r] for each statistic. */
-typedef struct esrrf_sweep_result {
+typedef struct qs_esrrf_sweep_result {
   size_t n_points, n_radii, n_sensitivities, n_temporal;
-  esrrf_sweep_point *points;
+  qs_esrrf_sweep_point *points;
   size_t passes;          /* passes over the frames (radius groups) */
-} esrrf_sweep_result;
+} qs_esrrf_sweep_result;
 
 /* Sweeps the options' grid over `stack` (F × R × C) on e. On failure the
  * result is empty and err (may be NULL) names the field at fault:
@@ -103,18 +103,19 @@ typedef struct esrrf_sweep_result {
  * NaN or infinite pixel; QS_ENOMEM; a step's own status with its message;
  * QS_ECANCELLED when progress cancelled. *out is written only on
  * success. */
-QS_API int esrrf_sweep(engine *e, const image *stack,
-                       const esrrf_sweep_options *o, esrrf_sweep_result *out,
-                       char *err, size_t err_len);
+QS_API int qs_esrrf_sweep(qs_engine *e, const qs_image *stack,
+                          const qs_esrrf_sweep_options *o,
+                          qs_esrrf_sweep_result *out, char *err,
+                          size_t err_len);
 
 /* Frees the points and their images; empties *r (safe on an empty one). */
-QS_API void esrrf_sweep_free(esrrf_sweep_result *r);
+QS_API void qs_esrrf_sweep_free(qs_esrrf_sweep_result *r);
 
 /* NanoPyx's QnR of n points (rsp[i], frc[i]) into qnr: the logistic
  * rescaling of frc over its finite range, then 2·RSP·nFRC / (RSP + nFRC)
  * (0 where that is 0/0 or not finite). */
-QS_API void esrrf_sweep_qnr(const double *rsp, const double *frc, size_t n,
-                            double *qnr);
+QS_API void qs_esrrf_sweep_qnr(const double *rsp, const double *frc, size_t n,
+                               double *qnr);
 
 #ifdef __cplusplus
 }

@@ -31,7 +31,7 @@
 
 typedef struct esrrf_sink {
   int kind;               /* the statistic: 0 avg, 1 var, 2 tac2 */
-  esrrf_partial *partial; /* the host timepoint (or sliding block) */
+  qs_esrrf_partial *partial; /* the host timepoint (or sliding block) */
   int device_ok;          /* the timepoint may live on a device */
   uint64_t n0;            /* frames of the timepoint before this call */
   size_t chunk;           /* the most frames any call of the stream has
@@ -71,7 +71,7 @@ typedef struct esrrf_sink {
 } esrrf_sink;
 
 /* c's sink when c is a run of the stream's plan, else NULL. */
-static inline esrrf_sink *esrrf_sink_of(const method_call *c) {
+static inline esrrf_sink *esrrf_sink_of(const qs_method_call *c) {
   return c->arg;
 }
 
@@ -80,7 +80,8 @@ static inline esrrf_sink *esrrf_sink_of(const method_call *c) {
  * c's pool, then finished into sk->out if set: esrrf_drive's body for a
  * call with a sink. QS_EINVAL when the partial does not hold sk->n0
  * frames (a failed run of the same call folded some already). */
-int esrrf_drive_sink(const method_call *c, const esrrf_geom *g, size_t batch,
-                     esrrf_maps_fn maps, void *state, esrrf_sink *sk);
+int esrrf_drive_sink(const qs_method_call *c, const esrrf_geom *g,
+                     size_t batch, esrrf_maps_fn maps, void *state,
+                     esrrf_sink *sk);
 
 #endif

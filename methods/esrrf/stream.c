@@ -22,26 +22,27 @@
 #include "methods/esrrf/sink.h"
 
 typedef struct pending {
-  image img;
-  esrrf_stream_result info;
+  qs_image img;
+  qs_esrrf_stream_result info;
 } pending;
 
-struct esrrf_stream {
-  engine *e;
-  const method_desc *d;
-  param run_p[QS_MAX_PARAMS]; /* method_run's: temporal none, all frames */
+struct qs_esrrf_stream {
+  qs_engine *e;
+  const qs_method_desc *d;
+  qs_param
+      run_p[QS_MAX_PARAMS]; /* qs_method_run's: temporal none, all frames */
   size_t n_run_p;
   size_t rows, cols, rows_m, cols_m, plane;
   int mag, mpc, temporal, sliding;
   size_t window, every, max_pending;
-  size_t chunk;           /* frames per method_run */
+  size_t chunk;           /* frames per qs_method_run */
   char want[QS_NAME_MAX]; /* the options' impl ("" none) */
   char impl[QS_NAME_MAX]; /* chosen at the first push */
-  esrrf_partial cur;      /* the timepoint, or the block being filled
+  qs_esrrf_partial cur;   /* the timepoint, or the block being filled
                              (host side) */
   uint64_t cur_n;         /* its frames (wherever they are folded) */
   uint64_t cur_first;     /* its first frame */
-  plan *plan;             /* esrrf, temporal none, on chunk frames: the
+  qs_plan *plan;          /* esrrf, temporal none, on chunk frames: the
                              implementation's kept state */
   esrrf_sink sink;        /* the last call's (finish: a device timepoint) */
   uint64_t up, down;      /* bytes moved by the stream's calls */
@@ -50,14 +51,14 @@ struct esrrf_stream {
                              (sink.h), 0 host blocks */
   uint64_t valid_from;    /* sliding: the first frame of the windows to
                              come (a lost ring starts over) */
-  esrrf_partial *blocks;  /* sliding, host: N/K blocks, a ring (allocated
+  qs_esrrf_partial *blocks; /* sliding, host: N/K blocks, a ring (allocated
                              when the first block completes) */
   size_t n_blocks, head, filled;
-  esrrf_partial **order;  /* sliding, host: the ring oldest first */
+  qs_esrrf_partial **order; /* sliding, host: the ring oldest first */
   size_t fresh;           /* sliding, host: blocks since the last flip */
-  esrrf_partial back;     /* sliding, host: their merge (from 2 on) */
-  image spare;          /* the next result's image: one given back
-                           (esrrf_stream_give), or allocated and its pages
+  qs_esrrf_partial back;  /* sliding, host: their merge (from 2 on) */
+  qs_image spare;         /* the next result's image: one given back
+                           (qs_esrrf_stream_give), or allocated and its pages
                            touched ahead (stream_spare) */
   pending *q;           /* results, a ring of max_pending + 1 */
   size_t q_cap, q_head, q_n;
@@ -72,35 +73,35 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-void esrrf_stream_close(esrrf_stream *s) {
+void qs_esrrf_stream_close(qs_esrrf_stream *s) {
   if (!s) return;
-  plan_close(s->plan);
-  esrrf_partial_free(&s->cur);
+  qs_plan_close(s->plan);
+  qs_esrrf_partial_free(&s->cur);
   for (size_t i = 0; s->blocks && i < s->n_blocks; i++)
-    esrrf_partial_free(&s->blocks[i]);
+    qs_esrrf_partial_free(&s->blocks[i]);
   free(s->blocks);
   free(s->order);
-  esrrf_partial_free(&s->back);
-  image_free(&s->spare);
+  qs_esrrf_partial_free(&s->back);
+  qs_image_free(&s->spare);
   for (size_t i = 0; s->q && i < s->q_n; i++)
-    image_free(&s->q[(s->q_head + i) % s->q_cap].img);
+    qs_image_free(&s->q[(s->q_head + i) % s->q_cap].img);
   free(s->q);
   free(s);
 }
 
 /* Checks the options and resolves the parameters into s. */
-static int stream_setup(esrrf_stream *s, const esrrf_stream_options *o,
+static int stream_setup(qs_esrrf_stream *s, const qs_esrrf_stream_options *o,
                         char *err, size_t len) {
-  const method_desc *d = s->d;
+  const qs_method_desc *d = s->d;
   double v[QS_MAX_PARAMS];
-  int rc = params_resolve(d->params, d->n_params, o->params, o->n_params, v,
-                          err, len);
+  int rc = qs_params_resolve(d->params, d->n_params, o->params, o->n_params, v,
+                             err, len);
   if (rc) return rc;
   s->temporal = (int)v[P_TEMPORAL];
   if (s->temporal == TEMPORAL_NONE)
     return fail_msg(err, len, QS_EPARAM,
                     "esrrf stream: temporal=none has no statistic to stream "
-                    "(run method_run on each frame instead)");
+                    "(run qs_method_run on each frame instead)");
   if (!o->rows || !o->cols || o->rows > INT_MAX || o->cols > INT_MAX)
     return fail_msg(err, len, QS_ESHAPE, "esrrf stream: frame size %zu x %zu",
                     o->rows, o->cols);
@@ -120,7 +121,7 @@ static int stream_setup(esrrf_stream *s, const esrrf_stream_options *o,
   v[P_TEMPORAL] = TEMPORAL_NONE;
   v[P_FPT] = 0;
   for (size_t i = 0; i < d->n_params; i++)
-    s->run_p[i] = (param){d->params[i].name, v[i], NULL};
+    s->run_p[i] = (qs_param){d->params[i].name, v[i], NULL};
   s->n_run_p = d->n_params;
   s->rows = o->rows;
   s->cols = o->cols;
@@ -133,15 +134,15 @@ static int stream_setup(esrrf_stream *s, const esrrf_stream_options *o,
   s->window = o->window;
   s->every = every;
   s->max_pending = o->max_pending ? o->max_pending : 4;
-  s->chunk = ESRRF_STREAM_MAP_BYTES / (4 * s->plane);
-  if (s->chunk > ESRRF_STREAM_CHUNK) s->chunk = ESRRF_STREAM_CHUNK;
+  s->chunk = QS_ESRRF_STREAM_MAP_BYTES / (4 * s->plane);
+  if (s->chunk > QS_ESRRF_STREAM_CHUNK) s->chunk = QS_ESRRF_STREAM_CHUNK;
   if (s->chunk == 0) s->chunk = 1;
   if (o->impl) snprintf(s->want, sizeof s->want, "%s", o->impl);
   return QS_OK;
 }
 
-int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
-                      esrrf_stream **out, char *err, size_t len) {
+int qs_esrrf_stream_open(qs_engine *e, const qs_esrrf_stream_options *o,
+                         qs_esrrf_stream **out, char *err, size_t len) {
   if (out) *out = NULL;
   if (!e || !o || !out)
     return fail_msg(err, len, QS_EINVAL, "esrrf stream: missing argument");
@@ -149,26 +150,29 @@ int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
   if (o->n_params && !o->params)
     return fail_msg(err, len, QS_EINVAL,
                     "esrrf stream: n_params %zu with no params", o->n_params);
-  if (o->max_pending > ESRRF_STREAM_MAX_PENDING)
+  if (o->max_pending > QS_ESRRF_STREAM_MAX_PENDING)
     return fail_msg(err, len, QS_EINVAL,
                     "esrrf stream: max_pending %zu is more than %zu",
-                    o->max_pending, (size_t)ESRRF_STREAM_MAX_PENDING);
-  esrrf_stream *s = calloc(1, sizeof *s);
+                    o->max_pending, (size_t)QS_ESRRF_STREAM_MAX_PENDING);
+  qs_esrrf_stream *s = calloc(1, sizeof *s);
   if (!s) return fail_msg(err, len, QS_ENOMEM, "esrrf stream: out of memory");
   s->e = e;
-  s->d = method_find(e, "esrrf");
+  s->d = qs_method_find(e, "esrrf");
   int rc = s->d ? stream_setup(s, o, err, len)
                 : fail_msg(err, len, QS_ENOMETHOD,
                            "esrrf stream: no method "
                            "esrrf in this engine");
-  if (!rc) rc = esrrf_partial_init(&s->cur, s->temporal, s->rows_m, s->cols_m);
+  if (!rc)
+    rc = qs_esrrf_partial_init(&s->cur, s->temporal, s->rows_m, s->cols_m);
   if (!rc) {
-    image shape = {.frames = s->chunk, .rows = s->rows, .cols = s->cols};
-    run_request rq = {.inputs = &shape, .n_inputs = 1, .params = s->run_p,
-                      .n_params = s->n_run_p, .impl = s->want[0] ? s->want
-                                                                : NULL};
-    rc = method_open(e, "esrrf", &rq, &s->plan);
-    if (rc) fail_msg(err, len, rc, "esrrf stream: %s", engine_error(e));
+    qs_image shape = {.frames = s->chunk, .rows = s->rows, .cols = s->cols};
+    qs_run_request rq = {.inputs = &shape,
+                         .n_inputs = 1,
+                         .params = s->run_p,
+                         .n_params = s->n_run_p,
+                         .impl = s->want[0] ? s->want : NULL};
+    rc = qs_method_open(e, "esrrf", &rq, &s->plan);
+    if (rc) fail_msg(err, len, rc, "esrrf stream: %s", qs_engine_error(e));
   }
   s->ringed = -1;
   s->q_cap = s->max_pending + 1;
@@ -181,7 +185,7 @@ int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
              "%zu x %zu maps",
              s->rows_m, s->cols_m);
   if (rc) {
-    esrrf_stream_close(s);
+    qs_esrrf_stream_close(s);
     return rc;
   }
   *out = s;
@@ -189,7 +193,7 @@ int esrrf_stream_open(engine *e, const esrrf_stream_options *o,
 }
 
 /* Results the next `count` frames complete. */
-static size_t stream_completes(const esrrf_stream *s, size_t count) {
+static size_t stream_completes(const qs_esrrf_stream *s, size_t count) {
   if (!s->sliding) return (size_t)((s->cur_n + count) / s->window);
   size_t n = 0;
   for (uint64_t t = s->frames + 1; t <= s->frames + count; t++)
@@ -199,7 +203,7 @@ static size_t stream_completes(const esrrf_stream *s, size_t count) {
 
 /* Frames after stream frame `end` (the end of a call) until the next
  * result completes. */
-static uint64_t stream_due(const esrrf_stream *s, uint64_t end) {
+static uint64_t stream_due(const qs_esrrf_stream *s, uint64_t end) {
   if (!s->sliding)
     return s->window - (s->cur_n + (end - s->frames)) % s->window;
   uint64_t k = s->every, t = (end / k + 1) * k,
@@ -208,29 +212,29 @@ static uint64_t stream_due(const esrrf_stream *s, uint64_t end) {
 }
 
 /* Queues img (taken) as the next result. */
-static void stream_queue(esrrf_stream *s, image *img, uint64_t first,
+static void stream_queue(qs_esrrf_stream *s, qs_image *img, uint64_t first,
                          uint64_t frames, double t0) {
   pending *r = &s->q[(s->q_head + s->q_n) % s->q_cap];
   r->img = *img;
-  *img = (image){0};
-  r->info = (esrrf_stream_result){.index = s->results++,
-                                  .first = first,
-                                  .frames = frames,
-                                  .latency = now_s() - t0};
+  *img = (qs_image){0};
+  r->info = (qs_esrrf_stream_result){.index = s->results++,
+                                     .first = first,
+                                     .frames = frames,
+                                     .latency = now_s() - t0};
   s->q_n++;
 }
 
-static int stream_lost(esrrf_stream *s, int rc) {
+static int stream_lost(qs_esrrf_stream *s, int rc) {
   return fail_msg(s->err, sizeof s->err, rc,
                   "esrrf stream: cannot finish result %llu (%s)",
-                  (unsigned long long)s->results, status_message(rc));
+                  (unsigned long long)s->results, qs_status_message(rc));
 }
 
 /* A result's image: the spare when there is one. */
-static int stream_image(esrrf_stream *s, image *img) {
-  if (!s->spare.data) return image_alloc(img, 1, s->rows_m, s->cols_m);
+static int stream_image(qs_esrrf_stream *s, qs_image *img) {
+  if (!s->spare.data) return qs_image_alloc(img, 1, s->rows_m, s->cols_m);
   *img = s->spare;
-  s->spare = (image){0};
+  s->spare = (qs_image){0};
   return QS_OK;
 }
 
@@ -240,19 +244,19 @@ static int stream_image(esrrf_stream *s, image *img) {
  * here, a third of that push. Called by a push whose next push of as many
  * frames completes a result; a failure leaves no spare (the result then
  * allocates its own). One result's image more in the stream's memory. */
-static void stream_spare(esrrf_stream *s) {
-  if (!s->spare.data && !image_alloc(&s->spare, 1, s->rows_m, s->cols_m))
+static void stream_spare(qs_esrrf_stream *s) {
+  if (!s->spare.data && !qs_image_alloc(&s->spare, 1, s->rows_m, s->cols_m))
     plan_touch(s->plan, &s->spare);
 }
 
 /* The result of host partial p, finished here. */
-static int stream_emit(esrrf_stream *s, const esrrf_partial *p, uint64_t first,
-                       double t0) {
-  image img;
+static int stream_emit(qs_esrrf_stream *s, const qs_esrrf_partial *p,
+                       uint64_t first, double t0) {
+  qs_image img;
   int rc = stream_image(s, &img);
-  if (!rc) rc = esrrf_partial_finish(p, s->mag, s->mpc, img.data);
+  if (!rc) rc = qs_esrrf_partial_finish(p, s->mag, s->mpc, img.data);
   if (rc) {
-    image_free(&img);
+    qs_image_free(&img);
     return stream_lost(s, rc);
   }
   stream_queue(s, &img, first, p->n, t0);
@@ -263,16 +267,17 @@ static int stream_emit(esrrf_stream *s, const esrrf_partial *p, uint64_t first,
  * the first completed block of a stream whose implementation does not
  * keep the window): N/K + 1 partials of 8·s·P bytes, with the block being
  * filled (s->cur) N/K + 2, as many as a ring and one merged window. */
-static int stream_blocks(esrrf_stream *s) {
+static int stream_blocks(qs_esrrf_stream *s) {
   if (s->blocks) return QS_OK;
   s->n_blocks = s->window / s->every;
   s->blocks = calloc(s->n_blocks, sizeof *s->blocks);
   s->order = calloc(s->n_blocks, sizeof *s->order);
-  int rc = s->blocks && s->order
-               ? esrrf_partial_init(&s->back, s->temporal, s->rows_m, s->cols_m)
-               : QS_ENOMEM;
+  int rc = s->blocks && s->order ? qs_esrrf_partial_init(&s->back, s->temporal,
+                                                         s->rows_m, s->cols_m)
+                                 : QS_ENOMEM;
   for (size_t i = 0; !rc && i < s->n_blocks; i++)
-    rc = esrrf_partial_init(&s->blocks[i], s->temporal, s->rows_m, s->cols_m);
+    rc = qs_esrrf_partial_init(&s->blocks[i], s->temporal, s->rows_m,
+                               s->cols_m);
   return rc;
 }
 
@@ -282,19 +287,19 @@ static int stream_blocks(esrrf_stream *s) {
 
 /* Runs body over [b, e) for the stream's own work between calls (the
  * window update): on the engine's pool. */
-static int stream_for(const void *env, size_t b, size_t e, range_fn body,
+static int stream_for(const void *env, size_t b, size_t e, qs_range_fn body,
                       void *ctx) {
-  const esrrf_stream *s = env;
+  const qs_esrrf_stream *s = env;
   return plan_for(s->plan, b, e, body, ctx);
 }
 
 /* One window update: ranges of STREAM_RANGE pixels. The bodies never
  * fail (a loop is all or nothing for the stacks). */
 typedef struct window_job {
-  esrrf_stream *s;
+  qs_esrrf_stream *s;
   float *out;
-  const esrrf_partial *two[2];   /* between flips: the suffix and back */
-  const esrrf_partial *prev, *c; /* the newest two blocks */
+  const qs_esrrf_partial *two[2];   /* between flips: the suffix and back */
+  const qs_esrrf_partial *prev, *c; /* the newest two blocks */
 } window_job;
 
 static int window_flip(void *ctx, size_t b, size_t e, int worker) {
@@ -309,8 +314,8 @@ static int window_flip(void *ctx, size_t b, size_t e, int worker) {
 
 static int window_update(void *ctx, size_t b0, size_t e0, int worker) {
   window_job *j = ctx;
-  esrrf_stream *s = j->s;
-  size_t k = esrrf_partial_slots(s->temporal);
+  qs_esrrf_stream *s = j->s;
+  size_t k = qs_esrrf_partial_slots(s->temporal);
   (void)worker;
   for (size_t r = b0; r < e0; r++) {
     size_t b = r * STREAM_RANGE;
@@ -335,8 +340,8 @@ static int window_update(void *ctx, size_t b0, size_t e0, int worker) {
  * reads and N/K − 2 writes once every N/K updates, where merging all the
  * blocks reads N/K at each. Chan's merges in another order: the same
  * statistic within rounding. Then the macro-pixel correction. */
-static int stream_window(esrrf_stream *s, double t0) {
-  image img;
+static int stream_window(qs_esrrf_stream *s, double t0) {
+  qs_image img;
   int rc = stream_image(s, &img);
   /* Without the image the result is lost but the stacks stay whole: a
    * flip waits for the next update (every block then new since the last
@@ -347,7 +352,7 @@ static int stream_window(esrrf_stream *s, double t0) {
   for (size_t i = 0; i < nb; i++)
     s->order[i] = &s->blocks[(s->head + i) % nb];
   window_job j = {.s = s, .out = img.data};
-  esrrf_partial after; /* back as it is once the newest block joins */
+  qs_esrrf_partial after; /* back as it is once the newest block joins */
   if (s->fresh >= nb) {
     if (rc) return stream_lost(s, rc);
     rc = stream_for(s, 0, ranges, window_flip, &j);
@@ -370,7 +375,7 @@ static int stream_window(esrrf_stream *s, double t0) {
     rc = temporal_mpc_with(stream_for, s, img.data, s->rows_m, s->cols_m,
                            s->mag);
   if (rc) {
-    image_free(&img);
+    qs_image_free(&img);
     return stream_lost(s, rc);
   }
   stream_queue(s, &img, s->frames - s->window, s->window, t0);
@@ -382,7 +387,7 @@ static int stream_window(esrrf_stream *s, double t0) {
  * timepoint's or window's image `img` (taken when set) or the host
  * partial's result, a completed block into the sliding ring and the
  * window's result. */
-static int stream_advance(esrrf_stream *s, uint64_t n, image *img,
+static int stream_advance(qs_esrrf_stream *s, uint64_t n, qs_image *img,
                           double t0) {
   if (s->cur_n == 0) s->cur_first = s->frames;
   s->cur_n += n;
@@ -400,7 +405,7 @@ static int stream_advance(esrrf_stream *s, uint64_t n, image *img,
       stream_queue(s, img, s->cur_first, s->cur_n, t0);
     else
       rc = stream_emit(s, &s->cur, s->cur_first, t0);
-    esrrf_partial_reset(&s->cur);
+    qs_esrrf_partial_reset(&s->cur);
     s->cur_n = 0;
     return rc;
   }
@@ -408,10 +413,10 @@ static int stream_advance(esrrf_stream *s, uint64_t n, image *img,
   int rc = stream_blocks(s);
   if (rc) return stream_lost(s, rc);
   /* the block joins the ring in place of the oldest */
-  esrrf_partial t = s->blocks[s->head];
+  qs_esrrf_partial t = s->blocks[s->head];
   s->blocks[s->head] = s->cur;
   s->cur = t;
-  esrrf_partial_reset(&s->cur);
+  qs_esrrf_partial_reset(&s->cur);
   s->cur_n = 0;
   s->head = (s->head + 1) % s->n_blocks;
   if (s->filled < s->n_blocks) s->filled++;
@@ -423,11 +428,11 @@ static int stream_advance(esrrf_stream *s, uint64_t n, image *img,
 /* n frames through the stream's plan with the sink as the run's argument;
  * the first run chooses. The implementation folds them (the sink); one that does not
  * know sinks gives their maps, folded here. */
-static int stream_call(esrrf_stream *s, const float *frames, size_t n,
+static int stream_call(qs_esrrf_stream *s, const float *frames, size_t n,
                        double t0) {
-  image in = image_wrap((float *)frames, n, s->rows, s->cols);
+  qs_image in = qs_image_wrap((float *)frames, n, s->rows, s->cols);
   size_t goal = s->sliding ? s->every : s->window;
-  image img = {0}, maps = {0};
+  qs_image img = {0}, maps = {0};
   int rc = QS_OK;
   uint64_t end = s->frames + n;
   if (s->sliding ? s->ringed != 0 && end % s->every == 0 &&
@@ -447,18 +452,18 @@ static int stream_call(esrrf_stream *s, const float *frames, size_t n,
                          .every = s->every,
                          .at = s->frames,
                          .due = stream_due(s, end)};
-  run_report rep;
+  qs_run_report rep;
   rc = plan_run_arg(s->plan, &in, 1, &s->sink, s->impl[0] ? s->impl : NULL,
                     &maps, 1, &rep);
   if (rc) {
     fail_msg(s->err, sizeof s->err, rc, "esrrf stream: %s",
-             engine_error(s->e));
-    image_free(&img);
+             qs_engine_error(s->e));
+    qs_image_free(&img);
     if (s->sink.lost) { /* the kept timepoint or window starts over */
       s->frames += s->sink.folded;
       s->valid_from = s->frames;
       s->cur_n = s->sliding ? s->frames % s->every : 0;
-      esrrf_partial_reset(&s->cur);
+      qs_esrrf_partial_reset(&s->cur);
     } else if (s->sink.folded) { /* the frames folded before it stay */
       stream_advance(s, s->sink.folded, NULL, t0);
     }
@@ -469,17 +474,17 @@ static int stream_call(esrrf_stream *s, const float *frames, size_t n,
   s->up += rep.bytes_up;
   s->down += rep.bytes_down;
   if (s->sink.folded != n) { /* maps, not folded */
-    esrrf_partial_add(&s->cur, maps.data, n);
-    image_free(&img);
+    qs_esrrf_partial_add(&s->cur, maps.data, n);
+    qs_image_free(&img);
   }
-  if (s->sliding && !s->ringed) image_free(&img);
-  image_free(&maps);
+  if (s->sliding && !s->ringed) qs_image_free(&img);
+  qs_image_free(&maps);
   rc = stream_advance(s, n, &img, t0);
-  image_free(&img);
+  qs_image_free(&img);
   return rc;
 }
 
-int esrrf_stream_push(esrrf_stream *s, const image *frames) {
+int qs_esrrf_stream_push(qs_esrrf_stream *s, const qs_image *frames) {
   if (!s) return QS_EINVAL;
   double t0 = now_s();
   s->err[0] = '\0';
@@ -490,7 +495,7 @@ int esrrf_stream_push(esrrf_stream *s, const image *frames) {
     return fail_msg(s->err, sizeof s->err, QS_EINVAL,
                     "esrrf stream: no frames to push");
   size_t all;
-  if (image_pixels(frames->frames, frames->rows, frames->cols, &all))
+  if (qs_image_pixels(frames->frames, frames->rows, frames->cols, &all))
     return fail_msg(
         s->err, sizeof s->err, QS_EOVERFLOW,
         "esrrf stream: a push of %zu x %zu x %zu pixels is too large",
@@ -527,30 +532,30 @@ int esrrf_stream_push(esrrf_stream *s, const image *frames) {
   return rc;
 }
 
-int esrrf_stream_pop(esrrf_stream *s, image *out, esrrf_stream_result *info,
-                     int *got) {
+int qs_esrrf_stream_pop(qs_esrrf_stream *s, qs_image *out,
+                        qs_esrrf_stream_result *info, int *got) {
   if (got) *got = 0;
   if (!s || !out || !got) return QS_EINVAL;
-  *out = (image){0};
+  *out = (qs_image){0};
   if (!s->q_n) return QS_OK;
   pending *r = &s->q[s->q_head];
   *out = r->img;
   if (info) *info = r->info;
-  r->img = (image){0};
+  r->img = (qs_image){0};
   s->q_head = (s->q_head + 1) % s->q_cap;
   s->q_n--;
   *got = 1;
   return QS_OK;
 }
 
-int esrrf_stream_end(esrrf_stream *s) {
+int qs_esrrf_stream_end(qs_esrrf_stream *s) {
   if (!s) return QS_EINVAL;
   if (s->ended) return QS_OK;
   s->ended = 1;
   char why[256] = "";
   if (s->sink.settle &&
       s->sink.settle(s->sink.finish_state, &s->up, why, sizeof why) != QS_OK) {
-    esrrf_partial_reset(&s->cur);
+    qs_esrrf_partial_reset(&s->cur);
     s->cur_n = 0;
     return fail_msg(s->err, sizeof s->err, QS_ECL,
                     "esrrf stream: %s; the last %s is lost", why,
@@ -568,7 +573,7 @@ int esrrf_stream_end(esrrf_stream *s) {
   if (s->cur.n == s->cur_n) {
     rc = stream_emit(s, &s->cur, s->cur_first, t0);
   } else { /* on the device */
-    image img;
+    qs_image img;
     rc = s->sink.finish ? stream_image(s, &img) : QS_EINVAL;
     if (!rc)
       rc = s->sink.finish(s->sink.finish_state, img.data, &s->down, why,
@@ -576,23 +581,23 @@ int esrrf_stream_end(esrrf_stream *s) {
     if (!rc)
       stream_queue(s, &img, s->cur_first, s->cur_n, t0);
     else if (s->sink.finish)
-      image_free(&img);
+      qs_image_free(&img);
     if (rc)
       fail_msg(s->err, sizeof s->err, rc,
                "esrrf stream: cannot finish the last timepoint: %s",
-               why[0] ? why : status_message(rc));
+               why[0] ? why : qs_status_message(rc));
   }
-  esrrf_partial_reset(&s->cur);
+  qs_esrrf_partial_reset(&s->cur);
   s->cur_n = 0;
   return rc;
 }
 
-int esrrf_stream_give(esrrf_stream *s, image *img) {
+int qs_esrrf_stream_give(qs_esrrf_stream *s, qs_image *img) {
   if (!s || !img || !img->data) return QS_EINVAL;
   if (!img->owner_)
     return fail_msg(s->err, sizeof s->err, QS_EINVAL,
                     "esrrf stream: only an image the library allocated "
-                    "(esrrf_stream_pop, image_alloc) can be given back");
+                    "(qs_esrrf_stream_pop, qs_image_alloc) can be given back");
   if (img->frames != 1 || img->rows != s->rows_m || img->cols != s->cols_m)
     return fail_msg(
         s->err, sizeof s->err, QS_ESHAPE,
@@ -600,28 +605,28 @@ int esrrf_stream_give(esrrf_stream *s, image *img) {
         "stream of 1 x %zu x %zu results",
         img->frames, img->rows, img->cols, s->rows_m, s->cols_m);
   if (s->spare.data) {
-    image_free(img);
+    qs_image_free(img);
   } else {
     s->spare = *img;
-    *img = (image){0};
+    *img = (qs_image){0};
   }
   return QS_OK;
 }
 
-uint64_t esrrf_stream_frames(const esrrf_stream *s) {
+uint64_t qs_esrrf_stream_frames(const qs_esrrf_stream *s) {
   return s ? s->frames : 0;
 }
 
-const char *esrrf_stream_impl(const esrrf_stream *s) {
+const char *qs_esrrf_stream_impl(const qs_esrrf_stream *s) {
   return s ? s->impl : "";
 }
 
-const char *esrrf_stream_error(const esrrf_stream *s) {
+const char *qs_esrrf_stream_error(const qs_esrrf_stream *s) {
   return s ? s->err : "";
 }
 
-void esrrf_stream_transfers(const esrrf_stream *s, uint64_t *up,
-                            uint64_t *down) {
+void qs_esrrf_stream_transfers(const qs_esrrf_stream *s, uint64_t *up,
+                               uint64_t *down) {
   if (up) *up = s ? s->up : 0;
   if (down) *down = s ? s->down : 0;
 }
@@ -641,10 +646,10 @@ static void sink_maps_free(void *p) {
   free(m);
 }
 
-int esrrf_drive_sink(const method_call *c, const esrrf_geom *g, size_t batch,
-                     esrrf_maps_fn maps, void *state,
+int esrrf_drive_sink(const qs_method_call *c, const esrrf_geom *g,
+                     size_t batch, esrrf_maps_fn maps, void *state,
                      esrrf_sink *sk) {
-  esrrf_partial *t = sk->partial;
+  qs_esrrf_partial *t = sk->partial;
   sk->folded = 0;
   if (t->n != sk->n0) {
     snprintf(c->err, c->err_len,

@@ -1,5 +1,5 @@
 /* sweep.c — eSRRF's parameter sweep (quicksilver_sweep.h): a client of
- * the public API. Every step runs through method_run (shift_magnify,
+ * the public API. Every step runs through qs_method_run (shift_magnify,
  * roberts_cross, rgc, squirrel, frc), so the engine chooses, times and
  * records it; what the points share is computed once per batch of frames
  * (the ×M intensity, the gradients, their ×2M images) or once per radius
@@ -25,9 +25,9 @@
 #define SW_BATCH_BYTES ((size_t)256 << 20)
 
 typedef struct sweep {
-  engine *e;
-  const image *stack;
-  const esrrf_sweep_options *o;
+  qs_engine *e;
+  const qs_image *stack;
+  const qs_esrrf_sweep_options *o;
   size_t rows, cols, frames, rm, cm, plane;
   int mag, frc, rsp, iw;
   int threads;            /* the engine's, for the powers and folds */
@@ -58,21 +58,26 @@ static int sw_hook(void *ctx, uint64_t done, uint64_t total) {
 }
 
 /* One step through the engine; its message on failure. */
-static int sw_step(sweep *s, const char *method, const image *in, size_t n_in,
-                   const param *p, size_t n_p, image *out, size_t n_out) {
-  run_request rq = {.inputs = in, .n_inputs = n_in, .params = p,
-                    .n_params = n_p, .impl = s->o->impl,
-                    .progress = s->o->progress ? sw_hook : NULL,
-                    .progress_ctx = s};
-  int rc = method_run(s->e, method, &rq, out, n_out, NULL);
+static int sw_step(sweep *s, const char *method, const qs_image *in,
+                   size_t n_in, const qs_param *p, size_t n_p, qs_image *out,
+                   size_t n_out) {
+  qs_run_request rq = {.inputs = in,
+                       .n_inputs = n_in,
+                       .params = p,
+                       .n_params = n_p,
+                       .impl = s->o->impl,
+                       .progress = s->o->progress ? sw_hook : NULL,
+                       .progress_ctx = s};
+  int rc = qs_method_run(s->e, method, &rq, out, n_out, NULL);
   if (rc == QS_ECANCELLED)
     return sw_fail(s, rc, "sweep: cancelled after %llu of %llu frames",
                    (unsigned long long)s->done, (unsigned long long)s->total);
-  if (rc) return sw_fail(s, rc, "%s", engine_error(s->e));
+  if (rc) return sw_fail(s, rc, "%s", qs_engine_error(s->e));
   return QS_OK;
 }
 
-static int sw_check(sweep *s, const image *st, const esrrf_sweep_options *o) {
+static int sw_check(sweep *s, const qs_image *st,
+                    const qs_esrrf_sweep_options *o) {
   if (!st || !st->data || !st->frames || !st->rows || !st->cols)
     return sw_fail(s, QS_EINVAL, "stack: empty image");
   if (!o) return sw_fail(s, QS_EINVAL, "options: NULL");
@@ -105,7 +110,7 @@ static int sw_check(sweep *s, const image *st, const esrrf_sweep_options *o) {
     return sw_fail(s, QS_EPARAM, "magnification: %d is not in [1, 64]",
                    o->magnification);
   size_t n;
-  if (image_pixels(st->frames, st->rows, st->cols, &n))
+  if (qs_image_pixels(st->frames, st->rows, st->cols, &n))
     return sw_fail(s, QS_EOVERFLOW, "stack: %zu x %zu x %zu is too large",
                    st->frames, st->rows, st->cols);
   for (size_t i = 0; i < n; i++)
@@ -129,8 +134,8 @@ static int sw_check(sweep *s, const image *st, const esrrf_sweep_options *o) {
 }
 
 /* The statistics of one radius: [t][s][k] with k 0 all, 1 odd, 2 even. */
-static esrrf_partial *sw_at(esrrf_partial *p, const sweep *s, size_t r,
-                            size_t t, size_t si, int k) {
+static qs_esrrf_partial *sw_at(qs_esrrf_partial *p, const sweep *s, size_t r,
+                               size_t t, size_t si, int k) {
   return &p[((r * s->nt + t) * s->ns + si) * 3 + (size_t)k];
 }
 
@@ -156,7 +161,7 @@ static void sw_map(const float *v, const float *img, float sens, int iw,
  * pixels per thread. */
 typedef struct sw_fold {
   const sweep *s;
-  esrrf_partial *p;      /* the radius's statistics */
+  qs_esrrf_partial *p;    /* the radius's statistics */
   const float *raw, *mag; /* n planes each */
   size_t n, f0, b, e;
   float *map;            /* this band's thread: one plane */
@@ -178,7 +183,7 @@ static void *sw_fold_band(void *arg) {
                (float)s->o->sensitivities[si], s->iw, b, e, j->map);
         int half = (j->f0 + k) % 2 ? 1 : 2; /* odd frames 1, 3, ... */
         for (size_t t = 0; t < s->nt; t++) {
-          esrrf_partial *a = &j->p[(t * s->ns + si) * 3];
+          qs_esrrf_partial *a = &j->p[(t * s->ns + si) * 3];
           temporal_add(&a[0], j->map, a[0].n + seen[0], b, e);
           if (s->frc)
             temporal_add(&a[half], j->map, a[half].n + seen[half], b, e);
@@ -193,9 +198,9 @@ static void *sw_fold_band(void *arg) {
 
 /* Folds the batch's maps of one radius on up to `threads` threads;
  * maps: threads planes of scratch. */
-static void sw_fold_batch(const sweep *s, esrrf_partial *p, const float *raw,
-                          const float *mag, size_t n, size_t f0, int threads,
-                          float *maps) {
+static void sw_fold_batch(const sweep *s, qs_esrrf_partial *p,
+                          const float *raw, const float *mag, size_t n,
+                          size_t f0, int threads, float *maps) {
   sw_fold j[QS_MAX_THREADS];
   pthread_t th[QS_MAX_THREADS];
   int made[QS_MAX_THREADS] = {0};
@@ -227,9 +232,9 @@ static void sw_fold_batch(const sweep *s, esrrf_partial *p, const float *raw,
 }
 
 /* One pass over the frames for radii [r0, r1): their statistics. */
-static int sw_pass(sweep *s, size_t r0, size_t r1, esrrf_partial *p,
+static int sw_pass(sweep *s, size_t r0, size_t r1, qs_esrrf_partial *p,
                    size_t batch) {
-  const image *st = s->stack;
+  const qs_image *st = s->stack;
   size_t rc_px = s->rows * s->cols;
   float *map = malloc((size_t)s->threads * s->plane * sizeof *map);
   if (!map)
@@ -237,32 +242,33 @@ static int sw_pass(sweep *s, size_t r0, size_t r1, esrrf_partial *p,
   int rc = QS_OK;
   for (size_t f0 = 0; !rc && f0 < s->frames; f0 += batch) {
     size_t n = s->frames - f0 < batch ? s->frames - f0 : batch;
-    image frames = image_wrap(st->data + f0 * rc_px, n, s->rows, s->cols);
-    image mag = {0}, g[2] = {{0}}, g2[2] = {{0}};
-    param sm[] = {{"magnification_row", s->mag, NULL},
-                  {"magnification_col", s->mag, NULL}};
-    param sm2[] = {{"magnification_row", 2 * s->mag, NULL},
-                   {"magnification_col", 2 * s->mag, NULL}};
+    qs_image frames =
+        qs_image_wrap(st->data + f0 * rc_px, n, s->rows, s->cols);
+    qs_image mag = {0}, g[2] = {{0}}, g2[2] = {{0}};
+    qs_param sm[] = {{"magnification_row", s->mag, NULL},
+                     {"magnification_col", s->mag, NULL}};
+    qs_param sm2[] = {{"magnification_row", 2 * s->mag, NULL},
+                      {"magnification_col", 2 * s->mag, NULL}};
     rc = sw_step(s, "shift_magnify", &frames, 1, sm, 2, &mag, 1);
     if (!rc) rc = sw_step(s, "roberts_cross", &frames, 1, NULL, 0, g, 2);
     for (int k = 0; !rc && k < 2; k++)
       rc = sw_step(s, "shift_magnify", &g[k], 1, sm2, 2, &g2[k], 1);
     for (size_t r = r0; !rc && r < r1; r++) {
-      image in[3] = {g2[0], g2[1], mag}, raw = {0};
-      param rp[] = {{"magnification", s->mag, NULL},
-                    {"radius", s->o->radii[r], NULL},
-                    {"sensitivity", 1, NULL},
-                    {"intensity_weighting", 0, NULL}};
+      qs_image in[3] = {g2[0], g2[1], mag}, raw = {0};
+      qs_param rp[] = {{"magnification", s->mag, NULL},
+                       {"radius", s->o->radii[r], NULL},
+                       {"sensitivity", 1, NULL},
+                       {"intensity_weighting", 0, NULL}};
       rc = sw_step(s, "rgc", in, 3, rp, 4, &raw, 1);
       if (!rc)
         sw_fold_batch(s, sw_at(p, s, r - r0, 0, 0, 0), raw.data, mag.data, n,
                       f0, s->threads, map);
-      image_free(&raw);
+      qs_image_free(&raw);
     }
-    image_free(&mag);
+    qs_image_free(&mag);
     for (int k = 0; k < 2; k++) {
-      image_free(&g[k]);
-      image_free(&g2[k]);
+      qs_image_free(&g[k]);
+      qs_image_free(&g2[k]);
     }
     s->done += n;
     if (!rc && s->o->progress &&
@@ -278,63 +284,66 @@ static int sw_pass(sweep *s, size_t r0, size_t r1, esrrf_partial *p,
 /* The points of radii [r0, r1) from their statistics p: the
  * reconstructions, SQUIRREL of them all in one call (the reference made
  * once), FRC of each point's odd and even halves; tmp: two planes. */
-static int sw_score(sweep *s, esrrf_partial *p, size_t r0, size_t r1,
-                    esrrf_sweep_point *pts, float *tmp) {
+static int sw_score(sweep *s, qs_esrrf_partial *p, size_t r0, size_t r1,
+                    qs_esrrf_sweep_point *pts, float *tmp) {
   size_t per_r = s->nt * s->ns, np = (r1 - r0) * per_r;
   int mpc = s->o->macro_pixel_correction != 0;
-  image rec = {0};
-  int rc = image_alloc(&rec, np, s->rm, s->cm);
+  qs_image rec = {0};
+  int rc = qs_image_alloc(&rec, np, s->rm, s->cm);
   if (rc) return sw_fail(s, rc, "sweep: no memory for %zu reconstructions",
                          np);
   for (size_t g = 0; !rc && g < np; g++) {
     size_t r = r0 + g / per_r, t = g % per_r / s->ns, si = g % s->ns;
-    esrrf_sweep_point *pt = &pts[(t * s->ns + si) * s->nr + r];
-    *pt = (esrrf_sweep_point){.radius = s->o->radii[r],
-                              .sensitivity = s->o->sensitivities[si],
-                              .temporal = s->temporal[t], .rsp = NAN,
-                              .rse = NAN, .sigma = NAN, .frc = NAN};
-    if (esrrf_partial_finish(sw_at(p, s, r - r0, t, si, 0), s->mag, mpc,
-                             rec.data + g * s->plane))
+    qs_esrrf_sweep_point *pt = &pts[(t * s->ns + si) * s->nr + r];
+    *pt = (qs_esrrf_sweep_point){.radius = s->o->radii[r],
+                                 .sensitivity = s->o->sensitivities[si],
+                                 .temporal = s->temporal[t],
+                                 .rsp = NAN,
+                                 .rse = NAN,
+                                 .sigma = NAN,
+                                 .frc = NAN};
+    if (qs_esrrf_partial_finish(sw_at(p, s, r - r0, t, si, 0), s->mag, mpc,
+                                rec.data + g * s->plane))
       rc = sw_fail(s, QS_EINVAL,
                    "sweep: the reconstruction could not be finished");
   }
   if (!rc && s->rsp) {
-    image in[2] = {*s->stack, rec}, out[2] = {{0}};
-    param mp = {"error_map", 0, NULL}; /* the metrics, not the map */
+    qs_image in[2] = {*s->stack, rec}, out[2] = {{0}};
+    qs_param mp = {"error_map", 0, NULL}; /* the metrics, not the map */
     rc = sw_step(s, "squirrel", in, 2, &mp, 1, out, 2);
     for (size_t g = 0; !rc && g < np; g++) {
       size_t r = r0 + g / per_r, t = g % per_r / s->ns, si = g % s->ns;
-      esrrf_sweep_point *pt = &pts[(t * s->ns + si) * s->nr + r];
+      qs_esrrf_sweep_point *pt = &pts[(t * s->ns + si) * s->nr + r];
       pt->rse = out[1].data[g * 5];
       pt->rsp = out[1].data[g * 5 + 1];
       pt->sigma = out[1].data[g * 5 + 2];
     }
-    image_free(&out[0]);
-    image_free(&out[1]);
+    qs_image_free(&out[0]);
+    qs_image_free(&out[1]);
   }
   for (size_t g = 0; !rc && g < np; g++) {
     size_t r = r0 + g / per_r, t = g % per_r / s->ns, si = g % s->ns;
-    esrrf_sweep_point *pt = &pts[(t * s->ns + si) * s->nr + r];
+    qs_esrrf_sweep_point *pt = &pts[(t * s->ns + si) * s->nr + r];
     if (s->frc) {
-      image half[2];
+      qs_image half[2];
       for (int k = 0; k < 2; k++)
-        half[k] = image_wrap(tmp + (size_t)k * s->plane, 1, s->rm, s->cm);
-      rc = esrrf_partial_finish(sw_at(p, s, r - r0, t, si, 1), s->mag, mpc,
-                                half[0].data);
+        half[k] = qs_image_wrap(tmp + (size_t)k * s->plane, 1, s->rm, s->cm);
+      rc = qs_esrrf_partial_finish(sw_at(p, s, r - r0, t, si, 1), s->mag, mpc,
+                                   half[0].data);
       if (!rc)
-        rc = esrrf_partial_finish(sw_at(p, s, r - r0, t, si, 2), s->mag,
-                                  mpc, half[1].data);
+        rc = qs_esrrf_partial_finish(sw_at(p, s, r - r0, t, si, 2), s->mag,
+                                     mpc, half[1].data);
       if (rc)
         rc = sw_fail(s, rc, "sweep: the odd/even halves could not be "
                             "finished");
-      image out[2] = {{0}};
+      qs_image out[2] = {{0}};
       if (!rc) rc = sw_step(s, "frc", half, 2, NULL, 0, out, 2);
       if (!rc) pt->frc = out[1].data[0];
-      image_free(&out[0]);
-      image_free(&out[1]);
+      qs_image_free(&out[0]);
+      qs_image_free(&out[1]);
     }
     if (!rc && s->o->keep_images) {
-      rc = image_alloc(&pt->recon, 1, s->rm, s->cm);
+      rc = qs_image_alloc(&pt->recon, 1, s->rm, s->cm);
       if (rc)
         rc = sw_fail(s, rc, "sweep: no memory for a reconstruction");
       else
@@ -342,7 +351,7 @@ static int sw_score(sweep *s, esrrf_partial *p, size_t r0, size_t r1,
                s->plane * sizeof(float));
     }
   }
-  image_free(&rec);
+  qs_image_free(&rec);
   return rc;
 }
 
@@ -356,8 +365,8 @@ static double sw_logistic_k(double lo, double hi, double *x0) {
   return (float)(1 / (double)(fx0 - fhi) * a1);
 }
 
-void esrrf_sweep_qnr(const double *rsp, const double *frc, size_t n,
-                     double *qnr) {
+void qs_esrrf_sweep_qnr(const double *rsp, const double *frc, size_t n,
+                        double *qnr) {
   double lo = INFINITY, hi = -INFINITY;
   for (size_t i = 0; i < n; i++)
     if (isfinite((float)frc[i])) {
@@ -380,8 +389,9 @@ void esrrf_sweep_qnr(const double *rsp, const double *frc, size_t n,
   }
 }
 
-int esrrf_sweep(engine *e, const image *stack, const esrrf_sweep_options *o,
-                esrrf_sweep_result *out, char *err, size_t err_len) {
+int qs_esrrf_sweep(qs_engine *e, const qs_image *stack,
+                   const qs_esrrf_sweep_options *o, qs_esrrf_sweep_result *out,
+                   char *err, size_t err_len) {
   sweep s = {.e = e, .stack = stack, .o = o, .err = err, .err_len = err_len};
   if (err && err_len) err[0] = '\0';
   if (!e || !out) return sw_fail(&s, QS_EINVAL, "sweep: NULL engine or result");
@@ -397,7 +407,7 @@ int esrrf_sweep(engine *e, const image *stack, const esrrf_sweep_options *o,
   s.frc = !o->no_frc;
   s.rsp = !o->no_rsp;
   s.iw = !o->no_intensity_weighting;
-  s.threads = engine_threads(e);
+  s.threads = qs_engine_threads(e);
   if (s.threads < 1) s.threads = 1;
   if (s.threads > QS_MAX_THREADS) s.threads = QS_MAX_THREADS;
   s.nr = o->n_radii;
@@ -406,7 +416,8 @@ int esrrf_sweep(engine *e, const image *stack, const esrrf_sweep_options *o,
   for (size_t t = 0; t < s.nt; t++) s.temporal[t] = o->temporal ? o->temporal[t] : 0;
   /* statistics per radius, in bytes; radii per pass within the bound */
   size_t slots = 0;
-  for (size_t t = 0; t < s.nt; t++) slots += esrrf_partial_slots(s.temporal[t]);
+  for (size_t t = 0; t < s.nt; t++)
+    slots += qs_esrrf_partial_slots(s.temporal[t]);
   size_t per_r = s.ns * slots * (s.frc ? 3 : 1) * s.plane * sizeof(double);
   size_t bound = (size_t)(o->memory_mb > 0 ? o->memory_mb : 1024) << 20;
   size_t group = per_r ? bound / per_r : s.nr;
@@ -417,8 +428,8 @@ int esrrf_sweep(engine *e, const image *stack, const esrrf_sweep_options *o,
   if (batch < 1) batch = 1;
   if (batch > SW_MAX_BATCH) batch = SW_MAX_BATCH;
   size_t np = s.nt * s.ns * s.nr, passes = (s.nr + group - 1) / group;
-  esrrf_sweep_point *pts = calloc(np, sizeof *pts);
-  esrrf_partial *p = calloc(group * s.nt * s.ns * 3, sizeof *p);
+  qs_esrrf_sweep_point *pts = calloc(np, sizeof *pts);
+  qs_esrrf_partial *p = calloc(group * s.nt * s.ns * 3, sizeof *p);
   float *tmp = malloc(2 * s.plane * sizeof *tmp);
   double *rsp = malloc(3 * np * sizeof *rsp), *frc = rsp + np, *qnr = frc + np;
   if (!pts || !p || !tmp || !rsp) {
@@ -432,8 +443,8 @@ int esrrf_sweep(engine *e, const image *stack, const esrrf_sweep_options *o,
       for (size_t t = 0; !rc && t < s.nt; t++)
         for (size_t si = 0; !rc && si < s.ns; si++)
           for (int k = 0; !rc && k < (s.frc ? 3 : 1); k++)
-            if (esrrf_partial_init(sw_at(p, &s, r - r0, t, si, k),
-                                   s.temporal[t], s.rm, s.cm))
+            if (qs_esrrf_partial_init(sw_at(p, &s, r - r0, t, si, k),
+                                      s.temporal[t], s.rm, s.cm))
               rc = sw_fail(&s, QS_ENOMEM,
                            "sweep: no memory for the statistics of %zu "
                            "points (memory_mb %ld)",
@@ -441,7 +452,7 @@ int esrrf_sweep(engine *e, const image *stack, const esrrf_sweep_options *o,
     if (!rc) rc = sw_pass(&s, r0, r1, p, batch);
     if (!rc) rc = sw_score(&s, p, r0, r1, pts, tmp);
     for (size_t i = 0; i < group * s.nt * s.ns * 3; i++)
-      esrrf_partial_free(&p[i]);
+      qs_esrrf_partial_free(&p[i]);
   }
   if (rc) goto fail;
   for (size_t t = 0; t < s.nt; t++) {
@@ -450,22 +461,26 @@ int esrrf_sweep(engine *e, const image *stack, const esrrf_sweep_options *o,
       rsp[i] = pts[b + i].rsp;
       frc[i] = pts[b + i].frc;
     }
-    esrrf_sweep_qnr(rsp, frc, n, qnr);
+    qs_esrrf_sweep_qnr(rsp, frc, n, qnr);
     for (size_t i = 0; i < n; i++)
       pts[b + i].qnr = s.rsp && s.frc ? qnr[i] : NAN;
   }
   free(p);
   free(tmp);
   free(rsp);
-  *out = (esrrf_sweep_result){.n_points = np, .n_radii = s.nr,
-                              .n_sensitivities = s.ns, .n_temporal = s.nt,
-                              .points = pts, .passes = passes};
+  *out = (qs_esrrf_sweep_result){.n_points = np,
+                                 .n_radii = s.nr,
+                                 .n_sensitivities = s.ns,
+                                 .n_temporal = s.nt,
+                                 .points = pts,
+                                 .passes = passes};
   return QS_OK;
 fail:
   if (p)
     for (size_t i = 0; i < group * s.nt * s.ns * 3; i++)
-      esrrf_partial_free(&p[i]);
-  for (size_t i = 0; pts && i < np; i++) image_free(&pts[i].recon);
+      qs_esrrf_partial_free(&p[i]);
+  for (size_t i = 0; pts && i < np; i++)
+    qs_image_free(&pts[i].recon);
   free(pts);
   free(p);
   free(tmp);
@@ -473,10 +488,10 @@ fail:
   return rc;
 }
 
-void esrrf_sweep_free(esrrf_sweep_result *r) {
+void qs_esrrf_sweep_free(qs_esrrf_sweep_result *r) {
   if (!r) return;
   for (size_t i = 0; r->points && i < r->n_points; i++)
-    image_free(&r->points[i].recon);
+    qs_image_free(&r->points[i].recon);
   free(r->points);
   memset(r, 0, sizeof *r);
 }

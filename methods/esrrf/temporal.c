@@ -7,7 +7,7 @@
 #include "quicksilver.h"
 #include "temporal.h"
 
-size_t esrrf_partial_slots(int temporal) {
+size_t qs_esrrf_partial_slots(int temporal) {
   static const size_t slots[] = {1, 2, 4};
   return temporal >= TEMPORAL_AVG && temporal < TEMPORAL_NONE
              ? slots[temporal]
@@ -20,7 +20,7 @@ size_t esrrf_partial_slots(int temporal) {
  * alias check and no scalar epilogue. So every range runs as a whole
  * number of TEMPORAL_VF-pixel groups and then the few pixels left
  * (TEMPORAL_GROUPS), arrays of one type that never overlap are restrict
- * parameters (partials never overlap: esrrf_partial_merge refuses a
+ * parameters (partials never overlap: qs_esrrf_partial_merge refuses a
  * partial merged into itself), and frame 0 starts the statistic in a loop
  * of its own instead of a select per pixel. Vectorising changes no bit:
  * every pixel gets the same IEEE double operations in the same order (the
@@ -49,7 +49,7 @@ size_t esrrf_partial_slots(int temporal) {
     }                                                                   \
   } while (0)
 
-void temporal_add(esrrf_partial *p, const float *x_, uint64_t n,
+void temporal_add(qs_esrrf_partial *p, const float *x_, uint64_t n,
                   size_t begin, size_t end) {
   double *restrict a = p->data;
   const float *restrict x = x_;
@@ -131,7 +131,7 @@ static void merge_tac2(double *restrict a, const double *restrict b,
   });
 }
 
-void temporal_merge(esrrf_partial *into, const esrrf_partial *next,
+void temporal_merge(qs_esrrf_partial *into, const qs_esrrf_partial *next,
                     size_t begin, size_t end) {
   double na = (double)into->n, nb = (double)next->n, n = na + nb;
   switch ((temporal_kind)into->temporal) {
@@ -174,7 +174,7 @@ static void result_tac2(const double *restrict a, float *restrict out,
   }
 }
 
-void temporal_result(const esrrf_partial *p, float *out, size_t begin,
+void temporal_result(const qs_esrrf_partial *p, float *out, size_t begin,
                      size_t end) {
   double dn = (double)p->n;
   switch ((temporal_kind)p->temporal) {
@@ -201,7 +201,7 @@ void temporal_result(const esrrf_partial *p, float *out, size_t begin,
 #define TEMPORAL_TILE 1024
 
 /* The state of part (slots k) from pixel b on. */
-static const double *part_at(const esrrf_partial *p, size_t k, size_t b) {
+static const double *part_at(const qs_esrrf_partial *p, size_t k, size_t b) {
   return p->data + b * k;
 }
 
@@ -243,10 +243,10 @@ static void result_tile(temporal_kind kind, const double *restrict a,
   }
 }
 
-void temporal_window(const esrrf_partial *const *parts, size_t n,
+void temporal_window(const qs_esrrf_partial *const *parts, size_t n,
                      float *out, size_t begin, size_t end) {
   temporal_kind kind = (temporal_kind)parts[0]->temporal;
-  size_t k = esrrf_partial_slots(kind);
+  size_t k = qs_esrrf_partial_slots(kind);
   double acc[TEMPORAL_TILE * 4];
   for (size_t b = begin; b < end; b += TEMPORAL_TILE) {
     size_t m = end - b < TEMPORAL_TILE ? end - b : TEMPORAL_TILE;
@@ -261,10 +261,10 @@ void temporal_window(const esrrf_partial *const *parts, size_t n,
   }
 }
 
-void temporal_suffixes(esrrf_partial *const *parts, size_t n, float *out,
+void temporal_suffixes(qs_esrrf_partial *const *parts, size_t n, float *out,
                        size_t begin, size_t end) {
   temporal_kind kind = (temporal_kind)parts[0]->temporal;
-  size_t k = esrrf_partial_slots(kind);
+  size_t k = qs_esrrf_partial_slots(kind);
   double acc[TEMPORAL_TILE * 4];
   for (size_t b = begin; b < end; b += TEMPORAL_TILE) {
     size_t m = end - b < TEMPORAL_TILE ? end - b : TEMPORAL_TILE;
@@ -410,24 +410,24 @@ int temporal_mpc_with(temporal_for_fn run, const void *env, float *map,
   return temporal_mpc_into(run, env, map, map, rows_m, cols_m, mag);
 }
 
-static int call_for(const void *env, size_t b, size_t e, range_fn body,
+static int call_for(const void *env, size_t b, size_t e, qs_range_fn body,
                     void *ctx) {
-  const method_call *c = env;
+  const qs_method_call *c = env;
   return c->parallel_for(c, b, e, body, ctx);
 }
 
-int temporal_mpc_on(const method_call *c, float *map, size_t rows_m,
+int temporal_mpc_on(const qs_method_call *c, float *map, size_t rows_m,
                     size_t cols_m, int mag) {
   return temporal_mpc_with(call_for, c, map, rows_m, cols_m, mag);
 }
 
-static int serial_for(const void *env, size_t b, size_t e, range_fn body,
+static int serial_for(const void *env, size_t b, size_t e, qs_range_fn body,
                       void *ctx) {
   (void)env;
   return b < e ? body(ctx, b, e, 0) : 0;
 }
 
-int temporal_mpc_from(const method_call *c, const float *src, float *dst,
+int temporal_mpc_from(const qs_method_call *c, const float *src, float *dst,
                       size_t rows_m, size_t cols_m, int mag) {
   return temporal_mpc_into(c ? call_for : serial_for, c, src, dst, rows_m,
                            cols_m, mag);
@@ -435,13 +435,13 @@ int temporal_mpc_from(const method_call *c, const float *src, float *dst,
 
 /* ------------------------------------------------------- public partial */
 
-int esrrf_partial_init(esrrf_partial *p, int temporal, size_t rows,
-                       size_t cols) {
+int qs_esrrf_partial_init(qs_esrrf_partial *p, int temporal, size_t rows,
+                          size_t cols) {
   if (!p) return QS_EINVAL;
   memset(p, 0, sizeof *p);
-  size_t k = esrrf_partial_slots(temporal), px;
+  size_t k = qs_esrrf_partial_slots(temporal), px;
   if (k == 0 || rows == 0 || cols == 0) return QS_EINVAL;
-  if (image_pixels(1, rows, cols, &px) ||
+  if (qs_image_pixels(1, rows, cols, &px) ||
       px > (size_t)-1 / (k * sizeof(double)))
     return QS_EOVERFLOW;
   p->data = malloc(px * k * sizeof(double));
@@ -452,17 +452,18 @@ int esrrf_partial_init(esrrf_partial *p, int temporal, size_t rows,
   return QS_OK;
 }
 
-void esrrf_partial_free(esrrf_partial *p) {
+void qs_esrrf_partial_free(qs_esrrf_partial *p) {
   if (!p) return;
   free(p->data);
   memset(p, 0, sizeof *p);
 }
 
-void esrrf_partial_reset(esrrf_partial *p) {
+void qs_esrrf_partial_reset(qs_esrrf_partial *p) {
   if (p) p->n = 0;
 }
 
-int esrrf_partial_add(esrrf_partial *p, const float *maps, size_t count) {
+int qs_esrrf_partial_add(qs_esrrf_partial *p, const float *maps,
+                         size_t count) {
   if (!p || !p->data || (!maps && count)) return QS_EINVAL;
   size_t px = p->rows * p->cols;
   for (size_t k = 0; k < count; k++, p->n++)
@@ -470,7 +471,8 @@ int esrrf_partial_add(esrrf_partial *p, const float *maps, size_t count) {
   return QS_OK;
 }
 
-int esrrf_partial_merge(esrrf_partial *into, const esrrf_partial *next) {
+int qs_esrrf_partial_merge(qs_esrrf_partial *into,
+                           const qs_esrrf_partial *next) {
   if (!into || !next || !into->data || !next->data ||
       into->data == next->data || into->temporal != next->temporal ||
       into->rows != next->rows || into->cols != next->cols)
@@ -479,15 +481,15 @@ int esrrf_partial_merge(esrrf_partial *into, const esrrf_partial *next) {
   if (next->n == 0) return QS_OK;
   if (into->n == 0)
     memcpy(into->data, next->data,
-           px * esrrf_partial_slots(into->temporal) * sizeof(double));
+           px * qs_esrrf_partial_slots(into->temporal) * sizeof(double));
   else
     temporal_merge(into, next, 0, px);
   into->n += next->n;
   return QS_OK;
 }
 
-int esrrf_partial_finish(const esrrf_partial *p, int mag, int mpc,
-                         float *out) {
+int qs_esrrf_partial_finish(const qs_esrrf_partial *p, int mag, int mpc,
+                            float *out) {
   if (!p || !p->data || !out || p->n == 0 ||
       (p->temporal == TEMPORAL_TAC2 && p->n < 2))
     return QS_EINVAL;

@@ -45,29 +45,29 @@ typedef enum temporal_kind {
 /* Adds map x (indexed from 0 over the partial's pixels) as frame number
  * `n` (0-based) of the partial, for pixels [begin, end); n == 0 starts the
  * partial over. The caller advances p->n once every range is done. */
-void temporal_add(esrrf_partial *p, const float *x, uint64_t n,
+void temporal_add(qs_esrrf_partial *p, const float *x, uint64_t n,
                   size_t begin, size_t end);
 
 /* Merges the statistics of `next` (the frames right after into's) into
  * `into` for pixels [begin, end); into->n and next->n are the counts
  * before the merge, and the caller sets into->n after every range. Both
  * non-empty, and their data distinct (never the same partial). */
-void temporal_merge(esrrf_partial *into, const esrrf_partial *next,
+void temporal_merge(qs_esrrf_partial *into, const qs_esrrf_partial *next,
                     size_t begin, size_t end);
 
 /* Writes the statistic of the p->n frames added (>= 1, >= 2 for TAC2) into
  * out for pixels [begin, end). */
-void temporal_result(const esrrf_partial *p, float *out, size_t begin,
+void temporal_result(const qs_esrrf_partial *p, float *out, size_t begin,
                      size_t end);
 
 /* The statistic of the frames of parts[0], parts[1], ..., parts[n-1]
  * (n >= 1 non-empty partials of one kind and size holding adjacent runs of
  * frames in that order; >= 2 frames in all for TAC2) into out for pixels
  * [begin, end): the bits of merging them one after another into an empty
- * partial (esrrf_partial_merge) and temporal_result, in one pass that
+ * partial (qs_esrrf_partial_merge) and temporal_result, in one pass that
  * reads each part once and writes only out (the merge runs in a tile of
  * the stack). The parts are not changed. */
-void temporal_window(const esrrf_partial *const *parts, size_t n,
+void temporal_window(const qs_esrrf_partial *const *parts, size_t n,
                      float *out, size_t begin, size_t end);
 
 /* The sliding window's other aggregation: for pixels [begin, end), every
@@ -79,7 +79,7 @@ void temporal_window(const esrrf_partial *const *parts, size_t n,
  * temporal_window, the parts distinct; the counts are read as the parts'
  * own: the caller sets parts[j]->n to its suffix's frames once every
  * range is done. */
-void temporal_suffixes(esrrf_partial *const *parts, size_t n, float *out,
+void temporal_suffixes(qs_esrrf_partial *const *parts, size_t n, float *out,
                        size_t begin, size_t end);
 
 /* NanoPyx's macro-pixel correction of one rows_m × cols_m map magnified by
@@ -93,13 +93,13 @@ void temporal_mpc(float *map, size_t rows_m, size_t cols_m, int mag);
 /* temporal_mpc on c's pool, bit-identical to it: the phase means by phase
  * rows (each phase still sums its terms in the serial order), then the
  * division by rows of the map. Returns the pool's status. */
-int temporal_mpc_on(const method_call *c, float *map, size_t rows_m,
+int temporal_mpc_on(const qs_method_call *c, float *map, size_t rows_m,
                     size_t cols_m, int mag);
 
 /* A parallel loop of body over [b, e) (a pool's, or a call's
  * parallel_for) with its environment. */
 typedef int (*temporal_for_fn)(const void *env, size_t b, size_t e,
-                               range_fn body, void *ctx);
+                               qs_range_fn body, void *ctx);
 
 /* temporal_mpc_on with the loops run by run(env, ...): the same bits. */
 int temporal_mpc_with(temporal_for_fn run, const void *env, float *map,
@@ -115,7 +115,7 @@ int temporal_mpc_into(temporal_for_fn run, const void *env, const float *src,
 
 /* temporal_mpc_into on c's pool, or serially when c is NULL (outside a
  * call). */
-int temporal_mpc_from(const method_call *c, const float *src, float *dst,
+int temporal_mpc_from(const qs_method_call *c, const float *src, float *dst,
                       size_t rows_m, size_t cols_m, int mag);
 
 /* The two passes of both, on ranges: the means of the phase rows [y0, y1)

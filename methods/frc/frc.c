@@ -266,7 +266,7 @@ static int frc_crossing(const float *freq, const float *y, const float *thr,
   return 0;
 }
 
-int frc_compute(const method_call *c, const float *a, const float *b,
+int frc_compute(const qs_method_call *c, const float *a, const float *b,
                 size_t rows, size_t cols, double pixel_size, int threshold,
                 float *curve, float *res, char *err, size_t err_len) {
   size_t r0, c0, n = frc_square(rows, cols, &r0, &c0);
@@ -342,27 +342,28 @@ done:
 
 enum { P_PIXEL_SIZE, P_THRESHOLD };
 
-static const slot_def frc_inputs[] = {
+static const qs_slot_def frc_inputs[] = {
     {"image_a", "first image (one frame), e.g. the odd frames' result"},
     {"image_b", "second image, same shape, independent noise"},
 };
-static const slot_def frc_outputs[] = {
+static const qs_slot_def frc_outputs[] = {
     {"curve", "(1, 3, rings): spatial frequency, FRC, smoothed FRC"},
     {"resolution", "(1, 1, 3): FIRE resolution (pixel_size units; 0: the "
                    "curve never crosses the threshold), crossing frequency, "
                    "rings"},
 };
-static const param_def frc_params[] = {
-    [P_PIXEL_SIZE] = {"pixel_size", PARAM_FLOAT, 1, 0, 1e9, PARAM_MIN_OPEN,
-                      NULL, "size of a pixel (the resolution's unit)"},
-    [P_THRESHOLD] = {"threshold", PARAM_ENUM, FRC_SEVENTH, 0, 0, 0,
+static const qs_param_def frc_params[] = {
+    [P_PIXEL_SIZE] = {"pixel_size", QS_PARAM_FLOAT, 1, 0, 1e9,
+                      QS_PARAM_MIN_OPEN, NULL,
+                      "size of a pixel (the resolution's unit)"},
+    [P_THRESHOLD] = {"threshold", QS_PARAM_ENUM, FRC_SEVENTH, 0, 0, 0,
                      FRC_THRESHOLDS,
                      "seventh: the fixed 1/7 (NanoPyx's FIRE); half_bit: "
                      "van Heel & Schatz's half-bit curve"},
 };
 
-static int frc_shape(const image *in, const double *p, image *out, char *err,
-                     size_t err_len) {
+static int frc_shape(const qs_image *in, const double *p, qs_image *out,
+                     char *err, size_t err_len) {
   (void)p;
   for (int k = 0; k < 2; k++) {
     int rc = method_check_input("frc", &in[k], err, err_len);
@@ -387,29 +388,29 @@ static int frc_shape(const image *in, const double *p, image *out, char *err,
              in[0].rows, in[0].cols);
     return QS_ESHAPE;
   }
-  out[0] = (image){.frames = 1, .rows = 3, .cols = rings};
-  out[1] = (image){.frames = 1, .rows = 1, .cols = FRC_RES_N};
+  out[0] = (qs_image){.frames = 1, .rows = 3, .cols = rings};
+  out[1] = (qs_image){.frames = 1, .rows = 1, .cols = FRC_RES_N};
   return QS_OK;
 }
 
-static double frc_work(const image *in, const double *p) {
+static double frc_work(const qs_image *in, const double *p) {
   (void)p;
   double n = (double)(in[0].rows < in[0].cols ? in[0].rows : in[0].cols);
   return n * n * (log2(n > 2 ? n : 2) + 4);
 }
 
-static int frc_run(const method_call *c) {
+static int frc_run(const qs_method_call *c) {
   return frc_compute(c, c->in[0].data, c->in[1].data, c->in[0].rows,
                      c->in[0].cols, c->p[P_PIXEL_SIZE], (int)c->p[P_THRESHOLD],
                      c->out[0].data, c->out[1].data, c->err, c->err_len);
 }
 
-static const impl_def frc_impls[] = {
-    {"serial", IMPL_SERIAL, frc_run, NULL, 1, SCHED_STATIC, 0},
-    {"threaded", IMPL_THREADED, frc_run, NULL, 1, SCHED_STATIC, 0},
+static const qs_impl_def frc_impls[] = {
+    {"serial", QS_IMPL_SERIAL, frc_run, NULL, 1, QS_SCHED_STATIC, 0},
+    {"threaded", QS_IMPL_THREADED, frc_run, NULL, 1, QS_SCHED_STATIC, 0},
 };
 
-const method_desc method_frc = {
+const qs_method_desc method_frc = {
     .name = "frc",
     .doc = "Fourier ring correlation of two images and the FIRE resolution "
            "(NanoPyx's FIRECalculator)",

@@ -30,7 +30,7 @@ size_t frc_rings(size_t rows, size_t cols);
  * crossing of the smoothed curve with the threshold (0: no crossing), f,
  * and the ring count. QS_ESHAPE (message in err) when the images are too
  * small, QS_ENOMEM. */
-int frc_compute(const method_call *c, const float *a, const float *b,
+int frc_compute(const qs_method_call *c, const float *a, const float *b,
                 size_t rows, size_t cols, double pixel_size, int threshold,
                 float *curve, float *res, char *err, size_t err_len);
 

@@ -32,7 +32,7 @@ int rgc_check(const double *p, size_t frames, size_t rows, size_t cols,
   }
   size_t m = factor, n;
   if (rows > RGC_MAX_SIDE / m || cols > RGC_MAX_SIDE / m ||
-      image_pixels(frames, rows * m, cols * m, &n)) {
+      qs_image_pixels(frames, rows * m, cols * m, &n)) {
     snprintf(err, err_len,
              "magnification: %zu frames of %zu x %zu pixels magnified %zu "
              "times is too large an output (at most %zu pixels a side)",
@@ -63,12 +63,12 @@ void rgc_frame_rows(const rgc_frame *f, size_t r0, size_t r1) {
 
 /* -------------------------------------------------------------- shapes */
 
-static int rgc_shape(const image *in, const double *p, image *out,
+static int rgc_shape(const qs_image *in, const double *p, qs_image *out,
                      char *err, size_t err_len) {
-  const image *img = &in[2];
+  const qs_image *img = &in[2];
   static const char *names[2] = {"gradient_col", "gradient_row"};
   for (int i = 0; i < 2; i++) {
-    const image *g = &in[i];
+    const qs_image *g = &in[i];
     if (g->frames != img->frames || g->rows != 2 * img->rows ||
         g->cols != 2 * img->cols) {
       snprintf(err, err_len,
@@ -91,7 +91,7 @@ static int rgc_shape(const image *in, const double *p, image *out,
 /* ----------------------------------------------------------------- CPU */
 
 typedef struct rgc_job {
-  const method_call *c;
+  const qs_method_call *c;
   rgc_frame f;
   size_t rows; /* computed rows per frame */
 } rgc_job;
@@ -101,7 +101,7 @@ typedef struct rgc_job {
 static int rgc_body(void *ctx, size_t begin, size_t end, int worker) {
   const rgc_job *j = ctx;
   (void)worker;
-  const image *in = j->c->in;
+  const qs_image *in = j->c->in;
   size_t plane2 = in[0].rows * in[0].cols, plane = in[2].rows * in[2].cols;
   for (size_t it = begin; it < end;) {
     size_t fr = it / j->rows, r = it % j->rows;
@@ -119,8 +119,8 @@ static int rgc_body(void *ctx, size_t begin, size_t end, int worker) {
   return method_advance(j->c, end - begin, total) ? QS_ECANCELLED : QS_OK;
 }
 
-static int rgc_run(const method_call *c) {
-  const image *img = &c->in[2];
+static int rgc_run(const qs_method_call *c) {
+  const qs_image *img = &c->in[2];
   rgc_job j = {.c = c};
   j.f.k = rgc_consts_of(c->p);
   j.f.rows_m = (int)img->rows;
@@ -148,7 +148,7 @@ static int rgc_run(const method_call *c) {
 
 /* Sets rgc.cl's arguments from `first` on: the constants, the margin,
  * weighting, and the ×2M gradient layout with its floats per frame. */
-static int rgc_cl_args(cl_kernel k, cl_uint first, const method_call *c) {
+static int rgc_cl_args(cl_kernel k, cl_uint first, const qs_method_call *c) {
   rgc_consts rc = rgc_consts_of(c->p);
   int rows_m = (int)c->in[2].rows, cols_m = (int)c->in[2].cols;
   rgc_grid g = rgc_grid_full(rows_m, cols_m, rc.mag);
@@ -173,7 +173,7 @@ static int rgc_cl_args(cl_kernel k, cl_uint first, const method_call *c) {
                    c->err_len);
 }
 
-static int rgc_run_opencl(const method_call *c) {
+static int rgc_run_opencl(const qs_method_call *c) {
   static const cl_frames_job job = {"rgc.cl", "rgc", RGC_CL_OPTIONS,
                                     rgc_cl_args};
   return cl_frames_run(c, &job);
@@ -182,26 +182,27 @@ static int rgc_run_opencl(const method_call *c) {
 
 /* ---------------------------------------------------------- descriptor */
 
-static const slot_def rgc_inputs[] = {
+static const qs_slot_def rgc_inputs[] = {
     {"gradient_col", "column (x) gradient magnified 2M, (F, 2RM, 2CM)"},
     {"gradient_row", "row (y) gradient magnified 2M, (F, 2RM, 2CM)"},
     {"image", "intensity magnified M, (F, RM, CM)"},
 };
-static const slot_def rgc_outputs[] = {
+static const qs_slot_def rgc_outputs[] = {
     {"output", "radial gradient convergence, (F, RM, CM)"},
 };
-static const param_def rgc_params[] = {RGC_PARAM_ROWS};
+static const qs_param_def rgc_params[] = {RGC_PARAM_ROWS};
 _Static_assert(sizeof rgc_params / sizeof rgc_params[0] == RGC_N_PARAMS,
                "rgc's table is its RGC_PARAMS rows");
 
-static const impl_def rgc_impls[] = {
+static const qs_impl_def rgc_impls[] = {
     QS_CPU_IMPLS(rgc_run, 1, 8),
     QS_OPENCL_IMPL(rgc_run_opencl, 1),
-    {"vec", IMPL_THREADED, rgc_run_vec, NULL, 2, SCHED_DYNAMIC, 4, NULL, NULL},
-    {"avx2", IMPL_THREADED, rgc_run_avx2, rgc_avx2_probe, 2, SCHED_DYNAMIC,
-     4, NULL, NULL},
-    {"avx512", IMPL_THREADED, rgc_run_avx512, rgc_avx512_probe, 1,
-     SCHED_DYNAMIC, 4, NULL, NULL},
+    {"vec", QS_IMPL_THREADED, rgc_run_vec, NULL, 2, QS_SCHED_DYNAMIC, 4, NULL,
+     NULL},
+    {"avx2", QS_IMPL_THREADED, rgc_run_avx2, rgc_avx2_probe, 2,
+     QS_SCHED_DYNAMIC, 4, NULL, NULL},
+    {"avx512", QS_IMPL_THREADED, rgc_run_avx512, rgc_avx512_probe, 1,
+     QS_SCHED_DYNAMIC, 4, NULL, NULL},
 };
 
 /* Work: the output pixels computed (those inside the zero margin, at
@@ -210,7 +211,7 @@ static const impl_def rgc_impls[] = {
  * pixels of 256), so counting every pixel made slices look 60 times
  * cheaper per pixel than the call and chose a schedule 100 times slower
  * than the best. */
-static double rgc_work(const image *in, const double *p) {
+static double rgc_work(const qs_image *in, const double *p) {
   double m = p[P_RADIUS] * 2 + 1;
   rgc_consts k = rgc_consts_of(p);
   double edge = 2.0 * rgc_margin(k.fwhm, k.mag);
@@ -226,8 +227,8 @@ static double rgc_work(const image *in, const double *p) {
  * whose sides are not multiples of it: the generic slice (64 x 64 of a
  * 320 x 320 image at M = 5) timed that loop and made the fastest path look
  * 300x slower per pixel than on the call. */
-static int rgc_slice(const image *in, const double *p, size_t rows,
-                     size_t cols, image *out) {
+static int rgc_slice(const qs_image *in, const double *p, size_t rows,
+                     size_t cols, qs_image *out) {
   size_t mag = (size_t)p[P_MAG];
   size_t r = rows / 2 / mag * mag, c = cols / 2 / mag * mag;
   r = r < mag ? mag : r;
@@ -238,9 +239,10 @@ static int rgc_slice(const image *in, const double *p, size_t rows,
     size_t f = k < 2 ? 2 : 1, rk = r * f, ck = c * f;
     rk = rk < in[k].rows ? rk : in[k].rows;
     ck = ck < in[k].cols ? ck : in[k].cols;
-    int rc = image_alloc(&out[k], 1, rk, ck);
+    int rc = qs_image_alloc(&out[k], 1, rk, ck);
     if (rc) {
-      while (k-- > 0) image_free(&out[k]);
+      while (k-- > 0)
+        qs_image_free(&out[k]);
       return rc;
     }
     for (size_t y = 0; y < rk; y++)
@@ -250,7 +252,7 @@ static int rgc_slice(const image *in, const double *p, size_t rows,
   return QS_OK;
 }
 
-const method_desc method_rgc = {
+const qs_method_desc method_rgc = {
     .name = "rgc",
     .doc = "radial gradient convergence of magnified gradients (the core of "
            "eSRRF)",

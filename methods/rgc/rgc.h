@@ -18,14 +18,14 @@
  * order: X(index, name, type, default, min, max, flags, choices, doc).
  * The index enum and the rows come from this one list, so an index cannot
  * name another row. */
-#define RGC_PARAMS(X)                                                        \
-  X(P_MAG, "magnification", PARAM_INT, 5, 1, 64, 0, NULL,                    \
-    "output pixels per input pixel along each axis")                         \
-  X(P_RADIUS, "radius", PARAM_FLOAT, 1.5, 0, 50, PARAM_MIN_OPEN, NULL,       \
-    "ring radius in input pixels (the gradient disk is 0.85 r + 1)")         \
-  X(P_SENS, "sensitivity", PARAM_FLOAT, 1, 0, 100, 0, NULL,                  \
-    "power applied to the convergence when > 1 (<= 1: none)")               \
-  X(P_IW, "intensity_weighting", PARAM_BOOL, 1, 0, 1, 0, NULL,               \
+#define RGC_PARAMS(X)                                                         \
+  X(P_MAG, "magnification", QS_PARAM_INT, 5, 1, 64, 0, NULL,                  \
+    "output pixels per input pixel along each axis")                          \
+  X(P_RADIUS, "radius", QS_PARAM_FLOAT, 1.5, 0, 50, QS_PARAM_MIN_OPEN, NULL,  \
+    "ring radius in input pixels (the gradient disk is 0.85 r + 1)")          \
+  X(P_SENS, "sensitivity", QS_PARAM_FLOAT, 1, 0, 100, 0, NULL,                \
+    "power applied to the convergence when > 1 (<= 1: none)")                 \
+  X(P_IW, "intensity_weighting", QS_PARAM_BOOL, 1, 0, 1, 0, NULL,             \
     "multiply the convergence by the magnified intensity")
 
 #define RGC_PARAM_INDEX(id, ...) id,
@@ -70,10 +70,10 @@ void rgc_frame_rows(const rgc_frame *f, size_t r0, size_t r1);
 
 /* rgc through the vectorised fused pass (methods/rgc/rgc_vec.c):
  * portable, AVX2 + FMA and AVX-512F, each behind its probe. */
-int rgc_run_vec(const method_call *c);
-int rgc_run_avx2(const method_call *c);
-int rgc_avx2_probe(const method_call *c, char *why, size_t why_len);
-int rgc_run_avx512(const method_call *c);
-int rgc_avx512_probe(const method_call *c, char *why, size_t why_len);
+int rgc_run_vec(const qs_method_call *c);
+int rgc_run_avx2(const qs_method_call *c);
+int rgc_avx2_probe(const qs_method_call *c, char *why, size_t why_len);
+int rgc_run_avx512(const qs_method_call *c);
+int rgc_avx512_probe(const qs_method_call *c, char *why, size_t why_len);
 
 #endif

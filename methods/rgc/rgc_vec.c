@@ -75,8 +75,9 @@ static int rv_scalar_rows(void *ctx, size_t b, size_t e, int worker) {
   return QS_OK;
 }
 
-static int rv_scalar(const method_call *c, const rgc_consts *k, int margin) {
-  const image *img = &c->in[2];
+static int rv_scalar(const qs_method_call *c, const rgc_consts *k,
+                     int margin) {
+  const qs_image *img = &c->in[2];
   size_t plane = img->rows * img->cols, plane2 = 4 * plane;
   rgc_frame f = {.grid = rgc_grid_full((int)img->rows, (int)img->cols,
                                        k->mag),
@@ -96,8 +97,8 @@ static int rv_scalar(const method_call *c, const rgc_consts *k, int margin) {
   return rc;
 }
 
-static int rv_frames(const method_call *c, fused *s) {
-  const image *img = &c->in[2];
+static int rv_frames(const qs_method_call *c, fused *s) {
+  const qs_image *img = &c->in[2];
   const esrrf_geom *g = &s->g;
   size_t plane2 = 4 * g->plane;
   rv_call v = {.full = rgc_grid_full(g->rows_m, g->cols_m, g->mag)};
@@ -119,8 +120,8 @@ static int rv_frames(const method_call *c, fused *s) {
 }
 
 /* Runs rgc with the pass var of the fused plan. */
-static int rv_run(const method_call *c, const fused_variant *var) {
-  const image *img = &c->in[2];
+static int rv_run(const qs_method_call *c, const fused_variant *var) {
+  const qs_image *img = &c->in[2];
   rgc_consts k = rgc_consts_of(c->p);
   int margin = rgc_margin(k.fwhm, k.mag);
   if (img->rows <= 2 * (size_t)margin || img->cols <= 2 * (size_t)margin)
@@ -158,28 +159,30 @@ static int rv_run(const method_call *c, const fused_variant *var) {
   return rc;
 }
 
-int rgc_run_vec(const method_call *c) { return rv_run(c, fused_vec_pass()); }
+int rgc_run_vec(const qs_method_call *c) {
+  return rv_run(c, fused_vec_pass());
+}
 
-int rgc_avx2_probe(const method_call *c, char *why, size_t why_len) {
+int rgc_avx2_probe(const qs_method_call *c, char *why, size_t why_len) {
   (void)c;
   return fused_avx2_probe("vec", why, why_len);
 }
 
 /* The AVX2 pass exists only where the probe can succeed (x86, GCC or
  * Clang); the check stands in case the engine did not probe first. */
-int rgc_run_avx2(const method_call *c) {
+int rgc_run_avx2(const qs_method_call *c) {
   int rc = rgc_avx2_probe(c, c->err, c->err_len);
   const fused_variant *var = fused_avx2_pass();
   return rc ? rc : var ? rv_run(c, var) : QS_EUNAVAIL;
 }
 
-int rgc_avx512_probe(const method_call *c, char *why, size_t why_len) {
+int rgc_avx512_probe(const qs_method_call *c, char *why, size_t why_len) {
   (void)c;
   return fused_avx512_probe("avx2", "vec", why, why_len);
 }
 
 /* As rgc_run_avx2, with the AVX-512 pass. */
-int rgc_run_avx512(const method_call *c) {
+int rgc_run_avx512(const qs_method_call *c) {
   int rc = rgc_avx512_probe(c, c->err, c->err_len);
   const fused_variant *var = rc ? NULL : fused_avx512_pass();
   return rc ? rc : var ? rv_run(c, var) : QS_EUNAVAIL;

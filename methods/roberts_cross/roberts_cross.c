@@ -11,15 +11,15 @@
 #include "methods/roberts_cross/roberts.h"
 #include "methods/methods.h"
 
-static const slot_def rc_inputs[] = {{"image", "stack to differentiate"}};
-static const slot_def rc_outputs[] = {
+static const qs_slot_def rc_inputs[] = {{"image", "stack to differentiate"}};
+static const qs_slot_def rc_outputs[] = {
     {"gradient_col", "gradient along columns (x), at pixel top-left corners"},
     {"gradient_row", "gradient along rows (y), at pixel top-left corners"},
 };
 
 /* Both outputs take the input's shape. */
-static int rc_shape(const image *in, const double *p, image *out, char *err,
-                    size_t err_len) {
+static int rc_shape(const qs_image *in, const double *p, qs_image *out,
+                    char *err, size_t err_len) {
   (void)p;
   int rc = method_check_input("roberts_cross", in, err, err_len);
   if (rc) return rc;
@@ -32,7 +32,7 @@ static int rc_shape(const image *in, const double *p, image *out, char *err,
 }
 
 typedef struct rc_plan {
-  const method_call *c;
+  const qs_method_call *c;
   size_t total; /* rows of all frames */
   const float *in;
   float *gcol, *grow;
@@ -59,8 +59,8 @@ static int rc_rows(void *ctx, size_t b, size_t e, int worker) {
   return method_advance(s->c, e - b, s->total) ? QS_ECANCELLED : QS_OK;
 }
 
-static int rc_run(const method_call *c) {
-  const image *in = &c->in[0];
+static int rc_run(const qs_method_call *c) {
+  const qs_image *in = &c->in[0];
   rc_plan s = {c, in->frames * in->rows, in->data, c->out[0].data,
                c->out[1].data, in->rows, in->cols};
   return c->parallel_for(c, 0, in->frames * in->rows, rc_rows, &s);
@@ -72,15 +72,17 @@ static const cl_frames_job rc_cl = {
     .kernel = "roberts_cross",
 };
 
-static int rc_run_cl(const method_call *c) { return cl_frames_run(c, &rc_cl); }
+static int rc_run_cl(const qs_method_call *c) {
+  return cl_frames_run(c, &rc_cl);
+}
 #endif
 
-static const impl_def rc_impls[] = {
+static const qs_impl_def rc_impls[] = {
     QS_CPU_IMPLS(rc_run, 1, 64),
     QS_OPENCL_IMPL(rc_run_cl, 1),
 };
 
-const method_desc method_roberts_cross = {
+const qs_method_desc method_roberts_cross = {
     .name = "roberts_cross",
     .doc = "Roberts-cross gradients along columns and rows of every frame",
     .inputs = rc_inputs,

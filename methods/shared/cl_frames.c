@@ -1,7 +1,7 @@
 /* cl_frames.c — see cl_frames.h. One call: program (cached by the
  * runtime), kernel, one set of batch buffers, then per batch: upload the
  * inputs, launch, read the outputs back. Inputs and outputs that are
- * device images of the call's device (image_cl_buffer) move nothing: when
+ * device images of the call's device (qs_image_cl_buffer) move nothing: when
  * every buffer is one the kernel runs once on them; otherwise their batches
  * are copied within the device. */
 #include "methods/shared/cl_frames.h"
@@ -19,10 +19,10 @@
  * lets large stacks stream. */
 #define CLF_BATCH_BYTES ((size_t)256 << 20)
 
-static size_t frame_bytes(const image *m) { return m->rows * m->cols * 4; }
+static size_t frame_bytes(const qs_image *m) { return m->rows * m->cols * 4; }
 
 /* Bytes per frame of every buffer, inputs first; returns how many. */
-static size_t frame_sizes(const method_call *c, size_t *per_frame) {
+static size_t frame_sizes(const qs_method_call *c, size_t *per_frame) {
   size_t n = 0;
   for (size_t k = 0; k < c->n_in; k++) per_frame[n++] = frame_bytes(&c->in[k]);
   for (size_t k = 0; k < c->n_out; k++)
@@ -31,7 +31,7 @@ static size_t frame_sizes(const method_call *c, size_t *per_frame) {
 }
 
 /* Frames per batch: what the device holds, at most CLF_BATCH_BYTES. */
-static int batch_frames(const method_call *c, size_t max_frames,
+static int batch_frames(const qs_method_call *c, size_t max_frames,
                         size_t *batch, char *err, size_t err_len) {
   size_t per_frame[CLF_MAX_BUFFERS], sum = 0;
   if (c->n_in + c->n_out > CLF_MAX_BUFFERS) {
@@ -49,7 +49,7 @@ static int batch_frames(const method_call *c, size_t max_frames,
                           batch, err, err_len);
 }
 
-int cl_frames_probe(const method_call *c, char *why, size_t why_len) {
+int cl_frames_probe(const qs_method_call *c, char *why, size_t why_len) {
   size_t batch;
   if (!c || !c->device) {
     snprintf(why, why_len, "no OpenCL device given");
@@ -72,8 +72,8 @@ static double events_take(cl_event *ev, size_t n) {
 }
 
 /* Host memory of buffer k (inputs first) at frame f0. */
-static float *frames_at(const method_call *c, size_t k, size_t f0) {
-  const image *m = k < c->n_in ? &c->in[k] : &c->out[k - c->n_in];
+static float *frames_at(const qs_method_call *c, size_t k, size_t f0) {
+  const qs_image *m = k < c->n_in ? &c->in[k] : &c->out[k - c->n_in];
   return m->data + f0 * m->rows * m->cols;
 }
 
@@ -82,7 +82,7 @@ static float *frames_at(const method_call *c, size_t k, size_t f0) {
  * themselves (CL_MEM_USE_HOST_PTR: no copies, no fresh device pages per
  * call); any other gets device buffers of `batch` frames once, which the
  * caller fills and empties per batch. */
-static int batch_bind(const method_call *c, cl_kernel kern, int zero_copy,
+static int batch_bind(const qs_method_call *c, cl_kernel kern, int zero_copy,
                       size_t f0, size_t n, const size_t *per_frame,
                       cl_mem *const res, int direct, cl_mem *buf) {
   size_t nb = c->n_in + c->n_out;
@@ -111,7 +111,7 @@ static int batch_bind(const method_call *c, cl_kernel kern, int zero_copy,
   return rc;
 }
 
-int cl_frames_stream(const method_call *c, const cl_frames_job *job,
+int cl_frames_stream(const qs_method_call *c, const cl_frames_job *job,
                      size_t max_frames) {
   cldev *d = c->device;
   char *err = c->err;
@@ -134,8 +134,8 @@ int cl_frames_stream(const method_call *c, const cl_frames_job *job,
   cl_mem res[CLF_MAX_BUFFERS] = {NULL};
   size_t n_res = 0;
   for (size_t k = 0; k < nb && k < CLF_MAX_BUFFERS; k++) {
-    res[k] = image_cl_buffer(k < c->n_in ? &c->in[k] : &c->out[k - c->n_in],
-                             d);
+    res[k] =
+        qs_image_cl_buffer(k < c->n_in ? &c->in[k] : &c->out[k - c->n_in], d);
     n_res += res[k] != NULL;
   }
   if (!rc && n_res == nb && !max_frames)
@@ -183,7 +183,7 @@ int cl_frames_stream(const method_call *c, const cl_frames_job *job,
       rc = cl_status(clSetKernelArg(kern, (cl_uint)nb, sizeof nf, &nf),
                      "setting the frame count", err, err_len);
     int first = !rc && cldev_first_launch(d, job->kernel, global, 3);
-    int64_t t0 = timer_ns();
+    int64_t t0 = qs_timer_ns();
     if (!rc)
       rc = cl_status(clEnqueueNDRangeKernel(q, kern, 3, NULL, global, NULL, 0,
                                             NULL, &ev[nb]),
@@ -192,7 +192,7 @@ int cl_frames_stream(const method_call *c, const cl_frames_job *job,
       /* the device compiles a work-group function for a new size at this
        * launch: book the launch's wall time beyond its run as one-time */
       rc = cl_status(clFinish(q), job->kernel, err, err_len);
-      double wall = (double)(timer_ns() - t0) * 1e-9;
+      double wall = (double)(qs_timer_ns() - t0) * 1e-9;
       double run = cl_event_seconds(ev[nb]);
       if (wall > run) once += wall - run;
     }
@@ -237,7 +237,7 @@ int cl_frames_stream(const method_call *c, const cl_frames_job *job,
   if (c->once_seconds) *c->once_seconds += once;
   return rc;
 }
-int cl_frames_run(const method_call *c, const cl_frames_job *job) {
+int cl_frames_run(const qs_method_call *c, const cl_frames_job *job) {
   return cl_frames_stream(c, job, 0);
 }
 #endif

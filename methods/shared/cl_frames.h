@@ -27,7 +27,7 @@ typedef struct cl_frames_job {
   const char *options; /* build options; NULL for none */
   /* Sets the kernel's own arguments from index `first` on; NULL if none.
    * Returns a status with a message in c->err. */
-  int (*args)(cl_kernel k, cl_uint first, const method_call *c);
+  int (*args)(cl_kernel k, cl_uint first, const qs_method_call *c);
 } cl_frames_job;
 
 /* Runs job on c->device over all frames of c->in into c->out (shaped and
@@ -35,17 +35,17 @@ typedef struct cl_frames_job {
  * *c->device_seconds and program build plus first-launch compilation to
  * *c->once_seconds (either pointer may be NULL). Errors map through
  * cl_status: QS_EDEVMEM, QS_EBUILD, QS_ECL. */
-int cl_frames_run(const method_call *c, const cl_frames_job *job);
+int cl_frames_run(const qs_method_call *c, const cl_frames_job *job);
 
 /* cl_frames_run with batches of at most max_frames frames (0: as many
  * as the device's memory and the batch cap allow). Lets tests stream a
  * small stack in several batches. */
-int cl_frames_stream(const method_call *c, const cl_frames_job *job,
+int cl_frames_stream(const qs_method_call *c, const cl_frames_job *job,
                      size_t max_frames);
 
 /* Probe: QS_EUNAVAIL with a reason when there is no device or when one
  * frame of every buffer cannot fit it. */
-int cl_frames_probe(const method_call *c, char *why, size_t why_len);
+int cl_frames_probe(const qs_method_call *c, char *why, size_t why_len);
 #endif
 
 #endif

@@ -67,7 +67,7 @@ static int fft_cols(void *ctx, size_t b, size_t e, int worker) {
   return QS_OK;
 }
 
-int fft2_run(const method_call *c, const fft2 *p, fft_cpx *d, int inverse) {
+int fft2_run(const qs_method_call *c, const fft2 *p, fft_cpx *d, int inverse) {
   if (c->threads > p->workers) return QS_EINVAL;
   fft_job j = {p, d, inverse ? p->inv_r : p->fwd_r};
   int rc = c->parallel_for(c, 0, p->rows, fft_rows, &j);

@@ -31,7 +31,7 @@ void fft2_free(fft2 *p);
 /* In place: forward (inverse 0, numpy's fft2) or the unnormalised inverse
  * (numpy's ifft2 times rows·cols) of the rows × cols values at d, rows and
  * then columns on c's pool. */
-int fft2_run(const method_call *c, const fft2 *p, fft_cpx *d, int inverse);
+int fft2_run(const qs_method_call *c, const fft2 *p, fft_cpx *d, int inverse);
 
 /* numpy's fftshift (inverse 0) and ifftshift (inverse 1) of a rows × cols
  * array of `size`-byte items, from src into dst (distinct). */

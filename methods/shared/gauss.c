@@ -48,8 +48,8 @@ static int gauss_axis1(void *ctx, size_t b, size_t e, int worker) {
   return QS_OK;
 }
 
-int gauss_blur(const method_call *c, const float *in, float *out, float *tmp,
-               size_t rows, size_t cols, double sigma) {
+int gauss_blur(const qs_method_call *c, const float *in, float *out,
+               float *tmp, size_t rows, size_t cols, double sigma) {
   size_t n = rows * cols;
   if (!(sigma > 1e-15)) {
     for (size_t i = 0; in != out && i < n; i++) out[i] = in[i];

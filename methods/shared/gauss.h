@@ -13,8 +13,8 @@
 
 /* Blurs the rows × cols image in into out (may be in) on c's pool; tmp
  * holds rows · cols floats. QS_ENOMEM when the kernel cannot be made. */
-int gauss_blur(const method_call *c, const float *in, float *out, float *tmp,
-               size_t rows, size_t cols, double sigma);
+int gauss_blur(const qs_method_call *c, const float *in, float *out,
+               float *tmp, size_t rows, size_t cols, double sigma);
 
 /* Index i (any integer) of an axis of n samples under 'reflect'. */
 static inline size_t gauss_reflect(long i, size_t n) {

@@ -22,17 +22,19 @@
 
 /* One list gives the parameter indices (SM_*, how the code reads p[]) and
  * the table rows, so the two cannot drift apart. */
-#define SM_PARAMS(X)                                                         \
-  X(SM_SHIFT_ROW, "shift_row", PARAM_FLOAT, 0, -FLT_MAX, FLT_MAX, 0,         \
-    "shift along rows in input pixels (positive moves content down)")       \
-  X(SM_SHIFT_COL, "shift_col", PARAM_FLOAT, 0, -FLT_MAX, FLT_MAX, 0,         \
-    "shift along columns in input pixels (positive moves content right)")   \
-  X(SM_MAG_ROW, "magnification_row", PARAM_FLOAT, 2, 0, FLT_MAX,            \
-    PARAM_MIN_OPEN, "output rows per input row (> 0, need not be an "       \
-                    "integer)")                                              \
-  X(SM_MAG_COL, "magnification_col", PARAM_FLOAT, 2, 0, FLT_MAX,            \
-    PARAM_MIN_OPEN, "output columns per input column (> 0, need not be an " \
-                    "integer)")
+#define SM_PARAMS(X)                                                          \
+  X(SM_SHIFT_ROW, "shift_row", QS_PARAM_FLOAT, 0, -FLT_MAX, FLT_MAX, 0,       \
+    "shift along rows in input pixels (positive moves content down)")         \
+  X(SM_SHIFT_COL, "shift_col", QS_PARAM_FLOAT, 0, -FLT_MAX, FLT_MAX, 0,       \
+    "shift along columns in input pixels (positive moves content right)")     \
+  X(SM_MAG_ROW, "magnification_row", QS_PARAM_FLOAT, 2, 0, FLT_MAX,           \
+    QS_PARAM_MIN_OPEN,                                                        \
+    "output rows per input row (> 0, need not be an "                         \
+    "integer)")                                                               \
+  X(SM_MAG_COL, "magnification_col", QS_PARAM_FLOAT, 2, 0, FLT_MAX,           \
+    QS_PARAM_MIN_OPEN,                                                        \
+    "output columns per input column (> 0, need not be an "                   \
+    "integer)")
 
 enum {
 #define SM_PARAM_INDEX_(id, name, type, def, min, max, flags, doc) id,
@@ -41,15 +43,15 @@ enum {
   SM_N_PARAMS
 };
 
-static const param_def sm_params[] = {
+static const qs_param_def sm_params[] = {
 #define SM_PARAM_ROW_(id, name, type, def, min, max, flags, doc)             \
   {name, type, def, min, max, flags, NULL, doc},
     SM_PARAMS(SM_PARAM_ROW_)
 #undef SM_PARAM_ROW_
 };
 
-static const slot_def sm_inputs[] = {{"image", "stack to resample"}};
-static const slot_def sm_outputs[] = {
+static const qs_slot_def sm_inputs[] = {{"image", "stack to resample"}};
+static const qs_slot_def sm_outputs[] = {
     {"image", "resampled stack (frames, int(rows*mr), int(cols*mc))"}};
 
 /* Output length along one axis: the reference's (int)(n * (float)mag),
@@ -84,8 +86,8 @@ static int sm_extent(size_t n, double mag, const char *what, size_t *out,
 }
 
 /* Checks input and parameters; sets out[0]'s shape only on success. */
-static int sm_shape(const image *in, const double *p, image *out, char *err,
-                    size_t err_len) {
+static int sm_shape(const qs_image *in, const double *p, qs_image *out,
+                    char *err, size_t err_len) {
   int rc = method_check_input("shift_magnify", in, err, err_len);
   if (rc) return rc;
   for (int k = SM_SHIFT_ROW; k <= SM_SHIFT_COL; k++)
@@ -99,7 +101,7 @@ static int sm_shape(const image *in, const double *p, image *out, char *err,
   rc = sm_extent(in->rows, p[SM_MAG_ROW], "row", &rows, err, err_len);
   if (!rc) rc = sm_extent(in->cols, p[SM_MAG_COL], "col", &cols, err, err_len);
   if (rc) return rc;
-  if (image_pixels(in->frames, rows, cols, &n)) {
+  if (qs_image_pixels(in->frames, rows, cols, &n)) {
     snprintf(err, err_len,
              "shift_magnify: output %zu x %zu x %zu exceeds %zu pixels",
              in->frames, rows, cols, (size_t)QS_MAX_PIXELS);
@@ -120,7 +122,7 @@ typedef struct sm_plan {
   cr_taps *rt, *ct; /* per output row, per output column */
   int c_lo, c_hi;   /* input columns that some output column reads */
   QS_ACC *sums;     /* cols column sums per worker */
-  const method_call *c;
+  const qs_method_call *c;
   size_t total;     /* output rows of all frames */
 } sm_plan;
 
@@ -161,9 +163,9 @@ static void sm_tables_free(void *p) {
   free(t);
 }
 
-static int sm_tables_of(const method_call *c, sm_tables **out) {
-  const image *in = &c->in[0];
-  image o;
+static int sm_tables_of(const qs_method_call *c, sm_tables **out) {
+  const qs_image *in = &c->in[0];
+  qs_image o;
   char err[8];
   *out = NULL;
   int rc = sm_shape(c->in, c->p, &o, err, sizeof err);
@@ -201,13 +203,13 @@ static int sm_tables_of(const method_call *c, sm_tables **out) {
   return QS_OK;
 }
 
-static int sm_open(const method_call *c, void **state) {
+static int sm_open(const qs_method_call *c, void **state) {
   return sm_tables_of(c, (sm_tables **)state);
 }
 
-static int sm_run(const method_call *c) {
-  const image *in = &c->in[0];
-  image *out = &c->out[0];
+static int sm_run(const qs_method_call *c) {
+  const qs_image *in = &c->in[0];
+  qs_image *out = &c->out[0];
   sm_tables *t = c->state, *own = NULL;
   if (!t) {
     int rc = sm_tables_of(c, &own);
@@ -237,7 +239,7 @@ static int sm_run(const method_call *c) {
 #if QS_HAVE_OPENCL
 /* After the buffers and the frame count: rows, cols (int), then the four
  * parameters as float in table order. */
-static int sm_cl_args(cl_kernel k, cl_uint first, const method_call *c) {
+static int sm_cl_args(cl_kernel k, cl_uint first, const qs_method_call *c) {
   cl_int dims[2] = {(cl_int)c->in[0].rows, (cl_int)c->in[0].cols};
   cl_int e = CL_SUCCESS;
   for (cl_uint i = 0; i < 2 && !e; i++)
@@ -258,23 +260,25 @@ static const cl_frames_job sm_cl = {
     .args = sm_cl_args,
 };
 
-static int sm_run_cl(const method_call *c) { return cl_frames_run(c, &sm_cl); }
+static int sm_run_cl(const qs_method_call *c) {
+  return cl_frames_run(c, &sm_cl);
+}
 #endif
 
 /* The CPU rows plan their tap tables at a plan's open. */
 #define SM_CPU(name, kind, sched, chunk)                                     \
   {name, kind, sm_run, NULL, 1, sched, chunk, sm_open, sm_tables_free}
 
-static const impl_def sm_impls[] = {
-    SM_CPU("serial", IMPL_SERIAL, SCHED_STATIC, 0),
-    SM_CPU("threaded", IMPL_THREADED, SCHED_STATIC, 0),
-    SM_CPU("threaded_static", IMPL_THREADED, SCHED_STATIC, 16),
-    SM_CPU("threaded_dynamic", IMPL_THREADED, SCHED_DYNAMIC, 4),
-    SM_CPU("threaded_guided", IMPL_THREADED, SCHED_GUIDED, 1),
+static const qs_impl_def sm_impls[] = {
+    SM_CPU("serial", QS_IMPL_SERIAL, QS_SCHED_STATIC, 0),
+    SM_CPU("threaded", QS_IMPL_THREADED, QS_SCHED_STATIC, 0),
+    SM_CPU("threaded_static", QS_IMPL_THREADED, QS_SCHED_STATIC, 16),
+    SM_CPU("threaded_dynamic", QS_IMPL_THREADED, QS_SCHED_DYNAMIC, 4),
+    SM_CPU("threaded_guided", QS_IMPL_THREADED, QS_SCHED_GUIDED, 1),
     QS_OPENCL_IMPL(sm_run_cl, 1),
 };
 
-const method_desc method_shift_magnify = {
+const qs_method_desc method_shift_magnify = {
     .name = "shift_magnify",
     .doc = "Catmull-Rom shift and magnification of every frame",
     .inputs = sm_inputs,

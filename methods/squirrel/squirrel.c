@@ -70,7 +70,7 @@ static size_t sq_pow2(size_t n) {
 }
 
 /* The reference (h × w) interpolated × m into out (h·m × w·m). */
-static int sq_interpolate(const method_call *c, const float *img, size_t h,
+static int sq_interpolate(const qs_method_call *c, const float *img, size_t h,
                           size_t w, size_t m, float *out) {
   size_t d = sq_pow2(h > w ? h : w), dm = d * m;
   fft2 small, big;
@@ -142,7 +142,7 @@ done:
  *    α²·ΣH²Q − 2α·ΣHP + ΣF² (the fitted β cancels the DC term): O(pixels)
  *    per σ after two transforms, in double. */
 typedef struct sq_fit {
-  const method_call *c;
+  const qs_method_call *c;
   const float *ref, *rec; /* ref interpolated, reconstruction: n each */
   float *blur, *tmp;      /* n each (in space) */
   size_t rows, cols, n;
@@ -340,7 +340,7 @@ static int sq_dct_open(sq_dct *d, size_t r, size_t c) {
 }
 
 /* out (rows × cols) = the DCT of in. */
-static int sq_dct_run(const method_call *c, sq_dct *d, const float *in,
+static int sq_dct_run(const qs_method_call *c, sq_dct *d, const float *in,
                       double *out) {
   d->in = in;
   d->out = out;
@@ -500,33 +500,33 @@ static double sq_pearson(const float *x, const float *y, size_t n) {
 
 /* ------------------------------------------------------------ the method */
 
-static const slot_def sq_inputs[] = {
+static const qs_slot_def sq_inputs[] = {
     {"reference", "diffraction-limited reference (F, R, C): the raw stack, "
                   "whose mean over frames is used, or its mean"},
     {"reconstruction", "super-resolved images (P, R·M, C·M), each scored "
                        "on its own against the one reference"},
 };
-static const slot_def sq_outputs[] = {
+static const qs_slot_def sq_outputs[] = {
     {"error_map", "(P, R·M, C·M): |blurred, rescaled reconstruction − "
                   "interpolated reference|"},
     {"metrics", "(P, 1, 5): RSE, RSP, sigma (reconstruction pixels), alpha, "
                 "beta"},
 };
-static const param_def sq_params[] = {
-    [P_SIGMA] = {"sigma", PARAM_FLOAT, 0, 0, 1e6, 0, NULL,
+static const qs_param_def sq_params[] = {
+    [P_SIGMA] = {"sigma", QS_PARAM_FLOAT, 0, 0, 1e6, 0, NULL,
                  "Gaussian sigma in reconstruction pixels (0: fitted)"},
-    [P_MAP] = {"error_map", PARAM_BOOL, 1, 0, 1, 0, NULL,
+    [P_MAP] = {"error_map", QS_PARAM_BOOL, 1, 0, 1, 0, NULL,
                "compute the error map (false: zeros, metrics only)"},
 };
 
-static int sq_shape(const image *in, const double *p, image *out, char *err,
-                    size_t err_len) {
+static int sq_shape(const qs_image *in, const double *p, qs_image *out,
+                    char *err, size_t err_len) {
   (void)p;
   for (int k = 0; k < 2; k++) {
     int rc = method_check_input("squirrel", &in[k], err, err_len);
     if (rc) return rc;
   }
-  const image *r = &in[0], *s = &in[1];
+  const qs_image *r = &in[0], *s = &in[1];
   size_t m = s->rows / r->rows;
   if (m < 1 || s->rows != m * r->rows || s->cols != m * r->cols ||
       m > 64) {
@@ -540,19 +540,19 @@ static int sq_shape(const image *in, const double *p, image *out, char *err,
     snprintf(err, err_len, "squirrel: reference of one pixel");
     return QS_ESHAPE;
   }
-  out[0] = (image){.frames = s->frames, .rows = s->rows, .cols = s->cols};
-  out[1] = (image){.frames = s->frames, .rows = 1, .cols = M_N};
+  out[0] = (qs_image){.frames = s->frames, .rows = s->rows, .cols = s->cols};
+  out[1] = (qs_image){.frames = s->frames, .rows = 1, .cols = M_N};
   return QS_OK;
 }
 
-static double sq_work(const image *in, const double *p) {
+static double sq_work(const qs_image *in, const double *p) {
   (void)p;
   return (double)in[1].frames * (double)in[1].rows * (double)in[1].cols * 64;
 }
 
 /* The metrics (and the map, if asked) of reconstruction f->rec into met
  * and map; f's transforms prepared (f->p) or not (the fit in space). */
-static int sq_one(const method_call *c, sq_fit *f, float *scaled,
+static int sq_one(const qs_method_call *c, sq_fit *f, float *scaled,
                   float *met, float *map) {
   size_t n = f->n;
   double sigma = c->p[P_SIGMA];
@@ -601,8 +601,8 @@ static int sq_one(const method_call *c, sq_fit *f, float *scaled,
 
 /* The reference (mean, interpolation and its transform) is made once for
  * all the reconstructions, which are scored one by one. */
-static int sq_run(const method_call *c) {
-  const image *r = &c->in[0], *s = &c->in[1];
+static int sq_run(const qs_method_call *c) {
+  const qs_image *r = &c->in[0], *s = &c->in[1];
   size_t h = r->rows, w = r->cols, m = s->rows / r->rows;
   size_t n = s->rows * s->cols, plane = h * w;
   float *mean = malloc(plane * sizeof *mean);
@@ -680,12 +680,12 @@ done:
   return rc;
 }
 
-static const impl_def sq_impls[] = {
-    {"serial", IMPL_SERIAL, sq_run, NULL, 1, SCHED_STATIC, 0},
-    {"threaded", IMPL_THREADED, sq_run, NULL, 1, SCHED_STATIC, 0},
+static const qs_impl_def sq_impls[] = {
+    {"serial", QS_IMPL_SERIAL, sq_run, NULL, 1, QS_SCHED_STATIC, 0},
+    {"threaded", QS_IMPL_THREADED, sq_run, NULL, 1, QS_SCHED_STATIC, 0},
 };
 
-const method_desc method_squirrel = {
+const qs_method_desc method_squirrel = {
     .name = "squirrel",
     .doc = "SQUIRREL error map of a reconstruction against its "
            "diffraction-limited reference: RSE and RSP (NanoPyx's ErrorMap)",

@@ -35,8 +35,8 @@ static int args_one(const uint8_t *data, size_t size) {
   if (args_parse(argc, argv, tables, 1, sim_params, SIM_N, &a, err,
                  sizeof err) == QS_OK) {
     double v[SIM_N];
-    params_resolve(sim_params, SIM_N, a.params, a.n_params, v, err,
-                   sizeof err);
+    qs_params_resolve(sim_params, SIM_N, a.params, a.n_params, v, err,
+                      sizeof err);
     size_t n;
     for (size_t i = 0; i < a.n_pos; i++)
       args_size(a.pos[i], 0, 100, &n);

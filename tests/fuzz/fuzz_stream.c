@@ -4,7 +4,7 @@
  * of parameters with no array), the eSRRF parameters as text and as values,
  * and the pixels of the frames pushed (NaN and infinity included). The
  * stream is pushed, popped, given back, ended and closed; the same
- * parameters go through params_resolve and a small method_run. Any status
+ * parameters go through qs_params_resolve and a small qs_method_run. Any status
  * is fine; a crash, a sanitizer report or a failure without a message is
  * not.
  *
@@ -22,13 +22,16 @@
 #include "quicksilver.h"
 #include "quicksilver_esrrf.h"
 
-static engine *stream_fuzz_engine(void) {
-  static engine *e;
+static qs_engine *stream_fuzz_engine(void) {
+  static qs_engine *e;
   if (!e) {
-    engine_options o = {.db_path = ":memory:", .no_opencl = 1, .threads = 1,
-                        .no_calibration = 1, .seed = 1};
-    if (engine_open(&e, &o) != QS_OK) {
-      engine_close(e);
+    qs_engine_options o = {.db_path = ":memory:",
+                           .no_opencl = 1,
+                           .threads = 1,
+                           .no_calibration = 1,
+                           .seed = 1};
+    if (qs_engine_open(&e, &o) != QS_OK) {
+      qs_engine_close(e);
       e = NULL;
     }
   }
@@ -36,7 +39,7 @@ static engine *stream_fuzz_engine(void) {
 }
 
 /* Parameters from "name=text" / "name:number" lines of t (modified). */
-static size_t stream_fuzz_params(char *t, param *p, size_t max) {
+static size_t stream_fuzz_params(char *t, qs_param *p, size_t max) {
   size_t n = 0;
   for (char *line = t; line && *line && n < max;) {
     char *nl = strchr(line, '\n');
@@ -44,10 +47,10 @@ static size_t stream_fuzz_params(char *t, param *p, size_t max) {
     char *eq = strchr(line, '='), *colon = strchr(line, ':');
     if (eq && (!colon || eq < colon)) {
       *eq = '\0';
-      p[n++] = (param){line, 0, eq + 1};
+      p[n++] = (qs_param){line, 0, eq + 1};
     } else if (colon) {
       *colon = '\0';
-      p[n++] = (param){line, strtod(colon + 1, NULL), NULL};
+      p[n++] = (qs_param){line, strtod(colon + 1, NULL), NULL};
     }
     line = nl ? nl + 1 : NULL;
   }
@@ -59,7 +62,7 @@ static void stream_fuzz_check(int rc, const char *msg) {
 }
 
 static int stream_one(const uint8_t *data, size_t size) {
-  engine *e = stream_fuzz_engine();
+  qs_engine *e = stream_fuzz_engine();
   if (!e || size < 7) return 0;
   size_t rows = 1 + data[0] % 8, cols = 1 + data[1] % 8;
   size_t window = data[2] % 6, every = data[3] % 4, per = 1 + data[6] % 4;
@@ -73,7 +76,7 @@ static int stream_one(const uint8_t *data, size_t size) {
   if (!text) return 0;
   memcpy(text, rest, tlen);
   text[tlen] = '\0';
-  param p[QS_MAX_PARAMS];
+  qs_param p[QS_MAX_PARAMS];
   size_t n_p = stream_fuzz_params(text, p, QS_MAX_PARAMS);
   /* magnifications past 4 only make the run slow, not different */
   for (size_t i = 0; i < n_p; i++)
@@ -95,63 +98,69 @@ static int stream_one(const uint8_t *data, size_t size) {
   /* the parameter tables */
   double v[QS_MAX_PARAMS];
   char err[512] = "";
-  const method_desc *d = method_find(e, "esrrf");
+  const qs_method_desc *d = qs_method_find(e, "esrrf");
   if (d) {
-    int rc = params_resolve(d->params, d->n_params, flags & 2 ? NULL : p,
-                            n_p, v, err, sizeof err);
+    int rc = qs_params_resolve(d->params, d->n_params, flags & 2 ? NULL : p,
+                               n_p, v, err, sizeof err);
     stream_fuzz_check(rc, err);
     for (size_t i = 0; i < d->n_params; i++) {
       char buf[64];
-      params_format(&d->params[i], rc ? d->params[i].def : v[i], buf,
-                    sizeof buf);
+      qs_params_format(&d->params[i], rc ? d->params[i].def : v[i], buf,
+                       sizeof buf);
     }
   }
   /* a small batch call with the same parameters and pixels */
-  image in = image_wrap(f, per, rows, cols), out[1];
-  run_request rq = {.inputs = &in, .n_inputs = 1,
-                    .params = flags & 2 ? NULL : p, .n_params = n_p,
-                    .impl = "serial"};
-  int rc = method_run(e, "esrrf", &rq, out, 1, NULL);
-  stream_fuzz_check(rc, engine_error(e));
-  if (!rc) image_free(&out[0]);
+  qs_image in = qs_image_wrap(f, per, rows, cols), out[1];
+  qs_run_request rq = {.inputs = &in,
+                       .n_inputs = 1,
+                       .params = flags & 2 ? NULL : p,
+                       .n_params = n_p,
+                       .impl = "serial"};
+  int rc = qs_method_run(e, "esrrf", &rq, out, 1, NULL);
+  stream_fuzz_check(rc, qs_engine_error(e));
+  if (!rc) qs_image_free(&out[0]);
 
   /* the stream */
-  esrrf_stream_options o = {.rows = rows, .cols = cols,
-                            .params = flags & 2 ? NULL : p, .n_params = n_p,
-                            .sliding = flags & 1, .window = window,
-                            .every = every, .impl = "serial",
-                            .max_pending = max_pending};
-  esrrf_stream *s = NULL;
-  rc = esrrf_stream_open(e, &o, &s, err, sizeof err);
+  qs_esrrf_stream_options o = {.rows = rows,
+                               .cols = cols,
+                               .params = flags & 2 ? NULL : p,
+                               .n_params = n_p,
+                               .sliding = flags & 1,
+                               .window = window,
+                               .every = every,
+                               .impl = "serial",
+                               .max_pending = max_pending};
+  qs_esrrf_stream *s = NULL;
+  rc = qs_esrrf_stream_open(e, &o, &s, err, sizeof err);
   stream_fuzz_check(rc, err);
   if (!rc) {
     for (int k = 0; k < 3; k++) {
-      image fr = image_wrap(f, per, rows, cols);
-      rc = esrrf_stream_push(s, &fr);
-      stream_fuzz_check(rc, esrrf_stream_error(s));
-      image r;
-      esrrf_stream_result info;
+      qs_image fr = qs_image_wrap(f, per, rows, cols);
+      rc = qs_esrrf_stream_push(s, &fr);
+      stream_fuzz_check(rc, qs_esrrf_stream_error(s));
+      qs_image r;
+      qs_esrrf_stream_result info;
       int got = 1;
-      while (esrrf_stream_pop(s, &r, &info, &got) == QS_OK && got)
-        if (esrrf_stream_give(s, &r)) image_free(&r);
+      while (qs_esrrf_stream_pop(s, &r, &info, &got) == QS_OK && got)
+        if (qs_esrrf_stream_give(s, &r)) qs_image_free(&r);
     }
-    rc = esrrf_stream_end(s);
-    stream_fuzz_check(rc, esrrf_stream_error(s));
+    rc = qs_esrrf_stream_end(s);
+    stream_fuzz_check(rc, qs_esrrf_stream_error(s));
     if (flags & 8) {
-      image fr = image_wrap(f, 1, rows, cols);
-      if (esrrf_stream_push(s, &fr) == QS_OK) __builtin_trap();
+      qs_image fr = qs_image_wrap(f, 1, rows, cols);
+      if (qs_esrrf_stream_push(s, &fr) == QS_OK) __builtin_trap();
     }
-    image r;
+    qs_image r;
     int got = 1;
-    while (esrrf_stream_pop(s, &r, NULL, &got) == QS_OK && got)
-      image_free(&r);
+    while (qs_esrrf_stream_pop(s, &r, NULL, &got) == QS_OK && got)
+      qs_image_free(&r);
     uint64_t up;
-    esrrf_stream_transfers(s, NULL, NULL);
-    esrrf_stream_transfers(s, &up, NULL);
-    (void)esrrf_stream_frames(s);
-    (void)esrrf_stream_impl(s);
+    qs_esrrf_stream_transfers(s, NULL, NULL);
+    qs_esrrf_stream_transfers(s, &up, NULL);
+    (void)qs_esrrf_stream_frames(s);
+    (void)qs_esrrf_stream_impl(s);
   }
-  esrrf_stream_close(s);
+  qs_esrrf_stream_close(s);
   free(f);
   free(text);
   return 0;

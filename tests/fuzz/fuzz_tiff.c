@@ -8,7 +8,7 @@
 #include "tiff.h"
 
 static int tiff_one(const uint8_t *data, size_t size) {
-  image img;
+  qs_image img;
   char err[512];
   /* A fixed read budget: what an input may make the reader allocate does
    * not depend on the machine's free memory. */
@@ -16,7 +16,7 @@ static int tiff_one(const uint8_t *data, size_t size) {
   if (tiff_read_mem(data, size, "fuzz.tif", &img, err, sizeof err) == QS_OK) {
     volatile float sink = img.data[img.frames * img.rows * img.cols - 1];
     (void)sink;
-    image_free(&img);
+    qs_image_free(&img);
   } else if (!err[0]) {
     __builtin_trap(); /* a refusal must say why */
   }

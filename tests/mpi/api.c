@@ -1,7 +1,7 @@
 /* api.c — qsm_run (outputs gathered in the root's memory) under mpirun:
  * `mpirun -n P api IN.tif` runs esrrf over the communicator with one
  * implementation forced, and rank 0 compares the gathered output with
- * method_run of one engine on the whole stack (bit-identical: split by
+ * qs_method_run of one engine on the whole stack (bit-identical: split by
  * timepoints), checks that the other ranks received nothing, that the
  * report covers every rank, and that a bad parameter fails on every rank
  * with the same status. TAP on rank 0's stdout. */
@@ -30,27 +30,31 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *inputs[] = {argv[1]};
-  param p[] = {{.name = "magnification", .value = 2},
-               {.name = "frames_per_timepoint", .value = 3},
-               {.name = "temporal", .text = "var"}};
+  qs_param p[] = {{.name = "magnification", .value = 2},
+                  {.name = "frames_per_timepoint", .value = 3},
+                  {.name = "temporal", .text = "var"}};
   qsm_options o = {.impl = "serial",
                    .engine = {.db_path = ":memory:", .threads = 1,
                               .no_opencl = 1}};
-  image out = {0};
+  qs_image out = {0};
   qsm_report rep;
   char err[1024];
   int rc = qsm_run(MPI_COMM_WORLD, "esrrf", inputs, 1, p, 3, &o, &out, 1,
                    &rep, err, sizeof err);
   check(rc == QS_OK, rc ? err : "qsm_run succeeds");
   if (rank == 0) {
-    image in = {0}, ref = {0};
-    engine *e = NULL;
-    engine_options eo = {.db_path = ":memory:", .threads = 1, .no_opencl = 1};
+    qs_image in = {0}, ref = {0};
+    qs_engine *e = NULL;
+    qs_engine_options eo = {
+        .db_path = ":memory:", .threads = 1, .no_opencl = 1};
     int ok = tiff_read(argv[1], &in, err, sizeof err) == QS_OK &&
-             engine_open(&e, &eo) == QS_OK;
-    run_request rq = {.inputs = &in, .n_inputs = 1, .params = p,
-                      .n_params = 3, .impl = "serial"};
-    ok = ok && method_run(e, "esrrf", &rq, &ref, 1, NULL) == QS_OK;
+             qs_engine_open(&e, &eo) == QS_OK;
+    qs_run_request rq = {.inputs = &in,
+                         .n_inputs = 1,
+                         .params = p,
+                         .n_params = 3,
+                         .impl = "serial"};
+    ok = ok && qs_method_run(e, "esrrf", &rq, &ref, 1, NULL) == QS_OK;
     ok = ok && out.frames == ref.frames && out.rows == ref.rows &&
          out.cols == ref.cols &&
          !memcmp(out.data, ref.data,
@@ -61,17 +65,17 @@ int main(int argc, char **argv) {
     for (int r = 0; ranks_ok && r < size; r++) units += rep.rank[r].units;
     check(ranks_ok && units == rep.units && rep.units == ref.frames,
           "the report has every rank and every unit once");
-    image_free(&in);
-    image_free(&ref);
-    engine_close(e);
+    qs_image_free(&in);
+    qs_image_free(&ref);
+    qs_engine_close(e);
   } else {
     check(out.data == NULL && rep.rank == NULL,
           "other ranks receive no output and no per-rank table");
   }
-  image_free(&out);
+  qs_image_free(&out);
   qsm_report_free(&rep);
 
-  param bad[] = {{.name = "magnification", .value = 0}};
+  qs_param bad[] = {{.name = "magnification", .value = 0}};
   rc = qsm_run(MPI_COMM_WORLD, "esrrf", inputs, 1, bad, 1, &o, &out, 1, NULL,
                err, sizeof err);
   int all[2] = {rc, -rc}, agree[2];

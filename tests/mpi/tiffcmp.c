@@ -15,7 +15,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: tiffcmp A.tif B.tif TOL\n");
     return 2;
   }
-  image a, b;
+  qs_image a, b;
   char err[512];
   if (tiff_read(argv[1], &a, err, sizeof err) ||
       tiff_read(argv[2], &b, err, sizeof err)) {
@@ -41,7 +41,7 @@ int main(int argc, char **argv) {
     else
       rc = rel <= atof(argv[3]) ? 0 : 1;
   }
-  image_free(&a);
-  image_free(&b);
+  qs_image_free(&a);
+  qs_image_free(&b);
   return rc;
 }

@@ -1,4 +1,4 @@
-"""Plans through the binding (Engine.open over method_open/plan_run): a
+"""Plans through the binding (Engine.open over qs_method_open/qs_plan_run): a
 plan's runs equal Engine.run with the same implementation bit for bit,
 shorter last batches are accepted, other shapes refused, the engine cannot
 be closed under an open plan, and a closed plan refuses runs."""

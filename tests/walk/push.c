@@ -1,4 +1,4 @@
-/* push.c — one esrrf_stream_push traced (tests/walk/walk.py): a stream of
+/* push.c — one qs_esrrf_stream_push traced (tests/walk/walk.py): a stream of
  * timepoints of 2 frames on 24 x 20 frames (M 2), its first timepoint
  * pushed untraced (the first push chooses the implementation and opens
  * the plan's state), then the next two frames: the first of them pushed
@@ -19,41 +19,41 @@ int walk_end(const char *path);
 
 int main(int argc, char **argv) {
   if (argc < 2) return fprintf(stderr, "usage: push TRACE [IMPL]\n"), 2;
-  engine_options eo = {.db_path = ":memory:",
-                       .no_opencl = 1,
-                       .no_calibration = 1,
-                       .seed = 1,
-                       .threads = 2};
-  engine *e = NULL;
-  if (engine_open(&e, &eo)) return fprintf(stderr, "engine_open\n"), 1;
-  param p[] = {{"magnification", 2, NULL}};
-  esrrf_stream_options o = {.rows = 24,
-                            .cols = 20,
-                            .params = p,
-                            .n_params = 1,
-                            .window = 2,
-                            .impl = argc > 2 ? argv[2] : NULL};
-  esrrf_stream *s = NULL;
+  qs_engine_options eo = {.db_path = ":memory:",
+                          .no_opencl = 1,
+                          .no_calibration = 1,
+                          .seed = 1,
+                          .threads = 2};
+  qs_engine *e = NULL;
+  if (qs_engine_open(&e, &eo)) return fprintf(stderr, "qs_engine_open\n"), 1;
+  qs_param p[] = {{"magnification", 2, NULL}};
+  qs_esrrf_stream_options o = {.rows = 24,
+                               .cols = 20,
+                               .params = p,
+                               .n_params = 1,
+                               .window = 2,
+                               .impl = argc > 2 ? argv[2] : NULL};
+  qs_esrrf_stream *s = NULL;
   char err[512];
-  if (esrrf_stream_open(e, &o, &s, err, sizeof err))
+  if (qs_esrrf_stream_open(e, &o, &s, err, sizeof err))
     return fprintf(stderr, "%s\n", err), 1;
   static float px[24 * 20];
   for (int i = 0; i < 24 * 20; i++)
     px[i] = 100.0f + (float)((i * 37) % 50);
-  image f = image_wrap(px, 1, 24, 20);
+  qs_image f = qs_image_wrap(px, 1, 24, 20);
   int rc = 0;
   for (int k = 0; k < 3 && !rc; k++)
-    rc = esrrf_stream_push(s, &f);
+    rc = qs_esrrf_stream_push(s, &f);
   if (!rc) {
     walk_begin();
-    rc = esrrf_stream_push(s, &f);
+    rc = qs_esrrf_stream_push(s, &f);
     if (walk_end(argv[1])) rc = rc ? rc : 1;
   }
   if (rc)
-    fprintf(stderr, "push: %s\n", esrrf_stream_error(s));
+    fprintf(stderr, "push: %s\n", qs_esrrf_stream_error(s));
   else
-    printf("%s\n", esrrf_stream_impl(s));
-  esrrf_stream_close(s);
-  engine_close(e);
+    printf("%s\n", qs_esrrf_stream_impl(s));
+  qs_esrrf_stream_close(s);
+  qs_engine_close(e);
   return rc != 0;
 }

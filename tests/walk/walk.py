@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The walk of one esrrf_stream_push through the source files, as a reader
+"""The walk of one qs_esrrf_stream_push through the source files, as a reader
 follows it: the call traced by tests/walk/trace.c (GCC's
 -finstrument-functions; each caller-callee pair followed once, so a loop
 over frames, pixels or chunks is read once), each function mapped to the
@@ -9,7 +9,7 @@ a function of another file is a stay there, returning from it comes back
 to the caller's file (another stay). Counted: stays (the length of the
 walk), files, and returns (stays in a file already left before); and the
 same without leaf calls (a call of a function that calls nothing, such as
-image_wrap or timer_ns, read by its name and not followed).
+qs_image_wrap or qs_timer_ns, read by its name and not followed).
 
 Usage:
   walk.py BUILD_DIR [IMPL] [--max-stays N] [--max-returns N] [--show]
@@ -81,7 +81,7 @@ for obj, offs in by_obj.items():
 
 def walk_of(events, leaves):
     """The files in order; leaves False: a call that calls nothing (a
-    helper read by its name: image_wrap, timer_ns) is not followed."""
+    helper read by its name: qs_image_wrap, qs_timer_ns) is not followed."""
     walk, names, stack = [], [], []
     for i, ev in enumerate(events):
         if ev[0] == "enter":
@@ -115,7 +115,7 @@ if a.show:
 ok = ((a.max_stays is None or len(walk) <= a.max_stays) and
       (a.max_returns is None or returns <= a.max_returns))
 print("1..1")
-print(f"{'ok' if ok else 'not ok'} 1 - one esrrf_stream_push ({impl}): "
+print(f"{'ok' if ok else 'not ok'} 1 - one qs_esrrf_stream_push ({impl}): "
       f"{len(walk)} stays in {len(set(walk))} files, {returns} returns to "
       f"a file left before; without leaf calls {len(core)} stays in "
       f"{len(set(core))} files, {core_returns} returns" +

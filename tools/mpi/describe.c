@@ -27,7 +27,7 @@ int qsm_axes_check(const char *path, const tiff_meta *m, char *err,
 
 /* The provenance line of the run into out; with `each`, the per-rank
  * implementations when they differ. QS_EINVAL when it does not fit. */
-static int provenance(const method_desc *d, const double *values,
+static int provenance(const qs_method_desc *d, const double *values,
                       const char *const *inputs, size_t n_in,
                       const char *const *impls, int ranks, const char *split,
                       int each, char *out, size_t len) {
@@ -43,11 +43,12 @@ static int provenance(const method_desc *d, const double *values,
   return prov_text(j, out, len);
 }
 
-int qsm_describe(MPI_Comm comm, int root, const method_desc *d,
-                 const char *const *inputs, size_t n_in, const param *params,
-                 size_t n_params, const char *impl, const char *split,
-                 size_t n_out, const size_t *rows, const size_t *cols,
-                 size_t frames, tiff_meta *meta, char *err, size_t len) {
+int qsm_describe(MPI_Comm comm, int root, const qs_method_desc *d,
+                 const char *const *inputs, size_t n_in,
+                 const qs_param *params, size_t n_params, const char *impl,
+                 const char *split, size_t n_out, const size_t *rows,
+                 const size_t *cols, size_t frames, tiff_meta *meta, char *err,
+                 size_t len) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -78,8 +79,8 @@ int qsm_describe(MPI_Comm comm, int root, const method_desc *d,
   for (size_t k = 0; !rc && k < n_in; k++)
     rc = tiff_info_of(inputs[k], &info[k], err, len);
   if (!rc)
-    rc = params_resolve(d->params, d->n_params, params, n_params, values, err,
-                        len);
+    rc = qs_params_resolve(d->params, d->n_params, params, n_params, values,
+                           err, len);
   if (!rc) {
     rc = provenance(d, values, inputs, n_in, impls, size, split, 1, prov,
                     sizeof prov);
@@ -87,7 +88,7 @@ int qsm_describe(MPI_Comm comm, int root, const method_desc *d,
       rc = provenance(d, values, inputs, n_in, impls, size, split, 0, prov,
                       sizeof prov);
     if (rc)
-      snprintf(err, len, "describing the outputs: %s", status_message(rc));
+      snprintf(err, len, "describing the outputs: %s", qs_status_message(rc));
   }
   for (size_t k = 0; !rc && k < n_out; k++) {
     tiff_meta_plain(&meta[k], frames);

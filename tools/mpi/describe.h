@@ -36,10 +36,11 @@ int qsm_axes_check(const char *path, const tiff_meta *m, char *err,
  * inputs[0..n_in), split as `split` ("timepoints", "frames", "within").
  * Returns on the root QS_OK or the failure (a parameter or an input that
  * cannot be read again, named in err); QS_OK elsewhere. */
-int qsm_describe(MPI_Comm comm, int root, const method_desc *d,
-                 const char *const *inputs, size_t n_in, const param *params,
-                 size_t n_params, const char *impl, const char *split,
-                 size_t n_out, const size_t *rows, const size_t *cols,
-                 size_t frames, tiff_meta *meta, char *err, size_t len);
+int qsm_describe(MPI_Comm comm, int root, const qs_method_desc *d,
+                 const char *const *inputs, size_t n_in,
+                 const qs_param *params, size_t n_params, const char *impl,
+                 const char *split, size_t n_out, const size_t *rows,
+                 const size_t *cols, size_t frames, tiff_meta *meta, char *err,
+                 size_t len);
 
 #endif

@@ -55,7 +55,7 @@ static void say(const char *fmt, ...) {
   va_end(ap);
 }
 
-static void usage(const method_desc *d) {
+static void usage(const qs_method_desc *d) {
   if (!rank0) return;
   printf("usage: mpirun -n P quicksilver-mpi esrrf IN.tif -o OUT.tif "
          "[--PARAM VALUE ...] [options]\n"
@@ -73,7 +73,7 @@ static void usage(const method_desc *d) {
   for (size_t i = 0; i < d->n_params; i++) {
     char flag[QS_NAME_MAX], def[64];
     args_flag_of(d->params[i].name, flag, sizeof flag);
-    params_format(&d->params[i], d->params[i].def, def, sizeof def);
+    qs_params_format(&d->params[i], d->params[i].def, def, sizeof def);
     printf("  --%-26s %s (default %s)\n", flag, d->params[i].doc, def);
   }
 }
@@ -88,7 +88,7 @@ static int default_threads(void) {
                       &local);
   MPI_Comm_size(local, &n);
   MPI_Comm_free(&local);
-  int t = engine_cores() / (n > 0 ? n : 1);
+  int t = qs_engine_cores() / (n > 0 ? n : 1);
   return t < 1 ? 1 : t;
 }
 
@@ -186,7 +186,7 @@ static void report_json(const qsm_report *r, const char *method, int status,
                         const char *msg) {
   cJSON *j = cJSON_CreateObject(), *a;
   cJSON_AddStringToObject(j, "method", method);
-  cJSON_AddStringToObject(j, "status", status_name(status));
+  cJSON_AddStringToObject(j, "status", qs_status_name(status));
   if (status) cJSON_AddStringToObject(j, "error", msg);
   cJSON_AddNumberToObject(j, "ranks", r->ranks);
   cJSON_AddStringToObject(j, "split", r->split);
@@ -202,7 +202,7 @@ static void report_json(const qsm_report *r, const char *method, int status,
   for (int i = 0; r->rank && i < r->ranks; i++) {
     const qsm_rank *q = &r->rank[i];
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "status", status_name(q->status));
+    cJSON_AddStringToObject(o, "status", qs_status_name(q->status));
     if (q->status) cJSON_AddStringToObject(o, "error", q->error);
     for (size_t k = 0; k < N_FIELDS; k++) {
       const rank_field *f = &rank_fields[k];
@@ -261,19 +261,19 @@ static int cli(int argc, char **argv) {
     return 2;
   }
   /* The method's parameter table, from an engine that touches nothing. */
-  engine *probe = NULL;
-  engine_options po = {.db_path = ":memory:", .no_opencl = 1};
-  int rc = engine_open(&probe, &po);
+  qs_engine *probe = NULL;
+  qs_engine_options po = {.db_path = ":memory:", .no_opencl = 1};
+  int rc = qs_engine_open(&probe, &po);
   if (rc) {
-    say("cannot open an engine: %s", probe ? engine_error(probe)
-                                           : status_message(rc));
-    engine_close(probe);
+    say("cannot open an engine: %s",
+        probe ? qs_engine_error(probe) : qs_status_message(rc));
+    qs_engine_close(probe);
     return 1;
   }
-  const method_desc *d = method_find(probe, method);
+  const qs_method_desc *d = qs_method_find(probe, method);
   if (!d) {
     say("unknown method '%s'", method);
-    engine_close(probe);
+    qs_engine_close(probe);
     return 2;
   }
   const opt_def *tables[] = {opts};
@@ -311,7 +311,7 @@ static int cli(int argc, char **argv) {
     status = 2;
   }
   if (status || args_value(&a, "help")) {
-    engine_close(probe);
+    qs_engine_close(probe);
     return status;
   }
   const char *outs[16];
@@ -337,7 +337,7 @@ static int cli(int argc, char **argv) {
   MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (bad) {
     for (size_t k = 0; k < n_out; k++) outfile_unlock(locks[k]);
-    engine_close(probe);
+    qs_engine_close(probe);
     return bad;
   }
   qsm_options o = {.impl = args_value(&a, "impl"),
@@ -358,7 +358,7 @@ static int cli(int argc, char **argv) {
   }
   qsm_report_free(&rep);
   for (size_t k = 0; k < n_out; k++) outfile_unlock(locks[k]);
-  engine_close(probe);
+  qs_engine_close(probe);
   return rc ? 1 : 0;
 }
 

@@ -35,15 +35,15 @@ enum { W_NEXT = 0, W_FAILED = 8, W_RATES = 16 };
 
 typedef struct chunk {
   uint64_t u0, u1;
-  image out[QSM_MAX_IO];
+  qs_image out[QSM_MAX_IO];
   struct chunk *next;
 } chunk;
 
 typedef struct ctx {
   MPI_Comm comm;
   int rank, size, root;
-  engine *e;
-  const method_desc *d;
+  qs_engine *e;
+  const qs_method_desc *d;
   const char *const *inputs;
   size_t n_in, n_out;
   size_t frames;         /* pages of every input */
@@ -58,9 +58,9 @@ typedef struct ctx {
   int within;            /* timepoints split across ranks (T < ranks) */
   uint64_t out_frames;   /* frames of every output */
   int temporal, mag, mpc; /* esrrf's statistic, within mode */
-  param params[QS_MAX_PARAMS + 1];
+  qs_param params[QS_MAX_PARAMS + 1];
   size_t n_params;
-  param map_params[QS_MAX_PARAMS + 1]; /* within: temporal=none */
+  qs_param map_params[QS_MAX_PARAMS + 1]; /* within: temporal=none */
   size_t n_map_params;
   const char *impl;
   uint64_t max_units;    /* per chunk, from max_chunk_bytes */
@@ -100,7 +100,7 @@ void qsm_default_db(char *buf, size_t len) {
   }
   char leaf[96];
   snprintf(leaf, sizeof leaf, "timings-%s.db", host);
-  engine_cache_path(leaf, buf, len); /* "" without a place */
+  qs_engine_cache_path(leaf, buf, len); /* "" without a place */
 }
 
 void qsm_report_free(qsm_report *r) {
@@ -119,7 +119,7 @@ static void append(char *buf, size_t len, const char *text) {
 }
 
 /* Index of the parameter called name in d's table, or -1. */
-static int param_index(const method_desc *d, const char *name) {
+static int param_index(const qs_method_desc *d, const char *name) {
   for (size_t i = 0; i < d->n_params; i++)
     if (!strcmp(d->params[i].name, name)) return (int)i;
   return -1;
@@ -136,48 +136,50 @@ static void qsm_abort(ctx *c) {
 }
 
 static int open_engine(ctx *c, const qsm_options *o, char *err, size_t len) {
-  engine_options eo = o ? o->engine : (engine_options){0};
+  qs_engine_options eo = o ? o->engine : (qs_engine_options){0};
   const char *env = getenv("QUICKSILVER_DB");
   char dflt[sizeof c->me.db];
   if (!eo.db_path && !(env && *env)) {
     qsm_default_db(dflt, sizeof dflt);
     if (dflt[0]) eo.db_path = dflt;
   }
-  int rc = engine_open(&c->e, &eo);
+  int rc = qs_engine_open(&c->e, &eo);
   if (rc && !c->e) {
-    snprintf(err, len, "cannot open an engine: %s", status_message(rc));
+    snprintf(err, len, "cannot open an engine: %s", qs_status_message(rc));
     return rc;
   }
   /* A damaged store leaves an engine that runs without recording. */
   if (rc && rc != QS_ECORRUPT) {
-    snprintf(err, len, "%s", engine_error(c->e));
+    snprintf(err, len, "%s", qs_engine_error(c->e));
     return rc;
   }
-  snprintf(c->me.db, sizeof c->me.db, "%s", engine_db_path(c->e));
-  c->me.threads = engine_threads(c->e);
+  snprintf(c->me.db, sizeof c->me.db, "%s", qs_engine_db_path(c->e));
+  c->me.threads = qs_engine_threads(c->e);
   return QS_OK;
 }
 
-/* method_estimate on inputs of `frames` frames: shapes only (no data). */
-static int estimate_call(ctx *c, size_t frames, const param *p, size_t n_p,
-                         run_report *rep) {
-  image in[QSM_MAX_IO];
+/* qs_method_estimate on inputs of `frames` frames: shapes only (no data). */
+static int estimate_call(ctx *c, size_t frames, const qs_param *p, size_t n_p,
+                         qs_run_report *rep) {
+  qs_image in[QSM_MAX_IO];
   for (size_t i = 0; i < c->n_in; i++)
-    in[i] = (image){.data = NULL, .frames = frames,
-                    .rows = c->in_rows[i], .cols = c->in_cols[i]};
-  run_request rq = {.inputs = in,
-                    .n_inputs = c->n_in,
-                    .params = p,
-                    .n_params = n_p,
-                    .impl = c->impl};
+    in[i] = (qs_image){.data = NULL,
+                       .frames = frames,
+                       .rows = c->in_rows[i],
+                       .cols = c->in_cols[i]};
+  qs_run_request rq = {.inputs = in,
+                       .n_inputs = c->n_in,
+                       .params = p,
+                       .n_params = n_p,
+                       .impl = c->impl};
   memset(rep, 0, sizeof *rep);
-  return method_estimate(c->e, c->d->name, &rq, rep);
+  return qs_method_estimate(c->e, c->d->name, &rq, rep);
 }
 
 /* The engine's predicted seconds for `frames` frames with parameters p, or
  * -1 when it has no prediction (nothing timed on this device yet). */
-static double estimate(ctx *c, size_t frames, const param *p, size_t n_p) {
-  run_report rep;
+static double estimate(ctx *c, size_t frames, const qs_param *p, size_t n_p) {
+  qs_run_report rep;
   if (estimate_call(c, frames, p, n_p, &rep)) return -1;
   for (size_t i = 0; i < rep.n_estimates && i < QS_MAX_ESTIMATES; i++)
     if (!strcmp(rep.estimates[i].impl, rep.impl))
@@ -185,14 +187,15 @@ static double estimate(ctx *c, size_t frames, const param *p, size_t n_p) {
   return -1;
 }
 
-static int plan_chunks(ctx *c, const char *method, const param *params,
-                size_t n_params, size_t max_bytes, char *err, size_t len) {
-  c->d = method_find(c->e, method);
+static int plan_chunks(ctx *c, const char *method, const qs_param *params,
+                       size_t n_params, size_t max_bytes, char *err,
+                       size_t len) {
+  c->d = qs_method_find(c->e, method);
   if (!c->d) {
     snprintf(err, len, "unknown method '%s'", method);
     return QS_ENOMETHOD;
   }
-  const method_desc *d = c->d;
+  const qs_method_desc *d = c->d;
   if (c->n_in != d->n_inputs || c->n_in > QSM_MAX_IO) {
     snprintf(err, len, "%s takes %zu input%s, got %zu", d->name, d->n_inputs,
              d->n_inputs == 1 ? "" : "s", c->n_in);
@@ -227,15 +230,15 @@ static int plan_chunks(ctx *c, const char *method, const param *params,
     }
   }
   double values[QS_MAX_PARAMS];
-  int rc = params_resolve(d->params, d->n_params, params, n_params, values, err,
-                          len);
+  int rc = qs_params_resolve(d->params, d->n_params, params, n_params, values,
+                             err, len);
   if (rc) return rc;
   /* The whole call checked as one process would check it (shapes,
    * parameters, the implementation asked for), before any work. */
-  run_report rep;
+  qs_run_report rep;
   rc = estimate_call(c, c->frames, params, n_params, &rep);
   if (rc) {
-    snprintf(err, len, "%s", engine_error(c->e));
+    snprintf(err, len, "%s", qs_engine_error(c->e));
     return rc;
   }
 
@@ -246,7 +249,7 @@ static int plan_chunks(ctx *c, const char *method, const param *params,
   double none = -1;
   char perr[64];
   if (i_tmp >= 0 &&
-      params_parse(&d->params[i_tmp], "none", &none, perr, sizeof perr))
+      qs_params_parse(&d->params[i_tmp], "none", &none, perr, sizeof perr))
     none = -1;
   c->by_timepoints = i_fpt >= 0 && i_tmp >= 0 && values[i_tmp] != none;
   c->fpt = 1;
@@ -259,8 +262,8 @@ static int plan_chunks(ctx *c, const char *method, const param *params,
     c->fpt = fpt == 0 || fpt > c->frames ? c->frames : fpt;
     /* Every chunk is whole timepoints: its frames_per_timepoint is the
      * resolved one, never "all frames of the chunk". */
-    c->params[c->n_params++] = (param){.name = "frames_per_timepoint",
-                                       .value = (double)c->fpt};
+    c->params[c->n_params++] =
+        (qs_param){.name = "frames_per_timepoint", .value = (double)c->fpt};
   }
   c->units = c->frames == 0 ? 0 : (c->frames + c->fpt - 1) / c->fpt;
   c->out_frames = c->units;
@@ -270,7 +273,7 @@ static int plan_chunks(ctx *c, const char *method, const param *params,
       i_mpc = param_index(d, "macro_pixel_correction");
   if (c->by_timepoints && c->units < (uint64_t)c->size && i_mag >= 0 &&
       i_mpc >= 0 && !strcmp(d->name, "esrrf") &&
-      esrrf_partial_slots((int)values[i_tmp]) > 0) {
+      qs_esrrf_partial_slots((int)values[i_tmp]) > 0) {
     c->within = 1;
     c->temporal = (int)values[i_tmp];
     c->mag = (int)values[i_mag];
@@ -281,7 +284,7 @@ static int plan_chunks(ctx *c, const char *method, const param *params,
           strcmp(params[i].name, "frames_per_timepoint"))
         c->map_params[c->n_map_params++] = params[i];
     c->map_params[c->n_map_params++] =
-        (param){.name = "temporal", .text = "none"};
+        (qs_param){.name = "temporal", .text = "none"};
     c->units = c->frames;
   }
   /* A chunk holds its input and its outputs: both count against the cap. */
@@ -291,10 +294,13 @@ static int plan_chunks(ctx *c, const char *method, const param *params,
     c->out_cols[k] = c->in_cols[0];
   }
   if (d->shape) {
-    image in[QSM_MAX_IO], out[QSM_MAX_IO]; /* shape rules take shapes only */
+    qs_image in[QSM_MAX_IO],
+        out[QSM_MAX_IO]; /* shape rules take shapes only */
     for (size_t k = 0; k < c->n_in; k++)
-      in[k] = (image){.data = NULL, .frames = c->frames,
-                      .rows = c->in_rows[k], .cols = c->in_cols[k]};
+      in[k] = (qs_image){.data = NULL,
+                         .frames = c->frames,
+                         .rows = c->in_rows[k],
+                         .cols = c->in_cols[k]};
     memset(out, 0, sizeof out);
     rc = d->shape(in, values, out, err, len);
     if (rc) return rc;
@@ -331,13 +337,13 @@ static uint64_t fnv_str(uint64_t h, const char *s) {
  * on every rank would undo the split), as float32 after decoding. A rank
  * given another file of the same shape, another --radius, or a node whose
  * copy of the input differs, is caught here. */
-static int agree_hash(ctx *c, const param *params, size_t n_params, int gather,
-                      size_t max_bytes, uint64_t h[3], char *err,
+static int agree_hash(ctx *c, const qs_param *params, size_t n_params,
+                      int gather, size_t max_bytes, uint64_t h[3], char *err,
                       size_t len) {
   const uint64_t seed = 0xcbf29ce484222325ull;
   double v[QS_MAX_PARAMS];
-  int rc = params_resolve(c->d->params, c->d->n_params, params, n_params, v,
-                          err, len);
+  int rc = qs_params_resolve(c->d->params, c->d->n_params, params, n_params, v,
+                             err, len);
   if (rc) return rc;
   h[0] = fnv_str(seed, c->d->name);
   h[0] = fnv(h[0], v, c->d->n_params * sizeof *v);
@@ -354,12 +360,12 @@ static int agree_hash(ctx *c, const param *params, size_t n_params, int gather,
                     c->frames ? c->frames - 1 : 0};
     for (size_t j = 0; j < 4 && c->frames; j++) {
       if (j && at[j] == at[j - 1]) continue;
-      image pg;
+      qs_image pg;
       rc = tiff_read_pages(c->inputs[k], at[j], 1, &pg, err, len);
       if (rc) return rc;
       h[2] = fnv(h[2], &at[j], sizeof at[j]);
       h[2] = fnv(h[2], pg.data, pg.rows * pg.cols * sizeof(float));
-      image_free(&pg);
+      qs_image_free(&pg);
     }
   }
   return QS_OK;
@@ -368,7 +374,7 @@ static int agree_hash(ctx *c, const param *params, size_t n_params, int gather,
 /* Collective: every rank's three hashes against the root's. A rank that
  * differs fails with a message naming what differs (the root names the
  * rank in the job's one message). Returns this rank's status. */
-static int agree(ctx *c, const param *params, size_t n_params, int gather,
+static int agree(ctx *c, const qs_param *params, size_t n_params, int gather,
                  size_t max_bytes, char *err, size_t len) {
   uint64_t mine[3] = {0, 0, 0}, root[3];
   int rc = agree_hash(c, params, n_params, gather, max_bytes, mine, err, len);
@@ -466,7 +472,7 @@ static void note_range(ctx *c, uint64_t u0, uint64_t u1) {
 }
 
 /* Pages [f0, f1) of every input into in[] (counted in the report). */
-static int read_frames(ctx *c, size_t f0, size_t f1, image *in, char *err,
+static int read_frames(ctx *c, size_t f0, size_t f1, qs_image *in, char *err,
                        size_t len) {
   double t = MPI_Wtime();
   int rc = QS_OK;
@@ -482,18 +488,18 @@ static int read_frames(ctx *c, size_t f0, size_t f1, image *in, char *err,
 }
 
 /* Runs the method on in[] with the given parameters into out[]. */
-static int run_method(ctx *c, image *in, const param *p, size_t n_p,
-                      image *out, char *err, size_t len) {
-  run_request rq = {.inputs = in,
-                    .n_inputs = c->n_in,
-                    .params = p,
-                    .n_params = n_p,
-                    .impl = c->impl};
-  run_report rep;
+static int run_method(ctx *c, qs_image *in, const qs_param *p, size_t n_p,
+                      qs_image *out, char *err, size_t len) {
+  qs_run_request rq = {.inputs = in,
+                       .n_inputs = c->n_in,
+                       .params = p,
+                       .n_params = n_p,
+                       .impl = c->impl};
+  qs_run_report rep;
   memset(&rep, 0, sizeof rep);
-  int rc = method_run(c->e, c->d->name, &rq, out, c->d->n_outputs, &rep);
+  int rc = qs_method_run(c->e, c->d->name, &rq, out, c->d->n_outputs, &rep);
   if (rc) {
-    snprintf(err, len, "%s", engine_error(c->e));
+    snprintf(err, len, "%s", qs_engine_error(c->e));
     return rc;
   }
   c->me.run_seconds += rep.seconds;
@@ -516,7 +522,7 @@ static int keep(ctx *c, chunk *k, char *err, size_t len) {
   }
   int rc = QS_OK;
   for (size_t i = 0; i < c->n_out && !rc; i++) {
-    const image *o = &k->out[i];
+    const qs_image *o = &k->out[i];
     if (o->rows != c->out_rows[i] || o->cols != c->out_cols[i]) {
       snprintf(err, len, "%s: output %s is %zux%zu, expected %zux%zu",
                c->d->name, c->d->outputs[i].name, o->rows, o->cols,
@@ -530,7 +536,8 @@ static int keep(ctx *c, chunk *k, char *err, size_t len) {
     c->me.write_seconds += MPI_Wtime() - t;
     if (!rc) c->me.bytes_written += o->frames * o->rows * o->cols * 4;
   }
-  for (size_t i = 0; i < QSM_MAX_IO; i++) image_free(&k->out[i]);
+  for (size_t i = 0; i < QSM_MAX_IO; i++)
+    qs_image_free(&k->out[i]);
   free(k);
   return rc;
 }
@@ -539,7 +546,7 @@ static int keep(ctx *c, chunk *k, char *err, size_t len) {
 static int run_chunk(ctx *c, uint64_t u0, uint64_t u1, char *err, size_t len) {
   size_t f0 = (size_t)u0 * c->fpt, f1 = (size_t)u1 * c->fpt;
   if (f1 > c->frames) f1 = c->frames;
-  image in[QSM_MAX_IO] = {{0}};
+  qs_image in[QSM_MAX_IO] = {{0}};
   chunk *k = calloc(1, sizeof *k);
   if (!k) {
     snprintf(err, len, "out of memory");
@@ -568,14 +575,16 @@ static int run_chunk(ctx *c, uint64_t u0, uint64_t u1, char *err, size_t len) {
                c->by_timepoints ? "timepoint" : "input frame");
       rc = QS_ESHAPE;
     }
-  for (size_t i = 0; i < c->n_in; i++) image_free(&in[i]);
+  for (size_t i = 0; i < c->n_in; i++)
+    qs_image_free(&in[i]);
   if (!rc && c->slow_rank == c->rank) { /* a slower node, for tests */
     double d = c->slow_seconds * (double)(u1 - u0);
     struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
     nanosleep(&ts, NULL);
   }
   if (rc) {
-    for (size_t i = 0; i < QSM_MAX_IO; i++) image_free(&k->out[i]);
+    for (size_t i = 0; i < QSM_MAX_IO; i++)
+      qs_image_free(&k->out[i]);
     free(k);
     return rc;
   }
@@ -678,18 +687,18 @@ static int blocks_of(ctx *c, uint64_t *block, char *err, size_t len) {
 
 typedef struct piece {
   uint64_t t;          /* timepoint */
-  esrrf_partial p;
+  qs_esrrf_partial p;
 } piece;
 
 /* Folds frames [f0, f1) (inside one timepoint) into *p, in batches of at
  * most max_units frames: each batch's RGC maps (the method with
  * temporal=none) are added in time order. */
-static int fold(ctx *c, uint64_t f0, uint64_t f1, esrrf_partial *p, char *err,
-                size_t len) {
+static int fold(ctx *c, uint64_t f0, uint64_t f1, qs_esrrf_partial *p,
+                char *err, size_t len) {
   int rc = QS_OK;
   for (uint64_t a = f0; !rc && a < f1;) {
     uint64_t b = f1 - a < c->max_units ? f1 : a + c->max_units;
-    image in[QSM_MAX_IO] = {{0}}, maps[QSM_MAX_IO] = {{0}};
+    qs_image in[QSM_MAX_IO] = {{0}}, maps[QSM_MAX_IO] = {{0}};
     rc = read_frames(c, (size_t)a, (size_t)b, in, err, len);
     if (!rc)
       rc = run_method(c, in, c->map_params, c->n_map_params, maps, err, len);
@@ -700,11 +709,11 @@ static int fold(ctx *c, uint64_t f0, uint64_t f1, esrrf_partial *p, char *err,
                (unsigned long long)(b - a), p->rows, p->cols);
       rc = QS_ESHAPE;
     }
-    if (!rc) rc = esrrf_partial_add(p, maps[0].data, (size_t)(b - a));
+    if (!rc) rc = qs_esrrf_partial_add(p, maps[0].data, (size_t)(b - a));
     if (rc && !err[0])
-      snprintf(err, len, "esrrf partial: %s", status_message(rc));
+      snprintf(err, len, "esrrf partial: %s", qs_status_message(rc));
     for (size_t i = 0; i < QSM_MAX_IO; i++)
-      image_free(&in[i]), image_free(&maps[i]);
+      qs_image_free(&in[i]), qs_image_free(&maps[i]);
     if (!rc) {
       c->me.chunks++;
       c->me.units += b - a;
@@ -718,12 +727,12 @@ static int fold(ctx *c, uint64_t f0, uint64_t f1, esrrf_partial *p, char *err,
 /* The partial of timepoint t as an image chunk for the gather. */
 static int finish_piece(ctx *c, const piece *q, char *err, size_t len) {
   chunk *k = calloc(1, sizeof *k);
-  int rc = k ? image_alloc(&k->out[0], 1, q->p.rows, q->p.cols) : QS_ENOMEM;
-  if (!rc) rc = esrrf_partial_finish(&q->p, c->mag, c->mpc, k->out[0].data);
+  int rc = k ? qs_image_alloc(&k->out[0], 1, q->p.rows, q->p.cols) : QS_ENOMEM;
+  if (!rc) rc = qs_esrrf_partial_finish(&q->p, c->mag, c->mpc, k->out[0].data);
   if (rc) {
     snprintf(err, len, "timepoint %llu: cannot finish its statistic: %s",
-             (unsigned long long)q->t, status_message(rc));
-    if (k) image_free(&k->out[0]);
+             (unsigned long long)q->t, qs_status_message(rc));
+    if (k) qs_image_free(&k->out[0]);
     free(k);
     return rc;
   }
@@ -733,10 +742,10 @@ static int finish_piece(ctx *c, const piece *q, char *err, size_t len) {
 }
 
 /* A partial between ranks: its map count, then its doubles. */
-static void send_partial(ctx *c, const esrrf_partial *p, int to) {
+static void send_partial(ctx *c, const qs_esrrf_partial *p, int to) {
   uint64_t n = p->n;
   MPI_Send(&n, 1, MPI_UINT64_T, to, 3, c->comm);
-  size_t total = p->rows * p->cols * esrrf_partial_slots(p->temporal);
+  size_t total = p->rows * p->cols * qs_esrrf_partial_slots(p->temporal);
   for (size_t at = 0; n && at < total; at += QSM_MSG_FLOATS) {
     size_t k = total - at < QSM_MSG_FLOATS ? total - at : QSM_MSG_FLOATS;
     MPI_Send(p->data + at, (int)k, MPI_DOUBLE, to, 4, c->comm);
@@ -745,10 +754,10 @@ static void send_partial(ctx *c, const esrrf_partial *p, int to) {
   c->me.bytes_sent += 8;
 }
 
-static void recv_partial(ctx *c, esrrf_partial *p, int from) {
+static void recv_partial(ctx *c, qs_esrrf_partial *p, int from) {
   uint64_t n = 0;
   MPI_Recv(&n, 1, MPI_UINT64_T, from, 3, c->comm, MPI_STATUS_IGNORE);
-  size_t total = p->rows * p->cols * esrrf_partial_slots(p->temporal);
+  size_t total = p->rows * p->cols * qs_esrrf_partial_slots(p->temporal);
   for (size_t at = 0; n && at < total; at += QSM_MSG_FLOATS) {
     size_t k = total - at < QSM_MSG_FLOATS ? total - at : QSM_MSG_FLOATS;
     MPI_Recv(p->data + at, (int)k, MPI_DOUBLE, from, 4, c->comm,
@@ -792,14 +801,14 @@ static int work_within(ctx *c, char *err, size_t len) {
                                                             : c->frames;
       piece *q = &pieces[n_pieces++];
       q->t = t;
-      rc = esrrf_partial_init(&q->p, c->temporal, rows, cols);
+      rc = qs_esrrf_partial_init(&q->p, c->temporal, rows, cols);
       if (rc)
         snprintf(err, len, "no memory for a %zux%zu partial", rows, cols);
       if (!rc) rc = fold(c, s0 > b0 ? s0 : b0, s1 < b1 ? s1 : b1, &q->p, err,
                          len);
       if (!rc && s0 >= b0 && s1 <= b1) { /* whole timepoint here */
         rc = finish_piece(c, q, err, len);
-        esrrf_partial_free(&q->p);
+        qs_esrrf_partial_free(&q->p);
       }
     }
   }
@@ -823,10 +832,10 @@ static int work_within(ctx *c, char *err, size_t len) {
       if (pieces[i].t == t) q = &pieces[i];
     if (!q) { /* an empty block between two sharing ranks */
       q = &empty;
-      if (esrrf_partial_init(&q->p, c->temporal, rows, cols)) qsm_abort(c);
+      if (qs_esrrf_partial_init(&q->p, c->temporal, rows, cols)) qsm_abort(c);
     }
-    esrrf_partial next;
-    if (esrrf_partial_init(&next, c->temporal, rows, cols)) qsm_abort(c);
+    qs_esrrf_partial next;
+    if (qs_esrrf_partial_init(&next, c->temporal, rows, cols)) qsm_abort(c);
     int i = c->rank - ra, g = rb - ra + 1;
     for (int step = 1; step < g; step *= 2) {
       if (i % (2 * step) == step) {
@@ -835,14 +844,15 @@ static int work_within(ctx *c, char *err, size_t len) {
       }
       if (i % (2 * step) == 0 && i + step < g) {
         recv_partial(c, &next, ra + i + step);
-        if (esrrf_partial_merge(&q->p, &next)) qsm_abort(c);
+        if (qs_esrrf_partial_merge(&q->p, &next)) qsm_abort(c);
       }
     }
-    esrrf_partial_free(&next);
+    qs_esrrf_partial_free(&next);
     if (i == 0 && !rc) rc = finish_piece(c, q, err, len);
-    esrrf_partial_free(&q->p);
+    qs_esrrf_partial_free(&q->p);
   }
-  for (size_t i = 0; i < n_pieces; i++) esrrf_partial_free(&pieces[i].p);
+  for (size_t i = 0; i < n_pieces; i++)
+    qs_esrrf_partial_free(&pieces[i].p);
   free(pieces);
   free(block);
   c->me.merge_seconds = MPI_Wtime() - merge0;
@@ -855,7 +865,8 @@ static void chunks_free(ctx *c) {
   while (c->chunks) {
     chunk *k = c->chunks;
     c->chunks = k->next;
-    for (size_t i = 0; i < QSM_MAX_IO; i++) image_free(&k->out[i]);
+    for (size_t i = 0; i < QSM_MAX_IO; i++)
+      qs_image_free(&k->out[i]);
     free(k);
   }
   c->last = NULL;
@@ -882,11 +893,11 @@ static void recv_floats(ctx *c, float *p, size_t n, int from) {
 /* Agrees on the output shapes (every chunk's outputs have the same rows and
  * cols), then gathers every chunk into outputs on the root. Collective;
  * returns the same status everywhere. */
-static int gather(ctx *c, image *outputs, char *err, size_t len) {
+static int gather(ctx *c, qs_image *outputs, char *err, size_t len) {
   size_t n = c->d->n_outputs;
   int64_t ext[4 * QSM_MAX_IO] = {0}, all[4 * QSM_MAX_IO];
   for (size_t i = 0; i < n; i++) {
-    const image *o = c->chunks ? &c->chunks->out[i] : NULL;
+    const qs_image *o = c->chunks ? &c->chunks->out[i] : NULL;
     ext[4 * i] = o ? (int64_t)o->rows : 0;        /* max */
     ext[4 * i + 1] = o ? (int64_t)o->cols : 0;
     ext[4 * i + 2] = o ? -(int64_t)o->rows : -INT64_MAX; /* -min */
@@ -911,13 +922,14 @@ static int gather(ctx *c, image *outputs, char *err, size_t len) {
   int ok = 1;
   if (c->rank == c->root)
     for (size_t i = 0; i < n && ok; i++)
-      if (image_alloc(&outputs[i], (size_t)c->out_frames, (size_t)all[4 * i],
-                      (size_t)all[4 * i + 1]))
+      if (qs_image_alloc(&outputs[i], (size_t)c->out_frames,
+                         (size_t)all[4 * i], (size_t)all[4 * i + 1]))
         ok = 0;
   MPI_Bcast(&ok, 1, MPI_INT, c->root, c->comm);
   if (!ok) {
     if (c->rank == c->root)
-      for (size_t i = 0; i < n; i++) image_free(&outputs[i]);
+      for (size_t i = 0; i < n; i++)
+        qs_image_free(&outputs[i]);
     snprintf(err, len, "rank %d: no memory for the whole output (%llu frames)",
              c->root, (unsigned long long)c->out_frames);
     return QS_ENOMEM;
@@ -1118,7 +1130,7 @@ static int direct_finish(ctx *c, int worst, char *err, size_t len) {
  * rank ran, the pixel size, the provenance; on the root, given to the
  * stacks written in place (or kept in c->meta for the gathered write).
  * Collective; the root's status (QS_OK elsewhere). */
-static int describe_outputs(ctx *c, const param *params, size_t n_params,
+static int describe_outputs(ctx *c, const qs_param *params, size_t n_params,
                             char *err, size_t len) {
   const char *split = c->within          ? "within"
                       : c->by_timepoints ? "timepoints"
@@ -1140,13 +1152,13 @@ static int describe_outputs(ctx *c, const param *params, size_t n_params,
 /* ---------------------------------------------------------------- entry */
 
 static int run(MPI_Comm comm, const char *method, const char *const *inputs,
-               size_t n_inputs, const param *params, size_t n_params,
-               const qsm_options *o, image *outputs, size_t n_outputs,
+               size_t n_inputs, const qs_param *params, size_t n_params,
+               const qsm_options *o, qs_image *outputs, size_t n_outputs,
                const char *const *paths, qsm_report *report, char *err,
                size_t err_len) {
   int gather_files = paths && o && o->gather;
   ctx *c = calloc(1, sizeof *c);
-  image outs[QSM_MAX_IO] = {{0}};
+  qs_image outs[QSM_MAX_IO] = {{0}};
   char why[1024] = "";
   if (!c) {
     snprintf(err, err_len, "out of memory");
@@ -1261,7 +1273,7 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
     MPI_Bcast(&wrc, 1, MPI_INT, c->root, comm);
     if (c->rank != c->root && wrc && !grc) worst = wrc;
   }
-  if (c->e) engine_close(c->e);
+  if (c->e) qs_engine_close(c->e);
   c->e = NULL;
 
   /* 4: report and the one message. */
@@ -1271,7 +1283,7 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
   if (!tot.status && worst) { /* a failure no rank could describe */
     tot.status = worst;
     snprintf(tot.msg, sizeof tot.msg, "a rank failed: %s",
-             status_message(worst));
+             qs_status_message(worst));
   }
   snprintf(err, err_len, "%s", tot.status ? tot.msg : "");
   for (size_t k = 0; k < QSM_MAX_IO; k++) {
@@ -1279,25 +1291,24 @@ static int run(MPI_Comm comm, const char *method, const char *const *inputs,
       outputs[k] = outs[k];
       continue;
     }
-    image_free(&outs[k]);
+    qs_image_free(&outs[k]);
   }
   free(c);
   return tot.status;
 }
 
 int qsm_run(MPI_Comm comm, const char *method, const char *const *inputs,
-            size_t n_inputs, const param *params, size_t n_params,
-            const qsm_options *options, image *outputs, size_t n_outputs,
+            size_t n_inputs, const qs_param *params, size_t n_params,
+            const qsm_options *options, qs_image *outputs, size_t n_outputs,
             qsm_report *report, char *err, size_t err_len) {
   for (size_t k = 0; outputs && k < n_outputs; k++)
-    outputs[k] = (image){0};
+    outputs[k] = (qs_image){0};
   return run(comm, method, inputs, n_inputs, params, n_params, options,
              outputs, n_outputs, NULL, report, err, err_len);
 }
 
-int qsm_run_files(MPI_Comm comm, const char *method,
-                  const char *const *inputs, size_t n_inputs,
-                  const param *params, size_t n_params,
+int qsm_run_files(MPI_Comm comm, const char *method, const char *const *inputs,
+                  size_t n_inputs, const qs_param *params, size_t n_params,
                   const qsm_options *options, const char *const *out_paths,
                   size_t n_paths, qsm_report *report, char *err,
                   size_t err_len) {

@@ -39,7 +39,7 @@
  *    frame): single frames.
  *  - esrrf with fewer timepoints than ranks (one timepoint of 10 000 frames
  *    is common): within timepoints. The frames are cut into one contiguous
- *    block per rank, sized by each rank's predicted speed (method_estimate;
+ *    block per rank, sized by each rank's predicted speed (qs_method_estimate;
  *    equal when no rank has a prediction); each rank folds its RGC maps
  *    (the method with temporal=none) into the library's esrrf_partial, one
  *    per timepoint it touches, and the partials of a timepoint shared by
@@ -59,7 +59,7 @@
  * Balance: units are handed out in chunks from a shared counter held in an
  * MPI window on the root (MPI_Fetch_and_op, passive target), so a fast rank
  * simply comes back for more. Chunk rule (qsm_chunk_units): a rank starts
- * with the rate its engine predicts for one unit (method_estimate: history
+ * with the rate its engine predicts for one unit (qs_method_estimate: history
  * or model), or without one takes a first chunk of one unit, which measures
  * it; from then on it takes half of its speed-weighted share of what is
  * left,
@@ -111,7 +111,7 @@ extern "C" {
 #endif
 
 typedef struct qsm_options {
-  engine_options engine; /* each rank's engine; db_path NULL: as above */
+  qs_engine_options engine; /* each rank's engine; db_path NULL: as above */
   const char *impl;      /* as run_request.impl (NULL: each rank's agent) */
   int root;              /* gathers outputs and the report */
   size_t max_chunk_bytes; /* bytes of input and output a chunk may hold
@@ -164,13 +164,13 @@ typedef struct qsm_report {
 
 /* Runs `method` on the stacks at inputs[0..n_inputs) (TIFF files, one page
  * per frame) with the given parameters over comm. On the root,
- * outputs[0..n_outputs) receive the whole outputs (free with image_free);
+ * outputs[0..n_outputs) receive the whole outputs (free with qs_image_free);
  * elsewhere they stay empty (may be NULL). report (may be NULL) is filled on
  * every rank with the totals, and on the root with every rank's entry.
  * Returns the same status on every rank. */
 int qsm_run(MPI_Comm comm, const char *method, const char *const *inputs,
-            size_t n_inputs, const param *params, size_t n_params,
-            const qsm_options *options, image *outputs, size_t n_outputs,
+            size_t n_inputs, const qs_param *params, size_t n_params,
+            const qsm_options *options, qs_image *outputs, size_t n_outputs,
             qsm_report *report, char *err, size_t err_len);
 
 /* The same, with output k landing in out_paths[k] (float32 TIFF, whole or
@@ -179,9 +179,8 @@ int qsm_run(MPI_Comm comm, const char *method, const char *const *inputs,
  * appears unless every rank succeeded. With several outputs each is
  * renamed into place in turn: a failure of a later rename (a full or
  * vanished directory) can leave the earlier ones in place. */
-int qsm_run_files(MPI_Comm comm, const char *method,
-                  const char *const *inputs, size_t n_inputs,
-                  const param *params, size_t n_params,
+int qsm_run_files(MPI_Comm comm, const char *method, const char *const *inputs,
+                  size_t n_inputs, const qs_param *params, size_t n_params,
                   const qsm_options *options, const char *const *out_paths,
                   size_t n_paths, qsm_report *report, char *err,
                   size_t err_len);

@@ -827,7 +827,7 @@ class Engine:
         recording anything: ``impl`` and ``reason`` of the choice and every
         implementation's estimate (the report's seconds stay 0). An input
         may be given by its shape alone, ``(frames, rows, cols)`` or
-        ``(rows, cols)``, as the C API's method_estimate takes it."""
+        ``(rows, cols)``, as the C API's qs_method_estimate takes it."""
         d = self._desc(method)
         slots = [s for s, _ in d["inputs"]] if d else []
         inputs = tuple(

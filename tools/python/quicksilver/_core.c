@@ -7,13 +7,13 @@
  * Result and Report objects; the checks here are the contract, not the user
  * interface.
  *
- * Memory: inputs are wrapped, never copied (image_wrap over the array's
+ * Memory: inputs are wrapped, never copied (qs_image_wrap over the array's
  * buffer, which the call keeps alive). Outputs stay where the engine
  * allocated them: each becomes an ndarray whose base is a capsule owning
- * the image, released with image_free when the last view goes. They do not
+ * the image, released with qs_image_free when the last view goes. They do not
  * depend on the engine and outlive it.
  *
- * Threads: the GIL is released for the whole method_run / method_benchmark,
+ * Threads: the GIL is released for the whole qs_method_run / qs_method_benchmark,
  * which run on a thread of their own while the caller watches for Ctrl-C
  * and passes progress to Python ("progress and Ctrl-C" below). An engine
  * serves one thread at a time (quicksilver.h): a lock per Engine makes a
@@ -45,11 +45,11 @@ static PyObject *raise_status(int status, const char *msg) {
   Py_XDECREF(key);
   if (PyErr_Occurred()) return NULL;
   if (!cls) {
-    PyErr_Format(PyExc_RuntimeError, "%s (%s)", msg, status_name(status));
+    PyErr_Format(PyExc_RuntimeError, "%s (%s)", msg, qs_status_name(status));
     return NULL;
   }
   PyObject *exc =
-      PyObject_CallFunction(cls, "sis", msg, status, status_name(status));
+      PyObject_CallFunction(cls, "sis", msg, status, qs_status_name(status));
   if (exc) {
     PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
     Py_DECREF(exc);
@@ -65,7 +65,7 @@ static PyObject *raise_closed(const char *what) {
   PyObject *cls = error_map ? PyDict_GetItemString(error_map, "closed") : NULL;
   if (!cls) return raise_status(QS_EINVAL, msg);
   PyObject *exc = PyObject_CallFunction(cls, "sis", msg, QS_EINVAL,
-                                        status_name(QS_EINVAL));
+                                        qs_status_name(QS_EINVAL));
   if (exc) {
     PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
     Py_DECREF(exc);
@@ -105,22 +105,23 @@ static PyObject *statuses(PyObject *self, PyObject *noargs) {
   (void)noargs;
   PyObject *list = PyList_New(0);
   for (int s = 0; list && s < QS_STATUS_COUNT; s++) {
-    PyObject *t = Py_BuildValue("(iss)", s, status_name(s), status_message(s));
+    PyObject *t =
+        Py_BuildValue("(iss)", s, qs_status_name(s), qs_status_message(s));
     if (!t || PyList_Append(list, t) < 0) Py_CLEAR(list);
     Py_XDECREF(t);
   }
   return list;
 }
 
-static const char *type_name(param_type t) {
+static const char *type_name(qs_param_type t) {
   switch (t) {
-  case PARAM_INT:
+  case QS_PARAM_INT:
     return "int";
-  case PARAM_FLOAT:
+  case QS_PARAM_FLOAT:
     return "float";
-  case PARAM_BOOL:
+  case QS_PARAM_BOOL:
     return "bool";
-  case PARAM_ENUM:
+  case QS_PARAM_ENUM:
     return "enum";
   }
   return "unknown";
@@ -131,30 +132,30 @@ static const char *type_name(param_type t) {
 static const char IMAGE_CAPSULE[] = "quicksilver.image";
 
 static void image_capsule_free(PyObject *cap) {
-  image *img = PyCapsule_GetPointer(cap, IMAGE_CAPSULE);
+  qs_image *img = PyCapsule_GetPointer(cap, IMAGE_CAPSULE);
   if (!img) {
     PyErr_Clear();
     return;
   }
-  image_free(img);
+  qs_image_free(img);
   PyMem_RawFree(img);
 }
 
 /* Hands *img to a new ndarray (frames, rows, cols) without copying; *img
  * is emptied whether or not it succeeds (on failure it is freed). */
-static PyObject *image_to_array(image *img) {
+static PyObject *image_to_array(qs_image *img) {
   npy_intp dims[3] = {(npy_intp)img->frames, (npy_intp)img->rows,
                       (npy_intp)img->cols};
-  image *held = PyMem_RawMalloc(sizeof *held);
+  qs_image *held = PyMem_RawMalloc(sizeof *held);
   if (!held) {
-    image_free(img);
+    qs_image_free(img);
     return PyErr_NoMemory();
   }
   *held = *img;
   memset(img, 0, sizeof *img);
   PyObject *cap = PyCapsule_New(held, IMAGE_CAPSULE, image_capsule_free);
   if (!cap) {
-    image_free(held);
+    qs_image_free(held);
     PyMem_RawFree(held);
     return NULL;
   }
@@ -175,7 +176,7 @@ static PyObject *image_to_array(image *img) {
 /* ------------------------------------------------------------- engine */
 
 typedef struct {
-  PyObject_HEAD engine *e;
+  PyObject_HEAD qs_engine *e;
   PyThread_type_lock lock;
   Py_ssize_t streams; /* open live streams and plans: the engine must
                          outlive them */
@@ -202,7 +203,7 @@ static int unlock_status(EngineObject *self, int rc) {
   char msg[1024] = "";
   int closed = !self->e; /* closed by another thread while we waited */
   if (rc != QS_OK && !closed)
-    snprintf(msg, sizeof msg, "%s", engine_error(self->e));
+    snprintf(msg, sizeof msg, "%s", qs_engine_error(self->e));
   engine_unlock(self);
   if (rc != QS_OK && closed) rc = QS_EINVAL, raise_closed("engine");
   else if (rc != QS_OK) raise_status(rc, msg);
@@ -267,33 +268,34 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kw) {
     raise_status(QS_EINVAL, "the engine is already open");
     return -1;
   }
-  engine_options o = {0};
+  qs_engine_options o = {0};
   o.db_path = db ? PyBytes_AS_STRING(db) : NULL;
   o.cache_dir = cache ? PyBytes_AS_STRING(cache) : NULL;
   o.threads = threads;
   o.no_opencl = !opencl;
   o.no_calibration = !calibration;
   o.seed = (uint64_t)seed;
-  engine *e = NULL;
+  qs_engine *e = NULL;
   int rc;
   /* Opening probes OpenCL devices and the store: no GIL needed. */
   PyThreadState *ts = PyEval_SaveThread();
-  rc = engine_open(&e, &o);
+  rc = qs_engine_open(&e, &o);
   PyEval_RestoreThread(ts);
   Py_XDECREF(db);
   Py_XDECREF(cache);
   if (rc != QS_OK && rc != QS_ECORRUPT) {
     char msg[512];
-    snprintf(msg, sizeof msg, "%s", e ? engine_error(e) : status_message(rc));
-    engine_close(e);
+    snprintf(msg, sizeof msg, "%s",
+             e ? qs_engine_error(e) : qs_status_message(rc));
+    qs_engine_close(e);
     raise_status(rc, msg);
     return -1;
   }
   /* QS_ECORRUPT: a usable engine that does not record (the file is left
    * as it is); Python shows it as a warning. */
-  if (rc == QS_ECORRUPT &&
-      PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "%s", engine_error(e)) < 0) {
-    engine_close(e);
+  if (rc == QS_ECORRUPT && PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "%s",
+                                            qs_engine_error(e)) < 0) {
+    qs_engine_close(e);
     return -1;
   }
   self->e = e;
@@ -316,18 +318,18 @@ static PyObject *Engine_close(EngineObject *self, PyObject *noargs) {
     engine_unlock(self);
     return raise_status(QS_EINVAL, msg);
   }
-  engine *e = self->e;
+  qs_engine *e = self->e;
   self->e = NULL;
   /* Closing flushes pending timings to the store. */
   PyThreadState *ts = PyEval_SaveThread();
-  engine_close(e);
+  qs_engine_close(e);
   PyEval_RestoreThread(ts);
   engine_unlock(self);
   Py_RETURN_NONE;
 }
 
 static void Engine_dealloc(EngineObject *self) {
-  engine_close(self->e);
+  qs_engine_close(self->e);
   if (self->lock) PyThread_free_lock(self->lock);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -336,21 +338,21 @@ static void Engine_dealloc(EngineObject *self) {
 
 /* An image on an OpenCL device (quicksilver_image.h) held for Python: the
  * engine that made it is kept alive with it. Released under the engine's
- * lock (image_free touches the engine's list), or alone once the engine
+ * lock (qs_image_free touches the engine's list), or alone once the engine
  * is closed (its buffer went with the engine). */
 typedef struct {
   PyObject_HEAD EngineObject *eng;
-  image img;
+  qs_image img;
 } DevArrayObject;
 
 static PyTypeObject DevArrayType;
 
 /* Takes *img (a device image of eng) into a new DeviceArray; *img is
  * emptied, freed on failure. */
-static PyObject *devarray_new(EngineObject *eng, image *img) {
+static PyObject *devarray_new(EngineObject *eng, qs_image *img) {
   DevArrayObject *d = PyObject_New(DevArrayObject, &DevArrayType);
   if (!d) {
-    image_free(img);
+    qs_image_free(img);
     return NULL;
   }
   Py_INCREF(eng);
@@ -364,10 +366,10 @@ static void devarray_release(DevArrayObject *self) {
   if (!self->img.owner_) return;
   if (self->eng && self->eng->e) {
     engine_lock(self->eng);
-    image_free(&self->img);
+    qs_image_free(&self->img);
     engine_unlock(self->eng);
   } else {
-    image_free(&self->img);
+    qs_image_free(&self->img);
   }
 }
 
@@ -378,7 +380,7 @@ static void DevArray_dealloc(DevArrayObject *self) {
 }
 
 /* An output: a DeviceArray for a device image, else an ndarray. */
-static PyObject *output_object(EngineObject *eng, image *img) {
+static PyObject *output_object(EngineObject *eng, qs_image *img) {
   if (!img->data && img->owner_) return devarray_new(eng, img);
   return image_to_array(img);
 }
@@ -387,10 +389,10 @@ static PyObject *DevArray_pull(DevArrayObject *self, PyObject *noargs) {
   (void)noargs;
   if (!self->img.owner_) return raise_closed("device array");
   if (!engine_ready(self->eng)) return NULL;
-  image h;
+  qs_image h;
   engine_lock(self->eng);
-  int rc = self->eng->e ? image_pull(self->eng->e, &self->img, &h)
-                        : QS_EINVAL;
+  int rc =
+      self->eng->e ? qs_image_pull(self->eng->e, &self->img, &h) : QS_EINVAL;
   if (unlock_status(self->eng, rc) != QS_OK) return NULL;
   return image_to_array(&h);
 }
@@ -435,7 +437,7 @@ static PyObject *DevArray_get_dtype(DevArrayObject *self, void *c) {
 
 static PyObject *DevArray_get_device(DevArrayObject *self, void *c) {
   (void)c;
-  return PyUnicode_FromString(image_device(&self->img));
+  return PyUnicode_FromString(qs_image_device(&self->img));
 }
 
 static PyMethodDef DevArray_methods[] = {
@@ -482,18 +484,18 @@ static PyObject *Engine_push(EngineObject *self, PyObject *args) {
   }
   if (!engine_ready(self)) return NULL;
   const npy_intp *dm = PyArray_DIMS(a);
-  image host = image_wrap(PyArray_DATA(a), (size_t)dm[0], (size_t)dm[1],
-                          (size_t)dm[2]),
-        dev;
+  qs_image host = qs_image_wrap(PyArray_DATA(a), (size_t)dm[0], (size_t)dm[1],
+                                (size_t)dm[2]),
+           dev;
   engine_lock(self);
-  int rc = self->e ? image_push(self->e, &host, device, &dev) : QS_EINVAL;
+  int rc = self->e ? qs_image_push(self->e, &host, device, &dev) : QS_EINVAL;
   if (unlock_status(self, rc) != QS_OK) return NULL;
   return devarray_new(self, &dev);
 }
 
 /* Wraps each input array; they must be float32, C-contiguous, aligned,
  * native byte order, 3-D (the Python layer converts), or DeviceArrays. */
-static int inputs_wrap(PyObject *seq, image *in, size_t *n, int shapes) {
+static int inputs_wrap(PyObject *seq, qs_image *in, size_t *n, int shapes) {
   Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
   if (len > MAX_SLOTS) {
     raise_status(QS_EINVAL, "too many inputs");
@@ -506,7 +508,7 @@ static int inputs_wrap(PyObject *seq, image *in, size_t *n, int shapes) {
     if (shapes && PyTuple_Check(o) &&
         PyArg_ParseTuple(o, "nnn", &f, &r, &c) && f >= 0 && r >= 0 &&
         c >= 0) {
-      in[k] = image_wrap(NULL, (size_t)f, (size_t)r, (size_t)c);
+      in[k] = qs_image_wrap(NULL, (size_t)f, (size_t)r, (size_t)c);
       continue;
     }
     PyErr_Clear();
@@ -529,8 +531,8 @@ static int inputs_wrap(PyObject *seq, image *in, size_t *n, int shapes) {
       return -1;
     }
     const npy_intp *d = PyArray_DIMS(a);
-    in[k] =
-        image_wrap(PyArray_DATA(a), (size_t)d[0], (size_t)d[1], (size_t)d[2]);
+    in[k] = qs_image_wrap(PyArray_DATA(a), (size_t)d[0], (size_t)d[1],
+                          (size_t)d[2]);
   }
   *n = (size_t)len;
   return 0;
@@ -540,7 +542,7 @@ static int inputs_wrap(PyObject *seq, image *in, size_t *n, int shapes) {
  * engine as text ("avg", "true"), bool/int/float are passed by value. The
  * names and texts point into the sequence's objects, which outlive the
  * call. */
-static int params_build(PyObject *seq, param *p, size_t max, size_t *n) {
+static int params_build(PyObject *seq, qs_param *p, size_t max, size_t *n) {
   Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
   if ((size_t)len > max) {
     raise_status(QS_EPARAM, "too many parameters");
@@ -580,8 +582,8 @@ static int params_build(PyObject *seq, param *p, size_t max, size_t *n) {
  * params point into) until call_end. */
 typedef struct call_args {
   PyObject *in_seq, *p_seq;
-  image in[MAX_SLOTS];
-  param p[QS_MAX_PARAMS];
+  qs_image in[MAX_SLOTS];
+  qs_param p[QS_MAX_PARAMS];
   size_t n_in, n_p;
 } call_args;
 
@@ -617,10 +619,10 @@ static PyObject *seconds_or_none(double s) {
   return PyFloat_FromDouble(s);
 }
 
-static PyObject *report_dict(const run_report *r) {
+static PyObject *report_dict(const qs_run_report *r) {
   PyObject *est = PyList_New(0);
   for (size_t k = 0; est && k < r->n_estimates && k < QS_MAX_ESTIMATES; k++) {
-    const run_estimate *x = &r->estimates[k];
+    const qs_run_estimate *x = &r->estimates[k];
     PyObject *s = seconds_or_none(x->seconds);
     PyObject *lo = s ? seconds_or_none(x->optimistic) : NULL;
     PyObject *d =
@@ -642,7 +644,7 @@ static PyObject *report_dict(const run_report *r) {
                        r->calibration_seconds, "calibration_once_seconds",
                        r->calibration_once_seconds, "fallbacks", r->fallbacks,
                        "estimates", est, "record_status",
-                       status_name(r->record_status), "bytes_up",
+                       qs_status_name(r->record_status), "bytes_up",
                        (unsigned long long)r->bytes_up, "bytes_down",
                        (unsigned long long)r->bytes_down, "bytes_pulled",
                        (unsigned long long)r->bytes_pulled, "bytes_pushed",
@@ -792,35 +794,35 @@ static int watch_status(EngineObject *self, int rc) {
   return rc == QS_OK ? QS_ECANCELLED : rc;
 }
 
-/* method_run / method_benchmark / plan_run as watch_call bodies. */
+/* qs_method_run / qs_method_benchmark / qs_plan_run as watch_call bodies. */
 typedef struct run_job {
-  engine *e;
-  plan *p;
+  qs_engine *e;
+  qs_plan *p;
   const char *method, *impls;
-  const run_request *rq;
-  const image *in;
+  const qs_run_request *rq;
+  const qs_image *in;
   size_t n_in;
-  image *out;
+  qs_image *out;
   size_t n_out;
-  run_report *rep;
+  qs_run_report *rep;
   int warmup, repeats;
-  bench_result *br;
+  qs_bench_result *br;
 } run_job;
 
 static int run_body(void *p) {
   run_job *j = p;
-  return method_run(j->e, j->method, j->rq, j->out, j->n_out, j->rep);
+  return qs_method_run(j->e, j->method, j->rq, j->out, j->n_out, j->rep);
 }
 
 static int plan_body(void *p) {
   run_job *j = p;
-  return plan_run(j->p, j->in, j->n_in, j->out, j->n_out, j->rep);
+  return qs_plan_run(j->p, j->in, j->n_in, j->out, j->n_out, j->rep);
 }
 
 static int bench_body(void *p) {
   run_job *j = p;
-  return method_benchmark(j->e, j->method, j->rq, j->impls, j->warmup,
-                          j->repeats, j->br);
+  return qs_method_benchmark(j->e, j->method, j->rq, j->impls, j->warmup,
+                             j->repeats, j->br);
 }
 
 /* run(method, inputs, params, impl, progress) -> (outputs, report dict) */
@@ -832,18 +834,18 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
     return NULL;
   PyObject *result = NULL;
   call_args ca;
-  image out[MAX_SLOTS];
+  qs_image out[MAX_SLOTS];
   memset(out, 0, sizeof out);
   if (call_begin(self, in_obj, p_obj, &ca, 0) < 0) goto done;
-  const method_desc *d = method_find(self->e, method);
+  const qs_method_desc *d = qs_method_find(self->e, method);
   size_t n_out = d ? d->n_outputs : 0;
   if (n_out > MAX_SLOTS) n_out = MAX_SLOTS;
-  run_request rq = {.inputs = ca.in,
-                    .n_inputs = ca.n_in,
-                    .params = ca.p,
-                    .n_params = ca.n_p,
-                    .impl = impl};
-  run_report rep;
+  qs_run_request rq = {.inputs = ca.in,
+                       .n_inputs = ca.n_in,
+                       .params = ca.p,
+                       .n_params = ca.n_p,
+                       .impl = impl};
+  qs_run_report rep;
   memset(&rep, 0, sizeof rep);
   watch_slot slot = NULL;
   rq.progress = slot_hook;
@@ -873,22 +875,22 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
     Py_XDECREF(outs);
 done:
   for (size_t k = 0; k < MAX_SLOTS; k++) /* those not handed to numpy */
-    image_free(&out[k]);
+    qs_image_free(&out[k]);
   call_end(&ca);
   return result;
 }
 
 static PyObject *bench_item(const void *base, size_t k) {
-  const bench_entry *b = (const bench_entry *)base + k;
+  const qs_bench_entry *b = (const qs_bench_entry *)base + k;
   return Py_BuildValue("{s:s,s:s,s:i,s:d,s:d,s:d,s:d,s:d}", "impl", b->impl,
-                       "status", status_name(b->status), "runs", b->runs,
+                       "status", qs_status_name(b->status), "runs", b->runs,
                        "min", b->min, "median", b->median, "fast_mean",
                        b->fast_mean, "once_seconds", b->once_seconds,
                        "max_rel_diff", b->max_rel_diff);
 }
 
 /* benchmark(method, inputs, params, impls, warmup, repeats, progress)
- * -> [dict]; progress counts runs (method_benchmark) */
+ * -> [dict]; progress counts runs (qs_method_benchmark) */
 static PyObject *Engine_benchmark(EngineObject *self, PyObject *args) {
   const char *method, *impls = NULL;
   PyObject *in_obj, *p_obj, *progress = NULL;
@@ -899,11 +901,11 @@ static PyObject *Engine_benchmark(EngineObject *self, PyObject *args) {
   PyObject *list = NULL;
   call_args ca;
   if (call_begin(self, in_obj, p_obj, &ca, 0) < 0) goto done;
-  run_request rq = {.inputs = ca.in,
-                    .n_inputs = ca.n_in,
-                    .params = ca.p,
-                    .n_params = ca.n_p};
-  bench_result br;
+  qs_run_request rq = {.inputs = ca.in,
+                       .n_inputs = ca.n_in,
+                       .params = ca.p,
+                       .n_params = ca.n_p};
+  qs_bench_result br;
   memset(&br, 0, sizeof br);
   watch_slot slot = NULL;
   rq.progress = slot_hook;
@@ -924,19 +926,19 @@ done:
   return list;
 }
 
-static PyObject *param_value(const param_def *d, double v) {
-  if (d->type == PARAM_BOOL) return PyBool_FromLong(v != 0);
-  if (d->type == PARAM_INT) return PyLong_FromDouble(v);
-  if (d->type == PARAM_ENUM) {
+static PyObject *param_value(const qs_param_def *d, double v) {
+  if (d->type == QS_PARAM_BOOL) return PyBool_FromLong(v != 0);
+  if (d->type == QS_PARAM_INT) return PyLong_FromDouble(v);
+  if (d->type == QS_PARAM_ENUM) {
     char buf[64];
-    params_format(d, v, buf, sizeof buf);
+    qs_params_format(d, v, buf, sizeof buf);
     return PyUnicode_FromString(buf);
   }
   return PyFloat_FromDouble(v);
 }
 
 /* [(name, doc), ...] of a method's input or output slots. */
-static PyObject *slots_list(const slot_def *s, size_t n) {
+static PyObject *slots_list(const qs_slot_def *s, size_t n) {
   PyObject *l = PyList_New(0);
   for (size_t k = 0; l && k < n; k++) {
     PyObject *t = Py_BuildValue("(ss)", s[k].name, s[k].doc ? s[k].doc : "");
@@ -946,12 +948,12 @@ static PyObject *slots_list(const slot_def *s, size_t n) {
   return l;
 }
 
-static PyObject *params_list(const method_desc *m) {
+static PyObject *params_list(const qs_method_desc *m) {
   PyObject *l = PyList_New(0);
   for (size_t k = 0; l && k < m->n_params; k++) {
-    const param_def *d = &m->params[k];
-    int ranged =
-        (d->type == PARAM_INT || d->type == PARAM_FLOAT) && d->min < d->max;
+    const qs_param_def *d = &m->params[k];
+    int ranged = (d->type == QS_PARAM_INT || d->type == QS_PARAM_FLOAT) &&
+                 d->min < d->max;
     PyObject *def = param_value(d, d->def);
     PyObject *lo = ranged ? PyFloat_FromDouble(d->min) : Py_NewRef(Py_None);
     PyObject *hi = ranged ? PyFloat_FromDouble(d->max) : Py_NewRef(Py_None);
@@ -961,9 +963,11 @@ static PyObject *params_list(const method_desc *m) {
                   "{s:s,s:s,s:N,s:N,s:N,s:O,s:O,s:s,s:s}", "name", d->name,
                   "type", type_name(d->type), "default", def, "min", lo, "max",
                   hi, "min_open",
-                  (d->flags & PARAM_MIN_OPEN) ? Py_True : Py_False, "max_open",
-                  (d->flags & PARAM_MAX_OPEN) ? Py_True : Py_False, "choices",
-                  d->choices ? d->choices : "", "doc", d->doc ? d->doc : "")
+                  (d->flags & QS_PARAM_MIN_OPEN) ? Py_True : Py_False,
+                  "max_open",
+                  (d->flags & QS_PARAM_MAX_OPEN) ? Py_True : Py_False,
+                  "choices", d->choices ? d->choices : "", "doc",
+                  d->doc ? d->doc : "")
             : NULL;
     if (!x) {
       Py_XDECREF(def);
@@ -981,9 +985,9 @@ static PyObject *Engine_methods(EngineObject *self, PyObject *noargs) {
   (void)noargs;
   if (!engine_ready(self)) return NULL;
   PyObject *l = PyList_New(0);
-  size_t n = method_count(self->e);
+  size_t n = qs_method_count(self->e);
   for (size_t i = 0; l && i < n; i++) {
-    const method_desc *m = method_at(self->e, i);
+    const qs_method_desc *m = qs_method_at(self->e, i);
     PyObject *x = Py_BuildValue("{s:s,s:s,s:N,s:N,s:N,s:d}", "name", m->name,
                                 "doc", m->doc ? m->doc : "", "inputs",
                                 slots_list(m->inputs, m->n_inputs), "outputs",
@@ -996,9 +1000,9 @@ static PyObject *Engine_methods(EngineObject *self, PyObject *noargs) {
 }
 
 static PyObject *impl_item(const void *base, size_t k) {
-  const impl_info *i = (const impl_info *)base + k;
+  const qs_impl_info *i = (const qs_impl_info *)base + k;
   return Py_BuildValue("{s:s,s:s,s:i,s:O,s:s,s:s}", "name", i->name, "kind",
-                       impl_kind_name(i->kind), "version", i->version,
+                       qs_impl_kind_name(i->kind), "version", i->version,
                        "available", i->available ? Py_True : Py_False, "why",
                        i->why, "device", i->device);
 }
@@ -1008,10 +1012,10 @@ static PyObject *Engine_impls(EngineObject *self, PyObject *args) {
   const char *method;
   if (!PyArg_ParseTuple(args, "s", &method) || !engine_ready(self))
     return NULL;
-  impl_info info[QS_MAX_IMPLS];
+  qs_impl_info info[QS_MAX_IMPLS];
   size_t n = 0;
   engine_lock(self);
-  int rc = self->e ? method_impls(self->e, method, info, QS_MAX_IMPLS, &n)
+  int rc = self->e ? qs_method_impls(self->e, method, info, QS_MAX_IMPLS, &n)
                    : QS_EINVAL;
   if (unlock_status(self, rc) != QS_OK) return NULL;
   return list_of(n < QS_MAX_IMPLS ? n : QS_MAX_IMPLS, impl_item, info);
@@ -1020,7 +1024,7 @@ static PyObject *Engine_impls(EngineObject *self, PyObject *args) {
 /* --------------------------------------------------------- devices */
 
 static PyObject *device_item(const void *base, size_t k) {
-  const device_info *d = (const device_info *)base + k;
+  const qs_device_info *d = (const qs_device_info *)base + k;
   return Py_BuildValue(
       "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:O,s:O,s:O,s:i,s:i,s:I,s:I,s:K,s:K,"
       "s:K,s:n,s:O}",
@@ -1036,16 +1040,16 @@ static PyObject *device_item(const void *base, size_t k) {
       (Py_ssize_t)d->max_work_group, "fp64", d->fp64 ? Py_True : Py_False);
 }
 
-/* devices() -> [dict] from engine_devices: the host CPU first, then each
+/* devices() -> [dict] from qs_engine_devices: the host CPU first, then each
  * OpenCL device. */
 static PyObject *Engine_devices(EngineObject *self, PyObject *noargs) {
   (void)noargs;
   if (!engine_ready(self)) return NULL;
-  device_info dev[QS_MAX_IMPLS];
+  qs_device_info dev[QS_MAX_IMPLS];
   size_t n = 0;
   engine_lock(self);
   int rc =
-      self->e ? engine_devices(self->e, dev, QS_MAX_IMPLS, &n) : QS_EINVAL;
+      self->e ? qs_engine_devices(self->e, dev, QS_MAX_IMPLS, &n) : QS_EINVAL;
   if (unlock_status(self, rc) != QS_OK) return NULL;
   return list_of(n < QS_MAX_IMPLS ? n : QS_MAX_IMPLS, device_item, dev);
 }
@@ -1053,11 +1057,11 @@ static PyObject *Engine_devices(EngineObject *self, PyObject *noargs) {
 static PyObject *Engine_get_opencl_why(EngineObject *self, void *c) {
   (void)c;
   if (!engine_ready(self)) return NULL;
-  return PyUnicode_FromString(engine_opencl_why(self->e));
+  return PyUnicode_FromString(qs_engine_opencl_why(self->e));
 }
 
 /* estimate(method, inputs, params, impl) -> report dict: the choice
- * method_run would make for these inputs, without running or recording. */
+ * qs_method_run would make for these inputs, without running or recording. */
 static PyObject *Engine_estimate(EngineObject *self, PyObject *args) {
   const char *method, *impl = NULL;
   PyObject *in_obj, *p_obj;
@@ -1066,14 +1070,14 @@ static PyObject *Engine_estimate(EngineObject *self, PyObject *args) {
   PyObject *result = NULL;
   call_args ca;
   if (call_begin(self, in_obj, p_obj, &ca, 1) == 0) {
-    run_request rq = {.inputs = ca.in,
-                      .n_inputs = ca.n_in,
-                      .params = ca.p,
-                      .n_params = ca.n_p,
-                      .impl = impl};
-    run_report rep;
+    qs_run_request rq = {.inputs = ca.in,
+                         .n_inputs = ca.n_in,
+                         .params = ca.p,
+                         .n_params = ca.n_p,
+                         .impl = impl};
+    qs_run_report rep;
     memset(&rep, 0, sizeof rep);
-    int rc = method_estimate(self->e, method, &rq, &rep);
+    int rc = qs_method_estimate(self->e, method, &rq, &rep);
     if (unlock_status(self, rc) == QS_OK) result = report_dict(&rep);
   }
   call_end(&ca);
@@ -1084,7 +1088,7 @@ static PyObject *Engine_estimate(EngineObject *self, PyObject *args) {
 
 /* Keyword filter of the db_* calls: method, impl, device, key, limit. The
  * strings point into the argument objects, alive for the call. */
-static int filter_parse(PyObject *args, PyObject *kw, db_filter *f) {
+static int filter_parse(PyObject *args, PyObject *kw, qs_db_filter *f) {
   static char *kwlist[] = {"method", "impl", "device", "key", "limit", NULL};
   memset(f, 0, sizeof *f);
   Py_ssize_t limit = 0;
@@ -1107,7 +1111,7 @@ static int list_append_steal(PyObject *list, PyObject *d) {
   return bad;
 }
 
-static int row_cb(void *ctx, const db_row *r) {
+static int row_cb(void *ctx, const qs_db_row *r) {
   return list_append_steal(
       ctx, Py_BuildValue(
                "{s:L,s:d,s:s,s:s,s:i,s:s,s:s,s:d,s:s,s:d,s:d,s:d,s:s,"
@@ -1117,36 +1121,34 @@ static int row_cb(void *ctx, const db_row *r) {
                r->device, "key", r->key, "work", r->work, "params", r->params,
                "wall", r->wall, "device_seconds", r->device_seconds,
                "once_seconds", r->once_seconds, "status",
-               status_name(r->status), "error", r->error ? r->error : ""));
+               qs_status_name(r->status), "error", r->error ? r->error : ""));
 }
 
-static int stat_cb(void *ctx, const db_stat *s) {
+static int stat_cb(void *ctx, const qs_db_stat *s) {
   return list_append_steal(
       ctx, Py_BuildValue("{s:s,s:s,s:s,s:s,s:n,s:n,s:d,s:d,s:d,s:s}", "method",
                          s->method, "key", s->key, "impl", s->impl, "device",
                          s->device, "count", (Py_ssize_t)s->count, "failed",
                          (Py_ssize_t)s->failed, "min", s->min, "median",
                          s->median, "fast_mean", s->fast_mean, "status",
-                         status_name(s->status)));
+                         qs_status_name(s->status)));
 }
 
 static int best_cb(void *ctx, const char *method, const char *key,
-                   const run_report *choice) {
+                   const qs_run_report *choice) {
   PyObject *rd = report_dict(choice);
-  return list_append_steal(ctx,
-                           rd ? Py_BuildValue("{s:s,s:s,s:N,s:O}", "method",
-                                              method, "key", key, "choice", rd,
-                                              "slice",
-                                              db_key_is_slice(key) ? Py_True
-                                                                   : Py_False)
-                              : NULL);
+  return list_append_steal(
+      ctx, rd ? Py_BuildValue("{s:s,s:s,s:N,s:O}", "method", method, "key",
+                              key, "choice", rd, "slice",
+                              qs_db_key_is_slice(key) ? Py_True : Py_False)
+              : NULL);
 }
 
 /* Runs one of the db walks with a list as context; the GIL stays held (the
  * callbacks build Python objects). */
 static PyObject *db_walk(EngineObject *self, PyObject *args, PyObject *kw,
                          int which) {
-  db_filter f;
+  qs_db_filter f;
   if (filter_parse(args, kw, &f) < 0 || !engine_ready(self)) return NULL;
   PyObject *list = PyList_New(0);
   if (!list) return NULL;
@@ -1154,11 +1156,11 @@ static PyObject *db_walk(EngineObject *self, PyObject *args, PyObject *kw,
   int rc = QS_EINVAL;
   if (self->e) {
     if (which == 0)
-      rc = engine_db_query(self->e, &f, row_cb, list);
+      rc = qs_engine_db_query(self->e, &f, row_cb, list);
     else if (which == 1)
-      rc = engine_db_stats(self->e, &f, stat_cb, list);
+      rc = qs_engine_db_stats(self->e, &f, stat_cb, list);
     else
-      rc = engine_db_best(self->e, &f, best_cb, list);
+      rc = qs_engine_db_best(self->e, &f, best_cb, list);
   }
   if (PyErr_Occurred()) { /* a callback failed: its error stands */
     engine_unlock(self);
@@ -1185,7 +1187,7 @@ static PyObject *Engine_db_best(EngineObject *self, PyObject *a, PyObject *k) {
 typedef struct db_op {
   int op;
   const char *path;
-  db_filter f;
+  qs_db_filter f;
   size_t keep;
   double days;
   size_t n[3];
@@ -1195,24 +1197,24 @@ static PyObject *db_do(EngineObject *self, db_op *o) {
   if (!engine_ready(self)) return NULL;
   engine_lock(self);
   int rc = QS_EINVAL;
-  engine *e = self->e;
+  qs_engine *e = self->e;
   PyThreadState *ts = PyEval_SaveThread();
   if (e) {
     switch (o->op) {
     case 0:
-      rc = engine_db_export(e, o->path);
+      rc = qs_engine_db_export(e, o->path);
       break;
     case 1:
-      rc = engine_db_import(e, o->path, &o->n[0], &o->n[1], &o->n[2]);
+      rc = qs_engine_db_import(e, o->path, &o->n[0], &o->n[1], &o->n[2]);
       break;
     case 2:
-      rc = engine_db_prune(e, o->keep, o->days, &o->n[0]);
+      rc = qs_engine_db_prune(e, o->keep, o->days, &o->n[0]);
       break;
     case 3:
-      rc = engine_db_forget(e, &o->f, &o->n[0]);
+      rc = qs_engine_db_forget(e, &o->f, &o->n[0]);
       break;
     default:
-      rc = engine_db_check(e);
+      rc = qs_engine_db_check(e);
       break;
     }
   }
@@ -1272,13 +1274,13 @@ static PyObject *Engine_db_check(EngineObject *self, PyObject *noargs) {
 static PyObject *Engine_get_threads(EngineObject *self, void *c) {
   (void)c;
   if (!engine_ready(self)) return NULL;
-  return PyLong_FromLong(engine_threads(self->e));
+  return PyLong_FromLong(qs_engine_threads(self->e));
 }
 
 static PyObject *Engine_get_db_path(EngineObject *self, void *c) {
   (void)c;
   if (!engine_ready(self)) return NULL;
-  return PyUnicode_DecodeFSDefault(engine_db_path(self->e));
+  return PyUnicode_DecodeFSDefault(qs_engine_db_path(self->e));
 }
 
 /* (status name, message) of the recording of timings: ("ok", "") while
@@ -1287,8 +1289,8 @@ static PyObject *Engine_get_record_status(EngineObject *self, void *c) {
   (void)c;
   if (!engine_ready(self)) return NULL;
   char msg[512] = "";
-  int rc = engine_record_status(self->e, msg, sizeof msg);
-  return Py_BuildValue("(ss)", status_name(rc), msg);
+  int rc = qs_engine_record_status(self->e, msg, sizeof msg);
+  return Py_BuildValue("(ss)", qs_status_name(rc), msg);
 }
 
 static PyObject *Engine_get_closed(EngineObject *self, void *c) {
@@ -1300,7 +1302,7 @@ static PyObject *Engine_get_closed(EngineObject *self, void *c) {
 
 typedef struct {
   PyObject_HEAD EngineObject *eng; /* strong: the engine outlives us */
-  esrrf_stream *s;
+  qs_esrrf_stream *s;
 } StreamObject;
 
 static int stream_ready(StreamObject *self) {
@@ -1324,7 +1326,7 @@ static void stream_close(StreamObject *self) {
   if (!self->s) return;
   engine_lock(self->eng);
   if (self->s) { /* not closed by another thread while we waited */
-    esrrf_stream_close(self->s);
+    qs_esrrf_stream_close(self->s);
     self->s = NULL;
     self->eng->streams--;
   }
@@ -1347,7 +1349,7 @@ static void Stream_dealloc(StreamObject *self) {
  * the GIL is released while the frames' maps are computed. */
 static PyObject *Stream_push(StreamObject *self, PyObject *arr) {
   PyObject *one = PyTuple_Pack(1, arr);
-  image in[MAX_SLOTS];
+  qs_image in[MAX_SLOTS];
   size_t n = 0;
   int bad = !one || inputs_wrap(one, in, &n, 0) < 0;
   if (bad || !stream_ready(self)) {
@@ -1359,9 +1361,10 @@ static PyObject *Stream_push(StreamObject *self, PyObject *arr) {
     return NULL;
   }
   PyThreadState *ts = PyEval_SaveThread();
-  int rc = esrrf_stream_push(self->s, &in[0]);
+  int rc = qs_esrrf_stream_push(self->s, &in[0]);
   char msg[1024] = "";
-  if (rc != QS_OK) snprintf(msg, sizeof msg, "%s", esrrf_stream_error(self->s));
+  if (rc != QS_OK)
+    snprintf(msg, sizeof msg, "%s", qs_esrrf_stream_error(self->s));
   PyEval_RestoreThread(ts);
   engine_unlock(self->eng);
   Py_DECREF(one);
@@ -1374,16 +1377,17 @@ static PyObject *Stream_push(StreamObject *self, PyObject *arr) {
 static PyObject *Stream_pop(StreamObject *self, PyObject *noargs) {
   (void)noargs;
   if (!stream_ready(self)) return NULL;
-  image out = {0};
-  esrrf_stream_result info;
+  qs_image out = {0};
+  qs_esrrf_stream_result info;
   int got = 0;
   if (stream_lock(self) < 0) return NULL;
-  int rc = esrrf_stream_pop(self->s, &out, &info, &got);
+  int rc = qs_esrrf_stream_pop(self->s, &out, &info, &got);
   char msg[1024] = "";
-  if (rc != QS_OK) snprintf(msg, sizeof msg, "%s", esrrf_stream_error(self->s));
+  if (rc != QS_OK)
+    snprintf(msg, sizeof msg, "%s", qs_esrrf_stream_error(self->s));
   engine_unlock(self->eng);
   if (rc != QS_OK) {
-    image_free(&out);
+    qs_image_free(&out);
     return raise_status(rc, msg);
   }
   if (!got) Py_RETURN_NONE;
@@ -1398,9 +1402,10 @@ static PyObject *Stream_end(StreamObject *self, PyObject *noargs) {
   (void)noargs;
   if (!stream_ready(self) || stream_lock(self) < 0) return NULL;
   PyThreadState *ts = PyEval_SaveThread();
-  int rc = esrrf_stream_end(self->s);
+  int rc = qs_esrrf_stream_end(self->s);
   char msg[1024] = "";
-  if (rc != QS_OK) snprintf(msg, sizeof msg, "%s", esrrf_stream_error(self->s));
+  if (rc != QS_OK)
+    snprintf(msg, sizeof msg, "%s", qs_esrrf_stream_error(self->s));
   PyEval_RestoreThread(ts);
   engine_unlock(self->eng);
   if (rc != QS_OK) return raise_status(rc, msg);
@@ -1410,13 +1415,13 @@ static PyObject *Stream_end(StreamObject *self, PyObject *noargs) {
 static PyObject *Stream_get_frames(StreamObject *self, void *c) {
   (void)c;
   if (!stream_ready(self)) return NULL;
-  return PyLong_FromUnsignedLongLong(esrrf_stream_frames(self->s));
+  return PyLong_FromUnsignedLongLong(qs_esrrf_stream_frames(self->s));
 }
 
 static PyObject *Stream_get_impl(StreamObject *self, void *c) {
   (void)c;
   if (!stream_ready(self)) return NULL;
-  return PyUnicode_FromString(esrrf_stream_impl(self->s));
+  return PyUnicode_FromString(qs_esrrf_stream_impl(self->s));
 }
 
 static PyObject *Stream_get_closed(StreamObject *self, void *c) {
@@ -1454,7 +1459,7 @@ static PyTypeObject StreamType = {
 
 typedef struct {
   PyObject_HEAD EngineObject *eng; /* strong: the engine outlives us */
-  plan *p;
+  qs_plan *p;
   size_t n_out;
   watch_slot *slot; /* the plan's progress context (watch_call) */
 } PlanObject;
@@ -1469,7 +1474,7 @@ static void plan_release(PlanObject *self) {
   if (!self->p) return;
   engine_lock(self->eng);
   if (self->p) { /* not closed by another thread while we waited */
-    plan_close(self->p);
+    qs_plan_close(self->p);
     self->p = NULL;
     self->eng->streams--;
   }
@@ -1495,7 +1500,7 @@ static PyObject *Plan_run(PlanObject *self, PyObject *args) {
   PyObject *in_obj, *progress = NULL;
   if (!PyArg_ParseTuple(args, "O|O", &in_obj, &progress)) return NULL;
   PyObject *seq = PySequence_Fast(in_obj, "inputs must be a sequence");
-  image in[MAX_SLOTS], out[MAX_SLOTS];
+  qs_image in[MAX_SLOTS], out[MAX_SLOTS];
   size_t n_in = 0;
   PyObject *result = NULL;
   memset(out, 0, sizeof out);
@@ -1507,7 +1512,7 @@ static PyObject *Plan_run(PlanObject *self, PyObject *args) {
     plan_ready(self);
     goto done;
   }
-  run_report rep;
+  qs_run_report rep;
   memset(&rep, 0, sizeof rep);
   run_job j = {.p = self->p,
                .in = in,
@@ -1532,14 +1537,15 @@ static PyObject *Plan_run(PlanObject *self, PyObject *args) {
   else
     Py_XDECREF(outs);
 done:
-  for (size_t k = 0; k < MAX_SLOTS; k++) image_free(&out[k]);
+  for (size_t k = 0; k < MAX_SLOTS; k++)
+    qs_image_free(&out[k]);
   Py_XDECREF(seq);
   return result;
 }
 
 static PyObject *Plan_get_impl(PlanObject *self, void *c) {
   (void)c;
-  return PyUnicode_FromString(self->p ? plan_impl(self->p) : "");
+  return PyUnicode_FromString(self->p ? qs_plan_impl(self->p) : "");
 }
 
 static PyObject *Plan_get_closed(PlanObject *self, void *c) {
@@ -1565,7 +1571,7 @@ static PyTypeObject PlanType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "quicksilver._core.Plan",
     .tp_basicsize = sizeof(PlanObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "a plan: method_open's (quicksilver.h)",
+    .tp_doc = "a plan: qs_method_open's (quicksilver.h)",
     .tp_dealloc = (destructor)Plan_dealloc,
     .tp_methods = Plan_methods_table,
     .tp_getset = Plan_getset,
@@ -1581,8 +1587,8 @@ static PyObject *Engine_open(EngineObject *self, PyObject *args) {
   PyObject *sh = PySequence_Fast(shapes, "shapes must be a sequence");
   PyObject *p_seq =
       sh ? PySequence_Fast(p_obj, "params must be a sequence") : NULL;
-  image in[MAX_SLOTS];
-  param p[QS_MAX_PARAMS];
+  qs_image in[MAX_SLOTS];
+  qs_param p[QS_MAX_PARAMS];
   size_t n_p = 0;
   PyObject *result = NULL;
   /* every run of the plan reports through this slot (watch_call) */
@@ -1605,30 +1611,34 @@ static PyObject *Engine_open(EngineObject *self, PyObject *args) {
       raise_status(QS_ESHAPE, "shapes must be positive (frames, rows, cols)");
       goto done;
     }
-    in[k] = (image){.frames = (size_t)f, .rows = (size_t)r,
-                    .cols = (size_t)c};
+    in[k] =
+        (qs_image){.frames = (size_t)f, .rows = (size_t)r, .cols = (size_t)c};
   }
-  run_request rq = {.inputs = in, .n_inputs = (size_t)n_in, .params = p,
-                    .n_params = n_p, .impl = impl, .progress = slot_hook,
-                    .progress_ctx = slot};
+  qs_run_request rq = {.inputs = in,
+                       .n_inputs = (size_t)n_in,
+                       .params = p,
+                       .n_params = n_p,
+                       .impl = impl,
+                       .progress = slot_hook,
+                       .progress_ctx = slot};
   engine_lock(self);
   if (!self->e) {
     engine_unlock(self);
     engine_ready(self);
     goto done;
   }
-  plan *pl = NULL;
+  qs_plan *pl = NULL;
   PyThreadState *ts = PyEval_SaveThread();
-  int rc = method_open(self->e, method, &rq, &pl);
+  int rc = qs_method_open(self->e, method, &rq, &pl);
   PyEval_RestoreThread(ts);
-  const method_desc *d = rc ? NULL : method_find(self->e, method);
+  const qs_method_desc *d = rc ? NULL : qs_method_find(self->e, method);
   /* counted before the lock goes: a close() waiting for it sees it */
   if (rc == QS_OK) self->streams++;
   if (unlock_status(self, rc) != QS_OK) goto done;
   PlanObject *po = PyObject_New(PlanObject, &PlanType);
   if (!po) {
     engine_lock(self);
-    plan_close(pl);
+    qs_plan_close(pl);
     self->streams--;
     engine_unlock(self);
     goto done;
@@ -1660,23 +1670,23 @@ static PyObject *Engine_esrrf_stream(EngineObject *self, PyObject *args) {
   if (rows < 0 || cols < 0 || window < 0 || every < 0 || max_pending < 0)
     return raise_status(QS_EINVAL, "stream sizes must be >= 0");
   PyObject *p_seq = PySequence_Fast(p_obj, "params must be a sequence");
-  param p[QS_MAX_PARAMS];
+  qs_param p[QS_MAX_PARAMS];
   size_t n_p = 0;
   if (!p_seq || params_build(p_seq, p, QS_MAX_PARAMS, &n_p) < 0 ||
       !engine_ready(self)) {
     Py_XDECREF(p_seq);
     return NULL;
   }
-  esrrf_stream_options o = {.rows = (size_t)rows,
-                            .cols = (size_t)cols,
-                            .params = p,
-                            .n_params = n_p,
-                            .sliding = sliding,
-                            .window = (size_t)window,
-                            .every = (size_t)every,
-                            .impl = impl,
-                            .max_pending = (size_t)max_pending};
-  esrrf_stream *st = NULL;
+  qs_esrrf_stream_options o = {.rows = (size_t)rows,
+                               .cols = (size_t)cols,
+                               .params = p,
+                               .n_params = n_p,
+                               .sliding = sliding,
+                               .window = (size_t)window,
+                               .every = (size_t)every,
+                               .impl = impl,
+                               .max_pending = (size_t)max_pending};
+  qs_esrrf_stream *st = NULL;
   char msg[1024] = "";
   StreamObject *so = PyObject_New(StreamObject, &StreamType);
   if (!so) {
@@ -1692,7 +1702,7 @@ static PyObject *Engine_esrrf_stream(EngineObject *self, PyObject *args) {
     Py_DECREF(so);
     return raise_closed("engine");
   }
-  int rc = esrrf_stream_open(self->e, &o, &st, msg, sizeof msg);
+  int rc = qs_esrrf_stream_open(self->e, &o, &st, msg, sizeof msg);
   /* counted before the lock goes: a close() waiting for it sees it */
   if (rc == QS_OK) self->streams++;
   engine_unlock(self);
@@ -1733,7 +1743,7 @@ static double *doubles_of(PyObject *obj, const char *what, size_t *n) {
   return v;
 }
 
-/* esrrf_sweep(stack, radii, sensitivities, temporal, magnification, iw,
+/* qs_esrrf_sweep(stack, radii, sensitivities, temporal, magnification, iw,
  * mpc, rsp, frc, keep_images, impl) -> (points, passes): one tuple per
  * point in the result's order (temporal, sensitivity, radius, rsp, rse,
  * sigma, frc, qnr, image or None). */
@@ -1745,7 +1755,7 @@ static PyObject *Engine_esrrf_sweep(EngineObject *self, PyObject *args) {
                         &t_obj, &mag, &iw, &mpc, &rsp, &frc, &keep, &impl))
     return NULL;
   PyObject *one = PyTuple_Pack(1, stack_obj);
-  image st;
+  qs_image st;
   size_t n_in = 0;
   if (!one) return NULL;
   int ok = inputs_wrap(one, &st, &n_in, 0) == 0;
@@ -1761,19 +1771,24 @@ static PyObject *Engine_esrrf_sweep(EngineObject *self, PyObject *args) {
     goto done;
   }
   for (size_t k = 0; k < nt; k++) temporal[k] = (int)tv[k];
-  esrrf_sweep_options o = {.radii = radii, .n_radii = nr,
-                           .sensitivities = sens, .n_sensitivities = ns,
-                           .temporal = temporal, .n_temporal = nt,
-                           .magnification = mag,
-                           .no_intensity_weighting = !iw,
-                           .macro_pixel_correction = mpc,
-                           .no_rsp = !rsp, .no_frc = !frc,
-                           .keep_images = keep, .impl = impl};
-  esrrf_sweep_result res;
+  qs_esrrf_sweep_options o = {.radii = radii,
+                              .n_radii = nr,
+                              .sensitivities = sens,
+                              .n_sensitivities = ns,
+                              .temporal = temporal,
+                              .n_temporal = nt,
+                              .magnification = mag,
+                              .no_intensity_weighting = !iw,
+                              .macro_pixel_correction = mpc,
+                              .no_rsp = !rsp,
+                              .no_frc = !frc,
+                              .keep_images = keep,
+                              .impl = impl};
+  qs_esrrf_sweep_result res;
   char msg[1024] = "";
   engine_lock(self);
   PyThreadState *ts = PyEval_SaveThread();
-  int rc = esrrf_sweep(self->e, &st, &o, &res, msg, sizeof msg);
+  int rc = qs_esrrf_sweep(self->e, &st, &o, &res, msg, sizeof msg);
   PyEval_RestoreThread(ts);
   engine_unlock(self);
   if (rc != QS_OK) {
@@ -1782,7 +1797,7 @@ static PyObject *Engine_esrrf_sweep(EngineObject *self, PyObject *args) {
   }
   PyObject *pts = PyList_New((Py_ssize_t)res.n_points);
   for (size_t i = 0; pts && i < res.n_points; i++) {
-    esrrf_sweep_point *p = &res.points[i];
+    qs_esrrf_sweep_point *p = &res.points[i];
     PyObject *img;
     if (p->recon.data) {
       img = image_to_array(&p->recon);
@@ -1800,7 +1815,7 @@ static PyObject *Engine_esrrf_sweep(EngineObject *self, PyObject *args) {
       PyList_SET_ITEM(pts, (Py_ssize_t)i, t);
   }
   size_t passes = res.passes;
-  esrrf_sweep_free(&res);
+  qs_esrrf_sweep_free(&res);
   if (pts) result = Py_BuildValue("(Nn)", pts, (Py_ssize_t)passes);
 done:
   Py_DECREF(one);
