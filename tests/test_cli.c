@@ -93,8 +93,24 @@ static pid_t spawn_in(const char *in, const char *out, const char *err,
                                    0644);
   posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC,
                                    0644);
+  /* The signals the tests send start at their default actions and
+   * unblocked, however the suite itself was started (nohup ignores SIGHUP,
+   * a shell's background job SIGINT): the CLI is tested as a terminal
+   * starts it. */
+  posix_spawnattr_t at;
+  posix_spawnattr_init(&at);
+  sigset_t def, none;
+  sigemptyset(&def);
+  sigaddset(&def, SIGINT);
+  sigaddset(&def, SIGTERM);
+  sigaddset(&def, SIGHUP);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&at, &def);
+  posix_spawnattr_setsigmask(&at, &none);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   pid_t pid;
-  cr_assert_eq(posix_spawn(&pid, QS_CLI, &fa, NULL, argv, environ), 0);
+  cr_assert_eq(posix_spawn(&pid, QS_CLI, &fa, &at, argv, environ), 0);
+  posix_spawnattr_destroy(&at);
   posix_spawn_file_actions_destroy(&fa);
   return pid;
 }
