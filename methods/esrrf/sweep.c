@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/fail.h"
 #include "methods/esrrf/temporal.h"
 #include "methods/rgc/rgc_math.h"
 #include "quicksilver_esrrf.h"
@@ -39,12 +40,10 @@ typedef struct sweep {
 } sweep;
 
 static int sw_fail(sweep *s, int rc, const char *fmt, ...) {
-  if (s->err && s->err_len) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->err, s->err_len, fmt, ap);
-    va_end(ap);
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  fail_msgv(s->err, s->err ? s->err_len : 0, rc, fmt, ap);
+  va_end(ap);
   return rc;
 }
 
