@@ -26,6 +26,7 @@ int qs_engine_cores(void) { return pool_cores(); }
 int qs_engine_cache_path(const char *leaf, char *buf, size_t len) {
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   const char *base = (xdg && *xdg) ? xdg : home;
+  if (!buf && len) return QS_EINVAL;
   if (buf && len) buf[0] = 0;
   if (!base || !*base) return QS_EUNAVAIL;
   if (!leaf) leaf = "";

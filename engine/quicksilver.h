@@ -170,8 +170,8 @@ QS_API const char *qs_engine_db_path(const qs_engine *e);
 /* The host's online cores in [1, QS_MAX_THREADS] (threads 0's default). */
 QS_API int qs_engine_cores(void);
 /* $XDG_CACHE_HOME/quicksilver/leaf, else $HOME/.cache/quicksilver/leaf
- * (leaf NULL: the folder) into buf: the engine's cache. QS_EUNAVAIL when
- * neither variable is set, QS_EOVERFLOW when len is short (buf ""). */
+ * (leaf NULL: the folder) into buf: the engine's cache. QS_EUNAVAIL: no
+ * such variable; QS_EOVERFLOW: len short (buf ""); QS_EINVAL: buf NULL. */
 QS_API int qs_engine_cache_path(const char *leaf, char *buf, size_t len);
 
 /* The engine's devices: the host CPU (the pool), then each OpenCL device

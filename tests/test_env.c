@@ -145,6 +145,8 @@ Test(env, cache_path_and_cores) {
   cr_assert_eq(qs_engine_cache_path("timings.db", small, sizeof small),
                QS_EOVERFLOW);
   cr_assert_str_eq(small, "");
+  cr_assert_eq(qs_engine_cache_path("timings.db", NULL, 16), QS_EINVAL);
+  cr_assert_eq(qs_engine_cache_path("timings.db", NULL, 0), QS_EOVERFLOW);
   unsetenv("XDG_CACHE_HOME");
   setenv("HOME", "/home/h", 1);
   cr_assert_eq(qs_engine_cache_path("timings.db", buf, sizeof buf), QS_OK);
