@@ -2,10 +2,15 @@
  * fixtures (RSE, RSP, σ, α, β and the error map), closed forms (the
  * reference against itself has RSP 1 and RSE 0; a known blur and gain are
  * recovered), serial = threaded bit for bit, a batch of reconstructions
- * scored as each alone, and bad inputs refused with the field named. */
+ * scored as each alone, and bad inputs refused with the field named; the
+ * cosine transform the fit runs on (methods/shared/fft.h) against its
+ * definition. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 
+#include "methods/shared/fft.h"
 #include "metric_fixtures.h"
 #include "qs_test.h"
 #include "quicksilver.h"
@@ -239,4 +244,94 @@ Test(squirrel, metrics_without_the_map_are_the_same) {
   }
   qs_engine_close(e);
   mc_free(&c);
+}
+
+/* ------------------------------------- the cosine transform (fft.h) */
+
+static int dct_for(const qs_method_call *c, size_t b, size_t e,
+                   qs_range_fn body, void *ctx) {
+  (void)c;
+  /* two workers over uneven pieces, as a pool would hand them */
+  for (size_t i = b; i < e; i += 3) {
+    int rc = body(ctx, i, i + 3 < e ? i + 3 : e, (int)(i / 3 % 2));
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* The transform against its definition (scipy's dctn, norm "ortho"),
+ * summed in double, on even and odd sides (Makhoul's reordering and the
+ * two lines per FFT both have an odd case): within 1e-6 of the input's
+ * energy per coefficient, the float FFT's rounding. */
+static void dct_case(size_t rows, size_t cols) {
+  size_t n = rows * cols;
+  float *in = malloc(n * sizeof *in);
+  double *out = malloc(n * sizeof *out), energy = 0;
+  cr_assert(in && out);
+  uint32_t s = 12345u + (uint32_t)(rows * 31 + cols);
+  for (size_t i = 0; i < n; i++) {
+    s = s * 1664525u + 1013904223u;
+    in[i] = 100.0f + (float)(s >> 8) / (float)(1u << 24) * 50.0f;
+    energy += (double)in[i] * in[i];
+  }
+  dct2 d;
+  cr_assert_eq(dct2_plan(&d, rows, cols, 2), QS_OK);
+  qs_method_call c = {.threads = 2, .parallel_for = dct_for};
+  cr_assert_eq(dct2_run(&c, &d, in, out), QS_OK);
+  double worst = 0, pi = 3.14159265358979323846;
+  for (size_t ky = 0; ky < rows; ky++)
+    for (size_t kx = 0; kx < cols; kx++) {
+      double sum = 0;
+      for (size_t y = 0; y < rows; y++) {
+        double cy = cos(pi * (double)ky * (2.0 * y + 1) / (2.0 * rows));
+        for (size_t x = 0; x < cols; x++)
+          sum += in[y * cols + x] * cy *
+                 cos(pi * (double)kx * (2.0 * x + 1) / (2.0 * cols));
+      }
+      sum *= sqrt((ky ? 2.0 : 1.0) / rows) * sqrt((kx ? 2.0 : 1.0) / cols);
+      worst = fmax(worst, fabs(sum - out[ky * cols + kx]));
+    }
+  cr_expect_leq(worst, 1e-6 * sqrt(energy), "%zu x %zu: worst %.3g of %.3g",
+                rows, cols, worst, sqrt(energy));
+  /* and not a transform that is merely small: the DC is the mean times
+   * √(rows·cols) */
+  double mean = 0;
+  for (size_t i = 0; i < n; i++) mean += in[i];
+  mean /= (double)n;
+  cr_expect(fabs(out[0] - mean * sqrt((double)n)) <= 1e-6 * out[0],
+            "DC %.9g vs %.9g", out[0], mean * sqrt((double)n));
+  dct2_free(&d);
+  free(in);
+  free(out);
+}
+
+Test(squirrel, dct_matches_its_definition) {
+  dct_case(8, 8);
+  dct_case(15, 22);
+  dct_case(31, 45); /* the real stack's 150 × 225 at M5, a fifth */
+  dct_case(1, 7);
+  dct_case(7, 1);
+}
+
+Test(squirrel, dct_of_a_cosine_is_one_coefficient) {
+  size_t rows = 12, cols = 9, ky = 3, kx = 5;
+  float in[12 * 9];
+  double out[12 * 9], pi = 3.14159265358979323846;
+  for (size_t y = 0; y < rows; y++)
+    for (size_t x = 0; x < cols; x++)
+      in[y * cols + x] =
+          (float)(cos(pi * ky * (2.0 * y + 1) / (2.0 * rows)) *
+                  cos(pi * kx * (2.0 * x + 1) / (2.0 * cols)));
+  dct2 d;
+  cr_assert_eq(dct2_plan(&d, rows, cols, 2), QS_OK);
+  qs_method_call c = {.threads = 2, .parallel_for = dct_for};
+  cr_assert_eq(dct2_run(&c, &d, in, out), QS_OK);
+  for (size_t i = 0; i < rows * cols; i++) {
+    /* the basis function's norm: √(rows/2)·√(cols/2) */
+    double want = i == ky * cols + kx ? sqrt(rows / 2.0) * sqrt(cols / 2.0)
+                                      : 0;
+    cr_expect(fabs(out[i] - want) < 1e-5, "coefficient %zu: %.9g vs %.9g", i,
+              out[i], want);
+  }
+  dct2_free(&d);
 }

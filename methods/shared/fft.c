@@ -2,6 +2,7 @@
 #include "methods/shared/fft.h"
 
 #include <kiss_fft.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,4 +92,139 @@ void fft_shift(const void *src, void *dst, size_t rows, size_t cols,
       memcpy(o + (rr * cols + kk) * size, s + (r * cols + k) * size, size);
     }
   }
+}
+
+/* ------------------------------------------------ the cosine transform */
+
+/* Scale and twiddle of an axis of n: t[2k] = s_k·cos(πk/2n),
+ * t[2k+1] = s_k·sin(πk/2n), s_0 = √(1/n), s_k = √(2/n). */
+static void dct_twiddles(double *t, size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    double s = sqrt((k ? 2.0 : 1.0) / (double)n);
+    double a = 3.14159265358979323846 * (double)k / (2.0 * (double)n);
+    t[2 * k] = s * cos(a);
+    t[2 * k + 1] = s * sin(a);
+  }
+}
+
+int dct2_plan(dct2 *p, size_t rows, size_t cols, int workers) {
+  memset(p, 0, sizeof *p);
+  if (!rows || !cols || rows > (1u << 30) || cols > (1u << 30))
+    return QS_EINVAL;
+  if (workers < 1) workers = 1;
+  p->rows = rows;
+  p->cols = cols;
+  p->workers = workers;
+  p->fft_r = kiss_fft_alloc((int)cols, 0, NULL, NULL);
+  p->fft_c = kiss_fft_alloc((int)rows, 0, NULL, NULL);
+  p->tw_r = malloc(2 * cols * sizeof *p->tw_r);
+  p->tw_c = malloc(2 * rows * sizeof *p->tw_c);
+  p->stride = 2 * (rows > cols ? rows : cols);
+  p->tmp = malloc((size_t)workers * p->stride * sizeof *p->tmp);
+  p->mid = malloc(rows * cols * sizeof *p->mid);
+  if (!p->fft_r || !p->fft_c || !p->tw_r || !p->tw_c || !p->tmp ||
+      !p->mid) {
+    dct2_free(p);
+    return QS_ENOMEM;
+  }
+  dct_twiddles(p->tw_r, cols);
+  dct_twiddles(p->tw_c, rows);
+  return QS_OK;
+}
+
+void dct2_free(dct2 *p) {
+  kiss_fft_free(p->fft_r);
+  kiss_fft_free(p->fft_c);
+  free(p->tw_r);
+  free(p->tw_c);
+  free(p->tmp);
+  free(p->mid);
+  memset(p, 0, sizeof *p);
+}
+
+/* Makhoul's index of sample j in the reordered line of n: the even
+ * samples forwards, then the odd ones backwards. */
+static size_t dct_slot(size_t j, size_t n) {
+  return j % 2 ? n - 1 - j / 2 : j / 2;
+}
+
+/* Two lines a and b (b NULL: zeros) of n samples, gathered with strides
+ * from float or double (one of fa, da), through one FFT into their
+ * DCTs, written with stride `os` to oa and ob (ob NULL: not written). */
+typedef struct dct_line {
+  const float *fa, *fb;
+  const double *da, *db;
+  size_t n, is, os;
+  double *oa, *ob;
+} dct_line;
+
+static void dct_lines(const dct_line *l, kiss_fft_cfg cfg, const double *tw,
+                      kiss_fft_cpx *z, kiss_fft_cpx *zf) {
+  size_t n = l->n;
+  for (size_t j = 0; j < n; j++) {
+    size_t s = dct_slot(j, n), at = j * l->is;
+    z[s].r = l->fa ? l->fa[at] : (float)l->da[at];
+    z[s].i = !(l->fb || l->db) ? 0.0f
+             : l->fb         ? l->fb[at]
+                             : (float)l->db[at];
+  }
+  kiss_fft(cfg, z, zf);
+  for (size_t k = 0; k < n; k++) {
+    /* A = (Z_k + conj Z_(n−k))/2 and B = (Z_k − conj Z_(n−k))/2i: the
+     * transforms of the real and the imaginary line */
+    const kiss_fft_cpx *u = &zf[k], *v = &zf[k ? n - k : 0];
+    double ar = 0.5 * ((double)u->r + v->r), ai = 0.5 * ((double)u->i - v->i);
+    double c = tw[2 * k], s = tw[2 * k + 1];
+    l->oa[k * l->os] = ar * c + ai * s;
+    if (l->ob) {
+      double br = 0.5 * ((double)u->i + v->i), bi = 0.5 * ((double)v->r - u->r);
+      l->ob[k * l->os] = br * c + bi * s;
+    }
+  }
+}
+
+typedef struct dct_job {
+  const dct2 *p;
+  const float *in;
+  double *out;
+} dct_job;
+
+static int dct_rows(void *ctx, size_t b, size_t e, int worker) {
+  const dct_job *j = ctx;
+  const dct2 *p = j->p;
+  size_t cols = p->cols;
+  kiss_fft_cpx *z = (kiss_fft_cpx *)(p->tmp + (size_t)worker * p->stride);
+  for (size_t y = 2 * b; y < 2 * e && y < p->rows; y += 2) {
+    int two = y + 1 < p->rows;
+    dct_line l = {.fa = j->in + y * cols,
+                  .fb = two ? j->in + (y + 1) * cols : NULL,
+                  .n = cols, .is = 1, .os = 1,
+                  .oa = p->mid + y * cols,
+                  .ob = two ? p->mid + (y + 1) * cols : NULL};
+    dct_lines(&l, p->fft_r, p->tw_r, z, z + cols);
+  }
+  return QS_OK;
+}
+
+static int dct_cols(void *ctx, size_t b, size_t e, int worker) {
+  const dct_job *j = ctx;
+  const dct2 *p = j->p;
+  size_t cols = p->cols;
+  kiss_fft_cpx *z = (kiss_fft_cpx *)(p->tmp + (size_t)worker * p->stride);
+  for (size_t x = 2 * b; x < 2 * e && x < cols; x += 2) {
+    int two = x + 1 < cols;
+    dct_line l = {.da = p->mid + x, .db = two ? p->mid + x + 1 : NULL,
+                  .n = p->rows, .is = cols, .os = cols,
+                  .oa = j->out + x, .ob = two ? j->out + x + 1 : NULL};
+    dct_lines(&l, p->fft_c, p->tw_c, z, z + p->rows);
+  }
+  return QS_OK;
+}
+
+int dct2_run(const qs_method_call *c, const dct2 *p, const float *in,
+             double *out) {
+  if (c->threads > p->workers) return QS_EINVAL;
+  dct_job j = {p, in, out};
+  int rc = c->parallel_for(c, 0, (p->rows + 1) / 2, dct_rows, &j);
+  return rc ? rc : c->parallel_for(c, 0, (p->cols + 1) / 2, dct_cols, &j);
 }

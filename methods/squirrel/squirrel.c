@@ -140,7 +140,8 @@ done:
  *    Q = X², the blur's covariance with the reference is Σ H·P, its
  *    variance Σ H²·Q (DC excluded), and the residual's energy
  *    α²·ΣH²Q − 2α·ΣHP + ΣF² (the fitted β cancels the DC term): O(pixels)
- *    per σ after two transforms, in double. */
+ *    per σ, in double, after two transforms (fft.h's dct2, O(n log n):
+ *    a float FFT, each coefficient within ~1e-7 of the image's energy). */
 typedef struct sq_fit {
   const qs_method_call *c;
   const float *ref, *rec; /* ref interpolated, reconstruction: n each */
@@ -212,7 +213,12 @@ static int sq_gain(double sigma, size_t n, double *h) {
   }
   for (size_t k = 0; k < n; k++) {
     double g = w[0];
-    for (long m = 1; m <= r; m++) g += 2 * w[m] * cs[(k * (size_t)m) % (2 * n)];
+    size_t at = 0; /* k·m mod 2n, stepped */
+    for (long m = 1; m <= r; m++) {
+      at += k;
+      if (at >= 2 * n) at -= 2 * n;
+      g += 2 * w[m] * cs[at];
+    }
     h[k] = g / sum;
   }
   free(w);
@@ -265,93 +271,10 @@ static double sq_error(sq_fit *f, double sigma) {
   return sqrt(e > 0 ? e / (double)f->n : 0);
 }
 
-/* The orthonormal DCT-II of rows × cols images, its matrices made once
- * for every image of a call. Each coefficient is a sum in double in the
- * order of the pixels (rows: over x, then columns: over y); the passes
- * run that order for many coefficients at once. */
-typedef struct sq_dct {
-  double *cr;  /* rows × rows: cr[k·rows + y] */
-  double *cct; /* cols × cols, transposed: cct[x·cols + k] */
-  double *tmp; /* rows × cols */
-  const float *in;
-  double *out;
-  size_t rows, cols;
-} sq_dct;
-
-static int sq_dct_rows(void *ctx, size_t b, size_t e, int worker) {
-  const sq_dct *j = ctx;
-  (void)worker;
-  for (size_t y = b; y < e; y++) {
-    double *t = j->tmp + y * j->cols;
-    const float *row = j->in + y * j->cols;
-    for (size_t k = 0; k < j->cols; k++) t[k] = 0;
-    for (size_t x = 0; x < j->cols; x++) {
-      const double *c = j->cct + x * j->cols, v = row[x];
-      for (size_t k = 0; k < j->cols; k++) t[k] += c[k] * v;
-    }
-  }
-  return QS_OK;
-}
-
-static int sq_dct_cols(void *ctx, size_t b, size_t e, int worker) {
-  const sq_dct *j = ctx;
-  (void)worker;
-  for (size_t k = b; k < e; k++) {
-    double *o = j->out + k * j->cols;
-    for (size_t x = 0; x < j->cols; x++) o[x] = 0;
-    for (size_t y = 0; y < j->rows; y++) {
-      double c = j->cr[k * j->rows + y];
-      const double *t = j->tmp + y * j->cols;
-      for (size_t x = 0; x < j->cols; x++) o[x] += c * t[x];
-    }
-  }
-  return QS_OK;
-}
-
-/* The DCT-II matrix of side n, m[k·n + j] (transposed: m[j·n + k]). */
-static void sq_dct_matrix(double *m, size_t n, int transposed) {
-  for (size_t k = 0; k < n; k++) {
-    double s = sqrt((k ? 2.0 : 1.0) / (double)n);
-    for (size_t j = 0; j < n; j++)
-      m[transposed ? j * n + k : k * n + j] =
-          s * cos(3.14159265358979323846 * (double)k *
-                  (2.0 * (double)j + 1) / (2.0 * (double)n));
-  }
-}
-
-static void sq_dct_free(sq_dct *d) {
-  free(d->cr);
-  free(d->cct);
-  free(d->tmp);
-  memset(d, 0, sizeof *d);
-}
-
-static int sq_dct_open(sq_dct *d, size_t r, size_t c) {
-  *d = (sq_dct){.cr = malloc(r * r * sizeof(double)),
-                .cct = malloc(c * c * sizeof(double)),
-                .tmp = malloc(r * c * sizeof(double)), .rows = r, .cols = c};
-  if (!d->cr || !d->cct || !d->tmp) {
-    sq_dct_free(d);
-    return QS_ENOMEM;
-  }
-  sq_dct_matrix(d->cr, r, 0);
-  sq_dct_matrix(d->cct, c, 1);
-  return QS_OK;
-}
-
-/* out (rows × cols) = the DCT of in. */
-static int sq_dct_run(const qs_method_call *c, sq_dct *d, const float *in,
-                      double *out) {
-  d->in = in;
-  d->out = out;
-  int rc = c->parallel_for(c, 0, d->rows, sq_dct_rows, d);
-  return rc ? rc : c->parallel_for(c, 0, d->rows, sq_dct_cols, d);
-}
-
 /* The fit of f->rec on cosine transforms (f->p, f->q, x0), given the
  * reference's transform f->fr (f0, srr) and buffers f->x, f->p, f->q. */
-static int sq_fit_dct(sq_fit *f, sq_dct *d) {
-  int rc = sq_dct_run(f->c, d, f->rec, f->x);
+static int sq_fit_dct(sq_fit *f, const dct2 *d) {
+  int rc = dct2_run(f->c, d, f->rec, f->x);
   if (rc) return rc;
   f->x0 = f->x[0];
   for (size_t i = 0; i < f->n; i++) {
@@ -610,7 +533,7 @@ static int sq_run(const qs_method_call *c) {
   float *tmp = malloc(n * sizeof *tmp), *scaled = malloc(n * sizeof *scaled);
   sq_fit f0 = {.c = c, .ref = ref, .blur = blur, .tmp = tmp,
                .rows = s->rows, .cols = s->cols, .n = n};
-  sq_dct d = {0};
+  dct2 d = {0};
   double *fr = NULL, *x = NULL, *p = NULL, *q = NULL, *hs = NULL;
   int rc = QS_OK;
   if (!mean || !ref || !blur || !tmp || !scaled) {
@@ -634,13 +557,13 @@ static int sq_run(const qs_method_call *c) {
   }
   /* the fit on cosine transforms where they fit in memory, else in space */
   if (s->rows <= SQ_DCT_MAX && s->cols <= SQ_DCT_MAX &&
-      !sq_dct_open(&d, s->rows, s->cols)) {
+      !dct2_plan(&d, s->rows, s->cols, c->threads)) {
     fr = malloc(n * sizeof *fr);
     x = malloc(n * sizeof *x);
     p = malloc(n * sizeof *p);
     q = malloc(n * sizeof *q);
     hs = malloc((s->rows + s->cols) * sizeof *hs);
-    if (fr && x && p && q && hs && !sq_dct_run(c, &d, ref, fr)) {
+    if (fr && x && p && q && hs && !dct2_run(c, &d, ref, fr)) {
       f0.fr = fr;
       f0.x = x;
       f0.hy = hs;
@@ -666,7 +589,7 @@ static int sq_run(const qs_method_call *c) {
     if (method_advance(c, k + 1, s->frames)) rc = QS_ECANCELLED;
   }
 done:
-  sq_dct_free(&d);
+  dct2_free(&d);
   free(fr);
   free(x);
   free(p);
