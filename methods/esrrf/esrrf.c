@@ -211,6 +211,66 @@ int esrrf_finish(const qs_method_call *c, const esrrf_geom *g,
   return rc;
 }
 
+/* The maps buffer the live stream's plan keeps for esrrf_drive_sink. */
+typedef struct sink_maps {
+  float *data;
+  size_t planes;
+} sink_maps;
+
+static void sink_maps_free(void *p) {
+  sink_maps *m = p;
+  free(m->data);
+  free(m);
+}
+
+int esrrf_drive_sink(const qs_method_call *c, const esrrf_geom *g,
+                     size_t batch, esrrf_maps_fn maps, void *state,
+                     esrrf_sink *sk) {
+  qs_esrrf_partial *t = sk->partial;
+  sk->folded = 0;
+  if (t->n != sk->n0) {
+    snprintf(c->err, c->err_len,
+             "esrrf: the stream's timepoint holds %llu frames, not %llu: a "
+             "failed run of this call folded some already",
+             (unsigned long long)t->n, (unsigned long long)sk->n0);
+    return QS_EINVAL;
+  }
+  if (batch == 0) batch = 1;
+  if (batch > g->frames) batch = g->frames;
+  sink_maps *m = c->kept(c, "esrrf.maps");
+  int rc = QS_OK;
+  if (!m || m->planes < batch) {
+    float *d = batch > SIZE_MAX / sizeof(float) / g->plane
+                   ? NULL
+                   : calloc(batch * g->plane, sizeof(float));
+    sink_maps *k = m ? m : calloc(1, sizeof *k);
+    if (!d || !k) {
+      free(d);
+      if (!m) free(k);
+      snprintf(c->err, c->err_len,
+               "esrrf: no memory for %zu maps of %d x %d pixels", batch,
+               g->rows_m, g->cols_m);
+      return QS_ENOMEM;
+    }
+    if (m) free(m->data);
+    k->data = d;
+    k->planes = batch;
+    if (!m && (rc = c->keep(c, "esrrf.maps", k, sink_maps_free))) {
+      snprintf(c->err, c->err_len, "esrrf: the stream's plan is full");
+      return rc; /* k was released */
+    }
+    m = k;
+  }
+  for (size_t f = 0, n; !rc && f < g->frames; f += n) {
+    n = g->frames - f < batch ? g->frames - f : batch;
+    rc = maps(state, f, n, m->data);
+    if (!rc) rc = esrrf_fold(c, g, t, m->data, n);
+    if (!rc) sk->folded += n;
+  }
+  if (!rc && sk->out && !sk->ring) rc = esrrf_finish(c, g, t, sk->out);
+  return rc;
+}
+
 int esrrf_drive(const qs_method_call *c, const esrrf_geom *g, size_t batch,
                 esrrf_maps_fn maps, void *state) {
   float *out = c->out[0].data;

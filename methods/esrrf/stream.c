@@ -1,13 +1,15 @@
 /* stream.c — the live eSRRF stream (quicksilver.h, "live eSRRF"): frames
  * pushed as they arrive run a plan of "esrrf" with temporal=none (the
  * engine chooses and records each run like any call) with the stream's
- * sink (sink.h) as the run's argument, which makes the implementation fold the frames into the stream's statistic instead of
- * writing maps: the host partial with the batch call's own fold (so a
+ * sink (sink.h) as the run's argument, which makes the implementation
+ * fold the frames into the stream's statistic instead of writing maps:
+ * the host partial with the batch call's own fold (so a
  * timepoint is the batch call's bits), or the OpenCL chain's device
  * accumulators, kept with the chain's buffers and tables across pushes.
  * A sliding window is merged from host partials of K frames by two
  * stacks (stream_window: about three partials read per update instead of
- * N/K). Also the sink's side of esrrf_drive (esrrf_drive_sink). */
+ * N/K). A client of the plan: nothing here is called back by an
+ * implementation (the sink's fold, esrrf_drive_sink, is esrrf.c's). */
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -629,67 +631,4 @@ void qs_esrrf_stream_transfers(const qs_esrrf_stream *s, uint64_t *up,
                                uint64_t *down) {
   if (up) *up = s ? s->up : 0;
   if (down) *down = s ? s->down : 0;
-}
-
-/* ------------------------------------------------- the calls' side */
-
-
-/* The maps buffer the stream's plan keeps for esrrf_drive_sink. */
-typedef struct sink_maps {
-  float *data;
-  size_t planes;
-} sink_maps;
-
-static void sink_maps_free(void *p) {
-  sink_maps *m = p;
-  free(m->data);
-  free(m);
-}
-
-int esrrf_drive_sink(const qs_method_call *c, const esrrf_geom *g,
-                     size_t batch, esrrf_maps_fn maps, void *state,
-                     esrrf_sink *sk) {
-  qs_esrrf_partial *t = sk->partial;
-  sk->folded = 0;
-  if (t->n != sk->n0) {
-    snprintf(c->err, c->err_len,
-             "esrrf: the stream's timepoint holds %llu frames, not %llu: a "
-             "failed run of this call folded some already",
-             (unsigned long long)t->n, (unsigned long long)sk->n0);
-    return QS_EINVAL;
-  }
-  if (batch == 0) batch = 1;
-  if (batch > g->frames) batch = g->frames;
-  sink_maps *m = c->kept(c, "esrrf.maps");
-  int rc = QS_OK;
-  if (!m || m->planes < batch) {
-    float *d = batch > SIZE_MAX / sizeof(float) / g->plane
-                   ? NULL
-                   : calloc(batch * g->plane, sizeof(float));
-    sink_maps *k = m ? m : calloc(1, sizeof *k);
-    if (!d || !k) {
-      free(d);
-      if (!m) free(k);
-      snprintf(c->err, c->err_len,
-               "esrrf: no memory for %zu maps of %d x %d pixels", batch,
-               g->rows_m, g->cols_m);
-      return QS_ENOMEM;
-    }
-    if (m) free(m->data);
-    k->data = d;
-    k->planes = batch;
-    if (!m && (rc = c->keep(c, "esrrf.maps", k, sink_maps_free))) {
-      snprintf(c->err, c->err_len, "esrrf: the stream's plan is full");
-      return rc; /* k was released */
-    }
-    m = k;
-  }
-  for (size_t f = 0, n; !rc && f < g->frames; f += n) {
-    n = g->frames - f < batch ? g->frames - f : batch;
-    rc = maps(state, f, n, m->data);
-    if (!rc) rc = esrrf_fold(c, g, t, m->data, n);
-    if (!rc) sk->folded += n;
-  }
-  if (!rc && sk->out && !sk->ring) rc = esrrf_finish(c, g, t, sk->out);
-  return rc;
 }
