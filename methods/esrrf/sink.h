@@ -76,10 +76,11 @@ static inline esrrf_sink *esrrf_sink_of(const qs_method_call *c) {
 }
 
 /* (esrrf.c) The frames of c through maps() a batch at a time into a
- * buffer the plan keeps (batch maps, allocated once), folded into sk->partial on
- * c's pool, then finished into sk->out if set: esrrf_drive's body for a
- * call with a sink. QS_EINVAL when the partial does not hold sk->n0
- * frames (a failed run of the same call folded some already). */
+ * buffer the plan keeps (batch maps, allocated once), folded into
+ * sk->partial on c's pool, then finished into sk->out if set:
+ * esrrf_drive's body for a call with a sink. QS_EINVAL when the partial
+ * does not hold sk->n0 frames (a failed run of the same call folded some
+ * already). */
 int esrrf_drive_sink(const qs_method_call *c, const esrrf_geom *g,
                      size_t batch, esrrf_maps_fn maps, void *state,
                      esrrf_sink *sk);
