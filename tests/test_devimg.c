@@ -5,7 +5,9 @@
  * pushed once by the engine (the report says so); the eSRRF chain of
  * steps on device images moves its input up once and its maps down once
  * and gives the host steps' bits; the agent prices the moves; freed,
- * foreign and orphaned device images and NULLs get clear statuses. (A
+ * foreign and orphaned device images and NULLs get clear statuses; with
+ * two devices, inputs on both are refused and an image run by the other
+ * device's implementation is moved through the host, counted. (A
  * composite's steps are the agent's choice on each call: it agrees within
  * the method's tolerance.) Tests
  * that need an OpenCL device skip without one. */
@@ -599,5 +601,68 @@ Test(devimg, without_opencl_push_is_unavailable) {
   cr_expect_eq(qs_image_push(e, &x, NULL, &d), QS_EUNAVAIL);
   cr_expect(strstr(qs_engine_error(e), "OpenCL"), "%s", qs_engine_error(e));
   cr_expect_null(d.owner_);
+  qs_engine_close(e);
+}
+
+/* Two devices (PoCL shows two when POCL_DEVICES names its CPU driver
+ * twice; skipped where the platform gives fewer): inputs on two devices
+ * are refused with the reason, and an input on one device run by the
+ * other device's implementation is moved through the host, the report
+ * saying so, with the bits of the host call. */
+static void two_pocl(void) { setenv("POCL_DEVICES", "pthread pthread", 1); }
+
+Test(devimg, two_devices_refused_or_moved, .init = two_pocl) {
+  qs_engine *e = open_engine();
+  qs_device_info d[4];
+  size_t n = 0;
+  cr_assert_eq(qs_engine_devices(e, d, 4, &n), QS_OK);
+  if (n < 3) {
+    qs_engine_close(e);
+    cr_skip_test("fewer than two OpenCL devices");
+  }
+  const char *d1 = d[1].name, *d2 = d[2].name;
+  char impl2[QS_NAME_MAX + 8];
+  snprintf(impl2, sizeof impl2, "opencl:%s", d2);
+  const mcase *k = &cases[2]; /* rgc: three inputs */
+  float *px[3];
+  qs_image in[3], on[3];
+  for (size_t i = 0; i < 3; i++) {
+    px[i] = noisy(k->shape[i][0] * k->shape[i][1] * k->shape[i][2], 11 + i);
+    in[i] = qs_image_wrap(px[i], k->shape[i][0], k->shape[i][1],
+                          k->shape[i][2]);
+  }
+  cr_assert_eq(qs_image_push(e, &in[0], d1, &on[0]), QS_OK);
+  cr_assert_eq(qs_image_push(e, &in[1], d2, &on[1]), QS_OK);
+  on[2] = in[2];
+  qs_run_request rq = {
+      .inputs = on, .n_inputs = 3, .params = k->p, .n_params = k->n_p};
+  qs_image out;
+  cr_expect_eq(qs_method_run(e, "rgc", &rq, &out, 1, NULL), QS_EINVAL);
+  cr_expect(strstr(qs_engine_error(e), "another device"), "%s",
+            qs_engine_error(e));
+  /* one device's image, the other's implementation: moved, counted */
+  qs_image g[2], gh[2], back;
+  qs_run_report rep;
+  rq = (qs_run_request){.inputs = &on[0], .n_inputs = 1, .impl = impl2};
+  cr_assert_eq(qs_method_run(e, "roberts_cross", &rq, g, 2, &rep), QS_OK,
+               "%s", qs_engine_error(e));
+  cr_expect_str_eq(rep.impl, impl2);
+  cr_expect_eq(rep.bytes_pulled, bytes_of(&in[0]));
+  cr_expect_eq(rep.bytes_pushed, 2 * bytes_of(&in[0]));
+  cr_expect_str_eq(qs_image_device(&g[0]), d1, "outputs stay where the "
+                                               "input was");
+  rq.inputs = &in[0];
+  cr_assert_eq(qs_method_run(e, "roberts_cross", &rq, gh, 2, NULL), QS_OK);
+  for (int i = 0; i < 2; i++) {
+    cr_assert_eq(qs_image_pull(e, &g[i], &back), QS_OK);
+    cr_expect(!memcmp(back.data, gh[i].data, bytes_of(&gh[i])),
+              "gradient %d: the host call's bits", i);
+    qs_image_free(&back);
+    qs_image_free(&g[i]);
+    qs_image_free(&gh[i]);
+  }
+  qs_image_free(&on[0]);
+  qs_image_free(&on[1]);
+  for (size_t i = 0; i < 3; i++) free(px[i]);
   qs_engine_close(e);
 }
