@@ -32,14 +32,20 @@ static qs_engine *open_engine(void) {
 /* The first OpenCL device's name into out, or skips the test; returns
  * whether it is a GPU (a CPU device shares host memory: a host input's
  * upload moves nothing there). */
-static int need_device(qs_engine *e, char *out, size_t len) {
-  qs_device_info d[4];
+/* The engine's devices into d (4), or skips the test (closing e) when
+ * fewer than `want` OpenCL devices are there. */
+static void need_devices(qs_engine *e, qs_device_info *d, size_t want) {
   size_t n = 0;
   cr_assert_eq(qs_engine_devices(e, d, 4, &n), QS_OK);
-  if (n < 2) {
+  if (n < want + 1) {
     qs_engine_close(e);
-    cr_skip_test("no OpenCL device");
+    cr_skip_test("fewer than %zu OpenCL device(s)", want);
   }
+}
+
+static int need_device(qs_engine *e, char *out, size_t len) {
+  qs_device_info d[4];
+  need_devices(e, d, 1);
   snprintf(out, len, "%s", d[1].name);
   return d[1].gpu;
 }
@@ -614,12 +620,7 @@ static void two_pocl(void) { setenv("POCL_DEVICES", "pthread pthread", 1); }
 Test(devimg, two_devices_refused_or_moved, .init = two_pocl) {
   qs_engine *e = open_engine();
   qs_device_info d[4];
-  size_t n = 0;
-  cr_assert_eq(qs_engine_devices(e, d, 4, &n), QS_OK);
-  if (n < 3) {
-    qs_engine_close(e);
-    cr_skip_test("fewer than two OpenCL devices");
-  }
+  need_devices(e, d, 2);
   const char *d1 = d[1].name, *d2 = d[2].name;
   char impl2[QS_NAME_MAX + 8];
   snprintf(impl2, sizeof impl2, "opencl:%s", d2);

@@ -109,21 +109,12 @@ static void dct_twiddles(double *t, size_t n) {
 
 int dct2_plan(dct2 *p, size_t rows, size_t cols, int workers) {
   memset(p, 0, sizeof *p);
-  if (!rows || !cols || rows > (1u << 30) || cols > (1u << 30))
-    return QS_EINVAL;
-  if (workers < 1) workers = 1;
-  p->rows = rows;
-  p->cols = cols;
-  p->workers = workers;
-  p->fft_r = kiss_fft_alloc((int)cols, 0, NULL, NULL);
-  p->fft_c = kiss_fft_alloc((int)rows, 0, NULL, NULL);
+  int rc = fft2_plan(&p->f, rows, cols, workers);
+  if (rc) return rc;
   p->tw_r = malloc(2 * cols * sizeof *p->tw_r);
   p->tw_c = malloc(2 * rows * sizeof *p->tw_c);
-  p->stride = 2 * (rows > cols ? rows : cols);
-  p->tmp = malloc((size_t)workers * p->stride * sizeof *p->tmp);
   p->mid = malloc(rows * cols * sizeof *p->mid);
-  if (!p->fft_r || !p->fft_c || !p->tw_r || !p->tw_c || !p->tmp ||
-      !p->mid) {
+  if (!p->tw_r || !p->tw_c || !p->mid) {
     dct2_free(p);
     return QS_ENOMEM;
   }
@@ -133,11 +124,9 @@ int dct2_plan(dct2 *p, size_t rows, size_t cols, int workers) {
 }
 
 void dct2_free(dct2 *p) {
-  kiss_fft_free(p->fft_r);
-  kiss_fft_free(p->fft_c);
+  fft2_free(&p->f);
   free(p->tw_r);
   free(p->tw_c);
-  free(p->tmp);
   free(p->mid);
   memset(p, 0, sizeof *p);
 }
@@ -192,16 +181,16 @@ typedef struct dct_job {
 static int dct_rows(void *ctx, size_t b, size_t e, int worker) {
   const dct_job *j = ctx;
   const dct2 *p = j->p;
-  size_t cols = p->cols;
-  kiss_fft_cpx *z = (kiss_fft_cpx *)(p->tmp + (size_t)worker * p->stride);
-  for (size_t y = 2 * b; y < 2 * e && y < p->rows; y += 2) {
-    int two = y + 1 < p->rows;
+  size_t rows = p->f.rows, cols = p->f.cols;
+  kiss_fft_cpx *z = (kiss_fft_cpx *)(p->f.tmp + (size_t)worker * p->f.stride);
+  for (size_t y = 2 * b; y < 2 * e && y < rows; y += 2) {
+    int two = y + 1 < rows;
     dct_line l = {.fa = j->in + y * cols,
                   .fb = two ? j->in + (y + 1) * cols : NULL,
                   .n = cols, .is = 1, .os = 1,
                   .oa = p->mid + y * cols,
                   .ob = two ? p->mid + (y + 1) * cols : NULL};
-    dct_lines(&l, p->fft_r, p->tw_r, z, z + cols);
+    dct_lines(&l, p->f.fwd_r, p->tw_r, z, z + cols);
   }
   return QS_OK;
 }
@@ -209,22 +198,22 @@ static int dct_rows(void *ctx, size_t b, size_t e, int worker) {
 static int dct_cols(void *ctx, size_t b, size_t e, int worker) {
   const dct_job *j = ctx;
   const dct2 *p = j->p;
-  size_t cols = p->cols;
-  kiss_fft_cpx *z = (kiss_fft_cpx *)(p->tmp + (size_t)worker * p->stride);
+  size_t rows = p->f.rows, cols = p->f.cols;
+  kiss_fft_cpx *z = (kiss_fft_cpx *)(p->f.tmp + (size_t)worker * p->f.stride);
   for (size_t x = 2 * b; x < 2 * e && x < cols; x += 2) {
     int two = x + 1 < cols;
     dct_line l = {.da = p->mid + x, .db = two ? p->mid + x + 1 : NULL,
-                  .n = p->rows, .is = cols, .os = cols,
+                  .n = rows, .is = cols, .os = cols,
                   .oa = j->out + x, .ob = two ? j->out + x + 1 : NULL};
-    dct_lines(&l, p->fft_c, p->tw_c, z, z + p->rows);
+    dct_lines(&l, p->f.fwd_c, p->tw_c, z, z + rows);
   }
   return QS_OK;
 }
 
 int dct2_run(const qs_method_call *c, const dct2 *p, const float *in,
              double *out) {
-  if (c->threads > p->workers) return QS_EINVAL;
+  if (c->threads > p->f.workers) return QS_EINVAL;
   dct_job j = {p, in, out};
-  int rc = c->parallel_for(c, 0, (p->rows + 1) / 2, dct_rows, &j);
-  return rc ? rc : c->parallel_for(c, 0, (p->cols + 1) / 2, dct_cols, &j);
+  int rc = c->parallel_for(c, 0, (p->f.rows + 1) / 2, dct_rows, &j);
+  return rc ? rc : c->parallel_for(c, 0, (p->f.cols + 1) / 2, dct_cols, &j);
 }

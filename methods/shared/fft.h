@@ -41,13 +41,9 @@ int fft2_run(const qs_method_call *c, const fft2 *p, fft_cpx *d, int inverse);
  * so a coefficient is within about 1e-7·log2(n) of the input's energy of
  * the exact transform. */
 typedef struct dct2 {
-  size_t rows, cols;
-  void *fft_r, *fft_c;   /* kissfft forward configurations: cols, rows */
-  double *tw_r, *tw_c;   /* per axis: scale·cos θk, scale·sin θk (2n) */
-  fft_cpx *tmp;          /* per worker: 2·max(rows, cols) */
-  size_t stride;         /* values of tmp per worker */
-  double *mid;           /* rows × cols: the rows' transforms */
-  int workers;
+  fft2 f;               /* the forward transforms of both sides, scratch */
+  double *tw_r, *tw_c;  /* per axis: scale·cos θk, scale·sin θk (2n) */
+  double *mid;          /* rows × cols: the rows' transforms */
 } dct2;
 
 /* Plans transforms of rows × cols for up to `workers` workers.
