@@ -225,10 +225,98 @@ int devimg_zero(qs_engine *e, qs_image *img) {
                    "zeroing a device image", e->err, sizeof e->err);
   return rc;
 }
+
+/* The scan for devimg_finite: each of the FIN_GROUPS work-groups of
+ * FIN_LOCAL items strides over the pixels (neighbouring items read
+ * neighbouring pixels), each item keeping the first NaN or infinity of
+ * its stride (its smallest), the group the least of its items'. One
+ * global size for every image, so a runtime that compiles per size
+ * (PoCL) compiles once. */
+#define FIN_GROUPS 64
+#define FIN_LOCAL 64
+static const char fin_src[] =
+    "__kernel void qs_first_nonfinite(__global const float *x, ulong n,\n"
+    "                                 __global ulong *first,\n"
+    "                                 __local ulong *m) {\n"
+    "  size_t l = get_local_id(0), stride = get_global_size(0);\n"
+    "  ulong f = n;\n"
+    "  for (ulong i = get_global_id(0); i < n; i += stride)\n"
+    "    if (!isfinite(x[i])) { f = i; break; }\n"
+    "  m[l] = f;\n"
+    "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "  for (size_t s = get_local_size(0) / 2; s > 0; s /= 2) {\n"
+    "    if (l < s && m[l + s] < m[l]) m[l] = m[l + s];\n"
+    "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "  }\n"
+    "  if (l == 0) first[get_group_id(0)] = m[0];\n"
+    "}\n";
+
+int devimg_finite(qs_engine *e, const qs_image *img, const char *what) {
+  devimg *r = devimg_find(e, img);
+  if (!r) return QS_OK;
+  cl_context ctx;
+  cl_command_queue q;
+  cl_program prog;
+  cl_kernel k = NULL;
+  cl_mem first = NULL;
+  cl_ulong n = r->bytes / sizeof(float), got[FIN_GROUPS];
+  int rc = cldev_queue(r->dev, &ctx, &q, e->err, sizeof e->err);
+  if (!rc)
+    rc = cldev_program_text(r->dev, "the NaN scan", fin_src, "", &prog,
+                            NULL, e->err, sizeof e->err);
+  if (!rc) rc = cldev_buffer(r->dev, CL_MEM_WRITE_ONLY, sizeof got, NULL,
+                             "the NaN scan", &first, e->err, sizeof e->err);
+  if (!rc) {
+    cl_int c;
+    k = clCreateKernel(prog, "qs_first_nonfinite", &c);
+    rc = cl_status(c, "the NaN scan's kernel", e->err, sizeof e->err);
+  }
+  if (!rc) {
+    size_t global = FIN_GROUPS * FIN_LOCAL, local = FIN_LOCAL;
+    cl_int c = clSetKernelArg(k, 0, sizeof r->mem, &r->mem);
+    c |= clSetKernelArg(k, 1, sizeof n, &n);
+    c |= clSetKernelArg(k, 2, sizeof first, &first);
+    c |= clSetKernelArg(k, 3, FIN_LOCAL * sizeof(cl_ulong), NULL);
+    if (c == CL_SUCCESS)
+      c = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL,
+                                 NULL);
+    if (c == CL_SUCCESS)
+      c = clEnqueueReadBuffer(q, first, CL_TRUE, 0, sizeof got, got, 0, NULL,
+                              NULL);
+    rc = cl_status(c, "the NaN scan", e->err, sizeof e->err);
+  }
+  cl_ulong at = n;
+  for (size_t g = 0; !rc && g < FIN_GROUPS; g++)
+    if (got[g] < at) at = got[g];
+  float v = 0;
+  if (!rc && at < n)
+    rc = cl_status(clEnqueueReadBuffer(q, r->mem, CL_TRUE,
+                                       (size_t)at * sizeof v, sizeof v, &v, 0,
+                                       NULL, NULL),
+                   "the NaN scan", e->err, sizeof e->err);
+  if (!rc) cldev_transfer(r->dev, 0, sizeof got + (at < n ? sizeof v : 0));
+  if (k) clReleaseKernel(k);
+  cldev_release(r->dev, first);
+  if (rc || at == n) return rc;
+  size_t px = img->rows * img->cols, i = (size_t)at;
+  return engine_fail(e, QS_EINVAL,
+                     "%s: frame %zu has %g at row %zu, column %zu (a device "
+                     "image): the method refuses NaN and infinite pixels; "
+                     "nothing was computed",
+                     what, i / px, (double)v, i % px / img->cols,
+                     i % img->cols);
+}
 #else
 int devimg_zero(qs_engine *e, qs_image *img) {
   (void)e;
   (void)img;
+  return QS_OK;
+}
+
+int devimg_finite(qs_engine *e, const qs_image *img, const char *what) {
+  (void)e;
+  (void)img;
+  (void)what;
   return QS_OK;
 }
 #endif

@@ -394,6 +394,10 @@ int devcall_push(qs_engine *e, prep *pr, const qs_image *host, qs_image *dev,
                  size_t n);
 /* Zeroes a device image (a reused output). */
 int devimg_zero(qs_engine *e, qs_image *img);
+/* QS_EINVAL naming input `what`, the frame, row, column and value of its
+ * first NaN or infinity, when img is a device image holding one (a scan
+ * on its device; a few hundred bytes come back); QS_OK otherwise. */
+int devimg_finite(qs_engine *e, const qs_image *img, const char *what);
 /* Seconds implementation r would spend on moves for this call (0 for a
  * native one or a host call). */
 double devcall_transfer(qs_engine *e, const prep *pr, const rimpl *r);

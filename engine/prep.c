@@ -42,6 +42,12 @@ static int shapes_of(qs_engine *e, const qs_method_desc *d, const qs_image *in,
   return QS_OK;
 }
 
+/* "method M: input I", for messages. */
+static void input_what(const qs_method_desc *d, size_t i, char *buf,
+                       size_t len) {
+  snprintf(buf, len, "method %s: input %s", d->name, d->inputs[i].name);
+}
+
 int prep_call(qs_engine *e, const char *method, const qs_run_request *rq,
               size_t n_outputs, int shapes_only, prep *pr) {
   pr->m = NULL;
@@ -62,8 +68,7 @@ int prep_call(qs_engine *e, const char *method, const qs_run_request *rq,
   for (size_t i = 0; i < d->n_inputs; i++) {
     int rc = shape_ok(e, d, "input", d->inputs[i].name, &rq->inputs[i]);
     char what[160];
-    snprintf(what, sizeof what, "method %s: input %s", d->name,
-             d->inputs[i].name);
+    input_what(d, i, what, sizeof what);
     void *dev = NULL;
     if (!rc) rc = devimg_check(e, &rq->inputs[i], what, &dev);
     if (!rc && dev && pr->dev && dev != pr->dev)
@@ -88,6 +93,14 @@ int prep_call(qs_engine *e, const char *method, const qs_run_request *rq,
   if (rc) return engine_fail(e, rc, "method %s: %s", d->name, msg);
   rc = shapes_of(e, d, rq->inputs, pr->p, pr->shape);
   if (rc) return rc;
+  /* a device input's pixels, which the shape rule does not see */
+  for (size_t i = 0; d->finite_inputs && pr->dev && !shapes_only &&
+                     i < d->n_inputs;
+       i++) {
+    char what[160];
+    input_what(d, i, what, sizeof what);
+    if ((rc = devimg_finite(e, &rq->inputs[i], what))) return rc;
+  }
   if (key_text(d, rq->inputs, pr->p, pr->key, sizeof pr->key))
     return engine_fail(e, QS_EOVERFLOW, "method %s: key longer than %d bytes",
                        d->name, QS_KEY_MAX);

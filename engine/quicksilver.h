@@ -338,9 +338,9 @@ typedef struct qs_method_desc {
    * output's frames/rows/cols (data untouched); on a mismatch QS_ESHAPE
    * (or QS_EOVERFLOW / QS_EPARAM) with a message naming the input and both
    * shapes. The input count and non-emptiness are checked already. Input
-   * data is NULL when only shapes are known (qs_method_estimate, plans), else
-   * the pixels, which the rule may check (NaN, say). NULL: every output
-   * takes the first input's shape. */
+   * data is NULL when only shapes are known (qs_method_estimate, plans) or
+   * on a device, else the pixels, which the rule may check (NaN, say).
+   * NULL: every output takes the first input's shape. */
   int (*shape)(const qs_image *in, const double *p, qs_image *out, char *err,
                size_t err_len);
   /* Scalar work size for nearness between keys; NULL: output pixels. */
@@ -354,6 +354,9 @@ typedef struct qs_method_desc {
    * status skips calibration for the call. */
   int (*slice)(const qs_image *in, const double *p, size_t rows, size_t cols,
                qs_image *out);
+  /* Nonzero: inputs hold no NaN or infinity. The engine scans device
+   * inputs, whose pixels the shape rule never sees, and refuses them. */
+  int finite_inputs;
 } qs_method_desc;
 
 /* The registered methods, built-in first; valid for the engine's life. */
@@ -594,7 +597,6 @@ QS_API int qs_db_key_is_slice(const char *key);
 
 /* Writes every row and device as one JSON document at path (atomically). */
 QS_API int qs_engine_db_export(qs_engine *e, const char *path);
-
 /* Adds the rows of a document qs_engine_db_export wrote, skipping those
  * present; a malformed one changes nothing. Counters may be NULL. */
 QS_API int qs_engine_db_import(qs_engine *e, const char *path, size_t *added,
@@ -612,13 +614,11 @@ QS_API int qs_engine_db_forget(qs_engine *e, const qs_db_filter *f,
 /* SQLite's integrity check. A store qs_engine_open could not open gives the
  * status it gave then (QS_ECORRUPT, QS_ESCHEMA, QS_EFORMAT...). */
 QS_API int qs_engine_db_check(qs_engine *e);
-
 /* Moves a store file no engine has open (with its -wal, -shm) aside to
  * "<path>.corrupt-<unix seconds>", overwriting nothing; the new name to
  * moved (may be NULL). QS_EIO with err on failure. */
 QS_API int qs_engine_db_move_aside(const char *path, char *moved,
-                                   size_t moved_len, char *err,
-                                   size_t err_len);
+                                   size_t moved_len, char *err, size_t err_len);
 
 /* Deletes a store file no engine has open, with its -wal and -shm (absent:
  * no error): a fresh store for benchmarks. */

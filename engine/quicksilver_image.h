@@ -30,7 +30,8 @@
  *    key followed by "@device": it has no transfers, unlike the same
  *    implementation's runs on host images, and is learnt apart.
  *  - Shape rules see no pixels of a device input (its data is NULL), as in
- *    qs_method_estimate: eSRRF's refusal of NaN input is not made for it.
+ *    qs_method_estimate; a method with finite_inputs (eSRRF) has them
+ *    scanned on the device and refused as a host NaN or infinity is.
  *  - qs_method_benchmark pulls device inputs once and runs on host memory.
  *
  * A device image belongs to the engine that made it. Passing one to

@@ -12,6 +12,7 @@
  * the method's tolerance.) Tests
  * that need an OpenCL device skip without one. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -665,5 +666,59 @@ Test(devimg, two_devices_refused_or_moved, .init = two_pocl) {
   qs_image_free(&on[0]);
   qs_image_free(&on[1]);
   for (size_t i = 0; i < 3; i++) free(px[i]);
+  qs_engine_close(e);
+}
+
+static int count_row(void *ctx, const qs_db_row *r) {
+  (void)r;
+  ++*(size_t *)ctx;
+  return 0;
+}
+
+/* eSRRF refuses a device input holding a NaN or an infinity as it refuses
+ * a host one, naming frame, row and column (the scan runs on the device),
+ * gives no output and records nothing; a finite device input runs, and a
+ * method that takes non-finite pixels (rgc) is not scanned. */
+Test(devimg, nonfinite_device_input_refused_as_on_host) {
+  char dev[QS_NAME_MAX], impl[QS_NAME_MAX + 8];
+  qs_engine *e = open_device(dev, impl, NULL);
+  size_t f = 4, r = 20, c = 24, px = r * c;
+  float *pixels = noisy(f * px, 21);
+  qs_image host = qs_image_wrap(pixels, f, r, c), d;
+  qs_param p = {"magnification", 2, NULL};
+  qs_run_request rq = {
+      .inputs = &d, .n_inputs = 1, .params = &p, .n_params = 1};
+  qs_image out = {0};
+  const float bad[] = {NAN, INFINITY, -INFINITY};
+  const size_t at[] = {2 * px + 5 * c + 7, f * px - 1, 0};
+  for (int k = 0; k < 3; k++) {
+    pixels[at[k]] = bad[k];
+    cr_assert_eq(qs_image_push(e, &host, dev, &d), QS_OK);
+    cr_expect_eq(qs_method_run(e, "esrrf", &rq, &out, 1, NULL), QS_EINVAL);
+    char want[128];
+    snprintf(want, sizeof want, "frame %zu has %g at row %zu, column %zu",
+             at[k] / px, (double)bad[k], at[k] % px / c, at[k] % c);
+    cr_expect(strstr(qs_engine_error(e), want), "%s (want \"%s\")",
+              qs_engine_error(e), want);
+    cr_expect_null(out.owner_, "no output");
+    /* the host path refuses the same pixel */
+    rq.inputs = &host;
+    cr_expect_eq(qs_method_run(e, "esrrf", &rq, &out, 1, NULL), QS_EINVAL);
+    cr_expect(strstr(qs_engine_error(e), want), "host: %s",
+              qs_engine_error(e));
+    rq.inputs = &d;
+    qs_image_free(&d);
+    pixels[at[k]] = 1;
+  }
+  size_t runs = 0;
+  qs_db_filter all = {0};
+  cr_assert_eq(qs_engine_db_query(e, &all, count_row, &runs), QS_OK);
+  cr_expect_eq(runs, 0, "nothing recorded");
+  cr_assert_eq(qs_image_push(e, &host, dev, &d), QS_OK);
+  cr_expect_eq(qs_method_run(e, "esrrf", &rq, &out, 1, NULL), QS_OK, "%s",
+               qs_engine_error(e));
+  qs_image_free(&out);
+  qs_image_free(&d);
+  free(pixels);
   qs_engine_close(e);
 }

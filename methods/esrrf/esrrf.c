@@ -475,4 +475,5 @@ const qs_method_desc method_esrrf = {
     .work = esrrf_work,
     .tolerance = 1e-4,
     .slice = esrrf_slice,
+    .finite_inputs = 1,
 };
