@@ -36,7 +36,9 @@
  * 4 per pixel for avg, var, tac2); when the points would take more than
  * memory_mb, the radii are taken in groups, one pass over the frames per
  * group. Plus one batch of frames through the steps (the ×2M gradients:
- * 32·R·M·C·M bytes a frame), a group's reconstructions and SQUIRREL's
+ * 32·R·M·C·M bytes a frame), the convergences of a group's radii and the
+ * ×M images gathered over several batches before they fold (at most half
+ * of memory_mb and 512 MiB), a group's reconstructions and SQUIRREL's
  * (empty) maps of them (8·R·M·C·M bytes a point) and, if asked, each
  * point's reconstruction.
  *

@@ -24,6 +24,8 @@
 /* Frames through the steps at once, and their memory bound. */
 #define SW_MAX_BATCH 16
 #define SW_BATCH_BYTES ((size_t)256 << 20)
+/* The convergences and ×M images gathered before they fold. */
+#define SW_FOLD_BYTES ((size_t)512 << 20)
 
 typedef struct sweep {
   qs_engine *e;
@@ -230,53 +232,74 @@ static void sw_fold_batch(const sweep *s, qs_esrrf_partial *p,
   }
 }
 
-/* One pass over the frames for radii [r0, r1): their statistics. */
+/* One pass over the frames for radii [r0, r1): their statistics. The
+ * steps run `batch` frames at a time (their ×2M gradients are the large
+ * part); their convergences and ×M images are gathered over `fold`
+ * frames (a multiple of batch) before they fold, so that the statistics,
+ * which outgrow the caches on large frames (25 points × 3 × 8 bytes a
+ * pixel), stream through memory once per `fold` frames. */
 static int sw_pass(sweep *s, size_t r0, size_t r1, qs_esrrf_partial *p,
-                   size_t batch) {
+                   size_t batch, size_t fold) {
   const qs_image *st = s->stack;
-  size_t rc_px = s->rows * s->cols;
+  size_t rc_px = s->rows * s->cols, nr = r1 - r0;
   float *map = malloc((size_t)s->threads * s->plane * sizeof *map);
-  if (!map)
-    return sw_fail(s, QS_ENOMEM, "sweep: no memory for %d maps", s->threads);
+  float *raw = malloc(nr * fold * s->plane * sizeof *raw);
+  float *mags = malloc(fold * s->plane * sizeof *mags);
   int rc = QS_OK;
-  for (size_t f0 = 0; !rc && f0 < s->frames; f0 += batch) {
-    size_t n = s->frames - f0 < batch ? s->frames - f0 : batch;
-    qs_image frames =
-        qs_image_wrap(st->data + f0 * rc_px, n, s->rows, s->cols);
-    qs_image mag = {0}, g[2] = {{0}}, g2[2] = {{0}};
-    qs_param sm[] = {{"magnification_row", s->mag, NULL},
-                     {"magnification_col", s->mag, NULL}};
-    qs_param sm2[] = {{"magnification_row", 2 * s->mag, NULL},
-                      {"magnification_col", 2 * s->mag, NULL}};
-    rc = sw_step(s, "shift_magnify", &frames, 1, sm, 2, &mag, 1);
-    if (!rc) rc = sw_step(s, "roberts_cross", &frames, 1, NULL, 0, g, 2);
-    for (int k = 0; !rc && k < 2; k++)
-      rc = sw_step(s, "shift_magnify", &g[k], 1, sm2, 2, &g2[k], 1);
-    for (size_t r = r0; !rc && r < r1; r++) {
-      qs_image in[3] = {g2[0], g2[1], mag}, raw = {0};
-      qs_param rp[] = {{"magnification", s->mag, NULL},
-                       {"radius", s->o->radii[r], NULL},
-                       {"sensitivity", 1, NULL},
-                       {"intensity_weighting", 0, NULL}};
-      rc = sw_step(s, "rgc", in, 3, rp, 4, &raw, 1);
+  if (!map || !raw || !mags)
+    rc = sw_fail(s, QS_ENOMEM, "sweep: no memory for %zu frames' maps of "
+                               "%zu radii",
+                 fold, nr);
+  for (size_t g0 = 0; !rc && g0 < s->frames; g0 += fold) {
+    size_t gn = s->frames - g0 < fold ? s->frames - g0 : fold;
+    for (size_t k0 = 0; !rc && k0 < gn; k0 += batch) {
+      size_t n = gn - k0 < batch ? gn - k0 : batch, f0 = g0 + k0;
+      qs_image frames =
+          qs_image_wrap(st->data + f0 * rc_px, n, s->rows, s->cols);
+      qs_image mag = {0}, g[2] = {{0}}, g2[2] = {{0}};
+      qs_param sm[] = {{"magnification_row", s->mag, NULL},
+                       {"magnification_col", s->mag, NULL}};
+      qs_param sm2[] = {{"magnification_row", 2 * s->mag, NULL},
+                        {"magnification_col", 2 * s->mag, NULL}};
+      rc = sw_step(s, "shift_magnify", &frames, 1, sm, 2, &mag, 1);
+      if (!rc) rc = sw_step(s, "roberts_cross", &frames, 1, NULL, 0, g, 2);
+      for (int k = 0; !rc && k < 2; k++)
+        rc = sw_step(s, "shift_magnify", &g[k], 1, sm2, 2, &g2[k], 1);
       if (!rc)
-        sw_fold_batch(s, sw_at(p, s, r - r0, 0, 0, 0), raw.data, mag.data, n,
-                      f0, s->threads, map);
-      qs_image_free(&raw);
+        memcpy(mags + k0 * s->plane, mag.data, n * s->plane * sizeof *mags);
+      for (size_t r = r0; !rc && r < r1; r++) {
+        qs_image in[3] = {g2[0], g2[1], mag}, out = {0};
+        qs_param rp[] = {{"magnification", s->mag, NULL},
+                         {"radius", s->o->radii[r], NULL},
+                         {"sensitivity", 1, NULL},
+                         {"intensity_weighting", 0, NULL}};
+        rc = sw_step(s, "rgc", in, 3, rp, 4, &out, 1);
+        if (!rc)
+          memcpy(raw + ((r - r0) * fold + k0) * s->plane, out.data,
+                 n * s->plane * sizeof *raw);
+        qs_image_free(&out);
+      }
+      qs_image_free(&mag);
+      for (int k = 0; k < 2; k++) {
+        qs_image_free(&g[k]);
+        qs_image_free(&g2[k]);
+      }
+      s->done += n;
+      if (!rc && s->o->progress &&
+          s->o->progress(s->o->progress_ctx, s->done, s->total))
+        rc = sw_fail(s, QS_ECANCELLED,
+                     "sweep: cancelled after %llu of %llu frames",
+                     (unsigned long long)s->done,
+                     (unsigned long long)s->total);
     }
-    qs_image_free(&mag);
-    for (int k = 0; k < 2; k++) {
-      qs_image_free(&g[k]);
-      qs_image_free(&g2[k]);
-    }
-    s->done += n;
-    if (!rc && s->o->progress &&
-        s->o->progress(s->o->progress_ctx, s->done, s->total))
-      rc = sw_fail(s, QS_ECANCELLED,
-                   "sweep: cancelled after %llu of %llu frames",
-                   (unsigned long long)s->done, (unsigned long long)s->total);
+    for (size_t r = r0; !rc && r < r1; r++)
+      sw_fold_batch(s, sw_at(p, s, r - r0, 0, 0, 0),
+                    raw + (r - r0) * fold * s->plane, mags, gn, g0,
+                    s->threads, map);
   }
   free(map);
+  free(raw);
+  free(mags);
   return rc;
 }
 
@@ -426,6 +449,14 @@ int qs_esrrf_sweep(qs_engine *e, const qs_image *stack,
   size_t batch = SW_BATCH_BYTES / (per_frame ? per_frame : 1);
   if (batch < 1) batch = 1;
   if (batch > SW_MAX_BATCH) batch = SW_MAX_BATCH;
+  /* frames gathered per fold: their maps of a pass's radii and ×M images
+   * within half the bound and SW_FOLD_BYTES, a multiple of the steps'
+   * batch */
+  size_t per_fold = (group + 1) * s.plane * sizeof(float);
+  size_t fold_bytes = bound / 2 < SW_FOLD_BYTES ? bound / 2 : SW_FOLD_BYTES;
+  size_t fold = fold_bytes / per_fold / batch * batch;
+  if (fold < batch) fold = batch;
+  if (fold > s.frames) fold = s.frames;
   size_t np = s.nt * s.ns * s.nr, passes = (s.nr + group - 1) / group;
   qs_esrrf_sweep_point *pts = calloc(np, sizeof *pts);
   qs_esrrf_partial *p = calloc(group * s.nt * s.ns * 3, sizeof *p);
@@ -448,7 +479,7 @@ int qs_esrrf_sweep(qs_engine *e, const qs_image *stack,
                            "sweep: no memory for the statistics of %zu "
                            "points (memory_mb %ld)",
                            group * s.ns * s.nt, o->memory_mb);
-    if (!rc) rc = sw_pass(&s, r0, r1, p, batch);
+    if (!rc) rc = sw_pass(&s, r0, r1, p, batch, fold);
     if (!rc) rc = sw_score(&s, p, r0, r1, pts, tmp);
     for (size_t i = 0; i < group * s.nt * s.ns * 3; i++)
       qs_esrrf_partial_free(&p[i]);
