@@ -226,6 +226,14 @@ static long explore(const agent_cand *c, size_t n, double work, long inc) {
     if ((long)i == inc || c[i].excluded || agent_cold(&c[i]) ||
         c[i].second)
       continue;
+    /* equal footing: a rival timed on the key as often as an incumbent
+     * of few runs waits for the incumbent's next run (its first is often
+     * a cold one, 1.5-2x its steady time, against which every rival
+     * looks promising; a rival gets the benefit of the doubt through its
+     * bound, the incumbent through being run again) */
+    if (c[i].n_walls && c[inc].n_walls < AGENT_FOOTING &&
+        c[i].n_walls >= c[inc].n_walls)
+      continue;
     if (verdict(c, inc, i, work, &s) != V_PROMISING) continue;
     if (s < pick_s || (s == pick_s && c[i].n_walls < c[pick].n_walls))
       pick = (long)i, pick_s = s;

@@ -52,9 +52,12 @@
  * quieter machine) and what the try may cost over the incumbent
  * (its estimate less the incumbent's) is at most AGENT_HORIZON times what
  * it could save a call (the incumbent less its bound); the most promising
- * (lowest bound relative to the incumbent) first. A candidate whose bound
- * does not beat the incumbent is hopeless: neither run nor calibrated
- * again while that holds. */
+ * (lowest bound relative to the incumbent) first. While the incumbent
+ * has fewer than AGENT_FOOTING runs on the key, a rival timed there as
+ * often as it waits for its next run: an incumbent's first run is often a
+ * cold one, against which every rival looks promising. A candidate whose
+ * bound does not beat the incumbent is hopeless: neither run nor
+ * calibrated again while that holds. */
 #define AGENT_RUN_U 0.5
 #define AGENT_NOISE 0.15
 #define AGENT_TIE 0.05

@@ -337,3 +337,36 @@ Test(agent, small_call_tries_cold_cpu_candidates) {
   cr_assert_eq(agent_choose(d, 3, 1000, 1, &rng, &why, NULL, NULL), 0);
   cr_assert_str_eq(why, "static");
 }
+
+/* Equal footing: while the incumbent has fewer than AGENT_FOOTING runs on
+ * the key, a rival timed there as often as it is not tried before the
+ * incumbent runs again (its first run is often a cold one); with fewer
+ * runs than the incumbent, or against an incumbent of AGENT_FOOTING runs,
+ * the rival's bound decides as before. */
+Test(agent, rival_waits_for_an_incumbent_of_as_few_runs) {
+  double a[4] = {1.0, 1.0, 1.0, 1.0}, b[1] = {1.2};
+  agent_cand c[2] = {{.kind = QS_IMPL_THREADED, .walls = a, .n_walls = 1},
+                     {.kind = QS_IMPL_THREADED, .walls = b, .n_walls = 1}};
+  uint64_t rng = 3;
+  const char *why;
+  /* b's bound 1.2 x 0.5 = 0.6 beats 1.0 x 0.95: promising, but b has as
+   * many runs as a */
+  cr_assert_eq(agent_choose(c, 2, 100, 0, &rng, &why, NULL, NULL), 0);
+  cr_assert_str_eq(why, "history");
+  /* a timed twice, b once: b is tried */
+  c[0].n_walls = 2;
+  cr_assert_eq(agent_choose(c, 2, 100, 0, &rng, &why, NULL, NULL), 1);
+  cr_assert_str_eq(why, "exploration");
+  /* an incumbent of AGENT_FOOTING runs: the bound alone decides */
+  c[0].n_walls = AGENT_FOOTING;
+  double b4[AGENT_FOOTING];
+  for (int i = 0; i < AGENT_FOOTING; i++) b4[i] = 1.2;
+  c[1].walls = b4;
+  c[1].n_walls = AGENT_FOOTING;
+  /* b: 1.2 x (1 - 0.5 / 4) = 1.05, not below 0.95: hopeless anyway */
+  cr_assert_eq(agent_choose(c, 2, 100, 0, &rng, &why, NULL, NULL), 0);
+  for (int i = 0; i < AGENT_FOOTING; i++) b4[i] = 0.9;
+  /* b now the incumbent: 0.9 < 1.0 */
+  cr_assert_eq(agent_choose(c, 2, 100, 0, &rng, &why, NULL, NULL), 1);
+  cr_assert_str_eq(why, "history");
+}
