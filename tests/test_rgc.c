@@ -201,6 +201,29 @@ Test(rgc, whole_powers_are_pows_bits) {
   cr_expect_eq(rgc_pow(0.3f, 9.0f), (float)pow((double)0.3f, 9.0));
 }
 
+/* rgc_pow of ±0 without pow: pow's bits, −0 kept for odd whole powers
+ * (among them ones past int's range and float's odd integers' end), +0
+ * otherwise; rgc_sens sends −0 there and negatives to +0. */
+Test(rgc, zero_powers_are_pows_bits) {
+  static const float s[] = {1.0000001f, 1.5f,        2,     2.5f,   3,
+                            4,          5,           6,     7,      8,
+                            9,          11,          101,   1e7f + 1,
+                            16777215.0f, 16777216.0f, 3e9f, 1e30f, INFINITY};
+  for (size_t i = 0; i < sizeof s / sizeof *s; i++)
+    for (int neg = 0; neg < 2; neg++) {
+      float x = neg ? -0.0f : 0.0f, got = rgc_pow(x, s[i]);
+      float want = (float)pow((double)x, (double)s[i]);
+      cr_expect_eq(memcmp(&got, &want, sizeof got), 0,
+                   "%s0^%.9g: %a, pow %a", neg ? "-" : "+", (double)s[i],
+                   (double)got, (double)want);
+      got = rgc_sens(x, s[i]);
+      cr_expect_eq(memcmp(&got, &want, sizeof got), 0, "rgc_sens");
+    }
+  float m0 = rgc_sens(-0.0f, 3), p0 = rgc_sens(-1e-30f, 3);
+  cr_expect(m0 == 0 && signbit(m0), "-0^3 keeps its sign");
+  cr_expect(p0 == 0 && !signbit(p0), "a negative ratio becomes +0");
+}
+
 Test(rgc, intensity_weighting_multiplies_by_the_image) {
   qs_image in[3], plain[1], iw[1];
   make(in, 2, 8, 9, 3);

@@ -135,12 +135,21 @@ static inline float rgc_pow_whole(float x, int n) {
   if (!(y >= 0x1p-126 && y < 0x1p127)) return (float)pow(xd, (double)n);
   return (float)y;
 }
+
+/* Whether sens is an odd whole number (every float from 2²⁴ on is even). */
+static inline int rgc_odd(float sens) {
+  return sens > -0x1p24f && sens < 0x1p24f && sens == (float)(int)sens &&
+         ((int)sens & 1);
+}
 #endif
 
 /* (float)pow(x, sens) for x >= 0, sens > 1: the reference's power (on the
- * CPU through rgc_pow_whole for whole sensitivities up to 8, its bits). */
+ * CPU through rgc_pow_whole for whole sensitivities up to 8, and without
+ * pow for x = ±0, about half the sweep's inputs: pow(±0, y > 0) is +0, or
+ * x itself, sign kept, for an odd whole y; its bits either way). */
 QS_INLINE float rgc_pow(float x, float sens) {
 #if !QS_OPENCL
+  if (x == 0 && sens > 0) return rgc_odd(sens) ? x : 0.0f;
   if (x > 0 && sens <= 8 && sens == (float)(int)sens)
     return rgc_pow_whole(x, (int)sens);
 #endif
