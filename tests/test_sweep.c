@@ -3,10 +3,17 @@
  * implementation, its RSP/RSE are squirrel's and its FRC frc's on those
  * outputs (odd and even frames), the memory bound's radius groups change
  * nothing, QnR follows NanoPyx's formula, and bad input is refused naming
- * the parameter with nothing written. */
+ * the parameter with nothing written. The sweep's vector maps and folds
+ * (sweep_fold.h) give pow's and temporal_add's bits in every variant the
+ * CPU runs. */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 
+#include "methods/esrrf/sweep_fold.h"
+#include "methods/esrrf/temporal.h"
 #include "metric_fixtures.h"
 #include "qs_test.h"
 #include "quicksilver.h"
@@ -223,4 +230,177 @@ Test(sweep, progress_can_cancel) {
   cr_expect_null(res.points);
   qs_engine_close(e);
   mc_free(&c);
+}
+
+static uint32_t lcg(uint32_t *s) { return *s = *s * 1664525u + 1013904223u; }
+
+static float bits_f(uint32_t b) {
+  float x;
+  memcpy(&x, &b, sizeof x);
+  return x;
+}
+
+/* Whether the double products of x^n (n >= 3) lie within w double ulps
+ * of a float rounding boundary (the variants recompute those within 32). */
+static int near_boundary(float x, int n, int64_t w) {
+  double xd = x, y = xd;
+  for (int k = 1; k < n; k++) y *= xd;
+  uint64_t b;
+  memcpy(&b, &y, sizeof b);
+  int64_t low = (int64_t)(b & ((UINT64_C(1) << 29) - 1)) - (INT64_C(1) << 28);
+  return n > 2 && low > -w && low < w;
+}
+
+/* Inputs for the powers: random floats over every non-negative finite bit
+ * pattern (subnormal inputs included), log-uniform tiny ones (results
+ * subnormal or 0) and huge ones (results past FLT_MAX), exact powers of
+ * (1 + a·2^-j)·2^m (ties and exact results: for n in 3..7 some fall in
+ * the variants' window and take their scalar fix-up), floats found within
+ * 2^12 double ulps of a rounding boundary for power n, ±0, negatives, inf
+ * and NaN. An odd count, so the variants' scalar tails run. (No float
+ * input has products that round otherwise than glibc's pow: a search over
+ * every normal float for n = 3..8 found none, so the window is a bound
+ * the outputs cannot show broken; the fix-up lanes are still checked.) */
+static size_t power_inputs(float *x, size_t max, int n) {
+  uint32_t s = 12345u + (uint32_t)n;
+  size_t k = 0;
+  for (int i = 0; i < 200000; i++) x[k++] = bits_f(lcg(&s) % 0x7f800000u);
+  for (int i = 0; i < 20000; i++) /* negatives: the ratio's other half */
+    x[k++] = bits_f(lcg(&s) % 0x7f800000u | 0x80000000u);
+  for (int i = 0; i < 50000; i++) /* 2^-149 .. 2^-8, 2^8 .. 2^128 */
+    x[k++] = ldexpf(1 + (float)(lcg(&s) >> 9) * 0x1p-23f,
+                    (int)(lcg(&s) % 141) - 149);
+  for (int i = 0; i < 50000; i++)
+    x[k++] = ldexpf(1 + (float)(lcg(&s) >> 9) * 0x1p-23f,
+                    8 + (int)(lcg(&s) % 120));
+  for (int a = 1; a <= 7; a += 2)
+    for (int j = 1; j <= 23; j++)
+      for (int m = -30; m <= 30; m += 3)
+        x[k++] = ldexpf(1 + (float)a * ldexpf(1, -j), m);
+  size_t near = 0;
+  for (uint32_t b = 0x3f000000u; near < 4000 && b < 0x3f800000u; b++)
+    if (near_boundary(bits_f(b), n, 4096)) x[k++] = bits_f(b), near++;
+  for (uint32_t b = 0x3a000000u; near < 8000 && b < 0x3b000000u; b++)
+    if (near_boundary(bits_f(b), n, 4096)) x[k++] = bits_f(b), near++;
+  cr_assert(n == 2 || near >= 100, "power %d: %zu inputs near a boundary", n,
+            near);
+  size_t fixed = 0;
+  for (size_t i = 0; i < k; i++) fixed += near_boundary(x[i], n, 32);
+  cr_assert(n == 2 || n == 8 || fixed > 0,
+            "power %d: no input in the variants' window", n);
+  const float special[] = {0.0f, -0.0f, -1.0f, -FLT_MIN, -FLT_MAX, FLT_MIN,
+                           FLT_MAX, FLT_TRUE_MIN, INFINITY, -INFINITY, NAN,
+                           1.0f};
+  for (size_t i = 0; i < sizeof special / sizeof *special; i++)
+    x[k++] = special[i];
+  if (k % 2 == 0) x[k++] = 0.75f;
+  cr_assert_leq(k, max);
+  return k;
+}
+
+/* Whether a and b have the same bits, or are both NaN. */
+static int same(float a, float b) {
+  return (isnan(a) && isnan(b)) || !memcmp(&a, &b, sizeof a);
+}
+
+/* Every variant's map of every whole sensitivity 2..8 is (float)pow(x, n)
+ * bit for bit (0 for a negative x, −0 for −0 to an odd power), and times
+ * the intensity in float with an image; every other sensitivity (none,
+ * not whole, beyond 8) gives the portable map's bits. */
+Test(sweep, vector_powers_are_pows_bits) {
+  size_t max = 440000;
+  float *x = malloc(max * sizeof *x), *img = malloc(max * sizeof *img),
+        *got = malloc(max * sizeof *got), *ref = malloc(max * sizeof *ref);
+  cr_assert(x && img && got && ref);
+  int variants = 0;
+  for (int w = 0; w < SWEEP_VARIANTS; w++) {
+    const sweep_kernels *kf = sweep_kernels_get(w);
+    if (!kf) continue;
+    variants++;
+    for (int n = 2; n <= 8; n++) {
+      size_t len = power_inputs(x, max, n), bad = 0;
+      uint32_t s = 99;
+      for (size_t i = 0; i < len; i++)
+        img[i] = (float)(lcg(&s) >> 8) * 0x1p-20f;
+      kf->map(x, NULL, (float)n, len, got);
+      for (size_t i = 0; i < len; i++) {
+        float want = x[i] < 0 ? 0.0f : (float)pow((double)x[i], (double)n);
+        if (!same(got[i], want) && bad++ < 5)
+          cr_log_error("%s: %a^%d: %a, pow %a", kf->name, (double)x[i], n,
+                       (double)got[i], (double)want);
+      }
+      kf->map(x, img, (float)n, len, got);
+      for (size_t i = 0; i < len; i++) {
+        float p = x[i] < 0 ? 0.0f : (float)pow((double)x[i], (double)n);
+        float want = p * img[i];
+        if (!same(got[i], want) && bad++ < 5)
+          cr_log_error("%s: %a^%d * %a: %a, want %a", kf->name, (double)x[i],
+                       n, (double)img[i], (double)got[i], (double)want);
+      }
+      cr_expect_eq(bad, 0, "%s, power %d: %zu of %zu differ from pow's",
+                   kf->name, n, bad, 2 * len);
+    }
+    const float other[] = {0, 0.5f, 1, 1.5f, 2.5f, 9, 12.25f};
+    size_t len = power_inputs(x, max, 3);
+    for (size_t o = 0; o < sizeof other / sizeof *other; o++) {
+      sweep_kernels_get(SWEEP_PORTABLE)->map(x, img, other[o], len, ref);
+      kf->map(x, img, other[o], len, got);
+      size_t bad = 0;
+      for (size_t i = 0; i < len; i++) bad += !same(got[i], ref[i]);
+      cr_expect_eq(bad, 0, "%s, sensitivity %g: %zu differ", kf->name,
+                   (double)other[o], bad);
+    }
+  }
+  cr_expect_geq(variants, 1);
+  free(x);
+  free(img);
+  free(got);
+  free(ref);
+}
+
+/* Every variant's fold is temporal_add's, with and without a half, on
+ * ranges that start and end off the vector width. */
+Test(sweep, vector_folds_are_temporal_adds) {
+  size_t px = 1031;
+  float *map = malloc(px * sizeof *map);
+  cr_assert(map);
+  uint32_t s = 5;
+  for (int w = 0; w < SWEEP_VARIANTS; w++) {
+    const sweep_kernels *kf = sweep_kernels_get(w);
+    if (!kf) continue;
+    qs_esrrf_partial p[4];
+    for (int i = 0; i < 4; i++)
+      cr_assert_eq(qs_esrrf_partial_init(&p[i], 0, 1, px), QS_OK);
+    for (int f = 0; f < 6; f++) {
+      for (size_t i = 0; i < px; i++)
+        map[i] = bits_f(lcg(&s) % 0x4f000000u) * (f % 2 ? 1 : -1);
+      size_t b = f ? (size_t)f * 3 : 0, e = px - (size_t)f;
+      if (!f) { /* the first frame starts the statistics */
+        for (int i = 0; i < 4; i++) temporal_add(&p[i], map, 0, 0, px);
+        continue;
+      }
+      temporal_add(&p[0], map, (uint64_t)f, b, e);
+      temporal_add(&p[1], map, (uint64_t)f, b, e);
+      kf->add(&p[2], f % 2 ? &p[3] : NULL, map, b, e);
+      if (f % 2 == 0) kf->add(&p[3], NULL, map, b, e); /* alone */
+    }
+    cr_expect_eq(memcmp(p[0].data, p[2].data, px * sizeof(double)), 0,
+                 "%s: the sum differs", kf->name);
+    cr_expect_eq(memcmp(p[1].data, p[3].data, px * sizeof(double)), 0,
+                 "%s: the half differs", kf->name);
+    for (int i = 0; i < 4; i++) qs_esrrf_partial_free(&p[i]);
+  }
+  free(map);
+}
+
+/* The best variant is one the CPU runs, and the portable one always is. */
+Test(sweep, best_fold_runs_here) {
+  const sweep_kernels *best = sweep_kernels_best();
+  cr_assert_not_null(sweep_kernels_get(SWEEP_PORTABLE));
+  int found = 0;
+  for (int w = 0; w < SWEEP_VARIANTS; w++)
+    found += sweep_kernels_get(w) == best;
+  cr_expect_eq(found, 1, "best: %s", best->name);
+  cr_expect_null(sweep_kernels_get(SWEEP_VARIANTS));
+  cr_log_info("sweep folds: %s", best->name);
 }

@@ -7,7 +7,8 @@
  * the maps fold through the partials' own fold (temporal_add, the batch
  * call's): a point's reconstruction has the bits of eSRRF run with the
  * same implementations. The powers and the folds, the sweep's own work,
- * run in bands of pixels on the engine's number of threads. */
+ * run in bands of pixels on the engine's number of threads, in the CPU's
+ * widest vectors (sweep_fold.h, the same bits). */
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -16,8 +17,8 @@
 #include <string.h>
 
 #include "engine/fail.h"
+#include "methods/esrrf/sweep_fold.h"
 #include "methods/esrrf/temporal.h"
-#include "methods/rgc/rgc_math.h"
 #include "quicksilver_esrrf.h"
 #include "quicksilver_sweep.h"
 
@@ -34,6 +35,7 @@ typedef struct sweep {
   size_t rows, cols, frames, rm, cm, plane;
   int mag, frc, rsp, iw;
   int threads;            /* the engine's, for the powers and folds */
+  const sweep_kernels *kernels; /* the CPU's widest maps and folds */
   size_t nt, ns, nr;
   int temporal[3];
   char *err;
@@ -140,24 +142,6 @@ static qs_esrrf_partial *sw_at(qs_esrrf_partial *p, const sweep *s, size_t r,
   return &p[((r * s->nt + t) * s->ns + si) * 3 + (size_t)k];
 }
 
-/* The map of sensitivity sens from the convergence v (sensitivity 1, no
- * intensity: rgc_finish's ratio) for pixels [b, e): rgc_sens with the
- * float sensitivity, as eSRRF's pass takes it, and the intensity. */
-static void sw_map(const float *v, const float *img, float sens, int iw,
-                   size_t b, size_t e, float *out) {
-  if (!(sens > 1)) { /* no power: a loop the compiler vectorises */
-    for (size_t i = b; i < e; i++) {
-      float x = v[i] < 0 ? 0 : v[i];
-      out[i] = iw ? x * img[i] : x;
-    }
-    return;
-  }
-  for (size_t i = b; i < e; i++) {
-    float x = rgc_sens(v[i], sens);
-    out[i] = iw ? x * img[i] : x;
-  }
-}
-
 /* One batch of one radius folded into its points' statistics, a band of
  * pixels per thread. */
 typedef struct sw_fold {
@@ -175,19 +159,27 @@ typedef struct sw_fold {
 static void *sw_fold_band(void *arg) {
   const sw_fold *j = arg;
   const sweep *s = j->s;
+  const sweep_kernels *kf = s->kernels;
   for (size_t b = j->b; b < j->e; b += SW_TILE) {
     size_t e = b + SW_TILE < j->e ? b + SW_TILE : j->e;
     for (size_t si = 0; si < s->ns; si++) {
       size_t seen[3] = {0, 0, 0};
       for (size_t k = 0; k < j->n; k++) {
-        sw_map(j->raw + k * s->plane, j->mag + k * s->plane,
-               (float)s->o->sensitivities[si], s->iw, b, e, j->map);
+        /* the map of this sensitivity: rgc_sens with the float
+         * sensitivity, as eSRRF's pass takes it, and the intensity */
+        kf->map(j->raw + k * s->plane + b,
+                s->iw ? j->mag + k * s->plane + b : NULL,
+                (float)s->o->sensitivities[si], e - b, j->map + b);
         int half = (j->f0 + k) % 2 ? 1 : 2; /* odd frames 1, 3, ... */
         for (size_t t = 0; t < s->nt; t++) {
           qs_esrrf_partial *a = &j->p[(t * s->ns + si) * 3];
-          temporal_add(&a[0], j->map, a[0].n + seen[0], b, e);
-          if (s->frc)
-            temporal_add(&a[half], j->map, a[half].n + seen[half], b, e);
+          uint64_t n0 = a[0].n + seen[0], nh = a[half].n + seen[half];
+          if (a[0].temporal == TEMPORAL_AVG && n0 && (!s->frc || nh)) {
+            kf->add(&a[0], s->frc ? &a[half] : NULL, j->map, b, e);
+            continue;
+          }
+          temporal_add(&a[0], j->map, n0, b, e);
+          if (s->frc) temporal_add(&a[half], j->map, nh, b, e);
         }
         seen[0]++;
         seen[half]++;
@@ -429,6 +421,7 @@ int qs_esrrf_sweep(qs_engine *e, const qs_image *stack,
   s.frc = !o->no_frc;
   s.rsp = !o->no_rsp;
   s.iw = !o->no_intensity_weighting;
+  s.kernels = sweep_kernels_best();
   s.threads = qs_engine_threads(e);
   if (s.threads < 1) s.threads = 1;
   if (s.threads > QS_MAX_THREADS) s.threads = QS_MAX_THREADS;
