@@ -35,7 +35,7 @@ typedef struct sweep {
   size_t rows, cols, frames, rm, cm, plane;
   int mag, frc, rsp, iw;
   int threads;            /* the engine's, for the powers and folds */
-  const sweep_kernels *kernels; /* the CPU's widest maps and folds */
+  const sweep_kernels *kf; /* the CPU's widest maps and folds */
   size_t nt, ns, nr;
   int temporal[3];
   char *err;
@@ -159,7 +159,7 @@ typedef struct sw_fold {
 static void *sw_fold_band(void *arg) {
   const sw_fold *j = arg;
   const sweep *s = j->s;
-  const sweep_kernels *kf = s->kernels;
+  const sweep_kernels *kf = s->kf;
   for (size_t b = j->b; b < j->e; b += SW_TILE) {
     size_t e = b + SW_TILE < j->e ? b + SW_TILE : j->e;
     for (size_t si = 0; si < s->ns; si++) {
@@ -421,7 +421,7 @@ int qs_esrrf_sweep(qs_engine *e, const qs_image *stack,
   s.frc = !o->no_frc;
   s.rsp = !o->no_rsp;
   s.iw = !o->no_intensity_weighting;
-  s.kernels = sweep_kernels_best();
+  s.kf = sweep_kernels_best();
   s.threads = qs_engine_threads(e);
   if (s.threads < 1) s.threads = 1;
   if (s.threads > QS_MAX_THREADS) s.threads = QS_MAX_THREADS;

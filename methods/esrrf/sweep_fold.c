@@ -2,7 +2,8 @@
  * C, and AVX2 and AVX-512F variants selected per function by a target
  * attribute (the rest of the library keeps the baseline flags), listed by
  * sweep_kernels_get only where the CPU runs them (the probes of the fused
- * eSRRF variants, fused_vec.c).
+ * eSRRF variants, fused_vec.c). Both vector variants are one body,
+ * sweep_fold_vec.h, over the operations each defines.
  *
  * The vector map computes rgc_pow_whole's products for every lane (the
  * same double multiplications in the same order, so the same y), marks
@@ -65,166 +66,104 @@ static void sf_add(qs_esrrf_partial *a, qs_esrrf_partial *h, const float *x,
 static const sweep_kernels sf_portable = {"portable", sf_map, sf_add};
 
 #if SF_X86
-/* rgc_pow_whole's products, y = x^n for n in [2, 8], in its order. */
-#define SF_PROD(mul, x, n, y)                                                \
-  do {                                                                       \
-    __typeof__(x) x2_ = mul(x, x), x4_ = mul(x2_, x2_);                      \
-    switch (n) {                                                             \
-    case 2: y = x2_; break;                                                  \
-    case 3: y = mul(x2_, x); break;                                          \
-    case 4: y = x4_; break;                                                  \
-    case 5: y = mul(x4_, x); break;                                          \
-    case 6: y = mul(x4_, x2_); break;                                        \
-    case 7: y = mul(mul(x4_, x2_), x); break;                                \
-    default: y = mul(x4_, x4_); break;                                       \
-    }                                                                        \
-  } while (0)
+/* AVX2: four lanes, the masks as vectors. */
+#define SF_TARGET SF_AVX2
+#define SF_(f) f##_avx2
+#define SF_LANES 4
+#define sf_vf __m128
+#define sf_vd __m256d
+#define SF_LOADF _mm_loadu_ps
+#define SF_STOREF _mm_storeu_ps
+#define SF_MULF _mm_mul_ps
+#define SF_LOADD _mm256_loadu_pd
+#define SF_STORED _mm256_storeu_pd
+#define SF_ADDD _mm256_add_pd
+#define SF_MULD _mm256_mul_pd
+#define SF_POS(x) _mm_andnot_ps(_mm_cmplt_ps(x, _mm_setzero_ps()), x)
+#define SF_UP _mm256_cvtps_pd
+#define SF_DOWN _mm256_cvtpd_ps
+#define SF_FIX sf_fix_avx2
 
-/* Eight lanes (sf_map's contract) with the power n known at compile time:
- * the lanes marked in `fix` are recomputed by sf_one. */
-static inline __attribute__((always_inline)) SF_AVX2 void
-sf_pow_avx2(const float *v, const float *img, float sens, int n, size_t len,
-            float *out) {
-  const __m128 z = _mm_setzero_ps();
-  const __m256d dz = _mm256_setzero_pd(), lo = _mm256_set1_pd(0x1p-126),
-                hi = _mm256_set1_pd(0x1p127);
-  const __m256i m29 = _mm256_set1_epi64x((INT64_C(1) << 29) - 1),
-                mid = _mm256_set1_epi64x(INT64_C(1) << 28),
-                lo32 = _mm256_set1_epi64x(-32), hi32 = _mm256_set1_epi64x(32);
-  size_t i = 0;
-  for (; i + 4 <= len; i += 4) {
-    __m128 x = _mm_loadu_ps(v + i), r;
-    x = _mm_andnot_ps(_mm_cmplt_ps(x, z), x); /* negatives to +0 */
-    int fix = 0;
-    if (n == 1) {
-      r = x;
-    } else {
-      __m256d xd = _mm256_cvtps_pd(x), y;
-      SF_PROD(_mm256_mul_pd, xd, n, y);
-      __m256d bad = _mm256_cmp_pd(xd, xd, _CMP_UNORD_Q);
-      if (n > 2) {
-        __m256i low =
-            _mm256_sub_epi64(_mm256_and_si256(_mm256_castpd_si256(y), m29),
-                             mid);
-        __m256d edge = _mm256_castsi256_pd(_mm256_and_si256(
-            _mm256_cmpgt_epi64(low, lo32), _mm256_cmpgt_epi64(hi32, low)));
-        __m256d ok = _mm256_and_pd(_mm256_cmp_pd(y, lo, _CMP_GE_OQ),
-                                   _mm256_cmp_pd(y, hi, _CMP_LT_OQ));
-        __m256d nz = _mm256_cmp_pd(xd, dz, _CMP_NEQ_UQ);
-        bad = _mm256_and_pd(nz, _mm256_or_pd(edge, _mm256_andnot_pd(ok, nz)));
-      }
-      fix = _mm256_movemask_pd(bad);
-      r = _mm256_cvtpd_ps(y);
-    }
-    if (img) r = _mm_mul_ps(r, _mm_loadu_ps(img + i));
-    _mm_storeu_ps(out + i, r);
-    for (; fix; fix &= fix - 1)
-      out[i + (size_t)__builtin_ctz((unsigned)fix)] =
-          sf_one(v, img, sens, i + (size_t)__builtin_ctz((unsigned)fix));
+/* |low 29 bits − 2²⁸| < 32 as two signed comparisons of the difference. */
+SF_AVX2 static inline unsigned sf_fix_avx2(__m256d x, __m256d y, int n) {
+  __m256d bad = _mm256_cmp_pd(x, x, _CMP_UNORD_Q);
+  if (n > 2) {
+    __m256i low = _mm256_sub_epi64(
+        _mm256_and_si256(_mm256_castpd_si256(y),
+                         _mm256_set1_epi64x((INT64_C(1) << 29) - 1)),
+        _mm256_set1_epi64x(INT64_C(1) << 28));
+    __m256d edge = _mm256_castsi256_pd(
+        _mm256_and_si256(_mm256_cmpgt_epi64(low, _mm256_set1_epi64x(-32)),
+                         _mm256_cmpgt_epi64(_mm256_set1_epi64x(32), low)));
+    __m256d ok =
+        _mm256_and_pd(_mm256_cmp_pd(y, _mm256_set1_pd(0x1p-126), _CMP_GE_OQ),
+                      _mm256_cmp_pd(y, _mm256_set1_pd(0x1p127), _CMP_LT_OQ));
+    __m256d nz = _mm256_cmp_pd(x, _mm256_setzero_pd(), _CMP_NEQ_UQ);
+    bad = _mm256_and_pd(nz, _mm256_or_pd(edge, _mm256_andnot_pd(ok, nz)));
   }
-  for (; i < len; i++) out[i] = sf_one(v, img, sens, i);
+  return (unsigned)_mm256_movemask_pd(bad);
 }
 
-SF_AVX2 static void sf_map_avx2(const float *v, const float *img,
-                                float sens, size_t n, float *out) {
-  switch (sf_whole(sens)) {
-  case 1: sf_pow_avx2(v, img, sens, 1, n, out); break;
-  case 2: sf_pow_avx2(v, img, sens, 2, n, out); break;
-  case 3: sf_pow_avx2(v, img, sens, 3, n, out); break;
-  case 4: sf_pow_avx2(v, img, sens, 4, n, out); break;
-  case 5: sf_pow_avx2(v, img, sens, 5, n, out); break;
-  case 6: sf_pow_avx2(v, img, sens, 6, n, out); break;
-  case 7: sf_pow_avx2(v, img, sens, 7, n, out); break;
-  case 8: sf_pow_avx2(v, img, sens, 8, n, out); break;
-  default: sf_map(v, img, sens, n, out); break;
-  }
-}
-
-SF_AVX2 static void sf_add_avx2(qs_esrrf_partial *a, qs_esrrf_partial *h,
-                                const float *x, size_t b, size_t e) {
-  double *s = a->data, *t = h ? h->data : NULL;
-  size_t i = b;
-  for (; i + 4 <= e; i += 4) {
-    __m256d d = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
-    _mm256_storeu_pd(s + i, _mm256_add_pd(_mm256_loadu_pd(s + i), d));
-    if (t) _mm256_storeu_pd(t + i, _mm256_add_pd(_mm256_loadu_pd(t + i), d));
-  }
-  if (i < e) sf_add(a, h, x, i, e);
-}
-
+#include "methods/esrrf/sweep_fold_vec.h"
 static const sweep_kernels sf_avx2 = {"avx2", sf_map_avx2, sf_add_avx2};
+#undef SF_TARGET
+#undef SF_
+#undef SF_LANES
+#undef sf_vf
+#undef sf_vd
+#undef SF_LOADF
+#undef SF_STOREF
+#undef SF_MULF
+#undef SF_LOADD
+#undef SF_STORED
+#undef SF_ADDD
+#undef SF_MULD
+#undef SF_POS
+#undef SF_UP
+#undef SF_DOWN
+#undef SF_FIX
 #endif
 
 #if SF_X512
-/* sf_pow_avx2 with eight double lanes and mask registers. */
-static inline __attribute__((always_inline)) SF_AVX512 void
-sf_pow_avx512(const float *v, const float *img, float sens, int n,
-              size_t len, float *out) {
-  const __m256 z = _mm256_setzero_ps();
-  const __m512d dz = _mm512_setzero_pd(), lo = _mm512_set1_pd(0x1p-126),
-                hi = _mm512_set1_pd(0x1p127);
-  const __m512i m29 = _mm512_set1_epi64((INT64_C(1) << 29) - 1),
-                off = _mm512_set1_epi64((INT64_C(1) << 28) - 31),
-                width = _mm512_set1_epi64(63);
-  size_t i = 0;
-  for (; i + 8 <= len; i += 8) {
-    __m256 x = _mm256_loadu_ps(v + i), r;
-    x = _mm256_andnot_ps(_mm256_cmp_ps(x, z, _CMP_LT_OQ), x);
-    unsigned fix = 0;
-    if (n == 1) {
-      r = x;
-    } else {
-      __m512d xd = _mm512_cvtps_pd(x), y;
-      SF_PROD(_mm512_mul_pd, xd, n, y);
-      __mmask8 bad = _mm512_cmp_pd_mask(xd, xd, _CMP_UNORD_Q);
-      if (n > 2) {
-        /* |low 29 bits − 2²⁸| < 32, as (low − (2²⁸ − 31)) < 63 unsigned */
-        __m512i low = _mm512_sub_epi64(
-            _mm512_and_si512(_mm512_castpd_si512(y), m29), off);
-        __mmask8 ok = _mm512_cmp_pd_mask(y, lo, _CMP_GE_OQ) &
-                      _mm512_cmp_pd_mask(y, hi, _CMP_LT_OQ);
-        __mmask8 nz = _mm512_cmp_pd_mask(xd, dz, _CMP_NEQ_UQ);
-        bad = nz & (_mm512_cmplt_epu64_mask(low, width) | (__mmask8)~ok);
-      }
-      fix = bad;
-      r = _mm512_cvtpd_ps(y);
-    }
-    if (img) r = _mm256_mul_ps(r, _mm256_loadu_ps(img + i));
-    _mm256_storeu_ps(out + i, r);
-    for (; fix; fix &= fix - 1)
-      out[i + (size_t)__builtin_ctz(fix)] =
-          sf_one(v, img, sens, i + (size_t)__builtin_ctz(fix));
+/* AVX-512F: eight double lanes (from eight floats), the masks in mask
+ * registers. */
+#define SF_TARGET SF_AVX512
+#define SF_(f) f##_avx512
+#define SF_LANES 8
+#define sf_vf __m256
+#define sf_vd __m512d
+#define SF_LOADF _mm256_loadu_ps
+#define SF_STOREF _mm256_storeu_ps
+#define SF_MULF _mm256_mul_ps
+#define SF_LOADD _mm512_loadu_pd
+#define SF_STORED _mm512_storeu_pd
+#define SF_ADDD _mm512_add_pd
+#define SF_MULD _mm512_mul_pd
+#define SF_POS(x)                                                            \
+  _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ), x)
+#define SF_UP _mm512_cvtps_pd
+#define SF_DOWN _mm512_cvtpd_ps
+#define SF_FIX sf_fix_avx512
+
+/* |low 29 bits − 2²⁸| < 32 as (low − (2²⁸ − 31)) < 63, unsigned. */
+SF_AVX512 static inline unsigned sf_fix_avx512(__m512d x, __m512d y, int n) {
+  __mmask8 bad = _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q);
+  if (n > 2) {
+    __m512i low = _mm512_sub_epi64(
+        _mm512_and_si512(_mm512_castpd_si512(y),
+                         _mm512_set1_epi64((INT64_C(1) << 29) - 1)),
+        _mm512_set1_epi64((INT64_C(1) << 28) - 31));
+    __mmask8 edge = _mm512_cmplt_epu64_mask(low, _mm512_set1_epi64(63));
+    __mmask8 ok =
+        _mm512_cmp_pd_mask(y, _mm512_set1_pd(0x1p-126), _CMP_GE_OQ) &
+        _mm512_cmp_pd_mask(y, _mm512_set1_pd(0x1p127), _CMP_LT_OQ);
+    __mmask8 nz = _mm512_cmp_pd_mask(x, _mm512_setzero_pd(), _CMP_NEQ_UQ);
+    bad = nz & (edge | (__mmask8)~ok);
   }
-  for (; i < len; i++) out[i] = sf_one(v, img, sens, i);
+  return bad;
 }
 
-SF_AVX512 static void sf_map_avx512(const float *v, const float *img,
-                                    float sens, size_t n, float *out) {
-  switch (sf_whole(sens)) {
-  case 1: sf_pow_avx512(v, img, sens, 1, n, out); break;
-  case 2: sf_pow_avx512(v, img, sens, 2, n, out); break;
-  case 3: sf_pow_avx512(v, img, sens, 3, n, out); break;
-  case 4: sf_pow_avx512(v, img, sens, 4, n, out); break;
-  case 5: sf_pow_avx512(v, img, sens, 5, n, out); break;
-  case 6: sf_pow_avx512(v, img, sens, 6, n, out); break;
-  case 7: sf_pow_avx512(v, img, sens, 7, n, out); break;
-  case 8: sf_pow_avx512(v, img, sens, 8, n, out); break;
-  default: sf_map(v, img, sens, n, out); break;
-  }
-}
-
-SF_AVX512 static void sf_add_avx512(qs_esrrf_partial *a, qs_esrrf_partial *h,
-                                    const float *x, size_t b, size_t e) {
-  double *s = a->data, *t = h ? h->data : NULL;
-  size_t i = b;
-  for (; i + 8 <= e; i += 8) {
-    __m512d d = _mm512_cvtps_pd(_mm256_loadu_ps(x + i));
-    _mm512_storeu_pd(s + i, _mm512_add_pd(_mm512_loadu_pd(s + i), d));
-    if (t) _mm512_storeu_pd(t + i, _mm512_add_pd(_mm512_loadu_pd(t + i), d));
-  }
-  if (i < e) sf_add(a, h, x, i, e);
-}
-
+#include "methods/esrrf/sweep_fold_vec.h"
 static const sweep_kernels sf_avx512 = {"avx512", sf_map_avx512,
                                         sf_add_avx512};
 #endif

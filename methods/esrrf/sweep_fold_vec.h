@@ -1,0 +1,78 @@
+/* sweep_fold_vec.h — the body of one vector variant of sweep_fold.h,
+ * included by sweep_fold.c once per instruction set after it defines:
+ *
+ *   SF_TARGET       the function attribute that selects the set
+ *   SF_(name)       the variant's name for a function (name ## _avx2 ...)
+ *   SF_LANES        pixels per step (4 or 8)
+ *   sf_vf, sf_vd    the vector types of SF_LANES floats and doubles
+ *   SF_LOADF(p), SF_STOREF(p, v), SF_MULF(a, b), SF_LOADD(p),
+ *   SF_STORED(p, v), SF_ADDD(a, b), SF_MULD(a, b)
+ *   SF_POS(x)       x with its negative lanes +0 (−0 and NaN kept)
+ *   SF_UP(x), SF_DOWN(y)   floats to doubles and back (round to nearest)
+ *   SF_FIX(xd, y, n)  an unsigned bit per lane: NaN x, and for n > 2 the
+ *                   lanes rgc_pow_whole sends to pow (y within 32 double
+ *                   ulps of a float rounding boundary or outside
+ *                   [2^-126, 2^127)) unless x is ±0
+ *
+ * sf_one, sf_whole, sf_map and sf_add (sweep_fold.c) are the portable
+ * definitions the lanes reproduce. */
+
+/* The map with the power n (1: none) known at compile time: every lane
+ * through rgc_pow_whole's products, then the marked lanes by sf_one. */
+static inline __attribute__((always_inline)) SF_TARGET void
+SF_(sf_pow)(const float *v, const float *img, float sens, int n, size_t len,
+            float *out) {
+  size_t i = 0;
+  for (; i + SF_LANES <= len; i += SF_LANES) {
+    sf_vf x = SF_POS(SF_LOADF(v + i)), r = x;
+    unsigned fix = 0;
+    if (n > 1) {
+      sf_vd xd = SF_UP(x), x2 = SF_MULD(xd, xd), x4 = SF_MULD(x2, x2), y;
+      switch (n) { /* rgc_pow_whole's order */
+      case 2: y = x2; break;
+      case 3: y = SF_MULD(x2, xd); break;
+      case 4: y = x4; break;
+      case 5: y = SF_MULD(x4, xd); break;
+      case 6: y = SF_MULD(x4, x2); break;
+      case 7: y = SF_MULD(SF_MULD(x4, x2), xd); break;
+      default: y = SF_MULD(x4, x4); break;
+      }
+      fix = SF_FIX(xd, y, n);
+      r = SF_DOWN(y);
+    }
+    if (img) r = SF_MULF(r, SF_LOADF(img + i));
+    SF_STOREF(out + i, r);
+    for (; fix; fix &= fix - 1) {
+      size_t l = i + (size_t)__builtin_ctz(fix);
+      out[l] = sf_one(v, img, sens, l);
+    }
+  }
+  for (; i < len; i++) out[i] = sf_one(v, img, sens, i);
+}
+
+SF_TARGET static void SF_(sf_map)(const float *v, const float *img,
+                                  float sens, size_t n, float *out) {
+  switch (sf_whole(sens)) {
+  case 1: SF_(sf_pow)(v, img, sens, 1, n, out); break;
+  case 2: SF_(sf_pow)(v, img, sens, 2, n, out); break;
+  case 3: SF_(sf_pow)(v, img, sens, 3, n, out); break;
+  case 4: SF_(sf_pow)(v, img, sens, 4, n, out); break;
+  case 5: SF_(sf_pow)(v, img, sens, 5, n, out); break;
+  case 6: SF_(sf_pow)(v, img, sens, 6, n, out); break;
+  case 7: SF_(sf_pow)(v, img, sens, 7, n, out); break;
+  case 8: SF_(sf_pow)(v, img, sens, 8, n, out); break;
+  default: sf_map(v, img, sens, n, out); break;
+  }
+}
+
+SF_TARGET static void SF_(sf_add)(qs_esrrf_partial *a, qs_esrrf_partial *h,
+                                  const float *x, size_t b, size_t e) {
+  double *s = a->data, *t = h ? h->data : NULL;
+  size_t i = b;
+  for (; i + SF_LANES <= e; i += SF_LANES) {
+    sf_vd d = SF_UP(SF_LOADF(x + i));
+    SF_STORED(s + i, SF_ADDD(SF_LOADD(s + i), d));
+    if (t) SF_STORED(t + i, SF_ADDD(SF_LOADD(t + i), d));
+  }
+  if (i < e) sf_add(a, h, x, i, e);
+}
