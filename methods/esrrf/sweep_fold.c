@@ -8,11 +8,12 @@
  * The vector map computes rgc_pow_whole's products for every lane (the
  * same double multiplications in the same order, so the same y), marks
  * the lanes rgc_pow_whole would send to pow (y near a float rounding
- * boundary or outside float's normal range, for x != ±0) and any NaN, and
- * recomputes those few with the scalar rgc_sens: every lane has its bits.
- * ±0 needs no pow: the products give +0, or −0 for an odd power of −0,
- * which is pow's (and rgc_pow's) answer. The fold converts the map to
- * double and adds, as temporal_add does, eight or four pixels at a time. */
+ * boundary or outside float's normal range but not below 2⁻¹⁵¹) and any
+ * NaN, and recomputes those few with the scalar rgc_sens: every lane has
+ * its bits. ±0 needs no pow: the products give +0, or −0 for an odd power
+ * of −0, which is pow's (and rgc_pow's) answer. The fold converts the map
+ * to double and adds, as temporal_add does, eight or four pixels at a
+ * time. */
 #include <stdint.h>
 
 #include "methods/esrrf/fused.h"
@@ -84,24 +85,24 @@ static const sweep_kernels sf_portable = {"portable", sf_map, sf_add};
 #define SF_DOWN _mm256_cvtpd_ps
 #define SF_FIX sf_fix_avx2
 
-/* |low 29 bits − 2²⁸| < 32 as two signed comparisons of the difference. */
+/* |low 29 bits − 2²⁸| < 32 as two signed comparisons of the difference;
+ * ±0 and NaN as SF_FIX says through y's range (y = ±0 below 2^-151, NaN
+ * in no range). */
 SF_AVX2 static inline unsigned sf_fix_avx2(__m256d x, __m256d y, int n) {
-  __m256d bad = _mm256_cmp_pd(x, x, _CMP_UNORD_Q);
-  if (n > 2) {
-    __m256i low = _mm256_sub_epi64(
-        _mm256_and_si256(_mm256_castpd_si256(y),
-                         _mm256_set1_epi64x((INT64_C(1) << 29) - 1)),
-        _mm256_set1_epi64x(INT64_C(1) << 28));
-    __m256d edge = _mm256_castsi256_pd(
-        _mm256_and_si256(_mm256_cmpgt_epi64(low, _mm256_set1_epi64x(-32)),
-                         _mm256_cmpgt_epi64(_mm256_set1_epi64x(32), low)));
-    __m256d ok =
-        _mm256_and_pd(_mm256_cmp_pd(y, _mm256_set1_pd(0x1p-126), _CMP_GE_OQ),
-                      _mm256_cmp_pd(y, _mm256_set1_pd(0x1p127), _CMP_LT_OQ));
-    __m256d nz = _mm256_cmp_pd(x, _mm256_setzero_pd(), _CMP_NEQ_UQ);
-    bad = _mm256_and_pd(nz, _mm256_or_pd(edge, _mm256_andnot_pd(ok, nz)));
-  }
-  return (unsigned)_mm256_movemask_pd(bad);
+  if (n == 2)
+    return (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(x, x, _CMP_UNORD_Q));
+  __m256i low = _mm256_sub_epi64(
+      _mm256_and_si256(_mm256_castpd_si256(y),
+                       _mm256_set1_epi64x((INT64_C(1) << 29) - 1)),
+      _mm256_set1_epi64x(INT64_C(1) << 28));
+  __m256d edge = _mm256_castsi256_pd(
+      _mm256_and_si256(_mm256_cmpgt_epi64(low, _mm256_set1_epi64x(-32)),
+                       _mm256_cmpgt_epi64(_mm256_set1_epi64x(32), low)));
+  __m256d ok = _mm256_or_pd(
+      _mm256_and_pd(_mm256_cmp_pd(y, _mm256_set1_pd(0x1p-126), _CMP_GE_OQ),
+                    _mm256_cmp_pd(y, _mm256_set1_pd(0x1p127), _CMP_LT_OQ)),
+      _mm256_cmp_pd(y, _mm256_set1_pd(0x1p-151), _CMP_LT_OQ));
+  return (unsigned)(_mm256_movemask_pd(edge) | (~_mm256_movemask_pd(ok) & 15));
 }
 
 #include "methods/esrrf/sweep_fold_vec.h"
@@ -145,22 +146,19 @@ static const sweep_kernels sf_avx2 = {"avx2", sf_map_avx2, sf_add_avx2};
 #define SF_DOWN _mm512_cvtpd_ps
 #define SF_FIX sf_fix_avx512
 
-/* |low 29 bits − 2²⁸| < 32 as (low − (2²⁸ − 31)) < 63, unsigned. */
+/* |low 29 bits − 2²⁸| < 32 as (low − (2²⁸ − 31)) < 63, unsigned; the
+ * rest as sf_fix_avx2. */
 SF_AVX512 static inline unsigned sf_fix_avx512(__m512d x, __m512d y, int n) {
-  __mmask8 bad = _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q);
-  if (n > 2) {
-    __m512i low = _mm512_sub_epi64(
-        _mm512_and_si512(_mm512_castpd_si512(y),
-                         _mm512_set1_epi64((INT64_C(1) << 29) - 1)),
-        _mm512_set1_epi64((INT64_C(1) << 28) - 31));
-    __mmask8 edge = _mm512_cmplt_epu64_mask(low, _mm512_set1_epi64(63));
-    __mmask8 ok =
-        _mm512_cmp_pd_mask(y, _mm512_set1_pd(0x1p-126), _CMP_GE_OQ) &
-        _mm512_cmp_pd_mask(y, _mm512_set1_pd(0x1p127), _CMP_LT_OQ);
-    __mmask8 nz = _mm512_cmp_pd_mask(x, _mm512_setzero_pd(), _CMP_NEQ_UQ);
-    bad = nz & (edge | (__mmask8)~ok);
-  }
-  return bad;
+  if (n == 2) return _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q);
+  __m512i low = _mm512_sub_epi64(
+      _mm512_and_si512(_mm512_castpd_si512(y),
+                       _mm512_set1_epi64((INT64_C(1) << 29) - 1)),
+      _mm512_set1_epi64((INT64_C(1) << 28) - 31));
+  __mmask8 edge = _mm512_cmplt_epu64_mask(low, _mm512_set1_epi64(63));
+  __mmask8 ok = (_mm512_cmp_pd_mask(y, _mm512_set1_pd(0x1p-126), _CMP_GE_OQ) &
+                 _mm512_cmp_pd_mask(y, _mm512_set1_pd(0x1p127), _CMP_LT_OQ)) |
+                _mm512_cmp_pd_mask(y, _mm512_set1_pd(0x1p-151), _CMP_LT_OQ);
+  return (__mmask8)(edge | ~ok);
 }
 
 #include "methods/esrrf/sweep_fold_vec.h"

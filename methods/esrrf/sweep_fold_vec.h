@@ -9,10 +9,12 @@
  *   SF_STORED(p, v), SF_ADDD(a, b), SF_MULD(a, b)
  *   SF_POS(x)       x with its negative lanes +0 (−0 and NaN kept)
  *   SF_UP(x), SF_DOWN(y)   floats to doubles and back (round to nearest)
- *   SF_FIX(xd, y, n)  an unsigned bit per lane: NaN x, and for n > 2 the
- *                   lanes rgc_pow_whole sends to pow (y within 32 double
- *                   ulps of a float rounding boundary or outside
- *                   [2^-126, 2^127)) unless x is ±0
+ *   SF_FIX(xd, y, n)  an unsigned bit per lane, set at least for NaN x
+ *                   and, for n > 2, the lanes rgc_pow_whole sends to pow
+ *                   (y within 32 double ulps of a float rounding boundary
+ *                   or outside [2^-126, 2^127), not below 2^-151); a
+ *                   marked lane is only recomputed, so one more costs
+ *                   time, not bits. x = ±0 gives y = ±0, a safe lane.
  *
  * sf_one, sf_whole, sf_map and sf_add (sweep_fold.c) are the portable
  * definitions the lanes reproduce. */

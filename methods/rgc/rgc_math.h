@@ -116,7 +116,9 @@ QS_INLINE float rgc_dk(float gx, float gy, float dx, float dy, float d) {
  * roundings (under n − 2 double ulps); pow's double is within one ulp of
  * x^n. Both therefore round to the same float unless x^n lies within a few
  * double ulps of a float rounding boundary (the 29 bits below a float's
- * mantissa near 2²⁸), or outside float's normal range: those take pow. */
+ * mantissa near 2²⁸), or outside float's normal range: those take pow,
+ * except y < 2⁻¹⁵¹: x^n and pow's double are then both below 2⁻¹⁵⁰, half
+ * the least subnormal float, and round to +0. */
 static inline float rgc_pow_whole(float x, int n) {
   double xd = x, x2 = xd * xd, y;
   switch (n) {
@@ -128,6 +130,7 @@ static inline float rgc_pow_whole(float x, int n) {
   case 7: y = x2 * x2 * x2 * xd; break;
   default: y = (x2 * x2) * (x2 * x2); break;
   }
+  if (y < 0x1p-151) return 0.0f;
   uint64_t b;
   memcpy(&b, &y, sizeof b);
   int64_t low = (int64_t)(b & ((UINT64_C(1) << 29) - 1)) - (INT64_C(1) << 28);
