@@ -4,10 +4,10 @@
  * step uploads its inputs and reads its outputs back; on device images the
  * input goes up once (qs_image_push), the steps run on the device's buffers
  * and the maps come down once (qs_image_pull). Prints, for each, the wall
- * time (min and median of REPEATS after a warm-up) and the bytes moved
- * between host and device (the engine's counters), and checks that both
- * give the same bits (IMPL opencl) or agree within 1e-4 (auto, where each
- * step's choice may differ).
+ * time (min and median of REPEATS after a warm-up, the two alternating)
+ * and the bytes moved between host and device (the engine's counters),
+ * and checks that both give the same bits (IMPL opencl) or agree within
+ * 1e-4 (auto, where each step's choice may differ).
  *
  *   chain IMPL FRAMES ROWS COLS [REPEATS [MAG [INPUT]]]
  *
@@ -91,13 +91,14 @@ static double pass(qs_engine *e, const chain_cfg *k, const qs_image *x,
 
 int main(int argc, char **argv) {
   if (argc < 5) {
-    fprintf(stderr, "usage: %s opencl|auto FRAMES ROWS COLS [REPEATS [MAG "
-                    "[INPUT]]]\n", argv[0]);
+    fprintf(stderr,
+            "usage: %s opencl|auto FRAMES ROWS COLS [REPEATS [MAG "
+            "[INPUT]]]\n",
+            argv[0]);
     return 2;
   }
-  size_t frames = strtoul(argv[2], NULL, 10), rows = strtoul(argv[3], NULL,
-                                                             10),
-         cols = strtoul(argv[4], NULL, 10);
+  size_t frames = strtoul(argv[2], NULL, 10),
+         rows = strtoul(argv[3], NULL, 10), cols = strtoul(argv[4], NULL, 10);
   int repeats = argc > 5 ? atoi(argv[5]) : 5;
   if (repeats < 1 || repeats > 1000) repeats = 5;
   double mag = argc > 6 ? atof(argv[6]) : 2;
@@ -132,11 +133,16 @@ int main(int argc, char **argv) {
   uint64_t moved[2][2] = {{0}};
   int bad = !t[0] || !t[1];
   for (int v = 0; v < 2 && !bad; v++) {
-    const char *where = v ? dev : NULL;
     qs_image warm = {0};
-    bad = pass(e, &k, &x, where, &warm) < 0; /* warm-up: builds, sizes */
+    /* warm-up: builds, sizes */
+    bad = pass(e, &k, &x, v ? dev : NULL, &warm) < 0;
     qs_image_free(&warm);
-    for (int r = 0; r < repeats && !bad; r++) {
+  }
+  /* the repeats alternate host and device images, so that a change of
+   * the machine's load falls on both alike */
+  for (int r = 0; r < repeats && !bad; r++)
+    for (int v = 0; v < 2 && !bad; v++) {
+      const char *where = v ? dev : NULL;
       uint64_t u0, d0, u1, d1;
       qs_image out = {0};
       qs_engine_device_bytes(e, dev, &u0, &d0);
@@ -145,11 +151,11 @@ int main(int argc, char **argv) {
       bad = t[v][r] < 0;
       moved[v][0] = u1 - u0;
       moved[v][1] = d1 - d0;
-      if (!ref[v].data) ref[v] = out;
+      if (!ref[v].data)
+        ref[v] = out;
       else
         qs_image_free(&out);
     }
-  }
   /* forced: the same implementations, the same bits; auto: each step's
    * choice may differ between the two (a CPU variant on device images
    * when the moves cost less than the device's launches), within the
@@ -166,7 +172,8 @@ int main(int argc, char **argv) {
                      : diff <= 1e-4 * top);
   for (int v = 0; v < 2 && !bad; v++) {
     double mn = t[v][0];
-    for (int r = 1; r < repeats; r++) mn = t[v][r] < mn ? t[v][r] : mn;
+    for (int r = 1; r < repeats; r++)
+      mn = t[v][r] < mn ? t[v][r] : mn;
     printf("%-14s min %.4f s  median %.4f s  up %.2f MB  down %.2f MB\n",
            v ? "device images" : "host images", mn,
            bench_median(t[v], repeats), (double)moved[v][0] * 1e-6,
