@@ -472,7 +472,8 @@ int devcall_outputs(qs_engine *e, prep *pr, qs_image *out, size_t n) {
   for (size_t i = 0; i < n; i++) {
     int rc = devimg_new(e, pr->dev, pr->shape[i].frames, pr->shape[i].rows,
                         pr->shape[i].cols, &out[i]);
-    if (!rc) rc = devimg_zero(e, &out[i]);
+    /* not zeroed: an implementation that runs on them writes every pixel
+     * (impl_def.device_images), any other's outputs are pushed whole */
     if (rc) {
       outputs_free(out, i + 1);
       return rc;

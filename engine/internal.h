@@ -386,7 +386,8 @@ int devcall_native(const prep *pr, const rimpl *r);
 const char *devcall_key(const prep *pr, const rimpl *r);
 /* pr->host_in filled (device inputs pulled once, counted). */
 int devcall_pull(qs_engine *e, prep *pr);
-/* Device outputs of the call's shapes on pr->dev (zeroed). */
+/* Device outputs of the call's shapes on pr->dev (not zeroed: written
+ * whole by a native implementation, or pushed whole). */
 int devcall_outputs(qs_engine *e, prep *pr, qs_image *out, size_t n);
 /* Copies host images into device images of the same shapes (counted in
  * pr->bytes_pushed). */

@@ -140,7 +140,9 @@ typedef struct qs_impl_def {
   void (*close)(void *state);
   /* QS_IMPL_OPENCL: nonzero when it runs on device images of its device as
    * they are (quicksilver_image.h): an input or output of c that is one
-   * has data NULL and its buffer in qs_image_cl_buffer(img, c->device).
+   * has data NULL and its buffer in qs_image_cl_buffer(img, c->device),
+   * and it writes every pixel of such an output (the engine does not zero
+   * a fresh one: that would be a second full write on the device).
    * 0: the engine hands it host memory, moving device images itself. */
   int device_images;
 } qs_impl_def;

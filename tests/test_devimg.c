@@ -722,3 +722,59 @@ Test(devimg, nonfinite_device_input_refused_as_on_host) {
   free(pixels);
   qs_engine_close(e);
 }
+
+/* Device outputs are not zeroed by the engine (an implementation that
+ * runs on device images writes every pixel): with the device's free
+ * buffers full of NaN first (a device image of each output's size pushed
+ * and freed: its buffer is what the next output of that size gets), every
+ * method's device run still gives the host run's bits. */
+Test(devimg, device_outputs_written_whole_over_stale_buffers) {
+  char dev[QS_NAME_MAX], impl[QS_NAME_MAX + 8];
+  qs_engine *e = open_device(dev, impl, NULL);
+  for (size_t m = 0; m < 3; m++) { /* shift_magnify, roberts_cross, rgc */
+    const mcase *k = &cases[m];
+    float *px[3];
+    qs_image in[3], din[3], h[2], d[2];
+    for (size_t i = 0; i < k->n_in; i++) {
+      px[i] = noisy(k->shape[i][0] * k->shape[i][1] * k->shape[i][2], 31 + i);
+      in[i] = qs_image_wrap(px[i], k->shape[i][0], k->shape[i][1],
+                            k->shape[i][2]);
+      cr_assert_eq(qs_image_push(e, &in[i], dev, &din[i]), QS_OK);
+    }
+    qs_run_request rq = {.inputs = in,
+                         .n_inputs = k->n_in,
+                         .params = k->p,
+                         .n_params = k->n_p,
+                         .impl = impl};
+    size_t n_out = m == 1 ? 2 : 1;
+    cr_assert_eq(qs_method_run(e, k->method, &rq, h, n_out, NULL), QS_OK);
+    for (size_t o = 0; o < n_out; o++) {
+      size_t n = bytes_of(&h[o]) / sizeof(float);
+      float *nan_px = malloc(n * sizeof *nan_px);
+      cr_assert(nan_px);
+      for (size_t i = 0; i < n; i++) nan_px[i] = NAN;
+      qs_image stale = qs_image_wrap(nan_px, h[o].frames, h[o].rows,
+                                     h[o].cols), ds;
+      cr_assert_eq(qs_image_push(e, &stale, dev, &ds), QS_OK);
+      qs_image_free(&ds);
+      free(nan_px);
+    }
+    rq.inputs = din;
+    cr_assert_eq(qs_method_run(e, k->method, &rq, d, n_out, NULL), QS_OK,
+                 "%s", qs_engine_error(e));
+    for (size_t o = 0; o < n_out; o++) {
+      qs_image back;
+      cr_assert_eq(qs_image_pull(e, &d[o], &back), QS_OK);
+      cr_expect(!memcmp(back.data, h[o].data, bytes_of(&h[o])),
+                "%s output %zu: not the host run's bits", k->method, o);
+      qs_image_free(&back);
+      qs_image_free(&d[o]);
+      qs_image_free(&h[o]);
+    }
+    for (size_t i = 0; i < k->n_in; i++) {
+      qs_image_free(&din[i]);
+      free(px[i]);
+    }
+  }
+  qs_engine_close(e);
+}
