@@ -37,8 +37,9 @@ typedef struct qs_method_call qs_method_call;
 typedef int (*qs_range_fn)(void *ctx, size_t begin, size_t end, int worker);
 
 /* What the engine hands an implementation. Outputs are allocated, zeroed and
- * shaped by the engine before the call. An implementation writes a message
- * into err on failure and returns a status. */
+ * shaped by the engine before the call (device outputs of a device_images
+ * implementation are not zeroed: it writes every pixel). An implementation
+ * writes a message into err on failure and returns a status. */
 struct qs_method_call {
   const qs_image *in;
   size_t n_in;
