@@ -172,40 +172,33 @@ static void dct_lines(const dct_line *l, kiss_fft_cfg cfg, const double *tw,
   }
 }
 
+/* One pass of the transform over `lines` lines of n samples (`stride`
+ * apart; line a starts at a·step) from fin (float) or din (double) into
+ * out, two lines per FFT. */
 typedef struct dct_job {
   const dct2 *p;
-  const float *in;
+  const float *fin;
+  const double *din;
   double *out;
+  size_t lines, n, step, stride;
+  kiss_fft_cfg cfg;
+  const double *tw;
 } dct_job;
 
-static int dct_rows(void *ctx, size_t b, size_t e, int worker) {
+static int dct_pass(void *ctx, size_t b, size_t e, int worker) {
   const dct_job *j = ctx;
-  const dct2 *p = j->p;
-  size_t rows = p->f.rows, cols = p->f.cols;
-  kiss_fft_cpx *z = (kiss_fft_cpx *)(p->f.tmp + (size_t)worker * p->f.stride);
-  for (size_t y = 2 * b; y < 2 * e && y < rows; y += 2) {
-    int two = y + 1 < rows;
-    dct_line l = {.fa = j->in + y * cols,
-                  .fb = two ? j->in + (y + 1) * cols : NULL,
-                  .n = cols, .is = 1, .os = 1,
-                  .oa = p->mid + y * cols,
-                  .ob = two ? p->mid + (y + 1) * cols : NULL};
-    dct_lines(&l, p->f.fwd_r, p->tw_r, z, z + cols);
-  }
-  return QS_OK;
-}
-
-static int dct_cols(void *ctx, size_t b, size_t e, int worker) {
-  const dct_job *j = ctx;
-  const dct2 *p = j->p;
-  size_t rows = p->f.rows, cols = p->f.cols;
-  kiss_fft_cpx *z = (kiss_fft_cpx *)(p->f.tmp + (size_t)worker * p->f.stride);
-  for (size_t x = 2 * b; x < 2 * e && x < cols; x += 2) {
-    int two = x + 1 < cols;
-    dct_line l = {.da = p->mid + x, .db = two ? p->mid + x + 1 : NULL,
-                  .n = rows, .is = cols, .os = cols,
-                  .oa = j->out + x, .ob = two ? j->out + x + 1 : NULL};
-    dct_lines(&l, p->f.fwd_c, p->tw_c, z, z + rows);
+  kiss_fft_cpx *z =
+      (kiss_fft_cpx *)(j->p->f.tmp + (size_t)worker * j->p->f.stride);
+  for (size_t a = 2 * b; a < 2 * e && a < j->lines; a += 2) {
+    int two = a + 1 < j->lines;
+    size_t o0 = a * j->step, o1 = o0 + j->step;
+    dct_line l = {.fa = j->fin ? j->fin + o0 : NULL,
+                  .fb = j->fin && two ? j->fin + o1 : NULL,
+                  .da = j->din ? j->din + o0 : NULL,
+                  .db = j->din && two ? j->din + o1 : NULL,
+                  .n = j->n, .is = j->stride, .os = j->stride,
+                  .oa = j->out + o0, .ob = two ? j->out + o1 : NULL};
+    dct_lines(&l, j->cfg, j->tw, z, z + j->n);
   }
   return QS_OK;
 }
@@ -213,7 +206,12 @@ static int dct_cols(void *ctx, size_t b, size_t e, int worker) {
 int dct2_run(const qs_method_call *c, const dct2 *p, const float *in,
              double *out) {
   if (c->threads > p->f.workers) return QS_EINVAL;
-  dct_job j = {p, in, out};
-  int rc = c->parallel_for(c, 0, (p->f.rows + 1) / 2, dct_rows, &j);
-  return rc ? rc : c->parallel_for(c, 0, (p->f.cols + 1) / 2, dct_cols, &j);
+  size_t rows = p->f.rows, cols = p->f.cols;
+  /* the rows into mid, then mid's columns into out */
+  dct_job r = {.p = p, .fin = in, .out = p->mid, .lines = rows, .n = cols,
+               .step = cols, .stride = 1, .cfg = p->f.fwd_r, .tw = p->tw_r};
+  dct_job k = {.p = p, .din = p->mid, .out = out, .lines = cols, .n = rows,
+               .step = 1, .stride = cols, .cfg = p->f.fwd_c, .tw = p->tw_c};
+  int rc = c->parallel_for(c, 0, (rows + 1) / 2, dct_pass, &r);
+  return rc ? rc : c->parallel_for(c, 0, (cols + 1) / 2, dct_pass, &k);
 }
