@@ -153,9 +153,7 @@ static void dct_lines(const dct_line *l, kiss_fft_cfg cfg, const double *tw,
   for (size_t j = 0; j < n; j++) {
     size_t s = dct_slot(j, n), at = j * l->is;
     z[s].r = l->fa ? l->fa[at] : (float)l->da[at];
-    z[s].i = !(l->fb || l->db) ? 0.0f
-             : l->fb         ? l->fb[at]
-                             : (float)l->db[at];
+    z[s].i = !(l->fb || l->db) ? 0.0f : l->fb ? l->fb[at] : (float)l->db[at];
   }
   kiss_fft(cfg, z, zf);
   for (size_t k = 0; k < n; k++) {
@@ -166,7 +164,8 @@ static void dct_lines(const dct_line *l, kiss_fft_cfg cfg, const double *tw,
     double c = tw[2 * k], s = tw[2 * k + 1];
     l->oa[k * l->os] = ar * c + ai * s;
     if (l->ob) {
-      double br = 0.5 * ((double)u->i + v->i), bi = 0.5 * ((double)v->r - u->r);
+      double br = 0.5 * ((double)u->i + v->i),
+             bi = 0.5 * ((double)v->r - u->r);
       l->ob[k * l->os] = br * c + bi * s;
     }
   }
@@ -196,8 +195,11 @@ static int dct_pass(void *ctx, size_t b, size_t e, int worker) {
                   .fb = j->fin && two ? j->fin + o1 : NULL,
                   .da = j->din ? j->din + o0 : NULL,
                   .db = j->din && two ? j->din + o1 : NULL,
-                  .n = j->n, .is = j->stride, .os = j->stride,
-                  .oa = j->out + o0, .ob = two ? j->out + o1 : NULL};
+                  .n = j->n,
+                  .is = j->stride,
+                  .os = j->stride,
+                  .oa = j->out + o0,
+                  .ob = two ? j->out + o1 : NULL};
     dct_lines(&l, j->cfg, j->tw, z, z + j->n);
   }
   return QS_OK;
@@ -208,10 +210,24 @@ int dct2_run(const qs_method_call *c, const dct2 *p, const float *in,
   if (c->threads > p->f.workers) return QS_EINVAL;
   size_t rows = p->f.rows, cols = p->f.cols;
   /* the rows into mid, then mid's columns into out */
-  dct_job r = {.p = p, .fin = in, .out = p->mid, .lines = rows, .n = cols,
-               .step = cols, .stride = 1, .cfg = p->f.fwd_r, .tw = p->tw_r};
-  dct_job k = {.p = p, .din = p->mid, .out = out, .lines = cols, .n = rows,
-               .step = 1, .stride = cols, .cfg = p->f.fwd_c, .tw = p->tw_c};
+  dct_job r = {.p = p,
+               .fin = in,
+               .out = p->mid,
+               .lines = rows,
+               .n = cols,
+               .step = cols,
+               .stride = 1,
+               .cfg = p->f.fwd_r,
+               .tw = p->tw_r};
+  dct_job k = {.p = p,
+               .din = p->mid,
+               .out = out,
+               .lines = cols,
+               .n = rows,
+               .step = 1,
+               .stride = cols,
+               .cfg = p->f.fwd_c,
+               .tw = p->tw_c};
   int rc = c->parallel_for(c, 0, (rows + 1) / 2, dct_pass, &r);
   return rc ? rc : c->parallel_for(c, 0, (cols + 1) / 2, dct_pass, &k);
 }
