@@ -16,6 +16,18 @@
 
 #define REF_DIR QS_SOURCE_ROOT "/tests/data/reference/"
 
+/* The engine the fixture tests run on: in-memory store, no calibration,
+ * seeded. */
+static inline qs_engine *fixture_engine(void) {
+  qs_engine_options o = {
+      .db_path = ":memory:", .no_calibration = 1, .seed = 1};
+  qs_engine *e = NULL;
+  int rc = qs_engine_open(&e, &o);
+  cr_assert_eq(rc, QS_OK, "qs_engine_open: %s",
+               e ? qs_engine_error(e) : qs_status_message(rc));
+  return e;
+}
+
 static char *file_read(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   cr_assert_not_null(f, "cannot open %s", path);

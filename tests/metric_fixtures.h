@@ -39,15 +39,7 @@ static inline void mc_free(metric_case *c) {
     qs_image_free(&c->out[k]);
 }
 
-static inline qs_engine *mc_engine(void) {
-  qs_engine_options o = {
-      .db_path = ":memory:", .no_calibration = 1, .seed = 1};
-  qs_engine *e = NULL;
-  int rc = qs_engine_open(&e, &o);
-  cr_assert_eq(rc, QS_OK, "qs_engine_open: %s",
-               e ? qs_engine_error(e) : qs_status_message(rc));
-  return e;
-}
+static inline qs_engine *mc_engine(void) { return fixture_engine(); }
 
 /* Runs method on in[0..n_in) with impl (NULL: the engine's choice) and
  * parameters p; asserts success. */

@@ -157,16 +157,6 @@ static double case_check(qs_engine *e, const ref_case *c, const char *impl,
   return worst_rel;
 }
 
-static qs_engine *engine_for_tests(void) {
-  qs_engine_options o = {
-      .db_path = ":memory:", .no_calibration = 1, .seed = 1};
-  qs_engine *e = NULL;
-  int rc = qs_engine_open(&e, &o);
-  cr_assert_eq(rc, QS_OK, "qs_engine_open: %s",
-               e ? qs_engine_error(e) : qs_status_message(rc));
-  return e;
-}
-
 /* The names of the cases of `method`, from index.json; *n receives the
  * count. The caller frees the returned array with cJSON_Delete(*index). */
 static const char **cases_of(const char *method, size_t *n, cJSON **index) {
@@ -196,7 +186,7 @@ static void method_check(const char *method, int all_impls) {
   size_t n;
   const char **names = cases_of(method, &n, &index);
   cr_assert_gt(n, 0, "no reference fixtures for %s", method);
-  qs_engine *e = engine_for_tests();
+  qs_engine *e = fixture_engine();
   const qs_method_desc *d = qs_method_find(e, method);
   if (!d) {
     qs_engine_close(e);
