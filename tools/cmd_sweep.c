@@ -43,7 +43,8 @@ static const opt_def sweep_opts[] = {
     {"out-dir", 0, "DIR", "each point's reconstruction as a TIFF"},
     {"impl", 0, "NAME|KIND", "implementation of every step (default: the "
                              "engine's choice per step)"},
-    {"memory-mb", 0, "MB", "bound on the statistics in memory (1024)"},
+    {"memory-mb", 0, "MB", "memory for the statistics (1024); maps awaiting "
+                           "their fold take up to half as much again"},
     {NULL, 0, NULL, NULL}};
 
 #define SW_MAX_VALUES 256
