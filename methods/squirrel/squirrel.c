@@ -151,6 +151,7 @@ typedef struct sq_fit {
   double *x;              /* DCT: X */
   const double *fr;       /* DCT: F, the reference's */
   double *hy, *hx;        /* the gains per axis */
+  const double *csy, *csx; /* the cosines per axis (sq_cosines) */
   double srr, x0, f0;     /* Σ F² without DC; the DC terms */
   double alpha, beta;     /* of the last evaluation */
   int rc;
@@ -190,23 +191,22 @@ static void sq_regress(const float *x, const float *y, size_t n, double *a,
   *b = m[1] - *a * m[0];
 }
 
+/* cos(π j / n) for j < 2n into cs: an axis's table for sq_gain. */
+static void sq_cosines(size_t n, double *cs) {
+  for (size_t j = 0; j < 2 * n; j++)
+    cs[j] = cos(3.14159265358979323846 * (double)j / (double)n);
+}
+
 /* The gain of scipy's Gaussian of σ along an axis of n at frequencies
- * 0 .. n − 1 (all 1 for σ <= 1e-15: no blur). */
-static int sq_gain(double sigma, size_t n, double *h) {
+ * 0 .. n − 1 (all 1 for σ <= 1e-15: no blur); cs: the axis's sq_cosines. */
+static int sq_gain(double sigma, size_t n, const double *cs, double *h) {
   if (!(sigma > 1e-15)) {
     for (size_t k = 0; k < n; k++) h[k] = 1;
     return QS_OK;
   }
   long r = (long)(4.0 * sigma + 0.5);
   double *w = malloc((size_t)(r + 1) * sizeof *w), sum = 0;
-  double *cs = malloc(2 * n * sizeof *cs); /* cos(π j / n), j < 2n */
-  if (!w || !cs) {
-    free(w);
-    free(cs);
-    return QS_ENOMEM;
-  }
-  for (size_t j = 0; j < 2 * n; j++)
-    cs[j] = cos(3.14159265358979323846 * (double)j / (double)n);
+  if (!w) return QS_ENOMEM;
   for (long m = 0; m <= r; m++) {
     w[m] = exp(-0.5 / (sigma * sigma) * (double)(m * m));
     sum += m ? 2 * w[m] : w[m];
@@ -222,14 +222,13 @@ static int sq_gain(double sigma, size_t n, double *h) {
     h[k] = g / sum;
   }
   free(w);
-  free(cs);
   return QS_OK;
 }
 
 /* Σ H·P and Σ H²·Q over the coefficients but DC, at σ (cosine path). */
 static int sq_sums(sq_fit *f, double sigma, double *sp, double *sq) {
-  int rc = sq_gain(sigma, f->rows, f->hy);
-  if (!rc) rc = sq_gain(sigma, f->cols, f->hx);
+  int rc = sq_gain(sigma, f->rows, f->csy, f->hy);
+  if (!rc) rc = sq_gain(sigma, f->cols, f->csx, f->hx);
   if (rc) return rc;
   double a = 0, b = 0;
   for (size_t y = 0; y < f->rows; y++) {
@@ -562,12 +561,18 @@ static int sq_run(const qs_method_call *c) {
     x = malloc(n * sizeof *x);
     p = malloc(n * sizeof *p);
     q = malloc(n * sizeof *q);
-    hs = malloc((s->rows + s->cols) * sizeof *hs);
+    /* the gains per axis, then the cosines per axis (2 per frequency) */
+    hs = malloc(3 * (s->rows + s->cols) * sizeof *hs);
     if (fr && x && p && q && hs && !dct2_run(c, &d, ref, fr)) {
       f0.fr = fr;
       f0.x = x;
       f0.hy = hs;
       f0.hx = hs + s->rows;
+      double *cs = hs + s->rows + s->cols;
+      sq_cosines(s->rows, cs);
+      sq_cosines(s->cols, cs + 2 * s->rows);
+      f0.csy = cs;
+      f0.csx = cs + 2 * s->rows;
       f0.f0 = fr[0];
       for (size_t i = 1; i < n; i++) f0.srr += fr[i] * fr[i];
     }
