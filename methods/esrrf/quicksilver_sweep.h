@@ -19,11 +19,12 @@
  *                   sweep only).
  *
  * What the points share is computed once: per batch of frames the ×M
- * intensity, the Roberts gradients and their ×2M images are made once for
- * every point; per radius the convergence is made once (sensitivity 1,
- * no intensity weighting) and each sensitivity takes its power and the
- * intensity from it (the numbers of the rgc step itself: bit-identical to
- * eSRRF run with the same implementation for its steps); every frame's
+ * intensity is made once for every point; per radius the convergence is
+ * made once, as eSRRF's per-frame maps (temporal none, sensitivity 1, no
+ * intensity weighting: its fused paths make the gradients on the fly), and
+ * each sensitivity takes its power and the intensity from it (eSRRF's own
+ * order of operations: bit-identical to eSRRF run with the same
+ * implementation); every frame's
  * map folds into three statistics per point (all, odd, even frames) in the
  * same pass, in tiles of pixels whose statistics stay in cache over a
  * batch of frames. The scores of a group of radii take one SQUIRREL call
@@ -35,8 +36,9 @@
  * Memory: three statistics per point of R·M·C·M pixels in double (1, 2 or
  * 4 per pixel for avg, var, tac2); when the points would take more than
  * memory_mb, the radii are taken in groups, one pass over the frames per
- * group. Plus one batch of frames through the steps (the ×2M gradients:
- * 32·R·M·C·M bytes a frame), the convergences of a group's radii and the
+ * group. Plus one batch of frames through the steps (about 8·R·M·C·M
+ * bytes a frame, and what the chosen eSRRF implementation needs inside its
+ * call), the convergences of a group's radii and the
  * ×M images gathered over several batches before they fold (at most half
  * of memory_mb and 512 MiB), a group's reconstructions and SQUIRREL's
  * (empty) maps of them (8·R·M·C·M bytes a point) and, if asked, each

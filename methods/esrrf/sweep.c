@@ -1,9 +1,11 @@
 /* sweep.c — eSRRF's parameter sweep (quicksilver_sweep.h): a client of
  * the public API. Every step runs through qs_method_run (shift_magnify,
- * roberts_cross, rgc, squirrel, frc), so the engine chooses, times and
- * records it; what the points share is computed once per batch of frames
- * (the ×M intensity, the gradients, their ×2M images) or once per radius
- * (the convergence before the sensitivity's power and the intensity), and
+ * esrrf, squirrel, frc), so the engine chooses, times and records it; what
+ * the points share is computed once per batch of frames (the ×M
+ * intensity) or once per radius (the convergence before the sensitivity's
+ * power and the intensity: eSRRF's per-frame maps at sensitivity 1 without
+ * the intensity, so that its fused paths, which make the gradients on the
+ * fly, serve the sweep too), and
  * the maps fold through the partials' own fold (temporal_add, the batch
  * call's): a point's reconstruction has the bits of eSRRF run with the
  * same implementations. The powers and the folds, the sweep's own work,
@@ -23,7 +25,7 @@
 #include "quicksilver_sweep.h"
 
 /* Frames through the steps at once, and their memory bound. */
-#define SW_MAX_BATCH 16
+#define SW_MAX_BATCH 64
 #define SW_BATCH_BYTES ((size_t)256 << 20)
 /* The convergences and ×M images gathered before they fold. */
 #define SW_FOLD_BYTES ((size_t)512 << 20)
@@ -225,8 +227,7 @@ static void sw_fold_batch(const sweep *s, qs_esrrf_partial *p,
 }
 
 /* One pass over the frames for radii [r0, r1): their statistics. The
- * steps run `batch` frames at a time (their ×2M gradients are the large
- * part); their convergences and ×M images are gathered over `fold`
+ * steps run `batch` frames at a time; their convergences and ×M images are gathered over `fold`
  * frames (a multiple of batch) before they fold, so that the statistics,
  * which outgrow the caches on large frames (25 points × 3 × 8 bytes a
  * pixel), stream through memory once per `fold` frames. */
@@ -248,33 +249,30 @@ static int sw_pass(sweep *s, size_t r0, size_t r1, qs_esrrf_partial *p,
       size_t n = gn - k0 < batch ? gn - k0 : batch, f0 = g0 + k0;
       qs_image frames =
           qs_image_wrap(st->data + f0 * rc_px, n, s->rows, s->cols);
-      qs_image mag = {0}, g[2] = {{0}}, g2[2] = {{0}};
-      qs_param sm[] = {{"magnification_row", s->mag, NULL},
-                       {"magnification_col", s->mag, NULL}};
-      qs_param sm2[] = {{"magnification_row", 2 * s->mag, NULL},
-                        {"magnification_col", 2 * s->mag, NULL}};
-      rc = sw_step(s, "shift_magnify", &frames, 1, sm, 2, &mag, 1);
-      if (!rc) rc = sw_step(s, "roberts_cross", &frames, 1, NULL, 0, g, 2);
-      for (int k = 0; !rc && k < 2; k++)
-        rc = sw_step(s, "shift_magnify", &g[k], 1, sm2, 2, &g2[k], 1);
-      if (!rc)
-        memcpy(mags + k0 * s->plane, mag.data, n * s->plane * sizeof *mags);
+      if (s->iw) {
+        qs_image mag = {0};
+        qs_param sm[] = {{"magnification_row", s->mag, NULL},
+                         {"magnification_col", s->mag, NULL}};
+        rc = sw_step(s, "shift_magnify", &frames, 1, sm, 2, &mag, 1);
+        if (!rc)
+          memcpy(mags + k0 * s->plane, mag.data, n * s->plane * sizeof *mags);
+        qs_image_free(&mag);
+      }
+      /* each radius's convergence: eSRRF's per-frame maps before the
+       * sensitivity's power and the intensity (the power of 1 leaves
+       * them as they are) */
       for (size_t r = r0; !rc && r < r1; r++) {
-        qs_image in[3] = {g2[0], g2[1], mag}, out = {0};
-        qs_param rp[] = {{"magnification", s->mag, NULL},
+        qs_image out = {0};
+        qs_param ep[] = {{"magnification", s->mag, NULL},
                          {"radius", s->o->radii[r], NULL},
                          {"sensitivity", 1, NULL},
-                         {"intensity_weighting", 0, NULL}};
-        rc = sw_step(s, "rgc", in, 3, rp, 4, &out, 1);
+                         {"intensity_weighting", 0, NULL},
+                         {"temporal", 0, "none"}};
+        rc = sw_step(s, "esrrf", &frames, 1, ep, 5, &out, 1);
         if (!rc)
           memcpy(raw + ((r - r0) * fold + k0) * s->plane, out.data,
                  n * s->plane * sizeof *raw);
         qs_image_free(&out);
-      }
-      qs_image_free(&mag);
-      for (int k = 0; k < 2; k++) {
-        qs_image_free(&g[k]);
-        qs_image_free(&g2[k]);
       }
       s->done += n;
       if (!rc && s->o->progress &&
@@ -438,7 +436,7 @@ int qs_esrrf_sweep(qs_engine *e, const qs_image *stack,
   size_t group = per_r ? bound / per_r : s.nr;
   if (group < 1) group = 1;
   if (group > s.nr) group = s.nr;
-  size_t per_frame = (s.plane * 11 + 2 * s.rows * s.cols) * sizeof(float);
+  size_t per_frame = (s.plane * 2 + s.rows * s.cols) * sizeof(float);
   size_t batch = SW_BATCH_BYTES / (per_frame ? per_frame : 1);
   if (batch < 1) batch = 1;
   if (batch > SW_MAX_BATCH) batch = SW_MAX_BATCH;
