@@ -71,6 +71,8 @@ typedef struct job {
   size_t f, r, c;
   qs_param p[4];
   size_t n_p, n_out;
+  size_t mag2; /* > 0: a second input of f frames magnified mag2 times
+                  (squirrel's reconstructions; the first then has 4) */
 } job;
 
 static qs_engine *open_engine(void) {
@@ -105,10 +107,13 @@ static double now_s(void) {
 /* Runs j with a watching hook; returns the status. */
 static int run_watched(qs_engine *e, const job *j, watch *w, qs_image *out,
                        double *seconds) {
-  float *px = stack(j->f, j->r, j->c);
-  qs_image in = qs_image_wrap(px, j->f, j->r, j->c);
-  qs_run_request rq = {.inputs = &in,
-                       .n_inputs = 1,
+  size_t m = j->mag2, f0 = m ? 4 : j->f;
+  float *px = stack(f0, j->r, j->c);
+  float *px2 = m ? stack(j->f, j->r * m, j->c * m) : NULL;
+  qs_image in[2] = {qs_image_wrap(px, f0, j->r, j->c)};
+  if (m) in[1] = qs_image_wrap(px2, j->f, j->r * m, j->c * m);
+  qs_run_request rq = {.inputs = in,
+                       .n_inputs = m ? 2 : 1,
                        .params = j->p,
                        .n_params = j->n_p,
                        .impl = j->impl,
@@ -118,6 +123,7 @@ static int run_watched(qs_engine *e, const job *j, watch *w, qs_image *out,
   int rc = qs_method_run(e, j->method, &rq, out, j->n_out, NULL);
   *seconds = now_s() - t0;
   free(px);
+  free(px2);
   return rc;
 }
 
@@ -199,6 +205,13 @@ Test(progress, shift_magnify_threaded) {
 
 Test(progress, roberts_cross_serial) {
   job j = {"roberts_cross", "serial", 100, 256, 256, {{0}}, 0, 2};
+  check(&j);
+}
+
+/* A unit per reconstruction, however many came before it. */
+Test(progress, squirrel_serial) {
+  job j = {"squirrel", "serial", 40, 64, 64, {{"error_map", 0, NULL}}, 1, 2,
+           2};
   check(&j);
 }
 

@@ -591,7 +591,7 @@ static int sq_run(const qs_method_call *c) {
       snprintf(c->err, c->err_len, "squirrel: no memory for the blur");
       break;
     }
-    if (method_advance(c, k + 1, s->frames)) rc = QS_ECANCELLED;
+    if (method_advance(c, 1, s->frames)) rc = QS_ECANCELLED;
   }
 done:
   dct2_free(&d);
