@@ -23,8 +23,9 @@
  * made once, as eSRRF's per-frame maps (temporal none, sensitivity 1, no
  * intensity weighting: its fused paths make the gradients on the fly), and
  * each sensitivity takes its power and the intensity from it (eSRRF's own
- * order of operations: bit-identical to eSRRF run with the same
- * implementation); every frame's
+ * order of operations: bit-identical to eSRRF run with the implementation
+ * forced for every step; with the engine's choices within the vector
+ * paths' 1e-6, whose fused ×M intensity is float); every frame's
  * map folds into three statistics per point (all, odd, even frames) in the
  * same pass, in tiles of pixels whose statistics stay in cache over a
  * batch of frames. The scores of a group of radii take one SQUIRREL call
