@@ -136,7 +136,7 @@ typedef struct progress {
 static int on_progress(void *ctx, uint64_t done, uint64_t total) {
   progress *p = ctx;
   if (!p->c->quiet && p->c->tty) {
-    fprintf(stderr, "\rsweep: %llu/%llu frames (%3.0f%%)",
+    fprintf(stderr, "\rsweep: %llu/%llu frames x radii (%3.0f%%)",
             (unsigned long long)done, (unsigned long long)total,
             100.0 * (double)done / (double)(total ? total : 1));
     p->shown = 1;

@@ -74,10 +74,11 @@ typedef struct qs_esrrf_sweep_options {
   const char *impl;            /* as run_request.impl for every step
                                   (NULL: the engine chooses each) */
   long memory_mb;              /* the statistics' bound (0: 1024) */
-  /* Called after each batch of frames with the frames done over all
-   * passes and their total, and from within every step (as run_request's
-   * hook, with the frames done so far); a nonzero return stops the sweep
-   * with QS_ECANCELLED. NULL: none. */
+  /* Called with the work done and its total in frames × radii (each
+   * radius counts the stack's frames as its convergences are made): after
+   * each radius's step and from within every step (as run_request's hook,
+   * the step's share of its frames included); a nonzero return stops the
+   * sweep with QS_ECANCELLED. NULL: none. */
   qs_progress_fn progress;
   void *progress_ctx;
 } qs_esrrf_sweep_options;

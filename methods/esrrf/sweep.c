@@ -42,7 +42,10 @@ typedef struct sweep {
   int temporal[3];
   char *err;
   size_t err_len;
-  uint64_t done, total;   /* frames over all passes, for progress */
+  uint64_t done, total;   /* progress: frames × radii (each radius's step
+                             counts its frames) */
+  uint64_t step_frames;   /* the frames of the radius step under way (0:
+                             another step, which counts nothing) */
 } sweep;
 
 static int sw_fail(sweep *s, int rc, const char *fmt, ...) {
@@ -53,13 +56,16 @@ static int sw_fail(sweep *s, int rc, const char *fmt, ...) {
   return rc;
 }
 
-/* A step's progress hook: the caller's, at the frames done so far, so
- * that a cancellation stops the step that runs. */
+/* A step's progress hook: the caller's, at the count so far plus the
+ * radius step's own share of its frames, so that the count moves within a
+ * step and a cancellation stops the step that runs. */
 static int sw_hook(void *ctx, uint64_t done, uint64_t total) {
   const sweep *s = ctx;
-  (void)done;
-  (void)total;
-  return s->o->progress(s->o->progress_ctx, s->done, s->total);
+  uint64_t in = 0;
+  if (total && s->step_frames)
+    in = (uint64_t)((long double)(done < total ? done : total) *
+                    s->step_frames / total);
+  return s->o->progress(s->o->progress_ctx, s->done + in, s->total);
 }
 
 /* One step through the engine; its message on failure. */
@@ -75,7 +81,7 @@ static int sw_step(sweep *s, const char *method, const qs_image *in,
                        .progress_ctx = s};
   int rc = qs_method_run(s->e, method, &rq, out, n_out, NULL);
   if (rc == QS_ECANCELLED)
-    return sw_fail(s, rc, "sweep: cancelled after %llu of %llu frames",
+    return sw_fail(s, rc, "sweep: cancelled after %llu of %llu frames x radii",
                    (unsigned long long)s->done, (unsigned long long)s->total);
   if (rc) return sw_fail(s, rc, "%s", qs_engine_error(s->e));
   return QS_OK;
@@ -227,10 +233,11 @@ static void sw_fold_batch(const sweep *s, qs_esrrf_partial *p,
 }
 
 /* One pass over the frames for radii [r0, r1): their statistics. The
- * steps run `batch` frames at a time; their convergences and ×M images are gathered over `fold`
- * frames (a multiple of batch) before they fold, so that the statistics,
- * which outgrow the caches on large frames (25 points × 3 × 8 bytes a
- * pixel), stream through memory once per `fold` frames. */
+ * steps run `batch` frames at a time; their convergences and ×M images
+ * are gathered over `fold` frames (a multiple of batch) before they fold,
+ * so that the statistics, which outgrow the caches on large frames (25
+ * points × 3 × 8 bytes a pixel), stream through memory once per `fold`
+ * frames. */
 static int sw_pass(sweep *s, size_t r0, size_t r1, qs_esrrf_partial *p,
                    size_t batch, size_t fold) {
   const qs_image *st = s->stack;
@@ -268,19 +275,22 @@ static int sw_pass(sweep *s, size_t r0, size_t r1, qs_esrrf_partial *p,
                          {"sensitivity", 1, NULL},
                          {"intensity_weighting", 0, NULL},
                          {"temporal", 0, "none"}};
+        s->step_frames = n;
         rc = sw_step(s, "esrrf", &frames, 1, ep, 5, &out, 1);
+        s->step_frames = 0;
         if (!rc)
           memcpy(raw + ((r - r0) * fold + k0) * s->plane, out.data,
                  n * s->plane * sizeof *raw);
         qs_image_free(&out);
+        if (rc) break;
+        s->done += n;
+        if (s->o->progress &&
+            s->o->progress(s->o->progress_ctx, s->done, s->total))
+          rc = sw_fail(s, QS_ECANCELLED,
+                       "sweep: cancelled after %llu of %llu frames x radii",
+                       (unsigned long long)s->done,
+                       (unsigned long long)s->total);
       }
-      s->done += n;
-      if (!rc && s->o->progress &&
-          s->o->progress(s->o->progress_ctx, s->done, s->total))
-        rc = sw_fail(s, QS_ECANCELLED,
-                     "sweep: cancelled after %llu of %llu frames",
-                     (unsigned long long)s->done,
-                     (unsigned long long)s->total);
     }
     for (size_t r = r0; !rc && r < r1; r++)
       sw_fold_batch(s, sw_at(p, s, r - r0, 0, 0, 0),
@@ -457,7 +467,7 @@ int qs_esrrf_sweep(qs_engine *e, const qs_image *stack,
     rc = sw_fail(&s, QS_ENOMEM, "sweep: no memory for %zu points", np);
     goto fail;
   }
-  s.total = (uint64_t)s.frames * passes;
+  s.total = (uint64_t)s.frames * s.nr;
   for (size_t r0 = 0; !rc && r0 < s.nr; r0 += group) {
     size_t r1 = r0 + group < s.nr ? r0 + group : s.nr;
     for (size_t r = r0; !rc && r < r1; r++)
