@@ -201,3 +201,49 @@ def test_plan_runs_report_and_cancel(engine, long_stack):
         assert time.monotonic() - t0 < 0.5 + PROMPT
     assert not [r for r in engine.db_rows(method="esrrf")
                 if r.key.startswith("esrrf(200x64x64;")]
+
+
+def test_sweep_reports_frames_by_radii_and_cancels(engine, long_stack):
+    """A sweep counts frames x radii, monotonic up to its total; a true
+    return and Ctrl-C cancel it promptly (its eSRRF steps serial, ~15 s a
+    radius on the long stack), keeping nothing."""
+    x = camera(24, 32, 32)
+    seen = []
+    sw = engine.esrrf_sweep(x, [1.0, 1.5], [1.0, 2.0], magnification=2,
+                            progress=lambda d, t: seen.append((d, t)))
+    assert sw.qnr.shape == (1, 2, 2)
+    assert seen and seen[-1] == (24 * 2, 24 * 2)
+    assert all(t == 48 for _, t in seen), seen
+    done = [d for d, _ in seen]
+    assert done == sorted(done), "done went back"
+    last = {}
+
+    def stop(d, t):
+        last["d"], last["t"] = d, t
+        return d > 0
+
+    t0 = time.monotonic()
+    with pytest.raises(qs.CancelledError):
+        engine.esrrf_sweep(long_stack, [1.0, 1.5], [1.0], magnification=5,
+                           impl="serial", progress=stop)
+    assert time.monotonic() - t0 < 15 + PROMPT  # short of two radii
+    assert 0 < last["d"] < last["t"] == 2 * long_stack.shape[0]
+    sent = []
+
+    def interrupt():
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.5, interrupt)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            engine.esrrf_sweep(long_stack, [1.0, 1.5], [1.0],
+                               magnification=5, impl="serial")
+    finally:
+        timer.cancel()
+    late = time.monotonic() - sent[0]
+    assert late < PROMPT, f"KeyboardInterrupt {late:.2f} s after SIGINT"
+    # the engine serves the next call
+    assert engine.esrrf_sweep(x, [1.0], [1.0], magnification=2).qnr.shape \
+        == (1, 1, 1)

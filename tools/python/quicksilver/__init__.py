@@ -24,7 +24,8 @@ Threads
 
 Progress and Ctrl-C
     :meth:`Engine.run`, :meth:`Plan.run`, :meth:`Engine.benchmark` (its
-    count is runs) and the module-level functions
+    count is runs), :meth:`Engine.esrrf_sweep` (frames × radii) and the
+    module-level functions
     take ``progress=``: a callable ``f(done, total)`` called on the calling
     thread about every 50 ms and once at the end with ``done == total`` (a
     true return value cancels the call with :class:`CancelledError`, an
@@ -789,17 +790,21 @@ class Engine:
                     macro_pixel_correction: bool = False,
                     rsp: bool = True, frc: bool = True,
                     keep_images: bool = False,
-                    impl: Optional[str] = None) -> "Sweep":
+                    impl: Optional[str] = None,
+                    progress: _progress.ProgressArg = None) -> "Sweep":
         """eSRRF's parameter sweep over one stack (quicksilver_sweep.h):
         every (temporal, sensitivity, radius) point scored by RSP and RSE
         (SQUIRREL against the stack's mean), FRC (FIRE resolution between
         the odd and even frames' reconstructions, reconstruction pixels, 0
         when the curve never crosses 1/7) and QnR, NanoPyx's combination.
-        What the points share is computed once; each point's
-        reconstruction has the bits of :meth:`run` ``("esrrf", ...,
-        temporal=..., macro_pixel_correction=...)`` with the same
-        implementation. Arrays of the result are indexed
-        ``[temporal, sensitivity, radius]``."""
+        What the points share is computed once; with `impl` forced, each
+        point's reconstruction has the bits of :meth:`run` ``("esrrf",
+        ..., temporal=..., macro_pixel_correction=...)`` with it (with
+        the engine's choices, within the vector paths' 1e-6 of the
+        peak). Arrays of the result are indexed
+        ``[temporal, sensitivity, radius]``. `progress` as in :meth:`run`,
+        counting frames × radii (each radius's convergences over the
+        stack); Ctrl-C cancels the sweep as it cancels :meth:`run`."""
         names = ("avg", "var", "tac2")
         tv = []
         for t in temporal:
@@ -808,11 +813,12 @@ class Engine:
                                      "var, tac2", name="param")
             tv.append(names.index(str(t).lower()))
         arr = _as_input(stack, True, "stack", device=False)
-        pts, passes = self._core.esrrf_sweep(
-            arr, [float(r) for r in radii],
-            [float(s) for s in sensitivities], tv, int(magnification),
-            bool(intensity_weighting), bool(macro_pixel_correction),
-            bool(rsp), bool(frc), bool(keep_images), impl)
+        with _progress.callback(progress, "esrrf sweep") as cb:
+            pts, passes = self._core.esrrf_sweep(
+                arr, [float(r) for r in radii],
+                [float(s) for s in sensitivities], tv, int(magnification),
+                bool(intensity_weighting), bool(macro_pixel_correction),
+                bool(rsp), bool(frc), bool(keep_images), impl, cb)
         return Sweep(pts, len(tv), len(sensitivities), len(radii), passes)
 
     @property

@@ -1743,16 +1743,33 @@ static double *doubles_of(PyObject *obj, const char *what, size_t *n) {
   return v;
 }
 
+/* qs_esrrf_sweep as a watch_call body. */
+typedef struct sweep_job {
+  qs_engine *e;
+  const qs_image *stack;
+  const qs_esrrf_sweep_options *o;
+  qs_esrrf_sweep_result *res;
+  char *msg;
+  size_t msg_len;
+} sweep_job;
+
+static int sweep_body(void *p) {
+  sweep_job *j = p;
+  return qs_esrrf_sweep(j->e, j->stack, j->o, j->res, j->msg, j->msg_len);
+}
+
 /* qs_esrrf_sweep(stack, radii, sensitivities, temporal, magnification, iw,
- * mpc, rsp, frc, keep_images, impl) -> (points, passes): one tuple per
- * point in the result's order (temporal, sensitivity, radius, rsp, rse,
- * sigma, frc, qnr, image or None). */
+ * mpc, rsp, frc, keep_images, impl, progress) -> (points, passes): one
+ * tuple per point in the result's order (temporal, sensitivity, radius,
+ * rsp, rse, sigma, frc, qnr, image or None). Ctrl-C and the progress
+ * callback cancel it as they cancel run. */
 static PyObject *Engine_esrrf_sweep(EngineObject *self, PyObject *args) {
-  PyObject *stack_obj, *r_obj, *s_obj, *t_obj;
+  PyObject *stack_obj, *r_obj, *s_obj, *t_obj, *progress = NULL;
   int mag, iw, mpc, rsp, frc, keep;
   const char *impl = NULL;
-  if (!PyArg_ParseTuple(args, "OOOOippppp|z", &stack_obj, &r_obj, &s_obj,
-                        &t_obj, &mag, &iw, &mpc, &rsp, &frc, &keep, &impl))
+  if (!PyArg_ParseTuple(args, "OOOOippppp|zO", &stack_obj, &r_obj, &s_obj,
+                        &t_obj, &mag, &iw, &mpc, &rsp, &frc, &keep, &impl,
+                        &progress))
     return NULL;
   PyObject *one = PyTuple_Pack(1, stack_obj);
   qs_image st;
@@ -1784,13 +1801,26 @@ static PyObject *Engine_esrrf_sweep(EngineObject *self, PyObject *args) {
                               .no_frc = !frc,
                               .keep_images = keep,
                               .impl = impl};
+  watch_slot slot = NULL;
+  o.progress = slot_hook;
+  o.progress_ctx = &slot;
   qs_esrrf_sweep_result res;
   char msg[1024] = "";
+  sweep_job j = {.e = self->e,
+                 .stack = &st,
+                 .o = &o,
+                 .res = &res,
+                 .msg = msg,
+                 .msg_len = sizeof msg};
   engine_lock(self);
-  PyThreadState *ts = PyEval_SaveThread();
-  int rc = qs_esrrf_sweep(self->e, &st, &o, &res, msg, sizeof msg);
-  PyEval_RestoreThread(ts);
+  int rc = watch_call(sweep_body, &j, &slot, progress);
   engine_unlock(self);
+  /* a pending exception (Ctrl-C, the callback's) wins over the status; one
+   * that came too late finds the sweep done: its result is dropped */
+  if (PyErr_Occurred()) {
+    if (rc == QS_OK) qs_esrrf_sweep_free(&res);
+    goto done;
+  }
   if (rc != QS_OK) {
     raise_status(rc, msg);
     goto done;
@@ -1834,7 +1864,7 @@ static PyMethodDef Engine_methods_table[] = {
      "run(method, inputs, params, impl, progress) -> (outputs, report)"},
     {"esrrf_sweep", (PyCFunction)Engine_esrrf_sweep, METH_VARARGS,
      "esrrf_sweep(stack, radii, sensitivities, temporal, magnification, iw, "
-     "mpc, rsp, frc, keep_images, impl) -> (points, passes)"},
+     "mpc, rsp, frc, keep_images, impl, progress) -> (points, passes)"},
     {"benchmark", (PyCFunction)Engine_benchmark, METH_VARARGS,
      "benchmark(method, inputs, params, impls, warmup, repeats) -> list"},
     {"methods", (PyCFunction)Engine_methods, METH_NOARGS,
