@@ -29,6 +29,27 @@ def camera(frames, rows, cols, seed=7):
         np.float32)
 
 
+def interrupted_promptly(call):
+    """Runs call() on the main thread with SIGINT sent 0.5 s in: it must
+    raise KeyboardInterrupt within PROMPT seconds of the signal."""
+    assert threading.current_thread() is threading.main_thread()
+    sent = []
+
+    def interrupt():
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.5, interrupt)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call()
+    finally:
+        timer.cancel()
+    late = time.monotonic() - sent[0]
+    assert late < PROMPT, f"KeyboardInterrupt {late:.2f} s after SIGINT"
+
+
 @pytest.fixture(scope="module")
 def long_stack():
     """eSRRF x5 of this with the serial implementation takes ~15 s on a
@@ -108,21 +129,8 @@ def test_raising_callback_propagates_and_cancels(engine, long_stack):
 def test_sigint_from_timer_thread_cancels_long_call(engine, long_stack):
     assert threading.current_thread() is threading.main_thread()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    sent = []
-
-    def interrupt():
-        sent.append(time.monotonic())
-        os.kill(os.getpid(), signal.SIGINT)
-
-    timer = threading.Timer(0.5, interrupt)
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            engine.run("esrrf", long_stack, impl="serial", magnification=5)
-    finally:
-        timer.cancel()
-    late = time.monotonic() - sent[0]
-    assert late < PROMPT, f"KeyboardInterrupt {late:.2f} s after SIGINT"
+    interrupted_promptly(lambda: engine.run("esrrf", long_stack, impl="serial",
+                                            magnification=5))
     assert engine.db_rows(method="esrrf") == []
 
 
@@ -138,22 +146,9 @@ def test_benchmark_reports_runs_and_ctrl_c_cancels(engine, stack,
                             progress=lambda d, t: seen.append((d, t)))
     assert seen and seen[-1] == (3 * len(rows), 3 * len(rows))
     assert all(a[0] * b[1] <= b[0] * a[1] for a, b in zip(seen, seen[1:]))
-    sent = []
-
-    def interrupt():
-        sent.append(time.monotonic())
-        os.kill(os.getpid(), signal.SIGINT)
-
-    timer = threading.Timer(0.5, interrupt)
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            engine.benchmark("esrrf", long_stack, impls="serial", warmup=0,
-                             repeats=2, magnification=5)
-    finally:
-        timer.cancel()
-    late = time.monotonic() - sent[0]
-    assert late < PROMPT, f"KeyboardInterrupt {late:.2f} s after SIGINT"
+    interrupted_promptly(lambda: engine.benchmark(
+        "esrrf", long_stack, impls="serial", warmup=0, repeats=2,
+        magnification=5))
     assert engine.db_rows(method="esrrf") == []
 
 
@@ -228,22 +223,8 @@ def test_sweep_reports_frames_by_radii_and_cancels(engine, long_stack):
                            impl="serial", progress=stop)
     assert time.monotonic() - t0 < 15 + PROMPT  # short of two radii
     assert 0 < last["d"] < last["t"] == 2 * long_stack.shape[0]
-    sent = []
-
-    def interrupt():
-        sent.append(time.monotonic())
-        os.kill(os.getpid(), signal.SIGINT)
-
-    timer = threading.Timer(0.5, interrupt)
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            engine.esrrf_sweep(long_stack, [1.0, 1.5], [1.0],
-                               magnification=5, impl="serial")
-    finally:
-        timer.cancel()
-    late = time.monotonic() - sent[0]
-    assert late < PROMPT, f"KeyboardInterrupt {late:.2f} s after SIGINT"
+    interrupted_promptly(lambda: engine.esrrf_sweep(
+        long_stack, [1.0, 1.5], [1.0], magnification=5, impl="serial"))
     # the engine serves the next call
     assert engine.esrrf_sweep(x, [1.0], [1.0], magnification=2).qnr.shape \
         == (1, 1, 1)
