@@ -615,6 +615,16 @@ static void fv_intensity_row(const fv_state *v, int y, size_t cm, int x0,
   }
 }
 
+/* o[x] *= im[x] for x in [x0, x1). */
+static void fv_mul_row(float *o, const float *im, int x0, int x1) {
+  int x = x0;
+  for (; x + FV_LANES <= x1; x += FV_LANES) {
+    fv_f a = fv_load(o + x) * fv_load(im + x);
+    memcpy(o + x, &a, sizeof a);
+  }
+  for (; x < x1; x++) o[x] *= im[x];
+}
+
 /* Output rows [b, e): every pixel inside the margins by phase groups when
  * there are candidate lists, else through fused_pixel. */
 static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
@@ -691,14 +701,14 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
           int lanes = v->nk[px] - k1 < FV_LANES ? v->nk[px] - k1 : FV_LANES;
           fv_f val = fv_finish(acc[h], ws[h], g->k.sens);
           int x = v->x0[px] + k1 * mag;
-          if (im)
-            for (int q = 0; q < lanes; q++, x += mag) o[x] = val[q] * im[x];
-          else
-            for (int q = 0; q < lanes; q++, x += mag) o[x] = val[q];
+          for (int q = 0; q < lanes; q++, x += mag) o[x] = val[q];
         }
         k += m;
       }
     }
+    /* the intensity over the whole row, in lanes (the same products as
+     * pixel by pixel, where the phases' strided stores could not) */
+    if (im) fv_mul_row(o, im, g->margin, g->cols_m - g->margin);
   }
   return QS_OK;
 }
