@@ -169,6 +169,12 @@ static inline fv_f fv_sqrt_lanes(fv_f v) {
   return v;
 }
 
+/* FV_PIN(v): the including file may keep v in a register, so that the
+ * compiler does not load it again for a second use (changes no value). */
+#ifndef FV_PIN
+#define FV_PIN(v) ((void)0)
+#endif
+
 static inline fv_f fv_load(const float *p) {
   fv_f v;
   memcpy(&v, p, sizeof v);
@@ -294,6 +300,9 @@ fv_term(const fv_rl *r, int k, const fv_at *a, fv_f dy, fv_f *dx, fv_f *w,
   const fv_cand *c = &r->c[k];
   fv_f nx = fv_load(a->gx + c->off), ny = fv_load(a->gy + c->off);
   *dx = a->dxv[c->i];
+  FV_PIN(nx);
+  FV_PIN(ny);
+  FV_PIN(*dx);
   fv_f dot = RGC_UNIT_DOT(nx, ny, *dx, dy, FV_FMA);
   *w = RGC_LIN(fv_splat(r->w0[k]), fv_splat(c->wa), a->ex, FV_FMA);
   fv_f pd = RGC_LIN(fv_splat(r->p0[k]), fv_splat(c->pa), a->ex, FV_FMA);
