@@ -7,8 +7,10 @@
  * the intensity, so that its fused paths, which make the gradients on the
  * fly, serve the sweep too), and
  * the maps fold through the partials' own fold (temporal_add, the batch
- * call's): a point's reconstruction has the bits of eSRRF run with the
- * same implementations. The powers and the folds, the sweep's own work,
+ * call's): with one implementation forced for every step, a point's
+ * reconstruction has the bits of eSRRF run with it (with the engine's
+ * choices, within the vector paths' 1e-6: quicksilver_sweep.h). The
+ * powers and the folds, the sweep's own work,
  * run in bands of pixels on the engine's number of threads, in the CPU's
  * widest vectors (sweep_fold.h, the same bits). */
 #include <math.h>
@@ -68,6 +70,13 @@ static int sw_hook(void *ctx, uint64_t done, uint64_t total) {
   return s->o->progress(s->o->progress_ctx, s->done + in, s->total);
 }
 
+/* QS_ECANCELLED with the count reached. */
+static int sw_cancelled(sweep *s) {
+  return sw_fail(s, QS_ECANCELLED,
+                 "sweep: cancelled after %llu of %llu frames x radii",
+                 (unsigned long long)s->done, (unsigned long long)s->total);
+}
+
 /* One step through the engine; its message on failure. */
 static int sw_step(sweep *s, const char *method, const qs_image *in,
                    size_t n_in, const qs_param *p, size_t n_p, qs_image *out,
@@ -80,9 +89,7 @@ static int sw_step(sweep *s, const char *method, const qs_image *in,
                        .progress = s->o->progress ? sw_hook : NULL,
                        .progress_ctx = s};
   int rc = qs_method_run(s->e, method, &rq, out, n_out, NULL);
-  if (rc == QS_ECANCELLED)
-    return sw_fail(s, rc, "sweep: cancelled after %llu of %llu frames x radii",
-                   (unsigned long long)s->done, (unsigned long long)s->total);
+  if (rc == QS_ECANCELLED) return sw_cancelled(s);
   if (rc) return sw_fail(s, rc, "%s", qs_engine_error(s->e));
   return QS_OK;
 }
@@ -286,10 +293,7 @@ static int sw_pass(sweep *s, size_t r0, size_t r1, qs_esrrf_partial *p,
         s->done += n;
         if (s->o->progress &&
             s->o->progress(s->o->progress_ctx, s->done, s->total))
-          rc = sw_fail(s, QS_ECANCELLED,
-                       "sweep: cancelled after %llu of %llu frames x radii",
-                       (unsigned long long)s->done,
-                       (unsigned long long)s->total);
+          rc = sw_cancelled(s);
       }
     }
     for (size_t r = r0; !rc && r < r1; r++)
