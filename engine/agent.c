@@ -117,13 +117,20 @@ long agent_static(const agent_cand *c, size_t n, double work) {
   return best;
 }
 
+int agent_outclassed(const agent_cand *c, double best) {
+  return agent_cold(c) && c->prior > 0 && !(c->prior < best * (1 - AGENT_TIE));
+}
+
 /* The cold CPU candidate a small call tries (AGENT_SMALL_CALL): first in
  * the static order, the one declared last among equals (a method lists a
- * kind from its reference to its most refined variant); -1 if none. */
-static long small_call_cold(const agent_cand *c, size_t n, double work) {
+ * kind from its reference to its most refined variant), none whose prior
+ * cannot beat the best (best seconds); -1 if none. */
+static long small_call_cold(const agent_cand *c, size_t n, double work,
+                            double best) {
   long pick = -1;
   for (size_t i = n; i-- > 0;)
     if (!c[i].excluded && c[i].kind != QS_IMPL_OPENCL && agent_cold(&c[i]) &&
+        !agent_outclassed(&c[i], best) &&
         (pick < 0 ||
          static_rank(c[i].kind, work) < static_rank(c[pick].kind, work)))
       pick = (long)i;
@@ -144,7 +151,7 @@ static double newest_fast(const agent_cand *c, size_t m) {
 double agent_lower(const agent_cand *c, double work) {
   int src;
   double t = agent_estimate(c, work, &src);
-  if (src == SRC_NONE || !(t >= 0)) return 0;
+  if (src == SRC_NONE || !(t >= 0)) return c->prior > 0 ? c->prior : 0;
   double once = (c->once_known ? c->once : 0) + c->transfer;
   if (src == SRC_HISTORY) {
     size_t n = c->n_walls < AGENT_WINDOW ? c->n_walls : AGENT_WINDOW;
@@ -254,7 +261,9 @@ long agent_explain(const agent_cand *c, size_t n, double work, long pick,
     else if ((long)i == inc)
       state[i] = "best";
     else if (agent_cold(&c[i]))
-      state[i] = "cold";
+      state[i] = inc >= 0 && agent_outclassed(&c[i], ref_for(c, inc, i, work))
+                     ? "outclassed"
+                     : "cold";
     else if (inc < 0)
       state[i] = "unmeasured";
     else if (verdict(c, inc, i, work, &s) == V_HOPELESS)
@@ -307,7 +316,7 @@ long agent_choose(const agent_cand *c, size_t n, double work, int static_cold,
    * calibrating it on a slice would cost about as much (agent.h). OpenCL
    * ones wait for a larger call. */
   if (cold && best_t < AGENT_SMALL_CALL) {
-    long k = small_call_cold(c, n, work);
+    long k = small_call_cold(c, n, work, best_t + extra(&c[best]));
     if (k >= 0) {
       *reason = "exploration";
       return k;
@@ -315,7 +324,8 @@ long agent_choose(const agent_cand *c, size_t n, double work, int static_cold,
   }
   /* a cold one that no slice can time is tried on the call itself */
   for (size_t i = 0; cold && i < n; i++)
-    if (!c[i].excluded && c[i].no_slice && agent_cold(&c[i])) {
+    if (!c[i].excluded && c[i].no_slice && agent_cold(&c[i]) &&
+        !agent_outclassed(&c[i], best_t + extra(&c[best]))) {
       *reason = "exploration";
       return (long)i;
     }

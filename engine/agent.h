@@ -124,6 +124,12 @@ typedef struct agent_cand {
    * schedule at 1.7 s against 0.05 s), a second slice size a fraction of
    * the call. */
   int second;
+  /* Cold (no timing of its own): the least it can take, known from a
+   * sibling, another schedule of the same code timed for this call
+   * (choice.c, cands_prior); 0: nothing known. The optimistic bound of a
+   * cold candidate (agent_lower): one that cannot beat the best is
+   * neither calibrated nor tried on the call while that holds. */
+  double prior;
 } agent_cand;
 
 enum agent_source { SRC_NONE, SRC_HISTORY, SRC_MODEL };
@@ -146,9 +152,13 @@ double agent_estimate(const agent_cand *c, double work, int *source);
 /* 1 if the candidate has no timing on this device at all (cold). */
 int agent_cold(const agent_cand *c);
 
+/* 1 if the candidate is cold and its prior (agent_cand.prior) does not
+ * beat best seconds by AGENT_TIE: it is not tried while that holds. */
+int agent_outclassed(const agent_cand *c, double best);
+
 /* The optimistic bound of the candidate at `work` (see AGENT_NOISE), its
- * one-time costs included once more than one run has shown them; 0 when
- * nothing is known. */
+ * one-time costs included once more than one run has shown them; for a
+ * cold one its prior (0 when nothing is known). */
 double agent_lower(const agent_cand *c, double work);
 
 /* Why the rule treats each candidate as it does, for a report: the
@@ -158,9 +168,10 @@ double agent_lower(const agent_cand *c, double work);
  * next), "costly" (could beat it, but trying costs more than it could
  * save), "hopeless" (cannot beat it), "second" (could beat it, timed at
  * one size: calibration's second size first, agent_cand.second), "cold"
- * (no timing yet: calibration or a small call's try first), "unmeasured"
- * (no incumbent to compare with) or the candidate's exclusion. pick is
- * agent_choose's result. */
+ * (no timing yet: calibration or a small call's try first), "outclassed"
+ * (no timing, and its prior cannot beat the best: not tried),
+ * "unmeasured" (no incumbent to compare with) or the candidate's
+ * exclusion. pick is agent_choose's result. */
 long agent_explain(const agent_cand *c, size_t n, double work, long pick,
                    double *lower, const char **state);
 

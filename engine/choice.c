@@ -102,6 +102,34 @@ void cand_refresh(qs_engine *e, prep *pr, cands *cs, size_t i) {
   cs->c[i].transfer = devcall_transfer(e, pr, &pr->m->impls[i]);
 }
 
+/* Whether implementations i and j are one code under two schedules: the
+ * same function, both on the host's threads (QS_CPU_IMPLS: serial and the
+ * threaded schedules). */
+static int siblings(const mstate *m, size_t i, size_t j) {
+  const qs_impl_def *a = m->impls[i].def, *b = m->impls[j].def;
+  int cpu_a = a->kind == QS_IMPL_SERIAL || a->kind == QS_IMPL_THREADED;
+  int cpu_b = b->kind == QS_IMPL_SERIAL || b->kind == QS_IMPL_THREADED;
+  return i != j && cpu_a && cpu_b && a->run && a->run == b->run;
+}
+
+void cands_prior(const qs_engine *e, const mstate *m, cands *cs) {
+  double threads = e->threads > 1 ? (double)e->threads : 1;
+  for (size_t i = 0; i < m->n_impls; i++) {
+    agent_cand *c = &cs->c[i];
+    c->prior = 0;
+    if (!agent_cold(c)) continue;
+    for (size_t j = 0; j < m->n_impls; j++) {
+      const agent_cand *s = &cs->c[j];
+      if (!siblings(m, i, j) || agent_cold(s) ||
+          (s->excluded && strcmp(s->excluded, "not_selected")))
+        continue;
+      double p = (agent_lower(s, cs->work) - s->transfer - AGENT_CPU_FIXED) /
+                 threads;
+      if (p > c->prior) c->prior = p;
+    }
+  }
+}
+
 /* Selection, history and availability of every implementation for the
  * call; QS_EUNAVAIL (message set) when none can run. */
 int cands_build(qs_engine *e, prep *pr, const qs_run_request *rq, cands *cs) {
@@ -122,6 +150,7 @@ int cands_build(qs_engine *e, prep *pr, const qs_run_request *rq, cands *cs) {
     if (!mask[i] && !cs->c[i].excluded) cs->c[i].excluded = "not_selected";
     if (!cs->c[i].excluded && cs->usable < 0) cs->usable = (long)i;
   }
+  cands_prior(e, m, cs);
   if (cs->usable >= 0) return QS_OK;
   size_t i = 0;
   while (i < m->n_impls && !mask[i]) i++;
@@ -139,9 +168,9 @@ int cands_build(qs_engine *e, prep *pr, const qs_run_request *rq, cands *cs) {
  * whose optimistic bound could still beat the best known (agent_lower):
  * it needs a second size (only against a best timed on the key or
  * modelled through two sizes: among one-size models alone the call
- * itself is the next timing). A hopeless one, or one whose probe refused the
- * key's slice (tried on the call instead, agent_choose), is not
- * calibrated. */
+ * itself is the next timing). A hopeless one, a cold one outclassed by
+ * its prior (cands_prior), or one whose probe refused the key's slice
+ * (tried on the call instead, agent_choose), is not calibrated. */
 size_t cands_cold(const qs_engine *e, const mstate *m, const cands *cs,
                   unsigned char *cold) {
   size_t n = 0;
@@ -159,7 +188,7 @@ size_t cands_cold(const qs_engine *e, const mstate *m, const cands *cs,
     if (cs->exact || e->no_calibration || c->excluded || c->no_slice)
       continue;
     if (agent_cold(c))
-      cold[i] = CALIB_COLD;
+      cold[i] = agent_outclassed(c, best) ? 0 : CALIB_COLD;
     else if (!c->n_walls && c->point_work > 0 && best < INFINITY &&
              agent_lower(c, cs->work) < best * (1 - AGENT_TIE))
       cold[i] = CALIB_SECOND;
@@ -267,6 +296,7 @@ int choose_for_key(qs_engine *e, mstate *m, const char *key, double work,
   cs->work = work;
   memset(report, 0, sizeof *report);
   for (size_t i = 0; i < m->n_impls; i++) cand_refresh(e, pr, cs, i);
+  cands_prior(e, m, cs);
   double est[QS_MAX_ESTIMATES];
   int src[QS_MAX_ESTIMATES];
   const char *reason = "none";

@@ -116,6 +116,7 @@ int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
     pr.in = own_in;
     for (size_t i = 0; i < m->n_impls; i++)
       if (cold[i]) cand_refresh(e, &pr, &cs, i);
+    cands_prior(e, m, &cs);
   }
 
   double est[QS_MAX_ESTIMATES];

@@ -290,6 +290,16 @@ typedef struct cands {
 int cands_build(qs_engine *e, prep *pr, const qs_run_request *rq, cands *cs);
 /* Refreshes candidate i from the history (after calibration added some). */
 void cand_refresh(qs_engine *e, prep *pr, cands *cs, size_t i);
+/* Every cold candidate's prior (agent_cand.prior) from its timed
+ * siblings, the same code under another schedule (QS_CPU_IMPLS): a
+ * schedule of the engine's T threads is at most T times faster than
+ * another (the work spread over T threads at best, or kept on one at
+ * worst), less a CPU kind's fixed cost (AGENT_CPU_FIXED: serial has no
+ * pool to wake). rgc's and eSRRF's scalar schedules, 25-130 times the
+ * vector paths, were each calibrated in turn once one of them had shown
+ * that: on rgc 4 x 64 x 64 (5-8 ms calls) a slice of 2-4 ms each. After
+ * every cand_refresh. */
+void cands_prior(const qs_engine *e, const mstate *m, cands *cs);
 /* Marks in cold[] the candidates calibration would run; returns how many. */
 size_t cands_cold(const qs_engine *e, const mstate *m, const cands *cs,
                   unsigned char *cold);

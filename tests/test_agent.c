@@ -370,3 +370,39 @@ Test(agent, rival_waits_for_an_incumbent_of_as_few_runs) {
   cr_assert_eq(agent_choose(c, 2, 100, 0, &rng, &why, NULL, NULL), 1);
   cr_assert_str_eq(why, "history");
 }
+
+/* A cold candidate's prior (agent_cand.prior, from a timed sibling) is its
+ * bound: one that cannot beat the best by AGENT_TIE is outclassed, shown
+ * so, and not tried by a small call; one whose prior could beat it is
+ * cold as before. */
+Test(agent, prior_outclasses_a_cold_candidate) {
+  double fast[1] = {20e-6};
+  agent_cand c[3] = {{.kind = QS_IMPL_THREADED, .walls = fast, .n_walls = 1},
+                     {.kind = QS_IMPL_SERIAL, .prior = 40e-6},
+                     {.kind = QS_IMPL_THREADED, .prior = 40e-6}};
+  cr_assert(agent_outclassed(&c[1], 20e-6));
+  cr_assert_float_eq(agent_lower(&c[1], 1e6), 40e-6, 1e-18);
+  cr_assert(!agent_outclassed(&c[0], 20e-6), "a timed one is not");
+  uint64_t rng = 3;
+  const char *why = NULL;
+  /* a small call (20 us): it would try a cold CPU candidate; neither */
+  cr_assert_eq(agent_choose(c, 3, 1e6, 0, &rng, &why, NULL, NULL), 0);
+  cr_assert_str_eq(why, "history");
+  double lo[3];
+  const char *st[3];
+  agent_explain(c, 3, 1e6, 0, lo, st);
+  cr_assert_str_eq(st[1], "outclassed");
+  cr_assert_str_eq(st[2], "outclassed");
+  cr_assert_float_eq(lo[2], 40e-6, 1e-18);
+  /* within AGENT_TIE of the best it is still outclassed; under, cold and
+   * tried */
+  c[2].prior = 20e-6 * (1 - AGENT_TIE) * 1.001;
+  cr_assert(agent_outclassed(&c[2], 20e-6));
+  c[2].prior = 10e-6;
+  cr_assert(!agent_outclassed(&c[2], 20e-6));
+  cr_assert_eq(agent_choose(c, 3, 1e6, 0, &rng, &why, NULL, NULL), 2);
+  cr_assert_str_eq(why, "exploration");
+  agent_explain(c, 3, 1e6, 2, lo, st);
+  cr_assert_str_eq(st[1], "outclassed");
+  cr_assert_str_eq(st[2], "next");
+}

@@ -62,6 +62,15 @@ static int same_shape(const qs_image *in, const double *p, qs_image *out,
   return QS_OK;
 }
 
+/* The costed method's descriptor over a table of implementations (and a
+ * slice function, or NULL). */
+#define COSTED_SLICED(table, n, slice_fn)                                    \
+  {.name = "costed", .doc = "copies its input at a known cost",              \
+   .inputs = slot_in, .n_inputs = 1, .outputs = slot_out, .n_outputs = 1,    \
+   .impls = table, .n_impls = n, .shape = same_shape, .slice = slice_fn,     \
+   .tolerance = 0}
+#define COSTED(table, n) COSTED_SLICED(table, n, NULL)
+
 /* Declared as a method lists a kind: reference first, most refined last
  * (calibration tries the last-declared of a kind first). */
 static const qs_impl_def impls[] = {
@@ -73,16 +82,8 @@ static const qs_impl_def impls[] = {
 };
 static const qs_slot_def slot_in[] = {{"stack", "input"}};
 static const qs_slot_def slot_out[] = {{"out", "a copy"}};
-static const qs_method_desc desc = {.name = "costed",
-                                    .doc = "copies its input at a known cost",
-                                    .inputs = slot_in,
-                                    .n_inputs = 1,
-                                    .outputs = slot_out,
-                                    .n_outputs = 1,
-                                    .impls = impls,
-                                    .n_impls = C_BASE,
-                                    .shape = same_shape,
-                                    .tolerance = 0};
+static const qs_method_desc desc =
+    COSTED(impls, C_BASE);
 
 /* Costs in ns: fixed, and per pixel in tenths of a ns. */
 static void costs(const int64_t fixed[C_BASE],
@@ -117,6 +118,15 @@ static void call(qs_engine *e, const input *x, qs_run_report *rep) {
                qs_engine_error(e));
   cr_assert_eq(out[0].data[5], x->px[5]);
   qs_image_free(&out[0]);
+}
+
+/* Makes `n` calls, each of which must run `impl`; rep: the last one's. */
+static void calls_of(qs_engine *e, const input *x, const char *impl, int n,
+                     qs_run_report *rep) {
+  for (int k = 0; k < n; k++) {
+    call(e, x, rep);
+    cr_assert_str_eq(rep->impl, impl, "call %d", k + 1);
+  }
 }
 
 static double slice_seconds(void) {
@@ -384,28 +394,10 @@ static const qs_impl_def cl_impls[] = {
     {"composed", QS_IMPL_COMPOSITE, run_composed, NULL, 1, QS_SCHED_STATIC, 0},
     {"cl", QS_IMPL_OPENCL, run_cl, NULL, 1, QS_SCHED_STATIC, 0},
 };
-static const qs_method_desc cl_desc = {.name = "costed",
-                                       .doc =
-                                           "copies its input at a known cost",
-                                       .inputs = slot_in,
-                                       .n_inputs = 1,
-                                       .outputs = slot_out,
-                                       .n_outputs = 1,
-                                       .impls = cl_impls,
-                                       .n_impls = 6,
-                                       .shape = same_shape,
-                                       .tolerance = 0};
-static const qs_method_desc more_desc = {
-    .name = "costed",
-    .doc = "copies its input at a known cost",
-    .inputs = slot_in,
-    .n_inputs = 1,
-    .outputs = slot_out,
-    .n_outputs = 1,
-    .impls = more_impls,
-    .n_impls = C_N,
-    .shape = same_shape,
-    .tolerance = 0};
+static const qs_method_desc cl_desc =
+    COSTED(cl_impls, 6);
+static const qs_method_desc more_desc =
+    COSTED(more_impls, C_N);
 
 /* Costs in the regime of a heavy method (a 512 x 512 call of half a
  * second): fast 50 us + 2 us/px, mid twice its per-pixel cost, slow 20x,
@@ -502,10 +494,7 @@ Test(calibrate, hopeless_candidate_calibrated_at_most_once) {
   qs_engine *e = open_more(0, 0.5, &desc);
   input x = call_input(1, 512, 512);
   qs_run_report rep;
-  for (int k = 0; k < 10; k++) {
-    call(e, &x, &rep);
-    cr_assert_str_eq(rep.impl, "fast", "call %d", k + 1);
-  }
+  calls_of(e, &x, "fast", 10, &rep);
   cr_assert_eq(cost[C_SLOW].calls, 1);
   cr_assert_leq(cost[C_SERIAL].calls, 1);
   cr_assert_leq(cost[C_COMPOSED].calls, 1);
@@ -583,6 +572,107 @@ Test(calibrate, one_size_candidate_waits_for_its_second_size) {
   cr_assert_eq(cost[C_MID].full_calls, 0);
   cr_assert_leq(cost[C_MID].calls, 2);
   cr_assert(second, "mid was never waiting for its second size");
+  free(x.px);
+  qs_engine_close(e);
+}
+
+/* One code under four schedules (serial and three threaded ones share
+ * run_sched, as QS_CPU_IMPLS declares them), each 50x fast on every size,
+ * and fast. Once one schedule is timed (hopeless on its slice), the
+ * others are outclassed by it: a schedule on 2 threads is at most 2x
+ * faster than another, so none can beat fast. With half of every call for
+ * calibration, only the first schedule is ever run (on slices), never
+ * on the call; the report says "outclassed" for the other three. (Fails
+ * on the rule without priors: every schedule was calibrated in turn.) */
+enum { S_SERIAL, S_STATIC, S_DYNAMIC, S_GUIDED, S_N };
+static int sched_calls[S_N];
+static int run_sched(const qs_method_call *c) {
+  int s = c->sched == QS_SCHED_GUIDED    ? S_GUIDED
+          : c->sched == QS_SCHED_DYNAMIC ? S_DYNAMIC
+          : c->chunk == 8                ? S_STATIC
+                                         : S_SERIAL;
+  sched_calls[s]++;
+  return body(c, C_SLOW);
+}
+static const qs_impl_def sched_impls[] = {
+    {"serial", QS_IMPL_SERIAL, run_sched, NULL, 1, QS_SCHED_STATIC, 0},
+    {"threaded", QS_IMPL_THREADED, run_sched, NULL, 1, QS_SCHED_STATIC, 8},
+    {"threaded_dynamic", QS_IMPL_THREADED, run_sched, NULL, 1,
+     QS_SCHED_DYNAMIC, 1},
+    {"threaded_guided", QS_IMPL_THREADED, run_sched, NULL, 1, QS_SCHED_GUIDED,
+     1},
+    {"fast", QS_IMPL_THREADED, run_fast, NULL, 1, QS_SCHED_DYNAMIC, 1},
+};
+static const qs_method_desc sched_desc =
+    COSTED(sched_impls, 5);
+
+Test(calibrate, schedules_of_a_hopeless_code_calibrated_once) {
+  costs((int64_t[]){0, 0, 0, 50000, 0}, (int64_t[]){0, 1000000, 0, 20000, 0});
+  memset(sched_calls, 0, sizeof sched_calls);
+  qs_engine *e = open_more(0, 0.5, &sched_desc);
+  input x = call_input(1, 512, 512);
+  qs_run_report rep;
+  calls_of(e, &x, "fast", 10, &rep);
+  int ran = 0;
+  for (int s = 0; s < S_N; s++) ran += sched_calls[s] > 0;
+  cr_assert_eq(ran, 1, "schedules run: %d %d %d %d", sched_calls[0],
+               sched_calls[1], sched_calls[2], sched_calls[3]);
+  cr_assert_eq(cost[C_SLOW].full_calls, 0);
+  int outclassed = 0;
+  for (size_t i = 0; i < rep.n_estimates; i++)
+    outclassed += !strcmp(rep.estimates[i].state, "outclassed");
+  cr_assert_eq(outclassed, 3);
+  free(x.px);
+  qs_engine_close(e);
+}
+
+/* Cutting a slice costs time of its own (here 100 us of the clock, as
+ * copying a large input's does). With calibration capped at 0.5 ms a call
+ * (calibration_budget) and fast taking 0.2 ms on any slice, no warm call
+ * can start a candidate (a start needs 4x the cheapest slice run), so
+ * none cuts a slice: calls 2-12 report no calibration time, and the cold
+ * candidates stay cold. (Fails on the rule that cut the slice before
+ * weighing the budget: call 2 ran a candidate on a slice size not timed
+ * yet, then calls 3-12 each cut 0.4 ms of slices that nothing ran on.) */
+static int cut_slice(const qs_image *in, const double *p, size_t rows,
+                     size_t cols, qs_image *out) {
+  (void)p;
+  fake_now += 100000;
+  int rc = qs_image_alloc(&out[0], 1, rows, cols);
+  for (size_t y = 0; !rc && y < rows; y++)
+    memcpy(out[0].data + y * cols, in[0].data + y * in[0].cols,
+           cols * sizeof(float));
+  return rc;
+}
+static const qs_method_desc cut_desc =
+    COSTED_SLICED(impls, C_BASE, cut_slice);
+
+Test(calibrate, no_slice_cut_when_nothing_can_start) {
+  costs((int64_t[]){800000, 400000, 300000, 200000, 800000},
+        (int64_t[]){3000, 1600, 800, 200, 1200});
+  qs_engine_options o = {.db_path = ":memory:",
+                         .threads = 2,
+                         .no_opencl = 1,
+                         .seed = 7,
+                         .clock_ns = fake_clock,
+                         .calibration_budget = 0.0005};
+  qs_engine *e = NULL;
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK, "%s", qs_engine_error(e));
+  cr_assert_eq(qs_method_register(e, &cut_desc), QS_OK, "%s",
+               qs_engine_error(e));
+  input x = call_input(1, 512, 512);
+  qs_run_report rep;
+  call(e, &x, &rep);
+  cr_assert_str_eq(rep.impl, "fast");
+  cr_assert_gt(rep.calibration_seconds, 0);
+  int slow_calls = cost[C_SLOW].calls + cost[C_SERIAL].calls;
+  for (int k = 2; k <= 12; k++) {
+    call(e, &x, &rep);
+    cr_assert_str_eq(rep.impl, "fast", "call %d", k);
+    cr_assert_eq(rep.calibration_seconds, 0, "call %d: %g s", k,
+                 rep.calibration_seconds);
+  }
+  cr_assert_eq(cost[C_SLOW].calls + cost[C_SERIAL].calls, slow_calls);
   free(x.px);
   qs_engine_close(e);
 }

@@ -194,6 +194,8 @@ static const char *explain_state(const char *s) {
       {"hopeless", "no longer tried: cannot beat the best"},
       {"second", "could beat the best: a second slice size first"},
       {"cold", "not timed yet: calibration (within its budget) first"},
+      {"outclassed", "not tried: another schedule of its code, timed, shows "
+                     "it cannot beat the best"},
       {"unmeasured", "no input timed yet to compare with"},
       {"forced", "forced"},
       {"not_selected", "not selected (--impl)"},
