@@ -1289,6 +1289,24 @@ static void two_stacks(const char **a, const char **b, qs_image *ia,
   cr_assert_eq(tiff_read(*b, ib, err, sizeof err), QS_OK, "%s", err);
 }
 
+/* An eSRRF output at M5 of 0.1 um input pixels: 0.02 um pixels, and its
+ * provenance (returned, parsed) names eSRRF, impl, the version and the
+ * input. */
+static cJSON *esrrf_provenance(const tiff_info *info, const char *impl,
+                               const char *input) {
+  cr_assert_float_eq(info->meta.pixel_x, 0.02, 1e-9);
+  cr_assert_float_eq(info->meta.pixel_y, 0.02, 1e-9);
+  cr_assert_str_eq(info->meta.unit, "micron");
+  cJSON *p = cJSON_Parse(info->meta.provenance);
+  cr_assert_not_null(p, "provenance: %s", info->meta.provenance);
+  cr_assert_str_eq(cJSON_GetObjectItem(p, "method")->valuestring, "esrrf");
+  cr_assert_str_eq(cJSON_GetObjectItem(p, "impl")->valuestring, impl);
+  cr_assert_str_eq(cJSON_GetObjectItem(p, "version")->valuestring,
+                   QS_VERSION);
+  cr_assert_str_eq(cJSON_GetObjectItem(p, "input")->valuestring, input);
+  return p;
+}
+
 /* A 2-channel hyperstack is run per channel: each output channel equals
  * eSRRF of that channel alone, bit for bit, the channel axis is kept, and
  * the pixel size comes out divided by M (0.1 um in, 0.02 um out at M5);
@@ -1319,16 +1337,7 @@ Test(cli, hyperstack_channels_run_apart_with_pixel_size_and_provenance) {
   cr_assert_eq(info.pages, 4, "2 channels x 2 timepoints");
   cr_assert_eq(info.meta.channels, 2);
   cr_assert_eq(info.meta.frames, 2);
-  cr_assert_float_eq(info.meta.pixel_x, 0.02, 1e-9);
-  cr_assert_float_eq(info.meta.pixel_y, 0.02, 1e-9);
-  cr_assert_str_eq(info.meta.unit, "micron");
-  cJSON *p = cJSON_Parse(info.meta.provenance);
-  cr_assert_not_null(p, "provenance: %s", info.meta.provenance);
-  cr_assert_str_eq(cJSON_GetObjectItem(p, "method")->valuestring, "esrrf");
-  cr_assert_str_eq(cJSON_GetObjectItem(p, "impl")->valuestring, "serial");
-  cr_assert_str_eq(cJSON_GetObjectItem(p, "version")->valuestring,
-                   QS_VERSION);
-  cr_assert_str_eq(cJSON_GetObjectItem(p, "input")->valuestring, "hs.tif");
+  cJSON *p = esrrf_provenance(&info, "serial", "hs.tif");
   cJSON *pp = cJSON_GetObjectItem(p, "params");
   cr_assert_eq(cJSON_GetObjectItem(pp, "magnification")->valuedouble, 5);
   cr_assert_eq(cJSON_GetObjectItem(pp, "frames_per_timepoint")->valuedouble,
@@ -1360,6 +1369,74 @@ Test(cli, hyperstack_channels_run_apart_with_pixel_size_and_provenance) {
                    "esrrf");
   cJSON_Delete(j);
   expect_status(qs("info", path_in("missing.tif"), NULL), 1, "info missing");
+  qs_image_free(&ia), qs_image_free(&ib);
+}
+
+/* The sweep's images: --out-dir made when missing, each point's
+ * reconstruction with the input's pixel size / M and its provenance (the
+ * point's parameters, the implementation its steps ran, the input and the
+ * channel); a 2-channel hyperstack is refused without --channel and with
+ * --channel 1 sweeps channel 1 alone (the same image as the sweep of that
+ * channel's own stack); an image that would be the input is refused
+ * before any work, the input untouched. */
+Test(cli, sweep_images_keep_pixel_size_and_provenance) {
+  need_esrrf();
+  const char *a, *b, *hs = path_in("hs.tif"), *pts = path_in("pts");
+  const char *alone = path_in("alone");
+  qs_image ia, ib;
+  char err[512];
+  two_stacks(&a, &b, &ia, &ib);
+  write_hyperstack(hs, &ia, &ib);
+  result *r = qs("sweep", hs, "--radius", "1", "--sensitivity", "1,2",
+                 "--out-dir", pts, "-q", NULL);
+  expect_status(r, 2, "two channels, none chosen");
+  cr_expect_not_null(strstr(r->err, "--channel"), "%s", r->err);
+  cr_expect(!file_exists(pts), "nothing made");
+  r = qs("sweep", hs, "--radius", "1", "--sensitivity", "1", "--channel",
+         "2", "-q", NULL);
+  expect_status(r, 2, "no channel 2");
+  expect_status(qs("sweep", hs, "--radius", "1", "--sensitivity", "1,2",
+                   "--out-dir", pts, "--channel", "1", "--impl", "serial",
+                   "-q", NULL),
+                0, "sweep of channel 1");
+  expect_status(qs("sweep", b, "--radius", "1", "--sensitivity", "1,2",
+                   "--out-dir", alone, "--impl", "serial", "-q", NULL),
+                0, "sweep of channel 1's own stack");
+  char got_path[512], want_path[512];
+  snprintf(got_path, sizeof got_path, "%s/esrrf_avg_s2_r1.tif", pts);
+  snprintf(want_path, sizeof want_path, "%s/esrrf_avg_s2_r1.tif", alone);
+  qs_image got, want;
+  cr_assert_eq(tiff_read(got_path, &got, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(want_path, &want, err, sizeof err), QS_OK, "%s",
+               err);
+  cr_assert_eq(got.rows * got.cols, 60 * 50);
+  cr_expect_eq(memcmp(got.data, want.data, got.rows * got.cols * 4), 0,
+               "channel 1 of the hyperstack swept as its own stack");
+  qs_image_free(&got), qs_image_free(&want);
+  tiff_info info;
+  cr_assert_eq(tiff_info_of(got_path, &info, err, sizeof err), QS_OK, "%s",
+               err);
+  cJSON *p = esrrf_provenance(&info, "serial", "hs.tif");
+  cr_expect_eq(cJSON_GetObjectItem(p, "channel")->valuedouble, 1);
+  cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(p, "sweep")));
+  cJSON *pp = cJSON_GetObjectItem(p, "params");
+  cr_expect_eq(cJSON_GetObjectItem(pp, "radius")->valuedouble, 1);
+  cr_expect_eq(cJSON_GetObjectItem(pp, "sensitivity")->valuedouble, 2);
+  cr_expect_eq(cJSON_GetObjectItem(pp, "magnification")->valuedouble, 5);
+  cJSON_Delete(p);
+  /* an image named like the input, in the directory: refused, untouched */
+  char clash[512];
+  snprintf(clash, sizeof clash, "%s/esrrf_avg_s1_r1.tif", pts);
+  cr_assert_eq(tiff_write(clash, &ib, err, sizeof err), QS_OK, "%s", err);
+  r = qs("sweep", clash, "--radius", "1", "--sensitivity", "1", "--out-dir",
+         pts, "-q", NULL);
+  expect_status(r, 2, "an image would replace the input");
+  cr_expect_not_null(strstr(r->err, "is the input"), "%s", r->err);
+  qs_image back;
+  cr_assert_eq(tiff_read(clash, &back, err, sizeof err), QS_OK, "%s", err);
+  cr_expect_eq(memcmp(back.data, ib.data, ib.frames * ib.rows * ib.cols * 4),
+               0, "the input was modified");
+  qs_image_free(&back);
   qs_image_free(&ia), qs_image_free(&ib);
 }
 

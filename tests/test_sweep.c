@@ -72,6 +72,7 @@ static void check_against_separate_calls(const char *impl, long memory_mb) {
   int rc = qs_esrrf_sweep(e, st, &o, &res, err, sizeof err);
   cr_assert_eq(rc, QS_OK, "%s: %s", qs_status_name(rc), err);
   cr_assert_eq(res.n_points, 6);
+  cr_expect_str_eq(res.impl, impl, "the steps ran %s", res.impl);
   if (memory_mb == 1) cr_expect_eq(res.passes, 2, "one radius per pass");
   for (size_t si = 0; si < 3; si++)
     for (size_t r = 0; r < 2; r++) {
@@ -160,6 +161,20 @@ Test(sweep, engine_choice_within_the_vector_tolerance) {
   char err[256];
   int rc = qs_esrrf_sweep(e, st, &o, &res, err, sizeof err);
   cr_assert_eq(rc, QS_OK, "%s: %s", qs_status_name(rc), err);
+  /* what made the points: eSRRF implementations of this engine */
+  qs_impl_info info[QS_MAX_ESTIMATES];
+  size_t n_impls;
+  cr_assert_eq(qs_method_impls(e, "esrrf", info, QS_MAX_ESTIMATES, &n_impls),
+               QS_OK);
+  cr_assert(res.impl[0], "no implementation recorded");
+  for (const char *q = res.impl; *q;) {
+    size_t k = strcspn(q, ","), known = 0;
+    for (size_t i = 0; i < n_impls; i++)
+      known |= strlen(info[i].name) == k && !strncmp(info[i].name, q, k);
+    cr_expect(known, "'%.*s' of '%s' is no eSRRF implementation", (int)k, q,
+              res.impl);
+    q += k + (q[k] == ',');
+  }
   for (size_t si = 0; si < 3; si++)
     for (size_t r = 0; r < 2; r++) {
       const qs_esrrf_sweep_point *pt = &res.points[si * 2 + r];

@@ -266,24 +266,6 @@ static void inputs_free(inputs *x) {
   x->in = NULL;
 }
 
-/* Channel c's frames [first, first + count) of the stack all (every page)
- * with metadata m, into *out. */
-static int channel_of(const qs_image *all, const tiff_meta *m, size_t c,
-                      size_t first, size_t count, qs_image *out) {
-  size_t seq = m->slices > 1 ? m->slices : m->frames;
-  if (first >= seq) return QS_EINVAL;
-  if (count > seq - first) count = seq - first;
-  int rc = qs_image_alloc(out, count, all->rows, all->cols);
-  size_t plane = all->rows * all->cols;
-  for (size_t s = 0; !rc && s < count; s++) {
-    size_t z = m->slices > 1 ? first + s : 0, t = m->slices > 1 ? 0 : first + s;
-    memcpy(out->data + s * plane,
-           all->data + tiff_meta_page(m, c, z, t) * plane,
-           plane * sizeof(float));
-  }
-  return rc;
-}
-
 /* Reads the method's inputs: each input's axes first. Channels are never
  * mixed: a stack of C channels gives C runs (every input must have the
  * same C); a stack with both slices and frames is refused naming them,
@@ -326,8 +308,8 @@ static int inputs_read(const char *label, char **paths, size_t n_in,
     if ((rc = tiff_read(paths[k], &all, err, sizeof err)))
       return cli_fail("%s", err);
     for (size_t c = 0; !rc && c < x->channels; c++)
-      rc = channel_of(&all, &x->info[k].meta, c, first, count,
-                      &x->in[c * n_in + k]);
+      rc = tiff_channel(&all, &x->info[k].meta, c, first, count,
+                        &x->in[c * n_in + k]);
     qs_image_free(&all);
     if (rc == QS_EINVAL)
       return cli_usage("%s: frame %zu asked of %s, whose channels have %zu",

@@ -14,7 +14,9 @@
  * QnR, RSP and FRC (sensitivity down, radius across, as NanoPyx's QnR
  * map); --out-dir one TIFF per point. A progress line on stderr when it is
  * a terminal (-q: none). */
+#include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@
 
 #include "cli.h"
 #include "outfile.h"
+#include "provenance.h"
 #include "quicksilver_sweep.h"
 #include "svg.h"
 #include "tiff.h"
@@ -40,7 +43,10 @@ static const opt_def sweep_opts[] = {
     {"csv", 0, "FILE", "the table as CSV"},
     {"json-out", 0, "FILE", "the table as JSON"},
     {"svg", 0, "PREFIX", "heat maps PREFIX_qnr.svg, _rsp, _frc"},
-    {"out-dir", 0, "DIR", "each point's reconstruction as a TIFF"},
+    {"out-dir", 0, "DIR",
+     "each point's reconstruction as a TIFF (DIR made if missing)"},
+    {"channel", 0, "K",
+     "the channel to sweep (from 0) of a stack of several"},
     {"impl", 0, "NAME|KIND", "implementation of every step (default: the "
                              "engine's choice per step)"},
     {"memory-mb", 0, "MB", "memory for the statistics (1024); maps awaiting "
@@ -159,6 +165,7 @@ static cJSON *table_json(const qs_esrrf_sweep_result *r, int mag,
   cJSON_AddNumberToObject(j, "seconds", seconds);
   cJSON_AddNumberToObject(j, "passes", (double)r->passes);
   cJSON_AddStringToObject(j, "version", QS_VERSION);
+  cJSON_AddStringToObject(j, "impl", r->impl);
   cJSON *pts = cJSON_AddArrayToObject(j, "points");
   for (size_t i = 0; i < r->n_points; i++) {
     const qs_esrrf_sweep_point *p = &r->points[i];
@@ -209,6 +216,61 @@ static int write_json(const char *path, cJSON *j, char *err, size_t len) {
 }
 
 /* The three heat maps of each statistic. */
+/* The heat map of one score: PREFIX_<score>[_<temporal>].svg (the
+ * statistic's name when several are swept). */
+static void svg_path(const char *prefix, const char *score, const char *tn,
+                     int several, char *path, size_t len) {
+  if (several)
+    snprintf(path, len, "%s_%s_%s.svg", prefix, score, tn);
+  else
+    snprintf(path, len, "%s_%s.svg", prefix, score);
+}
+
+static const char *const scores[] = {"qnr", "rsp", "frc"};
+
+/* A point's reconstruction:
+ * DIR/esrrf_<temporal>_s<sensitivity>_r<radius>.tif */
+static void image_path(const char *dir, int temporal, double sens,
+                       double radius, char *path, size_t len) {
+  snprintf(path, len, "%s/esrrf_%s_s%g_r%g.tif", dir,
+           temporal_names[temporal], sens, radius);
+}
+
+/* --out-dir before any work: made when missing (its parent must exist);
+ * when it exists, no point's image may be the input or one of outs (the
+ * table's files). A status with a message. */
+static int out_dir(const char *dir, const char *input, const int *temporal,
+                   size_t nt, const double *sens, size_t ns,
+                   const double *radii, size_t nr, const char *const *outs,
+                   size_t n_out, char *err, size_t len) {
+  struct stat sb;
+  if (stat(dir, &sb) != 0) {
+    if (errno != ENOENT || mkdir(dir, 0777) != 0)
+      return snprintf(err, len, "--out-dir %s: %s", dir, strerror(errno)),
+             QS_EIO;
+    return QS_OK; /* new and empty: nothing in it can be the input */
+  }
+  if (!S_ISDIR(sb.st_mode))
+    return snprintf(err, len, "--out-dir %s is not a directory", dir),
+           QS_EINVAL;
+  /* each image with the table's files: outfile_check compares outputs
+   * pairwise, and a grid may have thousands of points */
+  const char **all = malloc((n_out + 1) * sizeof *all);
+  char path[4096];
+  int rc = all ? QS_OK : QS_ENOMEM;
+  if (!all) snprintf(err, len, "out of memory");
+  for (size_t i = 0; i < n_out; i++) all[i + 1] = outs[i];
+  for (size_t t = 0; !rc && t < nt; t++)
+    for (size_t si = 0; !rc && si < ns; si++)
+      for (size_t ri = 0; !rc && ri < nr; ri++) {
+        image_path(dir, temporal[t], sens[si], radii[ri], path, sizeof path);
+        all[0] = path;
+        rc = outfile_check(all, n_out + 1, &input, 1, err, len);
+      }
+  free(all);
+  return rc;
+}
+
 static int write_svgs(const char *prefix, const qs_esrrf_sweep_result *r,
                       char *err, size_t len) {
   size_t nr = r->n_radii, ns = r->n_sensitivities;
@@ -225,7 +287,6 @@ static int write_svgs(const char *prefix, const qs_esrrf_sweep_result *r,
     snprintf(yl[y], 32, "%g", r->points[y * nr].sensitivity);
     yp[y] = yl[y];
   }
-  static const char *const scores[] = {"qnr", "rsp", "frc"};
   for (size_t t = 0; !rc && t < r->n_temporal; t++)
     for (int k = 0; !rc && k < 3; k++) {
       const qs_esrrf_sweep_point *b = &r->points[t * nr * ns];
@@ -233,10 +294,7 @@ static int write_svgs(const char *prefix, const qs_esrrf_sweep_result *r,
         v[i] = k == 0 ? b[i].qnr : k == 1 ? b[i].rsp : b[i].frc;
       char path[4096], title[128];
       const char *tn = temporal_names[b->temporal];
-      if (r->n_temporal > 1)
-        snprintf(path, sizeof path, "%s_%s_%s.svg", prefix, scores[k], tn);
-      else
-        snprintf(path, sizeof path, "%s_%s.svg", prefix, scores[k]);
+      svg_path(prefix, scores[k], tn, r->n_temporal > 1, path, sizeof path);
       snprintf(title, sizeof title, "eSRRF sweep: %s (%s)%s",
                k == 0 ? "QnR" : k == 1 ? "RSP" : "FRC resolution (px)", tn,
                k == 2 ? ", lower is finer" : ", higher is better");
@@ -251,14 +309,48 @@ static int write_svgs(const char *prefix, const qs_esrrf_sweep_result *r,
   return rc;
 }
 
+/* What made the images and how they were written, for their metadata. */
+typedef struct image_meta {
+  const qs_method_desc *d; /* eSRRF's descriptor */
+  const tiff_info *in;     /* the input's, for the pixel size */
+  const char *input;       /* its path */
+  long channel;            /* the channel swept, -1: the only one */
+  int mag, iw, mpc;
+} image_meta;
+
+/* Each point's reconstruction as a TIFF with the input's pixel size / M
+ * and its provenance: eSRRF's parameters at the point, the
+ * implementations the sweep's steps ran, the input (and channel). */
 static int write_images(const char *dir, const qs_esrrf_sweep_result *r,
-                        char *err, size_t len) {
+                        const image_meta *im, char *err, size_t len) {
   for (size_t i = 0; i < r->n_points; i++) {
     const qs_esrrf_sweep_point *p = &r->points[i];
-    char path[4096];
-    snprintf(path, sizeof path, "%s/esrrf_%s_s%g_r%g.tif", dir,
-             temporal_names[p->temporal], p->sensitivity, p->radius);
-    int rc = tiff_write(path, &p->recon, err, len);
+    char path[4096], text[128];
+    image_path(dir, p->temporal, p->sensitivity, p->radius, path,
+               sizeof path);
+    qs_param pv[] = {{"magnification", im->mag, NULL},
+                     {"radius", p->radius, NULL},
+                     {"sensitivity", p->sensitivity, NULL},
+                     {"intensity_weighting", im->iw, NULL},
+                     {"temporal", 0, temporal_names[p->temporal]},
+                     {"macro_pixel_correction", im->mpc, NULL}};
+    double values[QS_MAX_PARAMS];
+    tiff_meta m;
+    tiff_meta_plain(&m, 1);
+    tiff_meta_scaled(&m, im->in, 1, p->recon.rows, p->recon.cols);
+    cJSON *j = NULL;
+    if (!qs_params_resolve(im->d->params, im->d->n_params, pv,
+                           sizeof pv / sizeof *pv, values, text,
+                           sizeof text))
+      j = prov_new(im->d, values, r->impl, im->input);
+    if (j) {
+      cJSON_AddBoolToObject(j, "sweep", 1);
+      if (im->channel >= 0)
+        cJSON_AddNumberToObject(j, "channel", (double)im->channel);
+    }
+    if (prov_text(j, m.provenance, sizeof m.provenance))
+      m.provenance[0] = 0; /* what does not fit is left out */
+    int rc = tiff_write_meta(path, &p->recon, 0, &m, err, len);
     if (rc) return rc;
   }
   return QS_OK;
@@ -302,21 +394,65 @@ int cmd_sweep(cli *c, int argc, char **argv) {
                      args_value(&a, "memory-mb"));
   const char *csv = args_value(&a, "csv"), *jout = args_value(&a, "json-out");
   const char *svg = args_value(&a, "svg"), *dir = args_value(&a, "out-dir");
-  const char *outs[2];
+  long channel = -1;
+  size_t ch;
+  if (args_value(&a, "channel") &&
+      args_size(args_value(&a, "channel"), 0, 1 << 20, &ch))
+    return cli_usage("sweep: --channel: '%s' is not a channel number (from "
+                     "0)",
+                     args_value(&a, "channel"));
+  if (args_value(&a, "channel")) channel = (long)ch;
+  /* the table's files and heat maps: none the input, nor two the same */
+  char svgs[9][4096];
+  const char *outs[11];
   size_t n_out = 0;
   if (csv) outs[n_out++] = csv;
   if (jout) outs[n_out++] = jout;
+  for (size_t t = 0; svg && t < nt; t++)
+    for (int k = 0; k < 3; k++) {
+      svg_path(svg, scores[k], temporal_names[temporal[t]], nt > 1,
+               svgs[t * 3 + (size_t)k], sizeof svgs[0]);
+      outs[n_out++] = svgs[t * 3 + (size_t)k];
+    }
   int rc = outfile_check(outs, n_out, (const char *const *)a.pos, 1, err,
                          sizeof err);
   if (rc == QS_EINVAL) return cli_usage("sweep: %s", err);
   if (rc) return cli_fail("sweep: %s", err);
-  struct stat sb;
-  if (dir && (stat(dir, &sb) || !S_ISDIR(sb.st_mode)))
-    return cli_usage("sweep: --out-dir %s is not a directory", dir);
+  /* the input's axes: one channel's frames are swept, never a mix */
+  tiff_info info;
+  if ((rc = tiff_info_of(a.pos[0], &info, err, sizeof err)))
+    return rc == QS_EINVAL ? cli_usage("%s", err) : cli_fail("%s", err);
+  const tiff_meta *im = &info.meta;
+  if (im->slices > 1 && im->frames > 1)
+    return cli_usage("sweep: %s has %zu slices (Z) x %zu frames (T); a "
+                     "sweep runs on one sequence of frames: split the stack "
+                     "by slice first",
+                     a.pos[0], im->slices, im->frames);
+  if (im->channels > 1 && channel < 0)
+    return cli_usage("sweep: %s has %zu channels: choose one with "
+                     "--channel K (0 to %zu)",
+                     a.pos[0], im->channels, im->channels - 1);
+  if (channel >= 0 && (size_t)channel >= im->channels)
+    return cli_usage("sweep: --channel %ld: %s has %zu channel%s (0 to %zu)",
+                     channel, a.pos[0], im->channels,
+                     im->channels == 1 ? "" : "s", im->channels - 1);
+  if (dir && (rc = out_dir(dir, a.pos[0], temporal, nt, sens, ns, radii, nr,
+                           outs, n_out, err, sizeof err)))
+    return rc == QS_EINVAL ? cli_usage("sweep: %s", err)
+                           : cli_fail("sweep: %s", err);
 
   qs_image in = {0};
-  if ((rc = tiff_read(a.pos[0], &in, err, sizeof err)))
-    return rc == QS_EINVAL ? cli_usage("%s", err) : cli_fail("%s", err);
+  if (im->channels > 1) {
+    qs_image all = {0};
+    if (!(rc = tiff_read(a.pos[0], &all, err, sizeof err))) {
+      rc = tiff_channel(&all, im, (size_t)channel, 0, SIZE_MAX, &in);
+      if (rc) snprintf(err, sizeof err, "%s: out of memory", a.pos[0]);
+    }
+    qs_image_free(&all);
+  } else {
+    rc = tiff_read(a.pos[0], &in, err, sizeof err);
+  }
+  if (rc) return rc == QS_EINVAL ? cli_usage("%s", err) : cli_fail("%s", err);
   qs_engine *e;
   if (cli_engine(c, &e)) {
     qs_image_free(&in);
@@ -362,7 +498,14 @@ int cmd_sweep(cli *c, int argc, char **argv) {
     rc = cli_fail("%s", err);
   if (!rc && svg && write_svgs(svg, &r, err, sizeof err))
     rc = cli_fail("%s", err);
-  if (!rc && dir && write_images(dir, &r, err, sizeof err))
+  image_meta imeta = {.d = qs_method_find(e, "esrrf"),
+                      .in = &info,
+                      .input = a.pos[0],
+                      .channel = im->channels > 1 ? channel : -1,
+                      .mag = (int)mag,
+                      .iw = !o.no_intensity_weighting,
+                      .mpc = o.macro_pixel_correction};
+  if (!rc && dir && write_images(dir, &r, &imeta, err, sizeof err))
     rc = cli_fail("%s", err);
   if (!rc && c->json) {
     rc = cli_json_out(j);

@@ -1685,3 +1685,19 @@ int tiff_append(const char *path, const qs_image *img, char *err,
     rc = append_fail(err, err_len, QS_EIO, path, "%s", strerror(errno));
   return rc;
 }
+
+int tiff_channel(const qs_image *all, const tiff_meta *m, size_t c,
+                 size_t first, size_t count, qs_image *out) {
+  size_t seq = m->slices > 1 ? m->slices : m->frames;
+  if (first >= seq) return QS_EINVAL;
+  if (count > seq - first) count = seq - first;
+  int rc = qs_image_alloc(out, count, all->rows, all->cols);
+  size_t plane = all->rows * all->cols;
+  for (size_t s = 0; !rc && s < count; s++) {
+    size_t z = m->slices > 1 ? first + s : 0, t = m->slices > 1 ? 0 : first + s;
+    memcpy(out->data + s * plane,
+           all->data + tiff_meta_page(m, c, z, t) * plane,
+           plane * sizeof(float));
+  }
+  return rc;
+}

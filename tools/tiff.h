@@ -91,6 +91,13 @@ typedef struct tiff_info {
 int tiff_info_of(const char *path, tiff_info *info, char *err,
                  size_t err_len);
 
+/* Channel c's frames [first, first + count) (count cut at the end) of a
+ * stack read whole (all: every page) with metadata m, into *out: its one
+ * sequence, its frames, or its slices when it has no frames axis.
+ * QS_EINVAL when first is past the end; QS_ENOMEM. */
+int tiff_channel(const qs_image *all, const tiff_meta *m, size_t c,
+                 size_t first, size_t count, qs_image *out);
+
 /* The pixel size of an output of rows x cols made from the stacks
  * in[0..n): that of the first input that has one, scaled by the ratio of
  * sizes (an image magnified M times has pixels M times smaller), with its

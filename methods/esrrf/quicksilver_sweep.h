@@ -93,12 +93,18 @@ typedef struct qs_esrrf_sweep_point {
   qs_image recon; /* keep_images: (1, R·M, C·M); else empty */
 } qs_esrrf_sweep_point;
 
+#define QS_SWEEP_IMPL_MAX 128
+
 /* The points, temporal outermost, then sensitivity, then radius: point
  * ((t · S) + s) · R + r, as NanoPyx's QnR[s, r] for each statistic. */
 typedef struct qs_esrrf_sweep_result {
   size_t n_points, n_radii, n_sensitivities, n_temporal;
   qs_esrrf_sweep_point *points;
   size_t passes;          /* passes over the frames (radius groups) */
+  /* The implementations eSRRF's steps ran (their convergences), distinct,
+   * in the order first met, comma-separated: what made the points, for
+   * their provenance. */
+  char impl[QS_SWEEP_IMPL_MAX];
 } qs_esrrf_sweep_result;
 
 /* Sweeps the options' grid over `stack` (F × R × C) on e. On failure the

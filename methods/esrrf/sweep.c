@@ -48,6 +48,7 @@ typedef struct sweep {
                              counts its frames) */
   uint64_t step_frames;   /* the frames of the radius step under way (0:
                              another step, which counts nothing) */
+  char impl[QS_SWEEP_IMPL_MAX]; /* the eSRRF steps' implementations */
 } sweep;
 
 static int sw_fail(sweep *s, int rc, const char *fmt, ...) {
@@ -77,6 +78,21 @@ static int sw_cancelled(sweep *s) {
                  (unsigned long long)s->done, (unsigned long long)s->total);
 }
 
+/* Adds name to the distinct implementations the eSRRF steps ran (in the
+ * order first met, comma-separated; a name that does not fit is left
+ * out). */
+static void sw_impl_add(sweep *s, const char *name) {
+  size_t k = strlen(name), used = strlen(s->impl);
+  for (const char *q = s->impl; *q;) {
+    size_t m = strcspn(q, ",");
+    if (m == k && !strncmp(q, name, k)) return;
+    q += m + (q[m] == ',');
+  }
+  if (k && used + k + 1 < sizeof s->impl)
+    snprintf(s->impl + used, sizeof s->impl - used, "%s%s", used ? "," : "",
+             name);
+}
+
 /* One step through the engine; its message on failure. */
 static int sw_step(sweep *s, const char *method, const qs_image *in,
                    size_t n_in, const qs_param *p, size_t n_p, qs_image *out,
@@ -88,9 +104,11 @@ static int sw_step(sweep *s, const char *method, const qs_image *in,
                        .impl = s->o->impl,
                        .progress = s->o->progress ? sw_hook : NULL,
                        .progress_ctx = s};
-  int rc = qs_method_run(s->e, method, &rq, out, n_out, NULL);
+  qs_run_report rep;
+  int rc = qs_method_run(s->e, method, &rq, out, n_out, &rep);
   if (rc == QS_ECANCELLED) return sw_cancelled(s);
   if (rc) return sw_fail(s, rc, "%s", qs_engine_error(s->e));
+  if (!strcmp(method, "esrrf")) sw_impl_add(s, rep.impl);
   return QS_OK;
 }
 
@@ -509,6 +527,7 @@ int qs_esrrf_sweep(qs_engine *e, const qs_image *stack,
                                  .n_temporal = s.nt,
                                  .points = pts,
                                  .passes = passes};
+  memcpy(out->impl, s.impl, sizeof out->impl);
   return QS_OK;
 fail:
   if (p)

@@ -53,6 +53,17 @@ def test_points_equal_separate_runs(engine):
             assert sw.rse[0, si, ri] == float(m[0, 0, 0])
     assert sw.radius[0, 1, 0] == 1.0 and sw.sensitivity[0, 1, 0] == 3.0
     assert sw.best()[0] == "avg"
+    # what made the points: the implementation forced, the shared
+    # parameters, the grid
+    assert sw.impl == "serial"
+    p = sw.provenance
+    assert p["tool"] == "quicksilver" and p["version"] == qs.__version__
+    assert p["method"] == "esrrf" and p["impl"] == "serial"
+    assert p["params"]["magnification"] == 2
+    assert p["params"]["macro_pixel_correction"] is False
+    assert "radius" not in p["params"]
+    assert p["sweep"] == {"radii": radii, "sensitivities": sens,
+                          "temporal": ["avg"]}
 
 
 def test_dropin_shapes():

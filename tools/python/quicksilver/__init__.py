@@ -814,12 +814,27 @@ class Engine:
             tv.append(names.index(str(t).lower()))
         arr = _as_input(stack, True, "stack", device=False)
         with _progress.callback(progress, "esrrf sweep") as cb:
-            pts, passes = self._core.esrrf_sweep(
+            pts, passes, ran = self._core.esrrf_sweep(
                 arr, [float(r) for r in radii],
                 [float(s) for s in sensitivities], tv, int(magnification),
                 bool(intensity_weighting), bool(macro_pixel_correction),
                 bool(rsp), bool(frc), bool(keep_images), impl, cb)
-        return Sweep(pts, len(tv), len(sensitivities), len(radii), passes)
+        sw = Sweep(pts, len(tv), len(sensitivities), len(radii), passes)
+        sw.impl = ran
+        # what made the points: eSRRF's parameters shared by all, the grid
+        # swept, and the implementations the steps ran
+        prov = _provenance("esrrf", self._desc("esrrf"), ran, {
+            "magnification": int(magnification),
+            "intensity_weighting": bool(intensity_weighting),
+            "macro_pixel_correction": bool(macro_pixel_correction)})
+        for k in ("radius", "sensitivity", "temporal",
+                  "frames_per_timepoint"):
+            prov["params"].pop(k, None)
+        prov["sweep"] = {"radii": [float(r) for r in radii],
+                         "sensitivities": [float(s) for s in sensitivities],
+                         "temporal": [names[t] for t in tv]}
+        sw.provenance = prov
+        return sw
 
     @property
     def opencl_why(self) -> str:
@@ -1087,7 +1102,10 @@ class Sweep:
     ``sensitivity``, ``rsp``, ``rse``, ``sigma``, ``frc``, ``qnr``; the
     statistics' names in ``temporal``; ``images`` the reconstructions
     ``(T, S, R, R*M, C*M)`` when kept (else None); ``passes`` over the
-    frames."""
+    frames; ``impl`` the implementations eSRRF's steps ran
+    (comma-separated) and ``provenance`` what made the points (a dict:
+    the parameters they share, the grid under ``"sweep"``, ``impl``, the
+    version)."""
 
     def __init__(self, pts: list, nt: int, ns: int, nr: int,
                  passes: int) -> None:
@@ -1108,6 +1126,8 @@ class Sweep:
             self.images = np.stack([i[0] for i in imgs]).reshape(
                 shape + imgs[0].shape[1:])
         self.passes = int(passes)
+        self.impl = ""
+        self.provenance: dict[str, Any] = {}
 
     def best(self) -> tuple[str, float, float]:
         """(temporal, sensitivity, radius) of the highest QnR."""

@@ -1845,8 +1845,10 @@ static PyObject *Engine_esrrf_sweep(EngineObject *self, PyObject *args) {
       PyList_SET_ITEM(pts, (Py_ssize_t)i, t);
   }
   size_t passes = res.passes;
+  char ran[sizeof res.impl];
+  memcpy(ran, res.impl, sizeof ran);
   qs_esrrf_sweep_free(&res);
-  if (pts) result = Py_BuildValue("(Nn)", pts, (Py_ssize_t)passes);
+  if (pts) result = Py_BuildValue("(Nns)", pts, (Py_ssize_t)passes, ran);
 done:
   Py_DECREF(one);
   PyMem_Free(radii);
