@@ -1062,8 +1062,8 @@ Test(cli, temporal_choices_any_case_and_tac2_way_out) {
 
 /* stream -o: the first result replaces an existing OUT (through a
  * temporary), the later ones are appended in place; the stack equals the
- * batch eSRRF of the same frames and the numbered files of --out-dir, and
- * nothing is left beside it. */
+ * batch eSRRF of the same frames and the numbered files of --out-dir (made
+ * by the stream), and nothing is left beside it. */
 Test(cli, stream_output_is_appended_in_place) {
   if (qs("methods", "esrrf", NULL)->status != 0)
     cr_skip_test("no esrrf method in this build");
@@ -1076,7 +1076,12 @@ Test(cli, stream_output_is_appended_in_place) {
   cr_assert_not_null(f);
   fputs("an older file at OUT", f);
   fclose(f);
-  cr_assert_eq(mkdir(res, 0755), 0);
+  /* --out-dir naming a file is refused; a missing one is made */
+  result *bad = qs("stream", in, "--out-dir", out, "--window", "3", "-q",
+                   NULL);
+  expect_status(bad, 2, "--out-dir is a file");
+  cr_expect_not_null(strstr(bad->err, "not a directory"), "%s", bad->err);
+  cr_assert(!file_exists(res));
   expect_status(qs("stream", in, "-o", out, "--out-dir", res, "--window", "3",
                    "--magnification", "2", "--impl", "serial", "--idle", "0",
                    "-q", NULL),

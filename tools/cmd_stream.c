@@ -448,6 +448,10 @@ int cmd_stream(cli *c, int argc, char **argv) {
                 : QS_OK;
   if (crc)
     return crc == QS_EINVAL ? cli_usage("%s", cerr) : cli_fail("%s", cerr);
+  int made;
+  if (dir && (crc = outdir_make(dir, &made, cerr, sizeof cerr)))
+    return crc == QS_EINVAL ? cli_usage("stream: --out-dir %s", cerr)
+                            : cli_fail("stream: --out-dir %s", cerr);
   if (dir && access(dir, W_OK) != 0)
     return cli_fail("stream: --out-dir %s is not a writable directory", dir);
   const char *in_file = strcmp(in, "-") ? in : NULL;

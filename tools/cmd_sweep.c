@@ -14,13 +14,11 @@
  * QnR, RSP and FRC (sensitivity down, radius across, as NanoPyx's QnR
  * map); --out-dir one TIFF per point. A progress line on stderr when it is
  * a terminal (-q: none). */
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "cli.h"
@@ -243,22 +241,15 @@ static int out_dir(const char *dir, const char *input, const int *temporal,
                    size_t nt, const double *sens, size_t ns,
                    const double *radii, size_t nr, const char *const *outs,
                    size_t n_out, char *err, size_t len) {
-  struct stat sb;
-  if (stat(dir, &sb) != 0) {
-    if (errno != ENOENT || mkdir(dir, 0777) != 0)
-      return snprintf(err, len, "--out-dir %s: %s", dir, strerror(errno)),
-             QS_EIO;
-    return QS_OK; /* new and empty: nothing in it can be the input */
-  }
-  if (!S_ISDIR(sb.st_mode))
-    return snprintf(err, len, "--out-dir %s is not a directory", dir),
-           QS_EINVAL;
+  char why[1024];
+  int made, rc = outdir_make(dir, &made, why, sizeof why);
+  if (rc) return snprintf(err, len, "--out-dir %s", why), rc;
+  if (made) return QS_OK; /* new and empty: nothing in it is the input */
   /* each image with the table's files: outfile_check compares outputs
    * pairwise, and a grid may have thousands of points */
   const char **all = malloc((n_out + 1) * sizeof *all);
   char path[4096];
-  int rc = all ? QS_OK : QS_ENOMEM;
-  if (!all) snprintf(err, len, "out of memory");
+  if (!all) return snprintf(err, len, "out of memory"), QS_ENOMEM;
   for (size_t i = 0; i < n_out; i++) all[i + 1] = outs[i];
   for (size_t t = 0; !rc && t < nt; t++)
     for (size_t si = 0; !rc && si < ns; si++)

@@ -446,6 +446,22 @@ int outfile_check(const char *const *outs, size_t n_out,
   return rc;
 }
 
+int outdir_make(const char *dir, int *made, char *err, size_t err_len) {
+  struct stat sb;
+  *made = 0;
+  if (stat(dir, &sb) == 0) {
+    if (S_ISDIR(sb.st_mode)) return QS_OK;
+    snprintf(err, err_len, "%s exists and is not a directory", dir);
+    return QS_EINVAL;
+  }
+  if (errno != ENOENT || mkdir(dir, 0777) != 0) {
+    snprintf(err, err_len, "%s: %s", dir, strerror(errno));
+    return QS_EIO;
+  }
+  *made = 1;
+  return QS_OK;
+}
+
 /* ------------------------------------------------------------- writing */
 
 static void outfile_clear(outfile *o) {

@@ -69,6 +69,12 @@ int outfile_check(const char *const *outs, size_t n_out,
                   const char *const *ins, size_t n_in, char *err,
                   size_t err_len);
 
+/* dir as a directory of outputs: made when it does not exist (its parent
+ * must), *made then 1 (else 0). QS_EINVAL when it exists and is not a
+ * directory, QS_EIO with the system's reason when it cannot be made; a
+ * message naming dir. */
+int outdir_make(const char *dir, int *made, char *err, size_t err_len);
+
 /* Takes the exclusive lock on destination path for this process (*handle
  * for outfile_unlock), refused with QS_EBUSY and a message naming path
  * when another process holds it; the same process may then outfile_open
