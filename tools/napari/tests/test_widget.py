@@ -124,11 +124,12 @@ def test_widget_runs_on_real_stack(make_napari_viewer, qtbot, mito):
     assert shot[..., :3].std() > 10
 
 
-def cancel_when(qtbot, viewer, data, name, above):
-    """Runs the widget (serial) on `data` as layer `name` and presses
-    Cancel as soon as the progress bar passes `above` (of 1000), however
-    long that takes on a loaded machine: the run ends cancelled within 5 s
-    of it, short of the end, with no layer added; the widget."""
+def cancel_when(qtbot, viewer, data, name, above, button="run_button"):
+    """Runs the widget (serial; `button`: its Run, or its Sweep) on `data`
+    as layer `name` and presses Cancel as soon as the progress bar passes
+    `above` (of 1000), however long that takes on a loaded machine: the run
+    ends cancelled within 5 s of it, short of the end, with no layer added;
+    the widget."""
     viewer.add_image(data, name=name)
     widget = open_widget(viewer)
     widget.reset_choices()
@@ -141,7 +142,7 @@ def cancel_when(qtbot, viewer, data, name, above):
             widget.cancel_button.native.click()
 
     widget.progress.changed.connect(press)
-    widget.run_button.native.click()
+    getattr(widget, button).native.click()
     ended = []
     widget.worker.finished.connect(lambda: ended.append(1))
     try:
@@ -165,6 +166,73 @@ def test_cancel_stops_a_long_run(make_napari_viewer, qtbot, mito):
     assert not [r for r in qs.default_engine().db_rows(method="esrrf")
                 if r.key.startswith("esrrf(400x90x135;")]
     assert widget.run_button.enabled and not widget.cancel_button.enabled
+
+
+# -------------------------------------------------------------- sweep
+
+def test_sweep_values_parse_as_the_cli_takes_them():
+    parse = napari_quicksilver.parse_values
+    assert parse("0.5:2.5:0.5", "r") == [0.5, 1.0, 1.5, 2.0, 2.5]
+    assert parse("1:4:1", "s") == [1.0, 2.0, 3.0, 4.0]
+    assert parse(" 1, 2,4 ", "s") == [1.0, 2.0, 4.0]
+    for bad in ("", "x", "2:1:0.5", "1:2:0", "1,nan", "1:2"):
+        with pytest.raises(ValueError, match="sweep radii"):
+            parse(bad, "sweep radii")
+
+
+def test_sweep_sets_the_best_point(make_napari_viewer, qtbot, mito):
+    """Sweep on the real stack: its QnR map becomes a layer equal to the
+    binding's sweep with the same implementation, its provenance in the
+    layer's metadata, and the radius and sensitivity fields take the best
+    point, which Run then uses."""
+    viewer = make_napari_viewer()
+    viewer.add_image(mito, name="mito")
+    widget = open_widget(viewer)
+    widget.reset_choices()
+    widget.impl.value = "threaded"
+    widget.sweep_radii.value = "1,2"
+    widget.sweep_sensitivities.value = "1:2:1"
+    widget.sweep_button.native.click()
+    assert not widget.sweep_button.enabled and widget.cancel_button.enabled
+    assert wait_done(qtbot, widget, 180) == "done", widget.status.value
+    assert widget.sweep_button.enabled and widget.run_button.enabled
+    with qs.Engine(db=":memory:") as eng:
+        ref = eng.esrrf_sweep(mito, [1.0, 2.0], [1.0, 2.0], magnification=5,
+                              macro_pixel_correction=True, impl="threaded")
+    qnr = viewer.layers[-1]
+    assert qnr.name.startswith("mito QnR")
+    np.testing.assert_array_equal(qnr.data, ref.qnr[0].astype(np.float32))
+    meta = qnr.metadata["quicksilver"]
+    assert meta["impl"] == "threaded" == widget.swept.impl
+    assert meta["sweep"] == {"radii": [1.0, 2.0],
+                             "sensitivities": [1.0, 2.0],
+                             "temporal": ["avg"]}
+    assert meta["params"]["macro_pixel_correction"] is True
+    _, s, r = ref.best()
+    assert meta["best"] == {"radius": r, "sensitivity": s}
+    assert (widget.params["radius"].value,
+            widget.params["sensitivity"].value) == (r, s)
+    assert f"radius {r:g}" in widget.status.value
+    # Run takes them
+    widget.last = ""
+    widget.run_button.native.click()
+    assert wait_done(qtbot, widget, 120) == "done", widget.status.value
+    out = viewer.layers[-1].metadata["quicksilver"]["params"]
+    assert (out["radius"], out["sensitivity"]) == (r, s)
+    # bad lists: an error naming the field, nothing started
+    widget.sweep_radii.value = "1,x"
+    widget.sweep_button.native.click()
+    assert widget.last.startswith("error: sweep radii"), widget.last
+    assert widget.worker is None
+
+
+def test_cancel_stops_a_long_sweep(make_napari_viewer, qtbot, mito):
+    viewer = make_napari_viewer()
+    widget = cancel_when(qtbot, viewer, np.tile(mito, (4, 3, 3)), "big", 0,
+                         button="sweep_button")
+    assert widget.swept is None
+    assert widget.params["radius"].value == 1.5
+    assert widget.sweep_button.enabled and not widget.cancel_button.enabled
 
 
 # ----------------------------------------------------------- channels

@@ -8,7 +8,7 @@ from *Plugins > eSRRF (quicksilver)*, or with
 """
 
 from ._widget import (Channel, EsrrfWidget, channel_axis_of, channel_stacks,
-                      compute, result_layer_kwargs)
+                      compute, parse_values, result_layer_kwargs, sweep)
 
 __all__ = ["Channel", "EsrrfWidget", "channel_axis_of", "channel_stacks",
-           "compute", "result_layer_kwargs"]
+           "compute", "parse_values", "result_layer_kwargs", "sweep"]

@@ -27,8 +27,8 @@ from typing import Any, Optional
 
 import numpy as np
 from magicgui.widgets import (CheckBox, ComboBox, Container, FloatSpinBox,
-                              Label, ProgressBar, PushButton, Select,
-                              SpinBox, create_widget)
+                              Label, LineEdit, ProgressBar, PushButton,
+                              Select, SpinBox, create_widget)
 from qtpy.QtCore import QObject, Signal
 
 import napari
@@ -295,6 +295,52 @@ def compute(channels: list[Channel], params: dict[str, Any],
     return out
 
 
+def parse_values(text: str, what: str) -> list[float]:
+    """A sweep's values as the CLI takes them: ``1,1.5,2`` or a range
+    ``FIRST:LAST:STEP`` (LAST included when the steps reach it within a
+    millionth of a step); ValueError naming `what` otherwise."""
+    t = str(text).strip()
+    try:
+        if ":" in t:
+            first, last, step = (float(x) for x in t.split(":"))
+            if not step > 0 or last < first:
+                raise ValueError
+            n = int(np.floor((last - first) / step + 1e-6)) + 1
+            vals = [round(first + k * step, 12) for k in range(n)]
+        else:
+            vals = [float(x) for x in t.split(",") if x.strip()]
+    except ValueError:
+        vals = []
+    if not vals or not all(np.isfinite(vals)):
+        raise ValueError(f"{what}: {text!r} is not a list of numbers "
+                         "(1,2,4) nor a range FIRST:LAST:STEP")
+    return vals
+
+
+def sweep(stack: np.ndarray, radii: list[float], sens: list[float],
+          params: dict[str, Any], impl: Optional[str],
+          cancel: threading.Event, progress: Any) -> Optional[qs.Sweep]:
+    """eSRRF's parameter sweep of one channel (the worker thread's work):
+    radii x sensitivities at the widget's magnification, temporal
+    statistic, intensity weighting and macro-pixel correction, scored by
+    RSP, FRC and QnR; None when `cancel` was set. A plain function, as
+    :func:`compute`."""
+    def report(done: int, total: int) -> bool:
+        if total:
+            progress(int(1000 * min(done, total) / total), 1000)
+        return cancel.is_set()
+
+    try:
+        return qs.default_engine().esrrf_sweep(
+            stack, radii, sens, temporal=[params["temporal"]],
+            magnification=int(params["magnification"]),
+            intensity_weighting=bool(params["intensity_weighting"]),
+            macro_pixel_correction=bool(params["macro_pixel_correction"]),
+            impl=impl, progress=report)
+    except qs.CancelledError:
+        return None
+
+
 class EsrrfWidget(Container):
     """eSRRF of an image layer: parameters, Run, Cancel, progress.
 
@@ -304,7 +350,13 @@ class EsrrfWidget(Container):
     ``params`` (name -> field), ``impl``, ``run_button``,
     ``cancel_button``, ``progress``, ``status``, ``worker`` (the running
     worker, None when idle) and ``last`` ("done", "cancelled", "error:
-    ..." of the last run).
+    ..." of the last run). The sweep: ``sweep_radii`` and
+    ``sweep_sensitivities`` (lists or FIRST:LAST:STEP ranges),
+    ``sweep_button`` and ``swept`` (the last :class:`quicksilver.Sweep`).
+    A sweep runs on the first channel of the selection with the other
+    fields' values, adds its QnR map (sensitivity down, radius across) as
+    a layer, and sets the radius and sensitivity fields to its best point
+    for the next Run.
     """
 
     def __init__(self, napari_viewer: napari.Viewer) -> None:
@@ -341,6 +393,15 @@ class EsrrfWidget(Container):
             value="auto",
             tooltip="auto: the engine picks the fastest it has timed; a "
                     "kind restricts the choice; a name forces it")
+        self.sweep_radii = LineEdit(
+            name="sweep_radii", label="sweep radii", value="0.5:2.5:0.5",
+            tooltip="radii to sweep: 1,1.5,2 or FIRST:LAST:STEP")
+        self.sweep_sensitivities = LineEdit(
+            name="sweep_sensitivities", label="sweep sensitivities",
+            value="1:4:1", tooltip="sensitivities to sweep, as the radii")
+        self.sweep_button = PushButton(
+            name="sweep", text="Sweep radius x sensitivity")
+        self.swept: Optional[qs.Sweep] = None
         self.run_button = PushButton(name="run", text="Run eSRRF")
         self.cancel_button = PushButton(name="cancel", text="Cancel",
                                         enabled=False)
@@ -349,9 +410,11 @@ class EsrrfWidget(Container):
         self.status = Label(name="status", label="", value="")
         self.extend([self.image, self.channel_axis, self.more_channels,
                      *self.params.values(), self.impl,
-                     self.run_button, self.cancel_button, self.progress,
-                     self.status])
+                     self.run_button, self.sweep_radii,
+                     self.sweep_sensitivities, self.sweep_button,
+                     self.cancel_button, self.progress, self.status])
         self.run_button.changed.connect(self.run)
+        self.sweep_button.changed.connect(self.run_sweep)
         self.cancel_button.changed.connect(self.cancel)
         self.native.destroyed.connect(lambda *_: self._cancel.set())
 
@@ -402,20 +465,54 @@ class EsrrfWidget(Container):
             return
         params = self.values()
         impl = None if self.impl.value == "auto" else self.impl.value
-        self._cancel.clear()
-        self.progress.value = 0
-        self.run_button.enabled = False
-        self.cancel_button.enabled = True
         shape = channels[0].stack.shape
-        self._say(f"eSRRF of {layer.name} {shape}"
-                  + (f", {len(channels)} channels" if len(channels) > 1
-                     else "") + "...")
+        self._start(f"eSRRF of {layer.name} {shape}"
+                    + (f", {len(channels)} channels" if len(channels) > 1
+                       else "") + "...")
         self.worker = create_worker(compute, channels, params, impl,
                                     self._cancel, self._relay.progress.emit,
                                     _start_thread=False)
         self.worker.returned.connect(lambda r: self._on_result(params, r))
         self.worker.errored.connect(self._on_error)
         self.worker.start()
+
+    def run_sweep(self) -> None:
+        """Starts the sweep of the selected layer's first channel in a
+        worker thread."""
+        layer = self.image.value
+        if layer is None:
+            self._say("choose an image layer")
+            return
+        try:
+            channels = channel_stacks(layer, self.channel_axis.value,
+                                      list(self.more_channels.value))
+            radii = parse_values(self.sweep_radii.value, "sweep radii")
+            sens = parse_values(self.sweep_sensitivities.value,
+                                "sweep sensitivities")
+        except ValueError as e:
+            self._finish(f"error: {e}")
+            return
+        params = self.values()
+        impl = None if self.impl.value == "auto" else self.impl.value
+        ch = channels[0]
+        self._start(f"sweep of {layer.name}"
+                    + (f" ({ch.name})" if len(channels) > 1 else "")
+                    + f": {len(radii)} radii x {len(sens)} sensitivities...")
+        self.worker = create_worker(sweep, ch.stack, radii, sens, params,
+                                    impl, self._cancel,
+                                    self._relay.progress.emit,
+                                    _start_thread=False)
+        self.worker.returned.connect(
+            lambda r: self._on_sweep(ch, params, r))
+        self.worker.errored.connect(self._on_error)
+        self.worker.start()
+
+    def _start(self, text: str) -> None:
+        self._cancel.clear()
+        self.progress.value = 0
+        self.run_button.enabled = self.sweep_button.enabled = False
+        self.cancel_button.enabled = True
+        self._say(text)
 
     def cancel(self) -> None:
         """Asks the running computation to stop."""
@@ -445,13 +542,38 @@ class EsrrfWidget(Container):
         self._finish("done", f"{what}{out.shape[1]}x{out.shape[2]} by "
                      f"{', '.join(impls)} ({rep.reason}) in {secs:.2f} s")
 
+    def _on_sweep(self, ch: Channel, params: dict[str, Any],
+                  sw: Optional[qs.Sweep]) -> None:
+        if sw is None:
+            self._finish("cancelled")
+            return
+        self.swept = sw
+        _, s, r = sw.best()
+        q = sw.qnr[0]
+        meta = dict(sw.provenance, source_layer=ch.layer.name,
+                    rsp=sw.rsp[0].tolist(), frc=sw.frc[0].tolist(),
+                    best={"radius": r, "sensitivity": s})
+        if ch.count > 1:
+            meta["channel"] = ch.name
+        self.viewer.add_image(
+            q.astype(np.float32),
+            name=f"{ch.layer.name} QnR (sensitivity down, radius across)",
+            colormap="viridis", metadata={"quicksilver": meta})
+        self.params["radius"].value = r
+        self.params["sensitivity"].value = s
+        k = np.unravel_index(int(np.nanargmax(q)), q.shape)
+        self.progress.value = 1000
+        self._finish("done", f"best QnR {q[k]:.3f} at radius {r:g}, "
+                     f"sensitivity {s:g} (RSP {sw.rsp[0][k]:.3f}, FRC "
+                     f"{sw.frc[0][k]:.3g} px) by {sw.impl}: set for Run")
+
     def _on_error(self, exc: BaseException) -> None:
         self._finish(f"error: {exc}")
 
     def _finish(self, last: str, text: Optional[str] = None) -> None:
         self.last = last
         self.worker = None
-        self.run_button.enabled = True
+        self.run_button.enabled = self.sweep_button.enabled = True
         self.cancel_button.enabled = False
         self._say(text or last)
 
