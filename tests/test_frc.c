@@ -153,3 +153,42 @@ Test(frc, bad_inputs_name_the_field) {
   qs_image_free(&tiny);
   qs_engine_close(e);
 }
+
+/* A plan of frc samples its rings once (frc_open) and reuses them: each
+ * of its runs, on pairs of images of one size, has the bits of a one-shot
+ * call on the same pair, for both implementations. */
+Test(frc, plan_runs_equal_one_shot_calls) {
+  qs_engine *e = mc_engine();
+  qs_image a, b;
+  cr_assert_eq(qs_image_alloc(&a, 1, 70, 64), QS_OK);
+  cr_assert_eq(qs_image_alloc(&b, 1, 70, 64), QS_OK);
+  const char *impls[] = {"serial", "threaded"};
+  for (int k = 0; k < 2; k++) {
+    qs_image shape[2] = {{NULL, 1, 70, 64, NULL}, {NULL, 1, 70, 64, NULL}};
+    qs_run_request rq = {.inputs = shape, .n_inputs = 2, .impl = impls[k]};
+    qs_plan *p = NULL;
+    cr_assert_eq(qs_method_open(e, "frc", &rq, &p), QS_OK, "%s",
+                 qs_engine_error(e));
+    for (unsigned round = 0; round < 3; round++) {
+      fill(&a, 11 + round, 20 + 10 * round);
+      fill(&b, 97 + round, 20 + 10 * round);
+      qs_image in[2] = {a, b}, got[2], want[2];
+      cr_assert_eq(qs_plan_run(p, in, 2, got, 2, NULL), QS_OK, "%s",
+                   qs_engine_error(e));
+      mc_run(e, "frc", impls[k], in, 2, NULL, 0, want, 2);
+      for (int o = 0; o < 2; o++) {
+        size_t n = want[o].frames * want[o].rows * want[o].cols;
+        cr_assert_eq(got[o].frames * got[o].rows * got[o].cols, n);
+        cr_expect_eq(memcmp(got[o].data, want[o].data, n * sizeof(float)), 0,
+                     "%s round %u output %d: the plan's run differs",
+                     impls[k], round, o);
+        qs_image_free(&got[o]);
+        qs_image_free(&want[o]);
+      }
+    }
+    qs_plan_close(p);
+  }
+  qs_image_free(&a);
+  qs_image_free(&b);
+  qs_engine_close(e);
+}

@@ -93,23 +93,35 @@ static void sw_impl_add(sweep *s, const char *name) {
              name);
 }
 
+/* A step's request: the sweep's implementation and progress hook. */
+static qs_run_request sw_request(sweep *s, const qs_image *in, size_t n_in,
+                                 const qs_param *p, size_t n_p) {
+  return (qs_run_request){.inputs = in,
+                          .n_inputs = n_in,
+                          .params = p,
+                          .n_params = n_p,
+                          .impl = s->o->impl,
+                          .progress = s->o->progress ? sw_hook : NULL,
+                          .progress_ctx = s};
+}
+
+/* A step's status: its message on failure, the count reached when the
+ * caller cancelled. */
+static int sw_status(sweep *s, int rc) {
+  if (rc == QS_ECANCELLED) return sw_cancelled(s);
+  if (rc) return sw_fail(s, rc, "%s", qs_engine_error(s->e));
+  return QS_OK;
+}
+
 /* One step through the engine; its message on failure. */
 static int sw_step(sweep *s, const char *method, const qs_image *in,
                    size_t n_in, const qs_param *p, size_t n_p, qs_image *out,
                    size_t n_out) {
-  qs_run_request rq = {.inputs = in,
-                       .n_inputs = n_in,
-                       .params = p,
-                       .n_params = n_p,
-                       .impl = s->o->impl,
-                       .progress = s->o->progress ? sw_hook : NULL,
-                       .progress_ctx = s};
+  qs_run_request rq = sw_request(s, in, n_in, p, n_p);
   qs_run_report rep;
-  int rc = qs_method_run(s->e, method, &rq, out, n_out, &rep);
-  if (rc == QS_ECANCELLED) return sw_cancelled(s);
-  if (rc) return sw_fail(s, rc, "%s", qs_engine_error(s->e));
-  if (!strcmp(method, "esrrf")) sw_impl_add(s, rep.impl);
-  return QS_OK;
+  int rc = sw_status(s, qs_method_run(s->e, method, &rq, out, n_out, &rep));
+  if (!rc && !strcmp(method, "esrrf")) sw_impl_add(s, rep.impl);
+  return rc;
 }
 
 static int sw_check(sweep *s, const qs_image *st,
@@ -365,13 +377,20 @@ static int sw_score(sweep *s, qs_esrrf_partial *p, size_t r0, size_t r1,
     qs_image_free(&out[0]);
     qs_image_free(&out[1]);
   }
+  /* every point's FRC on one plan of frc: its transforms and ring samples
+   * made once for the reconstructions' size */
+  qs_plan *frc = NULL;
+  qs_image half[2];
+  for (int k = 0; k < 2; k++)
+    half[k] = qs_image_wrap(tmp + (size_t)k * s->plane, 1, s->rm, s->cm);
+  if (!rc && s->frc) {
+    qs_run_request rq = sw_request(s, half, 2, NULL, 0);
+    rc = sw_status(s, qs_method_open(s->e, "frc", &rq, &frc));
+  }
   for (size_t g = 0; !rc && g < np; g++) {
     size_t r = r0 + g / per_r, t = g % per_r / s->ns, si = g % s->ns;
     qs_esrrf_sweep_point *pt = &pts[(t * s->ns + si) * s->nr + r];
     if (s->frc) {
-      qs_image half[2];
-      for (int k = 0; k < 2; k++)
-        half[k] = qs_image_wrap(tmp + (size_t)k * s->plane, 1, s->rm, s->cm);
       rc = qs_esrrf_partial_finish(sw_at(p, s, r - r0, t, si, 1), s->mag, mpc,
                                    half[0].data);
       if (!rc)
@@ -381,7 +400,7 @@ static int sw_score(sweep *s, qs_esrrf_partial *p, size_t r0, size_t r1,
         rc = sw_fail(s, rc, "sweep: the odd/even halves could not be "
                             "finished");
       qs_image out[2] = {{0}};
-      if (!rc) rc = sw_step(s, "frc", half, 2, NULL, 0, out, 2);
+      if (!rc) rc = sw_status(s, qs_plan_run(frc, half, 2, out, 2, NULL));
       if (!rc) pt->frc = out[1].data[0];
       qs_image_free(&out[0]);
       qs_image_free(&out[1]);
@@ -395,6 +414,7 @@ static int sw_score(sweep *s, qs_esrrf_partial *p, size_t r0, size_t r1,
                s->plane * sizeof(float));
     }
   }
+  qs_plan_close(frc);
   qs_image_free(&rec);
   return rc;
 }

@@ -26,6 +26,7 @@
 #include "methods/frc/frc.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,56 @@ static void frc_smooth(const float *y, float *out, size_t n, int w,
   }
 }
 
+/* The samples of ring r (NanoPyx's numpy arange(0, 2π, 1/r, float32):
+ * ceil(2π r) angles i·(float)(1/r)). */
+static size_t frc_ring_count(size_t r) {
+  return (size_t)ceil((double)(float)(FRC_PI * 2) / (1.0 / (double)r));
+}
+
+/* Sample i of ring r around the centre of an n × n spectrum: the
+ * lower-left pixel of its bilinear cell (*ll) and its fractions along x
+ * and y, as NanoPyx places it (x in double, its cosine being double; y in
+ * float, its sine being float). */
+static inline void frc_sample(size_t n, size_t r, size_t i, size_t *ll,
+                              float *xf, float *yf) {
+  double centre = (double)(n / 2);
+  float delta = (float)(1.0 / (double)r);
+  float angle = (float)i * delta;
+  double ca = cos((double)angle);
+  float caf = (float)ca;
+  float sn = (float)sqrt((double)(1 - caf * caf));
+  if ((double)angle > FRC_PI) sn = -sn;
+  float x = (float)(centre + (double)r * ca);
+  float y = (float)centre + (float)r * sn;
+  int xb = (int)x, yb = (int)y;
+  *xf = x - (float)xb;
+  *yf = y - (float)yb;
+  if (*xf < 0) *xf = 0;
+  if (*yf < 0) *yf = 0;
+  *ll = (size_t)yb * n + (size_t)xb;
+}
+
+/* What a plan of frc keeps for one size (frc_open): the transforms'
+ * plan, the taper, the buffers, and every ring's samples made once
+ * (frc_sample: its cell and fractions), which a one-shot call computes
+ * as it sums (a cosine and a square root a sample: a quarter of the call
+ * at 1280 x 1280, 25 calls of the parameter sweep on one size). */
+typedef struct frc_state {
+  size_t rows, cols, n, rings;
+  int workers;
+  fft2 p;
+  float *taper;
+  fft_cpx *fa;          /* 2 planes of n × n */
+  float *prod;          /* 3 planes */
+  double *sums;         /* per ring: 3 sums and the sample count */
+  float *own;           /* the curve when the caller wants none, and the
+                           thresholds */
+  double *sg;           /* the smoothing's weights */
+  size_t *first;        /* ring r's samples: [first[r], first[r + 1]) */
+  uint32_t *at;         /* per sample: its cell's lower-left pixel */
+  float *fx, *fy;       /* per sample: its fractions */
+} frc_state;
+
 typedef struct frc_job {
   const float *a, *b;
   size_t cols, r0, c0, n;
@@ -152,6 +203,7 @@ typedef struct frc_job {
   float *prod;        /* 3 planes of n × n: a·b*, |a|², |b|² */
   double *sums;       /* per ring: 3 sums and the sample count */
   size_t rings;
+  const frc_state *st; /* a plan's ring samples, or NULL: computed here */
 } frc_job;
 
 /* Rows [b, e) of the windowed crops into the transform buffers. */
@@ -186,52 +238,125 @@ static int frc_products(void *ctx, size_t b, size_t e, int worker) {
   return QS_OK;
 }
 
+/* One bilinear sample of the three product planes, added to s. */
+static inline void frc_add(const float *prod, size_t plane, size_t n,
+                           size_t ll, float xf, float yf, double s[3]) {
+  size_t ul = ll + n;
+  for (int k = 0; k < 3; k++) {
+    const float *p = prod + (size_t)k * plane;
+    float up = p[ul] + xf * (p[ul + 1] - p[ul]);
+    float lo = p[ll] + xf * (p[ll + 1] - p[ll]);
+    s[k] += lo + yf * (up - lo);
+  }
+}
+
 /* Rings [b, e): bilinear samples on the circle, summed in double. */
 static int frc_ring_sums(void *ctx, size_t b, size_t e, int worker) {
   frc_job *j = ctx;
   (void)worker;
   size_t n = j->n, plane = n * n;
-  const float limit = (float)(FRC_PI * 2);
-  double centre = (double)(n / 2);
+  const frc_state *st = j->st;
   for (size_t r = b < 1 ? 1 : b; r < e; r++) {
-    double step = 1.0 / (double)r;
-    /* numpy's arange(0, limit, step, float32): ceil(limit / step) values
-     * i·(float)step in float */
-    size_t count = (size_t)ceil((double)limit / step);
-    float delta = (float)step;
-    double s0 = 0, s1 = 0, s2 = 0;
-    for (size_t i = 0; i < count; i++) {
-      float angle = (float)i * delta;
-      double ca = cos((double)angle);
-      float caf = (float)ca;
-      float sn = (float)sqrt((double)(1 - caf * caf));
-      if ((double)angle > FRC_PI) sn = -sn;
-      float x = (float)(centre + (double)r * ca);
-      /* NanoPyx: x in double (cos is double), y in float (its sine is) */
-      float y = (float)centre + (float)r * sn;
-      int xb = (int)x, yb = (int)y;
-      float xf = x - (float)xb, yf = y - (float)yb;
-      if (xf < 0) xf = 0;
-      if (yf < 0) yf = 0;
-      size_t ll = (size_t)yb * n + (size_t)xb, ul = ll + n;
-      float v[3];
-      for (int k = 0; k < 3; k++) {
-        const float *p = j->prod + (size_t)k * plane;
-        float up = p[ul] + xf * (p[ul + 1] - p[ul]);
-        float lo = p[ll] + xf * (p[ll + 1] - p[ll]);
-        v[k] = lo + yf * (up - lo);
+    double s[3] = {0, 0, 0};
+    size_t count;
+    if (st) { /* the plan's samples */
+      size_t i0 = st->first[r];
+      count = st->first[r + 1] - i0;
+      for (size_t i = i0; i < i0 + count; i++)
+        frc_add(j->prod, plane, n, st->at[i], st->fx[i], st->fy[i], s);
+    } else {
+      count = frc_ring_count(r);
+      for (size_t i = 0; i < count; i++) {
+        size_t ll;
+        float xf, yf;
+        frc_sample(n, r, i, &ll, &xf, &yf);
+        frc_add(j->prod, plane, n, ll, xf, yf, s);
       }
-      s0 += v[0];
-      s1 += v[1];
-      s2 += v[2];
     }
-    double *s = j->sums + 4 * r;
-    s[0] = s0;
-    s[1] = s1;
-    s[2] = s2;
-    s[3] = (double)count;
+    double *out = j->sums + 4 * r;
+    out[0] = s[0];
+    out[1] = s[1];
+    out[2] = s[2];
+    out[3] = (double)count;
   }
   return QS_OK;
+}
+
+static void frc_state_free(void *p) {
+  frc_state *st = p;
+  if (!st) return;
+  fft2_free(&st->p);
+  free(st->taper);
+  free(st->fa);
+  free(st->prod);
+  free(st->sums);
+  free(st->own);
+  free(st->sg);
+  free(st->first);
+  free(st->at);
+  free(st->fx);
+  free(st->fy);
+  free(st);
+}
+
+/* Rings [b, e) of a plan's samples (its first[] already made). */
+static int frc_fill_rings(void *ctx, size_t b, size_t e, int worker) {
+  frc_state *st = ctx;
+  (void)worker;
+  for (size_t r = b < 1 ? 1 : b; r < e; r++)
+    for (size_t i = 0, k = st->first[r]; k < st->first[r + 1]; i++, k++) {
+      size_t ll;
+      frc_sample(st->n, r, i, &ll, &st->fx[k], &st->fy[k]);
+      st->at[k] = (uint32_t)ll;
+    }
+  return QS_OK;
+}
+
+/* The buffers of a call on rows × cols; with samples, every ring's too.
+ * NULL without memory. */
+static frc_state *frc_state_new(const qs_method_call *c, size_t rows,
+                                size_t cols, int samples) {
+  frc_state *st = calloc(1, sizeof *st);
+  if (!st) return NULL;
+  size_t r0, c0, n = frc_square(rows, cols, &r0, &c0), plane = n * n;
+  size_t rings = frc_rings(rows, cols);
+  int w = (int)(0.0707 * (double)rings);
+  if (w <= 3) w = 4;
+  *st = (frc_state){.rows = rows, .cols = cols, .n = n, .rings = rings,
+                    .workers = c->threads};
+  int rc = fft2_plan(&st->p, n, n, c->threads);
+  st->taper = malloc(n * sizeof *st->taper);
+  st->fa = malloc(2 * plane * sizeof *st->fa);
+  st->prod = malloc(3 * plane * sizeof *st->prod);
+  st->sums = calloc(4 * rings, sizeof *st->sums);
+  st->own = malloc(5 * rings * sizeof *st->own);
+  st->sg = malloc((size_t)w * sizeof *st->sg);
+  if (rc || !st->taper || !st->fa || !st->prod || !st->sums || !st->own ||
+      !st->sg) {
+    frc_state_free(st);
+    return NULL;
+  }
+  frc_tukey(st->taper, n);
+  if (!samples) return st;
+  /* ring r's samples start where ring r - 1's end (ring 0 has none); a
+   * cell index fits 32 bits up to 65536 pixels a side */
+  st->first = malloc((rings + 1) * sizeof *st->first);
+  size_t total = 0;
+  for (size_t r = 0; st->first && r <= rings; r++) {
+    st->first[r] = total;
+    if (r >= 1 && r < rings) total += frc_ring_count(r);
+  }
+  if (st->first && n <= 65536) {
+    st->at = malloc(total * sizeof *st->at);
+    st->fx = malloc(total * sizeof *st->fx);
+    st->fy = malloc(total * sizeof *st->fy);
+  }
+  if (!st->first || !st->at || !st->fx || !st->fy ||
+      c->parallel_for(c, 1, rings, frc_fill_rings, st)) {
+    frc_state_free(st);
+    return NULL;
+  }
+  return st;
 }
 
 /* The threshold at ring r with `count` samples. */
@@ -278,31 +403,28 @@ int frc_compute(const qs_method_call *c, const float *a, const float *b,
              rows, cols);
     return QS_ESHAPE;
   }
-  frc_job j = {.a = a, .b = b, .cols = cols, .r0 = r0, .c0 = c0, .n = n,
-               .rings = rings};
-  size_t plane = n * n;
-  int w = (int)(0.0707 * (double)rings);
-  if (w <= 3) w = 4;
-  fft2 p;
-  int rc = fft2_plan(&p, n, n, c->threads);
-  float *taper = malloc(n * sizeof *taper);
-  j.fa = malloc(2 * plane * sizeof *j.fa);
-  j.prod = malloc(3 * plane * sizeof *j.prod);
-  j.sums = calloc(4 * rings, sizeof *j.sums);
-  float *own = malloc(3 * rings * sizeof *own + 2 * rings * sizeof(float));
-  double *sg = malloc((size_t)w * sizeof *sg);
-  if (rc || !taper || !j.fa || !j.prod || !j.sums || !own || !sg) {
+  /* a plan's state for this size and pool, else this call's own buffers
+   * (its rings sampled as they are summed) */
+  frc_state *st = c->state, *mine = NULL;
+  if (!st || st->rows != rows || st->cols != cols ||
+      st->workers != c->threads)
+    st = mine = frc_state_new(c, rows, cols, 0);
+  if (!st) {
     snprintf(err, err_len, "frc: no memory for the transforms of %zu x %zu",
              n, n);
-    rc = QS_ENOMEM;
-    goto done;
+    return QS_ENOMEM;
   }
-  j.fb = j.fa + plane;
-  j.taper = taper;
-  frc_tukey(taper, n);
-  rc = c->parallel_for(c, 0, n, frc_window, &j);
-  if (!rc) rc = fft2_run(c, &p, j.fa, 0);
-  if (!rc) rc = fft2_run(c, &p, j.fb, 0);
+  frc_job j = {.a = a, .b = b, .cols = cols, .r0 = r0, .c0 = c0, .n = n,
+               .rings = rings, .taper = st->taper, .fa = st->fa,
+               .fb = st->fa + n * n, .prod = st->prod, .sums = st->sums,
+               .st = st->first ? st : NULL};
+  int w = (int)(0.0707 * (double)rings);
+  if (w <= 3) w = 4;
+  float *own = st->own;
+  double *sg = st->sg;
+  int rc = c->parallel_for(c, 0, n, frc_window, &j);
+  if (!rc) rc = fft2_run(c, &st->p, j.fa, 0);
+  if (!rc) rc = fft2_run(c, &st->p, j.fb, 0);
   if (!rc) rc = c->parallel_for(c, 0, n, frc_products, &j);
   if (!rc) rc = c->parallel_for(c, 1, rings, frc_ring_sums, &j);
   if (rc) goto done;
@@ -328,13 +450,7 @@ int frc_compute(const qs_method_call *c, const float *a, const float *b,
   res[FRC_RES_FREQ] = f;
   res[FRC_RES_RINGS] = (float)rings;
 done:
-  fft2_free(&p);
-  free(taper);
-  free(j.fa);
-  free(j.prod);
-  free(j.sums);
-  free(own);
-  free(sg);
+  frc_state_free(mine);
   return rc;
 }
 
@@ -405,9 +521,20 @@ static int frc_run(const qs_method_call *c) {
                      c->out[0].data, c->out[1].data, c->err, c->err_len);
 }
 
+/* A plan's state: the buffers and every ring's samples for its size. */
+static int frc_open(const qs_method_call *c, void **state) {
+  *state = frc_state_new(c, c->in[0].rows, c->in[0].cols, 1);
+  if (*state) return QS_OK;
+  snprintf(c->err, c->err_len, "frc: no memory for a plan of %zu x %zu",
+           c->in[0].rows, c->in[0].cols);
+  return QS_ENOMEM;
+}
+
 static const qs_impl_def frc_impls[] = {
-    {"serial", QS_IMPL_SERIAL, frc_run, NULL, 1, QS_SCHED_STATIC, 0},
-    {"threaded", QS_IMPL_THREADED, frc_run, NULL, 1, QS_SCHED_STATIC, 0},
+    {"serial", QS_IMPL_SERIAL, frc_run, NULL, 2, QS_SCHED_STATIC, 0, frc_open,
+     frc_state_free},
+    {"threaded", QS_IMPL_THREADED, frc_run, NULL, 2, QS_SCHED_STATIC, 0,
+     frc_open, frc_state_free},
 };
 
 const qs_method_desc method_frc = {
