@@ -1690,6 +1690,30 @@ Test(cli, bench_ctrl_c_cancels_the_step_under_way, .timeout = 120) {
   cJSON_Delete(j);
 }
 
+/* `quicksilver sweep`: a progress line in frames x radii on a terminal,
+ * and Ctrl-C cancels the sweep (not waiting for its end): exit 130,
+ * nothing written, the --out-dir it made removed again. */
+Test(cli, sweep_ctrl_c_cancels_and_writes_nothing, .timeout = 120) {
+  need_esrrf();
+  const char *in = simulated("sw-long.tif", "60", "64x64", "1"),
+             *csv = path_in("sw-long.csv"), *pts = path_in("sw-long-dir");
+  /* serial at M5, five radii: tens of seconds */
+  char *argv[] = {QS_CLI,   "sweep",         (char *)in,   "--radius",
+                  "0.5:2.5:0.5", "--sensitivity", "1,2",   "--impl",
+                  "serial", "--csv",         (char *)csv, "--out-dir",
+                  (char *)pts, NULL};
+  int st;
+  static char text[65536];
+  double dt = interrupted_on_a_terminal(argv, 2.5, &st, text, sizeof text);
+  cr_assert(WIFEXITED(st), "killed by the signal instead of cancelling");
+  cr_assert_eq(WEXITSTATUS(st), 130, "%s", text);
+  cr_assert_not_null(strstr(text, "sweep: cancelled (Ctrl-C)"), "%s", text);
+  cr_assert_not_null(strstr(text, "sweep (frames x radii): "), "%s", text);
+  cr_assert_lt(dt, 10.0, "%.1f s after Ctrl-C", dt);
+  cr_assert(!file_exists(csv));
+  cr_assert(!file_exists(pts), "the directory made for it is left");
+}
+
 /* `quicksilver stream`: Ctrl-C ends the input as its end would; the
  * results so far are completed and written. */
 Test(cli, stream_ctrl_c_ends_the_input, .timeout = 120) {

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "outfile.h"
@@ -132,20 +133,9 @@ static int parse_temporal(const char *text, int *t, size_t *n, char *err,
   return 1;
 }
 
-typedef struct progress {
-  const cli *c;
-  int shown;
-} progress;
-
+/* The sweep's progress on the CLI's line, and Ctrl-C as its cancel. */
 static int on_progress(void *ctx, uint64_t done, uint64_t total) {
-  progress *p = ctx;
-  if (!p->c->quiet && p->c->tty) {
-    fprintf(stderr, "\rsweep: %llu/%llu frames x radii (%3.0f%%)",
-            (unsigned long long)done, (unsigned long long)total,
-            100.0 * (double)done / (double)(total ? total : 1));
-    p->shown = 1;
-  }
-  return 0;
+  return cli_progress_report(ctx, done, total);
 }
 
 static void json_num(cJSON *o, const char *k, double v) {
@@ -240,11 +230,11 @@ static void image_path(const char *dir, int temporal, double sens,
 static int out_dir(const char *dir, const char *input, const int *temporal,
                    size_t nt, const double *sens, size_t ns,
                    const double *radii, size_t nr, const char *const *outs,
-                   size_t n_out, char *err, size_t len) {
+                   size_t n_out, int *made, char *err, size_t len) {
   char why[1024];
-  int made, rc = outdir_make(dir, &made, why, sizeof why);
+  int rc = outdir_make(dir, made, why, sizeof why);
   if (rc) return snprintf(err, len, "--out-dir %s", why), rc;
-  if (made) return QS_OK; /* new and empty: nothing in it is the input */
+  if (*made) return QS_OK; /* new and empty: nothing in it is the input */
   /* each image with the table's files: outfile_check compares outputs
    * pairwise, and a grid may have thousands of points */
   const char **all = malloc((n_out + 1) * sizeof *all);
@@ -427,8 +417,9 @@ int cmd_sweep(cli *c, int argc, char **argv) {
     return cli_usage("sweep: --channel %ld: %s has %zu channel%s (0 to %zu)",
                      channel, a.pos[0], im->channels,
                      im->channels == 1 ? "" : "s", im->channels - 1);
+  int made = 0;
   if (dir && (rc = out_dir(dir, a.pos[0], temporal, nt, sens, ns, radii, nr,
-                           outs, n_out, err, sizeof err)))
+                           outs, n_out, &made, err, sizeof err)))
     return rc == QS_EINVAL ? cli_usage("sweep: %s", err)
                            : cli_fail("sweep: %s", err);
 
@@ -449,7 +440,7 @@ int cmd_sweep(cli *c, int argc, char **argv) {
     qs_image_free(&in);
     return CLI_FAIL;
   }
-  progress pr = {.c = c};
+  cli_progress pr;
   qs_esrrf_sweep_options o = {
       .radii = radii,
       .n_radii = nr,
@@ -472,13 +463,19 @@ int cmd_sweep(cli *c, int argc, char **argv) {
   qs_esrrf_sweep_result r = {0};
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
+  cli_progress_begin(c, &pr, "sweep (frames x radii)", NULL);
   int st = qs_esrrf_sweep(e, &in, &o, &r, err, sizeof err);
+  int stopped = cli_progress_end(&pr);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double secs = (double)(t1.tv_sec - t0.tv_sec) +
                 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-  if (pr.shown) fputc('\n', stderr);
   qs_image_free(&in);
   cli_record_warn(c);
+  if (st && made) rmdir(dir); /* made for this sweep, left empty */
+  if (st == QS_ECANCELLED && stopped) {
+    cli_fail("sweep: cancelled (Ctrl-C); nothing written");
+    return CLI_INTERRUPTED;
+  }
   if (st) return cli_status_exit(st) == CLI_USAGE
                      ? cli_usage("sweep: %s", err)
                      : cli_fail("sweep: %s", err);
