@@ -1630,6 +1630,22 @@ static double interrupted_on_a_terminal(char **argv, double delay, int *st,
          1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
 }
 
+/* Runs the CLI with argv on a terminal and presses Ctrl-C after `delay`
+ * seconds: it must exit (not be killed by the signal) with `status`,
+ * having written `says`, within 10 s of the signal (termination, not
+ * speed: long before the call's end); returns what it wrote there. */
+static const char *ctrl_c_on_a_terminal(char **argv, double delay, int status,
+                                        const char *says) {
+  int st;
+  static char text[65536];
+  double dt = interrupted_on_a_terminal(argv, delay, &st, text, sizeof text);
+  cr_assert(WIFEXITED(st), "killed by the signal instead of stopping");
+  cr_assert_eq(WEXITSTATUS(st), status, "%s", text);
+  cr_assert_not_null(strstr(text, says), "%s", text);
+  cr_assert_lt(dt, 10.0, "%.1f s after Ctrl-C", dt);
+  return text;
+}
+
 /* A long call shows its progress on a terminal (stderr a pty here) and
  * Ctrl-C cancels it at once: exit 130, nothing written. */
 Test(cli, progress_on_a_terminal_and_ctrl_c_cancels, .timeout = 120) {
@@ -1639,17 +1655,11 @@ Test(cli, progress_on_a_terminal_and_ctrl_c_cancels, .timeout = 120) {
              *out = path_in("long-out.tif");
   char *argv[] = {QS_CLI,      "esrrf",  (char *)in, "-o",
                   (char *)out, "--impl", "serial",   NULL};
-  int st;
-  static char text[65536];
-  double dt = interrupted_on_a_terminal(argv, 2.5, &st, text, sizeof text);
-  cr_assert(WIFEXITED(st), "killed by the signal instead of cancelling");
-  cr_assert_eq(WEXITSTATUS(st), 130, "%s", text);
-  cr_assert_not_null(strstr(text, "cancelled (Ctrl-C)"), "%s", text);
+  const char *text =
+      ctrl_c_on_a_terminal(argv, 2.5, 130, "cancelled (Ctrl-C)");
   cr_assert_not_null(strstr(text, "esrrf: "), "%s", text);
   cr_assert_not_null(strstr(text, "/60)"), "a progress line: %s", text);
   cr_assert(!file_exists(out));
-  /* termination, not speed: stopped long before the call's end */
-  cr_assert_lt(dt, 10.0, "%.1f s after Ctrl-C", dt);
   /* not on a terminal, or with -q / --json: no progress line */
   result *r = qs("esrrf", in, "-o", out, "--impl", "serial", "--frames",
                  "0:4", NULL);
@@ -1673,15 +1683,9 @@ Test(cli, bench_ctrl_c_cancels_the_step_under_way, .timeout = 120) {
                   "--repeats", "3",
                   "--json",    (char *)js,
                   NULL};
-  int st;
-  static char text[65536];
-  double dt = interrupted_on_a_terminal(argv, 3.0, &st, text, sizeof text);
-  cr_assert(WIFEXITED(st), "killed by the signal instead of cancelling");
-  cr_assert_eq(WEXITSTATUS(st), 0, "%s", text);
-  cr_assert_not_null(strstr(text, "interrupted after 1 of 2 steps"), "%s",
-                     text);
+  const char *text =
+      ctrl_c_on_a_terminal(argv, 3.0, 0, "interrupted after 1 of 2 steps");
   cr_assert_not_null(strstr(text, "2/2 esrrf 60x64x64"), "%s", text);
-  cr_assert_lt(dt, 10.0, "%.1f s after Ctrl-C", dt);
   char doc[65536];
   slurp_into(js, doc, sizeof doc);
   cJSON *j = cJSON_Parse(doc);
@@ -1702,14 +1706,9 @@ Test(cli, sweep_ctrl_c_cancels_and_writes_nothing, .timeout = 120) {
                   "0.5:2.5:0.5", "--sensitivity", "1,2",   "--impl",
                   "serial", "--csv",         (char *)csv, "--out-dir",
                   (char *)pts, NULL};
-  int st;
-  static char text[65536];
-  double dt = interrupted_on_a_terminal(argv, 2.5, &st, text, sizeof text);
-  cr_assert(WIFEXITED(st), "killed by the signal instead of cancelling");
-  cr_assert_eq(WEXITSTATUS(st), 130, "%s", text);
-  cr_assert_not_null(strstr(text, "sweep: cancelled (Ctrl-C)"), "%s", text);
+  const char *text =
+      ctrl_c_on_a_terminal(argv, 2.5, 130, "sweep: cancelled (Ctrl-C)");
   cr_assert_not_null(strstr(text, "sweep (frames x radii): "), "%s", text);
-  cr_assert_lt(dt, 10.0, "%.1f s after Ctrl-C", dt);
   cr_assert(!file_exists(csv));
   cr_assert(!file_exists(pts), "the directory made for it is left");
 }
@@ -1725,13 +1724,7 @@ Test(cli, stream_ctrl_c_ends_the_input, .timeout = 120) {
                   (char *)out, "--window", "2",        "--magnification",
                   "5",         "--impl",   "serial",   "--idle",
                   "0",         NULL};
-  int st;
-  static char text[65536];
-  double dt = interrupted_on_a_terminal(argv, 4.0, &st, text, sizeof text);
-  cr_assert(WIFEXITED(st), "killed by the signal instead of ending");
-  cr_assert_eq(WEXITSTATUS(st), 0, "%s", text);
-  cr_assert_not_null(strstr(text, "input ended by Ctrl-C after"), "%s", text);
-  cr_assert_lt(dt, 10.0, "%.1f s after Ctrl-C", dt);
+  ctrl_c_on_a_terminal(argv, 4.0, 0, "input ended by Ctrl-C after");
   qs_image got;
   char err[512];
   cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
