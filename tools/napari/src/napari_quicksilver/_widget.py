@@ -562,10 +562,13 @@ class EsrrfWidget(Container):
         self.params["radius"].value = r
         self.params["sensitivity"].value = s
         k = np.unravel_index(int(np.nanargmax(q)), q.shape)
+        frc = float(sw.frc[0][k])
+        # FIRE 0: the curve never crossed 1/7 (NanoPyx scores it finest)
+        frc_text = f"FRC {frc:.3g} px" if frc > 0 else "FRC: no crossing"
         self.progress.value = 1000
         self._finish("done", f"best QnR {q[k]:.3f} at radius {r:g}, "
-                     f"sensitivity {s:g} (RSP {sw.rsp[0][k]:.3f}, FRC "
-                     f"{sw.frc[0][k]:.3g} px) by {sw.impl}: set for Run")
+                     f"sensitivity {s:g} (RSP {sw.rsp[0][k]:.3f}, "
+                     f"{frc_text}) by {sw.impl}: set for Run")
 
     def _on_error(self, exc: BaseException) -> None:
         self._finish(f"error: {exc}")
