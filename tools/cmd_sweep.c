@@ -203,7 +203,6 @@ static int write_json(const char *path, cJSON *j, char *err, size_t len) {
   return rc;
 }
 
-/* The three heat maps of each statistic. */
 /* The heat map of one score: PREFIX_<score>[_<temporal>].svg (the
  * statistic's name when several are swept). */
 static void svg_path(const char *prefix, const char *score, const char *tn,
@@ -252,6 +251,7 @@ static int out_dir(const char *dir, const char *input, const int *temporal,
   return rc;
 }
 
+/* The three heat maps of each statistic. */
 static int write_svgs(const char *prefix, const qs_esrrf_sweep_result *r,
                       char *err, size_t len) {
   size_t nr = r->n_radii, ns = r->n_sensitivities;
