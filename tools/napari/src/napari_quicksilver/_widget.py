@@ -451,61 +451,68 @@ class EsrrfWidget(Container):
         """The parameters as the engine takes them."""
         return {k: w.value for k, w in self.params.items()}
 
-    def run(self) -> None:
-        """Starts eSRRF of the selected layer in a worker thread."""
+    def _selection(self) -> Optional[tuple]:
+        """The selected layer, its channels, the parameters and the
+        implementation (None for auto); None (said in the status) when no
+        layer is chosen or its channels cannot be split."""
         layer = self.image.value
         if layer is None:
             self._say("choose an image layer")
-            return
+            return None
         try:
             channels = channel_stacks(layer, self.channel_axis.value,
                                       list(self.more_channels.value))
         except ValueError as e:
             self._finish(f"error: {e}")
-            return
-        params = self.values()
+            return None
         impl = None if self.impl.value == "auto" else self.impl.value
-        shape = channels[0].stack.shape
-        self._start(f"eSRRF of {layer.name} {shape}"
-                    + (f", {len(channels)} channels" if len(channels) > 1
-                       else "") + "...")
-        self.worker = create_worker(compute, channels, params, impl,
-                                    self._cancel, self._relay.progress.emit,
+        return layer, channels, self.values(), impl
+
+    def _launch(self, text: str, fn: Any, args: tuple,
+                on_result: Any) -> None:
+        """Runs fn(*args, cancel, progress) in a worker thread, its result
+        to on_result on the GUI thread."""
+        self._start(text)
+        self.worker = create_worker(fn, *args, self._cancel,
+                                    self._relay.progress.emit,
                                     _start_thread=False)
-        self.worker.returned.connect(lambda r: self._on_result(params, r))
+        self.worker.returned.connect(on_result)
         self.worker.errored.connect(self._on_error)
         self.worker.start()
+
+    def run(self) -> None:
+        """Starts eSRRF of the selected layer in a worker thread."""
+        sel = self._selection()
+        if sel is None:
+            return
+        layer, channels, params, impl = sel
+        shape = channels[0].stack.shape
+        self._launch(f"eSRRF of {layer.name} {shape}"
+                     + (f", {len(channels)} channels" if len(channels) > 1
+                        else "") + "...",
+                     compute, (channels, params, impl),
+                     lambda r: self._on_result(params, r))
 
     def run_sweep(self) -> None:
         """Starts the sweep of the selected layer's first channel in a
         worker thread."""
-        layer = self.image.value
-        if layer is None:
-            self._say("choose an image layer")
+        sel = self._selection()
+        if sel is None:
             return
+        layer, channels, params, impl = sel
         try:
-            channels = channel_stacks(layer, self.channel_axis.value,
-                                      list(self.more_channels.value))
             radii = parse_values(self.sweep_radii.value, "sweep radii")
             sens = parse_values(self.sweep_sensitivities.value,
                                 "sweep sensitivities")
         except ValueError as e:
             self._finish(f"error: {e}")
             return
-        params = self.values()
-        impl = None if self.impl.value == "auto" else self.impl.value
         ch = channels[0]
-        self._start(f"sweep of {layer.name}"
-                    + (f" ({ch.name})" if len(channels) > 1 else "")
-                    + f": {len(radii)} radii x {len(sens)} sensitivities...")
-        self.worker = create_worker(sweep, ch.stack, radii, sens, params,
-                                    impl, self._cancel,
-                                    self._relay.progress.emit,
-                                    _start_thread=False)
-        self.worker.returned.connect(
-            lambda r: self._on_sweep(ch, params, r))
-        self.worker.errored.connect(self._on_error)
-        self.worker.start()
+        self._launch(f"sweep of {layer.name}"
+                     + (f" ({ch.name})" if len(channels) > 1 else "")
+                     + f": {len(radii)} radii x {len(sens)} sensitivities...",
+                     sweep, (ch.stack, radii, sens, params, impl),
+                     lambda r: self._on_sweep(ch, params, r))
 
     def _start(self, text: str) -> None:
         self._cancel.clear()
