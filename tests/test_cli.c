@@ -1400,6 +1400,13 @@ Test(cli, sweep_images_keep_pixel_size_and_provenance) {
   r = qs("sweep", hs, "--radius", "1", "--sensitivity", "1", "--channel",
          "2", "-q", NULL);
   expect_status(r, 2, "no channel 2");
+  const char *bad[] = {"x", "-1", "1.5", ""};
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+    r = qs("sweep", hs, "--radius", "1", "--sensitivity", "1", "--channel",
+           bad[k], "-q", NULL);
+    expect_status(r, 2, "--channel not a number");
+    cr_expect_not_null(strstr(r->err, "--channel"), "%s", r->err);
+  }
   expect_status(qs("sweep", hs, "--radius", "1", "--sensitivity", "1,2",
                    "--out-dir", pts, "--channel", "1", "--impl", "serial",
                    "-q", NULL),
