@@ -12,6 +12,12 @@ uint64_t hash_bytes(uint64_t h, const void *data, size_t n);
 /* Hashes a string and its terminating NUL, so ("ab","c") != ("a","bc"). */
 uint64_t hash_str(uint64_t h, const char *s);
 
+/* The checksum of a cache entry's payload: 64 bits over 8-byte words in
+ * four lanes, then FNV-1a over the lanes, the tail and the length. The
+ * machine's byte order is part of it (entries are not shared between
+ * machines of different orders; such an entry is a miss). */
+uint64_t cache_sum(const void *data, size_t n);
+
 /* Writes "<dir>/<16 hex of key>.bin" into path (len >= 4096 is ample);
  * QS_EOVERFLOW if it does not fit. */
 int cache_path(const char *dir, uint64_t key, char *path, size_t len);

@@ -352,7 +352,7 @@ static void reforge_payload(const char *path) {
   unsigned char head[32];
   cr_assert_eq(fread(head, 1, 16, f), 16);
   static const unsigned char junk[] = "this is not a binary for any device";
-  uint64_t n = sizeof junk, sum = hash_bytes(HASH_SEED, junk, sizeof junk);
+  uint64_t n = sizeof junk, sum = cache_sum(junk, sizeof junk);
   for (int i = 0; i < 8; i++) {
     head[16 + i] = (unsigned char)(n >> (8 * i));
     head[24 + i] = (unsigned char)(sum >> (8 * i));
@@ -367,6 +367,29 @@ static void reforge_payload(const char *path) {
 
 Test(clrt, rejected_binary_is_rebuilt_and_replaced) {
   check_damaged(reforge_payload);
+}
+
+/* The payload checksum changes with every single bit of the payload (in
+ * the word lanes and the tail alike) and with the length of a run of
+ * zeros. */
+Test(clrt, cache_sum_sees_every_bit_and_the_length) {
+  unsigned char b[77];
+  for (size_t i = 0; i < sizeof b; i++)
+    b[i] = (unsigned char)(i * 37 + 11);
+  uint64_t base = cache_sum(b, sizeof b);
+  for (size_t i = 0; i < sizeof b; i++)
+    for (int bit = 0; bit < 8; bit++) {
+      b[i] ^= (unsigned char)(1u << bit);
+      cr_expect_neq(cache_sum(b, sizeof b), base, "byte %zu bit %d", i, bit);
+      b[i] ^= (unsigned char)(1u << bit);
+    }
+  unsigned char z[70] = {0};
+  uint64_t seen[71];
+  for (size_t n = 0; n <= sizeof z; n++) {
+    seen[n] = cache_sum(z, n);
+    for (size_t m = 0; m < n; m++)
+      cr_expect_neq(seen[n], seen[m], "%zu and %zu zero bytes", n, m);
+  }
 }
 
 Test(clrt, corrupt_cache_entry_is_rebuilt_and_replaced) {
