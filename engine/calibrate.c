@@ -27,7 +27,10 @@
  * before a 5.3 ms call). The account makes an overshoot (the first run on
  * a slice, a program build) cost later calls their calibration instead of
  * recurring on each: eSRRF 20 x 256 x 256 spent 30-40 % of calls 3-8 each
- * starting a scalar variant. The prediction comes from the candidates
+ * starting a scalar variant. The account counts the slices' one-time
+ * seconds too (an OpenCL program loaded by each fresh process), and a
+ * candidate with one-time costs due in this process (once_due) starts only
+ * when the budget covers them. The prediction comes from the candidates
  * already known, else from the first candidate's runs on the small slice
  * and on one twice as large per side (a fit through two sizes; later
  * candidates are assumed to scale alike). A candidate starts only while
@@ -71,6 +74,11 @@
 #define CALIB_SHARE 0.10
 #define CALIB_FLOOR 0.0005
 #define CALIB_CL_CALL 0.02
+#define CALIB_CL_FIRST 0.1
+/* What an OpenCL implementation's first run in a process is taken to cost
+ * in one-time seconds until one has been seen: PoCL here loads a program
+ * from the binary cache and compiles a new size in 20-30 ms. */
+#define CALIB_CL_ONCE 0.02
 #define CALIB_MIN_SIDE 32
 #define CALIB_LEAST_SIDE 8
 #define CALIB_NEXT 4.0
@@ -201,6 +209,11 @@ static double calib_carry(const qs_engine *e, const mstate *m) {
     size_t n = hist_walls(h, w);
     int sliced = strstr(h->key, KEY_SLICE_MARK) != NULL;
     full |= !sliced && n == AGENT_WINDOW;
+    /* a slice's one-time costs (an OpenCL program loaded in a fresh
+     * process, a new size's first launch) were spent by calibration too:
+     * 20-30 ms a process on PoCL, against calls of 25 ms on the real
+     * eSRRF stack, where the walls alone let it start one a call */
+    if (sliced) spent += h->once_sum;
     for (size_t k = 0; k < n; k++) {
       /* a key's first CALIB_EARLY runs (all still in its window) credit
        * the share, later ones CALIB_LATE of it */
@@ -281,12 +294,16 @@ static int calib_rank(const rimpl *r, double work) {
   }
 }
 
-/* The rank in a call's order: with a best known and large work, an
- * OpenCL device on the host's cores goes first (it is the candidate a
- * fixed cost per call hides longest, and its slice runs are cheap once its
- * programs are cached); the CPU candidates then wait for the next call
- * (host_cl_ran), as their timings right after it would share the cores
- * with its runtime's threads. */
+/* The rank in a call's order: with a best known at CALIB_CL_FIRST or more
+ * and large work, an OpenCL device on the host's cores goes first (it is
+ * the candidate a fixed cost per call hides longest, and its slice runs
+ * are cheap once its programs are cached); the CPU candidates then wait
+ * for the next call (host_cl_ran), as their timings right after it would
+ * share the cores with its runtime's threads. Below that, its first run
+ * in a process (20-30 ms of program loading on PoCL) is a call's worth
+ * or more, which the account then repays from the next calls: the CPU
+ * candidates, a millisecond each on a slice, go first (the real eSRRF
+ * stack, 25 ms calls, left fused_avx2 untried for six calls). */
 static int warm_rank(const rimpl *r, double work, int warm) {
   int k = calib_rank(r, work);
   return warm && k == RANK_HOST_CL && work >= AGENT_SMALL_WORK ? -1 : k;
@@ -294,13 +311,31 @@ static int warm_rank(const rimpl *r, double work, int warm) {
 
 static int host_cl(const rimpl *r) { return calib_rank(r, 0) == RANK_HOST_CL; }
 
+/* The one-time seconds implementation i is expected to pay on its next
+ * run in this process: none once a key of it ran here, else the least a
+ * run of it paid; an OpenCL one that never paid any yet, CALIB_CL_ONCE. */
+static double once_due(const mstate *m, size_t i) {
+  double least = 0;
+  int runs = 0;
+  for (const hist *h = m->all; h; h = h->sibling) {
+    if (h->impl != i) continue;
+    if (h->here) return 0;
+    runs += h->n > 0;
+    if (h->once > 0 && (least <= 0 || h->once < least)) least = h->once;
+  }
+  if (least <= 0 && !runs && m->impls[i].def->kind == QS_IMPL_OPENCL)
+    return CALIB_CL_ONCE;
+  return least;
+}
+
 /* Whether implementation i may start now with `left` seconds of budget
  * for a call predicted at `predicted` seconds: a cold OpenCL one has its
  * program builds and first launches ahead, which a call under
- * CALIB_CL_CALL would take many calls to pay back. */
+ * CALIB_CL_CALL would take many calls to pay back; one whose one-time
+ * costs are known waits until the budget covers them. */
 static int may_start(const mstate *m, size_t i, double left,
                      double predicted) {
-  if (left <= 0) return 0;
+  if (left <= 0 || left < once_due(m, i)) return 0;
   return m->impls[i].def->kind != QS_IMPL_OPENCL || predicted >= CALIB_CL_CALL;
 }
 
@@ -386,7 +421,7 @@ double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
    * lists each kind from its reference to its most refined variant (see
    * impl_def in quicksilver.h), and a budget that cannot reach them all
    * should reach the variant most likely to win. */
-  int warm = known >= 0;
+  int warm = known >= CALIB_CL_FIRST;
   for (size_t i = m->n_impls; i-- > 0;) {
     if (cold[i] != CALIB_COLD) continue;
     size_t k = n++; /* insertion by rank, stable */
@@ -587,7 +622,8 @@ double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
     agent_cand one = {.kind = m->impls[next].def->kind, .n_points = 1,
                       .fitted = 1, .fit_b = small[next] / w_small,
                       .point_work = w_small};
-    double t = agent_lower(&one, sl.work) / (1 - AGENT_NOISE);
+    double t = agent_lower(&one, sl.work) / (1 - AGENT_NOISE) +
+               once_due(m, (size_t)next);
     small[next] = -1;
     used = (double)(engine_now(e) - t0) * 1e-9;
     if (used + t > budget) continue;

@@ -72,6 +72,7 @@ void hist_add(hist *h, double wall) {
 void hist_once(hist *h, double once_s, int here) {
   if (once_s > 0 && (h->once <= 0 || once_s < h->once)) h->once = once_s;
   h->once_n += once_s > 0;
+  if (once_s > 0) h->once_sum += once_s;
   h->here |= here;
 }
 

@@ -81,6 +81,7 @@ typedef struct hist {
   long failed_at;       /* ... at this run count of the method */
   double once;          /* least one-time seconds a run paid (history.c) */
   int once_n;           /* runs that paid some */
+  double once_sum;      /* the one-time seconds of all its runs */
   int here;             /* ran in this process: its one-time costs paid */
   int no_slice;         /* its probe refused this key's calibration slice */
 } hist;
