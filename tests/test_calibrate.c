@@ -26,6 +26,8 @@ enum { C_SERIAL, C_SLOW, C_MID, C_FAST, C_COMPOSED, C_BASE = 5, C_WHOLE = 5,
  * the full input, and the clock seconds spent in each. */
 static struct {
   int64_t fixed, per_px10, burst;
+  int64_t once; /* one-time ns of its first run in a "process" ... */
+  int loaded;   /* ... until this is set (a test clears it per engine) */
   size_t burst_px;
   int calls, full_calls;
   double seconds;
@@ -38,6 +40,11 @@ static int body(const qs_method_call *c, int which) {
   int64_t ns = cost[which].fixed + cost[which].per_px10 * (int64_t)px / 10;
   if (px == cost[which].burst_px)
     ns += cost[which].burst, cost[which].burst = 0;
+  if (cost[which].once && !cost[which].loaded) {
+    cost[which].loaded = 1;
+    ns += cost[which].once;
+    if (c->once_seconds) *c->once_seconds += (double)cost[which].once * 1e-9;
+  }
   fake_now += ns;
   cost[which].calls++;
   cost[which].full_calls += px == full_px;
@@ -691,30 +698,12 @@ Test(calibrate, no_slice_cut_when_nothing_can_start) {
  * account that counted the slices' steady walls only: the device ran on
  * slices in calls 2 and 4, each paying its 20 ms, and mid ran call 3:
  * 15 % of the first ten calls.) */
-static int cl_loaded; /* the device's program, in this "process" */
-static int run_cl_once(const qs_method_call *c) {
-  if (!cl_loaded) {
-    cl_loaded = 1;
-    fake_now += 20000000;
-    cost[C_CL].seconds += 0.02;
-    if (c->once_seconds) *c->once_seconds += 0.02;
-  }
-  return body(c, C_CL);
-}
-static const qs_impl_def once_impls[] = {
-    {"serial", QS_IMPL_SERIAL, run_serial, NULL, 1, QS_SCHED_STATIC, 0},
-    {"slow", QS_IMPL_THREADED, run_slow, NULL, 1, QS_SCHED_DYNAMIC, 1},
-    {"mid", QS_IMPL_THREADED, run_mid, NULL, 1, QS_SCHED_DYNAMIC, 1},
-    {"fast", QS_IMPL_THREADED, run_fast, NULL, 1, QS_SCHED_DYNAMIC, 1},
-    {"composed", QS_IMPL_COMPOSITE, run_composed, NULL, 1, QS_SCHED_STATIC, 0},
-    {"cl", QS_IMPL_OPENCL, run_cl_once, NULL, 1, QS_SCHED_STATIC, 0},
-};
-static const qs_method_desc once_desc = COSTED(once_impls, 6);
 
 Test(calibrate, one_time_costs_of_slices_paid_from_the_account) {
   costs((int64_t[]){0, 0, 50000, 50000, 0},
         (int64_t[]){50000, 19000, 1900, 950, 50000});
   cost[C_CL].fixed = 1000000, cost[C_CL].per_px10 = 2000;
+  cost[C_CL].once = 20000000;
   char db[] = "/tmp/qs-calib-once-XXXXXX";
   int fd = mkstemp(db);
   cr_assert_geq(fd, 0);
@@ -729,7 +718,7 @@ Test(calibrate, one_time_costs_of_slices_paid_from_the_account) {
                            .clock_ns = fake_clock};
     qs_engine *e = NULL;
     cr_assert_eq(qs_engine_open(&e, &o), QS_OK, "%s", qs_engine_error(e));
-    cr_assert_eq(qs_method_register(e, &once_desc), QS_OK, "%s",
+    cr_assert_eq(qs_method_register(e, &cl_desc), QS_OK, "%s",
                  qs_engine_error(e));
     if (k == 1) {
       qs_impl_info info[QS_MAX_ESTIMATES];
@@ -745,7 +734,7 @@ Test(calibrate, one_time_costs_of_slices_paid_from_the_account) {
         cr_skip_test("needs exactly one OpenCL device (%zu here)", cl);
       }
     }
-    cl_loaded = 0;
+    cost[C_CL].loaded = 0; /* a fresh process */
     int before = cost[C_CL].calls;
     qs_run_report rep;
     call(e, &x, &rep);
