@@ -263,7 +263,8 @@ long agent_explain(const agent_cand *c, size_t n, double work, long pick,
     else if (agent_cold(&c[i]))
       state[i] = inc >= 0 && agent_outclassed(&c[i], ref_for(c, inc, i, work))
                      ? "outclassed"
-                     : "cold";
+                 : c[i].waits_once ? "waiting"
+                                   : "cold";
     else if (inc < 0)
       state[i] = "unmeasured";
     else if (verdict(c, inc, i, work, &s) == V_HOPELESS)

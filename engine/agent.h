@@ -116,6 +116,10 @@ typedef struct agent_cand {
   /* Its probe refused the key's calibration slice: the call itself is the
    * only place to time it (agent_choose tries it there). */
   int no_slice;
+  /* No timing yet, and the one-time costs it would pay in this process
+   * are more than calibration's budget now holds: it waits for the
+   * account (agent_explain says "waiting"). */
+  int waits_once;
   /* Known by a model of one work size (point_work) that calibration will
    * give a second size: not tried on the call meanwhile (agent_choose).
    * One size cannot tell a fixed cost from a per-work one, so its bound
@@ -168,7 +172,8 @@ double agent_lower(const agent_cand *c, double work);
  * next), "costly" (could beat it, but trying costs more than it could
  * save), "hopeless" (cannot beat it), "second" (could beat it, timed at
  * one size: calibration's second size first, agent_cand.second), "cold"
- * (no timing yet: calibration or a small call's try first), "outclassed"
+ * (no timing yet: calibration or a small call's try first), "waiting"
+ * (cold, its one-time costs over calibration's budget now), "outclassed"
  * (no timing, and its prior cannot beat the best: not tried),
  * "unmeasured" (no incumbent to compare with) or the candidate's
  * exclusion. pick is agent_choose's result. */

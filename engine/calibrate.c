@@ -339,6 +339,14 @@ static int may_start(const mstate *m, size_t i, double left,
   return m->impls[i].def->kind != QS_IMPL_OPENCL || predicted >= CALIB_CL_CALL;
 }
 
+int calibrate_waits(const qs_engine *e, const prep *pr, size_t i,
+                    double known) {
+  if (e->no_calibration) return 0;
+  double due = once_due(pr->m, i);
+  return due > 0 &&
+         budget_for(e, pr, known, calib_carry(e, pr->m)) < due;
+}
+
 /* Whether a prediction makes the call small (AGENT_SMALL_CALL): its cold
  * CPU candidates are tried on later calls of the key itself. Only a call
  * of its own (engine_own_call): the others calibrate as any call. */

@@ -117,6 +117,10 @@ int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
     for (size_t i = 0; i < m->n_impls; i++)
       if (cold[i]) cand_refresh(e, &pr, &cs, i);
     cands_prior(e, m, &cs);
+    double known = cands_known(&pr, &cs, cold);
+    for (size_t i = 0; i < m->n_impls; i++)
+      cs.c[i].waits_once = cold[i] && agent_cold(&cs.c[i]) &&
+                           calibrate_waits(e, &pr, i, known);
   }
 
   double est[QS_MAX_ESTIMATES];

@@ -333,6 +333,11 @@ double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
  * would return at once, making no slice). */
 size_t calibrate_startable(const qs_engine *e, const prep *pr,
                            const unsigned char *cold, double known);
+/* Whether cold candidate i waits for the account: the one-time costs it
+ * would pay in this process are more than the calibration budget of a
+ * call predicted at `known` seconds now holds (agent_cand.waits_once). */
+int calibrate_waits(const qs_engine *e, const prep *pr, size_t i,
+                    double known);
 /* choice.c: the best prediction among the usable candidates not marked
  * cold, -1 if none. */
 double cands_known(const prep *pr, const cands *cs,

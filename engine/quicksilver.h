@@ -422,12 +422,12 @@ typedef struct qs_run_estimate {
   int runs;             /* runs of the key (history), else keys fitted */
   double optimistic;    /* its optimistic bound: the least seconds it
                            could take; < 0: not a candidate */
-  char state[16];       /* the rule's verdict: "best", "next" (tried on
-                           this call), "promising", "costly", "hopeless",
-                           "second" (a second slice size first), "cold",
-                           "outclassed" (ruled out by a sibling's timing),
-                           "unmeasured" (README: how the engine chooses);
-                           "forced"; or why not a candidate */
+  char state[16];       /* the rule's verdict (README: how the engine
+                           chooses): "best", "next" (tried on this call),
+                           "promising", "costly", "hopeless", "second" (a
+                           second slice size first), "cold", "waiting",
+                           "outclassed", "unmeasured"; "forced"; or why
+                           not a candidate */
   double transfer_seconds; /* moving device images for it (added) */
 } qs_run_estimate;
 

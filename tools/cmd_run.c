@@ -194,6 +194,8 @@ static const char *explain_state(const char *s) {
       {"hopeless", "no longer tried: cannot beat the best"},
       {"second", "could beat the best: a second slice size first"},
       {"cold", "not timed yet: calibration (within its budget) first"},
+      {"waiting", "not timed yet: its one-time costs in this process wait "
+                  "for the calibration budget"},
       {"outclassed", "not tried: another schedule of its code, timed, shows "
                      "it cannot beat the best"},
       {"unmeasured", "no input timed yet to compare with"},
