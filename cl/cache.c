@@ -3,8 +3,8 @@
  *
  * An entry is one file "<key>.bin": a 32-byte header (magic, key, payload
  * length, payload checksum (cache_sum), each 8 bytes, integers
- * little-endian) and the payload. Anything that does not check out in full is a miss, never
- * trusted: the caller rebuilds and overwrites it. */
+ * little-endian) and the payload. Anything that does not check out in
+ * full is a miss, never trusted: the caller rebuilds and overwrites it. */
 #include "cl/cache.h"
 #include "cl/clrt.h"
 

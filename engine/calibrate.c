@@ -74,6 +74,8 @@
 #define CALIB_SHARE 0.10
 #define CALIB_FLOOR 0.0005
 #define CALIB_CL_CALL 0.02
+/* A warm call predicted at this many seconds or more calibrates a device
+ * on the host's cores before the CPU candidates (warm_rank). */
 #define CALIB_CL_FIRST 0.1
 /* What an OpenCL implementation's first run in a process is taken to cost
  * in one-time seconds until one has been seen: PoCL here loads a program
