@@ -29,16 +29,16 @@
  * recurring on each: eSRRF 20 x 256 x 256 spent 30-40 % of calls 3-8 each
  * starting a scalar variant. The account counts the slices' one-time
  * seconds too (an OpenCL program loaded by each fresh process), and a
- * candidate with one-time costs due in this process (once_due) starts only
- * when the budget covers them. The prediction comes from the candidates
- * already known, else from the first candidate's runs on the small slice
- * and on one twice as large per side (a fit through two sizes; later
- * candidates are assumed to scale alike). A candidate starts only while
- * the budget left covers CALIB_NEXT times the slowest small-slice run so
- * far times the spread seen (slowest / fastest): eSRRF's variants on a
- * slice, in calibration order, take about 1, 0.5-1.5, 7-14 and 50-100
- * times the first (fused_avx2, fused_vec, fused, the unfused scalar
- * ones).
+ * candidate with one-time costs due in this process (calibrate_once_due)
+ * starts only when the budget covers them. The prediction comes from the
+ * candidates already known, else from the first candidate's runs on the
+ * small slice and on one twice as large per side (a fit through two
+ * sizes; later candidates are assumed to scale alike). A candidate starts
+ * only while the budget left covers CALIB_NEXT times the slowest
+ * small-slice run so far times the spread seen (slowest / fastest):
+ * eSRRF's variants on a slice, in calibration order, take about 1,
+ * 0.5-1.5, 7-14 and 50-100 times the first (fused_avx2, fused_vec,
+ * fused, the unfused scalar ones).
  *
  * Tiny calls (nothing known, and the first slices would hold half the
  * call or more: tiny_call) calibrate nothing: the static order's first
@@ -313,10 +313,7 @@ static int warm_rank(const rimpl *r, double work, int warm) {
 
 static int host_cl(const rimpl *r) { return calib_rank(r, 0) == RANK_HOST_CL; }
 
-/* The one-time seconds implementation i is expected to pay on its next
- * run in this process: none once a key of it ran here, else the least a
- * run of it paid; an OpenCL one that never paid any yet, CALIB_CL_ONCE. */
-static double once_due(const mstate *m, size_t i) {
+double calibrate_once_due(const mstate *m, size_t i) {
   double least = 0;
   int runs = 0;
   for (const hist *h = m->all; h; h = h->sibling) {
@@ -337,16 +334,13 @@ static double once_due(const mstate *m, size_t i) {
  * costs are known waits until the budget covers them. */
 static int may_start(const mstate *m, size_t i, double left,
                      double predicted) {
-  if (left <= 0 || left < once_due(m, i)) return 0;
+  if (left <= 0 || left < calibrate_once_due(m, i)) return 0;
   return m->impls[i].def->kind != QS_IMPL_OPENCL || predicted >= CALIB_CL_CALL;
 }
 
-int calibrate_waits(const qs_engine *e, const prep *pr, size_t i,
-                    double known) {
-  if (e->no_calibration) return 0;
-  double due = once_due(pr->m, i);
-  return due > 0 &&
-         budget_for(e, pr, known, calib_carry(e, pr->m)) < due;
+double calibrate_budget(const qs_engine *e, const prep *pr, double known) {
+  return e->no_calibration ? 0
+                           : budget_for(e, pr, known, calib_carry(e, pr->m));
 }
 
 /* Whether a prediction makes the call small (AGENT_SMALL_CALL): its cold
@@ -633,7 +627,7 @@ double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
                       .fitted = 1, .fit_b = small[next] / w_small,
                       .point_work = w_small};
     double t = agent_lower(&one, sl.work) / (1 - AGENT_NOISE) +
-               once_due(m, (size_t)next);
+               calibrate_once_due(m, (size_t)next);
     small[next] = -1;
     used = (double)(engine_now(e) - t0) * 1e-9;
     if (used + t > budget) continue;

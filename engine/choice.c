@@ -297,6 +297,9 @@ int choose_for_key(qs_engine *e, mstate *m, const char *key, double work,
   memset(report, 0, sizeof *report);
   for (size_t i = 0; i < m->n_impls; i++) cand_refresh(e, pr, cs, i);
   cands_prior(e, m, cs);
+  unsigned char cold[QS_MAX_ESTIMATES];
+  cands_cold(e, m, cs, cold);
+  cands_waiting(e, pr, cs, cold);
   double est[QS_MAX_ESTIMATES];
   int src[QS_MAX_ESTIMATES];
   const char *reason = "none";
@@ -314,6 +317,19 @@ int choose_for_key(qs_engine *e, mstate *m, const char *key, double work,
   report_estimates(report, m, cs, est, src);
   free(pr), free(cs);
   return QS_OK;
+}
+
+void cands_waiting(const qs_engine *e, const prep *pr, cands *cs,
+                   const unsigned char *cold) {
+  double budget = -1; /* the account is read once, and only if needed */
+  for (size_t i = 0; i < pr->m->n_impls; i++) {
+    cs->c[i].waits_once = 0;
+    if (!cold[i] || !agent_cold(&cs->c[i])) continue;
+    double due = calibrate_once_due(pr->m, i);
+    if (due <= 0) continue;
+    if (budget < 0) budget = calibrate_budget(e, pr, cands_known(pr, cs, cold));
+    cs->c[i].waits_once = budget < due;
+  }
 }
 
 double cands_known(const prep *pr, const cands *cs,

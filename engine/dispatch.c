@@ -44,6 +44,7 @@ int qs_method_estimate(qs_engine *e, const char *method,
   if (rc) goto done;
   unsigned char cold[QS_MAX_ESTIMATES];
   size_t n_cold = cands_cold(e, pr.m, &cs, cold);
+  cands_waiting(e, &pr, &cs, cold);
   double est[QS_MAX_ESTIMATES];
   int src[QS_MAX_ESTIMATES];
   const char *reason = "static";
@@ -117,10 +118,7 @@ int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
     for (size_t i = 0; i < m->n_impls; i++)
       if (cold[i]) cand_refresh(e, &pr, &cs, i);
     cands_prior(e, m, &cs);
-    double known = cands_known(&pr, &cs, cold);
-    for (size_t i = 0; i < m->n_impls; i++)
-      cs.c[i].waits_once = cold[i] && agent_cold(&cs.c[i]) &&
-                           calibrate_waits(e, &pr, i, known);
+    cands_waiting(e, &pr, &cs, cold);
   }
 
   double est[QS_MAX_ESTIMATES];

@@ -333,11 +333,18 @@ double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
  * would return at once, making no slice). */
 size_t calibrate_startable(const qs_engine *e, const prep *pr,
                            const unsigned char *cold, double known);
-/* Whether cold candidate i waits for the account: the one-time costs it
- * would pay in this process are more than the calibration budget of a
- * call predicted at `known` seconds now holds (agent_cand.waits_once). */
-int calibrate_waits(const qs_engine *e, const prep *pr, size_t i,
-                    double known);
+/* The one-time seconds implementation i is expected to pay on its next
+ * run in this process: none once a key of it ran here, else the least a
+ * run of it paid; an OpenCL one that never paid any yet, CALIB_CL_ONCE. */
+double calibrate_once_due(const mstate *m, size_t i);
+/* The calibration budget of a call predicted at `known` seconds now (its
+ * share plus the account; 0 with calibration off). */
+double calibrate_budget(const qs_engine *e, const prep *pr, double known);
+/* choice.c: marks the cold[] candidates that wait for the account (their
+ * one-time costs due here over the budget now: agent_cand.waits_once),
+ * for the run, the estimate and db best alike. */
+void cands_waiting(const qs_engine *e, const prep *pr, cands *cs,
+                   const unsigned char *cold);
 /* choice.c: the best prediction among the usable candidates not marked
  * cold, -1 if none. */
 double cands_known(const prep *pr, const cands *cs,

@@ -700,6 +700,14 @@ Test(calibrate, no_slice_cut_when_nothing_can_start) {
  * slices in calls 2 and 4, each paying its 20 ms, and mid ran call 3:
  * 15 % of the first ten calls.) */
 
+/* Whether a report says the device ("cl...") waits for the account. */
+static int cl_waits(const qs_run_report *r) {
+  for (size_t i = 0; i < r->n_estimates; i++)
+    if (!strncmp(r->estimates[i].impl, "cl", 2))
+      return !strcmp(r->estimates[i].state, "waiting");
+  return 0;
+}
+
 Test(calibrate, one_time_costs_of_slices_paid_from_the_account) {
   costs((int64_t[]){0, 0, 50000, 50000, 0},
         (int64_t[]){50000, 19000, 1900, 950, 50000});
@@ -711,7 +719,7 @@ Test(calibrate, one_time_costs_of_slices_paid_from_the_account) {
   close(fd);
   input x = call_input(1, 512, 512);
   double total = 0, calib = 0;
-  int cl_slices = 0, mid_by = 0, waited = 0;
+  int cl_slices = 0, mid_by = 0, waited = 0, estimated = 0;
   for (int k = 1; k <= 20; k++) {
     qs_engine_options o = {.db_path = db,
                            .threads = 2,
@@ -737,14 +745,14 @@ Test(calibrate, one_time_costs_of_slices_paid_from_the_account) {
     }
     cost[C_CL].loaded = 0; /* a fresh process */
     int before = cost[C_CL].calls;
-    qs_run_report rep;
+    qs_run_report rep, est;
+    qs_run_request rq = {.inputs = &x.im, .n_inputs = 1};
+    cr_assert_eq(qs_method_estimate(e, "costed", &rq, &est), QS_OK);
     call(e, &x, &rep);
     cl_slices += cost[C_CL].calls > before;
     if (!mid_by && cost[C_MID].calls) mid_by = k;
-    for (size_t i = 0; i < rep.n_estimates; i++)
-      if (!strncmp(rep.estimates[i].impl, "cl", 2) &&
-          !strcmp(rep.estimates[i].state, "waiting"))
-        waited += !cl_slices;
+    waited += !cl_slices && cl_waits(&rep);
+    estimated += !cl_slices && cl_waits(&est);
     total += rep.seconds + rep.calibration_seconds;
     calib += rep.calibration_seconds;
     if (k == 10)
@@ -756,8 +764,10 @@ Test(calibrate, one_time_costs_of_slices_paid_from_the_account) {
   }
   cr_assert(mid_by >= 1 && mid_by <= 5, "mid first ran at call %d", mid_by);
   cr_assert_eq(cl_slices, 1, "the device ran in %d calls", cl_slices);
-  /* the calls it waited through said so (--explain: "waiting") */
+  /* the calls it waited through said so (--explain: "waiting"), and so
+   * did the estimate before each */
   cr_assert_geq(waited, 5, "%d calls reported it waiting", waited);
+  cr_assert_geq(estimated, 5, "%d estimates reported it waiting", estimated);
   cr_assert_eq(cost[C_CL].full_calls, 0);
   cr_assert_leq(calib, 0.10 * total, "calls 1-20: calibration %.1f ms of "
                 "%.1f ms", calib * 1e3, total * 1e3);
