@@ -231,20 +231,33 @@ Test(esrrf_vec, a_16384_pixel_wide_frame_within_1e6_of_serial) {
 
 /* ------------------------------------------------------------ threads */
 
+/* Several threads take small frames whole, one per worker, in batches
+ * folded at once (fused.c's frames mode), and share the rows of larger
+ * ones: both give one thread's bits, per-frame maps and statistics. */
 Test(esrrf_vec, threaded_runs_equal_single_thread_bit_for_bit) {
   qs_engine *one = open_engine(1), *many = open_engine(3);
-  static const int mags[] = {5, 2, 8};
-  for (size_t k = 0; k < 3; k++) {
-    qs_image st = noisy(3, 29, 35, (unsigned)k + 7);
-    qs_param p[] = {{"magnification", mags[k], NULL}, {"temporal", 0, "none"}};
+  static const struct {
+    size_t frames, rows, cols;
+    int mag;
+    const char *temporal;
+  } cases[] = {
+      {3, 29, 35, 5, "none"}, {3, 29, 35, 2, "none"}, {3, 29, 35, 8, "none"},
+      {21, 29, 35, 5, "avg"}, {21, 17, 23, 3, "var"}, {2, 80, 90, 5, "avg"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    qs_image st =
+        noisy(cases[k].frames, cases[k].rows, cases[k].cols, (unsigned)k + 7);
+    qs_param p[] = {{"magnification", cases[k].mag, NULL},
+                    {"temporal", 0, cases[k].temporal}};
     for (size_t v = 0; v < N_VEC; v++) {
       char why[256];
       if (!vec_listed(one, "esrrf", VEC[v], why, sizeof why)) continue;
       qs_image a[1], b[1];
       run_impl(one, VEC[v], &st, p, 2, a);
       run_impl(many, VEC[v], &st, p, 2, b);
-      cr_expect(same_bits(a, b), "%s M%d: 3 threads differ from 1", VEC[v],
-                mags[k]);
+      cr_expect(same_bits(a, b), "%s %zux%zux%zu M%d %s: 3 threads differ "
+                "from 1", VEC[v], cases[k].frames, cases[k].rows,
+                cases[k].cols, cases[k].mag, cases[k].temporal);
       qs_image_free(a);
       qs_image_free(b);
     }

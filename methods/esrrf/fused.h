@@ -43,7 +43,14 @@ typedef struct fused fused;
  * (s->cand may be NULL: no candidate lists); frame: once per frame, makes
  * the grid rows it reads from s->samples (fused_grid_rows: the cells) and
  * writes the RGC map (times the intensity) into s->dst inside the margins;
- * done: frees what plan made (also after a failed plan). */
+ * done: frees what plan made (also after a failed plan).
+ *
+ * Optionally, whole frames on one worker each (fused.c's frames mode, for
+ * frames too small to share): clone makes w, a copy of s taken after
+ * plan, a worker's own per-frame buffers (QS_EUNAVAIL: not for this plan;
+ * uncloned then all the same); frame_on maps the clone's frame on the
+ * calling worker alone, with that worker's scratch, and the same bits as
+ * frame; unclone frees what clone made. */
 typedef struct fused_variant {
   int (*plan)(fused *s);
   int (*frame)(fused *s);
@@ -51,6 +58,9 @@ typedef struct fused_variant {
   int intensity; /* 1: frame makes the ×M intensity itself from s->frame
                   * (s->mag is not made); 0: s->mag holds it (shift_magnify,
                   * the reference's bits) */
+  int (*clone)(const fused *s, fused *w);
+  int (*frame_on)(fused *w, int worker);
+  void (*unclone)(fused *w);
 } fused_variant;
 
 struct fused {
@@ -86,6 +96,11 @@ struct fused {
   float *dst;
   const fused_variant *var;
   void *vs;               /* the variant's state */
+  fused *clones;          /* frames mode: one per worker (c->threads), each
+                           * with its own grad and variant buffers; NULL:
+                           * a frame's rows are shared by the workers */
+  size_t n_clones;
+  size_t batch;           /* frames per call of the maps (fz_maps) */
 };
 
 /* Window tap j (0 .. win − 1) of output index i along an axis of n_m

@@ -861,6 +861,13 @@ static int fv_plan_lists(fused *s, fv_state *v) {
   return QS_OK;
 }
 
+/* The unit-gradient planes of one frame: (2R + 1) rows of 4 planes of w2
+ * floats, whole cache lines (aligned_alloc's rule). */
+static size_t fv_soa_bytes(const fused *s, const fv_state *v) {
+  return ((2 * (size_t)s->g.rows + 1) * 4 * v->w2 * sizeof(float) + 63) &
+         ~(size_t)63;
+}
+
 static int fv_plan(fused *s) {
   const esrrf_geom *g = &s->g;
   fv_state *v = calloc(1, sizeof *v);
@@ -897,8 +904,7 @@ static int fv_plan(fused *s) {
   v->w2 = (size_t)v->lp + (size_t)g->cols + (size_t)FV_LANES +
           (size_t)s->win + 2;
   v->w2 = (v->w2 + 7) & ~(size_t)7;
-  v->soa = aligned_alloc(64, ((2 * (size_t)g->rows + 1) * 4 * v->w2 *
-                              sizeof(float) + 63) & ~(size_t)63);
+  v->soa = aligned_alloc(64, fv_soa_bytes(s, v));
   v->rtaps = aligned_alloc(
       64, threads * fused_stride((size_t)s->win, sizeof *v->rtaps));
   if (!v->list || !v->x0 || !v->ex_at || !v->soa || !v->rtaps)
@@ -939,6 +945,44 @@ static void fv_done(fused *s) {
   s->vs = NULL;
 }
 
-static const fused_variant fv_variant = {fv_plan, fv_frame, fv_done, 1};
+/* What fv_clone made. */
+static void fv_unclone(fused *w) {
+  fv_state *o = w->vs;
+  if (!o) return;
+  free(o->soa);
+  free(o->hx);
+  free(o);
+  w->vs = NULL;
+}
+
+/* Frames mode (fused.h): a worker's own unit-gradient planes and ×M
+ * intensity along x; every other table is s's, shared (read only, or one
+ * slice per worker). Only with candidate lists and fused.c's samples. */
+static int fv_clone(const fused *s, fused *w) {
+  const fv_state *v = s->vs;
+  if (!v || !v->cand || !v->soa || !s->roberts) return QS_EUNAVAIL;
+  fv_state *o = malloc(sizeof *o);
+  if (!o) return QS_ENOMEM;
+  *o = *v;
+  o->soa = aligned_alloc(64, fv_soa_bytes(s, v));
+  o->hx = v->hx ? malloc((size_t)s->g.rows * (size_t)s->g.cols_m *
+                         sizeof *o->hx)
+                : NULL;
+  w->vs = o;
+  if (o->soa && (o->hx || !v->hx)) return QS_OK;
+  fv_unclone(w);
+  return QS_ENOMEM;
+}
+
+/* fv_frame's two loops, every row on the calling worker. */
+static int fv_frame_on(fused *w, int worker) {
+  int rc = fv_grid_rows(w, 0, 2 * (size_t)w->g.rows + 1, worker);
+  if (!rc) rc = fv_rows(w, 0, (size_t)w->g.rows_m, worker);
+  return rc;
+}
+
+static const fused_variant fv_variant = {
+    .plan = fv_plan, .frame = fv_frame, .done = fv_done, .intensity = 1,
+    .clone = fv_clone, .frame_on = fv_frame_on, .unclone = fv_unclone};
 
 #endif
