@@ -268,15 +268,16 @@ static int fz_inline_for(const qs_method_call *c, size_t b, size_t e,
 
 /* Frames mode (fused.h): a frame whose map has at most FZ_FRAME_PX
  * output pixels is mapped whole by one worker, batches of them at a time
- * (FZ_BATCH_BYTES of maps: 16 to FZ_BATCH frames), then folded in one
+ * (FZ_BATCH_BYTES of maps: 32 to FZ_BATCH frames), then folded in one
  * loop. Shared by the workers, a frame costs two parallel loops and a
  * fold, each 10-36 us of waking a sleeping pool (bench/roofline prints
  * it): a sixth of a 30 x 45 frame's work at M 5, two fifths at M 2. The
  * bits are the same: a pixel's map does not depend on the worker, and the
- * fold adds the frames in order per pixel. Larger frames lose more to a
- * worker's whole frame leaving the cache than the loops cost (100 x 100
- * at M 5: 12 % slower). */
-#define FZ_FRAME_PX ((size_t)1 << 17)
+ * fold adds the frames in order per pixel. Larger frames gain nothing
+ * (64 x 64 and 30 x 45 at M 8, about 90 000 pixels: within the noise) or
+ * lose to a worker's whole frame leaving the cache (100 x 100 at M 5: 12 %
+ * slower). */
+#define FZ_FRAME_PX ((size_t)1 << 16)
 #define FZ_BATCH_BYTES ((size_t)8 << 20)
 #define FZ_BATCH 64
 
