@@ -218,21 +218,18 @@ static inline void fv_split_lanes(fv_f v, float *even, float *odd) {
   }
 }
 
-/* The padding of grid row a's planes (its gw columns made): zero on the
- * left, the last column on the right. */
+/* The padding of grid row a's planes (its gw = 2C + 1 columns made): zero
+ * on the left, the last column on the right. Plane p holds parity p & 1
+ * (x for p < 2, y after): C + 1 even columns, C odd ones, from lp. */
 static void fv_soa_pad(const fv_state *v, size_t a, size_t gw) {
   float *o = v->soa + a * 4 * v->w2;
-  float *ex = o + (size_t)v->lp, *ox = o + v->w2 + (size_t)v->lp;
-  float *ey = o + 2 * v->w2 + (size_t)v->lp, *oy = o + 3 * v->w2 +
-                                                  (size_t)v->lp;
-  size_t last = gw - 1;
-  float lx = (last & 1 ? ox : ex)[last >> 1], ly = (last & 1 ? oy : ey)[last >> 1];
-  for (size_t q = 0; q < 2 * v->w2; q++) {
-    if (q == 2 * (size_t)v->lp) q += gw; /* skip the columns themselves */
-    if (q >= 2 * v->w2) break;
-    int left = q < 2 * (size_t)v->lp;
-    o[(q & 1) * v->w2 + (q >> 1)] = left ? 0 : lx;
-    o[(2 + (q & 1)) * v->w2 + (q >> 1)] = left ? 0 : ly;
+  size_t lp = (size_t)v->lp, c = gw / 2, last = gw - 1;
+  const float *lastx = o + (last & 1) * v->w2 + lp + (last >> 1);
+  float lx = lastx[0], ly = lastx[2 * v->w2];
+  for (size_t p = 0; p < 4; p++) {
+    float *pl = o + p * v->w2, val = p < 2 ? lx : ly;
+    for (size_t q = 0; q < lp; q++) pl[q] = 0;
+    for (size_t q = lp + c + !(p & 1); q < v->w2; q++) pl[q] = val;
   }
 }
 
