@@ -166,7 +166,11 @@ QS_API int qs_esrrf_partial_finish(const qs_esrrf_partial *p, int mag, int mpc,
  * for the merge of the newer blocks with three blocks or more, else 0) or
  * 4·P·(N + s + 1) for the ring and its accumulators,
  * plus one batch of the chain; plus the maps of one batch
- * of the implementation, kept across pushes (4·P for the fused paths), on
+ * of the implementation, kept across pushes (4·P for the fused paths; for
+ * the vector ones on several threads with P <= 2^16, room for 8 MiB of
+ * which a push touches 4·P per frame it brings, and per thread one frame's
+ * gradients, grid and intensity rows: 8·R·C + 4·R·C·M + 16·(2R + 1)·(C +
+ * L + 2W + 12) bytes at most, L the lanes, W the window's width), on
  * OpenCL a host copy of two batches of input frames (8·R·C per frame of a
  * batch), the output the engine allocates for a push's chunk and never
  * writes (at most max(QS_ESRRF_STREAM_MAP_BYTES, 4·P), virtual memory
