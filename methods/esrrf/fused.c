@@ -26,6 +26,7 @@
  * reference's) are why fused is not bit-identical to serial. */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -300,7 +301,12 @@ typedef struct fz_batch {
 static int fz_frames(void *ctx, size_t b, size_t e, int worker) {
   const fz_batch *j = ctx;
   fused *s = j->s;
-  if (worker < 0 || (size_t)worker >= s->n_clones) return QS_EFAIL;
+  if (worker < 0 || (size_t)worker >= s->n_clones) {
+    snprintf(s->c->err, s->c->err_len,
+             "esrrf: worker %d of a pool of %zu made for the call", worker,
+             s->n_clones);
+    return QS_EFAIL;
+  }
   fused *w = &s->clones[worker];
   size_t rc_px = (size_t)s->g.rows * (size_t)s->g.cols;
   qs_method_call alone = *s->c;
