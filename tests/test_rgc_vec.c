@@ -251,11 +251,15 @@ Test(rgc_vec, all_margin_gives_zeros) {
 
 /* ------------------------------------------------------------ threads */
 
+/* Several threads take small frames whole, one per worker (fused.c's
+ * frames mode), and share the rows of larger ones (the last case: 300 x
+ * 350 output pixels): both give one thread's bits. */
 Test(rgc_vec, threaded_runs_equal_single_thread_bit_for_bit) {
   qs_engine *one = open_engine(1), *many = open_engine(3);
-  static const int mags[] = {5, 2, 8};
-  for (size_t k = 0; k < 3; k++) {
-    qs_image st = noisy(3, 29, 35, (unsigned)k + 7), in[3];
+  static const int mags[] = {5, 2, 8, 5};
+  static const size_t rows[] = {29, 29, 29, 60}, cols[] = {35, 35, 35, 70};
+  for (size_t k = 0; k < 4; k++) {
+    qs_image st = noisy(3, rows[k], cols[k], (unsigned)k + 7), in[3];
     rgc_inputs(one, &st, mags[k], in);
     qs_param p[] = {{"magnification", mags[k], NULL}};
     for (size_t v = 0; v < N_VEC; v++) {
@@ -264,8 +268,8 @@ Test(rgc_vec, threaded_runs_equal_single_thread_bit_for_bit) {
       qs_image a[1], b[1];
       run_impl(one, "rgc", VEC[v], in, 3, p, 1, a, 1);
       run_impl(many, "rgc", VEC[v], in, 3, p, 1, b, 1);
-      cr_expect(same_bits(a, b), "%s M%d: 3 threads differ from 1", VEC[v],
-                mags[k]);
+      cr_expect(same_bits(a, b), "%s %zux%zu M%d: 3 threads differ from 1",
+                VEC[v], rows[k], cols[k], mags[k]);
       qs_image_free(a);
       qs_image_free(b);
     }

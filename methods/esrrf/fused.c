@@ -365,10 +365,7 @@ static void fz_clones_free(fused *s, size_t n) {
   s->batch = 1;
 }
 
-/* Frames mode where the variant has it, the pool has workers to share the
- * frames and a frame is small; else (or short of memory) the shared rows,
- * one frame at a time. */
-static void fz_frames_mode(fused *s) {
+void fused_frames_mode(fused *s) {
   const esrrf_geom *g = &s->g;
   size_t threads = s->c->threads > 0 ? (size_t)s->c->threads : 1;
   s->batch = 1;
@@ -380,8 +377,10 @@ static void fz_frames_mode(fused *s) {
     fused *w = &s->clones[made];
     *w = *s;
     w->clones = NULL;
-    w->grad = malloc(2 * (size_t)g->rows * (size_t)g->cols * sizeof *w->grad);
-    if (!w->grad || s->var->clone(s, w)) {
+    w->grad = s->roberts ? malloc(2 * (size_t)g->rows * (size_t)g->cols *
+                                  sizeof *w->grad)
+                         : NULL;
+    if ((s->roberts && !w->grad) || s->var->clone(s, w)) {
       free(w->grad);
       break;
     }
@@ -474,7 +473,7 @@ static fused *fz_open(const qs_method_call *c, const fused_variant *var,
   *rc = fz_plan(s);
   if (!*rc) *rc = var->plan(s);
   if (!*rc) {
-    fz_frames_mode(s);
+    fused_frames_mode(s);
     return s;
   }
   snprintf(c->err, c->err_len,

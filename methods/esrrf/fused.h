@@ -140,6 +140,14 @@ static inline void fused_cell(fz_cell *cell, float gx, float gy) {
  * + 1) cells) for the passes to read. */
 int fused_tables(fused *s);
 
+/* Frames mode for s after its variant's plan, where the variant has it
+ * (clone), the pool has workers to share frames and a frame's map has at
+ * most 2^16 pixels: s->clones, one per worker (with its own Roberts
+ * gradients when s->roberts), and s->batch, the frames to map at once
+ * (fused.c says why and how many). Else, or short of memory, s->clones
+ * stays NULL and s->batch 1: the rows of one frame at a time shared. */
+void fused_frames_mode(fused *s);
+
 /* Frees the tables of s, its buffers (fields left NULL are skipped) and s;
  * the variant's done comes first. */
 void fused_free(fused *s);

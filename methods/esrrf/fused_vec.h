@@ -954,10 +954,12 @@ static void fv_unclone(fused *w) {
 
 /* Frames mode (fused.h): a worker's own unit-gradient planes and ×M
  * intensity along x; every other table is s's, shared (read only, or one
- * slice per worker). Only with candidate lists and fused.c's samples. */
+ * slice per worker). Only with candidate lists; the caller gives the
+ * clone its frame (fused.c: its Roberts gradients; rgc_vec.c: its own
+ * samples_ctx). */
 static int fv_clone(const fused *s, fused *w) {
   const fv_state *v = s->vs;
-  if (!v || !v->cand || !v->soa || !s->roberts) return QS_EUNAVAIL;
+  if (!v || !v->cand || !v->soa) return QS_EUNAVAIL;
   fv_state *o = malloc(sizeof *o);
   if (!o) return QS_ENOMEM;
   *o = *v;

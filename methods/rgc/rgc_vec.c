@@ -15,11 +15,14 @@
  * candidate lists and the pass's first-order distances make the results
  * differ from serial's in the last bits (within 1e-6 of max |serial|,
  * tests/test_rgc_vec.c); threaded runs equal single-thread runs bit for
- * bit, since a pixel's sums do not depend on the split of rows.
+ * bit, since a pixel's sums do not depend on the split of rows, nor on
+ * the worker that maps a small frame whole (fused.h's frames mode: the
+ * frames of at most 2^16 output pixels go one per worker, in one loop).
  *
  * The compact grid needs an image of whole original pixels: R·M × C·M
  * with the gradients 2R·M × 2C·M. Other shapes (legal for rgc, never made
  * by eSRRF) take the reference loop, rgc_frame_rows, row by row. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "methods/esrrf/fused.h"
@@ -97,6 +100,43 @@ static int rv_scalar(const qs_method_call *c, const rgc_consts *k,
   return rc;
 }
 
+/* Frames mode (fused.h): frames [b, e) of the call, each whole on this
+ * worker's clone with its own samples context. */
+typedef struct rv_batch {
+  const qs_method_call *c;
+  fused *s;
+  rv_call *calls; /* one per worker */
+} rv_batch;
+
+static int rv_whole_frames(void *ctx, size_t b, size_t e, int worker) {
+  const rv_batch *j = ctx;
+  const qs_method_call *c = j->c;
+  fused *s = j->s;
+  if (worker < 0 || (size_t)worker >= s->n_clones) {
+    snprintf(c->err, c->err_len,
+             "rgc: worker %d of a pool of %zu made for the call", worker,
+             s->n_clones);
+    return QS_EFAIL;
+  }
+  fused *w = &s->clones[worker];
+  rv_call *v = &j->calls[worker];
+  const esrrf_geom *g = &s->g;
+  size_t plane2 = 4 * g->plane;
+  for (size_t fr = b; fr < e; fr++) {
+    v->gx = c->in[0].data + fr * plane2;
+    v->gy = c->in[1].data + fr * plane2;
+    w->dst = c->out[0].data + fr * g->plane;
+    int rc = s->var->frame_on(w, worker);
+    if (!rc && c->p[P_IW] != 0) {
+      w->frame = c->in[2].data + fr * g->plane;
+      rc = rv_weight_rows(w, 0, (size_t)g->rows_m, worker);
+    }
+    if (!rc && method_advance(c, 1, g->frames)) rc = QS_ECANCELLED;
+    if (rc) return rc;
+  }
+  return QS_OK;
+}
+
 static int rv_frames(const qs_method_call *c, fused *s) {
   const qs_image *img = &c->in[2];
   const esrrf_geom *g = &s->g;
@@ -105,6 +145,21 @@ static int rv_frames(const qs_method_call *c, fused *s) {
   int rc = QS_OK;
   s->samples = rv_samples;
   s->samples_ctx = &v;
+  rv_call *calls = s->clones && g->frames > 1
+                       ? calloc(s->n_clones, sizeof *calls)
+                       : NULL;
+  if (calls) { /* else (or short of memory) one frame at a time */
+    for (size_t k = 0; k < s->n_clones; k++) {
+      calls[k].full = v.full;
+      s->clones[k].samples = rv_samples;
+      s->clones[k].samples_ctx = &calls[k];
+      s->clones[k].c = c;
+    }
+    rv_batch j = {c, s, calls};
+    rc = c->parallel_for(c, 0, g->frames, rv_whole_frames, &j);
+    free(calls);
+    return rc;
+  }
   for (size_t fr = 0; !rc && fr < g->frames; fr++) {
     v.gx = c->in[0].data + fr * plane2;
     v.gy = c->in[1].data + fr * plane2;
@@ -152,8 +207,10 @@ static int rv_run(const qs_method_call *c, const fused_variant *var) {
              "rgc: no memory for the tables and one frame's grid (%zu x %zu "
              "output, magnification %d)",
              img->rows, img->cols, k.mag);
-  else
+  else {
+    fused_frames_mode(s);
     rc = rv_frames(c, s);
+  }
   var->done(s);
   fused_free(s);
   return rc;
