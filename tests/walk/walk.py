@@ -112,6 +112,16 @@ if a.show:
     for depth, fn, f in names:
         print(f"# {'  ' * (depth - 1)}{fn} ({f})")
     print("# walk: " + " -> ".join(walk))
+# where the stays without leaf calls are, by part of the tree (engine/,
+# methods/<name>/, cl/, db/), as a diagnostic line
+parts = {}
+for f in core:
+    seg = f.split("/")
+    part = "/".join(seg[:2]) if seg[0] == "methods" and len(seg) > 2 \
+        else seg[0]
+    parts[part] = parts.get(part, 0) + 1
+print("# stays without leaf calls by part: " + ", ".join(
+    f"{k} {v}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])))
 ok = ((a.max_stays is None or len(walk) <= a.max_stays) and
       (a.max_returns is None or returns <= a.max_returns))
 print("1..1")
