@@ -297,17 +297,20 @@ typedef struct fz_batch {
   float *dst;
 } fz_batch;
 
+fused *fused_clone_at(fused *s, int worker, const qs_method_call *c,
+                      const char *method) {
+  if (worker >= 0 && (size_t)worker < s->n_clones) return &s->clones[worker];
+  snprintf(c->err, c->err_len,
+           "%s: worker %d of a pool of %zu made for the call", method, worker,
+           s->n_clones);
+  return NULL;
+}
+
 /* Frames [b, e) of a batch, each whole on this worker (its clone). */
 static int fz_frames(void *ctx, size_t b, size_t e, int worker) {
   const fz_batch *j = ctx;
-  fused *s = j->s;
-  if (worker < 0 || (size_t)worker >= s->n_clones) {
-    snprintf(s->c->err, s->c->err_len,
-             "esrrf: worker %d of a pool of %zu made for the call", worker,
-             s->n_clones);
-    return QS_EFAIL;
-  }
-  fused *w = &s->clones[worker];
+  fused *s = j->s, *w = fused_clone_at(s, worker, s->c, "esrrf");
+  if (!w) return QS_EFAIL;
   size_t rc_px = (size_t)s->g.rows * (size_t)s->g.cols;
   qs_method_call alone = *s->c;
   alone.parallel_for = fz_inline_for; /* the Roberts cross ignores workers */

@@ -148,6 +148,11 @@ int fused_tables(fused *s);
  * stays NULL and s->batch 1: the rows of one frame at a time shared. */
 void fused_frames_mode(fused *s);
 
+/* Worker `worker`'s clone in frames mode; NULL, with c->err naming method,
+ * for a worker outside the pool the clones were made for. */
+fused *fused_clone_at(fused *s, int worker, const qs_method_call *c,
+                      const char *method);
+
 /* Frees the tables of s, its buffers (fields left NULL are skipped) and s;
  * the variant's done comes first. */
 void fused_free(fused *s);

@@ -111,14 +111,8 @@ typedef struct rv_batch {
 static int rv_whole_frames(void *ctx, size_t b, size_t e, int worker) {
   const rv_batch *j = ctx;
   const qs_method_call *c = j->c;
-  fused *s = j->s;
-  if (worker < 0 || (size_t)worker >= s->n_clones) {
-    snprintf(c->err, c->err_len,
-             "rgc: worker %d of a pool of %zu made for the call", worker,
-             s->n_clones);
-    return QS_EFAIL;
-  }
-  fused *w = &s->clones[worker];
+  fused *s = j->s, *w = fused_clone_at(s, worker, c, "rgc");
+  if (!w) return QS_EFAIL;
   rv_call *v = &j->calls[worker];
   const esrrf_geom *g = &s->g;
   size_t plane2 = 4 * g->plane;
