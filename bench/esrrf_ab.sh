@@ -35,13 +35,13 @@ for ((r = 0; r < rounds; r++)); do
     done
   done
 done
-stat() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{a[NR] = $1} END {printf "%.4f %.4f\n", a[1], a[int((NR + 1) / 2)]}'; }
+least_median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{a[NR] = $1} END {printf "%.4f %.4f\n", a[1], a[int((NR + 1) / 2)]}'; }
 echo "| case | implementation | old min / median s | new min / median s | median old / new |"
 echo "|---|---|---|---|---|"
 for c in "${cases[@]}"; do
   for i in "${impls[@]}"; do
-    read -r a1 a2 < <(stat "${res[${c#*|},old,$i]}")
-    read -r b1 b2 < <(stat "${res[${c#*|},new,$i]}")
+    read -r a1 a2 < <(least_median "${res[${c#*|},old,$i]}")
+    read -r b1 b2 < <(least_median "${res[${c#*|},new,$i]}")
     awk -v c="${c#*|}" -v i="$i" -v a1="$a1" -v a2="$a2" -v b1="$b1" -v b2="$b2" \
       'BEGIN { printf "| %s | %s | %s / %s | %s / %s | %.2f× |\n", c, i, a1, a2, b1, b2, a2 / b2 }'
   done

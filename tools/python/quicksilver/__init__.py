@@ -106,8 +106,9 @@ class Estimate:
     ``"hopeless"`` (no longer tried), ``"second"`` (could beat the best,
     timed at one slice size: a second size first), ``"cold"`` (not timed
     yet), ``"waiting"`` (not timed yet: its one-time costs in this process
-    wait for the calibration budget), ``"outclassed"`` (not timed, and another schedule of its code
-    shows it cannot beat the best), ``"unmeasured"`` (nothing timed on the key to compare with),
+    wait for the calibration budget), ``"outclassed"`` (not timed, and
+    another schedule of its code shows it cannot beat the best),
+    ``"unmeasured"`` (nothing timed on the key to compare with),
     ``"forced"``, or why it was no candidate (``"not_selected"``, ...).
     ``transfer_seconds`` is what moving device arrays for it would add.
     """
