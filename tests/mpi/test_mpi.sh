@@ -486,12 +486,14 @@ fi
 # choice: SIGCONT, then a second later SIGTERM or SIGKILL to the ranks. A
 # SIGKILL cannot be answered: the next write into that directory sweeps
 # what it left (the dead rank's pid is in the name).
-"$QS" simulate -o in400.tif --frames 400 --rows 32 --cols 32 -q --seed 6
+# 800 frames: the job runs about 6 s on a Zen 5 core (400 ended before
+# the SIGTERM case had sent its signal there)
+"$QS" simulate -o in800.tif --frames 800 --rows 32 --cols 32 -q --seed 6
 mkdir sig
 slow_job() { # a job that holds sig/o.tif's temporary for seconds ($job:
   # mpirun itself, so that signals reach it, not a wrapper)
   QUICKSILVER_MPI_SLOW=0:0.05 "$MPIRUN" --oversubscribe -n 2 \
-    "$QSM" esrrf in400.tif -o sig/o.tif --temporal none --magnification 2 \
+    "$QSM" esrrf in800.tif -o sig/o.tif --temporal none --magnification 2 \
     --chunk-bytes 1 --impl serial --threads 1 -q >/dev/null 2>sig.err &
   job=$!
   for _ in $(seq 300); do
