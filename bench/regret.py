@@ -66,7 +66,8 @@ time, the regret of call 10's choice, whether every candidate within 2x
 of the best was tried by call 5 (on a slice of a call's input or on a
 call, as #31 counts a try; the JSON also lists those not yet run on a
 whole call), and the candidates no call or slice
-ever ran.
+ever ran to its end ("(stopped)": its slice runs were stopped at
+calibration's time limit, which showed it could not win).
 
 Usage: regret.py [--qs PATH] [--work DIR] [--quick] [--cases I,J,...]
                  [--repeats N] [--warm N] [--cold N] [--seed N]
@@ -350,10 +351,12 @@ def suite_input(qs, work, spec):
     return [gc, gr, img]
 
 
-def tried_in_store(qs, db, method):
+def tried_in_store(qs, db, method, status='ok'):
+    """Implementations with a run of that status in the store ('cancelled':
+    a calibration slice run stopped at its time limit)."""
     j = json.loads(run([qs, '--db', db, '--json', 'db', 'list', '--method',
                         method, '--limit', '1000000']))
-    return {x['impl'] for x in j if x['status'] == 'ok'}
+    return {x['impl'] for x in j if x['status'] == status}
 
 
 def suite_case(engines, work, method, spec, params, only, calls, repeats,
@@ -392,7 +395,9 @@ def suite_case(engines, work, method, spec, params, only, calls, repeats,
                     tried5 = tried_in_store(qs, db, method)
             seqs[(name, mode)] = {'calls': seq, 'tried5': sorted(tried5),
                                   'tried': sorted(tried_in_store(qs, db,
-                                                                 method))}
+                                                                 method)),
+                                  'stopped': sorted(tried_in_store(
+                                      qs, db, method, 'cancelled'))}
             fresh(db)
     qs = engines[-1][1]
     avail = impls_of(qs, method)
@@ -454,7 +459,10 @@ def suite_case(engines, work, method, spec, params, only, calls, repeats,
             'call10_noise': noise(call10),
             'near_not_tried_by_5': sorted(set(near) - set(v['tried5'])),
             'near_not_run_by_5': sorted(set(near) - ran5),
-            'never_tried': sorted(set(avail_mode) - set(v['tried'])),
+            # "(stopped)": only its slice runs stopped at their limit
+            'never_tried': [i + (' (stopped)' if i in v['stopped'] else '')
+                            for i in sorted(set(avail_mode) -
+                                            set(v['tried']))],
             'load': statistics.mean(c['load'] for c in v['calls']),
             'calls': v['calls'], 'tried5': v['tried5']})
     return rows, {'forced': runs}

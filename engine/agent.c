@@ -118,7 +118,8 @@ long agent_static(const agent_cand *c, size_t n, double work) {
 }
 
 int agent_outclassed(const agent_cand *c, double best) {
-  return agent_cold(c) && c->prior > 0 && !(c->prior < best * (1 - AGENT_TIE));
+  double p = c->prior > c->stopped ? c->prior : c->stopped;
+  return agent_cold(c) && p > 0 && !(p < best * (1 - AGENT_TIE));
 }
 
 /* The cold CPU candidate a small call tries (AGENT_SMALL_CALL): first in
@@ -148,15 +149,9 @@ static double newest_fast(const agent_cand *c, size_t m) {
   return agent_fast_mean(c->walls + (c->n_walls - m), m);
 }
 
-double agent_lower(const agent_cand *c, double work) {
-  int src;
-  double t = agent_estimate(c, work, &src);
-  if (src == SRC_NONE || !(t >= 0)) return c->prior > 0 ? c->prior : 0;
-  double once = (c->once_known ? c->once : 0) + c->transfer;
-  if (src == SRC_HISTORY) {
-    size_t n = c->n_walls < AGENT_WINDOW ? c->n_walls : AGENT_WINDOW;
-    return t * (1 - AGENT_RUN_U / (double)n) + once;
-  }
+/* The bound of a candidate known by a model, before its stopped runs'. */
+static double model_lower(const agent_cand *c, double work, double t,
+                          double once) {
   if (c->n_points == 1 && c->point_work > 0) {
     /* one size: as much of it fixed as the kind may carry */
     double t1 = c->fit_b * c->point_work;
@@ -172,6 +167,20 @@ double agent_lower(const agent_cand *c, double work) {
   double widen = reach > 0 && work > reach ? pow(reach / work, AGENT_REACH)
                                            : 1;
   return t * (1 - AGENT_MODEL_U) * widen + once;
+}
+
+double agent_lower(const agent_cand *c, double work) {
+  int src;
+  double t = agent_estimate(c, work, &src);
+  if (src == SRC_NONE || !(t >= 0))
+    return c->prior > c->stopped ? c->prior : c->stopped;
+  double once = (c->once_known ? c->once : 0) + c->transfer;
+  if (src == SRC_HISTORY) {
+    size_t n = c->n_walls < AGENT_WINDOW ? c->n_walls : AGENT_WINDOW;
+    return t * (1 - AGENT_RUN_U / (double)n) + once;
+  }
+  double lo = model_lower(c, work, t, once);
+  return lo > c->stopped ? lo : c->stopped;
 }
 
 /* What the rule compares a candidate with: the incumbent's estimate; for
@@ -262,13 +271,13 @@ long agent_explain(const agent_cand *c, size_t n, double work, long pick,
       state[i] = "best";
     else if (agent_cold(&c[i]))
       state[i] = inc >= 0 && agent_outclassed(&c[i], ref_for(c, inc, i, work))
-                     ? "outclassed"
+                     ? (c[i].stopped > c[i].prior ? "stopped" : "outclassed")
                  : c[i].waits_once ? "waiting"
                                    : "cold";
     else if (inc < 0)
       state[i] = "unmeasured";
     else if (verdict(c, inc, i, work, &s) == V_HOPELESS)
-      state[i] = "hopeless";
+      state[i] = c[i].stopped >= lower[i] ? "stopped" : "hopeless";
     else if (c[i].second)
       state[i] = "second";
     else

@@ -134,6 +134,11 @@ typedef struct agent_cand {
    * cold candidate (agent_lower): one that cannot beat the best is
    * neither calibrated nor tried on the call while that holds. */
   double prior;
+  /* The least it can take at the call's work by its calibration slice
+   * runs stopped at their time limit (calibrate.c: each such wall is a
+   * lower bound on its slice, scaled as a one-size model's bound); 0:
+   * none. Its optimistic bound (agent_lower) is never below it. */
+  double stopped;
 } agent_cand;
 
 enum agent_source { SRC_NONE, SRC_HISTORY, SRC_MODEL };
@@ -156,8 +161,9 @@ double agent_estimate(const agent_cand *c, double work, int *source);
 /* 1 if the candidate has no timing on this device at all (cold). */
 int agent_cold(const agent_cand *c);
 
-/* 1 if the candidate is cold and its prior (agent_cand.prior) does not
- * beat best seconds by AGENT_TIE: it is not tried while that holds. */
+/* 1 if the candidate is cold and its prior (agent_cand.prior, or its
+ * stopped bound) does not beat best seconds by AGENT_TIE: it is not tried
+ * while that holds. */
 int agent_outclassed(const agent_cand *c, double best);
 
 /* The optimistic bound of the candidate at `work` (see AGENT_NOISE), its
@@ -174,7 +180,9 @@ double agent_lower(const agent_cand *c, double work);
  * one size: calibration's second size first, agent_cand.second), "cold"
  * (no timing yet: calibration or a small call's try first), "waiting"
  * (cold, its one-time costs over calibration's budget now), "outclassed"
- * (no timing, and its prior cannot beat the best: not tried),
+ * (no timing, and its prior cannot beat the best: not tried), "stopped"
+ * (hopeless or outclassed by the bound of its slice runs stopped at
+ * calibration's time limit, agent_cand.stopped),
  * "unmeasured" (no incumbent to compare with) or the candidate's
  * exclusion. pick is agent_choose's result. */
 long agent_explain(const agent_cand *c, size_t n, double work, long pick,

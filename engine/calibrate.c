@@ -162,9 +162,12 @@ static int slice_make(qs_engine *e, const prep *pr, size_t rows, size_t cols,
 
 /* Runs implementation i on the slice, recorded under the slice's key;
  * returns the steady seconds, or -1 if it failed (then it is also skipped
- * for the caller's key) or its probe refuses the slice. */
+ * for the caller's key), its probe refuses the slice or it was stopped.
+ * limit > 0: the run stops once it has taken that many seconds (its polls
+ * say stop, progress.c); the wall it reached is recorded as a lower bound
+ * of its time on the slice (run_stopped). */
 static double slice_run(qs_engine *e, prep *pr, size_t i, slice *sl,
-                        double *spent, double *once) {
+                        double *spent, double *once, double limit) {
   mstate *m = pr->m;
   const qs_method_desc *d = m->desc;
   qs_method_call probe;
@@ -178,12 +181,24 @@ static double slice_run(qs_engine *e, prep *pr, size_t i, slice *sl,
   }
   run_result res;
   double best = -1;
+  int64_t outer = e->stop_ns; /* a composite's slice run around this one */
+  int64_t stop = limit > 0 ? engine_now(e) + (int64_t)(limit * 1e9) : 0;
+  if (outer && (!stop || outer < stop)) stop = outer;
   for (int k = 0; k < 2; k++) {
+    e->stop_ns = stop;
     run_once(e, m, i, sl->in, d->n_inputs, sl->out, d->n_outputs, pr->p, 1,
              &res);
+    e->stop_ns = outer;
     *spent += res.wall;
     *once += res.once_s;
     if (res.status && prog_cancelled(e)) return -1; /* the caller's stop */
+    if (res.status == QS_ECANCELLED && stop) {
+      /* at its limit: what it took is the least it takes there (not when
+       * the outer run's limit stopped it) */
+      if (!(outer && engine_now(e) > outer))
+        run_stopped(e, pr, i, sl->key, sl->work, res.wall - res.once_s);
+      return -1;
+    }
     run_account(e, pr, i, sl->key, sl->work, &res, res.status);
     if (res.status) {
       hist *h = hist_get(m, i, pr->key, pr->work, 1);
@@ -215,7 +230,7 @@ static double calib_carry(const qs_engine *e, const mstate *m) {
      * process, a new size's first launch) were spent by calibration too:
      * 20-30 ms a process on PoCL, against calls of 25 ms on the real
      * eSRRF stack, where the walls alone let it start one a call */
-    if (sliced) spent += h->once_sum;
+    if (sliced) spent += h->once_sum + h->stopped_sum;
     for (size_t k = 0; k < n; k++) {
       /* a key's first CALIB_EARLY runs (all still in its window) credit
        * the share, later ones CALIB_LATE of it */
@@ -312,6 +327,65 @@ static int warm_rank(const rimpl *r, double work, int warm) {
 }
 
 static int host_cl(const rimpl *r) { return calib_rank(r, 0) == RANK_HOST_CL; }
+
+/* The time limit of implementation i's run on a slice of w_slice work,
+ * for a call of `work` whose best is predicted at `ref` seconds: the
+ * budget left, or sooner the slice time past which its one-size bound
+ * (agent_lower) shows it cannot beat ref, nor, for serial and threaded
+ * kinds, give a sibling schedule a prior that can (cands_prior: up to T
+ * times faster on T threads, less AGENT_CPU_FIXED). A run stopped there
+ * settles the candidate: a scalar schedule of the real eSRRF stack, 50x
+ * the best, took 11 ms on a slice of a 14 ms call before. OpenCL runs
+ * carry program builds and launches their polls cannot stop: none. */
+static double stop_limit(const qs_engine *e, const mstate *m, size_t i,
+                         double w_slice, double work, double ref,
+                         double left) {
+  const rimpl *r = &m->impls[i];
+  if (r->def->kind == QS_IMPL_OPENCL) return 0;
+  if (!(ref > 0) || !(w_slice > 0) || !(work > 0)) return left;
+  double threads = e->threads > 1 ? (double)e->threads : 1;
+  double target =
+      cand_has_sibling(m, i) ? threads * ref + AGENT_CPU_FIXED : ref;
+  agent_cand one = {.kind = r->def->kind, .n_points = 1, .fitted = 1,
+                    .point_work = w_slice};
+  double lo = 0, hi = 2 * target;
+  one.fit_b = hi / w_slice;
+  if (agent_lower(&one, work) < target) return left; /* never settles */
+  for (int k = 0; k < 48; k++) { /* the bound rises with the slice time */
+    double mid = 0.5 * (lo + hi);
+    one.fit_b = mid / w_slice;
+    if (agent_lower(&one, work) < target)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return hi < left ? hi : left;
+}
+
+/* Whether implementation i may start on this slice with `left` seconds
+ * when it, or a sibling (the same code under another schedule), was
+ * stopped at a limit before, on any slice: only when that covers the
+ * limit that settles it (stop_limit). A run stopped there costs no more
+ * than one stopped short, and a stop short of it tells nothing new: on
+ * rgc 4 x 64 x 64 each threaded schedule in turn was stopped at the
+ * budget, 1 ms each, none of them settled. When no limit settles it, the
+ * next try doubles the wall reached on this slice. */
+static int stopped_may_start(const qs_engine *e, const mstate *m, size_t i,
+                             const slice *sl, double work, double ref,
+                             double left) {
+  double reached = 0; /* on this slice */
+  int stopped = 0;
+  for (const hist *h = m->all; h; h = h->sibling) {
+    if (!(h->stopped > 0) || (h->impl != i && !cand_siblings(m, i, h->impl)))
+      continue;
+    stopped = 1;
+    if (!strcmp(h->key, sl->key) && h->stopped > reached) reached = h->stopped;
+  }
+  if (!stopped) return 1;
+  double settle = stop_limit(e, m, i, sl->work, work, ref, INFINITY);
+  if (settle > 0 && isfinite(settle)) return left >= settle;
+  return left >= 2 * reached;
+}
 
 double calibrate_once_due(const mstate *m, size_t i) {
   double least = 0;
@@ -514,10 +588,17 @@ double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
       double least = cpu && seen_fast > slowest ? seen_fast : slowest;
       if (!may_start(m, i, budget - used, pred) ||
           budget - used <
-              CALIB_NEXT * least * (best > 0 ? slowest / best : 1))
+              CALIB_NEXT * least * (best > 0 ? slowest / best : 1) ||
+          !stopped_may_start(e, m, i, &sl, pr->work, pred, budget - used) ||
+          (pred > 0 &&
+           !(cand_stop_prior(e, m, i, pr->work) < pred * (1 - AGENT_TIE))))
         continue;
     }
-    small[i] = slice_run(e, pr, i, &sl, &spent, once);
+    double limit = first >= 0 || known >= 0
+                       ? stop_limit(e, m, i, w_small, pr->work, pred,
+                                    budget - used)
+                       : 0;
+    small[i] = slice_run(e, pr, i, &sl, &spent, once, limit);
     cl_ran |= host_cl(&m->impls[i]);
     if (small[i] < 0) continue;
     if (small[i] > slowest) slowest = small[i];
@@ -533,7 +614,7 @@ double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
       size_t r2 = rows * 2 < pr->in[0].rows ? rows * 2 : pr->in[0].rows;
       size_t c2 = cols * 2 < pr->in[0].cols ? cols * 2 : pr->in[0].cols;
       if ((r2 != rows || c2 != cols) && !slice_make(e, pr, r2, c2, &probe)) {
-        double t2 = slice_run(e, pr, i, &probe, &spent, once);
+        double t2 = slice_run(e, pr, i, &probe, &spent, once, 0);
         if (t2 >= 0 && probe.work > w_small) {
           double b = (t2 - small[i]) / (probe.work - w_small);
           double a = small[i] - b * w_small;
@@ -576,6 +657,7 @@ double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
                       .point_work = w_small};
     if (cold[i] == CALIB_SECOND) one.point_work = m->impls[i].fit_w1,
                                  one.fit_b = m->impls[i].fit_b;
+    one.stopped = cand_stopped(m, i, pr->work);
     if (!(agent_lower(&one, pr->work) < ref * (1 - AGENT_TIE)))
       small[i] = -1;
   }
@@ -630,8 +712,13 @@ double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
                calibrate_once_due(m, (size_t)next);
     small[next] = -1;
     used = (double)(engine_now(e) - t0) * 1e-9;
-    if (used + t > budget) continue;
-    slice_run(e, pr, (size_t)next, &sl, &spent, once);
+    if (used + t > budget ||
+        !stopped_may_start(e, m, (size_t)next, &sl, pr->work, ref,
+                           budget - used))
+      continue;
+    slice_run(e, pr, (size_t)next, &sl, &spent, once,
+              stop_limit(e, m, (size_t)next, sl.work, pr->work, ref,
+                         budget - used));
   }
   slice_done(d, &sl);
   return (double)(engine_now(e) - t0) * 1e-9;

@@ -50,6 +50,19 @@ static void impl_fit(mstate *m, size_t i) {
   free(works);
 }
 
+double cand_stopped(const mstate *m, size_t i, double work) {
+  double b = 0;
+  for (const hist *h = m->all; h; h = h->sibling) {
+    if (h->impl != i || !(h->stopped > 0) || !(h->work > 0)) continue;
+    agent_cand one = {.kind = m->impls[i].def->kind, .n_points = 1,
+                      .fitted = 1, .fit_b = h->stopped / h->work,
+                      .point_work = h->work};
+    double x = agent_lower(&one, work);
+    if (x > b) b = x;
+  }
+  return b;
+}
+
 static void cand_fill(mstate *m, size_t i, const prep *pr,
                       const qs_method_call *c, int forced, agent_cand *a,
                       cand_buf *b, char *why, size_t why_len) {
@@ -76,6 +89,7 @@ static void cand_fill(mstate *m, size_t i, const prep *pr,
   if (!a->excluded && !forced && pr->work >= r->oom_work)
     a->excluded = "device_memory";
   if (a->n_walls) return; /* the exact key decides; no model needed */
+  a->stopped = cand_stopped(m, i, pr->work);
   impl_fit(m, i);
   a->n_points = r->fit_n;
   a->fitted = r->fit_n > 0;
@@ -102,10 +116,9 @@ void cand_refresh(qs_engine *e, prep *pr, cands *cs, size_t i) {
   cs->c[i].transfer = devcall_transfer(e, pr, &pr->m->impls[i]);
 }
 
-/* Whether implementations i and j are one code under two schedules: the
- * same function, both on the host's threads (QS_CPU_IMPLS: serial and the
- * threaded schedules). */
-static int siblings(const mstate *m, size_t i, size_t j) {
+/* One code under two schedules: the same function, both on the host's
+ * threads (QS_CPU_IMPLS: serial and the threaded schedules). */
+int cand_siblings(const mstate *m, size_t i, size_t j) {
   const qs_impl_def *a = m->impls[i].def, *b = m->impls[j].def;
   int cpu_a = a->kind == QS_IMPL_SERIAL || a->kind == QS_IMPL_THREADED;
   int cpu_b = b->kind == QS_IMPL_SERIAL || b->kind == QS_IMPL_THREADED;
@@ -120,11 +133,13 @@ void cands_prior(const qs_engine *e, const mstate *m, cands *cs) {
     if (!agent_cold(c)) continue;
     for (size_t j = 0; j < m->n_impls; j++) {
       const agent_cand *s = &cs->c[j];
-      if (!siblings(m, i, j) || agent_cold(s) ||
+      /* a cold sibling's own bound, from its stopped slice runs, only: a
+       * prior from a prior would depend on the order */
+      double lo = agent_cold(s) ? s->stopped : agent_lower(s, cs->work);
+      if (!cand_siblings(m, i, j) || !(lo > 0) ||
           (s->excluded && strcmp(s->excluded, "not_selected")))
         continue;
-      double p = (agent_lower(s, cs->work) - s->transfer - AGENT_CPU_FIXED) /
-                 threads;
+      double p = (lo - s->transfer - AGENT_CPU_FIXED) / threads;
       if (p > c->prior) c->prior = p;
     }
   }
@@ -160,6 +175,34 @@ int cands_build(qs_engine *e, prep *pr, const qs_run_request *rq, cands *cs) {
                      i < m->n_impls && cs->why[i][0] ? cs->why[i]
                                                      : "every candidate "
                                                        "was excluded");
+}
+
+void cands_stoppable(const prep *pr, cands *cs) {
+  const mstate *m = pr->m;
+  int other = 0;
+  for (size_t i = 0; i < m->n_impls; i++)
+    other |= !cs->c[i].excluded && m->impls[i].def->kind != QS_IMPL_OPENCL;
+  for (size_t i = 0; other && !cs->exact && i < m->n_impls; i++)
+    if (!cs->c[i].excluded && m->impls[i].def->kind == QS_IMPL_OPENCL)
+      cs->c[i].excluded = "not_selected";
+}
+
+int cand_has_sibling(const mstate *m, size_t i) {
+  for (size_t j = 0; j < m->n_impls; j++)
+    if (cand_siblings(m, i, j)) return 1;
+  return 0;
+}
+
+double cand_stop_prior(const qs_engine *e, const mstate *m, size_t i,
+                       double work) {
+  double threads = e->threads > 1 ? (double)e->threads : 1;
+  double p = cand_stopped(m, i, work);
+  for (size_t j = 0; j < m->n_impls; j++) {
+    if (!cand_siblings(m, i, j)) continue;
+    double q = (cand_stopped(m, j, work) - AGENT_CPU_FIXED) / threads;
+    if (q > p) p = q;
+  }
+  return p;
 }
 
 /* Candidates that calibration would run; returns how many. cold[i] is

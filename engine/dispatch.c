@@ -94,6 +94,7 @@ int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
   m->runs++; /* before the retry rule reads it */
   rc = cands_build(e, &pr, rq, &cs);
   if (rc) goto done;
+  if (e->stop_ns) cands_stoppable(&pr, &cs);
   /* outputs live where the inputs live (quicksilver_image.h) */
   rc = pr.dev ? devcall_outputs(e, &pr, outputs, d->n_outputs)
               : outputs_alloc(e, pr.shape, d->n_outputs, outputs);
@@ -105,7 +106,10 @@ int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
 
   double calib = 0, calib_once = 0;
   unsigned char cold[QS_MAX_ESTIMATES];
-  if (cands_cold(e, m, &cs, cold)) {
+  /* a composite's steps in a calibration slice run with a time limit
+   * calibrate nothing: their slices would spend that run's limit (and an
+   * OpenCL program build no poll can stop) */
+  if (!e->stop_ns && cands_cold(e, m, &cs, cold)) {
     /* slices are cut from host memory: device inputs pulled (once) */
     const qs_image *own_in = pr.in;
     if (pr.dev && devcall_pull(e, &pr) == QS_OK) pr.in = pr.host_in;
@@ -129,7 +133,8 @@ int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
   long pick = -1, last = -1;
   for (;;) {
     const char *why_pick = "forced";
-    if (prog_cancelled(e)) { /* in calibration, or before a fallback */
+    if (prog_cancelled(e) || prog_stop_due(e)) { /* in calibration, or
+                                                    before a fallback */
       res.status = QS_ECANCELLED;
       break;
     }
@@ -167,7 +172,8 @@ int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
     run_once(e, m, (size_t)pick, in, pr.n_in, out, d->n_outputs, pr.p,
              reused, &res);
     e->in_run = 0;
-    if (res.status && prog_cancelled(e)) res.status = QS_ECANCELLED;
+    if (res.status && (prog_cancelled(e) || prog_stop_due(e)))
+      res.status = QS_ECANCELLED;
     run_account(e, &pr, (size_t)pick, devcall_key(&pr, &m->impls[pick]),
                 pr.work, &res, res.status);
     if (res.status == QS_OK && !native &&
@@ -184,8 +190,10 @@ int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
   }
   if (res.status == QS_ECANCELLED) {
     outputs_free(outputs, d->n_outputs);
-    rc = engine_fail(e, QS_ECANCELLED, "method %s: cancelled by the caller",
-                     d->name);
+    rc = engine_fail(e, QS_ECANCELLED, "method %s: %s", d->name,
+                     prog_cancelled(e) ? "cancelled by the caller"
+                                       : "stopped at calibration's time "
+                                         "limit");
   } else if (pick < 0 || res.status) {
     outputs_free(outputs, d->n_outputs);
     rc = res.status ? res.status : QS_EFAIL;

@@ -173,6 +173,21 @@ int run_once(qs_engine *e, const mstate *m, size_t impl, const qs_image *in,
   return rc;
 }
 
+void run_stopped(qs_engine *e, prep *pr, size_t impl, const char *key,
+                 double work, double wall) {
+  mstate *m = pr->m;
+  if (!pr->json) pr->json = key_json(m->desc, pr->p);
+  run_rec rec = {.key = key,
+                 .params = pr->json ? pr->json : "{}",
+                 .work = work,
+                 .wall = wall,
+                 .status = QS_ECANCELLED,
+                 .error = "stopped at calibration's time limit"};
+  engine_record(e, m, &m->impls[impl], &rec);
+  hist *h = hist_get(m, impl, key, work, 1);
+  if (h) hist_stopped(h, wall);
+}
+
 /* A threaded schedule's delay is every threaded schedule's: they share the
  * cores. */
 static void delay_spread(mstate *m, size_t impl, const char *key,

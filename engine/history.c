@@ -76,6 +76,11 @@ void hist_once(hist *h, double once_s, int here) {
   h->here |= here;
 }
 
+void hist_stopped(hist *h, double wall) {
+  if (wall > h->stopped) h->stopped = wall;
+  h->stopped_sum += wall;
+}
+
 const qs_stats *hist_stats(hist *h) {
   if (!h->n) return NULL;
   if (!h->win_ok) {
@@ -132,6 +137,7 @@ static int load_row(void *ctx, const run_row *r) {
   hist *h = hist_get(m, i, r->key, r->work, 1);
   if (!h) return l->oom = 1;
   if (r->status == QS_EMISMATCH) h->mismatch = 1;
+  if (r->status == QS_ECANCELLED) hist_stopped(h, r->wall);
   if (r->status != QS_OK) return 0;
   if (l->n == l->cap) {
     size_t cap = l->cap ? l->cap * 2 : 256;

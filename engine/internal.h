@@ -84,6 +84,9 @@ typedef struct hist {
   double once_sum;      /* the one-time seconds of all its runs */
   int here;             /* ran in this process: its one-time costs paid */
   int no_slice;         /* its probe refused this key's calibration slice */
+  double stopped;       /* a slice key's: the longest wall at which a run
+                           was stopped at its time limit (a lower bound) */
+  double stopped_sum;   /* the walls of all its stopped runs */
 } hist;
 
 /* A registered method with its implementations and its history cache. */
@@ -138,6 +141,8 @@ struct qs_engine {
                             calibration slice): a plan's run reaches the
                             implementation (call.c) */
   struct run_prog *prog; /* progress.c: the hook of the call under way */
+  int64_t stop_ns; /* calibrate.c: the slice run's time limit on the
+                      engine's clock (0: none); polls say stop past it */
   int in_step; /* composite steps under way (dispatch_step) */
   devimg *devimgs; /* devimg.c: the live device images this engine made */
   devimg *grave, *grave_tail; /* devimg.c: records of freed ones, newest */
@@ -256,6 +261,13 @@ int run_once(qs_engine *e, const mstate *m, size_t impl, const qs_image *in,
 void run_account(qs_engine *e, prep *pr, size_t impl, const char *key,
                  double work, const run_result *res, int status);
 
+/* Records a calibration slice's run stopped at its time limit
+ * (calibrate.c): status QS_ECANCELLED in the store (a caller's cancel
+ * records nothing), its wall a lower bound of the implementation's time on
+ * the slice (hist.stopped). */
+void run_stopped(qs_engine *e, prep *pr, size_t impl, const char *key,
+                 double work, double wall);
+
 /* Allocates n zeroed outputs of the given shapes; on failure every one is
  * freed and emptied. */
 int outputs_alloc(qs_engine *e, const qs_image *shape, size_t n,
@@ -301,6 +313,27 @@ void cand_refresh(qs_engine *e, prep *pr, cands *cs, size_t i);
  * that: on rgc 4 x 64 x 64 (5-8 ms calls) a slice of 2-4 ms each. After
  * every cand_refresh. */
 void cands_prior(const qs_engine *e, const mstate *m, cands *cs);
+/* The least implementation i can take at `work` by its calibration slice
+ * runs stopped at their time limit (agent_cand.stopped): each wall a lower
+ * bound on its slice, scaled to the call as a one-size model's bound
+ * (agent_lower); 0: none. A timed or cold sibling's such bound is a prior
+ * too (cands_prior). */
+double cand_stopped(const mstate *m, size_t i, double work);
+/* cand_stopped of i, or as a prior from its siblings' (cands_prior),
+ * whichever is more: calibration skips a candidate a sibling's stop
+ * outclassed in the same call. */
+double cand_stop_prior(const qs_engine *e, const mstate *m, size_t i,
+                       double work);
+/* Whether implementations i and j are siblings: one code under two
+ * schedules, both on the host's threads (serial and the threaded
+ * schedules of one function; cands_prior). */
+int cand_siblings(const mstate *m, size_t i, size_t j);
+/* Whether implementation i has a sibling. */
+int cand_has_sibling(const mstate *m, size_t i);
+/* Inside a calibration slice run with a time limit (a composite's steps,
+ * qs_engine.stop_ns): OpenCL candidates, whose program builds and kernels
+ * no poll stops, are not selected while another can run. */
+void cands_stoppable(const prep *pr, cands *cs);
 /* Marks in cold[] the candidates calibration would run; returns how many. */
 size_t cands_cold(const qs_engine *e, const mstate *m, const cands *cs,
                   unsigned char *cold);
@@ -369,6 +402,9 @@ int prog_advance(const qs_method_call *c, uint64_t n, uint64_t total);
 int prog_poll(qs_engine *e, int force);
 /* Nonzero once cancelled (no call of the hook). */
 int prog_cancelled(const qs_engine *e);
+/* Nonzero past the time limit of the calibration slice run under way
+ * (qs_engine.stop_ns): that run stops, the caller's call goes on. */
+int prog_stop_due(const qs_engine *e);
 /* The last report: done == total (success). */
 void prog_finish(qs_engine *e);
 /* Sets the count itself (qs_method_benchmark: runs done of all it will make,
@@ -454,6 +490,8 @@ void hist_add(hist *h, double wall);
 /* Notes a successful run's one-time seconds (here: it ran in this
  * process, which has paid them). */
 void hist_once(hist *h, double once_s, int here);
+/* Notes a slice run stopped at its time limit after `wall` seconds. */
+void hist_stopped(hist *h, double wall);
 /* Successful walls oldest first into out[AGENT_WINDOW]; returns count. */
 size_t hist_walls(const hist *h, double *out);
 /* Statistics of the ring (computed once per change); NULL when empty. */

@@ -11,7 +11,8 @@
  * own method_call): those of composite steps, of the sub-runs an
  * implementation makes with a copy of its call, and of calibration (a
  * slice's) do not; those runs still poll the hook, so they can be
- * cancelled. */
+ * cancelled. A calibration slice's run has a time limit (qs_engine.stop_ns,
+ * calibrate.c): past it the same polls stop that run alone. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -75,6 +76,10 @@ int prog_cancelled(const qs_engine *e) {
   return e->prog && atomic_load(&e->prog->cancelled);
 }
 
+int prog_stop_due(const qs_engine *e) {
+  return e->stop_ns && engine_now(e) > e->stop_ns;
+}
+
 /* Calls the hook with the count as a fraction no smaller than the last
  * report's (a fallback's count starts again from zero). Under lock. */
 static void prog_call(run_prog *pg, uint64_t done, uint64_t total) {
@@ -92,6 +97,9 @@ static void prog_call(run_prog *pg, uint64_t done, uint64_t total) {
 }
 
 int prog_poll(qs_engine *e, int force) {
+  /* past a calibration slice's time limit, every poll says stop; the
+   * caller's call is not cancelled (calibrate.c) */
+  if (prog_stop_due(e)) return 1;
   run_prog *pg = e->prog;
   if (!pg) return 0;
   if (atomic_load(&pg->cancelled)) return 1;
@@ -113,7 +121,7 @@ int prog_poll(qs_engine *e, int force) {
 int prog_advance(const qs_method_call *c, uint64_t n, uint64_t total) {
   qs_engine *e = c->engine_;
   run_prog *pg = e ? e->prog : NULL;
-  if (!pg) return 0;
+  if (!pg) return e && e->stop_ns ? prog_poll(e, 0) : 0;
   if (c == atomic_load(&pg->owner)) {
     if (total) atomic_store(&pg->total, total);
     atomic_fetch_add(&pg->done, n);
@@ -172,7 +180,8 @@ int prog_for(const qs_method_call *c, size_t begin, size_t end,
              int (*run)(const qs_method_call *c, size_t begin, size_t end,
                         qs_range_fn body, void *ctx)) {
   qs_engine *e = c->engine_;
-  if (!e || !e->prog || end <= begin) return run(c, begin, end, body, ctx);
+  if (!e || (!e->prog && !e->stop_ns) || end <= begin)
+    return run(c, begin, end, body, ctx);
   if (prog_poll(e, 0)) return QS_ECANCELLED;
   size_t threads = c->threads > 0 ? (size_t)c->threads : 1;
   size_t piece = (end - begin) / (threads * PIECES_PER_THREAD);

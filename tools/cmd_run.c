@@ -196,8 +196,10 @@ static const char *explain_state(const char *s) {
       {"cold", "not timed yet: calibration (within its budget) first"},
       {"waiting", "not timed yet: its one-time costs in this process wait "
                   "for the calibration budget"},
-      {"outclassed", "not tried: another schedule of its code, timed, shows "
-                     "it cannot beat the best"},
+      {"outclassed", "not tried: another schedule of its code, timed or "
+                     "stopped, shows it cannot beat the best"},
+      {"stopped", "no longer tried: its slice run, stopped at calibration's "
+                  "time limit, shows it cannot beat the best"},
       {"unmeasured", "no input timed yet to compare with"},
       {"forced", "forced"},
       {"not_selected", "not selected (--impl)"},

@@ -108,6 +108,8 @@ class Estimate:
     yet), ``"waiting"`` (not timed yet: its one-time costs in this process
     wait for the calibration budget), ``"outclassed"`` (not timed, and
     another schedule of its code shows it cannot beat the best),
+    ``"stopped"`` (its slice run, stopped at calibration's time limit,
+    shows it cannot beat the best),
     ``"unmeasured"`` (nothing timed on the key to compare with),
     ``"forced"``, or why it was no candidate (``"not_selected"``, ...).
     ``transfer_seconds`` is what moving device arrays for it would add.
