@@ -333,16 +333,75 @@ static int run_outer(const qs_method_call *c) {
 static const qs_impl_def outer_impls[] = {
     {"composite", QS_IMPL_COMPOSITE, run_outer, NULL, 1, QS_SCHED_STATIC, 0},
 };
-static const qs_method_desc outer_desc = {.name = "outer",
-                                          .doc = "the costed method as a step",
-                                          .inputs = slot_in,
-                                          .n_inputs = 1,
-                                          .outputs = slot_out,
-                                          .n_outputs = 1,
-                                          .impls = outer_impls,
-                                          .n_impls = 1,
-                                          .shape = same_shape,
-                                          .tolerance = 0};
+/* A method of one input and one output over a table of implementations
+ * (the costed method's slots and shape). */
+#define ONE_IN_OUT(nm, table, n)                                             \
+  {.name = nm, .doc = "the costed method as a step", .inputs = slot_in,     \
+   .n_inputs = 1, .outputs = slot_out, .n_outputs = 1, .impls = table,      \
+   .n_impls = n, .shape = same_shape, .tolerance = 0}
+static const qs_method_desc outer_desc = ONE_IN_OUT("outer", outer_impls, 1);
+
+/* A composite calibrated on a slice runs with a time limit: its step
+ * calibrates nothing (its slices would spend the composite's limit) and
+ * runs what is known, or the static order's first. The outer method's
+ * cold call: direct (1 ns/px) first, then the composite on the slice,
+ * whose step is one run of the costed method and no more. (On the rules
+ * before the limit, the step calibrated the costed method's five cold
+ * implementations on slices of the slice, inside the composite's run.) */
+/* One call of `method` on x, whose output must be a copy of x. */
+static void call_of(qs_engine *e, const char *method, const input *x,
+                    qs_run_report *rep) {
+  qs_run_request rq = {.inputs = &x->im, .n_inputs = 1};
+  qs_image out[1];
+  cr_assert_eq(qs_method_run(e, method, &rq, out, 1, rep), QS_OK, "%s",
+               qs_engine_error(e));
+  cr_assert_eq(out[0].data[5], x->px[5]);
+  qs_image_free(&out[0]);
+}
+
+static int count_rows(void *ctx, const qs_db_row *r) {
+  (void)r;
+  ++*(int *)ctx;
+  return 0;
+}
+static int count_sliced(void *ctx, const qs_db_row *r) {
+  *(int *)ctx += strstr(r->key, "#slice") != NULL;
+  return 0;
+}
+static const qs_impl_def outer2_impls[] = {
+    {"composite", QS_IMPL_COMPOSITE, run_outer, NULL, 1, QS_SCHED_STATIC, 0},
+    {"direct", QS_IMPL_THREADED, run_whole, NULL, 1, QS_SCHED_DYNAMIC, 1},
+};
+static const qs_method_desc outer2_desc =
+    ONE_IN_OUT("outer2", outer2_impls, 2);
+
+Test(calibrate, steps_of_a_limited_slice_run_calibrate_nothing) {
+  costs((int64_t[]){5000, 20000, 12000, 3000, 30000},
+        (int64_t[]){10, 30, 5, 5, 10});
+  cost[C_WHOLE].per_px10 = 10;
+  qs_engine *e = open_costed();
+  cr_assert_eq(qs_method_register(e, &outer2_desc), QS_OK, "%s",
+               qs_engine_error(e));
+  input x = call_input(4, 512, 512);
+  qs_run_report rep;
+  call_of(e, "outer2", &x, &rep);
+  cr_assert_str_eq(rep.impl, "direct");
+  /* the composite ran on slices, each run one step; the stepped method
+   * was never calibrated (no slice key of its own) */
+  int steps = 0, comp = 0, sliced = 0;
+  for (int i = 0; i < C_BASE; i++) steps += cost[i].calls;
+  qs_db_filter fo = {.method = "outer2", .impl = "composite"};
+  qs_db_filter fc = {.method = "costed"};
+  cr_assert_eq(qs_engine_db_query(e, &fo, count_rows, &comp), QS_OK);
+  cr_assert_eq(qs_engine_db_query(e, &fc, count_sliced, &sliced), QS_OK);
+  cr_assert_geq(comp, 1);
+  cr_assert_eq(steps, comp, "the costed method ran %d times in %d runs of "
+               "the composite", steps, comp);
+  cr_assert_eq(sliced, 0, "%d slice runs of the stepped method", sliced);
+  cr_assert_eq(cost[C_WHOLE].full_calls, 1);
+  free(x.px);
+  qs_engine_close(e);
+}
 
 /* The same small call as a composite's step: a step never tries a cold
  * candidate on the call (its time is part of the composite's, and the
@@ -357,14 +416,9 @@ Test(calibrate, steps_calibrate_instead_of_trying_on_the_call) {
   cr_assert_eq(qs_method_register(e, &outer_desc), QS_OK, "%s",
                qs_engine_error(e));
   input x = call_input(1, 64, 64);
-  qs_run_request rq = {.inputs = &x.im, .n_inputs = 1};
   for (int k = 0; k < 6; k++) {
-    qs_image out[1];
     qs_run_report rep;
-    cr_assert_eq(qs_method_run(e, "outer", &rq, out, 1, &rep), QS_OK, "%s",
-                 qs_engine_error(e));
-    cr_assert_eq(out[0].data[5], x.px[5]);
-    qs_image_free(&out[0]);
+    call_of(e, "outer", &x, &rep);
   }
   cr_assert_geq(cost[C_FAST].full_calls, 4);
   for (int i = 0; i < C_BASE; i++)
