@@ -273,7 +273,8 @@ long agent_explain(const agent_cand *c, size_t n, double work, long pick,
       state[i] = inc >= 0 && agent_outclassed(&c[i], ref_for(c, inc, i, work))
                      ? (c[i].stopped > c[i].prior ? "stopped" : "outclassed")
                  : c[i].waits_once ? "waiting"
-                                   : "cold";
+                 : c[i].stopped > 0 ? "retry"
+                                    : "cold";
     else if (inc < 0)
       state[i] = "unmeasured";
     else if (verdict(c, inc, i, work, &s) == V_HOPELESS)

@@ -182,7 +182,8 @@ double agent_lower(const agent_cand *c, double work);
  * (cold, its one-time costs over calibration's budget now), "outclassed"
  * (no timing, and its prior cannot beat the best: not tried), "stopped"
  * (hopeless or outclassed by the bound of its slice runs stopped at
- * calibration's time limit, agent_cand.stopped),
+ * calibration's time limit, agent_cand.stopped), "retry" (cold, stopped
+ * short of what settles it: it runs again when the budget covers that),
  * "unmeasured" (no incumbent to compare with) or the candidate's
  * exclusion. pick is agent_choose's result. */
 long agent_explain(const agent_cand *c, size_t n, double work, long pick,

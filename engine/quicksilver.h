@@ -426,8 +426,8 @@ typedef struct qs_run_estimate {
                            chooses): "best", "next" (tried on this call),
                            "promising", "costly", "hopeless", "second" (a
                            second slice size first), "cold", "waiting",
-                           "outclassed", "stopped", "unmeasured";
-                           "forced"; or why not a candidate */
+                           "outclassed", "stopped", "retry",
+                           "unmeasured"; "forced"; or why not one */
   double transfer_seconds; /* moving device images for it (added) */
 } qs_run_estimate;
 

@@ -200,6 +200,8 @@ static const char *explain_state(const char *s) {
                      "stopped, shows it cannot beat the best"},
       {"stopped", "no longer tried: its slice run, stopped at calibration's "
                   "time limit, shows it cannot beat the best"},
+      {"retry", "not timed yet: its slice run was stopped short; it runs "
+                "again when the budget covers what settles it"},
       {"unmeasured", "no input timed yet to compare with"},
       {"forced", "forced"},
       {"not_selected", "not selected (--impl)"},

@@ -109,7 +109,8 @@ class Estimate:
     wait for the calibration budget), ``"outclassed"`` (not timed, and
     another schedule of its code shows it cannot beat the best),
     ``"stopped"`` (its slice run, stopped at calibration's time limit,
-    shows it cannot beat the best),
+    shows it cannot beat the best), ``"retry"`` (its slice run was
+    stopped short: it runs again when the budget covers what settles it),
     ``"unmeasured"`` (nothing timed on the key to compare with),
     ``"forced"``, or why it was no candidate (``"not_selected"``, ...).
     ``transfer_seconds`` is what moving device arrays for it would add.
