@@ -232,32 +232,40 @@ Test(esrrf_vec, a_16384_pixel_wide_frame_within_1e6_of_serial) {
 /* ------------------------------------------------------------ threads */
 
 /* Several threads take small frames whole, one per worker, in batches
- * folded at once (fused.c's frames mode), and share the rows of larger
- * ones: both give one thread's bits, per-frame maps and statistics. */
+ * folded at once (fused.c's frames mode), bands of rows of every frame of
+ * a batch in larger ones (band mode: 2 x 80 x 90 and the last four,
+ * 71 680 to 180 000 map pixels), and share the rows of the largest: each
+ * gives one thread's bits, per-frame maps and statistics. */
 Test(esrrf_vec, threaded_runs_equal_single_thread_bit_for_bit) {
   qs_engine *one = open_engine(1), *many = open_engine(3);
   static const struct {
     size_t frames, rows, cols;
     int mag;
     const char *temporal;
+    double radius; /* 0.5: the ×M intensity's rows reach past the window's */
   } cases[] = {
-      {3, 29, 35, 5, "none"}, {3, 29, 35, 2, "none"}, {3, 29, 35, 8, "none"},
-      {21, 29, 35, 5, "avg"}, {21, 17, 23, 3, "var"}, {2, 80, 90, 5, "avg"},
+      {3, 29, 35, 5, "none", 1.5}, {3, 29, 35, 2, "none", 1.5},
+      {3, 29, 35, 8, "none", 1.5}, {21, 29, 35, 5, "avg", 1.5},
+      {21, 17, 23, 3, "var", 1.5}, {2, 80, 90, 5, "avg", 1.5},
+      {9, 64, 70, 5, "var", 1.5},  {4, 61, 37, 8, "tac2", 1.5},
+      {3, 70, 64, 4, "none", 1.5}, {5, 64, 64, 5, "avg", 0.5},
   };
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
     qs_image st =
         noisy(cases[k].frames, cases[k].rows, cases[k].cols, (unsigned)k + 7);
     qs_param p[] = {{"magnification", cases[k].mag, NULL},
-                    {"temporal", 0, cases[k].temporal}};
+                    {"temporal", 0, cases[k].temporal},
+                    {"radius", cases[k].radius, NULL}};
     for (size_t v = 0; v < N_VEC; v++) {
       char why[256];
       if (!vec_listed(one, "esrrf", VEC[v], why, sizeof why)) continue;
       qs_image a[1], b[1];
-      run_impl(one, VEC[v], &st, p, 2, a);
-      run_impl(many, VEC[v], &st, p, 2, b);
-      cr_expect(same_bits(a, b), "%s %zux%zux%zu M%d %s: 3 threads differ "
-                "from 1", VEC[v], cases[k].frames, cases[k].rows,
-                cases[k].cols, cases[k].mag, cases[k].temporal);
+      run_impl(one, VEC[v], &st, p, 3, a);
+      run_impl(many, VEC[v], &st, p, 3, b);
+      cr_expect(same_bits(a, b), "%s %zux%zux%zu M%d %s r%g: 3 threads "
+                "differ from 1", VEC[v], cases[k].frames, cases[k].rows,
+                cases[k].cols, cases[k].mag, cases[k].temporal,
+                cases[k].radius);
       qs_image_free(a);
       qs_image_free(b);
     }

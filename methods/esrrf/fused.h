@@ -61,6 +61,9 @@ typedef struct fused_variant {
   int (*clone)(const fused *s, fused *w);
   int (*frame_on)(fused *w, int worker);
   void (*unclone)(fused *w);
+  /* Band mode (fused.c): output rows [y0, y1) of clone w's frame, with
+   * the grid rows they read, on the calling worker; NULL: none. */
+  int (*band_on)(fused *w, int worker, size_t y0, size_t y1);
 } fused_variant;
 
 struct fused {
@@ -100,6 +103,8 @@ struct fused {
                            * with its own grad and variant buffers; NULL:
                            * a frame's rows are shared by the workers */
   size_t n_clones;
+  int band;               /* band mode: the clones take bands of rows of
+                           * every frame of a batch, not whole frames */
   size_t batch;           /* frames per call of the maps (fz_maps) */
 };
 
@@ -144,8 +149,11 @@ int fused_tables(fused *s);
  * (clone), the pool has workers to share frames and a frame's map has at
  * most 2^16 pixels: s->clones, one per worker (with its own Roberts
  * gradients when s->roberts), and s->batch, the frames to map at once
- * (fused.c says why and how many). Else, or short of memory, s->clones
- * stays NULL and s->batch 1: the rows of one frame at a time shared. */
+ * (fused.c says why and how many). Larger frames, where the variant has
+ * band_on, take band mode: the same clones and batches, each worker a
+ * band of rows of every frame (s->band). Else, or short of memory,
+ * s->clones stays NULL and s->batch 1: the rows of one frame at a time
+ * shared. */
 void fused_frames_mode(fused *s);
 
 /* Worker `worker`'s clone in frames mode; NULL, with c->err naming method,

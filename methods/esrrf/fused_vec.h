@@ -980,8 +980,38 @@ static int fv_frame_on(fused *w, int worker) {
   return rc;
 }
 
+/* Band mode: output rows [y0, y1) on the calling worker, after the grid
+ * rows their window taps and their intensity rows read (each worker makes
+ * its band's and their halo in its own planes: the rows near a band's
+ * edge are made twice, the bits of each the same). */
+static int fv_band_on(fused *w, int worker, size_t y0, size_t y1) {
+  const esrrf_geom *g = &w->g;
+  const fv_state *v = w->vs;
+  size_t lo = 2 * (size_t)g->rows + 1, hi = 0;
+  for (size_t yy = y0; yy < y1; yy++) {
+    int y = (int)yy;
+    if (y < g->margin || y >= g->rows_m - g->margin) continue;
+    for (int j = 0; j < w->win; j++) {
+      fz_tap t;
+      if (!fused_tap(y, j, g->rows, g->rows_m, &g->k, &t)) continue;
+      if ((size_t)t.idx < lo) lo = (size_t)t.idx;
+      if ((size_t)t.idx + 1 > hi) hi = (size_t)t.idx + 1;
+    }
+    if (g->weight) { /* the ×M intensity's rows r: grid rows 2r */
+      const fv_taps *t = &v->irt[y];
+      size_t a0 = 2 * (size_t)t->first, a1 = 2 * (size_t)(t->first + t->n);
+      if (t->n > 0 && a0 < lo) lo = a0;
+      if (t->n > 0 && a1 - 1 > hi) hi = a1 - 1;
+    }
+  }
+  int rc = lo < hi ? fv_grid_rows(w, lo, hi, worker) : QS_OK;
+  if (!rc) rc = fv_rows(w, y0, y1, worker);
+  return rc;
+}
+
 static const fused_variant fv_variant = {
     .plan = fv_plan, .frame = fv_frame, .done = fv_done, .intensity = 1,
-    .clone = fv_clone, .frame_on = fv_frame_on, .unclone = fv_unclone};
+    .clone = fv_clone, .frame_on = fv_frame_on, .unclone = fv_unclone,
+    .band_on = fv_band_on};
 
 #endif
