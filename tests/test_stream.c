@@ -805,6 +805,36 @@ static int push_wall(void *ctx, const qs_db_row *r) {
   return 0;
 }
 
+/* The 10th-to-90th percentile ratio of one stream's recorded pushes. */
+static double push_spread(const char *cl, const qs_image *st, double *lo,
+                          double *hi) {
+  qs_engine *e = stream_engine();
+  static const size_t one[] = {1};
+  qs_esrrf_stream *s = stream_open(e, AVG, 0, 30, 0, cl, 24, 20);
+  qs_image res[4];
+  qs_esrrf_stream_result info[4];
+  size_t n = stream_through(s, st, one, 1, NULL, res, info, 4);
+  cr_assert_eq(n, 3);
+  for (size_t i = 0; i < n; i++)
+    qs_image_free(&res[i]);
+  qs_esrrf_stream_close(s);
+  push_walls p = {.n = 0};
+  qs_db_filter f = {.method = "esrrf", .impl = cl};
+  cr_assert_eq(qs_engine_db_query(e, &f, push_wall, &p), QS_OK, "%s",
+               qs_engine_error(e));
+  cr_assert_eq(p.n, 64, "%zu pushes recorded", p.n);
+  size_t m = p.n - 1; /* the oldest, the last row, is the first push */
+  qsort(p.w, m, sizeof *p.w, cmp_double);
+  *lo = p.w[m / 10], *hi = p.w[m - 1 - m / 10];
+  cr_assert_gt(*lo, 0);
+  fprintf(stderr,
+          "opencl stream: pushes recorded at %.3g to %.3g s (10th to 90th "
+          "percentile; all %.3g to %.3g s)\n",
+          *lo, *hi, p.w[0], p.w[m - 1]);
+  qs_engine_close(e);
+  return *hi / *lo;
+}
+
 /* An OpenCL stream's pushes are recorded at the work of their frames, not
  * at their wall time (opencl.c, method_call.work_seconds): 64 single
  * frames pushed back to back, most of which only stage their frame while
@@ -820,37 +850,22 @@ static int push_wall(void *ctx, const qs_db_row *r) {
  * high while few frames are done raises every push recorded after it
  * until more frames dilute it. In full test runs the highest wall was
  * once 25 times the lowest, and once the 90th percentile 13 times the
- * 10th; quiet, they are within 2.2. */
+ * 10th; quiet, they are within 2.2.
+ * A stream is tried up to three times, each with a fresh store: recorded
+ * at their wall times the pushes spread 100 to 1000 times on every try,
+ * while a loaded machine's spread of the estimate comes and goes (under
+ * AddressSanitizer, beside another test, one try reached 90). */
 Test(stream, opencl_pushes_record_their_frames_work) {
-  qs_engine *e = stream_engine();
+  qs_engine *probe = stream_engine();
   char cl[QS_NAME_MAX];
-  cl_impl_or_skip(e, cl);
+  cl_impl_or_skip(probe, cl);
+  qs_engine_close(probe);
   qs_image st = noisy(64, 24, 20, 33);
-  static const size_t one[] = {1};
-  qs_esrrf_stream *s = stream_open(e, AVG, 0, 30, 0, cl, 24, 20);
-  qs_image res[4];
-  qs_esrrf_stream_result info[4];
-  size_t n = stream_through(s, &st, one, 1, NULL, res, info, 4);
-  cr_assert_eq(n, 3);
-  for (size_t i = 0; i < n; i++)
-    qs_image_free(&res[i]);
-  qs_esrrf_stream_close(s);
-  push_walls p = {.n = 0};
-  qs_db_filter f = {.method = "esrrf", .impl = cl};
-  cr_assert_eq(qs_engine_db_query(e, &f, push_wall, &p), QS_OK, "%s",
-               qs_engine_error(e));
-  cr_assert_eq(p.n, 64, "%zu pushes recorded", p.n);
-  size_t m = p.n - 1; /* the oldest, the last row, is the first push */
-  qsort(p.w, m, sizeof *p.w, cmp_double);
-  double lo = p.w[m / 10], hi = p.w[m - 1 - m / 10];
-  cr_assert_gt(lo, 0);
-  fprintf(stderr,
-          "opencl stream: pushes recorded at %.3g to %.3g s (10th to 90th "
-          "percentile; all %.3g to %.3g s)\n",
-          lo, hi, p.w[0], p.w[m - 1]);
-  cr_expect_leq(hi / lo, 30, "recorded walls from %.3g to %.3g s", lo, hi);
+  double lo = 0, hi = 0, spread = 0;
+  for (int k = 0; k < 3 && !(spread > 0 && spread <= 30); k++)
+    spread = push_spread(cl, &st, &lo, &hi);
+  cr_expect_leq(spread, 30, "recorded walls from %.3g to %.3g s", lo, hi);
   qs_image_free(&st);
-  qs_engine_close(e);
 }
 
 /* The windows of a sliding stream with impl (N every K over st's frames,
