@@ -125,8 +125,15 @@ int cand_siblings(const mstate *m, size_t i, size_t j) {
   return i != j && cpu_a && cpu_b && a->run && a->run == b->run;
 }
 
-void cands_prior(const qs_engine *e, const mstate *m, cands *cs) {
+/* The prior a sibling's bound gives (cands_prior): a schedule of the
+ * engine's T threads is at most T times faster than another, less a CPU
+ * kind's fixed cost. */
+static double sibling_prior(const qs_engine *e, double bound) {
   double threads = e->threads > 1 ? (double)e->threads : 1;
+  return (bound - AGENT_CPU_FIXED) / threads;
+}
+
+void cands_prior(const qs_engine *e, const mstate *m, cands *cs) {
   for (size_t i = 0; i < m->n_impls; i++) {
     agent_cand *c = &cs->c[i];
     c->prior = 0;
@@ -139,7 +146,7 @@ void cands_prior(const qs_engine *e, const mstate *m, cands *cs) {
       if (!cand_siblings(m, i, j) || !(lo > 0) ||
           (s->excluded && strcmp(s->excluded, "not_selected")))
         continue;
-      double p = (lo - s->transfer - AGENT_CPU_FIXED) / threads;
+      double p = sibling_prior(e, lo - s->transfer);
       if (p > c->prior) c->prior = p;
     }
   }
@@ -195,11 +202,10 @@ int cand_has_sibling(const mstate *m, size_t i) {
 
 double cand_stop_prior(const qs_engine *e, const mstate *m, size_t i,
                        double work) {
-  double threads = e->threads > 1 ? (double)e->threads : 1;
   double p = cand_stopped(m, i, work);
   for (size_t j = 0; j < m->n_impls; j++) {
     if (!cand_siblings(m, i, j)) continue;
-    double q = (cand_stopped(m, j, work) - AGENT_CPU_FIXED) / threads;
+    double q = sibling_prior(e, cand_stopped(m, j, work));
     if (q > p) p = q;
   }
   return p;

@@ -173,18 +173,30 @@ int run_once(qs_engine *e, const mstate *m, size_t impl, const qs_image *in,
   return rc;
 }
 
-void run_stopped(qs_engine *e, prep *pr, size_t impl, const char *key,
-                 double work, double wall) {
+/* The store's row of a run of impl under (key, work): wall seconds, the
+ * device and one-time seconds of res (NULL: none), status and error;
+ * returns the key's history entry (NULL: no memory). */
+static hist *row_record(qs_engine *e, prep *pr, size_t impl, const char *key,
+                        double work, double wall, const run_result *res,
+                        int status, const char *error) {
   mstate *m = pr->m;
   if (!pr->json) pr->json = key_json(m->desc, pr->p);
   run_rec rec = {.key = key,
                  .params = pr->json ? pr->json : "{}",
                  .work = work,
                  .wall = wall,
-                 .status = QS_ECANCELLED,
-                 .error = "stopped at calibration's time limit"};
+                 .device_s = res ? res->device_s : 0,
+                 .once_s = res ? res->once_s : 0,
+                 .status = status,
+                 .error = error};
   engine_record(e, m, &m->impls[impl], &rec);
-  hist *h = hist_get(m, impl, key, work, 1);
+  return hist_get(m, impl, key, work, 1);
+}
+
+void run_stopped(qs_engine *e, prep *pr, size_t impl, const char *key,
+                 double work, double wall) {
+  hist *h = row_record(e, pr, impl, key, work, wall, NULL, QS_ECANCELLED,
+                       "stopped at calibration's time limit");
   if (h) hist_stopped(h, wall);
 }
 
@@ -214,19 +226,10 @@ void run_account(qs_engine *e, prep *pr, size_t impl, const char *key,
   }
   double steady = res->work_s > 0 ? res->work_s : res->wall - res->once_s;
   if (steady < 0) steady = 0;
-  if (!pr->json) pr->json = key_json(m->desc, pr->p);
-  run_rec rec = {.key = key,
-                 .params = pr->json ? pr->json : "{}",
-                 .work = work,
-                 .wall = steady,
-                 .device_s = res->device_s,
-                 .once_s = res->once_s,
-                 .status = status,
-                 .error = status == QS_EMISMATCH && !res->err[0]
-                              ? qs_status_message(status)
-                              : res->err};
-  engine_record(e, m, r, &rec);
-  hist *h = hist_get(m, impl, key, work, 1);
+  hist *h = row_record(e, pr, impl, key, work, steady, res, status,
+                       status == QS_EMISMATCH && !res->err[0]
+                           ? qs_status_message(status)
+                           : res->err);
   if (!h) return;
   if (status == QS_OK) {
     double prev[AGENT_WINDOW];
