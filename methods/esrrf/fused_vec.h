@@ -157,6 +157,9 @@ typedef struct fv_state {
    * along x (R × C·M), and one output row of it per worker. */
   fv_taps *irt, *ict;
   float *hx, *irow;
+  /* A clone's band (band mode, fv_band_on): its output rows [by0, by1)
+   * and the grid rows [blo, bhi) they read, found once; by1 0: none. */
+  size_t by0, by1, blo, bhi;
 } fv_state;
 
 #ifndef FV_SQRT
@@ -963,6 +966,7 @@ static int fv_clone(const fused *s, fused *w) {
   fv_state *o = malloc(sizeof *o);
   if (!o) return QS_ENOMEM;
   *o = *v;
+  o->by0 = o->by1 = 0;
   o->soa = aligned_alloc(64, fv_soa_bytes(s, v));
   o->hx = v->hx ? malloc((size_t)s->g.rows * (size_t)s->g.cols_m *
                          sizeof *o->hx)
@@ -980,11 +984,10 @@ static int fv_frame_on(fused *w, int worker) {
   return rc;
 }
 
-/* Band mode: output rows [y0, y1) on the calling worker, after the grid
- * rows their window taps and their intensity rows read (each worker makes
- * its band's and their halo in its own planes: the rows near a band's
- * edge are made twice, the bits of each the same). */
-static int fv_band_on(fused *w, int worker, size_t y0, size_t y1) {
+/* The grid rows [*lo, *hi) that output rows [y0, y1) read: their window
+ * taps' and their intensity rows' (input row r is made with grid row 2r). */
+static void fv_band_rows(const fused *w, size_t y0, size_t y1, size_t *lo_out,
+                         size_t *hi_out) {
   const esrrf_geom *g = &w->g;
   const fv_state *v = w->vs;
   size_t lo = 2 * (size_t)g->rows + 1, hi = 0;
@@ -1004,7 +1007,20 @@ static int fv_band_on(fused *w, int worker, size_t y0, size_t y1) {
       if (t->n > 0 && a1 - 1 > hi) hi = a1 - 1;
     }
   }
-  int rc = lo < hi ? fv_grid_rows(w, lo, hi, worker) : QS_OK;
+  *lo_out = lo, *hi_out = hi;
+}
+
+/* Band mode: output rows [y0, y1) on the calling worker, after the grid
+ * rows they read (each worker makes its band's and their halo in its own
+ * planes: the rows near a band's edge are made twice, the bits of each
+ * the same). */
+static int fv_band_on(fused *w, int worker, size_t y0, size_t y1) {
+  fv_state *o = w->vs;
+  if (o->by0 != y0 || o->by1 != y1) { /* a batch's frames share the band */
+    fv_band_rows(w, y0, y1, &o->blo, &o->bhi);
+    o->by0 = y0, o->by1 = y1;
+  }
+  int rc = o->blo < o->bhi ? fv_grid_rows(w, o->blo, o->bhi, worker) : QS_OK;
   if (!rc) rc = fv_rows(w, y0, y1, worker);
   return rc;
 }
