@@ -728,6 +728,14 @@ static int count_stops(void *ctx, const qs_db_row *r) {
   return 0;
 }
 
+/* A fresh store file's name in db (a template ending in XXXXXX, made
+ * unique here); the test unlinks it. */
+static void temp_store(char *db) {
+  int fd = mkstemp(db);
+  cr_assert_geq(fd, 0, "%s", db);
+  close(fd);
+}
+
 /* An engine on the store file `db` and the fake clock, with d
  * registered (a "process" of a test that runs several). */
 static qs_engine *open_on(const char *db, int opencl,
@@ -761,9 +769,7 @@ Test(calibrate, slow_slice_runs_stop_at_their_limit) {
   costs((int64_t[]){0, 0, 0, 50000, 0}, (int64_t[]){0, 200000, 0, 20, 0});
   memset(sched_calls, 0, sizeof sched_calls);
   char db[] = "/tmp/qs-calib-stop-XXXXXX";
-  int fd = mkstemp(db);
-  cr_assert_geq(fd, 0);
-  close(fd);
+  temp_store(db);
   input x = call_input(4, 512, 512);
   double piece = 20e-6 * 1024 / POLL_PIECES; /* 0.32 ms on 32 x 32 */
   double calib = 0;
@@ -887,9 +893,7 @@ Test(calibrate, one_time_costs_of_slices_paid_from_the_account) {
   cost[C_CL].fixed = 1000000, cost[C_CL].per_px10 = 2000;
   cost[C_CL].once = 20000000;
   char db[] = "/tmp/qs-calib-once-XXXXXX";
-  int fd = mkstemp(db);
-  cr_assert_geq(fd, 0);
-  close(fd);
+  temp_store(db);
   input x = call_input(1, 512, 512);
   double total = 0, calib = 0;
   int cl_slices = 0, mid_by = 0, waited = 0, estimated = 0;
