@@ -77,7 +77,8 @@ int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
                  qs_image *outputs, size_t n_outputs, qs_run_report *report) {
   if (report) memset(report, 0, sizeof *report);
   if (!outputs && n_outputs) return engine_fail(e, QS_EINVAL, "no outputs");
-  for (size_t i = 0; i < n_outputs; i++)
+  int given = rq && rq->outputs_given; /* the caller's, never freed here */
+  for (size_t i = 0; !given && i < n_outputs; i++)
     outputs[i] = (qs_image){0};
   prep pr;
   int rc = prep_call(e, method, rq, n_outputs, 0, &pr);
@@ -95,9 +96,11 @@ int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
   rc = cands_build(e, &pr, rq, &cs);
   if (rc) goto done;
   if (e->stop_ns) cands_stoppable(&pr, &cs);
-  /* outputs live where the inputs live (quicksilver_image.h) */
-  rc = pr.dev ? devcall_outputs(e, &pr, outputs, d->n_outputs)
-              : outputs_alloc(e, pr.shape, d->n_outputs, outputs);
+  /* outputs live where the inputs live (quicksilver_image.h), or where
+   * the caller gave them */
+  rc = given    ? outputs_take(e, &pr, outputs, d->n_outputs)
+       : pr.dev ? devcall_outputs(e, &pr, outputs, d->n_outputs)
+                : outputs_alloc(e, pr.shape, d->n_outputs, outputs);
   if (rc) goto done;
   /* a device call's outputs in host memory, for an implementation of
    * another place (then pushed to the device outputs) */
@@ -189,13 +192,13 @@ int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
     reason = "fallback";
   }
   if (res.status == QS_ECANCELLED) {
-    outputs_free(outputs, d->n_outputs);
+    if (!given) outputs_free(outputs, d->n_outputs);
     rc = engine_fail(e, QS_ECANCELLED, "method %s: %s", d->name,
                      prog_cancelled(e) ? "cancelled by the caller"
                                        : "stopped at calibration's time "
                                          "limit");
   } else if (pick < 0 || res.status) {
-    outputs_free(outputs, d->n_outputs);
+    if (!given) outputs_free(outputs, d->n_outputs);
     rc = res.status ? res.status : QS_EFAIL;
     rc = engine_fail(e, rc, "method %s: %s failed: %s%s", d->name,
                      last >= 0 ? m->impls[last].name : "every implementation",

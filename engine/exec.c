@@ -99,6 +99,48 @@ static void outputs_zero(qs_engine *e, qs_image *out, size_t n_out) {
   }
 }
 
+/* Whether the pixels of a and b share memory. */
+static int overlap(const qs_image *a, const qs_image *b) {
+  const char *a0 = (const char *)a->data, *b0 = (const char *)b->data;
+  size_t na = a->frames * a->rows * a->cols * sizeof(float);
+  size_t nb = b->frames * b->rows * b->cols * sizeof(float);
+  return a0 && b0 && a0 < b0 + nb && b0 < a0 + na;
+}
+
+int outputs_take(qs_engine *e, const prep *pr, qs_image *out, size_t n) {
+  const char *what = pr->m->desc->name;
+  if (pr->dev)
+    return engine_fail(e, QS_EINVAL, "method %s: outputs given in host "
+                                     "memory for a call on device images",
+                       what);
+  for (size_t i = 0; i < n; i++) {
+    const qs_image *s = &pr->shape[i];
+    if (!out[i].data)
+      return engine_fail(e, QS_EINVAL, "method %s: output %zu given without "
+                                       "memory",
+                         what, i);
+    if (out[i].frames != s->frames || out[i].rows != s->rows ||
+        out[i].cols != s->cols)
+      return engine_fail(e, QS_ESHAPE, "method %s: output %zu given as %zu x "
+                                       "%zu x %zu, the call makes %zu x %zu "
+                                       "x %zu",
+                         what, i, out[i].frames, out[i].rows, out[i].cols,
+                         s->frames, s->rows, s->cols);
+    for (size_t k = 0; k < pr->n_in; k++)
+      if (overlap(&out[i], &pr->in[k]))
+        return engine_fail(e, QS_EINVAL, "method %s: output %zu overlaps "
+                                         "input %zu",
+                           what, i, k);
+    for (size_t k = 0; k < i; k++)
+      if (overlap(&out[i], &out[k]))
+        return engine_fail(e, QS_EINVAL, "method %s: outputs %zu and %zu "
+                                         "overlap",
+                           what, k, i);
+  }
+  outputs_zero(e, out, n);
+  return QS_OK;
+}
+
 /* A watched run is disturbed when other threads of the process took more
  * than DISTURB_SHARE of its wall time in CPU, and over DISTURB_MIN_NS (the
  * clocks' reading noise on runs of microseconds); WATCH_RUNS quiet runs

@@ -273,6 +273,10 @@ void run_stopped(qs_engine *e, prep *pr, size_t impl, const char *key,
 int outputs_alloc(qs_engine *e, const qs_image *shape, size_t n,
                   qs_image *out);
 void outputs_free(qs_image *out, size_t n);
+/* The caller's outputs (run_request.outputs_given): host images of the
+ * call's output shapes, apart from the inputs and from each other, zeroed
+ * on the pool. */
+int outputs_take(qs_engine *e, const prep *pr, qs_image *out, size_t n);
 
 /* The pages of an image written once (zero over zero), as outputs_alloc
  * provides them: touch_blocks over ranges [0, touch_ranges(img)) of 2 MiB

@@ -29,6 +29,7 @@ struct qs_plan {
   char *impl;                   /* rq->impl, NULL: the agent */
   qs_progress_fn progress;
   void *progress_ctx;
+  int outputs_given;            /* rq->outputs_given */
   qs_image shape[QS_MAX_INPUTS]; /* planned shapes (no data) */
   size_t n_in;
   void *arg;                    /* the run under way's argument */
@@ -86,6 +87,7 @@ int qs_method_open(qs_engine *e, const char *method, const qs_run_request *rq,
   }
   p->progress = rq->progress;
   p->progress_ctx = rq->progress_ctx;
+  p->outputs_given = rq->outputs_given;
   if (rq->impl && !(p->impl = strdup(rq->impl))) rc = QS_ENOMEM;
   prep_done(&pr);
   if (rc) {
@@ -147,7 +149,7 @@ int plan_run_arg(qs_plan *p, const qs_image *inputs, size_t n_inputs,
   if (!p) return QS_EINVAL;
   qs_engine *e = p->e;
   if (report) memset(report, 0, sizeof *report);
-  for (size_t i = 0; outputs && i < n_outputs; i++)
+  for (size_t i = 0; !p->outputs_given && outputs && i < n_outputs; i++)
     outputs[i] = (qs_image){0};
   if (e->plan || e->in_step)
     return engine_fail(e, QS_EINVAL, "plan %s: run inside another run",
@@ -160,7 +162,8 @@ int plan_run_arg(qs_plan *p, const qs_image *inputs, size_t n_inputs,
                        .n_params = p->n_params,
                        .impl = impl ? impl : p->impl,
                        .progress = p->progress,
-                       .progress_ctx = p->progress_ctx};
+                       .progress_ctx = p->progress_ctx,
+                       .outputs_given = p->outputs_given};
   p->arg = arg;
   if (arg) p->stateful = 1;
   e->plan = p;

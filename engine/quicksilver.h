@@ -22,8 +22,7 @@
  *    public type and function, as sqlite3_ and uv_ have theirs, so a host
  *    program's own `image` or `engine` never collides. Names inside the
  *    library carry no prefix and are not exported (tests/exports.py checks
- *    both). A host function of a public function's name leaves the shared
- *    library working: it binds its own calls inside itself.
+ *    both).
  *
  * Compiles as C11 and as C++ (checked by tests/header_cxx.cpp).
  */
@@ -141,22 +140,18 @@ typedef struct qs_engine_options {
    * call), at least 0.5 ms, at most calibration_budget seconds if > 0. */
   double calibration_share;
   double calibration_budget;
-  /* OpenCL buffers released by a run or plan, kept per device for the
-   * next ones of their size (a fresh one costs its allocation and, on a
-   * CPU device, a page fault per page): at most this many MiB per device;
-   * 0: $QUICKSILVER_DEVICE_CACHE_MB, else a quarter of the device's
-   * global memory; < 0: none kept. */
+  /* MiB of released OpenCL buffers kept per device for reuse by size (0:
+   * $QUICKSILVER_DEVICE_CACHE_MB, else a quarter of its memory; < 0: none). */
   long device_cache_mb;
 } qs_engine_options;
 
 #define QS_MAX_THREADS 256
-
-/* Opens an engine. On failure *e is NULL unless an engine could describe
- * the failure (then qs_engine_error says why; close it with qs_engine_close). A
- * damaged store gives QS_ECORRUPT and a handle that runs methods without
- * recording them, the file untouched. One thread at a time uses an
- * engine; open one per thread (they may share the store file). Runs are
- * written in batches (at most 64 runs or 250 ms late, and at close). */
+/* Opens an engine. On failure *e is NULL unless an engine could say why
+ * (qs_engine_error; close it). A damaged store gives QS_ECORRUPT and a
+ * handle that runs methods without recording them, the file untouched. One
+ * thread at a time uses an engine; open one per thread (they may share the
+ * store file). Runs are written in batches (at most 64 runs or 250 ms
+ * late, and at close). */
 QS_API int qs_engine_open(qs_engine **e, const qs_engine_options *options);
 QS_API void qs_engine_close(qs_engine *e);
 
@@ -407,6 +402,10 @@ typedef struct qs_run_request {
   /* Progress and cancellation (NULL: none); see progress_fn. */
   qs_progress_fn progress;
   void *progress_ctx;
+  /* Nonzero: outputs[] are the caller's host images of the output shapes,
+   * none overlapping an input, written in place (zeroed first) and never
+   * freed; on failure their contents are undefined. A plan keeps it. */
+  int outputs_given;
 } qs_run_request;
 
 /* An estimate's evidence, strongest first: "history" (runs of the key),
@@ -455,7 +454,8 @@ typedef struct qs_run_report {
 } qs_run_report;
 
 /* Runs `method` on the request. outputs[0..n_outputs) receive images the
- * engine allocates (qs_image_free), empty on failure. `report` may be NULL.
+ * engine allocates (qs_image_free), empty on failure, unless outputs_given.
+ * `report` may be NULL.
  * Choice: the key's history (mean of the fastest half of the newest 50
  * runs); else time = a + b * work fitted over the implementation's other
  * keys; implementations without a timing on this device are first

@@ -3,11 +3,14 @@
  * implementation once and its state reaches every run of the plan and
  * nothing else (one-shot calls, calibration slices); every run is recorded
  * like a call; shapes other than planned and misuse are refused with a
- * message. */
+ * message. Outputs the caller gives (run_request.outputs_given) receive the
+ * bits of allocated ones in place, are refused with a message when they
+ * cannot hold them, and stay the caller's through failure and cancel. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "quicksilver_method.h"
 #include "qs_test.h"
@@ -256,4 +259,219 @@ Test(plan, runs_give_method_run_bits) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     for (size_t j = 0; j < sizeof impls / sizeof impls[0]; j++)
       same_bits(&cases[i], impls[j]);
+}
+
+/* ------------------------------------------------ the caller's outputs */
+
+/* Images of the output shapes of k filled with a pattern the run must
+ * overwrite (the engine zeroes them first). */
+static void given_outputs(const qs_image *alloc, size_t n, qs_image *out,
+                          float **mem) {
+  for (size_t o = 0; o < n; o++) {
+    size_t px = alloc[o].frames * alloc[o].rows * alloc[o].cols;
+    mem[o] = malloc(px * sizeof(float));
+    cr_assert(mem[o]);
+    for (size_t i = 0; i < px; i++) mem[o][i] = -12345.0f;
+    out[o] = qs_image_wrap(mem[o], alloc[o].frames, alloc[o].rows,
+                           alloc[o].cols);
+  }
+}
+
+static void given_bits(const mcase *k, const char *impl) {
+  qs_engine *e = open_engine(1);
+  float *px[3], *mem[2];
+  qs_image in[3];
+  for (size_t i = 0; i < k->n_in; i++) {
+    size_t r = k->r, c = k->c;
+    if (!strcmp(k->method, "rgc") && i < 2) r *= 2, c *= 2;
+    px[i] = noisy(k->f * r * c);
+    in[i] = qs_image_wrap(px[i], k->f, r, c);
+  }
+  qs_run_request rq = {.inputs = in,
+                       .n_inputs = k->n_in,
+                       .params = k->p,
+                       .n_params = k->n_p,
+                       .impl = impl};
+  qs_image a[2], b[2];
+  qs_run_report rep;
+  cr_assert_eq(qs_method_run(e, k->method, &rq, a, k->n_out, &rep), QS_OK,
+               "%s %s: %s", k->method, impl, qs_engine_error(e));
+  given_outputs(a, k->n_out, b, mem);
+  rq.outputs_given = 1;
+  rq.impl = rep.impl; /* the same implementation, into the caller's */
+  for (int round = 0; round < 2; round++) {
+    cr_assert_eq(qs_method_run(e, k->method, &rq, b, k->n_out, NULL), QS_OK,
+                 "%s %s: %s", k->method, impl, qs_engine_error(e));
+    for (size_t o = 0; o < k->n_out; o++) {
+      cr_expect_eq(b[o].data, mem[o], "%s: written in place", k->method);
+      size_t n = a[o].frames * a[o].rows * a[o].cols;
+      cr_expect(!memcmp(a[o].data, mem[o], n * sizeof(float)),
+                "%s %s: output %zu differs", k->method, rep.impl, o);
+      mem[o][n / 2] = -1.0f; /* the next round overwrites it too */
+    }
+  }
+  /* a plan that keeps the flag, on fewer frames than planned */
+  qs_image shape[3];
+  for (size_t i = 0; i < k->n_in; i++) {
+    shape[i] = in[i];
+    shape[i].data = NULL;
+  }
+  rq.inputs = shape;
+  qs_plan *p;
+  cr_assert_eq(qs_method_open(e, k->method, &rq, &p), QS_OK, "%s",
+               qs_engine_error(e));
+  qs_image few[3], c[2];
+  for (size_t i = 0; i < k->n_in; i++) {
+    few[i] = in[i];
+    few[i].frames = 1;
+  }
+  for (size_t o = 0; o < k->n_out; o++) {
+    c[o] = b[o];
+    c[o].frames = 1; /* every output here has a frame per input frame */
+  }
+  cr_assert_eq(qs_plan_run(p, few, k->n_in, c, k->n_out, NULL), QS_OK,
+               "%s: %s", k->method, qs_engine_error(e));
+  qs_image d[2];
+  qs_run_request one = {.inputs = few,
+                        .n_inputs = k->n_in,
+                        .params = k->p,
+                        .n_params = k->n_p,
+                        .impl = rep.impl};
+  cr_assert_eq(qs_method_run(e, k->method, &one, d, k->n_out, NULL), QS_OK);
+  for (size_t o = 0; o < k->n_out; o++) {
+    cr_expect_eq(c[o].data, mem[o]);
+    size_t n = d[o].frames * d[o].rows * d[o].cols;
+    cr_expect(!memcmp(d[o].data, mem[o], n * sizeof(float)),
+              "%s plan: output %zu differs", k->method, o);
+    qs_image_free(&d[o]);
+  }
+  qs_plan_close(p);
+  for (size_t o = 0; o < k->n_out; o++) {
+    qs_image_free(&a[o]);
+    qs_image_free(&b[o]); /* wrapped: the memory stays ours */
+    free(mem[o]);
+  }
+  for (size_t i = 0; i < k->n_in; i++) free(px[i]);
+  qs_engine_close(e);
+}
+
+Test(plan, given_outputs_take_the_bits_of_allocated_ones) {
+  const mcase cases[] = {
+      {"shift_magnify", 1, 1, 3, 20, 24,
+       {{"magnification_row", 3, NULL}, {"magnification_col", 2, NULL}},
+       2},
+      {"roberts_cross", 1, 2, 3, 20, 24, {{0}}, 0},
+      {"rgc", 3, 1, 2, 20, 24, {{"magnification", 2, NULL}}, 1},
+      {"esrrf", 1, 1, 6, 20, 24,
+       {{"magnification", 3, NULL}, {"temporal", 0, "none"}}, 2},
+  };
+  const char *impls[] = {"serial", "threaded_guided", NULL};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (size_t j = 0; j < sizeof impls / sizeof impls[0]; j++)
+      given_bits(&cases[i], impls[j]);
+}
+
+Test(plan, given_outputs_refused_with_a_message) {
+  qs_engine *e = open_engine(0);
+  float *px = noisy(2 * 16 * 16), *o1 = noisy(2 * 16 * 16),
+        *o2 = noisy(2 * 16 * 16), *keep = noisy(2 * 16 * 16);
+  memcpy(keep, px, 2 * 16 * 16 * sizeof *keep);
+  float first = o1[0];
+  qs_image in = qs_image_wrap(px, 2, 16, 16);
+  qs_run_request rq = {.inputs = &in, .n_inputs = 1, .outputs_given = 1};
+  qs_image out[2] = {qs_image_wrap(NULL, 2, 16, 16),
+                     qs_image_wrap(o2, 2, 16, 16)};
+  cr_expect_eq(qs_method_run(e, "roberts_cross", &rq, out, 2, NULL),
+               QS_EINVAL);
+  cr_expect(strstr(qs_engine_error(e), "without memory"), "%s",
+            qs_engine_error(e));
+  out[0] = qs_image_wrap(o1, 2, 16, 15);
+  cr_expect_eq(qs_method_run(e, "roberts_cross", &rq, out, 2, NULL),
+               QS_ESHAPE);
+  cr_expect(strstr(qs_engine_error(e), "output 0 given as 2 x 16 x 15, the "
+                                       "call makes 2 x 16 x 16"),
+            "%s", qs_engine_error(e));
+  cr_expect_eq(out[0].data, o1, "a refused output stays as given");
+  out[0] = qs_image_wrap(px + 16, 2, 16, 16); /* over the input's end */
+  cr_expect_eq(qs_method_run(e, "roberts_cross", &rq, out, 2, NULL),
+               QS_EINVAL);
+  cr_expect(strstr(qs_engine_error(e), "output 0 overlaps input 0"), "%s",
+            qs_engine_error(e));
+  cr_expect(!memcmp(px, keep, 2 * 16 * 16 * sizeof *px), "input kept");
+  out[0] = qs_image_wrap(o1, 2, 16, 16);
+  out[1] = qs_image_wrap(o1 + 100, 2, 16, 16);
+  cr_expect_eq(qs_method_run(e, "roberts_cross", &rq, out, 2, NULL),
+               QS_EINVAL);
+  cr_expect(strstr(qs_engine_error(e), "outputs 0 and 1 overlap"), "%s",
+            qs_engine_error(e));
+  cr_expect_eq(o1[0], first, "nothing written by a refused call");
+  int rows = 0;
+  qs_db_filter f = {.method = "roberts_cross"};
+  cr_assert_eq(qs_engine_db_query(e, &f, count_row, &rows), QS_OK);
+  cr_expect_eq(rows, 0, "refused calls recorded: %d rows", rows);
+  free(px);
+  free(o1);
+  free(o2);
+  free(keep);
+  qs_engine_close(e);
+}
+
+/* A method that fails, or that runs until its progress hook cancels it. */
+static int fail_run(const qs_method_call *c) {
+  c->out[0].data[0] = 7.0f; /* wrote something, then failed */
+  return QS_EFAIL;
+}
+
+static int slow_run(const qs_method_call *c) {
+  for (int k = 0; k < 4000; k++) { /* at most 4 s */
+    if (method_advance(c, 1, 4000)) return QS_ECANCELLED;
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  return QS_OK;
+}
+
+static const qs_impl_def odd_impls[] = {
+    {"serial", QS_IMPL_SERIAL, fail_run, NULL, 1, QS_SCHED_STATIC, 0, NULL,
+     NULL},
+    {"threaded", QS_IMPL_THREADED, slow_run, NULL, 1, QS_SCHED_STATIC, 0,
+     NULL, NULL},
+};
+static const qs_method_desc odd_desc = {
+    .name = "odd",
+    .doc = "fails (serial) or runs until cancelled (threaded)",
+    .inputs = cnt_slots,
+    .n_inputs = 1,
+    .outputs = cnt_slots,
+    .n_outputs = 1,
+    .impls = odd_impls,
+    .n_impls = 2,
+    .shape = cnt_shape,
+    .tolerance = 0,
+};
+
+static int cancel_at_first(void *ctx, uint64_t done, uint64_t total) {
+  (void)ctx, (void)done, (void)total;
+  return 1;
+}
+
+Test(plan, given_outputs_stay_the_callers_through_failure_and_cancel) {
+  qs_engine *e = open_engine(0);
+  cr_assert_eq(qs_method_register(e, &odd_desc), QS_OK, "%s",
+               qs_engine_error(e));
+  float *px = noisy(64), *mem = noisy(64);
+  qs_image in = qs_image_wrap(px, 1, 8, 8), out = qs_image_wrap(mem, 1, 8, 8);
+  qs_run_request rq = {
+      .inputs = &in, .n_inputs = 1, .impl = "serial", .outputs_given = 1};
+  cr_expect_eq(qs_method_run(e, "odd", &rq, &out, 1, NULL), QS_EFAIL);
+  cr_expect_eq(out.data, mem, "a failed call leaves the caller's output");
+  cr_expect_eq(out.rows, 8);
+  rq.impl = "threaded";
+  rq.progress = cancel_at_first;
+  cr_expect_eq(qs_method_run(e, "odd", &rq, &out, 1, NULL), QS_ECANCELLED);
+  cr_expect_eq(out.data, mem, "a cancelled call leaves the caller's output");
+  qs_image_free(&out); /* wrapped: frees nothing */
+  free(px);
+  free(mem); /* ours, never freed by the engine (ASan: no double free) */
+  qs_engine_close(e);
 }
