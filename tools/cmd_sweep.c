@@ -48,8 +48,8 @@ static const opt_def sweep_opts[] = {
      "the channel to sweep (from 0) of a stack of several"},
     {"impl", 0, "NAME|KIND", "implementation of every step (default: the "
                              "engine's choice per step)"},
-    {"memory-mb", 0, "MB", "memory for the statistics (1024); maps awaiting "
-                           "their fold take up to half as much again"},
+    {"memory-mb", 0, "MB", "memory for the statistics (1024; more radii "
+                           "than fit take more passes over the frames)"},
     {NULL, 0, NULL, NULL}};
 
 #define SW_MAX_VALUES 256

@@ -37,11 +37,11 @@
  * Memory: three statistics per point of R·M·C·M pixels in double (1, 2 or
  * 4 per pixel for avg, var, tac2); when the points would take more than
  * memory_mb, the radii are taken in groups, one pass over the frames per
- * group. Plus one batch of frames through the steps (about 8·R·M·C·M
+ * group. Plus one batch of frames through the steps, which write into the
+ * sweep's own buffers (a radius's convergence and the ×M images: 8·R·M·C·M
  * bytes a frame, and what the chosen eSRRF implementation needs inside its
- * call), the convergences of a group's radii and the
- * ×M images gathered over several batches before they fold (at most half
- * of memory_mb and 512 MiB), a group's reconstructions and SQUIRREL's
+ * call; each radius's batch folds as soon as it is made), a group's
+ * reconstructions and SQUIRREL's
  * (empty) maps of them (8·R·M·C·M bytes a point) and, if asked, each
  * point's reconstruction.
  *

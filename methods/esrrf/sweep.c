@@ -29,8 +29,6 @@
 /* Frames through the steps at once, and their memory bound. */
 #define SW_MAX_BATCH 64
 #define SW_BATCH_BYTES ((size_t)256 << 20)
-/* The convergences and ×M images gathered before they fold. */
-#define SW_FOLD_BYTES ((size_t)512 << 20)
 
 typedef struct sweep {
   qs_engine *e;
@@ -113,11 +111,14 @@ static int sw_status(sweep *s, int rc) {
   return QS_OK;
 }
 
-/* One step through the engine; its message on failure. */
+/* One step through the engine; its message on failure. given: out holds
+ * the sweep's own buffers, written in place (run_request.outputs_given),
+ * else the engine allocates out. */
 static int sw_step(sweep *s, const char *method, const qs_image *in,
                    size_t n_in, const qs_param *p, size_t n_p, qs_image *out,
-                   size_t n_out) {
+                   size_t n_out, int given) {
   qs_run_request rq = sw_request(s, in, n_in, p, n_p);
+  rq.outputs_given = given;
   qs_run_report rep;
   int rc = sw_status(s, qs_method_run(s->e, method, &rq, out, n_out, &rep));
   if (!rc && !strcmp(method, "esrrf")) sw_impl_add(s, rep.impl);
@@ -270,66 +271,51 @@ static void sw_fold_batch(const sweep *s, qs_esrrf_partial *p,
 }
 
 /* One pass over the frames for radii [r0, r1): their statistics. The
- * steps run `batch` frames at a time; their convergences and ×M images
- * are gathered over `fold` frames (a multiple of batch) before they fold,
- * so that the statistics, which outgrow the caches on large frames (25
- * points × 3 × 8 bytes a pixel), stream through memory once per `fold`
- * frames. */
+ * steps run `batch` frames at a time and write into the sweep's own two
+ * buffers of a batch (run_request.outputs_given: no fresh pages, no copy):
+ * the ×M images once a batch, then each radius's convergence, folded into
+ * that radius's statistics at once, while it is still in cache. */
 static int sw_pass(sweep *s, size_t r0, size_t r1, qs_esrrf_partial *p,
-                   size_t batch, size_t fold) {
+                   size_t batch) {
   const qs_image *st = s->stack;
-  size_t rc_px = s->rows * s->cols, nr = r1 - r0;
+  size_t rc_px = s->rows * s->cols;
   float *map = malloc((size_t)s->threads * s->plane * sizeof *map);
-  float *raw = malloc(nr * fold * s->plane * sizeof *raw);
-  float *mags = malloc(fold * s->plane * sizeof *mags);
+  float *raw = malloc(batch * s->plane * sizeof *raw);
+  float *mags = s->iw ? malloc(batch * s->plane * sizeof *mags) : NULL;
   int rc = QS_OK;
-  if (!map || !raw || !mags)
-    rc = sw_fail(s, QS_ENOMEM, "sweep: no memory for %zu frames' maps of "
-                               "%zu radii",
-                 fold, nr);
-  for (size_t g0 = 0; !rc && g0 < s->frames; g0 += fold) {
-    size_t gn = s->frames - g0 < fold ? s->frames - g0 : fold;
-    for (size_t k0 = 0; !rc && k0 < gn; k0 += batch) {
-      size_t n = gn - k0 < batch ? gn - k0 : batch, f0 = g0 + k0;
-      qs_image frames =
-          qs_image_wrap(st->data + f0 * rc_px, n, s->rows, s->cols);
-      if (s->iw) {
-        qs_image mag = {0};
-        qs_param sm[] = {{"magnification_row", s->mag, NULL},
-                         {"magnification_col", s->mag, NULL}};
-        rc = sw_step(s, "shift_magnify", &frames, 1, sm, 2, &mag, 1);
-        if (!rc)
-          memcpy(mags + k0 * s->plane, mag.data, n * s->plane * sizeof *mags);
-        qs_image_free(&mag);
-      }
-      /* each radius's convergence: eSRRF's per-frame maps before the
-       * sensitivity's power and the intensity (the power of 1 leaves
-       * them as they are) */
-      for (size_t r = r0; !rc && r < r1; r++) {
-        qs_image out = {0};
-        qs_param ep[] = {{"magnification", s->mag, NULL},
-                         {"radius", s->o->radii[r], NULL},
-                         {"sensitivity", 1, NULL},
-                         {"intensity_weighting", 0, NULL},
-                         {"temporal", 0, "none"}};
-        s->step_frames = n;
-        rc = sw_step(s, "esrrf", &frames, 1, ep, 5, &out, 1);
-        s->step_frames = 0;
-        if (!rc)
-          memcpy(raw + ((r - r0) * fold + k0) * s->plane, out.data,
-                 n * s->plane * sizeof *raw);
-        qs_image_free(&out);
-        if (rc) break;
-        s->done += n;
-        if (s->o->progress &&
-            s->o->progress(s->o->progress_ctx, s->done, s->total))
-          rc = sw_cancelled(s);
-      }
+  if (!map || !raw || (s->iw && !mags))
+    rc = sw_fail(s, QS_ENOMEM, "sweep: no memory for %zu frames' maps",
+                 batch);
+  for (size_t f0 = 0; !rc && f0 < s->frames; f0 += batch) {
+    size_t n = s->frames - f0 < batch ? s->frames - f0 : batch;
+    qs_image frames = qs_image_wrap(st->data + f0 * rc_px, n, s->rows, s->cols);
+    if (s->iw) {
+      qs_image mag = qs_image_wrap(mags, n, s->rm, s->cm);
+      qs_param sm[] = {{"magnification_row", s->mag, NULL},
+                       {"magnification_col", s->mag, NULL}};
+      rc = sw_step(s, "shift_magnify", &frames, 1, sm, 2, &mag, 1, 1);
     }
-    for (size_t r = r0; !rc && r < r1; r++)
-      sw_fold_batch(s, sw_at(p, s, r - r0, 0, 0, 0),
-                    raw + (r - r0) * fold * s->plane, mags, gn, g0,
+    /* each radius's convergence: eSRRF's per-frame maps before the
+     * sensitivity's power and the intensity (the power of 1 leaves them
+     * as they are) */
+    for (size_t r = r0; !rc && r < r1; r++) {
+      qs_image out = qs_image_wrap(raw, n, s->rm, s->cm);
+      qs_param ep[] = {{"magnification", s->mag, NULL},
+                       {"radius", s->o->radii[r], NULL},
+                       {"sensitivity", 1, NULL},
+                       {"intensity_weighting", 0, NULL},
+                       {"temporal", 0, "none"}};
+      s->step_frames = n;
+      rc = sw_step(s, "esrrf", &frames, 1, ep, 5, &out, 1, 1);
+      s->step_frames = 0;
+      if (rc) break;
+      sw_fold_batch(s, sw_at(p, s, r - r0, 0, 0, 0), raw, mags, n, f0,
                     s->threads, map);
+      s->done += n;
+      if (s->o->progress &&
+          s->o->progress(s->o->progress_ctx, s->done, s->total))
+        rc = sw_cancelled(s);
+    }
   }
   free(map);
   free(raw);
@@ -366,7 +352,7 @@ static int sw_score(sweep *s, qs_esrrf_partial *p, size_t r0, size_t r1,
   if (!rc && s->rsp) {
     qs_image in[2] = {*s->stack, rec}, out[2] = {{0}};
     qs_param mp = {"error_map", 0, NULL}; /* the metrics, not the map */
-    rc = sw_step(s, "squirrel", in, 2, &mp, 1, out, 2);
+    rc = sw_step(s, "squirrel", in, 2, &mp, 1, out, 2, 0);
     for (size_t g = 0; !rc && g < np; g++) {
       size_t r = r0 + g / per_r, t = g % per_r / s->ns, si = g % s->ns;
       qs_esrrf_sweep_point *pt = &pts[(t * s->ns + si) * s->nr + r];
@@ -492,14 +478,6 @@ int qs_esrrf_sweep(qs_engine *e, const qs_image *stack,
   size_t batch = SW_BATCH_BYTES / (per_frame ? per_frame : 1);
   if (batch < 1) batch = 1;
   if (batch > SW_MAX_BATCH) batch = SW_MAX_BATCH;
-  /* frames gathered per fold: their maps of a pass's radii and ×M images
-   * within half the bound and SW_FOLD_BYTES, a multiple of the steps'
-   * batch */
-  size_t per_fold = (group + 1) * s.plane * sizeof(float);
-  size_t fold_bytes = bound / 2 < SW_FOLD_BYTES ? bound / 2 : SW_FOLD_BYTES;
-  size_t fold = fold_bytes / per_fold / batch * batch;
-  if (fold < batch) fold = batch;
-  if (fold > s.frames) fold = s.frames;
   size_t np = s.nt * s.ns * s.nr, passes = (s.nr + group - 1) / group;
   qs_esrrf_sweep_point *pts = calloc(np, sizeof *pts);
   qs_esrrf_partial *p = calloc(group * s.nt * s.ns * 3, sizeof *p);
@@ -522,7 +500,7 @@ int qs_esrrf_sweep(qs_engine *e, const qs_image *stack,
                            "sweep: no memory for the statistics of %zu "
                            "points (memory_mb %ld)",
                            group * s.ns * s.nt, o->memory_mb);
-    if (!rc) rc = sw_pass(&s, r0, r1, p, batch, fold);
+    if (!rc) rc = sw_pass(&s, r0, r1, p, batch);
     if (!rc) rc = sw_score(&s, p, r0, r1, pts, tmp);
     for (size_t i = 0; i < group * s.nt * s.ns * 3; i++)
       qs_esrrf_partial_free(&p[i]);
