@@ -189,3 +189,46 @@ def test_ctrl_c_cancels_the_run():
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:3] == [
         "interrupted True", "recorded []", "after (6, 48, 48)"]
+
+
+@pytest.mark.parametrize("impl", ["serial", "threaded_static", None])
+def test_out_arrays_are_written_in_place(engine, stack, impl):
+    """run(out=...) writes the caller's arrays (the same objects come back)
+    with the bits of allocated outputs; a 2-D array is one frame."""
+    ref = engine.run("roberts_cross", stack, impl=impl)
+    gx = np.full(stack.shape, -7.0, np.float32)
+    gy = np.full(stack.shape, -7.0, np.float32)
+    res = engine.run("roberts_cross", stack, impl=ref.report.impl,
+                     out=(gx, gy))
+    assert res[0] is gx and res[1] is gy
+    assert np.array_equal(gx, ref[0]) and np.array_equal(gy, ref[1])
+    one = np.full(stack.shape[1:], -7.0, np.float32)
+    got = engine.run("shift_magnify", stack[0], magnification_row=1,
+                     magnification_col=1, out=one)
+    assert got[0] is one
+    assert np.array_equal(one, engine.run("shift_magnify", stack[0],
+                                          magnification_row=1,
+                                          magnification_col=1)[0][0])
+
+
+def test_out_arrays_refused_with_a_reason(engine, stack):
+    good = np.zeros(stack.shape, np.float32)
+    with pytest.raises(qs.ShapeError, match="2 arrays for 1 outputs"):
+        engine.run("shift_magnify", stack, out=(good, good))
+    with pytest.raises(qs.DTypeError, match="float64"):
+        engine.run("roberts_cross", stack,
+                   out=(good, np.zeros(stack.shape)))
+    with pytest.raises(qs.CopyError, match="not C-contiguous"):
+        engine.run("roberts_cross", stack,
+                   out=(good, np.zeros(stack.shape[::-1], np.float32).T))
+    ro = np.zeros(stack.shape, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(qs.CopyError, match="read-only"):
+        engine.run("roberts_cross", stack, out=(good, ro))
+    with pytest.raises(qs.ShapeError, match="the call makes"):
+        engine.run("roberts_cross", stack,
+                   out=(good, np.zeros(stack.shape[:2] + (3,), np.float32)))
+    with pytest.raises(qs.Error, match="overlaps input 0"):
+        engine.run("roberts_cross", stack, out=(stack, good))
+    with pytest.raises(qs.Error, match="outputs 0 and 1 overlap"):
+        engine.run("roberts_cross", stack, out=(good, good))

@@ -417,6 +417,38 @@ def _host_view(a: Any, copy: bool, slot: str) -> Any:
                     ".cpu()); copy it first", name="invalid")
 
 
+def _as_outputs(out: Any, d: Optional[dict[str, Any]]
+                ) -> tuple[tuple[Any, ...], tuple[np.ndarray, ...]]:
+    """The caller's output arrays as given and as the 3-D views the engine
+    writes: each a writeable, C-contiguous, aligned native float32 ndarray
+    of 2 or 3 dimensions (the shapes are the engine's to check)."""
+    n = len(d["outputs"]) if d else 1
+    arrays = (out,) if isinstance(out, np.ndarray) else tuple(out)
+    if len(arrays) != n:
+        raise ShapeError(f"out: {len(arrays)} arrays for {n} outputs",
+                         name="shape")
+    views = []
+    for k, a in enumerate(arrays):
+        if not isinstance(a, np.ndarray):
+            raise DTypeError(f"out {k}: a numpy array is written in place, "
+                             f"got {type(a).__name__}", name="invalid")
+        if a.dtype != np.float32 or not a.dtype.isnative:
+            raise DTypeError(f"out {k}: dtype {a.dtype}; outputs are native "
+                             "float32", name="invalid")
+        if a.ndim not in (2, 3):
+            raise ShapeError(f"out {k}: {a.ndim}-D array of shape {a.shape}; "
+                             "expected (frames, rows, cols) or (rows, cols)",
+                             name="shape")
+        if not (a.flags.c_contiguous and a.flags.aligned
+                and a.flags.writeable):
+            why = ("not C-contiguous" if not a.flags.c_contiguous else
+                   "not aligned" if not a.flags.aligned else "read-only")
+            raise CopyError(f"out {k}: {why}; outputs are written in place",
+                            name="invalid")
+        views.append(a[np.newaxis] if a.ndim == 2 else a)
+    return arrays, tuple(views)
+
+
 def _as_input(a: ArrayLike, copy: bool, slot: str,
               device: bool = True) -> Any:
     """A C-contiguous native float32 3-D view of `a` (itself when it is one
@@ -629,7 +661,7 @@ class Engine:
 
     def run(self, method: str, *arrays: ArrayLike, impl: Optional[str] = None,
             copy: bool = True, progress: _progress.ProgressArg = None,
-            **params: ParamValue) -> Result:
+            out: Any = None, **params: ParamValue) -> Result:
         """Runs `method` on the input arrays with keyword parameters.
 
         Args:
@@ -645,12 +677,19 @@ class Engine:
             progress: a callable ``f(done, total)`` (a true return value
                 cancels), or True for a tqdm bar; see the module's
                 "Progress and Ctrl-C".
+            out: the outputs' arrays, written in place instead of new ones
+                (one array, or a sequence in the method's output order):
+                writeable C-contiguous float32 arrays of the output shapes,
+                (frames, rows, cols) or (rows, cols) for one frame, none
+                sharing memory with an input or with each other. A loop
+                over frames or a live acquisition then reuses its buffers.
+                On failure their contents are undefined.
             **params: the method's parameters by name; enums by name
                 (``temporal="var"``), booleans as bool.
 
         Returns:
-            :class:`Result`: outputs in the method's order and by name, and
-            the :class:`Report`.
+            :class:`Result`: outputs in the method's order and by name (the
+            ``out`` arrays themselves when given), and the :class:`Report`.
 
         Raises:
             ParameterError: unknown (the message names the nearest), repeated
@@ -662,10 +701,15 @@ class Engine:
         """
         inputs = self._inputs(method, arrays, copy)
         d = self._desc(method)
-        _check_keywords(method, d, params, ("impl", "copy", "progress"))
+        _check_keywords(method, d, params, ("impl", "copy", "progress",
+                                            "out"))
+        given = None if out is None else _as_outputs(out, d)
         with _progress.callback(progress, method) as cb:
-            outs, rep = self._core.run(method, inputs, _param_items(params),
-                                       impl, cb)
+            outs, rep = self._core.run(
+                method, inputs, _param_items(params), impl, cb,
+                None if given is None else given[1])
+        if given is not None:
+            outs = given[0]
         names = [n for n, _ in d["outputs"]] if d else [
             str(k) for k in range(len(outs))]
         return Result(names, outs, Report._from(rep),

@@ -825,26 +825,68 @@ static int bench_body(void *p) {
                              j->repeats, j->br);
 }
 
-/* run(method, inputs, params, impl, progress) -> (outputs, report dict) */
+/* The caller's outputs: a sequence of n C-contiguous, aligned, writeable
+ * 3-D float32 ndarrays (the Python layer has checked them and says why
+ * not; this guards the memory) wrapped into out; held until the call
+ * returns. -1 with a Python error set. */
+static int outputs_wrap(PyObject *seq, qs_image *out, size_t n) {
+  if ((size_t)PySequence_Fast_GET_SIZE(seq) != n) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "out: %zd arrays for %zu outputs",
+             PySequence_Fast_GET_SIZE(seq), n);
+    raise_status(QS_EINVAL, msg);
+    return -1;
+  }
+  for (size_t k = 0; k < n; k++) {
+    PyObject *o = PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)k);
+    PyArrayObject *a = (PyArrayObject *)o;
+    if (!PyArray_Check(o) || PyArray_TYPE(a) != NPY_FLOAT32 ||
+        PyArray_NDIM(a) != 3 || !PyArray_IS_C_CONTIGUOUS(a) ||
+        !PyArray_ISALIGNED(a) || !PyArray_ISWRITEABLE(a)) {
+      char msg[120];
+      snprintf(msg, sizeof msg, "out %zu: not a writeable C-contiguous 3-D "
+                                "float32 ndarray",
+               k);
+      raise_status(QS_EINVAL, msg);
+      return -1;
+    }
+    npy_intp *dims = PyArray_DIMS(a);
+    out[k] = qs_image_wrap(PyArray_DATA(a), (size_t)dims[0], (size_t)dims[1],
+                           (size_t)dims[2]);
+  }
+  return 0;
+}
+
+/* run(method, inputs, params, impl, progress, out) -> (outputs, report
+ * dict); out (None: the engine allocates) a sequence of the caller's
+ * ndarrays, written in place and returned as the outputs */
 static PyObject *Engine_run(EngineObject *self, PyObject *args) {
   const char *method, *impl = NULL;
-  PyObject *in_obj, *p_obj, *progress = NULL;
-  if (!PyArg_ParseTuple(args, "sOO|zO", &method, &in_obj, &p_obj, &impl,
-                        &progress))
+  PyObject *in_obj, *p_obj, *progress = NULL, *out_obj = Py_None;
+  if (!PyArg_ParseTuple(args, "sOO|zOO", &method, &in_obj, &p_obj, &impl,
+                        &progress, &out_obj))
     return NULL;
-  PyObject *result = NULL;
+  PyObject *result = NULL, *given = NULL;
   call_args ca;
   qs_image out[MAX_SLOTS];
   memset(out, 0, sizeof out);
+  if (out_obj != Py_None &&
+      !(given = PySequence_Fast(out_obj, "out must be a sequence")))
+    return NULL;
   if (call_begin(self, in_obj, p_obj, &ca, 0) < 0) goto done;
   const qs_method_desc *d = qs_method_find(self->e, method);
   size_t n_out = d ? d->n_outputs : 0;
   if (n_out > MAX_SLOTS) n_out = MAX_SLOTS;
+  if (given && d && outputs_wrap(given, out, n_out) < 0) {
+    engine_unlock(self);
+    goto done;
+  }
   qs_run_request rq = {.inputs = ca.in,
                        .n_inputs = ca.n_in,
                        .params = ca.p,
                        .n_params = ca.n_p,
-                       .impl = impl};
+                       .impl = impl,
+                       .outputs_given = given && d};
   qs_run_report rep;
   memset(&rep, 0, sizeof rep);
   watch_slot slot = NULL;
@@ -862,7 +904,9 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
     goto done;
   PyObject *outs = PyTuple_New((Py_ssize_t)n_out);
   for (size_t k = 0; outs && k < n_out; k++) {
-    PyObject *o = output_object(self, &out[k]);
+    PyObject *o = rq.outputs_given
+                      ? Py_NewRef(PySequence_Fast_GET_ITEM(given, k))
+                      : output_object(self, &out[k]);
     if (!o)
       Py_CLEAR(outs);
     else
@@ -874,9 +918,11 @@ static PyObject *Engine_run(EngineObject *self, PyObject *args) {
   else
     Py_XDECREF(outs);
 done:
-  for (size_t k = 0; k < MAX_SLOTS; k++) /* those not handed to numpy */
+  for (size_t k = 0; k < MAX_SLOTS; k++) /* those not handed to numpy (the
+                                            caller's: wrapped, kept) */
     qs_image_free(&out[k]);
   call_end(&ca);
+  Py_XDECREF(given);
   return result;
 }
 
