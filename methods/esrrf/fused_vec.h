@@ -362,6 +362,33 @@ static inline void fv_sure_border(const fv_rl *r, const fv_at *a, fv_m out,
   *wsum = FV_SELECT(out, ws, *wsum);
 }
 
+/* fv_sure_border for two border groups in one pass: each candidate's
+ * constants are loaded once for both (the same sums, in the same order).
+ * On narrow frames most groups are border groups (a 64-column frame at
+ * M 5 has four groups of 16 lanes per phase, two of them at a border),
+ * and alone each loaded every candidate's constants for itself. */
+static inline void fv_sure_border2(const fv_rl *r, const fv_at *a,
+                                   const fv_at *b, fv_m out_a, fv_m out_b,
+                                   fv_f *rgc, fv_f *wsum) {
+  fv_f ra = rgc[0], rb = rgc[1], wa = {0}, wb = {0}, dx, w, t;
+  fv_at at = *a, bt = *b;
+  for (int k = 0; k < r->n_sure; k++) {
+    fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
+    fv_m dot = fv_term(r, k, &at, dy, &dx, &w, &t);
+    fv_m in = at.colin[r->c[k].i];
+    ra = FV_ADD_IF(ra, FV_AND(in, dot), t);
+    wa = FV_ADD_IF(wa, in, w);
+    dot = fv_term(r, k, &bt, dy, &dx, &w, &t);
+    in = bt.colin[r->c[k].i];
+    rb = FV_ADD_IF(rb, FV_AND(in, dot), t);
+    wb = FV_ADD_IF(wb, in, w);
+  }
+  rgc[0] = ra;
+  rgc[1] = rb;
+  wsum[0] = FV_SELECT(out_a, wa, wsum[0]);
+  wsum[1] = FV_SELECT(out_b, wb, wsum[1]);
+}
+
 /* The candidates near the disk edge for one group: the exact distance and
  * the reference's test d <= tSO (and d != 0), border lanes masked. */
 static inline void fv_edge(const fv_rl *r, const fv_at *a, float tso,
@@ -681,38 +708,55 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
       fv_rl rl;
       fv_row_list(v, rt, regular, rok, y, px, ey, own, w0r, p0r, &rl);
       int g0 = v->ex_at[px], ng = v->ex_at[px + 1] - g0;
-      /* groups two at a time where neither is a border group, else alone */
-      for (int k = 0; k < ng;) {
-        int bord = v->border[g0 + k];
-        int m = !bord && k + 1 < ng && !v->border[g0 + k + 1] ? 2 : 1;
-        fv_at two[2];
-        fv_f acc[2] = {{0}, {0}}, ws[2];
-        for (int h = 0; h < m; h++) {
-          int gi = g0 + k + h;
-          const float *at = rl.base + (size_t)(k + h) * FV_LANES;
-          two[h] = (fv_at){.gx = at, .gy = at + 2 * v->w2, .ex = v->ex[gi],
-                           .dxv = v->dxv + (size_t)gi * (size_t)win,
-                           .colin = v->border[gi] ? v->colin +
-                                        (size_t)gi * (size_t)(win + 1)
-                                                  : NULL};
-          /* the sure candidates' weights summed: sw0 + swa·e_x */
-          ws[h] = FV_FMA(fv_splat(rl.swa), two[h].ex, fv_splat(rl.sw0));
+      /* groups two at a time, interior ones with interior ones and border
+       * ones with border ones (a group's sums do not depend on its
+       * partner): first the interior, then the border groups */
+      for (int pass = 0; pass < 2; pass++) {
+        for (int k = 0; k < ng;) {
+          if (v->border[g0 + k] != pass) {
+            k++;
+            continue;
+          }
+          int kk[2] = {k, -1};
+          for (int q = k + 1; q < ng; q++)
+            if (v->border[g0 + q] == pass) {
+              kk[1] = q;
+              break;
+            }
+          int m = kk[1] >= 0 ? 2 : 1;
+          fv_at two[2];
+          fv_f acc[2] = {{0}, {0}}, ws[2];
+          for (int h = 0; h < m; h++) {
+            int gi = g0 + kk[h];
+            const float *at = rl.base + (size_t)kk[h] * FV_LANES;
+            two[h] = (fv_at){.gx = at, .gy = at + 2 * v->w2, .ex = v->ex[gi],
+                             .dxv = v->dxv + (size_t)gi * (size_t)win,
+                             .colin = pass ? v->colin +
+                                          (size_t)gi * (size_t)(win + 1)
+                                           : NULL};
+            /* the sure candidates' weights summed: sw0 + swa·e_x */
+            ws[h] = FV_FMA(fv_splat(rl.swa), two[h].ex, fv_splat(rl.sw0));
+          }
+          if (m == 2 && pass)
+            fv_sure_border2(&rl, &two[0], &two[1], two[0].colin[win],
+                            two[1].colin[win], acc, ws);
+          else if (m == 2)
+            fv_sure2(&rl, &two[0], &two[1], acc);
+          else if (pass)
+            fv_sure_border(&rl, two, two[0].colin[win], acc, ws);
+          else
+            fv_sure(&rl, two, acc);
+          for (int h = 0; h < m; h++) {
+            fv_edge(&rl, &two[h], g->k.tso, &acc[h], &ws[h]);
+            int k1 = kk[h] * FV_LANES;
+            int lanes = v->nk[px] - k1 < FV_LANES ? v->nk[px] - k1 : FV_LANES;
+            fv_f val = fv_finish(acc[h], ws[h], g->k.sens);
+            int x = v->x0[px] + k1 * mag;
+            for (int q = 0; q < lanes; q++, x += mag) o[x] = val[q];
+          }
+          /* the partner is done: the next of this kind after k */
+          k = m == 2 ? kk[1] + 1 : k + 1;
         }
-        if (m == 2)
-          fv_sure2(&rl, &two[0], &two[1], acc);
-        else if (bord)
-          fv_sure_border(&rl, two, two[0].colin[win], acc, ws);
-        else
-          fv_sure(&rl, two, acc);
-        for (int h = 0; h < m; h++) {
-          fv_edge(&rl, &two[h], g->k.tso, &acc[h], &ws[h]);
-          int k1 = (k + h) * FV_LANES;
-          int lanes = v->nk[px] - k1 < FV_LANES ? v->nk[px] - k1 : FV_LANES;
-          fv_f val = fv_finish(acc[h], ws[h], g->k.sens);
-          int x = v->x0[px] + k1 * mag;
-          for (int q = 0; q < lanes; q++, x += mag) o[x] = val[q];
-        }
-        k += m;
       }
     }
     /* the intensity over the whole row, in lanes (the same products as
