@@ -14,6 +14,7 @@
 #include "pool.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -194,10 +195,25 @@ int pool_create(pool **out, int threads) {
       pool_destroy(p);
       return QS_ENOMEM;
     }
+    /* The workers block the asynchronous signals (they inherit the mask
+     * they start with): a program's SIGINT or SIGTERM is taken by one of
+     * its own threads, never by a worker while the program's thread goes
+     * on (its handler's cleanup would then race the program: a worker
+     * still spinning after a loop took a SIGTERM sent to a CLI stopped
+     * mid-write, and the main thread renamed the output meanwhile).
+     * Faults stay deliverable to the thread that causes them. */
+    sigset_t async, was;
+    sigfillset(&async);
+    static const int sync_sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+                                    SIGTRAP, SIGABRT, SIGSYS};
+    for (size_t k = 0; k < sizeof sync_sigs / sizeof *sync_sigs; k++)
+      sigdelset(&async, sync_sigs[k]);
+    int masked = pthread_sigmask(SIG_BLOCK, &async, &was) == 0;
     for (int i = 0; i < threads - 1; i++) {
       if (pthread_create(&p->workers[i], NULL, worker_main, p)) break;
       p->n_workers++;
     }
+    if (masked) pthread_sigmask(SIG_SETMASK, &was, NULL);
     /* Wait until every started worker holds its id. */
     pthread_mutex_lock(&p->mu);
     while (p->started < p->n_workers) pthread_cond_wait(&p->done, &p->mu);
