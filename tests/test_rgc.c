@@ -71,6 +71,34 @@ Test(rgc, constants_as_the_reference_rounds_them) {
   cr_expect_eq(rgc_weight(0, k.tss), 0.0f);
 }
 
+/* rgc_sq_bound(t): x passes the reference's d = √x <= t exactly when
+ * x <= the bound; checked on the floats around each bound (where the test
+ * turns) and on random x, for every radius's tSO from 0.5 to 50 in
+ * steps of 0.01 and for odd values (0, a denormal, huge, negative, NaN). */
+Test(rgc, squared_distance_bound_is_the_square_roots_test) {
+  uint64_t st = 0x2545f4914f6cdd1dull;
+  float odd[] = {0.0f, 1e-40f, 1.0f, 3.0e19f, 3.4e38f, -1.0f, NAN};
+  for (int k = 0; k < 5000 + 7; k++) {
+    float t = k < 5000 ? rgc_consts_make(0.5 + 0.01 * k, 2, 1).tso
+                       : odd[k - 5000];
+    float b = rgc_sq_bound(t);
+    if (!(t >= 0)) {
+      cr_assert_eq(b, -1.0f);
+      continue;
+    }
+    cr_assert(sqrtf(b) <= t, "t %a: bound %a fails", t, b);
+    float x = b;
+    for (int s = 0; s < 64; s++) x = nextafterf(x, 0.0f);
+    for (int s = 0; s < 128 && x < FLT_MAX; s++, x = nextafterf(x, INFINITY))
+      cr_assert_eq(sqrtf(x) <= t, x <= b, "t %a x %a bound %a", t, x, b);
+    for (int s = 0; s < 64; s++) {
+      st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+      float r = (float)(st % 1000000) * 1e-6f * 4 * (b > 1 ? b : 1);
+      cr_assert_eq(sqrtf(r) <= t, r <= b, "t %a x %a bound %a", t, r, b);
+    }
+  }
+}
+
 Test(rgc, zero_gradients_give_zero) {
   qs_image in[3], out[1];
   make(in, 2, 9, 8, 3);

@@ -25,7 +25,6 @@
 
 #define FV_LANES 8
 #define FV_FMA(a, b, c) ((fv_f)_mm256_fmadd_ps((a), (b), (c)))
-#define FV_SQRT(v) ((fv_f)_mm256_sqrt_ps(v))
 
 /* fused_cell's 1/|G| = (float)(1 / sqrt((double)|G|²)) for eight lanes:
  * the same correctly rounded double operations, four lanes at a time. */

@@ -34,7 +34,6 @@
 
 #define FV_LANES 16
 #define FV_FMA(a, b, c) ((fv_f)_mm512_fmadd_ps((a), (b), (c)))
-#define FV_SQRT(v) ((fv_f)_mm512_sqrt_ps(v))
 /* The candidate loop's grid and offset vectors stay in registers: GCC
  * would fold their loads into each instruction using them, loading each
  * twice, and its 512-bit loads (most across two cache lines) are what

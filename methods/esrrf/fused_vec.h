@@ -3,9 +3,9 @@
  * that compile it for one instruction set each: fused_vec.c (baseline
  * flags, portable), fused_avx2.c (AVX2 + FMA, 8 lanes) and fused_avx512.c
  * (AVX-512F, 16 lanes, lane masks in mask registers). The including file
- * defines FV_LANES, FV_FMA(a, b, c) = a·b + c (fused or not) and
- * FV_SQRT(v), optionally the lane-mask operations (FV_MASK, below), then
- * uses fv_variant with fused_run.
+ * defines FV_LANES and FV_FMA(a, b, c) = a·b + c (fused or not),
+ * optionally the lane-mask operations (FV_MASK, below), then uses
+ * fv_variant with fused_run.
  *
  * Layout. The lanes are FV_LANES output pixels of one row and one phase:
  * x, x + M, x + 2M, ... Their window taps sit at the same offsets from
@@ -162,15 +162,6 @@ typedef struct fv_state {
   size_t by0, by1, blo, bhi;
 } fv_state;
 
-#ifndef FV_SQRT
-#define FV_SQRT(v) fv_sqrt_lanes(v)
-#endif
-
-/* Lane by lane correctly rounded square roots. */
-static inline fv_f fv_sqrt_lanes(fv_f v) {
-  for (int k = 0; k < FV_LANES; k++) v[k] = sqrtf(v[k]);
-  return v;
-}
 
 /* FV_PIN(v): the including file may keep v in a register, so that the
  * compiler does not load it again for a second use (changes no value). */
@@ -389,16 +380,18 @@ static inline void fv_sure_border2(const fv_rl *r, const fv_at *a,
   wsum[1] = FV_SELECT(out_b, wb, wsum[1]);
 }
 
-/* The candidates near the disk edge for one group: the exact distance and
- * the reference's test d <= tSO (and d != 0), border lanes masked. */
-static inline void fv_edge(const fv_rl *r, const fv_at *a, float tso,
+/* The candidates near the disk edge for one group: the reference's test
+ * d <= tSO (and d != 0) on the exact squared distance against xmax =
+ * rgc_sq_bound(tSO) (no square root per candidate), border lanes
+ * masked. */
+static inline void fv_edge(const fv_rl *r, const fv_at *a, float xmax,
                            fv_f *rgc, fv_f *wsum) {
   fv_f acc = *rgc, ws = *wsum, dx, w, t, zero = {0};
   for (int k = r->n_sure; k < r->n; k++) {
     fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
     fv_m dot = fv_term(r, k, a, dy, &dx, &w, &t);
-    fv_f d = FV_SQRT(dx * dx + dy * dy); /* not fused: the reference's d */
-    fv_m in = FV_AND(FV_LE(d, fv_splat(tso)), FV_NE(d, zero));
+    fv_f x = dx * dx + dy * dy; /* not fused: the reference's d² */
+    fv_m in = FV_AND(FV_LE(x, fv_splat(xmax)), FV_NE(x, zero));
     if (a->colin) in = FV_AND(in, a->colin[r->c[k].i]);
     acc = FV_ADD_IF(acc, FV_AND(in, dot), t);
     ws = FV_ADD_IF(ws, in, w);
@@ -679,6 +672,7 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
                                     w * fused_stride((size_t)win, sizeof *rt))
                        : NULL;
   unsigned char rok[2 * 50 * 2 + 2]; /* win <= 2·floor(2·50) + 1 */
+  float xmax = rgc_sq_bound(g->k.tso);
   for (size_t yy = b; yy < e; yy++) {
     int y = (int)yy;
     if (y < g->margin || y >= g->rows_m - g->margin) continue;
@@ -747,7 +741,7 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
           else
             fv_sure(&rl, two, acc);
           for (int h = 0; h < m; h++) {
-            fv_edge(&rl, &two[h], g->k.tso, &acc[h], &ws[h]);
+            fv_edge(&rl, &two[h], xmax, &acc[h], &ws[h]);
             int k1 = kk[h] * FV_LANES;
             int lanes = v->nk[px] - k1 < FV_LANES ? v->nk[px] - k1 : FV_LANES;
             fv_f val = fv_finish(acc[h], ws[h], g->k.sens);

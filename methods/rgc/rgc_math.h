@@ -21,6 +21,7 @@
 #include "methods/shared/math_common.h"
 
 #if !QS_OPENCL
+#include <float.h>
 #include <stdint.h>
 #include <string.h>
 #endif
@@ -137,6 +138,22 @@ static inline float rgc_pow_whole(float x, int n) {
   if (low < 32 && low > -32) return (float)pow(xd, (double)n);
   if (!(y >= 0x1p-126 && y < 0x1p127)) return (float)pow(xd, (double)n);
   return (float)y;
+}
+
+/* The largest float x with sqrtf(x) <= t. A correctly rounded square
+ * root never decreases as x grows, so the reference's test on the
+ * distance d = √x (rgc_pixel: d > tSO skips), d <= t, holds exactly when
+ * x <= this bound, and d != 0 exactly when x != 0 (x a sum of squares, at
+ * least +0): the vector paths compare x and take no square root per
+ * candidate. -1 when no x passes (t < 0 or NaN). */
+static inline float rgc_sq_bound(float t) {
+  if (!(t >= 0)) return -1.0f;
+  float x = t * t;
+  if (!(x <= FLT_MAX)) x = FLT_MAX;
+  while (x > 0 && !(sqrtf(x) <= t)) x = nextafterf(x, 0.0f);
+  while (x < FLT_MAX && sqrtf(nextafterf(x, INFINITY)) <= t)
+    x = nextafterf(x, INFINITY);
+  return x;
 }
 
 /* Whether sens is an odd whole number (every float from 2²⁴ on is even). */
