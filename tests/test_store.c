@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -244,6 +245,12 @@ static void fill(store *s, int n) {
 
 /* --------------------------------------------------------- round trips */
 
+static double realtime_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 Test(store, record_query_round_trip_every_field) {
   char path[64];
   db_temp(path);
@@ -273,13 +280,20 @@ Test(store, record_query_round_trip_every_field) {
   run_row d = row_make("rgc", "serial", "cpu", "k", 1.0);
   d.params = NULL;
   d.error = NULL;
-  double before = (double)time(NULL) - 1;
+  /* the store's clock (CLOCK_REALTIME) around the write, within a minute:
+   * CI once saw the stamp more than a second past a later time(NULL) (a
+   * coarser clock, or the VM's clock stepped back); a minute still tells
+   * "now" from any default */
+  double before = realtime_s();
   record(s, &d);
+  double after = realtime_s();
   store_filter f = {.method = "rgc"};
   rs = query(s, &f);
   cr_assert_eq(rs.n, 1);
-  cr_expect_geq(rs.v[0].stamp, before);
-  cr_expect_leq(rs.v[0].stamp, (double)time(NULL) + 1);
+  cr_expect_geq(rs.v[0].stamp, before - 60, "%.6f, before %.6f",
+                rs.v[0].stamp, before);
+  cr_expect_leq(rs.v[0].stamp, after + 60, "%.6f, after %.6f",
+                rs.v[0].stamp, after);
   cr_expect_str_eq(rs.v[0].params, "{}");
   cr_expect_str_eq(rs.v[0].error, "");
   rows_free(&rs);
