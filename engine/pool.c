@@ -7,13 +7,20 @@
  * workers' count before it sleeps: a call made of several short loops (a
  * table pass, then the rows; rgc on one small frame runs three) then pays
  * no futex wake-up and reschedule per loop, 20-40 us each on this VM,
- * which made about a fifth of a 150 us call. A sleeper is woken only when
- * one is registered: the counters are sequentially consistent atomics,
- * read after the store that the other side reads (gen before sleepers,
- * active before caller_asleep), so no wake-up is lost. */
+ * which made about a fifth of a 150 us call. Where threads outnumber
+ * cores (two ranks or two engines on two cores) a spin takes a core from
+ * threads with work: a spin yields the core after its first pauses, and
+ * one that got less than half of its wall in CPU (the core was wanted
+ * elsewhere) makes the next POOL_CALM waits sleep at once, as before the
+ * spin (spinning without either made two such processes' small rgc calls
+ * 3x slower). A sleeper is woken only when one is registered: the
+ * counters are sequentially consistent atomics, read after the store that
+ * the other side reads (gen before sleepers, active before caller_asleep),
+ * so no wake-up is lost. */
 #include "pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -52,14 +59,57 @@ struct pool {
   atomic_int sleepers;  /* workers asleep (or about to be) on wake */
   atomic_int caller_asleep; /* the caller asleep (or about to be) on done */
   atomic_int stop;
+  atomic_int calm;      /* waits left that sleep without spinning */
   int started;          /* startup: workers that took their id (mu) */
   job *cur;             /* written before gen, read after it */
 };
 
-static int64_t mono_ns(void) {
+/* One step of a spin: a pause for the first POOL_SPIN_PAUSES, then a
+ * yield of the core, so that where threads outnumber cores (two ranks or
+ * two engines on two cores) a spinning thread hands its core to one with
+ * work instead of holding it for the whole spin. */
+#define POOL_SPIN_PAUSES 256
+static void pool_relax(unsigned k) {
+  if (k < POOL_SPIN_PAUSES)
+    POOL_RELAX();
+  else
+    sched_yield();
+}
+
+static int64_t clock_ns(clockid_t id) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  if (clock_gettime(id, &t)) return 0;
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Waits after a spin that found the cores taken, which sleep at once. */
+#define POOL_CALM 64
+
+/* Spins until ready(p, arg) holds or POOL_SPIN_NS pass; whether it holds.
+ * While p->calm is set, no spin: only the test. */
+static int pool_spin(pool *p, int (*ready)(pool *, unsigned long),
+                     unsigned long arg) {
+  if (ready(p, arg)) return 1;
+  if (atomic_load(&p->calm) > 0) {
+    atomic_fetch_sub(&p->calm, 1);
+    return 0;
+  }
+  int64_t t0 = clock_ns(CLOCK_MONOTONIC), until = t0 + POOL_SPIN_NS;
+  int64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  int ok = 0;
+  for (unsigned k = 0;; k++) {
+    if (ready(p, arg)) {
+      ok = 1;
+      break;
+    }
+    if ((k & 63) == 63 && clock_ns(CLOCK_MONOTONIC) > until) break;
+    pool_relax(k);
+  }
+  int64_t wall = clock_ns(CLOCK_MONOTONIC) - t0;
+  int64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+  if (wall > POOL_SPIN_NS / 4 && 2 * cpu < wall)
+    atomic_store(&p->calm, POOL_CALM);
+  return ok;
 }
 
 /* Set while a thread runs a body, so that nested loops run inline. */
@@ -130,23 +180,24 @@ static void share(job *j, int w, int t) {
   in_loop = 0;
 }
 
+/* A new job (or the pool stopping) since generation seen. */
+static int job_ready(pool *p, unsigned long seen) {
+  return atomic_load(&p->gen) != seen || atomic_load(&p->stop);
+}
+
+/* Every worker done with the current job. */
+static int workers_done(pool *p, unsigned long unused) {
+  (void)unused;
+  return atomic_load(&p->active) == 0;
+}
+
 /* Waits until the generation moves past seen or the pool stops: spinning
  * first, then asleep on wake. */
 static void worker_wait(pool *p, unsigned long seen) {
-  int64_t until = 0;
-  for (unsigned k = 0;; k++) {
-    if (atomic_load(&p->gen) != seen || atomic_load(&p->stop)) return;
-    if ((k & 63) == 0) {
-      int64_t now = mono_ns();
-      if (!until) until = now + POOL_SPIN_NS;
-      if (now > until) break;
-    }
-    POOL_RELAX();
-  }
+  if (pool_spin(p, job_ready, seen)) return;
   pthread_mutex_lock(&p->mu);
   atomic_fetch_add(&p->sleepers, 1);
-  while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop))
-    pthread_cond_wait(&p->wake, &p->mu);
+  while (!job_ready(p, seen)) pthread_cond_wait(&p->wake, &p->mu);
   atomic_fetch_sub(&p->sleepers, 1);
   pthread_mutex_unlock(&p->mu);
 }
@@ -185,6 +236,7 @@ int pool_create(pool **out, int threads) {
   atomic_init(&p->sleepers, 0);
   atomic_init(&p->caller_asleep, 0);
   atomic_init(&p->stop, 0);
+  atomic_init(&p->calm, 0);
   pthread_mutex_init(&p->mu, NULL);
   pthread_mutex_init(&p->serial, NULL);
   pthread_cond_init(&p->wake, NULL);
@@ -269,41 +321,25 @@ int pool_for(pool *p, size_t begin, size_t end, qs_schedule sched,
     pthread_mutex_unlock(&p->mu);
   }
   share(&j, 0, p->threads);
-  int64_t until = 0;
-  for (unsigned k = 0; atomic_load(&p->active) > 0; k++) {
-    if ((k & 63) == 0) {
-      int64_t now = mono_ns();
-      if (!until) until = now + POOL_SPIN_NS;
-      if (now > until) {
-        pthread_mutex_lock(&p->mu);
-        atomic_store(&p->caller_asleep, 1);
-        while (atomic_load(&p->active) > 0)
-          pthread_cond_wait(&p->done, &p->mu);
-        atomic_store(&p->caller_asleep, 0);
-        pthread_mutex_unlock(&p->mu);
-        break;
-      }
-    }
-    POOL_RELAX();
+  if (!pool_spin(p, workers_done, 0)) {
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->caller_asleep, 1);
+    while (!workers_done(p, 0)) pthread_cond_wait(&p->done, &p->mu);
+    atomic_store(&p->caller_asleep, 0);
+    pthread_mutex_unlock(&p->mu);
   }
   p->cur = NULL;
   pthread_mutex_unlock(&p->serial);
   return atomic_load(&j.error);
 }
 
-static int64_t cpu_ns(clockid_t id) {
-  struct timespec ts;
-  if (clock_gettime(id, &ts)) return 0;
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int64_t pool_cpu_ns(const pool *p) {
-  int64_t t = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+  int64_t t = clock_ns(CLOCK_THREAD_CPUTIME_ID);
   for (int i = 0; p && i < p->n_workers; i++) {
     clockid_t id;
-    if (!pthread_getcpuclockid(p->workers[i], &id)) t += cpu_ns(id);
+    if (!pthread_getcpuclockid(p->workers[i], &id)) t += clock_ns(id);
   }
   return t;
 }
 
-int64_t pool_process_cpu_ns(void) { return cpu_ns(CLOCK_PROCESS_CPUTIME_ID); }
+int64_t pool_process_cpu_ns(void) { return clock_ns(CLOCK_PROCESS_CPUTIME_ID); }
