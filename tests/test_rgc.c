@@ -99,6 +99,53 @@ Test(rgc, squared_distance_bound_is_the_square_roots_test) {
   }
 }
 
+/* rgc_pow4(b) is (float)pow(b, 4) bit for bit: the weights of every
+ * distance a window can hold (d from 0 to 50 by every float step over a
+ * spread of tSS) and ten million doubles over 2⁻⁴⁰..2⁴⁰, plus the edges of
+ * float's range. */
+Test(rgc, pow4_is_pows_bits) {
+  uint64_t st = 0x9e3779b97f4a7c15ull;
+  long n = 0;
+  for (int k = 0; k < 10000000; k++) {
+    st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+    double b = ldexp(1.0 + (double)(st >> 11) * 0x1p-53,
+                     (int)(st % 81) - 40);
+    float want = (float)pow(b, 4.0), got = rgc_pow4(b);
+    if (memcmp(&want, &got, sizeof got)) n++;
+  }
+  /* b⁴ near float's least normal (2^-126), its subnormals and overflow */
+  double edges[] = {0x1.6a09e667f3bcdp-32, 0x1p-32, 0x1.4p-38, 0x1p-38,
+                    0x1.ae89f995ad3adp+31, 0x1p32, 1e-300, 0.0, 3.0, 0.5};
+  for (size_t k = 0; k < sizeof edges / sizeof *edges; k++) {
+    float want = (float)pow(edges[k], 4.0), got = rgc_pow4(edges[k]);
+    cr_expect(!memcmp(&want, &got, sizeof got), "b %a: %a, pow %a",
+              edges[k], got, want);
+  }
+  /* the hard inputs: b⁴ within a few double ulps of a float rounding
+   * boundary (the midpoint of two floats), where (b²)² and pow could round
+   * apart (without rgc_pow4's fallback some of these differ) */
+  long hard = 0;
+  for (int k = 0; k < 200000; k++) {
+    st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+    float f = ldexpf(1.0f + (float)(st >> 41) * 0x1p-23f, (int)(st % 61) - 30);
+    double m = 0.5 * ((double)f + (double)nextafterf(f, INFINITY));
+    double b = pow(m, 0.25);
+    for (int j = -3; j <= 3; j++, hard++) {
+      double bj = b + j * ldexp(1.0, ilogb(b) - 52);
+      float want = (float)pow(bj, 4.0), got = rgc_pow4(bj);
+      if (memcmp(&want, &got, sizeof got)) n++;
+    }
+  }
+  cr_assert_gt(hard, 0);
+  for (float d = 1e-3f; d < 50; d = nextafterf(d, 100) + d * 1e-4f)
+    for (int t = 1; t < 40; t += 3) {
+      double x = d, b = x * exp((-x * x) / (double)(t * 0.37f));
+      float want = (float)pow(b, 4.0), got = rgc_pow4(b);
+      if (memcmp(&want, &got, sizeof got)) n++;
+    }
+  cr_expect_eq(n, 0, "%ld inputs differ from pow's bits", n);
+}
+
 Test(rgc, zero_gradients_give_zero) {
   qs_image in[3], out[1];
   make(in, 2, 9, 8, 3);

@@ -83,10 +83,29 @@ QS_INLINE float rgc_center(int i, int mag) {
   return (float)(((QS_ACC)i + QS_C(0.5)) / (QS_ACC)mag);
 }
 
+#if !QS_OPENCL
+/* (float)pow(b, 4) for a double b, bit for bit, without pow in all but
+ * about one input in 10⁷: (b²)² carries two double roundings (within a few
+ * double ulps of b⁴; pow's double within one), so both round to the same
+ * float unless b⁴ lies within a few double ulps of a float rounding
+ * boundary (the 29 bits below a float's mantissa near 2²⁸) or outside
+ * float's normal range: those take pow, as rgc_pow_whole does. A call's
+ * candidate tables and the serial paths' every sample took a pow each. */
+static inline float rgc_pow4(double b) {
+  double b2 = b * b, y = b2 * b2;
+  if (!(y >= 0x1p-126 && y < 0x1p127)) return (float)pow(b, 4.0);
+  uint64_t u;
+  memcpy(&u, &y, sizeof u);
+  int64_t low = (int64_t)(u & ((UINT64_C(1) << 29) - 1)) - (INT64_C(1) << 28);
+  if (low < 32 && low > -32) return (float)pow(b, 4.0);
+  return (float)y;
+}
+#endif
+
 /* Distance weight (d · exp(−d²/tSS))⁴, in QS_ACC, rounded to float. It is 0
- * at d = 0 and peaks at d = σ. The CPU takes the reference's pow (its
- * bits); OpenCL squares twice, since pow with a float exponent is a slow
- * general routine on some devices (ten times slower on PoCL). */
+ * at d = 0 and peaks at d = σ. The CPU has the reference's pow's bits
+ * (rgc_pow4); OpenCL squares twice, since pow with a float exponent is a
+ * slow general routine on some devices (ten times slower on PoCL). */
 QS_INLINE float rgc_weight(float d, float tss) {
   QS_ACC x = (QS_ACC)d;
   QS_ACC b = x * exp((-x * x) / (QS_ACC)tss);
@@ -94,7 +113,7 @@ QS_INLINE float rgc_weight(float d, float tss) {
   QS_ACC b2 = b * b;
   return (float)(b2 * b2);
 #else
-  return (float)pow(b, QS_C(4));
+  return rgc_pow4(b);
 #endif
 }
 
