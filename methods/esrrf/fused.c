@@ -245,7 +245,7 @@ static int fz_candidates(fused *s) {
           s->cand[n].j = (unsigned short)j;
           s->cand[n].i = (unsigned short)i;
           s->cand[n].d0 = d;
-          s->cand[n].w0 = rgc_weight(d, g->k.tss);
+          s->cand[n].w0 = rgc_weight_tab(d, g->k.tss);
           s->cand[n].w1 = (float)w1;
           n++;
         }
