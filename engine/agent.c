@@ -180,7 +180,9 @@ double agent_lower(const agent_cand *c, double work) {
     return t * (1 - AGENT_RUN_U / (double)n) + once;
   }
   double lo = model_lower(c, work, t, once);
-  return lo > c->stopped ? lo : c->stopped;
+  double floor = c->stopped;
+  if (c->n_points == 1 && !c->n_walls && c->prior > floor) floor = c->prior;
+  return lo > floor ? lo : floor;
 }
 
 /* What the rule compares a candidate with: the incumbent's estimate; for

@@ -132,7 +132,9 @@ typedef struct agent_cand {
    * sibling, another schedule of the same code timed for this call
    * (choice.c, cands_prior); 0: nothing known. The optimistic bound of a
    * cold candidate (agent_lower): one that cannot beat the best is
-   * neither calibrated nor tried on the call while that holds. */
+   * neither calibrated nor tried on the call while that holds. Known by
+   * one size only (and not on the key): the least its siblings' stopped
+   * slice runs allow, which its bound is never below either. */
   double prior;
   /* The least it can take at the call's work by its calibration slice
    * runs stopped at their time limit (calibrate.c: each such wall is a

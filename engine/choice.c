@@ -137,7 +137,16 @@ void cands_prior(const qs_engine *e, const mstate *m, cands *cs) {
   for (size_t i = 0; i < m->n_impls; i++) {
     agent_cand *c = &cs->c[i];
     c->prior = 0;
-    if (!agent_cold(c)) continue;
+    if (!agent_cold(c)) {
+      /* known by one size only: what its siblings' stopped slice runs
+       * allow (a one-size bound under AGENT_CPU_FIXED is near 0: rgc's
+       * threaded_guided, 0.9 ms on a slice beside siblings stopped at 7 ms,
+       * asked for a second slice size on every call, and each call made
+       * slices that no budget let it run: 0.4 ms of a 2.7 ms call) */
+      if (c->n_points == 1 && !c->n_walls)
+        c->prior = cand_stop_prior(e, m, i, cs->work);
+      continue;
+    }
     for (size_t j = 0; j < m->n_impls; j++) {
       const agent_cand *s = &cs->c[j];
       /* a cold sibling's own bound, from its stopped slice runs, only: a

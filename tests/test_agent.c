@@ -249,6 +249,32 @@ Test(agent, one_size_bound_by_kind) {
   cr_assert_float_eq(agent_lower(&h, 1), 1.0, 1e-12);
 }
 
+/* A candidate known by one size only is held at its prior (what its
+ * siblings' stopped slice runs allow, cands_prior) as a cold one is: a
+ * one-size run under AGENT_CPU_FIXED bounds it near 0 (all of it may be
+ * fixed cost), and on rgc 4 x 64 x 64 such a schedule asked for a second
+ * slice size on every call beside siblings stopped at 7 ms. Timed on the
+ * key, its history decides alone. */
+Test(agent, one_size_candidate_held_at_its_prior) {
+  agent_cand c = {.kind = QS_IMPL_THREADED,
+                  .n_points = 1,
+                  .fitted = 1,
+                  .fit_b = 0.9e-3 / 4096,
+                  .point_work = 4096};
+  double alone = agent_lower(&c, 6e6);
+  cr_assert_float_eq(alone, 0.9e-3 * (1 - AGENT_NOISE), 1e-12);
+  c.prior = 3e-3;
+  cr_assert_float_eq(agent_lower(&c, 6e6), 3e-3, 1e-15);
+  c.prior = 1e-4; /* a prior below the model's bound changes nothing */
+  cr_assert_float_eq(agent_lower(&c, 6e6), alone, 1e-15);
+  double w[1] = {2e-3};
+  agent_cand h = c;
+  h.prior = 3e-3;
+  h.walls = w;
+  h.n_walls = 1;
+  cr_assert_float_eq(agent_lower(&h, 6e6), 2e-3 * (1 - AGENT_RUN_U), 1e-15);
+}
+
 /* Candidates timed on the key: one whose bound (its estimate less
  * AGENT_RUN_U / n) beats the incumbent (the lesser of its estimate and its
  * newest runs, as many as the rival has and at least AGENT_FOOTING) is run
