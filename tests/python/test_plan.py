@@ -46,3 +46,27 @@ def test_shapes_and_misuse(engine, stack):
     p.close()  # idempotent
     with pytest.raises(qs.Error, match="closed"):
         p.run(stack)
+
+
+def test_given_outputs_plan_writes_in_place(engine, stack):
+    """A plan opened with given_outputs=True writes every run into the
+    arrays its out= gives (the same objects come back) with the bits of a
+    plan that allocates; out= is required there and refused elsewhere."""
+    params = dict(magnification_row=2, magnification_col=2)
+    with engine.open("shift_magnify", stack.shape, impl="serial",
+                     **params) as own, \
+            engine.open("shift_magnify", stack.shape, impl="serial",
+                        given_outputs=True, **params) as p:
+        buf = np.full((stack.shape[0], stack.shape[1] * 2,
+                       stack.shape[2] * 2), -3.0, np.float32)
+        for part in (stack, stack[:3]):
+            view = buf[:part.shape[0]]
+            got = p.run(part, out=view)
+            assert got[0] is view
+            assert np.array_equal(view, own.run(part)[0])
+        with pytest.raises(qs.Error, match="pass out="):
+            p.run(stack)
+        with pytest.raises(qs.Error, match="given_outputs=True"):
+            own.run(stack, out=buf)
+        with pytest.raises(qs.ShapeError, match="the call makes"):
+            p.run(stack[:3], out=buf)

@@ -809,7 +809,8 @@ class Engine:
         return Stream(core)
 
     def open(self, method: str, *shapes: Union[Sequence[int], ArrayLike],
-             impl: Optional[str] = None, **params: ParamValue) -> "Plan":
+             impl: Optional[str] = None, given_outputs: bool = False,
+             **params: ParamValue) -> "Plan":
         """A plan of `method` for inputs of these shapes (``(frames, rows,
         cols)`` tuples, or arrays whose shapes are taken): validated and
         planned once, run many times with :meth:`Plan.run`, each run chosen,
@@ -822,12 +823,15 @@ class Engine:
                     out = p.run(stack)[0]
 
         Runs take inputs of the planned rows and columns with at most the
-        planned frames (:class:`ShapeError` otherwise)."""
+        planned frames (:class:`ShapeError` otherwise). With
+        ``given_outputs=True`` every run writes into the arrays its ``out=``
+        gives (as :meth:`run`'s ``out``) instead of new ones."""
         d = self._desc(method)
-        _check_keywords(method, d, params, ("impl",))
+        _check_keywords(method, d, params, ("impl", "given_outputs"))
         dims = [_as_shape(tuple(np.shape(s)) if hasattr(s, "shape")
                           else tuple(s)) for s in shapes]
-        core = self._core.open(method, dims, _param_items(params), impl)
+        core = self._core.open(method, dims, _param_items(params), impl,
+                               bool(given_outputs))
         names = [n for n, _ in d["outputs"]] if d else []
         return Plan(core, names, self, method)
 
@@ -1014,12 +1018,20 @@ class Plan:
         self.close()
 
     def run(self, *arrays: ArrayLike, copy: bool = True,
-            progress: _progress.ProgressArg = None) -> Result:
+            progress: _progress.ProgressArg = None,
+            out: Any = None) -> Result:
         """Runs the plan on inputs of its shapes (see :meth:`Engine.run`
-        for ``copy``, ``progress`` and the errors)."""
+        for ``copy``, ``progress``, ``out`` and the errors; ``out`` is
+        required by a plan opened with ``given_outputs=True`` and refused
+        by any other)."""
         inputs = self._engine._inputs(self._method, arrays, copy)
+        given = (None if out is None else
+                 _as_outputs(out, self._engine._desc(self._method)))
         with _progress.callback(progress, self._method) as cb:
-            outs, rep = self._core.run(inputs, cb)
+            outs, rep = self._core.run(inputs, cb,
+                                       None if given is None else given[1])
+        if given is not None:
+            outs = given[0]
         names = self._names or [str(k) for k in range(len(outs))]
         return Result(names, outs, Report._from(rep))
 

@@ -1507,6 +1507,7 @@ typedef struct {
   PyObject_HEAD EngineObject *eng; /* strong: the engine outlives us */
   qs_plan *p;
   size_t n_out;
+  int given;        /* opened with outputs_given: runs take `out` */
   watch_slot *slot; /* the plan's progress context (watch_call) */
 } PlanObject;
 
@@ -1540,17 +1541,33 @@ static void Plan_dealloc(PlanObject *self) {
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* run(inputs, progress=None) -> (outputs tuple, report dict), watched as
- * Engine.run. */
+/* run(inputs, progress=None, out=None) -> (outputs tuple, report dict),
+ * watched as Engine.run; out: the caller's ndarrays for a plan opened with
+ * given outputs (required there, refused elsewhere), returned as the
+ * outputs. */
 static PyObject *Plan_run(PlanObject *self, PyObject *args) {
-  PyObject *in_obj, *progress = NULL;
-  if (!PyArg_ParseTuple(args, "O|O", &in_obj, &progress)) return NULL;
+  PyObject *in_obj, *progress = NULL, *out_obj = Py_None;
+  if (!PyArg_ParseTuple(args, "O|OO", &in_obj, &progress, &out_obj))
+    return NULL;
   PyObject *seq = PySequence_Fast(in_obj, "inputs must be a sequence");
+  PyObject *given = NULL;
   qs_image in[MAX_SLOTS], out[MAX_SLOTS];
   size_t n_in = 0;
   PyObject *result = NULL;
   memset(out, 0, sizeof out);
   if (!seq || inputs_wrap(seq, in, &n_in, 0) < 0 || !plan_ready(self))
+    goto done;
+  if ((out_obj != Py_None) != (self->given != 0)) {
+    raise_status(QS_EINVAL, self->given
+                                ? "out: this plan writes into given outputs "
+                                  "(opened with given_outputs): pass out="
+                                : "out: this plan allocates its outputs "
+                                  "(open it with given_outputs=True)");
+    goto done;
+  }
+  if (out_obj != Py_None &&
+      (!(given = PySequence_Fast(out_obj, "out must be a sequence")) ||
+       outputs_wrap(given, out, self->n_out) < 0))
     goto done;
   engine_lock(self->eng);
   if (!self->p) { /* closed by another thread while we waited */
@@ -1571,7 +1588,8 @@ static PyObject *Plan_run(PlanObject *self, PyObject *args) {
     goto done;
   PyObject *outs = PyTuple_New((Py_ssize_t)self->n_out);
   for (size_t k = 0; outs && k < self->n_out; k++) {
-    PyObject *o = output_object(self->eng, &out[k]);
+    PyObject *o = given ? Py_NewRef(PySequence_Fast_GET_ITEM(given, k))
+                        : output_object(self->eng, &out[k]);
     if (!o)
       Py_CLEAR(outs);
     else
@@ -1586,6 +1604,7 @@ done:
   for (size_t k = 0; k < MAX_SLOTS; k++)
     qs_image_free(&out[k]);
   Py_XDECREF(seq);
+  Py_XDECREF(given);
   return result;
 }
 
@@ -1601,7 +1620,7 @@ static PyObject *Plan_get_closed(PlanObject *self, void *c) {
 
 static PyMethodDef Plan_methods_table[] = {
     {"run", (PyCFunction)Plan_run, METH_VARARGS,
-     "run(inputs, progress) -> (outputs, report)"},
+     "run(inputs, progress, out) -> (outputs, report)"},
     {"close", (PyCFunction)Plan_close, METH_NOARGS, "close()"},
     {NULL, NULL, 0, NULL},
 };
@@ -1628,7 +1647,9 @@ static PyTypeObject PlanType = {
 static PyObject *Engine_open(EngineObject *self, PyObject *args) {
   const char *method, *impl = NULL;
   PyObject *shapes, *p_obj;
-  if (!PyArg_ParseTuple(args, "sOO|z", &method, &shapes, &p_obj, &impl))
+  int given = 0;
+  if (!PyArg_ParseTuple(args, "sOO|zp", &method, &shapes, &p_obj, &impl,
+                        &given))
     return NULL;
   PyObject *sh = PySequence_Fast(shapes, "shapes must be a sequence");
   PyObject *p_seq =
@@ -1666,7 +1687,8 @@ static PyObject *Engine_open(EngineObject *self, PyObject *args) {
                        .n_params = n_p,
                        .impl = impl,
                        .progress = slot_hook,
-                       .progress_ctx = slot};
+                       .progress_ctx = slot,
+                       .outputs_given = given};
   engine_lock(self);
   if (!self->e) {
     engine_unlock(self);
@@ -1693,6 +1715,7 @@ static PyObject *Engine_open(EngineObject *self, PyObject *args) {
   po->eng = self;
   po->p = pl;
   po->n_out = d && d->n_outputs < MAX_SLOTS ? d->n_outputs : MAX_SLOTS;
+  po->given = given;
   po->slot = slot;
   slot = NULL;
   result = (PyObject *)po;
