@@ -58,12 +58,17 @@ static int fz_axis(int i, int n, int n_m, const rgc_consts *k, fz_tap *t) {
   return valid;
 }
 
-/* w, w' and w'' of w(d) = d⁴·exp(−4d²/tSS) at d > 0, in double (0 at 0). */
+/* w, w' and w'' of w(d) = d⁴·exp(−4d²/tSS) at d > 0, in double (0 at 0),
+ * and, when w0 is not NULL, rgc_weight's float of the same d from the
+ * same exp (rgc_weight's bits through rgc_pow4: one exp a candidate
+ * instead of two, no pow). */
 static void fz_derivs(double d, double tss, double *w, double *w1,
-                      double *w2) {
+                      double *w2, float *w0) {
   *w = *w1 = *w2 = 0;
+  if (w0) *w0 = 0.0f; /* rgc_weight at d = 0 */
   if (!(d > 0)) return;
   double e = exp(-d * d / tss), x = d * e;
+  if (w0) *w0 = rgc_pow4(x);
   double l1 = 4 / d - 8 * d / tss, l2 = -4 / (d * d) - 8 / tss;
   *w = x * x * x * x;
   *w1 = *w * l1;
@@ -78,7 +83,7 @@ static void fz_weights(fused *s) {
   for (int n = 0; n <= FZ_NODES; n++) {
     float node = (float)(n * h);
     double w, w1, w2;
-    fz_derivs(node, tss, &w, &w1, &w2);
+    fz_derivs(node, tss, &w, &w1, &w2, NULL);
     s->wt[n][0] = node;
     s->wt[n][1] = (float)w;
     s->wt[n][2] = (float)w1;
@@ -241,11 +246,10 @@ static int fz_candidates(fused *s) {
           float d = sqrtf(dx * dx + dy * dy);
           if (d > g->k.tso + slack) continue;
           double w, w1, w2;
-          fz_derivs(d, tss, &w, &w1, &w2);
+          fz_derivs(d, tss, &w, &w1, &w2, &s->cand[n].w0);
           s->cand[n].j = (unsigned short)j;
           s->cand[n].i = (unsigned short)i;
           s->cand[n].d0 = d;
-          s->cand[n].w0 = rgc_weight_tab(d, g->k.tss);
           s->cand[n].w1 = (float)w1;
           n++;
         }

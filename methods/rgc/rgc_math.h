@@ -89,8 +89,13 @@ QS_INLINE float rgc_center(int i, int mag) {
  * double ulps of b⁴; pow's double within one), so both round to the same
  * float unless b⁴ lies within a few double ulps of a float rounding
  * boundary (the 29 bits below a float's mantissa near 2²⁸) or outside
- * float's normal range: those take pow, as rgc_pow_whole does. A call's
- * candidate tables and the serial paths' every sample took a pow each. */
+ * float's normal range: those take pow, as rgc_pow_whole does. The vector
+ * paths' candidate tables use it (fused.c, fz_derivs: a pow each made
+ * about a tenth of a small call); the serial paths keep the reference's
+ * pow per sample (rgc_weight): made twice as fast, their slice runs on
+ * small calls fell under what a CPU kind may hold as fixed cost
+ * (AGENT_CPU_FIXED), where one run settles nothing, and calibration of
+ * rgc 4 x 64 x 64 went from 11 % of calls 1-10 to about 20 %. */
 static inline float rgc_pow4(double b) {
   double b2 = b * b, y = b2 * b2;
   if (!(y >= 0x1p-126 && y < 0x1p127)) return (float)pow(b, 4.0);
@@ -117,19 +122,6 @@ QS_INLINE float rgc_weight(float d, float tss) {
 #endif
 }
 
-#if !QS_OPENCL
-/* rgc_weight's bits through rgc_pow4: for the candidate tables a call
- * makes before its pass (a pow each made about a tenth of a small call).
- * The serial paths keep the reference's pow per sample: made twice as
- * fast, their slice runs on small calls fell under what a CPU kind may
- * hold as fixed cost (AGENT_CPU_FIXED), where one run settles nothing,
- * and calibration of rgc 4 x 64 x 64 went from 11 % of calls 1-10 to
- * about 25 %. */
-static inline float rgc_weight_tab(float d, float tss) {
-  double x = (double)d;
-  return rgc_pow4(x * exp((-x * x) / (double)tss));
-}
-#endif
 
 /* Convergence of one inward-pointing gradient (gx, gy) seen from offset
  * (dx, dy) at distance d > 0: 1 − sin of the angle between G and −R. The
