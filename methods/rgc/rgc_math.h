@@ -84,6 +84,18 @@ QS_INLINE float rgc_center(int i, int mag) {
 }
 
 #if !QS_OPENCL
+/* Whether a double y, within a few double ulps of an exact value, rounds
+ * to that value's float: y in float's normal range and not within 32
+ * double ulps of a float rounding boundary (the 29 bits below a float's
+ * mantissa near 2²⁸). rgc_pow4 and rgc_pow_whole take pow where not. */
+static inline int rgc_float_sure(double y) {
+  if (!(y >= 0x1p-126 && y < 0x1p127)) return 0;
+  uint64_t u;
+  memcpy(&u, &y, sizeof u);
+  int64_t low = (int64_t)(u & ((UINT64_C(1) << 29) - 1)) - (INT64_C(1) << 28);
+  return !(low < 32 && low > -32);
+}
+
 /* (float)pow(b, 4) for a double b, bit for bit, without pow in all but
  * about one input in 10⁷: (b²)² carries two double roundings (within a few
  * double ulps of b⁴; pow's double within one), so both round to the same
@@ -98,12 +110,7 @@ QS_INLINE float rgc_center(int i, int mag) {
  * rgc 4 x 64 x 64 went from 11 % of calls 1-10 to about 20 %. */
 static inline float rgc_pow4(double b) {
   double b2 = b * b, y = b2 * b2;
-  if (!(y >= 0x1p-126 && y < 0x1p127)) return (float)pow(b, 4.0);
-  uint64_t u;
-  memcpy(&u, &y, sizeof u);
-  int64_t low = (int64_t)(u & ((UINT64_C(1) << 29) - 1)) - (INT64_C(1) << 28);
-  if (low < 32 && low > -32) return (float)pow(b, 4.0);
-  return (float)y;
+  return rgc_float_sure(y) ? (float)y : (float)pow(b, 4.0);
 }
 #endif
 
@@ -157,12 +164,7 @@ static inline float rgc_pow_whole(float x, int n) {
   default: y = (x2 * x2) * (x2 * x2); break;
   }
   if (y < 0x1p-151) return 0.0f;
-  uint64_t b;
-  memcpy(&b, &y, sizeof b);
-  int64_t low = (int64_t)(b & ((UINT64_C(1) << 29) - 1)) - (INT64_C(1) << 28);
-  if (low < 32 && low > -32) return (float)pow(xd, (double)n);
-  if (!(y >= 0x1p-126 && y < 0x1p127)) return (float)pow(xd, (double)n);
-  return (float)y;
+  return rgc_float_sure(y) ? (float)y : (float)pow(xd, (double)n);
 }
 
 /* The largest float x with sqrtf(x) <= t. A correctly rounded square
