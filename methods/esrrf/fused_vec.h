@@ -157,6 +157,7 @@ typedef struct fv_state {
    * along x (R × C·M), and one output row of it per worker. */
   fv_taps *irt, *ict;
   float *hx, *irow;
+  float xmax;        /* rgc_sq_bound(tSO): the disk-edge test (fv_edge) */
   /* A clone's band (band mode, fv_band_on): its output rows [by0, by1)
    * and the grid rows [blo, bhi) they read, found once; by1 0: none. */
   size_t by0, by1, blo, bhi;
@@ -672,7 +673,6 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
                                     w * fused_stride((size_t)win, sizeof *rt))
                        : NULL;
   unsigned char rok[2 * 50 * 2 + 2]; /* win <= 2·floor(2·50) + 1 */
-  float xmax = rgc_sq_bound(g->k.tso);
   for (size_t yy = b; yy < e; yy++) {
     int y = (int)yy;
     if (y < g->margin || y >= g->rows_m - g->margin) continue;
@@ -741,7 +741,7 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
           else
             fv_sure(&rl, two, acc);
           for (int h = 0; h < m; h++) {
-            fv_edge(&rl, &two[h], xmax, &acc[h], &ws[h]);
+            fv_edge(&rl, &two[h], v->xmax, &acc[h], &ws[h]);
             int k1 = kk[h] * FV_LANES;
             int lanes = v->nk[px] - k1 < FV_LANES ? v->nk[px] - k1 : FV_LANES;
             fv_f val = fv_finish(acc[h], ws[h], g->k.sens);
@@ -913,6 +913,7 @@ static int fv_plan(fused *s) {
   if (!v) return QS_ENOMEM;
   int mag = g->mag;
   size_t threads = s->c->threads > 0 ? (size_t)s->c->threads : 1;
+  v->xmax = rgc_sq_bound(g->k.tso);
   if (g->weight) {
     size_t rm = (size_t)g->rows_m, cm = (size_t)g->cols_m;
     v->irt = malloc((rm + cm) * sizeof *v->irt);
