@@ -6,6 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Columns transformed together: gathered a block at a time, eight
+ * complex floats (one 64-byte line) from each row, transformed
+ * contiguous and put back the same way, so that a column pass reads and
+ * writes whole lines instead of one value per line per column. kissfft
+ * reads a strided line as it reads a contiguous one: the same arithmetic,
+ * the same bits. */
+#define FFT_BLOCK 8
+/* The cosine transform's column lines gathered at once (even: two lines
+ * per FFT), for the same reason: eight doubles are one line. */
+#define DCT_BLOCK 8
+
 int fft2_plan(fft2 *p, size_t rows, size_t cols, int workers) {
   memset(p, 0, sizeof *p);
   if (!rows || !cols || rows > (1u << 30) || cols > (1u << 30))
@@ -18,7 +29,11 @@ int fft2_plan(fft2 *p, size_t rows, size_t cols, int workers) {
   p->inv_r = kiss_fft_alloc((int)cols, 1, NULL, NULL);
   p->fwd_c = kiss_fft_alloc((int)rows, 0, NULL, NULL);
   p->inv_c = kiss_fft_alloc((int)rows, 1, NULL, NULL);
-  p->stride = 2 * (rows > cols ? rows : cols);
+  /* per worker: FFT_BLOCK columns gathered and one line of output; the
+   * cosine transform's column pass takes from the same room two complex
+   * lines and DCT_BLOCK lines of doubles in and out (fft_cpx and double
+   * are both 8 bytes) */
+  p->stride = (2 + 2 * DCT_BLOCK) * (rows > cols ? rows : cols);
   p->tmp = malloc((size_t)workers * p->stride * sizeof *p->tmp);
   if (!p->fwd_r || !p->inv_r || !p->fwd_c || !p->inv_c || !p->tmp) {
     fft2_free(p);
@@ -57,13 +72,20 @@ static int fft_rows(void *ctx, size_t b, size_t e, int worker) {
 static int fft_cols(void *ctx, size_t b, size_t e, int worker) {
   const fft_job *j = ctx;
   size_t rows = j->p->rows, cols = j->p->cols;
-  kiss_fft_cpx *t = (kiss_fft_cpx *)(j->p->tmp + (size_t)worker * j->p->stride);
-  for (size_t c = b; c < e; c++) {
-    kiss_fft_stride(j->cfg, (kiss_fft_cpx *)(j->d + c), t, (int)cols);
-    for (size_t r = 0; r < rows; r++) {
-      j->d[r * cols + c].r = t[r].r;
-      j->d[r * cols + c].i = t[r].i;
+  kiss_fft_cpx *g = (kiss_fft_cpx *)(j->p->tmp + (size_t)worker * j->p->stride);
+  kiss_fft_cpx *t = g + FFT_BLOCK * rows; /* one line of output */
+  kiss_fft_cpx *d = (kiss_fft_cpx *)j->d;
+  for (size_t blk = b; blk < e; blk++) {
+    size_t c0 = blk * FFT_BLOCK, w = cols - c0 < FFT_BLOCK ? cols - c0
+                                                            : FFT_BLOCK;
+    for (size_t r = 0; r < rows; r++)
+      for (size_t k = 0; k < w; k++) g[k * rows + r] = d[r * cols + c0 + k];
+    for (size_t k = 0; k < w; k++) {
+      kiss_fft(j->cfg, g + k * rows, t);
+      memcpy(g + k * rows, t, rows * sizeof *t);
     }
+    for (size_t r = 0; r < rows; r++)
+      for (size_t k = 0; k < w; k++) d[r * cols + c0 + k] = g[k * rows + r];
   }
   return QS_OK;
 }
@@ -74,7 +96,8 @@ int fft2_run(const qs_method_call *c, const fft2 *p, fft_cpx *d, int inverse) {
   int rc = c->parallel_for(c, 0, p->rows, fft_rows, &j);
   if (rc) return rc;
   j.cfg = inverse ? p->inv_c : p->fwd_c;
-  return c->parallel_for(c, 0, p->cols, fft_cols, &j);
+  return c->parallel_for(c, 0, (p->cols + FFT_BLOCK - 1) / FFT_BLOCK,
+                         fft_cols, &j);
 }
 
 void fft_shift(const void *src, void *dst, size_t rows, size_t cols,
@@ -173,7 +196,10 @@ static void dct_lines(const dct_line *l, kiss_fft_cfg cfg, const double *tw,
 
 /* One pass of the transform over `lines` lines of n samples (`stride`
  * apart; line a starts at a·step) from fin (float) or din (double) into
- * out, two lines per FFT. */
+ * out, two lines per FFT. A pass over strided lines (the columns) gathers
+ * DCT_BLOCK of them into contiguous scratch first and puts their
+ * transforms back the same way: the values and the arithmetic of each
+ * line are the same, so are the bits. */
 typedef struct dct_job {
   const dct2 *p;
   const float *fin;
@@ -184,23 +210,59 @@ typedef struct dct_job {
   const double *tw;
 } dct_job;
 
-static int dct_pass(void *ctx, size_t b, size_t e, int worker) {
+/* Lines [a0, a1) of the pass, two per FFT, each read with stride `is` from
+ * fin or din at its start a·step and written with stride `os` into out
+ * at a·ostep. */
+static void dct_run_lines(const dct_job *j, size_t a0, size_t a1,
+                          const float *fin, const double *din, size_t is,
+                          size_t step, double *out, size_t os, size_t ostep,
+                          kiss_fft_cpx *z) {
+  for (size_t a = a0; a < a1; a += 2) {
+    int two = a + 1 < a1;
+    size_t i0 = (a - a0) * step, i1 = i0 + step;
+    size_t o0 = (a - a0) * ostep, o1 = o0 + ostep;
+    dct_line l = {.fa = fin ? fin + i0 : NULL,
+                  .fb = fin && two ? fin + i1 : NULL,
+                  .da = din ? din + i0 : NULL,
+                  .db = din && two ? din + i1 : NULL,
+                  .n = j->n,
+                  .is = is,
+                  .os = os,
+                  .oa = out + o0,
+                  .ob = two ? out + o1 : NULL};
+    dct_lines(&l, j->cfg, j->tw, z, z + j->n);
+  }
+}
+
+/* Rows: pairs [b, e) of contiguous lines, in place from their starts. */
+static int dct_rows(void *ctx, size_t b, size_t e, int worker) {
   const dct_job *j = ctx;
   kiss_fft_cpx *z =
       (kiss_fft_cpx *)(j->p->f.tmp + (size_t)worker * j->p->f.stride);
-  for (size_t a = 2 * b; a < 2 * e && a < j->lines; a += 2) {
-    int two = a + 1 < j->lines;
-    size_t o0 = a * j->step, o1 = o0 + j->step;
-    dct_line l = {.fa = j->fin ? j->fin + o0 : NULL,
-                  .fb = j->fin && two ? j->fin + o1 : NULL,
-                  .da = j->din ? j->din + o0 : NULL,
-                  .db = j->din && two ? j->din + o1 : NULL,
-                  .n = j->n,
-                  .is = j->stride,
-                  .os = j->stride,
-                  .oa = j->out + o0,
-                  .ob = two ? j->out + o1 : NULL};
-    dct_lines(&l, j->cfg, j->tw, z, z + j->n);
+  size_t a0 = 2 * b, a1 = 2 * e < j->lines ? 2 * e : j->lines;
+  if (a0 < a1)
+    dct_run_lines(j, a0, a1, j->fin ? j->fin + a0 * j->step : NULL,
+                  j->din ? j->din + a0 * j->step : NULL, 1, j->step,
+                  j->out + a0 * j->step, 1, j->step, z);
+  return QS_OK;
+}
+
+/* Columns: blocks [b, e) of DCT_BLOCK lines (of doubles, line a at a,
+ * samples `stride` apart), gathered, transformed, put back. */
+static int dct_cols(void *ctx, size_t b, size_t e, int worker) {
+  const dct_job *j = ctx;
+  size_t n = j->n, st = j->stride;
+  kiss_fft_cpx *z =
+      (kiss_fft_cpx *)(j->p->f.tmp + (size_t)worker * j->p->f.stride);
+  double *g = (double *)(z + 2 * n), *o = g + DCT_BLOCK * n;
+  for (size_t blk = b; blk < e; blk++) {
+    size_t a0 = blk * DCT_BLOCK,
+           w = j->lines - a0 < DCT_BLOCK ? j->lines - a0 : DCT_BLOCK;
+    for (size_t r = 0; r < n; r++)
+      for (size_t k = 0; k < w; k++) g[k * n + r] = j->din[r * st + a0 + k];
+    dct_run_lines(j, 0, w, NULL, g, 1, n, o, 1, n, z);
+    for (size_t r = 0; r < n; r++)
+      for (size_t k = 0; k < w; k++) j->out[r * st + a0 + k] = o[k * n + r];
   }
   return QS_OK;
 }
@@ -228,6 +290,8 @@ int dct2_run(const qs_method_call *c, const dct2 *p, const float *in,
                .stride = cols,
                .cfg = p->f.fwd_c,
                .tw = p->tw_c};
-  int rc = c->parallel_for(c, 0, (rows + 1) / 2, dct_pass, &r);
-  return rc ? rc : c->parallel_for(c, 0, (cols + 1) / 2, dct_pass, &k);
+  int rc = c->parallel_for(c, 0, (rows + 1) / 2, dct_rows, &r);
+  return rc ? rc
+            : c->parallel_for(c, 0, (cols + DCT_BLOCK - 1) / DCT_BLOCK,
+                              dct_cols, &k);
 }
