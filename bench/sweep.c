@@ -66,6 +66,7 @@ int main(int argc, char **argv) {
                               .magnification = mag};
   double *te = calloc((size_t)repeats, sizeof *te);
   double *ts = calloc((size_t)repeats, sizeof *ts);
+  double *tr = calloc((size_t)repeats, sizeof *tr);
   char impl[QS_NAME_MAX] = "";
   int rc = 0;
   for (int k = -warmup; k < repeats && !rc; k++) { /* k < 0: warm-up */
@@ -88,27 +89,48 @@ int main(int argc, char **argv) {
       break;
     }
     qs_esrrf_sweep_free(&r);
-    fprintf(stderr, "%s %d: esrrf %.4f s (%s), sweep %.4f s\n",
+    double radii_s = 0;
+    for (size_t i = 0; i < nr && !rc; i++) {
+      qs_param pr[] = {{"magnification", mag, NULL}, {"radius", radii[i], NULL}};
+      qs_run_request rr = rq;
+      rr.params = pr;
+      rr.n_params = 2;
+      double r0 = bench_now();
+      rc = qs_method_run(e, "esrrf", &rr, &out, 1, NULL);
+      radii_s += bench_now() - r0;
+      if (rc)
+        fprintf(stderr, "esrrf radius %g: %s\n", radii[i], qs_engine_error(e));
+      else
+        qs_image_free(&out);
+    }
+    fprintf(stderr, "%s %d: esrrf %.4f s (%s), sweep %.4f s, one call a "
+            "radius %.4f s\n",
             k < 0 ? "warm-up" : "repeat", k < 0 ? k + warmup : k, t1 - t0,
-            rep.impl, t2 - t1);
+            rep.impl, t2 - t1, radii_s);
     if (k >= 0) {
       te[k] = t1 - t0;
       ts[k] = t2 - t1;
+      tr[k] = radii_s;
     }
   }
   if (!rc) {
-    double me = bench_median(te, repeats), ms = bench_median(ts, repeats);
+    double me = bench_median(te, repeats), ms = bench_median(ts, repeats),
+           mr = bench_median(tr, repeats);
     printf("{\"input\": \"%s\", \"frames\": %zu, \"rows\": %zu, \"cols\": "
            "%zu, \"magnification\": %d, \"points\": %zu, \"warmup\": %d, "
            "\"repeats\": %d, "
            "\"threads\": %d,\n \"esrrf\": {\"impl\": \"%s\", \"min\": %.6f, "
            "\"median\": %.6f},\n \"sweep\": {\"min\": %.6f, \"median\": "
-           "%.6f},\n \"ratio_of_medians\": %.3f}\n",
+           "%.6f},\n \"ratio_of_medians\": %.3f,\n \"radii_calls\": "
+           "{\"min\": %.6f, \"median\": %.6f, \"ratio_of_medians\": "
+           "%.3f}}\n",
            argv[1], in.frames, in.rows, in.cols, mag, nr * ns, warmup, repeats,
-           qs_engine_threads(e), impl, te[0], me, ts[0], ms, ms / me);
+           qs_engine_threads(e), impl, te[0], me, ts[0], ms, ms / me, tr[0],
+           mr, mr / me);
   }
   free(te);
   free(ts);
+  free(tr);
   qs_image_free(&in);
   qs_engine_close(e);
   return rc ? 1 : 0;
