@@ -446,6 +446,67 @@ Test(sweep, vector_folds_are_temporal_adds) {
   free(map);
 }
 
+/* Every variant's map_add is its map then its add, bit for bit: every
+ * whole power 2..8 on the inputs near the variants' rounding window, the
+ * special values, sensitivities taken by pow or by none; with and without
+ * the intensity and a half, on ranges off the vector width. */
+Test(sweep, vector_map_adds_are_maps_then_adds) {
+  size_t max = 440000;
+  float *x = malloc(max * sizeof *x), *img = malloc(max * sizeof *img),
+        *map = malloc(max * sizeof *map);
+  cr_assert(x && img && map);
+  const float pw[] = {2, 3, 4, 5, 6, 7, 8, 0, 0.5f, 1, 1.5f, 9, 12.25f};
+  int variants = 0;
+  for (int w = 0; w < SWEEP_VARIANTS; w++) {
+    const sweep_kernels *kf = sweep_kernels_get(w);
+    if (!kf) continue;
+    variants++;
+    for (size_t q = 0; q < sizeof pw / sizeof *pw; q++) {
+      int n = pw[q] >= 2 && pw[q] <= 8 ? (int)pw[q] : 3;
+      size_t len = power_inputs(x, max, n);
+      uint32_t s = 7 + (uint32_t)q;
+      for (size_t i = 0; i < len; i++)
+        img[i] = (float)(lcg(&s) >> 8) * 0x1p-20f;
+      for (int with_img = 0; with_img < 2; with_img++) {
+        const float *im = with_img ? img : NULL;
+        size_t b = 3 + (size_t)with_img, e = len - 5 - (size_t)with_img;
+        /* want: 0 sum and 1 half through map and add, 2 a sum alone;
+         * got: the same through map_add */
+        qs_esrrf_partial want[3], got[3];
+        for (int i = 0; i < 3; i++) {
+          cr_assert_eq(qs_esrrf_partial_init(&want[i], 0, 1, len), QS_OK);
+          cr_assert_eq(qs_esrrf_partial_init(&got[i], 0, 1, len), QS_OK);
+          for (size_t k = 0; k < len; k++)
+            want[i].data[k] = got[i].data[k] = (double)k * 0.25 - 7;
+        }
+        kf->map(x + b, im ? im + b : NULL, pw[q], e - b, map + b);
+        kf->add(&want[0], &want[1], map, b, e);
+        kf->add(&want[2], NULL, map, b, e);
+        kf->map_add(x, im, pw[q], &got[0], &got[1], b, e);
+        kf->map_add(x, im, pw[q], &got[2], NULL, b, e);
+        for (int i = 0; i < 3; i++) {
+          size_t bad = 0;
+          for (size_t k = 0; k < len; k++)
+            bad += memcmp(&want[i].data[k], &got[i].data[k],
+                          sizeof(double)) != 0;
+          cr_expect_eq(bad, 0,
+                       "%s, sensitivity %g, %s intensity, %s: %zu of %zu "
+                       "differ",
+                       kf->name, (double)pw[q], with_img ? "with" : "no",
+                       i == 0 ? "sum" : i == 1 ? "half" : "sum alone", bad,
+                       len);
+          qs_esrrf_partial_free(&want[i]);
+          qs_esrrf_partial_free(&got[i]);
+        }
+      }
+    }
+  }
+  cr_expect_geq(variants, 1);
+  free(x);
+  free(img);
+  free(map);
+}
+
 /* The best variant is one the CPU runs, and the portable one always is. */
 Test(sweep, best_fold_runs_here) {
   const sweep_kernels *best = sweep_kernels_best();

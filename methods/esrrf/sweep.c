@@ -211,14 +211,25 @@ static void *sw_fold_band(void *arg) {
     for (size_t si = 0; si < s->ns; si++) {
       size_t seen[3] = {0, 0, 0};
       for (size_t k = 0; k < j->n; k++) {
+        float sens = (float)s->o->sensitivities[si];
+        const float *raw = j->raw + k * s->plane,
+                    *mag = s->iw ? j->mag + k * s->plane : NULL;
+        int half = (j->f0 + k) % 2 ? 1 : 2; /* odd frames 1, 3, ... */
+        qs_esrrf_partial *a = &j->p[si * 3];
+        if (s->nt == 1 && a[0].temporal == TEMPORAL_AVG &&
+            a[0].n + seen[0] && (!s->frc || a[half].n + seen[half])) {
+          /* one AVG statistic past its first frame: the map folded
+           * straight from the vector lanes */
+          kf->map_add(raw, mag, sens, &a[0], s->frc ? &a[half] : NULL, b, e);
+          seen[0]++;
+          seen[half]++;
+          continue;
+        }
         /* the map of this sensitivity: rgc_sens with the float
          * sensitivity, as eSRRF's pass takes it, and the intensity */
-        kf->map(j->raw + k * s->plane + b,
-                s->iw ? j->mag + k * s->plane + b : NULL,
-                (float)s->o->sensitivities[si], e - b, j->map + b);
-        int half = (j->f0 + k) % 2 ? 1 : 2; /* odd frames 1, 3, ... */
+        kf->map(raw + b, mag ? mag + b : NULL, sens, e - b, j->map + b);
         for (size_t t = 0; t < s->nt; t++) {
-          qs_esrrf_partial *a = &j->p[(t * s->ns + si) * 3];
+          a = &j->p[(t * s->ns + si) * 3];
           uint64_t n0 = a[0].n + seen[0], nh = a[half].n + seen[half];
           if (a[0].temporal == TEMPORAL_AVG && n0 && (!s->frc || nh)) {
             kf->add(&a[0], s->frc ? &a[half] : NULL, j->map, b, e);

@@ -13,7 +13,7 @@
  * its bits. ±0 needs no pow: the products give +0, or −0 for an odd power
  * of −0, which is pow's (and rgc_pow's) answer. The fold converts the map
  * to double and adds, as temporal_add does, eight or four pixels at a
- * time. */
+ * time; map_add does both with the map's lanes kept in registers. */
 #include <stdint.h>
 
 #include "methods/esrrf/fused.h"
@@ -64,7 +64,19 @@ static void sf_add(qs_esrrf_partial *a, qs_esrrf_partial *h, const float *x,
   if (h) temporal_add(h, x, 1, b, e);
 }
 
-static const sweep_kernels sf_portable = {"portable", sf_map, sf_add};
+static void sf_map_add(const float *v, const float *img, float sens,
+                       qs_esrrf_partial *a, qs_esrrf_partial *h, size_t b,
+                       size_t e) {
+  double *s = a->data, *t = h ? h->data : NULL;
+  for (size_t i = b; i < e; i++) {
+    float x = sf_one(v, img, sens, i);
+    s[i] += x;
+    if (t) t[i] += x;
+  }
+}
+
+static const sweep_kernels sf_portable = {"portable", sf_map, sf_add,
+                                          sf_map_add};
 
 #if SF_X86
 /* AVX2: four lanes, the masks as vectors. */
@@ -106,7 +118,8 @@ SF_AVX2 static inline unsigned sf_fix_avx2(__m256d x, __m256d y, int n) {
 }
 
 #include "methods/esrrf/sweep_fold_vec.h"
-static const sweep_kernels sf_avx2 = {"avx2", sf_map_avx2, sf_add_avx2};
+static const sweep_kernels sf_avx2 = {"avx2", sf_map_avx2, sf_add_avx2,
+                                      sf_map_add_avx2};
 #undef SF_TARGET
 #undef SF_
 #undef SF_LANES
@@ -163,7 +176,7 @@ SF_AVX512 static inline unsigned sf_fix_avx512(__m512d x, __m512d y, int n) {
 
 #include "methods/esrrf/sweep_fold_vec.h"
 static const sweep_kernels sf_avx512 = {"avx512", sf_map_avx512,
-                                        sf_add_avx512};
+                                        sf_add_avx512, sf_map_add_avx512};
 #endif
 
 const sweep_kernels *sweep_kernels_get(int which) {

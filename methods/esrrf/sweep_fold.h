@@ -21,6 +21,11 @@ typedef struct sweep_kernels {
    * pixels [b, e), both holding at least one frame (so a sum). */
   void (*add)(qs_esrrf_partial *a, qs_esrrf_partial *h, const float *x,
               size_t b, size_t e);
+  /* add of map's pixels [b, e) (v, img and the partials indexed alike),
+   * the map never stored: the bits of map into a buffer, then add. */
+  void (*map_add)(const float *v, const float *img, float sens,
+                  qs_esrrf_partial *a, qs_esrrf_partial *h, size_t b,
+                  size_t e);
 } sweep_kernels;
 
 enum { SWEEP_PORTABLE, SWEEP_AVX2, SWEEP_AVX512, SWEEP_VARIANTS };

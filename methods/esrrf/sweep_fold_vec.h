@@ -16,40 +16,77 @@
  *                   marked lane is only recomputed, so one more costs
  *                   time, not bits. x = ±0 gives y = ±0, a safe lane.
  *
- * sf_one, sf_whole, sf_map and sf_add (sweep_fold.c) are the portable
- * definitions the lanes reproduce. */
+ * sf_one, sf_whole, sf_map, sf_add and sf_map_add (sweep_fold.c) are the
+ * portable definitions the lanes reproduce. */
 
-/* The map with the power n (1: none) known at compile time: every lane
- * through rgc_pow_whole's products, then the marked lanes by sf_one. */
+/* The lanes of the map at i with the power n (1: none) known at compile
+ * time: every lane through rgc_pow_whole's products, and the lanes that
+ * needs pow marked in *fix (rgc_pow_whole's order of products). */
+static inline __attribute__((always_inline)) SF_TARGET sf_vf
+SF_(sf_lanes)(const float *v, const float *img, int n, size_t i,
+              unsigned *fix) {
+  sf_vf x = SF_POS(SF_LOADF(v + i)), r = x;
+  *fix = 0;
+  if (n > 1) {
+    sf_vd xd = SF_UP(x), x2 = SF_MULD(xd, xd), x4 = SF_MULD(x2, x2), y;
+    switch (n) {
+    case 2: y = x2; break;
+    case 3: y = SF_MULD(x2, xd); break;
+    case 4: y = x4; break;
+    case 5: y = SF_MULD(x4, xd); break;
+    case 6: y = SF_MULD(x4, x2); break;
+    case 7: y = SF_MULD(SF_MULD(x4, x2), xd); break;
+    default: y = SF_MULD(x4, x4); break;
+    }
+    *fix = SF_FIX(xd, y, n);
+    r = SF_DOWN(y);
+  }
+  return img ? SF_MULF(r, SF_LOADF(img + i)) : r;
+}
+
+/* The map with the power n: the lanes, then the marked ones by sf_one. */
 static inline __attribute__((always_inline)) SF_TARGET void
 SF_(sf_pow)(const float *v, const float *img, float sens, int n, size_t len,
             float *out) {
   size_t i = 0;
   for (; i + SF_LANES <= len; i += SF_LANES) {
-    sf_vf x = SF_POS(SF_LOADF(v + i)), r = x;
-    unsigned fix = 0;
-    if (n > 1) {
-      sf_vd xd = SF_UP(x), x2 = SF_MULD(xd, xd), x4 = SF_MULD(x2, x2), y;
-      switch (n) { /* rgc_pow_whole's order */
-      case 2: y = x2; break;
-      case 3: y = SF_MULD(x2, xd); break;
-      case 4: y = x4; break;
-      case 5: y = SF_MULD(x4, xd); break;
-      case 6: y = SF_MULD(x4, x2); break;
-      case 7: y = SF_MULD(SF_MULD(x4, x2), xd); break;
-      default: y = SF_MULD(x4, x4); break;
-      }
-      fix = SF_FIX(xd, y, n);
-      r = SF_DOWN(y);
-    }
-    if (img) r = SF_MULF(r, SF_LOADF(img + i));
-    SF_STOREF(out + i, r);
+    unsigned fix;
+    SF_STOREF(out + i, SF_(sf_lanes)(v, img, n, i, &fix));
     for (; fix; fix &= fix - 1) {
       size_t l = i + (size_t)__builtin_ctz(fix);
       out[l] = sf_one(v, img, sens, l);
     }
   }
   for (; i < len; i++) out[i] = sf_one(v, img, sens, i);
+}
+
+/* map_add with the power n: the lanes (the marked ones patched through a
+ * buffer), widened and added as sf_add adds them. */
+static inline __attribute__((always_inline)) SF_TARGET void
+SF_(sf_pow_add)(const float *v, const float *img, float sens, int n,
+                double *s, double *t, size_t b, size_t e) {
+  size_t i = b;
+  for (; i + SF_LANES <= e; i += SF_LANES) {
+    unsigned fix;
+    sf_vf r = SF_(sf_lanes)(v, img, n, i, &fix);
+    if (fix) {
+      float buf[SF_LANES];
+      SF_STOREF(buf, r);
+      for (; fix; fix &= fix - 1) {
+        unsigned l = (unsigned)__builtin_ctz(fix);
+        buf[l] = sf_one(v, img, sens, i + l);
+      }
+      r = SF_LOADF(buf);
+    }
+    sf_vd d = SF_UP(r);
+    SF_STORED(s + i, SF_ADDD(SF_LOADD(s + i), d));
+    if (t) SF_STORED(t + i, SF_ADDD(SF_LOADD(t + i), d));
+  }
+  for (; i < e; i++) {
+    float x = sf_one(v, img, sens, i);
+    s[i] += x;
+    if (t) t[i] += x;
+  }
 }
 
 SF_TARGET static void SF_(sf_map)(const float *v, const float *img,
@@ -77,4 +114,22 @@ SF_TARGET static void SF_(sf_add)(qs_esrrf_partial *a, qs_esrrf_partial *h,
     if (t) SF_STORED(t + i, SF_ADDD(SF_LOADD(t + i), d));
   }
   if (i < e) sf_add(a, h, x, i, e);
+}
+
+SF_TARGET static void SF_(sf_map_add)(const float *v, const float *img,
+                                      float sens, qs_esrrf_partial *a,
+                                      qs_esrrf_partial *h, size_t b,
+                                      size_t e) {
+  double *s = a->data, *t = h ? h->data : NULL;
+  switch (sf_whole(sens)) {
+  case 1: SF_(sf_pow_add)(v, img, sens, 1, s, t, b, e); break;
+  case 2: SF_(sf_pow_add)(v, img, sens, 2, s, t, b, e); break;
+  case 3: SF_(sf_pow_add)(v, img, sens, 3, s, t, b, e); break;
+  case 4: SF_(sf_pow_add)(v, img, sens, 4, s, t, b, e); break;
+  case 5: SF_(sf_pow_add)(v, img, sens, 5, s, t, b, e); break;
+  case 6: SF_(sf_pow_add)(v, img, sens, 6, s, t, b, e); break;
+  case 7: SF_(sf_pow_add)(v, img, sens, 7, s, t, b, e); break;
+  case 8: SF_(sf_pow_add)(v, img, sens, 8, s, t, b, e); break;
+  default: sf_map_add(v, img, sens, a, h, b, e); break;
+  }
 }
