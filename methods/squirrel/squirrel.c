@@ -151,6 +151,7 @@ typedef struct sq_fit {
   double *x;              /* DCT: X */
   const double *fr;       /* DCT: F, the reference's */
   double *hy, *hx;        /* the gains per axis */
+  double *rp, *rq;        /* DCT: per row, Σ hx·P and Σ hx²·Q (sq_sums) */
   const double *csy, *csx; /* the cosines per axis (sq_cosines) */
   double srr, x0, f0;     /* Σ F² without DC; the DC terms */
   double alpha, beta;     /* of the last evaluation */
@@ -225,21 +226,59 @@ static int sq_gain(double sigma, size_t n, const double *cs, double *h) {
   return QS_OK;
 }
 
-/* Σ H·P and Σ H²·Q over the coefficients but DC, at σ (cosine path). */
+/* Rows [b, e) of sq_sums: each row's Σ hx·P and Σ hx²·Q, over x in
+ * order as one row alone would sum them, four rows at a time (eight
+ * independent chains of additions, where one row's two would wait on
+ * each addition's latency). */
+static int sq_rows(void *ctx, size_t b, size_t e, int worker) {
+  const sq_fit *f = ctx;
+  (void)worker;
+  size_t cols = f->cols, y = b;
+  const double *hx = f->hx;
+  for (; y + 4 <= e; y += 4) {
+    const double *p0 = f->p + y * cols, *q0 = f->q + y * cols;
+    const double *p1 = p0 + cols, *q1 = q0 + cols;
+    const double *p2 = p1 + cols, *q2 = q1 + cols;
+    const double *p3 = p2 + cols, *q3 = q2 + cols;
+    double a0 = 0, a1 = 0, a2 = 0, a3 = 0, c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+    for (size_t x = 0; x < cols; x++) {
+      double h = hx[x], h2 = hx[x] * hx[x];
+      a0 += h * p0[x];
+      a1 += h * p1[x];
+      a2 += h * p2[x];
+      a3 += h * p3[x];
+      c0 += h2 * q0[x];
+      c1 += h2 * q1[x];
+      c2 += h2 * q2[x];
+      c3 += h2 * q3[x];
+    }
+    f->rp[y] = a0, f->rp[y + 1] = a1, f->rp[y + 2] = a2, f->rp[y + 3] = a3;
+    f->rq[y] = c0, f->rq[y + 1] = c1, f->rq[y + 2] = c2, f->rq[y + 3] = c3;
+  }
+  for (; y < e; y++) {
+    const double *p = f->p + y * cols, *q = f->q + y * cols;
+    double hp = 0, hq = 0;
+    for (size_t x = 0; x < cols; x++) {
+      hp += hx[x] * p[x];
+      hq += hx[x] * hx[x] * q[x];
+    }
+    f->rp[y] = hp;
+    f->rq[y] = hq;
+  }
+  return QS_OK;
+}
+
+/* Σ H·P and Σ H²·Q over the coefficients but DC, at σ (cosine path): the
+ * rows' sums on the call's pool (sq_rows), then over the rows in order. */
 static int sq_sums(sq_fit *f, double sigma, double *sp, double *sq) {
   int rc = sq_gain(sigma, f->rows, f->csy, f->hy);
   if (!rc) rc = sq_gain(sigma, f->cols, f->csx, f->hx);
+  if (!rc) rc = f->c->parallel_for(f->c, 0, f->rows, sq_rows, f);
   if (rc) return rc;
   double a = 0, b = 0;
   for (size_t y = 0; y < f->rows; y++) {
-    const double *p = f->p + y * f->cols, *q = f->q + y * f->cols;
-    double hp = 0, hq = 0;
-    for (size_t x = 0; x < f->cols; x++) {
-      hp += f->hx[x] * p[x];
-      hq += f->hx[x] * f->hx[x] * q[x];
-    }
-    a += f->hy[y] * hp;
-    b += f->hy[y] * f->hy[y] * hq;
+    a += f->hy[y] * f->rp[y];
+    b += f->hy[y] * f->hy[y] * f->rq[y];
   }
   *sp = a - f->p[0]; /* the DC term (gain 1) */
   *sq = b - f->q[0];
@@ -561,8 +600,9 @@ static int sq_run(const qs_method_call *c) {
     x = malloc(n * sizeof *x);
     p = malloc(n * sizeof *p);
     q = malloc(n * sizeof *q);
-    /* the gains per axis, then the cosines per axis (2 per frequency) */
-    hs = malloc(3 * (s->rows + s->cols) * sizeof *hs);
+    /* the gains per axis, the cosines per axis (2 per frequency) and
+     * the rows' sums (2 per row) */
+    hs = malloc((5 * s->rows + 3 * s->cols) * sizeof *hs);
     if (fr && x && p && q && hs && !dct2_run(c, &d, ref, fr)) {
       f0.fr = fr;
       f0.x = x;
@@ -573,6 +613,8 @@ static int sq_run(const qs_method_call *c) {
       sq_cosines(s->cols, cs + 2 * s->rows);
       f0.csy = cs;
       f0.csx = cs + 2 * s->rows;
+      f0.rp = cs + 2 * (s->rows + s->cols);
+      f0.rq = f0.rp + s->rows;
       f0.f0 = fr[0];
       for (size_t i = 1; i < n; i++) f0.srr += fr[i] * fr[i];
     }
