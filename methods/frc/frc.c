@@ -185,7 +185,7 @@ typedef struct frc_state {
   fft2 p;
   float *taper;
   fft_cpx *fa;          /* 2 planes of n × n */
-  float *prod;          /* 3 planes */
+  float *prod;          /* n × n pixels of 3 products */
   double *sums;         /* per ring: 3 sums and the sample count */
   float *own;           /* the curve when the caller wants none, and the
                            thresholds */
@@ -200,7 +200,7 @@ typedef struct frc_job {
   size_t cols, r0, c0, n;
   const float *taper;
   fft_cpx *fa, *fb;   /* n × n, then shifted into sa, sb */
-  float *prod;        /* 3 planes of n × n: a·b*, |a|², |b|² */
+  float *prod;        /* n × n pixels of 3: a·b*, |a|², |b|² */
   double *sums;       /* per ring: 3 sums and the sample count */
   size_t rings;
   const frc_state *st; /* a plan's ring samples, or NULL: computed here */
@@ -224,29 +224,31 @@ static int frc_window(void *ctx, size_t b, size_t e, int worker) {
 static int frc_products(void *ctx, size_t b, size_t e, int worker) {
   frc_job *j = ctx;
   (void)worker;
-  size_t n = j->n, h = n / 2, plane = n * n;
+  size_t n = j->n, h = n / 2;
   for (size_t y = b; y < e; y++)
     for (size_t x = 0; x < n; x++) {
       /* fftshift: shifted (y, x) is unshifted ((y + h) % n, (x + h) % n) */
       size_t src = ((y + h) % n) * n + (x + h) % n, at = y * n + x;
       float a1 = j->fa[src].r, b1 = j->fa[src].i;
       float a2 = j->fb[src].r, b2 = j->fb[src].i;
-      j->prod[at] = a1 * a2 + b1 * b2;
-      j->prod[plane + at] = a1 * a1 + b1 * b1;
-      j->prod[2 * plane + at] = a2 * a2 + b2 * b2;
+      j->prod[3 * at] = a1 * a2 + b1 * b2;
+      j->prod[3 * at + 1] = a1 * a1 + b1 * b1;
+      j->prod[3 * at + 2] = a2 * a2 + b2 * b2;
     }
   return QS_OK;
 }
 
-/* One bilinear sample of the three product planes, added to s. */
-static inline void frc_add(const float *prod, size_t plane, size_t n,
-                           size_t ll, float xf, float yf, double s[3]) {
-  size_t ul = ll + n;
+/* One bilinear sample of the three products, added to s. They are
+ * interleaved per pixel, so that a sample reads two cache lines (its two
+ * rows) rather than six: along a ring the next sample is a pixel away, in
+ * a new row wherever the ring runs up or down. */
+static inline void frc_add(const float *prod, size_t n, size_t ll, float xf,
+                           float yf, double s[3]) {
+  const float *lo = prod + 3 * ll, *up = prod + 3 * (ll + n);
   for (int k = 0; k < 3; k++) {
-    const float *p = prod + (size_t)k * plane;
-    float up = p[ul] + xf * (p[ul + 1] - p[ul]);
-    float lo = p[ll] + xf * (p[ll + 1] - p[ll]);
-    s[k] += lo + yf * (up - lo);
+    float u = up[k] + xf * (up[3 + k] - up[k]);
+    float l = lo[k] + xf * (lo[3 + k] - lo[k]);
+    s[k] += l + yf * (u - l);
   }
 }
 
@@ -254,7 +256,7 @@ static inline void frc_add(const float *prod, size_t plane, size_t n,
 static int frc_ring_sums(void *ctx, size_t b, size_t e, int worker) {
   frc_job *j = ctx;
   (void)worker;
-  size_t n = j->n, plane = n * n;
+  size_t n = j->n;
   const frc_state *st = j->st;
   for (size_t r = b < 1 ? 1 : b; r < e; r++) {
     double s[3] = {0, 0, 0};
@@ -263,14 +265,14 @@ static int frc_ring_sums(void *ctx, size_t b, size_t e, int worker) {
       size_t i0 = st->first[r];
       count = st->first[r + 1] - i0;
       for (size_t i = i0; i < i0 + count; i++)
-        frc_add(j->prod, plane, n, st->at[i], st->fx[i], st->fy[i], s);
+        frc_add(j->prod, n, st->at[i], st->fx[i], st->fy[i], s);
     } else {
       count = frc_ring_count(r);
       for (size_t i = 0; i < count; i++) {
         size_t ll;
         float xf, yf;
         frc_sample(n, r, i, &ll, &xf, &yf);
-        frc_add(j->prod, plane, n, ll, xf, yf, s);
+        frc_add(j->prod, n, ll, xf, yf, s);
       }
     }
     double *out = j->sums + 4 * r;
