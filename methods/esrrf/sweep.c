@@ -188,26 +188,61 @@ static qs_esrrf_partial *sw_at(qs_esrrf_partial *p, const sweep *s, size_t r,
   return &p[((r * s->nt + t) * s->ns + si) * 3 + (size_t)k];
 }
 
-/* One batch of one radius folded into its points' statistics, a band of
- * pixels per thread. */
+/* Runs body(ctx, b, e) over bands of the plane's pixels [b, e), whole
+ * rows each, one band per thread up to the engine's count; band 0 on the
+ * calling thread, and any whose thread cannot start there too. */
+typedef void (*sw_body)(void *ctx, size_t b, size_t e);
+
+typedef struct sw_band {
+  sw_body body;
+  void *ctx;
+  size_t b, e;
+} sw_band;
+
+static void *sw_band_main(void *arg) {
+  const sw_band *j = arg;
+  j->body(j->ctx, j->b, j->e);
+  return NULL;
+}
+
+static void sw_bands(const sweep *s, sw_body body, void *ctx) {
+  sw_band j[QS_MAX_THREADS];
+  pthread_t th[QS_MAX_THREADS];
+  int made[QS_MAX_THREADS] = {0}, bands = 0;
+  size_t rows = s->rm, per = (rows + (size_t)s->threads - 1) /
+                             (size_t)s->threads;
+  for (int w = 0; w < s->threads; w++) {
+    size_t r0 = (size_t)w * per, r1 = r0 + per < rows ? r0 + per : rows;
+    if (r0 >= r1) break;
+    j[w] = (sw_band){body, ctx, r0 * s->cm, r1 * s->cm};
+    bands++;
+    if (w > 0) made[w] = !pthread_create(&th[w], NULL, sw_band_main, &j[w]);
+  }
+  for (int w = 0; w < bands; w++)
+    if (!made[w]) sw_band_main(&j[w]);
+  for (int w = 1; w < bands; w++)
+    if (made[w]) pthread_join(th[w], NULL);
+}
+
+/* One batch of one radius folded into its points' statistics. */
 typedef struct sw_fold {
   const sweep *s;
   qs_esrrf_partial *p;    /* the radius's statistics */
   const float *raw, *mag; /* n planes each */
-  size_t n, f0, b, e;
-  float *map;            /* this band's thread: one plane */
+  size_t n, f0;
+  float *map;             /* one plane of scratch (bands are disjoint) */
 } sw_fold;
 
 /* Pixels per tile of a band: the tile's statistics of every point stay in
  * cache while the batch's frames fold into them. */
 #define SW_TILE 1024
 
-static void *sw_fold_band(void *arg) {
-  const sw_fold *j = arg;
+static void sw_fold_band(void *ctx, size_t band_b, size_t band_e) {
+  const sw_fold *j = ctx;
   const sweep *s = j->s;
   const sweep_kernels *kf = s->kf;
-  for (size_t b = j->b; b < j->e; b += SW_TILE) {
-    size_t e = b + SW_TILE < j->e ? b + SW_TILE : j->e;
+  for (size_t b = band_b; b < band_e; b += SW_TILE) {
+    size_t e = b + SW_TILE < band_e ? b + SW_TILE : band_e;
     for (size_t si = 0; si < s->ns; si++) {
       size_t seen[3] = {0, 0, 0};
       for (size_t k = 0; k < j->n; k++) {
@@ -243,32 +278,15 @@ static void *sw_fold_band(void *arg) {
       }
     }
   }
-  return NULL;
 }
 
-/* Folds the batch's maps of one radius on up to `threads` threads;
- * maps: threads planes of scratch. */
+/* Folds the batch's maps of one radius on the sweep's threads, then
+ * counts the frames. */
 static void sw_fold_batch(const sweep *s, qs_esrrf_partial *p,
                           const float *raw, const float *mag, size_t n,
-                          size_t f0, int threads, float *maps) {
-  sw_fold j[QS_MAX_THREADS];
-  pthread_t th[QS_MAX_THREADS];
-  int made[QS_MAX_THREADS] = {0};
-  size_t rows = s->rm, per = (rows + (size_t)threads - 1) / (size_t)threads;
-  int bands = 0;
-  for (int w = 0; w < threads; w++) {
-    size_t r0 = (size_t)w * per, r1 = r0 + per < rows ? r0 + per : rows;
-    if (r0 >= r1) break;
-    j[w] = (sw_fold){s, p, raw, mag, n, f0, r0 * s->cm, r1 * s->cm,
-                     maps + (size_t)w * s->plane};
-    bands++;
-    /* band 0 runs here; a band whose thread cannot start runs here too */
-    if (w > 0) made[w] = !pthread_create(&th[w], NULL, sw_fold_band, &j[w]);
-  }
-  for (int w = 0; w < bands; w++)
-    if (!made[w]) sw_fold_band(&j[w]);
-  for (int w = 1; w < bands; w++)
-    if (made[w]) pthread_join(th[w], NULL);
+                          size_t f0, float *map) {
+  sw_fold j = {s, p, raw, mag, n, f0, map};
+  sw_bands(s, sw_fold_band, &j);
   /* every band done: the frames' counts */
   size_t odd = 0;
   for (size_t k = 0; k < n; k++) odd += (f0 + k) % 2;
@@ -281,6 +299,29 @@ static void sw_fold_batch(const sweep *s, qs_esrrf_partial *p,
   }
 }
 
+/* A point's statistic finished into out (one plane): the result by bands
+ * on the sweep's threads, then the macro-pixel correction (whole-image)
+ * where asked; qs_esrrf_partial_finish's bits. */
+typedef struct sw_fin {
+  const qs_esrrf_partial *p;
+  float *out;
+} sw_fin;
+
+static void sw_finish_band(void *ctx, size_t b, size_t e) {
+  const sw_fin *j = ctx;
+  temporal_result(j->p, j->out, b, e);
+}
+
+static int sw_finish(const sweep *s, const qs_esrrf_partial *p, float *out) {
+  if (!p->data || !p->n || (p->temporal == TEMPORAL_TAC2 && p->n < 2))
+    return QS_EINVAL;
+  sw_fin j = {p, out};
+  sw_bands(s, sw_finish_band, &j);
+  if (s->o->macro_pixel_correction)
+    temporal_mpc(out, s->rm, s->cm, s->mag);
+  return QS_OK;
+}
+
 /* One pass over the frames for radii [r0, r1): their statistics. The
  * steps run `batch` frames at a time and write into the sweep's own two
  * buffers of a batch (run_request.outputs_given: no fresh pages, no copy):
@@ -290,7 +331,7 @@ static int sw_pass(sweep *s, size_t r0, size_t r1, qs_esrrf_partial *p,
                    size_t batch) {
   const qs_image *st = s->stack;
   size_t rc_px = s->rows * s->cols;
-  float *map = malloc((size_t)s->threads * s->plane * sizeof *map);
+  float *map = malloc(s->plane * sizeof *map);
   float *raw = malloc(batch * s->plane * sizeof *raw);
   float *mags = s->iw ? malloc(batch * s->plane * sizeof *mags) : NULL;
   int rc = QS_OK;
@@ -320,8 +361,7 @@ static int sw_pass(sweep *s, size_t r0, size_t r1, qs_esrrf_partial *p,
       rc = sw_step(s, "esrrf", &frames, 1, ep, 5, &out, 1, 1);
       s->step_frames = 0;
       if (rc) break;
-      sw_fold_batch(s, sw_at(p, s, r - r0, 0, 0, 0), raw, mags, n, f0,
-                    s->threads, map);
+      sw_fold_batch(s, sw_at(p, s, r - r0, 0, 0, 0), raw, mags, n, f0, map);
       s->done += n;
       if (s->o->progress &&
           s->o->progress(s->o->progress_ctx, s->done, s->total))
@@ -340,7 +380,6 @@ static int sw_pass(sweep *s, size_t r0, size_t r1, qs_esrrf_partial *p,
 static int sw_score(sweep *s, qs_esrrf_partial *p, size_t r0, size_t r1,
                     qs_esrrf_sweep_point *pts, float *tmp) {
   size_t per_r = s->nt * s->ns, np = (r1 - r0) * per_r;
-  int mpc = s->o->macro_pixel_correction != 0;
   qs_image rec = {0};
   int rc = qs_image_alloc(&rec, np, s->rm, s->cm);
   if (rc) return sw_fail(s, rc, "sweep: no memory for %zu reconstructions",
@@ -355,8 +394,7 @@ static int sw_score(sweep *s, qs_esrrf_partial *p, size_t r0, size_t r1,
                                  .rse = NAN,
                                  .sigma = NAN,
                                  .frc = NAN};
-    if (qs_esrrf_partial_finish(sw_at(p, s, r - r0, t, si, 0), s->mag, mpc,
-                                rec.data + g * s->plane))
+    if (sw_finish(s, sw_at(p, s, r - r0, t, si, 0), rec.data + g * s->plane))
       rc = sw_fail(s, QS_EINVAL,
                    "sweep: the reconstruction could not be finished");
   }
@@ -388,11 +426,8 @@ static int sw_score(sweep *s, qs_esrrf_partial *p, size_t r0, size_t r1,
     size_t r = r0 + g / per_r, t = g % per_r / s->ns, si = g % s->ns;
     qs_esrrf_sweep_point *pt = &pts[(t * s->ns + si) * s->nr + r];
     if (s->frc) {
-      rc = qs_esrrf_partial_finish(sw_at(p, s, r - r0, t, si, 1), s->mag, mpc,
-                                   half[0].data);
-      if (!rc)
-        rc = qs_esrrf_partial_finish(sw_at(p, s, r - r0, t, si, 2), s->mag,
-                                     mpc, half[1].data);
+      rc = sw_finish(s, sw_at(p, s, r - r0, t, si, 1), half[0].data);
+      if (!rc) rc = sw_finish(s, sw_at(p, s, r - r0, t, si, 2), half[1].data);
       if (rc)
         rc = sw_fail(s, rc, "sweep: the odd/even halves could not be "
                             "finished");
