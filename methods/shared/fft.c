@@ -160,13 +160,13 @@ static size_t dct_slot(size_t j, size_t n) {
   return j % 2 ? n - 1 - j / 2 : j / 2;
 }
 
-/* Two lines a and b (b NULL: zeros) of n samples, gathered with strides
- * from float or double (one of fa, da), through one FFT into their
- * DCTs, written with stride `os` to oa and ob (ob NULL: not written). */
+/* Two contiguous lines a and b (b NULL: zeros) of n samples, from float
+ * or double (one of fa, da), through one FFT into their DCTs, written to
+ * oa and ob (ob NULL: not written). */
 typedef struct dct_line {
   const float *fa, *fb;
   const double *da, *db;
-  size_t n, is, os;
+  size_t n;
   double *oa, *ob;
 } dct_line;
 
@@ -174,9 +174,9 @@ static void dct_lines(const dct_line *l, kiss_fft_cfg cfg, const double *tw,
                       kiss_fft_cpx *z, kiss_fft_cpx *zf) {
   size_t n = l->n;
   for (size_t j = 0; j < n; j++) {
-    size_t s = dct_slot(j, n), at = j * l->is;
-    z[s].r = l->fa ? l->fa[at] : (float)l->da[at];
-    z[s].i = !(l->fb || l->db) ? 0.0f : l->fb ? l->fb[at] : (float)l->db[at];
+    size_t s = dct_slot(j, n);
+    z[s].r = l->fa ? l->fa[j] : (float)l->da[j];
+    z[s].i = !(l->fb || l->db) ? 0.0f : l->fb ? l->fb[j] : (float)l->db[j];
   }
   kiss_fft(cfg, z, zf);
   for (size_t k = 0; k < n; k++) {
@@ -185,65 +185,59 @@ static void dct_lines(const dct_line *l, kiss_fft_cfg cfg, const double *tw,
     const kiss_fft_cpx *u = &zf[k], *v = &zf[k ? n - k : 0];
     double ar = 0.5 * ((double)u->r + v->r), ai = 0.5 * ((double)u->i - v->i);
     double c = tw[2 * k], s = tw[2 * k + 1];
-    l->oa[k * l->os] = ar * c + ai * s;
+    l->oa[k] = ar * c + ai * s;
     if (l->ob) {
       double br = 0.5 * ((double)u->i + v->i),
              bi = 0.5 * ((double)v->r - u->r);
-      l->ob[k * l->os] = br * c + bi * s;
+      l->ob[k] = br * c + bi * s;
     }
   }
 }
 
-/* One pass of the transform over `lines` lines of n samples (`stride`
- * apart; line a starts at a·step) from fin (float) or din (double) into
- * out, two lines per FFT. A pass over strided lines (the columns) gathers
- * DCT_BLOCK of them into contiguous scratch first and puts their
- * transforms back the same way: the values and the arithmetic of each
- * line are the same, so are the bits. */
+/* One pass of the transform over `lines` lines of n samples from fin
+ * (float) or din (double) into out, two lines per FFT: the rows, in
+ * place; the columns (`stride` apart), gathered DCT_BLOCK at a time into
+ * contiguous scratch and their transforms put back the same way. Each
+ * line's values, pairing and arithmetic are the same either way, so are
+ * the bits. */
 typedef struct dct_job {
   const dct2 *p;
   const float *fin;
   const double *din;
   double *out;
-  size_t lines, n, step, stride;
+  size_t lines, n, stride;
   kiss_fft_cfg cfg;
   const double *tw;
 } dct_job;
 
-/* Lines [a0, a1) of the pass, two per FFT, each read with stride `is` from
- * fin or din at its start a·step and written with stride `os` into out
- * at a·ostep. */
-static void dct_run_lines(const dct_job *j, size_t a0, size_t a1,
-                          const float *fin, const double *din, size_t is,
-                          size_t step, double *out, size_t os, size_t ostep,
-                          kiss_fft_cpx *z) {
-  for (size_t a = a0; a < a1; a += 2) {
-    int two = a + 1 < a1;
-    size_t i0 = (a - a0) * step, i1 = i0 + step;
-    size_t o0 = (a - a0) * ostep, o1 = o0 + ostep;
+/* `count` contiguous lines of n, line k at k·n of fin or din and of out,
+ * two per FFT (the last alone when count is odd). */
+static void dct_run_lines(const dct_job *j, size_t count, const float *fin,
+                          const double *din, double *out, kiss_fft_cpx *z) {
+  size_t n = j->n;
+  for (size_t a = 0; a < count; a += 2) {
+    int two = a + 1 < count;
+    size_t i0 = a * n, i1 = i0 + n;
     dct_line l = {.fa = fin ? fin + i0 : NULL,
                   .fb = fin && two ? fin + i1 : NULL,
                   .da = din ? din + i0 : NULL,
                   .db = din && two ? din + i1 : NULL,
-                  .n = j->n,
-                  .is = is,
-                  .os = os,
-                  .oa = out + o0,
-                  .ob = two ? out + o1 : NULL};
-    dct_lines(&l, j->cfg, j->tw, z, z + j->n);
+                  .n = n,
+                  .oa = out + i0,
+                  .ob = two ? out + i1 : NULL};
+    dct_lines(&l, j->cfg, j->tw, z, z + n);
   }
 }
 
-/* Rows: pairs [b, e) of contiguous lines, in place from their starts. */
+/* Rows: pairs [b, e) of lines, in place from their starts. */
 static int dct_rows(void *ctx, size_t b, size_t e, int worker) {
   const dct_job *j = ctx;
   kiss_fft_cpx *z =
       (kiss_fft_cpx *)(j->p->f.tmp + (size_t)worker * j->p->f.stride);
   size_t a0 = 2 * b, a1 = 2 * e < j->lines ? 2 * e : j->lines;
   if (a0 < a1)
-    dct_run_lines(j, a0, a1, j->fin ? j->fin + a0 * j->step : NULL,
-                  j->din ? j->din + a0 * j->step : NULL, 1, j->step,
-                  j->out + a0 * j->step, 1, j->step, z);
+    dct_run_lines(j, a1 - a0, j->fin ? j->fin + a0 * j->n : NULL,
+                  j->din ? j->din + a0 * j->n : NULL, j->out + a0 * j->n, z);
   return QS_OK;
 }
 
@@ -260,7 +254,7 @@ static int dct_cols(void *ctx, size_t b, size_t e, int worker) {
            w = j->lines - a0 < DCT_BLOCK ? j->lines - a0 : DCT_BLOCK;
     for (size_t r = 0; r < n; r++)
       for (size_t k = 0; k < w; k++) g[k * n + r] = j->din[r * st + a0 + k];
-    dct_run_lines(j, 0, w, NULL, g, 1, n, o, 1, n, z);
+    dct_run_lines(j, w, NULL, g, o, z);
     for (size_t r = 0; r < n; r++)
       for (size_t k = 0; k < w; k++) j->out[r * st + a0 + k] = o[k * n + r];
   }
@@ -277,8 +271,6 @@ int dct2_run(const qs_method_call *c, const dct2 *p, const float *in,
                .out = p->mid,
                .lines = rows,
                .n = cols,
-               .step = cols,
-               .stride = 1,
                .cfg = p->f.fwd_r,
                .tw = p->tw_r};
   dct_job k = {.p = p,
@@ -286,7 +278,6 @@ int dct2_run(const qs_method_call *c, const dct2 *p, const float *in,
                .out = out,
                .lines = cols,
                .n = rows,
-               .step = 1,
                .stride = cols,
                .cfg = p->f.fwd_c,
                .tw = p->tw_c};
