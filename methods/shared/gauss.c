@@ -98,11 +98,11 @@ int gauss_blur(const qs_method_call *c, const float *in, float *out,
   }
   /* scipy's kernel: exp(−k²/2σ²) over |k| <= radius, normalised by its
    * sum taken from −radius up */
-  double sum = 0;
-  for (long k = -radius; k <= radius; k++)
-    sum += exp(-0.5 / (sigma * sigma) * (double)(k * k));
   for (long k = 0; k <= radius; k++)
-    w[k] = exp(-0.5 / (sigma * sigma) * (double)(k * k)) / sum;
+    w[k] = exp(-0.5 / (sigma * sigma) * (double)(k * k));
+  double sum = 0;
+  for (long k = -radius; k <= radius; k++) sum += w[k < 0 ? -k : k];
+  for (long k = 0; k <= radius; k++) w[k] /= sum;
   for (long m = -radius; m < (long)rows + radius; m++)
     ir[m + radius] = gauss_reflect(m, rows);
   for (long m = -radius; m < (long)cols + radius; m++)
