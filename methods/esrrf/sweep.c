@@ -313,13 +313,11 @@ static void sw_finish_band(void *ctx, size_t b, size_t e) {
 }
 
 static int sw_finish(const sweep *s, const qs_esrrf_partial *p, float *out) {
-  if (!p->data || !p->n || (p->temporal == TEMPORAL_TAC2 && p->n < 2) ||
-      (s->o->macro_pixel_correction && s->mag > TEMPORAL_MAX_MAG))
-    return QS_EINVAL;
+  int mpc = s->o->macro_pixel_correction != 0;
+  if (temporal_finishable(p, s->mag, mpc)) return QS_EINVAL;
   sw_fin j = {p, out};
   sw_bands(s, sw_finish_band, &j);
-  if (s->o->macro_pixel_correction)
-    temporal_mpc(out, s->rm, s->cm, s->mag);
+  if (mpc) temporal_mpc(out, s->rm, s->cm, s->mag);
   return QS_OK;
 }
 

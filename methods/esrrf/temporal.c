@@ -488,14 +488,19 @@ int qs_esrrf_partial_merge(qs_esrrf_partial *into,
   return QS_OK;
 }
 
-int qs_esrrf_partial_finish(const qs_esrrf_partial *p, int mag, int mpc,
-                            float *out) {
-  if (!p || !p->data || !out || p->n == 0 ||
+int temporal_finishable(const qs_esrrf_partial *p, int mag, int mpc) {
+  if (!p || !p->data || p->n == 0 ||
       (p->temporal == TEMPORAL_TAC2 && p->n < 2))
     return QS_EINVAL;
   if (mpc && (mag < 1 || mag > TEMPORAL_MAX_MAG || p->rows % (size_t)mag ||
               p->cols % (size_t)mag))
     return QS_EINVAL;
+  return QS_OK;
+}
+
+int qs_esrrf_partial_finish(const qs_esrrf_partial *p, int mag, int mpc,
+                            float *out) {
+  if (!out || temporal_finishable(p, mag, mpc)) return QS_EINVAL;
   temporal_result(p, out, 0, p->rows * p->cols);
   if (mpc) temporal_mpc(out, p->rows, p->cols, mag);
   return QS_OK;

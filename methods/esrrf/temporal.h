@@ -60,6 +60,11 @@ void temporal_merge(qs_esrrf_partial *into, const qs_esrrf_partial *next,
 void temporal_result(const qs_esrrf_partial *p, float *out, size_t begin,
                      size_t end);
 
+/* QS_OK when qs_esrrf_partial_finish can finish p with mag and mpc (data,
+ * frames enough for its statistic, a magnification the correction
+ * takes), else QS_EINVAL: its check, for callers that finish by parts. */
+int temporal_finishable(const qs_esrrf_partial *p, int mag, int mpc);
+
 /* The statistic of the frames of parts[0], parts[1], ..., parts[n-1]
  * (n >= 1 non-empty partials of one kind and size holding adjacent runs of
  * frames in that order; >= 2 frames in all for TAC2) into out for pixels
