@@ -169,6 +169,22 @@ static double model_lower(const agent_cand *c, double work, double t,
   return t * (1 - AGENT_MODEL_U) * widen + once;
 }
 
+double agent_run_noise(const agent_cand *c, size_t n) {
+  double worst = 0;
+  size_t seen = 0;
+  for (size_t i = 0; i < n; i++) {
+    qs_stats s;
+    if (c[i].n_walls < 2 || agent_window(c[i].walls, c[i].n_walls, &s) ||
+        !(s.max > 0))
+      continue;
+    seen += s.n - 1;
+    if (1 - s.fast_mean / s.max > worst) worst = 1 - s.fast_mean / s.max;
+  }
+  if (seen < AGENT_NOISE_SEEN) return AGENT_RUN_U;
+  double u = AGENT_NOISE_MARGIN * worst;
+  return u < AGENT_NOISE ? AGENT_NOISE : u > AGENT_RUN_U ? AGENT_RUN_U : u;
+}
+
 double agent_lower(const agent_cand *c, double work) {
   int src;
   double t = agent_estimate(c, work, &src);
@@ -177,7 +193,8 @@ double agent_lower(const agent_cand *c, double work) {
   double once = (c->once_known ? c->once : 0) + c->transfer;
   if (src == SRC_HISTORY) {
     size_t n = c->n_walls < AGENT_WINDOW ? c->n_walls : AGENT_WINDOW;
-    return t * (1 - AGENT_RUN_U / (double)n) + once;
+    double u = c->run_u > 0 ? c->run_u : AGENT_RUN_U;
+    return t * (1 - u / (double)n) + once;
   }
   double lo = model_lower(c, work, t, once);
   double floor = c->stopped;

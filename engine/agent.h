@@ -22,9 +22,14 @@
 /* The one exploration rule (agent_choose). Every usable candidate has an
  * estimate and an optimistic bound (agent_lower): what it could still
  * take at best, given how much is known of it. Exact-key history of n runs:
- * the estimate less AGENT_RUN_U / n of it (one run here can be 2-3x its
- * implementation's median: a cold call's run, a burst of load; a true
- * best timed once on such a run must be tried again). A model through two or
+ * the estimate less u / n of it, u the key's run noise (agent_run_noise:
+ * how far above its implementation's fast-half mean one run has been seen
+ * on this key, with a margin, between AGENT_NOISE and AGENT_RUN_U; until
+ * the key shows AGENT_NOISE_SEEN repeated runs, AGENT_RUN_U: one run can be
+ * 2-3x its implementation's median, a cold call's run, a burst of load,
+ * and a true best timed once on such a run must be tried again; a key
+ * whose runs repeat within 10 % has shown that a schedule timed once at
+ * 1.8x the best is not such a run). A model through two or
  * more work sizes: half its prediction (AGENT_MODEL_U; a model fitted on
  * slices can miss the full call's time by that much), and less again when
  * it extrapolates: times (w_max / w)^AGENT_REACH for a call of work w
@@ -59,6 +64,8 @@
  * bound does not beat the incumbent is hopeless: neither run nor
  * calibrated again while that holds. */
 #define AGENT_RUN_U 0.5
+#define AGENT_NOISE_SEEN 3
+#define AGENT_NOISE_MARGIN 1.5
 #define AGENT_NOISE 0.15
 #define AGENT_TIE 0.05
 #define AGENT_FOOTING 4
@@ -128,6 +135,11 @@ typedef struct agent_cand {
    * schedule at 1.7 s against 0.05 s), a second slice size a fraction of
    * the call. */
   int second;
+  /* The key's run noise (agent_run_noise), the share of its estimate a
+   * run on the key may be above the implementation's steady time: its
+   * optimistic bound is its estimate less run_u / n for n runs (0: not
+   * known, AGENT_RUN_U). */
+  double run_u;
   /* Cold (no timing of its own): the least it can take, known from a
    * sibling, another schedule of the same code timed for this call
    * (choice.c, cands_prior); 0: nothing known. The optimistic bound of a
@@ -167,6 +179,14 @@ int agent_cold(const agent_cand *c);
  * stopped bound) does not beat best seconds by AGENT_TIE: it is not tried
  * while that holds. */
 int agent_outclassed(const agent_cand *c, double best);
+
+/* The run noise of the key c[0..n) were timed on: AGENT_NOISE_MARGIN
+ * times the largest share by which a run stood above its candidate's
+ * fast-half mean (1 - fast / slowest, over each candidate's window), among
+ * the candidates timed more than once there, clamped to [AGENT_NOISE,
+ * AGENT_RUN_U]; AGENT_RUN_U while those show fewer than AGENT_NOISE_SEEN
+ * repeated runs (runs beyond each one's first). For agent_cand.run_u. */
+double agent_run_noise(const agent_cand *c, size_t n);
 
 /* The optimistic bound of the candidate at `work` (see AGENT_NOISE), its
  * one-time costs included once more than one run has shown them; for a

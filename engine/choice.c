@@ -134,6 +134,8 @@ static double sibling_prior(const qs_engine *e, double bound) {
 }
 
 void cands_prior(const qs_engine *e, const mstate *m, cands *cs) {
+  double u = agent_run_noise(cs->c, m->n_impls);
+  for (size_t i = 0; i < m->n_impls; i++) cs->c[i].run_u = u;
   for (size_t i = 0; i < m->n_impls; i++) {
     agent_cand *c = &cs->c[i];
     c->prior = 0;

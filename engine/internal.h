@@ -314,7 +314,8 @@ void cand_refresh(qs_engine *e, prep *pr, cands *cs, size_t i);
  * worst), less a CPU kind's fixed cost (AGENT_CPU_FIXED: serial has no
  * pool to wake). rgc's and eSRRF's scalar schedules, 25-130 times the
  * vector paths, were each calibrated in turn once one of them had shown
- * that: on rgc 4 x 64 x 64 (5-8 ms calls) a slice of 2-4 ms each. After
+ * that: on rgc 4 x 64 x 64 (5-8 ms calls) a slice of 2-4 ms each. And the
+ * key's run noise (agent_run_noise) in every candidate's run_u. After
  * every cand_refresh. */
 void cands_prior(const qs_engine *e, const mstate *m, cands *cs);
 /* The least implementation i can take at `work` by its calibration slice

@@ -432,3 +432,45 @@ Test(agent, prior_outclasses_a_cold_candidate) {
   cr_assert_str_eq(st[1], "outclassed");
   cr_assert_str_eq(st[2], "next");
 }
+
+/* The key's run noise (agent_run_noise) sets how far below its one run a
+ * rival may still be: a schedule timed once at 1.8x the incumbent is tried
+ * again while nothing is known of the key's noise (AGENT_RUN_U: at best
+ * 0.9), not once the key's repeated runs agree within 6 % (at best 1.53),
+ * and again where one of them ran at twice its steady time. */
+Test(agent, run_noise_read_from_the_key) {
+  double a[4] = {1.0, 1.02, 0.98, 1.05}, b[2] = {1.3, 1.32}, s[1] = {1.8};
+  agent_cand c[3] = {{.kind = QS_IMPL_THREADED, .walls = a, .n_walls = 4},
+                     {.kind = QS_IMPL_THREADED, .walls = b, .n_walls = 2},
+                     {.kind = QS_IMPL_SERIAL, .walls = s, .n_walls = 1}};
+  uint64_t rng = 11;
+  const char *why;
+  /* not known: s at best 0.9 beats 0.99 x 0.95 */
+  cr_assert_eq(agent_choose(c, 3, 100, 0, &rng, &why, NULL, NULL), 2);
+  cr_assert_str_eq(why, "exploration");
+  /* 3 + 1 repeated runs, the worst 1 - 0.99 / 1.05 = 5.7 %: u = 1.5 x that,
+   * raised to AGENT_NOISE */
+  double u = agent_run_noise(c, 3);
+  cr_assert_float_eq(u, AGENT_NOISE, 1e-15);
+  for (int i = 0; i < 3; i++) c[i].run_u = u;
+  cr_assert_float_eq(agent_lower(&c[2], 100), 1.8 * (1 - AGENT_NOISE), 1e-12);
+  cr_assert_eq(agent_choose(c, 3, 100, 0, &rng, &why, NULL, NULL), 0);
+  cr_assert_str_eq(why, "history");
+  double lower[3];
+  const char *state[3];
+  agent_explain(c, 3, 100, 0, lower, state);
+  cr_assert_str_eq(state[2], "hopeless");
+  /* a run at twice the steady time seen on the key: AGENT_RUN_U again */
+  a[3] = 2.0;
+  u = agent_run_noise(c, 3);
+  cr_assert_float_eq(u, AGENT_RUN_U, 1e-15);
+  for (int i = 0; i < 3; i++) c[i].run_u = u;
+  cr_assert_eq(agent_choose(c, 3, 100, 0, &rng, &why, NULL, NULL), 2);
+  /* a moderate spread, with the margin: 1.5 x (1 - 0.99 / 1.25) */
+  a[3] = 1.25;
+  cr_assert_float_eq(agent_run_noise(c, 3), 1.5 * (1 - 0.99 / 1.25), 1e-12);
+  /* fewer than AGENT_NOISE_SEEN repeated runs: not known */
+  c[0].n_walls = 2;
+  c[1].n_walls = 1;
+  cr_assert_float_eq(agent_run_noise(c, 3), AGENT_RUN_U, 1e-15);
+}
