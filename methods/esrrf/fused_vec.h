@@ -503,6 +503,45 @@ static inline void fv_unit(float gx, float gy, float *nx, float *ny) {
   }
 }
 
+/* cr_vsums of FV_HALF columns from c of the four rows r (weights w),
+ * into p: the same double operations in the same order. */
+static inline void fv_col_sums(const float *const r[4], int c,
+                               const fv_d w[4], QS_ACC *p) {
+  fv_d q = {0};
+  for (int k = 0; k < 4; k++) {
+    fv_h f;
+    memcpy(&f, r[k] + c, sizeof f);
+    q = q + __builtin_convertvector(f, fv_d) * w[k];
+  }
+  memcpy(p + c, &q, sizeof q);
+}
+
+/* The unit gradients of FV_LANES cells from m of one column parity, from
+ * the column sums p[0] (x) and p[1] (y), the cells' first tap at m + off
+ * and their weights w: cr_hsum then fv_unit, lane by lane. */
+static inline void fv_unit_cells(QS_ACC *const p[2], int m, int off,
+                                 const fv_d w[4], float *px, float *py) {
+  float g2[2][FV_LANES];
+  for (int g = 0; g < 2; g++)
+    for (int half = 0; half < 2; half++) {
+      const QS_ACC *at = p[g] + m + off + half * FV_HALF;
+      fv_d q = {0};
+      for (int k = 0; k < 4; k++) {
+        fv_d x;
+        memcpy(&x, at + k, sizeof x);
+        q = q + x * w[k];
+      }
+      fv_h f = __builtin_convertvector(q, fv_h);
+      memcpy(g2[g] + half * FV_HALF, &f, sizeof f);
+    }
+  fv_f x = fv_load(g2[0]), y = fv_load(g2[1]), zero = {0};
+  fv_i some = (x != zero) | (y != zero);
+  fv_f inv = FV_INV_NORM(x * x + y * y);
+  fv_f nx = fv_keep(some, x * inv), ny = fv_keep(some, y * inv);
+  memcpy(px + m, &nx, sizeof nx);
+  memcpy(py + m, &ny, sizeof ny);
+}
+
 /* Grid row a of eSRRF's own samples (s->roberts: fused.c's Catmull-Rom
  * half-pixel samples of the Roberts gradients) made straight into the
  * unit-gradient planes, FV_LANES cells of one column parity at a time:
@@ -537,16 +576,12 @@ static void fv_roberts_row(const fused *s, size_t a, int worker) {
     fv_d w[4];
     for (int k = 0; k < 4; k++) w[k] = (fv_d){0} + rt->w[k];
     int c = 0;
-    for (; c + FV_HALF <= cols; c += FV_HALF) {
-      fv_d q = {0};
-      for (int k = 0; k < 4; k++) {
-        fv_h f;
-        memcpy(&f, r[k] + c, sizeof f);
-        q = q + __builtin_convertvector(f, fv_d) * w[k];
-      }
-      memcpy(p[g] + c, &q, sizeof q);
-    }
-    cr_vsums(img, cols, rt, p[g], c, cols);
+    for (; c + FV_HALF <= cols; c += FV_HALF) fv_col_sums(r, c, w, p[g]);
+    /* the last columns as one vector ending at the row's end, over
+     * columns already summed (the same values again): on a narrow image
+     * the scalar remainder was a large share of the row */
+    if (c < cols && cols >= FV_HALF) fv_col_sums(r, cols - FV_HALF, w, p[g]);
+    else cr_vsums(img, cols, rt, p[g], c, cols);
   }
   /* along the row, per column parity: cells h = 2m + par whose four taps
    * are in the image start at m - 2 (even) or m - 1 (odd) */
@@ -562,26 +597,13 @@ static void fv_roberts_row(const fused *s, size_t a, int worker) {
       fv_d w[4];
       for (int k = 0; k < 4; k++) w[k] = (fv_d){0} + tw[k];
       int off = par ? -1 : -2;
-      for (; m + FV_LANES <= hi; m += FV_LANES) {
-        float g2[2][FV_LANES];
-        for (int g = 0; g < 2; g++)
-          for (int half = 0; half < 2; half++) {
-            const QS_ACC *at = p[g] + m + off + half * FV_HALF;
-            fv_d q = {0};
-            for (int k = 0; k < 4; k++) {
-              fv_d x;
-              memcpy(&x, at + k, sizeof x);
-              q = q + x * w[k];
-            }
-            fv_h f = __builtin_convertvector(q, fv_h);
-            memcpy(g2[g] + half * FV_HALF, &f, sizeof f);
-          }
-        fv_f x = fv_load(g2[0]), y = fv_load(g2[1]), zero = {0};
-        fv_i some = (x != zero) | (y != zero);
-        fv_f inv = FV_INV_NORM(x * x + y * y);
-        fv_f nx = fv_keep(some, x * inv), ny = fv_keep(some, y * inv);
-        memcpy(px + m, &nx, sizeof nx);
-        memcpy(py + m, &ny, sizeof ny);
+      for (; m + FV_LANES <= hi; m += FV_LANES)
+        fv_unit_cells(p, m, off, w, px, py);
+      /* the rest up to hi as one vector ending there, over cells already
+       * made (the same values again), where the row holds one */
+      if (m < hi && hi - lo >= FV_LANES) {
+        fv_unit_cells(p, hi - FV_LANES, off, w, px, py);
+        m = hi;
       }
     }
     for (; 2 * m + par < (int)gw; m++)
