@@ -157,6 +157,12 @@ typedef struct fv_state {
    * along x (R × C·M), and one output row of it per worker. */
   fv_taps *irt, *ict;
   float *hx, *irow;
+  /* The column taps again by tap (fv_hx_row's vectors): the first input
+   * column of each output column and the weights w[k][x] (cm each), for
+   * the output columns [ix0, ix1) whose four taps are all in the frame. */
+  int *icf;
+  float *icw[4];
+  size_t ix0, ix1;
   float xmax;        /* rgc_sq_bound(tSO): the disk-edge test (fv_edge) */
   /* A clone's band (band mode, fv_band_on): its output rows [by0, by1)
    * and the grid rows [blo, bhi) they read, found once; by1 0: none. */
@@ -203,6 +209,18 @@ static inline fv_f fv_inv_norm_lanes(fv_f g2) {
 
 /* Lanes 0, 2, 4, ... of v to even[0 .. FV_LANES / 2), lanes 1, 3, ... to
  * odd[0 .. FV_LANES / 2) (the including file may give a shuffle). */
+/* base[idx[k]] in lane k (the including file may give a gather; AVX2's
+ * and AVX-512's gather instructions made fv_hx_row 3 % slower than these
+ * lane loads on the Zen 5, so neither does). */
+#ifndef FV_GATHER
+#define FV_GATHER(base, idx) fv_gather_lanes(base, idx)
+#endif
+static inline fv_f fv_gather_lanes(const float *base, const int *idx) {
+  fv_f v;
+  for (int k = 0; k < FV_LANES; k++) v[k] = base[idx[k]];
+  return v;
+}
+
 #ifndef FV_SPLIT
 #define FV_SPLIT(v, even, odd) fv_split_lanes(v, even, odd)
 #endif
@@ -475,7 +493,18 @@ static void fv_hx_row(const fused *s, size_t r) {
   size_t cm = (size_t)s->g.cols_m;
   const float *in = s->frame + r * (size_t)s->g.cols;
   float *o = v->hx + r * cm;
+  /* the columns of four taps FV_LANES at a time, each lane the scalar
+   * loop's operations in its order (no contraction: the same floats) */
+  for (size_t x = v->ix0; x + FV_LANES <= v->ix1; x += FV_LANES) {
+    fv_f a = {0};
+    for (int k = 0; k < 4; k++)
+      a = a + fv_load(v->icw[k] + x) * FV_GATHER(in + k, v->icf + x);
+    memcpy(o + x, &a, sizeof a);
+  }
+  size_t vx = v->ix0 + (v->ix1 - v->ix0) / FV_LANES * FV_LANES;
   for (size_t x = 0; x < cm; x++) {
+    if (x == v->ix0) x = vx; /* made above */
+    if (x >= cm) break;
     const fv_taps *t = &v->ict[x];
     const float *p = in + t->first;
     float a = 0;
@@ -953,6 +982,20 @@ static int fv_plan(fused *s) {
       for (int k = 0; k < 4; k++)
         v->irt[i].w[k] = k < t.n ? (float)t.w[k] : 0.0f;
     }
+    /* the interior columns (four taps) by tap; the first output columns
+     * and the last may take fewer */
+    v->icf = malloc(cm * sizeof *v->icf);
+    v->icw[0] = malloc(4 * cm * sizeof *v->icw[0]);
+    if (!v->icf || !v->icw[0]) return QS_ENOMEM;
+    for (int k = 1; k < 4; k++) v->icw[k] = v->icw[0] + (size_t)k * cm;
+    v->ix0 = v->ix1 = 0;
+    for (size_t x = 0; x < cm; x++) {
+      v->icf[x] = v->ict[x].first;
+      for (int k = 0; k < 4; k++) v->icw[k][x] = v->ict[x].w[k];
+      if (v->ict[x].n != 4) continue;
+      if (v->ix1 == 0) v->ix0 = x;
+      if (v->ix1 == 0 || v->ix1 == x) v->ix1 = x + 1;
+    }
   }
   if (!s->cand) return QS_OK; /* every pixel through fused_pixel */
   v->list = calloc((size_t)mag * (size_t)mag, sizeof *v->list);
@@ -998,6 +1041,8 @@ static void fv_done(fused *s) {
   free(v->border);
   free(v->rtaps);
   free(v->irt);
+  free(v->icf);
+  free(v->icw[0]);
   free(v->hx);
   free(v->irow);
   free(v->soa);
