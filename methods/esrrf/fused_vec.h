@@ -138,7 +138,6 @@ typedef struct fv_state {
   int *x0, *nk;      /* per column phase: first column, count */
   fv_f *ex;          /* per column phase: groups of lane offsets e_x */
   unsigned char *border; /* per group: a lane has taps out of bounds */
-  fv_f *dxv;         /* per group: win lane offsets along x, dx0_i + e_x */
   fv_m *colin;       /* per group: win lane masks, column tap in bounds,
                       * then the lanes with a tap out of bounds */
   int *ex_at;        /* M + 1 offsets into ex and border */
@@ -296,7 +295,7 @@ static inline fv_f fv_finish(fv_f acc, fv_f ws, float sens) {
 typedef struct fv_at {
   const float *gx, *gy; /* the row's grid at offset 0 for lane 0 */
   fv_f ex;
-  const fv_f *dxv;      /* by window column: dx0_i + e_x */
+  const fz_tap *tx;     /* by window column: dx0_i (its delta) */
   const fv_m *colin;    /* by window column: lanes whose tap is in bounds
                          * (a border group's; NULL: all) */
 } fv_at;
@@ -309,7 +308,10 @@ fv_term(const fv_rl *r, int k, const fv_at *a, fv_f dy, fv_f *dx, fv_f *w,
         fv_f *t) {
   const fv_cand *c = &r->c[k];
   fv_f nx = fv_load(a->gx + c->off), ny = fv_load(a->gy + c->off);
-  *dx = a->dxv[c->i];
+  /* the lanes' x offsets: one broadcast for both groups of a pair and an
+   * addition, where a table by group and window column cost each group a
+   * vector load (loads bound the 16-lane loop) */
+  *dx = fv_splat(a->tx[c->i].delta) + a->ex;
   FV_PIN(nx);
   FV_PIN(ny);
   FV_PIN(*dx);
@@ -775,7 +777,7 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
             int gi = g0 + kk[h];
             const float *at = rl.base + (size_t)kk[h] * FV_LANES;
             two[h] = (fv_at){.gx = at, .gy = at + 2 * v->w2, .ex = v->ex[gi],
-                             .dxv = v->dxv + (size_t)gi * (size_t)win,
+                             .tx = s->tx + (size_t)s->rep_x[px] * win,
                              .colin = pass ? v->colin +
                                           (size_t)gi * (size_t)(win + 1)
                                            : NULL};
@@ -836,16 +838,14 @@ static int fv_plan_columns(fused *s, fv_state *v) {
   v->ex_at[mag] = (int)groups;
   size_t ng = groups ? groups : 1, win = (size_t)s->win;
   v->ex = aligned_alloc(sizeof(fv_f), ng * sizeof(fv_f));
-  v->dxv = aligned_alloc(sizeof(fv_f), ng * win * sizeof(fv_f));
   /* (aligned_alloc takes whole multiples of the alignment) */
   v->colin = aligned_alloc(sizeof(fv_f), (ng * (win + 1) * sizeof(fv_m) +
                                           sizeof(fv_f) - 1) /
                                              sizeof(fv_f) * sizeof(fv_f));
   v->border = calloc(ng, 1);
-  if (!v->ex || !v->dxv || !v->colin || !v->border) return QS_ENOMEM;
+  if (!v->ex || !v->colin || !v->border) return QS_ENOMEM;
   fv_f one = fv_splat(1.0f), cmax = fv_splat((float)(2 * (g->cols_m - 1)));
   for (int px = 0; px < mag; px++) {
-    const fz_tap *tx = s->tx + (size_t)s->rep_x[px] * win;
     /* raw grid column of lane 0 of the phase for window column 0 */
     int base = (int)(RGC_GM * rgc_center(v->x0[px], mag)) + g->k.start;
     for (int gl = 0; gl < v->ex_at[px + 1] - v->ex_at[px]; gl++) {
@@ -859,12 +859,11 @@ static int fv_plan_columns(fused *s, fv_state *v) {
           out[k] = 1;
         }
       }
-      /* per window column: the lanes' x offsets, and which lanes' column
-       * tap passes the reference's bound (raw column in [1, 2·(CM − 1)]);
-       * then the lanes with a tap out of bounds */
+      /* per window column: which lanes' column tap passes the
+       * reference's bound (raw column in [1, 2·(CM − 1)]); then the lanes
+       * with a tap out of bounds */
       fv_m *cin = v->colin + gi * (win + 1);
       for (size_t i = 0; i < win; i++) {
-        v->dxv[gi * win + i] = fv_splat(tx[i].delta) + v->ex[gi];
         fv_f raw = fv_splat((float)(base + (int)i + 2 * gl * FV_LANES));
         for (int k = 0; k < FV_LANES; k++) raw[k] += (float)(2 * k);
         cin[i] = FV_AND(FV_GE(raw, one), FV_LE(raw, cmax));
@@ -1032,7 +1031,6 @@ static void fv_done(fused *s) {
   free(v->cand);
   free(v->w0);
   free(v->sw0);
-  free(v->dxv);
   free(v->colin);
   free(v->list);
   free(v->x0);
