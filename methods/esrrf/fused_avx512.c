@@ -33,6 +33,7 @@
 #include <immintrin.h>
 
 #define FV_LANES 16
+#define FV_GROUPS 4
 #define FV_FMA(a, b, c) ((fv_f)_mm512_fmadd_ps((a), (b), (c)))
 /* The candidate loop's grid and offset vectors stay in registers: GCC
  * would fold their loads into each instruction using them, loading each

@@ -169,6 +169,12 @@ typedef struct fv_state {
 } fv_state;
 
 
+/* Interior groups through the sure candidates at once (fv_rows): 2, or 4
+ * where the including file has the registers for it (fv_sure4). */
+#ifndef FV_GROUPS
+#define FV_GROUPS 2
+#endif
+
 /* FV_PIN(v): the including file may keep v in a register, so that the
  * compiler does not load it again for a second use (changes no value). */
 #ifndef FV_PIN
@@ -355,6 +361,31 @@ static inline void fv_sure2(const fv_rl *r, const fv_at *a, const fv_at *b,
   rgc[0] = ra;
   rgc[1] = rb;
 }
+
+#if FV_GROUPS == 4
+/* fv_sure for four groups in one pass (interior groups, FV_GROUPS 4):
+ * each candidate's constants loaded once for the four (the same sums, in
+ * the same order). */
+static inline void fv_sure4(const fv_rl *r, const fv_at *a, fv_f *rgc) {
+  fv_f r0 = rgc[0], r1 = rgc[1], r2 = rgc[2], r3 = rgc[3], dx, w, t;
+  fv_at a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+  for (int k = 0; k < r->n_sure; k++) {
+    fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
+    fv_m in = fv_term(r, k, &a0, dy, &dx, &w, &t);
+    r0 = FV_ADD_IF(r0, in, t);
+    in = fv_term(r, k, &a1, dy, &dx, &w, &t);
+    r1 = FV_ADD_IF(r1, in, t);
+    in = fv_term(r, k, &a2, dy, &dx, &w, &t);
+    r2 = FV_ADD_IF(r2, in, t);
+    in = fv_term(r, k, &a3, dy, &dx, &w, &t);
+    r3 = FV_ADD_IF(r3, in, t);
+  }
+  rgc[0] = r0;
+  rgc[1] = r1;
+  rgc[2] = r2;
+  rgc[3] = r3;
+}
+#endif
 
 /* The sure candidates for a border group: lanes whose column tap is out
  * of bounds masked. The lanes with such a tap (`out`) sum their weights
@@ -755,24 +786,22 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
       fv_rl rl;
       fv_row_list(v, rt, regular, rok, y, px, ey, own, w0r, p0r, &rl);
       int g0 = v->ex_at[px], ng = v->ex_at[px + 1] - g0;
-      /* groups two at a time, interior ones with interior ones and border
-       * ones with border ones (a group's sums do not depend on its
-       * partner): first the interior, then the border groups */
+      /* interior groups FV_GROUPS at a time (up to four), border groups
+       * two at a time, each kind with its own (a group's sums do not
+       * depend on its partners): first the interior, then the border
+       * groups */
       for (int pass = 0; pass < 2; pass++) {
+        int most = pass ? 2 : FV_GROUPS;
         for (int k = 0; k < ng;) {
           if (v->border[g0 + k] != pass) {
             k++;
             continue;
           }
-          int kk[2] = {k, -1};
-          for (int q = k + 1; q < ng; q++)
-            if (v->border[g0 + q] == pass) {
-              kk[1] = q;
-              break;
-            }
-          int m = kk[1] >= 0 ? 2 : 1;
-          fv_at two[2];
-          fv_f acc[2] = {{0}, {0}}, ws[2];
+          int kk[FV_GROUPS] = {k}, m = 1;
+          for (int q = k + 1; q < ng && m < most; q++)
+            if (v->border[g0 + q] == pass) kk[m++] = q;
+          fv_at two[FV_GROUPS];
+          fv_f acc[FV_GROUPS] = {{0}}, ws[FV_GROUPS];
           for (int h = 0; h < m; h++) {
             int gi = g0 + kk[h];
             const float *at = rl.base + (size_t)kk[h] * FV_LANES;
@@ -787,6 +816,14 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
           if (m == 2 && pass)
             fv_sure_border2(&rl, &two[0], &two[1], two[0].colin[win],
                             two[1].colin[win], acc, ws);
+#if FV_GROUPS == 4
+          else if (m == 4)
+            fv_sure4(&rl, two, acc);
+          else if (m == 3) {
+            fv_sure2(&rl, &two[0], &two[1], acc);
+            fv_sure(&rl, &two[2], &acc[2]);
+          }
+#endif
           else if (m == 2)
             fv_sure2(&rl, &two[0], &two[1], acc);
           else if (pass)
@@ -801,8 +838,8 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
             int x = v->x0[px] + k1 * mag;
             for (int q = 0; q < lanes; q++, x += mag) o[x] = val[q];
           }
-          /* the partner is done: the next of this kind after k */
-          k = m == 2 ? kk[1] + 1 : k + 1;
+          /* the partners are done: the next of this kind after them */
+          k = kk[m - 1] + 1;
         }
       }
     }
