@@ -385,6 +385,36 @@ static inline void fv_sure4(const fv_rl *r, const fv_at *a, fv_f *rgc) {
   rgc[2] = r2;
   rgc[3] = r3;
 }
+
+/* fv_sure_border for n (3 or 4) groups of a phase in one pass, interior
+ * ones among them (their column masks all set and no lane out: the sums
+ * fv_sure and the caller's *wsum give, bit for bit): each candidate's
+ * constants loaded once for all n. A narrow frame's phase has three or
+ * four groups, one or two of them interior, which otherwise went through
+ * the candidates alone or in a pair of their own. */
+static inline __attribute__((always_inline)) void
+fv_sure_border_n(const fv_rl *r, const fv_at *a, const fv_m *out, int n,
+                 fv_f *rgc, fv_f *wsum) {
+  fv_f acc[4], ws[4], dx, w, t;
+  fv_at at[4];
+#pragma GCC unroll 4
+  for (int h = 0; h < n; h++) acc[h] = rgc[h], ws[h] = (fv_f){0}, at[h] = a[h];
+  for (int k = 0; k < r->n_sure; k++) {
+    fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
+#pragma GCC unroll 4
+    for (int h = 0; h < n; h++) {
+      fv_m dot = fv_term(r, k, &at[h], dy, &dx, &w, &t);
+      fv_m in = at[h].colin[r->c[k].i];
+      acc[h] = FV_ADD_IF(acc[h], FV_AND(in, dot), t);
+      ws[h] = FV_ADD_IF(ws[h], in, w);
+    }
+  }
+#pragma GCC unroll 4
+  for (int h = 0; h < n; h++) {
+    rgc[h] = acc[h];
+    wsum[h] = FV_SELECT(out[h], ws[h], wsum[h]);
+  }
+}
 #endif
 
 /* The sure candidates for a border group: lanes whose column tap is out
@@ -790,16 +820,21 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
        * two at a time, each kind with its own (a group's sums do not
        * depend on its partners): first the interior, then the border
        * groups */
-      for (int pass = 0; pass < 2; pass++) {
-        int most = pass ? 2 : FV_GROUPS;
+      int mixed = 0; /* one pass over all of a few groups (FV_GROUPS 4) */
+#if FV_GROUPS == 4
+      if (ng == 3 || ng == 4)
+        for (int k = 0; k < ng; k++) mixed |= v->border[g0 + k];
+#endif
+      for (int pass = mixed; pass < 2; pass++) {
+        int most = mixed ? ng : pass ? 2 : FV_GROUPS;
         for (int k = 0; k < ng;) {
-          if (v->border[g0 + k] != pass) {
+          if (!mixed && v->border[g0 + k] != pass) {
             k++;
             continue;
           }
           int kk[FV_GROUPS] = {k}, m = 1;
           for (int q = k + 1; q < ng && m < most; q++)
-            if (v->border[g0 + q] == pass) kk[m++] = q;
+            if (mixed || v->border[g0 + q] == pass) kk[m++] = q;
           fv_at two[FV_GROUPS];
           fv_f acc[FV_GROUPS] = {{0}}, ws[FV_GROUPS];
           for (int h = 0; h < m; h++) {
@@ -817,7 +852,14 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
             fv_sure_border2(&rl, &two[0], &two[1], two[0].colin[win],
                             two[1].colin[win], acc, ws);
 #if FV_GROUPS == 4
-          else if (m == 4)
+          else if (mixed) {
+            fv_m out[4];
+            for (int h = 0; h < m; h++) out[h] = two[h].colin[win];
+            if (m == 4)
+              fv_sure_border_n(&rl, two, out, 4, acc, ws);
+            else
+              fv_sure_border_n(&rl, two, out, 3, acc, ws);
+          } else if (m == 4)
             fv_sure4(&rl, two, acc);
           else if (m == 3) {
             fv_sure2(&rl, &two[0], &two[1], acc);
