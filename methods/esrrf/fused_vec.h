@@ -482,6 +482,31 @@ static inline void fv_edge(const fv_rl *r, const fv_at *a, float xmax,
   *wsum = ws;
 }
 
+/* fv_edge for n groups (2 to 4) in one pass: each candidate's constants
+ * loaded once for all (the same sums, in the same order per group). */
+static inline __attribute__((always_inline)) void
+fv_edge_n(const fv_rl *r, const fv_at *a, int n, float xmax, fv_f *rgc,
+          fv_f *wsum) {
+  fv_f acc[4], ws[4], dx, w, t, zero = {0};
+  fv_at at[4];
+#pragma GCC unroll 4
+  for (int h = 0; h < n; h++) acc[h] = rgc[h], ws[h] = wsum[h], at[h] = a[h];
+  for (int k = r->n_sure; k < r->n; k++) {
+    fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
+#pragma GCC unroll 4
+    for (int h = 0; h < n; h++) {
+      fv_m dot = fv_term(r, k, &at[h], dy, &dx, &w, &t);
+      fv_f x = dx * dx + dy * dy; /* not fused: the reference's d² */
+      fv_m in = FV_AND(FV_LE(x, fv_splat(xmax)), FV_NE(x, zero));
+      if (at[h].colin) in = FV_AND(in, at[h].colin[r->c[k].i]);
+      acc[h] = FV_ADD_IF(acc[h], FV_AND(in, dot), t);
+      ws[h] = FV_ADD_IF(ws[h], in, w);
+    }
+  }
+#pragma GCC unroll 4
+  for (int h = 0; h < n; h++) rgc[h] = acc[h], wsum[h] = ws[h];
+}
+
 /* a[0] + a[1] + ... (n values) in that order, as the reference sums its
  * weights (the same order keeps the rounding close to its). */
 static float fv_sum(const float *a, int n) {
@@ -836,7 +861,7 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
           for (int q = k + 1; q < ng && m < most; q++)
             if (mixed || v->border[g0 + q] == pass) kk[m++] = q;
           fv_at two[FV_GROUPS];
-          fv_f acc[FV_GROUPS] = {{0}}, ws[FV_GROUPS];
+          fv_f acc[FV_GROUPS] = {{0}}, ws[FV_GROUPS] = {{0}};
           for (int h = 0; h < m; h++) {
             int gi = g0 + kk[h];
             const float *at = rl.base + (size_t)kk[h] * FV_LANES;
@@ -872,8 +897,18 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
             fv_sure_border(&rl, two, two[0].colin[win], acc, ws);
           else
             fv_sure(&rl, two, acc);
+          /* the candidates near the disk edge, the groups together */
+          if (m == 1)
+            fv_edge(&rl, two, v->xmax, acc, ws);
+          else if (m == 2)
+            fv_edge_n(&rl, two, 2, v->xmax, acc, ws);
+#if FV_GROUPS == 4
+          else if (m == 3)
+            fv_edge_n(&rl, two, 3, v->xmax, acc, ws);
+          else
+            fv_edge_n(&rl, two, 4, v->xmax, acc, ws);
+#endif
           for (int h = 0; h < m; h++) {
-            fv_edge(&rl, &two[h], v->xmax, &acc[h], &ws[h]);
             int k1 = kk[h] * FV_LANES;
             int lanes = v->nk[px] - k1 < FV_LANES ? v->nk[px] - k1 : FV_LANES;
             fv_f val = fv_finish(acc[h], ws[h], g->k.sens);
