@@ -844,8 +844,9 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
       /* interior groups FV_GROUPS at a time (up to four), border groups
        * two at a time, each kind with its own (a group's sums do not
        * depend on its partners): first the interior, then the border
-       * groups */
-      int mixed = 0; /* one pass over all of a few groups (FV_GROUPS 4) */
+       * groups; with FV_GROUPS 4, a phase of three or four groups with a
+       * border one among them all at once (fv_sure_border_n) */
+      int mixed = 0;
 #if FV_GROUPS == 4
       if (ng == 3 || ng == 4)
         for (int k = 0; k < ng; k++) mixed |= v->border[g0 + k];
