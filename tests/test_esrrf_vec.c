@@ -287,19 +287,25 @@ Test(esrrf_vec, avx512_listed_exactly_where_the_cpu_has_it) {
 }
 
 /* The 16-lane variant on widths whose phases leave last groups of many
- * lane counts, groups two at a time and alone, border groups on both
- * sides: within 1e-6 of serial, and fused_avx2's bits exactly where the
- * CPU runs both (a lane is a pixel; the two sum its candidates in the same
- * order with the same fused operations, only the lane count differs). */
+ * lane counts, groups four, three, two at a time and alone, interior ones
+ * with border ones (a phase of three or four groups) and border groups on
+ * both sides: within 1e-6 of serial, and fused_avx2's bits exactly where
+ * the CPU runs both (a lane is a pixel; the two sum its candidates in the
+ * same order with the same fused operations, only the lane count and the
+ * groups sharing a pass differ). The widths past 49 give a phase at M 5
+ * six to nine groups: interior ones four at a time. */
 Test(esrrf_vec, avx512_every_partial_group_within_1e6_of_serial) {
   qs_engine *e = open_engine(2);
   char why[256];
   vec_require(e, "esrrf", "fused_avx512");
   int avx2 = vec_listed(e, "esrrf", "fused_avx2", why, sizeof why);
   static const int mags[] = {5, 2, 8, 3};
+  static const size_t widths[] = {9,  14, 19, 24, 29,  34,  39,
+                                  44, 49, 97, 113, 131, 146};
   int k = 0;
   for (size_t m = 0; m < 4; m++)
-    for (size_t c = 9; c <= 49; c += 5, k++) {
+    for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++, k++) {
+      size_t c = widths[wi];
       qs_image st = noisy(1, 14, c, (unsigned)k + 60);
       qs_param p[] = {{"magnification", mags[m], NULL},
                       {"temporal", 0, "none"}};
