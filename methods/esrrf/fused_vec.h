@@ -162,7 +162,7 @@ typedef struct fv_state {
   int *icf;
   float *icw[4];
   size_t ix0, ix1;
-  float xmax;        /* rgc_sq_bound(tSO): the disk-edge test (fv_edge) */
+  float xmax;        /* rgc_sq_bound(tSO): the disk-edge test (fv_edge_n) */
   /* A clone's band (band mode, fv_band_on): its output rows [by0, by1)
    * and the grid rows [blo, bhi) they read, found once; by1 0: none. */
   size_t by0, by1, blo, bhi;
@@ -170,7 +170,7 @@ typedef struct fv_state {
 
 
 /* Interior groups through the sure candidates at once (fv_rows): 2, or 4
- * where the including file has the registers for it (fv_sure4). */
+ * where the including file has the registers for it (fv_groups). */
 #ifndef FV_GROUPS
 #define FV_GROUPS 2
 #endif
@@ -331,67 +331,39 @@ fv_term(const fv_rl *r, int k, const fv_at *a, fv_f dy, fv_f *dx, fv_f *w,
   return FV_LT(dot, (fv_f){0});
 }
 
-/* The sure candidates (inside the disk for every pixel of the pair) for a
- * group that is not a border group: their convergence terms. Their
+/* The routines below take n groups (1 to 4, a constant where they are
+ * inlined) through one row list together: each candidate's constants are
+ * loaded once for all of them, and each group's sums keep the candidates'
+ * order, so its bits do not depend on its partners. */
+
+/* The sure candidates (inside the disk for every pixel of the pair) for n
+ * groups that are not border groups: their convergence terms. Their
  * weights need no sum per sample: over the sure list w sums to
- * sw0 + swa·e_x, which the caller starts *wsum with (fv_ws0). */
-static inline void fv_sure(const fv_rl *r, const fv_at *a, fv_f *rgc) {
-  fv_f acc = *rgc, dx, w, t;
+ * sw0 + swa·e_x, which the caller starts wsum with. */
+static inline __attribute__((always_inline)) void
+fv_sure_n(const fv_rl *r, const fv_at *a, int n, fv_f *rgc) {
+  fv_f acc[4], dx, w, t;
+  fv_at at[4];
+#pragma GCC unroll 4
+  for (int h = 0; h < n; h++) acc[h] = rgc[h], at[h] = a[h];
   for (int k = 0; k < r->n_sure; k++) {
     fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
-    fv_m in = fv_term(r, k, a, dy, &dx, &w, &t);
-    acc = FV_ADD_IF(acc, in, t);
+#pragma GCC unroll 4
+    for (int h = 0; h < n; h++) {
+      fv_m in = fv_term(r, k, &at[h], dy, &dx, &w, &t);
+      acc[h] = FV_ADD_IF(acc[h], in, t);
+    }
   }
-  *rgc = acc;
+#pragma GCC unroll 4
+  for (int h = 0; h < n; h++) rgc[h] = acc[h];
 }
 
-/* fv_sure for two groups in one pass: each candidate's constants are
- * loaded once for both (the same sums, in the same order). */
-static inline void fv_sure2(const fv_rl *r, const fv_at *a, const fv_at *b,
-                            fv_f *rgc) {
-  fv_f ra = rgc[0], rb = rgc[1], dx, w, t;
-  fv_at at = *a, bt = *b;
-  for (int k = 0; k < r->n_sure; k++) {
-    fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
-    fv_m in = fv_term(r, k, &at, dy, &dx, &w, &t);
-    ra = FV_ADD_IF(ra, in, t);
-    in = fv_term(r, k, &bt, dy, &dx, &w, &t);
-    rb = FV_ADD_IF(rb, in, t);
-  }
-  rgc[0] = ra;
-  rgc[1] = rb;
-}
-
-#if FV_GROUPS == 4
-/* fv_sure for four groups in one pass (interior groups, FV_GROUPS 4):
- * each candidate's constants loaded once for the four (the same sums, in
- * the same order). */
-static inline void fv_sure4(const fv_rl *r, const fv_at *a, fv_f *rgc) {
-  fv_f r0 = rgc[0], r1 = rgc[1], r2 = rgc[2], r3 = rgc[3], dx, w, t;
-  fv_at a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
-  for (int k = 0; k < r->n_sure; k++) {
-    fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
-    fv_m in = fv_term(r, k, &a0, dy, &dx, &w, &t);
-    r0 = FV_ADD_IF(r0, in, t);
-    in = fv_term(r, k, &a1, dy, &dx, &w, &t);
-    r1 = FV_ADD_IF(r1, in, t);
-    in = fv_term(r, k, &a2, dy, &dx, &w, &t);
-    r2 = FV_ADD_IF(r2, in, t);
-    in = fv_term(r, k, &a3, dy, &dx, &w, &t);
-    r3 = FV_ADD_IF(r3, in, t);
-  }
-  rgc[0] = r0;
-  rgc[1] = r1;
-  rgc[2] = r2;
-  rgc[3] = r3;
-}
-
-/* fv_sure_border for n (3 or 4) groups of a phase in one pass, interior
- * ones among them (their column masks all set and no lane out: the sums
- * fv_sure and the caller's *wsum give, bit for bit): each candidate's
- * constants loaded once for all n. A narrow frame's phase has three or
- * four groups, one or two of them interior, which otherwise went through
- * the candidates alone or in a pair of their own. */
+/* The sure candidates for n groups with border lanes among them: lanes
+ * whose column tap is out of bounds masked. The lanes with such a tap
+ * (out[h]) sum their weights here; the others keep the sums wsum holds
+ * (those fv_sure_n's caller starts with), so a pixel's sums do not depend
+ * on its group: an interior group among them (its column masks all set,
+ * no lane out) gets fv_sure_n's bits. */
 static inline __attribute__((always_inline)) void
 fv_sure_border_n(const fv_rl *r, const fv_at *a, const fv_m *out, int n,
                  fv_f *rgc, fv_f *wsum) {
@@ -415,75 +387,11 @@ fv_sure_border_n(const fv_rl *r, const fv_at *a, const fv_m *out, int n,
     wsum[h] = FV_SELECT(out[h], ws[h], wsum[h]);
   }
 }
-#endif
 
-/* The sure candidates for a border group: lanes whose column tap is out
- * of bounds masked. The lanes with such a tap (`out`) sum their weights
- * here; the others keep fv_sure's sums (what *wsum holds), so a pixel's
- * sums do not depend on its group. */
-static inline void fv_sure_border(const fv_rl *r, const fv_at *a, fv_m out,
-                                  fv_f *rgc, fv_f *wsum) {
-  fv_f acc = *rgc, ws = {0}, dx, w, t;
-  for (int k = 0; k < r->n_sure; k++) {
-    fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
-    fv_m dot = fv_term(r, k, a, dy, &dx, &w, &t);
-    fv_m in = a->colin[r->c[k].i];
-    acc = FV_ADD_IF(acc, FV_AND(in, dot), t);
-    ws = FV_ADD_IF(ws, in, w);
-  }
-  *rgc = acc;
-  *wsum = FV_SELECT(out, ws, *wsum);
-}
-
-/* fv_sure_border for two border groups in one pass: each candidate's
- * constants are loaded once for both (the same sums, in the same order).
- * On narrow frames most groups are border groups (a 64-column frame at
- * M 5 has four groups of 16 lanes per phase, two of them at a border),
- * and alone each loaded every candidate's constants for itself. */
-static inline void fv_sure_border2(const fv_rl *r, const fv_at *a,
-                                   const fv_at *b, fv_m out_a, fv_m out_b,
-                                   fv_f *rgc, fv_f *wsum) {
-  fv_f ra = rgc[0], rb = rgc[1], wa = {0}, wb = {0}, dx, w, t;
-  fv_at at = *a, bt = *b;
-  for (int k = 0; k < r->n_sure; k++) {
-    fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
-    fv_m dot = fv_term(r, k, &at, dy, &dx, &w, &t);
-    fv_m in = at.colin[r->c[k].i];
-    ra = FV_ADD_IF(ra, FV_AND(in, dot), t);
-    wa = FV_ADD_IF(wa, in, w);
-    dot = fv_term(r, k, &bt, dy, &dx, &w, &t);
-    in = bt.colin[r->c[k].i];
-    rb = FV_ADD_IF(rb, FV_AND(in, dot), t);
-    wb = FV_ADD_IF(wb, in, w);
-  }
-  rgc[0] = ra;
-  rgc[1] = rb;
-  wsum[0] = FV_SELECT(out_a, wa, wsum[0]);
-  wsum[1] = FV_SELECT(out_b, wb, wsum[1]);
-}
-
-/* The candidates near the disk edge for one group: the reference's test
+/* The candidates near the disk edge for n groups: the reference's test
  * d <= tSO (and d != 0) on the exact squared distance against xmax =
  * rgc_sq_bound(tSO) (no square root per candidate), border lanes
  * masked. */
-static inline void fv_edge(const fv_rl *r, const fv_at *a, float xmax,
-                           fv_f *rgc, fv_f *wsum) {
-  fv_f acc = *rgc, ws = *wsum, dx, w, t, zero = {0};
-  for (int k = r->n_sure; k < r->n; k++) {
-    fv_f dy = fv_splat(r->rt[r->c[k].j].delta);
-    fv_m dot = fv_term(r, k, a, dy, &dx, &w, &t);
-    fv_f x = dx * dx + dy * dy; /* not fused: the reference's d² */
-    fv_m in = FV_AND(FV_LE(x, fv_splat(xmax)), FV_NE(x, zero));
-    if (a->colin) in = FV_AND(in, a->colin[r->c[k].i]);
-    acc = FV_ADD_IF(acc, FV_AND(in, dot), t);
-    ws = FV_ADD_IF(ws, in, w);
-  }
-  *rgc = acc;
-  *wsum = ws;
-}
-
-/* fv_edge for n groups (2 to 4) in one pass: each candidate's constants
- * loaded once for all (the same sums, in the same order per group). */
 static inline __attribute__((always_inline)) void
 fv_edge_n(const fv_rl *r, const fv_at *a, int n, float xmax, fv_f *rgc,
           fv_f *wsum) {
@@ -505,6 +413,21 @@ fv_edge_n(const fv_rl *r, const fv_at *a, int n, float xmax, fv_f *rgc,
   }
 #pragma GCC unroll 4
   for (int h = 0; h < n; h++) rgc[h] = acc[h], wsum[h] = ws[h];
+}
+
+/* n groups through the row list: the sure candidates (the border form
+ * when border is set), then the edge ones. */
+static inline __attribute__((always_inline)) void
+fv_groups(const fv_rl *r, const fv_at *a, int n, int border, int win,
+          float xmax, fv_f *rgc, fv_f *wsum) {
+  if (border) {
+    fv_m out[4];
+    for (int h = 0; h < n; h++) out[h] = a[h].colin[win];
+    fv_sure_border_n(r, a, out, n, rgc, wsum);
+  } else {
+    fv_sure_n(r, a, n, rgc);
+  }
+  fv_edge_n(r, a, n, xmax, rgc, wsum);
 }
 
 /* a[0] + a[1] + ... (n values) in that order, as the reference sums its
@@ -845,7 +768,7 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
        * two at a time, each kind with its own (a group's sums do not
        * depend on its partners): first the interior, then the border
        * groups; with FV_GROUPS 4, a phase of three or four groups with a
-       * border one among them all at once (fv_sure_border_n) */
+       * border one among them all at once, in the border form */
       int mixed = 0;
 #if FV_GROUPS == 4
       if (ng == 3 || ng == 4)
@@ -874,40 +797,16 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
             /* the sure candidates' weights summed: sw0 + swa·e_x */
             ws[h] = FV_FMA(fv_splat(rl.swa), two[h].ex, fv_splat(rl.sw0));
           }
-          if (m == 2 && pass)
-            fv_sure_border2(&rl, &two[0], &two[1], two[0].colin[win],
-                            two[1].colin[win], acc, ws);
-#if FV_GROUPS == 4
-          else if (mixed) {
-            fv_m out[4];
-            for (int h = 0; h < m; h++) out[h] = two[h].colin[win];
-            if (m == 4)
-              fv_sure_border_n(&rl, two, out, 4, acc, ws);
-            else
-              fv_sure_border_n(&rl, two, out, 3, acc, ws);
-          } else if (m == 4)
-            fv_sure4(&rl, two, acc);
-          else if (m == 3) {
-            fv_sure2(&rl, &two[0], &two[1], acc);
-            fv_sure(&rl, &two[2], &acc[2]);
-          }
-#endif
-          else if (m == 2)
-            fv_sure2(&rl, &two[0], &two[1], acc);
-          else if (pass)
-            fv_sure_border(&rl, two, two[0].colin[win], acc, ws);
-          else
-            fv_sure(&rl, two, acc);
-          /* the candidates near the disk edge, the groups together */
+          /* a constant group count for each form (fv_groups) */
           if (m == 1)
-            fv_edge(&rl, two, v->xmax, acc, ws);
+            fv_groups(&rl, two, 1, pass, win, v->xmax, acc, ws);
           else if (m == 2)
-            fv_edge_n(&rl, two, 2, v->xmax, acc, ws);
+            fv_groups(&rl, two, 2, pass, win, v->xmax, acc, ws);
 #if FV_GROUPS == 4
           else if (m == 3)
-            fv_edge_n(&rl, two, 3, v->xmax, acc, ws);
+            fv_groups(&rl, two, 3, pass, win, v->xmax, acc, ws);
           else
-            fv_edge_n(&rl, two, 4, v->xmax, acc, ws);
+            fv_groups(&rl, two, 4, pass, win, v->xmax, acc, ws);
 #endif
           for (int h = 0; h < m; h++) {
             int k1 = kk[h] * FV_LANES;
