@@ -212,20 +212,16 @@ static inline fv_f fv_inv_norm_lanes(fv_f g2) {
   return g2;
 }
 
-/* Lanes 0, 2, 4, ... of v to even[0 .. FV_LANES / 2), lanes 1, 3, ... to
- * odd[0 .. FV_LANES / 2) (the including file may give a shuffle). */
-/* base[idx[k]] in lane k (the including file may give a gather; AVX2's
- * and AVX-512's gather instructions made fv_hx_row 3 % slower than these
- * lane loads on the Zen 5, so neither does). */
-#ifndef FV_GATHER
-#define FV_GATHER(base, idx) fv_gather_lanes(base, idx)
-#endif
+/* base[idx[k]] in lane k (AVX2's and AVX-512's gather instructions made
+ * fv_hx_row 3 % slower than these lane loads on the Zen 5). */
 static inline fv_f fv_gather_lanes(const float *base, const int *idx) {
   fv_f v;
   for (int k = 0; k < FV_LANES; k++) v[k] = base[idx[k]];
   return v;
 }
 
+/* Lanes 0, 2, 4, ... of v to even[0 .. FV_LANES / 2), lanes 1, 3, ... to
+ * odd[0 .. FV_LANES / 2) (the including file may give a shuffle). */
 #ifndef FV_SPLIT
 #define FV_SPLIT(v, even, odd) fv_split_lanes(v, even, odd)
 #endif
@@ -496,6 +492,17 @@ static void fv_row_list(const fv_state *v, const fz_tap *rt, int regular,
   r->swa = fv_sum_wa(own, r->n_sure);
 }
 
+/* One output column of fv_hx_row from its taps t on the input row in. */
+static inline float fv_hx_cell(const fv_taps *t, const float *in) {
+  const float *p = in + t->first;
+  float a = 0;
+  if (t->n == 4) /* the loop below, unrolled: the same sums */
+    return (((a + t->w[0] * p[0]) + t->w[1] * p[1]) + t->w[2] * p[2]) +
+           t->w[3] * p[3];
+  for (int k = 0; k < t->n; k++) a += t->w[k] * p[k];
+  return a;
+}
+
 /* The ×M intensity, along x first: input row r of the frame magnified
  * along x into hx. In float (the reference sums in double: the results
  * differ by a few ulps, well inside the variant's 1e-6). */
@@ -504,28 +511,18 @@ static void fv_hx_row(const fused *s, size_t r) {
   size_t cm = (size_t)s->g.cols_m;
   const float *in = s->frame + r * (size_t)s->g.cols;
   float *o = v->hx + r * cm;
-  /* the columns of four taps FV_LANES at a time, each lane the scalar
-   * loop's operations in its order (no contraction: the same floats) */
-  for (size_t x = v->ix0; x + FV_LANES <= v->ix1; x += FV_LANES) {
+  /* the columns of four taps FV_LANES at a time, each lane fv_hx_cell's
+   * operations in its order (no contraction: the same floats); the
+   * columns before and after them one at a time */
+  size_t vx = v->ix0 + (v->ix1 - v->ix0) / FV_LANES * FV_LANES;
+  for (size_t x = 0; x < v->ix0; x++) o[x] = fv_hx_cell(&v->ict[x], in);
+  for (size_t x = v->ix0; x < vx; x += FV_LANES) {
     fv_f a = {0};
     for (int k = 0; k < 4; k++)
-      a = a + fv_load(v->icw[k] + x) * FV_GATHER(in + k, v->icf + x);
+      a = a + fv_load(v->icw[k] + x) * fv_gather_lanes(in + k, v->icf + x);
     memcpy(o + x, &a, sizeof a);
   }
-  size_t vx = v->ix0 + (v->ix1 - v->ix0) / FV_LANES * FV_LANES;
-  for (size_t x = 0; x < cm; x++) {
-    if (x == v->ix0) x = vx; /* made above */
-    if (x >= cm) break;
-    const fv_taps *t = &v->ict[x];
-    const float *p = in + t->first;
-    float a = 0;
-    if (t->n == 4) /* the loop below, unrolled: the same sums */
-      a = (((a + t->w[0] * p[0]) + t->w[1] * p[1]) + t->w[2] * p[2]) +
-          t->w[3] * p[3];
-    else
-      for (int k = 0; k < t->n; k++) a += t->w[k] * p[k];
-    o[x] = a;
-  }
+  for (size_t x = vx; x < cm; x++) o[x] = fv_hx_cell(&v->ict[x], in);
 }
 
 /* Half of a lane vector in double, and in float. */
@@ -1001,14 +998,15 @@ static int fv_plan(fused *s) {
     v->icw[0] = malloc(4 * cm * sizeof *v->icw[0]);
     if (!v->icf || !v->icw[0]) return QS_ENOMEM;
     for (int k = 1; k < 4; k++) v->icw[k] = v->icw[0] + (size_t)k * cm;
-    v->ix0 = v->ix1 = 0;
     for (size_t x = 0; x < cm; x++) {
       v->icf[x] = v->ict[x].first;
       for (int k = 0; k < 4; k++) v->icw[k][x] = v->ict[x].w[k];
-      if (v->ict[x].n != 4) continue;
-      if (v->ix1 == 0) v->ix0 = x;
-      if (v->ix1 == 0 || v->ix1 == x) v->ix1 = x + 1;
     }
+    size_t x = 0;
+    while (x < cm && v->ict[x].n != 4) x++;
+    v->ix0 = x;
+    while (x < cm && v->ict[x].n == 4) x++;
+    v->ix1 = x;
   }
   if (!s->cand) return QS_OK; /* every pixel through fused_pixel */
   v->list = calloc((size_t)mag * (size_t)mag, sizeof *v->list);
