@@ -173,12 +173,18 @@ double agent_run_noise(const agent_cand *c, size_t n) {
   double worst = 0;
   size_t seen = 0;
   for (size_t i = 0; i < n; i++) {
-    qs_stats s;
-    if (c[i].n_walls < 2 || agent_window(c[i].walls, c[i].n_walls, &s) ||
-        !(s.max > 0))
-      continue;
-    seen += s.n - 1;
-    if (1 - s.fast_mean / s.max > worst) worst = 1 - s.fast_mean / s.max;
+    if (c[i].n_walls < 2) continue;
+    /* the window's slowest, against the fast-half mean the caller keeps
+     * (a scan: this runs on every call, for every candidate) */
+    size_t m = c[i].n_walls < AGENT_WINDOW ? c[i].n_walls : AGENT_WINDOW;
+    const double *w = c[i].walls + (c[i].n_walls - m);
+    double hi = 0;
+    for (size_t k = 0; k < m; k++)
+      if (w[k] > hi) hi = w[k];
+    double fast = c[i].fast > 0 ? c[i].fast : agent_fast_mean(w, m);
+    if (!(hi > 0) || !(fast > 0)) continue;
+    seen += m - 1;
+    if (1 - fast / hi > worst) worst = 1 - fast / hi;
   }
   if (seen < AGENT_NOISE_SEEN) return AGENT_RUN_U;
   double u = AGENT_NOISE_MARGIN * worst;
