@@ -567,6 +567,36 @@ Test(calibrate, hopeless_candidate_calibrated_at_most_once) {
   qs_engine_close(e);
 }
 
+/* The cold call's probe (fast on 64x64, the second size that predicts
+ * the call) is hit by a burst of 2 ms, 35x its 58 us: more than
+ * proportionally slower than its 32x32 run (52 us), which no fixed cost
+ * explains. It is timed once more, and the call goes as without the
+ * burst: fast is chosen, and serial and the composite are not started (a
+ * prediction of 0.5 s from the burst would have raised the budget to
+ * 50 ms).
+ * Fails without the second probe run: the prediction from the burst
+ * chooses mid, its one small point scaled, over fast's two. */
+Test(calibrate, probe_hit_by_a_burst_is_timed_again) {
+  costs((int64_t[]){100000, 50000, 50000, 50000, 400000},
+        (int64_t[]){300, 160, 80, 20, 120});
+  cost[C_FAST].burst = 2000000, cost[C_FAST].burst_px = 64 * 64;
+  qs_engine *e = open_costed();
+  input x = call_input(4, 512, 512);
+  qs_run_report rep;
+  call(e, &x, &rep);
+  cr_assert_eq(cost[C_FAST].burst, 0, "the burst hit no 64x64 run");
+  cr_assert_str_eq(rep.impl, "fast");
+  cr_assert_eq(cost[C_SERIAL].calls + cost[C_COMPOSED].calls, 0);
+  cr_assert_eq(cost[C_FAST].calls, 4); /* 32x32, 64x64 twice, the call */
+  /* the burst took the budget (0.5 ms, the floor) that mid and slow
+   * would have had: only fast's three runs */
+  cr_assert_float_eq(rep.calibration_seconds,
+                     2e-3 + 50e-6 + 2e-9 * 1024 + 2 * (50e-6 + 2e-9 * 4096),
+                     1e-12, "%.9f", rep.calibration_seconds);
+  free(x.px);
+  qs_engine_close(e);
+}
+
 /* mid (50 us + 1 ns/px) is the fastest on the whole 4 x 512 x 512 input
  * (1.1 ms against fast's 2.15), but a burst of load (12 us) hits its
  * 64x64 slice run (66 us instead of 54): its model through 32x32 and
