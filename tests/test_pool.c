@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "pool.h"
 #include "qs_test.h"
@@ -82,6 +83,57 @@ Test(pool, back_to_back) {
     cr_assert_eq(
         pool_for(p, 0, 10, (qs_schedule)(i % 3), 0, add_range, &total), 0);
   cr_assert_eq(atomic_load(&total), 100000);
+  pool_destroy(p);
+}
+
+/* A body that notes a worker id in two bodies at once (a thread's
+ * scratch is indexed by it). */
+typedef struct owned {
+  visit v;
+  atomic_int busy[16];
+  atomic_int shared;
+} owned;
+
+static int mark_owned(void *ctx, size_t b, size_t e, int w) {
+  owned *o = ctx;
+  if (w >= 0 && w < 16 && atomic_exchange(&o->busy[w], 1))
+    atomic_store(&o->shared, 1);
+  for (volatile int k = 0; k < 200; k++) {
+  }
+  int rc = mark(&o->v, b, e, w);
+  if (w >= 0 && w < 16) atomic_store(&o->busy[w], 0);
+  return rc;
+}
+
+/* Loops begun while the workers sleep (a pause past their spin before
+ * each), more threads than cores: a worker that arrives after the caller
+ * closed the loop leaves it, and the static parts no one took are the
+ * caller's. Every index once, no worker id in two bodies at once. */
+Test(pool, late_workers_leave_the_loop_to_the_caller) {
+  pool *p;
+  cr_assert_eq(pool_create(&p, 6), QS_OK);
+  const qs_schedule sched[] = {QS_SCHED_STATIC, QS_SCHED_STATIC,
+                               QS_SCHED_DYNAMIC, QS_SCHED_GUIDED};
+  const size_t chunk[] = {0, 1, 1, 1};
+  for (int i = 0; i < 400; i++) {
+    if (i % 2) {
+      struct timespec pause = {0, 200000};
+      nanosleep(&pause, NULL);
+    }
+    size_t n = 1 + (size_t)(i % 23);
+    owned o = {.v = {.threads = 6}};
+    o.v.seen = calloc(n, 1);
+    cr_assert_not_null(o.v.seen);
+    cr_assert_eq(pool_for(p, 0, n, sched[i % 4], chunk[i % 4], mark_owned,
+                          &o),
+                 0);
+    for (size_t k = 0; k < n; k++)
+      cr_assert_eq(o.v.seen[k], 1, "loop %d index %zu: %d times", i, k,
+                   o.v.seen[k]);
+    cr_assert_eq(atomic_load(&o.shared), 0, "loop %d", i);
+    cr_assert_eq(atomic_load(&o.v.bad_worker), 0);
+    free(o.v.seen);
+  }
   pool_destroy(p);
 }
 
