@@ -189,6 +189,11 @@ int run_once(qs_engine *e, const mstate *m, size_t impl, const qs_image *in,
   cldev_transfers(c.device, &up0, &down0);
   prog_own(e, &c);
   int64_t t0 = engine_now(e);
+  if (e->stop_in_ns > 0) {
+    int64_t stop = t0 + e->stop_in_ns;
+    if (!e->stop_ns || stop < e->stop_ns) e->stop_ns = stop;
+    e->stop_in_ns = 0; /* not the nested runs' (a composite's steps) */
+  }
   int rc = r->def->run(&c);
   int64_t t1 = engine_now(e);
   prog_own(e, NULL);

@@ -143,6 +143,10 @@ struct qs_engine {
   struct run_prog *prog; /* progress.c: the hook of the call under way */
   int64_t stop_ns; /* calibrate.c: the slice run's time limit on the
                       engine's clock (0: none); polls say stop past it */
+  int64_t stop_in_ns; /* calibrate.c: the next run's limit, counted from
+                         its start (run_once sets stop_ns from it): the
+                         zeroing of its outputs and the opening of its plan
+                         are not its time */
   int in_step; /* composite steps under way (dispatch_step) */
   devimg *devimgs; /* devimg.c: the live device images this engine made */
   devimg *grave, *grave_tail; /* devimg.c: records of freed ones, newest */
