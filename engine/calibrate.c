@@ -92,6 +92,9 @@
  * incumbent). */
 #define CALIB_EARLY 10
 #define CALIB_LATE 0.2
+/* A candidate with one-time costs due in this process may borrow the
+ * shares of up to this many of the key's next early calls (calib_ahead). */
+#define CALIB_AHEAD 4
 static size_t slice_side(size_t full) {
   size_t s = (full + 31) / 32;
   if (s < CALIB_MIN_SIDE) s = CALIB_MIN_SIDE;
@@ -263,6 +266,36 @@ static int key_late(const prep *pr) {
   return n >= CALIB_EARLY;
 }
 
+/* What a candidate with one-time costs due in this process (an OpenCL
+ * device: PoCL loads its program and compiles a new size, 20-30 ms in each
+ * fresh process) may borrow beyond the budget: the shares of up to
+ * CALIB_AHEAD of the key's next early calls, which the account then
+ * repays, so that calls 1-10 still spend their share together. Owed
+ * nothing, it waited for the account to cover its one-time costs a call
+ * at a time: on eSRRF 100 x 64 x 64 (calls of 35-40 ms, 3.5-4 ms of
+ * share each) the device was first timed at call 8-10. The CPU
+ * candidates borrow nothing (their passes of about a millisecond fit a
+ * call's share), nor does any with a calibration_budget set. */
+static double calib_ahead(const qs_engine *e, const prep *pr,
+                          double predicted) {
+  if (!(predicted > 0) || e->calib_budget > 0) return 0;
+  size_t n = 0;
+  for (size_t i = 0; i < pr->m->n_impls; i++) {
+    hist *h = hist_get(pr->m, i, pr->key, pr->work, 0);
+    n += h ? h->n : 0;
+  }
+  if (n + 1 >= CALIB_EARLY) return 0;
+  size_t k = CALIB_EARLY - 1 - n;
+  double share = e->calib_share > 0 ? e->calib_share : CALIB_SHARE;
+  return share * predicted * (double)(k < CALIB_AHEAD ? k : CALIB_AHEAD);
+}
+
+/* The budget left for implementation i: `left`, and what it may borrow
+ * (calib_ahead) when it has one-time costs due here. */
+static double left_for(const mstate *m, size_t i, double left, double ahead) {
+  return calibrate_once_due(m, i) > 0 ? left + ahead : left;
+}
+
 /* Budget: the share of the predicted call (at least CALIB_FLOOR; after
  * the key's first CALIB_EARLY runs, CALIB_LATE of that) plus the carry
  * (calib_carry), at most engine_options.calibration_budget. */
@@ -421,6 +454,13 @@ double calibrate_budget(const qs_engine *e, const prep *pr, double known) {
                            : budget_for(e, pr, known, calib_carry(e, pr->m));
 }
 
+double calibrate_budget_once(const qs_engine *e, const prep *pr,
+                             double known) {
+  return e->no_calibration ? 0
+                           : calibrate_budget(e, pr, known) +
+                                 calib_ahead(e, pr, known);
+}
+
 /* Whether a prediction makes the call small (AGENT_SMALL_CALL): its cold
  * CPU candidates are tried on later calls of the key itself. Only a call
  * of its own (engine_own_call): the others calibrate as any call. */
@@ -468,10 +508,13 @@ size_t calibrate_startable(const qs_engine *e, const prep *pr,
   if (known < 0 && tiny_call(e, pr)) return 0;
   double carry = calib_carry(e, pr->m);
   double budget = budget_for(e, pr, known, carry);
+  double ahead = calib_ahead(e, pr, known);
   size_t n = 0;
   int cpu_cold = 1; /* every one a cold CPU candidate */
   for (size_t i = 0; i < pr->m->n_impls; i++) {
-    int go = cold[i] && (known < 0 || may_start(pr->m, i, budget, known));
+    int go = cold[i] && (known < 0 ||
+                         may_start(pr->m, i, left_for(pr->m, i, budget, ahead),
+                                   known));
     n += go;
     if (go && (cold[i] != CALIB_COLD ||
                pr->m->impls[i].def->kind == QS_IMPL_OPENCL))
@@ -587,20 +630,19 @@ double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
      * as many times slower again */
     double pred = known >= 0 ? known : best * scale;
     if (cl_ran && !host_cl(&m->impls[i])) continue;
+    double left = left_for(m, i, budget - used, calib_ahead(e, pr, pred));
     if (first >= 0 || known >= 0) {
       int cpu = m->impls[i].def->kind != QS_IMPL_OPENCL;
       double least = cpu && seen_fast > slowest ? seen_fast : slowest;
-      if (!may_start(m, i, budget - used, pred) ||
-          budget - used <
-              CALIB_NEXT * least * (best > 0 ? slowest / best : 1) ||
-          !stopped_may_start(e, m, i, &sl, pr->work, pred, budget - used) ||
+      if (!may_start(m, i, left, pred) ||
+          left < CALIB_NEXT * least * (best > 0 ? slowest / best : 1) ||
+          !stopped_may_start(e, m, i, &sl, pr->work, pred, left) ||
           (pred > 0 &&
            !(cand_stop_prior(e, m, i, pr->work) < pred * (1 - AGENT_TIE))))
         continue;
     }
     double limit = first >= 0 || known >= 0
-                       ? stop_limit(e, m, i, w_small, pr->work, pred,
-                                    budget - used)
+                       ? stop_limit(e, m, i, w_small, pr->work, pred, left)
                        : 0;
     small[i] = slice_run(e, pr, i, &sl, &spent, once, limit);
     cl_ran |= host_cl(&m->impls[i]);
@@ -728,13 +770,13 @@ double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
                calibrate_once_due(m, (size_t)next);
     small[next] = -1;
     used = (double)(engine_now(e) - t0) * 1e-9;
-    if (used + t > budget ||
-        !stopped_may_start(e, m, (size_t)next, &sl, pr->work, ref,
-                           budget - used))
+    double left = left_for(m, (size_t)next, budget - used,
+                           calib_ahead(e, pr, ref));
+    if (t > left ||
+        !stopped_may_start(e, m, (size_t)next, &sl, pr->work, ref, left))
       continue;
     slice_run(e, pr, (size_t)next, &sl, &spent, once,
-              stop_limit(e, m, (size_t)next, sl.work, pr->work, ref,
-                         budget - used));
+              stop_limit(e, m, (size_t)next, sl.work, pr->work, ref, left));
   }
   slice_done(d, &sl);
   return (double)(engine_now(e) - t0) * 1e-9;

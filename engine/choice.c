@@ -387,7 +387,8 @@ void cands_waiting(const qs_engine *e, const prep *pr, cands *cs,
     if (!cold[i] || !agent_cold(&cs->c[i])) continue;
     double due = calibrate_once_due(pr->m, i);
     if (due <= 0) continue;
-    if (budget < 0) budget = calibrate_budget(e, pr, cands_known(pr, cs, cold));
+    if (budget < 0)
+      budget = calibrate_budget_once(e, pr, cands_known(pr, cs, cold));
     cs->c[i].waits_once = budget < due;
   }
 }

@@ -235,7 +235,8 @@ static hist *row_record(qs_engine *e, prep *pr, size_t impl, const char *key,
                  .device_s = res ? res->device_s : 0,
                  .once_s = res ? res->once_s : 0,
                  .status = status,
-                 .error = error};
+                 .error = error,
+                 .sliced = strstr(key, KEY_SLICE_MARK) != NULL};
   engine_record(e, m, &m->impls[impl], &rec);
   return hist_get(m, impl, key, work, 1);
 }

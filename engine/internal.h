@@ -382,6 +382,10 @@ double calibrate_once_due(const mstate *m, size_t i);
 /* The calibration budget of a call predicted at `known` seconds now (its
  * share plus the account; 0 with calibration off). */
 double calibrate_budget(const qs_engine *e, const prep *pr, double known);
+/* The same with what a candidate with one-time costs due here may borrow
+ * from the key's next early calls. */
+double calibrate_budget_once(const qs_engine *e, const prep *pr,
+                             double known);
 /* choice.c: marks the cold[] candidates that wait for the account (their
  * one-time costs due here over the budget now: agent_cand.waits_once),
  * for the run, the estimate and db best alike. */
@@ -517,11 +521,12 @@ typedef struct run_rec {
   double work, wall, device_s, once_s;
   int status;
   const char *error;
+  int sliced; /* a calibration slice's row: not written at once */
 } run_rec;
 
 /* Queues a row for the store (written in batches: at most 64 rows or
- * 250 ms late, the first row at once) and returns; recording never fails a
- * run. */
+ * 250 ms late, the first row not of a slice at once) and returns;
+ * recording never fails a run. */
 void engine_record(qs_engine *e, const mstate *m, const rimpl *r,
                    const run_rec *rec);
 /* Writes the queued rows now. */
