@@ -114,6 +114,19 @@ static qs_engine *open_costed(void) {
   return e;
 }
 
+/* open_costed with another descriptor. */
+static qs_engine *open_costed_desc(const qs_method_desc *d) {
+  qs_engine_options o = {.db_path = ":memory:",
+                         .threads = 2,
+                         .no_opencl = 1,
+                         .seed = 7,
+                         .clock_ns = fake_clock};
+  qs_engine *e = NULL;
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK, "%s", qs_engine_error(e));
+  cr_assert_eq(qs_method_register(e, d), QS_OK, "%s", qs_engine_error(e));
+  return e;
+}
+
 static input call_input(size_t frames, size_t rows, size_t cols) {
   full_px = frames * rows * cols;
   return make_input(frames, rows, cols);
@@ -1018,4 +1031,31 @@ Test(calibrate, device_with_one_time_costs_timed_by_call_five) {
                 "%.1f ms", calib * 1e3, total * 1e3);
   unlink(db);
   free(x.px);
+}
+
+/* As above, with cutting a slice costing 100 us of the clock: a schedule
+ * stopped short of the limit that settles it waits for the budget to
+ * cover that limit, and until then no call cuts a slice for it (cutting
+ * one that nothing then ran on cost every such call its calibration).
+ * Every call that reports calibration time ran something on a slice. */
+static const qs_method_desc polled_cut_desc =
+    COSTED_SLICED(polled_impls, 5, cut_slice);
+
+Test(calibrate, no_slice_cut_for_a_stopped_candidate_that_cannot_start) {
+  costs((int64_t[]){0, 0, 0, 50000, 0}, (int64_t[]){0, 200000, 0, 20, 0});
+  memset(sched_calls, 0, sizeof sched_calls);
+  qs_engine *e = open_costed_desc(&polled_cut_desc);
+  input x = call_input(4, 512, 512);
+  qs_run_report rep;
+  int idle = 0;
+  for (int k = 0; k < 16; k++) {
+    int before = cost[C_SLOW].calls + cost[C_FAST].calls;
+    call(e, &x, &rep);
+    cr_assert_str_eq(rep.impl, "fast", "call %d", k + 1);
+    int slice_runs = cost[C_SLOW].calls + cost[C_FAST].calls - before - 1;
+    if (rep.calibration_seconds > 0 && slice_runs == 0) idle++;
+  }
+  cr_assert_eq(idle, 0, "%d calls cut slices that nothing ran on", idle);
+  free(x.px);
+  qs_engine_close(e);
 }
