@@ -102,19 +102,8 @@ static void costs(const int64_t fixed[C_BASE],
     cost[i].fixed = fixed[i], cost[i].per_px10 = per_px10[i];
 }
 
-static qs_engine *open_costed(void) {
-  qs_engine_options o = {.db_path = ":memory:",
-                         .threads = 2,
-                         .no_opencl = 1,
-                         .seed = 7,
-                         .clock_ns = fake_clock};
-  qs_engine *e = NULL;
-  cr_assert_eq(qs_engine_open(&e, &o), QS_OK, "%s", qs_engine_error(e));
-  cr_assert_eq(qs_method_register(e, &desc), QS_OK, "%s", qs_engine_error(e));
-  return e;
-}
-
-/* open_costed with another descriptor. */
+/* An engine (2 threads, no OpenCL, store in memory, the fake clock) with
+ * d registered. */
 static qs_engine *open_costed_desc(const qs_method_desc *d) {
   qs_engine_options o = {.db_path = ":memory:",
                          .threads = 2,
@@ -126,6 +115,8 @@ static qs_engine *open_costed_desc(const qs_method_desc *d) {
   cr_assert_eq(qs_method_register(e, d), QS_OK, "%s", qs_engine_error(e));
   return e;
 }
+
+static qs_engine *open_costed(void) { return open_costed_desc(&desc); }
 
 static input call_input(size_t frames, size_t rows, size_t cols) {
   full_px = frames * rows * cols;
