@@ -33,7 +33,10 @@ typedef enum qs_schedule {
 typedef struct qs_method_call qs_method_call;
 
 /* A body for method_call.parallel_for: handles [begin, end); `worker` is in
- * [0, threads). A nonzero return stops further chunks and is returned. */
+ * [0, threads), the thread running it (for its scratch): one worker may run
+ * several ranges one after another, and one may run none (a static
+ * schedule's part of a worker that arrived late is run by the caller, as
+ * worker 0). A nonzero return stops further chunks and is returned. */
 typedef int (*qs_range_fn)(void *ctx, size_t begin, size_t end, int worker);
 
 /* What the engine hands an implementation. Outputs are allocated, zeroed and
