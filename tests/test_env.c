@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "env.h"
 #include "internal.h"
@@ -113,21 +114,43 @@ Test(env, engine_reads_the_device_cache_bound) {
   unsetenv("QUICKSILVER_DEVICE_CACHE_MB");
 }
 
+/* Stores in a directory of this run's own (a fixed path in /tmp was
+ * shared by every build on the machine: one with a newer store schema
+ * migrated it, and an older build's run then failed to open it). */
 Test(env, engine_db_path_sources) {
+  char dir[] = "/tmp/qs-env-XXXXXX", db[64], xdg[64], want[96];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(db, sizeof db, "%s/env-test.db", dir);
+  snprintf(xdg, sizeof xdg, "%s/xdg", dir);
+  snprintf(want, sizeof want, "%s/quicksilver/timings.db", xdg);
   qs_engine *e;
-  setenv("QUICKSILVER_DB", "/tmp/qs-env-test.db", 1);
-  cr_assert_eq(qs_engine_open(&e, NULL), QS_OK);
-  cr_assert_str_eq(qs_engine_db_path(e), "/tmp/qs-env-test.db");
+  setenv("QUICKSILVER_DB", db, 1);
+  cr_assert_eq(qs_engine_open(&e, NULL), QS_OK, "%s", qs_engine_error(e));
+  cr_assert_str_eq(qs_engine_db_path(e), db);
   qs_engine_close(e);
   unsetenv("QUICKSILVER_DB");
-  setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
-  cr_assert_eq(qs_engine_open(&e, NULL), QS_OK);
-  cr_assert_str_eq(qs_engine_db_path(e), "/tmp/xdg/quicksilver/timings.db");
+  setenv("XDG_CACHE_HOME", xdg, 1);
+  cr_assert_eq(qs_engine_open(&e, NULL), QS_OK, "%s", qs_engine_error(e));
+  cr_assert_str_eq(qs_engine_db_path(e), want);
   qs_engine_close(e);
+  unsetenv("XDG_CACHE_HOME");
   qs_engine_options o = {.db_path = ":memory:"};
   cr_assert_eq(qs_engine_open(&e, &o), QS_OK);
   cr_assert_str_eq(qs_engine_db_path(e), ":memory:");
   qs_engine_close(e);
+  /* the two stores (and any journal SQLite left), then the directories */
+  const char *files[] = {db, want};
+  const char *ext[] = {"", "-wal", "-shm", "-journal"};
+  char path[128];
+  for (size_t f = 0; f < 2; f++)
+    for (size_t k = 0; k < 4; k++) {
+      snprintf(path, sizeof path, "%s%s", files[f], ext[k]);
+      unlink(path);
+    }
+  snprintf(path, sizeof path, "%s/quicksilver", xdg);
+  cr_assert_eq(rmdir(path), 0, "%s", path);
+  cr_assert_eq(rmdir(xdg), 0, "%s", xdg);
+  cr_assert_eq(rmdir(dir), 0, "%s", dir);
 }
 
 /* The public rules a host program (the CLI, the MPI tool) takes instead of
