@@ -266,16 +266,19 @@ static double calib_carry(const qs_engine *e, const mstate *m) {
   return full && credit < spent ? 0 : credit - spent;
 }
 
-/* Whether the caller's key has had CALIB_EARLY runs or more (its share
- * is then CALIB_LATE of calibration_share). */
-static int key_late(const prep *pr) {
+/* How many runs the caller's key has had, every implementation's. */
+static size_t key_runs(const prep *pr) {
   size_t n = 0;
   for (size_t i = 0; i < pr->m->n_impls; i++) {
     hist *h = hist_get(pr->m, i, pr->key, pr->work, 0);
     n += h ? h->n : 0;
   }
-  return n >= CALIB_EARLY;
+  return n;
 }
+
+/* Whether the caller's key has had CALIB_EARLY runs or more (its share
+ * is then CALIB_LATE of calibration_share). */
+static int key_late(const prep *pr) { return key_runs(pr) >= CALIB_EARLY; }
 
 /* What a candidate with one-time costs due in this process (an OpenCL
  * device: PoCL loads its program and compiles a new size, 20-30 ms in each
@@ -290,11 +293,7 @@ static int key_late(const prep *pr) {
 static double calib_ahead(const qs_engine *e, const prep *pr,
                           double predicted) {
   if (!(predicted > 0) || e->calib_budget > 0) return 0;
-  size_t n = 0;
-  for (size_t i = 0; i < pr->m->n_impls; i++) {
-    hist *h = hist_get(pr->m, i, pr->key, pr->work, 0);
-    n += h ? h->n : 0;
-  }
+  size_t n = key_runs(pr);
   if (n + 1 >= CALIB_EARLY) return 0;
   size_t k = CALIB_EARLY - 1 - n;
   double share = e->calib_share > 0 ? e->calib_share : CALIB_SHARE;
