@@ -236,7 +236,7 @@ static hist *row_record(qs_engine *e, prep *pr, size_t impl, const char *key,
                  .once_s = res ? res->once_s : 0,
                  .status = status,
                  .error = error,
-                 .sliced = strstr(key, KEY_SLICE_MARK) != NULL};
+                 .sliced = qs_db_key_is_slice(key)};
   engine_record(e, m, &m->impls[impl], &rec);
   return hist_get(m, impl, key, work, 1);
 }
