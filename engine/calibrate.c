@@ -84,6 +84,9 @@
 #define CALIB_MIN_SIDE 32
 #define CALIB_LEAST_SIDE 8
 #define CALIB_NEXT 4.0
+/* The budget a stoppable run on the second slice needs, in multiples of
+ * its optimistic bound (second_need). */
+#define CALIB_ROOM 2.0
 #define CALIB_THIN 0.5
 /* A key's first CALIB_EARLY calls budget calibration_share of their time,
  * later ones CALIB_LATE of that (goals: at most 10 % of calls 1-10, 2 %
@@ -338,6 +341,26 @@ static int slice_thin(const prep *pr, const slice *sl) {
          CALIB_THIN * work_density(pr->in, pr->work);
 }
 
+/* What a run of implementation i on a slice of `w` work is taken to
+ * need, from its time t1 on the small slice (of w1): the least its bound
+ * allows there (agent_lower: as much fixed cost as its kind may carry,
+ * which does not grow), twice over for one the budget would stop (a CPU
+ * kind), plus the one-time costs due. Twice: the bound is optimistic, and
+ * a run stopped at the budget short of its end tells nothing (rgc 4 x 64
+ * x 64: vec, 0.25 ms on the small slice, started on 0.57 ms of budget
+ * and was stopped there 0.03 ms short: 1.2 ms of a 3 ms call for
+ * nothing). An OpenCL run is never stopped: what it overshoots, the
+ * account pays back. */
+static double second_need(const mstate *m, size_t i, double t1, double w1,
+                          double w) {
+  int stoppable = m->impls[i].def->kind != QS_IMPL_OPENCL;
+  agent_cand one = {.kind = m->impls[i].def->kind, .n_points = 1,
+                    .fitted = 1, .fit_b = t1 / w1, .point_work = w1};
+  return (stoppable ? CALIB_ROOM : 1) * agent_lower(&one, w) /
+             (1 - AGENT_NOISE) +
+         calibrate_once_due(m, i);
+}
+
 /* Rank in the calibration order (lower first). */
 enum { RANK_HOST_CL = 6 };
 static int calib_rank(const rimpl *r, double work) {
@@ -409,6 +432,16 @@ static double stop_limit(const qs_engine *e, const mstate *m, size_t i,
   return hi < left ? hi : left;
 }
 
+/* The least work of any calibration slice of the method; 0: none. */
+static double slice_least_work(const mstate *m) {
+  double least = 0;
+  for (const hist *h = m->all; h; h = h->sibling)
+    if (strstr(h->key, KEY_SLICE_MARK) && h->work > 0 &&
+        (least <= 0 || h->work < least))
+      least = h->work;
+  return least;
+}
+
 /* Whether implementation i may start on this slice (NULL: on the slice
  * where it, or a sibling, reached the most before, as calibrate_startable
  * asks before cutting one) with `left` seconds
@@ -418,7 +451,16 @@ static double stop_limit(const qs_engine *e, const mstate *m, size_t i,
  * than one stopped short, and a stop short of it tells nothing new: on
  * rgc 4 x 64 x 64 each threaded schedule in turn was stopped at the
  * budget, 1 ms each, none of them settled. When no limit settles it, the
- * next try doubles the wall reached on this slice. */
+ * next try doubles the wall reached on this slice.
+ *
+ * A schedule (an implementation with siblings) never stopped starts, in a
+ * call with a best known or predicted (ref > 0), only when the budget covers the limit
+ * that settles it, too: the scalar schedules are the slow family of most
+ * methods, and one stopped short of settling costs its run and settles
+ * neither it nor its siblings (rgc 4 x 64 x 64: threaded_guided, 15x
+ * the best, was stopped at 0.87 ms, 0.17 ms short, then run to its limit
+ * two calls later). On a slice not cut yet (NULL) the settling limit is
+ * read on the method's smallest slice, the least it can be. */
 static int stopped_may_start(const qs_engine *e, const mstate *m, size_t i,
                              const slice *sl, double work, double ref,
                              double left) {
@@ -433,7 +475,13 @@ static int stopped_may_start(const qs_engine *e, const mstate *m, size_t i,
       if (!sl) w_slice = h->work;
     }
   }
-  if (!stopped) return 1;
+  if (!stopped) {
+    if (!(ref > 0) || !cand_has_sibling(m, i)) return 1;
+    if (!sl) w_slice = slice_least_work(m);
+    if (!(w_slice > 0)) return 1;
+    double settle = stop_limit(e, m, i, w_slice, work, ref, INFINITY);
+    return !(settle > 0 && isfinite(settle)) || left >= settle;
+  }
   double settle = stop_limit(e, m, i, w_slice, work, ref, INFINITY);
   if (settle > 0 && isfinite(settle)) return left >= settle;
   return left >= 2 * reached;
@@ -623,12 +671,6 @@ double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
     cut_small = took;
     rows /= 2, cols /= 2;
   }
-  /* the time spent cutting the slice is not held against the
-   * candidates calibrate_startable let it be cut for: weighed before the
-   * cut, their limit stays what it was then (else a schedule that the
-   * budget just let settle was refused once the slice was cut, and the
-   * call ran nothing on it) */
-  double cut = (double)(engine_now(e) - t0) * 1e-9;
   double w_small = sl.work, best = -1;
   long first = -1;
   unsigned char twice[QS_MAX_ESTIMATES] = {0};
@@ -649,6 +691,13 @@ double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
     if (st && st->fast_mean > 0 && (seen_fast < 0 || st->fast_mean < seen_fast))
       seen_fast = st->fast_mean;
   }
+  /* the time spent cutting the slice (and reading what earlier calls ran
+   * on it) is not held against the candidates calibrate_startable let it
+   * be cut for: weighed before the cut, their limit stays what it was
+   * then (else a schedule that the budget just let settle was refused
+   * once the slice was cut, and the call ran nothing on it; rgc 4 x 64 x
+   * 64 cut a slice for a candidate 30 us short of its start) */
+  double cut = (double)(engine_now(e) - t0) * 1e-9;
   for (size_t k = 0; k < n; k++) {
     size_t i = order[k];
     double used = (double)(engine_now(e) - t0) * 1e-9;
@@ -766,6 +815,25 @@ double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
   double grow_max = (budget - used) / (small_sum + cut_small);
   size_t f = 2;
   while (f < 8 && (double)(4 * f * f) <= grow_max) f *= 2;
+  /* none of them could run there in the budget left once it is made
+   * (making it grows with its area, as cutting the small one took): no
+   * second slice. rgc 4 x 64 x 64 made one (0.3 ms, a tenth of the call)
+   * for nothing in one call of two. Its work is taken in proportion to
+   * its area, which a thin slice's outgrows: the check lets through what
+   * the one after the cut may refuse, never the other way round. */
+  {
+    size_t r2 = rows * f < pr->in[0].rows ? rows * f : pr->in[0].rows;
+    size_t c2 = cols * f < pr->in[0].cols ? cols * f : pr->in[0].cols;
+    double area = (double)r2 * (double)c2 / ((double)rows * (double)cols);
+    double room = budget - used - cut_small * area;
+    double ahead = calib_ahead(e, pr, ref);
+    int fits = 0;
+    for (size_t i = 0; !fits && i < m->n_impls; i++)
+      fits = small[i] >= 0 &&
+             second_need(m, i, small[i], w_small, w_small * area) <=
+                 left_for(m, i, room, ahead);
+    if (!fits) return used;
+  }
   for (;;) {
     size_t rows2 = rows * f < pr->in[0].rows ? rows * f : pr->in[0].rows;
     size_t cols2 = cols * f < pr->in[0].cols ? cols * f : pr->in[0].cols;
@@ -795,13 +863,7 @@ double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
         next = (long)i;
     }
     if (next < 0) break;
-    /* its cost there as its bound sees it (agent_lower): a fixed cost
-     * that does not grow; if it does grow, the account pays it back */
-    agent_cand one = {.kind = m->impls[next].def->kind, .n_points = 1,
-                      .fitted = 1, .fit_b = small[next] / w_small,
-                      .point_work = w_small};
-    double t = agent_lower(&one, sl.work) / (1 - AGENT_NOISE) +
-               calibrate_once_due(m, (size_t)next);
+    double t = second_need(m, (size_t)next, small[next], w_small, sl.work);
     small[next] = -1;
     used = (double)(engine_now(e) - t0) * 1e-9;
     double left = left_for(m, (size_t)next, budget - used,
