@@ -118,7 +118,7 @@ int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
     if (pr.dev && devcall_pull(e, &pr) == QS_OK) pr.in = pr.host_in;
     prog_counting(e, 0);
     if (!pr.dev || pr.pulled)
-      calib = calibrate(e, &pr, cold, cands_known(&pr, &cs, cold),
+      calib = calibrate(e, &pr, cold, cands_known(&pr, &cs, cold), outputs,
                         &calib_once);
     prog_counting(e, 1);
     pr.in = own_in;

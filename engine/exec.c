@@ -87,7 +87,7 @@ static int zero_blocks(void *ctx, size_t b, size_t e, int w) {
 /* Every output starts as zeros: outputs_alloc gives zeros, and a run that
  * reuses outputs (fallbacks, calibration, benchmark repeats) zeroes them
  * again first, outside the timed region. */
-static void outputs_zero(qs_engine *e, qs_image *out, size_t n_out) {
+void outputs_zero(qs_engine *e, qs_image *out, size_t n_out) {
   for (size_t i = 0; i < n_out; i++) {
     if (!out[i].data) { /* a device image */
       devimg_zero(e, &out[i]);

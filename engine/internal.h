@@ -277,6 +277,8 @@ void run_stopped(qs_engine *e, prep *pr, size_t impl, const char *key,
 int outputs_alloc(qs_engine *e, const qs_image *shape, size_t n,
                   qs_image *out);
 void outputs_free(qs_image *out, size_t n);
+/* Zeroes host outputs (on the pool) and device ones. */
+void outputs_zero(qs_engine *e, qs_image *out, size_t n_out);
 /* The caller's outputs (run_request.outputs_given): host images of the
  * call's output shapes, apart from the inputs and from each other, zeroed
  * on the pool. */
@@ -367,10 +369,12 @@ enum { CALIB_COLD = 1, CALIB_SECOND = 2 };
 /* ---- calibrate.c: runs the cold candidates (cold[i]) on slices of the
  * call's input within the calibration budget and records their timings;
  * `known` is the best prediction of the full call from the candidates
- * already known (< 0: none). Returns the seconds spent, *once the
- * one-time part of them. */
+ * already known (< 0: none). The slices' outputs use the call's own host
+ * `outputs` (NULL: none; device images are skipped), zeroed again before
+ * it returns. Returns the seconds spent, *once the one-time part of
+ * them. */
 double calibrate(qs_engine *e, prep *pr, const unsigned char *cold,
-                 double known, double *once);
+                 double known, qs_image *outputs, double *once);
 /* How many of the cold candidates calibration would start at all (0: it
  * would return at once, making no slice). */
 size_t calibrate_startable(const qs_engine *e, const prep *pr,
