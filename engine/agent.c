@@ -155,9 +155,9 @@ static double model_lower(const agent_cand *c, double work, double t,
   if (c->n_points == 1 && c->point_work > 0) {
     /* one size: as much of it fixed as the kind may carry */
     double t1 = c->fit_b * c->point_work;
-    double fixed = c->kind == QS_IMPL_OPENCL || t1 < AGENT_CPU_FIXED
-                       ? t1
-                       : AGENT_CPU_FIXED;
+    double cap = c->kind == QS_IMPL_SERIAL ? AGENT_SERIAL_FIXED
+                                           : AGENT_CPU_FIXED;
+    double fixed = c->kind == QS_IMPL_OPENCL || t1 < cap ? t1 : cap;
     double scaled = fixed + (t1 - fixed) * work / c->point_work;
     return (scaled < t ? scaled : t) * (1 - AGENT_NOISE) + once;
   }
