@@ -436,9 +436,10 @@ static int warm_rank(const rimpl *r, double work, int warm) {
 static int host_cl(const rimpl *r) { return calib_rank(r, 0) == RANK_HOST_CL; }
 
 /* A serial implementation takes the place of the first of its siblings
- * (the same code under the threaded schedules) in the order: the family is most often settled by a stop at its limit
- * (stop_limit), and the serial kind's, which carries less fixed cost
- * (AGENT_SERIAL_FIXED), comes far sooner. rgc 4 x 64 x 64: the family,
+ * (the same code under the threaded schedules) in the order: the family
+ * is most often settled by a stop at its limit (stop_limit), and the
+ * serial kind's, which carries less fixed cost (AGENT_SERIAL_FIXED),
+ * comes far sooner. rgc 4 x 64 x 64: the family,
  * 15-60x the best, was settled by threaded_guided at 1.04 ms of a 2.7 ms
  * call; serial settles it at 0.29 ms. */
 static void serial_first(const mstate *m, size_t *order, size_t n) {
@@ -512,13 +513,14 @@ static double slice_least_work(const mstate *m) {
  * next try doubles the wall reached on this slice.
  *
  * A schedule (an implementation with siblings) never stopped starts, in a
- * call with a best known or predicted (ref > 0), only when the budget covers the limit
- * that settles it, too: the scalar schedules are the slow family of most
- * methods, and one stopped short of settling costs its run and settles
- * neither it nor its siblings (rgc 4 x 64 x 64: threaded_guided, 15x
- * the best, was stopped at 0.87 ms, 0.17 ms short, then run to its limit
- * two calls later). On a slice not cut yet (NULL) the settling limit is
- * read on the method's smallest slice, the least it can be. */
+ * call with a best known or predicted (ref > 0), only when the budget
+ * covers the limit that settles it, too: the scalar schedules are the
+ * slow family of most methods, and one stopped short of settling costs
+ * its run and settles neither it nor its siblings (rgc 4 x 64 x 64:
+ * threaded_guided, 15x the best, was stopped at 0.87 ms, 0.17 ms short,
+ * then run to its limit two calls later). On a slice not cut yet (NULL)
+ * the settling limit is read on the method's smallest slice, the least
+ * it can be. */
 static int stopped_may_start(const qs_engine *e, const mstate *m, size_t i,
                              const slice *sl, double work, double ref,
                              double left) {
@@ -726,7 +728,8 @@ static double calibrate_slices(qs_engine *e, prep *pr, lender *ln,
          rows / 2 >= CALIB_LEAST_SIDE && cols / 2 >= CALIB_LEAST_SIDE) {
     slice smaller;
     double took;
-    if (slice_make_timed(e, pr, ln, rows / 2, cols / 2, &smaller, &took)) break;
+    if (slice_make_timed(e, pr, ln, rows / 2, cols / 2, &smaller, &took))
+      break;
     if (slice_thin(pr, &smaller)) {
       slice_done(d, &smaller);
       break;
@@ -804,7 +807,8 @@ static double calibrate_slices(qs_engine *e, prep *pr, lender *ln,
       slice probe;
       size_t r2 = rows * 2 < pr->in[0].rows ? rows * 2 : pr->in[0].rows;
       size_t c2 = cols * 2 < pr->in[0].cols ? cols * 2 : pr->in[0].cols;
-      if ((r2 != rows || c2 != cols) && !slice_make(e, pr, ln, r2, c2, &probe)) {
+      if ((r2 != rows || c2 != cols) &&
+          !slice_make(e, pr, ln, r2, c2, &probe)) {
         double t2 = slice_run(e, pr, i, &probe, &spent, once, 0);
         /* more than proportionally slower (a fixed cost cannot make it
          * so): a hiccup, such as a burst of page faults or another
