@@ -76,7 +76,13 @@ Usage: regret.py [--qs PATH] [--work DIR] [--quick] [--cases I,J,...]
        regret.py --suite [--quick] [--before PATH] [--calls N]
                  [--repeats N] [--cases I,J,...] [--json FILE]
                  [--markdown FILE]
-(--suite --quick: the cases of SUITE_QUICK, one a method.)
+(--suite --quick: the cases of SUITE_QUICK, one a method.) One sequence
+of calls per engine and mode is one sample, and a case of a few
+milliseconds or less varies from one fresh store to the next: with
+--sequences N each engine and mode runs N sequences (fresh stores, the
+engines and modes taking turns), and the table gives the medians over
+them, the worst calibration shares in brackets, the most frequent choice
+at call 10 and how many sequences missed there.
 """
 import argparse
 import json
@@ -360,9 +366,10 @@ def tried_in_store(qs, db, method, status='ok'):
 
 
 def suite_case(engines, work, method, spec, params, only, calls, repeats,
-               rng):
+               rng, sequences=1):
     """One case: CALLS automatic calls per engine and OpenCL mode in a
-    fresh store each, interleaved forced runs for the reference."""
+    fresh store each (SEQUENCES times, the engines and modes taking turns),
+    interleaved forced runs for the reference."""
     inp = suite_input(engines[-1][1], work, spec)
     out = os.path.join(work, 'out.tif')
     db = os.path.join(work, 'suite.db')
@@ -381,27 +388,29 @@ def suite_case(engines, work, method, spec, params, only, calls, repeats,
             if impl.startswith('opencl'):
                 qs_run(qs, db, method, inp, out, params, impl)
     seqs = {}
-    for (name, qs) in engines:
-        for mode, opts in modes:
-            fresh(db)
-            seq = []
-            for k in range(calls):
-                j = qs_run(qs, db, method, inp, out, params, opts=opts)
-                seq.append({'impl': j['impl'], 'reason': j['reason'],
-                            's': j['seconds'],
-                            'calib': j['calibration_seconds'],
-                            'load': os.getloadavg()[0]})
-                if k == 4:
-                    tried5 = tried_in_store(qs, db, method)
-            seqs[(name, mode)] = {'calls': seq, 'tried5': sorted(tried5),
-                                  'tried': sorted(tried_in_store(qs, db,
-                                                                 method)),
-                                  'stopped': sorted(tried_in_store(
-                                      qs, db, method, 'cancelled'))}
-            fresh(db)
+    for _ in range(sequences):
+        for (name, qs) in engines:
+            for mode, opts in modes:
+                fresh(db)
+                seq = []
+                for k in range(calls):
+                    j = qs_run(qs, db, method, inp, out, params, opts=opts)
+                    seq.append({'impl': j['impl'], 'reason': j['reason'],
+                                's': j['seconds'],
+                                'calib': j['calibration_seconds'],
+                                'load': os.getloadavg()[0]})
+                    if k == 4:
+                        tried5 = tried_in_store(qs, db, method)
+                seqs.setdefault((name, mode), []).append({
+                    'calls': seq, 'tried5': sorted(tried5),
+                    'tried': sorted(tried_in_store(qs, db, method)),
+                    'stopped': sorted(tried_in_store(qs, db, method,
+                                                     'cancelled'))})
+                fresh(db)
     qs = engines[-1][1]
     avail = impls_of(qs, method)
-    chosen = {c['impl'] for v in seqs.values() for c in v['calls']}
+    chosen = {c['impl'] for vs in seqs.values() for v in vs
+              for c in v['calls']}
     forced_set = [i for i in avail if only is None or i in chosen or
                   any(i.startswith(o) for o in only)]
     fresh(db)
@@ -419,7 +428,7 @@ def suite_case(engines, work, method, spec, params, only, calls, repeats,
     fresh(db)
     med = {i: statistics.median(t) for i, t in runs.items()}
     rows = []
-    for (name, mode), v in seqs.items():
+    for (name, mode), vs in seqs.items():
         pool = {i: t for i, t in med.items()
                 if mode == 'opencl' or not i.startswith('opencl')}
         best = min(pool, key=pool.get)
@@ -433,7 +442,7 @@ def suite_case(engines, work, method, spec, params, only, calls, repeats,
                 min(runs[impl]) <= statistics.median(runs[best]) or
                 one_choice(runs[impl], runs[best]))
 
-        def span(a, b):
+        def span(v, a, b):
             part = v['calls'][a:b]
             if not part:
                 return float('nan'), float('nan'), False
@@ -443,28 +452,57 @@ def suite_case(engines, work, method, spec, params, only, calls, repeats,
             within = all(noise(c['impl']) or regret(c['impl']) <= 0.05
                          for c in part)
             return r, cal, within
-        r10, c10, n10 = span(0, 10)
-        r30, c30, n30 = span(10, calls)
-        call10 = v['calls'][min(9, len(v['calls']) - 1)]['impl']
         near = [i for i in pool if med[i] <= 2 * oracle]
-        ran5 = {c['impl'] for c in v['calls'][:5]}
         avail_mode = [i for i in avail
                       if mode == 'opencl' or not i.startswith('opencl')]
+        each = []
+        for v in vs:
+            r10, c10, n10 = span(v, 0, 10)
+            r30, c30, n30 = span(v, 10, calls)
+            call10 = v['calls'][min(9, len(v['calls']) - 1)]['impl']
+            each.append({
+                'regret_1_10': r10, 'regret_11_30': r30,
+                'calib_1_10': c10, 'calib_11_30': c30,
+                'call10': call10, 'call10_regret': regret(call10),
+                'call10_noise': noise(call10),
+                'near_not_tried_by_5': sorted(set(near) - set(v['tried5'])),
+                'near_not_run_by_5': sorted(
+                    set(near) - {c['impl'] for c in v['calls'][:5]}),
+                'calls': v['calls'], 'tried5': v['tried5']})
+        # over the sequences: medians, the worst, the misses at call 10 (a
+        # choice beyond the noise and over 5 %); what any of them left
+        # untried by call 5, what none of them ever tried
+        def mid(key):
+            return statistics.median(x[key] for x in each)
+        misses = [x for x in each if not x['call10_noise'] and
+                  x['call10_regret'] > 0.05]
+        tens = [x['call10'] for x in each]
+        call10 = max(set(tens), key=tens.count)
+        tried = set.union(*(set(v['tried']) for v in vs))
+        stopped = set.union(*(set(v['stopped']) for v in vs))
         rows.append({
             'method': method, 'input': label_of(spec), 'engine': name,
             'mode': mode, 'oracle': best, 'oracle_s': oracle,
-            'regret_1_10': r10, 'regret_11_30': r30,
-            'calib_1_10': c10, 'calib_11_30': c30,
+            'regret_1_10': mid('regret_1_10'),
+            'regret_11_30': mid('regret_11_30'),
+            'calib_1_10': mid('calib_1_10'),
+            'calib_11_30': mid('calib_11_30'),
+            'calib_1_10_worst': max(x['calib_1_10'] for x in each),
+            'calib_11_30_worst': max(x['calib_11_30'] for x in each),
             'call10': call10, 'call10_regret': regret(call10),
             'call10_noise': noise(call10),
-            'near_not_tried_by_5': sorted(set(near) - set(v['tried5'])),
-            'near_not_run_by_5': sorted(set(near) - ran5),
+            'call10_misses': len(misses), 'sequences': len(each),
+            'near_not_tried_by_5': sorted(set().union(
+                *(x['near_not_tried_by_5'] for x in each))),
+            'near_not_run_by_5': sorted(set().union(
+                *(x['near_not_run_by_5'] for x in each))),
             # "(stopped)": only its slice runs stopped at their limit
-            'never_tried': [i + (' (stopped)' if i in v['stopped'] else '')
-                            for i in sorted(set(avail_mode) -
-                                            set(v['tried']))],
-            'load': statistics.mean(c['load'] for c in v['calls']),
-            'calls': v['calls'], 'tried5': v['tried5']})
+            'never_tried': [i + (' (stopped)' if i in stopped else '')
+                            for i in sorted(set(avail_mode) - tried)],
+            'load': statistics.mean(c['load'] for v in vs
+                                    for c in v['calls']),
+            'calls': vs[0]['calls'], 'tried5': vs[0]['tried5'],
+            'each': each})
     return rows, {'forced': runs}
 
 
@@ -489,15 +527,27 @@ def suite_table(rows, load):
            '| calib 1-10 | calib 11-30 | within 2x, not tried by call 5 '
            '| never tried | load |',
            '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+    many = any(r.get('sequences', 1) > 1 for r in rows)
+    if many:
+        out[0] += ('; SEQUENCES fresh stores per engine and mode: medians '
+                   'over them, the worst in brackets, and at call 10 the '
+                   'most frequent choice and how many sequences missed '
+                   '(beyond the noise and over 5 %)')
     for r in rows:
         mark = '~' if r['call10_noise'] else ''
+
+        def worst(key):
+            return (f" ({pct(r[key + '_worst'])})" if many else '')
+        miss = (f", misses {r['call10_misses']}/{r['sequences']}"
+                if many else '')
         out.append(
             f"| {r['method']} | {r['input']} | "
             f"{'yes' if r['mode'] == 'opencl' else 'no'} | {r['engine']} | "
             f"{r['oracle']} ({r['oracle_s']:.4g}) | {pct(r['regret_1_10'])} "
             f"| {pct(r['regret_11_30'])} | {r['call10']} "
-            f"{mark}{pct(r['call10_regret'])} | {pct(r['calib_1_10'])} | "
-            f"{pct(r['calib_11_30'])} | "
+            f"{mark}{pct(r['call10_regret'])}{miss} | "
+            f"{pct(r['calib_1_10'])}{worst('calib_1_10')} | "
+            f"{pct(r['calib_11_30'])}{worst('calib_11_30')} | "
             f"{', '.join(r['near_not_tried_by_5']) or '-'} | "
             f"{', '.join(r['never_tried']) or '-'} | {r['load']:.1f} |")
     return '\n'.join(out) + '\n'
@@ -517,7 +567,7 @@ def suite_main(a):
         print(f'suite: {method} {label_of(spec)}', file=sys.stderr,
               flush=True)
         r, f = suite_case(engines, a.work, method, spec, params, only,
-                          a.calls, a.repeats, rng)
+                          a.calls, a.repeats, rng, a.sequences)
         rows += r
         forced.append({'method': method, 'input': label_of(spec), **f})
         text = suite_table(rows, (load0, os.getloadavg()[0]))
@@ -620,6 +670,9 @@ def main():
                     help='the selection suite (SUITE), see above')
     ap.add_argument('--before', help='--suite: an older build of the CLI '
                     'to run side by side')
+    ap.add_argument('--sequences', type=int, default=1,
+                    help='--suite: fresh-store sequences per engine and '
+                    'mode (medians and the worst over them)')
     ap.add_argument('--calls', type=int, default=30,
                     help='--suite: automatic calls per engine and mode')
     a = ap.parse_args()
