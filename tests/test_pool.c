@@ -1,6 +1,12 @@
 /* test_pool.c — every index visited exactly once for every schedule, size
- * and thread count; back-to-back loops; nesting; errors; many pools. */
+ * and thread count; back-to-back loops; nesting; errors; many pools; the
+ * workers kept off the caller's CPU. */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* sched_getcpu, pthread_getaffinity_np */
+#endif
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -211,3 +217,55 @@ Test(pool, bad_arguments) {
   pool_destroy(NULL);
   cr_assert_gt(pool_cores(), 0);
 }
+
+#if defined(__linux__) && defined(CPU_SET)
+/* What a loop's worker bodies saw of their own affinity. */
+typedef struct aff {
+  int caller_cpu;
+  atomic_int checked, bad;
+} aff;
+
+static int note_affinity(void *ctx, size_t b, size_t e, int w) {
+  aff *a = ctx;
+  for (volatile size_t k = 0; k < (e - b) * 1000; k++) {
+  }
+  if (w == 0) return 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (pthread_getaffinity_np(pthread_self(), sizeof set, &set)) return 0;
+  atomic_fetch_add(&a->checked, 1);
+  if (CPU_ISSET(a->caller_cpu, &set)) atomic_fetch_add(&a->bad, 1);
+  return 0;
+}
+
+/* A worker woken by a loop may be placed on the caller's own CPU, where
+ * it cannot run until the caller is done with its share (the loop then
+ * ran on one thread in most fresh processes of a 2-vCPU VM). Where the
+ * caller may run on more CPUs than there are workers, the pool keeps them
+ * off the caller's CPU: a worker's body never runs with that CPU in its
+ * affinity. Loops where the caller moved to another CPU meanwhile are
+ * not counted. (Fails before keep_off_caller, pool.c: the workers' mask
+ * was every CPU.) */
+Test(pool, workers_kept_off_the_callers_cpu) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  cr_assert_eq(pthread_getaffinity_np(pthread_self(), sizeof mine, &mine),
+               0);
+  if (CPU_COUNT(&mine) < 2) cr_skip_test("this thread runs on one CPU");
+  pool *p;
+  cr_assert_eq(pool_create(&p, 2), QS_OK);
+  int checked = 0;
+  for (int i = 0; i < 500 && checked < 20; i++) {
+    aff a = {.caller_cpu = sched_getcpu()};
+    cr_assert_eq(
+        pool_for(p, 0, 2048, QS_SCHED_DYNAMIC, 16, note_affinity, &a), 0);
+    if (a.caller_cpu < 0 || sched_getcpu() != a.caller_cpu) continue;
+    cr_assert_eq(atomic_load(&a.bad), 0,
+                 "loop %d: a worker may run on the caller's CPU %d", i,
+                 a.caller_cpu);
+    checked += atomic_load(&a.checked) > 0;
+  }
+  cr_assert_geq(checked, 1, "no loop had a worker's body to check");
+  pool_destroy(p);
+}
+#endif
