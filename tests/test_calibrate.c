@@ -1033,11 +1033,18 @@ static int cl_waits(const qs_run_report *r) {
   return 0;
 }
 
-Test(calibrate, one_time_costs_of_slices_paid_from_the_account) {
+/* The costs of the device tests: serial, slow and composed far behind,
+ * mid and fast at 50 us plus per-pixel costs (tenths of a ns), the device
+ * at 1 ms + 200 ns/px with 20 ms of one-time costs a process. */
+static void cl_costs(int64_t mid_px10, int64_t fast_px10) {
   costs((int64_t[]){0, 0, 50000, 50000, 0},
-        (int64_t[]){50000, 19000, 1900, 950, 50000});
+        (int64_t[]){50000, 19000, mid_px10, fast_px10, 50000});
   cost[C_CL].fixed = 1000000, cost[C_CL].per_px10 = 2000;
   cost[C_CL].once = 20000000;
+}
+
+Test(calibrate, one_time_costs_of_slices_paid_from_the_account) {
+  cl_costs(1900, 950);
   char db[] = "/tmp/qs-calib-once-XXXXXX";
   temp_store(db);
   input x = call_input(1, 512, 512);
@@ -1088,10 +1095,7 @@ Test(calibrate, one_time_costs_of_slices_paid_from_the_account) {
  * goal), and calibration over calls 1-10 stays within 10 % of their time.
  * (Fails without the loan: the device first ran at call 7.) */
 Test(calibrate, device_with_one_time_costs_timed_by_call_five) {
-  costs((int64_t[]){0, 0, 50000, 50000, 0},
-        (int64_t[]){50000, 19000, 3000, 1500, 50000});
-  cost[C_CL].fixed = 1000000, cost[C_CL].per_px10 = 2000;
-  cost[C_CL].once = 20000000;
+  cl_costs(3000, 1500);
   char db[] = "/tmp/qs-calib-loan-XXXXXX";
   temp_store(db);
   input x = call_input(1, 512, 512);
