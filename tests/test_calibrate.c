@@ -752,6 +752,47 @@ Test(calibrate, schedules_of_a_hopeless_code_calibrated_once) {
   qs_engine_close(e);
 }
 
+/* A call forced to run `impl`. */
+static void forced_call(qs_engine *e, const input *x, const char *impl) {
+  qs_run_request rq = {.inputs = &x->im, .n_inputs = 1, .impl = impl};
+  qs_image out[1];
+  qs_run_report rep;
+  cr_assert_eq(qs_method_run(e, "costed", &rq, out, 1, &rep), QS_OK, "%s",
+               qs_engine_error(e));
+  cr_assert_str_eq(rep.impl, impl);
+  qs_image_free(&out[0]);
+}
+
+/* How many candidates the next call's estimate shows "outclassed". */
+static int outclassed_now(qs_engine *e, const input *x) {
+  qs_run_request rq = {.inputs = &x->im, .n_inputs = 1};
+  qs_run_report est;
+  cr_assert_eq(qs_method_estimate(e, "costed", &rq, &est), QS_OK);
+  int n = 0;
+  for (size_t i = 0; i < est.n_estimates; i++)
+    n += !strcmp(est.estimates[i].state, "outclassed");
+  return n;
+}
+
+/* A sibling run once on the key gives the others no prior: one run cannot
+ * tell an outlier (shift_magnify's serial, 4.3 ms a call, once took 15.1
+ * ms, and its prior kept three schedules untried past call 10). Serial at
+ * 82 ms against fast's 8.2 ms: after one forced run of serial the three
+ * threaded schedules are still cold, after a second they are outclassed.
+ * (Fails on the rule that took a prior from one run: outclassed at once.) */
+Test(calibrate, one_run_of_a_sibling_outclasses_none) {
+  qs_engine *e = sched_open(200000, 20000, 0.1, &sched_desc);
+  input x = call_input(1, 64, 64);
+  forced_call(e, &x, "fast");
+  forced_call(e, &x, "fast");
+  forced_call(e, &x, "serial");
+  cr_assert_eq(outclassed_now(e, &x), 0);
+  forced_call(e, &x, "serial");
+  cr_assert_eq(outclassed_now(e, &x), 3);
+  free(x.px);
+  qs_engine_close(e);
+}
+
 /* Charges implementation `which`'s cost in POLL_PIECES pieces and polls
  * the engine between them (method_advance), as a real loop does: a run
  * past its time limit stops at its next poll. */
@@ -990,14 +1031,17 @@ Test(calibrate, no_slice_cut_when_nothing_can_start) {
  * mid, within 2x of fast, is tried by call 5; the device, whose first run
  * in a process is taken to cost CALIB_CL_ONCE until one is seen, waits
  * until the account covers that (every report and estimate until then
- * says "waiting"), runs once on a slice by call 20 (call 5 since the
+ * says "waiting"), runs in one call by call 20 (call 5 since the
  * serial kind's fixed cost is bounded by AGENT_SERIAL_FIXED: serial's
  * one-size bound settles it sooner; call 12 before), and calibration
- * over the twenty calls stays
- * within 10 % too. (Fails on the
- * account that counted the slices' steady walls only: the device ran on
- * slices in calls 2 and 4, each paying its 20 ms, and mid ran call 3:
- * 15 % of the first ten calls.) */
+ * over the twenty calls stays within 10 % too. In that call it runs on
+ * both slice sizes, its second borrowing the one-time costs its first
+ * paid (left_second), which a later process would pay again; its model
+ * through two sizes 1000x smaller than the call may then try it once on
+ * the call. (Fails on the account that counted the slices' steady walls
+ * only: the device ran on slices in calls 2 and 4, each paying its 20
+ * ms, and mid ran call 3: 15 % of the first ten calls; and on the rule
+ * that left its second size to a later call: one size by call 20.) */
 
 /* Whether the engine has exactly one OpenCL device for the method. */
 static int one_device(qs_engine *e) {
@@ -1073,6 +1117,8 @@ Test(calibrate, one_time_costs_of_slices_paid_from_the_account) {
   }
   cr_assert(mid_by >= 1 && mid_by <= 5, "mid first ran at call %d", mid_by);
   cr_assert_eq(cl_slices, 1, "the device ran in %d calls", cl_slices);
+  cr_assert_eq(cost[C_CL].calls - cost[C_CL].full_calls, 3,
+               "two runs on the small slice, one on the second");
   /* every call it waited through said so (--explain: "waiting"), and so
    * did the estimate before each */
   cr_assert_geq(cl_at, 2, "the device waited for the account");
@@ -1080,7 +1126,7 @@ Test(calibrate, one_time_costs_of_slices_paid_from_the_account) {
                "ran reported it waiting", waited, cl_at - 1);
   cr_assert_eq(estimated, cl_at - 1, "%d of the %d estimates before the "
                "device ran reported it waiting", estimated, cl_at - 1);
-  cr_assert_eq(cost[C_CL].full_calls, 0);
+  cr_assert_leq(cost[C_CL].full_calls, 1);
   cr_assert_leq(calib, 0.10 * total, "calls 1-20: calibration %.1f ms of "
                 "%.1f ms", calib * 1e3, total * 1e3);
   unlink(db);
