@@ -37,6 +37,10 @@ int cache_load(const char *dir, uint64_t key, unsigned char **bin,
 int cache_store(const char *dir, uint64_t key, const unsigned char *bin,
                 size_t len);
 
+/* The folder of the binary cache's directory that holds the device list
+ * (devlist.c), which cl_cache_clear removes too. */
+#define CACHE_LIST_DIR "devices"
+
 /* Entries the cache keeps; cache_store prunes beyond this. */
 #define CACHE_MAX_ENTRIES 256
 

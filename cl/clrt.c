@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cl/cache.h"
+#include "cl/devlist.h"
 #include "engine/fail.h"
 #include "timer.h"
 
@@ -48,10 +49,11 @@ struct cldev {
   cldev_info info;
 #if QS_HAVE_OPENCL
   cl_platform_id platform;
-  cl_device_id id;
+  cl_device_id id; /* NULL until bound (a listed device: rt_bind) */
   cl_context ctx;
   cl_command_queue queue;
 #endif
+  int gone; /* listed, but not found when the runtime was loaded */
   prog_entry *progs;
   size_t n_progs, cap_progs;
   uint64_t *launches; /* hashes of (kernel, dims, global size) seen */
@@ -75,6 +77,11 @@ struct clrt {
   clrt_fault_fn fault;
   void *fault_ctx;
   int64_t keep; /* clrt_keep: < 0 the default, else bytes per device */
+  /* devices from the cached list (devlist.c), not yet matched with the
+   * runtime's: rt_bind loads the runtimes at the first use of one */
+  int listed, bound;
+  uint64_t list_key;
+  char *list_dir; /* cache_dir/CACHE_LIST_DIR; NULL: no list */
 };
 
 /* ------------------------------------------------------------ error names */
@@ -154,6 +161,8 @@ const char *cl_code_name(int code) {
 /* ----------------------------------------------------------- common parts */
 
 size_t clrt_count(const clrt *rt) { return rt ? rt->n : 0; }
+
+int clrt_listed(const clrt *rt) { return rt && rt->listed && !rt->bound; }
 
 cldev *clrt_device(clrt *rt, size_t i) {
   return rt && i < rt->n ? &rt->devs[i] : NULL;
@@ -400,12 +409,102 @@ static int discover(clrt *rt) {
   return status;
 }
 
+/* The infos of rt's devices as the list stores them (padding zeroed). */
+static void list_save(const clrt *rt, const char *dir, uint64_t key) {
+  if (!dir || !rt->n) return;
+  cldev_info *infos = calloc(rt->n, sizeof *infos);
+  if (!infos) return;
+  for (size_t i = 0; i < rt->n; i++)
+    memcpy(&infos[i], &rt->devs[i].info, sizeof infos[i]);
+  devlist_store(dir, key, infos, rt->n);
+  free(infos);
+}
+
+/* The devices of the cached list, unbound; 0 if the list was there. */
+static int list_take(clrt *rt) {
+  cldev_info *infos;
+  size_t n;
+  rt->list_key = devlist_key();
+  if (!rt->list_dir || devlist_load(rt->list_dir, rt->list_key, &infos, &n))
+    return -1;
+  cldev *devs = calloc(n, sizeof *devs);
+  if (!devs) {
+    free(infos);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    devs[i].rt = rt;
+    memcpy(&devs[i].info, &infos[i], sizeof infos[i]);
+    /* this build's scheme, whatever wrote the list */
+    cl_fingerprint(&devs[i].info, devs[i].info.fingerprint);
+  }
+  free(infos);
+  rt->devs = devs;
+  rt->n = n;
+  rt->listed = 1;
+  slugs_assign(rt);
+  return 0;
+}
+
+/* Matches the listed devices with the runtime's, loading it (once, lock
+ * held): each gets its platform and id by fingerprint and slug; one not
+ * found is gone. When the runtime's devices differ from the list, the
+ * list is stored anew for the next process. */
+static void rt_bind(clrt *rt) {
+  if (!rt->listed || rt->bound) return;
+  rt->bound = 1;
+  clrt *now = calloc(1, sizeof *now);
+  if (!now) {
+    for (size_t i = 0; i < rt->n; i++) rt->devs[i].gone = 1;
+    return;
+  }
+  int same = discover(now) == QS_OK && now->n == rt->n;
+  for (size_t i = 0; i < rt->n; i++) {
+    cldev *d = &rt->devs[i];
+    d->gone = 1;
+    for (size_t j = 0; j < now->n && d->gone; j++) {
+      const cldev_info *f = &now->devs[j].info;
+      if (strcmp(f->fingerprint, d->info.fingerprint) ||
+          strcmp(f->slug, d->info.slug))
+        continue;
+      d->platform = now->devs[j].platform;
+      d->id = now->devs[j].id;
+      d->gone = 0;
+    }
+    same &= !d->gone;
+  }
+  if (!same) list_save(now, rt->list_dir, rt->list_key);
+  free(now->devs);
+  free(now);
+}
+
+int cldev_bind(cldev *d, char *err, size_t err_len) {
+  if (!d) return fail_msg(err, err_len, QS_EINVAL, "cldev_bind: no device");
+  pthread_mutex_lock(&d->rt->lock);
+  rt_bind(d->rt);
+  int gone = d->gone;
+  pthread_mutex_unlock(&d->rt->lock);
+  if (!gone) return QS_OK;
+  return fail_msg(err, err_len, QS_EUNAVAIL,
+                  "OpenCL device %s, in the device list cached from an "
+                  "earlier process, was not found when the runtime was "
+                  "loaded (the list is stored anew for the next engine)",
+                  d->info.slug);
+}
+
 /* ---------------------------------------------------------- queue, build */
 
 static int queue_ensure(cldev *d, char *err, size_t err_len) {
   if (d->queue) return QS_OK;
   char what[96];
   cl_int rc;
+  rt_bind(d->rt);
+  if (d->gone)
+    return fail_msg(err, err_len, QS_EUNAVAIL,
+                    "OpenCL device %s, in the device list cached from an "
+                    "earlier process, was not found when the runtime was "
+                    "loaded (the list is stored anew for the next engine)",
+                    d->info.slug);
   if (!d->ctx) {
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
                                      (cl_context_properties)d->platform, 0};
@@ -435,7 +534,14 @@ int cldev_queue(cldev *d, cl_context *ctx, cl_command_queue *q, char *err,
   return rc;
 }
 
-cl_device_id cldev_id(const cldev *d) { return d ? d->id : NULL; }
+cl_device_id cldev_id(const cldev *d) {
+  if (!d) return NULL;
+  pthread_mutex_lock(&d->rt->lock);
+  rt_bind(d->rt);
+  cl_device_id id = d->id;
+  pthread_mutex_unlock(&d->rt->lock);
+  return id;
+}
 
 /* Asks the test hook; 0 means go ahead. Lock held. */
 static int fault_ask(clrt *rt, clrt_op op, const char *what) {
@@ -825,6 +931,11 @@ static void dev_release(cldev *d) {
   if (d->ctx) clReleaseContext(d->ctx);
 }
 
+#else
+int cldev_bind(cldev *d, char *err, size_t err_len) {
+  return fail_msg(err, err_len, d ? QS_EUNAVAIL : QS_EINVAL,
+                  "built without OpenCL");
+}
 #endif /* QS_HAVE_OPENCL */
 
 void cldev_transfer(cldev *d, uint64_t up, uint64_t down) {
@@ -871,6 +982,10 @@ int clrt_open(clrt **out, int disabled, const char *cache_dir, char *err,
       status = QS_ENOMEM;
     else
       strcpy(rt->cache_dir, cache_dir);
+    size_t n = strlen(cache_dir) + sizeof "/" CACHE_LIST_DIR;
+    if (status == QS_OK && !(rt->list_dir = malloc(n))) status = QS_ENOMEM;
+    if (status == QS_OK)
+      snprintf(rt->list_dir, n, "%s/" CACHE_LIST_DIR, cache_dir);
   }
   if (status == QS_OK && disabled) {
     snprintf(rt->why, sizeof rt->why,
@@ -878,7 +993,12 @@ int clrt_open(clrt **out, int disabled, const char *cache_dir, char *err,
              "QUICKSILVER_NO_OPENCL=1)");
   } else if (status == QS_OK) {
 #if QS_HAVE_OPENCL
-    status = discover(rt);
+    /* the list cached by an earlier process, else the runtimes asked now
+     * (and their answer cached) */
+    if (list_take(rt)) {
+      status = discover(rt);
+      if (status == QS_OK) list_save(rt, rt->list_dir, rt->list_key);
+    }
 #else
     snprintf(rt->why, sizeof rt->why,
              "built without OpenCL (-Dopencl=disabled, or no OpenCL headers "
@@ -906,6 +1026,7 @@ void clrt_close(clrt *rt) {
   }
   free(rt->devs);
   free(rt->cache_dir);
+  free(rt->list_dir);
   pthread_mutex_destroy(&rt->lock);
   free(rt);
 }

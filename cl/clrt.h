@@ -80,6 +80,19 @@ const char *clrt_why(const clrt *rt);
 
 const cldev_info *cldev_about(const cldev *d);
 
+/* Devices come from the list an earlier process cached with the binary
+ * cache (devlist.c) when its key still holds: the runtimes (PoCL: 25-35 ms
+ * and 60 MB a process) are then loaded only at the first use of a device,
+ * which matches the listed devices with the runtime's. 1 while rt's
+ * devices are listed and not matched yet. */
+int clrt_listed(const clrt *rt);
+/* Loads the runtimes and matches the listed devices now (nothing when
+ * they were discovered at open, or matched already): QS_OK, or
+ * QS_EUNAVAIL with a message for a listed device the runtime no longer
+ * has. Every use of a device does it first; the engine calls it before
+ * it times a run, as discovery at open was never part of a run's time. */
+int cldev_bind(cldev *d, char *err, size_t err_len);
+
 /* The slug of a device name into out (len >= 2): lowercase words of
  * [a-z0-9] joined by '-', "(R)", "(TM)", "CPU", "Processor", "with" and
  * anything from '@' on dropped, cut at a word boundary near 32 characters;
@@ -205,7 +218,8 @@ void clrt_keep(clrt *rt, int64_t bytes);
 clrt_counters clrt_stats(const clrt *rt);
 
 /* Removes every binary cache entry (and leftover temporary file) from the
- * cache directory dir, leaving other files and the directory itself.
+ * cache directory dir, and the device list kept in its folder "devices"
+ * (which goes too), leaving other files and the directory itself.
  * *removed (may be NULL) receives the count. QS_EIO if dir cannot be read
  * or an entry cannot be removed; a missing dir is QS_OK with 0. */
 int cl_cache_clear(const char *dir, size_t *removed);

@@ -185,6 +185,10 @@ int run_once(qs_engine *e, const mstate *m, size_t impl, const qs_image *in,
     proc0 = pool_process_cpu_ns();
     real0 = qs_timer_ns();
   }
+  /* a device from the cached list is matched with the runtime's before
+   * the clock starts, as discovery at the engine's open never was part of
+   * a run's time (a gone one fails in the run, with its message) */
+  if (c.device) cldev_bind(c.device, NULL, 0);
   uint64_t up0, down0, up1, down1;
   cldev_transfers(c.device, &up0, &down0);
   prog_own(e, &c);

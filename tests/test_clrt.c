@@ -14,6 +14,7 @@
 
 #include "cl/cache.h"
 #include "cl/clrt.h"
+#include "cl/devlist.h"
 #include "methods/shift_magnify/catmull_rom.h"
 #include "qs_test.h"
 
@@ -260,6 +261,16 @@ Test(clrt, memory_cache_serves_second_request) {
   clrt_close(rt);
 }
 
+/* Checks that p has its cubic kernel, then closes rt and removes dir. */
+static void close_with_cubic(clrt *rt, cl_program p, const char *dir) {
+  cl_int rc;
+  cl_kernel k = clCreateKernel(p, "cubic", &rc);
+  cr_expect_eq(rc, CL_SUCCESS);
+  if (k) clReleaseKernel(k);
+  clrt_close(rt);
+  dir_remove(dir);
+}
+
 Test(clrt, disk_cache_loads_in_a_new_runtime) {
   char dir[64];
   temp_dir(dir, sizeof dir);
@@ -291,12 +302,7 @@ Test(clrt, disk_cache_loads_in_a_new_runtime) {
   cr_assert_eq(stat(path, &st), 0);
   cr_expect_gt(st.st_mtim.tv_sec, 1000);
   /* The loaded program runs. */
-  cl_int rc;
-  cl_kernel k = clCreateKernel(p, "cubic", &rc);
-  cr_expect_eq(rc, CL_SUCCESS);
-  if (k) clReleaseKernel(k);
-  clrt_close(rt);
-  dir_remove(dir);
+  close_with_cubic(rt, p, dir);
 }
 
 /* Damages the single cache entry in dir with `how`, then checks a new
@@ -657,6 +663,88 @@ Test(clrt, status_mapping_names_the_code) {
   cr_expect_str_eq(cl_code_name(-12345), "unknown OpenCL error");
 }
 
+/* The devices a runtime discovered are listed in the cache's "devices"
+ * folder; the next runtime over that cache takes them from the list,
+ * without loading the OpenCL runtimes (clrt_listed), with the same
+ * identity and limits, and matches them with the runtime's at the first
+ * use of one, which then builds and runs as ever. */
+Test(clrt, listed_devices_match_at_first_use) {
+  char dir[64];
+  temp_dir(dir, sizeof dir);
+  clrt *a = open_or_skip(dir);
+  cr_assert(!clrt_listed(a), "discovered at open, nothing to match");
+  size_t n = clrt_count(a), k = n < 8 ? n : 8;
+  cldev_info seen[8];
+  for (size_t i = 0; i < k; i++) seen[i] = *cldev_about(clrt_device(a, i));
+  clrt_close(a);
+  clrt *b = open_or_skip(dir);
+  cr_assert(clrt_listed(b), "the second runtime lists its devices");
+  cr_assert_eq(clrt_count(b), n);
+  for (size_t i = 0; i < k; i++) {
+    const cldev_info *d = cldev_about(clrt_device(b, i));
+    cr_expect_str_eq(d->slug, seen[i].slug);
+    cr_expect_str_eq(d->fingerprint, seen[i].fingerprint);
+    cr_expect_str_eq(d->name, seen[i].name);
+    cr_expect_eq(d->compute_units, seen[i].compute_units);
+    cr_expect_eq(d->max_alloc, seen[i].max_alloc);
+    cr_expect_eq(d->shares_host_cores, seen[i].shares_host_cores);
+  }
+  cl_program p;
+  cr_assert_eq(build_cubic(b, "", &p), QS_OK);
+  cr_assert(!clrt_listed(b), "matched at the first use");
+  close_with_cubic(b, p, dir);
+}
+
+/* A listed device the runtime no longer has (a GPU taken out, every file
+ * in place) fails at its first use with QS_EUNAVAIL and a message that
+ * says so; the others work, and the list is stored anew without it. */
+Test(clrt, listed_device_gone_fails_and_the_list_is_renewed) {
+  char dir[64], list[96];
+  temp_dir(dir, sizeof dir);
+  snprintf(list, sizeof list, "%s/devices", dir);
+  clrt *a = open_or_skip(dir);
+  size_t n = clrt_count(a);
+  cldev_info *infos = calloc(n + 1, sizeof *infos);
+  cr_assert_not_null(infos);
+  for (size_t i = 0; i < n; i++)
+    memcpy(&infos[i], cldev_about(clrt_device(a, i)), sizeof infos[i]);
+  clrt_close(a);
+  memcpy(&infos[n], &infos[0], sizeof infos[n]);
+  snprintf(infos[n].name, sizeof infos[n].name, "Vanished Accelerator 9000");
+  infos[n].ident ^= 1; /* another identity, so another fingerprint */
+  devlist_store(list, devlist_key(), infos, n + 1);
+  clrt *b = open_or_skip(dir);
+  cr_assert_eq(clrt_count(b), n + 1);
+  cldev *gone = NULL, *real = NULL;
+  for (size_t i = 0; i < n + 1; i++) {
+    cldev *d = clrt_device(b, i);
+    if (!strcmp(cldev_about(d)->name, infos[n].name))
+      gone = d;
+    else if (!real)
+      real = d;
+  }
+  cr_assert(gone && real);
+  char err[512] = "";
+  cl_context ctx;
+  cl_command_queue q;
+  cr_assert_eq(cldev_queue(gone, &ctx, &q, err, sizeof err), QS_EUNAVAIL);
+  cr_expect_not_null(strstr(err, "was not found"), "%s", err);
+  cr_expect_not_null(strstr(err, "vanished-accelerator-9000"), "%s", err);
+  cr_assert_eq(cldev_bind(gone, err, sizeof err), QS_EUNAVAIL);
+  cr_assert_eq(cldev_queue(real, &ctx, &q, err, sizeof err), QS_OK, "%s",
+               err);
+  clrt_close(b);
+  cldev_info *now;
+  size_t m;
+  cr_assert_eq(devlist_load(list, devlist_key(), &now, &m), 0);
+  cr_expect_eq(m, n);
+  for (size_t i = 0; i < m; i++)
+    cr_expect_str_neq(now[i].name, infos[n].name);
+  free(now);
+  free(infos);
+  dir_remove(dir);
+}
+
 Test(clrt, empty_icd_vendor_dir_gives_zero_devices) {
   char dir[64];
   temp_dir(dir, sizeof dir);
@@ -992,3 +1080,18 @@ Test(clrt, old_rows_move_to_the_stable_fingerprint) {
   cr_expect_eq(system(cmd), 0);
 }
 #endif
+
+/* The device list's key follows what decides the devices found: a
+ * variable a runtime reads changes it, one none reads does not, and it is
+ * the same again once the variable is gone. */
+Test(clrt, device_list_key_follows_the_environment) {
+  uint64_t k0 = devlist_key();
+  cr_assert_eq(devlist_key(), k0);
+  setenv("POCL_QS_TEST_ONLY", "1", 1);
+  cr_expect_neq(devlist_key(), k0);
+  unsetenv("POCL_QS_TEST_ONLY");
+  cr_expect_eq(devlist_key(), k0);
+  setenv("QS_TEST_UNRELATED", "1", 1);
+  cr_expect_eq(devlist_key(), k0);
+  unsetenv("QS_TEST_UNRELATED");
+}
