@@ -82,6 +82,7 @@ struct clrt {
   int listed, bound;
   uint64_t list_key;
   char *list_dir; /* cache_dir/CACHE_LIST_DIR; NULL: no list */
+  int64_t load_ns; /* spent in rt_bind (clrt_load_seconds) */
 };
 
 /* ------------------------------------------------------------ error names */
@@ -163,6 +164,14 @@ const char *cl_code_name(int code) {
 size_t clrt_count(const clrt *rt) { return rt ? rt->n : 0; }
 
 int clrt_listed(const clrt *rt) { return rt && rt->listed && !rt->bound; }
+
+double clrt_load_seconds(clrt *rt) {
+  if (!rt) return 0;
+  pthread_mutex_lock(&rt->lock);
+  double s = (double)rt->load_ns * 1e-9;
+  pthread_mutex_unlock(&rt->lock);
+  return s;
+}
 
 cldev *clrt_device(clrt *rt, size_t i) {
   return rt && i < rt->n ? &rt->devs[i] : NULL;
@@ -453,6 +462,7 @@ static int list_take(clrt *rt) {
 static void rt_bind(clrt *rt) {
   if (!rt->listed || rt->bound) return;
   rt->bound = 1;
+  int64_t t0 = qs_timer_ns();
   clrt *now = calloc(1, sizeof *now);
   if (!now) {
     for (size_t i = 0; i < rt->n; i++) rt->devs[i].gone = 1;
@@ -476,6 +486,7 @@ static void rt_bind(clrt *rt) {
   if (!same) list_save(now, rt->list_dir, rt->list_key);
   free(now->devs);
   free(now);
+  rt->load_ns += qs_timer_ns() - t0;
 }
 
 int cldev_bind(cldev *d, char *err, size_t err_len) {

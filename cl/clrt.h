@@ -86,6 +86,9 @@ const cldev_info *cldev_about(const cldev *d);
  * which matches the listed devices with the runtime's. 1 while rt's
  * devices are listed and not matched yet. */
 int clrt_listed(const clrt *rt);
+/* The seconds rt has spent loading the runtimes for its listed devices
+ * (0 when it discovered them at open). */
+double clrt_load_seconds(clrt *rt);
 /* Loads the runtimes and matches the listed devices now (nothing when
  * they were discovered at open, or matched already): QS_OK, or
  * QS_EUNAVAIL with a message for a listed device the runtime no longer

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cl/clrt.h"
 #include "internal.h"
 
 /* Composite steps re-enter the dispatcher; their outputs belong to the
@@ -108,6 +109,7 @@ int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
   int have_hout = 0, used_dev = 0, used_host = 0;
 
   double calib = 0, calib_once = 0;
+  double load0 = clrt_load_seconds(e->cl);
   unsigned char cold[QS_MAX_ESTIMATES];
   /* a composite's steps in a calibration slice run with a time limit
    * calibrate nothing: their slices would spend that run's limit (and an
@@ -117,9 +119,14 @@ int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
     const qs_image *own_in = pr.in;
     if (pr.dev && devcall_pull(e, &pr) == QS_OK) pr.in = pr.host_in;
     prog_counting(e, 0);
-    if (!pr.dev || pr.pulled)
+    if (!pr.dev || pr.pulled) {
       calib = calibrate(e, &pr, cold, cands_known(&pr, &cs, cold), outputs,
                         &calib_once);
+      /* the runtimes loaded for a listed device are the process's start,
+       * as discovery at open was, not calibration's (load_seconds) */
+      calib -= clrt_load_seconds(e->cl) - load0;
+      if (calib < 0) calib = 0;
+    }
     prog_counting(e, 1);
     pr.in = own_in;
     for (size_t i = 0; i < m->n_impls; i++)
@@ -217,6 +224,7 @@ int dispatch_run(qs_engine *e, const char *method, const qs_run_request *rq,
     report->bytes_pushed = pr.bytes_pushed;
     report->calibration_seconds = calib;
     report->calibration_once_seconds = calib_once;
+    report->load_seconds = clrt_load_seconds(e->cl) - load0;
     report->fallbacks = fallbacks;
     report_estimates(report, m, &cs, est, src);
   }

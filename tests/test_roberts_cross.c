@@ -239,3 +239,51 @@ Test(roberts_cross, engine_runs_every_implementation) {
   cr_expect_geq(ran, 5, "%d implementations ran: %s", ran, msg);
   qs_image_free(&m);
 }
+
+/* An engine whose devices came from the list an earlier one cached loads
+ * the OpenCL runtimes at its first call on a device: that call reports
+ * the loading in load_seconds, apart from its run, and the next call
+ * loads nothing. */
+Test(roberts_cross, listed_device_loads_at_first_use) {
+  char dir[] = "/tmp/qs-rc-list-XXXXXX", cmd[64];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  qs_engine_options o = {.db_path = ":memory:", .cache_dir = dir,
+                         .threads = 2};
+  qs_engine *e = NULL;
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK, "%s", qs_engine_error(e));
+  qs_impl_info info[QS_MAX_ESTIMATES];
+  size_t n = 0;
+  cr_assert_eq(qs_method_impls(e, "roberts_cross", info, QS_MAX_ESTIMATES,
+                               &n), QS_OK);
+  const char *cl = NULL;
+  for (size_t i = 0; i < n && i < QS_MAX_ESTIMATES && !cl; i++)
+    if (info[i].kind == QS_IMPL_OPENCL && info[i].available)
+      cl = info[i].name;
+  qs_engine_close(e);
+  if (!cl) {
+    cr_assert_eq(system(cmd), 0);
+    cr_skip_test("no OpenCL device");
+  }
+  cr_assert_eq(qs_engine_open(&e, &o), QS_OK, "%s", qs_engine_error(e));
+  qs_image m;
+  cr_assert_eq(qs_image_alloc(&m, 2, 33, 35), QS_OK);
+  harness_fill(&m, 3, 10.0f);
+  qs_run_request rq = {.inputs = &m, .n_inputs = 1, .impl = cl};
+  double load[2];
+  for (int k = 0; k < 2; k++) {
+    qs_image out[2];
+    qs_run_report rep;
+    cr_assert_eq(qs_method_run(e, "roberts_cross", &rq, out, 2, &rep), QS_OK,
+                 "%s", qs_engine_error(e));
+    cr_assert_str_eq(rep.impl, cl);
+    load[k] = rep.load_seconds;
+    qs_image_free(&out[0]);
+    qs_image_free(&out[1]);
+  }
+  cr_expect_gt(load[0], 0, "the first call on the device loads");
+  cr_expect_eq(load[1], 0, "the second loads nothing");
+  qs_image_free(&m);
+  qs_engine_close(e);
+  cr_assert_eq(system(cmd), 0);
+}

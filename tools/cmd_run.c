@@ -178,6 +178,7 @@ static cJSON *report_json(const char *method, const qs_run_report *r) {
   cJSON_AddNumberToObject(j, "bytes_up", (double)r->bytes_up);
   cJSON_AddNumberToObject(j, "bytes_down", (double)r->bytes_down);
   cJSON_AddNumberToObject(j, "calibration_seconds", r->calibration_seconds);
+  cJSON_AddNumberToObject(j, "load_seconds", r->load_seconds);
   cJSON_AddNumberToObject(j, "fallbacks", r->fallbacks);
   cJSON_AddItemToObject(j, "estimates", cli_estimates_json(r));
   return j;

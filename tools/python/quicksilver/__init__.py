@@ -136,7 +136,10 @@ class Report:
     an OpenCL run moved to and from the device (0 on the CPU), and the
     engine's moves of :class:`DeviceArray` inputs and outputs for an
     implementation of another place, which ``bytes_pulled``/
-    ``bytes_pushed`` give apart.
+    ``bytes_pushed`` give apart. ``load_seconds`` is what the call spent
+    loading the OpenCL runtimes for a device first used in this process
+    (an engine whose devices came from the cached list loads them then),
+    in neither ``seconds`` nor ``calibration_seconds``.
     """
     impl: str
     reason: str
@@ -152,6 +155,7 @@ class Report:
     bytes_down: int = 0
     bytes_pulled: int = 0
     bytes_pushed: int = 0
+    load_seconds: float = 0.0
 
     @classmethod
     def _from(cls, d: dict[str, Any]) -> "Report":

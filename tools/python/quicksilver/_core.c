@@ -637,7 +637,7 @@ static PyObject *report_dict(const qs_run_report *r) {
   }
   if (!est) return NULL;
   return Py_BuildValue("{s:s,s:s,s:d,s:d,s:d,s:d,s:d,s:i,s:N,s:s,s:K,s:K,s:K,"
-                       "s:K}",
+                       "s:K,s:d}",
                        "impl", r->impl, "reason", r->reason, "seconds",
                        r->seconds, "device_seconds", r->device_seconds,
                        "once_seconds", r->once_seconds, "calibration_seconds",
@@ -648,7 +648,8 @@ static PyObject *report_dict(const qs_run_report *r) {
                        (unsigned long long)r->bytes_up, "bytes_down",
                        (unsigned long long)r->bytes_down, "bytes_pulled",
                        (unsigned long long)r->bytes_pulled, "bytes_pushed",
-                       (unsigned long long)r->bytes_pushed);
+                       (unsigned long long)r->bytes_pushed, "load_seconds",
+                       r->load_seconds);
 }
 
 /* ------------------------------------------------ progress and Ctrl-C */
