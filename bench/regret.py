@@ -398,6 +398,9 @@ def suite_case(engines, work, method, spec, params, only, calls, repeats,
                     seq.append({'impl': j['impl'], 'reason': j['reason'],
                                 's': j['seconds'],
                                 'calib': j['calibration_seconds'],
+                                # the OpenCL runtimes loaded for a listed
+                                # device: in neither s nor calib
+                                'opencl_load': j.get('load_seconds', 0),
                                 'load': os.getloadavg()[0]})
                     if k == 4:
                         tried5 = tried_in_store(qs, db, method)
