@@ -91,6 +91,22 @@ def test_devices_with_opencl():
             assert res.report.bytes_down >= sum(o.nbytes for o in res)
 
 
+def test_listed_devices_load_at_first_use(tmp_path):
+    """An engine over a cache that lists the devices loads the OpenCL
+    runtimes at its first device call, which reports it in load_seconds;
+    a CPU call and the next device call report none."""
+    with qs.Engine(db=":memory:", cache_dir=tmp_path) as e:  # lists them
+        cl = [d.name for d in e.devices() if d.opencl]
+    if not cl:
+        pytest.skip("no OpenCL device")
+    x = np.ones((2, 32, 32), np.float32)
+    with qs.Engine(db=":memory:", cache_dir=tmp_path) as e:
+        assert e.run("roberts_cross", x, impl="serial").report.load_seconds == 0
+        first = e.run("roberts_cross", x, impl=f"opencl:{cl[0]}").report
+        again = e.run("roberts_cross", x, impl=f"opencl:{cl[0]}").report
+    assert first.load_seconds > 0 and again.load_seconds == 0
+
+
 def test_estimate_runs_nothing(stack):
     with qs.Engine(db=":memory:", opencl=False) as e:
         cold = e.estimate("esrrf", stack, magnification=2)
