@@ -180,6 +180,15 @@ int devlist_load(const char *dir, uint64_t key, cldev_info **out, size_t *n) {
         len == 8 + sizeof head + count * sizeof(cldev_info) &&
         (*out = malloc(count * sizeof **out))) {
       memcpy(*out, bin + 8 + sizeof head, count * sizeof **out);
+      /* every string ends inside its field, whatever the file held */
+      for (size_t i = 0; i < count; i++) {
+        cldev_info *d = &(*out)[i];
+        d->slug[sizeof d->slug - 1] = d->fingerprint[16] = '\0';
+        d->platform[sizeof d->platform - 1] = '\0';
+        d->vendor[sizeof d->vendor - 1] = d->name[sizeof d->name - 1] = '\0';
+        d->driver[sizeof d->driver - 1] = '\0';
+        d->version[sizeof d->version - 1] = '\0';
+      }
       *n = count;
       rc = 0;
     }

@@ -745,6 +745,31 @@ Test(clrt, listed_device_gone_fails_and_the_list_is_renewed) {
   dir_remove(dir);
 }
 
+/* A list whose strings fill their fields (a damaged or hostile file that
+ * still has a valid checksum) is read with every string ended inside its
+ * field: nothing reads past it, the slug is short, the fingerprint is this
+ * build's. No runtime is loaded for it. */
+Test(clrt, listed_strings_end_inside_their_fields) {
+  char dir[64], list[96];
+  temp_dir(dir, sizeof dir);
+  snprintf(list, sizeof list, "%s/devices", dir);
+  cldev_info in;
+  memset(&in, 'A', sizeof in);
+  devlist_store(list, devlist_key(), &in, 1);
+  clrt *rt = NULL;
+  char err[256] = "";
+  cr_assert_eq(clrt_open(&rt, 0, dir, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(clrt_count(rt), 1);
+  cr_expect(clrt_listed(rt));
+  const cldev_info *d = cldev_about(clrt_device(rt, 0));
+  cr_expect_eq(strlen(d->name), sizeof d->name - 1);
+  cr_expect_eq(strlen(d->version), sizeof d->version - 1);
+  cr_expect_lt(strlen(d->slug), sizeof d->slug);
+  cr_expect_eq(strlen(d->fingerprint), 16);
+  clrt_close(rt);
+  dir_remove(dir);
+}
+
 Test(clrt, empty_icd_vendor_dir_gives_zero_devices) {
   char dir[64];
   temp_dir(dir, sizeof dir);
