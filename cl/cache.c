@@ -183,21 +183,6 @@ static int is_entry(const char *name) {
   return name[20] == '\0' || (name[20] == '.' && strlen(name + 21) == 6);
 }
 
-static int clear_entries(const char *dir, size_t *removed);
-
-int cl_cache_clear(const char *dir, size_t *removed) {
-  if (removed) *removed = 0;
-  if (!dir) return QS_EINVAL;
-  /* the device list (devlist.c) in its own folder, then the binaries */
-  char list[4096];
-  int n = snprintf(list, sizeof list, "%s/" CACHE_LIST_DIR, dir);
-  if (n < 0 || (size_t)n >= sizeof list) return QS_EOVERFLOW;
-  int rc = clear_entries(list, removed);
-  if (rc == QS_OK && rmdir(list) && errno != ENOENT) rc = QS_EIO;
-  int rc2 = clear_entries(dir, removed);
-  return rc ? rc : rc2;
-}
-
 /* Removes the entries of dir, adding their count to *removed. */
 static int clear_entries(const char *dir, size_t *removed) {
   DIR *d = opendir(dir);
@@ -216,6 +201,19 @@ static int clear_entries(const char *dir, size_t *removed) {
   }
   closedir(d);
   return rc;
+}
+
+int cl_cache_clear(const char *dir, size_t *removed) {
+  if (removed) *removed = 0;
+  if (!dir) return QS_EINVAL;
+  /* the device list (devlist.c) in its own folder, then the binaries */
+  char list[4096];
+  int n = snprintf(list, sizeof list, "%s/" CACHE_LIST_DIR, dir);
+  if (n < 0 || (size_t)n >= sizeof list) return QS_EOVERFLOW;
+  int rc = clear_entries(list, removed);
+  if (rc == QS_OK && rmdir(list) && errno != ENOENT) rc = QS_EIO;
+  int rc2 = clear_entries(dir, removed);
+  return rc ? rc : rc2;
 }
 
 typedef struct aged {

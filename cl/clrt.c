@@ -433,9 +433,9 @@ static void list_save(const clrt *rt, const char *dir, uint64_t key) {
 static int list_take(clrt *rt) {
   cldev_info *infos;
   size_t n;
+  if (!rt->list_dir) return -1; /* no cache: no list, no key to make */
   rt->list_key = devlist_key();
-  if (!rt->list_dir || devlist_load(rt->list_dir, rt->list_key, &infos, &n))
-    return -1;
+  if (devlist_load(rt->list_dir, rt->list_key, &infos, &n)) return -1;
   cldev *devs = calloc(n, sizeof *devs);
   if (!devs) {
     free(infos);
@@ -489,18 +489,22 @@ static void rt_bind(clrt *rt) {
   rt->load_ns += qs_timer_ns() - t0;
 }
 
+/* QS_EUNAVAIL with its message for a listed device found gone. */
+static int gone_fail(const cldev *d, char *err, size_t err_len) {
+  return fail_msg(err, err_len, QS_EUNAVAIL,
+                  "OpenCL device %s, in the device list cached from an "
+                  "earlier process, was not found when the runtime was "
+                  "loaded (the list is stored anew for the next engine)",
+                  d->info.slug);
+}
+
 int cldev_bind(cldev *d, char *err, size_t err_len) {
   if (!d) return fail_msg(err, err_len, QS_EINVAL, "cldev_bind: no device");
   pthread_mutex_lock(&d->rt->lock);
   rt_bind(d->rt);
   int gone = d->gone;
   pthread_mutex_unlock(&d->rt->lock);
-  if (!gone) return QS_OK;
-  return fail_msg(err, err_len, QS_EUNAVAIL,
-                  "OpenCL device %s, in the device list cached from an "
-                  "earlier process, was not found when the runtime was "
-                  "loaded (the list is stored anew for the next engine)",
-                  d->info.slug);
+  return gone ? gone_fail(d, err, err_len) : QS_OK;
 }
 
 /* ---------------------------------------------------------- queue, build */
@@ -510,12 +514,7 @@ static int queue_ensure(cldev *d, char *err, size_t err_len) {
   char what[96];
   cl_int rc;
   rt_bind(d->rt);
-  if (d->gone)
-    return fail_msg(err, err_len, QS_EUNAVAIL,
-                    "OpenCL device %s, in the device list cached from an "
-                    "earlier process, was not found when the runtime was "
-                    "loaded (the list is stored anew for the next engine)",
-                    d->info.slug);
+  if (d->gone) return gone_fail(d, err, err_len);
   if (!d->ctx) {
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
                                      (cl_context_properties)d->platform, 0};
