@@ -446,7 +446,7 @@ typedef struct qs_run_report {
   int fallbacks;          /* implementations that failed before it */
   size_t n_estimates;
   qs_run_estimate estimates[QS_MAX_ESTIMATES];
-  double calibration_once_seconds; /* its one-time costs (builds...) */
+  double calibration_once_seconds; /* one-time costs in calibration_seconds */
   int record_status; /* qs_engine_record_status at the call's return */
   uint64_t bytes_up, bytes_down; /* moved host→device, device→host */
   uint64_t bytes_pulled, bytes_pushed; /* device images moved by the engine */
