@@ -271,15 +271,48 @@ int esrrf_drive_sink(const qs_method_call *c, const esrrf_geom *g,
   return rc;
 }
 
-int esrrf_drive(const qs_method_call *c, const esrrf_geom *g, size_t batch,
-                esrrf_maps_fn maps, void *state) {
+/* esrrf_drive's maps function as one that folds: maps, then esrrf_fold. */
+typedef struct plain_maps {
+  const qs_method_call *c;
+  const esrrf_geom *g;
+  esrrf_maps_fn maps;
+  void *state;
+} plain_maps;
+
+static int plain_fold(void *state, size_t f0, size_t n, float *dst,
+                      qs_esrrf_partial *t) {
+  const plain_maps *p = state;
+  int rc = p->maps(p->state, f0, n, dst);
+  if (!rc && t) rc = esrrf_fold(p->c, p->g, t, dst, n);
+  return rc;
+}
+
+/* A folding maps function used as a plain one (t NULL). */
+typedef struct folding_maps {
+  esrrf_fold_fn maps;
+  void *state;
+} folding_maps;
+
+static int maps_only(void *state, size_t f0, size_t n, float *dst) {
+  const folding_maps *m = state;
+  return m->maps(m->state, f0, n, dst, NULL);
+}
+
+int esrrf_drive_fold(const qs_method_call *c, const esrrf_geom *g,
+                     size_t batch, esrrf_fold_fn maps, void *state) {
   float *out = c->out[0].data;
   if (batch == 0) batch = 1;
   esrrf_sink *sk = esrrf_sink_of(c); /* the live stream's: fold into it */
-  if (sk) return esrrf_drive_sink(c, g, batch, maps, state, sk);
+  if (sk) {
+    /* maps, then the sink's fold: a stream's run that fails part way
+     * leaves its partial's data as its count says (esrrf_drive_sink's
+     * check) */
+    folding_maps m = {.maps = maps, .state = state};
+    return esrrf_drive_sink(c, g, batch, maps_only, &m, sk);
+  }
   if (g->kind == TEMPORAL_NONE) {
     for (size_t f = 0, n; (n = esrrf_batch_at(g, batch, f)) > 0; f += n) {
-      int rc = maps(state, f, n, out + f * g->plane);
+      int rc = maps(state, f, n, out + f * g->plane, NULL);
       if (!rc && method_advance(c, n, g->frames)) rc = QS_ECANCELLED;
       if (rc) return rc;
     }
@@ -306,8 +339,7 @@ int esrrf_drive(const qs_method_call *c, const esrrf_geom *g, size_t batch,
     qs_esrrf_partial_reset(&t);
     for (size_t f = t0, n; !rc && f < t1; f += n) {
       n = esrrf_batch_at(g, keep, f);
-      rc = maps(state, f, n, buf);
-      if (!rc) rc = esrrf_fold(c, g, &t, buf, n);
+      rc = maps(state, f, n, buf, &t);
       if (!rc && method_advance(c, n, g->frames)) rc = QS_ECANCELLED;
     }
     if (!rc) rc = esrrf_finish(c, g, &t, out + tp * g->plane);
@@ -317,6 +349,11 @@ int esrrf_drive(const qs_method_call *c, const esrrf_geom *g, size_t batch,
   return rc;
 }
 
+int esrrf_drive(const qs_method_call *c, const esrrf_geom *g, size_t batch,
+                esrrf_maps_fn maps, void *state) {
+  plain_maps p = {.c = c, .g = g, .maps = maps, .state = state};
+  return esrrf_drive_fold(c, g, batch, plain_fold, &p);
+}
 /* ----------------------------------------------------- reference chain */
 
 int esrrf_sub(const qs_method_call *c, const qs_method_desc *d,

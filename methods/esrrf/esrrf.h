@@ -55,6 +55,19 @@ typedef int (*esrrf_maps_fn)(void *state, size_t f0, size_t n, float *dst);
 int esrrf_drive(const qs_method_call *c, const esrrf_geom *g, size_t batch,
                 esrrf_maps_fn maps, void *state);
 
+/* A maps function that may fold as it maps: the maps of frames [f0, f0 +
+ * n) into dst as esrrf_maps_fn, and, when t is not NULL, also folded into
+ * t after its t->n frames with t->n advanced by n: the numbers of the
+ * maps then esrrf_fold, so that a map's rows can be folded while they are
+ * still in the worker's cache. */
+typedef int (*esrrf_fold_fn)(void *state, size_t f0, size_t n, float *dst,
+                             qs_esrrf_partial *t);
+
+/* esrrf_drive with a maps function that folds (esrrf_fold_fn). A call
+ * with the live stream's sink maps and folds as esrrf_drive does. */
+int esrrf_drive_fold(const qs_method_call *c, const esrrf_geom *g,
+                     size_t batch, esrrf_fold_fn maps, void *state);
+
 /* Folds n maps (planes of the call's map size) into the partial t after
  * its frames, rows split over c's pool; advances t->n. */
 int esrrf_fold(const qs_method_call *c, const esrrf_geom *g,

@@ -205,6 +205,7 @@ static int fz_rgc_rows(void *ctx, size_t b, size_t e, int worker) {
       o[x] = im ? v * im[x] : v;
     }
   }
+  fused_fold_rows(s, b, e);
   return QS_OK;
 }
 
@@ -312,7 +313,8 @@ typedef struct fz_batch {
   fused *s;
   size_t f0;
   float *dst;
-  size_t n; /* frames */
+  size_t n;            /* frames */
+  qs_esrrf_partial *t; /* band mode: the bands fold into it, or NULL */
 } fz_batch;
 
 fused *fused_clone_at(fused *s, int worker, const qs_method_call *c,
@@ -336,6 +338,8 @@ static int fz_clone_frame(const fz_batch *j, fused *w, size_t k) {
   w->c = s->c;
   w->frame = frame.data;
   w->dst = j->dst + k * s->g.plane;
+  w->fold = j->t;
+  w->fold_n = j->t ? j->t->n + k : 0;
   return fz_roberts(&alone, s, &frame, w->grad);
 }
 
@@ -364,31 +368,43 @@ static int fz_bands(void *ctx, size_t b, size_t e, int worker) {
   return rc;
 }
 
-static int fz_maps(void *state, size_t f0, size_t n, float *dst) {
+/* The maps of frames [f0, f0 + n) into dst, folded into t when set
+ * (esrrf_fold_fn): in band mode and when a frame's rows are shared by the
+ * workers, each range of rows is folded as soon as it is made (the fold
+ * adds frames in order per pixel: a band's frames come in order on one
+ * worker, and a shared frame's rows are all made before the next frame);
+ * whole frames on different workers (frames mode) are folded after. */
+static int fz_maps(void *state, size_t f0, size_t n, float *dst,
+                   qs_esrrf_partial *t) {
   fused *s = state;
   const esrrf_geom *g = &s->g;
+  int rc = QS_OK;
   if (s->clones && s->band) {
     /* one band a worker: the implementation's chunks (4 items) would
      * give one worker every band */
-    fz_batch j = {s, f0, dst, n};
+    fz_batch j = {s, f0, dst, n, t};
     qs_method_call bc = *s->c;
     bc.sched = QS_SCHED_STATIC;
     bc.chunk = 0;
-    return bc.parallel_for(&bc, 0, s->n_clones, fz_bands, &j);
+    rc = bc.parallel_for(&bc, 0, s->n_clones, fz_bands, &j);
+    for (size_t w = 0; w < s->n_clones; w++) s->clones[w].fold = NULL;
+    if (!rc && t) t->n += n;
+    return rc;
   }
   if (s->clones && n > 1) {
-    fz_batch j = {s, f0, dst, n};
-    return s->c->parallel_for(s->c, 0, n, fz_frames, &j);
+    fz_batch j = {s, f0, dst, n, NULL};
+    rc = s->c->parallel_for(s->c, 0, n, fz_frames, &j);
+    return !rc && t ? esrrf_fold(s->c, g, t, dst, n) : rc;
   }
   size_t rc_px = (size_t)g->rows * (size_t)g->cols;
   double sm1[4] = {0, 0, g->mag, g->mag};
   qs_method_call alone = *s->c;
   alone.parallel_for = fz_inline_for;
   const qs_method_call *rc_call = rc_px <= FZ_INLINE_PX ? &alone : s->c;
-  for (size_t k = 0; k < n; k++) {
+  for (size_t k = 0; !rc && k < n; k++) {
     qs_image frame = qs_image_wrap(s->c->in[0].data + (f0 + k) * rc_px, 1,
                                    (size_t)g->rows, (size_t)g->cols);
-    int rc = fz_roberts(rc_call, s, &frame, s->grad);
+    rc = fz_roberts(rc_call, s, &frame, s->grad);
     s->frame = frame.data;
     if (!rc && s->mag) {
       qs_image mag =
@@ -396,10 +412,13 @@ static int fz_maps(void *state, size_t f0, size_t n, float *dst) {
       rc = esrrf_sub(s->c, &method_shift_magnify, &frame, &mag, sm1);
     }
     s->dst = dst + k * g->plane;
+    s->fold = t;
+    s->fold_n = t ? t->n + k : 0;
     if (!rc) rc = s->var->frame(s);
-    if (rc) return rc;
+    s->fold = NULL;
   }
-  return QS_OK;
+  if (!rc && t) t->n += n;
+  return rc;
 }
 
 /* Frees the clones of frames mode (those made: n). */
@@ -562,7 +581,7 @@ static int fz_session_run(const qs_method_call *c, const fused_variant *var,
   s->c = c;
   s->g.frames = c->in[0].frames;
   s->g.fpt = s->g.frames;
-  return esrrf_drive(c, &s->g, s->batch, fz_maps, s);
+  return esrrf_drive_fold(c, &s->g, s->batch, fz_maps, s);
 }
 /* --- end of the live stream's plan --- */
 
@@ -572,7 +591,7 @@ int fused_run(const qs_method_call *c, const fused_variant *var) {
   int rc;
   fused *s = fz_open(c, var, &rc);
   if (!s) return rc;
-  rc = esrrf_drive(c, &s->g, s->batch, fz_maps, s);
+  rc = esrrf_drive_fold(c, &s->g, s->batch, fz_maps, s);
   var->done(s);
   fused_free(s);
   return rc;

@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "methods/esrrf/esrrf.h"
 #include "methods/shift_magnify/catmull_rom.h"
@@ -106,7 +107,21 @@ struct fused {
   int band;               /* band mode: the clones take bands of rows of
                            * every frame of a batch, not whole frames */
   size_t batch;           /* frames per call of the maps (fz_maps) */
+  qs_esrrf_partial *fold; /* not NULL: each range of output rows, once
+                           * made, is folded into it as frame fold_n
+                           * (fused_fold_rows), while still in the
+                           * worker's cache */
+  uint64_t fold_n;
 };
+
+/* The end of a variant's rows function: rows [b, e) of s->dst folded into
+ * s->fold when set (the rows outside the margins are its zeros, as a
+ * whole map's fold adds them). */
+static inline void fused_fold_rows(const fused *s, size_t b, size_t e) {
+  if (s->fold)
+    temporal_add(s->fold, s->dst, s->fold_n, b * (size_t)s->g.cols_m,
+                 e * (size_t)s->g.cols_m);
+}
 
 /* Window tap j (0 .. win − 1) of output index i along an axis of n_m
  * magnified pixels (n original): the reference's float offset and compact

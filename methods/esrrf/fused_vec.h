@@ -821,6 +821,7 @@ static int fv_rows(void *ctx, size_t b, size_t e, int worker) {
      * pixel by pixel, where the phases' strided stores could not) */
     if (im) fv_mul_row(o, im, g->margin, g->cols_m - g->margin);
   }
+  fused_fold_rows(s, b, e);
   return QS_OK;
 }
 
