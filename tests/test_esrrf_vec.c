@@ -233,9 +233,11 @@ Test(esrrf_vec, a_16384_pixel_wide_frame_within_1e6_of_serial) {
 
 /* Several threads take small frames whole, one per worker, in batches
  * folded at once (fused.c's frames mode), bands of rows of every frame of
- * a batch in larger ones (band mode: 2 x 80 x 90 and the last four,
- * 71 680 to 180 000 map pixels), and share the rows of the largest: each
- * gives one thread's bits, per-frame maps and statistics. */
+ * a batch in larger ones (band mode: 2 x 80 x 90 and the four after it,
+ * 71 680 to 180 000 map pixels, each band folded by its worker as it is
+ * made), and share the rows of the largest (3 x 150 x 150 at M 5, 562 500
+ * map pixels: each worker folds the rows it made): each gives one
+ * thread's bits, per-frame maps and statistics. */
 Test(esrrf_vec, threaded_runs_equal_single_thread_bit_for_bit) {
   qs_engine *one = open_engine(1), *many = open_engine(3);
   static const struct {
@@ -249,6 +251,7 @@ Test(esrrf_vec, threaded_runs_equal_single_thread_bit_for_bit) {
       {21, 17, 23, 3, "var", 1.5}, {2, 80, 90, 5, "avg", 1.5},
       {9, 64, 70, 5, "var", 1.5},  {4, 61, 37, 8, "tac2", 1.5},
       {3, 70, 64, 4, "none", 1.5}, {5, 64, 64, 5, "avg", 0.5},
+      {3, 150, 150, 5, "var", 1.5},
   };
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
     qs_image st =
