@@ -243,7 +243,12 @@ static void report_text(const cli *c, const char *method,
              r->fallbacks > 1 ? "s" : "");
   cli_note(c, "\n");
   if (!explain) return;
-  cli_note(c, "  %-28s %12s  %-12s %4s  %12s  %s\n", "implementation",
+  /* the names' column as wide as the longest (a device's name is long) */
+  int w = 28;
+  for (size_t i = 0; i < r->n_estimates && i < QS_MAX_ESTIMATES; i++)
+    if ((int)strlen(r->estimates[i].impl) > w)
+      w = (int)strlen(r->estimates[i].impl);
+  cli_note(c, "  %-*s %12s  %-12s %4s  %12s  %s\n", w, "implementation",
            "estimate", "source", "runs", "at best", "rule");
   for (size_t i = 0; i < r->n_estimates && i < QS_MAX_ESTIMATES; i++) {
     const qs_run_estimate *e = &r->estimates[i];
@@ -251,7 +256,7 @@ static void report_text(const cli *c, const char *method,
     if (e->seconds >= 0) snprintf(est, sizeof est, "%.6f s", e->seconds);
     if (e->optimistic > 0) snprintf(low, sizeof low, "%.6f s", e->optimistic);
     else if (e->optimistic == 0) snprintf(low, sizeof low, "any");
-    cli_note(c, "  %-28s %12s  %-12s %4d  %12s  %s%s\n", e->impl, est,
+    cli_note(c, "  %-*s %12s  %-12s %4d  %12s  %s%s\n", w, e->impl, est,
              e->source, e->runs, low, explain_state(e->state),
              strcmp(e->impl, r->impl) ? "" : dry ? "  <- would run" : "  <- ran");
   }
