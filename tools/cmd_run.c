@@ -91,8 +91,11 @@ static int method_show(cli *c, qs_engine *e, const qs_method_desc *d,
   printf("\n");
   cli_params_help(stdout, d->params, d->n_params);
   printf("implementations:\n");
+  int w = 28; /* as wide as the longest name (a device's is long) */
   for (size_t i = 0; i < n; i++)
-    printf("  %-28s %-10s %s%s\n", info[i].name,
+    if ((int)strlen(info[i].name) > w) w = (int)strlen(info[i].name);
+  for (size_t i = 0; i < n; i++)
+    printf("  %-*s %-10s %s%s\n", w, info[i].name,
            qs_impl_kind_name(info[i].kind),
            info[i].available ? "available" : "unavailable: ",
            info[i].available ? "" : info[i].why);
