@@ -846,6 +846,32 @@ Test(cli, stale_temporaries_are_swept) {
   cr_assert_neq(system(left), 0, "the killed run's temporary was kept");
 }
 
+/* An input truncated by another program while it is being read (the
+ * reader held still after its first page by the test seam) fails with a
+ * message: the file is read, not mapped, so the process is not killed by
+ * SIGBUS. */
+Test(cli, input_truncated_while_read_fails_with_a_message) {
+  const char *in = path_in("shrinks.tif"), *out = path_in("o.tif");
+  expect_status(qs("simulate", "-o", in, "--frames", "40", "--size",
+                   "256x256", "-q", NULL),
+                0, "simulate");
+  setenv("QUICKSILVER_TEST_READ_STOP", "1", 1);
+  pid_t pid = qs_start("run", "roberts_cross", in, "-o", out, "-o",
+                       path_in("o2.tif"), NULL);
+  unsetenv("QUICKSILVER_TEST_READ_STOP");
+  int st;
+  cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+  cr_assert(WIFSTOPPED(st), "the read did not reach the seam");
+  cr_assert_eq(truncate(in, 300000), 0);
+  kill(pid, SIGCONT);
+  st = wait_bounded(pid, 60, "a read of a truncated input");
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %#x", st);
+  char err[2048];
+  slurp_into(path_in("stderr"), err, sizeof err);
+  cr_assert_not_null(strstr(err, "page 1"), "%s", err);
+  cr_assert(!file_exists(out));
+}
+
 /* The read budget reaches the CLI through its environment knob. */
 Test(cli, read_budget_refuses_an_oversized_input) {
   const char *in = path_in("big.tif");
