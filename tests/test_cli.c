@@ -1090,6 +1090,37 @@ Test(cli, temporal_choices_any_case_and_tac2_way_out) {
  * temporary), the later ones are appended in place; the stack equals the
  * batch eSRRF of the same frames and the numbered files of --out-dir (made
  * by the stream), and nothing is left beside it. */
+/* A file that is already there is read in pieces (64 MB of pages; 5
+ * pages here, through the test seam, across timepoints of 3), with the
+ * batch call's bits. */
+Test(cli, stream_reads_a_whole_file_in_pieces) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+  const char *in = path_in("in.tif"), *out = path_in("out.tif"),
+             *ref = path_in("ref.tif");
+  expect_status(qs("simulate", "-o", in, "--frames", "12", "--rows", "16",
+                   "--cols", "14", "--seed", "9", "-q", NULL),
+                0, "simulate");
+  setenv("QUICKSILVER_TEST_STREAM_READ_PAGES", "5", 1);
+  result *r = qs("stream", in, "-o", out, "--window", "3", "--magnification",
+                 "2", "--impl", "serial", "--idle", "0", "-q", NULL);
+  unsetenv("QUICKSILVER_TEST_STREAM_READ_PAGES");
+  expect_status(r, 0, "stream in pieces");
+  expect_status(qs("esrrf", in, "-o", ref, "--frames-per-timepoint", "3",
+                   "--magnification", "2", "--impl", "serial", "-q", NULL),
+                0, "batch");
+  qs_image got, want;
+  char err[512];
+  cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(ref, &want, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(got.frames, 4, "12 frames in timepoints of 3");
+  cr_assert_eq(memcmp(got.data, want.data,
+                      4 * got.rows * got.cols * sizeof(float)),
+               0, "the stream read in pieces equals the batch call");
+  qs_image_free(&got);
+  qs_image_free(&want);
+}
+
 Test(cli, stream_output_is_appended_in_place) {
   if (qs("methods", "esrrf", NULL)->status != 0)
     cr_skip_test("no esrrf method in this build");

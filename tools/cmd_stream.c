@@ -200,7 +200,13 @@ static int read_stdin(run_state *r, size_t rows, size_t cols, int u16,
   return rc;
 }
 
-/* A TIFF that may still grow: new pages as they appear. */
+/* Pages read from a TIFF at a time: a large file that is already there
+ * is taken in pieces, so that the stream's memory does not grow with the
+ * file (each piece is pushed, then freed). */
+#define STREAM_READ_BYTES ((size_t)64 << 20)
+
+/* A TIFF that may still grow: new pages as they appear, at most
+ * STREAM_READ_BYTES of them at a time. */
 static int read_tiff(run_state *r, const char *path, size_t limit, double poll,
                      double idle) {
   size_t done = 0;
@@ -214,6 +220,12 @@ static int read_tiff(run_state *r, const char *path, size_t limit, double poll,
     if (!rc && info.pages > done) {
       size_t n = info.pages - done;
       if (n > limit - done) n = limit - done;
+      size_t page = info.rows * info.cols * sizeof(float);
+      size_t most = page ? STREAM_READ_BYTES / page : n;
+      /* test seam: smaller pieces, so that a small file is read in several */
+      const char *seam = getenv("QUICKSILVER_TEST_STREAM_READ_PAGES");
+      if (seam && atoi(seam) > 0) most = (size_t)atoi(seam);
+      if (n > (most ? most : 1)) n = most ? most : 1;
       qs_image pages;
       rc = tiff_read_pages(path, done, n, &pages, err, sizeof err);
       double t = now_s();
