@@ -1090,6 +1090,35 @@ Test(cli, temporal_choices_any_case_and_tac2_way_out) {
  * temporary), the later ones are appended in place; the stack equals the
  * batch eSRRF of the same frames and the numbered files of --out-dir (made
  * by the stream), and nothing is left beside it. */
+/* The 12-frame input of the stream tests (16 x 14, seed): simulated at
+ * in, and the batch call's timepoints of 3 at M 2 with `serial` at ref. */
+static void stream_input_and_batch(const char *in, const char *seed,
+                                   const char *ref) {
+  expect_status(qs("simulate", "-o", in, "--frames", "12", "--rows", "16",
+                   "--cols", "14", "--seed", seed, "-q", NULL),
+                0, "simulate");
+  expect_status(qs("esrrf", in, "-o", ref, "--frames-per-timepoint", "3",
+                   "--magnification", "2", "--impl", "serial", "-q", NULL),
+                0, "batch");
+}
+
+/* The stack at out equals the batch call's at ref bit for bit (4
+ * timepoints); *got keeps out's stack. */
+static void expect_stream_is_batch(const char *out, const char *ref,
+                                   qs_image *got) {
+  qs_image want;
+  char err[512];
+  cr_assert_eq(tiff_read(out, got, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(ref, &want, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(got->frames, 4, "12 frames in timepoints of 3");
+  cr_assert_eq(got->rows, want.rows);
+  cr_assert_eq(got->cols, want.cols);
+  cr_assert_eq(memcmp(got->data, want.data,
+                      4 * got->rows * got->cols * sizeof(float)),
+               0, "the streamed stack equals the batch call's, bit for bit");
+  qs_image_free(&want);
+}
+
 /* A file that is already there is read in pieces (64 MB of pages; 5
  * pages here, through the test seam, across timepoints of 3), with the
  * batch call's bits. */
@@ -1098,27 +1127,15 @@ Test(cli, stream_reads_a_whole_file_in_pieces) {
     cr_skip_test("no esrrf method in this build");
   const char *in = path_in("in.tif"), *out = path_in("out.tif"),
              *ref = path_in("ref.tif");
-  expect_status(qs("simulate", "-o", in, "--frames", "12", "--rows", "16",
-                   "--cols", "14", "--seed", "9", "-q", NULL),
-                0, "simulate");
+  stream_input_and_batch(in, "9", ref);
   setenv("QUICKSILVER_TEST_STREAM_READ_PAGES", "5", 1);
   result *r = qs("stream", in, "-o", out, "--window", "3", "--magnification",
                  "2", "--impl", "serial", "--idle", "0", "-q", NULL);
   unsetenv("QUICKSILVER_TEST_STREAM_READ_PAGES");
   expect_status(r, 0, "stream in pieces");
-  expect_status(qs("esrrf", in, "-o", ref, "--frames-per-timepoint", "3",
-                   "--magnification", "2", "--impl", "serial", "-q", NULL),
-                0, "batch");
-  qs_image got, want;
-  char err[512];
-  cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
-  cr_assert_eq(tiff_read(ref, &want, err, sizeof err), QS_OK, "%s", err);
-  cr_assert_eq(got.frames, 4, "12 frames in timepoints of 3");
-  cr_assert_eq(memcmp(got.data, want.data,
-                      4 * got.rows * got.cols * sizeof(float)),
-               0, "the stream read in pieces equals the batch call");
+  qs_image got;
+  expect_stream_is_batch(out, ref, &got);
   qs_image_free(&got);
-  qs_image_free(&want);
 }
 
 Test(cli, stream_output_is_appended_in_place) {
@@ -1126,9 +1143,7 @@ Test(cli, stream_output_is_appended_in_place) {
     cr_skip_test("no esrrf method in this build");
   const char *in = path_in("in.tif"), *out = path_in("out.tif"),
              *ref = path_in("ref.tif"), *res = path_in("res");
-  expect_status(qs("simulate", "-o", in, "--frames", "12", "--rows", "16",
-                   "--cols", "14", "--seed", "7", "-q", NULL),
-                0, "simulate");
+  stream_input_and_batch(in, "7", ref);
   FILE *f = fopen(out, "w");
   cr_assert_not_null(f);
   fputs("an older file at OUT", f);
@@ -1143,19 +1158,10 @@ Test(cli, stream_output_is_appended_in_place) {
                    "--magnification", "2", "--impl", "serial", "--idle", "0",
                    "-q", NULL),
                 0, "stream");
-  expect_status(qs("esrrf", in, "-o", ref, "--frames-per-timepoint", "3",
-                   "--magnification", "2", "--impl", "serial", "-q", NULL),
-                0, "batch");
-  qs_image got, want;
+  qs_image got;
   char err[512];
-  cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
-  cr_assert_eq(tiff_read(ref, &want, err, sizeof err), QS_OK, "%s", err);
-  cr_assert_eq(got.frames, 4, "12 frames in timepoints of 3");
-  cr_assert_eq(got.rows, want.rows);
-  cr_assert_eq(got.cols, want.cols);
+  expect_stream_is_batch(out, ref, &got);
   size_t plane = got.rows * got.cols;
-  cr_assert_eq(memcmp(got.data, want.data, 4 * plane * sizeof(float)), 0,
-               "the streamed stack equals the batch call's, bit for bit");
   for (size_t k = 0; k < 4; k++) {
     char leaf[64];
     qs_image one;
@@ -1182,7 +1188,6 @@ Test(cli, stream_output_is_appended_in_place) {
   snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -q qs-tmp", dir);
   cr_assert_neq(system(cmd), 0, "a temporary was left beside OUT");
   qs_image_free(&got);
-  qs_image_free(&want);
 }
 
 /* The sweep: a small simulated stack through every output, and bad lists
