@@ -889,6 +889,49 @@ Test(cli, read_budget_refuses_an_oversized_input) {
   cr_assert(!file_exists(path_in("o.tif")));
 }
 
+/* eSRRF on an input over the read budget is read in pieces and folded as
+ * the live stream folds: the whole call's images bit for bit, timepoints
+ * (the last one short) included; temporal none, which has an image per
+ * frame, is still refused. */
+Test(cli, esrrf_over_the_read_budget_is_read_in_pieces) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+  const char *in = path_in("big.tif"), *ref = path_in("ref.tif"),
+             *out = path_in("o.tif");
+  expect_status(qs("simulate", "-o", in, "--frames", "22", "--size",
+                   "128x128", "-q", NULL),
+                0, "simulate"); /* 1.4 MiB decoded */
+  const char *p[] = {"--frames-per-timepoint", "8", "--magnification", "2",
+                     "--impl", "serial", "-q"};
+  expect_status(qs("run", "esrrf", in, "-o", ref, p[0], p[1], p[2], p[3],
+                   p[4], p[5], p[6], NULL),
+                0, "whole");
+  setenv("QUICKSILVER_READ_BUDGET_MB", "1", 1);
+  result *r = qs("run", "esrrf", in, "-o", out, p[0], p[1], p[2], p[3], p[4],
+                 p[5], NULL);
+  expect_status(r, 0, "in pieces");
+  cr_assert_not_null(strstr(r->err, "over the read budget of 1.0 MiB"), "%s",
+                     r->err);
+  result *none = qs("run", "esrrf", in, "-o", path_in("n.tif"), "--temporal",
+                    "none", "--magnification", "2", NULL);
+  unsetenv("QUICKSILVER_READ_BUDGET_MB");
+  qs_image got, want;
+  char err[512];
+  cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(ref, &want, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(got.frames, 3, "22 frames in timepoints of 8");
+  cr_assert_eq(want.frames, 3);
+  cr_assert_eq(memcmp(got.data, want.data,
+                      3 * got.rows * got.cols * sizeof(float)),
+               0, "the images read in pieces equal the whole call's");
+  qs_image_free(&got);
+  qs_image_free(&want);
+  expect_status(none, 1, "temporal none over the budget");
+  cr_assert_not_null(strstr(none->err, "over the read budget"), "%s",
+                     none->err);
+  cr_assert(!file_exists(path_in("n.tif")));
+}
+
 /* ------------------------------------------------- hardening: the store */
 
 /* Occurrences of needle in hay. */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cmd_stream.h"
 #include "outfile.h"
 #include "provenance.h"
 #include "tiff.h"
@@ -386,6 +387,65 @@ static void run_provenance(const qs_method_desc *d, const double *values,
   prov_text(j, out, len);
 }
 
+/* The index of parameter `name` of d, or -1. */
+static int param_at(const qs_method_desc *d, const char *name) {
+  for (size_t i = 0; i < d->n_params; i++)
+    if (!strcmp(d->params[i].name, name)) return (int)i;
+  return -1;
+}
+
+/* eSRRF on a one-channel input whose frames [first, first + count) do not
+ * fit the read budget: read in pieces and folded as the live stream folds
+ * them (cmd_stream.h), a window of frames_per_timepoint frames (all:
+ * the frames asked for), which gives the whole call's images (the
+ * stream's results are the batch call's). *taken: 0 when the input fits,
+ * or cannot be streamed (frames not from the first, several channels,
+ * temporal none, which has an image per frame): the whole read then says
+ * why it is refused. */
+static int esrrf_in_pieces(cli *c, qs_engine *e, const qs_method_desc *d,
+                           const char *label, const args *a,
+                           const double *values, const char *out,
+                           size_t first, size_t count, int *taken) {
+  *taken = 0;
+  char err[1024], sz[3][32];
+  tiff_info info;
+  uint64_t budget;
+  if (strcmp(d->name, "esrrf") || a->n_pos != 1 ||
+      tiff_info_of(a->pos[0], &info, err, sizeof err) ||
+      tiff_read_budget(&budget, err, sizeof err) || first >= info.pages)
+    return CLI_OK;
+  size_t frames = info.pages - first < count ? info.pages - first : count;
+  uint64_t per = (uint64_t)info.rows * info.cols * sizeof(float);
+  int t = param_at(d, "temporal"), f = param_at(d, "frames_per_timepoint");
+  double none = -1;
+  if (t >= 0) qs_params_parse(&d->params[t], "none", &none, err, sizeof err);
+  if (per == 0 || frames <= budget / per || info.meta.channels > 1 ||
+      first > 0 || t < 0 || f < 0 || values[t] == none)
+    return CLI_OK;
+  *taken = 1;
+  size_t fpt = (size_t)values[f], window = fpt ? fpt : frames;
+  cli_note(c,
+           "%s: %s decodes to %s, over the read budget of %s: read in "
+           "pieces and folded as the live stream folds, %zu frame%s per "
+           "timepoint (the whole call's images)\n",
+           label, a->pos[0], tiff_size_text(per * frames, sz[0], 32),
+           tiff_size_text(budget, sz[1], 32), window, window == 1 ? "" : "s");
+  stream_job j = {.in = a->pos[0],
+                  .out = out,
+                  .window = window,
+                  .every = 1,
+                  .limit = frames,
+                  .rows = info.rows,
+                  .cols = info.cols,
+                  .poll = 0.2,
+                  .idle = 0,
+                  .params = a->params,
+                  .n_params = a->n_params,
+                  .impl = args_value(a, "impl"),
+                  .info = info};
+  return stream_run(c, e, d, &j);
+}
+
 /* argv[0] names the method; argv[1..] are inputs and options. */
 static int run_method(cli *c, const char *label, const char *name, int argc,
                       char **argv) {
@@ -435,6 +495,12 @@ static int run_method(cli *c, const char *label, const char *name, int argc,
   if ((rc = frames_parse(args_value(&a, "frames"), &first, &count)))
     return rc;
 
+  if (!dry && !args_value(&a, "explain") && n_out == 1) {
+    int taken;
+    rc = esrrf_in_pieces(c, e, d, label, &a, values, outs[0], first, count,
+                         &taken);
+    if (taken) return rc;
+  }
   if (d->n_inputs > 16 || d->n_outputs > 16)
     return cli_fail("%s: too many inputs or outputs", d->name);
   inputs x;

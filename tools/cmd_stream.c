@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cmd_stream.h"
 #include "outfile.h"
 #include "provenance.h"
 #include "tiff.h"
@@ -200,9 +201,10 @@ static int read_stdin(run_state *r, size_t rows, size_t cols, int u16,
   return rc;
 }
 
-/* Pages read from a TIFF at a time: a large file that is already there
- * is taken in pieces, so that the stream's memory does not grow with the
- * file (each piece is pushed, then freed). */
+/* Pages read from a TIFF at a time (or the read budget, if smaller): a
+ * large file that is already there is taken in pieces, so that the
+ * stream's memory does not grow with the file (each piece is pushed, then
+ * freed). */
 #define STREAM_READ_BYTES ((size_t)64 << 20)
 
 /* A TIFF that may still grow: new pages as they appear, at most
@@ -221,7 +223,10 @@ static int read_tiff(run_state *r, const char *path, size_t limit, double poll,
       size_t n = info.pages - done;
       if (n > limit - done) n = limit - done;
       size_t page = info.rows * info.cols * sizeof(float);
-      size_t most = page ? STREAM_READ_BYTES / page : n;
+      uint64_t bytes = STREAM_READ_BYTES, budget;
+      if (!tiff_read_budget(&budget, err, sizeof err) && budget < bytes)
+        bytes = budget; /* the pieces never over the read budget */
+      size_t most = page ? (size_t)(bytes / page) : n;
       /* test seam: smaller pieces, so that a small file is read in several */
       const char *seam = getenv("QUICKSILVER_TEST_STREAM_READ_PAGES");
       if (seam && atoi(seam) > 0) most = (size_t)atoi(seam);
@@ -412,7 +417,6 @@ int cmd_stream(cli *c, int argc, char **argv) {
   int u16 = dtype && !strcmp(dtype, "uint16");
   if (dtype && !u16 && strcmp(dtype, "float32"))
     return cli_usage("stream: --dtype %s is not float32 or uint16", dtype);
-  run_state r = {.c = c, .t_start = now_s()};
   tiff_info info;
   memset(&info, 0, sizeof info);
   if (!strcmp(in, "-")) {
@@ -449,7 +453,31 @@ int cmd_stream(cli *c, int argc, char **argv) {
     rows = info.rows;
     cols = info.cols;
   }
-  const char *out = args_value(&a, "output"), *dir = args_value(&a, "out-dir");
+  stream_job j = {.in = in,
+                  .out = args_value(&a, "output"),
+                  .dir = args_value(&a, "out-dir"),
+                  .window = window,
+                  .every = every,
+                  .limit = limit,
+                  .rows = rows,
+                  .cols = cols,
+                  .sliding = args_value(&a, "sliding") != NULL,
+                  .u16 = u16,
+                  .poll = (double)poll_ms * 1e-3,
+                  .idle = idle,
+                  .params = a.params,
+                  .n_params = a.n_params,
+                  .impl = args_value(&a, "impl"),
+                  .info = info};
+  return stream_run(c, e, d, &j);
+}
+
+int stream_run(cli *c, qs_engine *e, const qs_method_desc *d,
+               const stream_job *j) {
+  const char *in = j->in, *out = j->out, *dir = j->dir;
+  size_t rows = j->rows, cols = j->cols, limit = j->limit;
+  const tiff_info info = j->info;
+  run_state r = {.c = c, .t_start = now_s()};
   if (!out && !dir) return cli_usage("stream: give -o OUT.tif or --out-dir");
   /* the input is never written: -o is checked against it (and its
    * directory for writing) before any work */
@@ -482,12 +510,12 @@ int cmd_stream(cli *c, int argc, char **argv) {
   }
   qs_esrrf_stream_options o = {.rows = rows,
                                .cols = cols,
-                               .params = a.params,
-                               .n_params = a.n_params,
-                               .sliding = args_value(&a, "sliding") != NULL,
-                               .window = window,
-                               .every = every,
-                               .impl = args_value(&a, "impl")};
+                               .params = j->params,
+                               .n_params = j->n_params,
+                               .sliding = j->sliding,
+                               .window = j->window,
+                               .every = j->every,
+                               .impl = j->impl};
   r.out = out;
   r.dir = dir;
   r.in = in_file;
@@ -501,16 +529,16 @@ int cmd_stream(cli *c, int argc, char **argv) {
   }
   /* every result: the input's pixel size / M, and what made it */
   double values[QS_MAX_PARAMS];
-  if (!qs_params_resolve(d->params, d->n_params, a.params, a.n_params, values,
-                         err, sizeof err))
+  if (!qs_params_resolve(d->params, d->n_params, j->params, j->n_params,
+                         values, err, sizeof err))
     stream_meta(&r, d, values, &info, in, &o);
   /* Ctrl-C ends the input as its end would: the results so far are
    * completed and written */
   r.total = limit < SIZE_MAX ? (uint64_t)limit : 0;
   cli_progress_begin(c, &r.prog, "stream frames", NULL);
   rc = !strcmp(in, "-")
-           ? read_stdin(&r, rows, cols, u16, limit)
-           : read_tiff(&r, in, limit, (double)poll_ms * 1e-3, idle);
+           ? read_stdin(&r, rows, cols, j->u16, limit)
+           : read_tiff(&r, in, limit, j->poll, j->idle);
   if (cli_progress_end(&r.prog))
     cli_note(c, "stream: input ended by Ctrl-C after %llu frame%s\n",
              (unsigned long long)qs_esrrf_stream_frames(r.s),

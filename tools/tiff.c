@@ -577,8 +577,7 @@ int tiff_read_budget(uint64_t *bytes, char *err, size_t err_len) {
   return QS_OK;
 }
 
-/* "12.3 MiB" style sizes for messages. */
-static const char *human(uint64_t b, char *buf, size_t len) {
+const char *tiff_size_text(uint64_t b, char *buf, size_t len) {
   static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = (double)b;
   int u = 0;
@@ -604,9 +603,9 @@ static int budget_check(reader *r, uint32_t w, uint32_t h, size_t count,
                    "the %zu pages read to %s, over the read budget of %s "
                    "(QUICKSILVER_READ_BUDGET_MB raises it)",
                    r->first + k, (unsigned)h, (unsigned)w,
-                   human(per, a, sizeof a), count,
-                   human(per * count, b, sizeof b),
-                   human(budget, c, sizeof c));
+                   tiff_size_text(per, a, sizeof a), count,
+                   tiff_size_text(per * count, b, sizeof b),
+                   tiff_size_text(budget, c, sizeof c));
 }
 
 /* Pages [first, first + count) of n must exist. */

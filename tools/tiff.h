@@ -113,6 +113,9 @@ void tiff_meta_scaled(tiff_meta *m, const tiff_info *in, size_t n,
  * tiff_set_read_budget(bytes) overrides both (0: back to them); tests and
  * fuzzers use it. */
 int tiff_read_budget(uint64_t *bytes, char *err, size_t err_len);
+
+/* b bytes as "12.3 MiB" (B, KiB, MiB, GiB, TiB) into buf; returns buf. */
+const char *tiff_size_text(uint64_t b, char *buf, size_t len);
 void tiff_set_read_budget(uint64_t bytes);
 
 /* The same from memory; `name` is used in messages. */
