@@ -912,6 +912,8 @@ Test(cli, esrrf_over_the_read_budget_is_read_in_pieces) {
   expect_status(r, 0, "in pieces");
   cr_assert_not_null(strstr(r->err, "over the read budget of 1.0 MiB"), "%s",
                      r->err);
+  cr_assert_not_null(strstr(r->err, "22 frames read in pieces, 3 images"),
+                     "%s", r->err);
   result *none = qs("run", "esrrf", in, "-o", path_in("n.tif"), "--temporal",
                     "none", "--magnification", "2", NULL);
   unsetenv("QUICKSILVER_READ_BUDGET_MB");

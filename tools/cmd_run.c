@@ -442,7 +442,8 @@ static int esrrf_in_pieces(cli *c, qs_engine *e, const qs_method_desc *d,
                   .params = a->params,
                   .n_params = a->n_params,
                   .impl = args_value(a, "impl"),
-                  .info = info};
+                  .info = info,
+                  .label = label};
   return stream_run(c, e, d, &j);
 }
 

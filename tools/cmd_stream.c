@@ -77,6 +77,8 @@ typedef struct run_state {
   cJSON *prov;            /* the provenance, until the impl is known */
   cli_progress prog;      /* frames pushed; Ctrl-C ends the input */
   uint64_t total;         /* frames to come when known (--frames), else 0 */
+  const char *label;      /* NULL: `stream`; else the batch command whose
+                             input is read in pieces (stream_job.label) */
 } run_state;
 
 static int lat_add(run_state *r, double v) {
@@ -293,6 +295,10 @@ static int summary(run_state *r) {
   double total = now_s() - r->t_start;
   if (r->c->json) {
     cJSON *j = cJSON_CreateObject();
+    if (r->label) { /* as `run --json` names them, and how it was read */
+      cJSON_AddStringToObject(j, "method", "esrrf");
+      cJSON_AddBoolToObject(j, "read_in_pieces", 1);
+    }
     cJSON_AddStringToObject(j, "impl", qs_esrrf_stream_impl(r->s));
     cJSON_AddNumberToObject(j, "frames", (double)frames);
     cJSON_AddNumberToObject(j, "results", (double)r->n_res);
@@ -305,6 +311,16 @@ static int summary(run_state *r) {
     cJSON_AddNumberToObject(j, "latency_p99", l99);
     return cli_json_out(j);
   }
+  const char *impl =
+      qs_esrrf_stream_impl(r->s)[0] ? qs_esrrf_stream_impl(r->s) : "nothing";
+  if (r->label) { /* a finished stack: no frame waited for a result */
+    cli_note(r->c,
+             "%s: %llu frame%s read in pieces, %zu image%s with %s in %.3f "
+             "s (%.2f frames/s)\n",
+             r->label, (unsigned long long)frames, frames == 1 ? "" : "s",
+             r->n_res, r->n_res == 1 ? "" : "s", impl, total, fps);
+    return CLI_OK;
+  }
   /* the frames' span (first read to last push) is the stream's work;
    * the whole command also waited for frames and wrote results */
   cli_note(r->c,
@@ -313,10 +329,8 @@ static int summary(run_state *r) {
            "waiting for frames; frame latency min %.4f s, median %.4f s, "
            "p99 %.4f s\n",
            (unsigned long long)frames, frames == 1 ? "" : "s", r->n_res,
-           r->n_res == 1 ? "" : "s", wall,
-           qs_esrrf_stream_impl(r->s)[0] ? qs_esrrf_stream_impl(r->s)
-                                         : "nothing",
-           fps, total, r->waited, lmin, lmed, l99);
+           r->n_res == 1 ? "" : "s", wall, impl, fps, total, r->waited, lmin,
+           lmed, l99);
   return CLI_OK;
 }
 
@@ -477,7 +491,7 @@ int stream_run(cli *c, qs_engine *e, const qs_method_desc *d,
   const char *in = j->in, *out = j->out, *dir = j->dir;
   size_t rows = j->rows, cols = j->cols, limit = j->limit;
   const tiff_info info = j->info;
-  run_state r = {.c = c, .t_start = now_s()};
+  run_state r = {.c = c, .t_start = now_s(), .label = j->label};
   if (!out && !dir) return cli_usage("stream: give -o OUT.tif or --out-dir");
   /* the input is never written: -o is checked against it (and its
    * directory for writing) before any work */

@@ -22,6 +22,9 @@ typedef struct stream_job {
   size_t n_params;
   const char *impl;        /* NULL: the engine's choice */
   tiff_info info;          /* a TIFF input's */
+  const char *label;       /* NULL: `stream`; else the batch command (e.g.
+                              "run esrrf") whose input is read in pieces:
+                              its summary, not the stream's latencies */
 } stream_job;
 
 /* Streams j's input through eSRRF on engine e (d: its method) and writes
