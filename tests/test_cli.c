@@ -934,6 +934,48 @@ Test(cli, esrrf_over_the_read_budget_is_read_in_pieces) {
   cr_assert(!file_exists(path_in("n.tif")));
 }
 
+/* Ctrl-C during eSRRF read in pieces (pieces of 16 frames; held by the
+ * read seam after the first page of each piece, interrupted at the second
+ * piece, once 16 frames of the one 22-frame timepoint are folded, which a
+ * stream would complete into an image) cancels the call as it cancels a
+ * whole one: exit status 130, an existing OUT left as it was, no
+ * temporary behind. */
+Test(cli, esrrf_in_pieces_cancelled_writes_nothing) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+  const char *in = path_in("big.tif"), *out = path_in("o.tif");
+  expect_status(qs("simulate", "-o", in, "--frames", "22", "--size",
+                   "128x128", "-q", NULL),
+                0, "simulate");
+  FILE *f = fopen(out, "w");
+  cr_assert_not_null(f);
+  fputs("an older file at OUT", f);
+  fclose(f);
+  setenv("QUICKSILVER_READ_BUDGET_MB", "1", 1);
+  setenv("QUICKSILVER_TEST_READ_STOP", "1", 1);
+  pid_t pid = qs_start("run", "esrrf", in, "-o", out, "--magnification", "2",
+                       "--impl", "serial", NULL);
+  unsetenv("QUICKSILVER_TEST_READ_STOP");
+  unsetenv("QUICKSILVER_READ_BUDGET_MB");
+  int st;
+  cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+  cr_assert(WIFSTOPPED(st), "the read did not reach the seam");
+  kill(pid, SIGCONT); /* the first piece goes on */
+  cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+  cr_assert(WIFSTOPPED(st), "the second piece was not read");
+  kill(pid, SIGINT);
+  kill(pid, SIGCONT);
+  st = wait_bounded(pid, 60, "a cancelled run in pieces");
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "status %#x", st);
+  char err[2048], old[64];
+  slurp_into(path_in("stderr"), err, sizeof err);
+  cr_assert_not_null(strstr(err, "cancelled (Ctrl-C); nothing written"), "%s",
+                     err);
+  slurp_into(out, old, sizeof old);
+  cr_assert_str_eq(old, "an older file at OUT");
+  cr_assert(!has_tmp(), "a temporary was left in %s", dir);
+}
+
 /* ------------------------------------------------- hardening: the store */
 
 /* Occurrences of needle in hay. */

@@ -430,8 +430,14 @@ static int esrrf_in_pieces(cli *c, qs_engine *e, const qs_method_desc *d,
            "timepoint (the whole call's images)\n",
            label, a->pos[0], tiff_size_text(per * frames, sz[0], 32),
            tiff_size_text(budget, sz[1], 32), window, window == 1 ? "" : "s");
+  /* the images go to a temporary beside OUT, renamed over it only when
+   * every piece is done: a failed or cancelled run writes nothing, as the
+   * whole call does (the stream would keep the images made so far) */
+  outfile o;
+  int rc = outfile_open(&o, out, err, sizeof err);
+  if (rc) return cli_fail("%s: %s", label, err);
   stream_job j = {.in = a->pos[0],
-                  .out = out,
+                  .out = o.tmp,
                   .window = window,
                   .every = 1,
                   .limit = frames,
@@ -444,7 +450,19 @@ static int esrrf_in_pieces(cli *c, qs_engine *e, const qs_method_desc *d,
                   .impl = args_value(a, "impl"),
                   .info = info,
                   .label = label};
-  return stream_run(c, e, d, &j);
+  rc = stream_run(c, e, d, &j);
+  if (cli_interrupted()) {
+    outfile_abort(&o);
+    cli_fail("%s: cancelled (Ctrl-C); nothing written", label);
+    return CLI_INTERRUPTED;
+  }
+  if (rc != CLI_OK) {
+    outfile_abort(&o);
+    return rc;
+  }
+  if (outfile_commit(&o, err, sizeof err))
+    return cli_fail("%s: %s", label, err);
+  return CLI_OK;
 }
 
 /* argv[0] names the method; argv[1..] are inputs and options. */

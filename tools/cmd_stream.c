@@ -553,16 +553,21 @@ int stream_run(cli *c, qs_engine *e, const qs_method_desc *d,
   rc = !strcmp(in, "-")
            ? read_stdin(&r, rows, cols, j->u16, limit)
            : read_tiff(&r, in, limit, j->poll, j->idle);
-  if (cli_progress_end(&r.prog))
+  int stopped = cli_progress_end(&r.prog);
+  if (stopped && r.label) {
+    /* a batch command read in pieces: Ctrl-C cancels it (its caller
+     * says so and writes nothing), no image is completed */
+  } else if (stopped) {
     cli_note(c, "stream: input ended by Ctrl-C after %llu frame%s\n",
              (unsigned long long)qs_esrrf_stream_frames(r.s),
              qs_esrrf_stream_frames(r.s) == 1 ? "" : "s");
-  if (!rc) {
+  }
+  if (!rc && !(stopped && r.label)) {
     if (qs_esrrf_stream_end(r.s))
       cli_note(c, "quicksilver: %s\n", qs_esrrf_stream_error(r.s));
     rc = results_drain(&r);
   }
-  if (!rc) rc = summary(&r);
+  if (!rc && !(stopped && r.label)) rc = summary(&r);
   qs_esrrf_stream_close(r.s);
   cJSON_Delete(r.prov);
   outfile_unlock(lock_out);
