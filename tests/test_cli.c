@@ -902,7 +902,7 @@ Test(cli, esrrf_over_the_read_budget_is_read_in_pieces) {
                    "128x128", "-q", NULL),
                 0, "simulate"); /* 1.4 MiB decoded */
   const char *p[] = {"--frames-per-timepoint", "8", "--magnification", "2",
-                     "--impl", "serial", "-q"};
+                     "--impl", "fused", "-q"};
   expect_status(qs("run", "esrrf", in, "-o", ref, p[0], p[1], p[2], p[3],
                    p[4], p[5], p[6], NULL),
                 0, "whole");
@@ -932,6 +932,25 @@ Test(cli, esrrf_over_the_read_budget_is_read_in_pieces) {
   cr_assert_not_null(strstr(none->err, "over the read budget"), "%s",
                      none->err);
   cr_assert(!file_exists(path_in("n.tif")));
+  /* a range of frames not from the first: pages 2 to 21 */
+  expect_status(qs("run", "esrrf", in, "-o", ref, "--frames", "2:22", p[0],
+                   p[1], p[2], p[3], p[4], p[5], p[6], NULL),
+                0, "whole range");
+  setenv("QUICKSILVER_READ_BUDGET_MB", "1", 1);
+  r = qs("run", "esrrf", in, "-o", out, "--frames", "2:22", p[0], p[1], p[2],
+         p[3], p[4], p[5], NULL);
+  unsetenv("QUICKSILVER_READ_BUDGET_MB");
+  expect_status(r, 0, "range in pieces");
+  cr_assert_not_null(strstr(r->err, "20 frames read in pieces, 3 images"),
+                     "%s", r->err);
+  cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(ref, &want, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(got.frames, 3, "20 frames in timepoints of 8");
+  cr_assert_eq(memcmp(got.data, want.data,
+                      3 * got.rows * got.cols * sizeof(float)),
+               0, "the range read in pieces equals the whole call's");
+  qs_image_free(&got);
+  qs_image_free(&want);
 }
 
 /* Ctrl-C during eSRRF read in pieces (pieces of 16 frames; held by the
@@ -954,7 +973,7 @@ Test(cli, esrrf_in_pieces_cancelled_writes_nothing) {
   setenv("QUICKSILVER_READ_BUDGET_MB", "1", 1);
   setenv("QUICKSILVER_TEST_READ_STOP", "1", 1);
   pid_t pid = qs_start("run", "esrrf", in, "-o", out, "--magnification", "2",
-                       "--impl", "serial", NULL);
+                       "--impl", "fused", NULL);
   unsetenv("QUICKSILVER_TEST_READ_STOP");
   unsetenv("QUICKSILVER_READ_BUDGET_MB");
   int st;

@@ -399,9 +399,8 @@ static int param_at(const qs_method_desc *d, const char *name) {
  * them (cmd_stream.h), a window of frames_per_timepoint frames (all:
  * the frames asked for), which gives the whole call's images (the
  * stream's results are the batch call's). *taken: 0 when the input fits,
- * or cannot be streamed (frames not from the first, several channels,
- * temporal none, which has an image per frame): the whole read then says
- * why it is refused. */
+ * or cannot be streamed (several channels, temporal none, which has an
+ * image per frame): the whole read then says why it is refused. */
 static int esrrf_in_pieces(cli *c, qs_engine *e, const qs_method_desc *d,
                            const char *label, const args *a,
                            const double *values, const char *out,
@@ -420,7 +419,7 @@ static int esrrf_in_pieces(cli *c, qs_engine *e, const qs_method_desc *d,
   double none = -1;
   if (t >= 0) qs_params_parse(&d->params[t], "none", &none, err, sizeof err);
   if (per == 0 || frames <= budget / per || info.meta.channels > 1 ||
-      first > 0 || t < 0 || f < 0 || values[t] == none)
+      t < 0 || f < 0 || values[t] == none)
     return CLI_OK;
   *taken = 1;
   size_t fpt = (size_t)values[f], window = fpt ? fpt : frames;
@@ -440,6 +439,7 @@ static int esrrf_in_pieces(cli *c, qs_engine *e, const qs_method_desc *d,
                   .out = o.tmp,
                   .window = window,
                   .every = 1,
+                  .first = first,
                   .limit = frames,
                   .rows = info.rows,
                   .cols = info.cols,

@@ -211,9 +211,9 @@ static int read_stdin(run_state *r, size_t rows, size_t cols, int u16,
 
 /* A TIFF that may still grow: new pages as they appear, at most
  * STREAM_READ_BYTES of them at a time. */
-static int read_tiff(run_state *r, const char *path, size_t limit, double poll,
-                     double idle) {
-  size_t done = 0;
+static int read_tiff(run_state *r, const char *path, size_t first,
+                     size_t limit, double poll, double idle) {
+  size_t done = 0; /* frames pushed: pages [first, first + done) */
   double last_growth = now_s();
   char err[512] = "";
   int told = 0; /* "waiting" said since the last growth */
@@ -221,8 +221,8 @@ static int read_tiff(run_state *r, const char *path, size_t limit, double poll,
     tiff_info info;
     int rc = tiff_info_of(path, &info, err, sizeof err);
     /* a file being written can be momentarily unreadable */
-    if (!rc && info.pages > done) {
-      size_t n = info.pages - done;
+    if (!rc && info.pages > first + done) {
+      size_t n = info.pages - first - done;
       if (n > limit - done) n = limit - done;
       size_t page = info.rows * info.cols * sizeof(float);
       uint64_t bytes = STREAM_READ_BYTES, budget;
@@ -234,7 +234,7 @@ static int read_tiff(run_state *r, const char *path, size_t limit, double poll,
       if (seam && atoi(seam) > 0) most = (size_t)atoi(seam);
       if (n > (most ? most : 1)) n = most ? most : 1;
       qs_image pages;
-      rc = tiff_read_pages(path, done, n, &pages, err, sizeof err);
+      rc = tiff_read_pages(path, first + done, n, &pages, err, sizeof err);
       double t = now_s();
       for (size_t k = 0; !rc && k < pages.frames && !cli_interrupted(); k++) {
         int prc = frame_push(r, pages.data + k * pages.rows * pages.cols,
@@ -552,7 +552,7 @@ int stream_run(cli *c, qs_engine *e, const qs_method_desc *d,
   cli_progress_begin(c, &r.prog, "stream frames", NULL);
   rc = !strcmp(in, "-")
            ? read_stdin(&r, rows, cols, j->u16, limit)
-           : read_tiff(&r, in, limit, j->poll, j->idle);
+           : read_tiff(&r, in, j->first, limit, j->poll, j->idle);
   int stopped = cli_progress_end(&r.prog);
   if (stopped && r.label) {
     /* a batch command read in pieces: Ctrl-C cancels it (its caller
