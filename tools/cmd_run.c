@@ -406,7 +406,7 @@ static int esrrf_in_pieces(cli *c, qs_engine *e, const qs_method_desc *d,
                            const double *values, const char *out,
                            size_t first, size_t count, int *taken) {
   *taken = 0;
-  char err[1024], sz[3][32];
+  char err[1024], sz[2][32];
   tiff_info info;
   uint64_t budget;
   if (strcmp(d->name, "esrrf") || a->n_pos != 1 ||
