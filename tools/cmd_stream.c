@@ -217,9 +217,14 @@ static int read_tiff(run_state *r, const char *path, size_t first,
   double last_growth = now_s();
   char err[512] = "";
   int told = 0; /* "waiting" said since the last growth */
+  tiff_info info;
+  int known = 0; /* info holds pages not read yet: no need to look again */
   while (done < limit && !cli_interrupted()) {
-    tiff_info info;
-    int rc = tiff_info_of(path, &info, err, sizeof err);
+    int rc = QS_OK;
+    if (!known || info.pages <= first + done) {
+      rc = tiff_info_of(path, &info, err, sizeof err);
+      known = !rc;
+    }
     /* a file being written can be momentarily unreadable */
     if (!rc && info.pages > first + done) {
       size_t n = info.pages - first - done;
