@@ -478,6 +478,73 @@ Test(tiff, imagej_single_directory_stack) {
   dir_remove();
 }
 
+/* A sequence reads a stack in pieces through one open file: each piece
+ * equals the same pages read whole (a written stack of many pages and a
+ * compressed libtiff one), a page past the end fails, a first page past
+ * the end is QS_EINVAL, and an ImageJ stack of one directory is left to
+ * tiff_read_pages (QS_EUNAVAIL). */
+Test(tiff, sequence_reads_pieces_in_order) {
+  dir_make();
+  char err[512];
+  qs_image img, all, piece;
+  cr_assert_eq(qs_image_alloc(&img, 23, 5, 7), QS_OK);
+  for (size_t i = 0; i < 23 * 35; i++) img.data[i] = (float)i * 0.25f - 9;
+  const char *path = in_dir("seq.tif");
+  cr_assert_eq(tiff_write(path, &img, err, sizeof err), QS_OK, "%s", err);
+  const size_t sizes[] = {1, 4, 7, 2, 5, 3}; /* 22 of the 23 pages */
+  tiff_seq *s;
+  cr_assert_eq(tiff_seq_open(path, 1, &s, err, sizeof err), QS_OK, "%s", err);
+  size_t at = 1;
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+    cr_assert_eq(tiff_seq_read(s, sizes[k], &piece, err, sizeof err), QS_OK,
+                 "%s", err);
+    cr_assert_eq(piece.frames, sizes[k]);
+    cr_assert_eq(memcmp(piece.data, img.data + at * 35,
+                        sizes[k] * 35 * sizeof(float)),
+                 0, "pages [%zu, %zu)", at, at + sizes[k]);
+    at += sizes[k];
+    qs_image_free(&piece);
+  }
+  cr_assert_eq(at, 23);
+  cr_assert_neq(tiff_seq_read(s, 1, &piece, err, sizeof err), QS_OK);
+  cr_assert_null(piece.data);
+  tiff_seq_close(s);
+  cr_assert_eq(tiff_seq_open(path, 23, &s, err, sizeof err), QS_EINVAL);
+  cr_assert_null(s);
+  /* compressed pages written by libtiff */
+  const char *lt = in_dir("lt.tif");
+  write_libtiff(lt, "wl", SAMPLEFORMAT_UINT, 16, 0, COMPRESSION_ADOBE_DEFLATE);
+  cr_assert_eq(tiff_read(lt, &all, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_seq_open(lt, 0, &s, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_seq_read(s, 2, &piece, err, sizeof err), QS_OK, "%s",
+               err);
+  cr_assert_eq(memcmp(piece.data, all.data, 2 * W * H * sizeof(float)), 0);
+  qs_image_free(&piece);
+  cr_assert_eq(tiff_seq_read(s, PAGES - 2, &piece, err, sizeof err), QS_OK,
+               "%s", err);
+  cr_assert_eq(memcmp(piece.data, all.data + 2 * W * H,
+                      (PAGES - 2) * W * H * sizeof(float)),
+               0);
+  qs_image_free(&piece);
+  qs_image_free(&all);
+  tiff_seq_close(s);
+  /* an ImageJ stack of one directory: its pages are one block */
+  size_t n;
+  unsigned char *b = slurp(path, &n);
+  uint32_t ifd;
+  uint16_t entries;
+  memcpy(&ifd, b + 4, 4);
+  memcpy(&entries, b + ifd, 2);
+  size_t end = ifd + 2 + 12 * (size_t)entries;
+  memset(b + end, 0, 4);
+  rewrite(path, b, end + 4);
+  free(b);
+  cr_assert_eq(tiff_seq_open(path, 0, &s, err, sizeof err), QS_EUNAVAIL);
+  cr_assert_null(s);
+  qs_image_free(&img);
+  dir_remove();
+}
+
 /* ------------------------------------------------- ranges and budgets */
 
 /* The page count and a range of pages, without decoding the others: the

@@ -219,9 +219,14 @@ static int read_tiff(run_state *r, const char *path, size_t first,
   int told = 0; /* "waiting" said since the last growth */
   tiff_info info;
   int known = 0; /* info holds pages not read yet: no need to look again */
+  tiff_seq *seq = NULL; /* the file open at page first + done */
   while (done < limit && !cli_interrupted()) {
     int rc = QS_OK;
     if (!known || info.pages <= first + done) {
+      /* the pages known are read: the file is opened again for more (a
+       * growing file's directory chain is read anew) */
+      tiff_seq_close(seq);
+      seq = NULL;
       rc = tiff_info_of(path, &info, err, sizeof err);
       known = !rc;
     }
@@ -239,13 +244,26 @@ static int read_tiff(run_state *r, const char *path, size_t first,
       if (seam && atoi(seam) > 0) most = (size_t)atoi(seam);
       if (n > (most ? most : 1)) n = most ? most : 1;
       qs_image pages;
-      rc = tiff_read_pages(path, first + done, n, &pages, err, sizeof err);
+      if (!seq) {
+        rc = tiff_seq_open(path, first + done, &seq, err, sizeof err);
+        if (rc == QS_EUNAVAIL) rc = QS_OK; /* one block: read whole pieces */
+      }
+      if (!rc)
+        rc = seq ? tiff_seq_read(seq, n, &pages, err, sizeof err)
+                 : tiff_read_pages(path, first + done, n, &pages, err,
+                                   sizeof err);
+      if (rc) { /* opened again at the same page next time */
+        tiff_seq_close(seq);
+        seq = NULL;
+        known = 0;
+      }
       double t = now_s();
       for (size_t k = 0; !rc && k < pages.frames && !cli_interrupted(); k++) {
         int prc = frame_push(r, pages.data + k * pages.rows * pages.cols,
                              pages.rows, pages.cols, t);
         if (prc) {
           qs_image_free(&pages);
+          tiff_seq_close(seq);
           return prc;
         }
         done++;
@@ -276,6 +294,7 @@ static int read_tiff(run_state *r, const char *path, size_t first,
     }
     sleep_s(poll);
   }
+  tiff_seq_close(seq);
   return CLI_OK;
 }
 

@@ -806,7 +806,10 @@ int tiff_info_mem(const void *data, size_t size, const char *name,
 
 /* Reads pages [r->first, r->first + r->count) of the file, or only its
  * shape when r->info is set. */
-static int read_file(reader *r, qs_image *img, char *err, size_t err_len) {
+/* Opens r->name as a TIFF into *t (r->size set): a regular file only,
+ * read with read(), never mapped. */
+static int open_file(reader *r, TIFF **t, char *err, size_t err_len) {
+  *t = NULL;
   /* Without blocking: opening a FIFO for reading would wait for a writer
    * forever; it is refused below as not a regular file. */
   int fd = open(r->name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -834,14 +837,109 @@ static int read_file(reader *r, qs_image *img, char *err, size_t err_len) {
    * decoded into (twice the input at the peak), and a file another
    * program truncates while it is mapped ends the process with SIGBUS
    * where a read only fails */
-  TIFF *t = TIFFFdOpenExt(fd, r->name, "rm", o);
+  *t = TIFFFdOpenExt(fd, r->name, "rm", o);
   TIFFOpenOptionsFree(o);
-  if (!t) {
+  if (!*t) {
     close(fd);
     return read_fail(r, QS_EFORMAT, err, err_len, "cannot open TIFF");
   }
-  int rc = read_all(t, r, img, err, err_len);
+  return QS_OK;
+}
+
+static int read_file(reader *r, qs_image *img, char *err, size_t err_len) {
+  TIFF *t;
+  int rc = open_file(r, &t, err, err_len);
+  if (rc) return rc;
+  rc = read_all(t, r, img, err, err_len);
   TIFFClose(t); /* closes fd */
+  return rc;
+}
+
+/* ------------------------------------------------------ sequential reads */
+
+struct tiff_seq {
+  reader r;    /* libtiff's handlers keep its address */
+  TIFF *t;
+  page first;  /* page 0's */
+  size_t next; /* the page the next read starts at */
+  int fresh;   /* t is on page `next` already (read it, do not advance) */
+};
+
+void tiff_seq_close(tiff_seq *s) {
+  if (!s) return;
+  if (s->t) TIFFClose(s->t);
+  free(s);
+}
+
+int tiff_seq_open(const char *path, size_t first, tiff_seq **out, char *err,
+                  size_t err_len) {
+  *out = NULL;
+  tiff_seq *s = calloc(1, sizeof *s);
+  if (!s) {
+    snprintf(err, err_len, "%s: out of memory", path);
+    return QS_ENOMEM;
+  }
+  s->r.name = path;
+  s->r.count = SIZE_MAX;
+  int rc = open_file(&s->r, &s->t, err, err_len);
+  if (!rc && !TIFFSetDirectory(s->t, 0))
+    rc = read_fail(&s->r, QS_EFORMAT, err, err_len, "cannot read page 0");
+  if (!rc) rc = page_probe(s->t, &s->r, 0, &s->first, err, err_len);
+  /* an ImageJ stack of one directory keeps its pages as one block, which
+   * tiff_read_pages reads without walking pages */
+  if (!rc && imagej_images(s->t) > 1 && TIFFNumberOfDirectories(s->t) == 1)
+    rc = QS_EUNAVAIL;
+  if (!rc && (first > (size_t)UINT32_MAX - 1 ||
+              !TIFFSetDirectory(s->t, (tdir_t)first)))
+    rc = read_fail(&s->r, QS_EINVAL, err, err_len, "no page %zu", first);
+  if (rc) {
+    tiff_seq_close(s);
+    return rc;
+  }
+  s->next = first;
+  s->fresh = 1;
+  *out = s;
+  return QS_OK;
+}
+
+int tiff_seq_read(tiff_seq *s, size_t n, qs_image *img, char *err,
+                  size_t err_len) {
+  qs_image empty = {0};
+  *img = empty;
+  reader *r = &s->r;
+  r->first = s->next; /* for the budget's message */
+  int rc = n ? budget_check(r, s->first.w, s->first.h, n, err, err_len)
+             : read_fail(r, QS_EINVAL, err, err_len, "no pages asked for");
+  if (!rc && (rc = qs_image_alloc(img, n, s->first.h, s->first.w)))
+    return read_fail(r, rc, err, err_len, "%zu pages of %ux%u pixels: %s", n,
+                     (unsigned)s->first.h, (unsigned)s->first.w,
+                     qs_status_message(rc));
+  size_t plane = (size_t)s->first.w * s->first.h;
+  for (size_t j = 0; !rc && j < n; j++) {
+    unsigned k = (unsigned)s->next;
+    page p;
+    if (!s->fresh && !TIFFReadDirectory(s->t)) {
+      rc = read_fail(r, QS_EFORMAT, err, err_len, "cannot read page %u", k);
+      break;
+    }
+    s->fresh = 0;
+    rc = page_probe(s->t, r, k, &p, err, err_len);
+    if (!rc && (p.w != s->first.w || p.h != s->first.h))
+      rc = read_fail(r, QS_EFORMAT, err, err_len,
+                     "pages of different sizes: page 0 is %ux%u, page %u "
+                     "is %ux%u (rows x cols)",
+                     (unsigned)s->first.h, (unsigned)s->first.w, k,
+                     (unsigned)p.h, (unsigned)p.w);
+    if (!rc) rc = page_read(s->t, r, k, &p, img->data + j * plane, err,
+                            err_len);
+    if (!rc) s->next++;
+    /* the read seam of read_all: after each read's first page */
+    const char *stop = getenv("QUICKSILVER_TEST_READ_STOP");
+    if (!rc && j == 0 && stop && !strcmp(stop, "1")) raise(SIGSTOP);
+  }
+  if (!rc && r->msg[0])
+    rc = read_fail(r, QS_EFORMAT, err, err_len, "malformed TIFF");
+  if (rc) qs_image_free(img);
   return rc;
 }
 

@@ -47,6 +47,24 @@ int tiff_read(const char *path, qs_image *img, char *err, size_t err_len);
 int tiff_read_pages(const char *path, size_t first, size_t count,
                     qs_image *img, char *err, size_t err_len);
 
+/* Pages read in order through one open file, for a reader that takes a
+ * long stack a piece at a time: tiff_read_pages finds its first page by
+ * walking the directories from the first (and checks every page of the
+ * file), so n pieces of a stack of P pages cost n·P directory reads; a
+ * sequence walks to `first` once and then reads on. tiff_seq_open:
+ * QS_EUNAVAIL (no message) for an ImageJ stack of one directory, whose
+ * pages are one block (read those with tiff_read_pages), QS_EINVAL when
+ * there is no page `first`. tiff_seq_read: the next n pages into *img,
+ * each checked as tiff_read_pages checks them (the size of page 0, the
+ * read budget); a page that is not there yet fails (QS_EFORMAT), and the
+ * sequence should then be closed and opened again at the same page. */
+typedef struct tiff_seq tiff_seq;
+int tiff_seq_open(const char *path, size_t first, tiff_seq **s, char *err,
+                  size_t err_len);
+int tiff_seq_read(tiff_seq *s, size_t n, qs_image *img, char *err,
+                  size_t err_len);
+void tiff_seq_close(tiff_seq *s);
+
 /* What a stack says about itself beside its pixels, read from its first
  * page and written by tiff_write_meta.
  *
