@@ -889,6 +889,22 @@ Test(cli, read_budget_refuses_an_oversized_input) {
   cr_assert(!file_exists(path_in("o.tif")));
 }
 
+/* The stacks at out and ref have `frames` images each, the same bits. */
+static void expect_same_stack(const char *out, const char *ref,
+                              size_t frames, const char *what) {
+  qs_image got, want;
+  char err[512];
+  cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(ref, &want, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(got.frames, frames, "%s: %zu images", what, got.frames);
+  cr_assert_eq(want.frames, frames, "%s: %zu images", what, want.frames);
+  cr_assert_eq(memcmp(got.data, want.data,
+                      frames * got.rows * got.cols * sizeof(float)),
+               0, "%s: the images differ", what);
+  qs_image_free(&got);
+  qs_image_free(&want);
+}
+
 /* eSRRF on an input over the read budget is read in pieces and folded as
  * the live stream folds: the whole call's images bit for bit, timepoints
  * (the last one short) included; temporal none, which has an image per
@@ -917,17 +933,7 @@ Test(cli, esrrf_over_the_read_budget_is_read_in_pieces) {
   result *none = qs("run", "esrrf", in, "-o", path_in("n.tif"), "--temporal",
                     "none", "--magnification", "2", NULL);
   unsetenv("QUICKSILVER_READ_BUDGET_MB");
-  qs_image got, want;
-  char err[512];
-  cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
-  cr_assert_eq(tiff_read(ref, &want, err, sizeof err), QS_OK, "%s", err);
-  cr_assert_eq(got.frames, 3, "22 frames in timepoints of 8");
-  cr_assert_eq(want.frames, 3);
-  cr_assert_eq(memcmp(got.data, want.data,
-                      3 * got.rows * got.cols * sizeof(float)),
-               0, "the images read in pieces equal the whole call's");
-  qs_image_free(&got);
-  qs_image_free(&want);
+  expect_same_stack(out, ref, 3, "22 frames in timepoints of 8, in pieces");
   expect_status(none, 1, "temporal none over the budget");
   cr_assert_not_null(strstr(none->err, "over the read budget"), "%s",
                      none->err);
@@ -943,14 +949,7 @@ Test(cli, esrrf_over_the_read_budget_is_read_in_pieces) {
   expect_status(r, 0, "range in pieces");
   cr_assert_not_null(strstr(r->err, "20 frames read in pieces, 3 images"),
                      "%s", r->err);
-  cr_assert_eq(tiff_read(out, &got, err, sizeof err), QS_OK, "%s", err);
-  cr_assert_eq(tiff_read(ref, &want, err, sizeof err), QS_OK, "%s", err);
-  cr_assert_eq(got.frames, 3, "20 frames in timepoints of 8");
-  cr_assert_eq(memcmp(got.data, want.data,
-                      3 * got.rows * got.cols * sizeof(float)),
-               0, "the range read in pieces equals the whole call's");
-  qs_image_free(&got);
-  qs_image_free(&want);
+  expect_same_stack(out, ref, 3, "frames 2:22 in timepoints of 8, in pieces");
 }
 
 /* Ctrl-C during eSRRF read in pieces (pieces of 16 frames; held by the
@@ -1478,6 +1477,46 @@ static cJSON *esrrf_provenance(const tiff_info *info, const char *impl,
                    QS_VERSION);
   cr_assert_str_eq(cJSON_GetObjectItem(p, "input")->valuestring, input);
   return p;
+}
+
+/* A 2-channel hyperstack over the read budget is read in pieces, a
+ * channel at a time, and joined: the whole call's hyperstack bit for bit
+ * (timepoints of 8, the last short), with both channels and the pixel
+ * size. */
+Test(cli, hyperstack_over_the_read_budget_is_read_in_pieces) {
+  need_esrrf();
+  const char *a = simulated("a.tif", "22", "128x128", "3"),
+             *b = simulated("b.tif", "22", "128x128", "4");
+  const char *hs = path_in("hs.tif"), *out = path_in("out.tif"),
+             *ref = path_in("ref.tif");
+  qs_image ia, ib;
+  char err[512];
+  cr_assert_eq(tiff_read(a, &ia, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(tiff_read(b, &ib, err, sizeof err), QS_OK, "%s", err);
+  write_hyperstack(hs, &ia, &ib); /* 2.8 MiB decoded */
+  expect_status(qs("esrrf", hs, "-o", ref, "--magnification", "2",
+                   "--frames-per-timepoint", "8", "--impl", "fused", "-q",
+                   NULL),
+                0, "whole");
+  setenv("QUICKSILVER_READ_BUDGET_MB", "1", 1);
+  result *r = qs("esrrf", hs, "-o", out, "--magnification", "2",
+                 "--frames-per-timepoint", "8", "--impl", "fused", NULL);
+  unsetenv("QUICKSILVER_READ_BUDGET_MB");
+  expect_status(r, 0, "in pieces");
+  cr_assert_not_null(strstr(r->err, "a channel at a time"), "%s", r->err);
+  expect_same_stack(out, ref, 6, "2 channels x 3 timepoints, in pieces");
+  tiff_info info;
+  cr_assert_eq(tiff_info_of(out, &info, err, sizeof err), QS_OK, "%s", err);
+  cr_assert_eq(info.meta.channels, 2);
+  cr_assert_eq(info.meta.frames, 3);
+  cr_assert_float_eq(info.meta.pixel_x, 0.05, 1e-9);
+  cJSON *p = cJSON_Parse(info.meta.provenance);
+  cr_assert_not_null(p, "%s", info.meta.provenance);
+  cr_assert_eq(cJSON_GetObjectItem(p, "channels")->valuedouble, 2);
+  cr_assert_str_eq(cJSON_GetObjectItem(p, "impl")->valuestring, "fused");
+  cJSON_Delete(p);
+  cr_assert(!has_tmp(), "a temporary was left in %s", dir);
+  qs_image_free(&ia), qs_image_free(&ib);
 }
 
 /* A 2-channel hyperstack is run per channel: each output channel equals

@@ -394,13 +394,77 @@ static int param_at(const qs_method_desc *d, const char *name) {
   return -1;
 }
 
-/* eSRRF on a one-channel input whose frames [first, first + count) do not
- * fit the read budget: read in pieces and folded as the live stream folds
- * them (cmd_stream.h), a window of frames_per_timepoint frames (all:
- * the frames asked for), which gives the whole call's images (the
- * stream's results are the batch call's). *taken: 0 when the input fits,
- * or cannot be streamed (several channels, temporal none, which has an
- * image per frame): the whole read then says why it is refused. */
+/* The channels' image stacks at paths[0..C) (the same timepoints each)
+ * as one hyperstack at out, channel fastest, with the first's pixel size
+ * and provenance (the channel count and each channel's implementation
+ * added). A CLI status, printed. */
+static int channels_join(const char *label, char (*paths)[4096], size_t C,
+                         const char *out) {
+  char err[1024];
+  qs_image img[64] = {{0}}, all = {0};
+  tiff_info info;
+  int rc = tiff_info_of(paths[0], &info, err, sizeof err);
+  for (size_t ch = 0; !rc && ch < C; ch++) {
+    rc = tiff_read(paths[ch], &img[ch], err, sizeof err);
+    if (!rc && (img[ch].frames != img[0].frames ||
+                img[ch].rows != img[0].rows || img[ch].cols != img[0].cols))
+      rc = (snprintf(err, sizeof err, "channel %zu's images differ in shape",
+                     ch),
+            QS_EFORMAT);
+  }
+  if (!rc) rc = qs_image_alloc(&all, img[0].frames * C, img[0].rows,
+                               img[0].cols);
+  size_t plane = img[0].rows * img[0].cols;
+  for (size_t ch = 0; !rc && ch < C; ch++)
+    for (size_t k = 0; k < img[0].frames; k++)
+      memcpy(all.data + (k * C + ch) * plane, img[ch].data + k * plane,
+             plane * sizeof(float));
+  if (!rc) {
+    tiff_meta m = info.meta;
+    m.channels = C;
+    m.slices = 1;
+    m.frames = img[0].frames;
+    snprintf(m.order, sizeof m.order, "CZT");
+    cJSON *j = cJSON_Parse(info.meta.provenance);
+    const char *impls[64];
+    tiff_info ci;
+    char buf[64][64];
+    for (size_t ch = 0; j && ch < C; ch++) {
+      impls[ch] = "";
+      if (!tiff_info_of(paths[ch], &ci, err, sizeof err)) {
+        cJSON *p = cJSON_Parse(ci.meta.provenance);
+        const cJSON *im = p ? cJSON_GetObjectItem(p, "impl") : NULL;
+        snprintf(buf[ch], sizeof buf[ch], "%s",
+                 cJSON_IsString(im) ? im->valuestring : "");
+        impls[ch] = buf[ch];
+        cJSON_Delete(p);
+      }
+    }
+    if (j) {
+      char set[256];
+      prov_impl_set(impls, C, set, sizeof set);
+      cJSON_DeleteItemFromObject(j, "impl");
+      cJSON_AddStringToObject(j, "impl", set);
+      cJSON_AddNumberToObject(j, "channels", (double)C);
+      prov_impl_each(j, "impl_per_channel", impls, C);
+      prov_text(j, m.provenance, sizeof m.provenance);
+    }
+    rc = tiff_write_meta(out, &all, 0, &m, err, sizeof err);
+  }
+  for (size_t ch = 0; ch < C; ch++) qs_image_free(&img[ch]);
+  qs_image_free(&all);
+  return rc ? cli_fail("%s: %s", label, err) : CLI_OK;
+}
+
+/* eSRRF on an input whose frames [first, first + count) do not fit the
+ * read budget: read in pieces and folded as the live stream folds them
+ * (cmd_stream.h), a window of frames_per_timepoint frames (all: the
+ * frames asked for), which gives the whole call's images (the stream's
+ * results are the batch call's); several channels one after the other,
+ * joined into the run's hyperstack at the end. *taken: 0 when the input
+ * fits, or cannot be streamed (temporal none, which has an image per
+ * frame; channels that are not the fastest axis, or slices): the whole
+ * read then says why it is refused. */
 static int esrrf_in_pieces(cli *c, qs_engine *e, const qs_method_desc *d,
                            const char *label, const args *a,
                            const double *values, const char *out,
@@ -411,46 +475,70 @@ static int esrrf_in_pieces(cli *c, qs_engine *e, const qs_method_desc *d,
   uint64_t budget;
   if (strcmp(d->name, "esrrf") || a->n_pos != 1 ||
       tiff_info_of(a->pos[0], &info, err, sizeof err) ||
-      tiff_read_budget(&budget, err, sizeof err) || first >= info.pages)
+      tiff_read_budget(&budget, err, sizeof err))
     return CLI_OK;
-  size_t frames = info.pages - first < count ? info.pages - first : count;
+  /* several channels: only with the channel axis the fastest (ImageJ's
+   * order) and no slices, where a frame's channels are consecutive pages */
+  size_t C = info.meta.channels ? info.meta.channels : 1;
+  size_t all = C > 1 ? info.pages / C : info.pages;
+  if (first >= all) return CLI_OK;
+  size_t frames = all - first < count ? all - first : count;
   uint64_t per = (uint64_t)info.rows * info.cols * sizeof(float);
+  uint64_t read = per * (C > 1 ? info.pages : frames); /* the whole read */
   int t = param_at(d, "temporal"), f = param_at(d, "frames_per_timepoint");
   double none = -1;
   if (t >= 0) qs_params_parse(&d->params[t], "none", &none, err, sizeof err);
-  if (per == 0 || frames <= budget / per || info.meta.channels > 1 ||
-      t < 0 || f < 0 || values[t] == none)
+  if (per == 0 || read <= budget || t < 0 || f < 0 || values[t] == none ||
+      (C > 1 && (info.meta.order[0] != 'C' || info.meta.slices > 1 ||
+                 C > 64)))
     return CLI_OK;
   *taken = 1;
   size_t fpt = (size_t)values[f], window = fpt ? fpt : frames;
   cli_note(c,
            "%s: %s decodes to %s, over the read budget of %s: read in "
            "pieces and folded as the live stream folds, %zu frame%s per "
-           "timepoint (the whole call's images)\n",
-           label, a->pos[0], tiff_size_text(per * frames, sz[0], 32),
-           tiff_size_text(budget, sz[1], 32), window, window == 1 ? "" : "s");
+           "timepoint%s (the whole call's images)\n",
+           label, a->pos[0], tiff_size_text(read, sz[0], 32),
+           tiff_size_text(budget, sz[1], 32), window, window == 1 ? "" : "s",
+           C > 1 ? ", a channel at a time" : "");
   /* the images go to a temporary beside OUT, renamed over it only when
    * every piece is done: a failed or cancelled run writes nothing, as the
-   * whole call does (the stream would keep the images made so far) */
+   * whole call does (the stream would keep the images made so far);
+   * several channels go to one temporary each first (OUT's temporary
+   * name and ".c" with the channel: swept with it after a crash) */
   outfile o;
   int rc = outfile_open(&o, out, err, sizeof err);
   if (rc) return cli_fail("%s: %s", label, err);
-  stream_job j = {.in = a->pos[0],
-                  .out = o.tmp,
-                  .window = window,
-                  .every = 1,
-                  .first = first,
-                  .limit = frames,
-                  .rows = info.rows,
-                  .cols = info.cols,
-                  .poll = 0.2,
-                  .idle = 0,
-                  .params = a->params,
-                  .n_params = a->n_params,
-                  .impl = args_value(a, "impl"),
-                  .info = info,
-                  .label = label};
-  rc = stream_run(c, e, d, &j);
+  char chan[64][4096];
+  for (size_t ch = 0; ch < C; ch++)
+    snprintf(chan[ch], sizeof chan[ch], C > 1 ? "%s.c%zu" : "%s", o.tmp, ch);
+  size_t made = 0;
+  for (size_t ch = 0; rc == CLI_OK && ch < C && !cli_interrupted(); ch++) {
+    char what[128];
+    snprintf(what, sizeof what, C > 1 ? "%s (channel %zu)" : "%s", label, ch);
+    stream_job j = {.in = a->pos[0],
+                    .out = chan[ch],
+                    .window = window,
+                    .every = 1,
+                    .first = first,
+                    .step = C,
+                    .channel = ch,
+                    .limit = frames,
+                    .rows = info.rows,
+                    .cols = info.cols,
+                    .poll = 0.2,
+                    .idle = 0,
+                    .params = a->params,
+                    .n_params = a->n_params,
+                    .impl = args_value(a, "impl"),
+                    .info = info,
+                    .label = what};
+    rc = stream_run(c, e, d, &j);
+    made = ch + 1;
+  }
+  if (!cli_interrupted() && rc == CLI_OK && C > 1)
+    rc = channels_join(label, chan, C, o.tmp);
+  for (size_t ch = 0; C > 1 && ch < made; ch++) unlink(chan[ch]);
   if (cli_interrupted()) {
     outfile_abort(&o);
     cli_fail("%s: cancelled (Ctrl-C); nothing written", label);

@@ -212,8 +212,11 @@ static int read_stdin(run_state *r, size_t rows, size_t cols, int u16,
 /* A TIFF that may still grow: new pages as they appear, at most
  * STREAM_READ_BYTES of them at a time. */
 static int read_tiff(run_state *r, const char *path, size_t first,
-                     size_t limit, double poll, double idle) {
-  size_t done = 0; /* frames pushed: pages [first, first + done) */
+                     size_t limit, size_t step, size_t chan, double poll,
+                     double idle) {
+  /* frames pushed: done; frame f is page f·step + chan (step: the
+   * channels of a stack whose channel axis is the fastest, else 1) */
+  size_t done = 0;
   double last_growth = now_s();
   char err[512] = "";
   int told = 0; /* "waiting" said since the last growth */
@@ -222,7 +225,8 @@ static int read_tiff(run_state *r, const char *path, size_t first,
   tiff_seq *seq = NULL; /* the file open at page first + done */
   while (done < limit && !cli_interrupted()) {
     int rc = QS_OK;
-    if (!known || info.pages <= first + done) {
+#define FRAMES_IN(pages) ((pages) > chan ? ((pages) - chan - 1) / step + 1 : 0)
+    if (!known || FRAMES_IN(info.pages) <= first + done) {
       /* the pages known are read: the file is opened again for more (a
        * growing file's directory chain is read anew) */
       tiff_seq_close(seq);
@@ -231,10 +235,10 @@ static int read_tiff(run_state *r, const char *path, size_t first,
       known = !rc;
     }
     /* a file being written can be momentarily unreadable */
-    if (!rc && info.pages > first + done) {
-      size_t n = info.pages - first - done;
+    if (!rc && FRAMES_IN(info.pages) > first + done) {
+      size_t n = FRAMES_IN(info.pages) - first - done;
       if (n > limit - done) n = limit - done;
-      size_t page = info.rows * info.cols * sizeof(float);
+      size_t page = info.rows * info.cols * sizeof(float) * step;
       uint64_t bytes = STREAM_READ_BYTES, budget;
       if (!tiff_read_budget(&budget, err, sizeof err) && budget < bytes)
         bytes = budget; /* the pieces never over the read budget */
@@ -244,22 +248,27 @@ static int read_tiff(run_state *r, const char *path, size_t first,
       if (seam && atoi(seam) > 0) most = (size_t)atoi(seam);
       if (n > (most ? most : 1)) n = most ? most : 1;
       qs_image pages;
+      size_t at = (first + done) * step + chan, span = (n - 1) * step + 1;
       if (!seq) {
-        rc = tiff_seq_open(path, first + done, &seq, err, sizeof err);
+        rc = tiff_seq_open(path, at, &seq, err, sizeof err);
         if (rc == QS_EUNAVAIL) rc = QS_OK; /* one block: read whole pieces */
       }
       if (!rc)
-        rc = seq ? tiff_seq_read(seq, n, &pages, err, sizeof err)
-                 : tiff_read_pages(path, first + done, n, &pages, err,
-                                   sizeof err);
+        rc = seq ? tiff_seq_read(seq, span, &pages, err, sizeof err)
+                 : tiff_read_pages(path, at, span, &pages, err, sizeof err);
+      /* the next frame's page: the other channels' pages after the last */
+      if (!rc && seq && step > 1 && tiff_seq_skip(seq, step - 1)) {
+        tiff_seq_close(seq);
+        seq = NULL;
+      }
       if (rc) { /* opened again at the same page next time */
         tiff_seq_close(seq);
         seq = NULL;
         known = 0;
       }
       double t = now_s();
-      for (size_t k = 0; !rc && k < pages.frames && !cli_interrupted(); k++) {
-        int prc = frame_push(r, pages.data + k * pages.rows * pages.cols,
+      for (size_t k = 0; !rc && k < n && !cli_interrupted(); k++) {
+        int prc = frame_push(r, pages.data + k * step * pages.rows * pages.cols,
                              pages.rows, pages.cols, t);
         if (prc) {
           qs_image_free(&pages);
@@ -294,6 +303,7 @@ static int read_tiff(run_state *r, const char *path, size_t first,
     }
     sleep_s(poll);
   }
+#undef FRAMES_IN
   tiff_seq_close(seq);
   return CLI_OK;
 }
@@ -576,7 +586,8 @@ int stream_run(cli *c, qs_engine *e, const qs_method_desc *d,
   cli_progress_begin(c, &r.prog, "stream frames", NULL);
   rc = !strcmp(in, "-")
            ? read_stdin(&r, rows, cols, j->u16, limit)
-           : read_tiff(&r, in, j->first, limit, j->poll, j->idle);
+           : read_tiff(&r, in, j->first, limit, j->step ? j->step : 1,
+                       j->channel, j->poll, j->idle);
   int stopped = cli_progress_end(&r.prog);
   if (stopped && r.label) {
     /* a batch command read in pieces: Ctrl-C cancels it (its caller

@@ -13,7 +13,10 @@ typedef struct stream_job {
   const char *in;          /* a TIFF path, or "-" (raw frames on stdin) */
   const char *out, *dir;   /* -o (results appended), --out-dir */
   size_t window, every;    /* frames per timepoint or sliding window; K */
-  size_t first;            /* a TIFF input's first page to read */
+  size_t first;            /* a TIFF input's first frame to read */
+  size_t step, channel;    /* a TIFF input whose channel axis is the
+                              fastest: frame f is page f·step + channel
+                              (step 0 or 1: every page a frame) */
   size_t limit;            /* frames to read at most (SIZE_MAX: all) */
   size_t rows, cols;       /* the frames' size */
   int sliding, u16;        /* a sliding window; stdin frames are uint16 */

@@ -902,6 +902,16 @@ int tiff_seq_open(const char *path, size_t first, tiff_seq **out, char *err,
   return QS_OK;
 }
 
+int tiff_seq_skip(tiff_seq *s, size_t k) {
+  if (k == 0) return QS_OK;
+  if (!s->fresh && !TIFFReadDirectory(s->t)) return QS_EFORMAT;
+  s->fresh = 1; /* on page next */
+  for (size_t i = 0; i < k; i++)
+    if (!TIFFReadDirectory(s->t)) return QS_EFORMAT;
+  s->next += k;
+  return QS_OK;
+}
+
 int tiff_seq_read(tiff_seq *s, size_t n, qs_image *img, char *err,
                   size_t err_len) {
   qs_image empty = {0};

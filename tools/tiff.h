@@ -63,6 +63,9 @@ int tiff_seq_open(const char *path, size_t first, tiff_seq **s, char *err,
                   size_t err_len);
 int tiff_seq_read(tiff_seq *s, size_t n, qs_image *img, char *err,
                   size_t err_len);
+/* Moves the sequence k pages on without reading them (QS_EFORMAT past
+ * the last page). */
+int tiff_seq_skip(tiff_seq *s, size_t k);
 void tiff_seq_close(tiff_seq *s);
 
 /* What a stack says about itself beside its pixels, read from its first
