@@ -1505,6 +1505,17 @@ Test(cli, hyperstack_over_the_read_budget_is_read_in_pieces) {
   expect_status(r, 0, "in pieces");
   cr_assert_not_null(strstr(r->err, "a channel at a time"), "%s", r->err);
   expect_same_stack(out, ref, 6, "2 channels x 3 timepoints, in pieces");
+  /* --json: one object for the run, not one per channel */
+  setenv("QUICKSILVER_READ_BUDGET_MB", "1", 1);
+  r = qs("--json", "esrrf", hs, "-o", out, "--magnification", "2",
+         "--frames-per-timepoint", "8", "--impl", "fused", NULL);
+  unsetenv("QUICKSILVER_READ_BUDGET_MB");
+  expect_status(r, 0, "--json in pieces");
+  cJSON *js = cJSON_ParseWithOpts(r->out, NULL, 1); /* nothing after it */
+  cr_assert_not_null(js, "stdout is not one JSON object: %s", r->out);
+  cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(js, "read_in_pieces")));
+  cr_assert_eq(cJSON_GetObjectItem(js, "channels")->valuedouble, 2);
+  cJSON_Delete(js);
   tiff_info info;
   cr_assert_eq(tiff_info_of(out, &info, err, sizeof err), QS_OK, "%s", err);
   cr_assert_eq(info.meta.channels, 2);

@@ -532,6 +532,7 @@ static int esrrf_in_pieces(cli *c, qs_engine *e, const qs_method_desc *d,
                     .n_params = a->n_params,
                     .impl = args_value(a, "impl"),
                     .info = info,
+                    .no_summary = C > 1 && c->json, /* one JSON object */
                     .label = what};
     rc = stream_run(c, e, d, &j);
     made = ch + 1;
@@ -550,6 +551,14 @@ static int esrrf_in_pieces(cli *c, qs_engine *e, const qs_method_desc *d,
   }
   if (outfile_commit(&o, err, sizeof err))
     return cli_fail("%s: %s", label, err);
+  if (C > 1 && c->json) { /* the channels' summaries as one object */
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "method", "esrrf");
+    cJSON_AddBoolToObject(j, "read_in_pieces", 1);
+    cJSON_AddNumberToObject(j, "channels", (double)C);
+    cJSON_AddNumberToObject(j, "frames", (double)frames);
+    return cli_json_out(j);
+  }
   return CLI_OK;
 }
 

@@ -602,7 +602,7 @@ int stream_run(cli *c, qs_engine *e, const qs_method_desc *d,
       cli_note(c, "quicksilver: %s\n", qs_esrrf_stream_error(r.s));
     rc = results_drain(&r);
   }
-  if (!rc && !(stopped && r.label)) rc = summary(&r);
+  if (!rc && !(stopped && r.label) && !j->no_summary) rc = summary(&r);
   qs_esrrf_stream_close(r.s);
   cJSON_Delete(r.prov);
   outfile_unlock(lock_out);

@@ -26,6 +26,7 @@ typedef struct stream_job {
   size_t n_params;
   const char *impl;        /* NULL: the engine's choice */
   tiff_info info;          /* a TIFF input's */
+  int no_summary;          /* print no summary (its caller reports) */
   const char *label;       /* NULL: `stream`; else the batch command (e.g.
                               "run esrrf") whose input is read in pieces:
                               its summary, not the stream's latencies */
