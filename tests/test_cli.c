@@ -9,6 +9,7 @@
 #include <cJSON.h>
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -950,6 +951,38 @@ Test(cli, esrrf_over_the_read_budget_is_read_in_pieces) {
   cr_assert_not_null(strstr(r->err, "20 frames read in pieces, 3 images"),
                      "%s", r->err);
   expect_same_stack(out, ref, 3, "frames 2:22 in timepoints of 8, in pieces");
+}
+
+/* A stack read in pieces with a NaN pixel is refused as the whole call
+ * refuses it (a live stream would skip that frame): exit status 1 naming
+ * the pixel, OUT left as it was, no temporary behind. */
+Test(cli, esrrf_in_pieces_refuses_a_nan_pixel) {
+  if (qs("methods", "esrrf", NULL)->status != 0)
+    cr_skip_test("no esrrf method in this build");
+  const char *in = path_in("nan.tif"), *out = path_in("o.tif");
+  expect_status(qs("simulate", "-o", in, "--frames", "22", "--size",
+                   "128x128", "-q", NULL),
+                0, "simulate");
+  qs_image st;
+  char err[512], old[64];
+  cr_assert_eq(tiff_read(in, &st, err, sizeof err), QS_OK, "%s", err);
+  st.data[11 * 128 * 128 + 2 * 128 + 15] = NAN; /* frame 11, row 2 */
+  cr_assert_eq(tiff_write(in, &st, err, sizeof err), QS_OK, "%s", err);
+  qs_image_free(&st);
+  FILE *f = fopen(out, "w");
+  cr_assert_not_null(f);
+  fputs("an older file at OUT", f);
+  fclose(f);
+  setenv("QUICKSILVER_READ_BUDGET_MB", "1", 1);
+  result *r = qs("run", "esrrf", in, "-o", out, "--magnification", "2",
+                 "--impl", "fused", NULL);
+  unsetenv("QUICKSILVER_READ_BUDGET_MB");
+  expect_status(r, 1, "a NaN pixel in pieces");
+  cr_assert_not_null(strstr(r->err, "nan at row 2, column 15"), "%s", r->err);
+  cr_assert_not_null(strstr(r->err, "nothing written"), "%s", r->err);
+  slurp_into(out, old, sizeof old);
+  cr_assert_str_eq(old, "an older file at OUT");
+  cr_assert(!has_tmp(), "a temporary was left in %s", dir);
 }
 
 /* Ctrl-C during eSRRF read in pieces (pieces of 16 frames; held by the

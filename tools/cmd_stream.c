@@ -151,6 +151,11 @@ static int frame_push(run_state *r, float *data, size_t rows, size_t cols,
   double t_done = now_s(), lat = t_done - t_read;
   if (!r->t_first) r->t_first = t_read;
   r->t_last = t_done;
+  if (rc == QS_EINVAL && r->label)
+    /* a batch command read in pieces refuses the stack as its whole
+     * call would (NaN or infinite pixels), rather than skip a frame */
+    return cli_fail("%s: %s; nothing written", r->label,
+                    qs_esrrf_stream_error(r->s));
   if (rc == QS_EINVAL &&
       !strstr(qs_esrrf_stream_error(r->s), "after the end")) {
     /* a bad frame: skipped, the stream goes on */
