@@ -401,10 +401,11 @@ static int param_at(const qs_method_desc *d, const char *name) {
 static int channels_join(const char *label, char (*paths)[4096], size_t C,
                          const char *out) {
   char err[1024];
-  qs_image img[64] = {{0}}, all = {0};
+  qs_image img[64] = {{0}}, *imgs[64];
   tiff_info info;
   int rc = tiff_info_of(paths[0], &info, err, sizeof err);
   for (size_t ch = 0; !rc && ch < C; ch++) {
+    imgs[ch] = &img[ch];
     rc = tiff_read(paths[ch], &img[ch], err, sizeof err);
     if (!rc && (img[ch].frames != img[0].frames ||
                 img[ch].rows != img[0].rows || img[ch].cols != img[0].cols))
@@ -412,13 +413,6 @@ static int channels_join(const char *label, char (*paths)[4096], size_t C,
                      ch),
             QS_EFORMAT);
   }
-  if (!rc) rc = qs_image_alloc(&all, img[0].frames * C, img[0].rows,
-                               img[0].cols);
-  size_t plane = img[0].rows * img[0].cols;
-  for (size_t ch = 0; !rc && ch < C; ch++)
-    for (size_t k = 0; k < img[0].frames; k++)
-      memcpy(all.data + (k * C + ch) * plane, img[ch].data + k * plane,
-             plane * sizeof(float));
   if (!rc) {
     tiff_meta m = info.meta;
     m.channels = C;
@@ -449,10 +443,9 @@ static int channels_join(const char *label, char (*paths)[4096], size_t C,
       prov_impl_each(j, "impl_per_channel", impls, C);
       prov_text(j, m.provenance, sizeof m.provenance);
     }
-    rc = tiff_write_meta(out, &all, 0, &m, err, sizeof err);
+    rc = output_write(out, imgs, C, &m, err, sizeof err);
   }
   for (size_t ch = 0; ch < C; ch++) qs_image_free(&img[ch]);
-  qs_image_free(&all);
   return rc ? cli_fail("%s: %s", label, err) : CLI_OK;
 }
 

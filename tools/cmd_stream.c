@@ -216,6 +216,11 @@ static int read_stdin(run_state *r, size_t rows, size_t cols, int u16,
 
 /* A TIFF that may still grow: new pages as they appear, at most
  * STREAM_READ_BYTES of them at a time. */
+/* Frames of a stack of `pages` pages whose frame f is page f·step + chan. */
+static size_t frames_in(size_t pages, size_t step, size_t chan) {
+  return pages > chan ? (pages - chan - 1) / step + 1 : 0;
+}
+
 static int read_tiff(run_state *r, const char *path, size_t first,
                      size_t limit, size_t step, size_t chan, double poll,
                      double idle) {
@@ -230,8 +235,7 @@ static int read_tiff(run_state *r, const char *path, size_t first,
   tiff_seq *seq = NULL; /* the file open at page first + done */
   while (done < limit && !cli_interrupted()) {
     int rc = QS_OK;
-#define FRAMES_IN(pages) ((pages) > chan ? ((pages) - chan - 1) / step + 1 : 0)
-    if (!known || FRAMES_IN(info.pages) <= first + done) {
+    if (!known || frames_in(info.pages, step, chan) <= first + done) {
       /* the pages known are read: the file is opened again for more (a
        * growing file's directory chain is read anew) */
       tiff_seq_close(seq);
@@ -240,8 +244,9 @@ static int read_tiff(run_state *r, const char *path, size_t first,
       known = !rc;
     }
     /* a file being written can be momentarily unreadable */
-    if (!rc && FRAMES_IN(info.pages) > first + done) {
-      size_t n = FRAMES_IN(info.pages) - first - done;
+    size_t avail = known ? frames_in(info.pages, step, chan) : 0;
+    if (!rc && avail > first + done) {
+      size_t n = avail - first - done;
       if (n > limit - done) n = limit - done;
       size_t page = info.rows * info.cols * sizeof(float) * step;
       uint64_t bytes = STREAM_READ_BYTES, budget;
@@ -308,7 +313,6 @@ static int read_tiff(run_state *r, const char *path, size_t first,
     }
     sleep_s(poll);
   }
-#undef FRAMES_IN
   tiff_seq_close(seq);
   return CLI_OK;
 }
@@ -588,7 +592,7 @@ int stream_run(cli *c, qs_engine *e, const qs_method_desc *d,
   /* Ctrl-C ends the input as its end would: the results so far are
    * completed and written */
   r.total = limit < SIZE_MAX ? (uint64_t)limit : 0;
-  cli_progress_begin(c, &r.prog, "stream frames", NULL);
+  cli_progress_begin(c, &r.prog, j->label ? j->label : "stream frames", NULL);
   rc = !strcmp(in, "-")
            ? read_stdin(&r, rows, cols, j->u16, limit)
            : read_tiff(&r, in, j->first, limit, j->step ? j->step : 1,

@@ -682,6 +682,24 @@ static int read_imagej_big(TIFF *t, reader *r, const page *first,
   return rc;
 }
 
+/* Page k (p) must have page 0's size (first): QS_EFORMAT naming both. */
+static int same_size(reader *r, const page *first, const page *p, unsigned k,
+                     char *err, size_t err_len) {
+  if (p->w == first->w && p->h == first->h) return QS_OK;
+  return read_fail(r, QS_EFORMAT, err, err_len,
+                   "pages of different sizes: page 0 is %ux%u, page %u is "
+                   "%ux%u (rows x cols)",
+                   (unsigned)first->h, (unsigned)first->w, k, (unsigned)p->h,
+                   (unsigned)p->w);
+}
+
+/* Test seam: the process stops itself after a read's first page, so that
+ * a test can change the file while it is being read. */
+static void read_seam(void) {
+  const char *stop = getenv("QUICKSILVER_TEST_READ_STOP");
+  if (stop && !strcmp(stop, "1")) raise(SIGSTOP);
+}
+
 static int read_all(TIFF *t, reader *r, qs_image *img, char *err,
                     size_t err_len) {
   tdir_t n = TIFFNumberOfDirectories(t);
@@ -704,12 +722,8 @@ static int read_all(TIFF *t, reader *r, qs_image *img, char *err,
                          "truncated: ImageJ announces %lu images, the file "
                          "holds %u pages",
                          announced, (unsigned)n);
-    } else if (p.w != first.w || p.h != first.h) {
-      return read_fail(r, QS_EFORMAT, err, err_len,
-                       "pages of different sizes: page 0 is %ux%u, page %u "
-                       "is %ux%u (rows x cols)",
-                       (unsigned)first.h, (unsigned)first.w, (unsigned)d,
-                       (unsigned)p.h, (unsigned)p.w);
+    } else if ((rc = same_size(r, &first, &p, (unsigned)d, err, err_len))) {
+      return rc;
     }
   }
   if (r->info) {
@@ -744,10 +758,7 @@ static int read_all(TIFF *t, reader *r, qs_image *img, char *err,
     if (d >= r->first)
       rc = page_read(t, r, (unsigned)d, &p, img->data + (d - r->first) * plane,
                      err, err_len);
-    /* test seam: the process stops itself after the range's first page,
-     * so that a test can change the file while it is being read */
-    const char *stop = getenv("QUICKSILVER_TEST_READ_STOP");
-    if (d == r->first && stop && !strcmp(stop, "1")) raise(SIGSTOP);
+    if (!rc && d == r->first) read_seam();
   }
   if (!rc && r->msg[0])
     rc = read_fail(r, QS_EFORMAT, err, err_len, "malformed TIFF");
@@ -934,18 +945,11 @@ int tiff_seq_read(tiff_seq *s, size_t n, qs_image *img, char *err,
     }
     s->fresh = 0;
     rc = page_probe(s->t, r, k, &p, err, err_len);
-    if (!rc && (p.w != s->first.w || p.h != s->first.h))
-      rc = read_fail(r, QS_EFORMAT, err, err_len,
-                     "pages of different sizes: page 0 is %ux%u, page %u "
-                     "is %ux%u (rows x cols)",
-                     (unsigned)s->first.h, (unsigned)s->first.w, k,
-                     (unsigned)p.h, (unsigned)p.w);
+    if (!rc) rc = same_size(r, &s->first, &p, k, err, err_len);
     if (!rc) rc = page_read(s->t, r, k, &p, img->data + j * plane, err,
                             err_len);
     if (!rc) s->next++;
-    /* the read seam of read_all: after each read's first page */
-    const char *stop = getenv("QUICKSILVER_TEST_READ_STOP");
-    if (!rc && j == 0 && stop && !strcmp(stop, "1")) raise(SIGSTOP);
+    if (!rc && j == 0) read_seam();
   }
   if (!rc && r->msg[0])
     rc = read_fail(r, QS_EFORMAT, err, err_len, "malformed TIFF");
